@@ -1,0 +1,86 @@
+/* Collectives used by the algorithms: the coordinator/worker gradient oracle.
+ *
+ * Rank 0 (the coordinator) runs an algorithm as an ordinary loop and calls dpo_oracle_eval()
+ * whenever it needs F and grad F at a point; every other rank sits in dpo_oracle_serve().
+ * One evaluation is: MPI_Bcast of the request (the point x and the batch of GLOBAL row ids)
+ * from rank 0 — this broadcast is the release of x, so the caller must have charged the
+ * ledger for whatever x depends on — then each rank computes its local data-term sums and
+ * one MPI_Reduce brings [grad sum, loss sum, rows used, status] to rank 0.  The reduced
+ * status makes a failure on any rank fail the evaluation on rank 0, which then stops the
+ * workers; nobody hangs.
+ *
+ * The exact (un-noised) gradient exists only on rank 0 (trusted-coordinator mode).
+ */
+#ifndef DPOPT_COMM_H
+#define DPOPT_COMM_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "dpopt/data.h"
+#include "dpopt/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dpo_oracle dpo_oracle_t;
+
+/* A batch of global row ids (sorted ascending, no duplicates), chosen on rank 0.
+ * ids == NULL means all rows. */
+typedef struct {
+  const int64_t *ids;
+  int64_t m;
+} dpo_batch_t;
+
+typedef struct {
+  int64_t evals;      /* oracle calls */
+  int64_t rows;       /* rows processed, summed over ranks */
+  double t_compute;   /* seconds in local kernels (this rank) */
+  double t_comm;      /* seconds in bcast + reduce (this rank) */
+} dpo_oracle_stats_t;
+
+/* Collective: create the oracle over model + shard (both borrowed, must outlive it).
+ * If clip is non-NULL, per-example gradients are clipped (the norms are precomputed once). */
+int dpo_oracle_create(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
+                      const dpo_clip_t *clip, dpo_oracle_t **oracle);
+/* Collective: attach a held-out shard (borrowed) for dpo_oracle_eval_metric(.., 1, ..). */
+int dpo_oracle_set_heldout(dpo_oracle_t *o, const dpo_shard_t *heldout);
+void dpo_oracle_destroy(dpo_oracle_t *o);
+
+int32_t dpo_oracle_dim(const dpo_oracle_t *o);
+int64_t dpo_oracle_nglobal(const dpo_oracle_t *o);
+MPI_Comm dpo_oracle_comm(const dpo_oracle_t *o);
+int dpo_oracle_rank(const dpo_oracle_t *o);
+
+/* Rank 0 only.  F and g (length d) at x over the batch (NULL = all rows): the mean over the
+ * batch of the (clipped) data term plus the regularizer.  want_loss = 0 skips the loss.
+ * Returns the status agreed with the workers. */
+int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,
+                    double *F, double *g);
+
+/* Rank 0 only: the raw global sums before dpo_model_finish (for DP methods that add noise to
+ * the sum or the mean themselves). g_sum gets sum of clipped data-term gradients. */
+int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                         int want_loss, double *loss_sum, double *g_sum, int64_t *n_used);
+
+/* Rank 0 only: mean loss (data term) and mean metric (accuracy for logistic, MSE for ridge)
+ * at x over all rows of the training shards (heldout = 0: a NON-PRIVATE diagnostic) or of
+ * the held-out shards (heldout = 1). */
+int dpo_oracle_eval_metric(dpo_oracle_t *o, const double *x, int heldout, double *loss_mean,
+                           double *metric_mean);
+
+/* Rank 0 only: release workers from dpo_oracle_serve with `status` (DPO_OK for a normal end;
+ * an error makes serve return that error on every worker). */
+int dpo_oracle_finish(dpo_oracle_t *o, int status);
+
+/* Ranks != 0: serve evaluation requests until rank 0 calls dpo_oracle_finish; returns the
+ * status rank 0 finished with.  On rank 0 it returns DPO_OK immediately. */
+int dpo_oracle_serve(dpo_oracle_t *o);
+
+void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* Run configuration: a flat table of "section.key" = value strings filled from an INI file
+ * (libinih) and then from command-line flags, which override.  Every value remembers where it
+ * came from ("run.ini:12" or "--eps"), so a bad value is reported with its origin.  Getters
+ * mark keys as used; dpo_config_unused() lists the ones nothing read (typos).
+ * Not collective: every rank parses the same file and flags.
+ */
+#ifndef DPOPT_CONFIG_H
+#define DPOPT_CONFIG_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dpo_config dpo_config_t;
+
+int dpo_config_create(dpo_config_t **cfg);
+void dpo_config_destroy(dpo_config_t *cfg);
+/* Load an INI file: [section] key = value.  Errors name file and line. */
+int dpo_config_load_ini(dpo_config_t *cfg, const char *path);
+/* Set (or override) key = value; origin is kept for messages. */
+int dpo_config_set(dpo_config_t *cfg, const char *key, const char *value, const char *origin);
+/* Raw value or NULL; marks the key used. */
+const char *dpo_config_get(const dpo_config_t *cfg, const char *key);
+const char *dpo_config_origin(const dpo_config_t *cfg, const char *key);
+/* Typed getters: *out = def when the key is absent; DPO_EINVAL naming origin when the value
+ * does not parse completely. */
+int dpo_config_get_str(const dpo_config_t *cfg, const char *key, const char *def,
+                       const char **out);
+int dpo_config_get_double(const dpo_config_t *cfg, const char *key, double def, double *out);
+int dpo_config_get_int(const dpo_config_t *cfg, const char *key, int64_t def, int64_t *out);
+int dpo_config_get_bool(const dpo_config_t *cfg, const char *key, int def, int *out);
+/* Iterate over keys nothing has read: fn(key, origin, arg).  Returns the count. */
+int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const char *, void *),
+                      void *arg);
+/* Iterate over all keys in insertion order (for writing the effective config). */
+void dpo_config_foreach(const dpo_config_t *cfg,
+                        void (*fn)(const char *key, const char *value, const char *origin,
+                                   void *arg),
+                        void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,116 @@
+/* Sharded data sets.
+ *
+ * A dpo_shard_t is the part of a data set one rank holds: rows [row0, row0 + n) of a global
+ * matrix with n_global rows and d columns, dense (row-major) or CSR, plus one label/target
+ * per row.  Loaders are collective over the communicator passed in: each rank reads only its
+ * own byte range (text) or row range (binary) of the file, so no rank ever holds the whole
+ * set.  Global row ids (row0 + i) are what minibatch samplers use, so a sample never depends
+ * on the number of ranks.
+ *
+ * Errors (malformed line, NaN/Inf, index past the dimension, unknown label, empty file, more
+ * ranks than rows, truncated binary) come back on every rank with the same status and a detail
+ * "FILE:LINE: reason" (dpo_errmsg()).
+ */
+#ifndef DPOPT_DATA_H
+#define DPOPT_DATA_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DPO_LABELS_BINARY = 0, DPO_LABELS_REAL = 1 } dpo_labels_t;
+
+typedef struct {
+  int64_t n;        /* local rows */
+  int64_t n_global; /* rows over all ranks */
+  int64_t row0;     /* global id of local row 0 */
+  int32_t d;        /* columns (features) */
+  int sparse;       /* 1: CSR in rowptr/colind/val; 0: dense row-major in X */
+  double *X;        /* dense: n * d */
+  int64_t *rowptr;  /* CSR: n + 1 */
+  int32_t *colind;  /* CSR: 0-based column of each nonzero */
+  double *val;      /* CSR values */
+  double *y;        /* labels: +1/-1 (binary) or real targets */
+  dpo_labels_t labels;
+  char source[256]; /* file the shard came from (for messages) */
+} dpo_shard_t;
+
+typedef enum {
+  DPO_FMT_AUTO = 0,  /* by magic number / extension */
+  DPO_FMT_LIBSVM,    /* "label idx:val ..." 1-based */
+  DPO_FMT_CSV,       /* dense, label in first column, optional header line */
+  DPO_FMT_IDX,       /* IDX images (+ labels file), optionally .gz */
+  DPO_FMT_BIN        /* dpopt binary (dpopt convert) */
+} dpo_format_t;
+
+typedef struct {
+  dpo_format_t format;
+  dpo_labels_t labels;  /* binary: accept +1/-1 and 0/1 (0 -> -1); others are an error */
+  int32_t d;            /* declared dimension; 0 = infer (max index over all ranks) */
+  int dense;            /* 1: store as dense even if the file is sparse */
+  const char *idx_labels; /* IDX: labels file (NULL: derive "...-labels-idx1-ubyte[.gz]") */
+  int idx_class;        /* IDX: this class is +1, all others -1 */
+  double idx_scale;     /* IDX: pixel scale (default 1/255) */
+} dpo_load_opts_t;
+
+/* Default options (format auto, binary labels, infer d). */
+void dpo_load_opts_default(dpo_load_opts_t *o);
+
+/* Collective: load this rank's shard of `path`. */
+int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
+                   dpo_shard_t **shard);
+void dpo_shard_destroy(dpo_shard_t *shard);
+
+/* Row i's (local) L1 and L2 norms, computed in one pass into caller arrays of length n. */
+void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2);
+
+/* Collective: write the distributed shards as one dpopt binary file (MPI-IO, each rank writes
+ * its rows at its offset). */
+int dpo_shard_write_bin(MPI_Comm comm, const dpo_shard_t *s, const char *path);
+
+/* Collective statistics for `dpopt info` over all ranks. */
+typedef struct {
+  int64_t n, nnz;
+  int32_t d;
+  int64_t n_pos, n_neg;          /* binary labels */
+  double y_min, y_max, y_mean;   /* real targets */
+  double l1_max, l1_mean, l2_max, l2_mean;
+  int sparse;
+} dpo_shard_stats_t;
+int dpo_shard_stats(MPI_Comm comm, const dpo_shard_t *s, dpo_shard_stats_t *st);
+
+/* ---- rating triplets (matrix factorization) ---- */
+typedef struct {
+  int64_t n;        /* local ratings */
+  int64_t n_global;
+  int32_t n_users;  /* K: rows of Y (max user id + 1 after 0-basing) */
+  int32_t n_items;  /* N: columns of Y */
+  int32_t *user;    /* 0-based */
+  int32_t *item;    /* 0-based */
+  double *r;
+  char source[256];
+} dpo_ratings_t;
+
+/* Collective: load "user item rating [timestamp]" lines separated by tab, comma, spaces or
+ * "::" (1-based ids if one_based).  Each rank reads its byte range. */
+int dpo_ratings_load(MPI_Comm comm, const char *path, int one_based, dpo_ratings_t **out);
+void dpo_ratings_destroy(dpo_ratings_t *r);
+
+/* ---- synthetic generators (dpopt gen); rank 0 writes the file, deterministic in seed ---- */
+/* Logistic data of (001, Sec. 5): rows u_i with ||u_i||_1 <= l1_bound, labels from a random
+ * x_true: z_i = sign-sampled from the logistic model. */
+int dpo_gen_logistic(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed);
+/* Ridge data: y = u'x_true + noise_sd * N(0,1), rows with ||u||_2 <= l2_bound. */
+int dpo_gen_ridge(const char *path, int64_t n, int32_t d, double l2_bound, double noise_sd,
+                  uint64_t seed);
+/* MovieLens-shaped ratings: power-law user/item degrees, rank-r signal + noise, 1..5. */
+int dpo_gen_ratings(const char *path, int32_t n_users, int32_t n_items, int64_t n_ratings,
+                    int32_t rank, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

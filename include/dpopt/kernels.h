@@ -1,0 +1,48 @@
+/* Fused per-row kernels over a shard (OpenBLAS underneath).
+ *
+ * One pass over the rows: t_i = u_i'x, (phi_i, c_i) = loss(t_i, y_i), loss += phi_i,
+ * g += s_i c_i u_i where s_i = min(1, C / (|c_i| ||u_i||)) when per-example clipping is on.
+ * Dense rows are processed in cache-sized blocks so the data is read from memory once for
+ * both matrix-vector products.  Not collective; results are local sums (not divided by n).
+ */
+#ifndef DPOPT_KERNELS_H
+#define DPOPT_KERNELS_H
+
+#include "dpopt/data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DPO_LOSS_LOGISTIC = 0, DPO_LOSS_SQUARED = 1 } dpo_loss_t;
+typedef enum { DPO_CLIP_NONE = 0, DPO_CLIP_L1 = 1, DPO_CLIP_L2 = 2 } dpo_clipnorm_t;
+
+typedef struct {
+  dpo_clipnorm_t norm;
+  double C; /* clip threshold on the per-example gradient norm (public) */
+} dpo_clip_t;
+
+/* Local sums over `rows` (local indices; NULL = all rows, nrows ignored).
+ * rownorm: per-row norm matching clip->norm (L1 or L2), precomputed by the caller, or NULL
+ * (computed on the fly).  loss_sum and g are ACCUMULATED into (caller zeroes them).
+ * Logistic: phi = log(1 + exp(-y t)) computed stably; squared: phi = (t - y)^2 / 2. */
+int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
+                       const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
+                       const double *rownorm, double *loss_sum, double *g);
+
+/* Local Hessian of the data term: H += sum_i w_i u_i u_i' (full d x d, row-major), with
+ * w_i = sigma(t)(1 - sigma(t)) (logistic) or 1 (squared). */
+int dpo_kern_hess(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *H);
+
+/* Local Hessian-vector product of the data term: out += sum_i w_i u_i (u_i'v). */
+int dpo_kern_hessvec(dpo_loss_t loss, const dpo_shard_t *s, const double *x, const double *v,
+                     double *out);
+
+/* Local evaluation: loss sum, and #correct sign predictions (logistic) or squared error sum. */
+int dpo_kern_eval(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *loss_sum,
+                  double *metric_sum);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+/* Objectives: F(x) = (1/n) sum_i f(x; u_i, z_i) with the L2 term folded into f as in the
+ * papers: f(x; u, z) = log(1 + exp(-z u'x)) + lambda ||x||^2 (logistic regression, 001 Sec. 5)
+ * or (u'x - z)^2 / 2 + lambda ||x||^2 (least squares / ridge).
+ *
+ * The model is an opaque object with an ops table (one file per objective in src/model/).
+ * Local functions are not collective; they return sums over the local rows of the DATA term
+ * only, and dpo_model_finish() turns global sums into F and grad F (divide by n, add the
+ * regularizer) on whichever rank holds them.
+ *
+ * Public bounds come from declared data-domain bounds, never from the data (privacy rule 1).
+ */
+#ifndef DPOPT_MODEL_H
+#define DPOPT_MODEL_H
+
+#include "dpopt/data.h"
+#include "dpopt/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dpo_model dpo_model_t;
+
+/* name: "logreg" or "ridge" (alias "lsq" with lambda = 0). */
+int dpo_model_create(const char *name, double lambda, dpo_model_t **m);
+void dpo_model_destroy(dpo_model_t *m);
+const char *dpo_model_name(const dpo_model_t *m);
+double dpo_model_lambda(const dpo_model_t *m);
+dpo_loss_t dpo_model_loss(const dpo_model_t *m);
+/* 1 if the model needs binary labels (logistic). */
+int dpo_model_binary(const dpo_model_t *m);
+
+/* Local data-term sums (rows: local indices, NULL = all).  loss_sum and g are overwritten. */
+int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                         const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
+                         const double *rownorm, double *loss_sum, double *g);
+
+/* From global sums over n_used rows: F = loss_sum / n_used + lambda ||x||^2 and
+ * g = g / n_used + 2 lambda x (in place). */
+void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const double *x,
+                      double *F, double *g);
+
+/* Local data-term Hessian sum H += sum w_i u_i u_i' (d x d row-major). */
+int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H);
+
+/* Local evaluation sums: loss and metric (#correct for logistic, SSE for ridge). */
+int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                         double *loss_sum, double *metric_sum);
+
+/* Public smoothness and strong-convexity bounds of F from the declared row bound
+ * B2 >= max ||u_i||_2:  logistic L = B2^2 / 4 + 2 lambda, ridge L = B2^2 + 2 lambda;
+ * mu = 2 lambda for both. */
+double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound);
+double dpo_model_mu(const dpo_model_t *m);
+
+/* Public L1 sensitivity constant S1 of one example's data-term gradient under replace-one
+ * neighbours, from the declared L1 row bound B1 (logistic: |c| <= 1 so S1 = 2 B1, 001 Sec. 5).
+ * The mean gradient's sensitivity is S1 / n.  Ridge needs a target bound: S1 = 2 B1 (B2... )
+ * and returns a negative value when no public bound exists (use clipping instead). */
+double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

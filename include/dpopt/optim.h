@@ -1,0 +1,106 @@
+/* Algorithms behind one interface, and the run driver.
+ *
+ * An algorithm is a dpo_algo_t (ops table) in one file of src/optim/ plus one line in the
+ * table of src/optim/registry.c.  It runs on rank 0 only: create() reads its parameters,
+ * step() performs one iteration, calling dpo_solver_eval*() (which go through the oracle,
+ * i.e. through all ranks) as often as it needs, and updates the iterate held by the solver.
+ * Private algorithms charge the ledger (dpo_solver_ledger()) for every noised quantity
+ * before the next evaluation broadcasts a point that depends on it.
+ *
+ * The driver dpo_solver_run() is collective: rank 0 loops over step() and writes the trace,
+ * the other ranks serve the oracle.
+ */
+#ifndef DPOPT_OPTIM_H
+#define DPOPT_OPTIM_H
+
+#include <stdio.h>
+#include <stdint.h>
+
+#include "dpopt/comm.h"
+#include "dpopt/config.h"
+#include "dpopt/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dpo_solver dpo_solver_t;
+
+typedef struct {
+  const char *name;     /* --algo NAME */
+  const char *summary;  /* one line for --help */
+  int is_private;       /* 1: adds noise and charges the ledger */
+  /* Read parameters (dpo_solver_param*), allocate state.  Called on rank 0. */
+  int (*create)(dpo_solver_t *s, void **state);
+  /* One iteration t = 0, 1, ... on rank 0; set *done = 1 to stop early (converged, schedule
+   * finished).  Must update the iterate via dpo_solver_x(). */
+  int (*step)(dpo_solver_t *s, void *state, int64_t t, int *done);
+  void (*destroy)(void *state);
+} dpo_algo_t;
+
+/* Lookup in the algorithm table; NULL if unknown. */
+const dpo_algo_t *dpo_algo_find(const char *name);
+/* NULL-terminated table, for --help listings. */
+const dpo_algo_t *const *dpo_algo_list(void);
+
+typedef struct {
+  int64_t max_iter;      /* iterations (T) */
+  double gtol;           /* stop when ||grad F|| <= gtol (non-private algorithms only) */
+  int64_t trace_every;   /* trace row every k iterations (0: none) */
+  int trace_loss;        /* evaluate F(x_t) for the trace (non-private diagnostic) */
+  int quiet;             /* no progress on stderr */
+  double fstar;          /* known F* for the f - f* column (NAN if unknown) */
+  FILE *trace;           /* rank 0: CSV trace stream (NULL: none) */
+} dpo_run_opts_t;
+
+void dpo_run_opts_default(dpo_run_opts_t *o);
+
+/* Collective.  cfg: parameters (borrowed); rng: rank 0's noise/sampling stream (borrowed, may
+ * be NULL for non-private algorithms); ledger: rank 0's ledger (borrowed, may be NULL). */
+struct dpo_ledger;
+int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
+                      dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                      dpo_solver_t **s);
+void dpo_solver_destroy(dpo_solver_t *s);
+
+/* Collective: run to completion.  Returns DPO_OK, DPO_EBUDGET (ledger refused: the last
+ * released iterate is kept), or an error; the same status on every rank. */
+int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts);
+
+/* ---- for algorithm implementations (rank 0) ---- */
+int32_t dpo_solver_dim(const dpo_solver_t *s);
+int64_t dpo_solver_n(const dpo_solver_t *s);
+double *dpo_solver_x(dpo_solver_t *s);          /* current iterate (length d), read-write */
+dpo_oracle_t *dpo_solver_oracle(dpo_solver_t *s);
+dpo_rng_t *dpo_solver_rng(dpo_solver_t *s);
+struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s);
+const dpo_config_t *dpo_solver_config(const dpo_solver_t *s);
+/* Parameter lookups in section "algo" of the config, with defaults; errors name the key. */
+int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double *out);
+int dpo_solver_param_int(const dpo_solver_t *s, const char *key, int64_t def, int64_t *out);
+/* Full-batch F and grad F at x (through the oracle). */
+int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g);
+/* Public problem constants (from declared bounds, privacy rule 1): L, mu, and the row bounds. */
+double dpo_solver_L(const dpo_solver_t *s);
+double dpo_solver_mu(const dpo_solver_t *s);
+
+/* ---- reference solver for F* (non-private) ---- */
+/* Collective SPMD Newton's method with backtracking: each rank forms its part of the Hessian,
+ * the d x d system is distributed block-cyclically over a 2-D BLACS grid and solved with
+ * ScaLAPACK pdpotrf/pdpotrs.  x: in = start, out = solution (same on all ranks). */
+typedef struct {
+  int64_t iters;
+  double F, gnorm;
+} dpo_newton_info_t;
+int dpo_newton_solve(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s, double *x,
+                     double gtol, int maxit, dpo_newton_info_t *info);
+
+/* Collective, NON-PRIVATE diagnostic: largest eigenvalue of the Hessian of F at x by power
+ * iteration over distributed Hessian-vector products (data-derived L). */
+int dpo_hessian_lmax(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                     int maxit, double tol, double *lmax);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
