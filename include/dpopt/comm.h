@@ -52,6 +52,8 @@ int32_t dpo_oracle_dim(const dpo_oracle_t *o);
 int64_t dpo_oracle_nglobal(const dpo_oracle_t *o);
 MPI_Comm dpo_oracle_comm(const dpo_oracle_t *o);
 int dpo_oracle_rank(const dpo_oracle_t *o);
+/* The model the oracle evaluates (borrowed). */
+const dpo_model_t *dpo_oracle_model(const dpo_oracle_t *o);
 
 /* Rank 0 only.  F and g (length d) at x over the batch (NULL = all rows): the mean over the
  * batch of the (clipped) data term plus the regularizer.  want_loss = 0 skips the loss.

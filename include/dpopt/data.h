@@ -7,6 +7,11 @@
  * set.  Global row ids (row0 + i) are what minibatch samplers use, so a sample never depends
  * on the number of ranks.
  *
+ * Text files (LIBSVM, CSV, ratings) are split into P equal byte ranges; a rank owns the lines
+ * that start in its range, so row counts per rank follow the bytes (a rank may hold 0 rows if
+ * single lines are longer than a range).  IDX and binary files give balanced row ranges.
+ * Blank lines and lines starting with '#' are skipped but counted in line numbers.
+ *
  * Errors (malformed line, NaN/Inf, index past the dimension, unknown label, empty file, more
  * ranks than rows, truncated binary) come back on every rank with the same status and a detail
  * "FILE:LINE: reason" (dpo_errmsg()).
@@ -37,6 +42,23 @@ typedef struct {
   dpo_labels_t labels;
   char source[256]; /* file the shard came from (for messages) */
 } dpo_shard_t;
+
+/* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:
+ *   offset  0  char    magic[8] = "DPOBIN01"
+ *           8  int64   n          rows
+ *          16  int32   d          columns
+ *          20  int32   sparse     1: CSR, 0: dense row-major
+ *          24  int64   nnz        stored entries (sparse), 0 (dense)
+ *          32  int32   labels     dpo_labels_t (0 binary +1/-1, 1 real)
+ *          36  int32   reserved   0
+ *          40  double  y[n]
+ *   dense:     double  X[n * d]
+ *   sparse:    int64   rowptr[n + 1] (rowptr[0] = 0, rowptr[n] = nnz)
+ *              int32   colind[nnz]   0-based, increasing within a row
+ *              double  val[nnz]
+ * The file size must equal what the header describes (shorter: "truncated").  Loading gives
+ * rank r of P the balanced row range (n/P rows, the remainder to the first ranks); the label
+ * kind comes from the header (opts->labels is ignored for binary files). */
 
 typedef enum {
   DPO_FMT_AUTO = 0,  /* by magic number / extension */
@@ -99,7 +121,11 @@ typedef struct {
 int dpo_ratings_load(MPI_Comm comm, const char *path, int one_based, dpo_ratings_t **out);
 void dpo_ratings_destroy(dpo_ratings_t *r);
 
-/* ---- synthetic generators (dpopt gen); rank 0 writes the file, deterministic in seed ---- */
+/* ---- synthetic generators (dpopt gen); rank 0 writes the file, deterministic in seed ----
+ * Not collective.  gen_logistic / gen_ridge write LIBSVM text with all d features of every row
+ * (9 significant digits; rows stay inside the bound after rounding), or the dpopt binary
+ * format if `path` ends in ".bin".  gen_ratings writes "user::item::rating" lines (1-based,
+ * integer ratings 1..5, grouped by user), streaming: memory O(users + items * rank). */
 /* Logistic data of (001, Sec. 5): rows u_i with ||u_i||_1 <= l1_bound, labels from a random
  * x_true: z_i = sign-sampled from the logistic model. */
 int dpo_gen_logistic(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed);

@@ -23,8 +23,10 @@ typedef struct {
 } dpo_clip_t;
 
 /* Local sums over `rows` (local indices; NULL = all rows, nrows ignored).
- * rownorm: per-row norm matching clip->norm (L1 or L2), precomputed by the caller, or NULL
- * (computed on the fly).  loss_sum and g are ACCUMULATED into (caller zeroes them).
+ * clip: NULL or norm DPO_CLIP_NONE = no clipping; otherwise C must be finite and > 0.
+ * rownorm: per-row norm matching clip->norm (L1 or L2), indexed by local row (length s->n),
+ * precomputed by the caller (dpo_shard_row_norms), or NULL (computed on the fly).
+ * loss_sum and g are ACCUMULATED into (caller zeroes them).
  * Logistic: phi = log(1 + exp(-y t)) computed stably; squared: phi = (t - y)^2 / 2. */
 int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
                        const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
@@ -34,11 +36,13 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
  * w_i = sigma(t)(1 - sigma(t)) (logistic) or 1 (squared). */
 int dpo_kern_hess(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *H);
 
-/* Local Hessian-vector product of the data term: out += sum_i w_i u_i (u_i'v). */
+/* Local Hessian-vector product of the data term: out += sum_i w_i u_i (u_i'v).
+ * x may be NULL for the squared loss (w = 1). */
 int dpo_kern_hessvec(dpo_loss_t loss, const dpo_shard_t *s, const double *x, const double *v,
                      double *out);
 
-/* Local evaluation: loss sum, and #correct sign predictions (logistic) or squared error sum. */
+/* Local evaluation: loss sum, and #correct sign predictions (logistic; t = 0 predicts +1) or
+ * squared error sum (t - y)^2 (squared).  Both are ACCUMULATED into. */
 int dpo_kern_eval(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *loss_sum,
                   double *metric_sum);
 

@@ -21,7 +21,8 @@ extern "C" {
 
 typedef struct dpo_model dpo_model_t;
 
-/* name: "logreg" or "ridge" (alias "lsq" with lambda = 0). */
+/* name: "logreg" or "ridge"; "lsq" is ridge with lambda = 0 (a nonzero lambda is DPO_EINVAL).
+ * lambda must be finite and >= 0.  The caller owns *m (dpo_model_destroy). */
 int dpo_model_create(const char *name, double lambda, dpo_model_t **m);
 void dpo_model_destroy(dpo_model_t *m);
 const char *dpo_model_name(const dpo_model_t *m);
@@ -35,28 +36,32 @@ int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const doubl
                          const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
                          const double *rownorm, double *loss_sum, double *g);
 
-/* From global sums over n_used rows: F = loss_sum / n_used + lambda ||x||^2 and
- * g = g / n_used + 2 lambda x (in place). */
+/* From global sums over n_used rows, in place: *F (holding loss_sum) becomes
+ * loss_sum / n_used + lambda ||x||^2 and g becomes g / n_used + 2 lambda x.  F or g may be
+ * NULL.  Not collective. */
 void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const double *x,
                       double *F, double *g);
 
 /* Local data-term Hessian sum H += sum w_i u_i u_i' (d x d row-major). */
 int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H);
 
-/* Local evaluation sums: loss and metric (#correct for logistic, SSE for ridge). */
+/* Local evaluation sums (overwritten): loss and metric (#correct for logistic, SSE for ridge). */
 int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          double *loss_sum, double *metric_sum);
 
 /* Public smoothness and strong-convexity bounds of F from the declared row bound
  * B2 >= max ||u_i||_2:  logistic L = B2^2 / 4 + 2 lambda, ridge L = B2^2 + 2 lambda;
- * mu = 2 lambda for both. */
+ * mu = 2 lambda for both.  A negative or non-finite B2 returns -1. */
 double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound);
 double dpo_model_mu(const dpo_model_t *m);
 
 /* Public L1 sensitivity constant S1 of one example's data-term gradient under replace-one
- * neighbours, from the declared L1 row bound B1 (logistic: |c| <= 1 so S1 = 2 B1, 001 Sec. 5).
- * The mean gradient's sensitivity is S1 / n.  Ridge needs a target bound: S1 = 2 B1 (B2... )
- * and returns a negative value when no public bound exists (use clipping instead). */
+ * neighbours, from the declared L1 row bound B1 >= max ||u_i||_1.  Logistic: the gradient
+ * coefficient satisfies |c| <= 1, so ||grad f_i - grad f_i'||_1 <= 2 B1 = S1 (001, eq. 5.2);
+ * the mean gradient's sensitivity is S1 / n.  Ridge: the coefficient u'x - z is unbounded
+ * without declared bounds on targets and iterates, so it returns a negative value: callers
+ * must clip per example (clip C in L1 gives S1 = 2 C).  A negative or non-finite B1 also
+ * returns a negative value. */
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound);
 
 #ifdef __cplusplus

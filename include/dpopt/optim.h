@@ -83,6 +83,15 @@ int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g);
 /* Public problem constants (from declared bounds, privacy rule 1): L, mu, and the row bounds. */
 double dpo_solver_L(const dpo_solver_t *s);
 double dpo_solver_mu(const dpo_solver_t *s);
+/* The same with a status: DPO_EINVAL when "data.row_l2_bound" is not declared (L is never
+ * taken from the data).  Either pointer may be NULL (mu alone needs no declared bound). */
+int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu);
+
+/* Rank 0: hook for the trace's eps_spent column: spent(arg) returns the privacy budget
+ * spent so far (e.g. from the ledger).  Without a hook the column is "nan". */
+void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *arg), void *arg);
+/* Iterations performed by the last dpo_solver_run (rank 0; broadcast to all ranks). */
+int64_t dpo_solver_iters(const dpo_solver_t *s);
 
 /* ---- reference solver for F* (non-private) ---- */
 /* Collective SPMD Newton's method with backtracking: each rank forms its part of the Hessian,

@@ -10,6 +10,7 @@
 #ifndef DPOPT_RNG_H
 #define DPOPT_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus

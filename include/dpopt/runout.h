@@ -1,0 +1,36 @@
+/* Run outputs: the run directory, model files, atomic writes, and messages on stderr.
+ * All functions here are local (not collective); the CLI calls the writers on rank 0 only.
+ */
+#ifndef DPOPT_RUNOUT_H
+#define DPOPT_RUNOUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* mkdir -p. */
+int dpo_mkdirs(const char *path);
+/* Write `len` bytes to `path` atomically: write a temporary file, fsync, rename, fsync dir. */
+int dpo_write_atomic(const char *path, const void *buf, size_t len);
+/* Model file: '#' comment lines, then "d" and one coefficient per line (%.17g: round trips). */
+int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment);
+/* Read a model file written by dpo_model_write; *x is malloc'ed. Errors name file:line. */
+int dpo_model_read(const char *path, double **x, int32_t *d);
+
+/* Messages: dpo_msg prints "dpopt: ..." to stderr unless quiet; progress lines only on a tty. */
+void dpo_msg_set_quiet(int quiet);
+int dpo_msg_quiet(void);
+void dpo_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Overwritable progress line ("\r...") on stderr when it is a terminal and not quiet. */
+void dpo_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dpo_progress_end(void);
+/* Wall clock in seconds (monotonic). */
+double dpo_wtime(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,212 @@
+#include "dpopt/config.h"
+#include "dpopt/status.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+  char *key, *value, *origin;
+  int used; /* mutable through const getters: "used" is bookkeeping, not state */
+} dpo__kv_t;
+
+struct dpo_config {
+  dpo__kv_t *kv;
+  int n, cap;
+};
+
+int dpo_config_create(dpo_config_t **cfg) {
+  *cfg = calloc(1, sizeof **cfg);
+  return *cfg ? DPO_OK : dpo_err(DPO_ENOMEM, "config: out of memory");
+}
+
+void dpo_config_destroy(dpo_config_t *cfg) {
+  if (!cfg) return;
+  for (int i = 0; i < cfg->n; i++) {
+    free(cfg->kv[i].key);
+    free(cfg->kv[i].value);
+    free(cfg->kv[i].origin);
+  }
+  free(cfg->kv);
+  free(cfg);
+}
+
+static dpo__kv_t *dpo__find(const dpo_config_t *cfg, const char *key) {
+  for (int i = 0; i < cfg->n; i++)
+    if (strcmp(cfg->kv[i].key, key) == 0) return &cfg->kv[i];
+  return NULL;
+}
+
+int dpo_config_set(dpo_config_t *cfg, const char *key, const char *value, const char *origin) {
+  dpo__kv_t *e = dpo__find(cfg, key);
+  char *v = strdup(value), *o = strdup(origin ? origin : "?");
+  if (!v || !o) {
+    free(v);
+    free(o);
+    return dpo_err(DPO_ENOMEM, "config: out of memory");
+  }
+  if (!e) {
+    if (cfg->n == cfg->cap) {
+      int cap = cfg->cap ? 2 * cfg->cap : 32;
+      dpo__kv_t *nk = realloc(cfg->kv, (size_t)cap * sizeof *nk);
+      if (!nk) {
+        free(v);
+        free(o);
+        return dpo_err(DPO_ENOMEM, "config: out of memory");
+      }
+      cfg->kv = nk;
+      cfg->cap = cap;
+    }
+    e = &cfg->kv[cfg->n];
+    memset(e, 0, sizeof *e);
+    if (!(e->key = strdup(key))) {
+      free(v);
+      free(o);
+      return dpo_err(DPO_ENOMEM, "config: out of memory");
+    }
+    cfg->n++;
+  }
+  free(e->value);
+  free(e->origin);
+  e->value = v;
+  e->origin = o;
+  return DPO_OK;
+}
+
+typedef struct {
+  dpo_config_t *cfg;
+  const char *path;
+  int status;
+  FILE *f;
+  int lineno; /* Debian's inih is built without INI_HANDLER_LINENO: count lines ourselves */
+} dpo__ini_ctx_t;
+
+static char *dpo__ini_reader(char *str, int num, void *stream) {
+  dpo__ini_ctx_t *c = stream;
+  char *r = fgets(str, num, c->f);
+  if (r) c->lineno++;
+  return r;
+}
+
+static int dpo__ini_handler(void *user, const char *section, const char *name,
+                            const char *value) {
+  dpo__ini_ctx_t *c = user;
+  int lineno = c->lineno;
+  char key[256], origin[512];
+  if (!section[0])
+    snprintf(key, sizeof key, "%s", name);
+  else
+    snprintf(key, sizeof key, "%s.%s", section, name);
+  snprintf(origin, sizeof origin, "%s:%d", c->path, lineno);
+  c->status = dpo_config_set(c->cfg, key, value, origin);
+  return c->status == DPO_OK;
+}
+
+int dpo_config_load_ini(dpo_config_t *cfg, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return dpo_err(DPO_EIO, "%s: cannot open config file: %s", path, strerror(errno));
+  dpo__ini_ctx_t c = {cfg, path, DPO_OK, f, 0};
+  int rc = ini_parse_stream(dpo__ini_reader, &c, dpo__ini_handler, &c);
+  fclose(f);
+  if (c.status != DPO_OK) return c.status;
+  if (rc > 0) return dpo_err(DPO_EINVAL, "%s:%d: malformed line in config file", path, rc);
+  if (rc < 0) return dpo_err(DPO_EIO, "%s: cannot read config file", path);
+  return DPO_OK;
+}
+
+const char *dpo_config_get(const dpo_config_t *cfg, const char *key) {
+  dpo__kv_t *e = dpo__find(cfg, key);
+  if (!e) return NULL;
+  e->used = 1;
+  return e->value;
+}
+
+const char *dpo_config_origin(const dpo_config_t *cfg, const char *key) {
+  dpo__kv_t *e = dpo__find(cfg, key);
+  return e ? e->origin : NULL;
+}
+
+int dpo_config_get_str(const dpo_config_t *cfg, const char *key, const char *def,
+                       const char **out) {
+  const char *v = dpo_config_get(cfg, key);
+  *out = v ? v : def;
+  return DPO_OK;
+}
+
+int dpo_config_get_double(const dpo_config_t *cfg, const char *key, double def, double *out) {
+  const char *v = dpo_config_get(cfg, key);
+  if (!v) {
+    *out = def;
+    return DPO_OK;
+  }
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  while (*end == ' ' || *end == '\t') end++;
+  if (end == v || *end || errno == ERANGE || isnan(x))
+    return dpo_err(DPO_EINVAL, "%s: %s = '%s' is not a number", dpo_config_origin(cfg, key), key,
+                   v);
+  *out = x;
+  return DPO_OK;
+}
+
+int dpo_config_get_int(const dpo_config_t *cfg, const char *key, int64_t def, int64_t *out) {
+  const char *v = dpo_config_get(cfg, key);
+  if (!v) {
+    *out = def;
+    return DPO_OK;
+  }
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  /* accept 1e5-style integers too: users write n=1e5 */
+  if (*end == 'e' || *end == 'E' || *end == '.') {
+    double dx = strtod(v, &end);
+    if (dx == floor(dx) && fabs(dx) < 9e15) x = (long long)dx;
+    else end = (char *)v;
+  }
+  while (*end == ' ' || *end == '\t') end++;
+  if (end == v || *end || errno == ERANGE)
+    return dpo_err(DPO_EINVAL, "%s: %s = '%s' is not an integer", dpo_config_origin(cfg, key),
+                   key, v);
+  *out = x;
+  return DPO_OK;
+}
+
+int dpo_config_get_bool(const dpo_config_t *cfg, const char *key, int def, int *out) {
+  const char *v = dpo_config_get(cfg, key);
+  if (!v) {
+    *out = def;
+    return DPO_OK;
+  }
+  if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+      !strcasecmp(v, "on"))
+    *out = 1;
+  else if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+           !strcasecmp(v, "off"))
+    *out = 0;
+  else
+    return dpo_err(DPO_EINVAL, "%s: %s = '%s' is not a boolean (true/false)",
+                   dpo_config_origin(cfg, key), key, v);
+  return DPO_OK;
+}
+
+int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const char *, void *),
+                      void *arg) {
+  int c = 0;
+  for (int i = 0; i < cfg->n; i++)
+    if (!cfg->kv[i].used) {
+      c++;
+      if (fn) fn(cfg->kv[i].key, cfg->kv[i].origin, arg);
+    }
+  return c;
+}
+
+void dpo_config_foreach(const dpo_config_t *cfg,
+                        void (*fn)(const char *, const char *, const char *, void *), void *arg) {
+  for (int i = 0; i < cfg->n; i++) fn(cfg->kv[i].key, cfg->kv[i].value, cfg->kv[i].origin, arg);
+}

@@ -1,0 +1,137 @@
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int dpo_mkdirs(const char *path) {
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+    return dpo_err(DPO_EINVAL, "%s: path too long", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+      return dpo_err(DPO_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+    return dpo_err(DPO_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+  return DPO_OK;
+}
+
+int dpo_write_atomic(const char *path, const void *buf, size_t len) {
+  char tmp[4096], dir[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    return dpo_err(DPO_EINVAL, "%s: path too long", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+  const char *p = buf;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return dpo_err(DPO_EIO, "%s: write failed: %s", tmp, strerror(e));
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    unlink(tmp);
+    return dpo_err(DPO_EIO, "%s: fsync/close failed: %s", tmp, strerror(errno));
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return dpo_err(DPO_EIO, "%s: rename failed: %s", path, strerror(e));
+  }
+  /* make the rename itself durable */
+  snprintf(dir, sizeof dir, "%s", path);
+  int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return DPO_OK;
+}
+
+int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment) {
+  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + (size_t)d * 32;
+  char *buf = malloc(cap);
+  if (!buf) return dpo_err(DPO_ENOMEM, "model write: out of memory");
+  size_t off = 0;
+  if (comment) {
+    /* every comment line gets a '#' */
+    const char *c = comment;
+    while (*c) {
+      const char *nl = strchr(c, '\n');
+      size_t k = nl ? (size_t)(nl - c) : strlen(c);
+      off += (size_t)snprintf(buf + off, cap - off, "# %.*s\n", (int)k, c);
+      c += k + (nl ? 1 : 0);
+    }
+  }
+  off += (size_t)snprintf(buf + off, cap - off, "%d\n", (int)d);
+  for (int32_t j = 0; j < d; j++) off += (size_t)snprintf(buf + off, cap - off, "%.17g\n", x[j]);
+  int rc = dpo_write_atomic(path, buf, off);
+  free(buf);
+  return rc;
+}
+
+int dpo_model_read(const char *path, double **xo, int32_t *d) {
+  FILE *f = fopen(path, "r");
+  if (!f) return dpo_err(DPO_EIO, "%s: cannot open model: %s", path, strerror(errno));
+  char line[512];
+  long ln = 0;
+  long dim = -1;
+  int32_t k = 0;
+  double *x = NULL;
+  int rc = DPO_OK;
+  while (fgets(line, sizeof line, f)) {
+    ln++;
+    if (line[0] == '#' || line[0] == '\n') continue;
+    char *end;
+    if (dim < 0) {
+      dim = strtol(line, &end, 10);
+      if (end == line || dim <= 0 || dim > (1L << 30)) {
+        rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected the dimension", path, ln);
+        goto out;
+      }
+      if (!(x = malloc((size_t)dim * sizeof *x))) {
+        rc = dpo_err(DPO_ENOMEM, "model read: out of memory");
+        goto out;
+      }
+      continue;
+    }
+    if (k >= dim) {
+      rc = dpo_err(DPO_EFORMAT, "%s:%ld: more than %ld coefficients", path, ln, dim);
+      goto out;
+    }
+    double v = strtod(line, &end);
+    if (end == line || !isfinite(v)) {
+      rc = dpo_err(DPO_EFORMAT, "%s:%ld: not a finite number", path, ln);
+      goto out;
+    }
+    x[k++] = v;
+  }
+  if (dim < 0 || k != dim) {
+    rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected %ld coefficients, found %d", path, ln, dim, k);
+    goto out;
+  }
+  *xo = x;
+  *d = (int32_t)dim;
+  x = NULL;
+out:
+  free(x);
+  fclose(f);
+  return rc;
+}

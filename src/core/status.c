@@ -46,10 +46,10 @@ int dpo_agree(MPI_Comm comm, int status) {
     return dpo_err(DPO_EMPI, "dpo_agree: MPI_Allreduce failed");
   if (first == size) return DPO_OK;
   /* One message carries the code and the detail of the first failing rank. */
-  struct { int code; char msg[DPO__ERRLEN]; } pkt;
+  struct { int code; char msg[DPO__ERRLEN - 64]; } pkt;
   if (rank == first) {
     pkt.code = status;
-    snprintf(pkt.msg, sizeof pkt.msg, "%s", dpo__errbuf);
+    snprintf(pkt.msg, sizeof pkt.msg, "%.*s", (int)sizeof pkt.msg - 1, dpo__errbuf);
   }
   if (MPI_Bcast(&pkt, (int)sizeof pkt, MPI_BYTE, first, comm) != MPI_SUCCESS)
     return dpo_err(DPO_EMPI, "dpo_agree: MPI_Bcast failed");

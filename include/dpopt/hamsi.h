@@ -1,0 +1,181 @@
+/* HAMSI: distributed incremental L-BFGS for matrix factorization (thesis 000, Chapter 3).
+ *
+ * Objective (thesis eq. 3.1 over the observed entries Omega, with optional L2 term):
+ *   f(X1, X2) = sum_{(a,b) in Omega} (y_ab - x1_a' x2_b)^2
+ *             + lambda * (sum_a ||x1_a||^2 + sum_b ||x2_b||^2)      (rows/columns with ratings)
+ * written partially separably (eq. 3.2) as a sum of per-rating functions
+ *   f_ab = (y_ab - x1_a' x2_b)^2 + lambda (||x1_a||^2 / deg_a + ||x2_b||^2 / deg_b),
+ * deg = number of training ratings of the user / item.  X1 is K x r (row a = user a), X2 is
+ * r x N and is stored transposed (X2t, N x r: row b = column b of X2).
+ *
+ * Partitionings (Sec. 3.3): the function set is covered by K strata; each stratum is a set of
+ * blocks processed "in parallel" (here: in any order, which gives the same result when the
+ * blocks touch disjoint variables).
+ *   HOGWILD   random, K equal subsets, one function per block; blocks overlap (not valid).
+ *   COLOR     first-fit coloring of the conflict graph of the bipartite graph; colors packed
+ *             first-fit into K bins of about |I|/K functions.  A bin is processed color by
+ *             color (phase), so the blocks of one phase are variable-disjoint.
+ *   COLOR-B   the same with a random available color (new color only if none is free).
+ *   STRATA    B equal-length user intervals x B equal-length item intervals; stratum k holds
+ *             the blocks (i, (i + k) mod B), so K = B.
+ *   STRATA-B  the same with intervals cut so each holds about |I|/B ratings (Fig. 3.4).
+ * Only STRATA and STRATA-B run on more than one rank (the factor-block ring below); the
+ * others are for one rank (the thesis uses them with shared-memory threads).
+ *
+ * Distribution: rank p owns a contiguous range of user intervals (rows of X1) and their
+ * ratings; the item blocks of X2, with their rows of the L-BFGS history S and Y, travel
+ * between the ranks (nonblocking sends posted as soon as a block is done, overlapping the
+ * remaining local blocks), one stratum per inner step.  Rank 0 decides the stratum schedule
+ * and broadcasts it.  Results do not depend on the number of ranks; with opts.repro = 1 they
+ * are bit-identical (per-block partial sums are reduced in block order).
+ */
+#ifndef DPOPT_HAMSI_H
+#define DPOPT_HAMSI_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dpopt/data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  DPO_MF_HOGWILD = 0,
+  DPO_MF_COLOR,
+  DPO_MF_COLOR_B,
+  DPO_MF_STRATA,
+  DPO_MF_STRATA_B
+} dpo_mf_part_kind_t;
+
+typedef enum { DPO_MF_SCHED_DET = 0, DPO_MF_SCHED_SHUFFLE } dpo_mf_sched_t;
+typedef enum { DPO_MF_HAMSI = 0, DPO_MF_MBGD } dpo_mf_method_t;
+
+/* "hogwild", "color", "color-b", "strata", "strata-b" (case-insensitive) -> kind. */
+int dpo_mf_part_parse(const char *name, dpo_mf_part_kind_t *kind);
+const char *dpo_mf_part_name(dpo_mf_part_kind_t kind);
+
+/* ---- objective (local, not collective) ---- */
+
+/* f and its gradient over n ratings (0-based user/item ids) at X1 (n_users x r) and X2t
+ * (n_items x r).  udeg/ideg (may be NULL when lambda == 0): degrees used in the per-rating
+ * weights above.  g1/g2 (may be NULL) are overwritten with the gradient. */
+int dpo_mf_objective(int64_t n, const int32_t *user, const int32_t *item, const double *y,
+                     int32_t n_users, int32_t n_items, int32_t r, const double *X1,
+                     const double *X2t, double lambda, const int32_t *udeg, const int32_t *ideg,
+                     double *f, double *g1, double *g2);
+
+/* ---- partitioning (local; all ratings on one process) ---- */
+
+typedef struct {
+  dpo_mf_part_kind_t kind;
+  int32_t K;          /* strata */
+  int64_t n;          /* functions (ratings) */
+  int32_t *stratum;   /* [n] stratum of each rating */
+  int32_t *phase;     /* [n] color inside the bin (COLOR*); 0 otherwise */
+  int64_t *block;     /* [n] block id inside the stratum (grid: user interval; else rating id) */
+  int32_t nb;         /* STRATA*: intervals per dimension (= K) */
+  int32_t *row_cut;   /* STRATA*: [nb + 1] user interval bounds */
+  int32_t *col_cut;   /* STRATA*: [nb + 1] item interval bounds */
+  int32_t ncolors;    /* COLOR*: colors used */
+  int valid_expected; /* 0 for HOGWILD */
+} dpo_mf_partition_t;
+
+/* Build a partition of the n ratings (user, item) with K strata (STRATA*: K intervals per
+ * dimension).  seed drives HOGWILD and COLOR-B.  Caller destroys. */
+int dpo_mf_partition(dpo_mf_part_kind_t kind, int32_t K, int64_t n, const int32_t *user,
+                     const int32_t *item, int32_t n_users, int32_t n_items, uint64_t seed,
+                     dpo_mf_partition_t **out);
+void dpo_mf_partition_destroy(dpo_mf_partition_t *p);
+
+/* Interval bounds for STRATA (balanced = 0: equal length) or STRATA-B (balanced = 1: about
+ * total/nb ratings each, from the degree counts deg[0..n)).  cut has nb + 1 entries. */
+int dpo_mf_cuts(const int64_t *deg, int32_t n, int32_t nb, int balanced, int32_t *cut);
+
+/* Validity: 1 if in every (stratum, phase) the blocks touch disjoint variables and every
+ * rating is in exactly one stratum, 0 if not (*conflicts counts the ratings in conflict). */
+int dpo_mf_partition_valid(const dpo_mf_partition_t *p, const int32_t *user,
+                           const int32_t *item, int32_t n_users, int32_t n_items,
+                           int64_t *conflicts);
+
+typedef struct {
+  int32_t K;
+  int64_t stratum_min, stratum_max; /* functions per stratum */
+  double stratum_mean;
+  int64_t nblocks;                  /* non-empty blocks */
+  int64_t block_min, block_max;     /* functions per non-empty block */
+  double block_mean;
+  double imbalance;                 /* max / mean functions per stratum (grid: per block) */
+} dpo_mf_balance_t;
+
+void dpo_mf_partition_balance(const dpo_mf_partition_t *p, dpo_mf_balance_t *b);
+/* Human-readable report (balance, validity, the HOGWILD overlap note). */
+void dpo_mf_partition_report(FILE *f, const dpo_mf_partition_t *p, const int32_t *user,
+                             const int32_t *item, int32_t n_users, int32_t n_items);
+
+/* ---- HAMSI / mb-GD ---- */
+
+typedef struct {
+  dpo_mf_method_t method;
+  dpo_mf_part_kind_t part;
+  dpo_mf_sched_t sched;
+  int32_t r;           /* factor rank (default 10; the thesis uses 50) */
+  int32_t nblocks;     /* K: strata (STRATA*: intervals per dimension); 0 = ranks (STRATA*),
+                          20 (others) */
+  int32_t memory;      /* L-BFGS memory M (default 5) */
+  double eta, gamma;   /* beta_t = (eta t)^gamma (thesis Alg. 3, line 5) */
+  double sigma0;       /* step scale before the first accepted pair (and mb-GD): x -= sigma0 g / beta */
+  double lambda;       /* L2 weight */
+  double init_scale;   /* initial factors uniform in (0, init_scale) */
+  int64_t epochs;      /* outer iterations */
+  double time_limit;   /* seconds of training (evaluation excluded); 0 = none */
+  double holdout;      /* fraction of ratings held out for test RMSE (hash of user, item, seed) */
+  uint64_t seed;       /* initial point, schedule shuffles, HOGWILD/COLOR-B, held-out split */
+  int repro;           /* 1: bit-identical across rank counts (per-block reduction slots) */
+  int eval_every;      /* evaluate RMSE every this many epochs (0 = only at the end) */
+} dpo_hamsi_opts_t;
+
+void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);
+
+typedef struct {
+  int64_t epoch;
+  double t_train;     /* seconds of training so far (evaluation excluded) */
+  double t_wall;      /* seconds since the start, evaluation included */
+  double train_rmse;  /* NON-PRIVATE diagnostic: computed on the training ratings */
+  double test_rmse;   /* held-out ratings (NaN when there are none) */
+  double sigma;
+  int32_t npairs;
+} dpo_hamsi_trace_t;
+
+typedef struct {
+  int32_t n_users, n_items, r;
+  double *X1;          /* n_users x r, on every rank */
+  double *X2t;         /* n_items x r, on every rank */
+  int64_t n_train, n_test;
+  int64_t epochs;
+  int32_t K;           /* strata */
+  double train_rmse, test_rmse;  /* at the end; train_rmse is a NON-PRIVATE diagnostic */
+  double t_wall, t_train;        /* with and without evaluation */
+  double t_grad, t_update, t_hess, t_comm;  /* phases on this rank (Fig. 3.7) */
+  double ratings_per_sec;        /* processed by this rank per second of training */
+  int64_t pairs_accepted, pairs_rejected;
+  double sigma;
+  int home_ok;         /* 1: at the end every item block is back at its home rank */
+  dpo_hamsi_trace_t *trace;
+  int64_t ntrace;
+  dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */
+} dpo_hamsi_result_t;
+
+/* Collective: train on the ratings this rank holds (any split of the global set; they are
+ * routed to the owner of their user interval).  ratings->n_users / n_items give K and N (the
+ * maximum over ranks is used).  Returns the same status on every rank. */
+int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
+                  dpo_hamsi_result_t **res);
+void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,194 @@
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/status.h"
+
+static void dpo__cli_help(const char *usage, const dpo_cli_opt_t *opts, const char *more) {
+  printf("%s\n\nOptions:\n", usage);
+  printf("  %-28s %s\n", "--config FILE", "INI file; flags given on the command line override it");
+  printf("  %-28s %s\n", "--set SECTION.KEY=VALUE", "set any config key");
+  for (const dpo_cli_opt_t *o = opts; o->flag; o++) {
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
+    if (o->key)
+      printf("  %-28s %s [%s]\n", left, o->help, o->key);
+    else
+      printf("  %-28s %s\n", left, o->help);
+  }
+  printf("  %-28s %s\n", "-h, --help", "show this help");
+  if (more) printf("\n%s", more);
+}
+
+int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli_opt_t *opts,
+                  const char *usage, const char *more_help, dpo_config_t *cfg, char **pos,
+                  int maxpos, int *npos) {
+  int rc;
+  *npos = 0;
+  /* --config first, so flags override the file whatever their order */
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      if (ctx->rank == 0) dpo__cli_help(usage, opts, more_help);
+      return 1;
+    }
+    const char *path = NULL;
+    if (!strcmp(argv[i], "--config") && i + 1 < argc) path = argv[++i];
+    else if (!strncmp(argv[i], "--config=", 9)) path = argv[i] + 9;
+    if (path && (rc = dpo_config_load_ini(cfg, path)) != DPO_OK) {
+      if (ctx->rank == 0) fprintf(stderr, "dpopt: error: %s\n", dpo_errmsg());
+      return -1;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    char *a = argv[i];
+    if (!strcmp(a, "--config")) {
+      i++;
+      continue;
+    }
+    if (!strncmp(a, "--config=", 9)) continue;
+    if (strncmp(a, "--", 2) != 0 || !strcmp(a, "--")) {
+      if (!strcmp(a, "--")) a = (i + 1 < argc) ? argv[++i] : NULL;
+      if (!a) break;
+      if (*npos >= maxpos) {
+        if (ctx->rank == 0) fprintf(stderr, "dpopt: error: unexpected argument '%s' (see --help)\n", a);
+        return -1;
+      }
+      pos[(*npos)++] = a;
+      continue;
+    }
+    char flag[128];
+    const char *val = NULL;
+    const char *eq = strchr(a, '=');
+    if (eq) {
+      snprintf(flag, sizeof flag, "%.*s", (int)(eq - a), a);
+      val = eq + 1;
+    } else {
+      snprintf(flag, sizeof flag, "%s", a);
+    }
+    if (!strcmp(flag, "--set")) {
+      if (!val) val = (i + 1 < argc) ? argv[++i] : NULL;
+      const char *e2 = val ? strchr(val, '=') : NULL;
+      if (!e2 || e2 == val) {
+        if (ctx->rank == 0) fprintf(stderr, "dpopt: error: --set needs SECTION.KEY=VALUE\n");
+        return -1;
+      }
+      char key[256];
+      snprintf(key, sizeof key, "%.*s", (int)(e2 - val), val);
+      if (dpo_config_set(cfg, key, e2 + 1, "--set") != DPO_OK) return -1;
+      continue;
+    }
+    const dpo_cli_opt_t *o = opts;
+    for (; o->flag; o++)
+      if (!strcmp(o->flag, flag)) break;
+    if (!o->flag) {
+      if (ctx->rank == 0) fprintf(stderr, "dpopt: error: unknown option '%s' (see --help)\n", flag);
+      return -1;
+    }
+    if (o->arg) {
+      if (!val) {
+        if (i + 1 >= argc) {
+          if (ctx->rank == 0) fprintf(stderr, "dpopt: error: option %s needs a value %s\n", flag, o->arg);
+          return -1;
+        }
+        val = argv[++i];
+      }
+    } else {
+      if (val) {
+        if (ctx->rank == 0) fprintf(stderr, "dpopt: error: option %s takes no value\n", flag);
+        return -1;
+      }
+      val = "true";
+    }
+    if (dpo_config_set(cfg, o->key ? o->key : o->flag, val, flag) != DPO_OK) {
+      if (ctx->rank == 0) fprintf(stderr, "dpopt: error: %s\n", dpo_errmsg());
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int dpo_cli_exit_status(int status) {
+  switch (status) {
+  case DPO_OK: return DPO_EXIT_OK;
+  case DPO_EINVAL: return DPO_EXIT_USAGE;
+  case DPO_EIO:
+  case DPO_EFORMAT:
+  case DPO_ERANKS: return DPO_EXIT_DATA;
+  case DPO_EBUDGET: return DPO_EXIT_BUDGET;
+  case DPO_EINTR: return DPO_EXIT_INTR;
+  default: return DPO_EXIT_RUNTIME;
+  }
+}
+
+int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status) {
+  if (ctx->size > 1)
+    fprintf(stderr, "dpopt %s: [rank %d] error: %s (%s)\n", cmd, ctx->rank, dpo_errmsg(),
+            dpo_strerror(status));
+  else
+    fprintf(stderr, "dpopt %s: error: %s (%s)\n", cmd, dpo_errmsg(), dpo_strerror(status));
+  fflush(stderr);
+  return dpo_cli_exit_status(status);
+}
+
+static void dpo__warn_one(const char *key, const char *origin, void *arg) {
+  (void)arg;
+  fprintf(stderr, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
+}
+
+void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
+  if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, NULL);
+}
+
+#include <strings.h>
+
+const dpo_cli_opt_t dpo_cli_data_opts[] = {
+    {"--format", "data.format", "F", "auto|libsvm|csv|idx|bin (default auto)"},
+    {"--dim", "data.dim", "D", "declared number of features (default: inferred)"},
+    {"--dense", "data.dense", NULL, "store rows dense even if the file is sparse"},
+    {"--labels", "data.labels", "KIND", "binary (+1/-1 or 0/1) or real (default binary)"},
+    {"--idx-class", "data.idx_class", "K", "IDX images: class K is +1, the rest -1 (default 0)"},
+    {"--idx-labels", "data.idx_labels", "FILE", "IDX labels file (default: derived from images)"},
+    {NULL, NULL, NULL, NULL}};
+
+void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const dpo_cli_opt_t *b) {
+  int k = 0;
+  for (; a && a->flag && k < cap - 1; a++) out[k++] = *a;
+  for (; b && b->flag && k < cap - 1; b++) out[k++] = *b;
+  memset(&out[k], 0, sizeof out[k]);
+}
+
+int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o) {
+  int rc;
+  const char *s;
+  int64_t v;
+  double dv;
+  dpo_load_opts_default(o);
+  dpo_config_get_str(cfg, "data.format", "auto", &s);
+  if (!strcasecmp(s, "auto")) o->format = DPO_FMT_AUTO;
+  else if (!strcasecmp(s, "libsvm")) o->format = DPO_FMT_LIBSVM;
+  else if (!strcasecmp(s, "csv")) o->format = DPO_FMT_CSV;
+  else if (!strcasecmp(s, "idx")) o->format = DPO_FMT_IDX;
+  else if (!strcasecmp(s, "bin")) o->format = DPO_FMT_BIN;
+  else
+    return dpo_err(DPO_EINVAL, "%s: data.format = '%s': expected auto, libsvm, csv, idx or bin",
+                   dpo_config_origin(cfg, "data.format"), s);
+  if ((rc = dpo_config_get_int(cfg, "data.dim", 0, &v))) return rc;
+  if (v < 0 || v > (1 << 30))
+    return dpo_err(DPO_EINVAL, "%s: data.dim must be >= 0", dpo_config_origin(cfg, "data.dim"));
+  o->d = (int32_t)v;
+  if ((rc = dpo_config_get_bool(cfg, "data.dense", 0, &o->dense))) return rc;
+  dpo_config_get_str(cfg, "data.labels", "binary", &s);
+  if (!strcasecmp(s, "binary")) o->labels = DPO_LABELS_BINARY;
+  else if (!strcasecmp(s, "real")) o->labels = DPO_LABELS_REAL;
+  else
+    return dpo_err(DPO_EINVAL, "%s: data.labels = '%s': expected binary or real",
+                   dpo_config_origin(cfg, "data.labels"), s);
+  if ((rc = dpo_config_get_int(cfg, "data.idx_class", 0, &v))) return rc;
+  o->idx_class = (int)v;
+  dpo_config_get_str(cfg, "data.idx_labels", NULL, &o->idx_labels);
+  if ((rc = dpo_config_get_double(cfg, "data.idx_scale", 1.0 / 255.0, &dv))) return rc;
+  o->idx_scale = dv;
+  return DPO_OK;
+}

@@ -1,0 +1,67 @@
+/* Shared pieces of the dpopt command-line tool (private to src/cli/). */
+#ifndef DPO_CLI_H
+#define DPO_CLI_H
+
+#include <mpi.h>
+
+#include "dpopt/config.h"
+
+/* Exit statuses (documented in README and --help). */
+enum {
+  DPO_EXIT_OK = 0,
+  DPO_EXIT_USAGE = 1,   /* bad command line or config */
+  DPO_EXIT_DATA = 2,    /* bad input data or file */
+  DPO_EXIT_BUDGET = 3,  /* the ledger refused a charge: run ended cleanly, last release kept */
+  DPO_EXIT_RUNTIME = 4, /* MPI, linear algebra, convergence or other runtime failure */
+  DPO_EXIT_INTR = 5     /* interrupted by SIGTERM/SIGINT after a clean checkpoint */
+};
+
+/* A command-line option that maps onto a config key. */
+typedef struct {
+  const char *flag;   /* "--eps" */
+  const char *key;    /* "privacy.eps"; NULL for special flags handled by the command */
+  const char *arg;    /* "X" shown in help; NULL for a boolean switch (sets "true") */
+  const char *help;
+} dpo_cli_opt_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank, size;
+} dpo_cli_ctx_t;
+
+/* Parse argv against the option table into cfg (after loading --config FILE first, so flags
+ * override the file).  Positional arguments are returned in pos[] (up to maxpos).  Returns 0,
+ * 1 if --help was printed, or -1 after printing an error (on rank 0 only; all ranks agree since
+ * every rank parses the same argv). */
+int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli_opt_t *opts,
+                  const char *usage, const char *more_help, dpo_config_t *cfg, char **pos,
+                  int maxpos, int *npos);
+
+/* Map a library status to an exit status. */
+int dpo_cli_exit_status(int status);
+
+/* Print "dpopt CMD: error: <detail>" on stderr (every rank prints, prefixed by its rank when
+ * size > 1, so no output is lost if ranks die) and return the exit status. */
+int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status);
+
+/* Warn about config keys nothing read (probable typos). */
+void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
+
+int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_convert(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+
+#endif
+
+#include "dpopt/data.h"
+/* Data-loading options from config keys data.format, data.dim, data.dense, data.labels,
+ * data.idx_class, data.idx_labels, data.idx_scale.  Errors name the key's origin. */
+int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o);
+/* The option rows shared by every command that loads data (terminated by a NULL row). */
+extern const dpo_cli_opt_t dpo_cli_data_opts[];
+/* Concatenate option tables into out (capacity cap rows incl. terminator). */
+void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const dpo_cli_opt_t *b);

@@ -1,0 +1,123 @@
+/* dpopt newton | ledger */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "dpopt/model.h"
+#include "dpopt/optim.h"
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+#define DPO__MAXOPTS 48
+
+int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
+  static const dpo_cli_opt_t own[] = {
+      {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
+      {"--lambda", "model.lambda", "L", "regularization lambda (default 1e-4)"},
+      {"--gtol", "newton.gtol", "G", "stop at ||grad F|| <= G (default 1e-10)"},
+      {"--maxit", "newton.maxit", "K", "maximum Newton iterations (default 100)"},
+      {"--lmax", "newton.lmax", NULL, "also print the Hessian's largest eigenvalue at x*"},
+      {"--out", "newton.out", "FILE", "write x* as a model file"},
+      {NULL, NULL, NULL, NULL}};
+  dpo_cli_opt_t opts[DPO__MAXOPTS];
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, own, dpo_cli_data_opts);
+  dpo_config_t *cfg = NULL;
+  dpo_shard_t *sh = NULL;
+  dpo_model_t *m = NULL;
+  double *x = NULL;
+  char *pos[1];
+  int npos, rc, ex = 0;
+  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "newton", DPO_ENOMEM);
+  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt newton [options] FILE",
+                     "Solves min F(x) to ||grad F|| <= gtol with Newton's method: each rank forms its\n"
+                     "part of the Hessian, the system is solved with ScaLAPACK (pdpotrf/pdpotrs) on a\n"
+                     "2-D process grid.  F* is a NON-PRIVATE reference value (it is computed on the\n"
+                     "private data without noise): use it for f - f* diagnostics, never release it.\n",
+                     cfg, pos, 1, &npos);
+  if (rc) {
+    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+    goto out;
+  }
+  if (npos != 1) {
+    if (ctx->rank == 0) fprintf(stderr, "dpopt newton: error: one FILE expected (see --help)\n");
+    ex = DPO_EXIT_USAGE;
+    goto out;
+  }
+  const char *mname, *outp;
+  double lambda, gtol;
+  int64_t maxit;
+  int lmax;
+  dpo_config_get_str(cfg, "model.name", "logreg", &mname);
+  dpo_config_get_str(cfg, "newton.out", NULL, &outp);
+  dpo_load_opts_t lo;
+  if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &lambda)) ||
+      (rc = dpo_config_get_double(cfg, "newton.gtol", 1e-10, &gtol)) ||
+      (rc = dpo_config_get_int(cfg, "newton.maxit", 100, &maxit)) ||
+      (rc = dpo_config_get_bool(cfg, "newton.lmax", 0, &lmax)) ||
+      (rc = dpo_model_create(mname, lambda, &m)) || (rc = dpo_cli_load_opts(cfg, &lo)))
+    goto fail;
+  lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  if ((rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh))) goto fail;
+  if (!(x = calloc((size_t)sh->d, sizeof *x))) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto fail;
+  }
+  dpo_newton_info_t ni;
+  double t0 = dpo_wtime();
+  if ((rc = dpo_newton_solve(ctx->comm, m, sh, x, gtol, (int)maxit, &ni))) goto fail;
+  double t1 = dpo_wtime();
+  double lm = NAN;
+  if (lmax && (rc = dpo_hessian_lmax(ctx->comm, m, sh, x, 1000, 1e-12, &lm))) goto fail;
+  if (ctx->rank == 0) {
+    printf("# NON-PRIVATE reference solution (computed on the private data without noise)\n");
+    printf("F*          %.17g\n||grad F||  %.3e\niterations  %lld\ntime        %.3f s on %d rank%s\n",
+           ni.F, ni.gnorm, (long long)ni.iters, t1 - t0, ctx->size, ctx->size > 1 ? "s" : "");
+    if (lmax) printf("lambda_max  %.10g   (Hessian at x*, data-derived: non-private)\n", lm);
+    if (outp) rc = dpo_model_write(outp, x, sh->d, "NON-PRIVATE Newton reference solution");
+  }
+  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  goto out;
+fail:
+  ex = dpo_cli_fail(ctx, "newton", rc);
+out:
+  free(x);
+  dpo_shard_destroy(sh);
+  dpo_model_destroy(m);
+  dpo_config_destroy(cfg);
+  return ex;
+}
+
+int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
+  static const dpo_cli_opt_t opts[] = {{NULL, NULL, NULL, NULL}};
+  dpo_config_t *cfg = NULL;
+  char *pos[1];
+  int npos, rc, ex = 0;
+  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "ledger", DPO_ENOMEM);
+  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt ledger RUN_DIR | JOURNAL.jsonl",
+                     "Prints the privacy account of a run: every accepted charge with the running\n"
+                     "totals recomputed from the journal, then budget, spent and remaining.\n",
+                     cfg, pos, 1, &npos);
+  if (rc) {
+    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+    goto out;
+  }
+  if (npos != 1) {
+    if (ctx->rank == 0) fprintf(stderr, "dpopt ledger: error: RUN_DIR expected (see --help)\n");
+    ex = DPO_EXIT_USAGE;
+    goto out;
+  }
+  char path[2048];
+  size_t L = strlen(pos[0]);
+  if (L > 6 && !strcmp(pos[0] + L - 6, ".jsonl"))
+    snprintf(path, sizeof path, "%s", pos[0]);
+  else
+    snprintf(path, sizeof path, "%s/ledger.jsonl", pos[0]);
+  rc = ctx->rank == 0 ? dpo_ledger_print(path, stdout) : DPO_OK;
+  if ((rc = dpo_agree(ctx->comm, rc))) ex = dpo_cli_fail(ctx, "ledger", rc);
+out:
+  dpo_config_destroy(cfg);
+  return ex;
+}

@@ -1,0 +1,386 @@
+/* dpopt train: load shards, build the objective, run an algorithm through the oracle, write
+ * the run directory (trace.csv, model.txt, summary.json, config.ini). */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "config.h"
+#include "dpopt/comm.h"
+#include "dpopt/model.h"
+#include "dpopt/optim.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "cli/train_priv.h"
+
+#define DPO__MAXOPTS 64
+
+static const dpo_cli_opt_t dpo__train_opts[] = {
+    {"--data", "data.train", "FILE", "training data (libsvm, csv, idx[.gz], bin)"},
+    {"--test", "data.test", "FILE", "held-out data for accuracy/loss reports"},
+    {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
+    {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
+    {"--row-bound-action", "data.row_bound_action", "A", "reject | clip rows over a declared bound (default reject)"},
+    {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
+    {"--lambda", "model.lambda", "L", "regularization lambda in lambda*||x||^2 (default 1e-4)"},
+    {"--algo", "algo.name", "NAME", "algorithm (list below; default gd)"},
+    {"--iters", "algo.iters", "T", "iterations (default 100)"},
+    {"--gtol", "algo.gtol", "G", "stop when ||grad F|| <= G (non-private algorithms; default 0)"},
+    {"--batch", "algo.m", "M", "minibatch size m (default n: full batch)"},
+    {"--x0", "algo.x0", "V", "initial point: every coordinate V (default 0)"},
+    {"--eps", "privacy.eps", "E", "privacy budget epsilon (private algorithms)"},
+    {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
+    {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
+    {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
+    {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
+    {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},
+    {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default 1)"},
+    {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
+    {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
+    {NULL, NULL, NULL, NULL}};
+
+static void dpo__algo_help(char *buf, size_t cap) {
+  size_t off = (size_t)snprintf(buf, cap, "Algorithms (--algo):\n");
+  for (const dpo_algo_t *const *a = dpo_algo_list(); *a && off < cap; a++)
+    off += (size_t)snprintf(buf + off, cap - off, "  %-12s %s%s\n", (*a)->name, (*a)->summary,
+                            (*a)->is_private ? " [private]" : "");
+  if (off < cap)
+    snprintf(buf + off, cap - off,
+             "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
+             "the private training data and must not be released), model.txt, summary.json,\n"
+             "config.ini (the effective configuration) and, for private runs, ledger.jsonl.\n"
+             "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure.\n");
+}
+
+/* Declared row bounds are public facts about the data domain (privacy rule 1).  Rows over a
+ * bound are rejected (error naming the row) or scaled onto the bound. */
+static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double bound, int clip) {
+  int rc = DPO_OK;
+  double *nrm1 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm1);
+  double *nrm2 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm2);
+  int64_t nclip = 0, nclip_all = 0;
+  if (!nrm1 || !nrm2) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  dpo_shard_row_norms(s, nrm1, nrm2);
+  for (int64_t i = 0; i < s->n && rc == DPO_OK; i++) {
+    double nv = l1 ? nrm1[i] : nrm2[i];
+    if (nv <= bound) continue;
+    if (!clip) {
+      rc = dpo_err(DPO_EFORMAT,
+                   "%s: row %lld has L%d norm %.6g over the declared bound %.6g "
+                   "(use --row-bound-action clip to scale such rows)",
+                   s->source, (long long)(s->row0 + i + 1), l1 ? 1 : 2, nv, bound);
+      break;
+    }
+    double sc = bound / nv;
+    if (s->sparse)
+      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) s->val[k] *= sc;
+    else
+      for (int32_t j = 0; j < s->d; j++) s->X[i * (int64_t)s->d + j] *= sc;
+    nclip++;
+  }
+out:
+  free(nrm1);
+  free(nrm2);
+  rc = dpo_agree(comm, rc);
+  if (rc == DPO_OK) {
+    MPI_Allreduce(&nclip, &nclip_all, 1, MPI_INT64_T, MPI_SUM, comm);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0 && nclip_all > 0)
+      dpo_msg("%lld rows scaled onto the declared L%d bound %g", (long long)nclip_all, l1 ? 1 : 2,
+              bound);
+  }
+  return rc;
+}
+
+static void dpo__cfg_to_ini(const char *key, const char *value, const char *origin, void *arg) {
+  FILE *f = arg;
+  fprintf(f, "%s = %s    ; %s\n", key, value, origin);
+}
+
+int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
+  dpo_cli_opt_t opts[DPO__MAXOPTS];
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__train_opts, dpo_cli_data_opts);
+  char more[4096];
+  dpo__algo_help(more, sizeof more);
+  dpo_config_t *cfg = NULL;
+  dpo_shard_t *train = NULL, *test = NULL;
+  dpo_model_t *model = NULL;
+  dpo_oracle_t *oracle = NULL;
+  dpo_solver_t *solver = NULL;
+  dpo_train_priv_t *priv = NULL;
+  double *x0 = NULL;
+  FILE *trace = NULL;
+  json_object *sum = NULL;
+  char *pos[1];
+  int npos, rc, ex = 0;
+  const char *stage = "train";
+  double t_start = dpo_wtime();
+
+  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
+  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt train [options]", more, cfg,
+                     pos, 0, &npos);
+  if (rc) {
+    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+    goto out;
+  }
+  int quiet = 0;
+  if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
+  dpo_msg_set_quiet(quiet || ctx->rank != 0);
+
+  /* ---- configuration ---- */
+  const char *train_path, *test_path, *model_name, *algo_name, *run_dir, *fstar_s, *action;
+  double lambda, x0v, b1, b2;
+  int64_t iters, trace_every;
+  int no_trace_loss;
+  dpo_config_get_str(cfg, "data.train", NULL, &train_path);
+  dpo_config_get_str(cfg, "data.test", NULL, &test_path);
+  dpo_config_get_str(cfg, "model.name", "logreg", &model_name);
+  dpo_config_get_str(cfg, "algo.name", "gd", &algo_name);
+  dpo_config_get_str(cfg, "run.fstar", "none", &fstar_s);
+  dpo_config_get_str(cfg, "data.row_bound_action", "reject", &action);
+  if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &lambda)) ||
+      (rc = dpo_config_get_double(cfg, "algo.x0", 0.0, &x0v)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &b1)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &b2)) ||
+      (rc = dpo_config_get_int(cfg, "algo.iters", 100, &iters)) ||
+      (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &trace_every)) ||
+      (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &no_trace_loss)))
+    goto fail;
+  if (!train_path) {
+    rc = dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
+    goto fail;
+  }
+  const dpo_algo_t *algo = dpo_algo_find(algo_name);
+  if (!algo) {
+    rc = dpo_err(DPO_EINVAL, "%s: unknown algorithm '%s' (see dpopt train --help)",
+                 dpo_config_origin(cfg, "algo.name") ? dpo_config_origin(cfg, "algo.name") : "--algo",
+                 algo_name);
+    goto fail;
+  }
+  int clip_rows = !strcasecmp(action, "clip");
+  if (!clip_rows && strcasecmp(action, "reject")) {
+    rc = dpo_err(DPO_EINVAL, "%s: data.row_bound_action = '%s': expected reject or clip",
+                 dpo_config_origin(cfg, "data.row_bound_action"), action);
+    goto fail;
+  }
+  if (iters < 0 || trace_every < 0 || lambda < 0 || !(isnan(b1) || b1 > 0) || !(isnan(b2) || b2 > 0)) {
+    rc = dpo_err(DPO_EINVAL, "iters, trace_every, lambda must be >= 0 and row bounds > 0");
+    goto fail;
+  }
+  if ((rc = dpo_model_create(model_name, lambda, &model))) goto fail;
+
+  /* ---- data ---- */
+  stage = "train (loading data)";
+  dpo_load_opts_t lo;
+  if ((rc = dpo_cli_load_opts(cfg, &lo))) goto fail;
+  lo.labels = dpo_model_binary(model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  if ((rc = dpo_shard_load(ctx->comm, train_path, &lo, &train))) goto fail;
+  if (!isnan(b1) && (rc = dpo__enforce_bound(ctx->comm, train, 1, b1, clip_rows))) goto fail;
+  if (!isnan(b2) && (rc = dpo__enforce_bound(ctx->comm, train, 0, b2, clip_rows))) goto fail;
+  if (test_path) {
+    lo.d = train->d; /* the test set must live in the training feature space */
+    if ((rc = dpo_shard_load(ctx->comm, test_path, &lo, &test))) goto fail;
+  }
+  dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", train_path,
+          (long long)train->n_global, train->d, ctx->size, ctx->size > 1 ? "s" : "");
+
+  /* ---- privacy set-up (ledger, clipping, noise stream) ---- */
+  stage = "train (privacy set-up)";
+  if ((rc = dpo_train_priv_setup(ctx, cfg, algo, train, model, &priv))) goto fail;
+
+  /* ---- reference optimum (non-private diagnostic) ---- */
+  double fstar = NAN;
+  if (!strcasecmp(fstar_s, "newton")) {
+    stage = "train (Newton reference F*)";
+    double *xs = calloc((size_t)train->d, sizeof *xs);
+    dpo_newton_info_t ni;
+    if (!xs) {
+      rc = dpo_err(DPO_ENOMEM, "out of memory");
+      goto fail;
+    }
+    rc = dpo_newton_solve(ctx->comm, model, train, xs, 1e-10, 100, &ni);
+    free(xs);
+    if (rc) goto fail;
+    fstar = ni.F;
+    dpo_msg("Newton reference: F* = %.15g after %lld iterations (||grad|| = %.2e) [non-private]",
+            ni.F, (long long)ni.iters, ni.gnorm);
+  } else if (strcasecmp(fstar_s, "none")) {
+    char *end;
+    fstar = strtod(fstar_s, &end);
+    if (end == fstar_s || *end) {
+      rc = dpo_err(DPO_EINVAL, "%s: run.fstar = '%s': expected newton, none or a number",
+                   dpo_config_origin(cfg, "run.fstar"), fstar_s);
+      goto fail;
+    }
+  }
+
+  /* ---- run directory (rank 0) ---- */
+  char dirbuf[512];
+  dpo_config_get_str(cfg, "run.dir", NULL, &run_dir);
+  if (!run_dir) {
+    char ts[32];
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
+    snprintf(dirbuf, sizeof dirbuf, "runs/%s-%s", algo->name, ts);
+    run_dir = dirbuf;
+  }
+  rc = DPO_OK;
+  if (ctx->rank == 0) {
+    char p[1024];
+    if (!(rc = dpo_mkdirs(run_dir))) {
+      snprintf(p, sizeof p, "%s/trace.csv", run_dir);
+      if (!(trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
+      else rc = dpo_train_priv_trace_note(priv, trace);
+    }
+  }
+  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  if ((rc = dpo_train_priv_open_ledger(priv, run_dir))) goto fail;
+
+  /* ---- solve ---- */
+  stage = "train";
+  const dpo_clip_t *clip = dpo_train_priv_clip(priv);
+  if ((rc = dpo_oracle_create(ctx->comm, model, train, clip, &oracle))) goto fail;
+  if (test && (rc = dpo_oracle_set_heldout(oracle, test))) goto fail;
+  if (!(x0 = malloc((size_t)train->d * sizeof *x0))) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (int32_t j = 0; j < train->d; j++) x0[j] = x0v;
+  if ((rc = dpo_solver_create(oracle, algo, cfg, dpo_train_priv_rng(priv),
+                              dpo_train_priv_ledger(priv), x0, &solver)))
+    goto fail;
+  dpo_train_priv_attach(priv, solver);
+  dpo_run_opts_t ro;
+  dpo_run_opts_default(&ro);
+  ro.max_iter = iters;
+  if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &ro.gtol))) goto fail;
+  ro.trace_every = trace_every;
+  ro.trace_loss = !no_trace_loss;
+  ro.quiet = quiet;
+  ro.fstar = fstar;
+  ro.trace = trace;
+  dpo_cli_warn_unused(ctx, cfg);
+  int run_rc = dpo_solver_run(solver, &ro);
+  if (run_rc != DPO_OK && run_rc != DPO_EBUDGET) {
+    rc = run_rc;
+    goto fail;
+  }
+  if (run_rc == DPO_EBUDGET && ctx->rank == 0)
+    dpo_msg("privacy budget exhausted: %s; keeping the last released iterate", dpo_errmsg());
+
+  /* ---- final evaluation and outputs ---- */
+  double *x = dpo_solver_x(solver); /* valid on rank 0 */
+  double tr_loss = NAN, tr_metric = NAN, te_loss = NAN, te_metric = NAN;
+  if (ctx->rank == 0) {
+    rc = dpo_oracle_eval_metric(oracle, x, 0, &tr_loss, &tr_metric);
+    if (!rc && test) rc = dpo_oracle_eval_metric(oracle, x, 1, &te_loss, &te_metric);
+    int frc = dpo_oracle_finish(oracle, rc);
+    if (!rc) rc = frc;
+  } else {
+    rc = dpo_oracle_serve(oracle);
+  }
+  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  double wall = dpo_wtime() - t_start;
+  dpo_oracle_stats_t ost;
+  dpo_oracle_get_stats(oracle, &ost);
+  double tc[2] = {ost.t_compute, ost.t_comm}, tcmax[2];
+  MPI_Reduce(tc, tcmax, 2, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
+
+  if (ctx->rank == 0) {
+    int binary = dpo_model_binary(model);
+    const char *metric = binary ? "accuracy" : "mse";
+    char p[1024], cm[512];
+    snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", model_name, algo->name,
+             train_path, train->d, dpo_train_priv_label(priv));
+    snprintf(p, sizeof p, "%s/model.txt", run_dir);
+    if ((rc = dpo_model_write(p, x, train->d, cm))) goto fail0;
+    snprintf(p, sizeof p, "%s/config.ini", run_dir);
+    FILE *ci = fopen(p, "w");
+    if (ci) {
+      fprintf(ci, "; effective configuration of this run (key = value ; origin)\n");
+      dpo_config_foreach(cfg, dpo__cfg_to_ini, ci);
+      fclose(ci);
+    }
+    sum = json_object_new_object();
+    json_object_object_add(sum, "dpopt_version", json_object_new_string(PACKAGE_VERSION));
+    json_object_object_add(sum, "algo", json_object_new_string(algo->name));
+    json_object_object_add(sum, "model", json_object_new_string(model_name));
+    json_object_object_add(sum, "lambda", json_object_new_double(lambda));
+    json_object_object_add(sum, "ranks", json_object_new_int(ctx->size));
+    json_object_object_add(sum, "train", json_object_new_string(train_path));
+    json_object_object_add(sum, "n", json_object_new_int64(train->n_global));
+    json_object_object_add(sum, "d", json_object_new_int(train->d));
+    json_object_object_add(sum, "iterations", json_object_new_int64(iters));
+    json_object_object_add(sum, "status",
+                           json_object_new_string(run_rc == DPO_EBUDGET ? "budget_exhausted" : "ok"));
+    json_object_object_add(sum, "wall_time_s", json_object_new_double(wall));
+    json_object_object_add(sum, "compute_time_s_max", json_object_new_double(tcmax[0]));
+    json_object_object_add(sum, "comm_time_s_max", json_object_new_double(tcmax[1]));
+    json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost.evals));
+    char k[64];
+    snprintf(k, sizeof k, "train_%s_nonprivate", metric);
+    json_object_object_add(sum, "train_loss_nonprivate", json_object_new_double(tr_loss));
+    json_object_object_add(sum, k, json_object_new_double(tr_metric));
+    if (!isnan(fstar)) {
+      json_object_object_add(sum, "fstar_nonprivate", json_object_new_double(fstar));
+    }
+    if (test) {
+      snprintf(k, sizeof k, "test_%s", metric);
+      json_object_object_add(sum, "test", json_object_new_string(test_path));
+      json_object_object_add(sum, "n_test", json_object_new_int64(test->n_global));
+      json_object_object_add(sum, "test_loss", json_object_new_double(te_loss));
+      json_object_object_add(sum, k, json_object_new_double(te_metric));
+    }
+    dpo_train_priv_summary(priv, sum);
+    const char *js = json_object_to_json_string_ext(sum, JSON_C_TO_STRING_PRETTY);
+    snprintf(p, sizeof p, "%s/summary.json", run_dir);
+    if ((rc = dpo_write_atomic(p, js, strlen(js)))) goto fail0;
+    /* the human summary on stdout */
+    printf("run directory   %s\n", run_dir);
+    printf("algorithm       %s (%s, lambda=%g) on %d rank%s, %lld rows x %d features\n", algo->name,
+           model_name, lambda, ctx->size, ctx->size > 1 ? "s" : "", (long long)train->n_global,
+           train->d);
+    printf("status          %s\n", run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
+    dpo_train_priv_print(priv, stdout);
+    printf("train loss      %.6f   [non-private diagnostic]\n", tr_loss);
+    printf("train %-9s %.4f   [non-private diagnostic]\n", metric, tr_metric);
+    if (!isnan(fstar)) {
+      /* tr_loss is the mean data term: F adds lambda ||x||^2 */
+      double xx = 0;
+      for (int32_t j = 0; j < train->d; j++) xx += x[j] * x[j];
+      printf("F(x) - F*       %.6e   [non-private diagnostic]\n", tr_loss + lambda * xx - fstar);
+    }
+    if (test) {
+      printf("test loss       %.6f   (%s, %lld rows)\n", te_loss, test_path, (long long)test->n_global);
+      printf("test %-10s %.4f   (%s)\n", metric, te_metric, test_path);
+    }
+    printf("wall time       %.3f s\n", wall);
+  fail0:;
+  }
+  rc = dpo_agree(ctx->comm, rc);
+  if (rc) goto fail;
+  ex = run_rc == DPO_EBUDGET ? DPO_EXIT_BUDGET : 0;
+  goto out;
+fail:
+  ex = dpo_cli_fail(ctx, stage, rc);
+out:
+  if (trace) fclose(trace);
+  if (sum) json_object_put(sum);
+  free(x0);
+  dpo_solver_destroy(solver);
+  dpo_oracle_destroy(oracle);
+  dpo_train_priv_destroy(priv);
+  dpo_shard_destroy(test);
+  dpo_shard_destroy(train);
+  dpo_model_destroy(model);
+  dpo_config_destroy(cfg);
+  return ex;
+}

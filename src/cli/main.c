@@ -1,0 +1,73 @@
+/* dpopt: command-line front end.  Every subcommand is collective over MPI_COMM_WORLD (this is
+ * the one place that names it); the library only sees the communicator passed down. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config.h"
+
+static const struct {
+  const char *name;
+  int (*fn)(const dpo_cli_ctx_t *, int, char **);
+  const char *help;
+} dpo__cmds[] = {
+    {"train", dpo_cmd_train, "train a model (private or not) on sharded data, write a run directory"},
+    {"info", dpo_cmd_info, "rows, columns, nonzeros, label balance and norm statistics of a data file"},
+    {"convert", dpo_cmd_convert, "convert a data file to the dpopt binary format for fast loading"},
+    {"gen", dpo_cmd_gen, "generate synthetic data (logistic, ridge, MovieLens-shaped ratings)"},
+    {"newton", dpo_cmd_newton, "reference optimum F* by distributed Newton (ScaLAPACK), non-private"},
+    {"mf", dpo_cmd_mf, "matrix factorization of ratings by distributed HAMSI or mb-GD"},
+    {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
+};
+#define DPO__NCMDS (int)(sizeof dpo__cmds / sizeof dpo__cmds[0])
+
+static void dpo__usage(FILE *f) {
+  fprintf(f,
+          "usage: mpirun -np P dpopt COMMAND [options]   (or just: dpopt COMMAND ...)\n\n"
+          "Distributed, differentially private optimization on MPI.\n\nCommands:\n");
+  for (int i = 0; i < DPO__NCMDS; i++) fprintf(f, "  %-9s %s\n", dpo__cmds[i].name, dpo__cmds[i].help);
+  fprintf(f,
+          "\n'dpopt COMMAND --help' describes a command.\n\n"
+          "Exit status: 0 success; 1 usage or configuration error; 2 bad input data or file;\n"
+          "3 privacy budget exhausted (the run stopped cleanly, last released iterate kept);\n"
+          "4 runtime failure (MPI, linear algebra, no convergence); 5 interrupted (SIGTERM/SIGINT).\n");
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    fprintf(stderr, "dpopt: MPI_Init failed\n");
+    return 4;
+  }
+  dpo_cli_ctx_t ctx = {MPI_COMM_WORLD, 0, 1};
+  MPI_Comm_rank(ctx.comm, &ctx.rank);
+  MPI_Comm_size(ctx.comm, &ctx.size);
+  /* errors on MPI calls come back as codes, the library turns them into statuses */
+  MPI_Comm_set_errhandler(ctx.comm, MPI_ERRORS_RETURN);
+  int rc;
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    if (ctx.rank == 0) dpo__usage(stdout);
+    rc = argc < 2 ? 1 : 0;
+  } else if (!strcmp(argv[1], "--version")) {
+    if (ctx.rank == 0) printf("dpopt %s\n", PACKAGE_VERSION);
+    rc = 0;
+  } else {
+    int i = 0;
+    for (; i < DPO__NCMDS; i++)
+      if (!strcmp(argv[1], dpo__cmds[i].name)) break;
+    if (i == DPO__NCMDS) {
+      if (ctx.rank == 0) {
+        fprintf(stderr, "dpopt: unknown command '%s'\n\n", argv[1]);
+        dpo__usage(stderr);
+      }
+      rc = 1;
+    } else {
+      rc = dpo__cmds[i].fn(&ctx, argc - 1, argv + 1);
+    }
+  }
+  fflush(stdout);
+  fflush(stderr);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,176 @@
+#include "cli/train_priv.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+struct dpo_train_priv {
+  MPI_Comm comm;
+  int rank;
+  int is_private;   /* the algorithm adds noise */
+  int seeded;       /* --seed given: reproducible, NOT private */
+  double eps, delta;
+  dpo_clip_t clip;
+  int has_clip;
+  dpo_rng_t *rng;   /* rank 0 */
+  dpo_ledger_t *ledger;
+  char journal[1024];
+  char label[256];
+};
+
+static int dpo__parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
+  const char *s;
+  dpo_config_get_str(cfg, "privacy.clip", NULL, &s);
+  *has = 0;
+  c->norm = DPO_CLIP_NONE;
+  c->C = 0;
+  if (!s || !strcasecmp(s, "none")) return DPO_OK;
+  const char *colon = strchr(s, ':');
+  char *end = NULL;
+  double C = colon ? strtod(colon + 1, &end) : NAN;
+  if (!colon || end == colon + 1 || *end || !(C > 0) || !isfinite(C))
+    return dpo_err(DPO_EINVAL, "%s: privacy.clip = '%s': expected l1:C or l2:C with C > 0",
+                   dpo_config_origin(cfg, "privacy.clip"), s);
+  if (!strncasecmp(s, "l1", 2) && colon == s + 2) c->norm = DPO_CLIP_L1;
+  else if (!strncasecmp(s, "l2", 2) && colon == s + 2) c->norm = DPO_CLIP_L2;
+  else
+    return dpo_err(DPO_EINVAL, "%s: privacy.clip = '%s': the norm must be l1 or l2",
+                   dpo_config_origin(cfg, "privacy.clip"), s);
+  c->C = C;
+  *has = 1;
+  return DPO_OK;
+}
+
+int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, const dpo_algo_t *algo,
+                         const dpo_shard_t *train, const dpo_model_t *model,
+                         dpo_train_priv_t **out) {
+  (void)train;
+  (void)model;
+  int rc = DPO_OK;
+  dpo_train_priv_t *p = calloc(1, sizeof *p);
+  if (!p) return dpo_err(DPO_ENOMEM, "out of memory");
+  p->comm = ctx->comm;
+  p->rank = ctx->rank;
+  p->is_private = algo->is_private;
+  int64_t seed = 0;
+  const char *seed_s = dpo_config_get(cfg, "run.seed");
+  p->seeded = seed_s != NULL;
+  if ((rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &p->eps)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
+      (rc = dpo__parse_clip(cfg, &p->clip, &p->has_clip)))
+    goto out;
+  if (!p->is_private && !isnan(p->eps)) {
+    rc = dpo_err(DPO_EINVAL,
+                 "%s: a privacy budget was given but algorithm '%s' adds no noise; choose a "
+                 "private algorithm (dp-*) or drop privacy.eps",
+                 dpo_config_origin(cfg, "privacy.eps"), algo->name);
+    goto out;
+  }
+  if (p->is_private && !(p->eps > 0 && isfinite(p->eps))) {
+    rc = dpo_err(DPO_EINVAL, "algorithm '%s' is private: give the budget with --eps E (E > 0)",
+                 algo->name);
+    goto out;
+  }
+  if (p->is_private && !(p->delta >= 0 && p->delta < 1)) {
+    rc = dpo_err(DPO_EINVAL, "privacy.delta must be in [0, 1)");
+    goto out;
+  }
+  /* Rank 0 draws all noise and samples.  Unseeded: key from the OS (private).  Seeded:
+   * reproducible, and every output says the run is not private. */
+  if (ctx->rank == 0) rc = dpo_rng_create(p->seeded, (uint64_t)seed, 0, &p->rng);
+  if (!p->is_private)
+    snprintf(p->label, sizeof p->label, "NOT PRIVATE: algorithm %s adds no noise", algo->name);
+  else if (p->seeded)
+    snprintf(p->label, sizeof p->label,
+             "NOT PRIVATE: seeded run (--seed %lld) for reproducibility; budget accounting as if eps=%g",
+             (long long)seed, p->eps);
+  else
+    snprintf(p->label, sizeof p->label, "PRIVATE: (eps=%g, delta=%g) budget, secure noise", p->eps,
+             p->delta);
+out:
+  rc = dpo_agree(ctx->comm, rc);
+  if (rc) {
+    dpo_train_priv_destroy(p);
+    return rc;
+  }
+  *out = p;
+  return DPO_OK;
+}
+
+int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
+  if (!p->is_private) return DPO_OK;
+  snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
+  return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
+}
+
+const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p) {
+  return p->has_clip ? &p->clip : NULL;
+}
+dpo_rng_t *dpo_train_priv_rng(dpo_train_priv_t *p) { return p->rng; }
+struct dpo_ledger *dpo_train_priv_ledger(dpo_train_priv_t *p) { return p->ledger; }
+
+static double dpo__spent(void *arg) {
+  double e = NAN, d;
+  if (arg && dpo_ledger_spent(arg, &e, &d)) return NAN;
+  return e;
+}
+
+void dpo_train_priv_attach(dpo_train_priv_t *p, dpo_solver_t *s) {
+  if (p->ledger) dpo_solver_set_spent(s, dpo__spent, p->ledger);
+}
+
+int dpo_train_priv_trace_note(const dpo_train_priv_t *p, FILE *trace) {
+  fprintf(trace, "# dpopt trace: %s\n", p->label);
+  fprintf(trace, "# columns ending in _nonprivate are computed on the private training data: "
+                 "diagnostics, not for release\n");
+  return ferror(trace) ? dpo_err(DPO_EIO, "cannot write the trace") : DPO_OK;
+}
+
+const char *dpo_train_priv_label(const dpo_train_priv_t *p) { return p->label; }
+
+void dpo_train_priv_summary(const dpo_train_priv_t *p, json_object *sum) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "private_algorithm", json_object_new_boolean(p->is_private));
+  json_object_object_add(o, "seeded_not_private", json_object_new_boolean(p->seeded));
+  json_object_object_add(o, "label", json_object_new_string(p->label));
+  if (p->has_clip) {
+    json_object_object_add(o, "clip_norm", json_object_new_string(p->clip.norm == DPO_CLIP_L1 ? "l1" : "l2"));
+    json_object_object_add(o, "clip_C", json_object_new_double(p->clip.C));
+  }
+  if (p->ledger) {
+    double e = NAN, d = NAN, be = NAN, bd = NAN;
+    dpo_ledger_spent(p->ledger, &e, &d);
+    dpo_ledger_budget(p->ledger, &be, &bd);
+    json_object_object_add(o, "eps_budget", json_object_new_double(be));
+    json_object_object_add(o, "delta_budget", json_object_new_double(bd));
+    json_object_object_add(o, "eps_spent", json_object_new_double(e));
+    json_object_object_add(o, "delta_spent", json_object_new_double(d));
+    json_object_object_add(o, "charges", json_object_new_int64(dpo_ledger_count(p->ledger)));
+    json_object_object_add(o, "journal", json_object_new_string(p->journal));
+  }
+  json_object_object_add(sum, "privacy", o);
+}
+
+void dpo_train_priv_print(const dpo_train_priv_t *p, FILE *out) {
+  fprintf(out, "privacy         %s\n", p->label);
+  if (p->ledger) {
+    double e = NAN, d = NAN, be = NAN, bd = NAN;
+    dpo_ledger_spent(p->ledger, &e, &d);
+    dpo_ledger_budget(p->ledger, &be, &bd);
+    fprintf(out, "privacy spent   eps = %.6g of %.6g, delta = %.3g of %.3g (%lld charges, %s)\n", e,
+            be, d, bd, (long long)dpo_ledger_count(p->ledger), p->journal);
+  }
+}
+
+void dpo_train_priv_destroy(dpo_train_priv_t *p) {
+  if (!p) return;
+  dpo_ledger_close(p->ledger);
+  dpo_rng_destroy(p->rng);
+  free(p);
+}

@@ -1,0 +1,481 @@
+/* The coordinator/worker gradient oracle (see include/dpopt/comm.h).
+ *
+ * One request = MPI_Bcast of a 4-word header {type, flag, m, status} from rank 0, then x
+ * (d doubles) and, for a batch, the m sorted global ids.  Every rank (rank 0 too: it holds a
+ * shard) computes its local sums and one reduction brings [sums..., status] to rank 0.
+ *
+ * Reproducibility across rank counts: local rows are processed in chunks aligned to global
+ * row ids (multiples of DPO__CHUNK), and chunk results are accumulated and reduced in
+ * double-double (comm/reduce.h).  A chunk that lies inside one shard is computed with the
+ * same floating-point operations whatever the number of ranks, so results at 1..P ranks
+ * agree to the last bit or two instead of to ~n * 1e-16.
+ */
+#include "dpopt/comm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "comm/reduce.h"
+#include "dpopt/status.h"
+
+#define DPO__IDS_PIECE 65536
+
+enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3 };
+
+struct dpo_oracle {
+  MPI_Comm comm;
+  int rank, size;
+  const dpo_model_t *model;
+  const dpo_shard_t *shard, *heldout;
+  int32_t d;
+  int64_t n_global, heldout_nglobal;
+  int clipping;
+  dpo_clip_t clip;
+  double *rownorm; /* per local row, matching clip.norm (NULL without clipping) */
+  double *x;       /* request point (workers receive into it) */
+  double *g;       /* chunk gradient scratch */
+  dpo__dd_t *acc;  /* d + 2 accumulators + status */
+  int64_t *ids, *lrows;
+  int64_t ids_cap;
+  int finished;
+  int remote_fail;   /* rank 0: status of a failure a worker reported */
+  int local_fail;    /* first local failure (its detail is kept in local_msg) */
+  char local_msg[512];
+  dpo_oracle_stats_t st;
+};
+
+static void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
+  if (rc == DPO_OK || o->local_fail) return;
+  o->local_fail = rc;
+  snprintf(o->local_msg, sizeof o->local_msg, "%s", dpo_errmsg());
+}
+
+static int dpo__ensure_ids(dpo_oracle_t *o, int64_t m) {
+  if (m <= o->ids_cap) return DPO_OK;
+  int64_t *a = realloc(o->ids, (size_t)m * sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "oracle: cannot allocate a batch of %ld ids", (long)m);
+  o->ids = a;
+  int64_t *b = realloc(o->lrows, (size_t)m * sizeof *b);
+  if (!b) return dpo_err(DPO_ENOMEM, "oracle: cannot allocate a batch of %ld ids", (long)m);
+  o->lrows = b;
+  o->ids_cap = m;
+  return DPO_OK;
+}
+
+static double dpo__now(void) { return MPI_Wtime(); }
+
+/* Local part of a SUMS request: accumulators acc[0..d-1] = g, acc[d] = loss, acc[d+1] = rows. */
+static int dpo__local_sums(dpo_oracle_t *o, int64_t m) {
+  const dpo_shard_t *s = o->shard;
+  const int32_t d = o->d;
+  const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
+  int rc = DPO_OK;
+  for (int j = 0; j < d + 2; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
+  int64_t used = 0;
+  if (m < 0) {
+    for (int64_t i = 0; i < s->n;) {
+      int64_t e = dpo__chunk_end(s, i);
+      dpo_shard_t v;
+      dpo__shard_view(s, i, e - i, &v);
+      double loss = 0.0;
+      memset(o->g, 0, (size_t)d * sizeof *o->g);
+      rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
+                                o->rownorm ? o->rownorm + i : NULL, &loss, o->g);
+      if (rc) return rc;
+      for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+      dpo__dd_add(&o->acc[d], loss);
+      i = e;
+    }
+    used = s->n;
+  } else {
+    /* Rows of this rank: ids in [row0, row0 + n) — a contiguous run of the sorted batch. */
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (o->ids[mid] < s->row0) lo = mid + 1; else hi = mid;
+    }
+    int64_t a = lo;
+    hi = m;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (o->ids[mid] < s->row0 + s->n) lo = mid + 1; else hi = mid;
+    }
+    int64_t b = lo;
+    for (int64_t k = a; k < b; k++) o->lrows[k - a] = o->ids[k] - s->row0;
+    used = b - a;
+    for (int64_t k = 0; k < used;) {
+      int64_t c = (o->lrows[k] + s->row0) / DPO__CHUNK, e = k + 1;
+      while (e < used && (o->lrows[e] + s->row0) / DPO__CHUNK == c) e++;
+      double loss = 0.0;
+      memset(o->g, 0, (size_t)d * sizeof *o->g);
+      rc = dpo_model_local_grad(o->model, s, o->x, o->lrows + k, e - k, clip, o->rownorm,
+                                &loss, o->g);
+      if (rc) return rc;
+      for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+      dpo__dd_add(&o->acc[d], loss);
+      k = e;
+    }
+  }
+  dpo__dd_add(&o->acc[d + 1], (double)used);
+  for (int j = 0; j <= d; j++)
+    if (!isfinite(o->acc[j].hi))
+      return dpo_err(DPO_EFORMAT,
+                     "%s: rows [%ld, %ld): non-finite %s sum (NaN/Inf in the data or at x)",
+                     s->source[0] ? s->source : "shard", (long)s->row0, (long)(s->row0 + s->n),
+                     j < d ? "gradient" : "loss");
+  return DPO_OK;
+}
+
+/* Local part of a METRIC request: acc[0] = loss, acc[1] = metric, acc[2] = rows. */
+static int dpo__local_metric(dpo_oracle_t *o, int heldout) {
+  const dpo_shard_t *s = heldout ? o->heldout : o->shard;
+  for (int j = 0; j < 3; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
+  if (!s) return dpo_err(DPO_EINVAL, "oracle: no held-out shard attached");
+  for (int64_t i = 0; i < s->n;) {
+    int64_t e = dpo__chunk_end(s, i);
+    dpo_shard_t v;
+    dpo__shard_view(s, i, e - i, &v);
+    double l = 0.0, mt = 0.0;
+    int rc = dpo_model_local_eval(o->model, &v, o->x, &l, &mt);
+    if (rc) return rc;
+    dpo__dd_add(&o->acc[0], l);
+    dpo__dd_add(&o->acc[1], mt);
+    i = e;
+  }
+  dpo__dd_add(&o->acc[2], (double)s->n);
+  if (!isfinite(o->acc[0].hi) || !isfinite(o->acc[1].hi))
+    return dpo_err(DPO_EFORMAT, "%s: rows [%ld, %ld): non-finite loss or metric",
+                   s->source[0] ? s->source : "shard", (long)s->row0, (long)(s->row0 + s->n));
+  return DPO_OK;
+}
+
+/* Body of one request on every rank after the header arrived: receive x (and ids), compute,
+ * reduce.  Returns an MPI failure only; the computation's status travels in the reduction
+ * (and is returned in *lrc). */
+static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[4], int *lrc) {
+  const int32_t d = o->d;
+  double t0 = dpo__now();
+  DPO_MPI_CHECK(MPI_Bcast(o->x, d, MPI_DOUBLE, 0, o->comm));
+  int rc = DPO_OK;
+  int k;
+  if (hdr[0] == DPO__REQ_SUMS) {
+    int64_t m = hdr[2];
+    if (m > 0) {
+      /* rank 0 already holds the ids in o->ids.  The ids go in pieces of DPO__IDS_PIECE so a
+       * worker that cannot allocate the batch can still drain the broadcast into a small
+       * buffer (and report the failure in the reduction) instead of leaving rank 0 hanging. */
+      int erc = o->rank ? dpo__ensure_ids(o, m) : DPO_OK;
+      static int64_t drain[DPO__IDS_PIECE];
+      for (int64_t off = 0; off < m; off += DPO__IDS_PIECE) {
+        int cnt = (int)(m - off < DPO__IDS_PIECE ? m - off : DPO__IDS_PIECE);
+        DPO_MPI_CHECK(MPI_Bcast(erc ? drain : o->ids + off, cnt, MPI_INT64_T, 0, o->comm));
+      }
+      rc = erc;
+    }
+    double t1 = dpo__now();
+    o->st.t_comm += t1 - t0;
+    if (!rc) rc = dpo__local_sums(o, m);
+    k = d + 2;
+    o->st.t_compute += dpo__now() - t1;
+  } else {
+    double t1 = dpo__now();
+    o->st.t_comm += t1 - t0;
+    rc = dpo__local_metric(o, (int)hdr[1]);
+    k = 3;
+    o->st.t_compute += dpo__now() - t1;
+  }
+  if (rc) {
+    dpo__note_local_fail(o, rc);
+    for (int j = 0; j < k; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
+  }
+  o->acc[k].hi = (double)rc;
+  o->acc[k].lo = 0.0;
+  double t2 = dpo__now();
+  int mrc = dpo__dd_reduce(o->comm, o->acc, k, 0, 0);
+  o->st.t_comm += dpo__now() - t2;
+  o->st.evals++;
+  if (o->rank != 0 && !rc) o->st.rows += (int64_t)o->acc[k - 1].hi;
+  *lrc = rc;
+  return mrc;
+}
+
+int dpo_oracle_create(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
+                      const dpo_clip_t *clip, dpo_oracle_t **oracle) {
+  int rc = DPO_OK;
+  dpo_oracle_t *o = NULL;
+  if (oracle) *oracle = NULL;
+  if (comm == MPI_COMM_NULL) return dpo_err(DPO_EINVAL, "dpo_oracle_create: null communicator");
+  if (!model || !shard || !oracle) {
+    rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: NULL model, shard or output");
+    goto out;
+  }
+  o = calloc(1, sizeof *o);
+  if (!o) {
+    rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: out of memory");
+    goto out;
+  }
+  o->comm = comm;
+  MPI_Comm_rank(comm, &o->rank);
+  MPI_Comm_size(comm, &o->size);
+  o->model = model;
+  o->shard = shard;
+  o->d = shard->d;
+  o->n_global = shard->n_global;
+  if (shard->d <= 0 || shard->n < 0) {
+    rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shard with d = %d, n = %ld", (int)shard->d,
+                 (long)shard->n);
+    goto out;
+  }
+  if (clip && clip->norm != DPO_CLIP_NONE) {
+    if (clip->norm != DPO_CLIP_L1 && clip->norm != DPO_CLIP_L2) {
+      rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: unknown clip norm %d", (int)clip->norm);
+      goto out;
+    }
+    if (!(clip->C > 0 && isfinite(clip->C))) {
+      rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: clip threshold C = %g must be > 0", clip->C);
+      goto out;
+    }
+    o->clipping = 1;
+    o->clip = *clip;
+    /* per-row norms once: the clip factor needs ||u_i|| at every evaluation */
+    o->rownorm = malloc((size_t)(shard->n > 0 ? shard->n : 1) * sizeof *o->rownorm);
+    if (!o->rownorm) {
+      rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: cannot allocate %ld row norms",
+                   (long)shard->n);
+      goto out;
+    }
+    for (int64_t i = 0; i < shard->n; i++) {
+      const double *v;
+      int len;
+      if (shard->sparse) {
+        v = shard->val + shard->rowptr[i];
+        len = (int)(shard->rowptr[i + 1] - shard->rowptr[i]);
+      } else {
+        v = shard->X + i * (int64_t)shard->d;
+        len = shard->d;
+      }
+      o->rownorm[i] = len == 0 ? 0.0
+                      : clip->norm == DPO_CLIP_L1 ? cblas_dasum(len, v, 1)
+                                                  : cblas_dnrm2(len, v, 1);
+    }
+  }
+  o->x = calloc((size_t)o->d, sizeof *o->x);
+  o->g = calloc((size_t)o->d, sizeof *o->g);
+  o->acc = calloc((size_t)o->d + 3, sizeof *o->acc);
+  if (!o->x || !o->g || !o->acc) {
+    rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: out of memory for d = %d", (int)o->d);
+    goto out;
+  }
+out:;
+  /* Shards must tile [0, n_global) in rank order with one dimension. */
+  int64_t mine[3] = {rc ? 0 : shard->n, rc ? 0 : shard->d, rc ? 0 : -shard->d}, tot[3];
+  int64_t before = 0, n_here = rc ? 0 : shard->n;
+  if (MPI_Allreduce(mine, tot, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(mine + 1, tot + 1, 2, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS ||
+      MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS) {
+    if (!rc) rc = dpo_err(DPO_EMPI, "dpo_oracle_create: MPI_Allreduce failed");
+  } else if (!rc) {
+    if (o->rank == 0) before = 0;
+    if (tot[0] != shard->n_global)
+      rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shards hold %ld rows, n_global = %ld",
+                   (long)tot[0], (long)shard->n_global);
+    else if (tot[1] != -tot[2])
+      rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: ranks disagree on the dimension");
+    else if (before != shard->row0)
+      rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shard row0 = %ld, expected %ld (shards "
+                   "must be contiguous in rank order)", (long)shard->row0, (long)before);
+  }
+  rc = dpo_agree(comm, rc);
+  if (rc) {
+    dpo_oracle_destroy(o);
+    return rc;
+  }
+  *oracle = o;
+  return DPO_OK;
+}
+
+int dpo_oracle_set_heldout(dpo_oracle_t *o, const dpo_shard_t *heldout) {
+  int rc = DPO_OK;
+  int64_t n = 0, tot = 0;
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: NULL oracle");
+  if (!heldout)
+    rc = dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: NULL shard");
+  else if (heldout->d != o->d)
+    rc = dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: held-out dimension %d != %d",
+                 (int)heldout->d, (int)o->d);
+  else
+    n = heldout->n;
+  if (MPI_Allreduce(&n, &tot, 1, MPI_INT64_T, MPI_SUM, o->comm) != MPI_SUCCESS && !rc)
+    rc = dpo_err(DPO_EMPI, "dpo_oracle_set_heldout: MPI_Allreduce failed");
+  rc = dpo_agree(o->comm, rc);
+  if (rc) return rc;
+  o->heldout = heldout;
+  o->heldout_nglobal = tot;
+  return DPO_OK;
+}
+
+void dpo_oracle_destroy(dpo_oracle_t *o) {
+  if (!o) return;
+  free(o->rownorm);
+  free(o->x);
+  free(o->g);
+  free(o->acc);
+  free(o->ids);
+  free(o->lrows);
+  free(o);
+}
+
+int32_t dpo_oracle_dim(const dpo_oracle_t *o) { return o->d; }
+int64_t dpo_oracle_nglobal(const dpo_oracle_t *o) { return o->n_global; }
+MPI_Comm dpo_oracle_comm(const dpo_oracle_t *o) { return o->comm; }
+int dpo_oracle_rank(const dpo_oracle_t *o) { return o->rank; }
+const dpo_model_t *dpo_oracle_model(const dpo_oracle_t *o) { return o->model; }
+
+/* Rank 0: common checks before a request is broadcast. */
+static int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x) {
+  if (o->rank != 0) return dpo_err(DPO_EINVAL, "%s: called on rank %d (rank 0 only)", fn, o->rank);
+  /* A request after finish() opens a new session: the workers must have re-entered serve(). */
+  o->finished = 0;
+  if (!x) return dpo_err(DPO_EINVAL, "%s: NULL x", fn);
+  for (int32_t j = 0; j < o->d; j++)
+    if (!isfinite(x[j]))
+      return dpo_err(DPO_EINVAL, "%s: x[%d] = %g is not finite", fn, (int)j, x[j]);
+  return DPO_OK;
+}
+
+/* Rank 0: reading the reduced status after a request. */
+static int dpo__req_status(dpo_oracle_t *o, const char *fn, int lrc, int k) {
+  int st = (int)o->acc[k].hi;
+  if (st == DPO_OK) return DPO_OK;
+  if (lrc) return lrc; /* rank 0's own failure: its detail is current */
+  o->remote_fail = st;
+  return dpo_err(st, "%s: a worker rank failed (%s); its detail is reported when the run "
+                 "finishes", fn, dpo_strerror(st));
+}
+
+int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                         int want_loss, double *loss_sum, double *g_sum, int64_t *n_used) {
+  static const char fn[] = "dpo_oracle_eval_sums";
+  if (!o) return dpo_err(DPO_EINVAL, "%s: NULL oracle", fn);
+  int rc = dpo__check_req(o, fn, x);
+  if (rc) return rc;
+  if (!g_sum) return dpo_err(DPO_EINVAL, "%s: NULL g_sum", fn);
+  int64_t m = -1;
+  if (batch && batch->ids) {
+    m = batch->m;
+    if (m < 0 || m > o->n_global)
+      return dpo_err(DPO_EINVAL, "%s: batch of %ld rows (n = %ld)", fn, (long)m,
+                     (long)o->n_global);
+    for (int64_t k = 0; k < m; k++)
+      if (batch->ids[k] < 0 || batch->ids[k] >= o->n_global ||
+          (k > 0 && batch->ids[k] <= batch->ids[k - 1]))
+        return dpo_err(DPO_EINVAL, "%s: batch id %ld at position %ld is out of range or not "
+                       "strictly increasing", fn, (long)batch->ids[k], (long)k);
+    if ((rc = dpo__ensure_ids(o, m))) return rc;
+    if (m > 0) memcpy(o->ids, batch->ids, (size_t)m * sizeof *o->ids);
+  }
+  memcpy(o->x, x, (size_t)o->d * sizeof *x);
+  int64_t hdr[4] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0};
+  double t0 = dpo__now();
+  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  o->st.t_comm += dpo__now() - t0;
+  int lrc = DPO_OK;
+  if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
+  if ((rc = dpo__req_status(o, fn, lrc, o->d + 2))) return rc;
+  for (int32_t j = 0; j < o->d; j++) g_sum[j] = o->acc[j].hi;
+  if (loss_sum) *loss_sum = want_loss ? o->acc[o->d].hi : NAN;
+  int64_t used = (int64_t)o->acc[o->d + 1].hi;
+  if (n_used) *n_used = used;
+  o->st.rows += used;
+  return DPO_OK;
+}
+
+int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,
+                    double *F, double *g) {
+  double loss = 0.0;
+  int64_t used = 0;
+  int rc = dpo_oracle_eval_sums(o, x, batch, 1, &loss, g, &used);
+  if (rc) return rc;
+  if (used <= 0) return dpo_err(DPO_EINVAL, "dpo_oracle_eval: empty batch (mean undefined)");
+  dpo_model_finish(o->model, o->d, used, x, &loss, g);
+  if (F) *F = want_loss ? loss : NAN;
+  return DPO_OK;
+}
+
+int dpo_oracle_eval_metric(dpo_oracle_t *o, const double *x, int heldout, double *loss_mean,
+                           double *metric_mean) {
+  static const char fn[] = "dpo_oracle_eval_metric";
+  if (!o) return dpo_err(DPO_EINVAL, "%s: NULL oracle", fn);
+  int rc = dpo__check_req(o, fn, x);
+  if (rc) return rc;
+  if (heldout && !o->heldout) return dpo_err(DPO_EINVAL, "%s: no held-out set attached", fn);
+  memcpy(o->x, x, (size_t)o->d * sizeof *x);
+  int64_t hdr[4] = {DPO__REQ_METRIC, heldout ? 1 : 0, 0, 0};
+  double t0 = dpo__now();
+  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  o->st.t_comm += dpo__now() - t0;
+  int lrc = DPO_OK;
+  if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
+  if ((rc = dpo__req_status(o, fn, lrc, 3))) return rc;
+  double n = o->acc[2].hi;
+  if (!(n > 0)) return dpo_err(DPO_EINVAL, "%s: no rows to evaluate", fn);
+  if (loss_mean) *loss_mean = o->acc[0].hi / n;
+  if (metric_mean) *metric_mean = o->acc[1].hi / n;
+  return DPO_OK;
+}
+
+int dpo_oracle_finish(dpo_oracle_t *o, int status) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_finish: NULL oracle");
+  if (o->rank != 0) return dpo_err(DPO_EINVAL, "dpo_oracle_finish: rank 0 only");
+  if (o->finished) return status;
+  o->finished = 1;
+  /* remote = 1: the failure was a worker's; its rank supplies code and detail in dpo_agree */
+  int remote = status != DPO_OK && o->remote_fail != 0;
+  char keep[512];
+  snprintf(keep, sizeof keep, "%s", dpo_errmsg());
+  int64_t hdr[4] = {DPO__REQ_FINISH, remote, 0, status};
+  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  if (status != DPO_OK && !remote) dpo_err(status, "%s", keep);
+  int rc = dpo_agree(o->comm, remote ? DPO_OK : status);
+  if (rc == DPO_OK && status != DPO_OK) rc = dpo_err(status, "%s", keep);
+  return rc;
+}
+
+int dpo_oracle_serve(dpo_oracle_t *o) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_serve: NULL oracle");
+  if (o->rank == 0) return DPO_OK;
+  o->finished = 0;
+  for (;;) {
+    int64_t hdr[4];
+    double t0 = dpo__now();
+    DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+    o->st.t_comm += dpo__now() - t0;
+    if (hdr[0] == DPO__REQ_FINISH) {
+      int status = (int)hdr[3], remote = (int)hdr[1];
+      int mine;
+      if (o->local_fail) {
+        dpo_err(o->local_fail, "%s", o->local_msg);
+        mine = o->local_fail;
+      } else {
+        mine = remote ? DPO_OK : status;
+      }
+      o->finished = 1;
+      int rc = dpo_agree(o->comm, mine);
+      if (rc == DPO_OK && status != DPO_OK)
+        rc = dpo_err(status, "finished by rank 0 with %s", dpo_strerror(status));
+      return rc;
+    }
+    if (hdr[0] != DPO__REQ_SUMS && hdr[0] != DPO__REQ_METRIC)
+      return dpo_err(DPO_EMPI, "dpo_oracle_serve: unknown request type %ld", (long)hdr[0]);
+    int lrc;
+    int rc = dpo__serve_one(o, hdr, &lrc);
+    if (rc) return rc;
+  }
+}
+
+void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st) {
+  if (o && st) *st = o->st;
+}

@@ -1,0 +1,47 @@
+/* Double-double reductions (see reduce.h). */
+#include "comm/reduce.h"
+
+#include "dpopt/status.h"
+
+static MPI_Op dpo__dd_op = MPI_OP_NULL;
+
+/* MPI user op over one element = a whole buffer of (k + 1) pairs: pairs 0..k-1 are summed
+ * in double-double, the last pair (the status) takes the minimum. */
+static void dpo__dd_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  int sz = 0;
+  MPI_Type_size(*dt, &sz);
+  int pairs = sz / (int)sizeof(dpo__dd_t);
+  dpo__dd_t *a = in, *b = inout;
+  for (int e = 0; e < *len; e++, a += pairs, b += pairs) {
+    for (int p = 0; p < pairs - 1; p++) dpo__dd_add_dd(&b[p], &a[p]);
+    if (a[pairs - 1].hi < b[pairs - 1].hi) b[pairs - 1] = a[pairs - 1];
+  }
+}
+
+int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce) {
+  int rank, rc = DPO_OK;
+  MPI_Datatype dt = MPI_DATATYPE_NULL;
+  DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  if (dpo__dd_op == MPI_OP_NULL) {
+    /* Declared non-commutative: MPI then combines in rank order, a fixed order for a given
+     * rank count (the double-double sum makes the order matter only at ~1e-32). */
+    DPO_MPI_CHECK(MPI_Op_create(dpo__dd_fn, 0, &dpo__dd_op));
+  }
+  DPO_MPI_CHECK(MPI_Type_contiguous(2 * (k + 1), MPI_DOUBLE, &dt));
+  if (MPI_Type_commit(&dt) != MPI_SUCCESS) {
+    rc = dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Type_commit failed");
+    goto out;
+  }
+  if (MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, buf, 1, dt, dpo__dd_op, root, comm) !=
+      MPI_SUCCESS) {
+    rc = dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Reduce of %d values failed", k);
+    goto out;
+  }
+  if (allreduce && MPI_Bcast(buf, 2 * (k + 1), MPI_DOUBLE, root, comm) != MPI_SUCCESS) {
+    rc = dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Bcast of %d values failed", k);
+    goto out;
+  }
+out:
+  if (dt != MPI_DATATYPE_NULL) MPI_Type_free(&dt);
+  return rc;
+}

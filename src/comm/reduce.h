@@ -1,0 +1,71 @@
+/* Private: rank-count-stable reductions in double-double arithmetic.
+ *
+ * Sums of local partial sums are carried as (hi, lo) pairs (Knuth/Dekker two-sum), so the
+ * result of a reduction no longer depends on the order in which the ranks' contributions
+ * are combined, up to ~1e-32 relative: the value a 1-rank run computes and the value a
+ * 4-rank run computes agree to the last bit or two.  The last pair of every buffer is a
+ * status, combined with MIN so a failure on any rank is seen at the root.
+ */
+#ifndef DPO_COMM_REDUCE_H
+#define DPO_COMM_REDUCE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "dpopt/data.h"
+
+/* Local rows are processed in chunks aligned to multiples of this many GLOBAL row ids, so a
+ * chunk inside one shard is computed with the same operations at any rank count. */
+#define DPO__CHUNK 256
+
+typedef struct {
+  double hi, lo;
+} dpo__dd_t;
+
+/* a += x (exact error term carried in lo). */
+static inline void dpo__dd_add(dpo__dd_t *a, double x) {
+  double s = a->hi + x;
+  double bb = s - a->hi;
+  double e = (a->hi - (s - bb)) + (x - bb);
+  e += a->lo;
+  a->hi = s + e;
+  a->lo = e - (a->hi - s);
+}
+
+/* a += b for two double-doubles. */
+static inline void dpo__dd_add_dd(dpo__dd_t *a, const dpo__dd_t *b) {
+  double s = a->hi + b->hi;
+  double bb = s - a->hi;
+  double e = (a->hi - (s - bb)) + (b->hi - bb);
+  e += a->lo + b->lo;
+  a->hi = s + e;
+  a->lo = e - (a->hi - s);
+}
+
+/* A view of local rows [i0, i0 + cnt) as a shard of its own (no copy). */
+static inline void dpo__shard_view(const dpo_shard_t *s, int64_t i0, int64_t cnt,
+                                   dpo_shard_t *v) {
+  *v = *s;
+  v->n = cnt;
+  v->row0 = s->row0 + i0;
+  v->y = s->y ? s->y + i0 : NULL;
+  if (s->sparse)
+    v->rowptr = s->rowptr + i0; /* rowptr keeps absolute offsets into colind/val */
+  else
+    v->X = s->X ? s->X + i0 * (int64_t)s->d : NULL;
+}
+
+/* End (exclusive, local index) of the global-aligned chunk that contains local row i. */
+static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
+  int64_t gid = s->row0 + i;
+  int64_t e = (gid / DPO__CHUNK + 1) * DPO__CHUNK - s->row0;
+  return e < s->n ? e : s->n;
+}
+
+/* Reduce k double-double values followed by one status pair (buf[k].hi = status as a double,
+ * combined with MIN) over comm.  allreduce = 0: result at root only; 1: the root's result is
+ * broadcast, so every rank gets bit-identical values.  Returns DPO_OK or DPO_EMPI (an MPI
+ * failure, not the reduced status: the caller reads buf[k].hi).  Collective. */
+int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce);
+
+#endif

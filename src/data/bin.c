@@ -1,0 +1,233 @@
+/* dpopt binary format (layout in dpopt/data.h): balanced row ranges read with pread,
+ * collective write with MPI-IO. */
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+  int64_t n;
+  int32_t d, sparse;
+  int64_t nnz;
+  int32_t labels, reserved;
+} dpo__binhdr_t;
+
+static int dpo__little_endian(void) {
+  uint16_t one = 1;
+  unsigned char c;
+  memcpy(&c, &one, 1);
+  return c == 1;
+}
+
+static void dpo__hdr_pack(const dpo__binhdr_t *h, unsigned char *b) {
+  memcpy(b, "DPOBIN01", 8);
+  memcpy(b + 8, &h->n, 8);
+  memcpy(b + 16, &h->d, 4);
+  memcpy(b + 20, &h->sparse, 4);
+  memcpy(b + 24, &h->nnz, 8);
+  memcpy(b + 32, &h->labels, 4);
+  memcpy(b + 36, &h->reserved, 4);
+}
+
+/* Expected file size, or -1 if the header's counts overflow. */
+static int64_t dpo__bin_size(const dpo__binhdr_t *h) {
+  const int64_t lim = INT64_MAX / 16;
+  if (h->n < 0 || h->d < 0 || h->nnz < 0 || h->n > lim || h->nnz > lim) return -1;
+  int64_t sz = DPO__BIN_HDR + 8 * h->n;
+  if (h->sparse) return sz + 8 * (h->n + 1) + 12 * h->nnz;
+  if (h->d > 0 && h->n > lim / h->d) return -1;
+  return sz + 8 * h->n * (int64_t)h->d;
+}
+
+static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t off) {
+  if (len == 0) return DPO_OK;
+  ssize_t k = dpo__pread_full(fd, buf, len, (off_t)off);
+  if (k < 0) return dpo_err(DPO_EIO, "%s: read error at offset %lld: %s", path, (long long)off, strerror(errno));
+  if ((size_t)k != len) return dpo_err(DPO_EFORMAT, "%s: truncated file (offset %lld)", path, (long long)off);
+  return DPO_OK;
+}
+
+int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+  int rank, size, st = DPO_OK, fd = -1;
+  dpo__binhdr_t h = {0};
+  unsigned char b[DPO__BIN_HDR];
+  int64_t row0 = 0, cnt = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (!dpo__little_endian()) st = dpo_err(DPO_EUNSUP, "%s: dpopt binary files need a little-endian host", path);
+  if (!st && (fd = open(path, O_RDONLY)) < 0) st = dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (!st && fstat(fd, &sb) != 0) st = dpo_err(DPO_EIO, "%s: cannot stat: %s", path, strerror(errno));
+  if (!st) {
+    if (sb.st_size < DPO__BIN_HDR) st = dpo_err(DPO_EFORMAT, "%s: truncated file: %lld bytes, no full header", path, (long long)sb.st_size);
+    else st = dpo__read_at(fd, path, b, DPO__BIN_HDR, 0);
+  }
+  if (!st) {
+    memcpy(&h.n, b + 8, 8);
+    memcpy(&h.d, b + 16, 4);
+    memcpy(&h.sparse, b + 20, 4);
+    memcpy(&h.nnz, b + 24, 8);
+    memcpy(&h.labels, b + 32, 4);
+    int64_t want = dpo__bin_size(&h);
+    if (memcmp(b, "DPOBIN01", 8) != 0) st = dpo_err(DPO_EFORMAT, "%s: not a dpopt binary file (bad magic)", path);
+    else if ((h.sparse != 0 && h.sparse != 1) || (h.labels != 0 && h.labels != 1) || want < 0 ||
+             (!h.sparse && h.nnz != 0))
+      st = dpo_err(DPO_EFORMAT, "%s: corrupt header (n=%lld d=%d sparse=%d nnz=%lld labels=%d)", path,
+                   (long long)h.n, (int)h.d, (int)h.sparse, (long long)h.nnz, (int)h.labels);
+    else if (o->d > 0 && o->d != h.d)
+      st = dpo_err(DPO_EFORMAT, "%s: file has dimension %d, declared %d", path, (int)h.d, (int)o->d);
+    else if (sb.st_size < want)
+      st = dpo_err(DPO_EFORMAT, "%s: truncated file: %lld bytes, header says %lld", path,
+                   (long long)sb.st_size, (long long)want);
+    else if (sb.st_size > want)
+      st = dpo_err(DPO_EFORMAT, "%s: %lld trailing bytes after the data the header describes", path,
+                   (long long)(sb.st_size - want));
+  }
+  st = dpo_agree(comm, st);
+  if (st) goto out;
+  dpo__row_range(h.n, rank, size, &row0, &cnt);
+  s->n = cnt;
+  s->d = h.d;
+  s->labels = (dpo_labels_t)h.labels;
+  s->sparse = h.sparse;
+  st = dpo__finish_rows(comm, path, s); /* empty file, more ranks than rows */
+  if (st) goto out;
+  s->row0 = row0;
+  /* labels */
+  if (!(s->y = malloc((size_t)(cnt ? cnt : 1) * sizeof *s->y))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+  if (!st) st = dpo__read_at(fd, path, s->y, (size_t)cnt * 8, DPO__BIN_HDR + 8 * row0);
+  for (int64_t i = 0; !st && i < cnt; i++) {
+    double v = s->y[i];
+    if (!isfinite(v)) st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite label", path, (long long)(row0 + i + 1));
+    else if (h.labels == DPO_LABELS_BINARY && v != 1.0 && v != -1.0)
+      st = dpo_err(DPO_EFORMAT, "%s: row %lld: unknown label %g (binary labels are +1/-1)", path,
+                   (long long)(row0 + i + 1), v);
+  }
+  int64_t base = DPO__BIN_HDR + 8 * h.n;
+  if (!st && !h.sparse) {
+    size_t m = (size_t)cnt * (size_t)h.d;
+    if (!(s->X = malloc((m ? m : 1) * sizeof *s->X))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    if (!st) st = dpo__read_at(fd, path, s->X, m * 8, base + 8 * row0 * (int64_t)h.d);
+    for (size_t k = 0; !st && k < m; k++)
+      if (!isfinite(s->X[k]))
+        st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path, (long long)(row0 + (int64_t)(k / (size_t)h.d) + 1));
+  } else if (!st) {
+    if (!(s->rowptr = malloc((size_t)(cnt + 1) * sizeof *s->rowptr))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    if (!st) st = dpo__read_at(fd, path, s->rowptr, (size_t)(cnt + 1) * 8, base + 8 * row0);
+    int64_t k0 = st ? 0 : s->rowptr[0], k1 = st ? 0 : s->rowptr[cnt];
+    if (!st && rank == 0 && k0 != 0) st = dpo_err(DPO_EFORMAT, "%s: corrupt row pointers: first is %lld, not 0", path, (long long)k0);
+    if (!st && rank == size - 1 && k1 != h.nnz)
+      st = dpo_err(DPO_EFORMAT, "%s: corrupt row pointers: last is %lld, header nnz %lld", path, (long long)k1, (long long)h.nnz);
+    for (int64_t i = 0; !st && i < cnt; i++)
+      if (s->rowptr[i] > s->rowptr[i + 1] || s->rowptr[i] < 0 || s->rowptr[i + 1] > h.nnz)
+        st = dpo_err(DPO_EFORMAT, "%s: row %lld: corrupt row pointer", path, (long long)(row0 + i + 1));
+    size_t m = st ? 0 : (size_t)(k1 - k0);
+    if (!st && (!(s->colind = malloc((m ? m : 1) * 4)) || !(s->val = malloc((m ? m : 1) * 8))))
+      st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    int64_t cbase = base + 8 * (h.n + 1);
+    if (!st) st = dpo__read_at(fd, path, s->colind, m * 4, cbase + 4 * k0);
+    if (!st) st = dpo__read_at(fd, path, s->val, m * 8, cbase + 4 * h.nnz + 8 * k0);
+    for (int64_t i = 0; !st && i <= cnt; i++) s->rowptr[i] -= k0;
+    for (int64_t i = 0; !st && i < cnt; i++)
+      for (int64_t k = s->rowptr[i]; !st && k < s->rowptr[i + 1]; k++) {
+        if (s->colind[k] < 0 || s->colind[k] >= h.d || (k > s->rowptr[i] && s->colind[k] <= s->colind[k - 1]))
+          st = dpo_err(DPO_EFORMAT, "%s: row %lld: column index %d out of order or outside [0, %d)", path,
+                       (long long)(row0 + i + 1), (int)s->colind[k], (int)h.d);
+        else if (!isfinite(s->val[k]))
+          st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path, (long long)(row0 + i + 1));
+      }
+  }
+  st = dpo_agree(comm, st);
+out:
+  if (fd >= 0) close(fd);
+  return st;
+}
+
+/* MPI_File_write_at in pieces whose element count fits an int. */
+static int dpo__mpi_write(MPI_File fh, int64_t off, const void *buf, int64_t count, MPI_Datatype t, int esz) {
+  const int64_t chunk = 1 << 26;
+  const char *p = buf;
+  while (count > 0) {
+    int c = (int)(count < chunk ? count : chunk);
+    MPI_Status ms;
+    if (MPI_File_write_at(fh, (MPI_Offset)off, p, c, t, &ms) != MPI_SUCCESS) return -1;
+    off += (int64_t)c * esz;
+    p += (int64_t)c * esz;
+    count -= c;
+  }
+  return 0;
+}
+
+int dpo_shard_write_bin(MPI_Comm comm, const dpo_shard_t *s, const char *path) {
+  int rank, size, st = DPO_OK;
+  MPI_File fh = MPI_FILE_NULL;
+  int64_t *rp = NULL;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (!dpo__little_endian()) st = dpo_err(DPO_EUNSUP, "%s: dpopt binary files need a little-endian host", path);
+  st = dpo_agree(comm, st);
+  if (st) return st;
+  /* layout agreement: d, sparse and label kind must be the same everywhere */
+  int64_t nnz = s->sparse ? s->rowptr[s->n] : 0;
+  int64_t loc[2] = {s->n, nnz}, tot[2], before[2] = {0, 0};
+  int mm[6] = {s->d, s->sparse, (int)s->labels, -s->d, -s->sparse, -(int)s->labels}, gm[6];
+  if (MPI_Allreduce(loc, tot, 2, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Exscan(loc, before, 2, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(mm, gm, 6, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "%s: write: reductions failed", path));
+  if (rank == 0) before[0] = before[1] = 0;
+  if (gm[0] != -gm[3] || gm[1] != -gm[4] || gm[2] != -gm[5])
+    st = dpo_err(DPO_EINVAL, "%s: shards disagree on dimension, storage or label kind", path);
+  if (!st && s->sparse && !(rp = malloc((size_t)(s->n + 1) * sizeof *rp)))
+    st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+  st = dpo_agree(comm, st);
+  if (st) goto out;
+  /* remove an older file first so a shorter new file leaves no tail behind */
+  if (rank == 0) MPI_File_delete(path, MPI_INFO_NULL);
+  MPI_Barrier(comm);
+  if (MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
+    fh = MPI_FILE_NULL;
+    st = dpo_agree(comm, dpo_err(DPO_EIO, "%s: cannot create file", path));
+    goto out;
+  }
+  dpo__binhdr_t h = {tot[0], s->d, s->sparse, s->sparse ? tot[1] : 0, (int32_t)s->labels, 0};
+  unsigned char hb[DPO__BIN_HDR];
+  dpo__hdr_pack(&h, hb);
+  int bad = 0;
+  int64_t base = DPO__BIN_HDR + 8 * h.n;
+  if (rank == 0) bad |= dpo__mpi_write(fh, 0, hb, DPO__BIN_HDR, MPI_BYTE, 1);
+  bad |= dpo__mpi_write(fh, DPO__BIN_HDR + 8 * before[0], s->y, s->n, MPI_DOUBLE, 8);
+  if (!s->sparse) {
+    bad |= dpo__mpi_write(fh, base + 8 * before[0] * (int64_t)s->d, s->X, s->n * (int64_t)s->d, MPI_DOUBLE, 8);
+  } else {
+    for (int64_t i = 0; i <= s->n; i++) rp[i] = s->rowptr[i] + before[1];
+    /* each rank writes its n row starts; the last rank also writes the final nnz */
+    bad |= dpo__mpi_write(fh, base + 8 * before[0], rp, s->n + (rank == size - 1), MPI_INT64_T, 8);
+    int64_t cbase = base + 8 * (h.n + 1);
+    bad |= dpo__mpi_write(fh, cbase + 4 * before[1], s->colind, nnz, MPI_INT32_T, 4);
+    bad |= dpo__mpi_write(fh, cbase + 4 * h.nnz + 8 * before[1], s->val, nnz, MPI_DOUBLE, 8);
+  }
+  if (bad) st = dpo_err(DPO_EIO, "%s: write failed", path);
+  if (MPI_File_close(&fh) != MPI_SUCCESS && !st) st = dpo_err(DPO_EIO, "%s: close failed", path);
+  st = dpo_agree(comm, st);
+out:
+  free(rp);
+  return st;
+}
+
+int dpo__bin_write_header(int fd, const char *path, int64_t n, int32_t d, int sparse, int64_t nnz,
+                          int labels) {
+  if (!dpo__little_endian()) return dpo_err(DPO_EUNSUP, "%s: dpopt binary files need a little-endian host", path);
+  dpo__binhdr_t h = {n, d, sparse, nnz, labels, 0};
+  unsigned char hb[DPO__BIN_HDR];
+  dpo__hdr_pack(&h, hb);
+  if (dpo__pwrite_full(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb)
+    return dpo_err(DPO_EIO, "%s: write failed: %s", path, strerror(errno));
+  return DPO_OK;
+}

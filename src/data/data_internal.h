@@ -1,0 +1,86 @@
+/* Private helpers of the data room: byte-range line reader, growable arrays, collective
+ * error reporting with global line numbers. */
+#ifndef DPO_DATA_INTERNAL_H
+#define DPO_DATA_INTERNAL_H
+
+#include "dpopt/data.h"
+#include "dpopt/status.h"
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Streaming reader of the lines a rank owns: those that START inside its byte range
+ * [begin, end) of the file (the line crossing `end` is finished by its owner; the line
+ * crossing `begin` belongs to the previous rank).  Reads with pread in blocks, so memory is
+ * one block plus the longest line. */
+typedef struct {
+  int fd;
+  off_t fsize;
+  off_t end;      /* lines starting at >= end belong to the next rank */
+  off_t bufpos;   /* file offset of buf[0] */
+  char *buf;
+  size_t cap, len, off; /* buffer capacity, valid bytes, parse position */
+  int eof;        /* no more bytes after buf[len] */
+  int64_t nlines; /* owned lines returned so far (blank and comment lines included) */
+} dpo__lr_t;
+
+/* Open `path` and position at the first line starting in rank/size's byte range.
+ * Local (not collective); errors DPO_EIO with the detail recorded. */
+int dpo__lr_open(dpo__lr_t *lr, const char *path, int rank, int size);
+/* Next owned line, NUL-terminated, '\n' and a trailing '\r' removed (the buffer may be
+ * modified by the caller until the next call).  Returns 1 (line), 0 (no more), <0 error. */
+int dpo__lr_next(dpo__lr_t *lr, char **line);
+void dpo__lr_close(dpo__lr_t *lr);
+
+/* Local parse failure, reported collectively by dpo__agree_line. */
+typedef struct {
+  int code;        /* DPO_OK or the failure */
+  int64_t line;    /* local 1-based line number of the failure (0: detail already recorded) */
+  char why[400];
+} dpo__perr_t;
+
+/* Record a local parse failure (first one wins). Returns code. */
+int dpo__perr_set(dpo__perr_t *e, int code, int64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Collective: turn local line numbers into global ones (Exscan of the line counts of the
+ * preceding ranks), record "path:LINE: why" on the failing rank, and agree. */
+int dpo__agree_line(MPI_Comm comm, const char *path, const dpo__perr_t *e, int64_t nlines);
+
+/* Growable arrays. */
+typedef struct { double *v; size_t n, cap; } dpo__dvec_t;
+typedef struct { int32_t *v; size_t n, cap; } dpo__ivec_t;
+typedef struct { int64_t *v; size_t n, cap; } dpo__lvec_t;
+int dpo__dvec_push(dpo__dvec_t *a, double x);
+int dpo__ivec_push(dpo__ivec_t *a, int32_t x);
+int dpo__lvec_push(dpo__lvec_t *a, int64_t x);
+
+/* Parse a label token (whole string) by the label kind; 0 ok, else reason in why. */
+int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, size_t wl);
+
+/* Format loaders (collective; return the agreed status). */
+int dpo__load_libsvm(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+
+/* Collective: n_global, row0, the empty-file and more-ranks-than-rows checks. */
+int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s);
+/* Convert a CSR shard to dense in place (local). */
+int dpo__densify(dpo_shard_t *s);
+
+/* Balanced row range: n/P rows, the remainder to the first ranks. */
+void dpo__row_range(int64_t n, int rank, int size, int64_t *row0, int64_t *cnt);
+
+/* pread/pwrite the whole count or fail (EIO/short read -> return bytes done). */
+ssize_t dpo__pread_full(int fd, void *buf, size_t len, off_t off);
+ssize_t dpo__pwrite_full(int fd, const void *buf, size_t len, off_t off);
+
+/* dpopt binary header (see data.h). */
+#define DPO__BIN_HDR 40
+/* Serial: write the 40-byte header at offset 0 of an open file. */
+int dpo__bin_write_header(int fd, const char *path, int64_t n, int32_t d, int sparse, int64_t nnz,
+                          int labels);
+#endif

@@ -1,0 +1,228 @@
+/* Shard lifecycle: format detection and dispatch, norms, statistics. */
+#include "data/data_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+void dpo_load_opts_default(dpo_load_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->format = DPO_FMT_AUTO;
+  o->labels = DPO_LABELS_BINARY;
+  o->d = 0;
+  o->dense = 0;
+  o->idx_labels = NULL;
+  o->idx_class = 0;
+  o->idx_scale = 1.0 / 255.0;
+}
+
+void dpo_shard_destroy(dpo_shard_t *s) {
+  if (!s) return;
+  free(s->X);
+  free(s->rowptr);
+  free(s->colind);
+  free(s->val);
+  free(s->y);
+  free(s);
+}
+
+static int dpo__ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && strcasecmp(s + a - b, suf) == 0;
+}
+
+/* Local: decide the format from the magic bytes, then the extension. */
+static int dpo__detect(const char *path, dpo_format_t *fmt) {
+  unsigned char m[8] = {0};
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  ssize_t k = dpo__pread_full(fd, m, sizeof m, 0);
+  close(fd);
+  if (k < 0) return dpo_err(DPO_EIO, "%s: read error: %s", path, strerror(errno));
+  if (k == 8 && memcmp(m, "DPOBIN01", 8) == 0) {
+    *fmt = DPO_FMT_BIN;
+    return DPO_OK;
+  }
+  if (k >= 4 && m[0] == 0 && m[1] == 0 && m[2] == 0x08 && m[3] == 0x03) {
+    *fmt = DPO_FMT_IDX;
+    return DPO_OK;
+  }
+  if (k >= 2 && m[0] == 0x1f && m[1] == 0x8b) { /* gzip: look inside */
+    gzFile g = gzopen(path, "rb");
+    if (!g) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char z[4] = {0};
+    int r = gzread(g, z, 4);
+    gzclose(g);
+    if (r == 4 && z[0] == 0 && z[1] == 0 && z[2] == 0x08 && z[3] == 0x03) {
+      *fmt = DPO_FMT_IDX;
+      return DPO_OK;
+    }
+    return dpo_err(DPO_EUNSUP, "%s: gzip-compressed file that is not IDX images (decompress it "
+                               "first)", path);
+  }
+  *fmt = dpo__ends_with(path, ".csv") ? DPO_FMT_CSV : DPO_FMT_LIBSVM;
+  return DPO_OK;
+}
+
+int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
+                   dpo_shard_t **shard) {
+  dpo_load_opts_t o;
+  dpo_shard_t *s = NULL;
+  int st = DPO_OK;
+  *shard = NULL;
+  if (opts) o = *opts;
+  else dpo_load_opts_default(&o);
+  if (!path) st = dpo_err(DPO_EINVAL, "dpo_shard_load: no path");
+  else if (o.d < 0) st = dpo_err(DPO_EINVAL, "%s: declared dimension %d < 0", path, (int)o.d);
+  else if (o.labels != DPO_LABELS_BINARY && o.labels != DPO_LABELS_REAL)
+    st = dpo_err(DPO_EINVAL, "%s: unknown label kind %d", path, (int)o.labels);
+  if (!st && !(s = calloc(1, sizeof *s))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+  if (!st) {
+    snprintf(s->source, sizeof s->source, "%s", path);
+    s->labels = o.labels;
+    if (o.format == DPO_FMT_AUTO) st = dpo__detect(path, &o.format);
+  }
+  st = dpo_agree(comm, st);
+  if (st) goto fail;
+  switch (o.format) {
+  case DPO_FMT_LIBSVM: st = dpo__load_libsvm(comm, path, &o, s); break;
+  case DPO_FMT_CSV: st = dpo__load_csv(comm, path, &o, s); break;
+  case DPO_FMT_IDX: st = dpo__load_idx(comm, path, &o, s); break;
+  case DPO_FMT_BIN: st = dpo__load_bin(comm, path, &o, s); break;
+  default: st = dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: unknown format %d", path, (int)o.format));
+  }
+  if (st) goto fail;
+  if (o.dense && s->sparse) st = dpo_agree(comm, dpo__densify(s));
+  if (st) goto fail;
+  *shard = s;
+  return DPO_OK;
+fail:
+  dpo_shard_destroy(s);
+  return st;
+}
+
+int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s) {
+  int size, rank;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  int64_t n = s->n, tot = 0, before = 0;
+  if (MPI_Allreduce(&n, &tot, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Exscan(&n, &before, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "%s: row count reduction failed", path));
+  if (rank == 0) before = 0;
+  s->n_global = tot;
+  s->row0 = before;
+  int st = DPO_OK;
+  if (tot == 0) st = dpo_err(DPO_EFORMAT, "%s: empty file: no data rows", path);
+  else if (tot < size)
+    st = dpo_err(DPO_ERANKS, "%s: %lld rows for %d ranks: more ranks than rows", path,
+                 (long long)tot, size);
+  return dpo_agree(comm, st);
+}
+
+int dpo__densify(dpo_shard_t *s) {
+  if (!s->sparse) return DPO_OK;
+  size_t cnt = (size_t)s->n * (size_t)s->d;
+  double *X = calloc(cnt ? cnt : 1, sizeof *X);
+  if (!X) return dpo_err(DPO_ENOMEM, "%s: out of memory for dense %lld x %d", s->source,
+                         (long long)s->n, (int)s->d);
+  for (int64_t i = 0; i < s->n; i++)
+    for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
+      X[(size_t)i * s->d + s->colind[k]] = s->val[k];
+  free(s->rowptr);
+  free(s->colind);
+  free(s->val);
+  s->rowptr = NULL;
+  s->colind = NULL;
+  s->val = NULL;
+  s->X = X;
+  s->sparse = 0;
+  return DPO_OK;
+}
+
+void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2) {
+  for (int64_t i = 0; i < s->n; i++) {
+    double a = 0, b = 0;
+    if (s->sparse) {
+      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
+        a += fabs(s->val[k]);
+        b += s->val[k] * s->val[k];
+      }
+    } else {
+      const double *x = s->X + (size_t)i * s->d;
+      for (int32_t j = 0; j < s->d; j++) {
+        a += fabs(x[j]);
+        b += x[j] * x[j];
+      }
+    }
+    if (l1) l1[i] = a;
+    if (l2) l2[i] = sqrt(b);
+  }
+}
+
+int dpo_shard_stats(MPI_Comm comm, const dpo_shard_t *s, dpo_shard_stats_t *st) {
+  int rc = DPO_OK;
+  double *l1 = NULL, *l2 = NULL;
+  /* sums: n, nnz, n_pos, n_neg as int64; doubles: y_sum, l1_sum, l2_sum; max: y_max, -y_min,
+   * l1_max, l2_max */
+  int64_t li[4] = {s->n, 0, 0, 0}, gi[4];
+  double ls[3] = {0, 0, 0}, gs[3];
+  double lm[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, gm[4];
+  memset(st, 0, sizeof *st);
+  if (s->n > 0) {
+    l1 = malloc((size_t)s->n * sizeof *l1);
+    l2 = malloc((size_t)s->n * sizeof *l2);
+    if (!l1 || !l2) rc = dpo_err(DPO_ENOMEM, "%s: stats: out of memory", s->source);
+  }
+  if (!rc) {
+    dpo_shard_row_norms(s, l1, l2);
+    if (s->sparse) {
+      li[1] = s->rowptr[s->n];
+    } else {
+      for (size_t k = 0; k < (size_t)s->n * s->d; k++) li[1] += s->X[k] != 0.0;
+    }
+    for (int64_t i = 0; i < s->n; i++) {
+      li[2] += s->y[i] > 0;
+      li[3] += s->y[i] < 0;
+      ls[0] += s->y[i];
+      ls[1] += l1[i];
+      ls[2] += l2[i];
+      if (s->y[i] > lm[0]) lm[0] = s->y[i];
+      if (-s->y[i] > lm[1]) lm[1] = -s->y[i];
+      if (l1[i] > lm[2]) lm[2] = l1[i];
+      if (l2[i] > lm[3]) lm[3] = l2[i];
+    }
+  }
+  rc = dpo_agree(comm, rc);
+  if (rc) goto out;
+  if (MPI_Allreduce(li, gi, 4, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(ls, gs, 3, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(lm, gm, 4, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "%s: stats reduction failed", s->source);
+  if (!rc) {
+    st->n = gi[0];
+    st->nnz = gi[1];
+    st->n_pos = gi[2];
+    st->n_neg = gi[3];
+    st->d = s->d;
+    st->sparse = s->sparse;
+    double nn = gi[0] > 0 ? (double)gi[0] : 1.0;
+    st->y_mean = gs[0] / nn;
+    st->l1_mean = gs[1] / nn;
+    st->l2_mean = gs[2] / nn;
+    st->y_max = gm[0];
+    st->y_min = -gm[1];
+    st->l1_max = gm[2];
+    st->l2_max = gm[3];
+  }
+  rc = dpo_agree(comm, rc);
+out:
+  free(l1);
+  free(l2);
+  return rc;
+}

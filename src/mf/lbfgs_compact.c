@@ -1,0 +1,168 @@
+/* Compact L-BFGS inverse for HAMSI (thesis Alg. 3, lines 13-19; see lbfgs_compact.h). */
+#include "mf/lbfgs_compact.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/status.h"
+
+int dpo__lbfgs_init(dpo__lbfgs_t *l, int M, double sigma0) {
+  memset(l, 0, sizeof *l);
+  if (M < 1 || M > 256) return dpo_err(DPO_EINVAL, "L-BFGS memory %d must be in 1..256", M);
+  if (!(sigma0 > 0)) return dpo_err(DPO_EINVAL, "sigma0 must be > 0");
+  l->M = M;
+  l->sigma = sigma0;
+  l->age = calloc((size_t)M, sizeof *l->age);
+  l->SY = calloc((size_t)M * M, sizeof *l->SY);
+  l->YY = calloc((size_t)M * M, sizeof *l->YY);
+  l->N = calloc((size_t)4 * M * M, sizeof *l->N);
+  if (!l->age || !l->SY || !l->YY || !l->N) {
+    dpo__lbfgs_free(l);
+    return dpo_err(DPO_ENOMEM, "L-BFGS state (M = %d)", M);
+  }
+  return DPO_OK;
+}
+
+void dpo__lbfgs_free(dpo__lbfgs_t *l) {
+  free(l->age);
+  free(l->SY);
+  free(l->YY);
+  free(l->N);
+  l->age = NULL;
+  l->SY = l->YY = l->N = NULL;
+}
+
+int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l) { return l->m < l->M ? l->m : l->age[0]; }
+
+/* N in slot order from R, D, C of the m pairs in age order (line 19). */
+static int dpo__lbfgs_build_n(dpo__lbfgs_t *l) {
+  int M = l->M, m = l->m, M2 = 2 * M;
+  double sg = l->sigma;
+  memset(l->N, 0, sizeof(double) * (size_t)M2 * M2);
+  double *R = calloc((size_t)m * m, sizeof *R), *Ri = calloc((size_t)m * m, sizeof *Ri);
+  double *T = calloc((size_t)m * m, sizeof *T);
+  int st = DPO_OK;
+  if (!R || !Ri || !T) {
+    st = dpo_err(DPO_ENOMEM, "L-BFGS N");
+    goto out;
+  }
+  for (int a = 0; a < m; a++)
+    for (int b = a; b < m; b++) R[a * m + b] = l->SY[l->age[a] * M + l->age[b]];
+  /* R^-1 by back substitution; R's diagonal holds s_i'y_i > 0 of accepted pairs */
+  for (int j = 0; j < m; j++) {
+    if (!(R[j * m + j] > 0)) {
+      st = dpo_err(DPO_ELAPACK, "L-BFGS: R(%d,%d) = %g is not positive", j, j, R[j * m + j]);
+      goto out;
+    }
+    Ri[j * m + j] = 1.0 / R[j * m + j];
+    for (int i = j - 1; i >= 0; i--) {
+      double s = 0;
+      for (int k = i + 1; k <= j; k++) s += R[i * m + k] * Ri[k * m + j];
+      Ri[i * m + j] = -s / R[i * m + i];
+    }
+  }
+  /* T = (D + sigma C) R^-1 */
+  for (int a = 0; a < m; a++)
+    for (int b = 0; b < m; b++) {
+      double s = 0;
+      for (int k = 0; k < m; k++) {
+        double dc = sg * l->YY[l->age[a] * M + l->age[k]] + (a == k ? R[a * m + a] : 0.0);
+        s += dc * Ri[k * m + b];
+      }
+      T[a * m + b] = s;
+    }
+  /* scatter into slot order: [A, -R^-T; -R^-1, 0], A = R^-T T */
+  for (int a = 0; a < m; a++) {
+    int sa = l->age[a];
+    for (int b = 0; b < m; b++) {
+      int sb = l->age[b];
+      double s = 0;
+      for (int k = 0; k < m; k++) s += Ri[k * m + a] * T[k * m + b];
+      l->N[sa * M2 + sb] = s;
+      l->N[sa * M2 + M + sb] = -Ri[b * m + a];
+      l->N[(M + sa) * M2 + sb] = -Ri[a * m + b];
+    }
+  }
+out:
+  free(R);
+  free(Ri);
+  free(T);
+  return st;
+}
+
+int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
+  int M = l->M, slot = dpo__lbfgs_next_slot(l);
+  double sy = dots[slot], yy = dots[M + slot];
+  *accepted = 0;
+  /* line 15: keep the pair only with positive curvature */
+  if (!(sy > 0) || !(yy > 0) || !isfinite(sy) || !isfinite(yy)) {
+    l->rejected++;
+    return DPO_OK;
+  }
+  /* the slot becomes the newest: drop it from the age list (it is the oldest when full) */
+  if (l->m == M) {
+    memmove(l->age, l->age + 1, sizeof(int) * (size_t)(M - 1));
+    l->m--;
+  }
+  l->age[l->m++] = slot;
+  for (int a = 0; a < l->m; a++) {
+    int j = l->age[a];
+    /* new column of R (s_j'y_new, j older) and row/column of C (line 18) */
+    l->SY[j * M + slot] = dots[j];
+    l->YY[j * M + slot] = l->YY[slot * M + j] = dots[M + j];
+  }
+  l->SY[slot * M + slot] = sy;
+  l->YY[slot * M + slot] = yy;
+  l->sigma = sy / yy; /* line 16 */
+  l->accepted++;
+  *accepted = 1;
+  return dpo__lbfgs_build_n(l);
+}
+
+void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+                    const double *g, double *u) {
+  int M = l->M;
+  for (int64_t v = 0; v < nvar; v++) {
+    double gv = g[v];
+    const double *s = S + v * M, *y = Y + v * M;
+    for (int j = 0; j < M; j++) {
+      u[j] += s[j] * gv;
+      u[M + j] += y[j] * gv;
+    }
+  }
+}
+
+void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
+  int M = l->M, M2 = 2 * M;
+  for (int i = 0; i < M2; i++) {
+    double s = 0;
+    const double *row = l->N + (size_t)i * M2;
+    for (int j = 0; j < M; j++) s += row[j] * u[j];
+    for (int j = M; j < M2; j++) s += row[j] * (l->sigma * u[j]); /* W = [S, sigma Y] */
+    v[i] = s;
+  }
+}
+
+void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+                     const double *g, const double *v, double *out) {
+  int M = l->M;
+  double sg = l->sigma;
+  for (int64_t k = 0; k < nvar; k++) {
+    const double *s = S + k * M, *y = Y + k * M;
+    double a = 0, b = 0;
+    for (int j = 0; j < M; j++) {
+      a += s[j] * v[j];
+      b += y[j] * v[M + j];
+    }
+    out[k] = sg * g[k] + a + sg * b;
+  }
+}
+
+void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+                      const double *g, double *out) {
+  double u[512] = {0}, v[512];
+  dpo__lbfgs_wtg(l, nvar, S, Y, g, u);
+  dpo__lbfgs_nmul(l, u, v);
+  dpo__lbfgs_wmul(l, nvar, S, Y, g, v, out);
+}

@@ -1,0 +1,98 @@
+/* Objective objects: create by name, dispatch through the ops table (model_impl.h), and the
+ * parts common to every objective (lambda ||x||^2 regularizer, division by n). */
+#include "model/model_impl.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  const dpo__model_ops_t *ops;
+  int force_zero_lambda;
+} dpo__models[] = {
+    {"logreg", &dpo__model_logreg, 0},
+    {"ridge", &dpo__model_ridge, 0},
+    {"lsq", &dpo__model_ridge, 1},
+};
+
+int dpo_model_create(const char *name, double lambda, dpo_model_t **m) {
+  if (!m) return dpo_err(DPO_EINVAL, "dpo_model_create: NULL output pointer");
+  *m = NULL;
+  if (!name) return dpo_err(DPO_EINVAL, "dpo_model_create: NULL model name");
+  if (!(lambda >= 0) || !isfinite(lambda))
+    return dpo_err(DPO_EINVAL, "model %s: lambda = %g must be finite and >= 0", name, lambda);
+  for (size_t k = 0; k < sizeof dpo__models / sizeof dpo__models[0]; k++) {
+    if (strcmp(name, dpo__models[k].name) != 0) continue;
+    if (dpo__models[k].force_zero_lambda && lambda != 0)
+      return dpo_err(DPO_EINVAL,
+                     "model lsq is unregularized (lambda = 0), got lambda = %g: use ridge",
+                     lambda);
+    dpo_model_t *p = calloc(1, sizeof *p);
+    if (!p) return dpo_err(DPO_ENOMEM, "dpo_model_create: out of memory");
+    p->ops = dpo__models[k].ops;
+    snprintf(p->name, sizeof p->name, "%s", dpo__models[k].name);
+    p->lambda = lambda;
+    *m = p;
+    return DPO_OK;
+  }
+  return dpo_err(DPO_EINVAL, "unknown model \"%s\" (known: logreg, ridge, lsq)", name);
+}
+
+void dpo_model_destroy(dpo_model_t *m) { free(m); }
+
+const char *dpo_model_name(const dpo_model_t *m) { return m->name; }
+double dpo_model_lambda(const dpo_model_t *m) { return m->lambda; }
+dpo_loss_t dpo_model_loss(const dpo_model_t *m) { return m->ops->loss; }
+int dpo_model_binary(const dpo_model_t *m) { return m->ops->binary; }
+
+int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                         const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
+                         const double *rownorm, double *loss_sum, double *g) {
+  if (!m || !s || !loss_sum || !g)
+    return dpo_err(DPO_EINVAL, "dpo_model_local_grad: NULL argument");
+  *loss_sum = 0.0;
+  if (s->d > 0) memset(g, 0, (size_t)s->d * sizeof *g);
+  return dpo_kern_loss_grad(m->ops->loss, s, x, rows, nrows, clip, rownorm, loss_sum, g);
+}
+
+void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const double *x,
+                      double *F, double *g) {
+  /* n_used == 0 leaves the (zero) data sums undivided: only the regularizer remains. */
+  double inv = n_used > 0 ? 1.0 / (double)n_used : 1.0;
+  double lam = m->lambda, xx = 0.0;
+  for (int32_t j = 0; j < d; j++) {
+    xx += x[j] * x[j];
+    if (g) g[j] = g[j] * inv + 2.0 * lam * x[j];
+  }
+  if (F) *F = *F * inv + lam * xx;
+}
+
+int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H) {
+  if (!m) return dpo_err(DPO_EINVAL, "dpo_model_local_hess: NULL model");
+  return dpo_kern_hess(m->ops->loss, s, x, H);
+}
+
+int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                         double *loss_sum, double *metric_sum) {
+  if (!m || !loss_sum || !metric_sum)
+    return dpo_err(DPO_EINVAL, "dpo_model_local_eval: NULL argument");
+  *loss_sum = 0.0;
+  *metric_sum = 0.0;
+  return dpo_kern_eval(m->ops->loss, s, x, loss_sum, metric_sum);
+}
+
+double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound) {
+  if (!(row_l2_bound >= 0) || !isfinite(row_l2_bound)) return -1.0;
+  return m->ops->L_bound(m->lambda, row_l2_bound);
+}
+
+double dpo_model_mu(const dpo_model_t *m) { return 2.0 * m->lambda; }
+
+double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound) {
+  if (!(row_l1_bound >= 0) || !isfinite(row_l1_bound)) return -1.0;
+  return m->ops->grad_l1_sens(row_l1_bound);
+}

@@ -1,0 +1,28 @@
+/* Private: the ops table behind dpo_model_t.  A new objective is one file in src/model/
+ * defining a const dpo__model_ops_t plus one line in the table in model.c. */
+#ifndef DPO_MODEL_IMPL_H
+#define DPO_MODEL_IMPL_H
+
+#include "dpopt/model.h"
+
+typedef struct {
+  const char *name;
+  dpo_loss_t loss;  /* per-row loss the fused kernels evaluate */
+  int binary;       /* needs +1/-1 labels */
+  /* Public smoothness bound of F from the declared row L2 bound B2 (>= 0). */
+  double (*L_bound)(double lambda, double B2);
+  /* Public L1 sensitivity of one example's data-term gradient from the row L1 bound B1,
+   * or a negative value when none exists. */
+  double (*grad_l1_sens)(double B1);
+} dpo__model_ops_t;
+
+struct dpo_model {
+  const dpo__model_ops_t *ops;
+  char name[16];   /* name it was created with ("lsq" stays "lsq") */
+  double lambda;
+};
+
+extern const dpo__model_ops_t dpo__model_logreg;
+extern const dpo__model_ops_t dpo__model_ridge;
+
+#endif

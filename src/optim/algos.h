@@ -1,0 +1,24 @@
+/* Private: the algorithm table's entries (one per file in src/optim/) and small helpers. */
+#ifndef DPO_OPTIM_ALGOS_H
+#define DPO_OPTIM_ALGOS_H
+
+#include "dpopt/optim.h"
+
+extern const dpo_algo_t dpo__algo_gd;
+extern const dpo_algo_t dpo__algo_hb;
+extern const dpo_algo_t dpo__algo_nag;
+extern const dpo_algo_t dpo__algo_masg;
+extern const dpo_algo_t dpo__algo_lbfgs;
+
+/* A step size: algo.<key> if given, else c / L with L from the declared row bound (so L is
+ * only required when the user did not set the step).  *L_out gets L or NAN. */
+int dpo__optim_step(const dpo_solver_t *s, const char *key, double c, double *alpha,
+                    double *L_out);
+
+/* M-ASG stage schedule of (001, (4.7)): stage k (1-based) and its step size and length for
+ * iteration t (0-based), stage 1 of length n1, then n_k = 2^k ceil(sqrt(kappa) ln 2^(p+2)),
+ * alpha_k = alpha1 / 2^(2k) (k >= 2).  *first = 1 when t starts a stage. */
+void dpo__masg_schedule(int64_t t, int64_t n1, double kappa, double p, double alpha1,
+                        int *stage, double *alpha, int64_t *len, int *first);
+
+#endif

@@ -1,0 +1,325 @@
+/* The run driver (see include/dpopt/optim.h).
+ *
+ * Rank 0 runs the algorithm's step() in an ordinary loop; every evaluation goes through the
+ * oracle, so the other ranks sit in dpo_oracle_serve() until rank 0 finishes the oracle with
+ * the run's status.  The trace is written by rank 0 only; its loss/gradient columns are
+ * computed on the training data and are therefore labelled non-private (privacy rule 4).
+ */
+#include "dpopt/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dpopt/status.h"
+#include "optim/algos.h"
+
+struct dpo_solver {
+  dpo_oracle_t *oracle;
+  const dpo_algo_t *algo;
+  const dpo_config_t *cfg;
+  dpo_rng_t *rng;
+  struct dpo_ledger *ledger;
+  int rank;
+  int32_t d;
+  int64_t n;
+  double *x;
+  void *state;
+  double (*spent)(void *);
+  void *spent_arg;
+  int64_t iters;
+  /* one-entry cache of the last full-batch evaluation: the gtol test and the trace evaluate
+   * at x_t, which most algorithms evaluate anyway */
+  double *cx, *cg, cF;
+  int cvalid;
+};
+
+void dpo_run_opts_default(dpo_run_opts_t *o) {
+  if (!o) return;
+  o->max_iter = 100;
+  o->gtol = 0.0;
+  o->trace_every = 0;
+  o->trace_loss = 1;
+  o->quiet = 0;
+  o->fstar = NAN;
+  o->trace = NULL;
+}
+
+int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
+                      dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                      dpo_solver_t **out) {
+  if (!oracle) return dpo_err(DPO_EINVAL, "dpo_solver_create: NULL oracle");
+  MPI_Comm comm = dpo_oracle_comm(oracle);
+  int rc = DPO_OK;
+  dpo_solver_t *s = NULL;
+  if (out) *out = NULL;
+  if (!algo || !out) {
+    rc = dpo_err(DPO_EINVAL, "dpo_solver_create: NULL algorithm or output");
+    goto out;
+  }
+  s = calloc(1, sizeof *s);
+  if (!s) {
+    rc = dpo_err(DPO_ENOMEM, "dpo_solver_create: out of memory");
+    goto out;
+  }
+  s->oracle = oracle;
+  s->algo = algo;
+  s->cfg = cfg;
+  s->rng = rng;
+  s->ledger = ledger;
+  s->rank = dpo_oracle_rank(oracle);
+  s->d = dpo_oracle_dim(oracle);
+  s->n = dpo_oracle_nglobal(oracle);
+  s->x = calloc((size_t)s->d, sizeof *s->x);
+  s->cx = calloc((size_t)s->d, sizeof *s->cx);
+  s->cg = calloc((size_t)s->d, sizeof *s->cg);
+  if (!s->x || !s->cx || !s->cg) {
+    rc = dpo_err(DPO_ENOMEM, "dpo_solver_create: out of memory for d = %d", (int)s->d);
+    goto out;
+  }
+  if (x0) memcpy(s->x, x0, (size_t)s->d * sizeof *x0);
+  if (s->rank == 0 && algo->create) rc = algo->create(s, &s->state);
+out:
+  rc = dpo_agree(comm, rc);
+  /* x0 is public; rank 0's copy is the one the algorithm starts from */
+  if (!rc && MPI_Bcast(s->x, s->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+    rc = dpo_agree(comm, dpo_err(DPO_EMPI, "dpo_solver_create: MPI_Bcast of x0 failed"));
+  if (rc) {
+    dpo_solver_destroy(s);
+    return rc;
+  }
+  *out = s;
+  return DPO_OK;
+}
+
+void dpo_solver_destroy(dpo_solver_t *s) {
+  if (!s) return;
+  if (s->state && s->algo && s->algo->destroy) s->algo->destroy(s->state);
+  free(s->x);
+  free(s->cx);
+  free(s->cg);
+  free(s);
+}
+
+int32_t dpo_solver_dim(const dpo_solver_t *s) { return s->d; }
+int64_t dpo_solver_n(const dpo_solver_t *s) { return s->n; }
+double *dpo_solver_x(dpo_solver_t *s) { return s->x; }
+dpo_oracle_t *dpo_solver_oracle(dpo_solver_t *s) { return s->oracle; }
+dpo_rng_t *dpo_solver_rng(dpo_solver_t *s) { return s->rng; }
+struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s) { return s->ledger; }
+const dpo_config_t *dpo_solver_config(const dpo_solver_t *s) { return s->cfg; }
+int64_t dpo_solver_iters(const dpo_solver_t *s) { return s->iters; }
+
+void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *), void *arg) {
+  if (!s) return;
+  s->spent = spent;
+  s->spent_arg = arg;
+}
+
+int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double *out) {
+  char full[128];
+  if (!key || !out) return dpo_err(DPO_EINVAL, "dpo_solver_param: NULL key or output");
+  snprintf(full, sizeof full, "algo.%s", key);
+  if (!s->cfg) {
+    *out = def;
+    return DPO_OK;
+  }
+  return dpo_config_get_double(s->cfg, full, def, out);
+}
+
+int dpo_solver_param_int(const dpo_solver_t *s, const char *key, int64_t def, int64_t *out) {
+  char full[128];
+  if (!key || !out) return dpo_err(DPO_EINVAL, "dpo_solver_param_int: NULL key or output");
+  snprintf(full, sizeof full, "algo.%s", key);
+  if (!s->cfg) {
+    *out = def;
+    return DPO_OK;
+  }
+  return dpo_config_get_int(s->cfg, full, def, out);
+}
+
+int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu) {
+  const dpo_model_t *m = dpo_oracle_model(s->oracle);
+  if (mu) *mu = dpo_model_mu(m);
+  if (!L) return DPO_OK;
+  double B = NAN;
+  int rc = s->cfg ? dpo_config_get_double(s->cfg, "data.row_l2_bound", NAN, &B) : DPO_OK;
+  if (rc) return rc;
+  if (isnan(B))
+    return dpo_err(DPO_EINVAL, "data.row_l2_bound must be declared (public bound)");
+  if (!(B > 0) || !isfinite(B))
+    return dpo_err(DPO_EINVAL, "data.row_l2_bound = %g must be finite and > 0 (%s)", B,
+                   dpo_config_origin(s->cfg, "data.row_l2_bound")
+                       ? dpo_config_origin(s->cfg, "data.row_l2_bound") : "?");
+  *L = dpo_model_L_bound(m, B);
+  if (!(*L > 0) || !isfinite(*L))
+    return dpo_err(DPO_EINVAL, "model %s gives L = %g from row bound %g", dpo_model_name(m), *L,
+                   B);
+  return DPO_OK;
+}
+
+double dpo_solver_L(const dpo_solver_t *s) {
+  double L = NAN;
+  if (dpo_solver_constants(s, &L, NULL)) return NAN;
+  return L;
+}
+
+double dpo_solver_mu(const dpo_solver_t *s) { return dpo_model_mu(dpo_oracle_model(s->oracle)); }
+
+int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g) {
+  size_t nb = (size_t)s->d * sizeof *x;
+  if (s->cvalid && memcmp(x, s->cx, nb) == 0) {
+    if (F) *F = s->cF;
+    if (g) memcpy(g, s->cg, nb);
+    return DPO_OK;
+  }
+  s->cvalid = 0;
+  int rc = dpo_oracle_eval(s->oracle, x, NULL, 1, &s->cF, s->cg);
+  if (rc) return rc;
+  memcpy(s->cx, x, nb);
+  s->cvalid = 1;
+  if (F) *F = s->cF;
+  if (g) memcpy(g, s->cg, nb);
+  return DPO_OK;
+}
+
+static double dpo__nrm2(const double *v, int32_t d) {
+  /* scaled, so huge gradients do not overflow */
+  double scale = 0.0, ssq = 1.0;
+  for (int32_t j = 0; j < d; j++) {
+    double a = fabs(v[j]);
+    if (a == 0.0) continue;
+    if (scale < a) {
+      ssq = 1.0 + ssq * (scale / a) * (scale / a);
+      scale = a;
+    } else {
+      ssq += (a / scale) * (a / scale);
+    }
+  }
+  return scale * sqrt(ssq);
+}
+
+/* One trace row at the current iterate (rank 0).  *diag accumulates the time spent on the
+ * non-private diagnostic evaluation, which is excluded from time_s. */
+static int dpo__trace_row(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, double t0,
+                          double *diag, double *g) {
+  double F = NAN, gn = NAN, fs = NAN;
+  double a = MPI_Wtime();
+  if (o->trace_loss) {
+    int rc = dpo_solver_eval(s, s->x, &F, g);
+    if (rc) return rc;
+    gn = dpo__nrm2(g, s->d);
+    if (isfinite(o->fstar)) fs = F - o->fstar;
+  }
+  double b = MPI_Wtime();
+  *diag += b - a;
+  double eps = s->spent ? s->spent(s->spent_arg) : NAN;
+  if (fprintf(o->trace, "%ld,%.6f,%.17g,%.17g,%.17g,%.17g\n", (long)t, b - t0 - *diag, F, gn,
+              fs, eps) < 0)
+    return dpo_err(DPO_EIO, "cannot write the trace row of iteration %ld", (long)t);
+  return DPO_OK;
+}
+
+int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
+  if (!s) return dpo_err(DPO_EINVAL, "dpo_solver_run: NULL solver");
+  MPI_Comm comm = dpo_oracle_comm(s->oracle);
+  dpo_run_opts_t defo;
+  if (!opts) {
+    dpo_run_opts_default(&defo);
+    opts = &defo;
+  }
+  int rc = DPO_OK;
+  if (s->rank != 0) {
+    rc = dpo_oracle_serve(s->oracle);
+  } else {
+    double *g = malloc((size_t)s->d * sizeof *g);
+    double *xsave = malloc((size_t)s->d * sizeof *xsave);
+    const size_t nb = (size_t)s->d * sizeof *g;
+    int tracing = opts->trace && opts->trace_every > 0;
+    int progress = !opts->quiet && isatty(STDERR_FILENO);
+    int printed = 0;
+    double t0 = MPI_Wtime(), diag = 0.0, last = t0;
+    int64_t t = 0, last_row = -1;
+    if (!g || !xsave) {
+      rc = dpo_err(DPO_ENOMEM, "dpo_solver_run: out of memory");
+      goto done0;
+    }
+    if (tracing && fprintf(opts->trace, "iter,time_s,loss_nonprivate,gradnorm_nonprivate,"
+                           "f_minus_fstar_nonprivate,eps_spent\n") < 0) {
+      rc = dpo_err(DPO_EIO, "cannot write the trace header");
+      goto done0;
+    }
+    for (t = 0;; t++) {
+      if (tracing && t % opts->trace_every == 0) {
+        if ((rc = dpo__trace_row(s, opts, t, t0, &diag, g))) break;
+        last_row = t;
+      }
+      if (t >= opts->max_iter) break;
+      if (opts->gtol > 0 && !s->algo->is_private) {
+        /* exact gradient at x_t: a cache hit for algorithms that evaluate at x_t anyway */
+        if ((rc = dpo_solver_eval(s, s->x, NULL, g))) break;
+        if (dpo__nrm2(g, s->d) <= opts->gtol) break;
+      }
+      int fin = 0;
+      memcpy(xsave, s->x, nb);
+      rc = s->algo->step(s, s->state, t, &fin);
+      if (rc == DPO_EBUDGET) {
+        /* the refused release never happened: keep the last released iterate */
+        memcpy(s->x, xsave, nb);
+        break;
+      }
+      if (rc) break;
+      if (progress) {
+        double now = MPI_Wtime();
+        if (now - last >= 1.0) {
+          fprintf(stderr, "\r[dpopt] %s: iteration %ld/%ld, %.1f s", s->algo->name,
+                  (long)(t + 1), (long)opts->max_iter, now - t0);
+          last = now;
+          printed = 1;
+        }
+      }
+      if (fin) {
+        t++;
+        break;
+      }
+    }
+    s->iters = t;
+    if ((rc == DPO_OK || rc == DPO_EBUDGET) && tracing && last_row != t) {
+      int trc = dpo__trace_row(s, opts, t, t0, &diag, g);
+      if (trc) rc = trc;
+    }
+    if (tracing) fflush(opts->trace);
+    if (printed) fprintf(stderr, "\n");
+  done0:
+    free(g);
+    free(xsave);
+    rc = dpo_oracle_finish(s->oracle, rc);
+  }
+  /* Final iterate and iteration count to every rank (x_T is post-processing of releases
+   * that were already charged). */
+  if (rc == DPO_OK || rc == DPO_EBUDGET) {
+    if (MPI_Bcast(s->x, s->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS ||
+        MPI_Bcast(&s->iters, 1, MPI_INT64_T, 0, comm) != MPI_SUCCESS)
+      rc = dpo_err(DPO_EMPI, "dpo_solver_run: MPI_Bcast of the final iterate failed");
+  }
+  return rc;
+}
+
+int dpo__optim_step(const dpo_solver_t *s, const char *key, double c, double *alpha,
+                    double *L_out) {
+  double a = NAN, L = NAN;
+  int rc = dpo_solver_param(s, key, NAN, &a);
+  if (rc) return rc;
+  if (isnan(a) || L_out) {
+    rc = dpo_solver_constants(s, &L, NULL);
+    if (rc && isnan(a)) return rc;
+    if (rc) L = NAN, dpo_errclear();
+  }
+  if (isnan(a)) a = c / L;
+  if (!(a > 0) || !isfinite(a))
+    return dpo_err(DPO_EINVAL, "algo.%s = %g: the step size must be finite and > 0", key, a);
+  *alpha = a;
+  if (L_out) *L_out = L;
+  return DPO_OK;
+}

@@ -1,0 +1,344 @@
+/* Privacy accountants: per-release costs (amplification by sampling) and their composition.
+ *
+ * Rounding rule: a privacy LOSS is always rounded up, an ALLOWANCE derived from a target loss
+ * is rounded down, and budget totals are exact sums (expansions) of the charged doubles.
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ directed rounding */
+
+static void dpo__two_sum(double a, double b, double *s, double *e) {
+  double x = a + b, bb = x - a;
+  *s = x;
+  *e = (a - (x - bb)) + (b - bb); /* Knuth: a + b = x + e exactly */
+}
+
+double dpo__add_up(double a, double b) {
+  double s, e;
+  dpo__two_sum(a, b, &s, &e);
+  return e > 0 ? nextafter(s, INFINITY) : s;
+}
+
+double dpo__add_down(double a, double b) {
+  double s, e;
+  dpo__two_sum(a, b, &s, &e);
+  return e < 0 ? nextafter(s, -INFINITY) : s;
+}
+
+/* fma gives the exact residual unless results are near underflow; there we nudge anyway */
+#define DPO__TINY 0x1p-960
+
+double dpo__mul_up(double a, double b) {
+  double p = a * b, e = fma(a, b, -p);
+  return (e > 0 || (p != 0 && fabs(p) < DPO__TINY)) ? nextafter(p, INFINITY) : p;
+}
+
+double dpo__mul_down(double a, double b) {
+  double p = a * b, e = fma(a, b, -p);
+  return (e < 0 || (p != 0 && fabs(p) < DPO__TINY)) ? nextafter(p, 0.0) : p;
+}
+
+double dpo__div_up(double a, double b) {
+  double q = a / b, r = fma(-q, b, a); /* a - q b exactly */
+  return (r > 0 || (q != 0 && fabs(q) < DPO__TINY)) ? nextafter(q, INFINITY) : q;
+}
+
+double dpo__div_down(double a, double b) {
+  double q = a / b, r = fma(-q, b, a);
+  return (r < 0 || (q != 0 && fabs(q) < DPO__TINY)) ? nextafter(q, 0.0) : q;
+}
+
+double dpo__sqrt_up(double a) {
+  double s = sqrt(a);
+  return fma(s, s, -a) < 0 ? nextafter(s, INFINITY) : s;
+}
+
+double dpo__widen_up(double r) { return nextafter(r + r * DPO__LIBM_MARGIN, INFINITY); }
+
+double dpo__widen_down(double r) {
+  double x = nextafter(r - r * DPO__LIBM_MARGIN, 0.0);
+  return x > 0 ? x : 0.0;
+}
+
+/* ------------------------------------------------------------ exact sums */
+
+void dpo__xsum_init(dpo__xsum_t *x) { x->n = 0; }
+
+static double dpo__xsum_near(const dpo__xsum_t *x) {
+  double s = 0;
+  for (int i = 0; i < x->n; i++) s += x->c[i];
+  return s;
+}
+
+/* Shewchuk's GROW-EXPANSION with zero elimination: exact. */
+static int dpo__xsum_grow(const dpo__xsum_t *x, double b, double *h) {
+  double q = b;
+  int k = 0;
+  for (int i = 0; i < x->n; i++) {
+    double s, e;
+    dpo__two_sum(q, x->c[i], &s, &e);
+    if (e != 0) h[k++] = e;
+    q = s;
+  }
+  if (q != 0) h[k++] = q;
+  return k;
+}
+
+double dpo__xsum_up(const dpo__xsum_t *x) {
+  /* nearest sum is within a few ulps; walk to the smallest double >= x using exact compares */
+  double s = dpo__xsum_near(x);
+  while (dpo__xsum_cmp(x, s) > 0) s = nextafter(s, INFINITY);
+  for (;;) {
+    double lo = nextafter(s, -INFINITY);
+    if (dpo__xsum_cmp(x, lo) <= 0) s = lo;
+    else break;
+  }
+  return s;
+}
+
+void dpo__xsum_add(dpo__xsum_t *x, double b) {
+  double h[DPO__XS_MAX + 1];
+  int k = dpo__xsum_grow(x, b, h);
+  if (k > DPO__XS_MAX) {
+    /* out of room: replace by an upper bound (never an under-count), smallest first */
+    double s = 0;
+    for (int i = 0; i < k; i++) s = dpo__add_up(s, h[i]);
+    x->n = s != 0 ? 1 : 0;
+    x->c[0] = s;
+    return;
+  }
+  memcpy(x->c, h, (size_t)k * sizeof *h);
+  x->n = k;
+}
+
+int dpo__xsum_cmp(const dpo__xsum_t *x, double b) {
+  double h[DPO__XS_MAX + 1];
+  int k = dpo__xsum_grow(x, -b, h);
+  /* non-overlapping components: the largest (last) one carries the sign */
+  if (k == 0) return 0;
+  return h[k - 1] > 0 ? 1 : -1;
+}
+
+/* ------------------------------------------------------------ amplification by sampling */
+
+static int dpo__check_mn(int64_t m, int64_t n) {
+  if (m < 1 || n < m || n > ((int64_t)1 << 53))
+    return dpo_err(DPO_EINVAL, "sampling: need 1 <= m <= n <= 2^53 (m=%lld, n=%lld)",
+                   (long long)m, (long long)n);
+  return DPO_OK;
+}
+
+int dpo_acct_wor(double eps, int64_t m, int64_t n, double *out) {
+  int st = dpo__check_mn(m, n);
+  if (st) return st;
+  if (!out || !(eps >= 0) || !isfinite(eps))
+    return dpo_err(DPO_EINVAL, "acct_wor: eps=%g must be finite and >= 0", eps);
+  if (m == n || eps > 700) { /* no amplification (or the bound ~ eps + ln(m/n) is moot) */
+    *out = eps;
+    return DPO_OK;
+  }
+  /* (001 (3.3)): ln(1 + (m/n)(e^eps - 1)), every step rounded up */
+  double q = dpo__div_up((double)m, (double)n);
+  double a = dpo__mul_up(q, dpo__widen_up(expm1(eps)));
+  double r = dpo__widen_up(log1p(a));
+  *out = r < eps ? r : eps; /* the true value is <= eps, so clamping stays an upper bound */
+  return DPO_OK;
+}
+
+int dpo_acct_wor_inverse(double eps_target, int64_t m, int64_t n, double *eps0) {
+  int st = dpo__check_mn(m, n);
+  if (st) return st;
+  if (!eps0 || !(eps_target >= 0) || !(eps_target <= 700))
+    return dpo_err(DPO_EINVAL, "acct_wor_inverse: target eps=%g must be in [0, 700]", eps_target);
+  if (m == n) {
+    *eps0 = eps_target;
+    return DPO_OK;
+  }
+  /* (001 (3.5)): ln(1 + (n/m)(e^eps' - 1)), every step rounded down */
+  double q = dpo__div_up((double)m, (double)n);
+  double a = dpo__div_down(dpo__widen_down(expm1(eps_target)), q);
+  double e = isfinite(a) ? dpo__widen_down(log1p(a)) : dpo__widen_down(eps_target - log(q));
+  /* guarantee the round trip: forward(e) <= target exactly as the ledger computes it */
+  for (;;) {
+    double f;
+    if ((st = dpo_acct_wor(e, m, n, &f))) return st;
+    if (f <= eps_target || e == 0) break;
+    e = nextafter(e, 0.0);
+  }
+  *eps0 = e;
+  return DPO_OK;
+}
+
+int dpo_acct_thesis_2gamma(double eps, int64_t m, int64_t n, double *out) {
+  int st = dpo__check_mn(m, n);
+  if (st) return st;
+  /* (thesis Thm 4.1.5, Lemma 2.2 of Beimel et al.): requires the sampled algorithm to be
+   * eps <= 1 differentially private */
+  if (!out || !(eps >= 0) || !(eps <= 1))
+    return dpo_err(DPO_EINVAL, "thesis-2gamma accounting needs 0 <= eps <= 1 (got %g)", eps);
+  *out = dpo__div_up(dpo__mul_up(2.0 * eps, (double)m), (double)n);
+  return DPO_OK;
+}
+
+int dpo_privacy_split(double total, int64_t T, double *per_step) {
+  if (!per_step || !(total >= 0) || !isfinite(total) || T < 1 || T > ((int64_t)1 << 53))
+    return dpo_err(DPO_EINVAL, "privacy_split: need total >= 0 finite and 1 <= T <= 2^53");
+  double t = (double)T, e = total / t;
+  /* exact test of T * e <= total via the fma residual */
+#define DPO__FITS(x) (t * (x) < total || (t * (x) == total && fma(t, (x), -(t * (x))) <= 0))
+  while (e > 0 && !DPO__FITS(e)) e = nextafter(e, 0.0);
+  for (;;) {
+    double up = nextafter(e, INFINITY);
+    if (DPO__FITS(up)) e = up;
+    else break;
+  }
+#undef DPO__FITS
+  *per_step = e;
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ cost of one release */
+
+static int dpo__streq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
+
+int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta) {
+  if (!c || !c->mechanism || !c->sampling || !c->accounting)
+    return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
+  double e0 = c->eps, d0 = c->delta, em;
+  if (!(e0 >= 0) || !isfinite(e0))
+    return dpo_err(DPO_EINVAL, "charge: eps=%g must be finite and >= 0", e0);
+  if (!(d0 >= 0 && d0 < 1)) return dpo_err(DPO_EINVAL, "charge: delta=%g must be in [0, 1)", d0);
+  if (!(c->noise_scale >= 0) || !isfinite(c->noise_scale))
+    return dpo_err(DPO_EINVAL, "charge: noise_scale=%g must be finite and >= 0", c->noise_scale);
+  if (!(e0 > 0) && !(c->noise_scale > 0))
+    return dpo_err(DPO_EINVAL, "charge: give eps > 0 or the noise scale and sensitivity");
+  int st;
+  if (dpo__streq(c->mechanism, "laplace")) {
+    if (d0 != 0) return dpo_err(DPO_EINVAL, "charge: the Laplace mechanism is pure (delta=%g)", d0);
+    if (c->noise_scale > 0) {
+      if ((st = dpo_mech_laplace_eps(c->sensitivity, c->noise_scale, c->dim, &em))) return st;
+      if (em > e0) e0 = em; /* the larger of the claimed and the computed loss */
+    }
+  } else if (dpo__streq(c->mechanism, "gaussian")) {
+    if (!(d0 > 0)) return dpo_err(DPO_EINVAL, "charge: a Gaussian release needs delta in (0, 1)");
+    if (c->noise_scale > 0) {
+      if ((st = dpo_mech_gaussian_eps(c->sensitivity, c->noise_scale, d0, c->dim, &em)))
+        return st;
+      if (em > e0) e0 = em;
+    }
+  } else {
+    return dpo_err(DPO_EINVAL, "charge: unknown mechanism '%s'", c->mechanism);
+  }
+
+  if (dpo__streq(c->sampling, "poisson"))
+    return dpo_err(DPO_EUNSUP, "charge: Poisson sampling needs the RDP accountant (not built)");
+  if (dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "disjoint")) {
+    if (!dpo__streq(c->accounting, "pure"))
+      return dpo_err(DPO_EINVAL, "charge: accounting '%s' needs sampling 'wor'", c->accounting);
+    *eps = e0;
+    *delta = d0;
+    return DPO_OK;
+  }
+  if (!dpo__streq(c->sampling, "wor"))
+    return dpo_err(DPO_EINVAL, "charge: unknown sampling '%s'", c->sampling);
+  if ((st = dpo__check_mn(c->m, c->n))) return st;
+  if (dpo__streq(c->accounting, "pure")) { /* sampled but not amplified: still valid */
+    *eps = e0;
+    *delta = d0;
+    return DPO_OK;
+  }
+  if (dpo__streq(c->accounting, "subsampled")) {
+    if ((st = dpo_acct_wor(e0, c->m, c->n, eps))) return st;
+    /* delta' = (m/n) delta for sampling without replacement (Balle-Barthe-Gaboardi 2018) */
+    *delta = d0 > 0 ? dpo__mul_up(d0, dpo__div_up((double)c->m, (double)c->n)) : 0.0;
+    return DPO_OK;
+  }
+  if (dpo__streq(c->accounting, "thesis-2gamma")) {
+    if (d0 > 0) return dpo_err(DPO_EUNSUP, "charge: thesis-2gamma accounting is for pure eps only");
+    *delta = 0;
+    return dpo_acct_thesis_2gamma(e0, c->m, c->n, eps);
+  }
+  return dpo_err(DPO_EINVAL, "charge: unknown accounting '%s'", c->accounting);
+}
+
+/* ------------------------------------------------------------ basic composition */
+
+/* Sequential releases add (thesis Thm 4.1.3, and delta adds too); consecutive "disjoint"
+ * batches of one group are a parallel composition: the pass costs the max of its batches. */
+typedef struct {
+  dpo__xsum_t eps, delta;
+  int open;        /* a disjoint pass is open */
+  int64_t group;   /* its id */
+  double gmax_eps; /* max cost so far within the pass */
+  double gmax_delta;
+} dpo__basic_t;
+
+static void dpo__basic_init(void *s) {
+  dpo__basic_t *b = s;
+  memset(b, 0, sizeof *b);
+  dpo__xsum_init(&b->eps);
+  dpo__xsum_init(&b->delta);
+}
+
+static int dpo__basic_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
+                             int commit, dpo__acct_result_t *r) {
+  dpo__basic_t *b = state, nb = *b;
+  double ce, cd;
+  int st = dpo__charge_cost(c, &ce, &cd);
+  if (st) return st;
+  r->cost_eps = ce;
+  r->cost_delta = cd;
+  int in_pass = dpo__streq(c->sampling, "disjoint") && b->open && b->group == c->group;
+  if (in_pass) {
+    /* total grows by max(0, cost - max so far), added exactly as + cost - max */
+    r->charge_eps = ce > b->gmax_eps ? dpo__add_up(ce, -b->gmax_eps) : 0.0;
+    r->charge_delta = cd > b->gmax_delta ? dpo__add_up(cd, -b->gmax_delta) : 0.0;
+    if (ce > b->gmax_eps) {
+      dpo__xsum_add(&nb.eps, ce);
+      dpo__xsum_add(&nb.eps, -b->gmax_eps);
+      nb.gmax_eps = ce;
+    }
+    if (cd > b->gmax_delta) {
+      dpo__xsum_add(&nb.delta, cd);
+      dpo__xsum_add(&nb.delta, -b->gmax_delta);
+      nb.gmax_delta = cd;
+    }
+  } else {
+    r->charge_eps = ce;
+    r->charge_delta = cd;
+    dpo__xsum_add(&nb.eps, ce);
+    dpo__xsum_add(&nb.delta, cd);
+    nb.open = dpo__streq(c->sampling, "disjoint");
+    nb.group = c->group;
+    nb.gmax_eps = ce;
+    nb.gmax_delta = cd;
+  }
+  r->fits = dpo__xsum_cmp(&nb.eps, beps) <= 0 && dpo__xsum_cmp(&nb.delta, bdelta) <= 0;
+  r->total_eps = dpo__xsum_up(&nb.eps);
+  r->total_delta = dpo__xsum_up(&nb.delta);
+  if (commit && r->fits) *b = nb;
+  return DPO_OK;
+}
+
+static void dpo__basic_spent(const void *state, double *eps, double *delta) {
+  const dpo__basic_t *b = state;
+  if (eps) *eps = dpo__xsum_up(&b->eps);
+  if (delta) *delta = dpo__xsum_up(&b->delta);
+}
+
+static const dpo__acct_ops_t dpo__acct_basic = {
+    "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent};
+
+/* the accountant table: a new kind (e.g. "rdp") is one more entry */
+static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, NULL};
+
+const dpo__acct_ops_t *dpo__acct_find(const char *name) {
+  for (int i = 0; dpo__acct_table[i]; i++)
+    if (dpo__streq(name, dpo__acct_table[i]->name)) return dpo__acct_table[i];
+  return NULL;
+}

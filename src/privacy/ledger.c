@@ -1,0 +1,557 @@
+/* The privacy ledger: rank 0 of its communicator keeps the budget, the exact totals and an
+ * append-only JSON Lines journal.
+ *
+ * Journal format (one JSON object per line, each line written with one write(2) and fsync'ed
+ * before dpo_ledger_charge returns, i.e. before the release it records):
+ *   {"kind":"dpopt-ledger","version":1,"accountant":"basic","budget_eps":..,"budget_delta":..}
+ *   {"step":..,"mechanism":..,"sampling":..,"accounting":..,"params":{eps,delta,noise_scale,
+ *    sensitivity,dim,m,n,group},"cost_eps":..,"cost_delta":..,"charge_eps":..,"charge_delta":..,
+ *    "total_eps":..,"total_delta":..,"budget_eps":..,"budget_delta":..}
+ * Doubles are written with 17 significant digits, so they read back bit-identically.
+ * A crash can only tear the LAST line (no newline / unparsable): that charge's fsync never
+ * completed, so its release never happened; resume truncates it away.  Totals are always
+ * recomputed from the params by the accountant, never read from the journal.
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct dpo_ledger {
+  MPI_Comm comm; /* MPI_COMM_NULL: serial, this process is the coordinator */
+  int rank;
+  double beps, bdelta;
+  const dpo__acct_ops_t *ops;
+  void *state;
+  int fd;           /* journal, -1 if none or not rank 0 */
+  off_t end;        /* journal length after the last complete line */
+  int failed;       /* a journal write failed: refuse every further charge */
+  int64_t count;    /* charges recorded */
+  int64_t repaired; /* bytes of a torn last line removed on resume */
+};
+
+/* ------------------------------------------------------------ JSON helpers */
+
+static json_object *dpo__jd(double x) {
+  char b[40];
+  snprintf(b, sizeof b, "%.17g", x); /* round-trips every double */
+  return json_object_new_double_s(x, b);
+}
+
+static int dpo__jget_d(json_object *o, const char *k, double *v) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x)) return 0;
+  if (!json_object_is_type(x, json_type_double) && !json_object_is_type(x, json_type_int))
+    return 0;
+  *v = json_object_get_double(x);
+  return isfinite(*v);
+}
+
+static int dpo__jget_i(json_object *o, const char *k, int64_t *v) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x) || !json_object_is_type(x, json_type_int)) return 0;
+  *v = json_object_get_int64(x);
+  return 1;
+}
+
+static const char *dpo__jget_s(json_object *o, const char *k) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x) || !json_object_is_type(x, json_type_string))
+    return NULL;
+  return json_object_get_string(x);
+}
+
+/* one write(2) for the whole line (a loop only if the kernel writes partially), then fsync */
+static int dpo__append(dpo_ledger_t *L, json_object *o) {
+  size_t n;
+  const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
+  if (!s) return dpo_err(DPO_ENOMEM, "ledger: cannot serialize a journal line");
+  char *line = malloc(n + 1);
+  if (!line) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  memcpy(line, s, n);
+  line[n] = '\n';
+  size_t off = 0;
+  int st = DPO_OK;
+  while (off < n + 1) {
+    ssize_t w = write(L->fd, line + off, n + 1 - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      st = dpo_err(DPO_EIO, "ledger: journal write failed: %s", strerror(errno));
+      break;
+    }
+    off += (size_t)w;
+  }
+  free(line);
+  if (st == DPO_OK && fsync(L->fd) != 0)
+    st = dpo_err(DPO_EIO, "ledger: journal fsync failed: %s", strerror(errno));
+  if (st != DPO_OK) {
+    /* do not leave a torn line in the middle of later ones; stop charging altogether */
+    if (ftruncate(L->fd, L->end) == 0) (void)fsync(L->fd);
+    L->failed = 1;
+    return st;
+  }
+  L->end += (off_t)(n + 1);
+  return DPO_OK;
+}
+
+static json_object *dpo__header(const dpo_ledger_t *L) {
+  json_object *o = json_object_new_object();
+  if (!o) return NULL;
+  json_object_object_add(o, "kind", json_object_new_string("dpopt-ledger"));
+  json_object_object_add(o, "version", json_object_new_int(1));
+  json_object_object_add(o, "accountant", json_object_new_string(L->ops->name));
+  json_object_object_add(o, "budget_eps", dpo__jd(L->beps));
+  json_object_object_add(o, "budget_delta", dpo__jd(L->bdelta));
+  return o;
+}
+
+static json_object *dpo__charge_line(const dpo_ledger_t *L, const dpo_charge_t *c,
+                                     const dpo__acct_result_t *r) {
+  json_object *o = json_object_new_object(), *p = json_object_new_object();
+  if (!o || !p) {
+    json_object_put(o);
+    json_object_put(p);
+    return NULL;
+  }
+  json_object_object_add(o, "step", json_object_new_int64(c->step));
+  json_object_object_add(o, "mechanism", json_object_new_string(c->mechanism));
+  json_object_object_add(o, "sampling", json_object_new_string(c->sampling));
+  json_object_object_add(o, "accounting", json_object_new_string(c->accounting));
+  json_object_object_add(p, "eps", dpo__jd(c->eps));
+  json_object_object_add(p, "delta", dpo__jd(c->delta));
+  json_object_object_add(p, "noise_scale", dpo__jd(c->noise_scale));
+  json_object_object_add(p, "sensitivity", dpo__jd(c->sensitivity));
+  json_object_object_add(p, "dim", json_object_new_int64(c->dim));
+  json_object_object_add(p, "m", json_object_new_int64(c->m));
+  json_object_object_add(p, "n", json_object_new_int64(c->n));
+  json_object_object_add(p, "group", json_object_new_int64(c->group));
+  json_object_object_add(o, "params", p);
+  json_object_object_add(o, "cost_eps", dpo__jd(r->cost_eps));
+  json_object_object_add(o, "cost_delta", dpo__jd(r->cost_delta));
+  json_object_object_add(o, "charge_eps", dpo__jd(r->charge_eps));
+  json_object_object_add(o, "charge_delta", dpo__jd(r->charge_delta));
+  json_object_object_add(o, "total_eps", dpo__jd(r->total_eps));
+  json_object_object_add(o, "total_delta", dpo__jd(r->total_delta));
+  json_object_object_add(o, "budget_eps", dpo__jd(L->beps));
+  json_object_object_add(o, "budget_delta", dpo__jd(L->bdelta));
+  return o;
+}
+
+/* ------------------------------------------------------------ replay */
+
+typedef struct {
+  int have_header;
+  double beps, bdelta;
+  const dpo__acct_ops_t *ops;
+  void *state;
+  int64_t count;
+  size_t good_len;  /* bytes up to and including the last good line */
+  size_t torn_len;  /* bytes of a torn last line (0 if none) */
+} dpo__replay_t;
+
+static int dpo__close_rel(double a, double b) {
+  return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+/* Verify the journal text buf[0, len) line by line and recompute the totals into R (whose
+ * state is allocated here; the caller frees R->state).  If out != NULL print one row per
+ * charge. */
+static int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
+                       dpo__replay_t *R) {
+  int st = DPO_OK;
+  size_t pos = 0;
+  int64_t lineno = 0;
+  json_tokener *tok = json_tokener_new();
+  if (!tok) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  memset(R, 0, sizeof *R);
+  while (pos < len) {
+    const char *nl = memchr(buf + pos, '\n', len - pos);
+    lineno++;
+    if (!nl) { /* no newline: the write of this line never completed */
+      R->torn_len = len - pos;
+      break;
+    }
+    size_t n = (size_t)(nl - (buf + pos));
+    json_tokener_reset(tok);
+    json_object *o = n > 0 ? json_tokener_parse_ex(tok, buf + pos, (int)n) : NULL;
+    if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+              json_tokener_get_parse_end(tok) != n || !json_object_is_type(o, json_type_object))) {
+      json_object_put(o);
+      o = NULL;
+    }
+    if (!o) {
+      if ((size_t)(nl - buf) + 1 == len) { /* unparsable last line: torn too */
+        R->torn_len = len - pos;
+        break;
+      }
+      st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line is not a JSON object (corrupt journal)",
+                   path, (long long)lineno);
+      goto done;
+    }
+    if (!R->have_header) {
+      const char *kind = dpo__jget_s(o, "kind"), *acct = dpo__jget_s(o, "accountant");
+      int64_t ver = 0;
+      if (!kind || strcmp(kind, "dpopt-ledger") != 0 || !dpo__jget_i(o, "version", &ver) ||
+          ver != 1 || !dpo__jget_d(o, "budget_eps", &R->beps) ||
+          !dpo__jget_d(o, "budget_delta", &R->bdelta) || !(R->ops = dpo__acct_find(acct))) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 header", path);
+        goto done;
+      }
+      R->state = calloc(1, R->ops->state_size);
+      if (!R->state) {
+        json_object_put(o);
+        st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
+        goto done;
+      }
+      R->ops->init(R->state);
+      R->have_header = 1;
+      if (out) {
+        fprintf(out, "privacy ledger %s (accountant %s)\nbudget: eps = %.17g, delta = %.17g\n\n",
+                path, R->ops->name, R->beps, R->bdelta);
+        fprintf(out, "%8s %-9s %-9s %-13s %14s %12s %12s %12s %12s\n", "step", "mechanism",
+                "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
+                "total_delta");
+      }
+    } else {
+      dpo_charge_t c;
+      json_object *p;
+      double se, sd;
+      memset(&c, 0, sizeof c);
+      int ok = dpo__jget_i(o, "step", &c.step) && (c.mechanism = dpo__jget_s(o, "mechanism")) &&
+               (c.sampling = dpo__jget_s(o, "sampling")) &&
+               (c.accounting = dpo__jget_s(o, "accounting")) &&
+               json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
+               dpo__jget_d(p, "delta", &c.delta) &&
+               dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
+               dpo__jget_d(p, "sensitivity", &c.sensitivity) && dpo__jget_i(p, "dim", &c.dim) &&
+               dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
+               dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
+               dpo__jget_d(o, "charge_delta", &sd);
+      if (!ok) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
+                     (long long)lineno);
+        goto done;
+      }
+      dpo__acct_result_t r;
+      st = R->ops->charge(R->state, &c, R->beps, R->bdelta, 1, &r);
+      if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dpo_errmsg());
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: %s", path, (long long)lineno, msg);
+        goto done;
+      }
+      if (!r.fits || !dpo__close_rel(r.charge_eps, se) || !dpo__close_rel(r.charge_delta, sd)) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT,
+                     "%s:%lld: recorded charge (%.17g, %.17g) does not match the recomputed "
+                     "(%.17g, %.17g)%s (journal edited or written by another version)",
+                     path, (long long)lineno, se, sd, r.charge_eps, r.charge_delta,
+                     r.fits ? "" : " or exceeds the budget");
+        goto done;
+      }
+      R->count++;
+      if (out) {
+        char mn[48] = "-";
+        if (strcmp(c.sampling, "none") != 0)
+          snprintf(mn, sizeof mn, "%lld/%lld", (long long)c.m, (long long)c.n);
+        fprintf(out, "%8lld %-9s %-9s %-13s %14s %12.6g %12.6g %12.6g %12.6g\n",
+                (long long)c.step, c.mechanism, c.sampling, c.accounting, mn, r.cost_eps,
+                r.cost_delta, r.total_eps, r.total_delta);
+      }
+    }
+    json_object_put(o);
+    pos = (size_t)(nl - buf) + 1;
+    R->good_len = pos;
+  }
+done:
+  json_tokener_free(tok);
+  return st;
+}
+
+static int dpo__read_all(int fd, const char *path, char **buf, size_t *len) {
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) return dpo_err(DPO_EIO, "%s: stat failed: %s", path, strerror(errno));
+  size_t n = (size_t)sb.st_size, off = 0;
+  char *b = malloc(n + 1);
+  if (!b) return dpo_err(DPO_ENOMEM, "ledger: out of memory reading %s", path);
+  while (off < n) {
+    ssize_t r = pread(fd, b + off, n - off, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      free(b);
+      return dpo_err(DPO_EIO, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "short");
+    }
+    off += (size_t)r;
+  }
+  b[n] = '\0';
+  *buf = b;
+  *len = n;
+  return DPO_OK;
+}
+
+/* make the new directory entry durable too */
+static void dpo__fsync_dir(const char *path) {
+  char *d = strdup(path);
+  if (!d) return;
+  char *slash = strrchr(d, '/');
+  const char *dir = ".";
+  if (slash) {
+    *slash = '\0';
+    dir = slash == d ? "/" : d;
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  free(d);
+}
+
+/* ------------------------------------------------------------ open / close */
+
+static int dpo__open0(dpo_ledger_t *L, const char *path, int resume) {
+  int st = DPO_OK;
+  char *buf = NULL;
+  size_t len = 0;
+  dpo__replay_t R = {0};
+  L->ops = dpo__acct_find("basic");
+  L->state = calloc(1, L->ops->state_size);
+  if (!L->state) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  L->ops->init(L->state);
+  if (!path) return DPO_OK;
+
+  if (!resume) {
+    L->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (L->fd < 0)
+      return dpo_err(DPO_EIO, "%s: cannot create the ledger journal: %s%s", path,
+                     strerror(errno),
+                     errno == EEXIST ? " (it exists: resume it, or choose a new run directory)"
+                                     : "");
+  } else {
+    L->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (L->fd < 0)
+      return dpo_err(DPO_EIO, "%s: cannot open the ledger journal to resume: %s", path,
+                     strerror(errno));
+  }
+  /* two processes spending one budget would double-spend it */
+  if (flock(L->fd, LOCK_EX | LOCK_NB) != 0)
+    return dpo_err(DPO_EIO, "%s: journal is locked by another process (%s)", path,
+                   strerror(errno));
+  if (resume) {
+    if ((st = dpo__read_all(L->fd, path, &buf, &len))) goto out;
+    if ((st = dpo__replay(path, buf, len, NULL, &R))) goto out;
+    if (R.torn_len > 0) {
+      /* the torn line's fsync never completed, so its release never happened */
+      if (ftruncate(L->fd, (off_t)R.good_len) != 0 || fsync(L->fd) != 0) {
+        st = dpo_err(DPO_EIO, "%s: cannot truncate the torn last line: %s", path,
+                     strerror(errno));
+        goto out;
+      }
+      L->repaired = (int64_t)R.torn_len;
+    }
+    L->end = (off_t)R.good_len;
+    if (R.have_header) {
+      if (L->beps > R.beps || L->bdelta > R.bdelta) {
+        st = dpo_err(DPO_EBUDGET,
+                     "%s: resume with budget (%.17g, %.17g) larger than the journal's (%.17g, "
+                     "%.17g): that would re-spend privacy",
+                     path, L->beps, L->bdelta, R.beps, R.bdelta);
+        goto out;
+      }
+      if (L->beps != R.beps || L->bdelta != R.bdelta) {
+        st = dpo_err(DPO_EINVAL, "%s: resume budget (%.17g, %.17g) differs from the journal's "
+                                 "(%.17g, %.17g)",
+                     path, L->beps, L->bdelta, R.beps, R.bdelta);
+        goto out;
+      }
+      free(L->state);
+      L->ops = R.ops;
+      L->state = R.state;
+      R.state = NULL;
+      L->count = R.count;
+      goto out;
+    }
+    /* no complete header (crash while creating): start the journal afresh */
+  }
+  json_object *h = dpo__header(L);
+  if (!h) {
+    st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    goto out;
+  }
+  st = dpo__append(L, h);
+  json_object_put(h);
+  if (st == DPO_OK && !resume) dpo__fsync_dir(path);
+out:
+  free(R.state);
+  free(buf);
+  return st;
+}
+
+static void dpo__free(dpo_ledger_t *L) {
+  if (!L) return;
+  if (L->fd >= 0) close(L->fd); /* also drops the flock */
+  free(L->state);
+  free(L);
+}
+
+int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
+                    const char *journal_path, int resume, dpo_ledger_t **Lout) {
+  int rank = 0, st = DPO_OK;
+  dpo_ledger_t *L = NULL;
+  if (comm != MPI_COMM_NULL) DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  if (!Lout) st = dpo_err(DPO_EINVAL, "ledger_open: NULL output");
+  else if (!(eps_budget > 0) || !isfinite(eps_budget) || !(delta_budget >= 0 && delta_budget < 1))
+    st = dpo_err(DPO_EINVAL, "ledger_open: need eps budget > 0 finite (got %g), delta budget in "
+                             "[0, 1) (got %g)", eps_budget, delta_budget);
+  else if (!(L = calloc(1, sizeof *L)))
+    st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  if (L) {
+    L->comm = comm;
+    L->rank = rank;
+    L->fd = -1;
+    L->beps = eps_budget;
+    L->bdelta = delta_budget;
+    if (rank == 0) st = dpo__open0(L, journal_path, resume);
+  }
+  if (comm != MPI_COMM_NULL) st = dpo_agree(comm, st);
+  if (st != DPO_OK) {
+    dpo__free(L);
+    if (Lout) *Lout = NULL;
+    return st;
+  }
+  *Lout = L;
+  return DPO_OK;
+}
+
+int dpo_ledger_close(dpo_ledger_t *L) {
+  int st = DPO_OK;
+  if (L && L->fd >= 0 && !L->failed && fsync(L->fd) != 0)
+    st = dpo_err(DPO_EIO, "ledger: final fsync failed: %s", strerror(errno));
+  dpo__free(L);
+  return st;
+}
+
+/* ------------------------------------------------------------ charging */
+
+static int dpo__rank0(const dpo_ledger_t *L, const char *fn) {
+  if (!L) return dpo_err(DPO_EINVAL, "%s: NULL ledger", fn);
+  if (L->rank != 0) return dpo_err(DPO_EINVAL, "%s: the ledger lives on rank 0 only", fn);
+  return DPO_OK;
+}
+
+static int dpo__refuse(const dpo_ledger_t *L, const dpo_charge_t *c, const dpo__acct_result_t *r) {
+  return dpo_err(DPO_EBUDGET,
+                 "privacy budget exhausted: step %lld would raise the spent (eps, delta) to "
+                 "(%.17g, %.17g), budget (%.17g, %.17g)",
+                 (long long)c->step, r->total_eps, r->total_delta, L->beps, L->bdelta);
+}
+
+int dpo_ledger_check(const dpo_ledger_t *L, const dpo_charge_t *c, double *charge_eps,
+                     double *charge_delta) {
+  int st = dpo__rank0(L, "ledger_check");
+  if (st) return st;
+  dpo__acct_result_t r;
+  if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 0, &r))) return st;
+  if (charge_eps) *charge_eps = r.charge_eps;
+  if (charge_delta) *charge_delta = r.charge_delta;
+  return r.fits ? DPO_OK : dpo__refuse(L, c, &r);
+}
+
+int dpo_ledger_charge(dpo_ledger_t *L, const dpo_charge_t *c, double *charged) {
+  int st = dpo__rank0(L, "ledger_charge");
+  if (st) return st;
+  if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed; no charges");
+  dpo__acct_result_t r;
+  if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 0, &r))) return st;
+  if (!r.fits) return dpo__refuse(L, c, &r);
+  if (L->fd >= 0) { /* durable before the totals move and before the caller releases */
+    json_object *o = dpo__charge_line(L, c, &r);
+    if (!o) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    st = dpo__append(L, o);
+    json_object_put(o);
+    if (st) return st;
+  }
+  dpo__acct_result_t r2;
+  if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 1, &r2))) return st;
+  L->count++;
+  if (charged) *charged = r.charge_eps;
+  return DPO_OK;
+}
+
+int dpo_ledger_charge_all(dpo_ledger_t *L, const dpo_charge_t *c, double *charged) {
+  if (!L) return dpo_err(DPO_EINVAL, "ledger_charge_all: NULL ledger");
+  double ch = 0;
+  int st = L->rank == 0 ? dpo_ledger_charge(L, c, &ch) : DPO_OK;
+  if (L->comm == MPI_COMM_NULL) {
+    if (st == DPO_OK && charged) *charged = ch;
+    return st;
+  }
+  st = dpo_agree(L->comm, st);
+  if (st != DPO_OK) return st;
+  DPO_MPI_CHECK(MPI_Bcast(&ch, 1, MPI_DOUBLE, 0, L->comm));
+  if (charged) *charged = ch;
+  return DPO_OK;
+}
+
+int dpo_ledger_spent(const dpo_ledger_t *L, double *eps, double *delta) {
+  int st = dpo__rank0(L, "ledger_spent");
+  if (st) return st;
+  L->ops->spent(L->state, eps, delta);
+  return DPO_OK;
+}
+
+int dpo_ledger_budget(const dpo_ledger_t *L, double *eps, double *delta) {
+  int st = dpo__rank0(L, "ledger_budget");
+  if (st) return st;
+  if (eps) *eps = L->beps;
+  if (delta) *delta = L->bdelta;
+  return DPO_OK;
+}
+
+int64_t dpo_ledger_count(const dpo_ledger_t *L) { return L ? L->count : 0; }
+int64_t dpo_ledger_repaired(const dpo_ledger_t *L) { return L ? L->repaired : 0; }
+
+/* ------------------------------------------------------------ printing */
+
+int dpo_ledger_print(const char *path, FILE *out) {
+  if (!path || !out) return dpo_err(DPO_EINVAL, "ledger_print: NULL argument");
+  int fd = open(path, O_RDONLY | O_CLOEXEC), st;
+  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0;
+  dpo__replay_t R = {0};
+  st = dpo__read_all(fd, path, &buf, &len);
+  close(fd);
+  if (st) return st;
+  if ((st = dpo__replay(path, buf, len, out, &R))) goto out;
+  if (!R.have_header) {
+    st = dpo_err(DPO_EFORMAT, "%s: no ledger header (empty or torn journal)", path);
+    goto out;
+  }
+  double se, sd;
+  R.ops->spent(R.state, &se, &sd);
+  /* remaining is an allowance: round it down */
+  double re = dpo__add_down(R.beps, -se), rd = dpo__add_down(R.bdelta, -sd);
+  fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
+          se, sd);
+  fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
+  if (R.torn_len > 0)
+    fprintf(out, "note: torn last line of %zu bytes (crash while writing it; its release never "
+                 "happened; resuming the run removes it)\n", R.torn_len);
+out:
+  free(R.state);
+  free(buf);
+  return st;
+}

@@ -1,0 +1,348 @@
+/* Laplace and Gaussian mechanisms sampled exactly on a power-of-two grid.
+ *
+ * Why: textbook samplers (b * log(u), Box-Muller) produce doubles whose set of reachable values
+ * depends on the true value they are added to, which Mironov (2012) used to recover the true
+ * value.  Here the released value is Lambda * (rint(v/Lambda) + K) with an exact integer K, so
+ * its distribution is that of the ideal discrete mechanism on the snapped value (see privacy.h
+ * for the sensitivity inflation Delta' = Delta + d*Lambda (L1), + sqrt(d)*Lambda (L2)).
+ *
+ * What is exact: K is drawn by the Canonne-Kamath-Steinke (2020) algorithms using only integer
+ * arithmetic (up to 256-bit) on uniform random bits; every Bernoulli(p) with rational p compares
+ * the random binary expansion of U ~ Uniform[0,1) lazily with the expansion of p, so it has
+ * probability exactly p.  The discrete scale is rounded UP to an integer (t = ceil(b/Lambda),
+ * sigma_Z = ceil(sigma/Lambda)): the noise is at most 2^-39 relatively larger than asked, never
+ * smaller.  The only inexact step is the one rounding double(n + K) of the exact 128-bit integer
+ * when |n + K| > 2^53; it is a function of the exact mechanism's output only (post-processing).
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ random bits */
+
+typedef struct {
+  dpo_rng_t *rng;
+  uint64_t buf;
+  int left;
+} dpo__bits_t;
+
+static int dpo__bit(dpo__bits_t *b) {
+  if (b->left == 0) {
+    b->buf = dpo_rng_u64(b->rng);
+    b->left = 64;
+  }
+  int r = (int)(b->buf & 1u);
+  b->buf >>= 1;
+  b->left--;
+  return r;
+}
+
+/* ------------------------------------------------------------ 256-bit unsigned */
+
+typedef unsigned __int128 dpo__u128;
+typedef struct {
+  uint64_t w[4]; /* little-endian limbs */
+} dpo__u256;
+
+static dpo__u256 u256_from(dpo__u128 x) {
+  dpo__u256 r = {{(uint64_t)x, (uint64_t)(x >> 64), 0, 0}};
+  return r;
+}
+
+static int u256_cmp(const dpo__u256 *a, const dpo__u256 *b) {
+  for (int i = 3; i >= 0; i--)
+    if (a->w[i] != b->w[i]) return a->w[i] < b->w[i] ? -1 : 1;
+  return 0;
+}
+
+static int u256_iszero(const dpo__u256 *a) { return !(a->w[0] | a->w[1] | a->w[2] | a->w[3]); }
+
+static dpo__u256 u256_sub(dpo__u256 a, const dpo__u256 *b) { /* a >= b */
+  uint64_t borrow = 0;
+  for (int i = 0; i < 4; i++) {
+    uint64_t bi = b->w[i], ai = a.w[i];
+    uint64_t d = ai - bi - borrow;
+    borrow = (ai < bi) || (ai == bi && borrow) ? 1u : 0u;
+    a.w[i] = d;
+  }
+  return a;
+}
+
+static dpo__u256 u256_shl1(dpo__u256 a) {
+  for (int i = 3; i > 0; i--) a.w[i] = (a.w[i] << 1) | (a.w[i - 1] >> 63);
+  a.w[0] <<= 1;
+  return a;
+}
+
+/* a * k for a < 2^190, k < 2^64: no overflow */
+static dpo__u256 u256_mul64(const dpo__u256 *a, uint64_t k) {
+  dpo__u256 r;
+  dpo__u128 carry = 0;
+  for (int i = 0; i < 4; i++) {
+    dpo__u128 p = (dpo__u128)a->w[i] * k + carry;
+    r.w[i] = (uint64_t)p;
+    carry = p >> 64;
+  }
+  return r;
+}
+
+/* full 128 x 128 -> 256 product */
+static dpo__u256 u256_mul128(dpo__u128 a, dpo__u128 b) {
+  uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+  dpo__u128 p00 = (dpo__u128)a0 * b0, p01 = (dpo__u128)a0 * b1, p10 = (dpo__u128)a1 * b0,
+            p11 = (dpo__u128)a1 * b1;
+  dpo__u256 r;
+  r.w[0] = (uint64_t)p00;
+  dpo__u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
+  r.w[1] = (uint64_t)mid;
+  dpo__u128 hi = (mid >> 64) + (p01 >> 64) + (p10 >> 64) + (uint64_t)p11;
+  r.w[2] = (uint64_t)hi;
+  r.w[3] = (uint64_t)((hi >> 64) + (p11 >> 64));
+  return r;
+}
+
+/* ------------------------------------------------------------ exact Bernoullis */
+
+/* Bernoulli(num/den), 0 <= num, 0 < den < 2^255: lazy comparison of U's random bits with the
+ * binary expansion of num/den (long division); ends with probability 1, expected 2 bits. */
+static int dpo__bern_frac(dpo__bits_t *bits, dpo__u256 num, const dpo__u256 *den) {
+  if (u256_cmp(&num, den) >= 0) return 1;
+  if (u256_iszero(&num)) return 0;
+  for (;;) {
+    num = u256_shl1(num);
+    int d = u256_cmp(&num, den) >= 0;
+    if (d) num = u256_sub(num, den);
+    int r = dpo__bit(bits);
+    if (r != d) return r < d; /* first differing bit decides U < p */
+  }
+}
+
+/* Bernoulli(exp(-N/D)), CKS 2020 Alg. 1; D < 2^190 so D*K never overflows. */
+static int dpo__bern_exp(dpo__bits_t *bits, dpo__u256 N, dpo__u256 D) {
+  /* gamma > 1: exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac): peel off whole units */
+  while (u256_cmp(&N, &D) > 0) {
+    if (!dpo__bern_exp(bits, u256_from(1), u256_from(1))) return 0;
+    N = u256_sub(N, &D);
+  }
+  /* gamma in [0, 1]: K = first k with Bernoulli(gamma/k) = 0; P(K odd) = exp(-gamma) */
+  uint64_t k = 1;
+  for (;;) {
+    dpo__u256 Dk = u256_mul64(&D, k);
+    if (!dpo__bern_frac(bits, N, &Dk)) break;
+    k++;
+  }
+  return (int)(k & 1u);
+}
+
+int dpo_mech_bernoulli_exp(dpo_rng_t *rng, uint64_t num, uint64_t den, int *out) {
+  if (!rng || !out || den == 0) return dpo_err(DPO_EINVAL, "bernoulli_exp: need rng and den > 0");
+  dpo__bits_t bits = {rng, 0, 0};
+  *out = dpo__bern_exp(&bits, u256_from(num), u256_from(den));
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ discrete Laplace / Gaussian */
+
+#define DPO__TMAX ((uint64_t)1 << 50)
+#define DPO__VMAX ((uint64_t)1 << 12) /* P(V >= 2^12) = e^-4096: never, but bounds X < 2^63 */
+
+/* P(k) ~ exp(-|k|/t), CKS 2020 Alg. 2 with s = 1. */
+static int dpo__dlap(dpo_rng_t *rng, dpo__bits_t *bits, uint64_t t, int64_t *out) {
+  for (;;) {
+    uint64_t U = dpo_rng_below(rng, t);
+    if (!dpo__bern_exp(bits, u256_from(U), u256_from(t))) continue;
+    uint64_t V = 0;
+    while (dpo__bern_exp(bits, u256_from(1), u256_from(1)))
+      if (++V >= DPO__VMAX)
+        return dpo_err(DPO_EUNSUP, "discrete Laplace: geometric overflow (probability e^-4096)");
+    uint64_t X = U + t * V;
+    int B = dpo__bit(bits);
+    if (B && X == 0) continue; /* -0 and +0 would double-count 0 */
+    *out = B ? -(int64_t)X : (int64_t)X;
+    return DPO_OK;
+  }
+}
+
+/* P(k) ~ exp(-k^2/(2 s^2)), CKS 2020 Alg. 3 with sigma^2 = s^2 (integer), t = s + 1. */
+static int dpo__dgauss(dpo_rng_t *rng, dpo__bits_t *bits, uint64_t s, int64_t *out) {
+  uint64_t t = s + 1;
+  dpo__u128 s2 = (dpo__u128)s * s;
+  /* gamma = (|Y| - s^2/t)^2 / (2 s^2) = (|Y| t - s^2)^2 / (2 s^2 t^2) */
+  dpo__u256 D = u256_mul128(2 * s2, (dpo__u128)t * t); /* 2 s^2 t^2 < 2^178 for s <= 2^44 */
+  for (;;) {
+    int64_t Y;
+    int st = dpo__dlap(rng, bits, t, &Y);
+    if (st) return st;
+    dpo__u128 a = (dpo__u128)(Y < 0 ? -(uint64_t)Y : (uint64_t)Y) * t; /* < 2^63 * 2^45 */
+    dpo__u128 diff = a >= s2 ? a - s2 : s2 - a;
+    dpo__u256 N = u256_mul128(diff, diff);
+    if (dpo__bern_exp(bits, N, D)) {
+      *out = Y;
+      return DPO_OK;
+    }
+  }
+}
+
+int dpo_mech_discrete_laplace(dpo_rng_t *rng, uint64_t t, int64_t *k) {
+  if (!rng || !k || t < 1 || t > DPO__TMAX)
+    return dpo_err(DPO_EINVAL, "discrete Laplace: scale t=%llu must be in [1, 2^50]",
+                   (unsigned long long)t);
+  dpo__bits_t bits = {rng, 0, 0};
+  return dpo__dlap(rng, &bits, t, k);
+}
+
+#define DPO__SMAX ((uint64_t)1 << 44)
+
+int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k) {
+  if (!rng || !k || sigma < 1 || sigma > DPO__SMAX)
+    return dpo_err(DPO_EINVAL, "discrete Gaussian: sigma=%llu must be in [1, 2^44]",
+                   (unsigned long long)sigma);
+  dpo__bits_t bits = {rng, 0, 0};
+  return dpo__dgauss(rng, &bits, sigma, k);
+}
+
+/* ------------------------------------------------------------ grid mechanisms */
+
+int dpo_mech_grid(double scale, double *lambda) {
+  if (!lambda) return dpo_err(DPO_EINVAL, "mech_grid: NULL output");
+  if (!(scale > 0) || !isfinite(scale) || scale < 0x1p-960 || scale > 0x1p960)
+    return dpo_err(DPO_EINVAL, "noise scale %g must be finite, > 0 and in [2^-960, 2^960]", scale);
+  int e;
+  double f = frexp(scale * 0x1p-40, &e); /* exact: a power-of-two scaling of a normal number */
+  *lambda = f == 0.5 ? ldexp(1.0, e - 1) : ldexp(1.0, e);
+  return DPO_OK;
+}
+
+/* Shared body: check inputs first (so a failure modifies nothing), then add Lambda * K. */
+static int dpo__mech_grid_add(dpo_rng_t *rng, double scale, int gauss, double *v, int64_t d) {
+  double lam;
+  int st = dpo_mech_grid(scale, &lam);
+  if (st) return st;
+  if (!rng) return dpo_err(DPO_EINVAL, "mechanism: NULL rng");
+  if (d < 0 || (d > 0 && !v)) return dpo_err(DPO_EINVAL, "mechanism: bad vector (d=%lld)", (long long)d);
+  uint64_t t = (uint64_t)ceil(scale / lam); /* scale/lam is exact, in (2^39, 2^40] */
+  for (int64_t i = 0; i < d; i++) {
+    if (!isfinite(v[i]))
+      return dpo_err(DPO_EINVAL, "mechanism: v[%lld] is not finite", (long long)i);
+    if (!(fabs(v[i] / lam) < 0x1p100))
+      return dpo_err(DPO_EINVAL, "mechanism: |v[%lld]| = %g is too large for noise scale %g",
+                     (long long)i, fabs(v[i]), scale);
+  }
+  dpo__bits_t bits = {rng, 0, 0};
+  for (int64_t i = 0; i < d; i++) {
+    __int128 n = (__int128)rint(v[i] / lam); /* exact snapping to the grid */
+    int64_t K;
+    st = gauss ? dpo__dgauss(rng, &bits, t, &K) : dpo__dlap(rng, &bits, t, &K);
+    if (st) return st;
+    /* the exact integer n + K, rounded once to double (post-processing of the exact output:
+     * never fl(n + fl(K)), whose double rounding would depend on n and K separately) */
+    v[i] = (double)(n + K) * lam;
+  }
+  return DPO_OK;
+}
+
+int dpo_mech_laplace(dpo_rng_t *rng, double b, double *v, int64_t d) {
+  return dpo__mech_grid_add(rng, b, 0, v, d);
+}
+
+int dpo_mech_gaussian(dpo_rng_t *rng, double sigma, double *v, int64_t d) {
+  return dpo__mech_grid_add(rng, sigma, 1, v, d);
+}
+
+int dpo_mech_laplace_sample(dpo_rng_t *rng, double b, double *x) {
+  if (!x) return dpo_err(DPO_EINVAL, "laplace_sample: NULL output");
+  double v = 0;
+  int st = dpo__mech_grid_add(rng, b, 0, &v, 1);
+  if (st == DPO_OK) *x = v;
+  return st;
+}
+
+int dpo_mech_gaussian_sample(dpo_rng_t *rng, double sigma, double *x) {
+  if (!x) return dpo_err(DPO_EINVAL, "gaussian_sample: NULL output");
+  double v = 0;
+  int st = dpo__mech_grid_add(rng, sigma, 1, &v, 1);
+  if (st == DPO_OK) *x = v;
+  return st;
+}
+
+/* ------------------------------------------------------------ privacy of the mechanisms */
+
+int dpo_mech_laplace_eps(double delta1, double b, int64_t d, double *eps) {
+  double lam;
+  if (!eps || !(delta1 >= 0) || !isfinite(delta1) || d < 1 || d > ((int64_t)1 << 53))
+    return dpo_err(DPO_EINVAL, "laplace_eps: need sensitivity >= 0 (got %g) and d >= 1", delta1);
+  int st = dpo_mech_grid(b, &lam);
+  if (st) return st;
+  /* (thesis Thm 4.1.2) with the snapped sensitivity Delta1 + d*Lambda */
+  double sens = dpo__add_up(delta1, dpo__mul_up((double)d, lam));
+  *eps = dpo__div_up(sens, b);
+  if (!isfinite(*eps)) return dpo_err(DPO_EINVAL, "laplace_eps: eps overflows");
+  return DPO_OK;
+}
+
+/* classic calibration constant sqrt(2 ln(1.25/delta)), rounded up */
+static int dpo__gauss_c(double delta, double *c) {
+  if (!(delta > 0 && delta < 1))
+    return dpo_err(DPO_EINVAL, "Gaussian mechanism: delta=%g must be in (0, 1)", delta);
+  double l = dpo__widen_up(log(dpo__div_up(1.25, delta)));
+  *c = dpo__sqrt_up(2.0 * l);
+  return DPO_OK;
+}
+
+int dpo_mech_gaussian_eps(double delta2, double sigma, double delta, int64_t d, double *eps) {
+  double lam, c;
+  if (!eps || !(delta2 >= 0) || !isfinite(delta2) || d < 1 || d > ((int64_t)1 << 53))
+    return dpo_err(DPO_EINVAL, "gaussian_eps: need sensitivity >= 0 (got %g) and d >= 1", delta2);
+  int st = dpo_mech_grid(sigma, &lam);
+  if (st) return st;
+  if ((st = dpo__gauss_c(delta, &c))) return st;
+  double sens = dpo__add_up(delta2, dpo__mul_up(dpo__sqrt_up((double)d), lam));
+  double e = dpo__div_up(dpo__mul_up(sens, c), sigma);
+  /* sigma = Delta2 sqrt(2 ln(1.25/delta))/eps is (eps, delta)-DP only for eps < 1
+   * (Dwork-Roth 2014, Thm A.1) */
+  if (!(e < 1))
+    return dpo_err(DPO_EINVAL,
+                   "Gaussian mechanism: classic calibration gives eps=%g >= 1 where it is not "
+                   "valid (sigma=%g, Delta2=%g, delta=%g)", e, sigma, delta2, delta);
+  *eps = e;
+  return DPO_OK;
+}
+
+int dpo_mech_laplace_scale(double delta1, double eps, int64_t d, double *b) {
+  if (!b || !(delta1 > 0) || !isfinite(delta1) || !(eps > 0) || !isfinite(eps))
+    return dpo_err(DPO_EINVAL, "laplace_scale: need sensitivity > 0, eps > 0");
+  double x = dpo__div_up(delta1, eps), e;
+  for (int it = 0; it < 200; it++) {
+    int st = dpo_mech_laplace_eps(delta1, x, d, &e);
+    if (st) return st;
+    if (e <= eps) {
+      *b = x;
+      return DPO_OK;
+    }
+    x = nextafter(dpo__mul_up(x, dpo__div_up(e, eps)), INFINITY);
+  }
+  return dpo_err(DPO_ENOCONV, "laplace_scale: no scale found for eps=%g", eps);
+}
+
+int dpo_mech_gaussian_sigma(double delta2, double eps, double delta, int64_t d, double *sigma) {
+  double c, e;
+  if (!sigma || !(delta2 > 0) || !isfinite(delta2) || !(eps > 0) || !(eps < 1))
+    return dpo_err(DPO_EINVAL, "gaussian_sigma: need sensitivity > 0 and 0 < eps < 1 (classic "
+                               "calibration), got eps=%g", eps);
+  int st = dpo__gauss_c(delta, &c);
+  if (st) return st;
+  double x = dpo__div_up(dpo__mul_up(delta2, c), eps);
+  for (int it = 0; it < 200; it++) {
+    st = dpo_mech_gaussian_eps(delta2, x, delta, d, &e);
+    if (st == DPO_OK && e <= eps) {
+      *sigma = x;
+      return DPO_OK;
+    }
+    if (st && st != DPO_EINVAL) return st;
+    x = nextafter(dpo__mul_up(x, st ? 2.0 : dpo__div_up(e, eps)), INFINITY);
+  }
+  return dpo_err(DPO_ENOCONV, "gaussian_sigma: no sigma found for eps=%g", eps);
+}

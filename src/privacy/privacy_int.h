@@ -1,0 +1,66 @@
+/* Private interfaces of src/privacy: directed-rounding helpers, exact sums, accountant ops. */
+#ifndef DPO_PRIVACY_INT_H
+#define DPO_PRIVACY_INT_H
+
+#include "dpopt/privacy.h"
+
+#include <stdint.h>
+
+/* ---- directed rounding without fesetround: results computed to nearest, then nudged with
+ * nextafter when an exact error term (two-sum / fma) shows the nearest result was on the
+ * wrong side.  libm transcendental functions are not correctly rounded: the *_up / *_down
+ * wrappers widen them by DPO__LIBM_MARGIN relative (glibc documents <= 3 ulp = 2^-50.4). */
+#define DPO__LIBM_MARGIN 0x1p-48
+
+double dpo__add_up(double a, double b);
+double dpo__add_down(double a, double b);
+double dpo__mul_up(double a, double b);   /* a, b >= 0 */
+double dpo__mul_down(double a, double b); /* a, b >= 0 */
+double dpo__div_up(double a, double b);   /* a >= 0, b > 0 */
+double dpo__div_down(double a, double b); /* a >= 0, b > 0 */
+double dpo__sqrt_up(double a);
+double dpo__widen_up(double r);   /* r >= 0 computed by libm -> upper bound */
+double dpo__widen_down(double r); /* r >= 0 computed by libm -> lower bound */
+
+/* ---- exact sum of doubles (Shewchuk expansion: non-overlapping components in increasing
+ * magnitude, no zeros).  If it would exceed DPO__XS_MAX components, the two smallest are merged
+ * with upward rounding, so the value can only grow: still never an under-count. */
+#define DPO__XS_MAX 40
+typedef struct {
+  int n;
+  double c[DPO__XS_MAX];
+} dpo__xsum_t;
+
+void dpo__xsum_init(dpo__xsum_t *x);
+void dpo__xsum_add(dpo__xsum_t *x, double b);
+/* exact sign of (x - b): -1, 0, 1 */
+int dpo__xsum_cmp(const dpo__xsum_t *x, double b);
+/* smallest double >= x (an upper bound; exact when x is a double) */
+double dpo__xsum_up(const dpo__xsum_t *x);
+
+/* ---- the cost of one release before composition (validated; eps and delta rounded up). */
+int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta);
+
+/* ---- accountant ops: how costs compose into totals.  A new kind (RDP) is one more table. */
+typedef struct {
+  double cost_eps, cost_delta;     /* the release's own cost (after sampling amplification) */
+  double charge_eps, charge_delta; /* increase of the totals, rounded up */
+  double total_eps, total_delta;   /* totals after the charge, rounded up */
+  int fits;                        /* exact totals <= budgets */
+} dpo__acct_result_t;
+
+typedef struct {
+  const char *name;
+  size_t state_size;
+  void (*init)(void *state);
+  /* Compute the charge of c against the budgets; if commit and it fits, apply it.
+   * Deterministic: calling with commit=0 then commit=1 gives the same result. */
+  int (*charge)(void *state, const dpo_charge_t *c, double budget_eps, double budget_delta,
+                int commit, dpo__acct_result_t *r);
+  void (*spent)(const void *state, double *eps, double *delta);
+} dpo__acct_ops_t;
+
+/* NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes. */
+const dpo__acct_ops_t *dpo__acct_find(const char *name);
+
+#endif
