@@ -333,6 +333,9 @@ int64_t dpo_oracle_nglobal(const dpo_oracle_t *o) { return o->n_global; }
 MPI_Comm dpo_oracle_comm(const dpo_oracle_t *o) { return o->comm; }
 int dpo_oracle_rank(const dpo_oracle_t *o) { return o->rank; }
 const dpo_model_t *dpo_oracle_model(const dpo_oracle_t *o) { return o->model; }
+const dpo_clip_t *dpo_oracle_clip(const dpo_oracle_t *o) {
+  return o && o->clipping ? &o->clip : NULL;
+}
 
 /* Rank 0: common checks before a request is broadcast. */
 static int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x) {

@@ -1,4 +1,4 @@
-/* Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4/7.5) with memory m (algo.m, default 10) and a
+/* Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4/7.5) with memory m (algo.memory, default 10) and a
  * backtracking Armijo line search with safeguarded quadratic interpolation.
  *
  * One step() = one direction + one line search (several oracle calls).  Near the optimum the
@@ -44,12 +44,12 @@ static int lbfgs_create(dpo_solver_t *s, void **state) {
   int64_t m = 10;
   dpo__lbfgs_t *a = calloc(1, sizeof *a);
   if (!a) return dpo_err(DPO_ENOMEM, "lbfgs: out of memory");
-  if ((rc = dpo_solver_param_int(s, "m", 10, &m)) ||
+  if ((rc = dpo_solver_param_int(s, "memory", 10, &m)) ||
       (rc = dpo_solver_param(s, "c1", 1e-4, &a->c1)) ||
       (rc = dpo_solver_param_int(s, "max_ls", 40, &a->max_ls)))
     goto fail;
   if (m < 1 || m > 1000 || !(a->c1 > 0 && a->c1 < 0.5) || a->max_ls < 1) {
-    rc = dpo_err(DPO_EINVAL, "lbfgs: need 1 <= algo.m = %ld <= 1000, 0 < algo.c1 = %g < 0.5, "
+    rc = dpo_err(DPO_EINVAL, "lbfgs: need 1 <= algo.memory = %ld <= 1000, 0 < algo.c1 = %g < 0.5, "
                  "algo.max_ls = %ld >= 1", (long)m, a->c1, (long)a->max_ls);
     goto fail;
   }
@@ -166,5 +166,5 @@ static int lbfgs_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
-const dpo_algo_t dpo__algo_lbfgs = {"lbfgs", "full-batch L-BFGS, memory algo.m, Armijo search",
+const dpo_algo_t dpo__algo_lbfgs = {"lbfgs", "full-batch L-BFGS, memory algo.memory, Armijo search",
                                     0, lbfgs_create, lbfgs_step, lbfgs_destroy};
