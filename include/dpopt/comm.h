@@ -19,6 +19,8 @@
 
 #include "dpopt/data.h"
 #include "dpopt/model.h"
+#include "dpopt/parties.h"
+#include "dpopt/rng.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +56,9 @@ MPI_Comm dpo_oracle_comm(const dpo_oracle_t *o);
 int dpo_oracle_rank(const dpo_oracle_t *o);
 /* The model the oracle evaluates (borrowed). */
 const dpo_model_t *dpo_oracle_model(const dpo_oracle_t *o);
+/* The per-example clipping the oracle applies (borrowed), or NULL when it does not clip:
+ * private algorithms derive their public sensitivity from it (privacy rule 1). */
+const dpo_clip_t *dpo_oracle_clip(const dpo_oracle_t *o);
 
 /* Rank 0 only.  F and g (length d) at x over the batch (NULL = all rows): the mean over the
  * batch of the (clipped) data term plus the regularizer.  want_loss = 0 skips the loss.
@@ -65,6 +70,33 @@ int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, 
  * the sum or the mean themselves). g_sum gets sum of clipped data-term gradients. */
 int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
                          int want_loss, double *loss_sum, double *g_sum, int64_t *n_used);
+
+/* ---- multi-party runs (issue 7; see dpopt/parties.h) ----
+ * A per-evaluation noise spec travels in the request header: every rank adds the noise to
+ * its OWN local sums before the reduce, so the coordinator never receives an un-noised value
+ * of another rank.  LOCAL_*: a rank with rows in the batch adds the full mechanism
+ * (dpo_mech_laplace / dpo_mech_gaussian, scale = b or sigma on the SUM); SHARE_*: every rank
+ * adds a 1/nshares share of it (dpo_mech_laplace_share / dpo_mech_gaussian_share), so the sum
+ * over nshares ranks carries the central noise.  A noised request returns no loss. */
+enum { DPO_ONOISE_NONE = 0, DPO_ONOISE_LOCAL_LAPLACE = 1, DPO_ONOISE_LOCAL_GAUSSIAN = 2,
+       DPO_ONOISE_SHARE_LAPLACE = 3, DPO_ONOISE_SHARE_GAUSSIAN = 4 };
+typedef struct {
+  int kind;      /* DPO_ONOISE_* */
+  double scale;  /* Laplace b or Gaussian sigma of the noise on the sum (the total, for shares) */
+  int nshares;   /* shares: number of ranks adding one (the communicator's size) */
+} dpo_oracle_noise_t;
+/* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
+int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                                const dpo_oracle_noise_t *noise, int want_loss,
+                                double *loss_sum, double *g_sum, int64_t *n_used);
+/* Not collective: this rank's own noise stream (borrowed; rank-specific stream id). */
+int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng);
+/* Global row range [row0, row0 + n) of a rank's shard (known on every rank). */
+int dpo_oracle_rank_rows(const dpo_oracle_t *o, int rank, int64_t *row0, int64_t *n);
+/* Rank 0: the run's party table (borrowed; NULL = one data holder), read by the private
+ * algorithms (src/optim/dp_common.c). */
+int dpo_oracle_set_parties(dpo_oracle_t *o, const dpo_parties_t *p);
+const dpo_parties_t *dpo_oracle_parties(const dpo_oracle_t *o);
 
 /* Rank 0 only: mean loss (data term) and mean metric (accuracy for logistic, MSE for ridge)
  * at x over all rows of the training shards (heldout = 0: a NON-PRIVATE diagnostic) or of

@@ -8,6 +8,13 @@
  * deg = number of training ratings of the user / item.  X1 is K x r (row a = user a), X2 is
  * r x N and is stored transposed (X2t, N x r: row b = column b of X2).
  *
+ * Step scaling (scale-free defaults): a row's gradient is a sum over its ratings, so its
+ * curvature grows with its degree.  All steps are taken in the diagonal metric D = diag(deg)
+ * of each variable's row: mb-GD and the first HAMSI epochs use x -= (sigma0 / beta_t) D^-1 g,
+ * and HAMSI's compact L-BFGS uses H0 = sigma D^-1 (Alg. 3 in the coordinates D^1/2 x; s'y and
+ * hence the acceptance rule of line 15 are unchanged, sigma = s'y / y'D^-1 y).  So one sigma0
+ * works from ML-100K to ML-20M shapes and for any number of strata / ranks.
+ *
  * Partitionings (Sec. 3.3): the function set is covered by K strata; each stratum is a set of
  * blocks processed "in parallel" (here: in any order, which gives the same result when the
  * blocks touch disjoint variables).
@@ -126,7 +133,8 @@ typedef struct {
                           20 (others) */
   int32_t memory;      /* L-BFGS memory M (default 5) */
   double eta, gamma;   /* beta_t = (eta t)^gamma (thesis Alg. 3, line 5) */
-  double sigma0;       /* step scale before the first accepted pair (and mb-GD): x -= sigma0 g / beta */
+  double sigma0;       /* step scale before M pairs exist (and mb-GD): x -= sigma0 D^-1 g / beta_t
+                          (default 0.2; eta default 1, gamma 0.51) */
   double lambda;       /* L2 weight */
   double init_scale;   /* initial factors uniform in (0, init_scale) */
   int64_t epochs;      /* outer iterations */
@@ -157,6 +165,7 @@ typedef struct {
   int64_t epochs;
   int32_t K;           /* strata */
   double train_rmse, test_rmse;  /* at the end; train_rmse is a NON-PRIVATE diagnostic */
+  double train_rmse0, test_rmse0; /* at the initial factors (same caveat) */
   double t_wall, t_train;        /* with and without evaluation */
   double t_grad, t_update, t_hess, t_comm;  /* phases on this rank (Fig. 3.7) */
   double ratings_per_sec;        /* processed by this rank per second of training */
@@ -170,7 +179,8 @@ typedef struct {
 
 /* Collective: train on the ratings this rank holds (any split of the global set; they are
  * routed to the owner of their user interval).  ratings->n_users / n_items give K and N (the
- * maximum over ranks is used).  Returns the same status on every rank. */
+ * maximum over ranks is used).  Returns the same status on every rank: DPO_ENOCONV
+ * ("diverged at epoch E ...") as soon as a factor or the training RMSE is not finite. */
 int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
                   dpo_hamsi_result_t **res);
 void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r);

@@ -128,6 +128,7 @@ typedef struct {
   const char *accounting;
   int64_t group;
   int64_t step;
+  double rho; /* mechanism "rdp-rho" only (RDP ledger): the release is (alpha, alpha rho^2/2)-RDP */
 } dpo_charge_t;
 
 typedef struct dpo_ledger dpo_ledger_t;
@@ -168,10 +169,129 @@ int64_t dpo_ledger_repaired(const dpo_ledger_t *L);
 /* Not collective; frees the handle (closes the journal on rank 0).  NULL is fine. */
 int dpo_ledger_close(dpo_ledger_t *L);
 
+/* ---- per-party accounts (multi-party runs, dpopt/parties.h) ----
+ * Rank 0 only.  dpo_ledger_set_parties: n accounts with their own budgets, before the first
+ * charge; journalled as {"kind":"parties","budget_eps":[..],"budget_delta":[..]}.  On a
+ * resumed ledger the journal's accounts are restored and must equal these (a larger budget is
+ * DPO_EBUDGET).  dpo_ledger_charge_parties: one release charged to the global account AND to
+ * every listed party (increasing ids; each party's data enters the release through the same
+ * mechanism, so each account is charged c), atomically: if the global account or any listed
+ * party would exceed its budget, nothing is recorded, DPO_EBUDGET is returned and *refused
+ * (may be NULL) says who refused (-1 the global account, k >= 0 party k).  The journal line
+ * is a charge line plus "parties":[ids] and "party_total_eps":[..]; replay recomputes every
+ * account from the charges.  dpo_ledger_party_event journals a non-charge event line
+ * {"event":..,"party":k,"step":t} (e.g. "party_dropped"). */
+int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
+                           const double *delta_budget);
+int dpo_ledger_nparties(const dpo_ledger_t *L);
+int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np, const int *parties,
+                              double *charged, int *refused);
+int dpo_ledger_party_spent(const dpo_ledger_t *L, int party, double *eps, double *delta);
+int dpo_ledger_party_budget(const dpo_ledger_t *L, int party, double *eps, double *delta);
+int dpo_ledger_party_event(dpo_ledger_t *L, const char *event, int party, int64_t step);
+
 /* Human-readable account of a journal (for `dpopt ledger RUN`): one row per charge with the
  * recomputed totals, then budget / spent / remaining.  Read-only: a torn last line is reported,
  * not repaired. */
 int dpo_ledger_print(const char *journal_path, FILE *out);
+
+/* ================================================================ Renyi DP (issue 4: rdp.c)
+ *
+ * Renyi differential privacy (Mironov 2017) of the Gaussian mechanism, plain and subsampled,
+ * composed per order over a fixed grid of orders, and converted to (eps, delta).  Every RDP
+ * value and every eps is rounded UP; every allowance (delta from eps, noise from a target) is
+ * rounded so the target is never exceeded.  z = sigma / Delta2 is the noise multiplier.
+ * The grid mechanisms (dpo_mech_gaussian) are accounted with the snapped sensitivity
+ * Delta2' = Delta2 + sqrt(d) Lambda (see the top of this header); for integer-lattice
+ * sensitivities the discrete Gaussian has the continuous Gaussian's RDP (CKS 2020 Thm 14). */
+
+#define DPO_RDP_MAX_ORDERS 64
+
+/* An RDP curve on a grid of orders: rdp[i] bounds D_alpha[i] of the composed mechanism. */
+typedef struct {
+  int n;
+  double alpha[DPO_RDP_MAX_ORDERS];
+  double rdp[DPO_RDP_MAX_ORDERS];
+} dpo_rdp_curve_t;
+
+/* The default grid (fractional 1.25 .. 10.5 and integers up to 256); returns its length and
+ * points *alphas at a static array. */
+int dpo_rdp_default_orders(const double **alphas);
+/* c = the default grid with all values 0 (no release yet). */
+void dpo_rdp_curve_init(dpo_rdp_curve_t *c);
+
+/* Single-order RDP, rounded up.  alpha > 1.
+ *  gaussian:          alpha / (2 z^2)                              (Mironov 2017, Prop. 7)
+ *  poisson_gaussian:  Poisson sampling with rate q in [0, 1]: exact for integer alpha
+ *                     (Mironov-Talwar-Zhang 2019, binomial expansion in log space); for
+ *                     fractional alpha the exact integral is bounded by the integer neighbours
+ *                     (log-convexity of the moments: (alpha-1) D_alpha is convex in alpha)
+ *  wor_gaussian:      sampling m of n without replacement, replace-one neighbours: Wang, Balle,
+ *                     Kasiviswanathan 2019 Thm 9 bound at integer alpha; fractional alpha by
+ *                     the same interpolation. */
+int dpo_rdp_gaussian(double z, double alpha, double *rdp);
+int dpo_rdp_poisson_gaussian(double q, double z, double alpha, double *rdp);
+int dpo_rdp_wor_gaussian(int64_t m, int64_t n, double z, double alpha, double *rdp);
+
+/* c += steps compositions of the Gaussian mechanism with multiplier z under `sampling`:
+ * "none", "poisson" (q = m/n), "wor" (m of n).  Per order: rdp += steps * rdp_1(alpha). */
+int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
+                      int64_t steps);
+/* c += the curve alpha * rho^2 / 2 (003 Thm 3.1 amplification by iteration; 003 Lemma 4.2). */
+int dpo_rdp_curve_add_rho(dpo_rdp_curve_t *c, double rho);
+
+/* RDP -> (eps, delta) at one order, rounded up:
+ *  classic: eps = rdp + log(1/delta) / (alpha - 1)                 (Mironov 2017, Prop. 3)
+ *  balle:   eps = rdp + log((alpha-1)/alpha) - (log delta + log alpha) / (alpha - 1)
+ *                                                           (Balle et al. 2020, Thm 21) */
+int dpo_rdp_eps_classic(double alpha, double rdp, double delta, double *eps);
+int dpo_rdp_eps_balle(double alpha, double rdp, double delta, double *eps);
+/* The curve's eps at delta: min over the orders of min(classic, balle), >= 0; *alpha_opt (may
+ * be NULL) = the minimizing order.  An empty curve (all 0) gives eps = 0. */
+int dpo_rdp_eps(const dpo_rdp_curve_t *c, double delta, double *eps, double *alpha_opt);
+
+/* Exact privacy profile of ONE Gaussian release with multiplier z (Balle-Wang 2018, Thm 8):
+ *   delta(eps) = Phi(1/(2z) - eps z) - e^eps Phi(-1/(2z) - eps z)     (computed, not bounded)
+ * and its inverse eps(delta) by bisection (the smallest eps with delta(eps) <= delta, rounded
+ * up to the bisection's tolerance). */
+int dpo_gauss_exact_delta(double z, double eps, double *delta);
+int dpo_gauss_exact_eps(double z, double delta, double *eps);
+/* Analytic Gaussian mechanism (Balle-Wang 2018, Alg. 1): the smallest sigma (rounded up, to a
+ * relative 1e-9) for which one release with L2 sensitivity sens is (eps, delta)-DP. */
+int dpo_gauss_analytic_sigma(double sens, double eps, double delta, double *sigma);
+
+/* Calibration: the smallest multiplier z (bisection, rounded UP so the target is never
+ * exceeded; relative resolution 1e-6) such that `steps` compositions of the Gaussian mechanism
+ * under `sampling` ("none" | "poisson" q=m/n | "wor") are (eps, delta)-DP by dpo_rdp_eps. */
+int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
+                      double delta, double *z);
+
+/* Amplification by iteration for PNSGD (003 Thm 3.1): for L-Lipschitz losses, batch sizes
+ * B[t], steps eta[t] and noise sigma[t] (t < T; noise eta_t sigma_t is added to the iterate),
+ *   rho = 2 L max_t eta_t / (B_t sqrt(sum_{s >= t} eta_s^2 sigma_s^2)),
+ * rounded up; the pass is (alpha, alpha rho^2 / 2)-RDP for all alpha (needs eta_t <= 2/beta). */
+int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const double *sigma,
+                double *rho);
+
+/* DP-ADMM noise of 004 Thm 1, eq. (8): sigma^2 = c^2 alpha T / (2 n^2 eps mu) with
+ * alpha = log(1/delta) / ((1 - mu) eps) + 1, i.e. per-iteration L2 sensitivity c / n as in the
+ * paper's proof (pass c = 2 * clip for replace-one neighbours).  mu in (0, 1) splits eps
+ * between the RDP term (mu eps) and the conversion term.  sigma rounded up; *alpha may be NULL. */
+int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta, double mu,
+                        double *sigma, double *alpha);
+
+/* Open a ledger whose accountant is "rdp": the budget is (eps_budget, delta_budget) with
+ * delta_budget in (0, 1); charges compose per order and the spent eps is dpo_rdp_eps at
+ * delta_budget (spent delta reported = delta_budget once anything is charged).  Charges:
+ *   mechanism "gaussian", noise_scale sigma > 0, sensitivity Delta2 > 0, dim >= 1,
+ *     sampling "none" | "poisson" (each example included independently with q = m/n) |
+ *     "wor" (m of n) | "disjoint" (parallel composition within `group`: per-order max),
+ *     accounting "rdp";
+ *   mechanism "rdp-rho": the curve alpha rho^2 / 2 with rho in the charge (amplification by
+ *     iteration for a whole PNSGD pass, 003 Thm 3.1), sampling "none" or "disjoint".
+ * Same resume / journal rules as dpo_ledger_open (the journal header names the accountant). */
+int dpo_ledger_open_rdp(MPI_Comm comm, double eps_budget, double delta_budget,
+                        const char *journal_path, int resume, dpo_ledger_t **L);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Table 3.1 of the thesis (000, Sec. 3.5) at small scale: final RMSE after a fixed training
 # time for mb-GD and HAMSI, deterministic and shuffled schedules, under each partitioning, on
-# MovieLens-shaped synthetic ratings; plus Fig. 3.5 (RMSE against time, STRATA-B) as a PNG.
+# MovieLens-shaped synthetic ratings; plus Fig. 3.5 (RMSE against time, STRATA-B) and Fig. 3.7
+# (time per outer iteration in each phase: gradient, update, Hessian approximation; the maximum
+# over ranks, from each run's summary.json) as PNGs, and the phase table phases37.txt.
 #   jobs/hamsi/table31.sh [OUTDIR]
 # Environment: DPOPT (default ./dpopt or dpopt), SIZE (ml-1m), SECONDS (4 per run), RANK (10),
 # RANKS ("1 2": strata runs at these rank counts; hogwild/color need 1), MPIRUN.
@@ -20,20 +22,18 @@ if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_RO
 mkdir -p "$OUT"
 DATA="$OUT/ratings-$SIZE.txt"
 [ -s "$DATA" ] || $DPOPT gen ratings --size "$SIZE" --rank "$RANK" --seed 1 "$DATA"
-# step constants (public, not tuned on the data): thesis beta_t = (eta t)^0.51; mb-GD and the
-# first HAMSI epoch take gradient steps of sigma0 / beta_t
+# step constants = dpopt mf's defaults, the same for every method, partitioning, size and rank
+# count: beta_t = (eta t)^0.51 with eta = 1 (beta_t >= 1, Thm 3.1.3); gradient steps (mb-GD, and
+# HAMSI until M pairs exist) are sigma0 D^-1 g / beta_t with D = the rows' rating counts, so
+# sigma0 does not depend on the data's scale (see include/dpopt/hamsi.h)
 ETA=${ETA:-1}
-SIGMA0=${SIGMA0:-1e-3}
-# a STRATA block sums thousands of ratings per user: its plain gradient step must be smaller
-# (HAMSI rescales itself with sigma = s'y/y'y after the first epoch; mb-GD never does)
-SIGMA0_STRATA=${SIGMA0_STRATA:-2e-5}
+SIGMA0=${SIGMA0:-0.2}
 TAB="$OUT/table31.txt"
 printf '%-6s %-7s %-9s %5s %12s %12s %8s\n' method sched part ranks rmse_train heldout epochs > "$TAB"
 run() { # method sched part np strata
   d="$OUT/$1-$2-$3-np$4"
-  case $3 in strata*) s0=$SIGMA0_STRATA ;; *) s0=$SIGMA0 ;; esac
   $MPIRUN -np "$4" $DPOPT mf --method "$1" --sched "$2" --part "$3" --rank "$RANK" \
-    --epochs 0 --time "$SECONDS_RUN" --eta "$ETA" --sigma0 "$s0" --strata "$5" \
+    --epochs 0 --time "$SECONDS_RUN" --eta "$ETA" --sigma0 "$SIGMA0" --strata "$5" \
     --seed 1 --out "$d" "$DATA" > "$d.log" 2>&1 || { echo "failed: $d (see $d.log)"; return 0; }
   tr=$(sed -n 's/^train RMSE *\([^ ]*\).*/\1/p' "$d.log")
   te=$(sed -n 's/^held-out RMSE *\([^ ]*\).*/\1/p' "$d.log")
@@ -49,8 +49,24 @@ for m in mbgd hamsi; do
   done
 done
 echo "wrote $TAB"
-# Fig. 3.5: RMSE against training time, STRATA-B, deterministic, at the largest rank count
+# Fig. 3.7 data: seconds per outer iteration in each phase (max over ranks), deterministic
+# schedule; hogwild/color/color-b on 1 rank, strata/strata-b at the largest rank count
 np=$(echo $RANKS | awk '{print $NF}')
+PH="$OUT/phases37.txt"
+printf '# seconds per outer iteration, max over ranks (dpopt mf summary.json)\n' > "$PH"
+printf '#%-21s %12s %12s %12s %12s\n' run gradient update hessian transfers >> "$PH"
+for p in hogwild color color-b strata strata-b; do
+  case $p in strata*) n=$np ;; *) n=1 ;; esac
+  for m in mbgd hamsi; do
+    j="$OUT/$m-det-$p-np$n/summary.json"
+    [ -s "$j" ] || continue
+    jq -r --arg l "$m/$p/np$n" '[$l, (.t_grad_max, .t_update_max, .t_hess_max, .t_comm_max)
+      / (if .epochs > 0 then .epochs else 1 end)] | @tsv' "$j" |
+      awk '{printf "%-22s %12.6f %12.6f %12.6f %12.6f\n", $1, $2, $3, $4, $5}' >> "$PH"
+  done
+done
+echo "wrote $PH"
+# Fig. 3.5: RMSE against training time, STRATA-B, deterministic, at the largest rank count
 if command -v gnuplot > /dev/null; then
   gnuplot <<GP
 set terminal pngcairo size 800,500
@@ -66,4 +82,19 @@ plot "$OUT/hamsi-det-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoi
      "$OUT/mbgd-shuffle-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoints title "mb-GD shuffle"
 GP
   echo "wrote $OUT/fig35.png"
+  gnuplot <<GP
+set terminal pngcairo size 900,500
+set output "$OUT/fig37.png"
+set title "Time per outer iteration by phase (max over ranks), $SIZE-shaped ratings"
+set ylabel "seconds per outer iteration"
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set key top left
+set xtics rotate by -30
+plot "$PH" using 2:xtic(1) title "gradient (line 10)", '' using 3 title "update (line 13)", \
+     '' using 4 title "Hessian approximation (lines 14-19)"
+GP
+  echo "wrote $OUT/fig37.png"
 fi

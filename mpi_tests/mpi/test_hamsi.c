@@ -1,7 +1,12 @@
 /* HAMSI on 1..4 ranks: bit-identical factors with repro = 1 (same schedule, item blocks back
- * home), close results without it, and convergence on a synthetic low-rank matrix (training
- * RMSE < 0.01, below mb-GD after the same number of epochs). */
+ * home), close results without it, convergence on a synthetic low-rank matrix (training
+ * RMSE < 0.01, below mb-GD after the same number of epochs), DEFAULT options on
+ * MovieLens-100K-shaped ratings at 2 and 3 ranks (finite, well below the initial RMSE and the
+ * ratings' standard deviation, HAMSI below mb-GD), and the divergence guard. */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,7 +174,7 @@ int main(int argc, char **argv) {
    * better than mb-GD after the same number of epochs, mb-GD given the best of several step
    * scales (so the comparison is not won by a bad mb-GD step) */
   {
-    const double steps[] = {0.01, 0.003, 0.01, 0.03, 0.1};
+    const double steps[] = {0.2, 0.05, 0.1, 0.2, 0.5}; /* [0]: HAMSI's default sigma0 */
     double rh = 0, rg = INFINITY;
     for (int m = 0; m < 5; m++) {
       dpo_hamsi_opts_default(&o);
@@ -177,9 +182,7 @@ int main(int argc, char **argv) {
       o.r = 3;
       o.nblocks = 4;
       o.memory = 5;
-      o.eta = 1;
-      o.gamma = 0.51;
-      o.sigma0 = steps[m];
+      o.sigma0 = steps[m]; /* eta, gamma: defaults */
       o.epochs = 200;
       o.holdout = 0;
       o.eval_every = 10;
@@ -195,6 +198,88 @@ int main(int argc, char **argv) {
     if (wr == 0) printf("convergence: HAMSI rmse %.3g, best mb-GD rmse %.3g after 200 epochs\n", rh, rg);
     T_CHECK(rh < 0.01, "HAMSI training RMSE %g >= 0.01", rh);
     T_CHECK(rh < rg, "HAMSI %g not below mb-GD %g", rh, rg);
+  }
+  /* 4. defaults on ML-100K-shaped data (dpo_gen_ratings, the generator of `dpopt gen ratings
+   * --size ml-100k`), 2 and 3 ranks: the step scaling must not need tuning per data set or
+   * rank count (before the fix the defaults diverged to NaN here). */
+  {
+    char path[64] = "/tmp/dpo_test_hamsi_XXXXXX";
+    int gst = DPO_OK;
+    if (wr == 0) {
+      int fd = mkstemp(path);
+      if (fd < 0) gst = DPO_EIO;
+      else {
+        close(fd);
+        gst = dpo_gen_ratings(path, 943, 1682, 100000, 10, 1);
+      }
+    }
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&gst, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    T_CHECK(gst == DPO_OK, "dpo_gen_ratings: %s", dpo_strerror(gst));
+    for (int k = 2; k <= 3 && k <= ws && gst == DPO_OK; k++) {
+      MPI_Comm ck = dpo_t_subcomm(k);
+      if (ck == MPI_COMM_NULL) continue;
+      int ck_rank;
+      MPI_Comm_rank(ck, &ck_rank);
+      dpo_ratings_t *rt = NULL;
+      int st = dpo_ratings_load(ck, path, 1, &rt);
+      T_CHECK(st == DPO_OK, "load %s: %s %s", path, dpo_strerror(st), dpo_errmsg());
+      if (st == DPO_OK) {
+        /* standard deviation of all ratings (train + held out), computed here independently */
+        double sm[3] = {(double)rt->n, 0, 0};
+        for (int64_t a = 0; a < rt->n; a++) {
+          sm[1] += rt->r[a];
+          sm[2] += rt->r[a] * rt->r[a];
+        }
+        MPI_Allreduce(MPI_IN_PLACE, sm, 3, MPI_DOUBLE, MPI_SUM, ck);
+        double mean = sm[1] / sm[0], sd = sqrt(sm[2] / sm[0] - mean * mean);
+        double rm[2] = {NAN, NAN};
+        for (int m = 0; m < 2; m++) {
+          dpo_hamsi_opts_default(&o); /* defaults only: method below */
+          o.method = m == 0 ? DPO_MF_HAMSI : DPO_MF_MBGD;
+          dpo_hamsi_result_t *res = NULL;
+          st = dpo_hamsi_run(ck, rt, &o, &res);
+          T_CHECK(st == DPO_OK, "ml-100k %s, %d ranks: %s %s", m ? "mb-GD" : "HAMSI", k,
+                  dpo_strerror(st), dpo_errmsg());
+          if (!res) continue;
+          rm[m] = res->train_rmse;
+          T_CHECK(isfinite(res->train_rmse) && isfinite(res->test_rmse),
+                  "ml-100k %d ranks: non-finite RMSE %g / %g", k, res->train_rmse, res->test_rmse);
+          T_CHECK(res->epochs == 20, "epochs %lld", (long long)res->epochs);
+          if (m == 0) {
+            T_CHECK(res->train_rmse < 0.9 * res->train_rmse0, "ml-100k HAMSI, %d ranks: RMSE %g "
+                    "not < 0.9 x initial %g", k, res->train_rmse, res->train_rmse0);
+            T_CHECK(res->train_rmse < sd, "ml-100k HAMSI, %d ranks: RMSE %g not < std %g", k,
+                    res->train_rmse, sd);
+            T_CHECK(res->pairs_accepted > 0, "ml-100k HAMSI: no L-BFGS pair accepted");
+          }
+          if (ck_rank == 0)
+            printf("ml-100k defaults, %d ranks: %s train RMSE %.4f (initial %.4f, std %.4f), "
+                   "held-out %.4f, pairs %lld/%lld\n", k, m ? "mb-GD" : "HAMSI", res->train_rmse,
+                   res->train_rmse0, sd, res->test_rmse, (long long)res->pairs_accepted,
+                   (long long)res->pairs_rejected);
+          dpo_hamsi_result_destroy(res);
+        }
+        T_CHECK(rm[0] < rm[1], "ml-100k, %d ranks: HAMSI %g not below mb-GD %g", k, rm[0], rm[1]);
+
+        /* 5. divergence guard: a step far too long must stop every rank with DPO_ENOCONV and a
+         * message naming the epoch, never return NaN factors */
+        dpo_hamsi_opts_default(&o);
+        o.method = DPO_MF_MBGD;
+        o.sigma0 = 1e4;
+        o.eval_every = 0;
+        dpo_hamsi_result_t *res = NULL;
+        st = dpo_hamsi_run(ck, rt, &o, &res);
+        T_CHECK(st == DPO_ENOCONV && res == NULL, "%d ranks: sigma0 1e4 gave %s, not DPO_ENOCONV", k,
+                dpo_strerror(st));
+        T_CHECK(strstr(dpo_errmsg(), "diverged at epoch") != NULL, "guard message: %s", dpo_errmsg());
+        dpo_hamsi_result_destroy(res);
+      }
+      dpo_ratings_destroy(rt);
+      MPI_Comm_free(&ck);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (wr == 0) unlink(path);
   }
   return dpo_t_finish("test_hamsi");
 }

@@ -146,10 +146,12 @@ Test(mf, cuts_balanced_closed_form) {
   cr_assert_eq(cut[1], 1); /* 10 | 1+1+1+1+6 = 10 */
 }
 
-/* Direct BFGS B from B0 = I / sigma with the pairs in age order, inverted by LAPACK. */
-static void explicit_h(int n, int m, double *S, double *Y, double sigma, const double *g, double *h) {
+/* Direct BFGS B from B0 = diag(1 / (sigma w)) (w NULL: 1) with the pairs in age order,
+ * inverted by LAPACK. */
+static void explicit_h(int n, int m, double *S, double *Y, double sigma, const double *w,
+                       const double *g, double *h) {
   double *B = calloc((size_t)n * n, sizeof *B), *Bs = malloc(sizeof(double) * n);
-  for (int i = 0; i < n; i++) B[i * n + i] = 1 / sigma;
+  for (int i = 0; i < n; i++) B[i * n + i] = 1 / (sigma * (w ? w[i] : 1.0));
   for (int k = 0; k < m; k++) {
     double *s = S + k * n, *y = Y + k * n, sBs = 0, ys = 0;
     for (int i = 0; i < n; i++) {
@@ -172,13 +174,16 @@ static void explicit_h(int n, int m, double *S, double *Y, double sigma, const d
   free(ipiv);
 }
 
-Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) {
+/* The compact product with H0 = sigma diag(w) (HAMSI's degree metric; w = NULL is the thesis's
+ * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs. */
+static void compact_vs_explicit(int weighted) {
   enum { n = 9, M = 3, NP = 5 };
-  double A[n * n], Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* rows per variable, slot order */
+  double A[n * n], wv[n], *w = weighted ? wv : NULL, Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* rows per variable, slot order */
   double Sa[NP * n], Ya[NP * n], g[n], hc[n], he[n];
   /* SPD A so y = A s has s'y > 0 */
   for (int i = 0; i < n; i++)
     for (int j = 0; j <= i; j++) A[i * n + j] = A[j * n + i] = (i == j ? n : 0) + urand() - 0.5;
+  for (int i = 0; i < n; i++) wv[i] = 1.0 / (1 + (i * 7) % 50); /* 1 / degree */
   dpo__lbfgs_t l;
   cr_assert_eq(dpo__lbfgs_init(&l, M, 1.0), DPO_OK);
   for (int k = 0; k < NP; k++) {
@@ -193,7 +198,7 @@ Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) {
       for (int i = 0; i < n; i++) {
         double sj = j == ns ? s[i] : Ssl[i * M + j], yj = j == ns ? y[i] : Ysl[i * M + j];
         dots[j] += sj * y[i];
-        dots[M + j] += yj * y[i];
+        dots[M + j] += yj * (w ? w[i] : 1.0) * y[i];
       }
     cr_assert_eq(dpo__lbfgs_push(&l, dots, &acc), DPO_OK);
     cr_assert_eq(acc, 1);
@@ -205,8 +210,8 @@ Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) {
      * (exercises the circular buffer once it wraps) */
     int m = k + 1 < M ? k + 1 : M;
     for (int i = 0; i < n; i++) g[i] = urand() - 0.5;
-    dpo__lbfgs_apply(&l, n, Ssl, Ysl, g, hc);
-    explicit_h(n, m, Sa + (k + 1 - m) * n, Ya + (k + 1 - m) * n, l.sigma, g, he);
+    dpo__lbfgs_apply(&l, n, Ssl, Ysl, w, g, hc);
+    explicit_h(n, m, Sa + (k + 1 - m) * n, Ya + (k + 1 - m) * n, l.sigma, w, g, he);
     double err = 0, nrm = 0;
     for (int i = 0; i < n; i++) {
       err = fmax(err, fabs(hc[i] - he[i]));
@@ -217,6 +222,10 @@ Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) {
   }
   dpo__lbfgs_free(&l);
 }
+
+Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) { compact_vs_explicit(0); }
+
+Test(mf, compact_lbfgs_degree_metric_equals_explicit) { compact_vs_explicit(1); }
 
 Test(mf, sigma_and_pair_acceptance) {
   enum { M = 2 };

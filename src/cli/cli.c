@@ -141,6 +141,26 @@ void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
   if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, NULL);
 }
 
+/* run.expect_ranks (set by the jobs/slurm and jobs/pbs scripts from the scheduler's task
+ * count): a launch whose MPI world differs -- typically srun starting N singletons because
+ * Open MPI was built without the scheduler's PMI -- must fail at once, not run N copies. */
+int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
+  int64_t want = 0;
+  int rc = dpo_config_get_int(cfg, "run.expect_ranks", 0, &want);
+  if (rc) return rc;
+  if (want < 0)
+    return dpo_err(DPO_EINVAL, "%s: run.expect_ranks = %lld: expected a rank count >= 1 (0 = no check)",
+                   dpo_config_origin(cfg, "run.expect_ranks"), (long long)want);
+  if (want > 0 && want != ctx->size)
+    return dpo_err(DPO_EINVAL,
+                   "MPI world has %d rank%s but run.expect_ranks = %lld (the scheduler's task count, "
+                   "from %s): the launcher did not start one MPI job of that size (srun without "
+                   "PMI support starts singletons; check srun --mpi=list / mpirun -np)",
+                   ctx->size, ctx->size == 1 ? "" : "s", (long long)want,
+                   dpo_config_origin(cfg, "run.expect_ranks"));
+  return DPO_OK;
+}
+
 #include <strings.h>
 
 const dpo_cli_opt_t dpo_cli_data_opts[] = {

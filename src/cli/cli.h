@@ -47,13 +47,20 @@ int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status);
 /* Warn about config keys nothing read (probable typos). */
 void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
 
+/* Not collective: DPO_EINVAL (with a message naming both counts) if config key
+ * run.expect_ranks is set (> 0) and differs from the MPI world size; DPO_OK otherwise.
+ * Every rank evaluates the same condition, so every rank fails and reports it. */
+int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
+
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_convert(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_calibrate(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 #endif
 

@@ -4,14 +4,50 @@
 #include <string.h>
 #include <strings.h>
 
+#include <json-c/json.h>
+
 #include "cli/cli.h"
 #include "dpopt/data.h"
 #include "dpopt/hamsi.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 
+/* summary.json: the run's settings, final RMSEs and the phase times of Fig. 3.7 as the
+ * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers). */
+static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, const dpo_hamsi_opts_t *o,
+                           const char *method, const char *part, const double *ph, int nranks) {
+  json_object *j = json_object_new_object();
+  if (!j) return dpo_err(DPO_ENOMEM, "summary.json");
+  json_object_object_add(j, "method", json_object_new_string(method));
+  json_object_object_add(j, "part", json_object_new_string(part));
+  json_object_object_add(j, "sched", json_object_new_string(o->sched ? "shuffle" : "det"));
+  json_object_object_add(j, "ranks", json_object_new_int(nranks));
+  json_object_object_add(j, "strata", json_object_new_int(res->K));
+  json_object_object_add(j, "r", json_object_new_int(res->r));
+  json_object_object_add(j, "eta", json_object_new_double(o->eta));
+  json_object_object_add(j, "gamma", json_object_new_double(o->gamma));
+  json_object_object_add(j, "sigma0", json_object_new_double(o->sigma0));
+  json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
+  json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
+  json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
+  json_object_object_add(j, "train_rmse_initial_nonprivate", json_object_new_double(res->train_rmse0));
+  json_object_object_add(j, "train_rmse_nonprivate", json_object_new_double(res->train_rmse));
+  json_object_object_add(j, "test_rmse", json_object_new_double(res->test_rmse));
+  json_object_object_add(j, "t_train", json_object_new_double(res->t_train));
+  json_object_object_add(j, "t_wall", json_object_new_double(res->t_wall));
+  static const char *nm[4] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max"};
+  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], json_object_new_double(ph[k]));
+  json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
+  json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
+  json_object_object_add(j, "private", json_object_new_boolean(0));
+  int rc = json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY);
+  json_object_put(j);
+  return rc ? dpo_err(DPO_EIO, "%s: cannot write", path) : DPO_OK;
+}
+
 static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_hamsi_result_t *res,
-                         const dpo_hamsi_opts_t *o, const char *method, const char *part) {
+                         const dpo_hamsi_opts_t *o, const char *method, const char *part,
+                         const double *ph) {
   int st = DPO_OK;
   char path[4096], cm[512];
   if (ctx->rank != 0) return DPO_OK;
@@ -36,7 +72,8 @@ static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_ha
             r->train_rmse, r->test_rmse, r->sigma, r->npairs);
   }
   if (fclose(f)) return dpo_err(DPO_EIO, "%s: write failed", path);
-  return DPO_OK;
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  return dpo__mf_summary(path, res, o, method, part, ph, ctx->size);
 }
 
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
@@ -47,9 +84,9 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--rank", "mf.rank", "R", "factor rank (default 10)"},
       {"--strata", "mf.strata", "K", "strata K (default: ranks for strata*, 20 otherwise)"},
       {"--memory", "mf.memory", "M", "L-BFGS memory (default 5)"},
-      {"--eta", "mf.eta", "E", "beta_t = (eta t)^gamma (default 0.06)"},
+      {"--eta", "mf.eta", "E", "beta_t = (eta t)^gamma divides each step (default 1: beta_t >= 1)"},
       {"--gamma", "mf.gamma", "G", "(default 0.51)"},
-      {"--sigma0", "mf.sigma0", "S", "gradient step scale before the first pair / mb-GD (default 1e-3)"},
+      {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
       {"--epochs", "mf.epochs", "T", "outer iterations (default 20; 0 with --time: until the time)"},
@@ -59,7 +96,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},
-      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv into DIR"},
+      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv, summary.json into DIR"},
+      {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   dpo_ratings_t *rt = NULL;
@@ -82,6 +120,10 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (npos != 1) {
     if (ctx->rank == 0) fprintf(stderr, "dpopt mf: error: one RATINGS file expected (see --help)\n");
     ex = DPO_EXIT_USAGE;
+    goto out;
+  }
+  if ((rc = dpo_cli_check_ranks(ctx, cfg))) { /* run.expect_ranks from the batch scripts */
+    ex = dpo_cli_fail(ctx, "mf", rc);
     goto out;
   }
   dpo_hamsi_opts_t o;
@@ -132,9 +174,21 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   o.epochs = T;
   o.eval_every = (int)ev;
   o.seed = (uint64_t)seed;
+  double ph[4] = {0};
   if ((rc = dpo_ratings_load(ctx->comm, pos[0], !zb, &rt)) ||
-      (rc = dpo_hamsi_run(ctx->comm, rt, &o, &res)) ||
-      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part))))) {
+      (rc = dpo_hamsi_run(ctx->comm, rt, &o, &res))) {
+    ex = dpo_cli_fail(ctx, "mf", rc);
+    goto out;
+  }
+  /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
+  ph[0] = res->t_grad;
+  ph[1] = res->t_update;
+  ph[2] = res->t_hess;
+  ph[3] = res->t_comm;
+  if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
+  if ((rc = dpo_agree(ctx->comm, rc)) ||
+      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part, ph))))) {
     ex = dpo_cli_fail(ctx, "mf", rc);
     goto out;
   }
@@ -154,8 +208,9 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     printf("train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
     printf("held-out RMSE   %.6g\n", res->test_rmse);
     printf("wall time       %.3f s (training without evaluation %.3f s)\n", res->t_wall, res->t_train);
-    printf("phases rank 0   gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
-           res->t_grad, res->t_update, res->t_hess, res->t_comm);
+    printf("train RMSE init %.6g   (initial factors; NON-PRIVATE diagnostic)\n", res->train_rmse0);
+    printf("phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
+           ph[0], ph[1], ph[2], ph[3]);
     printf("ratings/s/rank  %.4g .. %.4g\n", rps[0], -rps[1]);
     if (o.method == DPO_MF_HAMSI)
       printf("L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config.h"
@@ -41,6 +42,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default 1)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
+    {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
     {NULL, NULL, NULL, NULL}};
 
 static void dpo__algo_help(char *buf, size_t cap) {
@@ -100,6 +102,64 @@ out:
   return rc;
 }
 
+/* Timing and placement facts for scaling studies (jobs/scaling): per-rank oracle compute and
+ * communication seconds reduced to min / max / mean over ranks, and how the ranks sit on
+ * nodes (MPI_COMM_TYPE_SHARED).  Collective; the result is valid on rank 0. */
+typedef struct {
+  double tmin[2], tmax[2], tavg[2]; /* [0] compute, [1] communication */
+  int nodes, rpn_min, rpn_max, cpus_min, oversub;
+} dpo__timing_t;
+
+static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, dpo__timing_t *t) {
+  int size, lrank = 0, lsize = 1;
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_size(comm, &size);
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+      node != MPI_COMM_NULL) {
+    MPI_Comm_rank(node, &lrank);
+    MPI_Comm_size(node, &lsize);
+    MPI_Comm_free(&node);
+  }
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  int cpus = nc > 0 ? (int)nc : 1;
+  double tc[2] = {st->t_compute, st->t_comm}, tsum[2] = {0, 0};
+  /* max of {lsize, -lsize, -cpus, oversubscribed} gives max, min, min and any in one reduce */
+  int iv[4] = {lsize, -lsize, -cpus, lsize > cpus}, imax[4] = {0, 0, 0, 0}, leaders = 0;
+  int lead = lrank == 0;
+  MPI_Reduce(tc, t->tmin, 2, MPI_DOUBLE, MPI_MIN, 0, comm);
+  MPI_Reduce(tc, t->tmax, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(tc, tsum, 2, MPI_DOUBLE, MPI_SUM, 0, comm);
+  MPI_Reduce(iv, imax, 4, MPI_INT, MPI_MAX, 0, comm);
+  MPI_Reduce(&lead, &leaders, 1, MPI_INT, MPI_SUM, 0, comm);
+  t->tavg[0] = tsum[0] / size;
+  t->tavg[1] = tsum[1] / size;
+  t->rpn_max = imax[0];
+  t->rpn_min = -imax[1];
+  t->cpus_min = -imax[2];
+  t->oversub = imax[3];
+  t->nodes = leaders;
+}
+
+static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t iters_done) {
+  static const char *what[2] = {"compute", "comm"};
+  char k[64];
+  for (int i = 0; i < 2; i++) {
+    snprintf(k, sizeof k, "%s_time_s_min", what[i]);
+    json_object_object_add(sum, k, json_object_new_double(t->tmin[i]));
+    snprintf(k, sizeof k, "%s_time_s_avg", what[i]);
+    json_object_object_add(sum, k, json_object_new_double(t->tavg[i]));
+  }
+  json_object_object_add(sum, "iterations_done", json_object_new_int64(iters_done));
+  json_object_object_add(sum, "nodes", json_object_new_int(t->nodes));
+  json_object_object_add(sum, "ranks_per_node", json_object_new_int(t->rpn_max));
+  json_object_object_add(sum, "ranks_per_node_min", json_object_new_int(t->rpn_min));
+  json_object_object_add(sum, "cpus_per_node_min", json_object_new_int(t->cpus_min));
+  json_object_object_add(sum, "oversubscribed", json_object_new_boolean(t->oversub));
+  /* a tarball's configure cannot know the revision: the job scripts pass it at run time */
+  const char *rev = getenv("DPOPT_GIT_REV");
+  json_object_object_add(sum, "git_rev", json_object_new_string(rev && *rev ? rev : "unknown"));
+}
+
 static void dpo__cfg_to_ini(const char *key, const char *value, const char *origin, void *arg) {
   FILE *f = arg;
   fprintf(f, "%s = %s    ; %s\n", key, value, origin);
@@ -134,6 +194,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   int quiet = 0;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
+  if ((rc = dpo_cli_check_ranks(ctx, cfg))) goto fail; /* before any collective or file */
 
   /* ---- configuration ---- */
   const char *train_path, *test_path, *model_name, *algo_name, *run_dir, *fstar_s, *action;
@@ -268,7 +329,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   ro.fstar = fstar;
   ro.trace = trace;
   dpo_cli_warn_unused(ctx, cfg);
+  double t_solve = dpo_wtime(); /* the iterations alone, without loading and set-up */
   int run_rc = dpo_solver_run(solver, &ro);
+  t_solve = dpo_wtime() - t_solve;
   if (run_rc != DPO_OK && run_rc != DPO_EBUDGET) {
     rc = run_rc;
     goto fail;
@@ -293,6 +356,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_oracle_get_stats(oracle, &ost);
   double tc[2] = {ost.t_compute, ost.t_comm}, tcmax[2];
   MPI_Reduce(tc, tcmax, 2, MPI_DOUBLE, MPI_MAX, 0, ctx->comm);
+  dpo__timing_t tim;
+  dpo__timing_reduce(ctx->comm, &ost, &tim);
 
   if (ctx->rank == 0) {
     int binary = dpo_model_binary(model);
@@ -324,6 +389,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     json_object_object_add(sum, "wall_time_s", json_object_new_double(wall));
     json_object_object_add(sum, "compute_time_s_max", json_object_new_double(tcmax[0]));
     json_object_object_add(sum, "comm_time_s_max", json_object_new_double(tcmax[1]));
+    json_object_object_add(sum, "solve_time_s", json_object_new_double(t_solve));
+    dpo__timing_json(sum, &tim, dpo_solver_iters(solver));
     json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost.evals));
     char k[64];
     snprintf(k, sizeof k, "train_%s_nonprivate", metric);

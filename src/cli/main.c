@@ -18,7 +18,9 @@ static const struct {
     {"gen", dpo_cmd_gen, "generate synthetic data (logistic, ridge, MovieLens-shaped ratings)"},
     {"newton", dpo_cmd_newton, "reference optimum F* by distributed Newton (ScaLAPACK), non-private"},
     {"mf", dpo_cmd_mf, "matrix factorization of ratings by distributed HAMSI or mb-GD"},
+    {"admm", dpo_cmd_admm, "consensus ADMM across ranks, DP-ADMM / DP-AccADMM (graph-guided fused lasso)"},
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
+    {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the Renyi accountant"},
 };
 #define DPO__NCMDS (int)(sizeof dpo__cmds / sizeof dpo__cmds[0])
 

@@ -15,6 +15,7 @@ struct dpo_train_priv {
   int is_private;   /* the algorithm adds noise */
   int seeded;       /* --seed given: reproducible, NOT private */
   double eps, delta;
+  int rdp;          /* privacy.accountant = rdp: (eps, delta) budget under the Renyi accountant */
   dpo_clip_t clip;
   int has_clip;
   dpo_rng_t *rng;   /* rank 0 */
@@ -65,6 +66,9 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
       (rc = dpo__parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
+  const char *acct_s = NULL;
+  dpo_config_get_str(cfg, "privacy.accountant", "basic", &acct_s);
+  p->rdp = acct_s && !strcasecmp(acct_s, "rdp");
   if (!p->is_private && !isnan(p->eps)) {
     rc = dpo_err(DPO_EINVAL,
                  "%s: a privacy budget was given but algorithm '%s' adds no noise; choose a "
@@ -106,6 +110,7 @@ out:
 int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
+  if (p->rdp) return dpo_ledger_open_rdp(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
   return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
 }
 

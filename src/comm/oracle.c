@@ -19,11 +19,15 @@
 #include <cblas.h>
 
 #include "comm/reduce.h"
+#include "dpopt/parties.h"
+#include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
 #define DPO__IDS_PIECE 65536
 
 enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3 };
+/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), 0} */
+#define DPO__HDR 8
 
 struct dpo_oracle {
   MPI_Comm comm;
@@ -45,6 +49,10 @@ struct dpo_oracle {
   int local_fail;    /* first local failure (its detail is kept in local_msg) */
   char local_msg[512];
   dpo_oracle_stats_t st;
+  /* multi-party runs */
+  int64_t *rank_n;          /* [size]: rows of every rank (gathered at create) */
+  dpo_rng_t *noise_rng;     /* this rank's own noise stream (borrowed; local/shares modes) */
+  const dpo_parties_t *parties; /* rank 0, borrowed */
 };
 
 static void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
@@ -152,10 +160,49 @@ static int dpo__local_metric(dpo_oracle_t *o, int heldout) {
   return DPO_OK;
 }
 
+/* Noise of a local/shares request, added by this rank to its own local sums BEFORE the reduce
+ * (so every value that leaves the rank is noised).  The loss of a noised request is not
+ * computed into the reduction (it would travel un-noised).  Local noise: the exact grid
+ * mechanism on the rank's sum (snapped first, see privacy.h), only on ranks with rows in the
+ * batch; shares: every rank adds its share whether or not it has rows. */
+static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
+  const int32_t d = o->d;
+  double scale;
+  memcpy(&scale, &hdr[6], sizeof scale);
+  int kind = (int)hdr[4], nsh = (int)hdr[5];
+  int64_t used = (int64_t)o->acc[d + 1].hi;
+  o->acc[d].hi = o->acc[d].lo = 0.0;
+  if ((kind == DPO_ONOISE_LOCAL_LAPLACE || kind == DPO_ONOISE_LOCAL_GAUSSIAN) && used == 0)
+    return DPO_OK;
+  if (!o->noise_rng)
+    return dpo_err(DPO_EINVAL, "oracle: rank %d has no noise stream for a %s-noised request "
+                   "(dpo_oracle_set_noise_rng)", o->rank,
+                   kind >= DPO_ONOISE_SHARE_LAPLACE ? "shares" : "locally");
+  int rc;
+  for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
+  switch (kind) {
+  case DPO_ONOISE_LOCAL_LAPLACE: rc = dpo_mech_laplace(o->noise_rng, scale, o->g, d); break;
+  case DPO_ONOISE_LOCAL_GAUSSIAN: rc = dpo_mech_gaussian(o->noise_rng, scale, o->g, d); break;
+  case DPO_ONOISE_SHARE_LAPLACE:
+    rc = dpo_mech_laplace_share(o->noise_rng, scale, nsh, o->g, d);
+    break;
+  case DPO_ONOISE_SHARE_GAUSSIAN:
+    rc = dpo_mech_gaussian_share(o->noise_rng, scale, nsh, o->g, d);
+    break;
+  default: rc = dpo_err(DPO_EINVAL, "oracle: unknown noise kind %d", kind);
+  }
+  if (rc) return rc;
+  for (int32_t j = 0; j < d; j++) {
+    o->acc[j].hi = o->g[j];
+    o->acc[j].lo = 0.0;
+  }
+  return DPO_OK;
+}
+
 /* Body of one request on every rank after the header arrived: receive x (and ids), compute,
  * reduce.  Returns an MPI failure only; the computation's status travels in the reduction
  * (and is returned in *lrc). */
-static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[4], int *lrc) {
+static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc) {
   const int32_t d = o->d;
   double t0 = dpo__now();
   DPO_MPI_CHECK(MPI_Bcast(o->x, d, MPI_DOUBLE, 0, o->comm));
@@ -178,6 +225,7 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[4], int *lrc) {
     double t1 = dpo__now();
     o->st.t_comm += t1 - t0;
     if (!rc) rc = dpo__local_sums(o, m);
+    if (!rc && hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_noise(o, hdr);
     k = d + 2;
     o->st.t_compute += dpo__now() - t1;
   } else {
@@ -288,7 +336,12 @@ out:;
       rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shard row0 = %ld, expected %ld (shards "
                    "must be contiguous in rank order)", (long)shard->row0, (long)before);
   }
+  if (!rc && !(o->rank_n = malloc((size_t)o->size * sizeof *o->rank_n)))
+    rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: out of memory");
   rc = dpo_agree(comm, rc);
+  if (!rc && MPI_Allgather(&n_here, 1, MPI_INT64_T, o->rank_n, 1, MPI_INT64_T, comm) !=
+                 MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "dpo_oracle_create: MPI_Allgather failed");
   if (rc) {
     dpo_oracle_destroy(o);
     return rc;
@@ -325,6 +378,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->acc);
   free(o->ids);
   free(o->lrows);
+  free(o->rank_n);
   free(o);
 }
 
@@ -361,6 +415,12 @@ static int dpo__req_status(dpo_oracle_t *o, const char *fn, int lrc, int k) {
 
 int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
                          int want_loss, double *loss_sum, double *g_sum, int64_t *n_used) {
+  return dpo_oracle_eval_sums_noised(o, x, batch, NULL, want_loss, loss_sum, g_sum, n_used);
+}
+
+int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                                const dpo_oracle_noise_t *noise, int want_loss,
+                                double *loss_sum, double *g_sum, int64_t *n_used) {
   static const char fn[] = "dpo_oracle_eval_sums";
   if (!o) return dpo_err(DPO_EINVAL, "%s: NULL oracle", fn);
   int rc = dpo__check_req(o, fn, x);
@@ -381,9 +441,19 @@ int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *ba
     if (m > 0) memcpy(o->ids, batch->ids, (size_t)m * sizeof *o->ids);
   }
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
-  int64_t hdr[4] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0};
+  int64_t hdr[DPO__HDR] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
+  if (noise && noise->kind != DPO_ONOISE_NONE) {
+    if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||
+        !(noise->scale > 0) || !isfinite(noise->scale) || noise->nshares < 1)
+      return dpo_err(DPO_EINVAL, "%s: bad noise spec (kind %d, scale %g, %d shares)", fn,
+                     noise->kind, noise->scale, noise->nshares);
+    hdr[4] = noise->kind;
+    hdr[5] = noise->nshares;
+    memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
+    want_loss = 0;
+  }
   double t0 = dpo__now();
-  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -416,9 +486,9 @@ int dpo_oracle_eval_metric(dpo_oracle_t *o, const double *x, int heldout, double
   if (rc) return rc;
   if (heldout && !o->heldout) return dpo_err(DPO_EINVAL, "%s: no held-out set attached", fn);
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
-  int64_t hdr[4] = {DPO__REQ_METRIC, heldout ? 1 : 0, 0, 0};
+  int64_t hdr[DPO__HDR] = {DPO__REQ_METRIC, heldout ? 1 : 0, 0, 0, DPO_ONOISE_NONE, 0, 0, 0};
   double t0 = dpo__now();
-  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -439,8 +509,8 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
   int remote = status != DPO_OK && o->remote_fail != 0;
   char keep[512];
   snprintf(keep, sizeof keep, "%s", dpo_errmsg());
-  int64_t hdr[4] = {DPO__REQ_FINISH, remote, 0, status};
-  DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+  int64_t hdr[DPO__HDR] = {DPO__REQ_FINISH, remote, 0, status, DPO_ONOISE_NONE, 0, 0, 0};
+  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
   if (status != DPO_OK && !remote) dpo_err(status, "%s", keep);
   int rc = dpo_agree(o->comm, remote ? DPO_OK : status);
   if (rc == DPO_OK && status != DPO_OK) rc = dpo_err(status, "%s", keep);
@@ -452,9 +522,9 @@ int dpo_oracle_serve(dpo_oracle_t *o) {
   if (o->rank == 0) return DPO_OK;
   o->finished = 0;
   for (;;) {
-    int64_t hdr[4];
+    int64_t hdr[DPO__HDR];
     double t0 = dpo__now();
-    DPO_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, o->comm));
+    DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
     o->st.t_comm += dpo__now() - t0;
     if (hdr[0] == DPO__REQ_FINISH) {
       int status = (int)hdr[3], remote = (int)hdr[1];
@@ -482,3 +552,32 @@ int dpo_oracle_serve(dpo_oracle_t *o) {
 void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st) {
   if (o && st) *st = o->st;
 }
+
+/* ---- multi-party runs ---- */
+
+int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_noise_rng: NULL oracle");
+  o->noise_rng = rng;
+  return DPO_OK;
+}
+
+int dpo_oracle_rank_rows(const dpo_oracle_t *o, int rank, int64_t *row0, int64_t *n) {
+  if (!o || rank < 0 || rank >= o->size)
+    return dpo_err(DPO_EINVAL, "dpo_oracle_rank_rows: rank %d out of range", rank);
+  int64_t r0 = 0;
+  for (int r = 0; r < rank; r++) r0 += o->rank_n[r];
+  if (row0) *row0 = r0;
+  if (n) *n = o->rank_n[rank];
+  return DPO_OK;
+}
+
+int dpo_oracle_set_parties(dpo_oracle_t *o, const dpo_parties_t *p) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_parties: NULL oracle");
+  if (p && p->nranks != o->size)
+    return dpo_err(DPO_EINVAL, "dpo_oracle_set_parties: parties declared for %d ranks, the run "
+                   "has %d", p->nranks, o->size);
+  o->parties = p;
+  return DPO_OK;
+}
+
+const dpo_parties_t *dpo_oracle_parties(const dpo_oracle_t *o) { return o ? o->parties : NULL; }

@@ -27,9 +27,13 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->r = 10;
   o->nblocks = 0;
   o->memory = 5;
-  o->eta = 0.06; /* thesis Sec. 3.5 (HAMSI) */
+  /* beta_t = (eta t)^gamma (Alg. 3 line 5) divides every step (line 13; mb-GD x -= sigma0
+   * D^-1 g / beta_t).  eta = 1 keeps beta_t >= 1, the hypothesis of Thm 3.1.3 (the thesis's
+   * eta = 0.06 gives beta_1 = 0.24, a 4x longer first step).  sigma0 is in degree-scaled
+   * units (hamsi.h), so it does not depend on the data size or the number of strata. */
+  o->eta = 1;
   o->gamma = 0.51;
-  o->sigma0 = 1e-3;
+  o->sigma0 = 0.2;
   o->lambda = 0;
   o->init_scale = -1; /* <0: 2 sqrt(3 / r), so x1'x2 starts near 3 on a 1..5 scale (public) */
   o->epochs = 20;
@@ -99,6 +103,7 @@ typedef struct {
   int32_t *tu_u, *tu_i;  /* generic test ratings */
   double *ty;
   double *g1s, *g2s, *d;
+  double *w1, *w2;       /* metric weights 1/deg of each variable: row part, all item rows */
   dpo__lbfgs_t lb;
   double sigma;          /* step scale in use (sigma0 until a pair is accepted) */
   double beta;
@@ -212,39 +217,43 @@ static void dpo__block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *x
   double t1 = MPI_Wtime();
   h->t_grad += t1 - t0;
   double ib = 1.0 / h->beta;
+  const double *w2c = h->w2 + (int64_t)h->col_cut[b->cb] * r;
   if (h->hamsi && h->lb.m == M) {
-    /* x_a -= (1/beta)(sigma g_a + W_a N W_a' g_a), right to left (line 13) */
+    /* x_a -= (1/beta)(sigma D^-1 g_a + W_a N W_a' g_a), right to left (line 13, in the metric
+     * D = diag(degrees): H0 = sigma D^-1, see lbfgs_compact.h) */
     double u[512], v[512];
     memset(u, 0, sizeof(double) * 2 * (size_t)M);
     for (int32_t a = 0; a < ntu; a++) {
       int64_t o = (int64_t)tu[a] * r;
-      dpo__lbfgs_wtg(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->g1s + o, u);
+      dpo__lbfgs_wtg(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, u);
     }
     for (int32_t a = 0; a < nti; a++) {
       int64_t o = (int64_t)ti[a] * r;
-      dpo__lbfgs_wtg(&h->lb, r, Sc + o * M, Yc + o * M, h->g2s + o, u);
+      dpo__lbfgs_wtg(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, u);
     }
     dpo__lbfgs_nmul(&h->lb, u, v);
     for (int32_t a = 0; a < ntu; a++) {
       int64_t o = (int64_t)tu[a] * r;
-      dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->g1s + o, v, h->d);
+      dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, v, h->d);
       for (int32_t q = 0; q < r; q++) h->x1[o + q] -= ib * h->d[q];
     }
     for (int32_t a = 0; a < nti; a++) {
       int64_t o = (int64_t)ti[a] * r;
-      dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, h->g2s + o, v, h->d);
+      dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, v, h->d);
       for (int32_t q = 0; q < r; q++) xc[o + q] -= ib * h->d[q];
     }
   } else {
-    /* gradient step until M pairs exist; mb-GD always (sigma stays sigma0) */
+    /* gradient step x -= (sigma / beta) D^-1 g until M pairs exist; mb-GD always (sigma stays
+     * sigma0).  D^-1: a row's gradient is a sum over its ratings, so dividing by its degree
+     * makes the step independent of how many ratings a user / item has (data size). */
     double f = h->sigma * ib;
     for (int32_t a = 0; a < ntu; a++) {
       int64_t o = (int64_t)tu[a] * r;
-      for (int32_t q = 0; q < r; q++) h->x1[o + q] -= f * h->g1s[o + q];
+      for (int32_t q = 0; q < r; q++) h->x1[o + q] -= f * h->w1[o + q] * h->g1s[o + q];
     }
     for (int32_t a = 0; a < nti; a++) {
       int64_t o = (int64_t)ti[a] * r;
-      for (int32_t q = 0; q < r; q++) xc[o + q] -= f * h->g2s[o + q];
+      for (int32_t q = 0; q < r; q++) xc[o + q] -= f * w2c[o + q] * h->g2s[o + q];
     }
   }
   h->t_update += MPI_Wtime() - t1;
@@ -268,19 +277,20 @@ static int dpo__reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t
   return DPO_OK;
 }
 
-/* partial [S'y; Y'y] with s'y, y'y in the next slot, over nv variables */
+/* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables */
 static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
-                           const double *s, const double *y, int ns, double *out) {
+                           const double *w, const double *s, const double *y, int ns,
+                           double *out) {
   int M = h->M;
   for (int64_t v = 0; v < nv; v++) {
-    double yv = y[v];
+    double yv = y[v], wy = w[v] * yv;
     for (int j = 0; j < M; j++) {
       if (j == ns) continue;
       out[j] += S[v * M + j] * yv;
-      out[M + j] += Y[v * M + j] * yv;
+      out[M + j] += Y[v * M + j] * wy;
     }
     out[ns] += s[v] * yv;
-    out[M + ns] += yv * yv;
+    out[M + ns] += yv * wy;
   }
 }
 
@@ -288,6 +298,10 @@ static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, cons
  * Allreduce (2M per part with repro), acceptance, and the new S, Y rows. */
 static int dpo__pair(dpo__hm_t *h) {
   int st = DPO_OK, M = h->M, ns = dpo__lbfgs_next_slot(&h->lb), acc = 0;
+  /* y = g - g-bar is the gradient difference of the repeated stratum alone (line 14), not
+   * rescaled to the whole f: H then models the curvature of one stratum's function, which is
+   * what the block model Q of eq. 3.4 (line 10) needs; rescaling y by |I| / |S_k0| was tried
+   * and made the steps K times too short (K = 8: RMSE 0.72 instead of 0.60 after 20 epochs). */
   int32_t nparts = h->grid ? 2 * h->B : 2;
   double t = MPI_Wtime();
   double *part = calloc((size_t)nparts * 2 * M, sizeof(double)), dots[512];
@@ -296,16 +310,18 @@ static int dpo__pair(dpo__hm_t *h) {
   if (h->grid) {
     for (int32_t i = h->i0; i < h->i1; i++) {
       int64_t o = (int64_t)(h->row_cut[i] - h->u0) * h->r, nv = (int64_t)(h->row_cut[i + 1] - h->row_cut[i]) * h->r;
-      dpo__pair_dots(h, nv, h->S1 + o * M, h->Y1 + o * M, h->s1 + o, h->y1 + o, ns, part + (int64_t)i * 2 * M);
+      dpo__pair_dots(h, nv, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
+                     part + (int64_t)i * 2 * M);
     }
   } else {
-    dpo__pair_dots(h, h->nvr, h->S1, h->Y1, h->s1, h->y1, ns, part);
+    dpo__pair_dots(h, h->nvr, h->S1, h->Y1, h->w1, h->s1, h->y1, ns, part);
   }
   for (int32_t c = 0; c < h->B; c++) {
     if (!h->cbuf[c]) continue;
     int64_t nv = dpo__nvc(h, c);
     for (int64_t v = 0; v < nv; v++) h->yc[c][v] -= h->gbc[c][v];
-    dpo__pair_dots(h, nv, h->cbuf[c] + nv, h->cbuf[c] + nv + nv * M, h->sc[c], h->yc[c], ns,
+    dpo__pair_dots(h, nv, h->cbuf[c] + nv, h->cbuf[c] + nv + nv * M,
+                   h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c], h->yc[c], ns,
                    part + (int64_t)(h->grid ? h->B + c : 1) * 2 * M);
   }
   if ((st = dpo__reduce_parts(h, part, nparts, 2 * M, dots))) goto out;
@@ -414,6 +430,8 @@ static void dpo__hm_free(dpo__hm_t *h) {
   free(h->g1s);
   free(h->g2s);
   free(h->d);
+  free(h->w1);
+  free(h->w2);
   dpo__lbfgs_free(&h->lb);
 }
 
@@ -676,6 +694,18 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
   res->n_test = nte;
   DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &res->n_train, 1, MPI_INT64_T, MPI_SUM, h->comm));
   DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &res->n_test, 1, MPI_INT64_T, MPI_SUM, h->comm));
+  /* metric weights: 1 / (training ratings of the variable's user or item); 1 for a row with
+   * none (it has no gradient) */
+  DPO__ALLOC(h->w1, h->nvr);
+  DPO__ALLOC(h->w2, (int64_t)h->ni * r);
+  for (int64_t v = 0; v < h->nvr; v++) {
+    int64_t dg = udeg[h->u0 + v / r];
+    h->w1[v] = dg > 0 ? 1.0 / (double)dg : 1.0;
+  }
+  for (int64_t v = 0; v < (int64_t)h->ni * r; v++) {
+    int64_t dg = ideg[v / r];
+    h->w2[v] = dg > 0 ? 1.0 / (double)dg : 1.0;
+  }
 
   /* variables: initial point from a hash of the global variable index (rank-independent) */
   int M = h->M;
@@ -797,6 +827,22 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   return st;
 }
 
+/* Divergence guard (local; the caller agrees on the status): every factor this rank holds
+ * and, when given, the RMSE must be finite. */
+static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
+  int bad = rmse && !isfinite(*rmse);
+  for (int64_t v = 0; v < h->nvr && !bad; v++) bad = !isfinite(h->x1[v]);
+  for (int32_t c = 0; c < h->B && !bad; c++) {
+    if (!h->cbuf[c]) continue;
+    int64_t nv = dpo__nvc(h, c);
+    for (int64_t v = 0; v < nv && !bad; v++) bad = !isfinite(h->cbuf[c][v]);
+  }
+  if (!bad) return DPO_OK;
+  return dpo_err(DPO_ENOCONV, "diverged at epoch %lld (%s non-finite): try a smaller --sigma0 or "
+                 "a larger --eta (beta_t = (eta t)^gamma divides the step)", (long long)t,
+                 rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
+}
+
 int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
                   dpo_hamsi_result_t **resp) {
   int st = DPO_OK;
@@ -860,6 +906,9 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
 
   double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN;
   int64_t t;
+  /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
+  st = dpo__eval(h, x2full, res->n_train, res->n_test, &res->train_rmse0, &res->test_rmse0);
+  if ((st = dpo_agree(comm, st))) goto out;
   for (t = 1;; t++) {
     /* rank 0 decides whether to go on and the schedule (SETSCHEDULE, line 6), then broadcasts */
     if (h->rank == 0) {
@@ -886,10 +935,13 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
     double t0 = MPI_Wtime();
     h->beta = pow(o->eta * (double)t, o->gamma); /* line 5 */
     st = dpo__epoch(h, sched + 1, L);
+    if (!st) st = dpo__diverged(h, t, NULL);
     if ((st = dpo_agree(comm, st))) break;
     t_train += MPI_Wtime() - t0;
     if (o->eval_every > 0 && t % o->eval_every == 0 && res->ntrace < cap) {
-      if ((st = dpo_agree(comm, dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte)))) break;
+      st = dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte);
+      if (!st && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
+      if ((st = dpo_agree(comm, st))) break;
       dpo_hamsi_trace_t *tr = &res->trace[res->ntrace++];
       tr->epoch = t;
       tr->t_train = t_train;
@@ -911,7 +963,9 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   }
   MPI_Allreduce(MPI_IN_PLACE, &home, 1, MPI_INT, MPI_MIN, comm);
   res->home_ok = home;
-  if ((st = dpo_agree(comm, dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte)))) goto out;
+  st = dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte);
+  if (!st && res->n_train > 0) st = dpo__diverged(h, t - 1, &rtr);
+  if ((st = dpo_agree(comm, st))) goto out;
   res->train_rmse = rtr;
   res->test_rmse = rte;
   res->t_train = t_train;

@@ -121,14 +121,14 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
 }
 
 void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                    const double *g, double *u) {
+                    const double *w, const double *g, double *u) {
   int M = l->M;
   for (int64_t v = 0; v < nvar; v++) {
-    double gv = g[v];
+    double gv = g[v], wg = w ? w[v] * gv : gv;
     const double *s = S + v * M, *y = Y + v * M;
     for (int j = 0; j < M; j++) {
       u[j] += s[j] * gv;
-      u[M + j] += y[j] * gv;
+      u[M + j] += y[j] * wg;
     }
   }
 }
@@ -145,7 +145,7 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
 }
 
 void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                     const double *g, const double *v, double *out) {
+                     const double *w, const double *g, const double *v, double *out) {
   int M = l->M;
   double sg = l->sigma;
   for (int64_t k = 0; k < nvar; k++) {
@@ -155,14 +155,14 @@ void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const
       a += s[j] * v[j];
       b += y[j] * v[M + j];
     }
-    out[k] = sg * g[k] + a + sg * b;
+    out[k] = a + sg * (w ? w[k] : 1.0) * (g[k] + b); /* H0 g + S v1 + sigma diag(w) Y v2 */
   }
 }
 
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                      const double *g, double *out) {
+                      const double *w, const double *g, double *out) {
   double u[512] = {0}, v[512];
-  dpo__lbfgs_wtg(l, nvar, S, Y, g, u);
+  dpo__lbfgs_wtg(l, nvar, S, Y, w, g, u);
   dpo__lbfgs_nmul(l, u, v);
-  dpo__lbfgs_wmul(l, nvar, S, Y, g, v, out);
+  dpo__lbfgs_wmul(l, nvar, S, Y, w, g, v, out);
 }

@@ -2,6 +2,10 @@
  * (thesis Alg. 3, lines 13-19):  H g = sigma g + W N W' g,  W = [S, sigma Y],
  *   N = [ R^-T (D + sigma C) R^-1   -R^-T ]
  *       [ -R^-1                      0    ],   R = triu(S'Y), D = diag(R), C = Y'Y.
+ * Optional diagonal metric: with per-variable weights w (w = NULL means w = 1) the initial
+ * inverse is H0 = sigma diag(w) instead of sigma I, i.e. Alg. 3 run in the coordinates
+ * z = diag(w)^-1/2 x.  Then W = [S, sigma diag(w) Y], C = Y' diag(w) Y and sigma = s'y / y'diag(w)y
+ * (line 16 in those coordinates; s'y, hence the acceptance test of line 15, is unchanged).
  * Pairs live in a circular buffer of M slots; the rows of S and Y (one row per variable, M
  * entries, slot order) are stored by the caller next to the variables, so they can travel
  * with them.  This object holds only the small M x M matrices, sigma and N, identical on
@@ -26,23 +30,23 @@ int dpo__lbfgs_init(dpo__lbfgs_t *l, int M, double sigma0);
 void dpo__lbfgs_free(dpo__lbfgs_t *l);
 /* Slot the next accepted pair goes to (a free one, else the oldest). */
 int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l);
-/* dots has 2M entries: dots[j] = s_j'y and dots[M + j] = y_j'y for the slots j kept, and at
+/* dots has 2M entries: dots[j] = s_j'y and dots[M + j] = y_j'diag(w)y for the slots j kept, and at
  * j = next slot: dots[j] = s'y, dots[M + j] = y'y of the new pair (thesis Alg. 3, line 14).
  * The pair is accepted only when s'y > 0 (line 15; also y'y > 0 and both finite): then
  * sigma = s'y / y'y (line 16), the column of R and row/column of C of that slot are updated
  * (line 18) and N rebuilt (line 19).  *accepted says which.  The caller writes s, y into the
  * slot's entries of its S and Y rows when accepted.  Returns DPO_ELAPACK if R is singular. */
 int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted);
-/* u[2M] += [S'g; Y'g] over nvar variables with rows S, Y (nvar x M); call it on each
- * contiguous run of a block's variables, starting from u = 0. */
+/* u[2M] += [S'g; Y'diag(w)g] over nvar variables with rows S, Y (nvar x M) and weights w
+ * (NULL: 1); call it on each contiguous run of a block's variables, starting from u = 0. */
 void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                    const double *g, double *u);
+                    const double *w, const double *g, double *u);
 /* v[2M] = N W'g = N [u1; sigma u2] for u from dpo__lbfgs_wtg. */
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v);
-/* out = sigma g + W v (rows S, Y), evaluated variable by variable. */
+/* out = sigma diag(w) g + W v (rows S, Y; w NULL: 1), evaluated variable by variable. */
 void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                     const double *g, const double *v, double *out);
-/* out = H g = sigma g + W (N (W' g)), right to left (for tests and single-process use). */
+                     const double *w, const double *g, const double *v, double *out);
+/* out = H g = sigma diag(w) g + W (N (W' g)), right to left (tests, single-process use). */
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                      const double *g, double *out);
+                      const double *w, const double *g, double *out);
 #endif

@@ -9,6 +9,25 @@ extern const dpo_algo_t dpo__algo_hb;
 extern const dpo_algo_t dpo__algo_nag;
 extern const dpo_algo_t dpo__algo_masg;
 extern const dpo_algo_t dpo__algo_lbfgs;
+extern const dpo_algo_t dpo__algo_pnsgd;       /* sco_pnsgd.c (issue 4) */
+extern const dpo_algo_t dpo__algo_phased_sgd;  /* sco_phased.c (issue 4) */
+extern const dpo_algo_t dpo__algo_phased_erm;  /* sco_erm.c (issue 4) */
+extern const dpo_algo_t dpo__algo_sc_reduce;   /* sco_sc.c (issue 4) */
+extern const dpo_algo_t dpo__algo_phased_sc;   /* sco_sc.c (issue 4) */
+extern const dpo_algo_t dpo__algo_dp_sgd_rdp;  /* sco_dpsgd.c (issue 4) */
+/* private algorithms (dp_*.c, shared machinery in dp_common.c) */
+extern const dpo_algo_t dpo__algo_dp_gd;
+extern const dpo_algo_t dpo__algo_dp_hb;
+extern const dpo_algo_t dpo__algo_dp_shb;
+extern const dpo_algo_t dpo__algo_dp_gdws;
+extern const dpo_algo_t dpo__algo_dp_sgdws;
+extern const dpo_algo_t dpo__algo_dp_onlinegdws;
+extern const dpo_algo_t dpo__algo_dp_nag;
+extern const dpo_algo_t dpo__algo_dp_nag_opt;
+extern const dpo_algo_t dpo__algo_dp_masg;
+extern const dpo_algo_t dpo__algo_dp_masg_opt;
+extern const dpo_algo_t dpo__algo_dp_mag;
+extern const dpo_algo_t dpo__algo_dp_smag;
 
 /* A step size: algo.<key> if given, else c / L with L from the declared row bound (so L is
  * only required when the user did not set the step).  *L_out gets L or NAN. */

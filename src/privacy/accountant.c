@@ -335,7 +335,7 @@ static const dpo__acct_ops_t dpo__acct_basic = {
     "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent};
 
 /* the accountant table: a new kind (e.g. "rdp") is one more entry */
-static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, NULL};
+static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, &dpo__acct_rdp, NULL};
 
 const dpo__acct_ops_t *dpo__acct_find(const char *name) {
   for (int i = 0; dpo__acct_table[i]; i++)

@@ -37,7 +37,20 @@ struct dpo_ledger {
   int failed;       /* a journal write failed: refuse every further charge */
   int64_t count;    /* charges recorded */
   int64_t repaired; /* bytes of a torn last line removed on resume */
+  /* per-party accounts (multi-party runs): same accountant, own budgets and state */
+  int nparties;
+  double *pbeps, *pbdelta;
+  void **pstate;
 };
+
+#define DPO__MAX_PARTIES 4096
+
+static void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps) {
+  (void)ops;
+  if (!ps) return;
+  for (int k = 0; k < n; k++) free(ps[k]);
+  free(ps);
+}
 
 /* ------------------------------------------------------------ JSON helpers */
 
@@ -134,6 +147,7 @@ static json_object *dpo__charge_line(const dpo_ledger_t *L, const dpo_charge_t *
   json_object_object_add(p, "m", json_object_new_int64(c->m));
   json_object_object_add(p, "n", json_object_new_int64(c->n));
   json_object_object_add(p, "group", json_object_new_int64(c->group));
+  if (c->rho != 0) json_object_object_add(p, "rho", dpo__jd(c->rho)); /* rdp-rho releases */
   json_object_object_add(o, "params", p);
   json_object_object_add(o, "cost_eps", dpo__jd(r->cost_eps));
   json_object_object_add(o, "cost_delta", dpo__jd(r->cost_delta));
@@ -156,7 +170,50 @@ typedef struct {
   int64_t count;
   size_t good_len;  /* bytes up to and including the last good line */
   size_t torn_len;  /* bytes of a torn last line (0 if none) */
+  int nparties;     /* from a {"kind":"parties"} line */
+  double *pbeps, *pbdelta;
+  void **pstate;
 } dpo__replay_t;
+
+static void dpo__replay_free(dpo__replay_t *R) {
+  free(R->state);
+  dpo__free_pstates(R->ops, R->nparties, R->pstate);
+  free(R->pbeps);
+  free(R->pbdelta);
+  R->state = NULL;
+  R->pstate = NULL;
+  R->pbeps = R->pbdelta = NULL;
+}
+
+/* The "parties" line: {"kind":"parties","budget_eps":[..],"budget_delta":[..]} */
+static int dpo__replay_parties(const char *path, int64_t lineno, json_object *o,
+                               dpo__replay_t *R, FILE *out) {
+  json_object *be, *bd;
+  if (R->nparties > 0 || !R->ops || !json_object_object_get_ex(o, "budget_eps", &be) ||
+      !json_object_object_get_ex(o, "budget_delta", &bd) ||
+      !json_object_is_type(be, json_type_array) || !json_object_is_type(bd, json_type_array) ||
+      json_object_array_length(be) != json_object_array_length(bd) ||
+      json_object_array_length(be) < 1 || json_object_array_length(be) > DPO__MAX_PARTIES)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: bad or repeated parties line", path, (long long)lineno);
+  int n = (int)json_object_array_length(be);
+  R->pbeps = calloc((size_t)n, sizeof *R->pbeps);
+  R->pbdelta = calloc((size_t)n, sizeof *R->pbdelta);
+  R->pstate = calloc((size_t)n, sizeof *R->pstate);
+  if (!R->pbeps || !R->pbdelta || !R->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  R->nparties = n;
+  for (int k = 0; k < n; k++) {
+    R->pbeps[k] = json_object_get_double(json_object_array_get_idx(be, (size_t)k));
+    R->pbdelta[k] = json_object_get_double(json_object_array_get_idx(bd, (size_t)k));
+    if (!(R->pbeps[k] > 0) || !isfinite(R->pbeps[k]) || !(R->pbdelta[k] >= 0 && R->pbdelta[k] < 1))
+      return dpo_err(DPO_EFORMAT, "%s:%lld: party %d budget (%g, %g) invalid", path,
+                     (long long)lineno, k, R->pbeps[k], R->pbdelta[k]);
+    if (!(R->pstate[k] = calloc(1, R->ops->state_size)))
+      return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    R->ops->init(R->pstate[k]);
+  }
+  if (out) fprintf(out, "%8s parties: %d accounts\n", "-", n);
+  return DPO_OK;
+}
 
 static int dpo__close_rel(double a, double b) {
   return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
@@ -222,6 +279,21 @@ static int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
                 "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
                 "total_delta");
       }
+    } else if (dpo__jget_s(o, "kind") && !strcmp(dpo__jget_s(o, "kind"), "parties")) {
+      st = dpo__replay_parties(path, lineno, o, R, out);
+      if (st) {
+        json_object_put(o);
+        goto done;
+      }
+    } else if (dpo__jget_s(o, "event")) {
+      /* an event (e.g. a party dropped): recorded, not a charge */
+      if (out) {
+        int64_t pk = -1, sk = -1;
+        dpo__jget_i(o, "party", &pk);
+        dpo__jget_i(o, "step", &sk);
+        fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
+                (long long)pk);
+      }
     } else {
       dpo_charge_t c;
       json_object *p;
@@ -237,6 +309,7 @@ static int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
                dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
                dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
                dpo__jget_d(o, "charge_delta", &sd);
+      if (ok && !dpo__jget_d(p, "rho", &c.rho)) c.rho = 0; /* optional: rdp-rho only */
       if (!ok) {
         json_object_put(o);
         st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
@@ -260,6 +333,24 @@ static int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
                      path, (long long)lineno, se, sd, r.charge_eps, r.charge_delta,
                      r.fits ? "" : " or exceeds the budget");
         goto done;
+      }
+      /* the parties it touched: each account is charged the same release */
+      json_object *pa;
+      if (json_object_object_get_ex(o, "parties", &pa)) {
+        int okp = json_object_is_type(pa, json_type_array) && R->nparties > 0;
+        for (size_t i = 0; okp && i < json_object_array_length(pa); i++) {
+          int64_t k = json_object_get_int64(json_object_array_get_idx(pa, i));
+          dpo__acct_result_t pr;
+          okp = k >= 0 && k < R->nparties &&
+                R->ops->charge(R->pstate[k], &c, R->pbeps[k], R->pbdelta[k], 1, &pr) == DPO_OK &&
+                pr.fits;
+        }
+        if (!okp) {
+          json_object_put(o);
+          st = dpo_err(DPO_EFORMAT, "%s:%lld: the charge's parties are unknown or over their "
+                       "budgets (journal edited?)", path, (long long)lineno);
+          goto done;
+        }
       }
       R->count++;
       if (out) {
@@ -321,12 +412,12 @@ static void dpo__fsync_dir(const char *path) {
 
 /* ------------------------------------------------------------ open / close */
 
-static int dpo__open0(dpo_ledger_t *L, const char *path, int resume) {
+static int dpo__open0(dpo_ledger_t *L, const char *path, int resume, const char *acct) {
   int st = DPO_OK;
   char *buf = NULL;
   size_t len = 0;
   dpo__replay_t R = {0};
-  L->ops = dpo__acct_find("basic");
+  L->ops = dpo__acct_find(acct);
   L->state = calloc(1, L->ops->state_size);
   if (!L->state) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   L->ops->init(L->state);
@@ -370,6 +461,11 @@ static int dpo__open0(dpo_ledger_t *L, const char *path, int resume) {
                      path, L->beps, L->bdelta, R.beps, R.bdelta);
         goto out;
       }
+      if (R.ops != L->ops) {
+        st = dpo_err(DPO_EINVAL, "%s: the journal's accountant is '%s', not '%s'", path,
+                     R.ops->name, L->ops->name);
+        goto out;
+      }
       if (L->beps != R.beps || L->bdelta != R.bdelta) {
         st = dpo_err(DPO_EINVAL, "%s: resume budget (%.17g, %.17g) differs from the journal's "
                                  "(%.17g, %.17g)",
@@ -381,6 +477,13 @@ static int dpo__open0(dpo_ledger_t *L, const char *path, int resume) {
       L->state = R.state;
       R.state = NULL;
       L->count = R.count;
+      L->nparties = R.nparties;
+      L->pbeps = R.pbeps;
+      L->pbdelta = R.pbdelta;
+      L->pstate = R.pstate;
+      R.nparties = 0;
+      R.pbeps = R.pbdelta = NULL;
+      R.pstate = NULL;
       goto out;
     }
     /* no complete header (crash while creating): start the journal afresh */
@@ -394,20 +497,24 @@ static int dpo__open0(dpo_ledger_t *L, const char *path, int resume) {
   json_object_put(h);
   if (st == DPO_OK && !resume) dpo__fsync_dir(path);
 out:
-  free(R.state);
+  dpo__replay_free(&R);
   free(buf);
   return st;
 }
 
 static void dpo__free(dpo_ledger_t *L) {
   if (!L) return;
+  dpo__free_pstates(L->ops, L->nparties, L->pstate);
+  free(L->pbeps);
+  free(L->pbdelta);
   if (L->fd >= 0) close(L->fd); /* also drops the flock */
   free(L->state);
   free(L);
 }
 
-int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
-                    const char *journal_path, int resume, dpo_ledger_t **Lout) {
+static int dpo__ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
+                            const char *journal_path, int resume, const char *acct,
+                            dpo_ledger_t **Lout) {
   int rank = 0, st = DPO_OK;
   dpo_ledger_t *L = NULL;
   if (comm != MPI_COMM_NULL) DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -423,7 +530,7 @@ int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
     L->fd = -1;
     L->beps = eps_budget;
     L->bdelta = delta_budget;
-    if (rank == 0) st = dpo__open0(L, journal_path, resume);
+    if (rank == 0) st = dpo__open0(L, journal_path, resume, acct);
   }
   if (comm != MPI_COMM_NULL) st = dpo_agree(comm, st);
   if (st != DPO_OK) {
@@ -433,6 +540,25 @@ int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
   }
   *Lout = L;
   return DPO_OK;
+}
+
+int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
+                    const char *journal_path, int resume, dpo_ledger_t **Lout) {
+  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, "basic", Lout);
+}
+
+/* (eps, delta) budget under the Renyi accountant (rdp.c); delta must be > 0 for the
+ * conversion.  Validated on every rank before the collective open (same inputs everywhere). */
+int dpo_ledger_open_rdp(MPI_Comm comm, double eps_budget, double delta_budget,
+                        const char *journal_path, int resume, dpo_ledger_t **Lout) {
+  if (!(delta_budget > 0)) {
+    int st = dpo_err(DPO_EINVAL, "ledger_open_rdp: the RDP ledger needs a delta budget in (0, 1) "
+                                 "(got %g)", delta_budget);
+    if (comm != MPI_COMM_NULL) st = dpo_agree(comm, st);
+    if (Lout) *Lout = NULL;
+    return st;
+  }
+  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, "rdp", Lout);
 }
 
 int dpo_ledger_close(dpo_ledger_t *L) {
@@ -473,6 +599,10 @@ int dpo_ledger_charge(dpo_ledger_t *L, const dpo_charge_t *c, double *charged) {
   int st = dpo__rank0(L, "ledger_charge");
   if (st) return st;
   if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed; no charges");
+  if (L->nparties > 0)
+    return dpo_err(DPO_EUNSUP, "the ledger keeps per-party accounts: a release must name the "
+                   "parties it touches (dpo_ledger_charge_parties); this algorithm does not "
+                   "support multi-party runs");
   dpo__acct_result_t r;
   if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 0, &r))) return st;
   if (!r.fits) return dpo__refuse(L, c, &r);
@@ -547,11 +677,183 @@ int dpo_ledger_print(const char *path, FILE *out) {
   fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
           se, sd);
   fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
+  for (int k = 0; k < R.nparties; k++) {
+    double pe, pd;
+    R.ops->spent(R.pstate[k], &pe, &pd);
+    fprintf(out, "party %d:   eps = %.17g of %.17g, delta = %.17g of %.17g\n", k, pe, R.pbeps[k],
+            pd, R.pbdelta[k]);
+  }
   if (R.torn_len > 0)
     fprintf(out, "note: torn last line of %zu bytes (crash while writing it; its release never "
                  "happened; resuming the run removes it)\n", R.torn_len);
 out:
-  free(R.state);
+  dpo__replay_free(&R);
   free(buf);
+  return st;
+}
+
+/* ------------------------------------------------------------ per-party accounts */
+
+int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
+                           const double *delta_budget) {
+  int st = dpo__rank0(L, "ledger_set_parties");
+  if (st) return st;
+  if (n < 1 || n > DPO__MAX_PARTIES || !eps_budget || !delta_budget)
+    return dpo_err(DPO_EINVAL, "ledger_set_parties: %d parties (1..%d) or NULL budgets", n,
+                   DPO__MAX_PARTIES);
+  for (int k = 0; k < n; k++)
+    if (!(eps_budget[k] > 0) || !isfinite(eps_budget[k]) ||
+        !(delta_budget[k] >= 0 && delta_budget[k] < 1))
+      return dpo_err(DPO_EINVAL, "ledger_set_parties: party %d budget (%g, %g): need eps > 0 "
+                     "finite, delta in [0, 1)", k, eps_budget[k], delta_budget[k]);
+  if (L->nparties > 0) { /* resumed: the journal's accounts must be these */
+    if (L->nparties != n)
+      return dpo_err(DPO_EINVAL, "ledger: the journal has %d party accounts, not %d",
+                     L->nparties, n);
+    for (int k = 0; k < n; k++)
+      if (eps_budget[k] != L->pbeps[k] || delta_budget[k] != L->pbdelta[k])
+        return dpo_err(eps_budget[k] > L->pbeps[k] || delta_budget[k] > L->pbdelta[k]
+                           ? DPO_EBUDGET : DPO_EINVAL,
+                       "ledger: party %d budget (%.17g, %.17g) differs from the journal's "
+                       "(%.17g, %.17g)", k, eps_budget[k], delta_budget[k], L->pbeps[k],
+                       L->pbdelta[k]);
+    return DPO_OK;
+  }
+  if (L->count > 0)
+    return dpo_err(DPO_EINVAL, "ledger_set_parties: charges were recorded without party "
+                   "accounts");
+  L->pbeps = malloc((size_t)n * sizeof *L->pbeps);
+  L->pbdelta = malloc((size_t)n * sizeof *L->pbdelta);
+  L->pstate = calloc((size_t)n, sizeof *L->pstate);
+  if (!L->pbeps || !L->pbdelta || !L->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  for (int k = 0; k < n; k++) {
+    L->pbeps[k] = eps_budget[k];
+    L->pbdelta[k] = delta_budget[k];
+    if (!(L->pstate[k] = calloc(1, L->ops->state_size)))
+      return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    L->ops->init(L->pstate[k]);
+  }
+  L->nparties = n; /* only now: a failure above leaves the ledger without party accounts */
+  if (L->fd >= 0) {
+    json_object *o = json_object_new_object(), *be = json_object_new_array(),
+                *bd = json_object_new_array();
+    if (!o || !be || !bd) {
+      json_object_put(o);
+      json_object_put(be);
+      json_object_put(bd);
+      return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    }
+    json_object_object_add(o, "kind", json_object_new_string("parties"));
+    for (int k = 0; k < n; k++) {
+      json_object_array_add(be, dpo__jd(eps_budget[k]));
+      json_object_array_add(bd, dpo__jd(delta_budget[k]));
+    }
+    json_object_object_add(o, "budget_eps", be);
+    json_object_object_add(o, "budget_delta", bd);
+    st = dpo__append(L, o);
+    json_object_put(o);
+  }
+  return st;
+}
+
+int dpo_ledger_nparties(const dpo_ledger_t *L) { return L ? L->nparties : 0; }
+
+int dpo_ledger_party_spent(const dpo_ledger_t *L, int k, double *eps, double *delta) {
+  int st = dpo__rank0(L, "ledger_party_spent");
+  if (st) return st;
+  if (k < 0 || k >= L->nparties)
+    return dpo_err(DPO_EINVAL, "ledger_party_spent: party %d of %d", k, L->nparties);
+  L->ops->spent(L->pstate[k], eps, delta);
+  return DPO_OK;
+}
+
+int dpo_ledger_party_budget(const dpo_ledger_t *L, int k, double *eps, double *delta) {
+  int st = dpo__rank0(L, "ledger_party_budget");
+  if (st) return st;
+  if (k < 0 || k >= L->nparties)
+    return dpo_err(DPO_EINVAL, "ledger_party_budget: party %d of %d", k, L->nparties);
+  if (eps) *eps = L->pbeps[k];
+  if (delta) *delta = L->pbdelta[k];
+  return DPO_OK;
+}
+
+int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np,
+                              const int *parties, double *charged, int *refused) {
+  int st = dpo__rank0(L, "ledger_charge_parties");
+  if (refused) *refused = -2;
+  if (st) return st;
+  if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed; no charges");
+  if (np < 0 || (np > 0 && !parties) || np > L->nparties)
+    return dpo_err(DPO_EINVAL, "ledger_charge_parties: %d parties of %d", np, L->nparties);
+  for (int i = 0; i < np; i++)
+    if (parties[i] < 0 || parties[i] >= L->nparties || (i > 0 && parties[i] <= parties[i - 1]))
+      return dpo_err(DPO_EINVAL, "ledger_charge_parties: party list not increasing in "
+                     "[0, %d)", L->nparties);
+  dpo__acct_result_t r, pr;
+  if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 0, &r))) return st;
+  if (!r.fits) {
+    if (refused) *refused = -1;
+    return dpo__refuse(L, c, &r);
+  }
+  double *ptot = malloc((size_t)(np > 0 ? np : 1) * sizeof *ptot);
+  if (!ptot) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  for (int i = 0; i < np; i++) {
+    int k = parties[i];
+    if ((st = L->ops->charge(L->pstate[k], c, L->pbeps[k], L->pbdelta[k], 0, &pr))) goto out;
+    if (!pr.fits) {
+      if (refused) *refused = k;
+      st = dpo_err(DPO_EBUDGET, "privacy budget of party %d exhausted: step %lld would raise "
+                   "its spent (eps, delta) to (%.17g, %.17g), budget (%.17g, %.17g)", k,
+                   (long long)c->step, pr.total_eps, pr.total_delta, L->pbeps[k], L->pbdelta[k]);
+      goto out;
+    }
+    ptot[i] = pr.total_eps;
+  }
+  if (L->fd >= 0) { /* durable before any total moves and before the caller releases */
+    json_object *o = dpo__charge_line(L, c, &r), *pa = json_object_new_array(),
+                *pt = json_object_new_array();
+    if (!o || !pa || !pt) {
+      json_object_put(o);
+      json_object_put(pa);
+      json_object_put(pt);
+      st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
+      goto out;
+    }
+    for (int i = 0; i < np; i++) {
+      json_object_array_add(pa, json_object_new_int(parties[i]));
+      json_object_array_add(pt, dpo__jd(ptot[i]));
+    }
+    json_object_object_add(o, "parties", pa);
+    json_object_object_add(o, "party_total_eps", pt);
+    st = dpo__append(L, o);
+    json_object_put(o);
+    if (st) goto out;
+  }
+  if ((st = L->ops->charge(L->state, c, L->beps, L->bdelta, 1, &pr))) goto out;
+  for (int i = 0; i < np; i++) {
+    int k = parties[i];
+    if ((st = L->ops->charge(L->pstate[k], c, L->pbeps[k], L->pbdelta[k], 1, &pr))) goto out;
+  }
+  L->count++;
+  if (charged) *charged = r.charge_eps;
+  if (refused) *refused = -2;
+out:
+  free(ptot);
+  return st;
+}
+
+int dpo_ledger_party_event(dpo_ledger_t *L, const char *event, int party, int64_t step) {
+  int st = dpo__rank0(L, "ledger_party_event");
+  if (st) return st;
+  if (!event) return dpo_err(DPO_EINVAL, "ledger_party_event: NULL event");
+  if (L->fd < 0) return DPO_OK;
+  if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed");
+  json_object *o = json_object_new_object();
+  if (!o) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  json_object_object_add(o, "event", json_object_new_string(event));
+  json_object_object_add(o, "party", json_object_new_int(party));
+  json_object_object_add(o, "step", json_object_new_int64(step));
+  st = dpo__append(L, o);
+  json_object_put(o);
   return st;
 }

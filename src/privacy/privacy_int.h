@@ -60,7 +60,11 @@ typedef struct {
   void (*spent)(const void *state, double *eps, double *delta);
 } dpo__acct_ops_t;
 
-/* NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes. */
+/* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta. */
+extern const dpo__acct_ops_t dpo__acct_rdp;
+
+/* NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
+ * "rdp": dpo__acct_rdp. */
 const dpo__acct_ops_t *dpo__acct_find(const char *name);
 
 #endif

@@ -1,0 +1,92 @@
+/* Multi-party runs: who holds which rows, with which budget, and whom to trust with the noise.
+ *
+ * A party is a block of consecutive ranks of the run's communicator with its own data file(s)
+ * and its own privacy budget.  Declared in the configuration (see README, "Multi-party runs"):
+ *
+ *   [parties]
+ *   count = P                  ; number of parties (default: none declared)
+ *   data  = parts/a9a.%d       ; optional: party K loads the file with %d replaced by K
+ *   eps   = 1.0                ; default per-party budget (default privacy.eps)
+ *   delta = 0                  ; default per-party delta (default privacy.delta)
+ *   [party.K]                  ; optional per-party overrides
+ *   ranks = 2-3                ; its ranks (default: ranks split into P balanced blocks)
+ *   data  = FILE
+ *   eps   = 0.5
+ *   delta = 0
+ *   [privacy]
+ *   trust = central | local | shares      (default central)
+ *   on_party_exhausted = stop | drop      (default stop)
+ *
+ * With trust = local or shares and no [parties] section, every rank is one party.
+ *
+ * Trust modes (what the coordinator, rank 0, must be trusted with):
+ *   central  the coordinator receives the exact sum of the parties' gradients and adds the
+ *            noise once (the least noise).
+ *   local    every party noises its own contribution (against its own budget) before the
+ *            reduce; no rank, the coordinator included, receives an un-noised value of another
+ *            party.  The sum carries P times the central noise variance.
+ *   shares   every rank adds a share of the central noise (Gaussian shares of variance
+ *            s^2/P; Laplace shares G1 - G2 with G1, G2 ~ Gamma(1/P, b), whose sum over P ranks
+ *            is exactly Laplace(b)), so the released sum has the central amount.  Without
+ *            secure aggregation the coordinator sees the individual (partial) sums, whose
+ *            noise is only a share: they are NOT private at the central level.
+ */
+#ifndef DPOPT_PARTIES_H
+#define DPOPT_PARTIES_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dpopt/config.h"
+#include "dpopt/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DPO_TRUST_CENTRAL = 0, DPO_TRUST_LOCAL = 1, DPO_TRUST_SHARES = 2 } dpo_trust_t;
+typedef enum { DPO_EXHAUST_STOP = 0, DPO_EXHAUST_DROP = 1 } dpo_exhaust_t;
+
+typedef struct {
+  int count;          /* P >= 1 */
+  int nranks;
+  int *rank_party;    /* [nranks]: party of each rank */
+  int *first_rank;    /* [count] */
+  int *nranks_of;     /* [count] */
+  double *eps;        /* [count] budgets */
+  double *delta;      /* [count] */
+  char **data;        /* [count] data file of each party, or NULL (data.train split by ranks) */
+  dpo_trust_t trust;
+  dpo_exhaust_t on_exhausted;
+  int declared;       /* 1: [parties] given; 0: implied (one party per rank for local/shares) */
+  FILE *trace;        /* rank 0, borrowed: party events are written as '#' lines (may be NULL) */
+  int64_t *dropped_step; /* [count]: iteration at which party k left (-1: never); written on
+                          * rank 0 by the private algorithm (drop policy) */
+} dpo_parties_t;
+
+/* Parse parties.*, party.K.* and privacy.trust / privacy.on_party_exhausted for a run of
+ * nranks ranks.  Not collective (every rank gets the same answer from the same config).
+ * *out = NULL (and DPO_OK) when no parties are declared and trust is central: a single data
+ * holder, the pre-party behaviour.  Errors name the key. */
+int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t **out);
+void dpo_parties_destroy(dpo_parties_t *p);
+
+const char *dpo_trust_name(dpo_trust_t t);
+/* One sentence: what the mode protects against and what it does not (for summary.json). */
+const char *dpo_trust_protects(dpo_trust_t t);
+
+/* ---- noise shares (not collective; rng is this rank's own stream) ---- */
+
+/* One Gamma(shape, scale) variate: Marsaglia-Tsang (2000) for shape >= 1, and for shape < 1
+ * their boost Gamma(a) = Gamma(a + 1) * U^(1/a).  Uniforms and normals come from rng. */
+int dpo_mech_gamma_sample(dpo_rng_t *rng, double shape, double scale, double *x);
+/* v[i] += G1 - G2, G1, G2 ~ Gamma(1/nshares, b): the sum of nshares independent such shares
+ * is Laplace(b) (infinite divisibility).  Continuous floating-point sampling (no grid). */
+int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int nshares, double *v, int64_t d);
+/* v[i] += N(0, sigma^2 / nshares), exact discrete Gaussian on the grid of dpo_mech_gaussian. */
+int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int nshares, double *v, int64_t d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+#!/bin/sh
+# Excess held-out loss of the private SCO algorithms of 003 against n, for eps in {0.5, 1, 2}
+# (delta = 1e-5, RDP ledger), next to the Thm 4.4 bound 10 L D (1/sqrt(n) + sqrt(d)/(rho n)),
+# and against the baseline DP-SGD with the same (eps, delta) under the RDP accountant.
+# Algorithms: pnsgd (Alg. 1), phased-sgd (Alg. 2), phased-erm (Alg. 3), dp-sgd-rdp with Poisson
+# batches (m = sqrt(n), one expected epoch, noise from dpopt calibrate; NOTE: the Poisson RDP
+# analysis is for add/remove-one neighbours, the 003 algorithms are charged for replace-one) and
+# dp-sgd-rdp with m-of-n batches (replace-one; the Wang-Balle-Kasiviswanathan bound is loose for
+# many steps, so it needs much more noise).
+# Data: a9a (train prefixes of n rows, a9a.t held out) and the synthetic logistic data of
+# `dpopt gen logistic` (d = 20, ||u||_1 <= 5, so ||u||_2 <= 5 is a public L2 row bound; the
+# last 10000 of 50000 generated rows held out).  The reference F* is the UNCONSTRAINED minimum of the held-out
+# loss (dpopt newton on the test set: a non-private number about public held-out data), so
+# "excess" is an upper estimate of the excess over the best point of K.
+# Output: jobs/sco/out/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png.
+# Usage (from the top of the source tree): jobs/sco/excess_vs_n.sh [BUILD_DIR] [NP]
+# Default run: (3 a9a + 2 synthetic sizes) x 3 eps x 5 algorithms, about 5 minutes on 2 cores
+# (SIZES=..., SYN_SIZES=... to change).  Runs are seeded for reproducibility, hence labelled
+# NOT private by dpopt (the accounting is the same).
+set -eu
+B=${1:-build}
+NP=${2:-1}
+OUT=jobs/sco/out
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+MPI="mpirun --oversubscribe -np $NP"
+LAMBDA=1e-4; DIAM=2
+ALGOS="pnsgd phased-sgd phased-erm dp-sgd-rdp dp-sgd-rdp-wor"
+printf "%-6s %-15s %6s %5s %12s %12s %12s\n" data algo n eps test_loss excess thm44_bound > "$OUT/table.txt"
+
+# one data set: NAME TRAIN TEST B2 DIM SIZES
+run_set() {
+  name=$1 train=$2 test=$3 B2=$4 D=$5 sizes=$6
+  L=$B2
+  FSTAR=$($MPI "$B/dpopt" newton --lambda $LAMBDA --dim $D "$test" 2>/dev/null | awk '/^F\*/{print $2}')
+  # F of the regularized objective includes lambda ||x||^2; test_loss is the data term: the
+  # difference at x* is <= lambda (D/2)^2-scale and is ignored at lambda = 1e-4.
+  printf "# %s: F*(%s, non-private reference, unconstrained) = %s\n" "$name" "$test" "$FSTAR" >> "$OUT/table.txt"
+  for n in $sizes; do
+    head -n "$n" "$train" > "$OUT/$name.$n"
+    for eps in 0.5 1 2; do
+      rho=$($MPI "$B/dpopt" calibrate --eps $eps --delta 1e-5 | awk '/^noise_multiplier/{print 1/$2}')
+      bound=$(awk -v L=$L -v D=$DIAM -v n=$n -v d=$D -v r=$rho 'BEGIN{print 10*L*D*(1/sqrt(n)+sqrt(d)/(r*n))}')
+      for algo in $ALGOS; do
+        extra=""; a=$algo
+        case $algo in
+          dp-sgd-rdp) extra="--set algo.sampling=poisson" ;;
+          dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="--set algo.sampling=wor" ;;
+        esac
+        run="$OUT/run-$name-$algo-$n-$eps"; rm -rf "$run"
+        $MPI "$B/dpopt" train --data "$OUT/$name.$n" --test "$test" --dim $D --lambda $LAMBDA \
+          --row-l2-bound $B2 --algo $a $extra --iters 1000000 --eps $eps --delta 1e-5 \
+          --set privacy.accountant=rdp --set algo.D=$DIAM --seed 1 --out "$run" \
+          --trace-every 0 --no-trace-loss --quiet >/dev/null
+        tl=$(sed -n 's/.*"test_loss":\([^,}]*\).*/\1/p' "$run/summary.json")
+        ex=$(awk -v a=$tl -v b=$FSTAR 'BEGIN{print a-b}')
+        printf "%-6s %-15s %6d %5s %12.6f %12.6f %12.6f\n" $name $algo $n $eps $tl $ex $bound >> "$OUT/table.txt"
+      done
+    done
+  done
+  gnuplot <<GP
+set terminal pngcairo size 1000,650
+set output "$OUT/excess_vs_n_$name.png"
+set logscale xy
+set xlabel "n (training examples)"; set ylabel "excess held-out loss"
+set key outside
+set title "003 private SCO on $name (delta=1e-5, RDP); dashed: Thm 4.4 bound"
+plot for [a in "$ALGOS"] for [e in "0.5 1 2"] "< awk '\$1==\"$name\" && \$2==\"".a."\" && \$4==".e."' $OUT/table.txt" u 3:6 w lp t a." eps=".e, \
+     for [e in "0.5 1 2"] "< awk '\$1==\"$name\" && \$2==\"pnsgd\" && \$4==".e."' $OUT/table.txt" u 3:7 w l dt 2 t "bound eps=".e
+GP
+}
+
+# a9a: rows have 14 ones, ||u||_2 = sqrt(14) (public)
+run_set a9a data/a9a data/a9a.t 3.7416573867739413 123 "${SIZES:-4000 12000 32561}"
+# synthetic (001 Sec. 5 generator): train and test from different seeds
+# (the seed fixes the true parameter: one data set of 50000 rows, split 40000 / 10000)
+"$B/dpopt" gen logistic --n 50000 --d 20 --l1-bound 5 --seed 11 "$OUT/synth.all" >/dev/null
+head -n 40000 "$OUT/synth.all" > "$OUT/synth.train"
+tail -n 10000 "$OUT/synth.all" > "$OUT/synth.test"
+run_set synth "$OUT/synth.train" "$OUT/synth.test" 5 20 "${SYN_SIZES:-4000 40000}"
+cat "$OUT/table.txt"
+echo "wrote $OUT/table.txt $OUT/excess_vs_n_a9a.png $OUT/excess_vs_n_synth.png"

@@ -1,0 +1,63 @@
+#!/bin/sh
+# dpopt train with private algorithms on data/a9a (n = 32561, 14 binary features per row, so
+# ||u||_1 <= 14 and ||u||_2 <= sqrt(14) < 3.75 are declared public bounds):
+#  - dp-nag-opt --eps 1: the ledger journal of the run directory adds up to 1 (never more), as
+#    printed by `dpopt ledger RUN`; a seeded run says NOT PRIVATE in every output;
+#  - a fixed noise (algo.noise) too small for the budget: the ledger refuses, exit status 3,
+#    the summary says budget_exhausted and the journal holds exactly the steps that fit;
+#  - a private algorithm without a budget or without a sensitivity source is a usage error.
+set -u
+B=${top_builddir:-.}
+S=${top_srcdir:-..}
+DPOPT="$B/dpopt"
+MPI="${MPIRUN:-mpirun} --oversubscribe"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+expect() {
+  want=$1; shift
+  "$@" >"$T/out" 2>"$T/err"; got=$?
+  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | head -n 20; fi
+}
+has() {
+  if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in:"; sed 's/^/    /' "$1" | head -n 20; fi
+}
+COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
+
+# --- dp-nag-opt spends exactly the budget
+expect 0 $MPI -np 3 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --iters 60 --seed 7 --out "$T/run1"
+has "$T/out" "NOT PRIVATE" "seeded run labelled in the summary"
+has "$T/run1/summary.json" "NOT PRIVATE" "seeded run labelled in summary.json"
+has "$T/run1/trace.csv" "NOT PRIVATE" "seeded run labelled in trace.csv"
+expect 0 "$DPOPT" ledger "$T/run1"
+cp "$T/out" "$T/ledger1"
+spent=$(sed -n 's/^spent: *eps = \([0-9.eE+-]*\).*/\1/p' "$T/ledger1")
+n=$(sed -n 's/^charges: *\([0-9]*\).*/\1/p' "$T/ledger1")
+lines=$(grep -c '"step"' "$T/run1/ledger.jsonl")
+# the journal's own per-step charges, summed independently
+jsum=$(sed -n 's/.*"charge_eps":\([0-9.eE+-]*\).*/\1/p' "$T/run1/ledger.jsonl" | awk '{s += $1} END {printf "%.15f", s}')
+if awk -v s="$spent" 'BEGIN {exit !(s <= 1 && s > 1 - 1e-9)}'; then ok; else bad "dpopt ledger total '$spent' is not 1 (within 1e-9, <= 1)"; cat "$T/ledger1"; fi
+if awk -v s="$jsum" 'BEGIN {exit !(s > 1 - 1e-9 && s < 1 + 1e-12)}'; then ok; else bad "journal charges add up to $jsum"; fi
+if [ -n "$n" ] && [ "$n" = "$lines" ] && [ "$n" -ge 1 ] && [ "$n" -le 60 ]; then ok; else bad "charges '$n' vs journal lines '$lines'"; fi
+# an unseeded run is labelled PRIVATE
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --iters 20 --out "$T/run2"
+has "$T/out" "PRIVATE: (eps=1" "unseeded run labelled private"
+
+# --- budget exhausted: fixed noise b = 0.01 costs 28 / (32561 * 0.01) = 0.086 per step
+expect 3 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-gd --eps 1 --iters 50 --seed 3 --set algo.noise=0.01 --out "$T/run3"
+has "$T/out" "budget exhausted" "summary says the budget is exhausted"
+has "$T/run3/summary.json" "budget_exhausted" "summary.json status"
+steps=$(grep -c '"step"' "$T/run3/ledger.jsonl")
+# floor(1 / 0.0860) = 11 steps fit (the grid inflation is ~1e-10 relative)
+if [ "$steps" = "11" ]; then ok; else bad "journal has $steps charges, want 11"; fi
+
+# --- usage errors
+expect 1 "$DPOPT" train $COMMON --algo dp-nag
+has "$T/err" "give the budget" "private algorithm without --eps"
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --lambda 0.01
+has "$T/err" "no public sensitivity" "no clip and no declared L1 bound"
+
+echo "test_dp_cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,51 @@
+/* Private to src/admm: LAPACK prototypes and shared helpers. */
+#ifndef DPO_ADMM_IMPL_H
+#define DPO_ADMM_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dpopt/admm.h"
+
+/* LAPACK (Fortran ABI, hidden CHARACTER lengths as size_t) */
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+void dpotrs_(const char *uplo, const int *n, const int *nrhs, const double *a, const int *lda,
+             double *b, const int *ldb, int *info, size_t);
+void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+            double *w, double *work, const int *lwork, int *info, size_t, size_t);
+void dgelsd_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
+             const int *ldb, double *s, const double *rcond, int *rank, double *work,
+             const int *lwork, int *iwork, int *info);
+
+/* Local-shard least-squares system: H = A_i'A_i / n (d x d, row-major) and r = A_i'b_i / n. */
+int dpo__admm_lsq_system(const dpo_model_t *m, const dpo_shard_t *s, double *H, double *r);
+/* Factor H + rho I into L (row-major d x d, lower in LAPACK's column-major sense = upper in
+ * row-major; only used through dpo__admm_chol_solve). */
+int dpo__admm_chol(const double *H, double rho, int32_t d, double *L);
+int dpo__admm_chol_solve(const double *L, int32_t d, double *b);
+/* Local L-BFGS on phi(x) = f_i(x) + rho/2 ||x - v||^2.  The workspace persists across the outer
+ * ADMM iterations: phi changes with v only in its linear term, so its Hessian (and every stored
+ * curvature pair y = grad phi(x') - grad phi(x)) stays valid, and the next x-update starts with
+ * a learned curvature model instead of a steepest-descent step (warm start of x AND of the
+ * memory).  A change of rho shifts every y by (rho_new - rho_old) s (dpo__admm_lbfgs_set_rho). */
+typedef struct {
+  int32_t d;
+  int mem, k, head;
+  double rho; /* rho the pairs were collected with (0: none yet) */
+  double *S, *Y, *rh, *al, *g, *p, *xn, *gn;
+  int64_t evals; /* phi evaluations (one fused loss + gradient pass each), cumulative */
+} dpo__admm_lbfgs_t;
+
+int dpo__admm_lbfgs_init(dpo__admm_lbfgs_t *w, int32_t d, int mem);
+void dpo__admm_lbfgs_free(dpo__admm_lbfgs_t *w);
+void dpo__admm_lbfgs_set_rho(dpo__admm_lbfgs_t *w, double rho);
+/* Minimize phi from the warm start x until ||grad phi||_inf <= tol_inf or ||grad phi||_2 <=
+ * tol_2 (the inexact-ADMM tolerance; <= 0: unused) or maxit iterations.  *iters = iterations. */
+int dpo__admm_lbfgs(const dpo_model_t *m, const dpo_shard_t *s, dpo__admm_lbfgs_t *w, double rho,
+                    const double *v, double *x, int maxit, double tol_inf, double tol_2,
+                    int64_t *iters);
+/* f_i(x) and its gradient (1/n_global scaling). */
+int dpo__admm_local_fg(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *f,
+                       double *g);
+
+#endif

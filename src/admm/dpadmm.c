@@ -1,0 +1,222 @@
+/* DP-ADMM (004 Alg. 2) and DP-AccADMM (004 Alg. 3) for min f(x) + lambda ||y||_1 s.t.
+ * A x - y = c (B = -I), trusted-coordinator mode: rank 0 runs the iterations, the other ranks
+ * serve gradient requests through the oracle (comm.h).
+ *
+ *   y_t = argmin_y lambda||y||_1 + rho/2 ||A xh - y - c + uh||^2 = S_{lambda/rho}(A xh - c + uh)
+ *   x_t = xh - (eta/gamma) [grad f(xh) + P_t + rho A'(A xh - y_t - c + uh)]   (eq. (7) closed form)
+ *   u_t = uh + A x_t - y_t - c
+ * with xh = x_{t-1}, uh = u_{t-1} (Alg. 2) or the Nesterov extrapolations of Alg. 3 (steps 5-7,
+ * theta_1 = 1).  G = gamma I - eta rho A'A needs gamma >= eta rho ||A'A||_2 + 1 (G >= I).
+ *
+ * Privacy: grad f is the mean of per-example gradients clipped to L2 norm C (oracle clipping),
+ * so one replaced example moves it by <= 2C/n; P_t ~ N(0, sigma^2 I) with sigma from 004 eq. (8)
+ * (dpo_admm_thm1_sigma, c = 2C) or from the RDP accountant (dpo_rdp_calibrate) for the same
+ * (eps, delta) and number of releases.  Each noised gradient is charged to the RDP ledger
+ * BEFORE it is formed; everything released afterwards (x_t, y_t, u_t) is post-processing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "admm/admm_impl.h"
+#include "dpopt/status.h"
+
+void dpo_dpadmm_opts_default(dpo_dpadmm_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->rho = 1.0;
+  o->T = 100;
+  o->mu = 0.5;
+  o->delta = 1e-3;
+  o->u0_pinv = 1;
+  o->sigma_rule = DPO_DPADMM_SIGMA_EQ8;
+}
+
+typedef struct {
+  dpo_oracle_t *o;
+  const dpo_dpadmm_opts_t *op;
+  int32_t d;
+  int64_t n;
+  double sigma, sens;
+  int64_t releases;
+} ctx_t;
+
+/* Rank 0: g = grad f(x) + P (P = 0 without noise).  The charge comes first. */
+static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
+  int st;
+  if (c->op->noise) {
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = c->sigma, .sensitivity = c->sens,
+                       .dim = c->d, .sampling = "none", .accounting = "rdp", .step = step};
+    if ((st = dpo_ledger_charge(c->op->ledger, &ch, NULL))) return st;
+  }
+  double loss = 0.0;
+  int64_t used = 0;
+  if ((st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used))) return st;
+  if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
+  dpo_model_finish(dpo_oracle_model(c->o), c->d, used, x, NULL, g);
+  if (c->op->noise && (st = dpo_mech_gaussian(c->op->rng, c->sigma, g, c->d))) return st;
+  c->releases++;
+  return DPO_OK;
+}
+
+int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm_opts_t *op,
+                   double *x, double *y, dpo_dpadmm_info_t *info) {
+  if (!oracle) return dpo_err(DPO_EINVAL, "dpadmm_run: NULL oracle");
+  MPI_Comm comm = dpo_oracle_comm(oracle);
+  int rank = dpo_oracle_rank(oracle), st = DPO_OK;
+  int32_t d = dpo_oracle_dim(oracle);
+  int64_t n = dpo_oracle_nglobal(oracle);
+  ctx_t c = {.o = oracle, .op = op, .d = d, .n = n};
+  dpo_dpadmm_info_t inf;
+  memset(&inf, 0, sizeof inf);
+  double *xh = NULL, *xp = NULL, *u = NULL, *uh = NULL, *up = NULL, *g = NULL, *t = NULL,
+         *yl = NULL, *w = NULL, *g0 = NULL;
+  int32_t p = A ? A->p : 0;
+
+  if (!A || !op || A->d != d)
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: need A with %d columns and options", d);
+  else if (!(op->rho > 0) || !(op->eta > 0) || op->T < 1 || !(op->lambda >= 0) || !(op->gamma >= 0))
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: need rho > 0 (%g), eta > 0 (%g), T >= 1, lambda >= 0, "
+                 "gamma >= 0", op->rho, op->eta);
+  else if (op->noise && !(op->clip > 0 && op->eps > 0 && op->delta > 0 && op->delta < 1 &&
+                          op->mu > 0 && op->mu < 1))
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: noise needs clip > 0, eps > 0, delta and mu in (0, 1)");
+  else if (op->noise && rank == 0 && (!op->rng || !op->ledger))
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: noise needs an rng and a ledger on rank 0");
+  else if (rank == 0 && !x)
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: NULL x on rank 0");
+  if ((st = dpo_agree(comm, st))) return st;
+
+  /* public constants */
+  inf.AtA_norm = dpo_admm_A_norm2sq(A);
+  double gmin = op->eta * op->rho * inf.AtA_norm + 1.0;
+  inf.gamma = op->gamma > 0 ? op->gamma : gmin;
+  if (!(inf.gamma >= gmin))
+    st = dpo_err(DPO_EINVAL, "dpadmm_run: gamma = %g < eta rho ||A'A|| + 1 = %g (G must be >= I)",
+                 inf.gamma, gmin);
+  int64_t R = op->T + (op->u0_pinv ? 1 : 0);
+  if (!st && op->noise) {
+    c.sens = 2.0 * op->clip / (double)n;
+    /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
+    double ecal = op->eps * (1.0 - 1e-6);
+    if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
+      double z = 0;
+      st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
+      c.sigma = z * c.sens;
+    } else {
+      st = dpo_admm_thm1_sigma(2.0 * op->clip, n, R, ecal, op->delta, op->mu, &c.sigma, NULL);
+    }
+  }
+  inf.sigma = c.sigma;
+  if ((st = dpo_agree(comm, st))) return st;
+
+  size_t D = (size_t)d, Pn = (size_t)p;
+  g0 = calloc(D, sizeof *g0);
+  u = calloc(Pn, sizeof *u);
+  if (!g0 || !u) st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
+  if ((st = dpo_agree(comm, st))) goto out;
+
+  /* u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input) */
+  if (op->u0_pinv) {
+    if (rank == 0) {
+      st = noisy_grad(&c, x, 0, g0);
+      dpo_oracle_finish(oracle, st);
+    } else {
+      st = dpo_oracle_serve(oracle);
+    }
+    if ((st = dpo_agree(comm, st))) goto out;
+    if (op->u0_scalapack) {
+      /* the noised gradient was charged: it may leave rank 0 */
+      if (MPI_Bcast(g0, d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+        st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
+      if ((st = dpo_agree(comm, st))) goto out;
+      if ((st = dpo_admm_u0_scalapack(comm, A, g0, op->rho, u))) goto out;
+    } else if (rank == 0) {
+      st = dpo_admm_u0_lapack(A, g0, op->rho, u);
+    }
+    if ((st = dpo_agree(comm, st))) goto out;
+  }
+
+  if (rank != 0) {
+    st = dpo_oracle_serve(oracle);
+    goto out;
+  }
+
+  /* ---- rank 0: the iterations */
+  xh = malloc(D * sizeof *xh);
+  xp = malloc(D * sizeof *xp);
+  g = malloc(D * sizeof *g);
+  w = malloc(D * sizeof *w);
+  uh = malloc(Pn * sizeof *uh);
+  up = malloc(Pn * sizeof *up);
+  t = malloc(Pn * sizeof *t);
+  yl = calloc(Pn, sizeof *yl);
+  if (!xh || !xp || !g || !w || !uh || !up || !t || !yl) {
+    st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
+    goto finish;
+  }
+  memcpy(xh, x, D * sizeof *x);
+  memcpy(xp, x, D * sizeof *x);
+  memcpy(uh, u, Pn * sizeof *u);
+  memcpy(up, u, Pn * sizeof *u);
+  double theta = 1.0, kap = op->lambda / op->rho, step = op->eta / inf.gamma;
+  const double *cv = op->c;
+  for (int64_t it = 1; it <= op->T; it++) {
+    /* y-update: soft threshold of A xh - c + uh */
+    dpo_admm_A_mul(A, xh, t);
+    for (int32_t r = 0; r < p; r++) t[r] += uh[r] - (cv ? cv[r] : 0.0);
+    double *ynew = malloc(Pn * sizeof *ynew);
+    if (!ynew) {
+      st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
+      break;
+    }
+    dpo_admm_soft_threshold(t, kap, p, ynew);
+    /* the noised gradient at xh (charged first; a refusal keeps the last release) */
+    if ((st = noisy_grad(&c, xh, it, g))) {
+      free(ynew);
+      break;
+    }
+    /* x-update, eq. (7) closed form: A xh - y - c + uh = t - y */
+    for (int32_t r = 0; r < p; r++) t[r] -= ynew[r];
+    dpo_admm_A_tmul(A, t, w);
+    for (int32_t j = 0; j < d; j++) x[j] = xh[j] - step * (g[j] + op->rho * w[j]);
+    /* u-update */
+    dpo_admm_A_mul(A, x, t);
+    for (int32_t r = 0; r < p; r++) u[r] = uh[r] + t[r] - ynew[r] - (cv ? cv[r] : 0.0);
+    memcpy(yl, ynew, Pn * sizeof *yl);
+    free(ynew);
+    if (op->accelerated) { /* Alg. 3 steps 5-7 */
+      double th1 = 0.5 * (1.0 + sqrt(1.0 + 4.0 * theta * theta)), m = (theta - 1.0) / th1;
+      for (int32_t j = 0; j < d; j++) xh[j] = x[j] + m * (x[j] - xp[j]);
+      for (int32_t r = 0; r < p; r++) uh[r] = u[r] + m * (u[r] - up[r]);
+      theta = th1;
+    } else {
+      memcpy(xh, x, D * sizeof *x);
+      memcpy(uh, u, Pn * sizeof *u);
+    }
+    memcpy(xp, x, D * sizeof *x);
+    memcpy(up, u, Pn * sizeof *u);
+    inf.iters = it;
+    if (op->trace) op->trace(op->trace_arg, it, x, yl);
+  }
+  /* on a refusal x still holds the last released iterate: x is only written after the charge */
+  if (y) memcpy(y, yl, Pn * sizeof *y);
+finish:
+  dpo_oracle_finish(oracle, st);
+out:
+  inf.releases = c.releases;
+  /* every rank returns rank 0's account of the run */
+  MPI_Bcast(&inf, (int)sizeof inf, MPI_BYTE, 0, comm);
+  if (info) *info = inf;
+  free(xh);
+  free(xp);
+  free(u);
+  free(uh);
+  free(up);
+  free(g);
+  free(t);
+  free(yl);
+  free(w);
+  free(g0);
+  return dpo_agree(comm, st);
+}

@@ -1,0 +1,217 @@
+/* Multi-party side of `dpopt train` (issue 7): the party table, per-party data files, each
+ * rank's own noise stream for the local / shares trust modes, the ledger's party accounts, and
+ * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
+#include "cli/train_parties.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+/* stream ids of the ranks' own noise streams: distinct from rank 0's solver stream (0) */
+#define DPO__PARTY_STREAM 0x70000000ULL
+
+struct dpo_train_parties {
+  dpo_parties_t *p;  /* NULL: one data holder, central */
+  dpo_rng_t *rng;    /* this rank's noise stream (local / shares) */
+  int rank;
+  int64_t *rows;     /* rank 0: rows of each party */
+};
+
+int dpo_train_parties_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, int is_private,
+                            dpo_train_parties_t **out) {
+  int rc = DPO_OK;
+  dpo_train_parties_t *tp = calloc(1, sizeof *tp);
+  *out = NULL;
+  if (!tp) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  else {
+    tp->rank = ctx->rank;
+    rc = dpo_parties_from_config(cfg, ctx->size, &tp->p);
+  }
+  if (!rc && tp->p && tp->p->trust != DPO_TRUST_CENTRAL) {
+    if (!is_private) {
+      rc = dpo_err(DPO_EINVAL, "privacy.trust = %s applies to private algorithms (dp-*)",
+                   dpo_trust_name(tp->p->trust));
+    } else {
+      int64_t seed = 0;
+      int seeded = dpo_config_get(cfg, "run.seed") != NULL;
+      if (!(rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)))
+        rc = dpo_rng_create(seeded, (uint64_t)seed, DPO__PARTY_STREAM + (uint64_t)ctx->rank,
+                            &tp->rng);
+    }
+  }
+  rc = dpo_agree(ctx->comm, rc);
+  if (rc) {
+    dpo_train_parties_destroy(tp);
+    return rc;
+  }
+  *out = tp;
+  return DPO_OK;
+}
+
+const dpo_parties_t *dpo_train_parties_table(const dpo_train_parties_t *tp) {
+  return tp ? tp->p : NULL;
+}
+
+int dpo_train_parties_hide_train(const dpo_train_parties_t *tp) {
+  return tp && tp->p && tp->p->trust != DPO_TRUST_CENTRAL;
+}
+
+int dpo_train_parties_load(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx, const char *path,
+                           const dpo_load_opts_t *lo, dpo_shard_t **train) {
+  const dpo_parties_t *p = tp->p;
+  if (!p || !p->data[0]) return dpo_shard_load(ctx->comm, path, lo, train);
+  /* every party loads its own file over its own ranks, then the shards are renumbered so
+   * the global row ids follow the parties in rank order */
+  int rc = DPO_OK, k = p->rank_party[ctx->rank];
+  MPI_Comm pc = MPI_COMM_NULL;
+  dpo_shard_t *s = NULL;
+  dpo_load_opts_t o = *lo;
+  if (MPI_Comm_split(ctx->comm, k, ctx->rank, &pc) != MPI_SUCCESS)
+    return dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "MPI_Comm_split failed"));
+  rc = dpo_agree(ctx->comm, dpo_shard_load(pc, p->data[k], &o, &s));
+  if (rc) goto out;
+  /* the parties' files need not all reach the last feature: agree on the dimension */
+  int32_t dv[2] = {s->d, -s->d}, dm[2];
+  int sp = s->sparse, allsp = 0;
+  MPI_Allreduce(dv, dm, 2, MPI_INT32_T, MPI_MAX, ctx->comm);
+  MPI_Allreduce(&sp, &allsp, 1, MPI_INT, MPI_MIN, ctx->comm);
+  if (dm[0] != -dm[1]) {
+    if (o.d != 0) {
+      rc = dpo_agree(ctx->comm, dpo_err(DPO_EFORMAT, "the parties' data files disagree on the "
+                                        "dimension"));
+      goto out;
+    }
+    if (allsp) {
+      s->d = dm[0]; /* CSR column ids stay valid in the wider space */
+    } else { /* dense: reload in the common dimension */
+      dpo_shard_destroy(s);
+      s = NULL;
+      o.d = dm[0];
+      rc = dpo_agree(ctx->comm, dpo_shard_load(pc, p->data[k], &o, &s));
+      if (rc) goto out;
+    }
+  }
+  int64_t n_here = s->n, before = 0, tot = 0;
+  MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+  if (ctx->rank == 0) before = 0;
+  MPI_Allreduce(&n_here, &tot, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+  s->row0 = before;
+  s->n_global = tot;
+  if (ctx->rank == 0 && !(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+  int64_t *pr = calloc((size_t)p->count, sizeof *pr);
+  if (!pr) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  else {
+    pr[k] = n_here;
+    MPI_Reduce(pr, tp->rows, p->count, MPI_INT64_T, MPI_SUM, 0, ctx->comm);
+    free(pr);
+  }
+  rc = dpo_agree(ctx->comm, rc);
+out:
+  if (rc) dpo_shard_destroy(s);
+  else *train = s;
+  MPI_Comm_free(&pc);
+  return rc;
+}
+
+int dpo_train_parties_attach(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx,
+                             dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
+  int rc = DPO_OK;
+  dpo_parties_t *p = tp->p;
+  if (!p) return DPO_OK;
+  if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
+  if (ctx->rank == 0 && !rc) {
+    p->trace = trace;
+    rc = dpo_oracle_set_parties(oracle, p);
+    if (!rc && ledger) {
+      for (int k = 0; k < p->count && !rc; k++)
+        if (!(p->eps[k] > 0))
+          rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
+                       "party.%d.eps", k, k);
+      if (!rc) rc = dpo_ledger_set_parties(ledger, p->count, p->eps, p->delta);
+    }
+    if (!rc && !tp->rows) { /* parties over data.train: rows from the oracle's rank ranges */
+      if (!(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
+        rc = dpo_err(DPO_ENOMEM, "out of memory");
+      for (int r = 0; r < p->nranks && !rc; r++) {
+        int64_t n;
+        if (!(rc = dpo_oracle_rank_rows(oracle, r, NULL, &n))) tp->rows[p->rank_party[r]] += n;
+      }
+    }
+  }
+  return dpo_agree(ctx->comm, rc);
+}
+
+void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger *ledger,
+                               json_object *sum) {
+  const dpo_parties_t *p = tp ? tp->p : NULL;
+  json_object *pv = NULL;
+  if (!json_object_object_get_ex(sum, "privacy", &pv)) pv = sum;
+  dpo_trust_t t = p ? p->trust : DPO_TRUST_CENTRAL;
+  json_object_object_add(pv, "trust", json_object_new_string(dpo_trust_name(t)));
+  json_object_object_add(pv, "trust_protects", json_object_new_string(dpo_trust_protects(t)));
+  if (!p) return;
+  json_object *o = json_object_new_object(), *arr = json_object_new_array();
+  json_object_object_add(o, "count", json_object_new_int(p->count));
+  json_object_object_add(o, "declared", json_object_new_boolean(p->declared));
+  json_object_object_add(o, "on_party_exhausted",
+                         json_object_new_string(p->on_exhausted == DPO_EXHAUST_DROP ? "drop"
+                                                                                    : "stop"));
+  json_object_object_add(o, "sensitivity_note",
+                         json_object_new_string(
+                             "one example changes only its own party's local gradient sum, by "
+                             "at most S1 (its share of the batch: S1/m in the batch mean); "
+                             "central and shares calibrate the noise of the total to that, "
+                             "local noises each party's sum with it"));
+  for (int k = 0; k < p->count; k++) {
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "party", json_object_new_int(k));
+    json_object_object_add(e, "first_rank", json_object_new_int(p->first_rank[k]));
+    json_object_object_add(e, "ranks", json_object_new_int(p->nranks_of[k]));
+    if (p->data[k]) json_object_object_add(e, "data", json_object_new_string(p->data[k]));
+    if (tp->rows) json_object_object_add(e, "rows", json_object_new_int64(tp->rows[k]));
+    double be = NAN, bd = NAN, se = NAN, sd = NAN;
+    if (ledger && dpo_ledger_nparties(ledger) == p->count) {
+      dpo_ledger_party_budget(ledger, k, &be, &bd);
+      dpo_ledger_party_spent(ledger, k, &se, &sd);
+      json_object_object_add(e, "eps_budget", json_object_new_double(be));
+      json_object_object_add(e, "delta_budget", json_object_new_double(bd));
+      json_object_object_add(e, "eps_spent", json_object_new_double(se));
+      json_object_object_add(e, "delta_spent", json_object_new_double(sd));
+    }
+    json_object_object_add(e, "dropped_at_step",
+                           p->dropped_step[k] >= 0 ? json_object_new_int64(p->dropped_step[k])
+                                                   : NULL);
+    json_object_array_add(arr, e);
+  }
+  json_object_object_add(o, "parties", arr);
+  json_object_object_add(sum, "parties", o);
+}
+
+void dpo_train_parties_print(const dpo_train_parties_t *tp, struct dpo_ledger *ledger,
+                             FILE *out) {
+  const dpo_parties_t *p = tp ? tp->p : NULL;
+  if (!p) return;
+  fprintf(out, "parties         %d, trust %s, on exhaustion %s\n", p->count,
+          dpo_trust_name(p->trust), p->on_exhausted == DPO_EXHAUST_DROP ? "drop" : "stop");
+  if (!ledger || dpo_ledger_nparties(ledger) != p->count) return;
+  for (int k = 0; k < p->count; k++) {
+    double be, bd, se, sd;
+    dpo_ledger_party_budget(ledger, k, &be, &bd);
+    dpo_ledger_party_spent(ledger, k, &se, &sd);
+    fprintf(out, "  party %-3d     eps = %.6g of %.6g%s\n", k, se, be,
+            p->dropped_step[k] >= 0 ? " (dropped: budget exhausted)" : "");
+  }
+}
+
+void dpo_train_parties_destroy(dpo_train_parties_t *tp) {
+  if (!tp) return;
+  dpo_parties_destroy(tp->p);
+  dpo_rng_destroy(tp->rng);
+  free(tp->rows);
+  free(tp);
+}

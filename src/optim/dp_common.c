@@ -1,0 +1,602 @@
+/* Shared machinery of the private algorithms: public sensitivities, budget splits, batch
+ * sampling over global ids, the charged-then-noised gradient, and the optimal noise
+ * allocation of (001, Sec. 4).  See dp_common.h. */
+#include "optim/dp_common.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dpopt/comm.h"
+#include "dpopt/parties.h"
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "optim/algos.h"
+
+void dpo__dp_destroy(dpo__dp_t *dp) {
+  if (!dp) return;
+  free(dp->perm);
+  free(dp->ids);
+  free(dp->hash);
+  free(dp->gs);
+  free(dp->active);
+  free(dp->plist);
+  free(dp->prow0);
+  free(dp->pn);
+  free(dp);
+}
+
+/* Multi-party set-up: the party table comes with the oracle; every party starts active. */
+static int dpo__dp_parties_init(dpo__dp_t *dp, dpo_oracle_t *o, const dpo_parties_t *pt) {
+  const int P = pt->count;
+  if (dpo_ledger_nparties(dpo_solver_ledger(dp->s)) != P)
+    return dpo_err(DPO_EINVAL, "dp: %d parties declared but the ledger keeps %d party accounts",
+                   P, dpo_ledger_nparties(dpo_solver_ledger(dp->s)));
+  dp->active = malloc((size_t)P * sizeof *dp->active);
+  dp->plist = malloc((size_t)P * sizeof *dp->plist);
+  dp->prow0 = calloc((size_t)P, sizeof *dp->prow0);
+  dp->pn = calloc((size_t)P, sizeof *dp->pn);
+  if (!dp->active || !dp->plist || !dp->prow0 || !dp->pn)
+    return dpo_err(DPO_ENOMEM, "dp: out of memory");
+  for (int k = 0; k < P; k++) {
+    int64_t r0, nr;
+    dp->active[k] = 1;
+    for (int r = pt->first_rank[k]; r < pt->first_rank[k] + pt->nranks_of[k]; r++) {
+      int rc = dpo_oracle_rank_rows(o, r, &r0, &nr);
+      if (rc) return rc;
+      if (r == pt->first_rank[k]) dp->prow0[k] = r0;
+      dp->pn[k] += nr;
+    }
+  }
+  if (pt->on_exhausted == DPO_EXHAUST_DROP && dp->sampling == DPO__DP_SAMPLE_DISJOINT)
+    return dpo_err(DPO_EUNSUP, "privacy.on_party_exhausted = drop is not supported with "
+                   "disjoint buckets");
+  dp->parties = pt;
+  dp->nactive = P;
+  dp->n_active = dp->n;
+  return DPO_OK;
+}
+
+int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
+  int rc = DPO_OK;
+  const dpo_config_t *cfg = dpo_solver_config(s);
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  const dpo_model_t *model = dpo_oracle_model(o);
+  const dpo_clip_t *clip = dpo_oracle_clip(o);
+  const char *acc = "subsampled";
+  double B1 = NAN, B2 = NAN;
+  dpo__dp_t *dp = calloc(1, sizeof *dp);
+  *out = NULL;
+  if (!dp) return dpo_err(DPO_ENOMEM, "dp: out of memory");
+  dp->s = s;
+  dp->d = dpo_solver_dim(s);
+  dp->n = dpo_solver_n(s);
+  dp->eps = NAN;
+  if (!dpo_solver_ledger(s) || !dpo_solver_rng(s)) {
+    rc = dpo_err(DPO_EINVAL, "a private algorithm needs the privacy ledger and a noise stream");
+    goto fail;
+  }
+  if (cfg) {
+    if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &dp->eps)) ||
+        (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
+        (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)) ||
+        (rc = dpo_config_get_str(cfg, "algo.accounting", "subsampled", &acc)))
+      goto fail;
+  }
+  if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
+      (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
+      (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||
+      (rc = dpo_solver_param(s, "noise", 0.0, &dp->fixed_b)))
+    goto fail;
+  if (dp->m < 1 || dp->m > dp->n) {
+    rc = dpo_err(DPO_EINVAL, "algo.m = %lld: the batch size must be in [1, n = %lld]",
+                 (long long)dp->m, (long long)dp->n);
+    goto fail;
+  }
+  if (dp->T < 1) {
+    rc = dpo_err(DPO_EINVAL, "algo.iters = %lld must be >= 1 (the budget is split over it)",
+                 (long long)dp->T);
+    goto fail;
+  }
+  if (!(dp->c > 0) || !isfinite(dp->c)) {
+    rc = dpo_err(DPO_EINVAL, "algo.c = %g must be finite and > 0", dp->c);
+    goto fail;
+  }
+  if (!(dp->fixed_b >= 0) || !isfinite(dp->fixed_b)) {
+    rc = dpo_err(DPO_EINVAL, "algo.noise = %g must be finite and >= 0", dp->fixed_b);
+    goto fail;
+  }
+  if (dp->fixed_b == 0 && !(dp->eps > 0 && isfinite(dp->eps))) {
+    rc = dpo_err(DPO_EINVAL, "privacy.eps must be given (> 0): the algorithm splits it over its "
+                 "iterations");
+    goto fail;
+  }
+  if (!strcasecmp(acc, "subsampled")) dp->accounting = DPO__DP_ACC_SUBSAMPLED;
+  else if (!strcasecmp(acc, "thesis-2gamma")) dp->accounting = DPO__DP_ACC_THESIS2G;
+  else {
+    rc = dpo_err(DPO_EINVAL, "algo.accounting = '%s': expected subsampled or thesis-2gamma", acc);
+    goto fail;
+  }
+  /* Public sensitivities (privacy rule 1): from clipping or declared bounds, never the data */
+  dp->S1 = INFINITY;
+  dp->S2 = INFINITY;
+  if (clip && clip->norm == DPO_CLIP_L1) {
+    dp->S1 = 2.0 * clip->C;
+    dp->S2 = 2.0 * clip->C;
+  } else if (clip && clip->norm == DPO_CLIP_L2) {
+    dp->S1 = 2.0 * clip->C * sqrt((double)dp->d);
+    dp->S2 = 2.0 * clip->C;
+  }
+  if (!isnan(B1)) {
+    double s1 = dpo_model_grad_l1_sens(model, B1);
+    if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
+    if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
+  }
+  if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && 2.0 * B2 < dp->S2)
+    dp->S2 = 2.0 * B2; /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
+  if (!isfinite(dp->S1)) {
+    rc = dpo_err(DPO_EINVAL,
+                 "no public sensitivity for model %s: give privacy.clip (--clip l1:C) or "
+                 "data.row_l1_bound (--row-l1-bound B)%s",
+                 dpo_model_name(model),
+                 dpo_model_grad_l1_sens(model, 1.0) < 0 ? " (this model needs clipping)" : "");
+    goto fail;
+  }
+  rc = dpo_solver_constants(s, &dp->L, &dp->mu);
+  if (rc) {
+    if (need_L) goto fail;
+    dp->L = NAN;
+    dpo_errclear();
+    rc = DPO_OK;
+  }
+  dp->lambda = dpo_model_lambda(model);
+  dp->sampling = DPO__DP_SAMPLE_WOR;
+  for (dp->hcap = 16; dp->hcap < 2 * dp->m; dp->hcap *= 2) {
+  }
+  dp->ids = malloc((size_t)dp->m * sizeof *dp->ids);
+  dp->hash = malloc((size_t)dp->hcap * sizeof *dp->hash);
+  dp->gs = malloc((size_t)dp->d * sizeof *dp->gs);
+  if (!dp->ids || !dp->hash || !dp->gs) {
+    rc = dpo_err(DPO_ENOMEM, "dp: out of memory (m = %lld)", (long long)dp->m);
+    goto fail;
+  }
+  if (dpo_oracle_parties(o) && (rc = dpo__dp_parties_init(dp, o, dpo_oracle_parties(o))))
+    goto fail;
+  *out = dp;
+  return DPO_OK;
+fail:
+  dpo__dp_destroy(dp);
+  return rc;
+}
+
+static int dpo__cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void dpo__dp_sample(dpo_rng_t *rng, int64_t n, int64_t m, int64_t *ids, int64_t *hash,
+                    int64_t hcap) {
+  /* Floyd: for j = n-m .. n-1 take t uniform in [0, j]; if t is taken, take j.  Every m-subset
+   * is equally likely.  Membership by open addressing (key + 1, 0 = empty). */
+  memset(hash, 0, (size_t)hcap * sizeof *hash);
+  int64_t k = 0;
+  for (int64_t j = n - m; j < n; j++) {
+    int64_t t = (int64_t)dpo_rng_below(rng, (uint64_t)j + 1);
+    for (int pass = 0; pass < 2; pass++) {
+      uint64_t h = ((uint64_t)t * 0x9e3779b97f4a7c15ULL) & (uint64_t)(hcap - 1);
+      while (hash[h] != 0 && hash[h] != t + 1) h = (h + 1) & (uint64_t)(hcap - 1);
+      if (hash[h] == 0) {
+        hash[h] = t + 1;
+        ids[k++] = t;
+        break;
+      }
+      t = j; /* t was taken: j cannot be (it is larger than every earlier candidate) */
+    }
+  }
+  qsort(ids, (size_t)m, sizeof *ids, dpo__cmp_i64);
+}
+
+int dpo__dp_use_disjoint(dpo__dp_t *dp) {
+  dpo_rng_t *rng = dpo_solver_rng(dp->s);
+  dp->nbuckets = dp->n / dp->m;
+  dp->perm = malloc((size_t)dp->n * sizeof *dp->perm);
+  if (!dp->perm) return dpo_err(DPO_ENOMEM, "dp: out of memory for the bucket permutation");
+  /* a public, data-independent partition (Fisher-Yates from the solver's stream) */
+  for (int64_t i = 0; i < dp->n; i++) dp->perm[i] = i;
+  for (int64_t i = dp->n - 1; i > 0; i--) {
+    int64_t j = (int64_t)dpo_rng_below(rng, (uint64_t)i + 1);
+    int64_t tmp = dp->perm[i];
+    dp->perm[i] = dp->perm[j];
+    dp->perm[j] = tmp;
+  }
+  dp->sampling = DPO__DP_SAMPLE_DISJOINT;
+  return DPO_OK;
+}
+
+int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
+  if (!(target > 0) || !isfinite(target))
+    return dpo_err(DPO_EINVAL, "dp: per-step privacy target %g must be > 0", target);
+  if (dp->m == dp->n || dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
+    *eps0 = target;
+    return DPO_OK;
+  }
+  if (dp->accounting == DPO__DP_ACC_SUBSAMPLED)
+    return dpo_acct_wor_inverse(target, dp->m, dp->n, eps0); /* (001, (3.5)) */
+  /* thesis Thm 4.1.5: 2 (m/n) eps0 = target, valid for eps0 <= 1 ((4.52)) */
+  double e = target * (double)dp->n / (2.0 * (double)dp->m), chk;
+  if (!(e <= 1.0))
+    return dpo_err(DPO_EINVAL,
+                   "algo.accounting = thesis-2gamma needs the per-step eps0 = n eps_t / (2 m) = "
+                   "%g <= 1 (thesis Thm 4.1.5): use more iterations or accounting subsampled", e);
+  for (int k = 0; k < 64; k++) {
+    int rc = dpo_acct_thesis_2gamma(e, dp->m, dp->n, &chk);
+    if (rc) return rc;
+    if (chk <= target) break;
+    e = nextafter(e, 0.0);
+  }
+  *eps0 = e;
+  return DPO_OK;
+}
+
+/* dpo__dp_grad in a multi-party run.  The batch is drawn from the ACTIVE parties' global ids
+ * (m of n_active; the full batch is every active row).  The release is charged to the global
+ * account and to every active party (dpo_ledger_charge_parties) before anything is computed.
+ * A party that would exceed its budget is refused; with privacy.on_party_exhausted = drop it
+ * leaves (journal event + trace line), the batch and the charge are redone without it, and
+ * the others go on; with stop (or when the global account refuses) DPO_EBUDGET ends the run.
+ * Noise by trust mode: central = Laplace(b) on the mean on rank 0, as in dpo__dp_grad;
+ * local / shares = noise on the SUM inside the oracle's worker path, before the reduce: one
+ * example changes its party's local sum by at most S1 (the party's share of the batch sum;
+ * S1/m in the mean), so each rank with rows adds Laplace(bs), bs = scale(S1, eps0) (local), or
+ * every rank adds a 1/size share of Laplace(bs) (shares); g = w (sum + noise) / m is
+ * post-processing. */
+static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, double eps_target,
+                                double w, double *g, double *b_out) {
+  dpo_solver_t *s = dp->s;
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  const dpo_parties_t *pt = dp->parties;
+  const int32_t d = dp->d;
+  const int central = pt->trust == DPO_TRUST_CENTRAL;
+  int rc;
+  if (!(w > 0) || !isfinite(w)) return dpo_err(DPO_EINVAL, "dp: gradient weight %g", w);
+  for (;;) {
+    const int64_t na = dp->n_active;
+    const int64_t m = dp->m == dp->n || dp->m > na ? na : dp->m;
+    double eps0 = NAN, b = NAN, sens, charged = 0;
+    dpo_batch_t batch = {NULL, na};
+    const char *sampling = "none", *accounting = "pure";
+    if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
+      if (t >= dp->nbuckets)
+        return dpo_err(DPO_EINVAL, "dp: step %lld but only %lld disjoint buckets", (long long)t,
+                       (long long)dp->nbuckets);
+      memcpy(dp->ids, dp->perm + t * dp->m, (size_t)dp->m * sizeof *dp->ids);
+      qsort(dp->ids, (size_t)dp->m, sizeof *dp->ids, dpo__cmp_i64);
+      batch.ids = dp->ids;
+      batch.m = dp->m;
+      sampling = "disjoint";
+    } else if (m < na || dp->nactive < pt->count) {
+      /* m of the na active rows (all of them for a full batch), mapped in order onto the
+       * active parties' global ranges: monotone, so the ids stay sorted */
+      if (m < na) dpo__dp_sample(dpo_solver_rng(s), na, m, dp->ids, dp->hash, dp->hcap);
+      else
+        for (int64_t i = 0; i < m; i++) dp->ids[i] = i;
+      int k = 0;
+      int64_t off = 0; /* active rows before party k */
+      for (int64_t i = 0; i < m; i++) {
+        while (!dp->active[k] || dp->ids[i] >= off + dp->pn[k]) {
+          if (dp->active[k]) off += dp->pn[k];
+          k++;
+        }
+        dp->ids[i] = dp->prow0[k] + (dp->ids[i] - off);
+      }
+      batch.ids = dp->ids;
+      batch.m = m;
+      if (m < na) {
+        sampling = "wor";
+        accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+      }
+    }
+    dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na */
+    tmp.m = m;
+    tmp.n = na;
+    if (central) {
+      sens = w * dp->S1 / (double)m;
+      if (dp->fixed_b > 0) {
+        b = dp->fixed_b;
+        rc = dpo_mech_laplace_eps(sens, b, d, &eps0);
+      } else {
+        rc = dpo__dp_eps0(&tmp, eps_target, &eps0);
+        if (!rc) rc = dpo_mech_laplace_scale(sens, eps0, d, &b);
+      }
+    } else {
+      sens = dp->S1; /* on the sum */
+      if (dp->fixed_b > 0) {
+        b = dp->fixed_b * (double)m / w;
+        rc = dpo_mech_laplace_eps(sens, b, d, &eps0);
+      } else {
+        rc = dpo__dp_eps0(&tmp, eps_target, &eps0);
+        if (!rc) rc = dpo_mech_laplace_scale(sens, eps0, d, &b);
+      }
+    }
+    if (rc) return rc;
+    dpo_charge_t c;
+    memset(&c, 0, sizeof c);
+    c.mechanism = "laplace";
+    c.eps = eps0;
+    c.noise_scale = b;
+    c.sensitivity = sens;
+    c.dim = d;
+    c.m = m;
+    c.n = na;
+    c.sampling = sampling;
+    c.accounting = accounting;
+    c.group = 1;
+    c.step = t;
+    int np = 0, refused = -2;
+    for (int k = 0; k < pt->count; k++)
+      if (dp->active[k]) dp->plist[np++] = k;
+    /* Charge BEFORE anything data-dependent is computed or released (privacy rule 2). */
+    rc = dpo_ledger_charge_parties(dpo_solver_ledger(s), &c, np, dp->plist, &charged, &refused);
+    if (rc == DPO_EBUDGET && refused >= 0 && pt->on_exhausted == DPO_EXHAUST_DROP &&
+        dp->nactive > 1 && dp->sampling != DPO__DP_SAMPLE_DISJOINT) {
+      char why[512];
+      snprintf(why, sizeof why, "%s", dpo_errmsg());
+      dp->active[refused] = 0;
+      dp->nactive--;
+      dp->n_active -= dp->pn[refused];
+      pt->dropped_step[refused] = t;
+      if ((rc = dpo_ledger_party_event(dpo_solver_ledger(s), "party_dropped", refused, t)))
+        return rc;
+      if (pt->trace)
+        fprintf(pt->trace, "# step %lld: party %d dropped (its budget is exhausted); %d parties, "
+                "%lld rows remain\n", (long long)t, refused, dp->nactive,
+                (long long)dp->n_active);
+      dpo_msg("step %lld: %s; party %d leaves, %d parties go on", (long long)t, why, refused,
+              dp->nactive);
+      dpo_errclear();
+      continue;
+    }
+    if (rc) return rc;
+    dp->last_eps0 = eps0;
+    dp->last_charged = charged;
+    dp->last_delta1 = central ? sens : w * sens / (double)m;
+    dp->last_b = central ? b : w * b / (double)m; /* the scale seen in the mean */
+    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1};
+    if (!central) {
+      MPI_Comm comm = dpo_oracle_comm(o);
+      int size = 1;
+      MPI_Comm_size(comm, &size);
+      nz.kind = pt->trust == DPO_TRUST_LOCAL ? DPO_ONOISE_LOCAL_LAPLACE : DPO_ONOISE_SHARE_LAPLACE;
+      nz.scale = b;
+      nz.nshares = pt->trust == DPO_TRUST_LOCAL ? 1 : size;
+    }
+    int64_t used = 0;
+    rc = dpo_oracle_eval_sums_noised(o, x, batch.ids ? &batch : NULL, central ? NULL : &nz, 0,
+                                     NULL, dp->gs, &used);
+    if (rc) return rc;
+    if (used != m)
+      return dpo_err(DPO_EINVAL, "dp: the oracle used %lld rows for a batch of %lld",
+                     (long long)used, (long long)m);
+    for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)used);
+    if (central && (rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+    memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
+    dpo_model_finish(dpo_oracle_model(o), d, 1, x, NULL, dp->gs);
+    for (int32_t j = 0; j < d; j++) g[j] += w * dp->gs[j];
+    if (b_out) *b_out = dp->last_b;
+    return DPO_OK;
+  }
+}
+
+int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, double w,
+                 double *g, double *b_out) {
+  if (dp->parties) return dpo__dp_grad_parties(dp, x, t, eps_target, w, g, b_out);
+  dpo_solver_t *s = dp->s;
+  const int32_t d = dp->d;
+  double delta1 = w * dp->S1 / (double)dp->m, eps0 = NAN, b = NAN, charged = 0;
+  int rc;
+  if (!(w > 0) || !isfinite(w)) return dpo_err(DPO_EINVAL, "dp: gradient weight %g", w);
+  if (dp->fixed_b > 0) {
+    b = dp->fixed_b;
+    if ((rc = dpo_mech_laplace_eps(delta1, b, d, &eps0))) return rc;
+  } else {
+    if ((rc = dpo__dp_eps0(dp, eps_target, &eps0))) return rc;
+    if ((rc = dpo_mech_laplace_scale(delta1, eps0, d, &b))) return rc;
+  }
+  /* the batch: data-independent randomness, so drawing it before the charge reveals nothing */
+  dpo_batch_t batch = {NULL, dp->n};
+  const char *sampling = "none", *accounting = "pure";
+  if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
+    if (t >= dp->nbuckets)
+      return dpo_err(DPO_EINVAL, "dp: step %lld but only %lld disjoint buckets of %lld rows",
+                     (long long)t, (long long)dp->nbuckets, (long long)dp->m);
+    memcpy(dp->ids, dp->perm + t * dp->m, (size_t)dp->m * sizeof *dp->ids);
+    qsort(dp->ids, (size_t)dp->m, sizeof *dp->ids, dpo__cmp_i64);
+    batch.ids = dp->ids;
+    batch.m = dp->m;
+    sampling = "disjoint";
+  } else if (dp->m < dp->n) {
+    dpo__dp_sample(dpo_solver_rng(s), dp->n, dp->m, dp->ids, dp->hash, dp->hcap);
+    batch.ids = dp->ids;
+    batch.m = dp->m;
+    sampling = "wor";
+    accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+  }
+  /* Charge BEFORE anything data-dependent is computed or released (privacy rule 2). */
+  dpo_charge_t c;
+  memset(&c, 0, sizeof c);
+  c.mechanism = "laplace";
+  c.eps = eps0;
+  c.noise_scale = b;
+  c.sensitivity = delta1;
+  c.dim = d;
+  c.m = dp->m;
+  c.n = dp->n;
+  c.sampling = sampling;
+  c.accounting = accounting;
+  c.group = 1;
+  c.step = t;
+  if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &c, &charged))) return rc;
+  dp->last_b = b;
+  dp->last_eps0 = eps0;
+  dp->last_charged = charged;
+  dp->last_delta1 = delta1;
+  int64_t used = 0;
+  rc = dpo_oracle_eval_sums(dpo_solver_oracle(s), x, batch.ids ? &batch : NULL, 0, NULL, dp->gs,
+                            &used);
+  if (rc) return rc;
+  if (used != dp->m)
+    return dpo_err(DPO_EINVAL, "dp: the oracle used %lld rows for a batch of %lld",
+                   (long long)used, (long long)dp->m);
+  for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)used);
+  if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+  /* the regularizer's gradient is public given x: added after the noise */
+  memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
+  dpo_model_finish(dpo_oracle_model(dpo_solver_oracle(s)), d, 1, x, NULL, dp->gs);
+  for (int32_t j = 0; j < d; j++) g[j] += w * dp->gs[j];
+  if (b_out) *b_out = b;
+  return DPO_OK;
+}
+
+int dpo__dp_split_weighted(double eps, const double *wt, int64_t T, double *e) {
+  long double W = 0, S = 0;
+  for (int64_t t = 0; t < T; t++) {
+    if (!(wt[t] > 0) || !isfinite(wt[t]))
+      return dpo_err(DPO_EINVAL, "dp: budget weight %lld = %g must be > 0", (long long)t, wt[t]);
+    W += wt[t];
+  }
+  double scale = 1.0 - 1e-12;
+  for (int k = 0; k < 60; k++) {
+    S = 0;
+    for (int64_t t = 0; t < T; t++) {
+      e[t] = (double)((long double)eps * wt[t] / W) * scale;
+      S += e[t];
+    }
+    /* long double sum error <= T 2^-64 S, far below the 1e-12 margin */
+    if (S <= (long double)eps * (1.0L - 1e-15L)) return DPO_OK;
+    scale *= 1.0 - 1e-12;
+  }
+  return dpo_err(DPO_EINVAL, "dp: cannot split eps = %g over %lld steps", eps, (long long)T);
+}
+
+/* ln g(b) = ln(1 + (n/m - 1) e^{-s/b}), s = S/m */
+static double dpo__lng(double u, double s, double r) { return log1p(r * exp(-s / exp(u))); }
+
+/* b_t for a given multiplier Lambda (log): solve ln a + 3u + ln g(e^u) = Lam by bisection */
+static double dpo__opt_u(double la, double Lam, double s, double r) {
+  double hi = (Lam - la) / 3.0, lo = (Lam - la - log1p(r)) / 3.0;
+  for (int k = 0; k < 200 && hi - lo > 1e-15 * (1.0 + fabs(hi)); k++) {
+    double mid = 0.5 * (lo + hi);
+    if (la + 3.0 * mid + dpo__lng(mid, s, r) > Lam) hi = mid;
+    else lo = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+static double dpo__opt_total(const double *a, int64_t T, double Lam, double s, double gam,
+                             double r, double *b, double *e) {
+  double tot = 0;
+  for (int64_t t = 0; t < T; t++) {
+    double u = dpo__opt_u(log(a[t]), Lam, s, r);
+    double bt = exp(u), et = log1p(gam * expm1(s / bt)); /* (3.3) */
+    if (b) b[t] = bt;
+    if (e) e[t] = et;
+    tot += et;
+  }
+  return tot;
+}
+
+int dpo__dp_opt_schedule(const double *a, int64_t T, double S1, int64_t n, int64_t m, double eps,
+                         double *b, double *e) {
+  if (T < 1 || !(S1 > 0) || n < 1 || m < 1 || m > n || !(eps > 0))
+    return dpo_err(DPO_EINVAL, "dp_opt_schedule: bad arguments");
+  for (int64_t t = 0; t < T; t++)
+    if (!(a[t] > 0) || !isfinite(a[t]))
+      return dpo_err(DPO_EINVAL, "dp_opt_schedule: weight a[%lld] = %g", (long long)t, a[t]);
+  const double s = S1 / (double)m, gam = (double)m / (double)n, r = 1.0 / gam - 1.0;
+  /* start from the m = n solution (4.5): a_t b_t^3 = Lambda */
+  double sum13 = 0;
+  for (int64_t t = 0; t < T; t++) sum13 += cbrt(a[t]);
+  double b1 = sum13 * S1 / (cbrt(a[0]) * (double)n * eps);
+  double Lam = log(a[0]) + 3.0 * log(b1);
+  double lo = Lam - 1.0, hi = Lam + 1.0;
+  /* total loss is decreasing in Lambda: bracket, then bisect */
+  for (int k = 0; k < 200 && dpo__opt_total(a, T, lo, s, gam, r, NULL, NULL) < eps; k++) lo -= 2.0;
+  for (int k = 0; k < 200 && dpo__opt_total(a, T, hi, s, gam, r, NULL, NULL) > eps; k++) hi += 2.0;
+  for (int k = 0; k < 200 && hi - lo > 1e-14 * (1.0 + fabs(hi)); k++) {
+    double mid = 0.5 * (lo + hi);
+    if (dpo__opt_total(a, T, mid, s, gam, r, NULL, NULL) > eps) lo = mid;
+    else hi = mid;
+  }
+  dpo__opt_total(a, T, 0.5 * (lo + hi), s, gam, r, b, e);
+  return DPO_OK;
+}
+
+int64_t dpo__dp_best_T(int64_t Tmax, double E0, int32_t d, double S1, int64_t n, double eps,
+                       double (*la)(int64_t, int64_t, void *), void *arg) {
+  int64_t best = 1;
+  double bestv = INFINITY, k = (double)d * S1 * S1 / ((double)n * n * eps * eps);
+  for (int64_t Tp = 1; Tp <= Tmax; Tp++) {
+    double sum = 0;
+    for (int64_t j = 1; j <= Tp; j++) sum += exp(la(Tp, j, arg) / 3.0);
+    double v = exp(la(Tp, 0, arg)) * E0 + k * sum * sum * sum; /* (4.6) */
+    if (v < bestv) {
+      bestv = v;
+      best = Tp;
+    }
+  }
+  return best;
+}
+
+double dpo__dp_nag_loga(int64_t T, int64_t t, void *arg) {
+  const double *p = arg; /* alpha, mu, L */
+  double lq = log1p(-sqrt(p[1] * p[0]));
+  if (t == 0) return (double)T * lq;
+  return (double)(T - t) * lq + log(p[0] * (1.0 + p[0] * p[2]));
+}
+
+void dpo__dp_stages_destroy(dpo__dp_stages_t *st) {
+  if (!st) return;
+  free(st->stage);
+  free(st->alpha);
+  free(st->logq);
+  free(st);
+}
+
+int dpo__dp_stages_create(int64_t Tmax, int64_t n1, double kappa, double p, double alpha1,
+                          double mu, double L, dpo__dp_stages_t **out) {
+  dpo__dp_stages_t *st = calloc(1, sizeof *st);
+  *out = NULL;
+  if (!st) return dpo_err(DPO_ENOMEM, "dp: out of memory");
+  st->Tmax = Tmax;
+  st->mu = mu;
+  st->L = L;
+  st->stage = malloc((size_t)(Tmax + 1) * sizeof *st->stage);
+  st->alpha = malloc((size_t)(Tmax + 1) * sizeof *st->alpha);
+  st->logq = malloc((size_t)(Tmax + 1) * sizeof *st->logq);
+  if (!st->stage || !st->alpha || !st->logq) {
+    dpo__dp_stages_destroy(st);
+    return dpo_err(DPO_ENOMEM, "dp: out of memory");
+  }
+  st->stage[0] = 1;
+  st->alpha[0] = alpha1;
+  st->logq[0] = 0;
+  for (int64_t i = 1; i <= Tmax; i++) {
+    int64_t len;
+    int first;
+    dpo__masg_schedule(i - 1, n1, kappa, p, alpha1, &st->stage[i], &st->alpha[i], &len, &first);
+    st->logq[i] = st->logq[i - 1] + log1p(-sqrt(mu * st->alpha[i]));
+  }
+  *out = st;
+  return DPO_OK;
+}
+
+double dpo__dp_masg_loga(int64_t T, int64_t t, void *arg) {
+  const dpo__dp_stages_t *st = arg;
+  /* (001, (4.8)): 2^{s_T - s_t} prod_{i=t+1}^T (1 - sqrt(mu alpha_i)) [alpha_t (1 + alpha_t L)] */
+  double v = (double)(st->stage[T] - st->stage[t]) * M_LN2 + st->logq[T] - st->logq[t];
+  if (t == 0) return v;
+  return v + log(st->alpha[t] * (1.0 + st->alpha[t] * st->L));
+}

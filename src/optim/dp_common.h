@@ -1,0 +1,131 @@
+/* Shared machinery of the private algorithms (dp_*.c), rank 0 only.
+ *
+ * Units.  The oracle returns MEANS over a batch of m rows (m = n: full batch), so every
+ * sensitivity here is that of a batch mean: one example changes the mean data-term gradient
+ * by at most S1/m in L1 (001, (3.2) and Sec. 5), where S1 is the public per-example constant
+ * (replace-one neighbours):
+ *   privacy.clip = l1:C  ->  S1 = 2 C            (clipped gradients have ||.||_1 <= C)
+ *   privacy.clip = l2:C  ->  S1 = 2 C sqrt(d)    (||v||_1 <= sqrt(d) ||v||_2)
+ *   data.row_l1_bound B1 ->  S1 = dpo_model_grad_l1_sens(model, B1)  (logistic: 2 B1, (5.2))
+ * (the smallest of those that apply), and S2 (the L2 analogue, used only by the noise-aware
+ * step sizes of the thesis) = 2 C, 2 B2 (data.row_l2_bound) or 2 B1.  The thesis writes its
+ * objective as a SUM over the data set (000, (4.60)); a batch mean with sensitivities S/m is
+ * the same algorithm with the gradient scaled by 1/m (see each step-size formula).
+ *
+ * One private step (dpo__dp_grad): draw the batch (m of n GLOBAL ids without replacement,
+ * sorted, from the solver's stream: the sample never depends on the rank count), turn the
+ * step's privacy target into the mechanism's own eps0 (inverse of the accountant), take the
+ * Laplace scale b from dpo_mech_laplace_scale (so the grid inflation is paid for), CHARGE THE
+ * LEDGER, and only then evaluate: g = w * (batch-mean data gradient) + Laplace(b) + w * grad
+ * of the regularizer.  A refused charge returns DPO_EBUDGET before anything data-dependent is
+ * computed or broadcast; the driver then keeps the last released iterate.
+ */
+#ifndef DPO_OPTIM_DP_COMMON_H
+#define DPO_OPTIM_DP_COMMON_H
+
+#include <stdint.h>
+
+#include "dpopt/optim.h"
+
+enum { DPO__DP_ACC_SUBSAMPLED = 0, DPO__DP_ACC_THESIS2G = 1 };
+enum { DPO__DP_SAMPLE_WOR = 0, DPO__DP_SAMPLE_DISJOINT = 1 };
+
+typedef struct {
+  dpo_solver_t *s;
+  int32_t d;
+  int64_t n, m;        /* m = n: full batch */
+  int64_t T;           /* planned iterations (algo.iters, default 100) */
+  double eps;          /* privacy.eps: the budget the schedule spends over T steps */
+  double S1, S2;       /* public per-example sensitivities (L1, L2) */
+  double L, mu;        /* public constants (L NAN when data.row_l2_bound is not declared) */
+  double lambda;
+  double c;            /* algo.c: step scale, alpha = c / L (001 Sec. 5) */
+  double fixed_b;      /* algo.noise > 0: fixed Laplace scale, the run stops when refused */
+  int accounting;      /* DPO__DP_ACC_* (algo.accounting) */
+  int sampling;        /* DPO__DP_SAMPLE_* */
+  /* disjoint buckets (DP-onlineGDwS): a public random permutation of the ids */
+  int64_t *perm;
+  int64_t nbuckets;
+  /* scratch */
+  int64_t *ids, *hash;
+  int64_t hcap;
+  double *gs;
+  /* last step, for tests and the journal */
+  double last_b, last_eps0, last_charged, last_delta1;
+  /* multi-party runs (dpo_oracle_parties() != NULL; see dpopt/parties.h and dpo__dp_grad):
+   * which parties still take part, their global row ranges, and the rows they hold */
+  const dpo_parties_t *parties;
+  int *active, *plist;  /* [count]: 1 while party k takes part; scratch list of active ids */
+  int64_t *prow0, *pn;  /* [count] */
+  int nactive;
+  int64_t n_active;
+} dpo__dp_t;
+
+/* Read privacy.eps, privacy.clip (through the oracle), data.row_l1_bound / row_l2_bound,
+ * algo.m, algo.iters, algo.c, algo.noise, algo.accounting; need_L = 1 fails without a
+ * declared L2 row bound.  Rank 0 (called from an algorithm's create()). */
+int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **dp);
+void dpo__dp_destroy(dpo__dp_t *dp);
+
+/* Switch to disjoint buckets of size m from a public random permutation (DP-onlineGDwS):
+ * nbuckets = floor(n / m); bucket t is charged with sampling "disjoint" (parallel
+ * composition: every bucket may spend the whole eps). */
+int dpo__dp_use_disjoint(dpo__dp_t *dp);
+
+/* Mechanism eps0 (before amplification) for a per-step target eps_target (after it), for the
+ * step's sampling and accounting; rounded down so the accountant's value never exceeds the
+ * target. */
+int dpo__dp_eps0(const dpo__dp_t *dp, double eps_target, double *eps0);
+
+/* The private step described above, at x, step number t.  eps_target: this step's share of
+ * the budget (ignored with algo.noise).  w: weight of the fresh gradient (1, or beta for the
+ * smoothed gradients of the thesis: the released quantity is w grad + noise, sensitivity
+ * w S1 / m).  g (length d) receives w grad F_B(x) + eta.  *b_out (may be NULL) gets b. */
+int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, double w,
+                 double *g, double *b_out);
+
+/* Per-step shares of eps proportional to weights wt[0..T-1] (> 0), scaled down by 1e-12
+ * relative and checked in long double so that their exact sum never exceeds eps. */
+int dpo__dp_split_weighted(double eps, const double *wt, int64_t T, double *e);
+
+/* Optimal budget allocation of (001, (4.4)) for weights a[0..T-1] (a_{T,1..T}):
+ *   minimise sum a_t b_t^2  s.t.  sum ln(1 + (m/n)(e^{S/(b_t m)} - 1)) = eps   ((3.3))
+ * solved numerically from the stationarity condition a_t b_t^3 g(b_t) = lambda with
+ * g(b) = 1 + (n/m - 1) e^{-S/(b m)} (increasing in b; g = 1 when m = n, giving (4.5)).
+ * b[t] (may be NULL) gets the Laplace scale of the mean gradient, e[t] the step's privacy
+ * loss; sum e = eps to ~1e-13 relative. */
+int dpo__dp_opt_schedule(const double *a, int64_t T, double S1, int64_t n, int64_t m, double eps,
+                         double *b, double *e);
+
+/* Remark 4.1: the T' in [1, Tmax] minimising the bound (4.6)
+ *   a_{T',0} E0 + d S1^2 / (n^2 eps^2) (sum_{j=1}^{T'} a_{T',j}^{1/3})^3
+ * for log-weights given by la(T', j, arg) = ln a_{T',j} (j = 0..T'). */
+int64_t dpo__dp_best_T(int64_t Tmax, double E0, int32_t d, double S1, int64_t n, double eps,
+                       double (*la)(int64_t Tp, int64_t j, void *arg), void *arg);
+
+/* ln a_{T,t} of (001, Thm 4.1 / (4.3)) for NAG: (1 - sqrt(mu alpha))^T (t = 0),
+ * (1 - sqrt(mu alpha))^{T-t} alpha (1 + alpha L) (t >= 1).  arg: double[3] = {alpha, mu, L}. */
+double dpo__dp_nag_loga(int64_t T, int64_t t, void *arg);
+
+/* Multistage schedule of (001, (4.7)) with the stage of every iteration precomputed for
+ * (001, Thm 4.3): stage[i], alpha[i] for i = 1..Tmax (paper indexing; iteration i of the paper
+ * is step i - 1 of the driver). */
+typedef struct {
+  int64_t Tmax;
+  int *stage;       /* [Tmax + 1] */
+  double *alpha;    /* [Tmax + 1] */
+  double *logq;     /* prefix sums: logq[i] = sum_{j<=i} ln(1 - sqrt(mu alpha_j)) */
+  double mu, L;
+} dpo__dp_stages_t;
+int dpo__dp_stages_create(int64_t Tmax, int64_t n1, double kappa, double p, double alpha1,
+                          double mu, double L, dpo__dp_stages_t **st);
+void dpo__dp_stages_destroy(dpo__dp_stages_t *st);
+/* ln a_{T,t} of (001, Thm 4.3, (4.8)); arg: dpo__dp_stages_t. */
+double dpo__dp_masg_loga(int64_t T, int64_t t, void *arg);
+
+/* Fill ids[0..m-1] with m distinct sorted ids of [0, n), uniform (Floyd's algorithm).
+ * hash: scratch of hcap >= 2m entries (power of two). */
+void dpo__dp_sample(dpo_rng_t *rng, int64_t n, int64_t m, int64_t *ids, int64_t *hash,
+                    int64_t hcap);
+
+#endif

@@ -1,0 +1,146 @@
+/* Smoothed-gradient methods of the thesis (000, Sec. 4.2.1 and 4.3.1).
+ *   G_0 = beta grad f(x_0) + eta_0,  G_t = (1 - beta) G_{t-1} + beta grad f_{B_t}(x_t) + eta_t
+ *   x_{t+1} = x_t - alpha G_t                                               ((4.14)-(4.15))
+ * Only beta grad + eta is new information, so its sensitivity is beta S1 / m and the noise
+ * (4.17) / (4.52) is b = beta S1 / (m eps0) for the step's mechanism eps0 (eps/T, amplified by
+ * sampling through (001, (3.5)) by default or through thesis Thm 4.1.5 with
+ * algo.accounting = thesis-2gamma, which is (4.52) exactly).  beta = algo.beta (default 0.1,
+ * the thesis's best, Sec. 4.4.1).
+ * Step (algo.alpha overrides), with the mean-gradient sensitivities S/m (the thesis sums; the
+ * mean over m rows scales the gradient and both sensitivities by 1/m and the step by m):
+ *   full batch  alpha = c ((S2^2/(4d) + 2 S1^2 / eps0^2) beta / (2 - beta))^{-1/2}
+ *                       * 0.25 / sqrt(T + 1)                                       (4.21)
+ *   m < n       alpha = c ((S2^2/(4d) m (1 - (m-1)/(n-1)) + 2 S1^2 / eps0^2)
+ *                       * beta / (2 - beta))^{-1/2} * 0.25 / sqrt(T + 1)           (4.55)
+ *   (both with S -> S/m.)
+ *  dp-gdws        Alg. 4 (m = n) or Alg. 6 (m < n).
+ *  dp-sgdws       Alg. 6: requires m < n.
+ *  dp-onlinegdws  disjoint buckets of m rows from a public random permutation, each row used
+ *                 once (at most floor(n/m) steps): parallel composition, every bucket spends
+ *                 the whole eps (thesis Sec. 4.3.1, after [76]); step (4.55) with eps0 = eps and
+ *                 T = the number of steps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+#include "optim/algos.h"
+#include "optim/dp_common.h"
+
+enum { GDWS = 0, SGDWS = 1, ONLINE = 2 };
+
+typedef struct {
+  dpo__dp_t *dp;
+  double alpha, beta, e;
+  int64_t Tuse;
+  double *g, *G;
+} dpo__gdws_t;
+
+static void gdws_destroy(void *st) {
+  dpo__gdws_t *a = st;
+  if (!a) return;
+  dpo__dp_destroy(a->dp);
+  free(a->g);
+  free(a->G);
+  free(a);
+}
+
+/* The noise-aware step (4.21) / (4.55) in mean units. */
+static int gdws_alpha(const dpo__dp_t *dp, double beta, double e, int64_t T, int sampled,
+                      double *alpha) {
+  double eps0 = NAN;
+  int rc;
+  if (dp->fixed_b > 0) {
+    /* fixed noise b: the eps0 with b = beta S1 / (m eps0) ((4.17)) */
+    if ((rc = dpo_mech_laplace_eps(beta * dp->S1 / (double)dp->m, dp->fixed_b, dp->d, &eps0)))
+      return rc;
+  } else if ((rc = dpo__dp_eps0(dp, e, &eps0))) {
+    return rc;
+  }
+  const double m = (double)dp->m, n = (double)dp->n, d = (double)dp->d;
+  const double s1 = dp->S1 / m, s2 = isfinite(dp->S2) ? dp->S2 / m : s1;
+  double samp = 1.0;
+  if (sampled) samp = n > 1 ? m * (1.0 - (m - 1.0) / (n - 1.0)) : 0.0;
+  double V = (s2 * s2 / (4.0 * d) * samp + 2.0 * s1 * s1 / (eps0 * eps0)) * beta / (2.0 - beta);
+  *alpha = dp->c / sqrt(V) * 0.25 / sqrt((double)T + 1.0);
+  return DPO_OK;
+}
+
+static int gdws_create_mode(dpo_solver_t *s, void **state, int mode) {
+  int rc;
+  dpo__gdws_t *a = calloc(1, sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "dp-gdws: out of memory");
+  if ((rc = dpo__dp_create(s, 0, &a->dp))) goto fail;
+  dpo__dp_t *dp = a->dp;
+  if ((rc = dpo_solver_param(s, "beta", 0.1, &a->beta))) goto fail;
+  if (!(a->beta > 0 && a->beta <= 1)) {
+    rc = dpo_err(DPO_EINVAL, "algo.beta = %g: the smoothing weight must be in (0, 1]", a->beta);
+    goto fail;
+  }
+  if (mode == SGDWS && dp->m >= dp->n) {
+    rc = dpo_err(DPO_EINVAL, "dp-sgdws samples minibatches: give algo.m (--batch) < n = %lld",
+                 (long long)dp->n);
+    goto fail;
+  }
+  a->Tuse = dp->T;
+  if (mode == ONLINE) {
+    if ((rc = dpo__dp_use_disjoint(dp))) goto fail;
+    if (dp->nbuckets < a->Tuse) a->Tuse = dp->nbuckets;
+    a->e = dp->eps; /* parallel composition: each row is used once */
+  } else if (dp->fixed_b == 0 && (rc = dpo_privacy_split(dp->eps, dp->T, &a->e))) {
+    goto fail;
+  }
+  if ((rc = dpo_solver_param(s, "alpha", NAN, &a->alpha))) goto fail;
+  if (isnan(a->alpha) &&
+      (rc = gdws_alpha(dp, a->beta, a->e, a->Tuse, mode == ONLINE || dp->m < dp->n, &a->alpha)))
+    goto fail;
+  if (!(a->alpha > 0) || !isfinite(a->alpha)) {
+    rc = dpo_err(DPO_EINVAL, "dp-gdws: step %g must be finite and > 0", a->alpha);
+    goto fail;
+  }
+  size_t nb = (size_t)dp->d * sizeof(double);
+  a->g = malloc(nb);
+  a->G = calloc(1, nb);
+  if (!a->g || !a->G) {
+    rc = dpo_err(DPO_ENOMEM, "dp-gdws: out of memory");
+    goto fail;
+  }
+  *state = a;
+  return DPO_OK;
+fail:
+  gdws_destroy(a);
+  return rc;
+}
+
+static int gdws_create(dpo_solver_t *s, void **st) { return gdws_create_mode(s, st, GDWS); }
+static int sgdws_create(dpo_solver_t *s, void **st) { return gdws_create_mode(s, st, SGDWS); }
+static int online_create(dpo_solver_t *s, void **st) { return gdws_create_mode(s, st, ONLINE); }
+
+static int gdws_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
+  dpo__gdws_t *a = st;
+  double *x = dpo_solver_x(s);
+  if (t >= a->Tuse) {
+    *done = 1; /* every bucket used */
+    return DPO_OK;
+  }
+  int rc = dpo__dp_grad(a->dp, x, t, a->e, a->beta, a->g, NULL);
+  if (rc) return rc;
+  const double keep = t == 0 ? 0.0 : 1.0 - a->beta;
+  for (int32_t j = 0; j < a->dp->d; j++) {
+    a->G[j] = keep * a->G[j] + a->g[j]; /* (4.15): g = beta grad + eta */
+    x[j] -= a->alpha * a->G[j];         /* (4.14) */
+  }
+  if (t + 1 >= a->Tuse) *done = 1;
+  return DPO_OK;
+}
+
+const dpo_algo_t dpo__algo_dp_gdws = {"dp-gdws",
+                                      "DP smoothed gradient descent (000 Alg. 4/6, (4.21))", 1,
+                                      gdws_create, gdws_step, gdws_destroy};
+const dpo_algo_t dpo__algo_dp_sgdws = {"dp-sgdws",
+                                       "DP smoothed SGD on minibatches (000 Alg. 6, (4.55))", 1,
+                                       sgdws_create, gdws_step, gdws_destroy};
+const dpo_algo_t dpo__algo_dp_onlinegdws = {
+    "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (000 Sec. 4.3.1)", 1,
+    online_create, gdws_step, gdws_destroy};

@@ -1,0 +1,261 @@
+/* Multistage private methods: DP-MASG and DP-MASG-opt (001, Sec. 4.2), DP-MAG and DP-SMAG
+ * (000, Sec. 4.2.2 Alg. 5 and Sec. 4.3.2 Alg. 7).  All run NAG in stages with the lengths of
+ * (001, (4.7)) = (000, (4.38)): n_1 (algo.n1, default ceil(2 sqrt(kappa) ln sqrt(kappa)) as in
+ * masg.c), n_k = 2^k ceil(sqrt(kappa) ln 2^(p+2)) (algo.p, default 1), restarting the momentum
+ * at each stage (x_{-1}^k = x_0^k = last iterate of stage k - 1).
+ *  dp-masg      steps alpha_1 = c/L, alpha_k = c/(2^{2k} L) (4.7), beta_k = (1 - sqrt(mu
+ *               alpha_k)) / (1 + sqrt(mu alpha_k)) (001 Sec. 5), uniform budget eps/T.
+ *  dp-masg-opt  the same stages and steps, budget by (4.4) with the weights of Thm 4.3
+ *               a_{T,t} = 2^{s_T - s_t} prod_{i>t} (1 - sqrt(mu alpha^{(s_i)})) alpha^{(s_t)}
+ *               (1 + alpha^{(s_t)} L), and T' <= T minimising the bound of Remark 4.1 with
+ *               those weights (E0 = algo.E0, default 10).
+ *  dp-mag       thesis Alg. 5: K = number of stages met in T iterations (the last one
+ *               truncated), eps_k = eps/K per stage and eps_k / n_k per iteration (4.40)-(4.41);
+ *               beta = (1 - sqrt(mu/L)) / (1 + sqrt(mu/L)) (Alg. 5 line 10); the noise-aware
+ *               step (4.43)
+ *                 alpha_k = c / (2^{2(k+1)} 2 L) ((S2^2/(4d) + 2 S1^2/eps0^2) / (1 - beta^2))^{-1/2}
+ *               where eps0 = eps/(n_k K) is the step's mechanism eps.  (4.43) is not invariant
+ *               under scaling the objective: it is written for the thesis's SUM objective, with
+ *               L the sum's constant (n L here) and the per-example S1, S2; converted to the mean
+ *               objective the n cancels and the formula above is what remains.
+ *  dp-smag      thesis Alg. 7 (requires m < n): the same with minibatches, eps0 from (4.57)
+ *               (thesis-2gamma) or (001, (3.5)), and step (4.59): the variance term becomes
+ *               S2^2/(4d) m (1 - (m-1)/(n-1)) + 2 S1^2/eps0^2, and the batch SUM of the thesis
+ *               becomes a batch mean, which multiplies the step by m/n.
+ *               dp-mag with m < n runs the same method. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+#include "optim/algos.h"
+#include "optim/dp_common.h"
+
+enum { MASG = 0, MASG_OPT = 1, MAG = 2, SMAG = 3 };
+
+typedef struct {
+  dpo__dp_t *dp;
+  int mode;
+  double alpha1, kappa, p, beta_fixed;
+  int64_t n1, Tuse;
+  double *es;       /* per-step shares [Tuse] */
+  double *alpha_k;  /* dp-mag: step per stage [K + 1] */
+  int K;
+  double *g, *xprev, *z;
+} dpo__dpmasg_t;
+
+static void dpmasg_destroy(void *st) {
+  dpo__dpmasg_t *a = st;
+  if (!a) return;
+  dpo__dp_destroy(a->dp);
+  free(a->es);
+  free(a->alpha_k);
+  free(a->g);
+  free(a->xprev);
+  free(a->z);
+  free(a);
+}
+
+static void stage_of(const dpo__dpmasg_t *a, int64_t t, int *k, double *alpha, int64_t *start,
+                     int64_t *len, int *first) {
+  dpo__masg_schedule(t, a->n1, a->kappa, a->p, a->alpha1, k, alpha, len, first);
+  /* start of the stage: walk back is cheap enough only via the schedule itself */
+  if (start) {
+    int64_t s0 = 0, n = a->n1;
+    int kk = 1;
+    while (kk < *k) {
+      s0 += n;
+      kk++;
+      int st2, fi;
+      double al;
+      dpo__masg_schedule(s0, a->n1, a->kappa, a->p, a->alpha1, &st2, &al, &n, &fi);
+    }
+    *start = s0;
+  }
+}
+
+static int plan_opt(dpo__dpmasg_t *a, dpo_solver_t *s) {
+  dpo__dp_t *dp = a->dp;
+  double E0 = 10.0;
+  int64_t choose = 1;
+  int rc;
+  dpo__dp_stages_t *st = NULL;
+  double *w = NULL;
+  if ((rc = dpo_solver_param(s, "E0", 10.0, &E0)) ||
+      (rc = dpo_solver_param_int(s, "choose_T", 1, &choose)))
+    return rc;
+  if (dp->fixed_b > 0)
+    return dpo_err(DPO_EINVAL, "dp-masg-opt allocates the budget itself: drop algo.noise");
+  if (!(a->alpha1 * dp->L <= 1.0 + 1e-12))
+    return dpo_err(DPO_EINVAL, "dp-masg-opt: Thm 4.3 of 001 needs alpha^{(k)} <= 1/L (c <= 1)");
+  if ((rc = dpo__dp_stages_create(dp->T, a->n1, a->kappa, a->p, a->alpha1, dp->mu, dp->L, &st)))
+    return rc;
+  a->Tuse = choose ? dpo__dp_best_T(dp->T, E0, dp->d, dp->S1, dp->n, dp->eps, dpo__dp_masg_loga,
+                                    st)
+                   : dp->T;
+  w = malloc((size_t)a->Tuse * sizeof *w);
+  a->es = malloc((size_t)a->Tuse * sizeof *a->es);
+  if (!w || !a->es) {
+    rc = dpo_err(DPO_ENOMEM, "dp-masg-opt: out of memory");
+    goto out;
+  }
+  for (int64_t k = 0; k < a->Tuse; k++) w[k] = exp(dpo__dp_masg_loga(a->Tuse, k + 1, st));
+  rc = dpo__dp_opt_schedule(w, a->Tuse, dp->S1, dp->n, dp->m, dp->eps, NULL, a->es);
+  if (!rc) rc = dpo__dp_split_weighted(dp->eps, a->es, a->Tuse, a->es);
+out:
+  free(w);
+  dpo__dp_stages_destroy(st);
+  return rc;
+}
+
+/* dp-mag / dp-smag: per-stage budget (4.40)-(4.41) and step (4.43) / (4.59) */
+static int plan_mag(dpo__dpmasg_t *a) {
+  dpo__dp_t *dp = a->dp;
+  int rc, k;
+  int64_t T = dp->T, len, start, first_len = 0;
+  int first;
+  double al;
+  (void)first_len;
+  stage_of(a, T - 1, &a->K, &al, NULL, &len, &first);
+  double ek = NAN, eps0 = NAN;
+  if (dp->fixed_b == 0 && (rc = dpo_privacy_split(dp->eps, a->K, &ek))) return rc;
+  a->es = malloc((size_t)T * sizeof *a->es);
+  a->alpha_k = malloc((size_t)(a->K + 1) * sizeof *a->alpha_k);
+  if (!a->es || !a->alpha_k) return dpo_err(DPO_ENOMEM, "dp-mag: out of memory");
+  const double m = (double)dp->m, n = (double)dp->n, d = (double)dp->d;
+  const double S2 = isfinite(dp->S2) ? dp->S2 : dp->S1;
+  const double b2 = a->beta_fixed * a->beta_fixed;
+  int64_t t = 0;
+  for (k = 1; k <= a->K; k++) {
+    int kk;
+    stage_of(a, t, &kk, &al, &start, &len, &first);
+    int64_t nk = start + len > T ? T - start : len; /* the last stage is truncated at T */
+    double e = NAN;
+    if (dp->fixed_b == 0 && (rc = dpo_privacy_split(ek, nk, &e))) return rc;
+    for (int64_t i = 0; i < nk; i++) a->es[start + i] = e;
+    if (dp->fixed_b > 0) {
+      if ((rc = dpo_mech_laplace_eps(dp->S1 / m, dp->fixed_b, dp->d, &eps0))) return rc;
+    } else if ((rc = dpo__dp_eps0(dp, e, &eps0))) {
+      return rc;
+    }
+    double samp = dp->m < dp->n ? (n > 1 ? m * (1.0 - (m - 1.0) / (n - 1.0)) : 0.0) : 1.0;
+    double V = (S2 * S2 / (4.0 * d) * samp + 2.0 * dp->S1 * dp->S1 / (eps0 * eps0)) / (1.0 - b2);
+    double alk = dp->c / (ldexp(1.0, 2 * (k + 1)) * 2.0 * dp->L) / sqrt(V);
+    if (dp->m < dp->n) alk *= m / n; /* (4.59): the thesis's batch sum -> batch mean */
+    a->alpha_k[k] = alk;
+    t = start + nk;
+  }
+  a->Tuse = T;
+  return DPO_OK;
+}
+
+static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
+  int rc;
+  double n1d, alpha;
+  dpo__dpmasg_t *a = calloc(1, sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "dp-masg: out of memory");
+  a->mode = mode;
+  if ((rc = dpo__dp_create(s, 1, &a->dp))) goto fail;
+  dpo__dp_t *dp = a->dp;
+  if (!(dp->mu > 0)) {
+    rc = dpo_err(DPO_EINVAL, "the stages of (001, (4.7)) need mu > 0 (lambda > 0)");
+    goto fail;
+  }
+  if (mode == SMAG && dp->m >= dp->n) {
+    rc = dpo_err(DPO_EINVAL, "dp-smag samples minibatches: give algo.m (--batch) < n = %lld",
+                 (long long)dp->n);
+    goto fail;
+  }
+  a->kappa = dp->L / dp->mu;
+  if ((rc = dpo__optim_step(s, "alpha", dp->c, &a->alpha1, NULL))) goto fail;
+  if ((rc = dpo_solver_param(s, "p", 1.0, &a->p))) goto fail;
+  if (!(a->p >= 1) || !isfinite(a->p)) {
+    rc = dpo_err(DPO_EINVAL, "algo.p = %g must be >= 1 (001, (4.7))", a->p);
+    goto fail;
+  }
+  n1d = ceil(2.0 * sqrt(a->kappa) * log(sqrt(a->kappa)));
+  if ((rc = dpo_solver_param_int(s, "n1", n1d < 1 ? 1 : (int64_t)n1d, &a->n1))) goto fail;
+  if (a->n1 < 1) {
+    rc = dpo_err(DPO_EINVAL, "algo.n1 = %lld must be >= 1", (long long)a->n1);
+    goto fail;
+  }
+  (void)alpha;
+  a->Tuse = dp->T;
+  if (mode == MASG) {
+    double e = NAN;
+    if (dp->fixed_b == 0 && (rc = dpo_privacy_split(dp->eps, dp->T, &e))) goto fail;
+    if (!(a->es = malloc((size_t)dp->T * sizeof *a->es))) {
+      rc = dpo_err(DPO_ENOMEM, "dp-masg: out of memory");
+      goto fail;
+    }
+    for (int64_t t = 0; t < dp->T; t++) a->es[t] = e;
+  } else if (mode == MASG_OPT) {
+    if ((rc = plan_opt(a, s))) goto fail;
+  } else {
+    double r = sqrt(dp->mu / dp->L);
+    a->beta_fixed = (1.0 - r) / (1.0 + r);
+    if ((rc = plan_mag(a))) goto fail;
+  }
+  size_t nb = (size_t)dp->d * sizeof(double);
+  a->g = malloc(nb);
+  a->xprev = malloc(nb);
+  a->z = malloc(nb);
+  if (!a->g || !a->xprev || !a->z) {
+    rc = dpo_err(DPO_ENOMEM, "dp-masg: out of memory");
+    goto fail;
+  }
+  *state = a;
+  return DPO_OK;
+fail:
+  dpmasg_destroy(a);
+  return rc;
+}
+
+static int masg_create(dpo_solver_t *s, void **st) { return dpmasg_create_mode(s, st, MASG); }
+static int masgopt_create(dpo_solver_t *s, void **st) { return dpmasg_create_mode(s, st, MASG_OPT); }
+static int mag_create(dpo_solver_t *s, void **st) { return dpmasg_create_mode(s, st, MAG); }
+static int smag_create(dpo_solver_t *s, void **st) { return dpmasg_create_mode(s, st, SMAG); }
+
+static int dpmasg_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
+  dpo__dpmasg_t *a = st;
+  double *x = dpo_solver_x(s);
+  const int32_t d = a->dp->d;
+  if (t >= a->Tuse) {
+    *done = 1;
+    return DPO_OK;
+  }
+  int k, first;
+  int64_t len;
+  double alpha, beta;
+  dpo__masg_schedule(t, a->n1, a->kappa, a->p, a->alpha1, &k, &alpha, &len, &first);
+  if (first) memcpy(a->xprev, x, (size_t)d * sizeof *x); /* stage restart */
+  if (a->mode == MAG || a->mode == SMAG) {
+    alpha = a->alpha_k[k];
+    beta = a->beta_fixed;
+  } else {
+    double r = sqrt(a->dp->mu * alpha);
+    beta = r < 1 ? (1.0 - r) / (1.0 + r) : 0.0;
+  }
+  for (int32_t j = 0; j < d; j++) a->z[j] = (1.0 + beta) * x[j] - beta * a->xprev[j];
+  int rc = dpo__dp_grad(a->dp, a->z, t, a->es[t], 1.0, a->g, NULL);
+  if (rc) return rc;
+  for (int32_t j = 0; j < d; j++) {
+    a->xprev[j] = x[j];
+    x[j] = a->z[j] - alpha * a->g[j];
+  }
+  if (t + 1 >= a->Tuse) *done = 1;
+  return DPO_OK;
+}
+
+const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (001 (4.7))",
+                                      1, masg_create, dpmasg_step, dpmasg_destroy};
+const dpo_algo_t dpo__algo_dp_masg_opt = {
+    "dp-masg-opt", "DP-MASG with optimal noise from the weights of (001 Thm 4.3)", 1,
+    masgopt_create, dpmasg_step, dpmasg_destroy};
+const dpo_algo_t dpo__algo_dp_mag = {"dp-mag",
+                                     "DP-MAG: per-stage budget, step (000 (4.40)-(4.43))", 1,
+                                     mag_create, dpmasg_step, dpmasg_destroy};
+const dpo_algo_t dpo__algo_dp_smag = {"dp-smag",
+                                      "DP-SMAG: DP-MAG on minibatches (000 Alg. 7, (4.57)-(4.59))",
+                                      1, smag_create, dpmasg_step, dpmasg_destroy};

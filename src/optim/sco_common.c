@@ -1,0 +1,132 @@
+/* Shared pieces of the 003 algorithms (see sco_common.h). */
+#include "optim/sco_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+
+static uint64_t dpo__splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void dpo__sco_shuffle(int64_t *p, int64_t n, uint64_t seed) {
+  uint64_t s = seed;
+  for (int64_t i = 0; i < n; i++) p[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    /* unbiased below(i+1) by rejection */
+    uint64_t b = (uint64_t)i + 1, lim = UINT64_MAX - UINT64_MAX % b, r;
+    do r = dpo__splitmix(&s);
+    while (r >= lim);
+    int64_t j = (int64_t)(r % b), tmp = p[i];
+    p[i] = p[j];
+    p[j] = tmp;
+  }
+}
+
+static int dpo__cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m) {
+  memcpy(c->ids, c->perm + off, (size_t)m * sizeof *c->ids);
+  qsort(c->ids, (size_t)m, sizeof *c->ids, dpo__cmp64);
+  dpo_batch_t b = {c->ids, m};
+  return b;
+}
+
+void dpo__sco_project(double *x, int32_t d, double D) {
+  double r = D / 2, s = 0;
+  for (int32_t j = 0; j < d; j++) s += x[j] * x[j];
+  s = sqrt(s);
+  if (s > r)
+    for (int32_t j = 0; j < d; j++) x[j] *= r / s;
+}
+
+int64_t dpo__sco_snowball(int kind, int64_t T, int32_t d, double rho, int64_t *B) {
+  int64_t n = 0;
+  for (int64_t t = 1; t <= T; t++) {
+    double rem = (double)(T - t + 1);
+    double b = kind == 1 ? 4 * sqrt(3.0 * d / rem) / rho : 2 * sqrt((double)d / rem) / rho;
+    B[t - 1] = (int64_t)ceil(b);
+    if (B[t - 1] < 1) B[t - 1] = 1;
+    n += B[t - 1];
+  }
+  return n;
+}
+
+void dpo__sco_jnn(int64_t T, double c, double *eta) {
+  int ell = 0;
+  while ((1LL << ell) < T) ell++; /* ceil(log2 T) */
+  /* T_i = T - ceil(T 2^-i) for 0 <= i <= ell, T_{ell+1} = T */
+  for (int i = 0; i <= ell; i++) {
+    int64_t Ti = T - (int64_t)ceil((double)T * ldexp(1.0, -i));
+    int64_t Ti1 = i < ell ? T - (int64_t)ceil((double)T * ldexp(1.0, -(i + 1))) : T;
+    for (int64_t t = Ti + 1; t <= Ti1; t++) eta[t - 1] = c * ldexp(1.0, -i) / sqrt((double)T);
+  }
+}
+
+int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
+  const dpo_config_t *cfg = dpo_solver_config(s);
+  int rc;
+  memset(c, 0, sizeof *c);
+  c->d = dpo_solver_dim(s);
+  c->n = dpo_solver_n(s);
+  /* L: per-example gradient bound from clipping or the declared row bound (logistic) */
+  const char *clip = NULL, *model = NULL;
+  double B2 = NAN, Cl = NAN;
+  dpo_config_get_str(cfg, "privacy.clip", NULL, &clip);
+  dpo_config_get_str(cfg, "model.name", "logreg", &model);
+  if ((rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2))) return rc;
+  if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
+  c->L = INFINITY;
+  if (Cl > 0) c->L = Cl;
+  if (model && !strcmp(model, "logreg") && B2 > 0 && B2 < c->L) c->L = B2;
+  if (!isfinite(c->L))
+    return dpo_err(DPO_EINVAL, "%s: needs a public Lipschitz bound: privacy.clip = l2:C, or "
+                               "data.row_l2_bound with model logreg", who);
+  double beta;
+  if (dpo_solver_constants(s, &beta, NULL) != DPO_OK)
+    return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "
+                               "beta must be public to check eta <= 2/beta (003 Thm 3.1)", who);
+  c->beta = beta;
+  if ((rc = dpo_solver_param(s, "D", 2.0, &c->D))) return rc;
+  if (!(c->D > 0) || !isfinite(c->D))
+    return dpo_err(DPO_EINVAL, "%s: algo.D (diameter of K) must be > 0", who);
+  struct dpo_ledger *led = dpo_solver_ledger(s);
+  if (!led) return dpo_err(DPO_EINVAL, "%s: a private algorithm needs the ledger", who);
+  if ((rc = dpo_ledger_budget(led, &c->eps, &c->delta))) return rc;
+  if (!(c->delta > 0))
+    return dpo_err(DPO_EINVAL, "%s: needs an (eps, delta) budget with delta > 0 and the RDP "
+                               "ledger (--delta D --set privacy.accountant=rdp)", who);
+  if ((rc = dpo_solver_param(s, "rho", NAN, &c->rho))) return rc;
+  if (isnan(c->rho)) {
+    /* the curve alpha rho^2/2 is one Gaussian release with z = 1/rho: rho = 1/z_min */
+    double z;
+    if ((rc = dpo_rdp_calibrate("none", 0, 0, 1, c->eps, c->delta, &z))) return rc;
+    c->rho = 1 / z;
+    c->rho = nextafter(c->rho, 0); /* 1/z rounded toward less privacy loss */
+  }
+  if (!(c->rho > 0) || !isfinite(c->rho))
+    return dpo_err(DPO_EINVAL, "%s: algo.rho must be > 0", who);
+  int64_t seed;
+  if ((rc = dpo_solver_param_int(s, "shuffle_seed", 1, &seed))) return rc;
+  c->perm = malloc((size_t)c->n * sizeof *c->perm);
+  c->ids = malloc((size_t)c->n * sizeof *c->ids);
+  if (!c->perm || !c->ids) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
+  dpo__sco_shuffle(c->perm, c->n, (uint64_t)seed);
+  return DPO_OK;
+}
+
+void dpo__sco_free(dpo__sco_t *c) {
+  free(c->perm);
+  free(c->ids);
+  c->perm = c->ids = NULL;
+}

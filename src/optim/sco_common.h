@@ -1,0 +1,95 @@
+/* Shared pieces of the linear-time private SCO algorithms of Feldman, Koren, Talwar 2020
+ * (003): sco_pnsgd.c (Alg. 1, Snowball schedules), sco_phased.c (Alg. 2 Phased-SGD).  Rank 0.
+ *
+ * Constants (privacy rule 1): the Lipschitz constant L of the per-example data term comes from
+ * privacy.clip = l2:C (L = C) or, for logistic regression, the declared data.row_l2_bound B2
+ * (||grad f(w, x)||_2 <= ||u||_2 <= B2); the smallest that applies.  For logistic loss, L2
+ * clipping of the per-example gradient -y u s(-y u.w) gives -y u min(s, C/||u||), the gradient of
+ * a convex function with the same smoothness, so the contraction argument of 003 Prop. 2.10
+ * still applies.  beta (smoothness, for eta <= 2/beta) comes from the declared row bound.
+ * K is the L2 ball of diameter D (algo.D) centred at 0.
+ *
+ * Batch order: a public permutation of the GLOBAL example ids drawn from algo.shuffle_seed
+ * (splitmix64 Fisher-Yates, not the noise stream), fixed before the run; batch t is the next
+ * B_t ids of it, sorted for the oracle.  Which rank holds an example never changes a batch.
+ */
+#ifndef DPO_OPTIM_SCO_COMMON_H
+#define DPO_OPTIM_SCO_COMMON_H
+
+#include <stdint.h>
+
+#include "dpopt/optim.h"
+
+typedef struct {
+  int32_t d;
+  int64_t n;
+  double L;      /* Lipschitz constant of the per-example data term */
+  double beta;   /* smoothness (NAN if no declared row bound) */
+  double D;      /* diameter of K */
+  double eps, delta; /* the ledger's budget */
+  double rho;    /* target: the whole run is (alpha, alpha rho^2/2)-RDP */
+  int64_t *perm; /* public order of the n global ids */
+  int64_t *ids;  /* scratch batch (sorted) */
+} dpo__sco_t;
+
+/* Read L, beta, D, the budget and rho (algo.rho, else the largest rho whose curve
+ * alpha rho^2/2 fits the ledger's (eps, delta)), and build the public order. */
+int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who);
+void dpo__sco_free(dpo__sco_t *c);
+/* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */
+dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m);
+/* Euclidean projection onto the ball of radius D/2 around 0. */
+void dpo__sco_project(double *x, int32_t d, double D);
+/* Public permutation of 0..n-1 from a seed (Fisher-Yates on splitmix64). */
+void dpo__sco_shuffle(int64_t *p, int64_t n, uint64_t seed);
+
+/* Snowball batch sizes (003): kind 0 = Thm 3.5 / Thm 5.4 (constant step):
+ * B_t = ceil(2 sqrt(d / (T - t + 1)) / rho); kind 1 = Thm 3.6 (JNN steps):
+ * B_t = ceil(4 sqrt(3 d / (T - t + 1)) / rho) (the proof's condition B_t^2 >= 48 d /
+ * ((T-t+1) rho^2)).  t = 1..T stored at B[t-1].  Returns n = sum B_t. */
+int64_t dpo__sco_snowball(int kind, int64_t T, int32_t d, double rho, int64_t *B);
+/* JNN step sizes (003 Def. 3.3) eta_t = c 2^-i / sqrt(T) for T_i < t <= T_{i+1}. */
+void dpo__sco_jnn(int64_t T, double c, double *eta);
+
+/* ---- localization phases (003 Alg. 2 / Alg. 3; sco_erm.c), shared by phased-erm and the
+ * strongly convex algorithms of sco_sc.c ---- */
+
+/* Certified solve of one Phased-ERM phase objective (003 Alg. 3, line 4):
+ *   F_i(w) = F_batch(w) + reg ||w - center||^2  over K (ball of diameter D around 0),
+ * F_batch = the oracle's mean (clipped) loss over the batch plus the model's regularizer.
+ * Deterministic projected gradient descent, step 1/M with M = beta + 2 reg (beta: public
+ * smoothness of F_batch), from w (in: start, out: solution).  Stopping rule: for
+ * mu-strongly convex F_i (mu = mu_model + 2 reg), every w in K has
+ *   F_i(w) - min_K F_i <= gap(w) = <g, w - v> - (mu/2)||w - v||^2,  v = Pi_K(w - g/mu),
+ * (strong convexity lower bound minimized over K in closed form), so stopping at
+ * gap(w) <= target certifies the accuracy.  Rank 0; each iteration is one oracle call.
+ * DPO_ENOCONV after maxit iterations (nothing uncertified is ever returned). */
+typedef struct {
+  int64_t iters; /* gradient evaluations */
+  double gap;    /* certified gap of the returned w */
+} dpo__sco_erm_info_t;
+int dpo__sco_erm_solve(dpo_oracle_t *o, const dpo_batch_t *b, const double *center, double reg,
+                       double beta, double mu_model, double D, double target, int64_t maxit,
+                       double *w, dpo__sco_erm_info_t *info);
+
+/* One phase: either PSGD (Alg. 2 line 4: one pass, one example per step, step eta; output the
+ * average iterate, weighted by gamma_t = (1 - eta wlam)^-t when wlam > 0, 003 Lemma 5.2) or
+ * the regularized ERM of Alg. 3 line 4 (reg = 1/(eta m), accuracy L^2 eta / m); then
+ * w = output + N(0, sigma^2 I).  The ledger is charged for the release (Gaussian, L2
+ * sensitivity sens, sampling "disjoint", group 1: the phases use disjoint examples) BEFORE
+ * any data-dependent computation of the phase.  mu_model: the model's public strong
+ * convexity (certificate), maxit: the ERM solver's iteration cap. */
+typedef struct {
+  int erm;
+  int64_t off, m;     /* the examples perm[off .. off + m) */
+  double eta, wlam;
+  double sens, sigma;
+} dpo__sco_phase_t;
+int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *ph, int64_t step,
+                       double *x, double mu_model, int64_t maxit, dpo__sco_erm_info_t *info);
+
+/* Gaussian noise for sensitivity sens at multiplier z, widened so that the ledger's snapped
+ * sensitivity sens + sqrt(d) Lambda (Lambda < 2^-39 sigma) still gives a multiplier >= z. */
+double dpo__sco_sigma(double z, double sens, int32_t d);
+
+#endif

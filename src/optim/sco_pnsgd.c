@@ -1,0 +1,201 @@
+/* PNSGD (003 Alg. 1) with the Snowball batch schedules, privacy by amplification by iteration.
+ *
+ *   v_{t+1} = w_t - eta_t (grad F_t(w_t) + xi_t),  xi_t ~ N(0, sigma^2 I),  w_{t+1} = Pi_K(v_{t+1})
+ * where F_t is the mean loss over batch t (B_t fresh examples of the public order: each sample
+ * is used once).  algo.schedule:
+ *   const  Thm 3.5: B_t = ceil(2 sqrt(d/(T-t+1))/rho), eta = D/(L sqrt(2T)), sigma = L/sqrt(d)
+ *   jnn    Thm 3.6: B_t = ceil(4 sqrt(3d/(T-t+1))/rho), eta_t = JNN(D/(sqrt 2 L)) (Def. 3.3)
+ *   sc     Thm 5.4 (lambda-strongly convex, lambda = the model's public mu):
+ *          B_t as in Thm 3.5, eta = 2 ln T / (lambda T)
+ * T = algo.T, or (algo.T = 0, default) the largest T whose schedule fits the n examples.
+ * The n consumed, sum_t B_t, is reported (003 Thm 3.5: n <= T + 4 sqrt(dT)/rho).
+ *
+ * Privacy.  The charged rho is recomputed from the actual schedule by 003 Thm 3.1,
+ *   rho = 2 L max_t eta_t / (B_t sqrt(sum_{s>=t} eta_s^2 sigma^2))       (dpo_abi_rho)
+ * with L inflated by the grid snapping (sqrt(d) Lambda B_t / 2 per step), and needs
+ * eta_t <= 2/beta (checked).  algo.release:
+ *   final (default)  ONE "rdp-rho" charge for the whole pass, before the first step (Thm 3.1
+ *                    covers the final iterate; intermediate iterates go only to the worker
+ *                    ranks of this job, which serve the gradient oracle)
+ *   all              every iterate is a release: step t charges a Gaussian of multiplier
+ *                    sigma B_t / (2L) as one batch of a disjoint pass (parallel composition).
+ * The ABI analysis is for continuous Gaussian noise; the exact grid sampler stands in for it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "optim/algos.h"
+#include "optim/sco_common.h"
+
+typedef struct {
+  dpo__sco_t c;
+  int kind;          /* 0 const, 1 jnn, 2 sc */
+  int release_all;
+  int64_t T, used;   /* steps, examples consumed */
+  int64_t *B;
+  double *eta, *sig;
+  double sigma, rho_charged, Lsnap;
+  int64_t off;
+  double *g;
+} dpo__pnsgd_t;
+
+static void pnsgd_destroy(void *st) {
+  dpo__pnsgd_t *a = st;
+  if (!a) return;
+  dpo__sco_free(&a->c);
+  free(a->B);
+  free(a->eta);
+  free(a->sig);
+  free(a->g);
+  free(a);
+}
+
+/* schedule for T steps into a->B, a->eta; returns n consumed */
+static int64_t pnsgd_plan(dpo__pnsgd_t *a, int64_t T, double lambda) {
+  const dpo__sco_t *c = &a->c;
+  int64_t n = dpo__sco_snowball(a->kind == 1, T, c->d, c->rho, a->B);
+  if (a->kind == 0)
+    for (int64_t t = 0; t < T; t++) a->eta[t] = c->D / (c->L * sqrt(2.0 * (double)T));
+  else if (a->kind == 1)
+    dpo__sco_jnn(T, c->D / (sqrt(2.0) * c->L), a->eta);
+  else
+    for (int64_t t = 0; t < T; t++)
+      a->eta[t] = 2 * log((double)(T > 1 ? T : 2)) / (lambda * (double)T);
+  return n;
+}
+
+static int pnsgd_create(dpo_solver_t *s, void **state) {
+  int rc;
+  dpo__pnsgd_t *a = calloc(1, sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "pnsgd: out of memory");
+  const dpo_config_t *cfg = dpo_solver_config(s);
+  const char *sched = NULL, *rel = NULL;
+  double lambda = NAN;
+  if ((rc = dpo__sco_init(s, &a->c, "pnsgd"))) goto fail;
+  dpo_config_get_str(cfg, "algo.schedule", "const", &sched);
+  dpo_config_get_str(cfg, "algo.release", "final", &rel);
+  if (!strcmp(sched, "const")) a->kind = 0;
+  else if (!strcmp(sched, "jnn")) a->kind = 1;
+  else if (!strcmp(sched, "sc")) a->kind = 2;
+  else {
+    rc = dpo_err(DPO_EINVAL, "pnsgd: algo.schedule = '%s': const | jnn | sc", sched);
+    goto fail;
+  }
+  if (!strcmp(rel, "final")) a->release_all = 0;
+  else if (!strcmp(rel, "all")) a->release_all = 1;
+  else {
+    rc = dpo_err(DPO_EINVAL, "pnsgd: algo.release = '%s': final | all", rel);
+    goto fail;
+  }
+  if (a->kind == 2) {
+    if ((rc = dpo_solver_constants(s, NULL, &lambda))) goto fail;
+    if (!(lambda > 0)) {
+      rc = dpo_err(DPO_EINVAL, "pnsgd: schedule sc needs a strongly convex model (lambda > 0)");
+      goto fail;
+    }
+  }
+  int64_t T, n = a->c.n;
+  if ((rc = dpo_solver_param_int(s, "T", 0, &T))) goto fail;
+  int64_t Tmax = n; /* every step uses >= 1 example */
+  a->B = malloc((size_t)Tmax * sizeof *a->B);
+  a->eta = malloc((size_t)Tmax * sizeof *a->eta);
+  a->sig = malloc((size_t)Tmax * sizeof *a->sig);
+  a->g = malloc((size_t)a->c.d * sizeof *a->g);
+  if (!a->B || !a->eta || !a->sig || !a->g) {
+    rc = dpo_err(DPO_ENOMEM, "pnsgd: out of memory");
+    goto fail;
+  }
+  if (T <= 0) { /* largest T that fits: n(T) is nondecreasing in T, bisect */
+    int64_t lo = 0, hi = Tmax;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (pnsgd_plan(a, mid, lambda) <= n) lo = mid;
+      else hi = mid - 1;
+    }
+    T = lo;
+    if (T < 1) {
+      rc = dpo_err(DPO_EINVAL, "pnsgd: %lld examples cannot cover even one Snowball step at "
+                               "rho=%g", (long long)n, a->c.rho);
+      goto fail;
+    }
+  } else if (T > Tmax) {
+    rc = dpo_err(DPO_EINVAL, "pnsgd: algo.T = %lld > n", (long long)T);
+    goto fail;
+  }
+  a->T = T;
+  a->used = pnsgd_plan(a, T, lambda);
+  if (a->used > n) {
+    rc = dpo_err(DPO_EINVAL, "pnsgd: T=%lld at rho=%g consumes n=%lld examples, only %lld "
+                             "available (each sample is used once)",
+                 (long long)T, a->c.rho, (long long)a->used, (long long)n);
+    goto fail;
+  }
+  a->sigma = a->c.L / sqrt((double)a->c.d);
+  for (int64_t t = 0; t < T; t++) {
+    a->sig[t] = a->sigma;
+    if (isfinite(a->c.beta) && !(a->eta[t] <= 2 / a->c.beta)) {
+      rc = dpo_err(DPO_EINVAL, "pnsgd: step eta_%lld = %g exceeds 2/beta = %g (003 Thm 3.1 needs "
+                               "it): use more steps or a smaller algo.D",
+                   (long long)t + 1, a->eta[t], 2 / a->c.beta);
+      goto fail;
+    }
+  }
+  /* the grid snapping adds up to sqrt(d) Lambda / 2 per coordinate difference */
+  double lambda_grid;
+  if ((rc = dpo_mech_grid(a->sigma, &lambda_grid))) goto fail;
+  int64_t bmax = 0;
+  for (int64_t t = 0; t < T; t++) bmax = a->B[t] > bmax ? a->B[t] : bmax;
+  a->Lsnap = a->c.L + (double)bmax * sqrt((double)a->c.d) * lambda_grid / 2;
+  if ((rc = dpo_abi_rho(a->Lsnap, T, a->B, a->eta, a->sig, &a->rho_charged))) goto fail;
+  dpo_msg("pnsgd: schedule %s, T=%lld steps consume n=%lld of %lld examples (B_1=%lld, B_T=%lld), "
+          "rho target %.6g, Thm 3.1 rho %.6g, L=%g, D=%g, sigma=%g",
+          sched, (long long)T, (long long)a->used, (long long)n, (long long)a->B[0],
+          (long long)a->B[T - 1], a->c.rho, a->rho_charged, a->c.L, a->c.D, a->sigma);
+  *state = a;
+  return DPO_OK;
+fail:
+  pnsgd_destroy(a);
+  return rc;
+}
+
+static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
+  dpo__pnsgd_t *a = st;
+  double *x = dpo_solver_x(s);
+  int32_t d = a->c.d;
+  int rc;
+  if (t >= a->T) {
+    *done = 1;
+    return DPO_OK;
+  }
+  if (t == 0 && !a->release_all) { /* the whole pass, before anything depends on the data */
+    dpo_charge_t ch = {.mechanism = "rdp-rho", .rho = a->rho_charged, .sampling = "none",
+                       .accounting = "rdp", .m = a->used, .n = a->c.n, .step = 0};
+    if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
+  }
+  if (t == 0) dpo__sco_project(x, d, a->c.D); /* w_0 in K */
+  dpo_batch_t b = dpo__sco_batch(&a->c, a->off, a->B[t]);
+  if (a->release_all) {
+    /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t */
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
+                       .sensitivity = 2 * a->c.L / (double)a->B[t], .dim = d,
+                       .sampling = "disjoint", .accounting = "rdp", .group = 1,
+                       .m = a->B[t], .n = a->c.n, .step = t};
+    if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
+  }
+  if ((rc = dpo_oracle_eval(dpo_solver_oracle(s), x, &b, 0, NULL, a->g))) return rc;
+  if ((rc = dpo_mech_gaussian(dpo_solver_rng(s), a->sigma, a->g, d))) return rc;
+  for (int32_t j = 0; j < d; j++) x[j] -= a->eta[t] * a->g[j];
+  dpo__sco_project(x, d, a->c.D);
+  a->off += a->B[t];
+  if (t + 1 >= a->T) *done = 1;
+  return DPO_OK;
+}
+
+const dpo_algo_t dpo__algo_pnsgd = {
+    "pnsgd", "PNSGD with Snowball batches, amplification by iteration (003 Alg. 1; algo.schedule)",
+    1, pnsgd_create, pnsgd_step, pnsgd_destroy};

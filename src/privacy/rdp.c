@@ -1,0 +1,500 @@
+/* Renyi DP of the Gaussian mechanism (plain, Poisson-subsampled, m-of-n without replacement),
+ * per-order composition, conversion to (eps, delta), the exact Gaussian privacy profile and
+ * the analytic Gaussian calibration, noise calibration for a target, amplification by
+ * iteration (003 Thm 3.1), the DP-ADMM rule (004 Thm 1, eq. (8)), and the "rdp" accountant
+ * of the ledger.
+ *
+ * Rounding: RDP values are sums of lgamma/exp/log terms in log space.  Their floating-point
+ * error is far below DPO__RDP_MARGIN (relative 1e-9 plus absolute 1e-12), which every
+ * returned loss is widened by, so results are upper bounds.
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <string.h>
+
+#define DPO__RDP_REL 1e-9
+#define DPO__RDP_ABS 1e-12
+
+static double dpo__rdp_up(double r) {
+  if (isinf(r)) return r;
+  return r + fabs(r) * DPO__RDP_REL + DPO__RDP_ABS;
+}
+
+static int dpo__streq2(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
+
+/* ------------------------------------------------------------ grid of orders */
+
+static const double dpo__orders[] = {
+    1.25, 1.5, 1.75, 2,   2.25, 2.5, 2.75, 3,   3.25, 3.5, 3.75, 4,  4.5, 5,  5.5, 6,
+    6.5,  7,   7.5,  8,   9,    10,  10.5, 11,  12,   13,  14,   16, 18,  20, 24,  28,
+    32,   40,  48,   56,  64,   80,  96,   112, 128,  160, 192,  224, 256};
+
+int dpo_rdp_default_orders(const double **alphas) {
+  if (alphas) *alphas = dpo__orders;
+  return (int)(sizeof dpo__orders / sizeof dpo__orders[0]);
+}
+
+void dpo_rdp_curve_init(dpo_rdp_curve_t *c) {
+  const double *a;
+  int n = dpo_rdp_default_orders(&a);
+  memset(c, 0, sizeof *c);
+  c->n = n;
+  for (int i = 0; i < n; i++) c->alpha[i] = a[i];
+}
+
+/* ------------------------------------------------------------ single-order RDP */
+
+static int dpo__check_alpha(double alpha) {
+  if (!(alpha > 1) || !isfinite(alpha))
+    return dpo_err(DPO_EINVAL, "rdp: order alpha=%g must be finite and > 1", alpha);
+  return DPO_OK;
+}
+static int dpo__check_z(double z) {
+  if (!(z > 0) || !isfinite(z))
+    return dpo_err(DPO_EINVAL, "rdp: noise multiplier z=%g must be finite and > 0", z);
+  return DPO_OK;
+}
+
+int dpo_rdp_gaussian(double z, double alpha, double *rdp) {
+  int st;
+  if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_z(z))) return st;
+  /* alpha / (2 z^2) (Mironov 2017, Prop. 7), directed rounding: exact but for 3 roundings */
+  *rdp = dpo__div_up(alpha, dpo__mul_down(2.0 * z, z));
+  return DPO_OK;
+}
+
+static double dpo__lse(double a, double b) { /* log(e^a + e^b) */
+  if (a == -INFINITY) return b;
+  if (b == -INFINITY) return a;
+  double m = fmax(a, b);
+  return m + log1p(exp(-fabs(a - b)));
+}
+
+static double dpo__lbinom(int64_t a, int64_t k) {
+  return lgamma((double)a + 1) - lgamma((double)k + 1) - lgamma((double)(a - k) + 1);
+}
+
+/* log A_a for an integer a >= 2, Poisson rate q in (0, 1) (Mironov-Talwar-Zhang 2019, Sec. 3.3):
+ *   A_a = sum_k C(a,k) (1-q)^(a-k) q^k exp((k^2 - k) / (2 z^2))
+ * = E_{N(0,z^2)}[(mix / N(0,z^2))^a] with mix = (1-q) N(0,z^2) + q N(1,z^2). */
+static double dpo__poisson_logA(int64_t a, double q, double z) {
+  double lq = log(q), l1q = log1p(-q), acc = -INFINITY;
+  for (int64_t k = 0; k <= a; k++) {
+    double t = dpo__lbinom(a, k) + (double)(a - k) * l1q + (double)k * lq +
+               ((double)k * (double)k - (double)k) / (2.0 * z * z);
+    acc = dpo__lse(acc, t);
+  }
+  return acc > 0 ? acc : 0.0; /* A_a >= 1 (Jensen): clamp rounding below 0 */
+}
+
+/* log of the Wang-Balle-Kasiviswanathan (2019, Thm 9) bound at integer a >= 2 for sampling
+ * ratio g = m/n and the Gaussian's eps(j) = j / (2 z^2) (eps(inf) = inf, so min{2, .} = 2):
+ *   1 + g^2 C(a,2) min{4 (e^eps(2) - 1), 2 e^eps(2)} + sum_{j=3}^a 2 g^j C(a,j) e^((j-1) eps(j)) */
+static double dpo__wor_logA(int64_t a, double g, double z) {
+  double e2 = 2.0 / (2.0 * z * z);
+  double t2 = fmin(log(4.0) + log(expm1(e2)), log(2.0) + e2);
+  double lg = log(g);
+  double acc = dpo__lse(0.0, 2.0 * lg + dpo__lbinom(a, 2) + t2);
+  for (int64_t j = 3; j <= a; j++) {
+    double ej = (double)j / (2.0 * z * z);
+    acc = dpo__lse(acc, log(2.0) + (double)j * lg + dpo__lbinom(a, j) + (double)(j - 1) * ej);
+  }
+  return acc;
+}
+
+/* Fractional orders: (alpha - 1) D_alpha = log E[(P/Q)^alpha] is convex in alpha (a cumulant
+ * generating function), and equals 0 at alpha = 1, so on [a0, a1] with integer a0 < alpha < a1
+ * it lies below the chord through (a0, logA(a0)) and (a1, logA(a1)); bounds on logA at the
+ * integers give a bound in between. */
+static double dpo__interp(double alpha, double (*logA)(int64_t, double, double), double p,
+                          double z) {
+  double fl = floor(alpha);
+  if (fl == alpha) return logA((int64_t)alpha, p, z) / (alpha - 1);
+  int64_t a0 = (int64_t)fl, a1 = a0 + 1;
+  double l0 = a0 >= 2 ? logA(a0, p, z) : 0.0, l1 = logA(a1, p, z);
+  double th = alpha - fl;
+  return ((1 - th) * l0 + th * l1) / (alpha - 1);
+}
+
+int dpo_rdp_poisson_gaussian(double q, double z, double alpha, double *rdp) {
+  int st;
+  if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_z(z))) return st;
+  if (!(q >= 0 && q <= 1)) return dpo_err(DPO_EINVAL, "rdp: sampling rate q=%g not in [0, 1]", q);
+  if (q == 0) {
+    *rdp = 0;
+    return DPO_OK;
+  }
+  if (q == 1) return dpo_rdp_gaussian(z, alpha, rdp);
+  double r = dpo__interp(alpha, dpo__poisson_logA, q, z);
+  double g;
+  dpo_rdp_gaussian(z, alpha, &g);
+  r = dpo__rdp_up(r);
+  *rdp = r < g ? r : g; /* sampling never hurts: post-processing of the full-data release */
+  return DPO_OK;
+}
+
+int dpo_rdp_wor_gaussian(int64_t m, int64_t n, double z, double alpha, double *rdp) {
+  int st;
+  if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_z(z))) return st;
+  if (m < 1 || n < 1 || m > n)
+    return dpo_err(DPO_EINVAL, "rdp: need 1 <= m <= n (m=%lld, n=%lld)", (long long)m,
+                   (long long)n);
+  double g;
+  dpo_rdp_gaussian(z, alpha, &g);
+  if (m == n || alpha < 2) {
+    /* WBK's bound starts at alpha = 2; below, the unsampled value is the valid bound */
+    *rdp = g;
+    return DPO_OK;
+  }
+  double r = dpo__rdp_up(dpo__interp(alpha, dpo__wor_logA, (double)m / (double)n, z));
+  *rdp = r < g ? r : g;
+  return DPO_OK;
+}
+
+/* one release of the Gaussian with multiplier z under `sampling` at order alpha */
+static int dpo__rdp_one(const char *sampling, int64_t m, int64_t n, double z, double alpha,
+                        double *r) {
+  if (dpo__streq2(sampling, "none") || dpo__streq2(sampling, "disjoint"))
+    return dpo_rdp_gaussian(z, alpha, r);
+  if (dpo__streq2(sampling, "poisson")) {
+    if (m < 0 || n < 1 || m > n)
+      return dpo_err(DPO_EINVAL, "rdp: poisson rate m/n needs 0 <= m <= n, n >= 1 (m=%lld, n=%lld)",
+                     (long long)m, (long long)n);
+    return dpo_rdp_poisson_gaussian((double)m / (double)n, z, alpha, r);
+  }
+  if (dpo__streq2(sampling, "wor")) return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
+  return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
+                 sampling ? sampling : "(null)");
+}
+
+int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
+                      int64_t steps) {
+  if (!c || steps < 0) return dpo_err(DPO_EINVAL, "rdp_curve_add: NULL curve or steps < 0");
+  double add[DPO_RDP_MAX_ORDERS];
+  for (int i = 0; i < c->n; i++) {
+    int st = dpo__rdp_one(sampling, m, n, z, c->alpha[i], &add[i]);
+    if (st) return st;
+  }
+  for (int i = 0; i < c->n; i++)
+    c->rdp[i] = dpo__add_up(c->rdp[i], dpo__mul_up((double)steps, add[i]));
+  return DPO_OK;
+}
+
+int dpo_rdp_curve_add_rho(dpo_rdp_curve_t *c, double rho) {
+  if (!c || !(rho >= 0) || !isfinite(rho))
+    return dpo_err(DPO_EINVAL, "rdp_curve_add_rho: rho=%g must be finite and >= 0", rho);
+  for (int i = 0; i < c->n; i++)
+    c->rdp[i] = dpo__add_up(c->rdp[i], dpo__mul_up(c->alpha[i], dpo__mul_up(rho, rho) / 2));
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ conversion */
+
+static int dpo__check_delta(double delta) {
+  if (!(delta > 0 && delta < 1))
+    return dpo_err(DPO_EINVAL, "rdp: delta=%g must be in (0, 1)", delta);
+  return DPO_OK;
+}
+
+int dpo_rdp_eps_classic(double alpha, double rdp, double delta, double *eps) {
+  int st;
+  if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_delta(delta))) return st;
+  if (!(rdp >= 0)) return dpo_err(DPO_EINVAL, "rdp: value %g must be >= 0", rdp);
+  /* Mironov 2017, Prop. 3 */
+  *eps = dpo__rdp_up(rdp + log(1 / delta) / (alpha - 1));
+  return DPO_OK;
+}
+
+int dpo_rdp_eps_balle(double alpha, double rdp, double delta, double *eps) {
+  int st;
+  if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_delta(delta))) return st;
+  if (!(rdp >= 0)) return dpo_err(DPO_EINVAL, "rdp: value %g must be >= 0", rdp);
+  /* Balle, Barthe, Gaboardi, Hsu, Sato 2020, Thm 21 */
+  double e = rdp + log1p(-1 / alpha) - (log(delta) + log(alpha)) / (alpha - 1);
+  *eps = dpo__rdp_up(e);
+  return DPO_OK;
+}
+
+int dpo_rdp_eps(const dpo_rdp_curve_t *c, double delta, double *eps, double *alpha_opt) {
+  int st;
+  if (!c || !eps) return dpo_err(DPO_EINVAL, "rdp_eps: NULL argument");
+  if ((st = dpo__check_delta(delta))) return st;
+  int any = 0;
+  for (int i = 0; i < c->n; i++) any |= c->rdp[i] > 0;
+  if (!any) { /* nothing released */
+    *eps = 0;
+    if (alpha_opt) *alpha_opt = NAN;
+    return DPO_OK;
+  }
+  double best = INFINITY, ba = NAN;
+  for (int i = 0; i < c->n; i++) {
+    double e1, e2;
+    if ((st = dpo_rdp_eps_classic(c->alpha[i], c->rdp[i], delta, &e1)) ||
+        (st = dpo_rdp_eps_balle(c->alpha[i], c->rdp[i], delta, &e2)))
+      return st;
+    double e = fmin(e1, e2);
+    if (e < best) {
+      best = e;
+      ba = c->alpha[i];
+    }
+  }
+  *eps = best > 0 ? best : 0.0;
+  if (alpha_opt) *alpha_opt = ba;
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ exact single Gaussian */
+
+static double dpo__Phi(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+/* log Phi(x), accurate in the far left tail too */
+static double dpo__logPhi(double x) {
+  if (x > -30) return log(dpo__Phi(x));
+  /* Mills ratio asymptotics: Phi(x) ~ phi(x)/|x| (1 - 1/x^2 + 3/x^4) */
+  double x2 = x * x;
+  return -x2 / 2 - log(-x) - 0.5 * log(2 * M_PI) + log1p(-1 / x2 + 3 / (x2 * x2));
+}
+
+int dpo_gauss_exact_delta(double z, double eps, double *delta) {
+  int st;
+  if ((st = dpo__check_z(z))) return st;
+  if (!(eps >= 0) || !isfinite(eps)) return dpo_err(DPO_EINVAL, "gauss: eps=%g must be >= 0", eps);
+  /* Balle-Wang 2018, Thm 8 with mu = Delta/sigma = 1/z */
+  double a = 1 / (2 * z), b = eps * z;
+  double t1 = dpo__Phi(a - b), t2 = exp(eps + dpo__logPhi(-a - b));
+  double d = t1 - t2;
+  *delta = d > 0 ? d : 0.0;
+  return DPO_OK;
+}
+
+int dpo_gauss_exact_eps(double z, double delta, double *eps) {
+  int st;
+  if ((st = dpo__check_z(z)) || (st = dpo__check_delta(delta))) return st;
+  double d0;
+  dpo_gauss_exact_delta(z, 0, &d0);
+  if (d0 <= delta) {
+    *eps = 0;
+    return DPO_OK;
+  }
+  double lo = 0, hi = 1, d;
+  for (;;) { /* delta(eps) decreases in eps */
+    dpo_gauss_exact_delta(z, hi, &d);
+    if (d <= delta) break;
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e6) return dpo_err(DPO_EINVAL, "gauss_exact_eps: no eps for z=%g delta=%g", z, delta);
+  }
+  for (int it = 0; it < 200 && hi - lo > 1e-12 * hi; it++) {
+    double mid = 0.5 * (lo + hi);
+    dpo_gauss_exact_delta(z, mid, &d);
+    if (d <= delta) hi = mid;
+    else lo = mid;
+  }
+  *eps = hi;
+  return DPO_OK;
+}
+
+int dpo_gauss_analytic_sigma(double sens, double eps, double delta, double *sigma) {
+  int st;
+  if ((st = dpo__check_delta(delta))) return st;
+  if (!(sens > 0) || !isfinite(sens) || !(eps > 0) || !isfinite(eps))
+    return dpo_err(DPO_EINVAL, "analytic gaussian: need sens > 0 and eps > 0 (got %g, %g)", sens,
+                   eps);
+  /* Balle-Wang 2018: the smallest sigma whose exact profile delta(eps) (Thm 8) is <= delta.
+   * delta(eps) decreases as z = sigma/sens grows; bisect on z, keep the side that satisfies a
+   * slightly tightened target (covers the profile's rounding error) and return it. */
+  double target = delta * (1 - 1e-9), lo = 1e-3, hi = 1, d;
+  for (;;) {
+    dpo_gauss_exact_delta(hi, eps, &d);
+    if (d <= target) break;
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e12) return dpo_err(DPO_EINVAL, "analytic gaussian: no sigma found");
+  }
+  for (int it = 0; it < 300 && hi - lo > 1e-10 * hi; it++) {
+    double mid = 0.5 * (lo + hi);
+    dpo_gauss_exact_delta(mid, eps, &d);
+    if (d <= target) hi = mid;
+    else lo = mid;
+  }
+  *sigma = dpo__mul_up(hi, sens);
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ calibration */
+
+int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
+                      double delta, double *z) {
+  int st;
+  if (!z) return dpo_err(DPO_EINVAL, "rdp_calibrate: NULL output");
+  if ((st = dpo__check_delta(delta))) return st;
+  if (!(eps > 0) || !isfinite(eps) || steps < 1)
+    return dpo_err(DPO_EINVAL, "rdp_calibrate: need eps > 0 and steps >= 1 (got %g, %lld)", eps,
+                   (long long)steps);
+  dpo_rdp_curve_t c;
+  double lo = 1e-3, hi = 1, e;
+  /* eps(z) decreases in z: find hi with eps(hi) <= target, then bisect */
+  for (;;) {
+    dpo_rdp_curve_init(&c);
+    if ((st = dpo_rdp_curve_add(&c, sampling, m, n, hi, steps))) return st;
+    if ((st = dpo_rdp_eps(&c, delta, &e, NULL))) return st;
+    if (e <= eps) break;
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e9) return dpo_err(DPO_EINVAL, "rdp_calibrate: target eps=%g unreachable", eps);
+  }
+  while (hi - lo > 1e-7 * hi) {
+    double mid = 0.5 * (lo + hi);
+    dpo_rdp_curve_init(&c);
+    if ((st = dpo_rdp_curve_add(&c, sampling, m, n, mid, steps))) return st;
+    if ((st = dpo_rdp_eps(&c, delta, &e, NULL))) return st;
+    if (e <= eps) hi = mid;
+    else lo = mid;
+  }
+  *z = hi; /* eps(hi) <= target was verified for this exact double */
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ 003 Thm 3.1, 004 Thm 1 */
+
+int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const double *sigma,
+                double *rho) {
+  if (!B || !eta || !sigma || !rho || T < 1 || !(L >= 0) || !isfinite(L))
+    return dpo_err(DPO_EINVAL, "abi_rho: need L >= 0, T >= 1 and the schedules");
+  double suffix = 0, best = 0; /* suffix = sum_{s >= t} eta_s^2 sigma_s^2, rounded down */
+  for (int64_t t = T - 1; t >= 0; t--) {
+    if (B[t] < 1 || !(eta[t] > 0) || !(sigma[t] > 0) || !isfinite(eta[t]) || !isfinite(sigma[t]))
+      return dpo_err(DPO_EINVAL, "abi_rho: step %lld needs B >= 1, eta > 0, sigma > 0",
+                     (long long)t);
+    double es = dpo__mul_down(eta[t], sigma[t]);
+    suffix = dpo__add_down(suffix, dpo__mul_down(es, es));
+    double den = dpo__mul_down((double)B[t], dpo__widen_down(sqrt(suffix)));
+    double r = dpo__div_up(eta[t], den);
+    if (r > best) best = r;
+  }
+  *rho = dpo__mul_up(2 * L, best);
+  return DPO_OK;
+}
+
+int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta, double mu,
+                        double *sigma, double *alpha) {
+  int st;
+  if ((st = dpo__check_delta(delta))) return st;
+  if (!(c > 0) || n < 1 || T < 1 || !(eps > 0) || !(mu > 0 && mu < 1) || !sigma)
+    return dpo_err(DPO_EINVAL, "admm_thm1_sigma: need c > 0, n >= 1, T >= 1, eps > 0, mu in (0,1)");
+  /* (004, eq. (13)): alpha = log(1/delta) / ((1 - mu) eps) + 1 */
+  double a = log(1 / delta) / ((1 - mu) * eps) + 1;
+  /* (004, eq. (8)): sigma^2 = c^2 alpha T / (2 n^2 eps mu) */
+  double s2 = c * c * a * (double)T / (2.0 * (double)n * (double)n * eps * mu);
+  *sigma = dpo__rdp_up(sqrt(s2));
+  if (alpha) *alpha = a;
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ the "rdp" accountant */
+
+/* State: the composed curve of closed releases plus, while a disjoint pass is open, the
+ * per-order max of its batches (parallel composition: each example is in one batch). */
+typedef struct {
+  double sum[DPO_RDP_MAX_ORDERS];
+  double gmax[DPO_RDP_MAX_ORDERS];
+  int open;
+  int64_t group;
+  double bdelta; /* the budget's delta, remembered at the first charge (for spent) */
+} dpo__rdpacct_t;
+
+static void dpo__rdpacct_init(void *s) { memset(s, 0, sizeof(dpo__rdpacct_t)); }
+
+/* the release's own curve */
+static int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
+  int st;
+  dpo_rdp_curve_init(rc);
+  if (!c || !c->mechanism || !c->sampling || !c->accounting)
+    return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
+  if (dpo__streq2(c->mechanism, "rdp-rho")) {
+    if (!dpo__streq2(c->sampling, "none") && !dpo__streq2(c->sampling, "disjoint"))
+      return dpo_err(DPO_EINVAL, "charge: an rdp-rho release takes sampling none or disjoint");
+    if (!(c->rho > 0) || !isfinite(c->rho))
+      return dpo_err(DPO_EINVAL, "charge: rdp-rho needs rho > 0 (got %g)", c->rho);
+    return dpo_rdp_curve_add_rho(rc, c->rho);
+  }
+  if (!dpo__streq2(c->mechanism, "gaussian"))
+    return dpo_err(DPO_EINVAL, "charge: the rdp accountant takes gaussian or rdp-rho releases "
+                               "(got '%s')", c->mechanism);
+  if (!dpo__streq2(c->accounting, "rdp"))
+    return dpo_err(DPO_EINVAL, "charge: the rdp ledger needs accounting 'rdp' (got '%s')",
+                   c->accounting);
+  if (!(c->noise_scale > 0) || !isfinite(c->noise_scale) || !(c->sensitivity > 0) ||
+      !isfinite(c->sensitivity) || c->dim < 1)
+    return dpo_err(DPO_EINVAL, "charge: a gaussian RDP charge needs noise_scale > 0, "
+                               "sensitivity > 0 and dim >= 1");
+  /* the grid mechanism's snapping inflates the sensitivity (see privacy.h) */
+  double lambda, z;
+  if ((st = dpo_mech_grid(c->noise_scale, &lambda))) return st;
+  double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
+  z = dpo__div_down(c->noise_scale, s2);
+  return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
+}
+
+static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
+                               int commit, dpo__acct_result_t *r) {
+  dpo__rdpacct_t *s = state, ns = *s;
+  dpo_rdp_curve_t rc, tot, old;
+  int st = dpo__rdp_release(c, &rc);
+  if (st) return st;
+  if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
+  r->cost_delta = bdelta;
+  int in_pass = dpo__streq2(c->sampling, "disjoint") && s->open && s->group == c->group;
+  if (in_pass) {
+    for (int i = 0; i < rc.n; i++) ns.gmax[i] = fmax(s->gmax[i], rc.rdp[i]);
+  } else {
+    for (int i = 0; i < rc.n; i++) {
+      ns.sum[i] = dpo__add_up(s->sum[i], s->gmax[i]); /* close the previous pass */
+      ns.gmax[i] = 0;
+    }
+    if (dpo__streq2(c->sampling, "disjoint")) {
+      ns.open = 1;
+      ns.group = c->group;
+      for (int i = 0; i < rc.n; i++) ns.gmax[i] = rc.rdp[i];
+    } else {
+      ns.open = 0;
+      for (int i = 0; i < rc.n; i++) ns.sum[i] = dpo__add_up(ns.sum[i], rc.rdp[i]);
+    }
+  }
+  dpo_rdp_curve_init(&tot);
+  dpo_rdp_curve_init(&old);
+  for (int i = 0; i < tot.n; i++) {
+    tot.rdp[i] = dpo__add_up(ns.sum[i], ns.gmax[i]);
+    old.rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
+  }
+  double eo, en;
+  if ((st = dpo_rdp_eps(&old, bdelta, &eo, NULL)) || (st = dpo_rdp_eps(&tot, bdelta, &en, NULL)))
+    return st;
+  r->total_eps = en;
+  r->total_delta = bdelta;
+  r->charge_eps = en > eo ? dpo__add_up(en, -eo) : 0.0;
+  r->charge_delta = eo == 0 && en > 0 ? bdelta : 0.0;
+  r->fits = en <= beps;
+  ns.bdelta = bdelta;
+  if (commit && r->fits) *s = ns;
+  return DPO_OK;
+}
+
+static void dpo__rdpacct_spent(const void *state, double *eps, double *delta) {
+  const dpo__rdpacct_t *s = state;
+  double e = 0;
+  if (s->bdelta > 0) {
+    dpo_rdp_curve_t tot;
+    dpo_rdp_curve_init(&tot);
+    for (int i = 0; i < tot.n; i++) tot.rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
+    if (dpo_rdp_eps(&tot, s->bdelta, &e, NULL)) e = INFINITY;
+  }
+  if (eps) *eps = e;
+  if (delta) *delta = e > 0 ? s->bdelta : 0.0;
+}
+
+const dpo__acct_ops_t dpo__acct_rdp = {"rdp", sizeof(dpo__rdpacct_t), dpo__rdpacct_init,
+                                        dpo__rdpacct_charge, dpo__rdpacct_spent};
