@@ -195,6 +195,9 @@ typedef struct {
   double clip;       /* L2 clip C of per-example gradients (public), > 0 when noise = 1 */
   double eps, delta, mu; /* total (eps, delta) and Thm 1's mu (004 Sec. V-B: mu = 0.5) */
   dpo_dpadmm_sigma_rule_t sigma_rule;
+  double sigma_fixed; /* > 0: use this noise std instead of calibrating it from (eps, delta);
+                         the ledger still charges every release and refuses the one past the
+                         budget (a run that cannot afford T steps stops with DPO_EBUDGET) */
   dpo_rng_t *rng;    /* rank 0: noise stream */
   dpo_ledger_t *ledger; /* rank 0: an RDP ledger (dpo_ledger_open_rdp), charged before each
                            release; NULL only when noise = 0 */

@@ -26,8 +26,11 @@
  *   STRATA    B equal-length user intervals x B equal-length item intervals; stratum k holds
  *             the blocks (i, (i + k) mod B), so K = B.
  *   STRATA-B  the same with intervals cut so each holds about |I|/B ratings (Fig. 3.4).
- * Only STRATA and STRATA-B run on more than one rank (the factor-block ring below); the
- * others are for one rank (the thesis uses them with shared-memory threads).
+ * STRATA and STRATA-B run on P ranks with the factor-block ring below.  HOGWILD, COLOR and
+ * COLOR-B (the thesis runs them with shared-memory threads) run on P ranks with X2 replicated:
+ * rank p processes the ratings of each subset (COLOR*: each color) whose users it owns, and
+ * one Allreduce per subset sums the ranks' item steps; exact for COLOR* (a color is a
+ * matching: each item row gets one step), first-order only for HOGWILD (see src/mf/hamsi.c).
  *
  * Distribution: rank p owns a contiguous range of user intervals (rows of X1) and their
  * ratings; the item blocks of X2, with their rows of the L-BFGS history S and Y, travel
@@ -172,6 +175,9 @@ typedef struct {
   int64_t pairs_accepted, pairs_rejected;
   double sigma;
   int home_ok;         /* 1: at the end every item block is back at its home rank */
+  int disjoint;        /* 1: the blocks processed together touch disjoint variables, so the
+                          result does not depend on the number of ranks (all but HOGWILD);
+                          0: HOGWILD, whose P-rank run sums the ranks' item steps (first order) */
   dpo_hamsi_trace_t *trace;
   int64_t ntrace;
   dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */

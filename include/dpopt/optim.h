@@ -13,6 +13,7 @@
 #ifndef DPOPT_OPTIM_H
 #define DPOPT_OPTIM_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -25,6 +26,7 @@ extern "C" {
 #endif
 
 typedef struct dpo_solver dpo_solver_t;
+typedef struct dpo_ckpt dpo_ckpt_t; /* checkpoint contents (see "checkpoints" below) */
 
 typedef struct {
   const char *name;     /* --algo NAME */
@@ -36,6 +38,12 @@ typedef struct {
    * finished).  Must update the iterate via dpo_solver_x(). */
   int (*step)(dpo_solver_t *s, void *state, int64_t t, int *done);
   void (*destroy)(void *state);
+  /* Optional (both or neither): write / restore everything step() will read later that
+   * create() does not recompute from the config (momentum, history, counters, schedules
+   * drawn from the stream).  load() runs on a freshly created state.  Without them the
+   * algorithm refuses run.checkpoint_every (DPO_EUNSUP). */
+  int (*save)(dpo_solver_t *s, void *state, struct dpo_ckpt *w);
+  int (*load)(dpo_solver_t *s, void *state, const struct dpo_ckpt *r);
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */
@@ -51,6 +59,15 @@ typedef struct {
   int quiet;             /* no progress on stderr */
   double fstar;          /* known F* for the f - f* column (NAN if unknown) */
   FILE *trace;           /* rank 0: CSV trace stream (NULL: none) */
+  /* Checkpoints (rank 0): every checkpoint_every iterations (0: never), when *stop becomes
+   * non-zero (set asynchronously, e.g. by a SIGTERM handler; NULL: never) and after
+   * stop_after iterations (0: never), the full state is written atomically to
+   * checkpoint_path.  A stop ends the run on every rank with DPO_EINTR after the current
+   * step and the checkpoint. */
+  int64_t checkpoint_every;
+  const char *checkpoint_path;
+  volatile sig_atomic_t *stop;
+  int64_t stop_after;
 } dpo_run_opts_t;
 
 void dpo_run_opts_default(dpo_run_opts_t *o);
@@ -92,6 +109,57 @@ int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu);
 void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *arg), void *arg);
 /* Iterations performed by the last dpo_solver_run (rank 0; broadcast to all ranks). */
 int64_t dpo_solver_iters(const dpo_solver_t *s);
+
+/* ---- checkpoints ----
+ * dpo_solver_run writes, at the top of iteration t (before its trace row), the file
+ *   solver.*  format, algorithm name, d, n, ranks, t, the iterate x_t, the trace file offset,
+ *             the ledger position (charges and spent totals) and, for seeded runs only, the
+ *             RNG position (an unseeded run's key is a secret and is never written: a resumed
+ *             unseeded run draws fresh noise from a new OS key);
+ *   algo.*    whatever the algorithm's save() writes.
+ * Resume rule for the ledger: the journal may hold MORE charges than the checkpoint knows
+ * (the process died after a charge and before the next checkpoint).  Those releases may have
+ * happened, so they stay spent: the ledger is reopened from the whole journal, and the steps
+ * after the checkpoint are charged again when they are redone (never re-spend budget that
+ * the journal does not hold; a disjoint pass is closed, so a redone bucket is not counted
+ * as parallel composition with its first release).  A journal with FEWER charges than the
+ * checkpoint, or different totals at the same count, is refused (DPO_EFORMAT). */
+int dpo_ckpt_create(dpo_ckpt_t **c);
+void dpo_ckpt_destroy(dpo_ckpt_t *c);
+/* Atomic (temp file, fsync, rename, fsync of the directory). */
+int dpo_ckpt_write(const dpo_ckpt_t *c, const char *path);
+/* Read and verify (magic, checksum, record structure); *c owned by the caller. */
+int dpo_ckpt_read(const char *path, dpo_ckpt_t **c);
+/* Prepended to every key of later put/get calls (the driver sets "algo." around save/load). */
+void dpo_ckpt_set_prefix(dpo_ckpt_t *c, const char *prefix);
+/* Typed entries; a key may be written once.  get: DPO_EFORMAT when the key is missing or its
+ * type or length differs from what the caller expects. */
+int dpo_ckpt_put_f64(dpo_ckpt_t *c, const char *key, const double *v, int64_t n);
+int dpo_ckpt_put_i64(dpo_ckpt_t *c, const char *key, const int64_t *v, int64_t n);
+int dpo_ckpt_put_bytes(dpo_ckpt_t *c, const char *key, const void *v, int64_t n);
+int dpo_ckpt_put_int(dpo_ckpt_t *c, const char *key, int64_t v);
+int dpo_ckpt_put_double(dpo_ckpt_t *c, const char *key, double v);
+int dpo_ckpt_get_f64(const dpo_ckpt_t *c, const char *key, double *v, int64_t n);
+int dpo_ckpt_get_i64(const dpo_ckpt_t *c, const char *key, int64_t *v, int64_t n);
+int dpo_ckpt_get_bytes(const dpo_ckpt_t *c, const char *key, void *v, int64_t n);
+int dpo_ckpt_get_int(const dpo_ckpt_t *c, const char *key, int64_t *v);
+int dpo_ckpt_get_double(const dpo_ckpt_t *c, const char *key, double *v);
+/* Number of elements stored under key, -1 if absent. */
+int64_t dpo_ckpt_len(const dpo_ckpt_t *c, const char *key);
+
+/* 1 if the algorithm implements save/load. */
+int dpo_algo_can_checkpoint(const dpo_algo_t *a);
+/* Collective: restore the solver (after dpo_solver_create, before dpo_solver_run) from the
+ * checkpoint at path, read on rank 0: checks algorithm, dimensions and the ledger position
+ * (rule above), restores x, t, the algorithm's state and a seeded RNG.  dpo_solver_run then
+ * continues at iteration t, appending to the trace.  *trace_offset (rank 0, may be NULL)
+ * gets the trace file's length at the checkpoint (truncate the trace there before appending).
+ * Same status on every rank. */
+int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset);
+/* Rank 0, after dpo_solver_resume: the iteration the run continues at, and the journal
+ * charges the checkpoint did not know (kept spent, see above). */
+int64_t dpo_solver_start_iter(const dpo_solver_t *s);
+int64_t dpo_solver_resume_orphans(const dpo_solver_t *s);
 
 /* ---- reference solver for F* (non-private) ---- */
 /* Collective SPMD Newton's method with backtracking: each rank forms its part of the Hessian,

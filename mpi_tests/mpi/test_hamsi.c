@@ -170,6 +170,74 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&ck);
   }
 
+  /* 6. HOGWILD, COLOR, COLOR-B on 2..4 ranks (X2 replicated, one Allreduce of the ranks' item
+   * steps per subset / color).  A color is a matching, so COLOR* must reproduce the 1-rank
+   * factors: bit for bit with repro (HAMSI) and for mb-GD even without it (no inner products);
+   * HAMSI without repro to 1e-10 (the 2M inner products are summed in another order).
+   * HOGWILD is not variable-disjoint: it must say so and still converge. */
+  for (int var = 0; var < 6; var++) {
+    dpo_hamsi_opts_default(&o);
+    static const dpo_mf_part_kind_t pk[6] = {DPO_MF_COLOR, DPO_MF_COLOR_B, DPO_MF_COLOR,
+                                             DPO_MF_COLOR_B, DPO_MF_COLOR, DPO_MF_HOGWILD};
+    o.part = pk[var];
+    o.method = var == 2 ? DPO_MF_MBGD : DPO_MF_HAMSI;
+    o.sched = var % 2 ? DPO_MF_SCHED_SHUFFLE : DPO_MF_SCHED_DET;
+    o.repro = var < 2;
+    o.r = 4;
+    o.nblocks = 5;
+    o.memory = 3;
+    o.lambda = var == 0 ? 0.05 : 0;
+    o.epochs = var == 5 ? 30 : 10;
+    const char *nm = dpo_mf_part_name(o.part);
+    dpo_hamsi_result_t *ref = NULL;
+    MPI_Comm c1 = dpo_t_subcomm(1);
+    if (c1 != MPI_COMM_NULL) {
+      ref = run(c1, &o, nu, ni, 3, 0.3);
+      MPI_Comm_free(&c1);
+    }
+    for (int k = 2; k <= ws; k++) {
+      MPI_Comm ck = dpo_t_subcomm(k);
+      if (ck == MPI_COMM_NULL) continue;
+      dpo_hamsi_result_t *res = run(ck, &o, nu, ni, 3, 0.3);
+      if (res && wr == 0 && ref) {
+        double d1 = dpo_t_reldiff(res->X1, ref->X1, (long)nu * o.r);
+        double d2 = dpo_t_reldiff(res->X2t, ref->X2t, (long)ni * o.r);
+        T_CHECK(res->n_train == ref->n_train && res->epochs == ref->epochs,
+                "%s var %d, %d ranks: split or epochs differ", nm, var, k);
+        if (var == 5) {
+          T_CHECK(res->disjoint == 0, "hogwild, %d ranks: claims disjoint blocks", k);
+          T_CHECK(res->train_rmse < 0.9 * res->train_rmse0, "hogwild, %d ranks: RMSE %g not < "
+                  "0.9 x initial %g", k, res->train_rmse, res->train_rmse0);
+          printf("hogwild %d ranks: RMSE %.4g (1 rank %.4g, initial %.4g), factors reldiff %.2g\n", k,
+                 res->train_rmse, ref->train_rmse, res->train_rmse0, d1 > d2 ? d1 : d2);
+        } else if (o.repro || o.method == DPO_MF_MBGD) {
+          T_CHECK(res->disjoint == 1, "%s: not disjoint", nm);
+          T_CHECK(same(res->X1, ref->X1, (long)nu * o.r) && same(res->X2t, ref->X2t, (long)ni * o.r),
+                  "%s var %d, %d ranks: factors not bit-identical to 1 rank (reldiff %g %g)", nm,
+                  var, k, d1, d2);
+          T_CHECK(res->pairs_accepted == ref->pairs_accepted, "%s var %d: pairs %lld vs %lld", nm,
+                  var, (long long)res->pairs_accepted, (long long)ref->pairs_accepted);
+          if (o.repro)
+            T_CHECK(res->train_rmse == ref->train_rmse && res->test_rmse == ref->test_rmse,
+                    "%s var %d, %d ranks: rmse %.17g vs %.17g", nm, var, k, res->train_rmse,
+                    ref->train_rmse);
+        } else {
+          T_CHECK(d1 < 1e-10 && d2 < 1e-10, "%s var %d, %d ranks: reldiff to 1 rank %g %g", nm,
+                  var, k, d1, d2);
+        }
+      }
+      dpo_hamsi_result_destroy(res);
+      MPI_Comm_free(&ck);
+    }
+    if (wr == 0 && ref) {
+      T_CHECK(ref->disjoint == (var != 5), "%s: disjoint %d", nm, ref->disjoint);
+      T_CHECK(ref->train_rmse < 0.9 * ref->train_rmse0, "%s var %d, 1 rank: RMSE %g not < 0.9 x "
+              "initial %g", nm, var, ref->train_rmse, ref->train_rmse0);
+      T_CHECK(o.method == DPO_MF_MBGD || ref->pairs_accepted > 0, "%s var %d: no pair", nm, var);
+    }
+    dpo_hamsi_result_destroy(ref);
+  }
+
   /* 3. convergence on a noiseless low-rank matrix, all ranks: HAMSI < 0.01 training RMSE and
    * better than mb-GD after the same number of epochs, mb-GD given the best of several step
    * scales (so the comparison is not won by a bad mb-GD step) */
@@ -261,6 +329,24 @@ int main(int argc, char **argv) {
           dpo_hamsi_result_destroy(res);
         }
         T_CHECK(rm[0] < rm[1], "ml-100k, %d ranks: HAMSI %g not below mb-GD %g", k, rm[0], rm[1]);
+
+        /* HOGWILD (defaults: K = 20 subsets) on P ranks: not variable-disjoint, converges */
+        {
+          dpo_hamsi_opts_default(&o);
+          o.part = DPO_MF_HOGWILD;
+          dpo_hamsi_result_t *res = NULL;
+          st = dpo_hamsi_run(ck, rt, &o, &res);
+          T_CHECK(st == DPO_OK, "ml-100k hogwild, %d ranks: %s %s", k, dpo_strerror(st), dpo_errmsg());
+          if (res) {
+            T_CHECK(res->disjoint == 0, "ml-100k hogwild: claims disjoint blocks");
+            T_CHECK(res->train_rmse < 0.9 * res->train_rmse0, "ml-100k hogwild, %d ranks: RMSE %g "
+                    "not < 0.9 x initial %g", k, res->train_rmse, res->train_rmse0);
+            if (ck_rank == 0)
+              printf("ml-100k defaults, %d ranks: HAMSI hogwild train RMSE %.4f (initial %.4f), "
+                     "held-out %.4f\n", k, res->train_rmse, res->train_rmse0, res->test_rmse);
+          }
+          dpo_hamsi_result_destroy(res);
+        }
 
         /* 5. divergence guard: a step far too long must stop every rank with DPO_ENOCONV and a
          * message naming the epoch, never return NaN factors */

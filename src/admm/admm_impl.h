@@ -33,6 +33,10 @@ typedef struct {
   int mem, k, head;
   double rho; /* rho the pairs were collected with (0: none yet) */
   double *S, *Y, *rh, *al, *g, *p, *xn, *gn;
+  /* f_i and grad f_i at xc, where the previous call stopped: the next call (new v) starts
+   * from them instead of another pass over the shard */
+  double *xc, *gc, fc;
+  int cached;
   int64_t evals; /* phi evaluations (one fused loss + gradient pass each), cumulative */
 } dpo__admm_lbfgs_t;
 

@@ -99,7 +99,9 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     c.sens = 2.0 * op->clip / (double)n;
     /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
     double ecal = op->eps * (1.0 - 1e-6);
-    if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
+    if (op->sigma_fixed > 0) {
+      c.sigma = op->sigma_fixed;
+    } else if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
       double z = 0;
       st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
       c.sigma = z * c.sens;

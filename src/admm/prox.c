@@ -137,7 +137,10 @@ int dpo__admm_lbfgs_init(dpo__admm_lbfgs_t *w, int32_t d, int mem) {
   w->p = malloc(D * sizeof *w->p);
   w->xn = malloc(D * sizeof *w->xn);
   w->gn = malloc(D * sizeof *w->gn);
-  if (!w->S || !w->Y || !w->rh || !w->al || !w->g || !w->p || !w->xn || !w->gn) {
+  w->xc = malloc(D * sizeof *w->xc);
+  w->gc = malloc(D * sizeof *w->gc);
+  if (!w->S || !w->Y || !w->rh || !w->al || !w->g || !w->p || !w->xn || !w->gn || !w->xc ||
+      !w->gc) {
     dpo__admm_lbfgs_free(w);
     return dpo_err(DPO_ENOMEM, "admm: out of memory (L-BFGS, d = %d, m = %d)", d, mem);
   }
@@ -153,8 +156,11 @@ void dpo__admm_lbfgs_free(dpo__admm_lbfgs_t *w) {
   free(w->p);
   free(w->xn);
   free(w->gn);
-  w->S = w->Y = w->rh = w->al = w->g = w->p = w->xn = w->gn = NULL;
+  free(w->xc);
+  free(w->gc);
+  w->S = w->Y = w->rh = w->al = w->g = w->p = w->xn = w->gn = w->xc = w->gc = NULL;
   w->k = 0;
+  w->cached = 0;
 }
 
 /* y = grad f_i(x') - grad f_i(x) + rho s, so a new rho shifts y by (rho_new - rho_old) s; s'y
@@ -187,7 +193,18 @@ int dpo__admm_lbfgs(const dpo_model_t *m, const dpo_shard_t *s, dpo__admm_lbfgs_
          *gn = w->gn;
   dpo__admm_lbfgs_set_rho(w, rho);
   double F;
-  if ((st = phi_fg(m, s, w, rho, v, x, &F, g))) goto done;
+  if (w->cached && memcmp(x, w->xc, D * sizeof *x) == 0) {
+    double q = 0.0;
+    for (int32_t j = 0; j < d; j++) {
+      double e = x[j] - v[j];
+      q += e * e;
+      g[j] = w->gc[j] + rho * e;
+    }
+    F = w->fc + 0.5 * rho * q;
+  } else if ((st = phi_fg(m, s, w, rho, v, x, &F, g))) {
+    goto done;
+  }
+  w->cached = 0;
   for (it = 0; it < maxit; it++) {
     if (inf_norm(g, d) <= tol_inf || (tol_2 > 0 && cblas_dnrm2(d, g, 1) <= tol_2)) break;
     /* two-loop recursion: p = -H g */
@@ -267,6 +284,17 @@ int dpo__admm_lbfgs(const dpo_model_t *m, const dpo_shard_t *s, dpo__admm_lbfgs_
     memcpy(x, xn, D * sizeof *x);
     memcpy(g, gn, D * sizeof *g);
     F = Fn;
+  }
+  if (!st) { /* remember f_i, grad f_i at the returned x for the next call */
+    double q = 0.0;
+    for (int32_t j = 0; j < d; j++) {
+      double e = x[j] - v[j];
+      q += e * e;
+      w->gc[j] = g[j] - rho * e;
+    }
+    w->fc = F - 0.5 * rho * q;
+    memcpy(w->xc, x, D * sizeof *x);
+    w->cached = 1;
   }
 done:
   if (iters) *iters = it;

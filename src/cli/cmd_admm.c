@@ -12,6 +12,7 @@
 #include "dpopt/admm.h"
 #include "dpopt/comm.h"
 #include "dpopt/privacy.h"
+#include "dpopt/runout.h"
 #include "dpopt/status.h"
 
 #define DPO__MAXOPTS 64
@@ -61,12 +62,14 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--delta", "privacy.delta", "D", "privacy delta (default 1e-3, 004 Sec. V-B)"},
       {"--mu", "privacy.mu", "MU", "004 Thm 1 split mu (default 0.5)"},
       {"--clip", "privacy.clip", "C", "L2 clip of per-example gradients / consensus messages"},
+      {"--sigma", "privacy.sigma", "S", "fixed noise std instead of calibrating from --eps (the ledger refuses past the budget: exit 3)"},
       {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (004 Thm 1) | rdp (RDP calibration)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
       {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory"},
       {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
       {"--test", "data.test", "FILE", "held-out data for test accuracy"},
       {"--trace", "admm.trace", "FILE", "DP-ADMM: CSV iter,time,objective(NON-PRIVATE),train_acc,test_acc"},
+      {"--model-out", "admm.model_out", "FILE", "write the solution (z, or x_T) as a model file (rank 0)"},
       {"--trace-every", "admm.trace_every", "K", "trace every K iterations (default 1)"},
       {NULL, NULL, NULL, NULL}};
   dpo_cli_opt_t opts[DPO__MAXOPTS];
@@ -102,8 +105,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     ex = DPO_EXIT_USAGE;
     goto out;
   }
-  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *testp, *tracep;
-  double lambda, rho, alpha, inrel, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
+  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *testp, *tracep, *mout;
+  double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
   int64_t maxit, tev, seed = 0;
   int adapt, priv;
   dpo_config_get_str(cfg, "admm.method", "consensus", &meth);
@@ -116,6 +119,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_get_str(cfg, "privacy.journal", NULL, &journal);
   dpo_config_get_str(cfg, "data.test", NULL, &testp);
   dpo_config_get_str(cfg, "admm.trace", NULL, &tracep);
+  dpo_config_get_str(cfg, "admm.model_out", NULL, &mout);
   int seeded = dpo_config_get(cfg, "run.seed") != NULL;
   dpo_load_opts_t lo;
   if ((rc = dpo_config_get_double(cfg, "admm.lambda", 1e-5, &lambda)) ||
@@ -130,6 +134,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_double(cfg, "privacy.delta", 1e-3, &delta)) ||
       (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &mu)) ||
       (rc = dpo_config_get_double(cfg, "privacy.clip", NAN, &clip)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &sigfix)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &b2)) ||
       (rc = dpo_config_get_int(cfg, "admm.maxit", 200, &maxit)) ||
       (rc = dpo_config_get_int(cfg, "admm.trace_every", 1, &tev)) ||
@@ -184,7 +189,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       if ((rc = dpo_rdp_calibrate("none", 0, sh->n_global, maxit, eps * (1 - 1e-6), delta, &z)))
         goto fail;
       pv.clip = clip;
-      pv.sigma = z * 2.0 * clip;
+      pv.sigma = sigfix > 0 ? sigfix : z * 2.0 * clip;
       pv.accounting = "rdp";
       if ((rc = dpo_rng_create(seeded, (uint64_t)seed, (uint64_t)ctx->rank, &rng))) goto fail;
       pv.rng = rng;
@@ -203,8 +208,9 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
              (long long)inf.iters, inf.converged, inf.r_norm, inf.eps_pri, inf.s_norm, inf.eps_dual);
       printf("rho         %g (%lld changes, %lld factorizations)\n", inf.rho,
              (long long)inf.rho_changes, (long long)inf.factorizations);
-      printf("inner       %lld x-update iterations, %lld loss+gradient passes (rank 0)\n",
-             (long long)inf.inner_iters, (long long)inf.inner_evals);
+      if (inf.inner_evals > 0)
+        printf("inner       %lld L-BFGS iterations, %lld loss+gradient passes (rank 0)\n",
+               (long long)inf.inner_iters, (long long)inf.inner_evals);
       printf("time        %.4f s (allreduce %.4f s, %.3g s per iteration)\n", inf.t_total,
              inf.t_comm, inf.iters > 0 ? inf.t_total / (double)inf.iters : NAN);
       if (priv) printf("sigma       %.6g per coordinate per party\n", pv.sigma);
@@ -226,6 +232,18 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
              tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, lambda, x, d));
       if (te) printf("test        loss %.6g  %s %.6g\n", tl, dpo_model_binary(m) ? "accuracy" : "mse", tm);
     }
+    if (mout) {
+      char cm[256];
+      snprintf(cm, sizeof cm, "dpopt admm consensus %s model, --reg %s --lambda %.17g, %d ranks%s",
+               mname, reg, lambda, ctx->size, priv ? (seeded ? ", seeded: NOT private" : ", private") : "");
+      int wr = ctx->rank == 0 ? dpo_model_write(mout, x, d, cm) : DPO_OK;
+      if ((wr = dpo_agree(ctx->comm, wr))) {
+        rc = wr;
+        goto fail;
+      }
+    }
+    if (rc == DPO_ENOCONV && ctx->rank == 0)
+      fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
     ex = rc == DPO_EBUDGET ? DPO_EXIT_BUDGET : rc ? DPO_EXIT_RUNTIME : 0;
     goto out;
   }
@@ -266,6 +284,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   o.delta = delta;
   o.mu = mu;
   o.sigma_rule = strcmp(srule, "rdp") == 0 ? DPO_DPADMM_SIGMA_RDP : DPO_DPADMM_SIGMA_EQ8;
+  o.sigma_fixed = sigfix;
   if (dp) {
     if (ctx->rank == 0) rc = dpo_rng_create(seeded, (uint64_t)seed, 0, &rng);
     rc = dpo_agree(ctx->comm, rc);
@@ -321,6 +340,16 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     printf("objective   %.15g   (NON-PRIVATE: training data)\n", loss + lambda * cblas_dasum(A->p, ax, 1));
     if (te) printf("test        accuracy %.6f\n", ta);
     free(ax);
+  }
+  if (mout) {
+    char cm[256];
+    snprintf(cm, sizeof cm, "dpopt admm %s %s model, lambda %.17g%s", meth, mname, lambda,
+             dp ? (seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
+    int wr = ctx->rank == 0 ? dpo_model_write(mout, x, d, cm) : DPO_OK;
+    if ((wr = dpo_agree(ctx->comm, wr))) {
+      rc = wr;
+      goto fail;
+    }
   }
   ex = rc2 == DPO_EBUDGET ? DPO_EXIT_BUDGET : 0;
   goto out;

@@ -28,6 +28,7 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "gamma", json_object_new_double(o->gamma));
   json_object_object_add(j, "sigma0", json_object_new_double(o->sigma0));
   json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
+  json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
   json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
   json_object_object_add(j, "train_rmse_initial_nonprivate", json_object_new_double(res->train_rmse0));
@@ -108,8 +109,10 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt mf [options] RATINGS",
                      "Factorizes the ratings matrix Y ~ X1 X2 (thesis eq. 3.1) with HAMSI, the\n"
                      "incremental L-BFGS of thesis Alg. 3, or the mb-GD baseline.  Each rank owns\n"
-                     "user intervals and their ratings; item blocks travel around the ranks, one\n"
-                     "stratum per step (strata and strata-b; the other partitionings need one rank).\n"
+                     "user intervals and their ratings.  strata, strata-b: item blocks travel around\n"
+                     "the ranks, one stratum per step.  hogwild, color, color-b: the item factors\n"
+                     "are replicated and one Allreduce per subset (color: per color) sums the ranks'\n"
+                     "item steps; exact for color/color-b, first-order only for hogwild.\n"
                      "The training RMSE is a NON-PRIVATE diagnostic; the held-out RMSE is the one\n"
                      "to report.  This command adds no privacy noise: its output is not private.\n",
                      cfg, pos, 1, &npos);
@@ -204,6 +207,10 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     printf("blocks          per stratum %lld..%lld ratings; fullest block / mean = %.3f\n",
            (long long)res->balance.stratum_min, (long long)res->balance.stratum_max,
            res->balance.imbalance);
+    printf("disjoint        %s\n", res->disjoint
+               ? "yes: blocks processed together touch disjoint variables (rank-independent result)"
+               : "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are summed "
+                 "(equal to the serial pass to first order only)");
     printf("epochs          %lld\n", (long long)res->epochs);
     printf("train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
     printf("held-out RMSE   %.6g\n", res->test_rmse);

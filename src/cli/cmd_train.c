@@ -17,6 +17,8 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "cli/train_priv.h"
+#include "cli/train_ckpt.h"
+#include "cli/train_parties.h"
 
 #define DPO__MAXOPTS 64
 
@@ -42,6 +44,8 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default 1)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
+    {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT)"},
+    {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint"},
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
     {NULL, NULL, NULL, NULL}};
 
@@ -55,7 +59,8 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
              "the private training data and must not be released), model.txt, summary.json,\n"
              "config.ini (the effective configuration) and, for private runs, ledger.jsonl.\n"
-             "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure.\n");
+             "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
+             "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
 
 /* Declared row bounds are public facts about the data domain (privacy rule 1).  Rows over a
@@ -176,6 +181,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_oracle_t *oracle = NULL;
   dpo_solver_t *solver = NULL;
   dpo_train_priv_t *priv = NULL;
+  dpo_train_parties_t *parties = NULL; /* multi-party runs (train_parties.c) */
   double *x0 = NULL;
   FILE *trace = NULL;
   json_object *sum = NULL;
@@ -185,11 +191,31 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   double t_start = dpo_wtime();
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
+  dpo_train_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt train [options]", more, cfg,
                      pos, 0, &npos);
   if (rc) {
     ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
     goto out;
+  }
+  /* --resume RUN: the run's own settings; the command line may change only run.* keys */
+  char resume_dir[512] = "";
+  int resuming = 0;
+  if (dpo_config_get(cfg, "run.resume")) {
+    dpo_config_t *merged = NULL;
+    snprintf(resume_dir, sizeof resume_dir, "%s", dpo_config_get(cfg, "run.resume"));
+    resuming = 1;
+    if ((rc = dpo_train_resume_config(cfg, resume_dir, &merged))) goto fail;
+    dpo_config_destroy(cfg);
+    cfg = merged;
+  }
+  int64_t ckpt_every = 0, stop_after = 0;
+  if ((rc = dpo_config_get_int(cfg, "run.checkpoint_every", 0, &ckpt_every)) ||
+      (rc = dpo_config_get_int(cfg, "run.stop_after", 0, &stop_after)))
+    goto fail;
+  if (ckpt_every < 0 || stop_after < 0) {
+    rc = dpo_err(DPO_EINVAL, "run.checkpoint_every and run.stop_after must be >= 0");
+    goto fail;
   }
   int quiet = 0;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
@@ -215,6 +241,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &trace_every)) ||
       (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &no_trace_loss)))
     goto fail;
+  if (!train_path) dpo_config_get_str(cfg, "parties.data", NULL, &train_path); /* per party */
   if (!train_path) {
     rc = dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
     goto fail;
@@ -224,6 +251,11 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     rc = dpo_err(DPO_EINVAL, "%s: unknown algorithm '%s' (see dpopt train --help)",
                  dpo_config_origin(cfg, "algo.name") ? dpo_config_origin(cfg, "algo.name") : "--algo",
                  algo_name);
+    goto fail;
+  }
+  if ((ckpt_every > 0 || stop_after > 0 || resuming) && !dpo_algo_can_checkpoint(algo)) {
+    rc = dpo_err(DPO_EUNSUP, "algorithm %s cannot write or resume checkpoints: drop "
+                 "--checkpoint-every / --resume / run.stop_after", algo->name);
     goto fail;
   }
   int clip_rows = !strcasecmp(action, "clip");
@@ -243,7 +275,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_load_opts_t lo;
   if ((rc = dpo_cli_load_opts(cfg, &lo))) goto fail;
   lo.labels = dpo_model_binary(model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
-  if ((rc = dpo_shard_load(ctx->comm, train_path, &lo, &train))) goto fail;
+  if ((rc = dpo_train_parties_setup(ctx, cfg, algo->is_private, &parties))) goto fail;
+  if ((rc = dpo_train_parties_load(parties, ctx, train_path, &lo, &train))) goto fail;
   if (!isnan(b1) && (rc = dpo__enforce_bound(ctx->comm, train, 1, b1, clip_rows))) goto fail;
   if (!isnan(b2) && (rc = dpo__enforce_bound(ctx->comm, train, 0, b2, clip_rows))) goto fail;
   if (test_path) {
@@ -298,18 +331,26 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     char p[1024];
     if (!(rc = dpo_mkdirs(run_dir))) {
       snprintf(p, sizeof p, "%s/trace.csv", run_dir);
-      if (!(trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
+      if (resuming) { /* appended to after the checkpoint's offset (dpo_train_trace_rewind) */
+        if (!(trace = fopen(p, "r+"))) rc = dpo_err(DPO_EIO, "%s: cannot open to resume", p);
+      } else if (!(trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
       else rc = dpo_train_priv_trace_note(priv, trace);
+      /* config.ini now, not only at the end: --resume needs it after an interruption */
+      if (!rc && !resuming) rc = dpo_train_write_config(cfg, run_dir);
     }
   }
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
-  if ((rc = dpo_train_priv_open_ledger(priv, run_dir))) goto fail;
+  if ((rc = resuming ? dpo_train_priv_reopen_ledger(priv, run_dir)
+                     : dpo_train_priv_open_ledger(priv, run_dir)))
+    goto fail;
 
   /* ---- solve ---- */
   stage = "train";
   const dpo_clip_t *clip = dpo_train_priv_clip(priv);
   if ((rc = dpo_oracle_create(ctx->comm, model, train, clip, &oracle))) goto fail;
   if (test && (rc = dpo_oracle_set_heldout(oracle, test))) goto fail;
+  if ((rc = dpo_train_parties_attach(parties, ctx, oracle, dpo_train_priv_ledger(priv), trace)))
+    goto fail;
   if (!(x0 = malloc((size_t)train->d * sizeof *x0))) {
     rc = dpo_err(DPO_ENOMEM, "out of memory");
     goto fail;
@@ -319,19 +360,51 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                               dpo_train_priv_ledger(priv), x0, &solver)))
     goto fail;
   dpo_train_priv_attach(priv, solver);
+  char ckpt_path[1024];
+  snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint", run_dir);
+  if (resuming) {
+    int64_t toff = -1;
+    if ((rc = dpo_solver_resume(solver, ckpt_path, &toff))) goto fail;
+    if (ctx->rank == 0) {
+      char tp[1024];
+      snprintf(tp, sizeof tp, "%s/trace.csv", run_dir);
+      rc = toff >= 0 ? dpo_train_trace_rewind(trace, tp, (long long)toff) : DPO_OK;
+      if (!rc) {
+        int64_t orph = dpo_solver_resume_orphans(solver);
+        dpo_msg("resuming %s at iteration %lld%s", run_dir, (long long)dpo_solver_start_iter(solver),
+                orph ? "" : "");
+        if (orph)
+          dpo_msg("the journal holds %lld charge(s) after the checkpoint: they stay spent, and "
+                  "the steps they belong to are charged again when redone", (long long)orph);
+      }
+    }
+    if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  }
   dpo_run_opts_t ro;
   dpo_run_opts_default(&ro);
   ro.max_iter = iters;
   if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &ro.gtol))) goto fail;
   ro.trace_every = trace_every;
-  ro.trace_loss = !no_trace_loss;
+  ro.trace_loss = !no_trace_loss && !dpo_train_parties_hide_train(parties);
   ro.quiet = quiet;
   ro.fstar = fstar;
   ro.trace = trace;
+  ro.checkpoint_every = ckpt_every;
+  ro.checkpoint_path = ckpt_path;
+  ro.stop = dpo_train_stop_flag();
+  ro.stop_after = stop_after;
   dpo_cli_warn_unused(ctx, cfg);
   double t_solve = dpo_wtime(); /* the iterations alone, without loading and set-up */
   int run_rc = dpo_solver_run(solver, &ro);
   t_solve = dpo_wtime() - t_solve;
+  if (run_rc == DPO_EINTR) {
+    /* every rank stopped at the same step; the journal is fsynced charge by charge */
+    if (trace) fflush(trace);
+    if (ctx->rank == 0)
+      fprintf(stderr, "dpopt train: %s; run directory %s\n", dpo_errmsg(), run_dir);
+    ex = DPO_EXIT_INTR;
+    goto out;
+  }
   if (run_rc != DPO_OK && run_rc != DPO_EBUDGET) {
     rc = run_rc;
     goto fail;
@@ -343,12 +416,15 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   double *x = dpo_solver_x(solver); /* valid on rank 0 */
   double tr_loss = NAN, tr_metric = NAN, te_loss = NAN, te_metric = NAN;
   if (ctx->rank == 0) {
-    rc = dpo_oracle_eval_metric(oracle, x, 0, &tr_loss, &tr_metric);
+    /* local / shares: the coordinator receives no exact training sums, not even diagnostics */
+    rc = dpo_train_parties_hide_train(parties)
+             ? DPO_OK : dpo_oracle_eval_metric(oracle, x, 0, &tr_loss, &tr_metric);
     if (!rc && test) rc = dpo_oracle_eval_metric(oracle, x, 1, &te_loss, &te_metric);
     int frc = dpo_oracle_finish(oracle, rc);
     if (!rc) rc = frc;
   } else {
-    rc = dpo_oracle_serve(oracle);
+    /* no request at all when the training metric is withheld and there is no test set */
+    rc = dpo_train_parties_hide_train(parties) && !test ? DPO_OK : dpo_oracle_serve(oracle);
   }
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
   double wall = dpo_wtime() - t_start;
@@ -407,6 +483,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       json_object_object_add(sum, k, json_object_new_double(te_metric));
     }
     dpo_train_priv_summary(priv, sum);
+    dpo_train_parties_summary(parties, dpo_train_priv_ledger(priv), sum);
     const char *js = json_object_to_json_string_ext(sum, JSON_C_TO_STRING_PRETTY);
     snprintf(p, sizeof p, "%s/summary.json", run_dir);
     if ((rc = dpo_write_atomic(p, js, strlen(js)))) goto fail0;
@@ -417,6 +494,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
            train->d);
     printf("status          %s\n", run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
     dpo_train_priv_print(priv, stdout);
+    dpo_train_parties_print(parties, dpo_train_priv_ledger(priv), stdout);
     printf("train loss      %.6f   [non-private diagnostic]\n", tr_loss);
     printf("train %-9s %.4f   [non-private diagnostic]\n", metric, tr_metric);
     if (!isnan(fstar)) {
@@ -435,6 +513,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   rc = dpo_agree(ctx->comm, rc);
   if (rc) goto fail;
   ex = run_rc == DPO_EBUDGET ? DPO_EXIT_BUDGET : 0;
+  /* the run is complete: a later --resume must not redo (and re-spend) its last steps */
+  if (ctx->rank == 0) unlink(ckpt_path);
   goto out;
 fail:
   ex = dpo_cli_fail(ctx, stage, rc);
@@ -445,9 +525,11 @@ out:
   dpo_solver_destroy(solver);
   dpo_oracle_destroy(oracle);
   dpo_train_priv_destroy(priv);
+  dpo_train_parties_destroy(parties);
   dpo_shard_destroy(test);
   dpo_shard_destroy(train);
   dpo_model_destroy(model);
   dpo_config_destroy(cfg);
+  dpo_train_signals_restore();
   return ex;
 }

@@ -19,6 +19,7 @@ static const struct {
     {"newton", dpo_cmd_newton, "reference optimum F* by distributed Newton (ScaLAPACK), non-private"},
     {"mf", dpo_cmd_mf, "matrix factorization of ratings by distributed HAMSI or mb-GD"},
     {"admm", dpo_cmd_admm, "consensus ADMM across ranks, DP-ADMM / DP-AccADMM (graph-guided fused lasso)"},
+    {"simulate", dpo_cmd_simulate, "split one data set into P parties' files (iid or skewed by label)"},
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
     {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the Renyi accountant"},
 };

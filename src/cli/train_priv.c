@@ -114,6 +114,14 @@ int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
   return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
 }
 
+/* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
+int dpo_train_priv_reopen_ledger(dpo_train_priv_t *p, const char *run_dir) {
+  if (!p->is_private) return DPO_OK;
+  snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
+  if (p->rdp) return dpo_ledger_open_rdp(p->comm, p->eps, p->delta, p->journal, 1, &p->ledger);
+  return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 1, &p->ledger);
+}
+
 const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p) {
   return p->has_clip ? &p->clip : NULL;
 }

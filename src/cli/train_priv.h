@@ -19,6 +19,8 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
                          dpo_train_priv_t **out);
 /* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir);
+/* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
+int dpo_train_priv_reopen_ledger(dpo_train_priv_t *p, const char *run_dir);
 const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p);
 dpo_rng_t *dpo_train_priv_rng(dpo_train_priv_t *p);
 struct dpo_ledger *dpo_train_priv_ledger(dpo_train_priv_t *p);

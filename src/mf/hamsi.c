@@ -100,6 +100,14 @@ typedef struct {
   dpo__blk_t *blk;
   int64_t nblk;
   int64_t *sord, *soff;  /* generic: ratings of stratum k: sord[soff[k] .. soff[k+1]) */
+  /* generic partitions on P ranks (see "Generic partitions on P ranks" below): unit g =
+   * stratum * nph + phase; this rank's ratings of g are sord[uoff[g] .. uoff[g+1]), the items
+   * touched by ANY rank in g are titem[toff[g] .. toff[g+1]) (same on every rank) */
+  int dist;              /* generic partition on more than one rank */
+  int32_t nph, nch;      /* phases per stratum; user chunks (dot-product / RMSE slots) */
+  int64_t *uoff, *toff;
+  int32_t *titem, *chunk_cut, *chunk_of;
+  double *dx2, *gx2, *xs, *pk; /* item steps, item gradients, snapshot, Allreduce buffer */
   int32_t *tu_u, *tu_i;  /* generic test ratings */
   double *ty;
   double *g1s, *g2s, *d;
@@ -110,6 +118,9 @@ typedef struct {
   double t_grad, t_update, t_hess, t_comm;
   int64_t processed;
 } dpo__hm_t;
+
+/* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
+#define DPO__MF_NCHUNK 64
 
 static int64_t dpo__nvc(const dpo__hm_t *h, int32_t c) {
   return (int64_t)(h->col_cut[c + 1] - h->col_cut[c]) * h->r;
@@ -178,7 +189,7 @@ static int dpo__travel(dpo__hm_t *h, int32_t kto) {
 /* ---- one block: gradient (line 10), accumulation for lines 12/14, update (line 13) ---- */
 
 static void dpo__block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
-                       double *acc2) {
+                       double *acc2, double *dx2) {
   int32_t r = h->r, M = h->M;
   int64_t nvc = dpo__nvc(h, b->cb);
   double *Sc = xc + nvc, *Yc = Sc + nvc * M;
@@ -240,7 +251,11 @@ static void dpo__block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *x
     for (int32_t a = 0; a < nti; a++) {
       int64_t o = (int64_t)ti[a] * r;
       dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, v, h->d);
-      for (int32_t q = 0; q < r; q++) xc[o + q] -= ib * h->d[q];
+      for (int32_t q = 0; q < r; q++) {
+        double sq = ib * h->d[q];
+        xc[o + q] -= sq;
+        if (dx2) dx2[o + q] -= sq; /* 0 - s = -s and x + (-s) = x - s exactly (generic, P ranks) */
+      }
     }
   } else {
     /* gradient step x -= (sigma / beta) D^-1 g until M pairs exist; mb-GD always (sigma stays
@@ -253,7 +268,11 @@ static void dpo__block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *x
     }
     for (int32_t a = 0; a < nti; a++) {
       int64_t o = (int64_t)ti[a] * r;
-      for (int32_t q = 0; q < r; q++) xc[o + q] -= f * w2c[o + q] * h->g2s[o + q];
+      for (int32_t q = 0; q < r; q++) {
+        double sq = f * w2c[o + q] * h->g2s[o + q];
+        xc[o + q] -= sq;
+        if (dx2) dx2[o + q] -= sq;
+      }
     }
   }
   h->t_update += MPI_Wtime() - t1;
@@ -302,7 +321,9 @@ static int dpo__pair(dpo__hm_t *h) {
    * rescaled to the whole f: H then models the curvature of one stratum's function, which is
    * what the block model Q of eq. 3.4 (line 10) needs; rescaling y by |I| / |S_k0| was tried
    * and made the steps K times too short (K = 8: RMSE 0.72 instead of 0.60 after 20 epochs). */
-  int32_t nparts = h->grid ? 2 * h->B : 2;
+  /* slots: grid = user intervals then item blocks; generic = user chunks then the (replicated)
+   * item part, added by rank 0 only.  The slots do not depend on the number of ranks. */
+  int32_t nparts = h->grid ? 2 * h->B : h->nch + 1;
   double t = MPI_Wtime();
   double *part = calloc((size_t)nparts * 2 * M, sizeof(double)), dots[512];
   if (!part) return dpo_err(DPO_ENOMEM, "pair dots");
@@ -314,15 +335,22 @@ static int dpo__pair(dpo__hm_t *h) {
                      part + (int64_t)i * 2 * M);
     }
   } else {
-    dpo__pair_dots(h, h->nvr, h->S1, h->Y1, h->w1, h->s1, h->y1, ns, part);
+    for (int32_t j = 0; j < h->nch; j++) {
+      int32_t a0 = h->chunk_cut[j], a1 = h->chunk_cut[j + 1];
+      if (a0 < h->u0 || a1 > h->u1) continue; /* rank cuts are chunk boundaries */
+      int64_t o = (int64_t)(a0 - h->u0) * h->r, nv = (int64_t)(a1 - a0) * h->r;
+      dpo__pair_dots(h, nv, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
+                     part + (int64_t)j * 2 * M);
+    }
   }
   for (int32_t c = 0; c < h->B; c++) {
     if (!h->cbuf[c]) continue;
     int64_t nv = dpo__nvc(h, c);
     for (int64_t v = 0; v < nv; v++) h->yc[c][v] -= h->gbc[c][v];
+    if (!h->grid && h->rank != 0) continue; /* replicated: counted once */
     dpo__pair_dots(h, nv, h->cbuf[c] + nv, h->cbuf[c] + nv + nv * M,
                    h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c], h->yc[c], ns,
-                   part + (int64_t)(h->grid ? h->B + c : 1) * 2 * M);
+                   part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
   }
   if ((st = dpo__reduce_parts(h, part, nparts, 2 * M, dots))) goto out;
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
@@ -352,13 +380,15 @@ out:
 static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, double *rtr,
                      double *rte) {
   int32_t r = h->r;
-  int32_t nparts = h->grid ? h->B : 1;
+  int32_t nparts = h->grid ? h->B : h->nch;
   memset(x2full, 0, sizeof(double) * (size_t)h->ni * r);
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c])
       memcpy(x2full + (int64_t)h->col_cut[c] * r, h->cbuf[c], sizeof(double) * (size_t)dpo__nvc(h, c));
-  /* each item row has exactly one holder, so the sum is exact */
-  DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x2full, h->ni * r, MPI_DOUBLE, MPI_SUM, h->comm));
+  /* grid: each item row has exactly one holder, so the sum is exact; generic: X2 is
+   * replicated (identical on every rank) */
+  if (h->grid)
+    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x2full, h->ni * r, MPI_DOUBLE, MPI_SUM, h->comm));
   double *part = calloc((size_t)nparts * 2, sizeof(double)), out[2];
   if (!part) return dpo_err(DPO_ENOMEM, "eval");
   for (int64_t b = 0; b < h->nblk; b++) {
@@ -366,6 +396,7 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, dou
     int32_t p = h->grid ? h->i0 + (int32_t)(b / h->B) : 0;
     int64_t c0 = h->col_cut[bk->cb];
     for (int64_t k = bk->off; k < bk->off + bk->n; k++) {
+      if (!h->grid) p = h->chunk_of[h->u0 + h->lu[k]];
       double pr = 0;
       const double *a = h->x1 + (int64_t)h->lu[k] * r, *x = x2full + (c0 + h->li[k]) * r;
       for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
@@ -373,7 +404,7 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, dou
     }
   }
   for (int64_t k = 0; k < h->ntest; k++) {
-    int32_t p = h->grid ? h->uint_of[h->tu_u[k]] : 0;
+    int32_t p = h->grid ? h->uint_of[h->tu_u[k]] : h->chunk_of[h->tu_u[k]];
     double pr = 0;
     const double *a = h->x1 + (int64_t)(h->tu_u[k] - h->u0) * r, *x = x2full + (int64_t)h->tu_i[k] * r;
     for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
@@ -424,6 +455,15 @@ static void dpo__hm_free(dpo__hm_t *h) {
   free(h->blk);
   free(h->sord);
   free(h->soff);
+  free(h->uoff);
+  free(h->toff);
+  free(h->titem);
+  free(h->chunk_cut);
+  free(h->chunk_of);
+  free(h->dx2);
+  free(h->gx2);
+  free(h->xs);
+  free(h->pk);
   free(h->tu_u);
   free(h->tu_i);
   free(h->ty);
@@ -452,7 +492,8 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
   int64_t *udeg = NULL, *ideg = NULL, *bcnt = NULL;
   dpo__rt_t *tr = NULL;
   dpo_mf_partition_t *part = NULL;
-  int32_t *gu = NULL, *gi = NULL, *cbof = NULL;
+  int32_t *gu = NULL, *gi = NULL, *cbof = NULL, *rc = NULL;
+  int64_t *gs = NULL, *gord = NULL, *stamp = NULL, *cdeg = NULL;
   int64_t nin = in ? in->n : 0;
   uint64_t hseed = dpo__mf_mix(h->o.seed ^ 0x4e1dULL);
 
@@ -486,9 +527,10 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
   DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, ideg, h->ni, MPI_INT64_T, MPI_SUM, h->comm));
 
   /* strata: grid cuts from the degrees, or a generic partition (one rank) */
-  DPO__ALLOC(h->row_cut, h->B + 1);
+  int32_t nint = h->grid ? h->B : P; /* user intervals */
+  DPO__ALLOC(h->row_cut, nint + 1);
   DPO__ALLOC(h->col_cut, h->B + 1);
-  DPO__ALLOC(h->owner, h->B);
+  DPO__ALLOC(h->owner, nint);
   DPO__ALLOC(h->uint_of, h->nu);
   if (h->grid) {
     int bal = h->o.part == DPO_MF_STRATA_B;
@@ -498,10 +540,30 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
       goto fail;
     }
   } else {
-    h->row_cut[1] = h->nu;
+    /* generic partitions: nch fixed user chunks are the slots of the dot products and RMSE
+     * sums (so they do not depend on P); rank p owns user interval p, a run of whole chunks
+     * cut to hold about 1/P of the training ratings each */
+    h->nch = h->nu < DPO__MF_NCHUNK ? h->nu : DPO__MF_NCHUNK;
+    DPO__ALLOC(h->chunk_cut, h->nch + 1);
+    DPO__ALLOC(h->chunk_of, h->nu);
+    DPO__ALLOC(cdeg, h->nch);
+    DPO__ALLOC(rc, P + 1);
+    if ((st = dpo_mf_cuts(udeg, h->nu, h->nch, 0, h->chunk_cut))) {
+      free(istest);
+      goto fail;
+    }
+    for (int32_t j = 0; j < h->nch; j++)
+      for (int32_t u = h->chunk_cut[j]; u < h->chunk_cut[j + 1]; u++) {
+        cdeg[j] += udeg[u];
+        h->chunk_of[u] = j;
+      }
+    if ((st = dpo_mf_cuts(cdeg, h->nch, P, 1, rc))) {
+      free(istest);
+      goto fail;
+    }
+    for (int p = 0; p <= P; p++) h->row_cut[p] = h->chunk_cut[rc[p]];
     h->col_cut[1] = h->ni;
   }
-  int32_t nint = h->grid ? h->B : 1;
   for (int32_t i = 0; i < nint; i++) {
     h->owner[i] = (int32_t)((int64_t)i * P / nint);
     for (int32_t u = h->row_cut[i]; u < h->row_cut[i + 1]; u++) h->uint_of[u] = i;
@@ -666,29 +728,75 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
     bl->block_mean = (double)tot / ((double)h->B * h->B);
     bl->imbalance = bl->block_mean > 0 ? bl->block_max / bl->block_mean : 0;
   } else {
-    /* generic partition on the one rank: strata of single ratings, in (phase, index) order */
-    DPO__ALLOC(gu, ntr);
-    DPO__ALLOC(gi, ntr);
-    for (int64_t k = 0; k < ntr; k++) {
-      gu[k] = tr[k].u;
-      gi[k] = tr[k].i;
+    /* generic partition of the GLOBAL training set, computed identically on every rank: the
+     * ranks' sorted ratings concatenated in rank order are the globally sorted set (rank p
+     * holds user interval p), so the partition does not depend on P.  Strata of single
+     * ratings, processed in (phase, index) order. */
+    int mine = (int)ntr;
+    int64_t gn = 0;
+    DPO_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, scnt, 1, MPI_INT, h->comm));
+    for (int p = 0; p < P; p++) {
+      sdsp[p] = (int)gn;
+      gn += scnt[p];
     }
-    if ((st = dpo_mf_partition(h->o.part, h->K, ntr, gu, gi, h->nu, h->ni, h->o.seed, &part)))
+    int64_t goff = sdsp[h->rank];
+    DPO__ALLOC(gu, gn);
+    DPO__ALLOC(gi, gn);
+    for (int64_t k = 0; k < ntr; k++) {
+      gu[goff + k] = tr[k].u;
+      gi[goff + k] = tr[k].i;
+    }
+    DPO_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_INT32_T, gu, scnt, sdsp, MPI_INT32_T, h->comm));
+    DPO_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_INT32_T, gi, scnt, sdsp, MPI_INT32_T, h->comm));
+    if ((st = dpo_mf_partition(h->o.part, h->K, gn, gu, gi, h->nu, h->ni, h->o.seed, &part)))
       goto fail;
     dpo_mf_partition_balance(part, &res->balance);
     int32_t nph = 1;
-    for (int64_t k = 0; k < ntr; k++)
+    for (int64_t k = 0; k < gn; k++)
       if (part->phase[k] + 1 > nph) nph = part->phase[k] + 1;
+    h->nph = nph;
     int64_t ng = (int64_t)h->K * nph;
-    int64_t *gs = NULL;
+    /* this rank's ratings by unit (stratum, phase) */
     DPO__ALLOC(gs, ng + 1);
+    DPO__ALLOC(h->uoff, ng + 1);
     DPO__ALLOC(h->sord, ntr);
     DPO__ALLOC(h->soff, h->K + 1);
-    for (int64_t k = 0; k < ntr; k++) gs[(int64_t)part->stratum[k] * nph + part->phase[k] + 1]++;
+#define DPO__UNIT(k) ((int64_t)part->stratum[k] * nph + part->phase[k])
+    for (int64_t k = 0; k < ntr; k++) h->uoff[DPO__UNIT(goff + k) + 1]++;
+    for (int64_t g = 0; g < ng; g++) h->uoff[g + 1] += h->uoff[g];
+    for (int32_t s = 0; s <= h->K; s++) h->soff[s] = h->uoff[(int64_t)s * nph];
+    memcpy(gs, h->uoff, sizeof(int64_t) * (size_t)(ng + 1));
+    for (int64_t k = 0; k < ntr; k++) h->sord[gs[DPO__UNIT(goff + k)]++] = k;
+    /* items touched by any rank in each unit, in the order of first appearance (the same on
+     * every rank): the rows combined by the unit's Allreduce */
+    memset(gs, 0, sizeof(int64_t) * (size_t)(ng + 1));
+    DPO__ALLOC(gord, gn);
+    DPO__ALLOC(stamp, h->ni);
+    DPO__ALLOC(h->toff, ng + 1);
+    DPO__ALLOC(h->titem, gn);
+    for (int64_t k = 0; k < gn; k++) gs[DPO__UNIT(k) + 1]++;
     for (int64_t g = 0; g < ng; g++) gs[g + 1] += gs[g];
-    for (int32_t s = 0; s <= h->K; s++) h->soff[s] = gs[(int64_t)s * nph];
-    for (int64_t k = 0; k < ntr; k++) h->sord[gs[(int64_t)part->stratum[k] * nph + part->phase[k]]++] = k;
-    free(gs);
+    for (int64_t k = 0; k < gn; k++) gord[gs[DPO__UNIT(k)]++] = k;
+#undef DPO__UNIT
+    for (int32_t i = 0; i < h->ni; i++) stamp[i] = -1;
+    int64_t nt = 0, a = 0;
+    for (int64_t g = 0; g < ng; g++) {
+      for (; a < gs[g]; a++) {
+        int32_t it = gi[gord[a]];
+        if (stamp[it] != g) {
+          stamp[it] = g;
+          h->titem[nt++] = it;
+        }
+      }
+      h->toff[g + 1] = nt;
+    }
+    h->dist = P > 1;
+    if (h->dist) {
+      DPO__ALLOC(h->dx2, (int64_t)h->ni * r);
+      DPO__ALLOC(h->gx2, (int64_t)h->ni * r);
+      DPO__ALLOC(h->xs, (int64_t)h->ni * r);
+      DPO__ALLOC(h->pk, 2 * (int64_t)h->ni * r);
+    }
   }
   res->n_train = ntr;
   res->n_test = nte;
@@ -734,7 +842,7 @@ static int dpo__setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t 
   for (int32_t c = 0; c < h->B; c++) {
     if (dpo__nvc(h, c) > maxc) maxc = dpo__nvc(h, c);
     /* home: stratum 0, block c at the owner of user interval c */
-    if (h->owner[h->grid ? c : 0] != h->rank) continue;
+    if (h->grid && h->owner[c] != h->rank) continue; /* generic: X2 replicated */
     DPO__ALLOC(h->cbuf[c], dpo__cbsize(h, c));
     for (int64_t v = 0; v < dpo__nvc(h, c); v++)
       h->cbuf[c][v] = sc * dpo__mf_unit(dpo__mf_mix(
@@ -760,6 +868,11 @@ fail:
   free(gu);
   free(gi);
   free(cbof);
+  free(rc);
+  free(gs);
+  free(gord);
+  free(stamp);
+  free(cdeg);
   dpo_mf_partition_destroy(part);
   return st;
 }
@@ -777,10 +890,64 @@ static int dpo__cb_aux(dpo__hm_t *h, int32_t c) {
   return DPO_OK;
 }
 
+/* ---- Generic partitions on P ranks (HOGWILD, COLOR, COLOR-B) ----
+ *
+ * Their subsets S_k are not split into variable-disjoint row x column blocks, so the item
+ * factors cannot travel as blocks.  Instead X2t (with its rows of S, Y and x-bar, g-bar) is
+ * replicated; rank p processes the ratings of a unit (stratum k, phase c) whose users it owns
+ * (it owns those rows of X1), sequentially, against its copy, and ONE Allreduce per unit sums
+ * the ranks' item steps: afterwards every copy is x2_start + sum_p (steps of rank p).  On the
+ * first / last inner step of an epoch the same Allreduce carries the item gradients that
+ * Alg. 3 lines 12 and 14 accumulate (g-bar and y).
+ *
+ * When it equals the serial run: a COLOR / COLOR-B phase is a color of the conflict graph, a
+ * matching (thesis Sec. 3.3: no two of its functions share a user or an item).  So in a phase
+ * each item row is changed by ONE rating on ONE rank, the sum adds zeros to that single step
+ * (exact) and x2_start + (-s) == x2_start - s is the serial update bit for bit; users are
+ * disjoint too, and phases are done in the serial order.  COLOR and COLOR-B therefore give the
+ * serial factors exactly for mb-GD, and for HAMSI up to the rounding of the 2M L-BFGS inner
+ * products (their slots are fixed user chunks, so with repro = 1 they are bit-identical on
+ * any number of ranks).  HOGWILD subsets are not variable-disjoint (an item appears several
+ * times in S_k, under users of different ranks): the summed steps equal the serial sequential
+ * pass only to first order in the step (the HOGWILD approximation itself), so HOGWILD on P
+ * ranks is a different, P-dependent iteration that converges but is not bit-identical. */
+static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2) {
+  int32_t r = h->r;
+  int64_t t0 = h->toff[g], nt = h->toff[g + 1] - t0;
+  if (!nt) return DPO_OK; /* empty for every rank (the list is global) */
+  const int32_t *it = h->titem + t0;
+  double *xc = h->cbuf[0];
+  int acc = a2 != NULL;
+  for (int64_t j = 0; j < nt; j++) {
+    int64_t o = (int64_t)it[j] * r;
+    memcpy(h->xs + j * r, xc + o, sizeof(double) * (size_t)r);
+    memset(h->dx2 + o, 0, sizeof(double) * (size_t)r);
+    if (acc) memset(h->gx2 + o, 0, sizeof(double) * (size_t)r);
+  }
+  for (int64_t t = h->uoff[g]; t < h->uoff[g + 1]; t++)
+    dpo__block(h, &h->blk[0], h->sord[t], xc, a1, acc ? h->gx2 : NULL, h->dx2);
+  double tc = MPI_Wtime();
+  int64_t w = (int64_t)r * (acc ? 2 : 1);
+  for (int64_t j = 0; j < nt; j++) {
+    int64_t o = (int64_t)it[j] * r;
+    memcpy(h->pk + j * w, h->dx2 + o, sizeof(double) * (size_t)r);
+    if (acc) memcpy(h->pk + j * w + r, h->gx2 + o, sizeof(double) * (size_t)r);
+  }
+  DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, h->pk, (int)(nt * w), MPI_DOUBLE, MPI_SUM, h->comm));
+  for (int64_t j = 0; j < nt; j++) {
+    int64_t o = (int64_t)it[j] * r;
+    for (int32_t q = 0; q < r; q++) {
+      xc[o + q] = h->xs[j * r + q] + h->pk[j * w + q];
+      if (acc) a2[o + q] += h->pk[j * w + r + q];
+    }
+  }
+  h->t_comm += MPI_Wtime() - tc;
+  return DPO_OK;
+}
+
 /* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
 static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   int st = DPO_OK;
-  int32_t r = h->r;
   if ((st = dpo__travel(h, seq[0]))) return st;
   for (int l = 0; l < L; l++) {
     int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
@@ -811,16 +978,19 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
       for (int32_t i = h->i0; i < h->i1; i++) {
         int32_t c = dpo__mod(i + k, h->B);
         double *a2 = first ? h->gbc[c] : last ? h->yc[c] : NULL;
-        dpo__block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2);
+        dpo__block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL);
         /* the block is done for this step: send it on while the next block computes */
         if (next >= 0 && next != k && (st = dpo__travel_send(h, c, next))) return st;
       }
       if (next >= 0 && next != k && (st = dpo__travel_end(h, next))) return st;
+    } else if (!h->dist) {
+      double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
+      for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
+        dpo__block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2, NULL);
     } else {
       double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
-      (void)r;
-      for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
-        dpo__block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2);
+      for (int32_t ph = 0; ph < h->nph; ph++)
+        if ((st = dpo__unit(h, (int64_t)k * h->nph + ph, a1, a2))) return st;
     }
   }
   if (h->hamsi) st = dpo__pair(h);
@@ -879,9 +1049,9 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
                              "lambda >= 0, holdout in [0, 1))");
   else if (h->nu < 1 || h->ni < 1)
     st = dpo_err(DPO_EINVAL, "hamsi: no users or items");
-  else if (!h->grid && h->size > 1)
-    st = dpo_err(DPO_EUNSUP, "hamsi: partitioning %s runs on one rank only (use strata or "
-                             "strata-b on %d ranks)", dpo_mf_part_name(o->part), h->size);
+  else if (!h->grid && (h->size > h->nu || h->size > DPO__MF_NCHUNK))
+    st = dpo_err(DPO_ERANKS, "hamsi: partitioning %s on %d ranks needs at most min(users %d, %d) "
+                 "ranks", dpo_mf_part_name(o->part), h->size, h->nu, DPO__MF_NCHUNK);
   else if (h->grid && (h->B < h->size || h->B > h->nu || h->B > h->ni))
     st = dpo_err(DPO_ERANKS, "hamsi: %d strata need %d <= K <= min(users %d, items %d)", h->B,
                  h->size, h->nu, h->ni);
@@ -958,11 +1128,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   if ((st = dpo_agree(comm, dpo__travel(h, 0)))) goto out;
   int home = 1;
   for (int32_t c = 0; c < h->B; c++) {
-    int mine = h->owner[h->grid ? c : 0] == h->rank;
+    int mine = h->grid ? h->owner[c] == h->rank : 1;
     if ((h->cbuf[c] != NULL) != mine) home = 0;
   }
   MPI_Allreduce(MPI_IN_PLACE, &home, 1, MPI_INT, MPI_MIN, comm);
   res->home_ok = home;
+  res->disjoint = o->part != DPO_MF_HOGWILD;
   st = dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte);
   if (!st && res->n_train > 0) st = dpo__diverged(h, t - 1, &rtr);
   if ((st = dpo_agree(comm, st))) goto out;

@@ -14,6 +14,7 @@
 #include "dpopt/status.h"
 #include "optim/algos.h"
 #include "optim/dp_common.h"
+#include "optim/ckpt_int.h"
 
 typedef struct {
   dpo__dp_t *dp;
@@ -67,5 +68,26 @@ static int dpgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: the common DP state; the step schedule depends on t only */
+static int dpgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__dpgd_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "alpha0", a->alpha0)) ||
+      (rc = dpo_ckpt_put_double(w, "e", a->e)))
+    return rc;
+  return DPO_OK;
+}
+static int dpgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__dpgd_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "alpha0", a->alpha0)) ||
+      (rc = dpo__ckpt_check_double(r, "e", a->e)))
+    return rc;
+  return DPO_OK;
+}
+
 const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (000 Sec. 4.4)",
-                                    1, dpgd_create, dpgd_step, dpgd_destroy};
+                                    1, dpgd_create, dpgd_step, dpgd_destroy, dpgd_save,
+                                    dpgd_load};

@@ -27,6 +27,7 @@
 #include "dpopt/status.h"
 #include "optim/algos.h"
 #include "optim/dp_common.h"
+#include "optim/ckpt_int.h"
 
 enum { GDWS = 0, SGDWS = 1, ONLINE = 2 };
 
@@ -135,12 +136,39 @@ static int gdws_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: the smoothed gradient G (and the bucket permutation, in the common state) */
+static int gdws_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__gdws_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
+      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
+      (rc = dpo_ckpt_put_int(w, "Tuse", a->Tuse)) ||
+      (rc = dpo_ckpt_put_f64(w, "G", a->G, a->dp->d)))
+    return rc;
+  return DPO_OK;
+}
+static int gdws_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__gdws_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
+      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
+      (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
+      (rc = dpo__ckpt_check_int(r, "Tuse", a->Tuse)) ||
+      (rc = dpo_ckpt_get_f64(r, "G", a->G, a->dp->d)))
+    return rc;
+  return DPO_OK;
+}
+
 const dpo_algo_t dpo__algo_dp_gdws = {"dp-gdws",
                                       "DP smoothed gradient descent (000 Alg. 4/6, (4.21))", 1,
-                                      gdws_create, gdws_step, gdws_destroy};
+                                      gdws_create, gdws_step, gdws_destroy,
+                                      gdws_save, gdws_load};
 const dpo_algo_t dpo__algo_dp_sgdws = {"dp-sgdws",
                                        "DP smoothed SGD on minibatches (000 Alg. 6, (4.55))", 1,
-                                       sgdws_create, gdws_step, gdws_destroy};
+                                       sgdws_create, gdws_step, gdws_destroy,
+                                       gdws_save, gdws_load};
 const dpo_algo_t dpo__algo_dp_onlinegdws = {
     "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (000 Sec. 4.3.1)", 1,
-    online_create, gdws_step, gdws_destroy};
+    online_create, gdws_step, gdws_destroy, gdws_save, gdws_load};

@@ -17,6 +17,7 @@
 #include "dpopt/status.h"
 #include "optim/algos.h"
 #include "optim/dp_common.h"
+#include "optim/ckpt_int.h"
 
 typedef struct {
   dpo__dp_t *dp;
@@ -100,8 +101,41 @@ static int dphb_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: x_{t-1} (dp-hb) or the smoothed gradient u (dp-shb) */
+static int dphb_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__dphb_t *a = st;
+  const int64_t d = a->dp->d;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
+      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
+      (rc = dpo_ckpt_put_int(w, "started", a->started)) ||
+      (rc = dpo_ckpt_put_f64(w, "xprev", a->xprev, a->started ? d : 0)) ||
+      (rc = dpo_ckpt_put_f64(w, "u", a->u, d)))
+    return rc;
+  return DPO_OK;
+}
+static int dphb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__dphb_t *a = st;
+  const int64_t d = a->dp->d;
+  int64_t started;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
+      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
+      (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
+      (rc = dpo_ckpt_get_int(r, "started", &started)))
+    return rc;
+  a->started = started != 0;
+  if ((rc = dpo_ckpt_get_f64(r, "xprev", a->xprev, a->started ? d : 0)) ||
+      (rc = dpo_ckpt_get_f64(r, "u", a->u, d)))
+    return rc;
+  return DPO_OK;
+}
+
 const dpo_algo_t dpo__algo_dp_hb = {"dp-hb", "DP heavy ball (001 (3.1)), alpha c/L", 1, dphb_create,
-                                    dphb_step, dphb_destroy};
+                                    dphb_step, dphb_destroy, dphb_save, dphb_load};
 const dpo_algo_t dpo__algo_dp_shb = {"dp-shb",
                                      "DP-SHB as smoothed noisy gradients (001 (3.6)-(3.7))", 1,
-                                     dpshb_create, dphb_step, dphb_destroy};
+                                     dpshb_create, dphb_step, dphb_destroy,
+                                     dphb_save, dphb_load};

@@ -31,6 +31,7 @@
 #include "dpopt/status.h"
 #include "optim/algos.h"
 #include "optim/dp_common.h"
+#include "optim/ckpt_int.h"
 
 enum { MASG = 0, MASG_OPT = 1, MAG = 2, SMAG = 3 };
 
@@ -248,14 +249,45 @@ static int dpmasg_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: x_{t-1} (momentum within a stage), the per-step shares and stage steps */
+static int dpmasg_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__dpmasg_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_int(w, "mode", a->mode)) ||
+      (rc = dpo_ckpt_put_double(w, "alpha1", a->alpha1)) ||
+      (rc = dpo_ckpt_put_int(w, "Tuse", a->Tuse)) ||
+      (rc = dpo_ckpt_put_f64(w, "es", a->es, a->es ? a->Tuse : 0)) ||
+      (rc = dpo_ckpt_put_f64(w, "alpha_k", a->alpha_k, a->alpha_k ? a->K + 1 : 0)) ||
+      (rc = dpo_ckpt_put_f64(w, "xprev", a->xprev, a->dp->d)))
+    return rc;
+  return DPO_OK;
+}
+static int dpmasg_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__dpmasg_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_int(r, "mode", a->mode)) ||
+      (rc = dpo__ckpt_check_double(r, "alpha1", a->alpha1)) ||
+      (rc = dpo__ckpt_check_int(r, "Tuse", a->Tuse)) ||
+      (rc = dpo_ckpt_get_f64(r, "es", a->es, a->es ? a->Tuse : 0)) ||
+      (rc = dpo_ckpt_get_f64(r, "alpha_k", a->alpha_k, a->alpha_k ? a->K + 1 : 0)) ||
+      (rc = dpo_ckpt_get_f64(r, "xprev", a->xprev, a->dp->d)))
+    return rc;
+  return DPO_OK;
+}
+
 const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (001 (4.7))",
-                                      1, masg_create, dpmasg_step, dpmasg_destroy};
+                                      1, masg_create, dpmasg_step, dpmasg_destroy,
+                                      dpmasg_save, dpmasg_load};
 const dpo_algo_t dpo__algo_dp_masg_opt = {
     "dp-masg-opt", "DP-MASG with optimal noise from the weights of (001 Thm 4.3)", 1,
-    masgopt_create, dpmasg_step, dpmasg_destroy};
+    masgopt_create, dpmasg_step, dpmasg_destroy, dpmasg_save, dpmasg_load};
 const dpo_algo_t dpo__algo_dp_mag = {"dp-mag",
                                      "DP-MAG: per-stage budget, step (000 (4.40)-(4.43))", 1,
-                                     mag_create, dpmasg_step, dpmasg_destroy};
+                                     mag_create, dpmasg_step, dpmasg_destroy, dpmasg_save,
+                                     dpmasg_load};
 const dpo_algo_t dpo__algo_dp_smag = {"dp-smag",
                                       "DP-SMAG: DP-MAG on minibatches (000 Alg. 7, (4.57)-(4.59))",
-                                      1, smag_create, dpmasg_step, dpmasg_destroy};
+                                      1, smag_create, dpmasg_step, dpmasg_destroy,
+                                      dpmasg_save, dpmasg_load};

@@ -4,6 +4,7 @@
 
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 
 typedef struct {
   double alpha;
@@ -44,5 +45,15 @@ static int gd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: no state across steps but the step size (checked against the config) */
+static int gd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  (void)s;
+  return dpo_ckpt_put_double(w, "alpha", ((dpo__gd_t *)st)->alpha);
+}
+static int gd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  (void)s;
+  return dpo__ckpt_check_double(r, "alpha", ((dpo__gd_t *)st)->alpha);
+}
+
 const dpo_algo_t dpo__algo_gd = {"gd", "gradient descent, step 1/L (algo.alpha)", 0, gd_create,
-                                 gd_step, gd_destroy};
+                                 gd_step, gd_destroy, gd_save, gd_load};

@@ -11,6 +11,7 @@
 
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 
 typedef struct {
   double alpha, beta;
@@ -92,5 +93,27 @@ static int hb_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: x_{t-1} and whether it exists */
+static int hb_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__hb_t *a = st;
+  int rc;
+  if ((rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
+      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) ||
+      (rc = dpo_ckpt_put_int(w, "started", a->started)))
+    return rc;
+  return dpo_ckpt_put_f64(w, "xprev", a->xprev, a->started ? (int64_t)dpo_solver_dim(s) : 0);
+}
+static int hb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__hb_t *a = st;
+  int64_t started;
+  int rc;
+  if ((rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
+      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
+      (rc = dpo_ckpt_get_int(r, "started", &started)))
+    return rc;
+  a->started = started != 0;
+  return dpo_ckpt_get_f64(r, "xprev", a->xprev, a->started ? (int64_t)dpo_solver_dim(s) : 0);
+}
+
 const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (000 Sec. 4.4)", 0,
-                                 hb_create, hb_step, hb_destroy};
+                                 hb_create, hb_step, hb_destroy, hb_save, hb_load};

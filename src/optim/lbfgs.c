@@ -13,6 +13,7 @@
 
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 
 typedef struct {
   int m, k, head; /* memory size, pairs stored, index of the newest pair */
@@ -56,9 +57,10 @@ static int lbfgs_create(dpo_solver_t *s, void **state) {
   a->m = (int)m;
   a->d = dpo_solver_dim(s);
   size_t md = (size_t)a->m * (size_t)a->d, d = (size_t)a->d;
-  a->S = malloc(md * sizeof *a->S);
-  a->Y = malloc(md * sizeof *a->Y);
-  a->rho = malloc((size_t)a->m * sizeof *a->rho);
+  /* zeroed: unused history rows are written to checkpoints */
+  a->S = calloc(md, sizeof *a->S);
+  a->Y = calloc(md, sizeof *a->Y);
+  a->rho = calloc((size_t)a->m, sizeof *a->rho);
   a->al = malloc((size_t)a->m * sizeof *a->al);
   a->g = malloc(d * sizeof *a->g);
   a->p = malloc(d * sizeof *a->p);
@@ -166,5 +168,40 @@ static int lbfgs_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: the curvature pairs (ring buffers with their head and count) and the current
+ * F, grad F (evaluated once and carried from step to step) */
+static int lbfgs_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__lbfgs_t *a = st;
+  int64_t iv[4] = {a->m, a->k, a->head, a->have};
+  int64_t md = (int64_t)a->m * a->d;
+  int rc;
+  (void)s;
+  if ((rc = dpo_ckpt_put_i64(w, "mkhead", iv, 4)) || (rc = dpo_ckpt_put_double(w, "F", a->F)) ||
+      (rc = dpo_ckpt_put_f64(w, "g", a->g, a->d)) || (rc = dpo_ckpt_put_f64(w, "S", a->S, md)) ||
+      (rc = dpo_ckpt_put_f64(w, "Y", a->Y, md)) || (rc = dpo_ckpt_put_f64(w, "rho", a->rho, a->m)))
+    return rc;
+  return DPO_OK;
+}
+static int lbfgs_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__lbfgs_t *a = st;
+  int64_t iv[4], md = (int64_t)a->m * a->d;
+  int rc;
+  (void)s;
+  if ((rc = dpo_ckpt_get_i64(r, "mkhead", iv, 4))) return rc;
+  if (iv[0] != a->m || iv[1] < 0 || iv[1] > a->m || iv[2] < 0 || iv[2] >= a->m)
+    return dpo_err(DPO_EINVAL, "checkpoint: L-BFGS memory %lld (k %lld, head %lld), the "
+                   "configuration now gives memory %d", (long long)iv[0], (long long)iv[1],
+                   (long long)iv[2], a->m);
+  a->k = (int)iv[1];
+  a->head = (int)iv[2];
+  a->have = iv[3] != 0;
+  if ((rc = dpo_ckpt_get_double(r, "F", &a->F)) || (rc = dpo_ckpt_get_f64(r, "g", a->g, a->d)) ||
+      (rc = dpo_ckpt_get_f64(r, "S", a->S, md)) || (rc = dpo_ckpt_get_f64(r, "Y", a->Y, md)) ||
+      (rc = dpo_ckpt_get_f64(r, "rho", a->rho, a->m)))
+    return rc;
+  return DPO_OK;
+}
+
 const dpo_algo_t dpo__algo_lbfgs = {"lbfgs", "full-batch L-BFGS, memory algo.memory, Armijo search",
-                                    0, lbfgs_create, lbfgs_step, lbfgs_destroy};
+                                    0, lbfgs_create, lbfgs_step, lbfgs_destroy,
+                                    lbfgs_save, lbfgs_load};

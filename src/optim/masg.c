@@ -14,6 +14,7 @@
 
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 
 void dpo__masg_schedule(int64_t t, int64_t n1, double kappa, double p, double alpha1,
                         int *stage, double *alpha, int64_t *len, int *first) {
@@ -124,5 +125,24 @@ static int masg_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: x_{t-1} (the stage restart at t overwrites it; otherwise it is the momentum) */
+static int masg_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  dpo__masg_t *a = st;
+  int rc;
+  if ((rc = dpo_ckpt_put_double(w, "alpha1", a->alpha1)) ||
+      (rc = dpo_ckpt_put_int(w, "n1", a->n1)))
+    return rc;
+  return dpo_ckpt_put_f64(w, "xprev", a->xprev, (int64_t)dpo_solver_dim(s));
+}
+static int masg_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__masg_t *a = st;
+  int rc;
+  if ((rc = dpo__ckpt_check_double(r, "alpha1", a->alpha1)) ||
+      (rc = dpo__ckpt_check_int(r, "n1", a->n1)))
+    return rc;
+  return dpo_ckpt_get_f64(r, "xprev", a->xprev, (int64_t)dpo_solver_dim(s));
+}
+
 const dpo_algo_t dpo__algo_masg = {"masg", "multistage accelerated gradient M-ASG (001 (4.7))", 0,
-                                   masg_create, masg_step, masg_destroy};
+                                   masg_create, masg_step, masg_destroy, masg_save,
+                                   masg_load};

@@ -165,4 +165,4 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
     "dp-sgd-rdp", "DP-SGD, Gaussian noise calibrated by the RDP accountant (wor/poisson batches)",
-    1, dpsgd_create, dpsgd_step, dpsgd_destroy};
+    1, dpsgd_create, dpsgd_step, dpsgd_destroy, NULL, NULL};

@@ -214,4 +214,4 @@ static int perm_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 
 const dpo_algo_t dpo__algo_phased_erm = {
     "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (003 Alg. 3, Thm 4.8)",
-    1, perm_create, perm_step, perm_destroy};
+    1, perm_create, perm_step, perm_destroy, NULL, NULL};

@@ -111,4 +111,4 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 
 const dpo_algo_t dpo__algo_phased_sgd = {
     "phased-sgd", "Phased-SGD, iterative localization (003 Alg. 2, Thm 4.4 step)", 1,
-    phased_create, phased_step, phased_destroy};
+    phased_create, phased_step, phased_destroy, NULL, NULL};

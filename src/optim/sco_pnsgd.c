@@ -198,4 +198,4 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (003 Alg. 1; algo.schedule)",
-    1, pnsgd_create, pnsgd_step, pnsgd_destroy};
+    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL};

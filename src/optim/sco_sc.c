@@ -190,7 +190,7 @@ static int sc_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 
 const dpo_algo_t dpo__algo_sc_reduce = {
     "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (003 Sec. 5.1)", 1,
-    reduce_create, sc_step, sc_destroy};
+    reduce_create, sc_step, sc_destroy, NULL, NULL};
 const dpo_algo_t dpo__algo_phased_sc = {
     "phased-sc", "Phased-SGD for strongly convex losses (003 Thm 5.3, Lemma 5.2 averaging)", 1,
-    psc_create, sc_step, sc_destroy};
+    psc_create, sc_step, sc_destroy, NULL, NULL};

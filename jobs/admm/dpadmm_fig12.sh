@@ -1,0 +1,126 @@
+#!/bin/sh
+# 004 Sec. V (Table I shapes, Fig. 1 and Fig. 2): graph-guided fused lasso with logistic loss,
+#   min (1/n) sum log(1 + exp(-y u'x)) + lambda ||A x||_1,  A = [W; I]  (004 eq. (11)),
+# solved by ADMM, AccADMM (NON-PRIVATE: 004 Alg. 2 / 3 without noise), DP-ADMM and DP-AccADMM
+# (noise from eq. (8), RDP ledger), delta = 1e-3, mu = 0.5, rho = 1, lambda = 1e-5 (Table I and
+# Sec. V-B), per-example clip C = 1 (L2), eta = 1 / L from the PUBLIC row bound.
+# Deviations from 004, on purpose: W is built from the held-out (public) set by correlation
+# thresholding (dpopt admm --graph-from), not by sparse inverse covariance selection on the
+# private training data, which would leak; gamma = eta rho ||A'A|| + 1 (the smallest G >= I the
+# analysis allows) instead of 004's gamma = 1; u0 uses a noised, charged gradient at x0.
+# Data: a9a (shipped, with a9a.t) and synthetic stand-ins from `dpopt gen logistic` with the
+# shapes of a8a (22,696 x 123), ijcnn1 (49,990 x 22) and bio_train (72,876 x 74) (rows with
+# ||u||_1 <= 5, so ||u||_2 <= 5 is the public row bound); held-out sets of 10,000 generated rows.
+# Fig. 1: objective gap F(x_t) - F* against time at eps = EPS1 (default 0.1); the objective is a
+#   NON-PRIVATE diagnostic on the training data; F* = best value of a long AccADMM run.
+# Fig. 2: held-out accuracy against eps.
+# Output: jobs/admm/out/fig1_table.txt, fig1_<data>.png, fig2_table.txt, fig2.png.
+# Usage (top of the source tree): jobs/admm/dpadmm_fig12.sh [--full] [BUILD_DIR] [NP]
+# Default: 4 data sets, T = 200, 6 eps values: a few minutes on 2 cores.  --full: T = 1000,
+# 10 eps values, 3 seeds per point.  Runs are seeded (reproducible, hence labelled NOT private
+# by dpopt; the accounting is the same).
+set -eu
+FULL=0
+if [ "${1:-}" = "--full" ]; then FULL=1; shift; fi
+B=${1:-build}
+NP=${2:-2}
+OUT=jobs/admm/out
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+MPI="mpirun --oversubscribe -np $NP"
+D="$B/dpopt"
+LAMBDA=1e-5
+EPS1=0.1
+if [ $FULL = 1 ]; then T=1000; TREF=10000; EPSS="0.01 0.02 0.03 0.05 0.07 0.1 0.2 0.5 1 2"; SEEDS="1 2 3"
+else T=200; TREF=3000; EPSS="0.01 0.03 0.1 0.3 1 3"; SEEDS="1"; fi
+
+# data: name train test B2 (public L2 row bound)
+gen() { # name n d
+  if [ ! -s "$OUT/$1.train" ]; then
+    "$D" gen logistic --n $(($2 + 10000)) --d "$3" --l1-bound 5 --seed 11 "$OUT/$1.all" >/dev/null
+    head -n "$2" "$OUT/$1.all" > "$OUT/$1.train"
+    tail -n 10000 "$OUT/$1.all" > "$OUT/$1.test"
+    rm -f "$OUT/$1.all"
+  fi
+}
+gen a8a-shape 22696 123
+gen ijcnn1-shape 49990 22
+gen bio_train-shape 72876 74
+SETS="a9a:data/a9a:data/a9a.t:3.75 a8a-shape:$OUT/a8a-shape.train:$OUT/a8a-shape.test:5 ijcnn1-shape:$OUT/ijcnn1-shape.train:$OUT/ijcnn1-shape.test:5 bio_train-shape:$OUT/bio_train-shape.train:$OUT/bio_train-shape.test:5"
+
+printf "# Fig. 1 (004): eps = %s, T = %s, %s ranks; objective = NON-PRIVATE training diagnostic\n" $EPS1 $T $NP > "$OUT/fig1_table.txt"
+printf "%-16s %-10s %10s %16s %16s %9s %8s\n" data method time_s objective F_star gap test_acc >> "$OUT/fig1_table.txt"
+printf "# Fig. 2 (004): held-out accuracy against eps (delta = 1e-3), T = %s, mean over seeds %s\n" "$T" "$SEEDS" > "$OUT/fig2_table.txt"
+printf "%-16s %-10s %8s %9s %12s\n" data method eps test_acc sigma >> "$OUT/fig2_table.txt"
+
+for s in $SETS; do
+  name=${s%%:*}; r=${s#*:}; train=${r%%:*}; r=${r#*:}; test=${r%%:*}; B2=${r#*:}
+  G="$OUT/$name.graph"
+  COMMON="$train --test $test --lambda $LAMBDA --rho 1 --row-l2-bound $B2 --clip 1 --delta 1e-3 --mu 0.5"
+  # the graph from the PUBLIC held-out set, written once and reused
+  [ -s "$G" ] || $MPI "$D" admm $COMMON --method admm --maxit 1 --graph-from "$test" --graph "$G" >/dev/null
+  # F*: long NON-PRIVATE AccADMM run
+  $MPI "$D" admm $COMMON --graph "$G" --method accadmm --maxit $TREF --trace "$OUT/$name.ref.csv" --trace-every 50 > "$OUT/$name.ref.out"
+  for m in admm accadmm dpadmm dpaccadmm; do
+    $MPI "$D" admm $COMMON --graph "$G" --method $m --eps $EPS1 --seed 1 --maxit $T \
+      --trace "$OUT/$name.$m.csv" > "$OUT/$name.$m.out" 2>/dev/null
+  done
+  FSTAR=$(cat "$OUT/$name.ref.csv" "$OUT/$name".*admm.csv | awk -F, '$1 ~ /^[0-9]/ {if (m == "" || $3 < m) m = $3} END {printf "%.15g", m}')
+  for m in admm accadmm dpadmm dpaccadmm; do
+    awk -F, -v n="$name" -v m=$m -v fs="$FSTAR" '$1 ~ /^[0-9]/ {t = $2; f = $3; a = $5}
+      END {printf "%-16s %-10s %10.3f %16.10f %16.10f %9.2e %8.4f\n", n, m, t, f, fs, f - fs, a}' \
+      "$OUT/$name.$m.csv" >> "$OUT/fig1_table.txt"
+  done
+  gnuplot <<EOF
+set terminal pngcairo size 800,560 noenhanced
+set output "$OUT/fig1_$name.png"
+set title "$name: objective gap vs time (eps = $EPS1, delta = 1e-3, $NP ranks)\nobjective = NON-PRIVATE diagnostic on training data; F* from AccADMM ($TREF it.)"
+set xlabel "time (s)"
+set ylabel "F(x_t) - F*"
+set logscale y
+set datafile separator ","
+set key top right
+plot "$OUT/$name.admm.csv" every ::2 using 2:(\$3-$FSTAR+1e-12) with lines lw 2 title "ADMM (non-private)", \
+     "$OUT/$name.accadmm.csv" every ::2 using 2:(\$3-$FSTAR+1e-12) with lines lw 2 title "AccADMM (non-private)", \
+     "$OUT/$name.dpadmm.csv" every ::2 using 2:(\$3-$FSTAR+1e-12) with lines lw 2 title "DP-ADMM", \
+     "$OUT/$name.dpaccadmm.csv" every ::2 using 2:(\$3-$FSTAR+1e-12) with lines lw 2 title "DP-AccADMM"
+EOF
+  # Fig. 2: accuracy against eps
+  for m in admm accadmm; do
+    a=$(awk '/^test/ {print $3}' "$OUT/$name.$m.out")
+    printf "%-16s %-10s %8s %9s %12s\n" "$name" $m inf "$a" 0 >> "$OUT/fig2_table.txt"
+  done
+  for m in dpadmm dpaccadmm; do
+    for e in $EPSS; do
+      tot=0; k=0; sg=0
+      for sd in $SEEDS; do
+        $MPI "$D" admm $COMMON --graph "$G" --method $m --eps $e --seed $sd --maxit $T > "$OUT/run.out" 2>/dev/null
+        a=$(awk '/^test/ {print $3}' "$OUT/run.out"); sg=$(awk '/^sigma/ {print $2}' "$OUT/run.out")
+        tot=$(awk -v t=$tot -v a=$a 'BEGIN {print t + a}'); k=$((k + 1))
+      done
+      printf "%-16s %-10s %8s %9.4f %12s\n" "$name" $m $e "$(awk -v t=$tot -v k=$k 'BEGIN {print t / k}')" "$sg" >> "$OUT/fig2_table.txt"
+    done
+  done
+done
+rm -f "$OUT/run.out"
+
+# Fig. 2: one panel per data set
+gnuplot <<EOF
+set terminal pngcairo size 1200,800 noenhanced
+set output "$OUT/fig2.png"
+set multiplot layout 2,2 title "004 Fig. 2 shapes: held-out accuracy vs eps (delta = 1e-3, T = $T); dashed = non-private ADMM / AccADMM"
+set logscale x
+set xlabel "eps"
+set ylabel "test accuracy"
+set key bottom right
+do for [n in "a9a a8a-shape ijcnn1-shape bio_train-shape"] {
+  set title n
+  a1 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"admm\" {print \$4}' $OUT/fig2_table.txt", n)))
+  a2 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"accadmm\" {print \$4}' $OUT/fig2_table.txt", n)))
+  plot sprintf("< awk '\$1==\"%s\" && \$2==\"dpadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-ADMM", \
+       sprintf("< awk '\$1==\"%s\" && \$2==\"dpaccadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-AccADMM", \
+       a1 with lines dt 2 lc rgb "black" title "ADMM", a2 with lines dt 3 lc rgb "gray30" title "AccADMM"
+}
+unset multiplot
+EOF
+cat "$OUT/fig1_table.txt" "$OUT/fig2_table.txt"

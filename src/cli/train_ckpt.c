@@ -1,0 +1,144 @@
+/* Checkpoints, --resume and signals for `dpopt train` (see train_ckpt.h). */
+#include "cli/train_ckpt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+static volatile sig_atomic_t dpo__stop = 0;
+static struct sigaction dpo__old_term, dpo__old_int;
+static int dpo__installed = 0;
+
+/* async-signal-safe: one store to a sig_atomic_t, nothing else (no MPI, no stdio) */
+static void dpo__on_signal(int sig) {
+  (void)sig;
+  dpo__stop = 1;
+}
+
+void dpo_train_signals_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = dpo__on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART; /* MPI's and our own system calls continue */
+  dpo__stop = 0;
+  if (sigaction(SIGTERM, &sa, &dpo__old_term) == 0 && sigaction(SIGINT, &sa, &dpo__old_int) == 0)
+    dpo__installed = 1;
+}
+
+void dpo_train_signals_restore(void) {
+  if (!dpo__installed) return;
+  sigaction(SIGTERM, &dpo__old_term, NULL);
+  sigaction(SIGINT, &dpo__old_int, NULL);
+  dpo__installed = 0;
+}
+
+volatile sig_atomic_t *dpo_train_stop_flag(void) { return &dpo__stop; }
+
+typedef struct {
+  dpo_config_t *cfg;
+  int rc;
+} dpo__merge_t;
+
+/* keys a resumed run may change: how it runs, never what it computes or spends */
+static int dpo__resume_may_change(const char *key) {
+  if (strncmp(key, "run.", 4) != 0) return 0;
+  return strcmp(key, "run.seed") != 0 && strcmp(key, "run.dir") != 0;
+}
+
+static void dpo__merge_one(const char *key, const char *value, const char *origin, void *arg) {
+  dpo__merge_t *m = arg;
+  if (m->rc || !strcmp(key, "run.resume")) return;
+  const char *was = dpo_config_get(m->cfg, key);
+  if (!dpo__resume_may_change(key) && !(was && !strcmp(was, value))) {
+    m->rc = dpo_err(DPO_EINVAL,
+                    "%s: --resume cannot change %s (the run has %s%s%s): only run.* settings other "
+                    "than run.seed and run.dir may change when resuming",
+                    origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "");
+    return;
+  }
+  m->rc = dpo_config_set(m->cfg, key, value, origin);
+}
+
+int dpo_train_resume_config(const dpo_config_t *given, const char *run, dpo_config_t **out) {
+  char p[1024];
+  dpo__merge_t m = {NULL, DPO_OK};
+  *out = NULL;
+  if (snprintf(p, sizeof p, "%s/config.ini", run) >= (int)sizeof p)
+    return dpo_err(DPO_EINVAL, "--resume %s: path too long", run);
+  if (access(p, R_OK) != 0)
+    return dpo_err(DPO_EIO, "--resume %s: cannot read %s (%s): not a run directory?", run, p,
+                   strerror(errno));
+  int rc = dpo_config_create(&m.cfg);
+  if (rc) return rc;
+  if ((rc = dpo_config_load_ini(m.cfg, p))) goto fail;
+  /* the journal's own run directory, whatever the original run.dir said */
+  if ((rc = dpo_config_set(m.cfg, "run.dir", run, "--resume"))) goto fail;
+  dpo_config_foreach(given, dpo__merge_one, &m);
+  if ((rc = m.rc)) goto fail;
+  *out = m.cfg;
+  return DPO_OK;
+fail:
+  dpo_config_destroy(m.cfg);
+  return rc;
+}
+
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  int oom;
+} dpo__sbuf_t;
+
+static void dpo__ini_line(const char *key, const char *value, const char *origin, void *arg) {
+  dpo__sbuf_t *b = arg;
+  /* one-shot instructions, not settings of the run */
+  if (b->oom || !strcmp(key, "run.resume") || !strcmp(key, "run.stop_after")) return;
+  size_t need = strlen(key) + strlen(value) + strlen(origin) + 16;
+  if (b->len + need > b->cap) {
+    size_t nc = b->cap ? b->cap : 4096;
+    while (nc < b->len + need) nc *= 2;
+    char *q = realloc(b->buf, nc);
+    if (!q) {
+      b->oom = 1;
+      return;
+    }
+    b->buf = q;
+    b->cap = nc;
+  }
+  b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len, "%s = %s    ; %s\n", key, value,
+                             origin);
+}
+
+int dpo_train_write_config(const dpo_config_t *cfg, const char *run_dir) {
+  char p[1024];
+  static const char head[] = "; effective configuration of this run (key = value ; origin)\n";
+  dpo__sbuf_t b = {NULL, 0, 0, 0};
+  snprintf(p, sizeof p, "%s/config.ini", run_dir);
+  b.buf = malloc(sizeof head);
+  if (!b.buf) return dpo_err(DPO_ENOMEM, "out of memory");
+  memcpy(b.buf, head, sizeof head);
+  b.len = sizeof head - 1;
+  b.cap = sizeof head;
+  dpo_config_foreach(cfg, dpo__ini_line, &b);
+  int rc = b.oom ? dpo_err(DPO_ENOMEM, "out of memory") : dpo_write_atomic(p, b.buf, b.len);
+  free(b.buf);
+  return rc;
+}
+
+int dpo_train_trace_rewind(FILE *trace, const char *path, long long offset) {
+  if (!trace) return DPO_OK;
+  if (fflush(trace) != 0 || fseek(trace, 0, SEEK_END) != 0)
+    return dpo_err(DPO_EIO, "%s: cannot seek", path);
+  long end = ftell(trace);
+  if (offset < 0 || offset > end)
+    return dpo_err(DPO_EFORMAT, "%s is %ld bytes, shorter than at the checkpoint (%lld): "
+                   "trace lost or replaced", path, end, offset);
+  if (ftruncate(fileno(trace), (off_t)offset) != 0 || fseek(trace, 0, SEEK_END) != 0)
+    return dpo_err(DPO_EIO, "%s: cannot truncate to %lld bytes: %s", path, offset,
+                   strerror(errno));
+  return DPO_OK;
+}

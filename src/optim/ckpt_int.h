@@ -1,0 +1,22 @@
+/* Private: checkpoint helpers shared by the algorithms' save/load ops (checkpoint.c,
+ * dp_ckpt.c).  Every algorithm stores its state under its own keys (the driver prefixes
+ * them with "algo."); load() runs on a freshly created state, so values create() derives from
+ * the config are recomputed and only checked (dpo__ckpt_check_*), never trusted blindly. */
+#ifndef DPO_OPTIM_CKPT_INT_H
+#define DPO_OPTIM_CKPT_INT_H
+
+#include "dpopt/optim.h"
+#include "optim/dp_common.h"
+
+/* DPO_EINVAL unless the stored value equals (bitwise) the one recomputed from the config:
+ * a changed parameter on resume would silently change the algorithm. */
+int dpo__ckpt_check_double(const dpo_ckpt_t *r, const char *key, double now);
+int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now);
+
+/* The private algorithms' common state: sampling mode, the disjoint-bucket permutation (an
+ * unseeded run draws it from the OS key, so it must be stored), and the resume rule for a
+ * disjoint pass (see optim.h).  Multi-party runs refuse (DPO_EUNSUP) for now. */
+int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w);
+int dpo__dp_load(dpo__dp_t *dp, const dpo_ckpt_t *r);
+
+#endif
