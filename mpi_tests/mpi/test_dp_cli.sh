@@ -56,7 +56,7 @@ if [ "$steps" = "11" ]; then ok; else bad "journal has $steps charges, want 11";
 # --- usage errors
 expect 1 "$DPOPT" train $COMMON --algo dp-nag
 has "$T/err" "give the budget" "private algorithm without --eps"
-expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --lambda 0.01
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --lambda 0.01 --out "$T/nosens"
 has "$T/err" "no public sensitivity" "no clip and no declared L1 bound"
 
 echo "test_dp_cli: $pass passed, $fail failed"
