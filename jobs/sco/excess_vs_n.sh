@@ -16,8 +16,8 @@
 # dense, pixels scaled to [0,1] so ||u||_2 <= sqrt(784) = 28 is a public L2 row bound of the
 # format; training sets are the first n rows of train-images-idx3-ubyte (FM_SIZES, default
 # "6000 20000 60000"), held out = the t10k split (FM_DIR, default /usr/share/datasets/fashion-mnist,
-# Debian package dataset-fashion-mnist).  It is slow (Phased-ERM at d = 784: about 90 s per run at
-# n = 60000 on 2 ranks; about 11 minutes for the three sizes), so it runs only when asked:
+# Debian package dataset-fashion-mnist).  It is slow (d = 784 dense; Phased-ERM is the slowest;
+# about 7.5 minutes for the three sizes on 2 ranks), so it runs only when asked:
 #   --fmnist       the default run plus Fashion-MNIST
 #   --fmnist-only  only Fashion-MNIST: its rows in an existing table.txt are replaced
 # Output: jobs/sco/out/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png
