@@ -13,6 +13,14 @@
 int dpo__ckpt_check_double(const dpo_ckpt_t *r, const char *key, double now);
 int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now);
 
+/* The momentum methods' shared state (hb, nag, dp-hb, dp-nag): step "alpha" and momentum
+ * "beta" (checked against the config on load), "started" and x_{t-1} as "xprev" once the
+ * first step stored it (d doubles, or none before that). */
+int dpo__ckpt_put_momentum(dpo_ckpt_t *w, double alpha, double beta, int started,
+                           const double *xprev, int64_t d);
+int dpo__ckpt_get_momentum(const dpo_ckpt_t *r, double alpha, double beta, int *started,
+                           double *xprev, int64_t d);
+
 /* The private algorithms' common state: sampling mode, the disjoint-bucket permutation (an
  * unseeded run draws it from the OS key, so it must be stored), and the resume rule for a
  * disjoint pass (see optim.h).  Multi-party runs refuse (DPO_EUNSUP) for now. */

@@ -14,6 +14,26 @@ int dpo__ckpt_check_double(const dpo_ckpt_t *r, const char *key, double now) {
   return DPO_OK;
 }
 
+int dpo__ckpt_put_momentum(dpo_ckpt_t *w, double alpha, double beta, int started,
+                           const double *xprev, int64_t d) {
+  int rc;
+  if ((rc = dpo_ckpt_put_double(w, "alpha", alpha)) || (rc = dpo_ckpt_put_double(w, "beta", beta)) ||
+      (rc = dpo_ckpt_put_int(w, "started", started)))
+    return rc;
+  return dpo_ckpt_put_f64(w, "xprev", xprev, started ? d : 0);
+}
+
+int dpo__ckpt_get_momentum(const dpo_ckpt_t *r, double alpha, double beta, int *started,
+                           double *xprev, int64_t d) {
+  int64_t st;
+  int rc;
+  if ((rc = dpo__ckpt_check_double(r, "alpha", alpha)) ||
+      (rc = dpo__ckpt_check_double(r, "beta", beta)) || (rc = dpo_ckpt_get_int(r, "started", &st)))
+    return rc;
+  *started = st != 0;
+  return dpo_ckpt_get_f64(r, "xprev", xprev, *started ? d : 0);
+}
+
 int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now) {
   int64_t was;
   int rc = dpo_ckpt_get_int(r, key, &was);

@@ -107,10 +107,8 @@ static int dphb_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const int64_t d = a->dp->d;
   int rc;
   (void)s;
-  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
-      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
-      (rc = dpo_ckpt_put_int(w, "started", a->started)) ||
-      (rc = dpo_ckpt_put_f64(w, "xprev", a->xprev, a->started ? d : 0)) ||
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
+      (rc = dpo__ckpt_put_momentum(w, a->alpha, a->beta, a->started, a->xprev, d)) ||
       (rc = dpo_ckpt_put_f64(w, "u", a->u, d)))
     return rc;
   return DPO_OK;
@@ -118,16 +116,10 @@ static int dphb_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
 static int dphb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__dphb_t *a = st;
   const int64_t d = a->dp->d;
-  int64_t started;
   int rc;
   (void)s;
-  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
-      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
-      (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
-      (rc = dpo_ckpt_get_int(r, "started", &started)))
-    return rc;
-  a->started = started != 0;
-  if ((rc = dpo_ckpt_get_f64(r, "xprev", a->xprev, a->started ? d : 0)) ||
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
+      (rc = dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, d)) ||
       (rc = dpo_ckpt_get_f64(r, "u", a->u, d)))
     return rc;
   return DPO_OK;

@@ -139,29 +139,22 @@ static int dpnag_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   dpo__dpnag_t *a = st;
   int rc;
   (void)s;
-  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
-      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
+  if ((rc = dpo__dp_save(a->dp, w)) || (rc = dpo_ckpt_put_double(w, "e", a->e)) ||
       (rc = dpo_ckpt_put_int(w, "Tuse", a->Tuse)) ||
       (rc = dpo_ckpt_put_f64(w, "es", a->es, a->es ? a->Tuse : 0)) ||
-      (rc = dpo_ckpt_put_int(w, "started", a->started)) ||
-      (rc = dpo_ckpt_put_f64(w, "xprev", a->xprev, a->started ? a->dp->d : 0)))
+      (rc = dpo__ckpt_put_momentum(w, a->alpha, a->beta, a->started, a->xprev, a->dp->d)))
     return rc;
   return DPO_OK;
 }
 static int dpnag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__dpnag_t *a = st;
-  int64_t started;
   int rc;
   (void)s;
-  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
-      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
-      (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
+  if ((rc = dpo__dp_load(a->dp, r)) || (rc = dpo__ckpt_check_double(r, "e", a->e)) ||
       (rc = dpo__ckpt_check_int(r, "Tuse", a->Tuse)) ||
-      (rc = dpo_ckpt_get_f64(r, "es", a->es, a->es ? a->Tuse : 0)) ||
-      (rc = dpo_ckpt_get_int(r, "started", &started)))
+      (rc = dpo_ckpt_get_f64(r, "es", a->es, a->es ? a->Tuse : 0)))
     return rc;
-  a->started = started != 0;
-  return dpo_ckpt_get_f64(r, "xprev", a->xprev, a->started ? a->dp->d : 0);
+  return dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, a->dp->d);
 }
 
 const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (001 (4.1))", 1,

@@ -83,23 +83,11 @@ static int nag_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 /* checkpoint: x_{t-1} and whether it exists */
 static int nag_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   dpo__nag_t *a = st;
-  int rc;
-  if ((rc = dpo_ckpt_put_double(w, "alpha", a->alpha)) ||
-      (rc = dpo_ckpt_put_double(w, "beta", a->beta)) ||
-      (rc = dpo_ckpt_put_int(w, "started", a->started)))
-    return rc;
-  return dpo_ckpt_put_f64(w, "xprev", a->xprev, a->started ? (int64_t)dpo_solver_dim(s) : 0);
+  return dpo__ckpt_put_momentum(w, a->alpha, a->beta, a->started, a->xprev, dpo_solver_dim(s));
 }
 static int nag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__nag_t *a = st;
-  int64_t started;
-  int rc;
-  if ((rc = dpo__ckpt_check_double(r, "alpha", a->alpha)) ||
-      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) ||
-      (rc = dpo_ckpt_get_int(r, "started", &started)))
-    return rc;
-  a->started = started != 0;
-  return dpo_ckpt_get_f64(r, "xprev", a->xprev, a->started ? (int64_t)dpo_solver_dim(s) : 0);
+  return dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, dpo_solver_dim(s));
 }
 
 const dpo_algo_t dpo__algo_nag = {"nag", "Nesterov accelerated gradient, alpha 1/L (000 Sec. 4.4)",
