@@ -112,7 +112,7 @@ int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
   int64_t base = DPO__BIN_HDR + 8 * h.n;
   if (!st && !h.sparse) {
     size_t m = (size_t)cnt * (size_t)h.d;
-    if (!(s->X = malloc((m ? m : 1) * sizeof *s->X))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    if (!(s->X = dpo__dense_alloc(m))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
     if (!st) st = dpo__read_at(fd, path, s->X, m * 8, base + 8 * row0 * (int64_t)h.d);
     for (size_t k = 0; !st && k < m; k++)
       if (!isfinite(s->X[k]))

@@ -102,7 +102,7 @@ int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
   st = dpo__finish_rows(comm, path, s);
   if (st) goto out;
   s->row0 = row0;
-  s->X = malloc((size_t)((cnt * d) != 0 ? cnt * d : 1) * sizeof *s->X);
+  s->X = dpo__dense_alloc((size_t)(cnt * d));
   s->y = malloc((size_t)(cnt ? cnt : 1) * sizeof *s->y);
   buf = malloc((size_t)d * 64);
   if (!s->X || !s->y || !buf) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);

@@ -125,10 +125,18 @@ int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s) {
   return dpo_agree(comm, st);
 }
 
+double *dpo__dense_alloc(size_t count) {
+  void *p = NULL;
+  if (count > SIZE_MAX / sizeof(double)) return NULL;
+  if (posix_memalign(&p, 64, (count ? count : 1) * sizeof(double))) return NULL;
+  return p;
+}
+
 int dpo__densify(dpo_shard_t *s) {
   if (!s->sparse) return DPO_OK;
   size_t cnt = (size_t)s->n * (size_t)s->d;
-  double *X = calloc(cnt ? cnt : 1, sizeof *X);
+  double *X = dpo__dense_alloc(cnt);
+  if (X) memset(X, 0, (cnt ? cnt : 1) * sizeof *X);
   if (!X) return dpo_err(DPO_ENOMEM, "%s: out of memory for dense %lld x %d", s->source,
                          (long long)s->n, (int)s->d);
   for (int64_t i = 0; i < s->n; i++)

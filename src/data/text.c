@@ -278,9 +278,9 @@ int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
   }
   s->sparse = 0;
   s->n = (int64_t)y.n;
-  s->X = X.v ? X.v : malloc(sizeof(double));
+  /* into aligned storage (dpo__dense_alloc); the grown vector is freed at out */
+  if ((s->X = dpo__dense_alloc(X.n)) && X.n) memcpy(s->X, X.v, X.n * sizeof *s->X);
   s->y = y.v ? y.v : malloc(sizeof(double));
-  X.v = NULL;
   y.v = NULL;
   st = dpo_agree(comm, (!s->X || !s->y) ? dpo_err(DPO_ENOMEM, "%s: out of memory", path) : DPO_OK);
   if (st) goto out;

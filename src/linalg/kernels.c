@@ -7,6 +7,8 @@
  * Hessian-vector and evaluation passes use OpenBLAS dgemv/dsyrk.  CSR shards use plain
  * fused loops.  Nothing here is collective and nothing allocates more than one block.
  */
+#include "config.h"
+
 #include "dpopt/kernels.h"
 #include "dpopt/status.h"
 
@@ -29,16 +31,18 @@ static int64_t dpo__blk_rows(int32_t d) {
 
 /* ---- fused dense block loops for the full-gradient pass ----
  * Plain C on GCC vector types, compiled for AVX-512 / AVX2 / baseline and picked at load
- * time (target_clones), so one binary runs everywhere.  Loads go through memcpy: rows are
- * only 8-byte aligned. */
-#ifndef DPO__GRAD_BLK_BYTES /* tuning knob: -DDPO__GRAD_BLK_BYTES=... */
-#define DPO__GRAD_BLK_BYTES (4 * 1024)
-#endif
-#define DPO__GRAD_BLK_MAX 64
+ * time (target_clones), so one binary runs everywhere; an 8-wide type is one zmm register
+ * under AVX-512 and is split by the compiler elsewhere.  Loads go through memcpy: rows are
+ * only 8-byte aligned.  Blocks are DPO__GRAD_BLK rows: with d = 100 that is 6.4 KB, which
+ * stays in L1 between the two touches (t = X_blk x, then g += X_blk' w). */
+#define DPO__GRAD_BLK 8 /* also the lane count of the logistic block below */
 
 typedef double dpo__v4 __attribute__((vector_size(32)));
-#define DPO__LD(p) ({ dpo__v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define DPO__ST(p, v) do { dpo__v4 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+typedef double dpo__v8 __attribute__((vector_size(64)));
+#define DPO__LD4(p) ({ dpo__v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define DPO__ST4(p, v) do { dpo__v4 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+#define DPO__LD8(p) ({ dpo__v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define DPO__ST8(p, v) do { dpo__v8 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
 
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
@@ -49,60 +53,131 @@ typedef double dpo__v4 __attribute__((vector_size(32)));
 #define DPO__MULTIARCH
 #endif
 
-/* t_i = u_i'x for the nb rows of a block (four independent accumulators per row). */
+/* Halves of an 8-vector added: lanes (k, k + 4).  (A macro: a function returning a vector
+ * type changes the ABI in the baseline clone.) */
+#define DPO__FOLD8(a) \
+  (__builtin_shufflevector((a), (a), 0, 1, 2, 3) + __builtin_shufflevector((a), (a), 4, 5, 6, 7))
+
+/* Prefetch distance of the first touch, in doubles (8 KB ahead of the row being read).  The
+ * hardware prefetcher alone left the gradient pass at 0.52-0.66 of the read loop's bandwidth on
+ * jobs/bench/gradient (EPYC, AVX-512): the dots and axpys between misses keep the core from
+ * running far enough ahead.  Non-temporal: the block is used twice from L1 and never again. */
+#ifndef DPO__PF_AHEAD
+#define DPO__PF_AHEAD 1024
+#endif
+
+/* t_i = u_i'x for the nb rows of a block, one row at a time with two 8-lane accumulators.
+ * (Four rows sharing the loads of x ran faster from cache but slower from memory.) */
 DPO__MULTIARCH
 static void dpo__blk_dots(int64_t nb, int32_t d, const double *Xb, const double *x, double *t) {
+  const int32_t d8 = d & ~7;
   for (int64_t i = 0; i < nb; i++) {
     const double *u = Xb + i * (int64_t)d;
-    dpo__v4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    dpo__v8 a0 = {0}, a1 = {0};
     int32_t j = 0;
-    for (; j + 16 <= d; j += 16) {
-      a0 += DPO__LD(u + j) * DPO__LD(x + j);
-      a1 += DPO__LD(u + j + 4) * DPO__LD(x + j + 4);
-      a2 += DPO__LD(u + j + 8) * DPO__LD(x + j + 8);
-      a3 += DPO__LD(u + j + 12) * DPO__LD(x + j + 12);
+    for (; j + 16 <= d8; j += 16) {
+      __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
+      __builtin_prefetch(u + j + 8 + DPO__PF_AHEAD, 0, 0);
+      a0 += DPO__LD8(u + j) * DPO__LD8(x + j);
+      a1 += DPO__LD8(u + j + 8) * DPO__LD8(x + j + 8);
     }
-    for (; j + 4 <= d; j += 4) a0 += DPO__LD(u + j) * DPO__LD(x + j);
-    dpo__v4 a = (a0 + a1) + (a2 + a3);
-    double sum = (a[0] + a[1]) + (a[2] + a[3]);
+    if (j < d8) {
+      __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
+      a0 += DPO__LD8(u + j) * DPO__LD8(x + j);
+    }
+    dpo__v8 a = a0 + a1;
+    dpo__v4 b = DPO__FOLD8(a);
+    j = d8;
+    if (j + 4 <= d) {
+      b += DPO__LD4(u + j) * DPO__LD4(x + j);
+      j += 4;
+    }
+    double sum = (b[0] + b[1]) + (b[2] + b[3]);
     for (; j < d; j++) sum += u[j] * x[j];
     t[i] = sum;
   }
 }
 
-/* g += sum_i w_i u_i over a block, one 16-column tile at a time so the tile of g stays in
+/* g += sum_i w_i u_i over a block, one 32-column tile at a time so the tile of g stays in
  * registers across the block's rows (g is loaded and stored once per block). */
 DPO__MULTIARCH
 static void dpo__blk_axpys(int64_t nb, int32_t d, const double *Xb, const double *w, double *g) {
+  const int64_t ld = d;
   int32_t j = 0;
-  for (; j + 16 <= d; j += 16) {
-    dpo__v4 g0 = DPO__LD(g + j), g1 = DPO__LD(g + j + 4), g2 = DPO__LD(g + j + 8),
-            g3 = DPO__LD(g + j + 12);
+  for (; j + 32 <= d; j += 32) {
+    dpo__v8 g0 = DPO__LD8(g + j), g1 = DPO__LD8(g + j + 8), g2 = DPO__LD8(g + j + 16),
+            g3 = DPO__LD8(g + j + 24);
     for (int64_t i = 0; i < nb; i++) {
-      const double *u = Xb + i * (int64_t)d + j;
-      dpo__v4 c = {w[i], w[i], w[i], w[i]};
-      g0 += c * DPO__LD(u);
-      g1 += c * DPO__LD(u + 4);
-      g2 += c * DPO__LD(u + 8);
-      g3 += c * DPO__LD(u + 12);
+      const double *u = Xb + i * ld + j;
+      dpo__v8 c = {w[i], w[i], w[i], w[i], w[i], w[i], w[i], w[i]};
+      g0 += c * DPO__LD8(u);
+      g1 += c * DPO__LD8(u + 8);
+      g2 += c * DPO__LD8(u + 16);
+      g3 += c * DPO__LD8(u + 24);
     }
-    DPO__ST(g + j, g0);
-    DPO__ST(g + j + 4, g1);
-    DPO__ST(g + j + 8, g2);
-    DPO__ST(g + j + 12, g3);
+    DPO__ST8(g + j, g0);
+    DPO__ST8(g + j + 8, g1);
+    DPO__ST8(g + j + 16, g2);
+    DPO__ST8(g + j + 24, g3);
   }
-  for (; j + 4 <= d; j += 4) {
-    dpo__v4 g0 = DPO__LD(g + j);
+  for (; j + 8 <= d; j += 8) {
+    dpo__v8 g0 = DPO__LD8(g + j);
+    for (int64_t i = 0; i < nb; i++) {
+      dpo__v8 c = {w[i], w[i], w[i], w[i], w[i], w[i], w[i], w[i]};
+      g0 += c * DPO__LD8(Xb + i * ld + j);
+    }
+    DPO__ST8(g + j, g0);
+  }
+  if (j + 4 <= d) {
+    dpo__v4 g0 = DPO__LD4(g + j);
     for (int64_t i = 0; i < nb; i++) {
       dpo__v4 c = {w[i], w[i], w[i], w[i]};
-      g0 += c * DPO__LD(Xb + i * (int64_t)d + j);
+      g0 += c * DPO__LD4(Xb + i * ld + j);
     }
-    DPO__ST(g + j, g0);
+    DPO__ST4(g + j, g0);
+    j += 4;
   }
   for (; j < d; j++) {
     double sum = g[j];
-    for (int64_t i = 0; i < nb; i++) sum += w[i] * Xb[i * (int64_t)d + j];
+    for (int64_t i = 0; i < nb; i++) sum += w[i] * Xb[i * ld + j];
     g[j] = sum;
+  }
+}
+
+/* Logistic pieces of one block, all lanes at once: for margins m_k = y_k t_k (k < nb),
+ *   c_k = -y_k sigma(-m_k)  and  sum_k phi(m_k),  phi(m) = log1p(e) + max(-m, 0),
+ * with e = exp(-|m|) (formulas at dpo__loss_coef).  With -fopenmp-simd and -fno-math-errno
+ * (set by configure when the compiler takes them) the fixed-length loop becomes calls of
+ * glibc's libmvec (_ZGVeN8v_exp / _log1p, ...; at most 4 ulp from the scalar functions).
+ * Every lane, including the padding of a short block, goes through the same variant, so a
+ * row's value does not depend on its position in the block.  Without those flags the loop is
+ * scalar and still correct. */
+/* dpo__live[n][k] = 1 for k < n: lane masks of a block with n live rows. */
+static const double dpo__live[DPO__GRAD_BLK + 1][DPO__GRAD_BLK] = {
+#define DPO__L(n) {0 < n, 1 < n, 2 < n, 3 < n, 4 < n, 5 < n, 6 < n, 7 < n}
+    DPO__L(0), DPO__L(1), DPO__L(2), DPO__L(3), DPO__L(4), DPO__L(5), DPO__L(6), DPO__L(7),
+    DPO__L(8)
+#undef DPO__L
+};
+#if DPO__GRAD_BLK != 8
+#error "dpo__live assumes DPO__GRAD_BLK == 8"
+#endif
+
+#if defined(__x86_64__) && defined(DPO_HAVE_LIBMVEC)
+extern double exp(double) __attribute__((simd("notinbranch")));
+extern double log1p(double) __attribute__((simd("notinbranch")));
+#endif
+DPO__MULTIARCH
+static void dpo__blk_logistic(const double *restrict t, const double *restrict y,
+                              const double *restrict live, double *restrict c,
+                              double *restrict phi) {
+  /* Branch-free (selects, one division) so the loop vectorizes at every ISA level; the
+   * per-lane losses are summed by the caller in a fixed order. */
+#pragma omp simd
+  for (int k = 0; k < DPO__GRAD_BLK; k++) {
+    double m = y[k] * t[k], e = exp(-fabs(m)), num = m >= 0 ? e : 1.0;
+    c[k] = -y[k] * (num / (1.0 + e));
+    phi[k] = live[k] * (log1p(e) + (m < 0 ? -m : 0.0));
   }
 }
 
@@ -236,28 +311,38 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
     return DPO_OK;
   }
 
-  /* Small blocks (~4 KB, in L1): measured on jobs/bench/gradient, OpenBLAS dgemv pairs on
-   * 48 KB blocks reached 0.41-0.58 of the read bandwidth, these fused loops ~0.75. */
-  int64_t B = DPO__GRAD_BLK_BYTES / ((int64_t)d * (int64_t)sizeof(double));
-  if (B < 4) B = 4;
-  if (B > DPO__GRAD_BLK_MAX) B = DPO__GRAD_BLK_MAX;
-  double tbuf[DPO__GRAD_BLK_MAX];
-  for (int64_t r0 = 0; r0 < cnt; r0 += B) {
-    int64_t nb = cnt - r0 < B ? cnt - r0 : B;
+  /* Blocks of DPO__GRAD_BLK rows (in L1).  Measured on jobs/bench/gradient: OpenBLAS dgemv
+   * pairs on 48 KB blocks reached 0.41-0.58 of the read bandwidth, these fused loops more
+   * (see README "Benchmarks"). */
+  double tbuf[DPO__GRAD_BLK] __attribute__((aligned(64)));
+  double cb[DPO__GRAD_BLK] __attribute__((aligned(64))), pb[DPO__GRAD_BLK]
+      __attribute__((aligned(64))), ypad[DPO__GRAD_BLK];
+  for (int64_t r0 = 0; r0 < cnt; r0 += DPO__GRAD_BLK) {
+    int64_t nb = cnt - r0 < DPO__GRAD_BLK ? cnt - r0 : DPO__GRAD_BLK;
     const double *Xb = s->X + r0 * (int64_t)d;
+    const double *yb = s->y + r0;
     /* t = X_blk x  (first touch: the block comes into cache) */
     dpo__blk_dots(nb, d, Xb, x, tbuf);
-    if (loss == DPO_LOSS_LOGISTIC && !clipping) {
-      /* sum_i log1p(e_i) = log1p(q) with 1 + q = prod_i (1 + e_i): one log per block.
-       * q accumulates positive terms only (no cancellation; q <= 2^B - 1). */
-      double q = 0.0;
-      for (int64_t j = 0; j < nb; j++) {
-        double y = s->y[r0 + j], m = y * tbuf[j], e = exp(-fabs(m));
-        tbuf[j] = -y * (m >= 0 ? e / (1.0 + e) : 1.0 / (1.0 + e));
-        q += e + q * e;
-        lsum += m < 0 ? -m : 0.0;
+    if (loss == DPO_LOSS_LOGISTIC) {
+      const double *yl = yb, *live = dpo__live[DPO__GRAD_BLK];
+      if (nb < DPO__GRAD_BLK) { /* short last block: zero-padded lanes, masked out of the sum */
+        for (int64_t j = 0; j < DPO__GRAD_BLK; j++) {
+          tbuf[j] = j < nb ? tbuf[j] : 0.0;
+          ypad[j] = j < nb ? yb[j] : 0.0;
+        }
+        yl = ypad;
+        live = dpo__live[nb];
       }
-      lsum += log1p(q);
+      dpo__blk_logistic(tbuf, yl, live, cb, pb);
+      lsum += ((pb[0] + pb[1]) + (pb[2] + pb[3])) + ((pb[4] + pb[5]) + (pb[6] + pb[7]));
+      for (int64_t j = 0; j < nb; j++) {
+        double c = cb[j];
+        if (clipping) {
+          double nrm = rownorm ? rownorm[r0 + j] : dpo__row_norm(s, r0 + j, clip->norm);
+          c *= dpo__clip_scale(C, c, nrm);
+        }
+        tbuf[j] = c;
+      }
     } else {
       for (int64_t j = 0; j < nb; j++) {
         int64_t i = r0 + j;

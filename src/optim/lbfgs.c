@@ -1,10 +1,10 @@
 /* Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4/7.5) with memory m (algo.memory, default 10) and a
  * backtracking Armijo line search with safeguarded quadratic interpolation.
  *
- * One step() = one direction + one line search (several oracle calls).  Near the optimum the
- * Armijo test can fail only because F cannot resolve the predicted decrease; a trial that
- * does not increase F and lowers ||grad F|| is then accepted; if no trial makes progress the
- * algorithm reports done. */
+ * One step() = one direction + one line search (several oracle calls).  Near the optimum F
+ * cannot resolve the predicted decrease: there a trial is accepted when it lowers ||grad F||
+ * (F comparisons would follow rounding); if no trial makes progress the algorithm reports
+ * done. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,13 +125,14 @@ static int lbfgs_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   for (int64_t ls = 0; ls < a->max_ls; ls++) {
     for (int j = 0; j < d; j++) a->xn[j] = x[j] + step * a->p[j];
     if ((rc = dpo_solver_eval(s, a->xn, &Fn, a->gn))) return rc;
-    if (isfinite(Fn) && Fn <= a->F + a->c1 * step * gtp) {
-      accepted = 1;
-      break;
-    }
-    if (isfinite(Fn) && Fn <= a->F && cblas_dnrm2(d, a->gn, 1) < gnorm &&
-        fabs(step * gtp) <= 1e-13 * (fabs(a->F) + 1e-300)) {
-      /* decrease below the resolution of F: the gradient decides */
+    if (fabs(step * gtp) <= 1e-13 * (fabs(a->F) + 1e-300)) {
+      /* predicted decrease below the resolution of F: comparing F values would follow their
+       * rounding (which differs with the number of ranks), so the gradient decides alone */
+      if (isfinite(Fn) && cblas_dnrm2(d, a->gn, 1) < gnorm) {
+        accepted = 1;
+        break;
+      }
+    } else if (isfinite(Fn) && Fn <= a->F + a->c1 * step * gtp) {
       accepted = 1;
       break;
     }
