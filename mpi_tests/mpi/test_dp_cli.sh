@@ -6,24 +6,7 @@
 #  - a fixed noise (algo.noise) too small for the budget: the ledger refuses, exit status 3,
 #    the summary says budget_exhausted and the journal holds exactly the steps that fit;
 #  - a private algorithm without a budget or without a sensitivity source is a usage error.
-set -u
-B=${top_builddir:-.}
-S=${top_srcdir:-..}
-DPOPT="$B/dpopt"
-MPI="${MPIRUN:-mpirun} --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | head -n 20; fi
-}
-has() {
-  if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in:"; sed 's/^/    /' "$1" | head -n 20; fi
-}
+. "$(dirname "$0")/testlib.sh"
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
 
 # --- dp-nag-opt spends exactly the budget
@@ -58,6 +41,12 @@ expect 1 "$DPOPT" train $COMMON --algo dp-nag
 has "$T/err" "give the budget" "private algorithm without --eps"
 expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --lambda 0.01 --out "$T/nosens"
 has "$T/err" "no public sensitivity" "no clip and no declared L1 bound"
+# the run directory existed when it failed: FAILED says why, the journal holds no charge
+has "$T/nosens/FAILED" "no public sensitivity" "FAILED names the reason"
+has "$T/nosens/FAILED" "exit status 1" "FAILED gives the exit status"
+if [ ! -s "$T/nosens/ledger.jsonl" ] || ! grep -q '"step"' "$T/nosens/ledger.jsonl"; then ok; else
+  bad "a run that failed before its first step has charges in its journal"; fi
+# a completed run has no FAILED
+[ ! -e "$T/run3/FAILED" ] && ok || bad "completed run has FAILED"
 
-echo "test_dp_cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_dp_cli

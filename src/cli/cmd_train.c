@@ -165,9 +165,24 @@ static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t i
   json_object_object_add(sum, "git_rev", json_object_new_string(rev && *rev ? rev : "unknown"));
 }
 
-static void dpo__cfg_to_ini(const char *key, const char *value, const char *origin, void *arg) {
-  FILE *f = arg;
-  fprintf(f, "%s = %s    ; %s\n", key, value, origin);
+/* A run that fails after its directory exists leaves FAILED there (stage, reason, exit
+ * status), so a directory with an empty or short journal is never mistaken for a finished
+ * run.  Rank 0 only, best effort: the error itself is reported on stderr by every rank. */
+static void dpo__mark_failed(const char *run_dir, const char *stage, int rc) {
+  char p[1024], msg[2048];
+  snprintf(p, sizeof p, "%s/FAILED", run_dir);
+  int n = snprintf(msg, sizeof msg,
+                   "dpopt %s failed: %s (%s); exit status %d\n"
+                   "Every privacy charge made before the failure is in ledger.jsonl (if the run is "
+                   "private) and stays spent.\n",
+                   stage, dpo_errmsg(), dpo_strerror(rc), dpo_cli_exit_status(rc));
+  if (n > 0) (void)dpo_write_atomic(p, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+}
+
+static void dpo__unmark_failed(const char *run_dir) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/FAILED", run_dir);
+  unlink(p);
 }
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
@@ -188,6 +203,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex = 0;
   const char *stage = "train";
+  int dir_ready = 0; /* the run directory exists: a failure is recorded in it (FAILED) */
   double t_start = dpo_wtime();
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
@@ -340,6 +356,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     }
   }
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  dir_ready = 1;
   if ((rc = resuming ? dpo_train_priv_reopen_ledger(priv, run_dir)
                      : dpo_train_priv_open_ledger(priv, run_dir)))
     goto fail;
@@ -443,13 +460,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
              train_path, train->d, dpo_train_priv_label(priv));
     snprintf(p, sizeof p, "%s/model.txt", run_dir);
     if ((rc = dpo_model_write(p, x, train->d, cm))) goto fail0;
-    snprintf(p, sizeof p, "%s/config.ini", run_dir);
-    FILE *ci = fopen(p, "w");
-    if (ci) {
-      fprintf(ci, "; effective configuration of this run (key = value ; origin)\n");
-      dpo_config_foreach(cfg, dpo__cfg_to_ini, ci);
-      fclose(ci);
-    }
+    /* again at the end (atomically): keys the run resolved on the way are in it now */
+    if ((rc = dpo_train_write_config(cfg, run_dir))) goto fail0;
     sum = json_object_new_object();
     json_object_object_add(sum, "dpopt_version", json_object_new_string(PACKAGE_VERSION));
     json_object_object_add(sum, "algo", json_object_new_string(algo->name));
@@ -514,9 +526,13 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (rc) goto fail;
   ex = run_rc == DPO_EBUDGET ? DPO_EXIT_BUDGET : 0;
   /* the run is complete: a later --resume must not redo (and re-spend) its last steps */
-  if (ctx->rank == 0) unlink(ckpt_path);
+  if (ctx->rank == 0) {
+    unlink(ckpt_path);
+    dpo__unmark_failed(run_dir); /* a resumed run that completes is no longer failed */
+  }
   goto out;
 fail:
+  if (dir_ready && ctx->rank == 0) dpo__mark_failed(run_dir, stage, rc);
   ex = dpo_cli_fail(ctx, stage, rc);
 out:
   if (trace) fclose(trace);
