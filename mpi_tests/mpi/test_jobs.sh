@@ -5,27 +5,7 @@
 # when a launcher starts singletons); the SLURM and PBS scripts parse and, with a faked
 # scheduler environment, launch 2 ranks; the cost model's compute fit reproduces its own input
 # within 30%.  No timing is asserted.  Run by mpi_tests/run_mpi.sh (MPIRUN, top_srcdir, ...).
-set -u
-B=$(cd "${top_builddir:-.}" && pwd)
-S=$(cd "${top_srcdir:-..}" && pwd)
-DPOPT="$B/dpopt"
-MPIRUN=${MPIRUN:-mpirun}
-MPI="$MPIRUN --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # check DESCRIPTION CONDITION-COMMAND...
-  d=$1; shift
-  if "$@"; then ok; else bad "$d"; fi
-}
-# expect STATUS CMD...: run, check the exit status, keep stdout/stderr in $T/out, $T/err
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | tail -n 20; fi
-}
+. "$(dirname "$0")/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 export DPOPT_GIT_REV=test-rev-7
 
@@ -65,6 +45,12 @@ fi
 expect 0 timeout 60 sh "$S/jobs/scaling" --mode weak --n-per-rank 500 --d 5 --np 1 --iters 3 \
   --out "$T/sc" --dpopt "$DPOPT" --quiet --no-plot
 check "a second sweep appends one row" [ "$(tail -n +2 "$csv" | wc -l)" -eq 5 ]
+# mf rows: phase maxima over ranks (timing_scope phase_max), min / avg not claimed
+expect 0 timeout 120 sh "$S/jobs/scaling" --problem ratings --mode strong --n 6000 --np 2 \
+  --epochs 2 --out "$T/scr" --dpopt "$DPOPT" --quiet --no-plot
+row=$(tail -n 1 "$T/scr/scaling.csv")
+check "mf row: timing_scope phase_max, compute min/avg NA: $row" \
+  sh -c 'echo "$1" | awk -F, "{exit !(\$7 == \"hamsi\" && \$27 == \"phase_max\" && \$21 == \"NA\" && \$23 == \"NA\" && \$22 + 0 > 0)}"' _ "$row"
 expect 1 sh "$S/jobs/scaling" --np "1 x"
 grep -q "not a rank count" "$T/err" && ok || bad "--np validation message"
 expect 0 sh "$S/jobs/scaling" --help
@@ -144,5 +130,4 @@ awk -v e="$e4" 'BEGIN {exit !(e > 0.0001 && e < 0.0003)}' && ok || bad "overridd
 eff=$(grep -o '\*\*[0-9.e+-]*\*\*' "$T/cm2.md" | tr -d '*' | awk '!($1 > 0 && $1 <= 1.0005) {print}')
 check "predicted efficiencies in (0, 1]: $eff" [ -z "$eff" ]
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_jobs
