@@ -11,31 +11,7 @@
 #  - usage errors exit 1;
 #  - DP-ADMM with a fixed noise too small for the budget: the ledger refuses, exit status 3,
 #    the journal holds exactly the releases that fit and the spent eps is within the budget.
-set -u
-B=${top_builddir:-.}
-S=${top_srcdir:-..}
-DPOPT="$B/dpopt"
-MPI="${MPIRUN:-mpirun} --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" "$T/out" | head -n 20; fi
-}
-has() {
-  if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in:"; sed 's/^/    /' "$1" | head -n 20; fi
-}
-close() { # close A B TOL WHAT
-  if awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t)}'; then
-    ok
-  else
-    bad "$4: '$1' vs '$2' (tolerance $3)"
-  fi
-}
+. "$(dirname "$0")/testlib.sh"
 objline() { sed -n 's/^objective *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 
 # --- lasso: generated ridge data (rows ||u||_2 <= 1), n = 600, d = 8, lambda = 0.02
@@ -110,5 +86,4 @@ if [ -n "$it" ] && [ "$it" -lt 50 ] && [ "$rel" = $((it + 1)) ] && [ "$steps" = 
   bad "budget stop: iterations '$it', releases '$rel', journal steps '$steps'"; cat "$T/out"; fi
 if awk -v s="$spent" 'BEGIN {exit !(s > 0 && s <= 0.5)}'; then ok; else bad "spent eps '$spent' not in (0, 0.5]"; fi
 
-echo "test_admm_cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_admm_cli

@@ -18,35 +18,10 @@
 #include "dpopt/status.h"
 #include "mpitest.h"
 #include "test_admm_common.h"
+#include "../t_gauss.h"
 
 #define N 300
 #define D 8
-
-/* solve M x = b (n x n row-major, destroyed), partial pivoting */
-static void gauss(double *M, double *b, int n) {
-  for (int c = 0; c < n; c++) {
-    int pv = c;
-    for (int r = c + 1; r < n; r++)
-      if (fabs(M[r * n + c]) > fabs(M[pv * n + c])) pv = r;
-    for (int j = 0; j < n; j++) {
-      double t = M[c * n + j];
-      M[c * n + j] = M[pv * n + j];
-      M[pv * n + j] = t;
-    }
-    double t = b[c];
-    b[c] = b[pv];
-    b[pv] = t;
-    for (int r = c + 1; r < n; r++) {
-      double f = M[r * n + c] / M[c * n + c];
-      for (int j = c; j < n; j++) M[r * n + j] -= f * M[c * n + j];
-      b[r] -= f * b[c];
-    }
-  }
-  for (int c = n - 1; c >= 0; c--) {
-    for (int j = c + 1; j < n; j++) b[c] -= M[c * n + j] * b[j];
-    b[c] /= M[c * n + c];
-  }
-}
 
 /* dense copy of A (p x d) */
 static double *dense_A(const dpo_admm_A_t *A) {
@@ -73,7 +48,7 @@ static void ref_admm(const dpo_shard_t *full, const double *Ad, int p, int d, do
       for (int j = 0; j < d; j++)
         for (int r = 0; r < p; r++) M[i * d + j] += Ad[r * d + i] * Ad[r * d + j];
     }
-    gauss(M, b, d);
+    t_gauss(M, b, d);
     for (int r = 0; r < p; r++) {
       u[r] = 0;
       for (int j = 0; j < d; j++) u[r] += Ad[r * d + j] * b[j];
@@ -198,7 +173,7 @@ int main(int argc, char **argv) {
           for (int q = 0; q < p; q++) Aty += Ad[q * D + i] * y1[q];
           b[i] = -g[i] + rho * Aty + Gx0 / eta;
         }
-        gauss(M, b, D);
+        t_gauss(M, b, D);
         T_CHECK(dpo_t_reldiff(x, b, D) < 1e-12, "eq. (7) closed form vs direct minimizer at %d "
                 "ranks: %.3g", k, dpo_t_reldiff(x, b, D));
       }

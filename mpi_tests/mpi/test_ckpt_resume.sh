@@ -12,21 +12,7 @@
 #    budget (the run stops with status 3 instead);
 #  - refusals: --checkpoint-every for an algorithm without checkpoints, --resume changing
 #    privacy.eps or the algorithm, --resume of a completed run.
-set -u
-B=${top_builddir:-.}
-S=${top_srcdir:-..}
-DPOPT="$B/dpopt"
-MPI="${MPIRUN:-mpirun} --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | head -n 20; fi
-}
+. "$(dirname "$0")/testlib.sh"
 same() { # same FILE1 FILE2 what
   if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; diff "$1" "$2" | head -n 6; fi
 }
@@ -128,5 +114,4 @@ for how in ranks; do
   same "$T/sig-full/ledger.jsonl" "$R/ledger.jsonl" "SIGTERM to $how, resumed: journal"
 done
 
-echo "test_ckpt_resume.sh: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_ckpt_resume

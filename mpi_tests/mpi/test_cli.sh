@@ -1,25 +1,7 @@
 #!/bin/sh
 # CLI end-to-end: argument errors, bad data on every rank, and the same trained model at 1, 2
 # and 3 ranks.  Run by mpi_tests/run_mpi.sh (sets MPIRUN and the root/oversubscribe variables).
-set -u
-B=${top_builddir:-.}
-S=${top_srcdir:-..}
-DPOPT="$B/dpopt"
-MPI="${MPIRUN:-mpirun} --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# expect STATUS CMD...: run, check the exit status, keep stderr/stdout in $T/err, $T/out
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | head -n 20; fi
-}
-has() { # has FILE PATTERN MESSAGE
-  if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in:"; sed 's/^/    /' "$1" | head -n 20; fi
-}
+. "$(dirname "$0")/testlib.sh"
 
 # --- usage errors: exit 1 with a message naming the problem
 expect 0 "$DPOPT" --help
@@ -97,5 +79,4 @@ expect 0 timeout 60 $MPI -np 2 "$DPOPT" info "$T/syn.svm"
 l1=$(sed -n 's/^row L1 *max \([0-9.e+-]*\).*/\1/p' "$T/out")
 awk -v a="$l1" 'BEGIN {exit !(a > 5 && a <= 20)}' && ok || bad "synthetic max L1 norm $l1 not in (5, 20]"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_cli

@@ -7,23 +7,7 @@
 #    and no later charge touches party 1; summary.json names the trust mode;
 #  - the same under the stop policy: exit 3, status budget_exhausted, nothing charged past
 #    party 1's budget; two-rank parties over one data.train (shares mode) run.
-set -u
-B=${top_builddir:-.}
-S=${top_srcdir:-..}
-DPOPT="$B/dpopt"
-MPI="${MPIRUN:-mpirun} --oversubscribe"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {
-  want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "exit $got (want $want): $*"; sed 's/^/    /' "$T/err" | head -n 20; fi
-}
-has() { if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in $1"; fi; }
-hasnot() { if grep -q -- "$2" "$1"; then bad "$3: '$2' in $1"; else ok; fi; }
+. "$(dirname "$0")/testlib.sh"
 
 grep -v '^#' "$S/data/a9a" | sort >"$T/orig"
 n=$(wc -l <"$T/orig")
@@ -82,5 +66,4 @@ expect 1 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --algo dp-gd --eps 1 --r
 expect 1 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --algo dp-gd --eps 1 --row-l1-bound 14 \
   --iters 2 --quiet --set parties.count=3 --out "$T/bad3"
 
-echo "test_parties_cli.sh: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_parties_cli

@@ -12,6 +12,7 @@
 
 #include "dpopt/admm.h"
 #include "dpopt/status.h"
+#include "../t_gauss.h"
 
 /* golden-section minimum of a convex 1-D function on [a, b] */
 static double golden(double (*f)(double, const double *), const double *prm, double a, double b) {
@@ -60,31 +61,6 @@ Test(admm, l2_prox_against_direct_minimization) {
   cr_assert_float_eq(dpo_admm_g_value(DPO_ADMM_G_L1, 0.5, v, 5), 0.5 * (2 + 0.3 + 0.8 + 4), 1e-12);
 }
 
-static void gauss(double *M, double *b, int n) {
-  for (int c = 0; c < n; c++) {
-    int pv = c;
-    for (int r = c + 1; r < n; r++)
-      if (fabs(M[r * n + c]) > fabs(M[pv * n + c])) pv = r;
-    for (int j = 0; j < n; j++) {
-      double t = M[c * n + j];
-      M[c * n + j] = M[pv * n + j];
-      M[pv * n + j] = t;
-    }
-    double t = b[c];
-    b[c] = b[pv];
-    b[pv] = t;
-    for (int r = c + 1; r < n; r++) {
-      double f = M[r * n + c] / M[c * n + c];
-      for (int j = c; j < n; j++) M[r * n + j] -= f * M[c * n + j];
-      b[r] -= f * b[c];
-    }
-  }
-  for (int c = n - 1; c >= 0; c--) {
-    for (int j = c + 1; j < n; j++) b[c] -= M[c * n + j] * b[j];
-    b[c] /= M[c * n + c];
-  }
-}
-
 #define NR 30
 #define ND 5
 static dpo_shard_t *small_shard(int binary) {
@@ -126,7 +102,7 @@ Test(admm, exact_lsq_xupdate_against_normal_equations) {
       if (i == j) M[i * ND + j] += rho;
     }
   }
-  gauss(M, b, ND);
+  t_gauss(M, b, ND);
   cr_assert_eq(dpo_admm_local_prox(m, s, DPO_ADMM_X_EXACT, rho, v, x, NULL), DPO_OK, "%s", dpo_errmsg());
   for (int j = 0; j < ND; j++) cr_assert(fabs(x[j] - b[j]) < 1e-12, "x[%d] %g vs %g", j, x[j], b[j]);
   dpo_model_destroy(m);
@@ -155,7 +131,7 @@ Test(admm, lbfgs_logistic_xupdate_against_newton) {
         for (int j = 0; j < ND; j++) H[i * ND + j] += sg * (1 - sg) * s->X[r * ND + i] * s->X[r * ND + j] / n;
       }
     }
-    gauss(H, g, ND);
+    t_gauss(H, g, ND);
     for (int j = 0; j < ND; j++) z[j] -= g[j];
   }
   int64_t its = 0;
@@ -189,7 +165,7 @@ Test(admm, path_graph_norm_and_u0) {
     if (i > 0) M[i * d + i - 1] = -1;
     if (i < d - 1) M[i * d + i + 1] = -1;
   }
-  gauss(M, b, d);
+  t_gauss(M, b, d);
   dpo_admm_A_mul(A, b, ur);
   cr_assert_eq(dpo_admm_u0_lapack(A, g, 0.5, u), DPO_OK);
   for (int r = 0; r < A->p; r++) cr_assert(fabs(u[r] - ur[r]) < 1e-12, "u0[%d] %g vs %g", r, u[r], ur[r]);

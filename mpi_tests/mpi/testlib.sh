@@ -1,0 +1,52 @@
+# Shared preamble of the shell tests in mpi_tests/mpi/, sourced first thing:
+#   . "$(dirname "$0")/testlib.sh"
+# Sets B and S (absolute build and source directories), DPOPT, MPIRUN, MPI (mpirun with
+# --oversubscribe), a temporary directory T removed at exit, the counters pass and fail, and:
+#   ok / bad MSG               count a passed / failed check (bad prints "FAIL: MSG")
+#   expect STATUS CMD...       run CMD with stdout, stderr in $T/out, $T/err; check its status
+#                              (on failure the last 20 lines of both are shown)
+#   has FILE PATTERN MSG       FILE contains PATTERN (grep; shows FILE when it does not)
+#   hasnot FILE PATTERN MSG    FILE does not contain PATTERN
+#   check MSG CMD...           CMD succeeds
+#   close A B TOL MSG          |A - B| <= TOL, both numbers present
+#   finish NAME                print the tally; the exit status is 0 only if nothing failed
+set -u
+B=$(cd "${top_builddir:-.}" && pwd)
+S=$(cd "${top_srcdir:-..}" && pwd)
+DPOPT="$B/dpopt"
+MPIRUN=${MPIRUN:-mpirun}
+MPI="$MPIRUN --oversubscribe"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+expect() {
+  want=$1; shift
+  "$@" >"$T/out" 2>"$T/err"; got=$?
+  if [ "$got" = "$want" ]; then ok; else
+    bad "exit $got (want $want): $*"
+    cat "$T/err" "$T/out" | sed 's/^/    /' | tail -n 20
+  fi
+}
+has() {
+  if grep -q -- "$2" "$1"; then ok; else bad "$3: no '$2' in $1:"; sed 's/^/    /' "$1" | head -n 20; fi
+}
+hasnot() { if grep -q -- "$2" "$1"; then bad "$3: '$2' in $1"; else ok; fi; }
+check() {
+  d=$1; shift
+  if "$@"; then ok; else bad "$d"; fi
+}
+close() {
+  if awk -v a="$1" -v b="$2" -v t="$3" \
+      'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t)}'; then
+    ok
+  else
+    bad "$4: '$1' vs '$2' (tolerance $3)"
+  fi
+}
+finish() {
+  echo "$1: $pass passed, $fail failed"
+  [ "$fail" = 0 ]
+  exit $?
+}
