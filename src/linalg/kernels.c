@@ -32,9 +32,10 @@ static int64_t dpo__blk_rows(int32_t d) {
 /* ---- fused dense block loops for the full-gradient pass ----
  * Plain C on GCC vector types, compiled for AVX-512 / AVX2 / baseline and picked at load
  * time (target_clones), so one binary runs everywhere; an 8-wide type is one zmm register
- * under AVX-512 and is split by the compiler elsewhere.  Loads go through memcpy: rows are
- * only 8-byte aligned.  Blocks are DPO__GRAD_BLK rows: with d = 100 that is 6.4 KB, which
- * stays in L1 between the two touches (t = X_blk x, then g += X_blk' w). */
+ * under AVX-512 and is split by the compiler elsewhere.  Loads go through memcpy: a shard's
+ * X is 64-byte aligned (dpo__dense_alloc) but rows start wherever d puts them.  Blocks are
+ * DPO__GRAD_BLK rows: with d = 100 that is 6.4 KB, which stays in L1 between the two touches
+ * (t = X_blk x, then g += X_blk' w). */
 #define DPO__GRAD_BLK 8 /* also the lane count of the logistic block below */
 
 typedef double dpo__v4 __attribute__((vector_size(32)));
@@ -173,7 +174,9 @@ static void dpo__blk_logistic(const double *restrict t, const double *restrict y
                               double *restrict phi) {
   /* Branch-free (selects, one division) so the loop vectorizes at every ISA level; the
    * per-lane losses are summed by the caller in a fixed order. */
+#ifdef DPO_HAVE_LIBMVEC
 #pragma omp simd
+#endif
   for (int k = 0; k < DPO__GRAD_BLK; k++) {
     double m = y[k] * t[k], e = exp(-fabs(m)), num = m >= 0 ? e : 1.0;
     c[k] = -y[k] * (num / (1.0 + e));
@@ -311,9 +314,10 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
     return DPO_OK;
   }
 
-  /* Blocks of DPO__GRAD_BLK rows (in L1).  Measured on jobs/bench/gradient: OpenBLAS dgemv
-   * pairs on 48 KB blocks reached 0.41-0.58 of the read bandwidth, these fused loops more
-   * (see README "Benchmarks"). */
+  /* Blocks of DPO__GRAD_BLK rows (in L1).  Measured on jobs/bench/gradient (d = 100):
+   * OpenBLAS dgemv pairs on 48 KB blocks reached 0.41-0.58 of the read loop's bandwidth, these
+   * fused loops 0.8-0.95 (README "Tests and benchmarks"); 16-row blocks and four rows per dot
+   * product were faster from cache but slower from memory. */
   double tbuf[DPO__GRAD_BLK] __attribute__((aligned(64)));
   double cb[DPO__GRAD_BLK] __attribute__((aligned(64))), pb[DPO__GRAD_BLK]
       __attribute__((aligned(64))), ypad[DPO__GRAD_BLK];
