@@ -117,6 +117,9 @@ expect 0 timeout 240 sh "$S/jobs/costmodel" --sizes "30000 45000 60000" --d 20 -
 nchk=$(grep -c '^CHECK' "$T/out")
 check "cost model: 5 self-check lines (got $nchk)" [ "$nchk" -eq 5 ]
 grep -q '^FIT .*c1 .*alpha .*beta_p2p' "$T/out" && ok || bad "cost model prints its FIT line"
+# every fitted constant was measured (a misread output line gives 0, not a failure)
+fitl=$(grep '^FIT' "$T/out")
+check "cost model: c1, m0, m1 > 0 in '$fitl'" sh -c 'echo "$1" | awk "{exit !(\$5 > 0 && \$7 > 0 && \$9 > 0)}"' _ "$fitl"
 for p in "P = 16" "P = 256" "P = 4096" "synthetic logistic" "a9a" "ML-20M"; do
   grep -q "$p" "$T/cm.md" && ok || bad "COSTMODEL.md lacks '$p'"
 done
