@@ -25,7 +25,7 @@
 #include "dpopt/status.h"
 #include "mpitest.h"
 #include "optim/dp_common.h"
-#include "test_optim_common.h"
+#include "test_run_common.h"
 
 #define N 700
 #define D 8
@@ -44,60 +44,39 @@ typedef struct {
  * noise; world rank 0 receives the result.  journal: NULL or a path. */
 static int run_dp(int k, const dpo_algo_t *alg, const char *const *kv, int64_t iters,
                   double budget, const char *journal, result_t *res) {
-  MPI_Comm sub = dpo_t_subcomm(k);
-  if (sub == MPI_COMM_NULL) return DPO_OK;
-  int r;
-  MPI_Comm_rank(sub, &r);
-  dpo_shard_t *s = t_shard(sub, N, D, 0, SEED);
-  dpo_model_t *m = NULL;
-  dpo_oracle_t *o = NULL;
-  dpo_config_t *cfg = NULL;
-  dpo_solver_t *sv = NULL;
-  dpo_ledger_t *L = NULL;
-  dpo_rng_t *rng = NULL;
-  double x0[D];
-  for (int j = 0; j < D; j++) x0[j] = 1.0 - 0.25 * j;
-  dpo_model_create("logreg", LAMBDA, &m);
-  dpo_config_create(&cfg);
   char it[32];
   snprintf(it, sizeof it, "%ld", (long)iters);
-  dpo_config_set(cfg, "privacy.eps", "1", "test");
-  dpo_config_set(cfg, "data.row_l1_bound", "3", "test");
-  dpo_config_set(cfg, "data.row_l2_bound", "1", "test");
-  dpo_config_set(cfg, "algo.iters", it, "test");
-  for (; kv && kv[0]; kv += 2) dpo_config_set(cfg, kv[0], kv[1], "test");
-  if (r == 0) dpo_rng_create(1, 1234, 0, &rng);
-  int rc = dpo_ledger_open(sub, budget, 0, journal, 0, &L);
-  if (!rc) rc = dpo_oracle_create(sub, m, s, NULL, &o);
-  if (!rc) rc = dpo_solver_create(o, alg, cfg, rng, L, x0, &sv);
+  const char *base[] = {"privacy.eps", "1", "data.row_l1_bound", "3", "data.row_l2_bound", "1",
+                        "algo.iters", it, NULL};
+  t_run_t f;
+  if (t_run_open(&f, k, N, D, SEED, LAMBDA, base, kv, 1234)) return DPO_OK;
+  dpo_ledger_t *L = NULL;
+  double x0[D];
+  for (int j = 0; j < D; j++) x0[j] = 1.0 - 0.25 * j;
+  int rc = dpo_ledger_open(f.sub, budget, 0, journal, 0, &L);
+  if (!rc) rc = t_run_solver(&f, alg, L, x0);
   if (!rc) {
     dpo_run_opts_t op;
     dpo_run_opts_default(&op);
     op.max_iter = iters;
     op.quiet = 1;
-    rc = dpo_solver_run(sv, &op);
+    rc = dpo_solver_run(f.sv, &op);
     int all = 0, mine = rc;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, sub);
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, f.sub);
     T_CHECK(all == rc, "ranks disagree on the status (%d vs %d)", rc, all);
-    if (r == 0 && res) {
-      memcpy(res->x, dpo_solver_x(sv), sizeof res->x);
-      res->iters = dpo_solver_iters(sv);
+    if (f.rank == 0 && res) {
+      memcpy(res->x, dpo_solver_x(f.sv), sizeof res->x);
+      res->iters = dpo_solver_iters(f.sv);
       res->charges = dpo_ledger_count(L);
       double dl;
       dpo_ledger_spent(L, &res->spent, &dl);
       res->rc = rc;
     }
-  } else if (r == 0) {
+  } else if (f.rank == 0) {
     fprintf(stderr, "set-up of %s failed: %s\n", alg->name, dpo_errmsg());
   }
-  dpo_solver_destroy(sv);
-  dpo_oracle_destroy(o);
+  t_run_close(&f);
   dpo_ledger_close(L);
-  dpo_rng_destroy(rng);
-  dpo_config_destroy(cfg);
-  dpo_model_destroy(m);
-  t_free(s);
-  MPI_Comm_free(&sub);
   return rc;
 }
 
@@ -133,7 +112,7 @@ static void probe_destroy(void *st) {
   dpo__dp_destroy(probe_dp);
   probe_dp = NULL;
 }
-static const dpo_algo_t probe = {"probe", "test", 1, probe_create, probe_step, probe_destroy};
+static const dpo_algo_t probe = {"probe", "test", 1, probe_create, probe_step, probe_destroy, NULL, NULL};
 
 /* eps0: the mechanism eps; the grid of dpo_mech_laplace_scale may raise b by at most
  * d Lambda / eps0 <= d 2^-39 b / (Delta eps0)... i.e. relatively by d 2^-39 / eps0 */

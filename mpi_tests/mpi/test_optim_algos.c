@@ -12,7 +12,7 @@
 #include "dpopt/optim.h"
 #include "dpopt/status.h"
 #include "mpitest.h"
-#include "test_optim_common.h"
+#include "test_run_common.h"
 
 #define N 700
 #define D 8
@@ -38,7 +38,7 @@ static int fake_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 static void fake_destroy(void *st) {}
-static const dpo_algo_t fake = {"fake", "test", 1, fake_create, fake_step, fake_destroy};
+static const dpo_algo_t fake = {"fake", "test", 1, fake_create, fake_step, fake_destroy, NULL, NULL};
 
 static double spent_calls;
 static double fake_spent(void *arg) { return *(double *)arg + (spent_calls += 1); }
@@ -50,51 +50,35 @@ static void x0_init(double *x) {
 /* Run one algorithm on the first k ranks; world rank 0 gets x and the iteration count. */
 static int run_algo(int k, const dpo_algo_t *alg, const char *const *kv, int64_t iters,
                     double gtol, FILE *trace, double *x_out, int64_t *it_out) {
-  MPI_Comm sub = dpo_t_subcomm(k);
-  if (sub == MPI_COMM_NULL) return DPO_OK;
-  int r;
-  MPI_Comm_rank(sub, &r);
-  dpo_shard_t *s = t_shard(sub, N, D, 0, SEED);
-  dpo_model_t *m = NULL;
-  dpo_oracle_t *o = NULL;
-  dpo_config_t *cfg = NULL;
-  dpo_solver_t *sv = NULL;
+  t_run_t f;
+  if (t_run_open(&f, k, N, D, SEED, LAMBDA, NULL, kv, 0)) return DPO_OK;
   double x0[D], base = 0.25;
   x0_init(x0);
-  dpo_model_create("logreg", LAMBDA, &m);
-  dpo_config_create(&cfg);
-  for (; kv && kv[0]; kv += 2) dpo_config_set(cfg, kv[0], kv[1], "test");
-  int rc = dpo_oracle_create(sub, m, s, NULL, &o);
-  if (!rc) rc = dpo_solver_create(o, alg, cfg, NULL, NULL, x0, &sv);
+  int rc = t_run_solver(&f, alg, NULL, x0);
   if (!rc) {
     dpo_run_opts_t op;
     dpo_run_opts_default(&op);
     op.max_iter = iters;
     op.gtol = gtol;
     op.quiet = 1;
-    if (trace && r == 0) {
+    if (trace && f.rank == 0) {
       op.trace = trace;
       op.trace_every = 10;
       op.fstar = 0.0;
-      dpo_solver_set_spent(sv, fake_spent, &base);
+      dpo_solver_set_spent(f.sv, fake_spent, &base);
     }
-    rc = dpo_solver_run(sv, &op);
+    rc = dpo_solver_run(f.sv, &op);
     /* the final iterate is broadcast: every rank holds rank 0's */
     double xr[D];
-    memcpy(xr, dpo_solver_x(sv), sizeof xr);
-    MPI_Bcast(xr, D, MPI_DOUBLE, 0, sub);
-    T_CHECK(memcmp(xr, dpo_solver_x(sv), sizeof xr) == 0, "final x differs on rank %d", r);
-    if (r == 0) {
-      memcpy(x_out, dpo_solver_x(sv), D * sizeof *x_out);
-      if (it_out) *it_out = dpo_solver_iters(sv);
+    memcpy(xr, dpo_solver_x(f.sv), sizeof xr);
+    MPI_Bcast(xr, D, MPI_DOUBLE, 0, f.sub);
+    T_CHECK(memcmp(xr, dpo_solver_x(f.sv), sizeof xr) == 0, "final x differs on rank %d", f.rank);
+    if (f.rank == 0) {
+      memcpy(x_out, dpo_solver_x(f.sv), D * sizeof *x_out);
+      if (it_out) *it_out = dpo_solver_iters(f.sv);
     }
   }
-  dpo_solver_destroy(sv);
-  dpo_oracle_destroy(o);
-  dpo_config_destroy(cfg);
-  dpo_model_destroy(m);
-  t_free(s);
-  MPI_Comm_free(&sub);
+  t_run_close(&f);
   return rc;
 }
 

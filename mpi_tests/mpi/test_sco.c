@@ -17,7 +17,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "mpitest.h"
-#include "test_optim_common.h"
+#include "test_run_common.h"
 
 #define N 500
 #define D 6
@@ -33,49 +33,29 @@ typedef struct {
 } result_t;
 
 static int run(int k, const char *algo, const char *const *kv, result_t *res) {
-  MPI_Comm sub = dpo_t_subcomm(k);
-  if (sub == MPI_COMM_NULL) return DPO_OK;
-  int r;
-  MPI_Comm_rank(sub, &r);
-  dpo_shard_t *s = t_shard(sub, N, D, 0, SEED);
-  dpo_model_t *m = NULL;
-  dpo_oracle_t *o = NULL;
-  dpo_config_t *cfg = NULL;
-  dpo_solver_t *sv = NULL;
+  static const char *const base[] = {"data.row_l2_bound", "1", "algo.rho", "0.5", "algo.D", "3",
+                                     NULL};
+  t_run_t f;
+  if (t_run_open(&f, k, N, D, SEED, LAMBDA, base, kv, 77)) return DPO_OK;
   dpo_ledger_t *L = NULL;
-  dpo_rng_t *rng = NULL;
   double x0[D];
   for (int j = 0; j < D; j++) x0[j] = 0.3 - 0.1 * j;
-  dpo_model_create("logreg", LAMBDA, &m);
-  dpo_config_create(&cfg);
-  dpo_config_set(cfg, "data.row_l2_bound", "1", "test");
-  dpo_config_set(cfg, "algo.rho", "0.5", "test");
-  dpo_config_set(cfg, "algo.D", "3", "test");
-  for (; kv && kv[0]; kv += 2) dpo_config_set(cfg, kv[0], kv[1], "test");
-  if (r == 0) dpo_rng_create(1, 77, 0, &rng);
-  int rc = dpo_ledger_open_rdp(sub, 4.0, 1e-5, NULL, 0, &L);
-  if (!rc) rc = dpo_oracle_create(sub, m, s, NULL, &o);
-  if (!rc) rc = dpo_solver_create(o, dpo_algo_find(algo), cfg, rng, L, x0, &sv);
+  int rc = dpo_ledger_open_rdp(f.sub, 4.0, 1e-5, NULL, 0, &L);
+  if (!rc) rc = t_run_solver(&f, dpo_algo_find(algo), L, x0);
   if (!rc) {
     dpo_run_opts_t op;
     dpo_run_opts_default(&op);
     op.max_iter = 100000;
     op.quiet = 1;
-    rc = dpo_solver_run(sv, &op);
-    if (r == 0 && !rc) {
-      memcpy(res->x, dpo_solver_x(sv), sizeof res->x);
-      res->iters = dpo_solver_iters(sv);
+    rc = dpo_solver_run(f.sv, &op);
+    if (f.rank == 0 && !rc) {
+      memcpy(res->x, dpo_solver_x(f.sv), sizeof res->x);
+      res->iters = dpo_solver_iters(f.sv);
       dpo_ledger_spent(L, &res->spent, NULL);
     }
   }
-  dpo_solver_destroy(sv);
-  dpo_oracle_destroy(o);
+  t_run_close(&f);
   dpo_ledger_close(L);
-  dpo_rng_destroy(rng);
-  dpo_config_destroy(cfg);
-  dpo_model_destroy(m);
-  t_free(s);
-  MPI_Comm_free(&sub);
   return rc;
 }
 

@@ -24,7 +24,7 @@
 #include "dpopt/status.h"
 #include "mpitest.h"
 #include "optim/sco_common.h"
-#include "test_optim_common.h"
+#include "test_run_common.h"
 
 #define N 400
 #define D 5
@@ -54,67 +54,48 @@ static double jnum(const char *line, const char *key) {
 }
 
 static void run(int k, const char *algo, double lambda, const char *const *kv, result_t *out) {
+  static const char *const base[] = {"data.row_l2_bound", "1", "algo.rho", "0.5", "algo.D", "3",
+                                     NULL};
   memset(out, 0, sizeof *out);
-  MPI_Comm sub = dpo_t_subcomm(k);
-  if (sub == MPI_COMM_NULL) return;
-  int r;
-  MPI_Comm_rank(sub, &r);
-  dpo_shard_t *s = t_shard(sub, N, D, 0, SEED);
-  dpo_model_t *m = NULL;
-  dpo_oracle_t *o = NULL;
-  dpo_config_t *cfg = NULL;
-  dpo_solver_t *sv = NULL;
+  t_run_t f;
+  if (t_run_open(&f, k, N, D, SEED, lambda, base, kv, 31)) return;
   dpo_ledger_t *L = NULL;
-  dpo_rng_t *rng = NULL;
   char jpath[128];
   snprintf(jpath, sizeof jpath, "/tmp/dpo_test_sco2_%ld_%d.jsonl", (long)getpid(), k);
-  if (r == 0) unlink(jpath);
+  if (f.rank == 0) unlink(jpath);
   double x0[D];
   for (int j = 0; j < D; j++) x0[j] = 0.4 - 0.15 * j;
-  dpo_model_create("logreg", lambda, &m);
-  dpo_config_create(&cfg);
-  dpo_config_set(cfg, "data.row_l2_bound", "1", "test");
-  dpo_config_set(cfg, "algo.rho", "0.5", "test");
-  dpo_config_set(cfg, "algo.D", "3", "test");
-  for (; kv && kv[0]; kv += 2) dpo_config_set(cfg, kv[0], kv[1], "test");
-  if (r == 0) dpo_rng_create(1, 31, 0, &rng);
-  int rc = dpo_ledger_open_rdp(sub, EPS, DELTA, r == 0 ? jpath : NULL, 0, &L);
-  if (!rc) rc = dpo_oracle_create(sub, m, s, NULL, &o);
-  if (!rc) rc = dpo_solver_create(o, dpo_algo_find(algo), cfg, rng, L, x0, &sv);
+  int rc = dpo_ledger_open_rdp(f.sub, EPS, DELTA, f.rank == 0 ? jpath : NULL, 0, &L);
+  if (!rc) rc = t_run_solver(&f, dpo_algo_find(algo), L, x0);
   if (!rc) {
     dpo_run_opts_t op;
     dpo_run_opts_default(&op);
     op.max_iter = 1000000;
     op.quiet = 1;
-    rc = dpo_solver_run(sv, &op);
-    if (r == 0 && (!rc || rc == DPO_EBUDGET)) {
-      memcpy(out->x, dpo_solver_x(sv), sizeof out->x);
-      out->iters = dpo_solver_iters(sv);
+    rc = dpo_solver_run(f.sv, &op);
+    if (f.rank == 0 && (!rc || rc == DPO_EBUDGET)) {
+      memcpy(out->x, dpo_solver_x(f.sv), sizeof out->x);
+      out->iters = dpo_solver_iters(f.sv);
       dpo_ledger_spent(L, &out->spent, NULL);
     }
   }
   out->rc = rc;
-  dpo_solver_destroy(sv);
-  dpo_oracle_destroy(o);
+  int rank = f.rank;
+  t_run_close(&f);
   dpo_ledger_close(L);
-  if (r == 0) {
-    FILE *f = fopen(jpath, "r");
+  if (rank == 0) {
+    FILE *fj = fopen(jpath, "r");
     char line[4096];
-    while (f && fgets(line, sizeof line, f))
+    while (fj && fgets(line, sizeof line, fj))
       if (strstr(line, "\"step\"") && out->nch < MAXCH) {
         out->sigma[out->nch] = jnum(line, "noise_scale");
         out->sens[out->nch] = jnum(line, "sensitivity");
         out->m[out->nch] = (int64_t)jnum(line, "m");
         out->nch++;
       }
-    if (f) fclose(f);
+    if (fj) fclose(fj);
     unlink(jpath);
   }
-  dpo_rng_destroy(rng);
-  dpo_config_destroy(cfg);
-  dpo_model_destroy(m);
-  t_free(s);
-  MPI_Comm_free(&sub);
 }
 
 /* multiplier the ledger sees: sigma / (sens + sqrt(d) Lambda), a hair below (rounding) */
