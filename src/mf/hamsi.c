@@ -119,7 +119,7 @@ typedef struct {
   dpo__lbfgs_t lb;
   double sigma;          /* step scale in use (sigma0 until a pair is accepted) */
   double beta;
-  double t_grad, t_update, t_hess, t_comm;
+  double t_hess, t_comm;
   uint64_t k_grad, k_update; /* dpo__block's phase times in dpo__tick units */
   double cal_w;              /* MPI_Wtime and dpo__tick at setup, to convert ticks */
   uint64_t cal_k;
@@ -1199,8 +1199,8 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   res->test_rmse = rte;
   res->t_train = t_train;
   res->t_wall = MPI_Wtime() - t_start;
-  res->t_grad = h->t_grad + dpo__tick_seconds(h, h->k_grad);
-  res->t_update = h->t_update + dpo__tick_seconds(h, h->k_update);
+  res->t_grad = dpo__tick_seconds(h, h->k_grad);
+  res->t_update = dpo__tick_seconds(h, h->k_update);
   res->t_hess = h->t_hess;
   res->t_comm = h->t_comm;
   res->ratings_per_sec = t_train > 0 ? (double)h->processed / t_train : 0;
