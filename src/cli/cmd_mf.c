@@ -30,6 +30,8 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
   json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
+  json_object_object_add(j, "users", json_object_new_int64(res->n_users));
+  json_object_object_add(j, "items", json_object_new_int64(res->n_items));
   json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
   json_object_object_add(j, "train_rmse_initial_nonprivate", json_object_new_double(res->train_rmse0));
   json_object_object_add(j, "train_rmse_nonprivate", json_object_new_double(res->train_rmse));
