@@ -19,6 +19,7 @@
 
 #include "dpopt/comm.h"
 #include "dpopt/config.h"
+#include "dpopt/privacy.h"
 #include "dpopt/rng.h"
 
 #ifdef __cplusplus
@@ -51,9 +52,41 @@ const dpo_algo_t *dpo_algo_find(const char *name);
 /* NULL-terminated table, for --help listings. */
 const dpo_algo_t *const *dpo_algo_list(void);
 
+/* ---- release plans (privacy rule 3: what is charged is what ran) ----
+ * Every private algorithm declares in create() (dpo_solver_declare_plan) how its charges
+ * relate to the steps that run:
+ *  DPO_PLAN_PER_STEP  each step charges its releases before making them, so every prefix of
+ *                     the schedule is covered: the run may stop after any step (budget
+ *                     refused, SIGTERM, --iters below the schedule) and keep its iterate.
+ *  DPO_PLAN_WHOLE     one charge covers a fixed schedule of `steps` steps and is valid only if
+ *                     the schedule runs to its end (e.g. PNSGD's amplification by iteration,
+ *                     003 Thm 3.1, bounds the final iterate of the FULL pass; a truncated pass
+ *                     has less noise after the last step and a larger rho).  The driver makes
+ *                     `whole` before step 0, refuses stopping rules that could cut the
+ *                     schedule, and withholds the iterate of a run that stops early anyway.
+ * The driver refuses run options that disagree with the plan before anything is released
+ * (dpo_solver_run): gtol on a private algorithm (a stopping decision on the private
+ * gradient), max_iter < steps for a whole plan, a budget that cannot cover a whole plan. */
+typedef enum { DPO_PLAN_NONE = 0, DPO_PLAN_PER_STEP = 1, DPO_PLAN_WHOLE = 2 } dpo_plan_kind_t;
 typedef struct {
-  int64_t max_iter;      /* iterations (T) */
-  double gtol;           /* stop when ||grad F|| <= gtol (non-private algorithms only) */
+  dpo_plan_kind_t kind;
+  int64_t steps;      /* the schedule's natural length (the algorithm sets done at its end) */
+  dpo_charge_t whole; /* DPO_PLAN_WHOLE: the one charge (its string fields must be literals) */
+  char what[240];     /* one line for the ledger, summary.json and the privacy lines */
+} dpo_plan_t;
+
+/* Rank 0, from an algorithm's create(): record its plan (copied). */
+int dpo_solver_declare_plan(dpo_solver_t *s, const dpo_plan_t *p);
+/* Any rank after dpo_solver_create: the plan (kind DPO_PLAN_NONE for non-private ones). */
+const dpo_plan_t *dpo_solver_plan(const dpo_solver_t *s);
+/* "per-step" | "whole" | "none" */
+const char *dpo_plan_kind_name(dpo_plan_kind_t k);
+
+#define DPO_ITERS_PLAN (-1) /* max_iter: the algorithm's own schedule length (100 without one) */
+
+typedef struct {
+  int64_t max_iter;      /* iterations (T); DPO_ITERS_PLAN: the plan's steps */
+  double gtol;           /* stop when ||grad F|| <= gtol (refused for private algorithms) */
   int64_t trace_every;   /* trace row every k iterations (0: none) */
   int trace_loss;        /* evaluate F(x_t) for the trace (non-private diagnostic) */
   int quiet;             /* no progress on stderr */
@@ -109,6 +142,8 @@ int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu);
 void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *arg), void *arg);
 /* Iterations performed by the last dpo_solver_run (rank 0; broadcast to all ranks). */
 int64_t dpo_solver_iters(const dpo_solver_t *s);
+/* The iteration limit that run used (max_iter resolved against the plan; all ranks). */
+int64_t dpo_solver_max_iter(const dpo_solver_t *s);
 
 /* ---- checkpoints ----
  * dpo_solver_run writes, at the top of iteration t (before its trace row), the file

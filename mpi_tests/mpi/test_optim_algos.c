@@ -25,7 +25,11 @@ static const char *algos[] = {"gd", "hb", "nag", "masg", "lbfgs"};
 
 /* A fake private algorithm: gradient steps, then the ledger "refuses" at t = 3 after having
  * scribbled on x (the driver must restore the last released iterate). */
-static int fake_create(dpo_solver_t *s, void **st) { *st = NULL; return DPO_OK; }
+static int fake_create(dpo_solver_t *s, void **st) {
+  dpo_plan_t p = {.kind = DPO_PLAN_PER_STEP, .steps = 100, .what = "fake"};
+  *st = NULL;
+  return dpo_solver_declare_plan(s, &p);
+}
 static int fake_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   double *x = dpo_solver_x(s), g[D];
   int rc = dpo_solver_eval(s, x, NULL, g);

@@ -31,7 +31,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
     {"--lambda", "model.lambda", "L", "regularization lambda in lambda*||x||^2 (default 1e-4)"},
     {"--algo", "algo.name", "NAME", "algorithm (list below; default gd)"},
-    {"--iters", "algo.iters", "T", "iterations (default 100)"},
+    {"--iters", "algo.iters", "T", "iterations (default: a private algorithm's own schedule length, else 100)"},
     {"--gtol", "algo.gtol", "G", "stop when ||grad F|| <= G (non-private algorithms; default 0)"},
     {"--batch", "algo.m", "M", "minibatch size m (default n: full batch)"},
     {"--x0", "algo.x0", "V", "initial point: every coordinate V (default 0)"},
@@ -399,7 +399,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   }
   dpo_run_opts_t ro;
   dpo_run_opts_default(&ro);
-  ro.max_iter = iters;
+  /* unset: the algorithm's own schedule (its release plan), so a private run stops where its
+   * charges say it does (optim.h, "release plans") */
+  ro.max_iter = dpo_config_get(cfg, "algo.iters") ? iters : DPO_ITERS_PLAN;
   if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &ro.gtol))) goto fail;
   ro.trace_every = trace_every;
   ro.trace_loss = !no_trace_loss && !dpo_train_parties_hide_train(parties);
@@ -471,7 +473,15 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     json_object_object_add(sum, "train", json_object_new_string(train_path));
     json_object_object_add(sum, "n", json_object_new_int64(train->n_global));
     json_object_object_add(sum, "d", json_object_new_int(train->d));
-    json_object_object_add(sum, "iterations", json_object_new_int64(iters));
+    json_object_object_add(sum, "iterations", json_object_new_int64(dpo_solver_max_iter(solver)));
+    const dpo_plan_t *plan = dpo_solver_plan(solver);
+    if (plan->kind != DPO_PLAN_NONE) {
+      json_object *pj = json_object_new_object();
+      json_object_object_add(pj, "kind", json_object_new_string(dpo_plan_kind_name(plan->kind)));
+      json_object_object_add(pj, "steps", json_object_new_int64(plan->steps));
+      json_object_object_add(pj, "what", json_object_new_string(plan->what));
+      json_object_object_add(sum, "plan", pj);
+    }
     json_object_object_add(sum, "status",
                            json_object_new_string(run_rc == DPO_EBUDGET ? "budget_exhausted" : "ok"));
     json_object_object_add(sum, "wall_time_s", json_object_new_double(wall));
@@ -506,6 +516,10 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
            train->d);
     printf("status          %s\n", run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
     dpo_train_priv_print(priv, stdout);
+    if (dpo_solver_plan(solver)->kind != DPO_PLAN_NONE)
+      printf("release plan    %s: %s; %lld of %lld steps ran\n",
+             dpo_plan_kind_name(dpo_solver_plan(solver)->kind), dpo_solver_plan(solver)->what,
+             (long long)dpo_solver_iters(solver), (long long)dpo_solver_plan(solver)->steps);
     dpo_train_parties_print(parties, dpo_train_priv_ledger(priv), stdout);
     printf("train loss      %.6f   [non-private diagnostic]\n", tr_loss);
     printf("train %-9s %.4f   [non-private diagnostic]\n", metric, tr_metric);

@@ -103,6 +103,11 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
           "sensitivity %g), lr=%g, L=%g, D=%g",
           who, a->poisson ? "poisson" : "wor", (long long)a->m, (long long)n, (long long)a->T,
           a->z, a->sigma, a->sens, a->lr, a->c.L, a->c.D);
+  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->T};
+  snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its subsampled Gaussian "
+           "release before it is made (noise calibrated for all %lld)", (long long)a->T,
+           (long long)a->T);
+  if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
 fail:

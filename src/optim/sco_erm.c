@@ -186,6 +186,10 @@ static int perm_create(dpo_solver_t *s, void **state) {
           "D=%g (Thm 4.8 rate L D (1/sqrt n + sqrt(d ln(1/delta))/(eps n)) = %g)",
           a->k, a->eta, a->z, sqrt(log(1 / delta)) / eps, zr, a->c.L, a->c.D,
           a->c.L * a->c.D * (1 / sqrt((double)n) + sqrt(d * log(1 / delta)) / (eps * n)));
+  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->k};
+  snprintf(plan.what, sizeof plan.what, "up to %d phases, each output perturbation a Gaussian "
+           "release charged before the phase runs (disjoint examples)", a->k);
+  if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
 fail:

@@ -66,6 +66,10 @@ static int phased_create(dpo_solver_t *s, void **state) {
           "+ sqrt d/(rho n)) = %g)",
           a->k, a->eta, a->c.rho, a->c.L, a->c.D,
           10 * a->c.L * a->c.D * (1 / sqrt((double)n) + sqrt(d) / (a->c.rho * (double)n)));
+  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->k};
+  snprintf(plan.what, sizeof plan.what, "up to %d phases, each output a Gaussian release "
+           "charged before the phase runs (disjoint examples)", a->k);
+  if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
 fail:

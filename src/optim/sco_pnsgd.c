@@ -156,6 +156,19 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
           "rho target %.6g, Thm 3.1 rho %.6g, L=%g, D=%g, sigma=%g",
           sched, (long long)T, (long long)a->used, (long long)n, (long long)a->B[0],
           (long long)a->B[T - 1], a->c.rho, a->rho_charged, a->c.L, a->c.D, a->sigma);
+  /* release final: Thm 3.1 covers the final iterate of the FULL pass only, so the plan is one
+   * charge for the whole schedule, made by the driver before step 0 (optim.h) */
+  dpo_plan_t plan = {.kind = a->release_all ? DPO_PLAN_PER_STEP : DPO_PLAN_WHOLE, .steps = T};
+  if (a->release_all)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a Gaussian release charged "
+             "before it is made (disjoint batches)", (long long)T);
+  else {
+    plan.whole = (dpo_charge_t){.mechanism = "rdp-rho", .rho = a->rho_charged, .sampling = "none",
+                                .accounting = "rdp", .m = a->used, .n = n, .step = 0};
+    snprintf(plan.what, sizeof plan.what, "one charge rho = %.6g for the final iterate of the "
+             "full %lld-step pass (003 Thm 3.1)", a->rho_charged, (long long)T);
+  }
+  if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
 fail:
@@ -171,11 +184,6 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   if (t >= a->T) {
     *done = 1;
     return DPO_OK;
-  }
-  if (t == 0 && !a->release_all) { /* the whole pass, before anything depends on the data */
-    dpo_charge_t ch = {.mechanism = "rdp-rho", .rho = a->rho_charged, .sampling = "none",
-                       .accounting = "rdp", .m = a->used, .n = a->c.n, .step = 0};
-    if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   }
   if (t == 0) dpo__sco_project(x, d, a->c.D); /* w_0 in K */
   dpo_batch_t b = dpo__sco_batch(&a->c, a->off, a->B[t]);

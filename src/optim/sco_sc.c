@@ -68,6 +68,14 @@ static int sc_check_eta(const dpo__scalg_t *a, double eta, const char *who) {
   return DPO_OK;
 }
 
+/* every phase output is a Gaussian release charged before the phase runs (dpo__sco_phase_run) */
+static int sc_plan(dpo_solver_t *s, const dpo__scalg_t *a) {
+  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->nph};
+  snprintf(plan.what, sizeof plan.what, "%d phases, each output a Gaussian release charged "
+           "before the phase runs (disjoint examples)", a->nph);
+  return dpo_solver_declare_plan(s, &plan);
+}
+
 static int reduce_create(dpo_solver_t *s, void **state) {
   int rc;
   const char *who = "sc-reduce", *base = NULL;
@@ -129,6 +137,7 @@ static int reduce_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_EINVAL, "%s: n=%lld is too small for one run", who, (long long)n);
     goto fail;
   }
+  if ((rc = sc_plan(s, a))) goto fail;
   *state = a;
   return DPO_OK;
 fail:
@@ -168,6 +177,7 @@ static int psc_create(dpo_solver_t *s, void **state) {
   }
   dpo_msg("%s: k=%d phases of n_i=%lld, eta=%g, lambda=%g, rho=%g, L=%g", who, k, (long long)ni,
           eta, a->mu, a->c.rho, a->c.L);
+  if ((rc = sc_plan(s, a))) goto fail;
   *state = a;
   return DPO_OK;
 fail:

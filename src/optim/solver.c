@@ -37,11 +37,16 @@ struct dpo_solver {
   /* resume (dpo_solver_resume): first iteration, journal charges the checkpoint did not know */
   int64_t t0, orphans;
   int resumed;
+  /* the release plan (rule 3), the start point (public; what a cut whole plan leaves) and
+   * the iteration limit the last run resolved */
+  dpo_plan_t plan;
+  double *xstart;
+  int64_t max_iter;
 };
 
 void dpo_run_opts_default(dpo_run_opts_t *o) {
   if (!o) return;
-  o->max_iter = 100;
+  o->max_iter = DPO_ITERS_PLAN;
   o->gtol = 0.0;
   o->trace_every = 0;
   o->trace_loss = 1;
@@ -82,14 +87,26 @@ int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_co
   s->x = calloc((size_t)s->d, sizeof *s->x);
   s->cx = calloc((size_t)s->d, sizeof *s->cx);
   s->cg = calloc((size_t)s->d, sizeof *s->cg);
-  if (!s->x || !s->cx || !s->cg) {
+  s->xstart = calloc((size_t)s->d, sizeof *s->xstart);
+  if (!s->x || !s->cx || !s->cg || !s->xstart) {
     rc = dpo_err(DPO_ENOMEM, "dpo_solver_create: out of memory for d = %d", (int)s->d);
     goto out;
   }
   if (x0) memcpy(s->x, x0, (size_t)s->d * sizeof *x0);
   if (s->rank == 0 && algo->create) rc = algo->create(s, &s->state);
+  if (!rc && s->rank == 0 && algo->is_private && s->plan.kind == DPO_PLAN_NONE)
+    rc = dpo_err(DPO_EINVAL, "private algorithm %s declares no release plan (privacy rule 3)",
+                 algo->name);
 out:
   rc = dpo_agree(comm, rc);
+  if (!rc) { /* the plan is public (config and n): every rank knows it */
+    int64_t kv[2] = {(int64_t)s->plan.kind, s->plan.steps};
+    if (MPI_Bcast(kv, 2, MPI_INT64_T, 0, comm) != MPI_SUCCESS ||
+        MPI_Bcast(s->plan.what, (int)sizeof s->plan.what, MPI_CHAR, 0, comm) != MPI_SUCCESS)
+      rc = dpo_agree(comm, dpo_err(DPO_EMPI, "dpo_solver_create: MPI_Bcast of the plan failed"));
+    s->plan.kind = (dpo_plan_kind_t)kv[0];
+    s->plan.steps = kv[1];
+  }
   /* x0 is public; rank 0's copy is the one the algorithm starts from */
   if (!rc && MPI_Bcast(s->x, s->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
     rc = dpo_agree(comm, dpo_err(DPO_EMPI, "dpo_solver_create: MPI_Bcast of x0 failed"));
@@ -107,6 +124,7 @@ void dpo_solver_destroy(dpo_solver_t *s) {
   free(s->x);
   free(s->cx);
   free(s->cg);
+  free(s->xstart);
   free(s);
 }
 
@@ -118,6 +136,66 @@ dpo_rng_t *dpo_solver_rng(dpo_solver_t *s) { return s->rng; }
 struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s) { return s->ledger; }
 const dpo_config_t *dpo_solver_config(const dpo_solver_t *s) { return s->cfg; }
 int64_t dpo_solver_iters(const dpo_solver_t *s) { return s->iters; }
+int64_t dpo_solver_max_iter(const dpo_solver_t *s) { return s->max_iter; }
+
+int dpo_solver_declare_plan(dpo_solver_t *s, const dpo_plan_t *p) {
+  if (!s || !p || p->kind == DPO_PLAN_NONE || p->steps < 1)
+    return dpo_err(DPO_EINVAL, "dpo_solver_declare_plan: a plan needs a kind and steps >= 1");
+  if (p->kind == DPO_PLAN_WHOLE && !p->whole.mechanism)
+    return dpo_err(DPO_EINVAL, "dpo_solver_declare_plan: a whole plan needs its charge");
+  s->plan = *p;
+  s->plan.what[sizeof s->plan.what - 1] = '\0';
+  return DPO_OK;
+}
+
+const dpo_plan_t *dpo_solver_plan(const dpo_solver_t *s) { return &s->plan; }
+
+const char *dpo_plan_kind_name(dpo_plan_kind_t k) {
+  return k == DPO_PLAN_PER_STEP ? "per-step" : k == DPO_PLAN_WHOLE ? "whole" : "none";
+}
+
+/* The iteration limit of a run: max_iter, or the plan's length for DPO_ITERS_PLAN. */
+static int64_t dpo__resolve_iters(const dpo_solver_t *s, const dpo_run_opts_t *o) {
+  if (o->max_iter >= 0) return o->max_iter;
+  return s->plan.kind != DPO_PLAN_NONE ? s->plan.steps : 100;
+}
+
+/* Rank 0, before step 0: refuse run options that disagree with the plan (privacy rule 3),
+ * then make a whole plan's one charge.  Nothing has been released yet. */
+static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max_iter) {
+  const dpo_plan_t *p = &s->plan;
+  const char *name = s->algo->name;
+  if (!s->algo->is_private) return DPO_OK;
+  if (o->gtol > 0)
+    return dpo_err(DPO_EINVAL, "algo.gtol (--gtol) = %g stops %s on the gradient of the private "
+                   "data, a decision no charge covers: drop --gtol (private algorithms run their "
+                   "planned steps)", o->gtol, name);
+  if (p->kind != DPO_PLAN_WHOLE) return DPO_OK;
+  if (max_iter < p->steps)
+    return dpo_err(DPO_EINVAL, "%s charges its whole %lld-step schedule at once, a charge "
+                   "that holds only if the schedule runs to its end: --iters %lld would cut it; "
+                   "drop --iters (algo.iters) to run the schedule's own length, or shorten the "
+                   "schedule itself (e.g. algo.T = %lld)", name, (long long)p->steps,
+                   (long long)max_iter, (long long)max_iter);
+  if (o->stop_after > 0 && o->stop_after < p->steps)
+    return dpo_err(DPO_EINVAL, "run.stop_after = %lld would cut %s's whole %lld-step plan",
+                   (long long)o->stop_after, name, (long long)p->steps);
+  if (s->resumed)
+    return dpo_err(DPO_EUNSUP, "%s's whole-schedule charge cannot be resumed", name);
+  if (!s->ledger) return dpo_err(DPO_EINVAL, "%s: a private run needs the ledger", name);
+  double ce = 0, cd = 0;
+  int rc = dpo_ledger_check(s->ledger, &p->whole, &ce, &cd);
+  if (rc == DPO_EBUDGET) {
+    double be = NAN, bd = NAN, se = NAN, sd = NAN;
+    dpo_ledger_budget(s->ledger, &be, &bd);
+    dpo_ledger_spent(s->ledger, &se, &sd);
+    return dpo_err(DPO_EINVAL, "%s needs its whole plan charged at once (%s) but the budget "
+                   "cannot cover it (eps %g already spent of %g): raise --eps or use a fresh "
+                   "budget", name, p->what, se, be);
+  }
+  if (rc) return rc;
+  return dpo_ledger_charge(s->ledger, &p->whole, NULL);
+}
 
 void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *), void *arg) {
   if (!s) return;
@@ -418,6 +496,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     opts = &defo;
   }
   int rc = DPO_OK;
+  const int64_t max_iter = s->max_iter = dpo__resolve_iters(s, opts);
   if (s->rank != 0) {
     rc = dpo_oracle_serve(s->oracle);
   } else {
@@ -446,6 +525,8 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       rc = dpo_err(DPO_EINVAL, "checkpoints requested without a checkpoint path");
       goto done0;
     }
+    memcpy(s->xstart, s->x, nb);
+    if ((rc = dpo__plan_start(s, opts, max_iter))) goto done0;
     if (tracing && !s->resumed &&
         fprintf(opts->trace, "iter,time_s,loss_nonprivate,gradnorm_nonprivate,"
                 "f_minus_fstar_nonprivate,eps_spent\n") < 0) {
@@ -455,7 +536,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     for (t = s->t0;; t++) {
       /* Checkpoint at the top of iteration t, before its trace row: a resumed run redoes
        * exactly iterations t, t+1, ... (the trace is truncated to this point). */
-      if (t < opts->max_iter) {
+      if (t < max_iter) {
         int intr = (opts->stop && *opts->stop) || (opts->stop_after > 0 && t >= opts->stop_after);
         int periodic = opts->checkpoint_every > 0 && t > s->t0 && t % opts->checkpoint_every == 0;
         if (intr || periodic) {
@@ -466,7 +547,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
           if (intr) {
             s->iters = t;
             rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: %s", (long)t,
-                         (long)opts->max_iter,
+                         (long)max_iter,
                          dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path
                              ? "checkpoint written, continue with dpopt train --resume RUN"
                              : "no checkpoint (the algorithm cannot write one)");
@@ -478,7 +559,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
         if ((rc = dpo__trace_row(s, opts, t, t0, &diag, g))) break;
         last_row = t;
       }
-      if (t >= opts->max_iter) break;
+      if (t >= max_iter) break;
       if (opts->gtol > 0 && !s->algo->is_private) {
         /* exact gradient at x_t: a cache hit for algorithms that evaluate at x_t anyway */
         if ((rc = dpo_solver_eval(s, s->x, NULL, g))) break;
@@ -497,7 +578,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
         double now = MPI_Wtime();
         if (now - last >= 1.0) {
           fprintf(stderr, "\r[dpopt] %s: iteration %ld/%ld, %.1f s", s->algo->name,
-                  (long)(t + 1), (long)opts->max_iter, now - t0);
+                  (long)(t + 1), (long)max_iter, now - t0);
           last = now;
           printed = 1;
         }
@@ -508,6 +589,14 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       }
     }
     s->iters = t;
+    if (s->plan.kind == DPO_PLAN_WHOLE && t < s->plan.steps) {
+      /* the whole-schedule charge does not cover a cut pass: withhold its iterate */
+      memcpy(s->x, s->xstart, nb);
+      if (rc == DPO_OK || rc == DPO_EBUDGET)
+        rc = dpo_err(DPO_EINVAL, "%s stopped after %lld of the %lld steps its charge covers: "
+                     "the iterate is withheld", s->algo->name, (long long)t,
+                     (long long)s->plan.steps);
+    }
     if ((rc == DPO_OK || rc == DPO_EBUDGET) && tracing && last_row != t) {
       int trc = dpo__trace_row(s, opts, t, t0, &diag, g);
       if (trc) rc = trc;
