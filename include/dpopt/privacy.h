@@ -132,8 +132,8 @@ double dpo_sens(dpo_neighbours_t rel, double b);
  *  m, n        sample size and data size (sampling "wor", "poisson", "disjoint")
  *  sampling    "none" | "wor" (m of n without replacement) | "disjoint" (the batch is disjoint
  *              from the other batches of its `group`: parallel composition, the group costs
- *              the max of its batches, not the sum) | "poisson" (refused: DPO_EUNSUP until the
- *              RDP accountant lands)
+ *              the max of its batches, not the sum) | "poisson" (each row kept with
+ *              probability m/n: Gaussian releases with accounting "rdp" only, add-remove only)
  *  accounting  "pure" (no amplification; sampling must be "none" or "disjoint") |
  *              "subsampled" (001 (3.3)) | "thesis-2gamma" (thesis Thm 4.1.5, pure eps only)
  *  group       disjoint-pass id: consecutive "disjoint" charges with the same group form one

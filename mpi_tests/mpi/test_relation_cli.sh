@@ -8,6 +8,7 @@
 #    under a replace-one ledger); under add-remove it runs and is charged sensitivity L = 3.75,
 #    while wor batches under replace-one are charged 2L = 7.5;
 #  - an algorithm analysed for replace-one refuses add-remove; a bad relation is a usage error;
+#  - a resume under another relation is refused (the ledger checks the journal's header);
 #  - calibrate: --bound B gives sigma = 2 B z (replace-one) or B z (add-remove).
 . "$(dirname "$0")/testlib.sh"
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
@@ -53,6 +54,15 @@ has "$T/r1/ledger.jsonl" '"accountant":"rdp","neighbours":"replace-one"' "rdp ac
 expect 0 $MPI -np 1 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --iters 20 \
   --set privacy.accountant=basic --out "$T/r2"
 has "$T/r2/ledger.jsonl" '"accountant":"basic"' "basic accountant kept"
+
+# resume under another relation: refused by --resume, and by the ledger if config.ini is edited
+expect 5 $MPI -np 1 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --iters 30 --out "$T/rs" \
+  --set run.stop_after=5
+expect 1 "$DPOPT" train --resume "$T/rs" --quiet --set privacy.neighbours=add-remove
+has "$T/err" "cannot change privacy.neighbours" "--resume cannot change the relation"
+echo "privacy.neighbours = add-remove" >> "$T/rs/config.ini"
+expect 1 "$DPOPT" train --resume "$T/rs" --quiet
+has "$T/err" "journal's neighbouring relation is replace-one, not add-remove" "ledger refuses"
 
 # calibrate: the per-example bound doubles under replace-one only
 expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --bound 1
