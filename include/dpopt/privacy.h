@@ -321,7 +321,9 @@ int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
 /* Amplification by iteration for PNSGD (003 Thm 3.1): for L-Lipschitz losses, batch sizes
  * B[t], steps eta[t] and noise sigma[t] (t < T; noise eta_t sigma_t is added to the iterate),
  *   rho = 2 L max_t eta_t / (B_t sqrt(sum_{s >= t} eta_s^2 sigma_s^2)),
- * rounded up; the pass is (alpha, alpha rho^2 / 2)-RDP for all alpha (needs eta_t <= 2/beta). */
+ * rounded up; the pass is (alpha, alpha rho^2 / 2)-RDP for all alpha (needs eta_t <= 2/beta)
+ * under replace-one neighbours (2L = dpo_sens(replace-one, L); the ledger refuses rdp-rho
+ * charges under add-remove). */
 int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const double *sigma,
                 double *rho);
 

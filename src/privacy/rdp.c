@@ -375,7 +375,8 @@ int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const 
     double r = dpo__div_up(eta[t], den);
     if (r > best) best = r;
   }
-  *rho = dpo__mul_up(2 * L, best);
+  /* 003 Thm 3.1 compares data sets that differ in the row at one position: replace-one */
+  *rho = dpo__mul_up(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, L), best);
   return DPO_OK;
 }
 
