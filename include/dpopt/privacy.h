@@ -97,6 +97,28 @@ int dpo_acct_thesis_2gamma(double eps, int64_t m, int64_t n, double *eps_out);
 /* Largest double e >= 0 with T * e <= total exactly (per-step share of a budget). */
 int dpo_privacy_split(double total, int64_t T, double *per_step);
 
+/* ---------------------------------------------------------------- neighbouring relation */
+
+/* Which data sets are neighbours (privacy.neighbours).  Every calibration and every accountant
+ * works under one relation, the ledger journals it and refuses a charge made under another.
+ *  REPLACE_ONE (default): D and D' have the same size n and differ in one row.  n is public.
+ *    Sampling without replacement (001 (3.3), Wang-Balle-Kasiviswanathan 2019), disjoint
+ *    batches and single-pass analyses (003) are replace-one analyses.
+ *  ADD_REMOVE: D' = D with one row added or removed.  Poisson subsampling (Mironov-Talwar-Zhang
+ *    2019) is an add/remove analysis.
+ * Like OpenDP's ChangeOneDistance / InsertDeleteDistance: the only way from a per-example bound
+ * to a sensitivity is dpo_sens(), so no call site writes its own factor 2. */
+typedef enum { DPO_NEIGHBOURS_REPLACE_ONE = 0, DPO_NEIGHBOURS_ADD_REMOVE = 1 } dpo_neighbours_t;
+
+/* "replace-one" | "add-remove" */
+const char *dpo_neighbours_name(dpo_neighbours_t rel);
+/* Parse "replace-one" | "add-remove" (NULL = the default, replace-one); DPO_EINVAL otherwise. */
+int dpo_neighbours_parse(const char *s, dpo_neighbours_t *rel);
+/* The sensitivity of a sum of per-example terms each bounded by b (in the norm the mechanism
+ * uses) under rel: replacing one row moves the sum by <= 2b (both terms), adding or removing
+ * one row by <= b.  b >= 0; the result is exact (a doubling is exact in binary). */
+double dpo_sens(dpo_neighbours_t rel, double b);
+
 /* ---------------------------------------------------------------- ledger */
 
 /* One release to be charged.  The cost of a release is computed from these fields:
@@ -110,8 +132,8 @@ int dpo_privacy_split(double total, int64_t T, double *per_step);
  *  m, n        sample size and data size (sampling "wor", "poisson", "disjoint")
  *  sampling    "none" | "wor" (m of n without replacement) | "disjoint" (the batch is disjoint
  *              from the other batches of its `group`: parallel composition, the group costs
- *              the max of its batches, not the sum) | "poisson" (refused: DPO_EUNSUP until the
- *              RDP accountant lands)
+ *              the max of its batches, not the sum) | "poisson" (each row kept with
+ *              probability m/n: Gaussian releases with accounting "rdp" only, add-remove only)
  *  accounting  "pure" (no amplification; sampling must be "none" or "disjoint") |
  *              "subsampled" (001 (3.3)) | "thesis-2gamma" (thesis Thm 4.1.5, pure eps only)
  *  group       disjoint-pass id: consecutive "disjoint" charges with the same group form one
@@ -129,6 +151,10 @@ typedef struct {
   int64_t group;
   int64_t step;
   double rho; /* mechanism "rdp-rho" only (RDP ledger): the release is (alpha, alpha rho^2/2)-RDP */
+  /* the relation the sensitivity (or rho) was computed for; 0 = replace-one.  A ledger opened
+   * under another relation refuses the charge (DPO_EINVAL).  Sampling "poisson" is accepted only
+   * under add-remove; "wor", "disjoint" and "rdp-rho" only under replace-one. */
+  dpo_neighbours_t neighbours;
 } dpo_charge_t;
 
 typedef struct dpo_ledger dpo_ledger_t;
@@ -147,6 +173,32 @@ typedef struct dpo_ledger dpo_ledger_t;
  * *L is owned by the caller: dpo_ledger_close(). */
 int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                     const char *journal_path, int resume, dpo_ledger_t **L);
+
+/* The general open: accountant "auto" (pure-eps and Gaussian releases in one budget, below),
+ * "basic" or "rdp"; relation rel, journalled in the header (resume refuses another relation or
+ * accountant).  dpo_ledger_open = ("basic", replace-one); dpo_ledger_open_rdp = ("rdp",
+ * replace-one).
+ * "auto" composes any mix: Gaussian releases with accounting "rdp" and rdp-rho passes on a per-
+ * order RDP curve; pure releases (Laplace, any sampling/accounting of the basic accountant) by
+ * exact basic composition; (eps, delta) releases (classic Gaussian) add eps and delta.  With
+ * eps_P the pure sum, delta_A the (eps, delta) releases' delta sum, R(alpha) the Gaussian curve
+ * and delta_R = delta_budget - delta_A, the spent eps is the smaller of two valid bounds:
+ *   (A) eps_P + eps_A + eps_R(delta_R)                      (basic composition of the parts)
+ *   (B) eps_A + eps(R + P', delta_R), P'(alpha) = sum_i min(eps_i, alpha eps_i^2 / 2)
+ * P' is the RDP of the pure releases: eps-DP is (alpha, eps)-RDP (D_alpha <= D_inf) and
+ * (eps^2/2)-zCDP (Bun-Steinke 2016 Prop. 3.3), i.e. (alpha, alpha eps^2/2)-RDP.  Both bounds are
+ * valid, so the min is.  With a Gaussian part (B) is never above (A) (P'(alpha) <= eps_P at every
+ * order); (A) matters for pure-only ledgers, where it spends no delta: one release of eps = 1
+ * costs 1 by (A) and 1.019 by (B) at delta 1e-5, while 100 releases of 0.01 cost 1 by (A) and
+ * 0.375 by (B).  With delta_budget = 0 only (A) applies (then "auto" is exactly "basic").  The
+ * spent delta is delta_A, plus delta_R when the chosen bound used a conversion.  A Gaussian
+ * release needs delta_budget > 0. */
+int dpo_ledger_open_ex(MPI_Comm comm, double eps_budget, double delta_budget,
+                       const char *journal_path, int resume, const char *accountant,
+                       dpo_neighbours_t rel, dpo_ledger_t **L);
+/* The relation the ledger was opened with (rank 0 and elsewhere); its accountant's name. */
+dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L);
+const char *dpo_ledger_accountant(const dpo_ledger_t *L);
 
 /* Rank 0 only (DPO_EINVAL elsewhere).  Compute the charge of release c; if the exact new
  * totals fit the budget, append a journal line with one write(2), fsync it, update the totals
@@ -269,7 +321,9 @@ int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
 /* Amplification by iteration for PNSGD (003 Thm 3.1): for L-Lipschitz losses, batch sizes
  * B[t], steps eta[t] and noise sigma[t] (t < T; noise eta_t sigma_t is added to the iterate),
  *   rho = 2 L max_t eta_t / (B_t sqrt(sum_{s >= t} eta_s^2 sigma_s^2)),
- * rounded up; the pass is (alpha, alpha rho^2 / 2)-RDP for all alpha (needs eta_t <= 2/beta). */
+ * rounded up; the pass is (alpha, alpha rho^2 / 2)-RDP for all alpha (needs eta_t <= 2/beta)
+ * under replace-one neighbours (2L = dpo_sens(replace-one, L); the ledger refuses rdp-rho
+ * charges under add-remove). */
 int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const double *sigma,
                 double *rho);
 

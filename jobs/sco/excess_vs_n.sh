@@ -4,7 +4,8 @@
 # and against the baseline DP-SGD with the same (eps, delta) under the RDP accountant.
 # Algorithms: pnsgd (Alg. 1), phased-sgd (Alg. 2), phased-erm (Alg. 3), dp-sgd-rdp with Poisson
 # batches (m = sqrt(n), one expected epoch, noise from dpopt calibrate; NOTE: the Poisson RDP
-# analysis is for add/remove-one neighbours, the 003 algorithms are charged for replace-one) and
+# analysis is for add/remove-one neighbours, so it runs under privacy.neighbours = add-remove,
+# while the 003 algorithms are charged for replace-one) and
 # dp-sgd-rdp with m-of-n batches (replace-one; the Wang-Balle-Kasiviswanathan bound is loose for
 # many steps, so it needs much more noise).
 # Data: a9a (train prefixes of n rows, a9a.t held out) and the synthetic logistic data of
@@ -86,7 +87,7 @@ run_set() {
       for algo in $ALGOS; do
         extra=""; a=$algo
         case $algo in
-          dp-sgd-rdp) extra="--set algo.sampling=poisson" ;;
+          dp-sgd-rdp) extra="--set algo.sampling=poisson --set privacy.neighbours=add-remove" ;;
           dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="--set algo.sampling=wor" ;;
         esac
         run="$OUT/run-$name-$algo-$n-$eps"; rm -rf "$run"

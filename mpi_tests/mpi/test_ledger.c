@@ -61,6 +61,25 @@ static void run(int k, const char *dir) {
     }
     unlink(path);
   }
+
+  /* an add-remove ledger: the relation is known on every rank, and a charge calibrated for
+   * replace-one is refused with the same status everywhere; a mixed pure + Gaussian charge
+   * sequence goes through the auto accountant on any number of ranks */
+  st = dpo_ledger_open_ex(comm, 5.0, 1e-5, NULL, 0, "auto", DPO_NEIGHBOURS_ADD_REMOVE, &L);
+  T_CHECK(st == DPO_OK, "k=%d: open_ex %s", k, dpo_errmsg());
+  if (st == DPO_OK) {
+    T_CHECK(dpo_ledger_neighbours(L) == DPO_NEIGHBOURS_ADD_REMOVE, "k=%d: relation", k);
+    c.eps = 0.5;
+    c.neighbours = DPO_NEIGHBOURS_REPLACE_ONE;
+    T_CHECK(dpo_ledger_charge_all(L, &c, NULL) == DPO_EINVAL, "k=%d: relation mismatch", k);
+    c.neighbours = DPO_NEIGHBOURS_ADD_REMOVE;
+    T_CHECK(dpo_ledger_charge_all(L, &c, NULL) == DPO_OK, "k=%d: pure charge", k);
+    dpo_charge_t g = {.mechanism = "gaussian", .noise_scale = 4, .sensitivity = 1, .dim = 1,
+                      .m = 10, .n = 1000, .sampling = "poisson", .accounting = "rdp",
+                      .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+    T_CHECK(dpo_ledger_charge_all(L, &g, NULL) == DPO_OK, "k=%d: Gaussian charge", k);
+    dpo_ledger_close(L);
+  }
 out:
   MPI_Comm_free(&comm);
 }

@@ -65,7 +65,12 @@ static void run(int k, const char *algo, double lambda, const char *const *kv, r
   if (f.rank == 0) unlink(jpath);
   double x0[D];
   for (int j = 0; j < D; j++) x0[j] = 0.4 - 0.15 * j;
-  int rc = dpo_ledger_open_rdp(f.sub, EPS, DELTA, f.rank == 0 ? jpath : NULL, 0, &L);
+  /* Poisson batches are an add/remove analysis: run them under that relation */
+  dpo_neighbours_t rel = DPO_NEIGHBOURS_REPLACE_ONE;
+  for (int i = 0; kv && kv[i]; i += 2)
+    if (!strcmp(kv[i], "algo.sampling") && !strcmp(kv[i + 1], "poisson"))
+      rel = DPO_NEIGHBOURS_ADD_REMOVE;
+  int rc = dpo_ledger_open_ex(f.sub, EPS, DELTA, f.rank == 0 ? jpath : NULL, 0, "rdp", rel, &L);
   if (!rc) rc = t_run_solver(&f, dpo_algo_find(algo), L, x0);
   if (!rc) {
     dpo_run_opts_t op;

@@ -257,9 +257,12 @@ Test(rdp, ledger_counts_steps_like_the_curve) {
   int fd = mkstemp(path);
   close(fd);
   unlink(path);
-  cr_assert_eq(dpo_ledger_open_rdp(MPI_COMM_NULL, 1.0, 1e-5, path, 0, &L), DPO_OK);
+  /* Poisson subsampling is an add/remove analysis (MTZ 2019) */
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 1.0, 1e-5, path, 0, "rdp",
+                                  DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
   dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = sigma, .sensitivity = sens,
-                    .dim = dim, .m = 50, .n = 1000, .sampling = "poisson", .accounting = "rdp"};
+                    .dim = dim, .m = 50, .n = 1000, .sampling = "poisson", .accounting = "rdp",
+                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   int64_t k = 0;
   for (;; k++) {
     c.step = k;
@@ -276,7 +279,11 @@ Test(rdp, ledger_counts_steps_like_the_curve) {
   cr_assert_eq(dpo_ledger_close(L), DPO_OK);
   /* resume recomputes the same totals; a basic-ledger resume of an rdp journal is refused */
   cr_assert_neq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-5, path, 1, &L), DPO_OK);
-  cr_assert_eq(dpo_ledger_open_rdp(MPI_COMM_NULL, 1.0, 1e-5, path, 1, &L), DPO_OK);
+  /* ... and so is a resume under the other neighbouring relation */
+  cr_assert_eq(dpo_ledger_open_rdp(MPI_COMM_NULL, 1.0, 1e-5, path, 1, &L), DPO_EINVAL);
+  cr_assert(strstr(dpo_errmsg(), "relation is add-remove, not replace-one"), "%s", dpo_errmsg());
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 1.0, 1e-5, path, 1, "rdp",
+                                  DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
   cr_assert_eq(dpo_ledger_count(L), kmax);
   double e2;
   cr_assert_eq(dpo_ledger_spent(L, &e2, NULL), DPO_OK);

@@ -96,7 +96,8 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
                  inf.gamma, gmin);
   int64_t R = op->T + (op->u0_pinv ? 1 : 0);
   if (!st && op->noise) {
-    c.sens = 2.0 * op->clip / (double)n;
+    /* 004 Thm 1: the average over the n rows of clipped terms, replace-one (c = 2 clip) */
+    c.sens = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip) / (double)n;
     /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
     double ecal = op->eps * (1.0 - 1e-6);
     if (op->sigma_fixed > 0) {
@@ -106,7 +107,8 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
       st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
       c.sigma = z * c.sens;
     } else {
-      st = dpo_admm_thm1_sigma(2.0 * op->clip, n, R, ecal, op->delta, op->mu, &c.sigma, NULL);
+      st = dpo_admm_thm1_sigma(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip), n, R, ecal,
+                               op->delta, op->mu, &c.sigma, NULL);
     }
   }
   inf.sigma = c.sigma;

@@ -15,7 +15,8 @@ struct dpo_train_priv {
   int is_private;   /* the algorithm adds noise */
   int seeded;       /* --seed given: reproducible, NOT private */
   double eps, delta;
-  int rdp;          /* privacy.accountant = rdp: (eps, delta) budget under the Renyi accountant */
+  const char *acct; /* privacy.accountant: auto (default: follows the algorithm) | basic | rdp */
+  dpo_neighbours_t rel; /* privacy.neighbours: replace-one (default) | add-remove */
   dpo_clip_t clip;
   int has_clip;
   dpo_rng_t *rng;   /* rank 0 */
@@ -66,9 +67,23 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
       (rc = dpo__parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
-  const char *acct_s = NULL;
-  dpo_config_get_str(cfg, "privacy.accountant", "basic", &acct_s);
-  p->rdp = acct_s && !strcasecmp(acct_s, "rdp");
+  const char *acct_s = NULL, *rel_s = NULL;
+  dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct_s);
+  dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rel_s);
+  if (!acct_s || !strcasecmp(acct_s, "auto")) p->acct = "auto";
+  else if (!strcasecmp(acct_s, "rdp")) p->acct = "rdp";
+  else if (!strcasecmp(acct_s, "basic")) p->acct = "basic";
+  else {
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': expected auto (the default: pure "
+                 "and Gaussian releases in one budget), basic or rdp",
+                 dpo_config_origin(cfg, "privacy.accountant"), acct_s);
+    goto out;
+  }
+  if ((rc = dpo_neighbours_parse(rel_s, &p->rel))) {
+    rc = dpo_err(rc, "%s: privacy.neighbours = '%s': expected replace-one or add-remove",
+                 dpo_config_origin(cfg, "privacy.neighbours"), rel_s);
+    goto out;
+  }
   if (!p->is_private && !isnan(p->eps)) {
     rc = dpo_err(DPO_EINVAL,
                  "%s: a privacy budget was given but algorithm '%s' adds no noise; choose a "
@@ -92,11 +107,12 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
     snprintf(p->label, sizeof p->label, "NOT PRIVATE: algorithm %s adds no noise", algo->name);
   else if (p->seeded)
     snprintf(p->label, sizeof p->label,
-             "NOT PRIVATE: seeded run (--seed %lld) for reproducibility; budget accounting as if eps=%g",
-             (long long)seed, p->eps);
+             "NOT PRIVATE: seeded run (--seed %lld) for reproducibility; budget accounting as if "
+             "eps=%g, %s neighbours", (long long)seed, p->eps, dpo_neighbours_name(p->rel));
   else
-    snprintf(p->label, sizeof p->label, "PRIVATE: (eps=%g, delta=%g) budget, secure noise", p->eps,
-             p->delta);
+    snprintf(p->label, sizeof p->label,
+             "PRIVATE: (eps=%g, delta=%g) budget, %s neighbours, secure noise", p->eps, p->delta,
+             dpo_neighbours_name(p->rel));
 out:
   rc = dpo_agree(ctx->comm, rc);
   if (rc) {
@@ -110,16 +126,16 @@ out:
 int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  if (p->rdp) return dpo_ledger_open_rdp(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
-  return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 0, &p->ledger);
+  return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
+                            &p->ledger);
 }
 
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
 int dpo_train_priv_reopen_ledger(dpo_train_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  if (p->rdp) return dpo_ledger_open_rdp(p->comm, p->eps, p->delta, p->journal, 1, &p->ledger);
-  return dpo_ledger_open(p->comm, p->eps, p->delta, p->journal, 1, &p->ledger);
+  return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
+                            &p->ledger);
 }
 
 const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p) {
@@ -152,6 +168,10 @@ void dpo_train_priv_summary(const dpo_train_priv_t *p, json_object *sum) {
   json_object_object_add(o, "private_algorithm", json_object_new_boolean(p->is_private));
   json_object_object_add(o, "seeded_not_private", json_object_new_boolean(p->seeded));
   json_object_object_add(o, "label", json_object_new_string(p->label));
+  if (p->is_private) {
+    json_object_object_add(o, "neighbours", json_object_new_string(dpo_neighbours_name(p->rel)));
+    json_object_object_add(o, "accountant", json_object_new_string(p->acct));
+  }
   if (p->has_clip) {
     json_object_object_add(o, "clip_norm", json_object_new_string(p->clip.norm == DPO_CLIP_L1 ? "l1" : "l2"));
     json_object_object_add(o, "clip_C", json_object_new_double(p->clip.C));
@@ -176,8 +196,10 @@ void dpo_train_priv_print(const dpo_train_priv_t *p, FILE *out) {
     double e = NAN, d = NAN, be = NAN, bd = NAN;
     dpo_ledger_spent(p->ledger, &e, &d);
     dpo_ledger_budget(p->ledger, &be, &bd);
-    fprintf(out, "privacy spent   eps = %.6g of %.6g, delta = %.3g of %.3g (%lld charges, %s)\n", e,
-            be, d, bd, (long long)dpo_ledger_count(p->ledger), p->journal);
+    fprintf(out, "privacy spent   eps = %.6g of %.6g, delta = %.3g of %.3g (%lld charges, "
+                 "accountant %s, %s neighbours, %s)\n", e, be, d, bd,
+            (long long)dpo_ledger_count(p->ledger), p->acct, dpo_neighbours_name(p->rel),
+            p->journal);
   }
 }
 

@@ -120,23 +120,32 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     rc = dpo_err(DPO_EINVAL, "algo.accounting = '%s': expected subsampled or thesis-2gamma", acc);
     goto fail;
   }
-  /* Public sensitivities (privacy rule 1): from clipping or declared bounds, never the data */
+  /* Public sensitivities (privacy rule 1): from clipping or declared bounds, never the data.
+   * These algorithms average over a public n or sample m of n without replacement (001 (3.3)):
+   * replace-one analyses, so the per-example bounds double (dpo_sens). */
+  const dpo_neighbours_t rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
+  if (rel != DPO_NEIGHBOURS_REPLACE_ONE) {
+    rc = dpo_err(DPO_EINVAL, "this algorithm's privacy analysis (001) is for replace-one "
+                 "neighbours: set privacy.neighbours = replace-one (add-remove: dp-sgd-rdp with "
+                 "algo.sampling = poisson)");
+    goto fail;
+  }
   dp->S1 = INFINITY;
   dp->S2 = INFINITY;
   if (clip && clip->norm == DPO_CLIP_L1) {
-    dp->S1 = 2.0 * clip->C;
-    dp->S2 = 2.0 * clip->C;
+    dp->S1 = dpo_sens(rel, clip->C);
+    dp->S2 = dpo_sens(rel, clip->C);
   } else if (clip && clip->norm == DPO_CLIP_L2) {
-    dp->S1 = 2.0 * clip->C * sqrt((double)dp->d);
-    dp->S2 = 2.0 * clip->C;
+    dp->S1 = dpo_sens(rel, clip->C * sqrt((double)dp->d));
+    dp->S2 = dpo_sens(rel, clip->C);
   }
   if (!isnan(B1)) {
     double s1 = dpo_model_grad_l1_sens(model, B1);
     if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
     if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
   }
-  if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && 2.0 * B2 < dp->S2)
-    dp->S2 = 2.0 * B2; /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
+  if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && dpo_sens(rel, B2) < dp->S2)
+    dp->S2 = dpo_sens(rel, B2); /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
   if (!isfinite(dp->S1)) {
     rc = dpo_err(DPO_EINVAL,
                  "no public sensitivity for model %s: give privacy.clip (--clip l1:C) or "

@@ -104,8 +104,16 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   if (!led) return dpo_err(DPO_EINVAL, "%s: a private algorithm needs the ledger", who);
   if ((rc = dpo_ledger_budget(led, &c->eps, &c->delta))) return rc;
   if (!(c->delta > 0))
-    return dpo_err(DPO_EINVAL, "%s: needs an (eps, delta) budget with delta > 0 and the RDP "
-                               "ledger (--delta D --set privacy.accountant=rdp)", who);
+    return dpo_err(DPO_EINVAL, "%s: Gaussian noise needs an (eps, delta) budget with delta > 0: "
+                               "give --delta D", who);
+  /* The one-pass and phased analyses of 003 (disjoint examples at fixed positions, amplification
+   * by iteration) compare data sets of one public size n: replace-one.  Only dp-sgd-rdp with
+   * Poisson batches has an add/remove analysis (MTZ 2019). */
+  c->rel = dpo_ledger_neighbours(led);
+  if (c->rel != DPO_NEIGHBOURS_REPLACE_ONE && strcmp(who, "dp-sgd-rdp") != 0)
+    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (003) is for replace-one neighbours; "
+                   "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
+                   "algo.sampling = poisson for add-remove)", who);
   if ((rc = dpo_solver_param(s, "rho", NAN, &c->rho))) return rc;
   if (isnan(c->rho)) {
     /* the curve alpha rho^2/2 is one Gaussian release with z = 1/rho: rho = 1/z_min */

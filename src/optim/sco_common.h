@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "dpopt/privacy.h"
+
 #include "dpopt/optim.h"
 
 typedef struct {
@@ -28,6 +30,7 @@ typedef struct {
   double D;      /* diameter of K */
   double eps, delta; /* the ledger's budget */
   double rho;    /* target: the whole run is (alpha, alpha rho^2/2)-RDP */
+  dpo_neighbours_t rel; /* the ledger's neighbouring relation (dpo_sens takes it) */
   int64_t *perm; /* public order of the n global ids */
   int64_t *ids;  /* scratch batch (sorted) */
 } dpo__sco_t;

@@ -4,11 +4,13 @@
  *
  *   B_t = a batch drawn on rank 0 from the solver's dpo_rng_t, exactly as the ledger records it:
  *     algo.sampling = wor (default): m = algo.m of the n examples without replacement
- *       (Wang-Balle-Kasiviswanathan 2019, replace-one neighbours: the sum moves by <= 2L);
+ *       (Wang-Balle-Kasiviswanathan 2019, a replace-one analysis);
  *     algo.sampling = poisson: each example independently with probability q = m/n (an exact
  *       Bernoulli(m/n) from an unbiased integer draw); Mironov-Talwar-Zhang 2019 is an
- *       add/remove-one analysis: the sum moves by <= L.  (Use wor for the replace-one
- *       guarantee of the rest of dpopt.)
+ *       add/remove analysis.
+ *   The sensitivity is dpo_sens(privacy.neighbours, L): 2L under replace-one, L under
+ *   add-remove.  Each sampling runs only under the relation its amplification bound is proved
+ *   for (wor: replace-one, poisson: add-remove); the other pair is refused at creation.
  *   g_t = (sum_{i in B_t} grad f(x_t, u_i) + N(0, sigma^2 I)) / m + grad of the model's
  *         regularizer (public);  x_{t+1} = Pi_K(x_t - lr g_t)
  *   output: the average of x_1 .. x_T (post-processing of released iterates).
@@ -76,7 +78,16 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.T must be >= 1", who);
     goto fail;
   }
-  a->sens = a->poisson ? a->c.L : 2 * a->c.L;
+  if (a->poisson != (a->c.rel == DPO_NEIGHBOURS_ADD_REMOVE)) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
+                 "privacy.neighbours = %s: set algo.sampling = %s or privacy.neighbours = %s",
+                 who, samp, a->poisson ? "add-remove" : "replace-one",
+                 a->poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
+                 dpo_neighbours_name(a->c.rel), a->poisson ? "wor" : "poisson",
+                 a->poisson ? "add-remove" : "replace-one");
+    goto fail;
+  }
+  a->sens = dpo_sens(a->c.rel, a->c.L);
   if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
   if (isnan(a->z) &&
       (rc = dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, n, a->T, a->c.eps,
@@ -147,7 +158,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   }
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma, .sensitivity = a->sens,
                      .dim = d, .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
-                     .m = a->m, .n = n, .step = t};
+                     .m = a->m, .n = n, .step = t, .neighbours = a->c.rel};
   if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   if (t == 0) dpo__sco_project(x, d, a->c.D);
   if (mb > 0) {

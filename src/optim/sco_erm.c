@@ -101,7 +101,7 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
   /* charge the phase's release before any data-dependent computation */
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = ph->sigma, .sensitivity = ph->sens,
                      .dim = d, .sampling = "disjoint", .accounting = "rdp", .group = 1,
-                     .m = ph->m, .n = c->n, .step = step};
+                     .m = ph->m, .n = c->n, .step = step, .neighbours = c->rel};
   if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   if (step == 0) dpo__sco_project(x, d, c->D);
   w = malloc((size_t)d * sizeof *w);
@@ -206,7 +206,8 @@ static int perm_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     return DPO_OK;
   }
   dpo__sco_phase_t ph = {.erm = 1, .off = a->off, .m = ni, .eta = ldexp(a->eta, -2 * i)};
-  ph.sens = 4 * a->c.L * ph.eta;
+  /* exact ERM moves by 2 L eta between neighbours, plus the accuracy L eta on each side */
+  ph.sens = dpo_sens(a->c.rel, a->c.L * ph.eta) + 2 * a->c.L * ph.eta;
   ph.sigma = dpo__sco_sigma(a->z, ph.sens, a->c.d);
   dpo__sco_erm_info_t info;
   if ((rc = dpo__sco_phase_run(s, &a->c, &ph, t, dpo_solver_x(s), a->mu, a->maxit, &info)))

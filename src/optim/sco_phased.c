@@ -90,8 +90,10 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   double eta_i = ldexp(a->eta, -2 * i), sigma_i = 4 * a->c.L * eta_i / a->c.rho;
   /* charge the phase's release before any data-dependent computation (Lemma 4.5) */
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = sigma_i,
-                     .sensitivity = 2 * a->c.L * eta_i, .dim = d, .sampling = "disjoint",
-                     .accounting = "rdp", .group = 1, .m = ni, .n = a->c.n, .step = t};
+                     .sensitivity = dpo_sens(a->c.rel, a->c.L * eta_i), .dim = d,
+                     .sampling = "disjoint",
+                     .accounting = "rdp", .group = 1, .m = ni, .n = a->c.n, .step = t,
+                     .neighbours = a->c.rel};
   if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   if (t == 0) dpo__sco_project(x, d, a->c.D);
   for (int32_t j = 0; j < d; j++) {

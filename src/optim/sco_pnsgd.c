@@ -164,7 +164,8 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
              "before it is made (disjoint batches)", (long long)T);
   else {
     plan.whole = (dpo_charge_t){.mechanism = "rdp-rho", .rho = a->rho_charged, .sampling = "none",
-                                .accounting = "rdp", .m = a->used, .n = n, .step = 0};
+                                .accounting = "rdp", .m = a->used, .n = n, .step = 0,
+                                .neighbours = a->c.rel};
     snprintf(plan.what, sizeof plan.what, "one charge rho = %.6g for the final iterate of the "
              "full %lld-step pass (003 Thm 3.1)", a->rho_charged, (long long)T);
   }
@@ -188,11 +189,11 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   if (t == 0) dpo__sco_project(x, d, a->c.D); /* w_0 in K */
   dpo_batch_t b = dpo__sco_batch(&a->c, a->off, a->B[t]);
   if (a->release_all) {
-    /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t */
+    /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t (dpo_sens) */
     dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
-                       .sensitivity = 2 * a->c.L / (double)a->B[t], .dim = d,
+                       .sensitivity = dpo_sens(a->c.rel, a->c.L) / (double)a->B[t], .dim = d,
                        .sampling = "disjoint", .accounting = "rdp", .group = 1,
-                       .m = a->B[t], .n = a->c.n, .step = t};
+                       .m = a->B[t], .n = a->c.n, .step = t, .neighbours = a->c.rel};
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   }
   if ((rc = dpo_oracle_eval(dpo_solver_oracle(s), x, &b, 0, NULL, a->g))) return rc;

@@ -120,11 +120,11 @@ static int reduce_create(dpo_solver_t *s, void **state) {
       p->m = m;
       p->eta = ldexp(eta, -2 * i);
       if (erm) {
-        p->sens = 4 * L * p->eta;
+        p->sens = dpo_sens(a->c.rel, L * p->eta) + 2 * L * p->eta; /* as in sco_erm.c */
         p->sigma = dpo__sco_sigma(zerm, p->sens, a->c.d);
       } else {
         if ((rc = sc_check_eta(a, p->eta, who))) goto fail;
-        p->sens = 2 * L * p->eta;
+        p->sens = dpo_sens(a->c.rel, L * p->eta);
         p->sigma = 4 * L * p->eta / a->c.rho;
       }
       off += m; /* the next phase (and the next run) starts after every example used */
@@ -172,7 +172,7 @@ static int psc_create(dpo_solver_t *s, void **state) {
     }
     if ((rc = sc_check_eta(a, p->eta, who))) goto fail;
     p->wlam = a->mu;
-    p->sens = 2 * a->c.L * p->eta;
+    p->sens = dpo_sens(a->c.rel, a->c.L * p->eta);
     p->sigma = 4 * a->c.L * p->eta / a->c.rho;
   }
   dpo_msg("%s: k=%d phases of n_i=%lld, eta=%g, lambda=%g, rho=%g, L=%g", who, k, (long long)ni,

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------ directed rounding */
 
@@ -269,14 +270,8 @@ int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta) {
 /* ------------------------------------------------------------ basic composition */
 
 /* Sequential releases add (thesis Thm 4.1.3, and delta adds too); consecutive "disjoint"
- * batches of one group are a parallel composition: the pass costs the max of its batches. */
-typedef struct {
-  dpo__xsum_t eps, delta;
-  int open;        /* a disjoint pass is open */
-  int64_t group;   /* its id */
-  double gmax_eps; /* max cost so far within the pass */
-  double gmax_delta;
-} dpo__basic_t;
+ * batches of one group are a parallel composition: the pass costs the max of its batches
+ * (dpo__basic_t in privacy_int.h). */
 
 static void dpo__basic_init(void *s) {
   dpo__basic_t *b = s;
@@ -331,14 +326,69 @@ static void dpo__basic_spent(const void *state, double *eps, double *delta) {
   if (delta) *delta = dpo__xsum_up(&b->delta);
 }
 
-static const dpo__acct_ops_t dpo__acct_basic = {
+const dpo__acct_ops_t dpo__acct_basic = {
     "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent};
 
-/* the accountant table: a new kind (e.g. "rdp") is one more entry */
-static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, &dpo__acct_rdp, NULL};
+/* the accountant table: a new kind is one more entry */
+static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, &dpo__acct_rdp,
+                                                         &dpo__acct_auto, NULL};
 
 const dpo__acct_ops_t *dpo__acct_find(const char *name) {
   for (int i = 0; dpo__acct_table[i]; i++)
     if (dpo__streq(name, dpo__acct_table[i]->name)) return dpo__acct_table[i];
   return NULL;
+}
+
+/* ------------------------------------------------------------ neighbouring relation */
+
+const char *dpo_neighbours_name(dpo_neighbours_t rel) {
+  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? "add-remove" : "replace-one";
+}
+
+int dpo_neighbours_parse(const char *s, dpo_neighbours_t *rel) {
+  if (!rel) return dpo_err(DPO_EINVAL, "neighbours_parse: NULL output");
+  if (!s || !strcasecmp(s, "replace-one")) *rel = DPO_NEIGHBOURS_REPLACE_ONE;
+  else if (!strcasecmp(s, "add-remove")) *rel = DPO_NEIGHBOURS_ADD_REMOVE;
+  else
+    return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove",
+                   s);
+  return DPO_OK;
+}
+
+/* The one conversion from a per-example bound to a sensitivity: replacing a row changes two
+ * terms of the sum (the old one leaves, the new one enters), adding or removing changes one. */
+double dpo_sens(dpo_neighbours_t rel, double b) {
+  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? b : 2.0 * b;
+}
+
+int dpo__charge_relation(const dpo_charge_t *c, dpo_neighbours_t rel) {
+  if (!c || !c->sampling || !c->mechanism)
+    return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
+  if (c->neighbours != DPO_NEIGHBOURS_REPLACE_ONE && c->neighbours != DPO_NEIGHBOURS_ADD_REMOVE)
+    return dpo_err(DPO_EINVAL, "charge: unknown neighbouring relation %d", (int)c->neighbours);
+  if (c->neighbours != rel)
+    return dpo_err(DPO_EINVAL, "charge at step %lld was calibrated for %s neighbours, but the "
+                   "ledger's relation is %s: the two guarantees are not comparable (set "
+                   "privacy.neighbours to one relation for the whole budget)",
+                   (long long)c->step, dpo_neighbours_name(c->neighbours),
+                   dpo_neighbours_name(rel));
+  /* Poisson subsampling amplification (Mironov-Talwar-Zhang 2019) is an add/remove analysis;
+   * sampling m of n without replacement (001 (3.3), WBK 2019 Thm 9), disjoint batches of a
+   * public partition of the n rows and the one-pass bound of 003 Thm 3.1 need a public n and
+   * row positions: replace-one analyses.  Neither converts for free, so refuse. */
+  if (rel == DPO_NEIGHBOURS_REPLACE_ONE && dpo__streq(c->sampling, "poisson"))
+    return dpo_err(DPO_EINVAL, "charge: Poisson subsampling is analysed for add-remove "
+                   "neighbours (Mironov-Talwar-Zhang 2019); under privacy.neighbours = "
+                   "replace-one sample without replacement (algo.sampling = wor), or set "
+                   "privacy.neighbours = add-remove");
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE &&
+      (dpo__streq(c->sampling, "wor") || dpo__streq(c->sampling, "disjoint") ||
+       dpo__streq(c->mechanism, "rdp-rho")))
+    return dpo_err(DPO_EINVAL, "charge: %s is a replace-one analysis (fixed public n); under "
+                   "privacy.neighbours = add-remove use Poisson sampling (dp-sgd-rdp "
+                   "algo.sampling = poisson), or set privacy.neighbours = replace-one",
+                   dpo__streq(c->mechanism, "rdp-rho") ? "amplification by iteration (003 "
+                   "Thm 3.1)" : dpo__streq(c->sampling, "wor") ? "sampling without replacement"
+                   : "a disjoint-batch pass");
+  return DPO_OK;
 }

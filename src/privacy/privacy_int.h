@@ -60,11 +60,47 @@ typedef struct {
   void (*spent)(const void *state, double *eps, double *delta);
 } dpo__acct_ops_t;
 
-/* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta. */
+/* The basic accountant's state (accountant.c): sequential releases add (thesis Thm 4.1.3,
+ * delta adds too); consecutive "disjoint" batches of one group are a parallel composition. */
+typedef struct {
+  dpo__xsum_t eps, delta;
+  int open;        /* a disjoint pass is open */
+  int64_t group;   /* its id */
+  double gmax_eps; /* max cost so far within the pass */
+  double gmax_delta;
+} dpo__basic_t;
+extern const dpo__acct_ops_t dpo__acct_basic;
+
+/* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta.  State: the
+ * composed curve of closed releases plus, while a disjoint pass is open, the per-order max of
+ * its batches (parallel composition: each example is in one batch). */
+typedef struct {
+  double sum[DPO_RDP_MAX_ORDERS];
+  double gmax[DPO_RDP_MAX_ORDERS];
+  int open;
+  int64_t group;
+  double bdelta; /* the budget's delta, remembered at the first charge (for spent) */
+} dpo__rdpacct_t;
 extern const dpo__acct_ops_t dpo__acct_rdp;
+/* The curve of one RDP release (gaussian with accounting "rdp", or rdp-rho), validated. */
+int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc);
+/* s += the release curve rc (sampling "disjoint" with the open pass's group: per-order max). */
+void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
+                      int64_t group);
+/* The composed curve of s (closed releases + the open pass), rounded up. */
+void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot);
+
+/* The "auto" accountant (acct_auto.c): pure / (eps, delta) releases and RDP releases in one
+ * budget (dpo_ledger_open_ex in privacy.h). */
+extern const dpo__acct_ops_t dpo__acct_auto;
 
 /* NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
- * "rdp": dpo__acct_rdp. */
+ * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto. */
 const dpo__acct_ops_t *dpo__acct_find(const char *name);
+
+/* Whether charge c may enter a ledger under relation rel: c states rel, and its sampling's
+ * analysis holds under rel (poisson: add-remove; wor, disjoint, rdp-rho: replace-one).
+ * DPO_EINVAL with a message saying which setting to change. */
+int dpo__charge_relation(const dpo_charge_t *c, dpo_neighbours_t rel);
 
 #endif

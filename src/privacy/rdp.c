@@ -375,7 +375,8 @@ int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const 
     double r = dpo__div_up(eta[t], den);
     if (r > best) best = r;
   }
-  *rho = dpo__mul_up(2 * L, best);
+  /* 003 Thm 3.1 compares data sets that differ in the row at one position: replace-one */
+  *rho = dpo__mul_up(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, L), best);
   return DPO_OK;
 }
 
@@ -396,20 +397,10 @@ int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta
 
 /* ------------------------------------------------------------ the "rdp" accountant */
 
-/* State: the composed curve of closed releases plus, while a disjoint pass is open, the
- * per-order max of its batches (parallel composition: each example is in one batch). */
-typedef struct {
-  double sum[DPO_RDP_MAX_ORDERS];
-  double gmax[DPO_RDP_MAX_ORDERS];
-  int open;
-  int64_t group;
-  double bdelta; /* the budget's delta, remembered at the first charge (for spent) */
-} dpo__rdpacct_t;
-
 static void dpo__rdpacct_init(void *s) { memset(s, 0, sizeof(dpo__rdpacct_t)); }
 
 /* the release's own curve */
-static int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
+int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   int st;
   dpo_rdp_curve_init(rc);
   if (!c || !c->mechanism || !c->sampling || !c->accounting)
@@ -439,6 +430,30 @@ static int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
 }
 
+void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
+                      int64_t group) {
+  int disjoint = dpo__streq2(sampling, "disjoint");
+  if (disjoint && s->open && s->group == group) {
+    for (int i = 0; i < rc->n; i++) s->gmax[i] = fmax(s->gmax[i], rc->rdp[i]);
+    return;
+  }
+  for (int i = 0; i < rc->n; i++) {
+    s->sum[i] = dpo__add_up(s->sum[i], s->gmax[i]); /* close the previous pass */
+    s->gmax[i] = 0;
+  }
+  s->open = disjoint;
+  s->group = group;
+  for (int i = 0; i < rc->n; i++) {
+    if (disjoint) s->gmax[i] = rc->rdp[i];
+    else s->sum[i] = dpo__add_up(s->sum[i], rc->rdp[i]);
+  }
+}
+
+void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot) {
+  dpo_rdp_curve_init(tot);
+  for (int i = 0; i < tot->n; i++) tot->rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
+}
+
 static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
                                int commit, dpo__acct_result_t *r) {
   dpo__rdpacct_t *s = state, ns = *s;
@@ -447,29 +462,9 @@ static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if (st) return st;
   if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
   r->cost_delta = bdelta;
-  int in_pass = dpo__streq2(c->sampling, "disjoint") && s->open && s->group == c->group;
-  if (in_pass) {
-    for (int i = 0; i < rc.n; i++) ns.gmax[i] = fmax(s->gmax[i], rc.rdp[i]);
-  } else {
-    for (int i = 0; i < rc.n; i++) {
-      ns.sum[i] = dpo__add_up(s->sum[i], s->gmax[i]); /* close the previous pass */
-      ns.gmax[i] = 0;
-    }
-    if (dpo__streq2(c->sampling, "disjoint")) {
-      ns.open = 1;
-      ns.group = c->group;
-      for (int i = 0; i < rc.n; i++) ns.gmax[i] = rc.rdp[i];
-    } else {
-      ns.open = 0;
-      for (int i = 0; i < rc.n; i++) ns.sum[i] = dpo__add_up(ns.sum[i], rc.rdp[i]);
-    }
-  }
-  dpo_rdp_curve_init(&tot);
-  dpo_rdp_curve_init(&old);
-  for (int i = 0; i < tot.n; i++) {
-    tot.rdp[i] = dpo__add_up(ns.sum[i], ns.gmax[i]);
-    old.rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
-  }
+  dpo__rdpacct_add(&ns, &rc, c->sampling, c->group);
+  dpo__rdpacct_total(&ns, &tot);
+  dpo__rdpacct_total(s, &old);
   double eo, en;
   if ((st = dpo_rdp_eps(&old, bdelta, &eo, NULL)) || (st = dpo_rdp_eps(&tot, bdelta, &en, NULL)))
     return st;
@@ -488,8 +483,7 @@ static void dpo__rdpacct_spent(const void *state, double *eps, double *delta) {
   double e = 0;
   if (s->bdelta > 0) {
     dpo_rdp_curve_t tot;
-    dpo_rdp_curve_init(&tot);
-    for (int i = 0; i < tot.n; i++) tot.rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
+    dpo__rdpacct_total(s, &tot);
     if (dpo_rdp_eps(&tot, s->bdelta, &e, NULL)) e = INFINITY;
   }
   if (eps) *eps = e;

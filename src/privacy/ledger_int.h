@@ -1,0 +1,63 @@
+/* Internals shared by ledger.c (open, charge, accounts) and ledger_replay.c (journal replay
+ * and printing). */
+#ifndef DPO_LEDGER_INT_H
+#define DPO_LEDGER_INT_H
+
+#include "privacy_int.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct dpo_ledger {
+  MPI_Comm comm; /* MPI_COMM_NULL: serial, this process is the coordinator */
+  int rank;
+  double beps, bdelta;
+  dpo_neighbours_t rel; /* the neighbouring relation of every charge */
+  const dpo__acct_ops_t *ops;
+  void *state;
+  int fd;           /* journal, -1 if none or not rank 0 */
+  off_t end;        /* journal length after the last complete line */
+  int failed;       /* a journal write failed: refuse every further charge */
+  int64_t count;    /* charges recorded */
+  int64_t repaired; /* bytes of a torn last line removed on resume */
+  /* per-party accounts (multi-party runs): same accountant, own budgets and state */
+  int nparties;
+  double *pbeps, *pbdelta;
+  void **pstate;
+};
+
+#define DPO__MAX_PARTIES 4096
+
+void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps);
+
+/* JSON helpers: doubles written with 17 significant digits (read back bit-identically); the
+ * getters return 0 when the key is missing or of another type. */
+json_object *dpo__jd(double x);
+int dpo__jget_d(json_object *o, const char *k, double *v);
+int dpo__jget_i(json_object *o, const char *k, int64_t *v);
+const char *dpo__jget_s(json_object *o, const char *k);
+
+/* A journal being verified: the header's budget, accountant and relation, the recomputed
+ * state, and where the good lines end. */
+typedef struct {
+  int have_header;
+  double beps, bdelta;
+  dpo_neighbours_t rel;
+  const dpo__acct_ops_t *ops;
+  void *state;
+  int64_t count;
+  size_t good_len;  /* bytes up to and including the last good line */
+  size_t torn_len;  /* bytes of a torn last line (0 if none) */
+  int nparties;     /* from a {"kind":"parties"} line */
+  double *pbeps, *pbdelta;
+  void **pstate;
+} dpo__replay_t;
+
+void dpo__replay_free(dpo__replay_t *R);
+/* Verify the journal text buf[0, len) line by line and recompute the totals into R (whose
+ * state is allocated here; dpo__replay_free).  If out != NULL print one row per charge. */
+int dpo__replay(const char *path, const char *buf, size_t len, FILE *out, dpo__replay_t *R);
+int dpo__read_all(int fd, const char *path, char **buf, size_t *len);
+
+#endif

@@ -1,0 +1,305 @@
+/* The ledger journal read back: line-by-line verification, recomputation of every total from
+ * the charges (resume), and the human-readable account printed by `dpopt ledger RUN`.  The
+ * journal format is described at the top of ledger.c. */
+#include "ledger_int.h"
+
+#include "dpopt/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ JSON helpers */
+
+json_object *dpo__jd(double x) {
+  char b[40];
+  snprintf(b, sizeof b, "%.17g", x); /* round-trips every double */
+  return json_object_new_double_s(x, b);
+}
+
+int dpo__jget_d(json_object *o, const char *k, double *v) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x)) return 0;
+  if (!json_object_is_type(x, json_type_double) && !json_object_is_type(x, json_type_int))
+    return 0;
+  *v = json_object_get_double(x);
+  return isfinite(*v);
+}
+
+int dpo__jget_i(json_object *o, const char *k, int64_t *v) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x) || !json_object_is_type(x, json_type_int)) return 0;
+  *v = json_object_get_int64(x);
+  return 1;
+}
+
+const char *dpo__jget_s(json_object *o, const char *k) {
+  json_object *x;
+  if (!json_object_object_get_ex(o, k, &x) || !json_object_is_type(x, json_type_string))
+    return NULL;
+  return json_object_get_string(x);
+}
+
+/* ------------------------------------------------------------ replay */
+
+
+void dpo__replay_free(dpo__replay_t *R) {
+  free(R->state);
+  dpo__free_pstates(R->ops, R->nparties, R->pstate);
+  free(R->pbeps);
+  free(R->pbdelta);
+  R->state = NULL;
+  R->pstate = NULL;
+  R->pbeps = R->pbdelta = NULL;
+}
+
+/* The "parties" line: {"kind":"parties","budget_eps":[..],"budget_delta":[..]} */
+static int dpo__replay_parties(const char *path, int64_t lineno, json_object *o,
+                               dpo__replay_t *R, FILE *out) {
+  json_object *be, *bd;
+  if (R->nparties > 0 || !R->ops || !json_object_object_get_ex(o, "budget_eps", &be) ||
+      !json_object_object_get_ex(o, "budget_delta", &bd) ||
+      !json_object_is_type(be, json_type_array) || !json_object_is_type(bd, json_type_array) ||
+      json_object_array_length(be) != json_object_array_length(bd) ||
+      json_object_array_length(be) < 1 || json_object_array_length(be) > DPO__MAX_PARTIES)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: bad or repeated parties line", path, (long long)lineno);
+  int n = (int)json_object_array_length(be);
+  R->pbeps = calloc((size_t)n, sizeof *R->pbeps);
+  R->pbdelta = calloc((size_t)n, sizeof *R->pbdelta);
+  R->pstate = calloc((size_t)n, sizeof *R->pstate);
+  if (!R->pbeps || !R->pbdelta || !R->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  R->nparties = n;
+  for (int k = 0; k < n; k++) {
+    R->pbeps[k] = json_object_get_double(json_object_array_get_idx(be, (size_t)k));
+    R->pbdelta[k] = json_object_get_double(json_object_array_get_idx(bd, (size_t)k));
+    if (!(R->pbeps[k] > 0) || !isfinite(R->pbeps[k]) || !(R->pbdelta[k] >= 0 && R->pbdelta[k] < 1))
+      return dpo_err(DPO_EFORMAT, "%s:%lld: party %d budget (%g, %g) invalid", path,
+                     (long long)lineno, k, R->pbeps[k], R->pbdelta[k]);
+    if (!(R->pstate[k] = calloc(1, R->ops->state_size)))
+      return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+    R->ops->init(R->pstate[k]);
+  }
+  if (out) fprintf(out, "%8s parties: %d accounts\n", "-", n);
+  return DPO_OK;
+}
+
+static int dpo__close_rel(double a, double b) {
+  return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
+                       dpo__replay_t *R) {
+  int st = DPO_OK;
+  size_t pos = 0;
+  int64_t lineno = 0;
+  json_tokener *tok = json_tokener_new();
+  if (!tok) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  memset(R, 0, sizeof *R);
+  while (pos < len) {
+    const char *nl = memchr(buf + pos, '\n', len - pos);
+    lineno++;
+    if (!nl) { /* no newline: the write of this line never completed */
+      R->torn_len = len - pos;
+      break;
+    }
+    size_t n = (size_t)(nl - (buf + pos));
+    json_tokener_reset(tok);
+    json_object *o = n > 0 ? json_tokener_parse_ex(tok, buf + pos, (int)n) : NULL;
+    if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+              json_tokener_get_parse_end(tok) != n || !json_object_is_type(o, json_type_object))) {
+      json_object_put(o);
+      o = NULL;
+    }
+    if (!o) {
+      if ((size_t)(nl - buf) + 1 == len) { /* unparsable last line: torn too */
+        R->torn_len = len - pos;
+        break;
+      }
+      st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line is not a JSON object (corrupt journal)",
+                   path, (long long)lineno);
+      goto done;
+    }
+    if (!R->have_header) {
+      const char *kind = dpo__jget_s(o, "kind"), *acct = dpo__jget_s(o, "accountant");
+      int64_t ver = 0;
+      if (!kind || strcmp(kind, "dpopt-ledger") != 0 || !dpo__jget_i(o, "version", &ver) ||
+          ver != 1 || !dpo__jget_d(o, "budget_eps", &R->beps) ||
+          !dpo__jget_d(o, "budget_delta", &R->bdelta) || !(R->ops = dpo__acct_find(acct)) ||
+          dpo_neighbours_parse(dpo__jget_s(o, "neighbours"), &R->rel) != DPO_OK) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 header", path);
+        goto done;
+      }
+      R->state = calloc(1, R->ops->state_size);
+      if (!R->state) {
+        json_object_put(o);
+        st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
+        goto done;
+      }
+      R->ops->init(R->state);
+      R->have_header = 1;
+      if (out) {
+        fprintf(out, "privacy ledger %s (accountant %s, %s neighbours)\nbudget: eps = %.17g, "
+                     "delta = %.17g\n\n", path, R->ops->name, dpo_neighbours_name(R->rel),
+                R->beps, R->bdelta);
+        fprintf(out, "%8s %-9s %-9s %-13s %14s %12s %12s %12s %12s\n", "step", "mechanism",
+                "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
+                "total_delta");
+      }
+    } else if (dpo__jget_s(o, "kind") && !strcmp(dpo__jget_s(o, "kind"), "parties")) {
+      st = dpo__replay_parties(path, lineno, o, R, out);
+      if (st) {
+        json_object_put(o);
+        goto done;
+      }
+    } else if (dpo__jget_s(o, "event")) {
+      /* an event (e.g. a party dropped): recorded, not a charge */
+      if (out) {
+        int64_t pk = -1, sk = -1;
+        dpo__jget_i(o, "party", &pk);
+        dpo__jget_i(o, "step", &sk);
+        fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
+                (long long)pk);
+      }
+    } else {
+      dpo_charge_t c;
+      json_object *p;
+      double se, sd;
+      memset(&c, 0, sizeof c);
+      int ok = dpo__jget_i(o, "step", &c.step) && (c.mechanism = dpo__jget_s(o, "mechanism")) &&
+               (c.sampling = dpo__jget_s(o, "sampling")) &&
+               (c.accounting = dpo__jget_s(o, "accounting")) &&
+               json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
+               dpo__jget_d(p, "delta", &c.delta) &&
+               dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
+               dpo__jget_d(p, "sensitivity", &c.sensitivity) && dpo__jget_i(p, "dim", &c.dim) &&
+               dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
+               dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
+               dpo__jget_d(o, "charge_delta", &sd);
+      if (ok && !dpo__jget_d(p, "rho", &c.rho)) c.rho = 0; /* optional: rdp-rho only */
+      if (!ok) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
+                     (long long)lineno);
+        goto done;
+      }
+      dpo__acct_result_t r;
+      c.neighbours = R->rel; /* every charge was accepted under the header's relation */
+      st = dpo__charge_relation(&c, R->rel);
+      if (!st) st = R->ops->charge(R->state, &c, R->beps, R->bdelta, 1, &r);
+      if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dpo_errmsg());
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: %s", path, (long long)lineno, msg);
+        goto done;
+      }
+      if (!r.fits || !dpo__close_rel(r.charge_eps, se) || !dpo__close_rel(r.charge_delta, sd)) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT,
+                     "%s:%lld: recorded charge (%.17g, %.17g) does not match the recomputed "
+                     "(%.17g, %.17g)%s (journal edited or written by another version)",
+                     path, (long long)lineno, se, sd, r.charge_eps, r.charge_delta,
+                     r.fits ? "" : " or exceeds the budget");
+        goto done;
+      }
+      /* the parties it touched: each account is charged the same release */
+      json_object *pa;
+      if (json_object_object_get_ex(o, "parties", &pa)) {
+        int okp = json_object_is_type(pa, json_type_array) && R->nparties > 0;
+        for (size_t i = 0; okp && i < json_object_array_length(pa); i++) {
+          int64_t k = json_object_get_int64(json_object_array_get_idx(pa, i));
+          dpo__acct_result_t pr;
+          okp = k >= 0 && k < R->nparties &&
+                R->ops->charge(R->pstate[k], &c, R->pbeps[k], R->pbdelta[k], 1, &pr) == DPO_OK &&
+                pr.fits;
+        }
+        if (!okp) {
+          json_object_put(o);
+          st = dpo_err(DPO_EFORMAT, "%s:%lld: the charge's parties are unknown or over their "
+                       "budgets (journal edited?)", path, (long long)lineno);
+          goto done;
+        }
+      }
+      R->count++;
+      if (out) {
+        char mn[48] = "-";
+        if (strcmp(c.sampling, "none") != 0)
+          snprintf(mn, sizeof mn, "%lld/%lld", (long long)c.m, (long long)c.n);
+        fprintf(out, "%8lld %-9s %-9s %-13s %14s %12.6g %12.6g %12.6g %12.6g\n",
+                (long long)c.step, c.mechanism, c.sampling, c.accounting, mn, r.cost_eps,
+                r.cost_delta, r.total_eps, r.total_delta);
+      }
+    }
+    json_object_put(o);
+    pos = (size_t)(nl - buf) + 1;
+    R->good_len = pos;
+  }
+done:
+  json_tokener_free(tok);
+  return st;
+}
+
+int dpo__read_all(int fd, const char *path, char **buf, size_t *len) {
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) return dpo_err(DPO_EIO, "%s: stat failed: %s", path, strerror(errno));
+  size_t n = (size_t)sb.st_size, off = 0;
+  char *b = malloc(n + 1);
+  if (!b) return dpo_err(DPO_ENOMEM, "ledger: out of memory reading %s", path);
+  while (off < n) {
+    ssize_t r = pread(fd, b + off, n - off, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      free(b);
+      return dpo_err(DPO_EIO, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "short");
+    }
+    off += (size_t)r;
+  }
+  b[n] = '\0';
+  *buf = b;
+  *len = n;
+  return DPO_OK;
+}
+
+/* ------------------------------------------------------------ printing */
+
+int dpo_ledger_print(const char *path, FILE *out) {
+  if (!path || !out) return dpo_err(DPO_EINVAL, "ledger_print: NULL argument");
+  int fd = open(path, O_RDONLY | O_CLOEXEC), st;
+  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0;
+  dpo__replay_t R = {0};
+  st = dpo__read_all(fd, path, &buf, &len);
+  close(fd);
+  if (st) return st;
+  if ((st = dpo__replay(path, buf, len, out, &R))) goto out;
+  if (!R.have_header) {
+    st = dpo_err(DPO_EFORMAT, "%s: no ledger header (empty or torn journal)", path);
+    goto out;
+  }
+  double se, sd;
+  R.ops->spent(R.state, &se, &sd);
+  /* remaining is an allowance: round it down */
+  double re = dpo__add_down(R.beps, -se), rd = dpo__add_down(R.bdelta, -sd);
+  fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
+          se, sd);
+  fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
+  for (int k = 0; k < R.nparties; k++) {
+    double pe, pd;
+    R.ops->spent(R.pstate[k], &pe, &pd);
+    fprintf(out, "party %d:   eps = %.17g of %.17g, delta = %.17g of %.17g\n", k, pe, R.pbeps[k],
+            pd, R.pbdelta[k]);
+  }
+  if (R.torn_len > 0)
+    fprintf(out, "note: torn last line of %zu bytes (crash while writing it; its release never "
+                 "happened; resuming the run removes it)\n", R.torn_len);
+out:
+  dpo__replay_free(&R);
+  free(buf);
+  return st;
+}
