@@ -88,8 +88,12 @@ int dpo_mech_gaussian_sigma(double delta2, double eps, double delta, int64_t d, 
  *   eps' = ln(1 + (m/n)(e^eps - 1))   (001 (3.3)), rounded up;
  * the (eps, delta) version also scales delta' = (m/n) delta (Balle-Barthe-Gaboardi 2018). */
 int dpo_acct_wor(double eps, int64_t m, int64_t n, double *eps_out);
-/* Inverse (001 (3.5)): the per-step eps0 for a target eps', rounded down so that
- * dpo_acct_wor(eps0) <= eps' holds exactly. */
+/* Inverse (001 (3.5)): the per-step eps0 for a target eps' in [0, 700].  Contract:
+ *  - dpo_acct_wor(*eps0, m, n) <= eps' exactly (the ledger's own rounded-up forward map);
+ *  - hence *eps0 <= the exact inverse ln(1 + (n/m)(e^eps' - 1)), and *eps0 is within a relative
+ *    2^-45 below it (the libm margins of both directions; measured 2^-46.8), except when the
+ *    exact inverse exceeds 700, where dpo_acct_wor stops amplifying: then *eps0 <= 700;
+ *  - m == n returns eps' itself. */
 int dpo_acct_wor_inverse(double eps_target, int64_t m, int64_t n, double *eps0);
 /* Thesis Thm 4.1.5 (Lemma 2.2 of Beimel et al.): eps' = 2 (m/n) eps, only for eps <= 1
  * (DPO_EINVAL otherwise); rounded up. */

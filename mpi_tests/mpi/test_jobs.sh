@@ -3,8 +3,8 @@
 # ranks and sizes right, weak-scaling per-rank size constant, the revision passed through
 # summary.json); run.expect_ranks stops every rank with exit 1 when MPI's size differs (also
 # when a launcher starts singletons); the SLURM and PBS scripts parse and, with a faked
-# scheduler environment, launch 2 ranks; the cost model's compute fit reproduces its own input
-# within 30%.  No timing is asserted.  Run by mpi_tests/run_mpi.sh (MPIRUN, top_srcdir, ...).
+# scheduler environment, launch 2 ranks; the cost model's measured run writes its files and its
+# fit recovers known constants from synthetic timings.  No measured timing is asserted.  Run by mpi_tests/run_mpi.sh (MPIRUN, top_srcdir, ...).
 . "$(dirname "$0")/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 export DPOPT_GIT_REV=test-rev-7
@@ -117,9 +117,25 @@ expect 0 timeout 240 sh "$S/jobs/costmodel" --sizes "30000 45000 60000" --d 20 -
 nchk=$(grep -c '^CHECK' "$T/out")
 check "cost model: 5 self-check lines (got $nchk)" [ "$nchk" -eq 5 ]
 grep -q '^FIT .*c1 .*alpha .*beta_p2p' "$T/out" && ok || bad "cost model prints its FIT line"
-# every fitted constant was measured (a misread output line gives 0, not a failure)
+# the fit itself, on synthetic timings made with the model's own formulas from known constants
+# (c0 2e-5 s, c1 3e-9 s/nnz; m0 7e-9 s/factor entry, m1 5e-8 s/rating at rank 10): exact
+# recovery up to the 7 digits it prints; a slower repetition of a size must be ignored
+awk 'BEGIN { OFS = ","; print "h"; split("40000 1000000 4000000 1000000", z, " ")
+  for (i = 1; i <= 4; i++) { for (k = 1; k <= 29; k++) f[k] = 0; f[6] = "synthetic"; f[8] = 1
+    f[17] = z[i]; f[18] = 30; f[20] = 30 * (2e-5 + 3e-9 * z[i]) * (i == 4 ? 1.5 : 1)
+    s = f[1]; for (k = 2; k <= 29; k++) s = s OFS f[k]; print s } }' > "$T/syn_compute.csv"
+awk 'BEGIN { OFS = ","; print "spec,ratings,users,items,epochs,t_train,t_grad_update,t_hess"
+  split("60000 200000 400000", R, " "); split("1600 6000 6000", F, " ")
+  for (i = 1; i <= 3; i++) { g = 4 * 5e-8 * R[i]; h = 4 * 7e-9 * F[i] * 10
+    print "s" i, R[i], F[i] / 2, F[i] / 2, 4, g + h, g, h } }' > "$T/syn_mf.csv"
+expect 0 sh "$S/jobs/costmodel" --fit-only --compute-csv "$T/syn_compute.csv" --mf-csv "$T/syn_mf.csv" \
+  --mf-rank 10 --out "$T/cmfit"
 fitl=$(grep '^FIT' "$T/out")
-check "cost model: c1, m0, m1 > 0 in '$fitl'" sh -c 'echo "$1" | awk "{exit !(\$5 > 0 && \$7 > 0 && \$9 > 0)}"' _ "$fitl"
+check "cost model fit recovers c0 2e-5 c1 3e-9 m0 7e-9 m1 5e-8: '$fitl'" sh -c 'echo "$1" | awk "
+  function near(x, y) { return x / y > 1 - 1e-5 && x / y < 1 + 1e-5 }
+  {exit !(\$2 == \"c0\" && near(\$3, 2e-5) && near(\$5, 3e-9) && near(\$7, 7e-9) && near(\$9, 5e-8))}"' _ "$fitl"
+expect 1 sh "$S/jobs/costmodel" --fit-only --out "$T/cmfit2"
+grep -q "needs --compute-csv" "$T/err" && ok || bad "--fit-only without a CSV explains"
 for p in "P = 16" "P = 256" "P = 4096" "synthetic logistic" "a9a" "ML-20M"; do
   grep -q "$p" "$T/cm.md" && ok || bad "COSTMODEL.md lacks '$p'"
 done

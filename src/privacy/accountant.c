@@ -164,6 +164,9 @@ int dpo_acct_wor_inverse(double eps_target, int64_t m, int64_t n, double *eps0) 
   double q = dpo__div_up((double)m, (double)n);
   double a = dpo__div_down(dpo__widen_down(expm1(eps_target)), q);
   double e = isfinite(a) ? dpo__widen_down(log1p(a)) : dpo__widen_down(eps_target - log(q));
+  /* above 700 dpo_acct_wor charges eps itself (no amplification), so no e > 700 can pass the
+   * round trip below; start there instead of stepping down one ulp at a time from ~700 - ln q */
+  if (e > 700) e = 700;
   /* guarantee the round trip: forward(e) <= target exactly as the ledger computes it */
   for (;;) {
     double f;
