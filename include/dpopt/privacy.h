@@ -245,6 +245,11 @@ int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np, co
 int dpo_ledger_party_spent(const dpo_ledger_t *L, int party, double *eps, double *delta);
 int dpo_ledger_party_budget(const dpo_ledger_t *L, int party, double *eps, double *delta);
 int dpo_ledger_party_event(dpo_ledger_t *L, const char *event, int party, int64_t step);
+/* Rank 0: journal the run's release plan {"kind":"plan","algo":..,"plan":"per-step"|"whole",
+ * "steps":N,"what":..} (the driver does it before step 0; optim.h "release plans").  Not a
+ * charge; `dpopt ledger` prints it and, at the end, plan vs spent. */
+int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, int64_t steps,
+                           const char *what);
 
 /* Human-readable account of a journal (for `dpopt ledger RUN`): one row per charge with the
  * recomputed totals, then budget / spent / remaining.  Read-only: a torn last line is reported,

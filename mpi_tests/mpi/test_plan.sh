@@ -10,6 +10,7 @@
 #    a per-step plan stops after the steps that ran and its total is exactly the natural run's
 #    journal total after as many charges (the releases that ran, and nothing else);
 #  - above: the run ends at the schedule's end with the natural run's charges;
+#  - the journal records the plan and `dpopt ledger` shows it beside what was spent;
 #  - --gtol on a private algorithm is refused (a stopping decision on the private gradient).
 . "$(dirname "$0")/testlib.sh"
 "$DPOPT" gen logistic --n 3000 --d 5 --l1-bound 5 --seed 4 "$T/g.txt" >/dev/null 2>&1 || bad "gen"
@@ -46,6 +47,8 @@ for a in $PURE $SCO; do
     bad "$a: natural run: plan steps '$N', iterations done '$done_n'"; continue; fi
   awk -v s="$spent" 'BEGIN {exit !(s > 0 && s <= 1)}' && ok || bad "$a: spent '$spent' not in (0, 1]"
   has "$T/out" "release plan    $kind" "$a: the printed summary states the plan"
+  expect 0 "$DPOPT" ledger "$T/$a-nat"
+  has "$T/out" "plan:      $a, $kind charge, $N steps planned" "$a: dpopt ledger shows plan vs spent"
   case " $PURE " in *" $a "*)
     close "$(pure_total "$T/$a-nat")" "$spent" 1e-9 "$a: ledger total vs the independent recomputation";;
   esac

@@ -160,6 +160,13 @@ static int64_t dpo__resolve_iters(const dpo_solver_t *s, const dpo_run_opts_t *o
   return s->plan.kind != DPO_PLAN_NONE ? s->plan.steps : 100;
 }
 
+/* The plan goes into the journal before the first charge (a resumed run's is there already). */
+static int dpo__plan_record(dpo_solver_t *s) {
+  if (!s->ledger || s->resumed) return DPO_OK;
+  return dpo_ledger_record_plan(s->ledger, s->algo->name, dpo_plan_kind_name(s->plan.kind),
+                                s->plan.steps, s->plan.what);
+}
+
 /* Rank 0, before step 0: refuse run options that disagree with the plan (privacy rule 3),
  * then make a whole plan's one charge.  Nothing has been released yet. */
 static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max_iter) {
@@ -170,7 +177,7 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
     return dpo_err(DPO_EINVAL, "algo.gtol (--gtol) = %g stops %s on the gradient of the private "
                    "data, a decision no charge covers: drop --gtol (private algorithms run their "
                    "planned steps)", o->gtol, name);
-  if (p->kind != DPO_PLAN_WHOLE) return DPO_OK;
+  if (p->kind != DPO_PLAN_WHOLE) return dpo__plan_record(s);
   if (max_iter < p->steps)
     return dpo_err(DPO_EINVAL, "%s charges its whole %lld-step schedule at once, a charge "
                    "that holds only if the schedule runs to its end: --iters %lld would cut it; "
@@ -193,7 +200,7 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
                    "cannot cover it (eps %g already spent of %g): raise --eps or use a fresh "
                    "budget", name, p->what, se, be);
   }
-  if (rc) return rc;
+  if (rc || (rc = dpo__plan_record(s))) return rc;
   return dpo_ledger_charge(s->ledger, &p->whole, NULL);
 }
 

@@ -567,6 +567,25 @@ out:
   return st;
 }
 
+int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, int64_t steps,
+                           const char *what) {
+  int st = dpo__rank0(L, "ledger_record_plan");
+  if (st) return st;
+  if (!algo || !kind || steps < 0) return dpo_err(DPO_EINVAL, "ledger_record_plan: bad plan");
+  if (L->fd < 0) return DPO_OK;
+  if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed");
+  json_object *o = json_object_new_object();
+  if (!o) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  json_object_object_add(o, "kind", json_object_new_string("plan"));
+  json_object_object_add(o, "algo", json_object_new_string(algo));
+  json_object_object_add(o, "plan", json_object_new_string(kind));
+  json_object_object_add(o, "steps", json_object_new_int64(steps));
+  json_object_object_add(o, "what", json_object_new_string(what ? what : ""));
+  st = dpo__append(L, o);
+  json_object_put(o);
+  return st;
+}
+
 int dpo_ledger_party_event(dpo_ledger_t *L, const char *event, int party, int64_t step) {
   int st = dpo__rank0(L, "ledger_party_event");
   if (st) return st;

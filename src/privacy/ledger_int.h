@@ -52,6 +52,8 @@ typedef struct {
   int nparties;     /* from a {"kind":"parties"} line */
   double *pbeps, *pbdelta;
   void **pstate;
+  int64_t plan_steps; /* the last {"kind":"plan"} line: steps planned (-1: none) */
+  char plan_kind[16], plan_algo[64];
 } dpo__replay_t;
 
 void dpo__replay_free(dpo__replay_t *R);

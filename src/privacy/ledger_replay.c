@@ -99,6 +99,7 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
   json_tokener *tok = json_tokener_new();
   if (!tok) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   memset(R, 0, sizeof *R);
+  R->plan_steps = -1;
   while (pos < len) {
     const char *nl = memchr(buf + pos, '\n', len - pos);
     lineno++;
@@ -156,6 +157,21 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
         json_object_put(o);
         goto done;
       }
+    } else if (dpo__jget_s(o, "kind") && !strcmp(dpo__jget_s(o, "kind"), "plan")) {
+      /* the run's release plan (privacy rule 3): recorded before its first charge */
+      const char *pk = dpo__jget_s(o, "plan"), *pa = dpo__jget_s(o, "algo"),
+                 *pw = dpo__jget_s(o, "what");
+      if (!pk || !pa || !dpo__jget_i(o, "steps", &R->plan_steps)) {
+        json_object_put(o);
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: plan line lacks plan, algo or steps", path,
+                     (long long)lineno);
+        goto done;
+      }
+      snprintf(R->plan_kind, sizeof R->plan_kind, "%s", pk);
+      snprintf(R->plan_algo, sizeof R->plan_algo, "%s", pa);
+      if (out)
+        fprintf(out, "%8s plan: %s, %s, %lld steps: %s\n", "-", pa, pk, (long long)R->plan_steps,
+                pw ? pw : "");
     } else if (dpo__jget_s(o, "event")) {
       /* an event (e.g. a party dropped): recorded, not a charge */
       if (out) {
@@ -289,6 +305,10 @@ int dpo_ledger_print(const char *path, FILE *out) {
   fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
           se, sd);
   fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
+  if (R.plan_steps >= 0) /* plan vs spent */
+    fprintf(out, "plan:      %s, %s charge, %lld steps planned; %lld charges recorded, eps %.6g "
+                 "of %.6g spent\n", R.plan_algo, R.plan_kind, (long long)R.plan_steps,
+            (long long)R.count, se, R.beps);
   for (int k = 0; k < R.nparties; k++) {
     double pe, pd;
     R.ops->spent(R.pstate[k], &pe, &pd);
