@@ -13,6 +13,12 @@ extern "C" {
 
 /* mkdir -p. */
 int dpo_mkdirs(const char *path);
+/* A NEW directory for one run: parents as with dpo_mkdirs, the directory itself with one
+ * mkdir, then the empty file `claim` inside it with O_EXCL, so two processes can never share
+ * it.  An existing directory is accepted only when empty (the claim still decides between
+ * concurrent runs).  Otherwise *exists = 1 and DPO_EINVAL (the caller names the remedy);
+ * DPO_EIO for other failures.  Nothing that existed before is modified. */
+int dpo_mkdir_new(const char *path, const char *claim, int *exists);
 /* Write `len` bytes to `path` atomically: write a temporary file, fsync, rename, fsync dir. */
 int dpo_write_atomic(const char *path, const void *buf, size_t len);
 /* Model file: '#' comment lines, then "d" and one coefficient per line (%.17g: round trips). */

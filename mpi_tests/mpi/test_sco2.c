@@ -215,19 +215,27 @@ static void check_erm_solver(double diam) {
   dpo__sco_project(c, D, diam);
   dpo_batch_t b = {NULL, 0};
   dpo__sco_erm_info_t in, ih;
-  rc = dpo__sco_erm_solve(o, &b, c, reg, beta, 2 * lambda, diam, target, 1000000, w, &in);
+  int64_t T = 0, Th = 0;
+  rc = dpo__sco_erm_iters(beta, reg, 2 * lambda, diam, target, 1000000, &T);
+  T_CHECK(rc == DPO_OK, "erm iters: %s", dpo_errmsg());
+  rc = dpo__sco_erm_solve(o, &b, c, reg, beta, diam, T, w, &in);
   T_CHECK(rc == DPO_OK, "erm solve: %s", dpo_errmsg());
-  rc = dpo__sco_erm_solve(o, &b, c, reg, beta, 2 * lambda, diam, 1e-13, 1000000, wh, &ih);
+  rc = dpo__sco_erm_iters(beta, reg, 2 * lambda, diam, 1e-13, 1000000, &Th);
+  T_CHECK(rc == DPO_OK, "erm iters (high accuracy): %s", dpo_errmsg());
+  rc = dpo__sco_erm_solve(o, &b, c, reg, beta, diam, Th, wh, &ih);
   T_CHECK(rc == DPO_OK, "erm solve (high accuracy): %s", dpo_errmsg());
   double fw = phase_obj(s, w, lambda, reg, c), fh = phase_obj(s, wh, lambda, reg, c);
   double sub_opt = fw - fh;
-  T_CHECK(in.gap <= target, "erm solver: certified gap %g above Alg. 3's accuracy %g", in.gap,
-          target);
-  T_CHECK(sub_opt <= in.gap + 1e-13, "erm solver (D=%g): true sub-optimality %g exceeds the "
-          "certified gap %g", diam, sub_opt, in.gap);
+  /* the public step count alone guarantees Alg. 3's accuracy (no stopping on a data gap) */
+  T_CHECK(in.iters == T && ih.iters == Th, "erm solver: %lld / %lld steps, planned %lld / %lld",
+          (long long)in.iters, (long long)ih.iters, (long long)T, (long long)Th);
   T_CHECK(sub_opt <= target, "erm solver: F_i(w) - F_i* = %g > L^2 eta/n = %g", sub_opt, target);
-  T_CHECK(in.iters >= 2, "erm solver: %lld iterations, the start was already optimal (weak test)",
-          (long long)in.iters);
+  T_CHECK(T >= 2 && Th > T, "erm solver: %lld steps (high accuracy %lld): weak test",
+          (long long)T, (long long)Th);
+  /* a cap below the public count is refused before any oracle call */
+  int64_t Tc = 0;
+  T_CHECK(dpo__sco_erm_iters(beta, reg, 2 * lambda, diam, target, T - 1, &Tc) == DPO_EINVAL,
+          "erm iters: a cap below the planned count was accepted");
   T_CHECK(t_norm(w, D) <= diam / 2 * (1 + 1e-12), "erm solver: w outside K");
   if (diam < 1) /* the constraint is active: the unconstrained gradient is not zero */
     T_CHECK(fabs(t_norm(wh, D) - diam / 2) <= 1e-9, "erm solver: expected a boundary solution");

@@ -54,7 +54,6 @@ static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_ha
   int st = DPO_OK;
   char path[4096], cm[512];
   if (ctx->rank != 0) return DPO_OK;
-  if ((st = dpo_mkdirs(dir))) return st;
   snprintf(cm, sizeof cm, "X1: %d users x %d (row-major); %s %s%s", res->n_users, res->r, method,
            part, o->seed ? "" : "");
   snprintf(path, sizeof path, "%s/X1.txt", dir);
@@ -180,6 +179,20 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   o.eval_every = (int)ev;
   o.seed = (uint64_t)seed;
   double ph[4] = {0};
+  /* --out DIR: a NEW directory, claimed before the ratings are loaded (one mkdir plus an
+   * exclusive trace.csv), so an existing run's files are never overwritten */
+  if (outdir) {
+    int exists = 0;
+    rc = ctx->rank == 0 ? dpo_mkdir_new(outdir, "trace.csv", &exists) : DPO_OK;
+    if (rc && exists)
+      rc = dpo_err(DPO_EINVAL, "%s: %s exists and is not empty: dpopt mf never writes into an "
+                   "existing directory; choose another --out", dpo_config_origin(cfg, "mf.out"),
+                   outdir);
+    if ((rc = dpo_agree(ctx->comm, rc))) {
+      ex = dpo_cli_fail(ctx, "mf", rc);
+      goto out;
+    }
+  }
   if ((rc = dpo_ratings_load(ctx->comm, pos[0], !zb, &rt)) ||
       (rc = dpo_hamsi_run(ctx->comm, rt, &o, &res))) {
     ex = dpo_cli_fail(ctx, "mf", rc);

@@ -28,6 +28,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
     {"--row-bound-action", "data.row_bound_action", "A", "reject | clip rows over a declared bound (default reject)"},
+    {"--report-rows", "data.report_rows", NULL, "name rejected rows / count clipped rows: NON-PRIVATE output (private algorithms)"},
     {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
     {"--lambda", "model.lambda", "L", "regularization lambda in lambda*||x||^2 (default 1e-4)"},
     {"--algo", "algo.name", "NAME", "algorithm (list below; default gd)"},
@@ -64,12 +65,19 @@ static void dpo__algo_help(char *buf, size_t cap) {
 }
 
 /* Declared row bounds are public facts about the data domain (privacy rule 1).  Rows over a
- * bound are rejected (error naming the row) or scaled onto the bound. */
-static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double bound, int clip) {
-  int rc = DPO_OK;
+ * bound are rejected or scaled onto the bound.  Which row, its norm and how many rows were
+ * scaled are facts about the private data that no charge covers: for a private algorithm they
+ * are printed only when asked (report = data.report_rows) and labelled NON-PRIVATE; by default
+ * a rejection says only that some row of the file exceeds the bound (the same message on every
+ * rank, so not even the rank holding the row shows), and clipping is silent.  Non-private
+ * algorithms always get the details. */
+static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double bound, int clip,
+                              int is_private, int report) {
+  int rc = DPO_OK, detail = !is_private || report;
+  const char *tag = is_private ? "NON-PRIVATE (data.report_rows): " : "";
   double *nrm1 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm1);
   double *nrm2 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm2);
-  int64_t nclip = 0, nclip_all = 0;
+  int64_t nclip = 0, nclip_all = 0, nover = 0, nover_all = 0;
   if (!nrm1 || !nrm2) {
     rc = dpo_err(DPO_ENOMEM, "out of memory");
     goto out;
@@ -79,10 +87,12 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
     double nv = l1 ? nrm1[i] : nrm2[i];
     if (nv <= bound) continue;
     if (!clip) {
-      rc = dpo_err(DPO_EFORMAT,
-                   "%s: row %lld has L%d norm %.6g over the declared bound %.6g "
-                   "(use --row-bound-action clip to scale such rows)",
-                   s->source, (long long)(s->row0 + i + 1), l1 ? 1 : 2, nv, bound);
+      nover++;
+      if (detail)
+        rc = dpo_err(DPO_EFORMAT,
+                     "%s%s: row %lld has L%d norm %.6g over the declared bound %.6g "
+                     "(use --row-bound-action clip to scale such rows)",
+                     tag, s->source, (long long)(s->row0 + i + 1), l1 ? 1 : 2, nv, bound);
       break;
     }
     double sc = bound / nv;
@@ -95,14 +105,23 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
 out:
   free(nrm1);
   free(nrm2);
+  if (!detail && (rc = dpo_agree(comm, rc)) == DPO_OK) {
+    MPI_Allreduce(&nover, &nover_all, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (nover_all > 0)
+      return dpo_err(DPO_EFORMAT,
+                     "%s: a row has an L%d norm over the declared bound %.6g (which row is not "
+                     "shown: the algorithm is private; --report-rows shows it, NON-PRIVATE): "
+                     "fix the data or the bound, or use --row-bound-action clip",
+                     s->source, l1 ? 1 : 2, bound);
+  }
   rc = dpo_agree(comm, rc);
-  if (rc == DPO_OK) {
+  if (rc == DPO_OK && detail) {
     MPI_Allreduce(&nclip, &nclip_all, 1, MPI_INT64_T, MPI_SUM, comm);
     int rank;
     MPI_Comm_rank(comm, &rank);
     if (rank == 0 && nclip_all > 0)
-      dpo_msg("%lld rows scaled onto the declared L%d bound %g", (long long)nclip_all, l1 ? 1 : 2,
-              bound);
+      dpo_msg("%s%lld rows scaled onto the declared L%d bound %g", tag, (long long)nclip_all,
+              l1 ? 1 : 2, bound);
   }
   return rc;
 }
@@ -165,6 +184,52 @@ static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t i
   json_object_object_add(sum, "git_rev", json_object_new_string(rev && *rev ? rev : "unknown"));
 }
 
+/* The run directory, settled before the data are loaded and before anything is written
+ * (rank 0 decides, every rank gets the name).  --resume RUN: RUN must still hold a checkpoint
+ * (a completed run has none; nothing in it is touched).  A fresh run never writes into an
+ * existing run: --out DIR must not exist or be empty (else a usage error naming it), and the
+ * default runs/ALGO-DATE-TIME takes the suffix -2, -3, ... when taken; either is created with
+ * dpo_mkdir_new (one mkdir plus an exclusive trace.csv), so concurrent runs cannot share one. */
+static int dpo__run_dir(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, const char *algo,
+                        int resuming, char *dir, int cap) {
+  const char *given = NULL;
+  int rc = DPO_OK, exists = 0;
+  dpo_config_get_str(cfg, "run.dir", NULL, &given);
+  if (ctx->rank == 0) {
+    char p[1024];
+    if (given && snprintf(dir, (size_t)cap, "%s", given) >= cap)
+      rc = dpo_err(DPO_EINVAL, "run directory %s: path too long", given);
+    else if (resuming) {
+      snprintf(p, sizeof p, "%s/checkpoint", dir);
+      if (access(p, R_OK) != 0)
+        rc = dpo_err(DPO_EIO, "--resume %s: no checkpoint (%s): the run completed or stopped "
+                     "before its first checkpoint; nothing to resume", dir, p);
+    } else if (given) {
+      if ((rc = dpo_mkdir_new(dir, "trace.csv", &exists)) && exists)
+        rc = dpo_err(DPO_EINVAL, "%s: run directory %s exists and is not empty: a new run never "
+                     "writes into an existing one; continue an interrupted run with --resume %s, "
+                     "or choose another --out",
+                     dpo_config_origin(cfg, "run.dir") ? dpo_config_origin(cfg, "run.dir")
+                                                       : "--out",
+                     dir, dir);
+    } else {
+      char ts[32];
+      time_t now = time(NULL);
+      strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
+      for (int k = 1; k <= 1000; k++) {
+        if (k == 1) snprintf(dir, (size_t)cap, "runs/%s-%s", algo, ts);
+        else snprintf(dir, (size_t)cap, "runs/%s-%s-%d", algo, ts, k);
+        rc = dpo_mkdir_new(dir, "trace.csv", &exists);
+        if (!exists) break;
+      }
+    }
+  }
+  if ((rc = dpo_agree(ctx->comm, rc))) return rc;
+  if (MPI_Bcast(dir, cap, MPI_CHAR, 0, ctx->comm) != MPI_SUCCESS)
+    return dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "run directory: MPI_Bcast failed"));
+  return DPO_OK;
+}
+
 /* A run that fails after its directory exists leaves FAILED there (stage, reason, exit
  * status), so a directory with an empty or short journal is never mistaken for a finished
  * run.  Rank 0 only, best effort: the error itself is reported on stderr by every rank. */
@@ -203,7 +268,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex = 0;
   const char *stage = "train";
-  int dir_ready = 0; /* the run directory exists: a failure is recorded in it (FAILED) */
+  /* this run created the run directory (or passed the --resume checks for it): a failure is
+   * recorded in it (FAILED); never in a directory another run owns */
+  int dir_ready = 0;
   double t_start = dpo_wtime();
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
@@ -239,10 +306,10 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if ((rc = dpo_cli_check_ranks(ctx, cfg))) goto fail; /* before any collective or file */
 
   /* ---- configuration ---- */
-  const char *train_path, *test_path, *model_name, *algo_name, *run_dir, *fstar_s, *action;
+  const char *train_path, *test_path, *model_name, *algo_name, *fstar_s, *action;
   double lambda, x0v, b1, b2;
   int64_t iters, trace_every;
-  int no_trace_loss;
+  int no_trace_loss, report_rows;
   dpo_config_get_str(cfg, "data.train", NULL, &train_path);
   dpo_config_get_str(cfg, "data.test", NULL, &test_path);
   dpo_config_get_str(cfg, "model.name", "logreg", &model_name);
@@ -255,7 +322,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &b2)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &iters)) ||
       (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &trace_every)) ||
-      (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &no_trace_loss)))
+      (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &no_trace_loss)) ||
+      (rc = dpo_config_get_bool(cfg, "data.report_rows", 0, &report_rows)))
     goto fail;
   if (!train_path) dpo_config_get_str(cfg, "parties.data", NULL, &train_path); /* per party */
   if (!train_path) {
@@ -285,16 +353,61 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto fail;
   }
   if ((rc = dpo_model_create(model_name, lambda, &model))) goto fail;
+  double fstar = NAN;
+  int fstar_newton = !strcasecmp(fstar_s, "newton");
+  if (!fstar_newton && strcasecmp(fstar_s, "none")) {
+    char *end;
+    fstar = strtod(fstar_s, &end);
+    if (end == fstar_s || *end) {
+      rc = dpo_err(DPO_EINVAL, "%s: run.fstar = '%s': expected newton, none or a number",
+                   dpo_config_origin(cfg, "run.fstar"), fstar_s);
+      goto fail;
+    }
+  }
 
-  /* ---- data ---- */
-  stage = "train (loading data)";
+  /* Every check that can refuse the run comes before the run directory is written and before
+   * the data are loaded: the configuration above, the budget here, the directory next. */
   dpo_load_opts_t lo;
   if ((rc = dpo_cli_load_opts(cfg, &lo))) goto fail;
   lo.labels = dpo_model_binary(model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
   if ((rc = dpo_train_parties_setup(ctx, cfg, algo->is_private, &parties))) goto fail;
+  /* ---- privacy set-up (budget, clipping, noise stream; needs no data) ---- */
+  stage = "train (privacy set-up)";
+  if ((rc = dpo_train_priv_setup(ctx, cfg, algo, NULL, model, &priv))) goto fail;
+
+  /* ---- run directory ---- */
+  stage = "train (run directory)";
+  char run_dir[512], ckpt_path[1024];
+  if ((rc = dpo__run_dir(ctx, cfg, algo->name, resuming, run_dir, (int)sizeof run_dir)))
+    goto fail;
+  snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint", run_dir);
+  dir_ready = !resuming; /* created by this run */
+  rc = DPO_OK;
+  if (ctx->rank == 0) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/trace.csv", run_dir);
+    if (resuming) { /* appended to after the checkpoint's offset (dpo_train_trace_rewind) */
+      if (!(trace = fopen(p, "r+"))) rc = dpo_err(DPO_EIO, "%s: cannot open to resume", p);
+    } else if (!(trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
+    else rc = dpo_train_priv_trace_note(priv, trace);
+    /* config.ini now, not only at the end: --resume needs it after an interruption */
+    if (!rc && !resuming) rc = dpo_train_write_config(cfg, run_dir);
+  }
+  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  if ((rc = resuming ? dpo_train_priv_reopen_ledger(priv, run_dir)
+                     : dpo_train_priv_open_ledger(priv, run_dir)))
+    goto fail;
+  dir_ready = 1; /* resuming: the run's checkpoint and journal are there, it is this run's */
+
+  /* ---- data ---- */
+  stage = "train (loading data)";
   if ((rc = dpo_train_parties_load(parties, ctx, train_path, &lo, &train))) goto fail;
-  if (!isnan(b1) && (rc = dpo__enforce_bound(ctx->comm, train, 1, b1, clip_rows))) goto fail;
-  if (!isnan(b2) && (rc = dpo__enforce_bound(ctx->comm, train, 0, b2, clip_rows))) goto fail;
+  if (!isnan(b1) && (rc = dpo__enforce_bound(ctx->comm, train, 1, b1, clip_rows,
+                                             algo->is_private, report_rows)))
+    goto fail;
+  if (!isnan(b2) && (rc = dpo__enforce_bound(ctx->comm, train, 0, b2, clip_rows,
+                                             algo->is_private, report_rows)))
+    goto fail;
   if (test_path) {
     lo.d = train->d; /* the test set must live in the training feature space */
     if ((rc = dpo_shard_load(ctx->comm, test_path, &lo, &test))) goto fail;
@@ -302,13 +415,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", train_path,
           (long long)train->n_global, train->d, ctx->size, ctx->size > 1 ? "s" : "");
 
-  /* ---- privacy set-up (ledger, clipping, noise stream) ---- */
-  stage = "train (privacy set-up)";
-  if ((rc = dpo_train_priv_setup(ctx, cfg, algo, train, model, &priv))) goto fail;
-
   /* ---- reference optimum (non-private diagnostic) ---- */
-  double fstar = NAN;
-  if (!strcasecmp(fstar_s, "newton")) {
+  if (fstar_newton) {
     stage = "train (Newton reference F*)";
     double *xs = calloc((size_t)train->d, sizeof *xs);
     dpo_newton_info_t ni;
@@ -322,44 +430,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     fstar = ni.F;
     dpo_msg("Newton reference: F* = %.15g after %lld iterations (||grad|| = %.2e) [non-private]",
             ni.F, (long long)ni.iters, ni.gnorm);
-  } else if (strcasecmp(fstar_s, "none")) {
-    char *end;
-    fstar = strtod(fstar_s, &end);
-    if (end == fstar_s || *end) {
-      rc = dpo_err(DPO_EINVAL, "%s: run.fstar = '%s': expected newton, none or a number",
-                   dpo_config_origin(cfg, "run.fstar"), fstar_s);
-      goto fail;
-    }
   }
-
-  /* ---- run directory (rank 0) ---- */
-  char dirbuf[512];
-  dpo_config_get_str(cfg, "run.dir", NULL, &run_dir);
-  if (!run_dir) {
-    char ts[32];
-    time_t now = time(NULL);
-    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    snprintf(dirbuf, sizeof dirbuf, "runs/%s-%s", algo->name, ts);
-    run_dir = dirbuf;
-  }
-  rc = DPO_OK;
-  if (ctx->rank == 0) {
-    char p[1024];
-    if (!(rc = dpo_mkdirs(run_dir))) {
-      snprintf(p, sizeof p, "%s/trace.csv", run_dir);
-      if (resuming) { /* appended to after the checkpoint's offset (dpo_train_trace_rewind) */
-        if (!(trace = fopen(p, "r+"))) rc = dpo_err(DPO_EIO, "%s: cannot open to resume", p);
-      } else if (!(trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
-      else rc = dpo_train_priv_trace_note(priv, trace);
-      /* config.ini now, not only at the end: --resume needs it after an interruption */
-      if (!rc && !resuming) rc = dpo_train_write_config(cfg, run_dir);
-    }
-  }
-  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
-  dir_ready = 1;
-  if ((rc = resuming ? dpo_train_priv_reopen_ledger(priv, run_dir)
-                     : dpo_train_priv_open_ledger(priv, run_dir)))
-    goto fail;
 
   /* ---- solve ---- */
   stage = "train";
@@ -377,8 +448,6 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                               dpo_train_priv_ledger(priv), x0, &solver)))
     goto fail;
   dpo_train_priv_attach(priv, solver);
-  char ckpt_path[1024];
-  snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint", run_dir);
   if (resuming) {
     int64_t toff = -1;
     if ((rc = dpo_solver_resume(solver, ckpt_path, &toff))) goto fail;

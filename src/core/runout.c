@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,51 @@ int dpo_mkdirs(const char *path) {
   }
   if (mkdir(buf, 0777) != 0 && errno != EEXIST)
     return dpo_err(DPO_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+  return DPO_OK;
+}
+
+/* 1 if path is a directory with no entry but . and .., 0 otherwise */
+static int dpo__dir_empty(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  struct dirent *e;
+  int empty = 1;
+  while (empty && (e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+  closedir(d);
+  return empty;
+}
+
+int dpo_mkdir_new(const char *path, const char *claim, int *exists) {
+  char buf[4096], *slash;
+  int rc;
+  *exists = 0;
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+    return dpo_err(DPO_EINVAL, "%s: path too long", path);
+  while ((slash = strrchr(buf, '/')) && slash > buf && slash[1] == '\0') *slash = '\0';
+  if ((slash = strrchr(buf, '/')) && slash > buf) { /* parents: mkdir -p */
+    *slash = '\0';
+    if ((rc = dpo_mkdirs(buf))) return rc;
+    *slash = '/';
+  }
+  if (mkdir(buf, 0777) != 0) {
+    if (errno != EEXIST)
+      return dpo_err(DPO_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    if (!dpo__dir_empty(buf)) {
+      *exists = 1;
+      return dpo_err(DPO_EINVAL, "%s exists and is not an empty directory", buf);
+    }
+  }
+  /* the claim, exclusive even in an empty directory that existed: one run per directory */
+  char cp[4096 + 256];
+  snprintf(cp, sizeof cp, "%s/%s", buf, claim);
+  int fd = open(cp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    if (errno != EEXIST) return dpo_err(DPO_EIO, "%s: cannot create: %s", cp, strerror(errno));
+    *exists = 1;
+    return dpo_err(DPO_EINVAL, "%s exists and is not an empty directory", buf);
+  }
+  close(fd);
   return DPO_OK;
 }
 

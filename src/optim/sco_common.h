@@ -57,23 +57,23 @@ void dpo__sco_jnn(int64_t T, double c, double *eta);
 /* ---- localization phases (003 Alg. 2 / Alg. 3; sco_erm.c), shared by phased-erm and the
  * strongly convex algorithms of sco_sc.c ---- */
 
-/* Certified solve of one Phased-ERM phase objective (003 Alg. 3, line 4):
+/* Solve of one Phased-ERM phase objective (003 Alg. 3, line 4):
  *   F_i(w) = F_batch(w) + reg ||w - center||^2  over K (ball of diameter D around 0),
  * F_batch = the oracle's mean (clipped) loss over the batch plus the model's regularizer.
  * Deterministic projected gradient descent, step 1/M with M = beta + 2 reg (beta: public
- * smoothness of F_batch), from w (in: start, out: solution).  Stopping rule: for
- * mu-strongly convex F_i (mu = mu_model + 2 reg), every w in K has
- *   F_i(w) - min_K F_i <= gap(w) = <g, w - v> - (mu/2)||w - v||^2,  v = Pi_K(w - g/mu),
- * (strong convexity lower bound minimized over K in closed form), so stopping at
- * gap(w) <= target certifies the accuracy.  Rank 0; each iteration is one oracle call.
- * DPO_ENOCONV after maxit iterations (nothing uncertified is ever returned). */
+ * smoothness of F_batch), from w (in: start, out: solution), for exactly `iters` steps (one
+ * oracle call each).  dpo__sco_erm_iters gives the count from public constants only: the
+ * number of steps after which F_i(w) - min_K F_i <= target is guaranteed for
+ * mu-strongly convex F_i (mu = mu_model + 2 reg), derivation in sco_erm.c; DPO_EINVAL when it
+ * exceeds maxit (decided before any data are touched). */
 typedef struct {
   int64_t iters; /* gradient evaluations */
-  double gap;    /* certified gap of the returned w */
 } dpo__sco_erm_info_t;
+int dpo__sco_erm_iters(double beta, double reg, double mu_model, double D, double target,
+                       int64_t maxit, int64_t *iters);
 int dpo__sco_erm_solve(dpo_oracle_t *o, const dpo_batch_t *b, const double *center, double reg,
-                       double beta, double mu_model, double D, double target, int64_t maxit,
-                       double *w, dpo__sco_erm_info_t *info);
+                       double beta, double D, int64_t iters, double *w,
+                       dpo__sco_erm_info_t *info);
 
 /* One phase: either PSGD (Alg. 2 line 4: one pass, one example per step, step eta; output the
  * average iterate, weighted by gamma_t = (1 - eta wlam)^-t when wlam > 0, 003 Lemma 5.2) or
@@ -81,7 +81,7 @@ int dpo__sco_erm_solve(dpo_oracle_t *o, const dpo_batch_t *b, const double *cent
  * w = output + N(0, sigma^2 I).  The ledger is charged for the release (Gaussian, L2
  * sensitivity sens, sampling "disjoint", group 1: the phases use disjoint examples) BEFORE
  * any data-dependent computation of the phase.  mu_model: the model's public strong
- * convexity (certificate), maxit: the ERM solver's iteration cap. */
+ * convexity (for the step count), maxit: cap on the ERM solver's public step count. */
 typedef struct {
   int erm;
   int64_t off, m;     /* the examples perm[off .. off + m) */

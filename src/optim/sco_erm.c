@@ -9,9 +9,11 @@
  *   w_i = w~_i + N(0, sigma_i^2 I),  sigma_i = 4 L eta_i z                 (Alg. 3, line 5)
  * Privacy (Lemma 4.7): F_i is lambda_i = 2/(eta_i n_i)-strongly convex, its minimizer has L2
  * sensitivity 4L/(lambda_i n_i) = 2 L eta_i, and the accuracy gives ||w~_i - wbar_i|| <= L eta_i,
- * so w~_i has sensitivity 4 L eta_i.  Our solver is deterministic with a CERTIFIED stopping
- * rule (see sco_common.h), so the bound holds with probability 1 (no delta for a failing SGD
- * solver) and each phase is a plain Gaussian mechanism with multiplier z.  Alg. 3 states
+ * so w~_i has sensitivity 4 L eta_i.  Our solver is deterministic projected GD run for an
+ * iteration count computed from public constants only (dpo__sco_erm_iters: a convergence
+ * bound, not a data-dependent stopping rule, so neither the accuracy nor the number of oracle
+ * calls depends on the data), so the bound holds with probability 1 (no delta for a failing
+ * SGD solver) and each phase is a plain Gaussian mechanism with multiplier z.  Alg. 3 states
  * z = sqrt(ln(1/delta))/eps via Lemma 4.6, which is not a valid (eps, delta) calibration for
  * every eps (the classic Gaussian needs sqrt(2 ln(1.25/delta))/eps); we use
  *   z = max(sqrt(ln(1/delta))/eps, z_rdp),  z_rdp = dpo_rdp_calibrate(one release, eps, delta)
@@ -36,60 +38,58 @@ double dpo__sco_sigma(double z, double sens, int32_t d) {
   return z * sens / (1 - z * sqrt((double)d) * 0x1p-38);
 }
 
-/* v = Pi_K(w - g/mu); returns the certified gap <g, w - v> - (mu/2)||w - v||^2 */
-static double erm_gap(const double *w, const double *g, double mu, double D, int32_t d,
-                      double *v) {
-  for (int32_t j = 0; j < d; j++) v[j] = w[j] - g[j] / mu;
-  dpo__sco_project(v, d, D);
-  double ip = 0, nn = 0;
-  for (int32_t j = 0; j < d; j++) {
-    double u = w[j] - v[j];
-    ip += g[j] * u;
-    nn += u * u;
-  }
-  double gap = ip - 0.5 * mu * nn;
-  return gap > 0 ? gap : 0;
+/* Inner iteration count (003 Alg. 3, line 4) from public constants only, so that how long the
+ * phase solver runs (oracle_evals, wall time) reveals nothing about the data.  Projected GD
+ * with step 1/M on the mu-strongly convex, M-smooth F_i over K: the prox-grad inequality
+ * (Beck 2017, Thm 10.16) at x = w*, y = w_t with f(w*) >= f(w_t) + <g, w* - w_t> +
+ * (mu/2)||w* - w_t||^2 gives
+ *   F_i(w_{t+1}) - F_i* <= ((M - mu)/2)||w_t - w*||^2 - (M/2)||w_{t+1} - w*||^2,
+ * hence ||w_{t+1} - w*||^2 <= (1 - mu/M)||w_t - w*||^2 and, with ||w_0 - w*|| <= D (both in K),
+ *   F_i(w_T) - F_i* <= (M D^2 / 2) (1 - mu/M)^T.
+ * The accuracy L^2 eta_i / n_i of Alg. 3 line 4 (what Lemma 4.7 needs for ||w~_i - wbar_i||
+ * <= L eta_i) therefore holds after
+ *   T = ceil( ln(M D^2 / (2 target)) / -ln(1 - mu/M) )   (<= kappa ln(...), kappa = M/mu)
+ * steps, with probability 1. */
+int dpo__sco_erm_iters(double beta, double reg, double mu_model, double D, double target,
+                       int64_t maxit, int64_t *iters) {
+  double M = beta + 2 * reg, mu = mu_model + 2 * reg;
+  *iters = 0;
+  if (!(M > 0) || !isfinite(M) || !(mu > 0) || !(target > 0) || !(D >= 0) || !isfinite(D))
+    return dpo_err(DPO_EINVAL, "phased-erm: phase solver needs public beta + 2 reg > 0 "
+                               "(a declared row bound), mu > 0, target > 0, finite D");
+  double q = fmin(mu / M, 1), r = M * D * D / (2 * target);
+  double T = r <= 1 ? 0 : q >= 1 ? 1 : ceil(log(r) / -log1p(-q));
+  if (!(T <= (double)maxit))
+    return dpo_err(DPO_EINVAL, "phased-erm: a phase needs %.0f gradient steps for the accuracy "
+                               "%g of 003 Alg. 3 (kappa = %g), above algo.erm_maxit = %lld: "
+                               "raise algo.erm_maxit or lower algo.D",
+                   T, target, M / mu, (long long)maxit);
+  *iters = (int64_t)T;
+  return DPO_OK;
 }
 
 int dpo__sco_erm_solve(dpo_oracle_t *o, const dpo_batch_t *b, const double *center, double reg,
-                       double beta, double mu_model, double D, double target, int64_t maxit,
-                       double *w, dpo__sco_erm_info_t *info) {
+                       double beta, double D, int64_t iters, double *w,
+                       dpo__sco_erm_info_t *info) {
   int32_t d = dpo_oracle_dim(o);
   int rc = DPO_OK;
-  double *g = malloc((size_t)d * sizeof *g), *v = malloc((size_t)d * sizeof *v);
-  double M = beta + 2 * reg, mu = mu_model + 2 * reg, gap = INFINITY;
+  double *g = malloc((size_t)d * sizeof *g);
+  double M = beta + 2 * reg;
   int64_t it = 0;
-  if (!g || !v) {
+  if (!g) {
     rc = dpo_err(DPO_ENOMEM, "phased-erm: out of memory");
     goto cleanup;
   }
-  if (!(M > 0) || !isfinite(M) || !(mu > 0) || !(target > 0)) {
-    rc = dpo_err(DPO_EINVAL, "phased-erm: phase solver needs beta + 2 reg > 0, mu > 0, target > 0");
-    goto cleanup;
-  }
   dpo__sco_project(w, d, D);
-  for (;;) {
+  /* a fixed count (dpo__sco_erm_iters): no data-dependent stopping rule */
+  for (; it < iters; it++) {
     if ((rc = dpo_oracle_eval(o, w, b, 0, NULL, g))) goto cleanup;
-    for (int32_t j = 0; j < d; j++) g[j] += 2 * reg * (w[j] - center[j]);
-    it++;
-    gap = erm_gap(w, g, mu, D, d, v);
-    if (gap <= target) break;
-    if (it >= maxit) {
-      rc = dpo_err(DPO_ENOCONV, "phased-erm: phase objective not solved to %g after %lld "
-                                "gradient steps (certified gap %g): raise algo.erm_maxit",
-                   target, (long long)it, gap);
-      goto cleanup;
-    }
-    for (int32_t j = 0; j < d; j++) w[j] -= g[j] / M; /* projected GD, step 1/M */
-    dpo__sco_project(w, d, D);
+    for (int32_t j = 0; j < d; j++) w[j] -= (g[j] + 2 * reg * (w[j] - center[j])) / M;
+    dpo__sco_project(w, d, D); /* projected GD, step 1/M */
   }
 cleanup:
-  if (info) {
-    info->iters = it;
-    info->gap = gap;
-  }
+  if (info) info->iters = it;
   free(g);
-  free(v);
   return rc;
 }
 
@@ -98,6 +98,13 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
   int32_t d = c->d;
   int rc;
   double *g = NULL, *w = NULL, *avg = NULL;
+  int64_t iters = 0;
+  double reg = 0, target = 0;
+  if (ph->erm) { /* public: a refusal here is decided before the charge and the data */
+    reg = 1 / (ph->eta * (double)ph->m);
+    target = c->L * c->L * ph->eta / (double)ph->m;
+    if ((rc = dpo__sco_erm_iters(c->beta, reg, mu_model, c->D, target, maxit, &iters))) return rc;
+  }
   /* charge the phase's release before any data-dependent computation */
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = ph->sigma, .sensitivity = ph->sens,
                      .dim = d, .sampling = "disjoint", .accounting = "rdp", .group = 1,
@@ -114,9 +121,8 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
   memcpy(w, x, (size_t)d * sizeof *w);
   if (ph->erm) {
     dpo_batch_t b = dpo__sco_batch(c, ph->off, ph->m);
-    double reg = 1 / (ph->eta * (double)ph->m), target = c->L * c->L * ph->eta / (double)ph->m;
-    if ((rc = dpo__sco_erm_solve(dpo_solver_oracle(s), &b, x, reg, c->beta, mu_model, c->D,
-                                 target, maxit, w, info)))
+    if ((rc = dpo__sco_erm_solve(dpo_solver_oracle(s), &b, x, reg, c->beta, c->D, iters, w,
+                                 info)))
       goto cleanup;
     memcpy(avg, w, (size_t)d * sizeof *avg);
   } else {
@@ -132,10 +138,7 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
       double t = (double)(u + 1), r = q > 0 ? q / -expm1(t * log1p(-q)) : 1 / t;
       for (int32_t j = 0; j < d; j++) avg[j] += (w[j] - avg[j]) * r;
     }
-    if (info) {
-      info->iters = ph->m;
-      info->gap = NAN;
-    }
+    if (info) info->iters = ph->m;
   }
   memcpy(x, avg, (size_t)d * sizeof *x);
   rc = dpo_mech_gaussian(dpo_solver_rng(s), ph->sigma, x, d);
@@ -182,6 +185,18 @@ static int perm_create(dpo_solver_t *s, void **state) {
   a->z = fmax(sqrt(log(1 / delta)) / eps, zr);
   if ((rc = dpo_solver_constants(s, NULL, &a->mu))) goto fail;
   if ((rc = dpo_solver_param_int(s, "erm_maxit", 1000000, &a->maxit))) goto fail;
+  /* every phase's inner step count is public: refuse a cap it exceeds before any charge */
+  int64_t total = 0;
+  for (int i = 1; i <= a->k && (int64_t)ldexp((double)n, -i) >= 1; i++) {
+    double ni = (double)(int64_t)ldexp((double)n, -i), etai = ldexp(a->eta, -2 * i);
+    int64_t T;
+    if ((rc = dpo__sco_erm_iters(a->c.beta, 1 / (etai * ni), a->mu, a->c.D,
+                                 a->c.L * a->c.L * etai / ni, a->maxit, &T)))
+      goto fail;
+    total += T;
+  }
+  dpo_msg("phased-erm: %lld projected-GD steps over the phases, fixed by the public constants "
+          "(003 Alg. 3 line 4 accuracy)", (long long)total);
   dpo_msg("phased-erm: k=%d phases, eta=%g, noise multiplier z=%g (Alg. 3: %g, RDP: %g), L=%g, "
           "D=%g (Thm 4.8 rate L D (1/sqrt n + sqrt(d ln(1/delta))/(eps n)) = %g)",
           a->k, a->eta, a->z, sqrt(log(1 / delta)) / eps, zr, a->c.L, a->c.D,
@@ -209,8 +224,7 @@ static int perm_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   /* exact ERM moves by 2 L eta between neighbours, plus the accuracy L eta on each side */
   ph.sens = dpo_sens(a->c.rel, a->c.L * ph.eta) + 2 * a->c.L * ph.eta;
   ph.sigma = dpo__sco_sigma(a->z, ph.sens, a->c.d);
-  dpo__sco_erm_info_t info;
-  if ((rc = dpo__sco_phase_run(s, &a->c, &ph, t, dpo_solver_x(s), a->mu, a->maxit, &info)))
+  if ((rc = dpo__sco_phase_run(s, &a->c, &ph, t, dpo_solver_x(s), a->mu, a->maxit, NULL)))
     return rc;
   a->off += ni;
   if (i >= a->k || (int64_t)ldexp((double)a->c.n, -(i + 1)) < 1) *done = 1;
