@@ -44,6 +44,62 @@ static int fake_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 static void fake_destroy(void *st) {}
 static const dpo_algo_t fake = {"fake", "test", 1, fake_create, fake_step, fake_destroy, NULL, NULL};
 
+/* A fake algorithm with a whole-schedule plan (optim.h "release plans"): 10 gradient steps
+ * covered by one charge that only the driver makes; at step whole_stop_at it raises the stop
+ * flag, as a SIGTERM handler would. */
+static void x0_init(double *x);
+static volatile sig_atomic_t whole_stop;
+static int64_t whole_stop_at = -1;
+static int whole_create(dpo_solver_t *s, void **st) {
+  dpo_plan_t p = {.kind = DPO_PLAN_WHOLE, .steps = 10, .what = "fake whole pass"};
+  p.whole = (dpo_charge_t){.mechanism = "laplace", .noise_scale = 1.0, .sensitivity = 0.5,
+                           .dim = 1, .sampling = "none", .accounting = "pure"};
+  *st = NULL;
+  return dpo_solver_declare_plan(s, &p);
+}
+static int whole_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
+  double *x = dpo_solver_x(s), g[D];
+  int rc = dpo_solver_eval(s, x, NULL, g);
+  if (rc) return rc;
+  for (int j = 0; j < D; j++) x[j] -= 2.0 * g[j];
+  if (t == whole_stop_at) whole_stop = 1;
+  if (t + 1 >= 10) *done = 1;
+  return DPO_OK;
+}
+static const dpo_algo_t whole = {"whole", "test", 1, whole_create, whole_step, fake_destroy,
+                                 NULL, NULL};
+
+/* Run `whole` on P ranks with a fresh in-memory ledger of budget eps; world rank 0 gets x, the
+ * iterations and the ledger's charge count. */
+static int run_whole(int k, double eps, int64_t max_iter, int64_t stop_at, double *x_out,
+                     int64_t *it_out, int64_t *charges) {
+  t_run_t f;
+  if (t_run_open(&f, k, N, D, SEED, LAMBDA, NULL, NULL, 0)) return DPO_OK;
+  dpo_ledger_t *L = NULL;
+  double x0[D];
+  x0_init(x0);
+  whole_stop = 0;
+  whole_stop_at = stop_at;
+  int rc = dpo_ledger_open(f.sub, eps, 0.0, NULL, 0, &L);
+  if (!rc) rc = t_run_solver(&f, &whole, L, x0);
+  if (!rc) {
+    dpo_run_opts_t op;
+    dpo_run_opts_default(&op);
+    op.max_iter = max_iter;
+    op.quiet = 1;
+    op.stop = &whole_stop;
+    rc = dpo_solver_run(f.sv, &op);
+    if (f.rank == 0) {
+      memcpy(x_out, dpo_solver_x(f.sv), D * sizeof *x_out);
+      *it_out = dpo_solver_iters(f.sv);
+      *charges = dpo_ledger_count(L);
+    }
+  }
+  dpo_ledger_close(L);
+  t_run_close(&f);
+  return rc;
+}
+
 static double spent_calls;
 static double fake_spent(void *arg) { return *(double *)arg + (spent_calls += 1); }
 
@@ -217,6 +273,27 @@ int main(int argc, char **argv) {
       T_CHECK(eps == 0.25 + 2.0, "eps_spent hook: %g", eps);
       fclose(tf);
     }
+  }
+  /* whole-schedule plans: the driver charges once, refuses a cut, withholds a cut iterate */
+  {
+    double x[D], x0[D];
+    int64_t it = -1, nc = -1;
+    x0_init(x0);
+    int rc = run_whole(P, 1.0, DPO_ITERS_PLAN, -1, x, &it, &nc);
+    if (wr < P) T_CHECK(rc == DPO_OK, "whole plan: %s", dpo_errmsg());
+    if (wr == 0) T_CHECK(it == 10 && nc == 1, "whole plan: %ld steps, %ld charges", (long)it, (long)nc);
+    rc = run_whole(P, 1.0, 5, -1, x, &it, &nc);
+    if (wr < P) T_CHECK(rc == DPO_EINVAL && strstr(dpo_errmsg(), "would cut it"), "cut: %s", dpo_errmsg());
+    if (wr == 0) T_CHECK(nc == 0 && memcmp(x, x0, sizeof x) == 0, "cut plan charged %ld", (long)nc);
+    rc = run_whole(P, 0.25, DPO_ITERS_PLAN, -1, x, &it, &nc);
+    if (wr < P) T_CHECK(rc == DPO_EINVAL && strstr(dpo_errmsg(), "cannot cover"), "budget: %s", dpo_errmsg());
+    if (wr == 0) T_CHECK(nc == 0, "uncoverable plan charged %ld", (long)nc);
+    rc = run_whole(P, 1.0, DPO_ITERS_PLAN, 4, x, &it, &nc);
+    if (wr < P) T_CHECK(rc == DPO_EINTR, "stopped whole plan: %s", dpo_strerror(rc));
+    if (wr == 0)
+      T_CHECK(it == 5 && nc == 1 && memcmp(x, x0, sizeof x) == 0,
+              "stopped whole plan: %ld steps, %ld charges, iterate %s", (long)it, (long)nc,
+              memcmp(x, x0, sizeof x) ? "RELEASED" : "withheld");
   }
   t_free(full);
   return dpo_t_finish("test_optim_algos");
