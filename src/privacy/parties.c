@@ -325,8 +325,8 @@ int dpo_mech_dlaplace_share(dpo_rng_t *rng, uint64_t t, int share, int nshares, 
       for (;;) {
         if ((rc = dpo_mech_bernoulli_exp(rng, (uint64_t)1 << J, t, &b))) return rc;
         if (!b) break;
-        if (++h > 4096)
-          return dpo_err(DPO_EUNSUP, "dlaplace_share: geometric overflow (probability e^-8192)");
+        if (++h > 1024) /* keeps h 2^J < 2^62 for every t <= 2^50 */
+          return dpo_err(DPO_EUNSUP, "dlaplace_share: geometric overflow (probability e^-2048)");
       }
       piece = h << J;
     }
