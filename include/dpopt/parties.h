@@ -19,17 +19,23 @@
  *
  * With trust = local or shares and no [parties] section, every rank is one party.
  *
- * Trust modes (what the coordinator, rank 0, must be trusted with):
+ * Trust modes (what the coordinator, rank 0, can see; rank 0 always draws the minibatch and
+ * broadcasts its row ids, so every rank knows the batch):
  *   central  the coordinator receives the exact sum of the parties' gradients and adds the
- *            noise once (the least noise).
- *   local    every party noises its own contribution (against its own budget) before the
- *            reduce; no rank, the coordinator included, receives an un-noised value of another
- *            party.  The sum carries P times the central noise variance.
- *   shares   every rank adds a share of the central noise (Gaussian shares of variance
- *            s^2/P; Laplace shares G1 - G2 with G1, G2 ~ Gamma(1/P, b), whose sum over P ranks
- *            is exactly Laplace(b)), so the released sum has the central amount.  Without
- *            secure aggregation the coordinator sees the individual (partial) sums, whose
- *            noise is only a share: they are NOT private at the central level.
+ *            noise once (the least noise).  The charge (with amplification by subsampling)
+ *            holds against observers of the released iterates who do not know the batch; the
+ *            coordinator sees everything.
+ *   local    every party noises its own contribution (exact grid Laplace, its own stream)
+ *            before the reduce; no rank, the coordinator included, receives an un-noised value
+ *            of another party.  The charge is UN-amplified (the coordinator chose the batch),
+ *            so it holds against the coordinator.  The sum carries P times the central noise
+ *            variance.
+ *   shares   every rank adds an exact integer share of ONE central discrete Laplace (the
+ *            digits of two geometric variables split over the ranks; src/privacy/parties.c):
+ *            the released sum carries exactly the central noise, and the charge
+ *            (un-amplified) holds against every rank that sees only the released iterates.
+ *            Without secure aggregation the coordinator (and the ranks of the reduction tree)
+ *            see partial sums with only a share of the noise: NO guarantee against them.
  */
 #ifndef DPOPT_PARTIES_H
 #define DPOPT_PARTIES_H
@@ -74,17 +80,32 @@ void dpo_parties_destroy(dpo_parties_t *p);
 const char *dpo_trust_name(dpo_trust_t t);
 /* One sentence: what the mode protects against and what it does not (for summary.json). */
 const char *dpo_trust_protects(dpo_trust_t t);
+/* Short clause: what the coordinator sees and whom the charges hold against (printed
+ * privacy line, summary.json, the ledger journal). */
+const char *dpo_trust_coordinator_sees(dpo_trust_t t);
 
 /* ---- noise shares (not collective; rng is this rank's own stream) ---- */
 
 /* One Gamma(shape, scale) variate: Marsaglia-Tsang (2000) for shape >= 1, and for shape < 1
- * their boost Gamma(a) = Gamma(a + 1) * U^(1/a).  Uniforms and normals come from rng. */
+ * their boost Gamma(a) = Gamma(a + 1) * U^(1/a).  Floating point: NOT for privacy noise
+ * (dpopt simulate uses it for Dirichlet splits). */
 int dpo_mech_gamma_sample(dpo_rng_t *rng, double shape, double scale, double *x);
-/* v[i] += G1 - G2, G1, G2 ~ Gamma(1/nshares, b): the sum of nshares independent such shares
- * is Laplace(b) (infinite divisibility).  Continuous floating-point sampling (no grid). */
-int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int nshares, double *v, int64_t d);
-/* v[i] += N(0, sigma^2 / nshares), exact discrete Gaussian on the grid of dpo_mech_gaussian. */
-int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int nshares, double *v, int64_t d);
+/* *k = share `share` (0 <= share < nshares) of one discrete Laplace(t) variate: exact integer
+ * sampling (CKS 2020 Bernoulli(exp(-x)) in integer arithmetic); the sum over the nshares
+ * shares, each drawn independently, is EXACTLY discrete Laplace(t), P(k) ~ exp(-|k|/t).
+ * 1 <= t <= 2^50.  Derivation in parties.c. */
+int dpo_mech_dlaplace_share(dpo_rng_t *rng, uint64_t t, int share, int nshares, int64_t *k);
+/* v[i] = Lambda (rint(v[i]/Lambda) + K_i), Lambda = dpo_mech_grid(b), K_i this rank's share
+ * (dpo_mech_dlaplace_share with t = ceil(b/Lambda)): the sum over the nshares ranks of such
+ * values is the exact central grid mechanism dpo_mech_laplace(b) on the sum of the snapped
+ * values; charge dpo_mech_laplace_eps(Delta1, b, d). */
+int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int share, int nshares, double *v,
+                           int64_t d);
+/* The same on the grid of sigma with an exact discrete Gaussian share N_Z(0, s^2),
+ * s = ceil(t/sqrt(nshares)), t = ceil(sigma/Lambda).  The SUM is not a discrete Gaussian: a
+ * charge must account it by Kairouz-Liu-Steinke 2021 Thm 2; no algorithm charges it today. */
+int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int share, int nshares, double *v,
+                            int64_t d);
 
 #ifdef __cplusplus
 }

@@ -5,9 +5,9 @@
  *     a party over its budget is refused (nothing recorded, *refused names it) while charges
  *     that do not touch it go on; the global account refuses with *refused = -1; a resumed
  *     ledger restores the party accounts and refuses a larger party budget.
- *  2. Shares (rank 0, serial, fixed seed): the sum of P Laplace shares (Gamma(1/P) differences)
- *     has variance 2 b^2 and kurtosis 6; the sum of P Gaussian shares has variance s^2 and
- *     kurtosis 3 (so shares with the right variance but the wrong law fail); Gamma moments.
+ *  2. Shares (rank 0, serial, fixed seed): the sum of P exact integer shares is discrete
+ *     Laplace(t) (chi-square); sums at a real scale lie on the grid with the exact variance;
+ *     --check-journal FILE (used by test_parties_cli.sh) checks un-amplified charges.
  *  3. Oracle (4 ranks): what rank 0 receives for a locally noised request differs from the
  *     exact sum in EVERY coordinate, by noise of variance (ranks with rows) x 2 b^2; shares give
  *     the central variance 2 b^2 (Laplace) and s^2 (Gaussian); a noised request returns no
@@ -152,51 +152,158 @@ static void moments(const double *x, long n, double *var, double *kurt) {
   *kurt = (double)(m4 / (m2 * m2));
 }
 
+/* Shares (issue 11 item 3): integer shares whose SUM is exactly discrete Laplace(t).
+ * Small t: chi-square of the sum of P shares against (1-q)/(1+q) q^|k|, q = e^{-1/t}, for P
+ * = 1, 3 and 10 (10 > the number of pieces: some shares are always 0).  Grid: 20000 sums of P
+ * shares of dpo_mech_laplace_share on off-grid values all lie on the grid of b (v/Lambda is
+ * an integer; the old Gamma-difference sampler put 199,958 of 200,000 off it) with variance
+ * 2q/(1-q)^2 grid units; Gaussian shares are on the grid too. */
+static double chi2_dlap(dpo_rng_t *rng, uint64_t t, int P, long N, int *dof) {
+  enum { KMAX = 12 };
+  long cnt[2 * KMAX + 3] = {0}; /* bins -KMAX..KMAX, tails below and above */
+  for (long r = 0; r < N; r++) {
+    int64_t sum = 0, k;
+    for (int p = 0; p < P; p++) {
+      T_CHECK(dpo_mech_dlaplace_share(rng, t, p, P, &k) == DPO_OK, "share: %s", dpo_errmsg());
+      sum += k;
+    }
+    int bin = sum < -KMAX ? 0 : sum > KMAX ? 2 * KMAX + 2 : (int)sum + KMAX + 1;
+    cnt[bin]++;
+  }
+  const double q = exp(-1.0 / (double)t), c = (1 - q) / (1 + q);
+  const double tail = c * pow(q, KMAX + 1) / (1 - q); /* P(K > KMAX) = P(K < -KMAX) */
+  double chi = 0;
+  for (int bin = 0; bin < 2 * KMAX + 3; bin++) {
+    double pk = bin == 0 || bin == 2 * KMAX + 2 ? tail : c * pow(q, abs(bin - KMAX - 1));
+    double e = pk * (double)N;
+    chi += (cnt[bin] - e) * (cnt[bin] - e) / e;
+  }
+  *dof = 2 * KMAX + 2;
+  return chi;
+}
+
 static void test_shares(void) {
   dpo_rng_t *rng = NULL;
   T_CHECK(dpo_rng_create(1, 20240607, 9, &rng) == DPO_OK, "rng");
-  const long N = 200000;
-  const int P = 4;
-  double *x = calloc((size_t)N, sizeof *x), var, kurt;
-  /* Gamma(0.25, 2): mean 0.5, variance 1 (the boost branch) */
-  long double gm = 0, gv = 0;
-  for (long i = 0; i < N; i++) {
-    double g;
-    dpo_mech_gamma_sample(rng, 0.25, 2.0, &g);
-    x[i] = g;
-    gm += g;
+  /* exact law of the sum, small t (26 degrees of freedom: 99.99% quantile ~ 63) */
+  const int Ps[3] = {1, 3, 10};
+  for (int i = 0; i < 3; i++) {
+    int dof;
+    double chi = chi2_dlap(rng, 3, Ps[i], 60000, &dof);
+    T_CHECK(chi < 63.0, "sum of %d dlaplace shares (t=3): chi2 %.1f on %d dof", Ps[i], chi, dof);
+    printf("dlaplace shares (t=3, P=%d): chi2 %.1f on %d dof\n", Ps[i], chi, dof);
   }
-  gm /= N;
-  for (long i = 0; i < N; i++) gv += (x[i] - gm) * (x[i] - gm);
-  gv /= N;
-  T_CHECK(fabs((double)gm - 0.5) < 0.02 && fabs((double)gv - 1.0) < 0.05,
-          "Gamma(0.25, 2): mean %g (0.5), var %g (1)", (double)gm, (double)gv);
-  /* Laplace shares: sum of P shares ~ Laplace(b): var 2 b^2, kurtosis 6 */
+  /* the wrong law fails the same test: one share of 3 alone is not discrete Laplace(3) */
+  {
+    enum { KMAX = 12 };
+    long N = 60000, cnt[2 * KMAX + 3] = {0};
+    for (long r = 0; r < N; r++) {
+      int64_t k;
+      dpo_mech_dlaplace_share(rng, 3, 0, 3, &k);
+      cnt[k < -KMAX ? 0 : k > KMAX ? 2 * KMAX + 2 : (int)k + KMAX + 1]++;
+    }
+    const double q = exp(-1.0 / 3), c = (1 - q) / (1 + q);
+    double chi = 0;
+    for (int bin = 1; bin < 2 * KMAX + 2; bin++) {
+      double e = c * pow(q, abs(bin - KMAX - 1)) * (double)N;
+      chi += (cnt[bin] - e) * (cnt[bin] - e) / e;
+    }
+    T_CHECK(chi > 1000, "one share alone must not pass as the sum (chi2 %.1f)", chi);
+  }
+  int64_t k;
+  T_CHECK(dpo_mech_dlaplace_share(rng, 3, 3, 3, &k) == DPO_EINVAL, "share index out of range");
+  /* on the grid, at a real scale (t in (2^39, 2^40]) */
+  const long N = 20000;
+  const int P = 4;
   const double b = 1.5;
-  memset(x, 0, (size_t)N * sizeof *x);
-  for (int p = 0; p < P; p++) dpo_mech_laplace_share(rng, b, P, x, N);
+  double lam, *x = malloc((size_t)N * sizeof *x), var, kurt;
+  dpo_mech_grid(b, &lam);
+  const double t = ceil(b / lam), q = exp(-1.0 / t), want = 2 * q / ((1 - q) * (1 - q));
+  for (long i = 0; i < N; i++) x[i] = 0.0;
+  long off = 0;
+  for (int p = 0; p < P; p++) {
+    double v[64];
+    for (long i = 0; i < N; i += 64) {
+      int c = (int)(N - i < 64 ? N - i : 64);
+      for (int j = 0; j < c; j++) v[j] = 0.1 * (p + 1) + 1e-3 * j; /* off the grid */
+      T_CHECK(dpo_mech_laplace_share(rng, b, p, P, v, c) == DPO_OK, "laplace_share: %s",
+              dpo_errmsg());
+      for (int j = 0; j < c; j++) {
+        if (v[j] / lam != rint(v[j] / lam)) off++;
+        x[i + j] += v[j] - (double)rint((0.1 * (p + 1) + 1e-3 * j) / lam) * lam;
+      }
+    }
+  }
+  for (long i = 0; i < N; i++) {
+    if (x[i] / lam != rint(x[i] / lam)) off++;
+    x[i] /= lam; /* the sum of the integer shares, in grid units */
+  }
+  T_CHECK(off == 0, "%ld shares or sums off the grid (Lambda = %g)", off, lam);
   moments(x, N, &var, &kurt);
-  T_CHECK(fabs(var / (2 * b * b) - 1) < 0.03, "Laplace shares: var %g, want %g", var, 2 * b * b);
-  T_CHECK(fabs(kurt - 6.0) < 0.6, "Laplace shares: kurtosis %g, want 6", kurt);
-  printf("laplace shares (P=%d, b=%g): var %.4f (want %.4f), kurtosis %.3f (want 6)\n", P, b, var,
-         2 * b * b, kurt);
-  /* one share alone has variance 2 b^2 / P: it is not central-level noise */
-  memset(x, 0, (size_t)N * sizeof *x);
-  dpo_mech_laplace_share(rng, b, P, x, N);
-  moments(x, N, &var, &kurt);
-  T_CHECK(fabs(var / (2 * b * b / P) - 1) < 0.05, "one Laplace share: var %g, want %g", var,
-          2 * b * b / P);
-  /* Gaussian shares: var s^2, kurtosis 3 */
+  T_CHECK(fabs(var / want - 1) < 0.06, "sum of %d Laplace shares: var %g grid^2, want %g", P, var,
+          want);
+  T_CHECK(fabs(kurt - 6.0) < 1.5, "sum of %d Laplace shares: kurtosis %g, want 6", P, kurt);
+  printf("laplace shares (P=%d, b=%g): %ld sums on the grid, var/want %.4f, kurtosis %.2f\n", P,
+         b, N, var / want, kurt);
+  /* Gaussian shares: on the grid of sigma, variance P s_Z^2 Lambda^2 >= sigma^2 */
   const double sg = 2.0;
-  memset(x, 0, (size_t)N * sizeof *x);
-  for (int p = 0; p < P; p++) dpo_mech_gaussian_share(rng, sg, P, x, N);
+  dpo_mech_grid(sg, &lam);
+  for (long i = 0; i < N; i++) x[i] = 0.0;
+  for (int p = 0; p < P; p++) {
+    for (long i = 0; i < N; i++) {
+      double v = 0.3;
+      T_CHECK(dpo_mech_gaussian_share(rng, sg, p, P, &v, 1) == DPO_OK, "gaussian_share");
+      x[i] += v - rint(0.3 / lam) * lam;
+    }
+  }
+  off = 0;
+  for (long i = 0; i < N; i++) off += x[i] / lam != rint(x[i] / lam);
   moments(x, N, &var, &kurt);
-  T_CHECK(fabs(var / (sg * sg) - 1) < 0.03, "Gaussian shares: var %g, want %g", var, sg * sg);
-  T_CHECK(fabs(kurt - 3.0) < 0.15, "Gaussian shares: kurtosis %g, want 3", kurt);
-  printf("gaussian shares (P=%d, s=%g): var %.4f (want %.4f), kurtosis %.3f (want 3)\n", P, sg,
-         var, sg * sg, kurt);
+  T_CHECK(off == 0 && fabs(var / (sg * sg) - 1) < 0.05 && fabs(kurt - 3) < 0.3,
+          "Gaussian shares: %ld off grid, var %g (%g), kurtosis %g", off, var, sg * sg, kurt);
   free(x);
   dpo_rng_destroy(rng);
+}
+
+/* --check-journal FILE: every charge of a local / shares run with m < n is the UN-amplified
+ * cost of its mechanism, recomputed here from the journalled b, sensitivity and d (issue 11
+ * item 2; main charged 0.1 per step where the Laplace mechanism's own cost was 1.49). */
+static int check_journal(const char *path) {
+  FILE *f = fopen(path, "r");
+  char line[8192];
+  int n = 0, bad = 0;
+  if (!f) return printf("cannot open %s\n", path), 1;
+  while (fgets(line, sizeof line, f)) {
+    json_object *o = json_tokener_parse(line), *v, *p;
+    if (!o) continue;
+    if (json_object_object_get_ex(o, "charge_eps", &v) &&
+        json_object_object_get_ex(o, "params", &p)) {
+      double ch = json_object_get_double(v), b = 0, sens = 0, em = 0, amp = 0;
+      int64_t d = 0, m = 0, nn = 0;
+      json_object *x;
+      if (json_object_object_get_ex(p, "noise_scale", &x)) b = json_object_get_double(x);
+      if (json_object_object_get_ex(p, "sensitivity", &x)) sens = json_object_get_double(x);
+      if (json_object_object_get_ex(p, "dim", &x)) d = json_object_get_int64(x);
+      if (json_object_object_get_ex(p, "m", &x)) m = json_object_get_int64(x);
+      if (json_object_object_get_ex(p, "n", &x)) nn = json_object_get_int64(x);
+      if (dpo_mech_laplace_eps(sens, b, d, &em) || (m < nn && dpo_acct_wor(em, m, nn, &amp))) {
+        printf("line %d: %s\n", n + 1, dpo_errmsg());
+        bad++;
+      } else if (!(ch >= em && ch <= em * (1 + 1e-9)) || !(m < nn) || !(amp < 0.9 * ch)) {
+        printf("charge %d: %.17g, mechanism %.17g, amplified %.17g (m %lld of %lld)\n", n + 1,
+               ch, em, amp, (long long)m, (long long)nn);
+        bad++;
+      }
+      if (n == 0)
+        printf("per-step charge %.6g = un-amplified %.6g (amplified would be %.6g)\n", ch, em,
+               amp);
+      n++;
+    }
+    json_object_put(o);
+  }
+  fclose(f);
+  if (n == 0) printf("no charges in %s\n", path);
+  return bad || n == 0;
 }
 
 /* rank 0: K noised evaluations, residuals against the exact sum */
@@ -304,6 +411,7 @@ static void test_oracle(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--check-journal")) return check_journal(argv[2]);
   MPI_Init(&argc, &argv);
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -6,7 +6,9 @@
 #    budget runs out, it is dropped (journal event + trace line), the others go on (exit 0)
 #    and no later charge touches party 1; summary.json names the trust mode;
 #  - the same under the stop policy: exit 3, status budget_exhausted, nothing charged past
-#    party 1's budget; two-rank parties over one data.train (shares mode) run.
+#    party 1's budget; two-rank parties over one data.train (shares mode) run;
+#  - local and shares with minibatches: charges un-amplified (issue 11 item 2), and the printed
+#    privacy line, summary.json and journal say what the coordinator sees.
 . "$(dirname "$0")/testlib.sh"
 
 grep -v '^#' "$S/data/a9a" | sort >"$T/orig"
@@ -51,6 +53,22 @@ has "$T/stop/summary.json" '"status":"budget_exhausted"' "stop status"
 c=$(grep -c '"charge_eps"' "$T/stop/ledger.jsonl")
 [ "$c" = 10 ] && ok || bad "stop: $c charges (want 10)"
 has "$T/stop/summary.json" '"trust":"central"' "central trust"
+
+# minibatches (m < n) in local and shares modes: rank 0 draws the batch, so every charge is
+# the un-amplified cost of its Laplace mechanism (recomputed from the journalled b, S1, d by
+# test_parties --check-journal; main charged the amplified 0.1 where the cost was 1.49)
+for tm in local shares; do
+  expect 0 $MPI -np 4 "$DPOPT" train --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 5 --eps 2 \
+    --seed 3 --set parties.count=4 --set "parties.data=$T/parts/a9a.%d" --set algo.m=2000 \
+    --set privacy.trust=$tm --out "$T/mb_$tm"
+  has "$T/out" "trust           $tm: the coordinator sees" "privacy line says what the coordinator sees"
+  has "$T/mb_$tm/summary.json" '"trust_coordinator_sees"' "summary says what the coordinator sees"
+  has "$T/mb_$tm/ledger.jsonl" "\"event\":\"trust $tm: the coordinator sees" "journal label"
+  has "$T/mb_$tm/ledger.jsonl" '"sampling":"wor","accounting":"pure"' "sampled, not amplified"
+  hasnot "$T/mb_$tm/ledger.jsonl" '"accounting":"subsampled"' "no amplification"
+  check "$tm: charges are the un-amplified cost" "$B/mpi_tests/mpi/test_parties" --check-journal \
+    "$T/mb_$tm/ledger.jsonl"
+done
 
 # two parties of two ranks each over one file, shares mode
 expect 0 $MPI -np 4 "$DPOPT" train --data "$S/data/a9a" --test "$S/data/a9a.t" \

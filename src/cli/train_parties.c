@@ -133,6 +133,12 @@ int dpo_train_parties_attach(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx,
           rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
                        "party.%d.eps", k, k);
       if (!rc) rc = dpo_ledger_set_parties(ledger, p->count, p->eps, p->delta);
+      if (!rc) { /* the journal says whom its charges hold against */
+        char ev[400];
+        snprintf(ev, sizeof ev, "trust %s: %s", dpo_trust_name(p->trust),
+                 dpo_trust_coordinator_sees(p->trust));
+        rc = dpo_ledger_party_event(ledger, ev, -1, -1);
+      }
     }
     if (!rc && !tp->rows) { /* parties over data.train: rows from the oracle's rank ranges */
       if (!(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
@@ -154,6 +160,8 @@ void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger 
   dpo_trust_t t = p ? p->trust : DPO_TRUST_CENTRAL;
   json_object_object_add(pv, "trust", json_object_new_string(dpo_trust_name(t)));
   json_object_object_add(pv, "trust_protects", json_object_new_string(dpo_trust_protects(t)));
+  json_object_object_add(pv, "trust_coordinator_sees",
+                         json_object_new_string(dpo_trust_coordinator_sees(t)));
   if (!p) return;
   json_object *o = json_object_new_object(), *arr = json_object_new_array();
   json_object_object_add(o, "count", json_object_new_int(p->count));
@@ -166,7 +174,9 @@ void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger 
                              "one example changes only its own party's local gradient sum, by "
                              "at most S1 (its share of the batch: S1/m in the batch mean); "
                              "central and shares calibrate the noise of the total to that, "
-                             "local noises each party's sum with it"));
+                             "local noises each party's sum with it; local and shares charge "
+                             "without amplification by subsampling (the coordinator draws the "
+                             "batch)"));
   for (int k = 0; k < p->count; k++) {
     json_object *e = json_object_new_object();
     json_object_object_add(e, "party", json_object_new_int(k));
@@ -198,6 +208,8 @@ void dpo_train_parties_print(const dpo_train_parties_t *tp, struct dpo_ledger *l
   if (!p) return;
   fprintf(out, "parties         %d, trust %s, on exhaustion %s\n", p->count,
           dpo_trust_name(p->trust), p->on_exhausted == DPO_EXHAUST_DROP ? "drop" : "stop");
+  fprintf(out, "trust           %s: %s\n", dpo_trust_name(p->trust),
+          dpo_trust_coordinator_sees(p->trust));
   if (!ledger || dpo_ledger_nparties(ledger) != p->count) return;
   for (int k = 0; k < p->count; k++) {
     double be, bd, se, sd;

@@ -164,7 +164,11 @@ static int dpo__local_metric(dpo_oracle_t *o, int heldout) {
  * (so every value that leaves the rank is noised).  The loss of a noised request is not
  * computed into the reduction (it would travel un-noised).  Local noise: the exact grid
  * mechanism on the rank's sum (snapped first, see privacy.h), only on ranks with rows in the
- * batch; shares: every rank adds its share whether or not it has rows. */
+ * batch; shares: every rank (share index = its rank, nshares = the communicator's size) snaps
+ * its sum to the grid of the total scale and adds its exact integer share
+ * (dpo_mech_laplace_share), whether or not it has rows, so the reduced sum carries exactly
+ * one central discrete Laplace (the values are integers times Lambda; the double-double
+ * reduction adds them exactly, the total's one rounding to a double is post-processing). */
 static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
   const int32_t d = o->d;
   double scale;
@@ -183,11 +187,13 @@ static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
   switch (kind) {
   case DPO_ONOISE_LOCAL_LAPLACE: rc = dpo_mech_laplace(o->noise_rng, scale, o->g, d); break;
   case DPO_ONOISE_LOCAL_GAUSSIAN: rc = dpo_mech_gaussian(o->noise_rng, scale, o->g, d); break;
-  case DPO_ONOISE_SHARE_LAPLACE:
-    rc = dpo_mech_laplace_share(o->noise_rng, scale, nsh, o->g, d);
+  case DPO_ONOISE_SHARE_LAPLACE: /* share index = rank: the pieces of one discrete Laplace */
+    rc = nsh == o->size ? dpo_mech_laplace_share(o->noise_rng, scale, o->rank, nsh, o->g, d)
+                        : dpo_err(DPO_EINVAL, "oracle: %d shares for %d ranks", nsh, o->size);
     break;
   case DPO_ONOISE_SHARE_GAUSSIAN:
-    rc = dpo_mech_gaussian_share(o->noise_rng, scale, nsh, o->g, d);
+    rc = nsh == o->size ? dpo_mech_gaussian_share(o->noise_rng, scale, o->rank, nsh, o->g, d)
+                        : dpo_err(DPO_EINVAL, "oracle: %d shares for %d ranks", nsh, o->size);
     break;
   default: rc = dpo_err(DPO_EINVAL, "oracle: unknown noise kind %d", kind);
   }
@@ -444,7 +450,8 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   int64_t hdr[DPO__HDR] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
   if (noise && noise->kind != DPO_ONOISE_NONE) {
     if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||
-        !(noise->scale > 0) || !isfinite(noise->scale) || noise->nshares < 1)
+        !(noise->scale > 0) || !isfinite(noise->scale) || noise->nshares < 1 ||
+        (noise->kind >= DPO_ONOISE_SHARE_LAPLACE && noise->nshares != o->size))
       return dpo_err(DPO_EINVAL, "%s: bad noise spec (kind %d, scale %g, %d shares)", fn,
                      noise->kind, noise->scale, noise->nshares);
     hdr[4] = noise->kind;

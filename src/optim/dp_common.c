@@ -265,8 +265,13 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
  * local / shares = noise on the SUM inside the oracle's worker path, before the reduce: one
  * example changes its party's local sum by at most S1 (the party's share of the batch sum;
  * S1/m in the mean), so each rank with rows adds Laplace(bs), bs = scale(S1, eps0) (local), or
- * every rank adds a 1/size share of Laplace(bs) (shares); g = w (sum + noise) / m is
- * post-processing. */
+ * every rank adds its exact integer share of one discrete Laplace(bs) (shares, see
+ * src/privacy/parties.c); g = w (sum + noise) / m is post-processing.
+ * Amplification: rank 0 draws the batch and every rank receives its ids, so sampling m of n
+ * amplifies only against observers who do not know the batch.  Central keeps it (it protects
+ * against outsiders only); local and shares charge eps0 = the per-step target UN-amplified
+ * (sampling "wor", accounting "pure"), which holds against the coordinator too (local) or
+ * against every rank that sees only the released iterates (shares). */
 static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, double eps_target,
                                 double w, double *g, double *b_out) {
   dpo_solver_t *s = dp->s;
@@ -310,11 +315,15 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       batch.m = m;
       if (m < na) {
         sampling = "wor";
-        accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+        /* local / shares: the coordinator drew the batch (and broadcast its ids), so
+         * amplification by subsampling does not hold against it: the batch is charged
+         * un-amplified ("wor" + "pure": sampled, not amplified) */
+        accounting = !central ? "pure"
+                     : dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
       }
     }
-    dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na */
-    tmp.m = m;
+    dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
+    tmp.m = central ? m : na;
     tmp.n = na;
     if (central) {
       sens = w * dp->S1 / (double)m;

@@ -31,23 +31,24 @@ const char *dpo_trust_name(dpo_trust_t t) {
 const char *dpo_trust_protects(dpo_trust_t t) {
   switch (t) {
   case DPO_TRUST_LOCAL:
-    return "local: every party noises its own contribution against its own budget before the "
-           "reduce, so the coordinator and the other parties never receive an un-noised value "
-           "of a party; it protects against an honest-but-curious coordinator, at the price of "
-           "P times the central noise variance; it does not protect a party against itself or "
-           "against a coordinator that changes the query points adaptively beyond the charged "
-           "releases.";
+    return "local: every party noises its own contribution (exact grid Laplace, its own "
+           "stream) before the reduce, so the coordinator and the other parties never receive "
+           "an un-noised value of a party; the coordinator draws the minibatch and sees its row "
+           "ids, so each party is charged WITHOUT amplification by subsampling and its charge "
+           "holds against the coordinator; the sum carries P times the central noise variance.";
   case DPO_TRUST_SHARES:
-    return "shares: every rank adds a share of the central noise (Gaussian s^2/P, Laplace as "
-           "differences of Gamma(1/P, b)), so the released sum carries exactly the central "
-           "noise and outsiders see a central-level release; without secure aggregation the "
-           "coordinator sees the individual partial sums, whose noise is only a 1/P share: "
-           "they are NOT private at the central level, and parties that collude can subtract "
-           "their own shares.";
+    return "shares: every rank adds an exact integer share of one central discrete Laplace "
+           "(the digits of two geometric variables split over the ranks), so the released sum "
+           "carries exactly the central noise; the charge (without amplification: every rank "
+           "knows the batch) holds against every rank and outsider that sees only the released "
+           "iterates. Without secure aggregation the coordinator (and the ranks of the "
+           "reduction tree) see partial sums carrying only a share of the noise: NO privacy "
+           "guarantee against them.";
   default:
     return "central: the coordinator (rank 0) is trusted; it receives the exact sum of the "
-           "parties' gradients and adds the noise once, which protects the released iterates "
-           "against everyone outside the run but not against the coordinator itself.";
+           "parties' gradients and adds the noise once; the charge (amplified by subsampling "
+           "when the batch is a sample) protects the released iterates against observers who "
+           "do not know the batch, not against the coordinator, which sees everything.";
   }
 }
 
@@ -247,22 +248,155 @@ int dpo_mech_gamma_sample(dpo_rng_t *rng, double shape, double scale, double *x)
   return DPO_OK;
 }
 
-int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int nshares, double *v, int64_t d) {
-  if (!rng || (!v && d > 0) || d < 0) return dpo_err(DPO_EINVAL, "laplace_share: bad argument");
-  if (nshares < 1) return dpo_err(DPO_EINVAL, "laplace_share: %d shares", nshares);
-  if (!(b > 0) || !isfinite(b)) return dpo_err(DPO_EINVAL, "laplace_share: scale %g", b);
-  double a = 1.0 / nshares;
-  for (int64_t i = 0; i < d; i++) {
-    double g1, g2;
-    int rc = dpo_mech_gamma_sample(rng, a, b, &g1);
-    if (!rc) rc = dpo_mech_gamma_sample(rng, a, b, &g2);
+/* ------------------------------------------------------------ exact integer noise shares
+ *
+ * Laplace shares whose SUM is exactly the central discrete Laplace.  Derivation:
+ *
+ * (1) Discrete Laplace(t), P(K = k) = (1-q)/(1+q) q^|k| with q = e^{-1/t} (the law that
+ *     dpo_mech_discrete_laplace samples, Canonne-Kamath-Steinke 2020 Def. 2 / Alg. 2), is
+ *     G1 - G2 with G1, G2 independent geometric, P(G = g) = (1-q) q^g, g >= 0:
+ *       P(G1 - G2 = k) = sum_g (1-q)^2 q^g q^{g+|k|} = (1-q)^2 q^|k| / (1-q^2).
+ * (2) The binary digits of a geometric variable are independent (its pmf is a product over
+ *     the digits).  Write g = sum_{i<J} 2^i b_i + 2^J h, b_i in {0,1}, h >= 0; then
+ *       q^g = prod_{i<J} (q^{2^i})^{b_i} * (q^{2^J})^h,
+ *     so b_0..b_{J-1}, h are independent with
+ *       b_i ~ Bernoulli(x_i / (1 + x_i)),  x_i = q^{2^i} = exp(-2^i / t),
+ *       h   ~ Geometric(q^{2^J}),          P(h) = (1 - x_J) x_J^h,
+ *     and the normalisation checks: (1-q) prod_{i<J} (1 + q^{2^i}) / (1 - q^{2^J}) = 1 since
+ *     prod_{i<J} (1 + q^{2^i}) = (1 - q^{2^J}) / (1 - q).
+ * (3) So K = G1 - G2 is a sum of 2(J+1) INDEPENDENT integer pieces: +2^i b_i and +2^J h from
+ *     G1, -2^i b'_i and -2^J h' from G2.  Piece p goes to share p mod P (a public schedule):
+ *     each rank draws only its own pieces from its own stream, and the sum over the P shares
+ *     is K exactly, whatever P (shares with no piece are 0).
+ * (4) Exact samplers, integer arithmetic only: Bernoulli(x/(1+x)) by rejection from a fair
+ *     bit C and Bernoulli(x) (CKS Alg. 1, dpo_mech_bernoulli_exp): C = 0 -> 0; C = 1 and
+ *     Bernoulli(x) -> 1; else retry; P(1) = (x/2) / (1/2 + x/2) = x/(1+x).  h counts the
+ *     successes of Bernoulli(exp(-2^J/t)) before the first failure.  J is the smallest with
+ *     2^J >= 2t, so x_J <= e^-2 and h is small.
+ * On the grid: Lambda = dpo_mech_grid(b) and t = ceil(b/Lambda), exactly as the central
+ * mechanism; each rank snaps its own sum (rint(v/Lambda)) and adds its integer share, so the
+ * released total is Lambda (sum_k rint(v_k/Lambda) + K): one example moves one rank's snapped
+ * sum by at most Delta1/Lambda + d grid units (L1), and the total is the central discrete
+ * Laplace mechanism on it -- the charge dpo_mech_laplace_eps(Delta1, b, d) covers the SUM.
+ * What one share alone hides: nothing in general (a share takes values on a sparse set of
+ * integers), so shares without secure aggregation give no guarantee against whoever sees a
+ * partial sum (the coordinator, ranks on the reduction path); see dpo_trust_protects.
+ */
+
+/* Bernoulli(x/(1+x)), x = exp(-num/t) */
+static int dpo__bern_logistic(dpo_rng_t *rng, uint64_t num, uint64_t t, int *out) {
+  for (;;) {
+    if (!(dpo_rng_u64(rng) & 1u)) {
+      *out = 0;
+      return DPO_OK;
+    }
+    int b;
+    int rc = dpo_mech_bernoulli_exp(rng, num, t, &b);
     if (rc) return rc;
-    v[i] += g1 - g2;
+    if (b) {
+      *out = 1;
+      return DPO_OK;
+    }
+  }
+}
+
+static int dpo__share_J(uint64_t t) {
+  int J = 0;
+  while (J < 62 && ((uint64_t)1 << J) < 2 * t) J++;
+  return J;
+}
+
+int dpo_mech_dlaplace_share(dpo_rng_t *rng, uint64_t t, int share, int nshares, int64_t *k) {
+  if (!rng || !k || t < 1 || t > ((uint64_t)1 << 50) || nshares < 1 || share < 0 ||
+      share >= nshares)
+    return dpo_err(DPO_EINVAL, "dlaplace_share: bad argument (t=%llu, share %d of %d)",
+                   (unsigned long long)t, share, nshares);
+  const int J = dpo__share_J(t);
+  int64_t sum = 0;
+  for (int p = share; p < 2 * (J + 1); p += nshares) {
+    const int sign = p <= J ? 1 : -1, i = p <= J ? p : p - (J + 1);
+    int64_t piece = 0;
+    int rc, b;
+    if (i < J) {
+      if ((rc = dpo__bern_logistic(rng, (uint64_t)1 << i, t, &b))) return rc;
+      piece = b ? (int64_t)1 << i : 0;
+    } else { /* h ~ Geometric(exp(-2^J/t)) */
+      int64_t h = 0;
+      for (;;) {
+        if ((rc = dpo_mech_bernoulli_exp(rng, (uint64_t)1 << J, t, &b))) return rc;
+        if (!b) break;
+        if (++h > 1024) /* keeps h 2^J < 2^62 for every t <= 2^50 */
+          return dpo_err(DPO_EUNSUP, "dlaplace_share: geometric overflow (probability e^-2048)");
+      }
+      piece = h << J;
+    }
+    sum += sign * piece;
+  }
+  *k = sum;
+  return DPO_OK;
+}
+
+/* smallest integer s with s^2 P >= t^2 (so the share's s_Z is never below t / sqrt(P)) */
+static uint64_t dpo__share_sigma(uint64_t t, int P) {
+  unsigned __int128 t2 = (unsigned __int128)t * t;
+  uint64_t s = (uint64_t)ceil((double)t / sqrt((double)P));
+  while (s > 1 && (unsigned __int128)(s - 1) * (s - 1) * (unsigned)P >= t2) s--;
+  while ((unsigned __int128)s * s * (unsigned)P < t2) s++;
+  return s;
+}
+
+/* Shared body: snap v to the grid of the TOTAL scale, add this rank's integer share. */
+static int dpo__share_add(dpo_rng_t *rng, double scale, int gauss, int share, int nshares,
+                          double *v, int64_t d) {
+  double lam;
+  if (!rng || (!v && d > 0) || d < 0)
+    return dpo_err(DPO_EINVAL, "noise share: bad argument");
+  if (nshares < 1 || share < 0 || share >= nshares)
+    return dpo_err(DPO_EINVAL, "noise share: share %d of %d", share, nshares);
+  int rc = dpo_mech_grid(scale, &lam);
+  if (rc) return rc;
+  uint64_t t = (uint64_t)ceil(scale / lam); /* exact, in (2^39, 2^40], as the central mechanism */
+  for (int64_t i = 0; i < d; i++)
+    if (!isfinite(v[i]) || !(fabs(v[i] / lam) < 0x1p100))
+      return dpo_err(DPO_EINVAL, "noise share: v[%lld] = %g is not finite or too large for "
+                     "noise scale %g", (long long)i, v[i], scale);
+  uint64_t sz = gauss ? dpo__share_sigma(t, nshares) : 0;
+  for (int64_t i = 0; i < d; i++) {
+    __int128 n = (__int128)rint(v[i] / lam);
+    int64_t K;
+    rc = gauss ? dpo_mech_discrete_gaussian(rng, sz, &K)
+               : dpo_mech_dlaplace_share(rng, t, share, nshares, &K);
+    if (rc) return rc;
+    v[i] = (double)(n + K) * lam; /* one rounding of the exact integer (post-processing) */
   }
   return DPO_OK;
 }
 
-int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int nshares, double *v, int64_t d) {
-  if (nshares < 1) return dpo_err(DPO_EINVAL, "gaussian_share: %d shares", nshares);
-  return dpo_mech_gaussian(rng, sigma / sqrt((double)nshares), v, d);
+int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int share, int nshares, double *v,
+                           int64_t d) {
+  return dpo__share_add(rng, b, 0, share, nshares, v, d);
+}
+
+/* Gaussian: there is no exact-sum construction (the discrete Gaussian is not infinitely
+ * divisible); each share is an exact discrete Gaussian N_Z(0, s^2) on the grid of sigma with
+ * s = ceil(t / sqrt(P)), t = ceil(sigma / Lambda), and the SUM of the P shares is NOT a
+ * discrete Gaussian: a charge for it must use Kairouz, Liu, Steinke 2021, "The distributed
+ * discrete Gaussian mechanism for federated learning with secure aggregation", Thm 2 (with
+ * its tau term).  No private algorithm of dpopt charges Gaussian shares today. */
+int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int share, int nshares, double *v,
+                            int64_t d) {
+  return dpo__share_add(rng, sigma, 1, share, nshares, v, d);
+}
+
+const char *dpo_trust_coordinator_sees(dpo_trust_t t) {
+  switch (t) {
+  case DPO_TRUST_LOCAL:
+    return "the coordinator sees only party sums noised by their own party; charges are not "
+           "amplified by subsampling and hold against the coordinator";
+  case DPO_TRUST_SHARES:
+    return "the coordinator sees partial sums carrying only a share of the noise (no guarantee "
+           "against it); charges are not amplified and hold for the released iterates";
+  default:
+    return "the coordinator sees the exact sums (trusted); charges hold against outsiders";
+  }
 }
