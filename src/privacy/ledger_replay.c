@@ -178,8 +178,11 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
         int64_t pk = -1, sk = -1;
         dpo__jget_i(o, "party", &pk);
         dpo__jget_i(o, "step", &sk);
-        fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
-                (long long)pk);
+        if (pk >= 0)
+          fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
+                  (long long)pk);
+        else /* a run-wide event (e.g. the trust mode) */
+          fprintf(out, "%8lld event: %s\n", (long long)sk, dpo__jget_s(o, "event"));
       }
     } else {
       dpo_charge_t c;
