@@ -44,6 +44,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--mechanism", "audit.mechanism", "M", "laplace: audit one Laplace release instead of an algorithm"},
     {"--trials", "audit.trials", "N", "runs on each of the two data sets (default 5000)"},
     {"--rows", "audit.n", "N", "rows of the synthetic data set (default 10)"},
+    {"--row", "audit.row", "I", "index of the row that differs (default 0)"},
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
@@ -75,6 +76,7 @@ typedef struct {
   int add_remove;
   int32_t d;
   int64_t n;
+  int64_t row;           /* index of the audited row (audit.row) */
   double B;              /* norm of the audited row */
   double x0;
   double eps, delta;
@@ -104,8 +106,9 @@ static int dpo__audit_clip(const dpo_config_t *cfg, dpo__audit_t *a) {
   return DPO_OK;
 }
 
-/* The data set: the audited row first (unless absent), then zero rows; label +1 except
- * the audited row's. */
+/* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
+ * an algorithm that visits rows in a public order may touch it early or late), absent from
+ * D' under add-remove. */
 static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
   int with_row = !(which == 1 && a->add_remove);
   int64_t n = with_row ? a->n : a->n - 1;
@@ -123,11 +126,12 @@ static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out)
   snprintf(s->source, sizeof s->source, "audit:%s", which ? "D'" : "D");
   for (int64_t i = 0; i < n; i++) s->y[i] = 1;
   if (with_row) {
+    int64_t r = a->row;
     if (a->clip_mode) {
-      s->X[0] = a->B;
-      s->y[0] = which ? -1 : 1;
+      s->X[r] = a->B;
+      s->y[r] = which ? -1 : 1;
     } else {
-      s->X[which ? 1 : 0] = a->B;
+      s->X[r * a->d + (which ? 1 : 0)] = a->B;
     }
   }
   *out = s;
@@ -198,7 +202,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
 }
 
 /* Settings and the worst-case construction from the configuration. */
-static int dpo__audit_setup(const dpo_config_t *cfg, dpo_config_t *wcfg, dpo__audit_t *a) {
+static int dpo__audit_setup(const dpo_config_t *cfg, dpo__audit_t *a) {
   int rc;
   const char *mech, *nb, *acct;
   double B1, B2;
@@ -214,7 +218,8 @@ static int dpo__audit_setup(const dpo_config_t *cfg, dpo_config_t *wcfg, dpo__au
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)) ||
       (rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &a->lambda)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &a->iters)) ||
-      (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) || (rc = dpo__audit_clip(cfg, a)))
+      (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
+      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) || (rc = dpo__audit_clip(cfg, a)))
     return rc;
   a->rdp = !strcasecmp(acct, "rdp");
   if (!strcasecmp(nb, "add-remove")) a->add_remove = 1;
@@ -222,8 +227,8 @@ static int dpo__audit_setup(const dpo_config_t *cfg, dpo_config_t *wcfg, dpo__au
     return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove", nb);
   if (!(a->eps > 0) || !isfinite(a->eps) || !(a->delta >= 0 && a->delta < 1))
     return dpo_err(DPO_EINVAL, "give the claimed budget: --eps E (E > 0) and --delta in [0, 1)");
-  if (a->n < 2 || a->iters < 1)
-    return dpo_err(DPO_EINVAL, "audit.n must be >= 2 and algo.iters >= 1");
+  if (a->n < 2 || a->iters < 1 || a->row < 0 || a->row >= a->n)
+    return dpo_err(DPO_EINVAL, "audit.n must be >= 2, algo.iters >= 1 and 0 <= audit.row < audit.n");
   if (strcasecmp(a->model_name, "logreg"))
     return dpo_err(DPO_EUNSUP, "dpopt audit builds logistic-regression data sets (model.name = logreg)");
   double Bd = fmin(isnan(B1) ? INFINITY : B1, isnan(B2) ? INFINITY : B2);
@@ -255,7 +260,6 @@ static int dpo__audit_setup(const dpo_config_t *cfg, dpo_config_t *wcfg, dpo__au
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
-  (void)wcfg;
   return DPO_OK;
 }
 
@@ -376,8 +380,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
     goto fail;
   }
-  if ((rc = dpo__audit_setup(cfg, NULL, &a))) goto fail;
-  /* the solver reads the start from algo.x0 only through dpo_solver_create's x0 argument */
+  if ((rc = dpo__audit_setup(cfg, &a))) goto fail;
   if ((rc = dpo_model_create(a.model_name, a.lambda, &model)) ||
       (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||
       (rc = dpo_rng_create(0, 0, 0, &rng)))
