@@ -442,6 +442,8 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     for (int r = 0; r < ctx->size; r++)
       for (int64_t t = r, k = 0; t < T2; t += ctx->size, k++)
         memcpy(all[t % 2] + (t / 2) * a.d, buf + displs[r] + k * a.d, (size_t)a.d * sizeof *buf);
+    /* the claim under test is what the ledger spent: (eps, delta) = sp_all */
+    a.delta = sp_all[1];
     rc = dpo__audit_analyse(&a, all, N, alpha, &res);
     if (!rc) {
       const char *what = a.laplace ? "laplace" : a.algo_name;
