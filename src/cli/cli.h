@@ -13,7 +13,8 @@ enum {
   DPO_EXIT_DATA = 2,    /* bad input data or file */
   DPO_EXIT_BUDGET = 3,  /* the ledger refused a charge: run ended cleanly, last release kept */
   DPO_EXIT_RUNTIME = 4, /* MPI, linear algebra, convergence or other runtime failure */
-  DPO_EXIT_INTR = 5     /* interrupted by SIGTERM/SIGINT after a clean checkpoint */
+  DPO_EXIT_INTR = 5,    /* interrupted by SIGTERM/SIGINT after a clean checkpoint */
+  DPO_EXIT_AUDIT = 6    /* dpopt audit: the empirical lower bound exceeds the claimed eps */
 };
 
 /* A command-line option that maps onto a config key. */
@@ -62,6 +63,7 @@ int dpo_cmd_simulate(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_calibrate(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 #endif
 

@@ -21,6 +21,7 @@ static const struct {
     {"admm", dpo_cmd_admm, "consensus ADMM across ranks, DP-ADMM / DP-AccADMM (graph-guided fused lasso)"},
     {"simulate", dpo_cmd_simulate, "split one data set into P parties' files (iid or skewed by label)"},
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
+    {"audit", dpo_cmd_audit, "empirical lower bound on a private algorithm's eps (neighbouring data)"},
     {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the Renyi accountant"},
 };
 #define DPO__NCMDS (int)(sizeof dpo__cmds / sizeof dpo__cmds[0])
@@ -34,7 +35,8 @@ static void dpo__usage(FILE *f) {
           "\n'dpopt COMMAND --help' describes a command.\n\n"
           "Exit status: 0 success; 1 usage or configuration error; 2 bad input data or file;\n"
           "3 privacy budget exhausted (the run stopped cleanly, last released iterate kept);\n"
-          "4 runtime failure (MPI, linear algebra, no convergence); 5 interrupted (SIGTERM/SIGINT).\n");
+          "4 runtime failure (MPI, linear algebra, no convergence); 5 interrupted (SIGTERM/SIGINT);\n"
+          "6 dpopt audit found a lower bound above the claimed eps.\n");
 }
 
 int main(int argc, char **argv) {

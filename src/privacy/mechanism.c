@@ -16,6 +16,7 @@
  */
 #include "privacy_int.h"
 
+#include "dpopt/audit.h"
 #include "dpopt/status.h"
 
 #include <math.h>
@@ -216,9 +217,15 @@ int dpo_mech_grid(double scale, double *lambda) {
   return DPO_OK;
 }
 
+/* TEST ONLY: dpopt audit --test-break-noise sets this below 1 to check that the audit catches
+ * a broken mechanism (dpopt/audit.h); nothing else writes it. */
+static double dpo__noise_factor = 1.0;
+void dpo__test_noise_factor(double factor) { dpo__noise_factor = factor > 0 ? factor : 1.0; }
+
 /* Shared body: check inputs first (so a failure modifies nothing), then add Lambda * K. */
 static int dpo__mech_grid_add(dpo_rng_t *rng, double scale, int gauss, double *v, int64_t d) {
   double lam;
+  scale *= dpo__noise_factor;
   int st = dpo_mech_grid(scale, &lam);
   if (st) return st;
   if (!rng) return dpo_err(DPO_EINVAL, "mechanism: NULL rng");

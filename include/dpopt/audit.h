@@ -1,0 +1,62 @@
+/* Empirical privacy audit (dpopt audit): statistics.
+ *
+ * An audit runs a private algorithm many times on two neighbouring data sets D, D' and looks
+ * for an event S of the released output with P[S | D] much larger than P[S | D'].  If the
+ * algorithm is (eps, delta)-DP then P[S | D] <= e^eps P[S | D'] + delta for every S, so
+ *   eps >= ln((p_D - delta) / p_D')
+ * and with one-sided Clopper-Pearson bounds (p_D from below, p_D' from above, each at level
+ * alpha/2) the bound eps_lb = ln((p_D,lo - delta) / p_D',hi) holds with confidence >= 1 - alpha.
+ * The event (a statistic, a threshold, a side, which set plays D) must be chosen on data
+ * independent of the data the bound is computed from (the caller splits its trials in two).
+ * A lower bound only: an audit that finds nothing proves nothing.
+ */
+#ifndef DPOPT_AUDIT_H
+#define DPOPT_AUDIT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Regularized incomplete beta I_x(a, b), a, b > 0, x in [0, 1] (continued fraction). */
+double dpo_audit_betainc(double a, double b, double x);
+/* Quantile of Beta(a, b): the x with I_x(a, b) = p, by bisection on the CDF (to ~1e-13). */
+double dpo_audit_beta_ppf(double p, double a, double b);
+/* One-sided Clopper-Pearson bounds on a binomial rate from k successes in n trials at level
+ * 1 - a: lower = Beta^-1(a; k, n-k+1) (0 if k = 0), upper = Beta^-1(1-a; k+1, n-k) (1 if
+ * k = n). */
+double dpo_audit_cp_lower(int64_t k, int64_t n, double a);
+double dpo_audit_cp_upper(int64_t k, int64_t n, double a);
+/* ln((cp_lower(k0, n0) - delta) / cp_upper(k1, n1)), each at level alpha/2; -INFINITY when
+ * the numerator is <= 0. */
+double dpo_audit_eps_lb(int64_t k0, int64_t n0, int64_t k1, int64_t n1, double delta, double alpha);
+
+/* Best threshold event of one scalar statistic: t0[0..n0) from D, t1[0..n1) from D'.  Events
+ * S = {T > thr} or {T <= thr} with thr at every observed value, and either set in the role of
+ * D in eps_lb; the one maximizing eps_lb(counts, delta, alpha) on these samples is returned
+ * (its side: 1 for T > thr, 0 for T <= thr; swap: 1 when D' plays D).  Returns that eps_lb
+ * (-INFINITY if none is positive). */
+typedef struct {
+  double thr;
+  int above, swap;
+  double eps_lb;
+} dpo_audit_event_t;
+int dpo_audit_best_event(const double *t0, int64_t n0, const double *t1, int64_t n1, double delta,
+                         double alpha, dpo_audit_event_t *ev);
+/* Counts of the event in a sample (for the evaluation half). */
+int64_t dpo_audit_count(const dpo_audit_event_t *ev, const double *t, int64_t n);
+/* eps_lb of a fixed event on an evaluation sample. */
+double dpo_audit_event_lb(const dpo_audit_event_t *ev, const double *t0, int64_t n0,
+                          const double *t1, int64_t n1, double delta, double alpha);
+
+/* TEST ONLY (dpopt audit --test-break-noise): multiply every noise scale of the exact
+ * Laplace/Gaussian mechanisms by `factor` (1 = normal).  A factor < 1 breaks privacy on
+ * purpose so that the audit's own test can check it is caught; no config key or train option
+ * reaches it. */
+void dpo__test_noise_factor(double factor);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

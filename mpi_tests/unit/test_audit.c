@@ -1,0 +1,63 @@
+/* Statistics of dpopt audit (src/privacy/audit.c): the regularized incomplete beta and its
+ * inverse against values computed with mpmath (30 digits; betainc(a, b, 0, x,
+ * regularized=True) and bisection on it), Clopper-Pearson closed forms at k = 0 and k = n,
+ * the published 95% interval for 5 of 100 (0.01643, 0.11283), and the threshold choice. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "dpopt/audit.h"
+
+#define near(x, ref, tol) cr_expect(fabs((x) - (ref)) <= (tol) * fabs(ref), "%.15g vs %.15g", (x), (ref))
+
+Test(audit, betainc_reference) {
+  near(dpo_audit_betainc(2, 3, 0.4), 0.5248, 1e-12);
+  near(dpo_audit_betainc(0.5, 0.5, 0.1), 0.204832764699133451649, 1e-12);
+  near(dpo_audit_betainc(50, 60, 0.45), 0.464235291430603535850, 1e-10);
+  near(dpo_audit_betainc(1000, 500, 0.66), 0.290499935409880878626, 1e-9);
+  cr_expect(dpo_audit_betainc(3, 4, 0) == 0 && dpo_audit_betainc(3, 4, 1) == 1);
+  cr_expect(isnan(dpo_audit_betainc(-1, 4, 0.5)));
+}
+
+Test(audit, beta_ppf_reference) {
+  near(dpo_audit_beta_ppf(0.025, 5, 96), 0.0164318791820521592645, 1e-9);
+  near(dpo_audit_beta_ppf(0.975, 6, 95), 0.112834911105462765938, 1e-9);
+  near(dpo_audit_beta_ppf(0.05, 250, 251), 0.462292309652946466510, 1e-9);
+  near(dpo_audit_beta_ppf(0.975, 93, 408), 0.220799070564658302484, 1e-9);
+}
+
+Test(audit, clopper_pearson) {
+  /* two-sided 95% for 5 of 100: each side at 0.025 */
+  near(dpo_audit_cp_lower(5, 100, 0.025), 0.0164318791820521592645, 1e-9);
+  near(dpo_audit_cp_upper(5, 100, 0.025), 0.112834911105462765938, 1e-9);
+  /* closed forms: lower(n of n) = a^(1/n), upper(0 of n) = 1 - a^(1/n) */
+  near(dpo_audit_cp_lower(20, 20, 0.05), pow(0.05, 1.0 / 20), 1e-9);
+  near(dpo_audit_cp_upper(0, 20, 0.05), 1 - pow(0.05, 1.0 / 20), 1e-9);
+  cr_expect(dpo_audit_cp_lower(0, 20, 0.05) == 0 && dpo_audit_cp_upper(20, 20, 0.05) == 1);
+  /* ln((lower(250/500) - 1e-5) / upper(92/500)), each at 0.025 */
+  near(dpo_audit_eps_lb(250, 500, 92, 500, 1e-5, 0.05), 0.723649777492451249023, 1e-8);
+  cr_expect(isinf(dpo_audit_eps_lb(0, 500, 92, 500, 0, 0.05)));
+}
+
+Test(audit, best_event) {
+  /* D: values 1..100, D': values -99..0 shifted down: {T > 0} separates them completely */
+  double a[100], b[100];
+  for (int i = 0; i < 100; i++) {
+    a[i] = i + 1;
+    b[i] = -i;
+  }
+  dpo_audit_event_t ev;
+  cr_assert_eq(dpo_audit_best_event(a, 100, b, 100, 0, 0.05, &ev), 0);
+  /* {T > 0} on D or, equally good, {T <= 0} on D' */
+  int64_t k0 = dpo_audit_count(&ev, a, 100), k1 = dpo_audit_count(&ev, b, 100);
+  cr_expect(ev.thr >= 0 && ev.thr < 1, "thr %g", ev.thr);
+  cr_expect(ev.swap ? k0 == 0 && k1 == 100 : k0 == 100 && k1 == 0, "counts %lld %lld",
+            (long long)k0, (long long)k1);
+  /* the bound of a perfect separation: ln(lower(100/100) / upper(0/100)) at 0.025 each */
+  near(ev.eps_lb, log(pow(0.025, 0.01) / (1 - pow(0.025, 0.01))), 1e-9);
+  /* the roles swapped: D' is the more likely one, the event is T <= thr or swap */
+  cr_assert_eq(dpo_audit_best_event(b, 100, a, 100, 0, 0.05, &ev), 0);
+  near(ev.eps_lb, log(pow(0.025, 0.01) / (1 - pow(0.025, 0.01))), 1e-9);
+  /* identical samples: no positive bound */
+  cr_assert_eq(dpo_audit_best_event(a, 100, a, 100, 0, 0.05, &ev), 0);
+  cr_expect(!(ev.eps_lb > 0));
+}
