@@ -114,6 +114,21 @@ int dpo_oracle_serve(dpo_oracle_t *o);
 
 void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st);
 
+/* ---- applying a saved model (dpopt predict / eval) ---- */
+/* Collective over comm: evaluate the model (coefficients x, length s->d, the same on every
+ * rank) on the distributed shards s.  *loss_mean gets the mean data term (1/n) sum_i
+ * loss(u_i'x, z_i) WITHOUT the regularizer; *metric_mean the accuracy (logistic: sign
+ * prediction, u'x = 0 predicts +1) or the mean squared error (ridge/lsq).  Either may be NULL.
+ * The sums are chunked and reduced like dpo_oracle_eval_metric's, so the values equal, bit for
+ * bit, what that call gives at the same rank count (e.g. train's test_accuracy); every rank
+ * gets the same values and status.  Empty data (n_global = 0) is DPO_EINVAL. */
+int dpo_model_eval_shard(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s,
+                         const double *x, double *loss_mean, double *metric_mean);
+/* Not collective: the linear predictor t_i = u_i'x of every local row into t (length s->n),
+ * summed as the evaluation kernel sums it (so sign(t_i) reproduces its accuracy count). */
+int dpo_model_local_predict(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                            double *t);
+
 #ifdef __cplusplus
 }
 #endif

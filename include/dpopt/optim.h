@@ -89,7 +89,9 @@ typedef struct {
   double gtol;           /* stop when ||grad F|| <= gtol (refused for private algorithms) */
   int64_t trace_every;   /* trace row every k iterations (0: none) */
   int trace_loss;        /* evaluate F(x_t) for the trace (non-private diagnostic) */
-  int quiet;             /* no progress on stderr */
+  int quiet;             /* no progress on stderr (overrides progress) */
+  int progress;          /* 1: progress lines on stderr (--progress); 0: only when someone
+                          * watches (a terminal); -1: never.  Rank 0. */
   double fstar;          /* known F* for the f - f* column (NAN if unknown) */
   FILE *trace;           /* rank 0: CSV trace stream (NULL: none) */
   /* Checkpoints (rank 0): every checkpoint_every iterations (0: never), when *stop becomes

@@ -60,7 +60,7 @@ done
 for f in trace.csv summary.json model.txt config.ini; do
   [ -s "$T/run2/$f" ] && ok || bad "run directory lacks $f"
 done
-has "$T/run2/trace.csv" "loss_nonprivate" "trace marks non-private columns"
+has "$T/run2/trace.csv" "objective_nonprivate" "trace marks non-private columns"
 has "$T/run2/summary.json" "test_accuracy" "summary has test accuracy"
 acc=$(sed -n 's/.*"test_accuracy": *\([0-9.]*\).*/\1/p' "$T/run2/summary.json")
 awk -v a="$acc" 'BEGIN {exit !(a > 0.84 && a < 0.86)}' && ok || bad "a9a test accuracy $acc not in (0.84, 0.86)"

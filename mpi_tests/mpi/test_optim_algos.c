@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
       char line[512];
       int rows = 0;
       T_CHECK(fgets(line, sizeof line, tf) &&
-              strcmp(line, "iter,time_s,loss_nonprivate,gradnorm_nonprivate,"
+              strcmp(line, "iter,time_s,objective_nonprivate,gradnorm_nonprivate,"
                            "f_minus_fstar_nonprivate,eps_spent\n") == 0, "trace header: %s", line);
       long it0 = -1;
       double ts, lo, gn, fs, eps;

@@ -35,7 +35,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--iters", "algo.iters", "T", "iterations (default: a private algorithm's own schedule length, else 100)"},
     {"--gtol", "algo.gtol", "G", "stop when ||grad F|| <= G (non-private algorithms; default 0)"},
     {"--batch", "algo.m", "M", "minibatch size m (default n: full batch)"},
-    {"--x0", "algo.x0", "V", "initial point: every coordinate V (default 0)"},
+    {"--x0", "algo.x0", "V|FILE", "initial point: every coordinate V (default 0), or a model.txt (warm start; treated as public)"},
     {"--eps", "privacy.eps", "E", "privacy budget epsilon (private algorithms)"},
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
@@ -45,6 +45,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default 1)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
+    {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},
     {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT)"},
     {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint"},
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
@@ -250,6 +251,25 @@ static void dpo__unmark_failed(const char *run_dir) {
   unlink(p);
 }
 
+/* --x0 FILE: the coefficients of a model.txt (read on rank 0, broadcast) as the initial point.
+ * The file is an input the privacy analysis treats as public (a released model is; a
+ * non-private model of the same data is not).  Collective. */
+static int dpo__warm_start(const dpo_cli_ctx_t *ctx, const char *path, const char *data,
+                           double *x0, int32_t d) {
+  double *w = NULL;
+  int32_t dw = 0;
+  int rc = ctx->rank == 0 ? dpo_model_read(path, &w, &dw) : DPO_OK;
+  if (rc == DPO_OK && ctx->rank == 0 && dw != d)
+    rc = dpo_err(DPO_EFORMAT, "--x0 %s: dimension mismatch: the model has %d coefficients but "
+                 "data %s has %d features", path, (int)dw, data, (int)d);
+  if (rc == DPO_OK && ctx->rank == 0) memcpy(x0, w, (size_t)d * sizeof *x0);
+  free(w);
+  if ((rc = dpo_agree(ctx->comm, rc))) return rc;
+  if (MPI_Bcast(x0, d, MPI_DOUBLE, 0, ctx->comm) != MPI_SUCCESS)
+    return dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "--x0 %s: MPI_Bcast failed", path));
+  return DPO_OK;
+}
+
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[DPO__MAXOPTS];
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__train_opts, dpo_cli_data_opts);
@@ -306,8 +326,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if ((rc = dpo_cli_check_ranks(ctx, cfg))) goto fail; /* before any collective or file */
 
   /* ---- configuration ---- */
-  const char *train_path, *test_path, *model_name, *algo_name, *fstar_s, *action;
-  double lambda, x0v, b1, b2;
+  const char *train_path, *test_path, *model_name, *algo_name, *fstar_s, *action, *x0s;
+  double lambda, x0v = 0.0, b1, b2;
   int64_t iters, trace_every;
   int no_trace_loss, report_rows;
   dpo_config_get_str(cfg, "data.train", NULL, &train_path);
@@ -316,8 +336,24 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_get_str(cfg, "algo.name", "gd", &algo_name);
   dpo_config_get_str(cfg, "run.fstar", "none", &fstar_s);
   dpo_config_get_str(cfg, "data.row_bound_action", "reject", &action);
+  dpo_config_get_str(cfg, "algo.x0", "0", &x0s);
+  const char *x0_file = NULL; /* algo.x0 = a model file: warm start from its coefficients */
+  {
+    char *end;
+    x0v = strtod(x0s, &end);
+    if (end == x0s || *end) x0_file = x0s;
+    else if (!isfinite(x0v)) {
+      rc = dpo_err(DPO_EINVAL, "%s: algo.x0 = '%s': expected a finite number or a model file",
+                   dpo_config_origin(cfg, "algo.x0"), x0s);
+      goto fail;
+    }
+  }
+  int progress = 0; /* run.progress unset: automatic (a terminal) */
+  if (dpo_config_get(cfg, "run.progress")) {
+    if ((rc = dpo_config_get_bool(cfg, "run.progress", 0, &progress))) goto fail;
+    progress = progress ? 1 : -1;
+  }
   if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &lambda)) ||
-      (rc = dpo_config_get_double(cfg, "algo.x0", 0.0, &x0v)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &b1)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &b2)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &iters)) ||
@@ -444,6 +480,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto fail;
   }
   for (int32_t j = 0; j < train->d; j++) x0[j] = x0v;
+  /* a resumed run takes its iterate from the checkpoint, not from algo.x0 */
+  if (x0_file && !resuming && (rc = dpo__warm_start(ctx, x0_file, train_path, x0, train->d)))
+    goto fail;
   if ((rc = dpo_solver_create(oracle, algo, cfg, dpo_train_priv_rng(priv),
                               dpo_train_priv_ledger(priv), x0, &solver)))
     goto fail;
@@ -475,6 +514,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   ro.trace_every = trace_every;
   ro.trace_loss = !no_trace_loss && !dpo_train_parties_hide_train(parties);
   ro.quiet = quiet;
+  ro.progress = progress;
   ro.fstar = fstar;
   ro.trace = trace;
   ro.checkpoint_every = ckpt_every;
@@ -526,6 +566,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (ctx->rank == 0) {
     int binary = dpo_model_binary(model);
     const char *metric = binary ? "accuracy" : "mse";
+    double xx = 0; /* ||x||^2: F = data loss + lambda ||x||^2 */
+    for (int32_t j = 0; j < train->d; j++) xx += x[j] * x[j];
     char p[1024], cm[512];
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", model_name, algo->name,
              train_path, train->d, dpo_train_priv_label(priv));
@@ -561,7 +603,10 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost.evals));
     char k[64];
     snprintf(k, sizeof k, "train_%s_nonprivate", metric);
+    /* "loss" is the data term (no regularizer) everywhere; "objective" is F (README) */
     json_object_object_add(sum, "train_loss_nonprivate", json_object_new_double(tr_loss));
+    json_object_object_add(sum, "train_objective_nonprivate",
+                           json_object_new_double(isnan(tr_loss) ? NAN : tr_loss + lambda * xx));
     json_object_object_add(sum, k, json_object_new_double(tr_metric));
     if (!isnan(fstar)) {
       json_object_object_add(sum, "fstar_nonprivate", json_object_new_double(fstar));
@@ -590,16 +635,14 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
              dpo_plan_kind_name(dpo_solver_plan(solver)->kind), dpo_solver_plan(solver)->what,
              (long long)dpo_solver_iters(solver), (long long)dpo_solver_plan(solver)->steps);
     dpo_train_parties_print(parties, dpo_train_priv_ledger(priv), stdout);
-    printf("train loss      %.6f   [non-private diagnostic]\n", tr_loss);
+    printf("train data loss %.6f   [non-private diagnostic]\n", tr_loss);
+    printf("train objective F %.6f   [non-private diagnostic; data loss + lambda ||x||^2]\n",
+           tr_loss + lambda * xx);
     printf("train %-9s %.4f   [non-private diagnostic]\n", metric, tr_metric);
-    if (!isnan(fstar)) {
-      /* tr_loss is the mean data term: F adds lambda ||x||^2 */
-      double xx = 0;
-      for (int32_t j = 0; j < train->d; j++) xx += x[j] * x[j];
+    if (!isnan(fstar))
       printf("F(x) - F*       %.6e   [non-private diagnostic]\n", tr_loss + lambda * xx - fstar);
-    }
     if (test) {
-      printf("test loss       %.6f   (%s, %lld rows)\n", te_loss, test_path, (long long)test->n_global);
+      printf("test data loss  %.6f   (%s, %lld rows)\n", te_loss, test_path, (long long)test->n_global);
       printf("test %-10s %.4f   (%s)\n", metric, te_metric, test_path);
     }
     printf("wall time       %.3f s\n", wall);

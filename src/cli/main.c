@@ -13,6 +13,8 @@ static const struct {
   const char *help;
 } dpo__cmds[] = {
     {"train", dpo_cmd_train, "train a model (private or not) on sharded data, write a run directory"},
+    {"predict", dpo_cmd_predict, "apply a saved model to a data file: predictions to a file, and metrics"},
+    {"eval", dpo_cmd_eval, "metrics (accuracy / MSE, loss) of a saved model on a data file"},
     {"info", dpo_cmd_info, "rows, columns, nonzeros, label balance and norm statistics of a data file"},
     {"convert", dpo_cmd_convert, "convert a data file to the dpopt binary format for fast loading"},
     {"gen", dpo_cmd_gen, "generate synthetic data (logistic, ridge, MovieLens-shaped ratings)"},

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "dpopt/privacy.h"
@@ -51,6 +52,7 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
   o->trace_every = 0;
   o->trace_loss = 1;
   o->quiet = 0;
+  o->progress = 0;
   o->fstar = NAN;
   o->trace = NULL;
   o->checkpoint_every = 0;
@@ -494,6 +496,68 @@ int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset) 
   return rc;
 }
 
+/* ---- progress on stderr (rank 0) ----
+ * On when opts->progress > 0 (--progress), or when it is 0 (automatic) and someone watches:
+ * stderr is a terminal, or a launcher (mpirun) pipes rank 0's output and the process still has
+ * a controlling terminal.  quiet wins.  On a terminal one line is redrawn ("\r") at most once
+ * a second; otherwise whole lines, at most one a second and only on a new tenth of the run
+ * (or after 30 s without one), and a last line at the end (always with --progress, else only
+ * if something was shown). */
+typedef struct {
+  int on, tty, explicit_on, printed;
+  double t0, last;
+  int64_t t_first, last_tenth, last_t;
+} dpo__prog_t;
+
+static int dpo__launched_interactive(void) {
+  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_RANK") && !getenv("PMIX_RANK")) return 0;
+  if (isatty(STDIN_FILENO)) return 1;
+  int fd = open("/dev/tty", O_RDONLY | O_NOCTTY);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+
+static void dpo__prog_init(dpo__prog_t *p, const dpo_run_opts_t *o, int64_t t_first, double t0) {
+  memset(p, 0, sizeof *p);
+  p->tty = isatty(STDERR_FILENO);
+  p->explicit_on = o->progress > 0;
+  p->on = !o->quiet && (p->explicit_on || (o->progress == 0 && (p->tty || dpo__launched_interactive())));
+  p->t0 = p->last = t0;
+  p->t_first = t_first;
+  p->last_tenth = p->last_t = -1;
+}
+
+/* t_done iterations of max_iter are complete; final: the run has ended. */
+static void dpo__prog_show(dpo__prog_t *p, const dpo_solver_t *s, int64_t t_done,
+                           int64_t max_iter, int final) {
+  if (!p->on) return;
+  double now = MPI_Wtime(), el = now - p->t0;
+  int64_t tenth = max_iter > 0 ? t_done * 10 / max_iter : 0;
+  if (final) {
+    if (!p->explicit_on && !p->printed) return;
+    if (p->printed && !p->tty && p->last_t == t_done) return; /* that line is already there */
+  } else if (now - p->last < 1.0) {
+    return;
+  } else if (!p->tty && tenth == p->last_tenth && now - p->last < 30.0) {
+    return;
+  }
+  char eta[48] = "", eps[48] = "";
+  int64_t ran = t_done - p->t_first;
+  if (!final && ran > 0 && max_iter > t_done)
+    snprintf(eta, sizeof eta, ", ETA %.1f s", el / (double)ran * (double)(max_iter - t_done));
+  if (s->spent) snprintf(eps, sizeof eps, ", eps spent %.4g", s->spent(s->spent_arg));
+  fprintf(stderr, "%s[dpopt] %s: iteration %ld/%ld (%d%%), %.1f s elapsed%s%s%s",
+          p->tty && p->printed ? "\r" : "", s->algo->name, (long)t_done, (long)max_iter,
+          max_iter > 0 ? (int)(100 * t_done / max_iter) : 100, el, eta, eps,
+          p->tty && !final ? "    " : "\n");
+  fflush(stderr);
+  p->printed = 1;
+  p->last = now;
+  p->last_tenth = tenth;
+  p->last_t = t_done;
+}
+
 int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   if (!s) return dpo_err(DPO_EINVAL, "dpo_solver_run: NULL solver");
   MPI_Comm comm = dpo_oracle_comm(s->oracle);
@@ -511,9 +575,9 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     double *xsave = malloc((size_t)s->d * sizeof *xsave);
     const size_t nb = (size_t)s->d * sizeof *g;
     int tracing = opts->trace && opts->trace_every > 0;
-    int progress = !opts->quiet && isatty(STDERR_FILENO);
-    int printed = 0;
-    double t0 = MPI_Wtime(), diag = 0.0, last = t0;
+    double t0 = MPI_Wtime(), diag = 0.0;
+    dpo__prog_t prog;
+    dpo__prog_init(&prog, opts, s->t0, t0);
     int64_t t = 0, last_row = -1;
     if (!g || !xsave) {
       rc = dpo_err(DPO_ENOMEM, "dpo_solver_run: out of memory");
@@ -535,7 +599,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     memcpy(s->xstart, s->x, nb);
     if ((rc = dpo__plan_start(s, opts, max_iter))) goto done0;
     if (tracing && !s->resumed &&
-        fprintf(opts->trace, "iter,time_s,loss_nonprivate,gradnorm_nonprivate,"
+        fprintf(opts->trace, "iter,time_s,objective_nonprivate,gradnorm_nonprivate,"
                 "f_minus_fstar_nonprivate,eps_spent\n") < 0) {
       rc = dpo_err(DPO_EIO, "cannot write the trace header");
       goto done0;
@@ -581,15 +645,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
         break;
       }
       if (rc) break;
-      if (progress) {
-        double now = MPI_Wtime();
-        if (now - last >= 1.0) {
-          fprintf(stderr, "\r[dpopt] %s: iteration %ld/%ld, %.1f s", s->algo->name,
-                  (long)(t + 1), (long)max_iter, now - t0);
-          last = now;
-          printed = 1;
-        }
-      }
+      dpo__prog_show(&prog, s, t + 1, max_iter, 0);
       if (fin) {
         t++;
         break;
@@ -609,7 +665,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       if (trc) rc = trc;
     }
     if (tracing) fflush(opts->trace);
-    if (printed) fprintf(stderr, "\n");
+    dpo__prog_show(&prog, s, t, max_iter, 1);
   done0:
     free(g);
     free(xsave);

@@ -1,0 +1,63 @@
+#!/bin/sh
+# dpopt predict / eval (issue 14): a saved model applied to sharded data gives exactly train's
+# test metric at 1 and 3 ranks; prediction files; dimension checks; --x0 FILE warm start;
+# --progress / --quiet under mpirun; the names "data loss" and "objective F".
+. "$(dirname "$0")/testlib.sh"
+A="$S/data/a9a" AT="$S/data/a9a.t"
+
+expect 0 "$DPOPT" train --data "$A" --test "$AT" --algo lbfgs --iters 8 --quiet --out "$T/r1"
+has "$T/out" "train data loss" "stdout names the data term"
+has "$T/out" "train objective F" "stdout names the objective"
+has "$T/r1/summary.json" "train_objective_nonprivate" "summary has the objective"
+has "$T/r1/trace.csv" "objective_nonprivate" "trace names F the objective"
+acc=$(sed -n 's/.*"test_accuracy": *\([^,}]*\).*/\1/p' "$T/r1/summary.json")
+tloss=$(sed -n 's/.*"test_loss": *\([^,}]*\).*/\1/p' "$T/r1/summary.json")
+fobj=$(sed -n 's/.*"train_objective_nonprivate": *\([^,}]*\).*/\1/p' "$T/r1/summary.json")
+flast=$(grep -v '^#' "$T/r1/trace.csv" | tail -n 1 | cut -d, -f3)
+close "$fobj" "$flast" 1e-12 "summary's objective is the trace's F"
+same() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "" && a + 0 == b + 0)}'; }
+
+for np in 1 3; do
+  expect 0 $MPI -np $np "$DPOPT" eval --run "$T/r1" --data "$AT"
+  e=$(awk '$1 == "accuracy" {print $2}' "$T/out")
+  check "eval -np $np accuracy $e == train's test_accuracy $acc" same "$e" "$acc"
+  l=$(awk '$1 == "data" && $2 == "loss" {print $3}' "$T/out")
+  close "$l" "$tloss" 1e-12 "eval -np $np data loss vs train's test_loss"
+  has "$T/out" "objective F" "eval prints F with the run's lambda"
+done
+
+expect 0 $MPI -np 3 "$DPOPT" predict --model-file "$T/r1/model.txt" --data "$AT" --out "$T/p.txt"
+has "$T/out" "predictions" "predict reports its file"
+e=$(awk '$1 == "accuracy" {print $2}' "$T/out")
+hasnot "$T/out" "objective F" "no lambda, no objective"
+n=$(wc -l < "$T/p.txt" | tr -d ' ')
+check "predictions: $n lines (want 16281)" [ "$n" = 16281 ]
+pa=$(cut -d' ' -f1 "$AT" | paste -d' ' - "$T/p.txt" |
+     awk '{n++; if ($1 + 0 == $2 + 0) c++; if ($3 < 0 || $3 > 1 || ($3 >= 0.5) != ($2 > 0)) bad++}
+          END {if (bad) print "bad"; else printf "%.17g\n", c / n}')
+check "accuracy of the prediction file $pa == eval's $e" same "$pa" "$e"
+# an old, longer file is replaced, not overwritten in place
+expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/r1" --data "$AT" --out "$T/p.txt"
+n=$(wc -l < "$T/p.txt" | tr -d ' ')
+check "rewritten predictions: $n lines" [ "$n" = 16281 ]
+
+printf '# three coefficients\n3\n1\n2\n3\n' > "$T/m3.txt"
+expect 2 $MPI -np 2 "$DPOPT" eval --model-file "$T/m3.txt" --data "$AT"
+has "$T/err" "m3.txt has 3 coefficients but data .*a9a.t has 123 features" "mismatch names both"
+expect 1 "$DPOPT" predict --run "$T/r1" --data "$AT"
+has "$T/err" "needs --out FILE" "predict needs --out"
+
+# warm start: F at iteration 0 is the previous run's final F
+expect 0 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --quiet --x0 "$T/r1/model.txt" --out "$T/r2"
+f0=$(grep -v '^#' "$T/r2/trace.csv" | awk -F, '$1 == "0" {print $3}')
+check "--x0 FILE: F(x_0) $f0 == previous final F $flast" [ -n "$f0" -a "$f0" = "$flast" ]
+expect 2 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --quiet --x0 "$T/m3.txt" --out "$T/r3"
+has "$T/err" "m3.txt: dimension mismatch" "--x0 FILE of another dimension"
+expect 0 "$DPOPT" train --data "$A" --algo lbfgs --iters 2 --quiet --x0 0.01 --out "$T/r4"
+
+# progress under mpirun (stderr is a pipe there)
+expect 0 $MPI -np 2 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --progress --out "$T/r5"
+has "$T/err" "\[dpopt\] lbfgs: iteration 3/3 (100%)" "--progress prints progress lines"
+expect 0 $MPI -np 2 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --progress --quiet --out "$T/r6"
+check "--quiet: nothing on stderr" [ ! -s "$T/err" ]
+finish test_predict
