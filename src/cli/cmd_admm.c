@@ -53,7 +53,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--eps-abs", "admm.eps_abs", "E", "consensus absolute tolerance (default 1e-5)"},
       {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-3, Boyd Sec. 3.3.1)"},
       {"--maxit", "admm.maxit", "K", "iterations: max (non-private consensus, default 1000) or T (private / DP-ADMM, default 200)"},
-      {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; admm.adapt_rho = false in a config turns it off)"},
+      {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; --set admm.adapt_rho=false turns it off)"},
       {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (004 eq. (11)); default A = I"},
       {"--graph-from", "admm.graph_from", "PUBFILE", "build the graph from this PUBLIC data set (|corr| >= --graph-thresh), write it to --graph"},
       {"--graph-thresh", "admm.graph_thresh", "C", "correlation threshold for --graph-from (default 0.3)"},
