@@ -122,6 +122,11 @@ typedef struct {
  * one iteration and the z returned is the tested one.  Returns DPO_ENOCONV (z still written) if
  * max_iter is reached without convergence in a non-private run, DPO_EBUDGET if the ledger
  * refused an iteration (z = last released consensus). */
+/* Not collective: the status line "K  converged C  (r R <= E, s S > F)" of a consensus run
+ * into buf (size n); each comparison sign is the outcome of its test (<= passed, > failed,
+ * ? not tested).  Returns the snprintf length. */
+int dpo_admm_status_line(const dpo_admm_info_t *inf, char *buf, size_t n);
+
 int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
                        const dpo_admm_opts_t *opts, double *z, dpo_admm_info_t *info);
 

@@ -13,5 +13,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/optim.h"
 #include "dpopt/hamsi.h"
+#include "dpopt/admm.h"
+#include "dpopt/parties.h"
 
 #endif

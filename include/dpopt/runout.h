@@ -33,6 +33,10 @@ void dpo_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Overwritable progress line ("\r...") on stderr when it is a terminal and not quiet. */
 void dpo_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dpo_progress_end(void);
+/* JSON number for a summary: a json-c double, or NULL (written as null) when v is NaN or
+ * infinite, which JSON cannot represent (json-c would print NaN / Infinity). */
+struct json_object;
+struct json_object *dpo_json_double(double v);
 /* Wall clock in seconds (monotonic). */
 double dpo_wtime(void);
 

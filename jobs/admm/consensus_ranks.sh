@@ -10,14 +10,24 @@
 # 4 ranks on this 2-core machine are OVERSUBSCRIBED (marked in the table and the plot): their
 # times measure time-sharing, not scaling.  More ranks = more consensus constraints, so the
 # iteration count grows with the rank count (expected for consensus ADMM).
-# Output: jobs/admm/out/consensus_table.txt, consensus_time.png, consensus_iters.png.
-# Usage (top of the source tree): jobs/admm/consensus_ranks.sh [--full] [BUILD_DIR]
+# Output (--out DIR, default $TMPDIR/dpopt-jobs/admm): consensus_table.txt, consensus_time.png, consensus_iters.png.
+# Usage (top of the source tree): jobs/admm/consensus_ranks.sh [--out DIR] [--full] [BUILD_DIR]
 # Default N = 50,000 synthetic rows (~1-2 minutes); --full: N = 500,000 and 1, 2, 4, 8 ranks.
 set -eu
 FULL=0
-if [ "${1:-}" = "--full" ]; then FULL=1; shift; fi
+OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --full) FULL=1; shift ;;
+    --out) OUT=${2:?--out needs a directory}; shift 2 ;;
+    --out=*) OUT=${1#--out=}; shift ;;
+    -h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "usage: $0 [--out DIR] [--full] [BUILD_DIR]" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
 B=${1:-build}
-OUT=jobs/admm/out
+[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/admm # never the source tree (jobs/admm/out: committed reference)
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 D="$B/dpopt"
@@ -32,7 +42,7 @@ printf "# objective: NON-PRIVATE diagnostic on the training data\n" >> "$T"
 printf "%-10s %6s %1s %6s %4s %9s %10s %9s %18s\n" problem ranks o iters conv time_s s_per_it passes objective >> "$T"
 run() { # name np args...
   name=$1 np=$2; shift 2
-  mpirun --oversubscribe -np "$np" "$D" admm "$@" --maxit 5000 > "$OUT/c.out" 2>/dev/null || true
+  mpirun --oversubscribe -np "$np" "$D" admm "$@" --maxit 5000 --eps-abs 1e-6 --eps-rel 1e-5 --set admm.adapt_rho=false > "$OUT/c.out" 2>/dev/null || true
   awk -v n="$name" -v p="$np" -v o="$([ "$np" -gt "$CORES" ] && echo '*' || echo '-')" '
     /^iterations/ {it = $2; cv = $4}
     /^inner/ {ps = $5}

@@ -14,17 +14,27 @@
 # Fig. 1: objective gap F(x_t) - F* against time at eps = EPS1 (default 0.1); the objective is a
 #   NON-PRIVATE diagnostic on the training data; F* = best value of a long AccADMM run.
 # Fig. 2: held-out accuracy against eps.
-# Output: jobs/admm/out/fig1_table.txt, fig1_<data>.png, fig2_table.txt, fig2.png.
-# Usage (top of the source tree): jobs/admm/dpadmm_fig12.sh [--full] [BUILD_DIR] [NP]
+# Output (--out DIR, default $TMPDIR/dpopt-jobs/admm): fig1_table.txt, fig1_<data>.png, fig2_table.txt, fig2.png.
+# Usage (top of the source tree): jobs/admm/dpadmm_fig12.sh [--out DIR] [--full] [BUILD_DIR] [NP]
 # Default: 4 data sets, T = 200, 6 eps values: a few minutes on 2 cores.  --full: T = 1000,
 # 10 eps values, 3 seeds per point.  Runs are seeded (reproducible, hence labelled NOT private
 # by dpopt; the accounting is the same).
 set -eu
 FULL=0
-if [ "${1:-}" = "--full" ]; then FULL=1; shift; fi
+OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --full) FULL=1; shift ;;
+    --out) OUT=${2:?--out needs a directory}; shift 2 ;;
+    --out=*) OUT=${1#--out=}; shift ;;
+    -h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "usage: $0 [--out DIR] [--full] [BUILD_DIR] [NP]" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
 B=${1:-build}
 NP=${2:-2}
-OUT=jobs/admm/out
+[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/admm # never the source tree (jobs/admm/out: committed reference)
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 MPI="mpirun --oversubscribe -np $NP"

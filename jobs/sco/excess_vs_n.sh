@@ -21,26 +21,66 @@
 # about 7.5 minutes for the three sizes on 2 ranks), so it runs only when asked:
 #   --fmnist       the default run plus Fashion-MNIST
 #   --fmnist-only  only Fashion-MNIST: its rows in an existing table.txt are replaced
-# Output: jobs/sco/out/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png
-# (and excess_vs_n_fmnist.png with --fmnist / --fmnist-only).
-# Usage (from the top of the source tree): jobs/sco/excess_vs_n.sh [--fmnist|--fmnist-only] [BUILD_DIR] [NP]
+# Output: OUT/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png (and
+# excess_vs_n_fmnist.png with --fmnist / --fmnist-only): one panel per algorithm, the three
+# eps in distinct colours, the Thm 4.4 bound dashed, a shared y range.  OUT is --out DIR
+# (default $TMPDIR/dpopt-jobs/sco; never the source tree: jobs/sco/out holds the committed
+# reference results).  --plot-only redraws the PNGs from an existing OUT/table.txt.
+# Usage (from the top of the source tree):
+#   jobs/sco/excess_vs_n.sh [--out DIR] [--fmnist|--fmnist-only|--plot-only] [BUILD_DIR] [NP]
 # Default run: (3 a9a + 2 synthetic sizes) x 3 eps x 5 algorithms, about 5 minutes on 2 cores
 # (SIZES=..., SYN_SIZES=... to change).  Runs are seeded for reproducibility, hence labelled
 # NOT private by dpopt (the accounting is the same).
 set -eu
 FMNIST=no
-case ${1:-} in
-  --fmnist) FMNIST=yes; shift ;;
-  --fmnist-only) FMNIST=only; shift ;;
-esac
+OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) OUT=${2:?--out needs a directory}; shift 2 ;;
+    --out=*) OUT=${1#--out=}; shift ;;
+    --fmnist) FMNIST=yes; shift ;;
+    --fmnist-only) FMNIST=only; shift ;;
+    --plot-only) FMNIST=plot; shift ;;
+    -h | --help) sed -n '2,/^# NOT private/p' "$0"; exit 0 ;;
+    -*) echo "usage: $0 [--out DIR] [--fmnist|--fmnist-only|--plot-only] [BUILD_DIR] [NP]" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
 B=${1:-build}
 NP=${2:-1}
-OUT=jobs/sco/out
+[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/sco
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 MPI="mpirun --oversubscribe -np $NP"
 LAMBDA=1e-4; DIAM=2
 ALGOS="pnsgd phased-sgd phased-erm dp-sgd-rdp dp-sgd-rdp-wor"
+# one PNG per data set: a panel per algorithm (18 curves in one panel repeated colours)
+plot_set() {
+  name=$1
+  yr=$(awk -v nm="$name" '$1 == nm { for (k = 6; k <= 7; k++) if ($k > 0) { if (!lo || $k < lo) lo = $k; if ($k > hi) hi = $k } }
+    END { printf "%g:%g", lo / 1.5, hi * 1.5 }' "$OUT/table.txt")
+  gnuplot <<GP
+set terminal pngcairo size 1200,750
+set output "$OUT/excess_vs_n_$name.png"
+set multiplot layout 2,3 title "003 private SCO on $name (delta=1e-5, RDP): excess held-out loss vs n; dashed: Thm 4.4 bound"
+set logscale xy
+set yrange [$yr]
+set xlabel "n (training examples)"; set ylabel "excess held-out loss"
+set key top right font ",8"
+set grid
+do for [a in "$ALGOS"] {
+  set title a
+  plot for [i=1:3] "< awk '\$1==\"$name\" && \$2==\"".a."\" && \$4==".word("0.5 1 2", i)."' $OUT/table.txt" u 3:6 w lp lc i pt 7 t "eps=".word("0.5 1 2", i), \
+       for [i=1:3] "< awk '\$1==\"$name\" && \$2==\"pnsgd\" && \$4==".word("0.5 1 2", i)."' $OUT/table.txt" u 3:7 w l lc i dt 2 notitle
+}
+unset multiplot
+GP
+}
+if [ $FMNIST = plot ]; then
+  for name in $(awk 'NR > 1 && $1 !~ /^#/ { print $1 }' "$OUT/table.txt" | sort -u); do plot_set "$name"; done
+  echo "plots in $OUT"
+  exit 0
+fi
 if [ $FMNIST = only ] && [ -f "$OUT/table.txt" ]; then
   # keep the other data sets' rows, drop the old Fashion-MNIST ones
   awk '$1 != "fmnist" && $2 != "fmnist:"' "$OUT/table.txt" > "$OUT/table.txt.tmp"
@@ -101,16 +141,7 @@ run_set() {
       done
     done
   done
-  gnuplot <<GP
-set terminal pngcairo size 1000,650
-set output "$OUT/excess_vs_n_$name.png"
-set logscale xy
-set xlabel "n (training examples)"; set ylabel "excess held-out loss"
-set key outside
-set title "003 private SCO on $name (delta=1e-5, RDP); dashed: Thm 4.4 bound"
-plot for [a in "$ALGOS"] for [e in "0.5 1 2"] "< awk '\$1==\"$name\" && \$2==\"".a."\" && \$4==".e."' $OUT/table.txt" u 3:6 w lp t a." eps=".e, \
-     for [e in "0.5 1 2"] "< awk '\$1==\"$name\" && \$2==\"pnsgd\" && \$4==".e."' $OUT/table.txt" u 3:7 w l dt 2 t "bound eps=".e
-GP
+  plot_set "$name"
 }
 
 if [ $FMNIST != only ]; then

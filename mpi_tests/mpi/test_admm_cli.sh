@@ -62,6 +62,13 @@ has "$T/err" "no convergence" "20 iterations do not converge (exit 4 expected)"
 passes=$(sed -n 's/^inner .* \([0-9][0-9]*\) loss+gradient passes.*/\1/p' "$T/out")
 if [ -n "$passes" ] && [ "$passes" -ge 20 ] && [ "$passes" -le 400 ]; then ok; else bad "a9a: $passes loss+gradient passes in 20 iterations (want 20..400)"; cat "$T/out"; fi
 
+# --- issue 14: the all-defaults command converges on the shipped data (residual balancing on)
+expect 0 $MPI -np 2 "$DPOPT" admm --test "$S/data/a9a.t" "$S/data/a9a"
+has "$T/out" "converged 1" "a9a with the defaults converges"
+acc=$(sed -n 's/^test .*accuracy \([0-9.]*\).*/\1/p' "$T/out")
+if awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }'; then ok; else bad "a9a defaults: test accuracy '$acc' (want > 0.8)"; fi
+hasnot "$T/out" " > " "a converged run shows no failed test"
+
 # --- usage errors
 expect 1 "$DPOPT" admm
 expect 1 "$DPOPT" admm "$T/r.txt" --model lsq --reg l3

@@ -184,3 +184,29 @@ Test(admm, graph_file_errors) {
   unlink(path);
   cr_assert_eq(dpo_admm_graph_load("/nonexistent/graph", 5, &A), DPO_EIO);
 }
+
+/* issue 14: the status line printed "s 7.491e-03 <= 1.572e-05" for a failed test */
+Test(admm, status_line_signs_follow_the_tests) {
+  dpo_admm_info_t inf;
+  memset(&inf, 0, sizeof inf);
+  char b[160];
+  inf.iters = 200;
+  inf.r_norm = 1.98e-6;
+  inf.eps_pri = 5.854e-5;
+  inf.s_norm = 7.491e-3;
+  inf.eps_dual = 1.572e-5;
+  dpo_admm_status_line(&inf, b, sizeof b);
+  cr_assert_str_eq(b, "200  converged 0  (r 1.980e-06 <= 5.854e-05, s 7.491e-03 > 1.572e-05)");
+  inf.r_norm = 1e-3;
+  inf.s_norm = 1e-6;
+  inf.converged = 0;
+  dpo_admm_status_line(&inf, b, sizeof b);
+  cr_assert_str_eq(b, "200  converged 0  (r 1.000e-03 > 5.854e-05, s 1.000e-06 <= 1.572e-05)");
+  inf.r_norm = inf.eps_pri; /* equality passes (Boyd: r <= eps_pri) */
+  inf.converged = 1;
+  dpo_admm_status_line(&inf, b, sizeof b);
+  cr_assert_str_eq(b, "200  converged 1  (r 5.854e-05 <= 5.854e-05, s 1.000e-06 <= 1.572e-05)");
+  inf.r_norm = inf.s_norm = inf.eps_pri = inf.eps_dual = NAN;
+  dpo_admm_status_line(&inf, b, sizeof b);
+  cr_assert(strstr(b, "r nan ? nan, s nan ? nan") != NULL, "%s", b);
+}

@@ -10,6 +10,7 @@
  * of the previous iterate | ledger flag]; the "coordinator" step (prox of the mean) is done
  * redundantly on every rank with identical inputs, so all ranks hold the same z. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,17 @@ static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int3
     if (st) return st;
   }
   return DPO_OK;
+}
+
+static const char *cmp_sign(double v, double tol) {
+  return v <= tol ? "<=" : v > tol ? ">" : "?"; /* NaN: never tested */
+}
+
+int dpo_admm_status_line(const dpo_admm_info_t *inf, char *buf, size_t n) {
+  return snprintf(buf, n, "%lld  converged %d  (r %.3e %s %.3e, s %.3e %s %.3e)",
+                  (long long)inf->iters, inf->converged, inf->r_norm,
+                  cmp_sign(inf->r_norm, inf->eps_pri), inf->eps_pri, inf->s_norm,
+                  cmp_sign(inf->s_norm, inf->eps_dual), inf->eps_dual);
 }
 
 int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,

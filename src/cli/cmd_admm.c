@@ -50,10 +50,10 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--xupdate", "admm.xupdate", "K", "consensus x-update: auto | exact | lbfgs | linear"},
       {"--inner-rel", "admm.inner_rel", "Q", "consensus L-BFGS x-update: inexact tolerance Q min(r, s) (default 0.1; 0 = exact)"},
       {"--eta", "admm.eta", "E", "linearized step (default 1 / public L bound)"},
-      {"--eps-abs", "admm.eps_abs", "E", "consensus absolute tolerance (default 1e-6)"},
-      {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-5)"},
-      {"--maxit", "admm.maxit", "K", "iterations: max (consensus) or T (DP-ADMM) (default 200)"},
-      {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho"},
+      {"--eps-abs", "admm.eps_abs", "E", "consensus absolute tolerance (default 1e-5)"},
+      {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-3, Boyd Sec. 3.3.1)"},
+      {"--maxit", "admm.maxit", "K", "iterations: max (non-private consensus, default 1000) or T (private / DP-ADMM, default 200)"},
+      {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; --set admm.adapt_rho=false turns it off)"},
       {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (004 eq. (11)); default A = I"},
       {"--graph-from", "admm.graph_from", "PUBFILE", "build the graph from this PUBLIC data set (|corr| >= --graph-thresh), write it to --graph"},
       {"--graph-thresh", "admm.graph_thresh", "C", "correlation threshold for --graph-from (default 0.3)"},
@@ -127,8 +127,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_double(cfg, "admm.alpha", 1.0, &alpha)) ||
       (rc = dpo_config_get_double(cfg, "admm.eta", 0.0, &eta)) ||
       (rc = dpo_config_get_double(cfg, "admm.inner_rel", 0.1, &inrel)) ||
-      (rc = dpo_config_get_double(cfg, "admm.eps_abs", 1e-6, &eabs)) ||
-      (rc = dpo_config_get_double(cfg, "admm.eps_rel", 1e-5, &erel)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eps_abs", 1e-5, &eabs)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eps_rel", 1e-3, &erel)) ||
       (rc = dpo_config_get_double(cfg, "admm.graph_thresh", 0.3, &gth)) ||
       (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 1e-3, &delta)) ||
@@ -139,10 +139,13 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_int(cfg, "admm.maxit", 200, &maxit)) ||
       (rc = dpo_config_get_int(cfg, "admm.trace_every", 1, &tev)) ||
       (rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)) ||
-      (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 0, &adapt)) ||
+      (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 1, &adapt)) ||
       (rc = dpo_config_get_bool(cfg, "admm.private", 0, &priv)) ||
       (rc = dpo_model_create(mname, 0.0, &m)) || (rc = dpo_cli_load_opts(cfg, &lo)))
     goto fail;
+  /* non-private consensus stops on its residuals: room to converge (a private run pays for
+   * every iteration, so its default count stays small) */
+  if (!dpo_config_get(cfg, "admm.maxit") && strcmp(meth, "consensus") == 0 && !priv) maxit = 1000;
   lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
   if ((rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh))) goto fail;
   lo.d = sh->d;
@@ -204,8 +207,9 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     if (ctx->rank == 0) {
       printf("method      consensus ADMM (%s x-update, %s, %d ranks)%s\n", xup, reg, ctx->size,
              priv ? (seeded ? " private-mode (seeded: NOT private)" : " private") : "");
-      printf("iterations  %lld  converged %d  (r %.3e <= %.3e, s %.3e <= %.3e)\n",
-             (long long)inf.iters, inf.converged, inf.r_norm, inf.eps_pri, inf.s_norm, inf.eps_dual);
+      char stl[160];
+      dpo_admm_status_line(&inf, stl, sizeof stl);
+      printf("iterations  %s\n", stl);
       printf("rho         %g (%lld changes, %lld factorizations)\n", inf.rho,
              (long long)inf.rho_changes, (long long)inf.factorizations);
       if (inf.inner_evals > 0)

@@ -24,22 +24,22 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "ranks", json_object_new_int(nranks));
   json_object_object_add(j, "strata", json_object_new_int(res->K));
   json_object_object_add(j, "r", json_object_new_int(res->r));
-  json_object_object_add(j, "eta", json_object_new_double(o->eta));
-  json_object_object_add(j, "gamma", json_object_new_double(o->gamma));
-  json_object_object_add(j, "sigma0", json_object_new_double(o->sigma0));
+  json_object_object_add(j, "eta", dpo_json_double(o->eta));
+  json_object_object_add(j, "gamma", dpo_json_double(o->gamma));
+  json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
   json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
   json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
   json_object_object_add(j, "users", json_object_new_int64(res->n_users));
   json_object_object_add(j, "items", json_object_new_int64(res->n_items));
   json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
-  json_object_object_add(j, "train_rmse_initial_nonprivate", json_object_new_double(res->train_rmse0));
-  json_object_object_add(j, "train_rmse_nonprivate", json_object_new_double(res->train_rmse));
-  json_object_object_add(j, "test_rmse", json_object_new_double(res->test_rmse));
-  json_object_object_add(j, "t_train", json_object_new_double(res->t_train));
-  json_object_object_add(j, "t_wall", json_object_new_double(res->t_wall));
+  json_object_object_add(j, "train_rmse_initial_nonprivate", dpo_json_double(res->train_rmse0));
+  json_object_object_add(j, "train_rmse_nonprivate", dpo_json_double(res->train_rmse));
+  json_object_object_add(j, "test_rmse", dpo_json_double(res->test_rmse));
+  json_object_object_add(j, "t_train", dpo_json_double(res->t_train));
+  json_object_object_add(j, "t_wall", dpo_json_double(res->t_wall));
   static const char *nm[4] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max"};
-  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], json_object_new_double(ph[k]));
+  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
   json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
   json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
   json_object_object_add(j, "private", json_object_new_boolean(0));
@@ -91,7 +91,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
-      {"--epochs", "mf.epochs", "T", "outer iterations (default 20; 0 with --time: until the time)"},
+      {"--epochs", "mf.epochs", "T", "outer iterations (default 20, or with --time until the time; 0 with --time: until the time)"},
       {"--time", "mf.time", "SEC", "stop after SEC seconds of training (evaluation excluded)"},
       {"--holdout", "mf.holdout", "F", "held-out fraction for test RMSE (default 0.1)"},
       {"--eval-every", "mf.eval_every", "T", "evaluate every T epochs (default 1; 0 = at the end)"},
@@ -175,6 +175,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   o.r = (int32_t)r;
   o.nblocks = (int32_t)K;
   o.memory = (int32_t)M;
+  /* a time limit alone means "train until the time is up", not the default epoch count */
+  if (o.time_limit > 0 && !dpo_config_get(cfg, "mf.epochs")) T = 0;
   o.epochs = T;
   o.eval_every = (int)ev;
   o.seed = (uint64_t)seed;

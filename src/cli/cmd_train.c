@@ -170,9 +170,9 @@ static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t i
   char k[64];
   for (int i = 0; i < 2; i++) {
     snprintf(k, sizeof k, "%s_time_s_min", what[i]);
-    json_object_object_add(sum, k, json_object_new_double(t->tmin[i]));
+    json_object_object_add(sum, k, dpo_json_double(t->tmin[i]));
     snprintf(k, sizeof k, "%s_time_s_avg", what[i]);
-    json_object_object_add(sum, k, json_object_new_double(t->tavg[i]));
+    json_object_object_add(sum, k, dpo_json_double(t->tavg[i]));
   }
   json_object_object_add(sum, "iterations_done", json_object_new_int64(iters_done));
   json_object_object_add(sum, "nodes", json_object_new_int(t->nodes));
@@ -579,7 +579,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     json_object_object_add(sum, "dpopt_version", json_object_new_string(PACKAGE_VERSION));
     json_object_object_add(sum, "algo", json_object_new_string(algo->name));
     json_object_object_add(sum, "model", json_object_new_string(model_name));
-    json_object_object_add(sum, "lambda", json_object_new_double(lambda));
+    json_object_object_add(sum, "lambda", dpo_json_double(lambda));
     json_object_object_add(sum, "ranks", json_object_new_int(ctx->size));
     json_object_object_add(sum, "train", json_object_new_string(train_path));
     json_object_object_add(sum, "n", json_object_new_int64(train->n_global));
@@ -595,28 +595,28 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     }
     json_object_object_add(sum, "status",
                            json_object_new_string(run_rc == DPO_EBUDGET ? "budget_exhausted" : "ok"));
-    json_object_object_add(sum, "wall_time_s", json_object_new_double(wall));
-    json_object_object_add(sum, "compute_time_s_max", json_object_new_double(tcmax[0]));
-    json_object_object_add(sum, "comm_time_s_max", json_object_new_double(tcmax[1]));
-    json_object_object_add(sum, "solve_time_s", json_object_new_double(t_solve));
+    json_object_object_add(sum, "wall_time_s", dpo_json_double(wall));
+    json_object_object_add(sum, "compute_time_s_max", dpo_json_double(tcmax[0]));
+    json_object_object_add(sum, "comm_time_s_max", dpo_json_double(tcmax[1]));
+    json_object_object_add(sum, "solve_time_s", dpo_json_double(t_solve));
     dpo__timing_json(sum, &tim, dpo_solver_iters(solver));
     json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost.evals));
     char k[64];
     snprintf(k, sizeof k, "train_%s_nonprivate", metric);
     /* "loss" is the data term (no regularizer) everywhere; "objective" is F (README) */
-    json_object_object_add(sum, "train_loss_nonprivate", json_object_new_double(tr_loss));
+    json_object_object_add(sum, "train_loss_nonprivate", dpo_json_double(tr_loss));
     json_object_object_add(sum, "train_objective_nonprivate",
-                           json_object_new_double(isnan(tr_loss) ? NAN : tr_loss + lambda * xx));
-    json_object_object_add(sum, k, json_object_new_double(tr_metric));
+                           dpo_json_double(isnan(tr_loss) ? NAN : tr_loss + lambda * xx));
+    json_object_object_add(sum, k, dpo_json_double(tr_metric));
     if (!isnan(fstar)) {
-      json_object_object_add(sum, "fstar_nonprivate", json_object_new_double(fstar));
+      json_object_object_add(sum, "fstar_nonprivate", dpo_json_double(fstar));
     }
     if (test) {
       snprintf(k, sizeof k, "test_%s", metric);
       json_object_object_add(sum, "test", json_object_new_string(test_path));
       json_object_object_add(sum, "n_test", json_object_new_int64(test->n_global));
-      json_object_object_add(sum, "test_loss", json_object_new_double(te_loss));
-      json_object_object_add(sum, k, json_object_new_double(te_metric));
+      json_object_object_add(sum, "test_loss", dpo_json_double(te_loss));
+      json_object_object_add(sum, k, dpo_json_double(te_metric));
     }
     dpo_train_priv_summary(priv, sum);
     dpo_train_parties_summary(parties, dpo_train_priv_ledger(priv), sum);

@@ -188,10 +188,10 @@ void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger 
     if (ledger && dpo_ledger_nparties(ledger) == p->count) {
       dpo_ledger_party_budget(ledger, k, &be, &bd);
       dpo_ledger_party_spent(ledger, k, &se, &sd);
-      json_object_object_add(e, "eps_budget", json_object_new_double(be));
-      json_object_object_add(e, "delta_budget", json_object_new_double(bd));
-      json_object_object_add(e, "eps_spent", json_object_new_double(se));
-      json_object_object_add(e, "delta_spent", json_object_new_double(sd));
+      json_object_object_add(e, "eps_budget", dpo_json_double(be));
+      json_object_object_add(e, "delta_budget", dpo_json_double(bd));
+      json_object_object_add(e, "eps_spent", dpo_json_double(se));
+      json_object_object_add(e, "delta_spent", dpo_json_double(sd));
     }
     json_object_object_add(e, "dropped_at_step",
                            p->dropped_step[k] >= 0 ? json_object_new_int64(p->dropped_step[k])

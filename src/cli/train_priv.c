@@ -174,16 +174,16 @@ void dpo_train_priv_summary(const dpo_train_priv_t *p, json_object *sum) {
   }
   if (p->has_clip) {
     json_object_object_add(o, "clip_norm", json_object_new_string(p->clip.norm == DPO_CLIP_L1 ? "l1" : "l2"));
-    json_object_object_add(o, "clip_C", json_object_new_double(p->clip.C));
+    json_object_object_add(o, "clip_C", dpo_json_double(p->clip.C));
   }
   if (p->ledger) {
     double e = NAN, d = NAN, be = NAN, bd = NAN;
     dpo_ledger_spent(p->ledger, &e, &d);
     dpo_ledger_budget(p->ledger, &be, &bd);
-    json_object_object_add(o, "eps_budget", json_object_new_double(be));
-    json_object_object_add(o, "delta_budget", json_object_new_double(bd));
-    json_object_object_add(o, "eps_spent", json_object_new_double(e));
-    json_object_object_add(o, "delta_spent", json_object_new_double(d));
+    json_object_object_add(o, "eps_budget", dpo_json_double(be));
+    json_object_object_add(o, "delta_budget", dpo_json_double(bd));
+    json_object_object_add(o, "eps_spent", dpo_json_double(e));
+    json_object_object_add(o, "delta_spent", dpo_json_double(d));
     json_object_object_add(o, "charges", json_object_new_int64(dpo_ledger_count(p->ledger)));
     json_object_object_add(o, "journal", json_object_new_string(p->journal));
   }

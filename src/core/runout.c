@@ -2,6 +2,7 @@
 #include "dpopt/status.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <libgen.h>
@@ -180,4 +181,8 @@ out:
   free(x);
   fclose(f);
   return rc;
+}
+
+struct json_object *dpo_json_double(double v) {
+  return isfinite(v) ? json_object_new_double(v) : NULL; /* NULL: json-c writes null */
 }

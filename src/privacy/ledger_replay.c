@@ -16,6 +16,7 @@
 /* ------------------------------------------------------------ JSON helpers */
 
 json_object *dpo__jd(double x) {
+  if (!isfinite(x)) return NULL; /* written as null: JSON has no NaN / Infinity */
   char b[40];
   snprintf(b, sizeof b, "%.17g", x); /* round-trips every double */
   return json_object_new_double_s(x, b);

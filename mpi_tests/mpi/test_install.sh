@@ -1,0 +1,26 @@
+#!/bin/sh
+# Issue 14: `make install prefix=DIR` installs a dpopt.pc that points into DIR (not the
+# configure-time prefix) and an umbrella header that is enough on its own: examples/ex1_train.c
+# (includes only dpopt/dpopt.h) is compiled with mpicc and `pkg-config --cflags --libs dpopt`
+# against the temporary install and run under mpirun on data/a9a.
+. "$(dirname "$0")/testlib.sh"
+P="$T/p"
+expect 0 make -C "$B" install prefix="$P"
+check "dpopt.pc installed" test -f "$P/lib/pkgconfig/dpopt.pc"
+has "$P/lib/pkgconfig/dpopt.pc" "^prefix=$P\$" "dpopt.pc follows the install prefix"
+hasnot "$P/lib/pkgconfig/dpopt.pc" "@" "no unsubstituted @VAR@ in dpopt.pc"
+for h in admm parties hamsi optim privacy; do
+  has "$P/include/dpopt/dpopt.h" "dpopt/$h.h" "umbrella header includes $h.h"
+  check "$h.h installed" test -f "$P/include/dpopt/$h.h"
+done
+export PKG_CONFIG_PATH="$P/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+flags=$(pkg-config --cflags --libs dpopt)
+check "pkg-config knows dpopt" test -n "$flags"
+# shellcheck disable=SC2086
+expect 0 mpicc -std=gnu11 "$S/examples/ex1_train.c" $flags -Wl,-rpath,"$P/lib" -o "$T/ex1_train"
+expect 0 $MPI -np 2 "$T/ex1_train" "$S/data/a9a" 10
+acc=$(sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' "$T/out")
+if awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }'; then ok; else bad "ex1_train accuracy '$acc' (want > 0.8)"; cat "$T/out"; fi
+expect 0 make -C "$B" uninstall prefix="$P"
+check "uninstall removes dpopt.pc" test ! -f "$P/lib/pkgconfig/dpopt.pc"
+finish test_install
