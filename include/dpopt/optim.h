@@ -29,6 +29,14 @@ extern "C" {
 typedef struct dpo_solver dpo_solver_t;
 typedef struct dpo_ckpt dpo_ckpt_t; /* checkpoint contents (see "checkpoints" below) */
 
+/* One key of section "algo" that an algorithm reads: key (without "algo."), its default as
+ * text (a formula of public quantities or a number) and what it means.  Tables end with
+ * {NULL, NULL, NULL}.  dpo_solver_param* refuse a key missing from the algorithm's tables, so
+ * `dpopt train --help`, generated from them, lists every key each algorithm reads. */
+typedef struct {
+  const char *key, *def, *meaning;
+} dpo_algo_param_t;
+
 typedef struct {
   const char *name;     /* --algo NAME */
   const char *summary;  /* one line for --help */
@@ -45,6 +53,10 @@ typedef struct {
    * algorithm refuses run.checkpoint_every (DPO_EUNSUP). */
   int (*save)(dpo_solver_t *s, void *state, struct dpo_ckpt *w);
   int (*load)(dpo_solver_t *s, void *state, const struct dpo_ckpt *r);
+  /* The keys create() reads (NULL: none), and a table shared with other algorithms for the
+   * keys a common reader reads on their behalf (dp_common.c, sco_common.c; NULL: none). */
+  const dpo_algo_param_t *params;
+  const dpo_algo_param_t *shared;
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */
@@ -130,6 +142,10 @@ const dpo_config_t *dpo_solver_config(const dpo_solver_t *s);
 /* Parameter lookups in section "algo" of the config, with defaults; errors name the key. */
 int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double *out);
 int dpo_solver_param_int(const dpo_solver_t *s, const char *key, int64_t def, int64_t *out);
+int dpo_solver_param_str(const dpo_solver_t *s, const char *key, const char *def,
+                         const char **out);
+/* All three: DPO_EINVAL (an internal error naming the key) when the key is in neither of the
+ * algorithm's tables (params, shared). */
 /* Full-batch F and grad F at x (through the oracle). */
 int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g);
 /* Public problem constants (from declared bounds, privacy rule 1): L, mu, and the row bounds. */

@@ -112,7 +112,9 @@ static void probe_destroy(void *st) {
   dpo__dp_destroy(probe_dp);
   probe_dp = NULL;
 }
-static const dpo_algo_t probe = {"probe", "test", 1, probe_create, probe_step, probe_destroy, NULL, NULL};
+static const dpo_algo_param_t probe_params[] = {{"w", "1", "gradient weight"}, {NULL, NULL, NULL}};
+static const dpo_algo_t probe = {"probe", "test", 1, probe_create, probe_step, probe_destroy,
+                                 NULL, NULL, probe_params, dpo__dp_params};
 
 /* eps0: the mechanism eps; the grid of dpo_mech_laplace_scale may raise b by at most
  * d Lambda / eps0 <= d 2^-39 b / (Delta eps0)... i.e. relatively by d 2^-39 / eps0 */

@@ -42,7 +42,21 @@ static int fake_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 static void fake_destroy(void *st) {}
-static const dpo_algo_t fake = {"fake", "test", 1, fake_create, fake_step, fake_destroy, NULL, NULL};
+static const dpo_algo_t fake = {"fake", "test", 1, fake_create, fake_step, fake_destroy, NULL, NULL,
+                                NULL, NULL};
+
+/* Reads algo.D without declaring it: dpo_solver_param must refuse (the --help key lists are
+ * generated from the tables, so an undeclared read would be undocumented). */
+static int undecl_create(dpo_solver_t *s, void **st) {
+  double a, D_;
+  *st = NULL;
+  int rc = dpo_solver_param(s, "alpha", 1.0, &a); /* declared: fine */
+  if (!rc) rc = dpo_solver_param(s, "D", 2.0, &D_);
+  return rc;
+}
+static const dpo_algo_param_t undecl_params[] = {{"alpha", "1", "step"}, {NULL, NULL, NULL}};
+static const dpo_algo_t undecl = {"undecl", "test", 0, undecl_create, fake_step, fake_destroy,
+                                  NULL, NULL, undecl_params, NULL};
 
 /* A fake algorithm with a whole-schedule plan (optim.h "release plans"): 10 gradient steps
  * covered by one charge that only the driver makes; at step whole_stop_at it raises the stop
@@ -233,6 +247,16 @@ int main(int argc, char **argv) {
     if (wr < P)
       T_CHECK(rc == DPO_EINVAL && strstr(dpo_errmsg(), "row_l2_bound"), "no bound: %s (%s)",
               dpo_strerror(rc), dpo_errmsg());
+  }
+
+  /* an undeclared key is refused, naming it */
+  {
+    double x[D];
+    int64_t it = -1;
+    int rc = run_algo(P, &undecl, bound, 5, 0, NULL, x, &it);
+    if (wr < P) T_CHECK(rc == DPO_EINVAL, "undeclared key: %s", dpo_strerror(rc));
+    if (wr == 0) T_CHECK(strstr(dpo_errmsg(), "algo.D") != NULL, "undeclared key: '%s'",
+                         dpo_errmsg());
   }
 
   /* trace + budget stop */

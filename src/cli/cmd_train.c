@@ -51,11 +51,30 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
     {NULL, NULL, NULL, NULL}};
 
+/* One key line of an algorithm's entry. */
+static size_t dpo__algo_key_help(char *buf, size_t cap, const dpo_algo_param_t *p) {
+  int n = snprintf(buf, cap, "      algo.%-13s %s (default %s)\n", p->key, p->meaning, p->def);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+/* The algorithm table with, per algorithm, every key it reads: generated from its own
+ * parameter tables (dpo_algo_t.params, then the shared ones it does not override), which
+ * dpo_solver_param* enforce, so the list cannot drift from what the code reads. */
 static void dpo__algo_help(char *buf, size_t cap) {
-  size_t off = (size_t)snprintf(buf, cap, "Algorithms (--algo):\n");
-  for (const dpo_algo_t *const *a = dpo_algo_list(); *a && off < cap; a++)
+  size_t off = (size_t)snprintf(buf, cap, "Algorithms (--algo NAME; a key K below is set with "
+                                "--set algo.K=V or [algo] K = V in --config):\n");
+  for (const dpo_algo_t *const *a = dpo_algo_list(); *a && off < cap; a++) {
     off += (size_t)snprintf(buf + off, cap - off, "  %-12s %s%s\n", (*a)->name, (*a)->summary,
                             (*a)->is_private ? " [private]" : "");
+    for (const dpo_algo_param_t *p = (*a)->params; p && p->key && off < cap; p++)
+      off += dpo__algo_key_help(buf + off, cap - off, p);
+    for (const dpo_algo_param_t *p = (*a)->shared; p && p->key && off < cap; p++) {
+      int own = 0;
+      for (const dpo_algo_param_t *q = (*a)->params; q && q->key; q++)
+        own |= strcmp(q->key, p->key) == 0;
+      if (!own) off += dpo__algo_key_help(buf + off, cap - off, p);
+    }
+  }
   if (off < cap)
     snprintf(buf + off, cap - off,
              "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
@@ -273,7 +292,7 @@ static int dpo__warm_start(const dpo_cli_ctx_t *ctx, const char *path, const cha
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[DPO__MAXOPTS];
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__train_opts, dpo_cli_data_opts);
-  char more[4096];
+  static char more[32768]; /* the algorithm table with every key (dpo__algo_help) */
   dpo__algo_help(more, sizeof more);
   dpo_config_t *cfg = NULL;
   dpo_shard_t *train = NULL, *test = NULL;

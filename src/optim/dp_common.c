@@ -60,6 +60,14 @@ static int dpo__dp_parties_init(dpo__dp_t *dp, dpo_oracle_t *o, const dpo_partie
   return DPO_OK;
 }
 
+const dpo_algo_param_t dpo__dp_params[] = {
+    {"m", "n (full batch)", "batch size (--batch), drawn without replacement"},
+    {"iters", "100", "T (--iters): the budget is split over T steps"},
+    {"c", "1", "step scale, alpha = c/L"},
+    {"noise", "0 (split eps)", "> 0: fixed Laplace scale; the run stops when the ledger refuses"},
+    {"accounting", "subsampled", "subsampled (001 (3.5)) | thesis-2gamma (000 Thm 4.1.5)"},
+    {NULL, NULL, NULL}};
+
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   int rc = DPO_OK;
   const dpo_config_t *cfg = dpo_solver_config(s);
@@ -82,10 +90,10 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   if (cfg) {
     if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &dp->eps)) ||
         (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
-        (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)) ||
-        (rc = dpo_config_get_str(cfg, "algo.accounting", "subsampled", &acc)))
+        (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)))
       goto fail;
   }
+  if ((rc = dpo_solver_param_str(s, "accounting", "subsampled", &acc))) goto fail;
   if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
       (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
       (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||

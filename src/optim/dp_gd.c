@@ -38,9 +38,7 @@ static int dpgd_create(dpo_solver_t *s, void **state) {
   if (!a) return dpo_err(DPO_ENOMEM, "dp-gd: out of memory");
   if ((rc = dpo__dp_create(s, 0, &a->dp))) goto fail;
   if ((rc = dpo__optim_step(s, "alpha", a->dp->c, &a->alpha0, NULL))) goto fail;
-  if (dpo_solver_config(s) &&
-      (rc = dpo_config_get_str(dpo_solver_config(s), "algo.schedule", "invsqrt", &sch)))
-    goto fail;
+  if ((rc = dpo_solver_param_str(s, "schedule", "invsqrt", &sch))) goto fail;
   if (!strcasecmp(sch, "invsqrt")) a->invsqrt = 1;
   else if (strcasecmp(sch, "const")) {
     rc = dpo_err(DPO_EINVAL, "dp-gd: algo.schedule = '%s': expected invsqrt or const", sch);
@@ -88,6 +86,11 @@ static int dpgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t dpgd_params[] = {
+    {"alpha", "c/L", "step alpha0"},
+    {"schedule", "invsqrt", "invsqrt (alpha0/sqrt(t+1)) | const"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (000 Sec. 4.4)",
                                     1, dpgd_create, dpgd_step, dpgd_destroy, dpgd_save,
-                                    dpgd_load};
+                                    dpgd_load, dpgd_params, dpo__dp_params};

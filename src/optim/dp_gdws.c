@@ -79,6 +79,11 @@ static int gdws_create_mode(dpo_solver_t *s, void **state, int mode) {
     rc = dpo_err(DPO_EINVAL, "algo.beta = %g: the smoothing weight must be in (0, 1]", a->beta);
     goto fail;
   }
+  /* a minibatch / bucket method's default batch: ceil(sqrt n), a public function of n (as
+   * dp-sgd-rdp; with m = n dp-onlinegdws would have one bucket, one step);
+   * the common reader's default is the full batch (its arrays hold n >= m ids) */
+  if (mode != GDWS && !(dpo_solver_config(s) && dpo_config_get(dpo_solver_config(s), "algo.m")))
+    dp->m = (int64_t)ceil(sqrt((double)dp->n));
   if (mode == SGDWS && dp->m >= dp->n) {
     rc = dpo_err(DPO_EINVAL, "dp-sgdws samples minibatches: give algo.m (--batch) < n = %lld",
                  (long long)dp->n);
@@ -161,14 +166,24 @@ static int gdws_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return DPO_OK;
 }
 
+#define GDWS_PARAMS                                                                          \
+  {"beta", "0.1", "smoothing weight of the fresh gradient (000 Sec. 4.4.1)"},                \
+  {"alpha", "noise-aware (000 (4.21) / (4.55))", "step size"}
+static const dpo_algo_param_t gdws_params[] = {GDWS_PARAMS, {NULL, NULL, NULL}};
+static const dpo_algo_param_t sgdws_params[] = {
+    GDWS_PARAMS, {"m", "ceil(sqrt n)", "minibatch size (--batch), < n"}, {NULL, NULL, NULL}};
+static const dpo_algo_param_t online_params[] = {
+    GDWS_PARAMS, {"m", "ceil(sqrt n)", "bucket size (--batch): floor(n/m) steps, each row once"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_dp_gdws = {"dp-gdws",
                                       "DP smoothed gradient descent (000 Alg. 4/6, (4.21))", 1,
                                       gdws_create, gdws_step, gdws_destroy,
-                                      gdws_save, gdws_load};
+                                      gdws_save, gdws_load, gdws_params, dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_sgdws = {"dp-sgdws",
                                        "DP smoothed SGD on minibatches (000 Alg. 6, (4.55))", 1,
                                        sgdws_create, gdws_step, gdws_destroy,
-                                       gdws_save, gdws_load};
+                                       gdws_save, gdws_load, sgdws_params, dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_onlinegdws = {
     "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (000 Sec. 4.3.1)", 1,
-    online_create, gdws_step, gdws_destroy, gdws_save, gdws_load};
+    online_create, gdws_step, gdws_destroy, gdws_save, gdws_load, online_params, dpo__dp_params};

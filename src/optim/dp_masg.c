@@ -163,6 +163,9 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
     rc = dpo_err(DPO_EINVAL, "the stages of (001, (4.7)) need mu > 0 (lambda > 0)");
     goto fail;
   }
+  /* default batch ceil(sqrt n) (public, as dp-sgdws); the common default is the full batch */
+  if (mode == SMAG && !(dpo_solver_config(s) && dpo_config_get(dpo_solver_config(s), "algo.m")))
+    dp->m = (int64_t)ceil(sqrt((double)dp->n));
   if (mode == SMAG && dp->m >= dp->n) {
     rc = dpo_err(DPO_EINVAL, "dp-smag samples minibatches: give algo.m (--batch) < n = %lld",
                  (long long)dp->n);
@@ -277,17 +280,29 @@ static int dpmasg_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return DPO_OK;
 }
 
+#define DPMASG_PARAMS                                                                        \
+  {"alpha", "c/L", "first-stage step alpha_1 (stage k: alpha_1/2^(2k))"},                     \
+  {"p", "1", "stage-length exponent p >= 1 of (001, (4.7))"},                                 \
+  {"n1", "ceil(2 sqrt(kappa) ln sqrt(kappa))", "length of stage 1"}
+static const dpo_algo_param_t dpmasg_params[] = {DPMASG_PARAMS, {NULL, NULL, NULL}};
+static const dpo_algo_param_t dpmasgopt_params[] = {
+    DPMASG_PARAMS, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
+    {"choose_T", "1", "1: run the T' <= T minimising the bound; 0: keep T"}, {NULL, NULL, NULL}};
+static const dpo_algo_param_t dpsmag_params[] = {
+    DPMASG_PARAMS, {"m", "ceil(sqrt n)", "minibatch size (--batch), < n"}, {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (001 (4.7))",
                                       1, masg_create, dpmasg_step, dpmasg_destroy,
-                                      dpmasg_save, dpmasg_load};
+                                      dpmasg_save, dpmasg_load, dpmasg_params, dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_masg_opt = {
     "dp-masg-opt", "DP-MASG with optimal noise from the weights of (001 Thm 4.3)", 1,
-    masgopt_create, dpmasg_step, dpmasg_destroy, dpmasg_save, dpmasg_load};
+    masgopt_create, dpmasg_step, dpmasg_destroy, dpmasg_save, dpmasg_load, dpmasgopt_params,
+    dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_mag = {"dp-mag",
                                      "DP-MAG: per-stage budget, step (000 (4.40)-(4.43))", 1,
                                      mag_create, dpmasg_step, dpmasg_destroy, dpmasg_save,
-                                     dpmasg_load};
+                                     dpmasg_load, dpmasg_params, dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_smag = {"dp-smag",
                                       "DP-SMAG: DP-MAG on minibatches (000 Alg. 7, (4.57)-(4.59))",
                                       1, smag_create, dpmasg_step, dpmasg_destroy,
-                                      dpmasg_save, dpmasg_load};
+                                      dpmasg_save, dpmasg_load, dpsmag_params, dpo__dp_params};

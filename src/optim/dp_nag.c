@@ -157,9 +157,18 @@ static int dpnag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, a->dp->d);
 }
 
+#define DPNAG_PARAMS                                                                         \
+  {"alpha", "c/L", "step size"},                                                              \
+  {"beta", "(1 - sqrt(alpha mu))/(1 + sqrt(alpha mu)); mu = 0: t/(t+3)", "momentum"}
+static const dpo_algo_param_t dpnag_params[] = {DPNAG_PARAMS, {NULL, NULL, NULL}};
+static const dpo_algo_param_t dpnagopt_params[] = {
+    DPNAG_PARAMS, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
+    {"choose_T", "1", "1: run the T' <= T minimising (4.6); 0: keep T"}, {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (001 (4.1))", 1,
                                      dpnag_create, dpnag_step, dpnag_destroy, dpnag_save,
-                                     dpnag_load};
+                                     dpnag_load, dpnag_params, dpo__dp_params};
 const dpo_algo_t dpo__algo_dp_nag_opt = {
     "dp-nag-opt", "DP-NAG with the optimal noise b_t of (001 Prop. 4.2) and T of (4.6)", 1,
-    dpnagopt_create, dpnag_step, dpnag_destroy, dpnag_save, dpnag_load};
+    dpnagopt_create, dpnag_step, dpnag_destroy, dpnag_save, dpnag_load, dpnagopt_params,
+    dpo__dp_params};

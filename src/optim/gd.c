@@ -55,5 +55,8 @@ static int gd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return dpo__ckpt_check_double(r, "alpha", ((dpo__gd_t *)st)->alpha);
 }
 
+static const dpo_algo_param_t gd_params[] = {
+    {"alpha", "1/L", "step size (L from --row-l2-bound)"}, {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_gd = {"gd", "gradient descent, step 1/L (algo.alpha)", 0, gd_create,
-                                 gd_step, gd_destroy, gd_save, gd_load};
+                                 gd_step, gd_destroy, gd_save, gd_load, gd_params, NULL};

@@ -36,9 +36,7 @@ static int hb_create(dpo_solver_t *s, void **state) {
   if ((rc = dpo_solver_param(s, "alpha", NAN, &alpha)) ||
       (rc = dpo_solver_param(s, "beta", NAN, &beta)))
     goto fail;
-  if (dpo_solver_config(s) &&
-      (rc = dpo_config_get_str(dpo_solver_config(s), "algo.params", "thesis", &params)))
-    goto fail;
+  if ((rc = dpo_solver_param_str(s, "params", "thesis", &params))) goto fail;
   if (strcmp(params, "thesis") != 0 && strcmp(params, "polyak") != 0) {
     rc = dpo_err(DPO_EINVAL, "algo.params = %s: expected thesis or polyak", params);
     goto fail;
@@ -103,5 +101,11 @@ static int hb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, dpo_solver_dim(s));
 }
 
+static const dpo_algo_param_t hb_params[] = {
+    {"alpha", "1/L (polyak: 4/(sqrt L + sqrt mu)^2)", "step size"},
+    {"beta", "((sqrt kappa - 1)/(sqrt kappa + 1))^2", "momentum, kappa = L/mu"},
+    {"params", "thesis", "thesis | polyak: which default pair (000 Sec. 4.4)"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (000 Sec. 4.4)", 0,
-                                 hb_create, hb_step, hb_destroy, hb_save, hb_load};
+                                 hb_create, hb_step, hb_destroy, hb_save, hb_load, hb_params, NULL};

@@ -203,6 +203,12 @@ static int lbfgs_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t lbfgs_params[] = {
+    {"memory", "10", "curvature pairs kept"},
+    {"c1", "1e-4", "Armijo constant"},
+    {"max_ls", "40", "line-search trials per step"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_lbfgs = {"lbfgs", "full-batch L-BFGS, memory algo.memory, Armijo search",
                                     0, lbfgs_create, lbfgs_step, lbfgs_destroy,
-                                    lbfgs_save, lbfgs_load};
+                                    lbfgs_save, lbfgs_load, lbfgs_params, NULL};

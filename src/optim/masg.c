@@ -143,6 +143,14 @@ static int masg_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return dpo_ckpt_get_f64(r, "xprev", a->xprev, (int64_t)dpo_solver_dim(s));
 }
 
+static const dpo_algo_param_t masg_params[] = {
+    {"c", "1", "step scale, alpha_1 = c/L"},
+    {"alpha", "c/L", "first-stage step alpha_1 (stage k: alpha_1/2^(2k))"},
+    {"beta", "(1 - sqrt(mu alpha_k))/(1 + sqrt(mu alpha_k))", "momentum (fixed for all stages if set)"},
+    {"p", "1", "stage-length exponent p >= 1 of (001, (4.7))"},
+    {"n1", "ceil(2 sqrt(kappa) ln sqrt(kappa))", "length of stage 1"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_masg = {"masg", "multistage accelerated gradient M-ASG (001 (4.7))", 0,
                                    masg_create, masg_step, masg_destroy, masg_save,
-                                   masg_load};
+                                   masg_load, masg_params, NULL};

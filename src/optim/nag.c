@@ -90,5 +90,11 @@ static int nag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   return dpo__ckpt_get_momentum(r, a->alpha, a->beta, &a->started, a->xprev, dpo_solver_dim(s));
 }
 
+static const dpo_algo_param_t nag_params[] = {
+    {"alpha", "1/L", "step size"},
+    {"beta", "(sqrt kappa - 1)/(sqrt kappa + 1); mu = 0: t/(t+3)", "momentum"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_nag = {"nag", "Nesterov accelerated gradient, alpha 1/L (000 Sec. 4.4)",
-                                  0, nag_create, nag_step, nag_destroy, nag_save, nag_load};
+                                  0, nag_create, nag_step, nag_destroy, nag_save, nag_load,
+                                  nag_params, NULL};

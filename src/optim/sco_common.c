@@ -73,6 +73,12 @@ void dpo__sco_jnn(int64_t T, double c, double *eta) {
   }
 }
 
+const dpo_algo_param_t dpo__sco_params[] = {
+    {"D", "2", "diameter of the constraint ball K (centred at 0)"},
+    {"rho", "largest rho whose curve alpha rho^2/2 fits (eps, delta)", "RDP target of the run"},
+    {"shuffle_seed", "1", "seed of the public example order (not the noise stream)"},
+    {NULL, NULL, NULL}};
+
 int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   const dpo_config_t *cfg = dpo_solver_config(s);
   int rc;

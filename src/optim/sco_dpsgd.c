@@ -61,7 +61,7 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   if ((rc = dpo__sco_init(s, &a->c, who))) goto fail;
   int64_t n = a->c.n;
   int32_t d = a->c.d;
-  dpo_config_get_str(dpo_solver_config(s), "algo.sampling", "wor", &samp);
+  if ((rc = dpo_solver_param_str(s, "sampling", "wor", &samp))) goto fail;
   if (!strcmp(samp, "poisson")) a->poisson = 1;
   else if (strcmp(samp, "wor")) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = '%s': wor | poisson", who, samp);
@@ -179,6 +179,14 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t dpsgd_params[] = {
+    {"sampling", "wor", "wor (replace-one) | poisson (add-remove)"},
+    {"m", "ceil(sqrt n)", "batch size (--batch)"},
+    {"T", "ceil(n/m)", "steps (one expected epoch)"},
+    {"z", "calibrated by the RDP accountant", "noise multiplier"},
+    {"lr", "D/sqrt(T (L^2 + d sigma^2/m^2))", "step size"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
     "dp-sgd-rdp", "DP-SGD, Gaussian noise calibrated by the RDP accountant (wor/poisson batches)",
-    1, dpsgd_create, dpsgd_step, dpsgd_destroy, NULL, NULL};
+    1, dpsgd_create, dpsgd_step, dpsgd_destroy, NULL, NULL, dpsgd_params, dpo__sco_params};

@@ -231,6 +231,11 @@ static int perm_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t perm_params[] = {
+    {"eta", "(D/L) min(4/sqrt n, eps/sqrt(d ln(1/delta)))", "base step (phase i: 4^-i eta; Thm 4.8)"},
+    {"erm_maxit", "1000000", "cap on the public step count of a phase's ERM solve"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_phased_erm = {
     "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (003 Alg. 3, Thm 4.8)",
-    1, perm_create, perm_step, perm_destroy, NULL, NULL};
+    1, perm_create, perm_step, perm_destroy, NULL, NULL, perm_params, dpo__sco_params};

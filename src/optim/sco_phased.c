@@ -115,6 +115,10 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t phased_params[] = {
+    {"eta", "(D/L) min(4/sqrt n, rho/sqrt d)", "base step (phase i: 4^-i eta; Thm 4.4)"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_phased_sgd = {
     "phased-sgd", "Phased-SGD, iterative localization (003 Alg. 2, Thm 4.4 step)", 1,
-    phased_create, phased_step, phased_destroy, NULL, NULL};
+    phased_create, phased_step, phased_destroy, NULL, NULL, phased_params, dpo__sco_params};

@@ -73,12 +73,12 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   int rc;
   dpo__pnsgd_t *a = calloc(1, sizeof *a);
   if (!a) return dpo_err(DPO_ENOMEM, "pnsgd: out of memory");
-  const dpo_config_t *cfg = dpo_solver_config(s);
   const char *sched = NULL, *rel = NULL;
   double lambda = NAN;
   if ((rc = dpo__sco_init(s, &a->c, "pnsgd"))) goto fail;
-  dpo_config_get_str(cfg, "algo.schedule", "const", &sched);
-  dpo_config_get_str(cfg, "algo.release", "final", &rel);
+  if ((rc = dpo_solver_param_str(s, "schedule", "const", &sched)) ||
+      (rc = dpo_solver_param_str(s, "release", "final", &rel)))
+    goto fail;
   if (!strcmp(sched, "const")) a->kind = 0;
   else if (!strcmp(sched, "jnn")) a->kind = 1;
   else if (!strcmp(sched, "sc")) a->kind = 2;
@@ -205,6 +205,12 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+static const dpo_algo_param_t pnsgd_params[] = {
+    {"schedule", "const", "const (Thm 3.5) | jnn (Thm 3.6) | sc (Thm 5.4, lambda > 0)"},
+    {"release", "final", "final (one charge, Thm 3.1) | all (every iterate charged)"},
+    {"T", "0 (largest T whose Snowball schedule fits n)", "steps"},
+    {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (003 Alg. 1; algo.schedule)",
-    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL};
+    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL, pnsgd_params, dpo__sco_params};

@@ -82,7 +82,7 @@ static int reduce_create(dpo_solver_t *s, void **state) {
   dpo__scalg_t *a = calloc(1, sizeof *a);
   if (!a) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
   if ((rc = sc_common(s, a, who))) goto fail;
-  dpo_config_get_str(dpo_solver_config(s), "algo.base", "phased-sgd", &base);
+  if ((rc = dpo_solver_param_str(s, "base", "phased-sgd", &base))) goto fail;
   int erm = !strcmp(base, "phased-erm");
   if (!erm && strcmp(base, "phased-sgd")) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.base = '%s': phased-sgd | phased-erm", who, base);
@@ -158,7 +158,11 @@ static int psc_create(dpo_solver_t *s, void **state) {
   int k = lnn > 1 ? (int)ceil(log(lnn)) : 1;
   if (k < 1) k = 1;
   int64_t ni = n / k;
+  /* Thm 5.3's step, capped so that eta_1 = eta/4 <= 2/beta (Lemma 4.3's condition, public
+   * beta): when kappa > n/(k ln n) the theorem's step is not private-able as is, and the
+   * largest step the sensitivity analysis admits is the default instead of a refusal */
   double eta = 4 * c * k * lnn / (a->mu * (double)n);
+  if (isfinite(a->c.beta) && eta > 8 / a->c.beta) eta = 8 / a->c.beta;
   if ((rc = dpo_solver_param(s, "eta", eta, &eta))) goto fail;
   for (int i = 1; i <= k && ni >= 1; i++) {
     dpo__sco_phase_t *p = &a->ph[a->nph++];
@@ -198,9 +202,19 @@ static int sc_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+#define SC_MAXIT {"erm_maxit", "1000000", "cap on the public step count of an ERM solve"}
+static const dpo_algo_param_t reduce_params[] = {
+    {"base", "phased-sgd", "phased-sgd | phased-erm: the convex algorithm A"},
+    {"c_rate", "10", "constant of A's guarantee (Thm 4.4) for the shrinking radius"},
+    SC_MAXIT, {NULL, NULL, NULL}};
+static const dpo_algo_param_t psc_params[] = {
+    {"c", "2", "step constant (Thm 5.3 needs c >= 2)"},
+    {"eta", "min(4 c k ln n/(lambda n), 8/beta)", "base step (phase i: 2^(-2^i) eta)"},
+    SC_MAXIT, {NULL, NULL, NULL}};
+
 const dpo_algo_t dpo__algo_sc_reduce = {
     "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (003 Sec. 5.1)", 1,
-    reduce_create, sc_step, sc_destroy, NULL, NULL};
+    reduce_create, sc_step, sc_destroy, NULL, NULL, reduce_params, dpo__sco_params};
 const dpo_algo_t dpo__algo_phased_sc = {
     "phased-sc", "Phased-SGD for strongly convex losses (003 Thm 5.3, Lemma 5.2 averaging)", 1,
-    psc_create, sc_step, sc_destroy, NULL, NULL};
+    psc_create, sc_step, sc_destroy, NULL, NULL, psc_params, dpo__sco_params};

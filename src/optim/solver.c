@@ -212,9 +212,23 @@ void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *), void *arg) {
   s->spent_arg = arg;
 }
 
+/* The key must be in the algorithm's own or shared table (optim.h): what --help lists is
+ * what the algorithm reads. */
+static int dpo__param_declared(const dpo_solver_t *s, const char *key) {
+  const dpo_algo_param_t *tabs[2] = {s->algo ? s->algo->params : NULL,
+                                     s->algo ? s->algo->shared : NULL};
+  for (int k = 0; k < 2; k++)
+    for (const dpo_algo_param_t *p = tabs[k]; p && p->key; p++)
+      if (strcmp(p->key, key) == 0) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "internal error: algorithm %s reads algo.%s, which its parameter "
+                 "table does not declare", s->algo ? s->algo->name : "?", key);
+}
+
 int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double *out) {
   char full[128];
   if (!key || !out) return dpo_err(DPO_EINVAL, "dpo_solver_param: NULL key or output");
+  int rc = dpo__param_declared(s, key);
+  if (rc) return rc;
   snprintf(full, sizeof full, "algo.%s", key);
   if (!s->cfg) {
     *out = def;
@@ -226,12 +240,26 @@ int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double 
 int dpo_solver_param_int(const dpo_solver_t *s, const char *key, int64_t def, int64_t *out) {
   char full[128];
   if (!key || !out) return dpo_err(DPO_EINVAL, "dpo_solver_param_int: NULL key or output");
+  int rc = dpo__param_declared(s, key);
+  if (rc) return rc;
   snprintf(full, sizeof full, "algo.%s", key);
   if (!s->cfg) {
     *out = def;
     return DPO_OK;
   }
   return dpo_config_get_int(s->cfg, full, def, out);
+}
+
+int dpo_solver_param_str(const dpo_solver_t *s, const char *key, const char *def,
+                         const char **out) {
+  char full[128];
+  if (!key || !out) return dpo_err(DPO_EINVAL, "dpo_solver_param_str: NULL key or output");
+  int rc = dpo__param_declared(s, key);
+  if (rc) return rc;
+  snprintf(full, sizeof full, "algo.%s", key);
+  *out = def;
+  if (!s->cfg) return DPO_OK;
+  return dpo_config_get_str(s->cfg, full, def, out);
 }
 
 int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu) {
