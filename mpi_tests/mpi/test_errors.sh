@@ -85,6 +85,12 @@ expect 2 "$DPOPT" info --format bin "$T/h.bin"
 has "$T/err" "truncated file: 40 bytes" "huge bin header"
 expect 2 $MPI -np 2 "$DPOPT" info "$T/h.bin"
 has "$T/err" "truncated file: 40 bytes" "huge bin header at 2 ranks"
+# IDX images whose header promises 3 x 2 x 151M pixels in a 28-byte file (found by make fuzz:
+# the loader allocated 7 GB before reading): refused from the file size
+printf '\000\000\010\001\000\000\000\003\000\001\002' >"$T/l.idx"
+printf '\000\000\010\003\000\000\000\003\000\000\000\002\011\000\377\375\000\000\010\003\004\005\006\007\010\011\012\013' >"$T/i.idx"
+expect 2 "$DPOPT" info --format idx --idx-labels "$T/l.idx" "$T/i.idx"
+has "$T/err" "i.idx: truncated file: its header needs" "huge IDX header"
 # ragged CSV: header + 9 rows of 4 fields, row k with 3 fields (k = 1: every later row blamed
 # against it, as a single reader sees it)
 for k in 1 4 8; do

@@ -58,7 +58,7 @@ void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
 
 /* Not collective: DPO_EINVAL (with a message naming both counts) if config key
  * run.expect_ranks is set (> 0) and differs from the MPI world size; DPO_OK otherwise.
- * Every rank evaluates the same condition, so every rank fails and reports it. */
+ * Every rank evaluates the same condition, so every rank fails (dpo_cli_fail prints it once). */
 int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv);
