@@ -31,7 +31,24 @@ int dpo_config_get_str(const dpo_config_t *cfg, const char *key, const char *def
 int dpo_config_get_double(const dpo_config_t *cfg, const char *key, double def, double *out);
 int dpo_config_get_int(const dpo_config_t *cfg, const char *key, int64_t def, int64_t *out);
 int dpo_config_get_bool(const dpo_config_t *cfg, const char *key, int def, int *out);
-/* Iterate over keys nothing has read: fn(key, origin, arg).  Returns the count. */
+/* Declare a key valid without reading it (e.g. the keys of a command's flag table), so a key
+ * set close to it is reported as a typo of it. */
+void dpo_config_declare(dpo_config_t *cfg, const char *key);
+/* Typo hints.  Known keys: those declared and those a getter asked for (set or not).
+ * dpo_config_nearest: the candidate `word` is most likely a typo of (at most one edit for
+ * names of 2+ characters, two for 5+, ignoring case; the same name in another section
+ * counts), or NULL.  dpo_config_suggest: the same over the known keys.
+ * dpo_config_typos: fn(key, origin, suggestion, arg) for every set key nothing has read, not
+ * known, that has a suggestion; each is reported once (here or by dpo_config_unused).
+ * Returns the count. */
+const char *dpo_config_nearest(const char *word, const char *const *cands, int n);
+const char *dpo_config_suggest(const dpo_config_t *cfg, const char *key);
+int dpo_config_typos(const dpo_config_t *cfg,
+                     void (*fn)(const char *key, const char *origin, const char *suggestion,
+                                void *arg),
+                     void *arg);
+/* Iterate over keys nothing has read (and dpo_config_typos did not report): fn(key, origin,
+ * arg).  Returns the count. */
 int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const char *, void *),
                       void *arg);
 /* Iterate over all keys in insertion order (for writing the effective config). */

@@ -47,6 +47,13 @@ void dpo_errclear(void);
  * rank that failed.  Returns DPO_OK only if every rank passed DPO_OK. */
 int dpo_agree(MPI_Comm comm, int status);
 
+/* Whether the current detail came from a failing dpo_agree (and no dpo_err since): then
+ * *first / *last are the lowest / highest failing ranks, *all is 1 if every rank failed, and
+ * *msg the first failing rank's detail without the "[reported by rank N]" tail.  Returns 0
+ * (outputs untouched) for a detail this rank recorded itself.  Any output may be NULL.  Lets a
+ * front end print an agreed error once (rank 0) instead of once per rank. */
+int dpo_err_agreed(int *first, int *last, int *all, const char **msg);
+
 /* Wrap an MPI return code. */
 #define DPO_MPI_CHECK(call)                                                       \
   do {                                                                            \

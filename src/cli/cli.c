@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "dpopt/runout.h"
 #include "dpopt/status.h"
 
 static void dpo__cli_help(const char *usage, const dpo_cli_opt_t *opts, const char *more) {
@@ -27,6 +29,9 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
                   int maxpos, int *npos) {
   int rc;
   *npos = 0;
+  /* the flag table's keys are valid whether or not this run reads them (typo hints) */
+  for (const dpo_cli_opt_t *o = opts; o->flag; o++)
+    if (o->key) dpo_config_declare(cfg, o->key);
   /* --config first, so flags override the file whatever their order */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -83,7 +88,19 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
     for (; o->flag; o++)
       if (!strcmp(o->flag, flag)) break;
     if (!o->flag) {
-      if (ctx->rank == 0) fprintf(stderr, "dpopt: error: unknown option '%s' (see --help)\n", flag);
+      if (ctx->rank == 0) {
+        const char *cands[128];
+        int nc = 0;
+        cands[nc++] = "--config";
+        cands[nc++] = "--set";
+        cands[nc++] = "--help";
+        for (const dpo_cli_opt_t *q = opts; q->flag && nc < 128; q++) cands[nc++] = q->flag;
+        const char *sug = dpo_config_nearest(flag, cands, nc);
+        if (sug)
+          fprintf(stderr, "dpopt: error: unknown option '%s': did you mean %s? (see --help)\n", flag, sug);
+        else
+          fprintf(stderr, "dpopt: error: unknown option '%s' (see --help)\n", flag);
+      }
       return -1;
     }
     if (o->arg) {
@@ -122,23 +139,102 @@ int dpo_cli_exit_status(int status) {
   }
 }
 
+/* How long a rank with an error nobody agreed on waits for the others (below). */
+static double dpo__fail_wait(void) {
+  const char *w = getenv("DPOPT_FAIL_WAIT");
+  double v = w ? atof(w) : 0;
+  return v > 0 ? v : 10.0;
+}
+
+/* An error this rank recorded itself (no dpo_agree since).  Nearly always every rank computed
+ * the same one (flags and config are the same everywhere), so the ranks meet on errcomm, a
+ * communicator no library code uses (no mismatch with a collective other ranks may be in),
+ * and the first failing rank's detail goes to rank 0.  A rank the others never join (an
+ * error only it knows) prints its own detail after DPOPT_FAIL_WAIT seconds (default 10) and
+ * aborts the job, so nobody waits forever.  Returns the agreed status. */
+static int dpo__fail_meet(const dpo_cli_ctx_t *ctx, const char *cmd, int status, int *first,
+                          int *last, int *all, char *msg, size_t cap) {
+  int mine[3] = {ctx->rank, -ctx->rank, 1}, red[3];
+  MPI_Request rq;
+  int done = 0;
+  if (MPI_Iallreduce(mine, red, 3, MPI_INT, MPI_MIN, ctx->errcomm, &rq) == MPI_SUCCESS) {
+    double t0 = dpo_wtime(), wait = dpo__fail_wait();
+    while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+           dpo_wtime() - t0 < wait) {
+      struct timespec ts = {0, 2000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  if (!done) {
+    fprintf(stderr,
+            "dpopt %s: [rank %d] error: %s (%s)\n"
+            "dpopt %s: [rank %d] the other ranks did not report this error: aborting the job\n",
+            cmd, ctx->rank, msg, dpo_strerror(status), cmd, ctx->rank);
+    fflush(stderr);
+    MPI_Abort(ctx->comm, dpo_cli_exit_status(status));
+  }
+  *first = red[0];
+  *last = -red[1];
+  *all = red[2];
+  struct { int code; char msg[1000]; } pkt;
+  pkt.code = status;
+  snprintf(pkt.msg, sizeof pkt.msg, "%s", msg);
+  if (MPI_Bcast(&pkt, (int)sizeof pkt, MPI_BYTE, *first, ctx->errcomm) == MPI_SUCCESS) {
+    snprintf(msg, cap, "%s", pkt.msg);
+    status = pkt.code;
+  }
+  return status;
+}
+
 int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status) {
-  if (ctx->size > 1)
-    fprintf(stderr, "dpopt %s: [rank %d] error: %s (%s)\n", cmd, ctx->rank, dpo_errmsg(),
-            dpo_strerror(status));
+  int first = ctx->rank, last = ctx->rank, all = 1;
+  const char *am = NULL;
+  char msg[1000];
+  if (dpo_err_agreed(&first, &last, &all, &am)) {
+    snprintf(msg, sizeof msg, "%s", am);
+  } else {
+    snprintf(msg, sizeof msg, "%s", dpo_errmsg());
+    if (ctx->size > 1 && ctx->errcomm != MPI_COMM_NULL)
+      status = dpo__fail_meet(ctx, cmd, status, &first, &last, &all, msg, sizeof msg);
+  }
+  int ex = dpo_cli_exit_status(status);
+  if (ctx->rank != 0) return ex;
+  dpo_progress_end();
+  /* one line, on rank 0; the rank that found the error is named unless every rank did */
+  if (ctx->size == 1 || all)
+    fprintf(stderr, "dpopt %s: error: %s (%s)\n", cmd, msg, dpo_strerror(status));
+  else if (first == last)
+    fprintf(stderr, "dpopt %s: [rank %d] error: %s (%s)\n", cmd, first, msg, dpo_strerror(status));
   else
-    fprintf(stderr, "dpopt %s: error: %s (%s)\n", cmd, dpo_errmsg(), dpo_strerror(status));
+    fprintf(stderr, "dpopt %s: [rank %d and others] error: %s (%s)\n", cmd, first, msg,
+            dpo_strerror(status));
   fflush(stderr);
-  return dpo_cli_exit_status(status);
+  return ex;
 }
 
 static void dpo__warn_one(const char *key, const char *origin, void *arg) {
-  (void)arg;
-  fprintf(stderr, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
+  const dpo_config_t *cfg = arg;
+  const char *sug = dpo_config_suggest(cfg, key);
+  if (sug)
+    fprintf(stderr, "dpopt: warning: %s: unused setting '%s': did you mean '%s'?\n", origin, key, sug);
+  else
+    fprintf(stderr, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
 }
 
 void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
-  if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, NULL);
+  if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, (void *)cfg);
+}
+
+static void dpo__warn_typo(const char *key, const char *origin, const char *sug, void *arg) {
+  (void)arg;
+  fprintf(stderr, "dpopt: warning: %s: unknown setting '%s': did you mean '%s'?\n", origin, key, sug);
+}
+
+void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
+  if (!cfg) return;
+  /* every rank marks the keys (the same on all), rank 0 prints */
+  dpo_config_typos(cfg, ctx->rank == 0 ? dpo__warn_typo : NULL, NULL);
+  if (ctx->rank == 0) fflush(stderr);
 }
 
 /* run.expect_ranks (set by the jobs/slurm and jobs/pbs scripts from the scheduler's task
@@ -196,7 +292,8 @@ int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o) {
                    dpo_config_origin(cfg, "data.format"), s);
   if ((rc = dpo_config_get_int(cfg, "data.dim", 0, &v))) return rc;
   if (v < 0 || v > (1 << 30))
-    return dpo_err(DPO_EINVAL, "%s: data.dim must be >= 0", dpo_config_origin(cfg, "data.dim"));
+    return dpo_err(DPO_EINVAL, "%s: data.dim = %lld: expected 0 (infer) to 2^30 = %d features",
+                   dpo_config_origin(cfg, "data.dim"), (long long)v, 1 << 30);
   o->d = (int32_t)v;
   if ((rc = dpo_config_get_bool(cfg, "data.dense", 0, &o->dense))) return rc;
   dpo_config_get_str(cfg, "data.labels", "binary", &s);

@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
   MPI_Comm comm;
   int rank, size;
+  MPI_Comm errcomm; /* a duplicate of comm only dpo_cli_fail uses (MPI_COMM_NULL: none) */
 } dpo_cli_ctx_t;
 
 /* Parse argv against the option table into cfg (after loading --config FILE first, so flags
@@ -41,16 +42,24 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
 /* Map a library status to an exit status. */
 int dpo_cli_exit_status(int status);
 
-/* Print "dpopt CMD: error: <detail>" on stderr (every rank prints, prefixed by its rank when
- * size > 1, so no output is lost if ranks die) and return the exit status. */
+/* Print "dpopt CMD: error: <detail> (<code>)" once, on rank 0, and return the exit status.
+ * Every rank with the error calls it.  An agreed error (dpo_agree) is printed as is; an error
+ * a rank recorded itself is first agreed on ctx->errcomm (the ranks normally all have it:
+ * flags and config are the same everywhere).  The rank that found it is named ("[rank 2]")
+ * unless every rank did.  A rank whose error the others never join prints it itself after
+ * DPOPT_FAIL_WAIT seconds (default 10) and aborts the job (MPI_Abort): no rank hangs. */
 int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status);
 
-/* Warn about config keys nothing read (probable typos). */
+/* Warn about config keys nothing read (probable typos; "did you mean" when one is close). */
 void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
+/* Not collective: warn (rank 0) about set keys nothing read so far that are one or two edits
+ * from a known key ("did you mean"), each key once.  Call before the data are loaded and
+ * before printing an error, so a typo shows even when the run fails for another reason. */
+void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
 
 /* Not collective: DPO_EINVAL (with a message naming both counts) if config key
  * run.expect_ranks is set (> 0) and differs from the MPI world size; DPO_OK otherwise.
- * Every rank evaluates the same condition, so every rank fails and reports it. */
+ * Every rank evaluates the same condition, so every rank fails (dpo_cli_fail prints it once). */
 int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv);

@@ -397,6 +397,14 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                  "--checkpoint-every / --resume / run.stop_after", algo->name);
     goto fail;
   }
+  double gtol_set = 0; /* the driver refuses it too, but only after the data are loaded */
+  if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &gtol_set))) goto fail;
+  if (algo->is_private && gtol_set > 0) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.gtol = %g stops %s on the gradient of the private data, a "
+                 "decision no charge covers: drop --gtol (private algorithms run their planned "
+                 "steps)", dpo_config_origin(cfg, "algo.gtol"), gtol_set, algo->name);
+    goto fail;
+  }
   int clip_rows = !strcasecmp(action, "clip");
   if (!clip_rows && strcasecmp(action, "reject")) {
     rc = dpo_err(DPO_EINVAL, "%s: data.row_bound_action = '%s': expected reject or clip",
@@ -429,6 +437,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   /* ---- privacy set-up (budget, clipping, noise stream; needs no data) ---- */
   stage = "train (privacy set-up)";
   if ((rc = dpo_train_priv_setup(ctx, cfg, algo, NULL, model, &priv))) goto fail;
+
+  dpo_cli_warn_typos(ctx, cfg); /* every key validation reads is known by now */
 
   /* ---- run directory ---- */
   stage = "train (run directory)";
@@ -677,8 +687,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   }
   goto out;
 fail:
+  dpo_cli_warn_typos(ctx, cfg); /* a typo first, even when the run fails for another reason */
+  ex = dpo_cli_fail(ctx, stage, rc); /* before FAILED: writing it may record a new detail */
   if (dir_ready && ctx->rank == 0) dpo__mark_failed(run_dir, stage, rc);
-  ex = dpo_cli_fail(ctx, stage, rc);
 out:
   if (trace) fclose(trace);
   if (sum) json_object_put(sum);

@@ -47,11 +47,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dpopt: MPI_Init failed\n");
     return 4;
   }
-  dpo_cli_ctx_t ctx = {MPI_COMM_WORLD, 0, 1};
+  dpo_cli_ctx_t ctx = {MPI_COMM_WORLD, 0, 1, MPI_COMM_NULL};
   MPI_Comm_rank(ctx.comm, &ctx.rank);
   MPI_Comm_size(ctx.comm, &ctx.size);
   /* errors on MPI calls come back as codes, the library turns them into statuses */
   MPI_Comm_set_errhandler(ctx.comm, MPI_ERRORS_RETURN);
+  /* dpo_cli_fail's own channel: ranks agreeing on an error never meet a library collective */
+  if (ctx.size > 1 && MPI_Comm_dup(ctx.comm, &ctx.errcomm) != MPI_SUCCESS) ctx.errcomm = MPI_COMM_NULL;
   int rc;
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
     if (ctx.rank == 0) dpo__usage(stdout);
@@ -75,6 +77,7 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   fflush(stderr);
+  if (ctx.errcomm != MPI_COMM_NULL) MPI_Comm_free(&ctx.errcomm);
   MPI_Finalize();
   return rc;
 }

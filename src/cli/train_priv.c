@@ -84,6 +84,11 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
                  dpo_config_origin(cfg, "privacy.neighbours"), rel_s);
     goto out;
   }
+  if (!isnan(p->eps) && !(p->eps > 0 && isfinite(p->eps))) {
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.eps = %g: eps must be > 0 (and finite)",
+                 dpo_config_origin(cfg, "privacy.eps"), p->eps);
+    goto out;
+  }
   if (!p->is_private && !isnan(p->eps)) {
     rc = dpo_err(DPO_EINVAL,
                  "%s: a privacy budget was given but algorithm '%s' adds no noise; choose a "

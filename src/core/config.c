@@ -1,6 +1,7 @@
 #include "dpopt/config.h"
 #include "dpopt/status.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -11,12 +12,17 @@
 
 typedef struct {
   char *key, *value, *origin;
-  int used; /* mutable through const getters: "used" is bookkeeping, not state */
+  int used;   /* mutable through const getters: "used" is bookkeeping, not state */
+  int warned; /* reported by dpo_config_typos */
 } dpo__kv_t;
 
 struct dpo_config {
   dpo__kv_t *kv;
   int n, cap;
+  /* keys the program knows: asked for by a getter (set or not) or declared; a set key that
+   * is none of these and close to one of them is a probable typo */
+  char **known;
+  int nknown, capknown;
 };
 
 int dpo_config_create(dpo_config_t **cfg) {
@@ -32,7 +38,33 @@ void dpo_config_destroy(dpo_config_t *cfg) {
     free(cfg->kv[i].origin);
   }
   free(cfg->kv);
+  for (int i = 0; i < cfg->nknown; i++) free(cfg->known[i]);
+  free(cfg->known);
   free(cfg);
+}
+
+static int dpo__is_known(const dpo_config_t *cfg, const char *key) {
+  for (int i = 0; i < cfg->nknown; i++)
+    if (!strcmp(cfg->known[i], key)) return 1;
+  return 0;
+}
+
+/* Best effort (bookkeeping for typo hints: out of memory only loses a hint). */
+static void dpo__add_known(const dpo_config_t *ccfg, const char *key) {
+  dpo_config_t *cfg = (dpo_config_t *)ccfg;
+  if (dpo__is_known(cfg, key)) return;
+  if (cfg->nknown == cfg->capknown) {
+    int cap = cfg->capknown ? 2 * cfg->capknown : 64;
+    char **nk = realloc(cfg->known, (size_t)cap * sizeof *nk);
+    if (!nk) return;
+    cfg->known = nk;
+    cfg->capknown = cap;
+  }
+  if ((cfg->known[cfg->nknown] = strdup(key))) cfg->nknown++;
+}
+
+void dpo_config_declare(dpo_config_t *cfg, const char *key) {
+  if (cfg && key) dpo__add_known(cfg, key);
 }
 
 static dpo__kv_t *dpo__find(const dpo_config_t *cfg, const char *key) {
@@ -120,7 +152,10 @@ int dpo_config_load_ini(dpo_config_t *cfg, const char *path) {
 
 const char *dpo_config_get(const dpo_config_t *cfg, const char *key) {
   dpo__kv_t *e = dpo__find(cfg, key);
-  if (!e) return NULL;
+  if (!e) {
+    dpo__add_known(cfg, key);
+    return NULL;
+  }
   e->used = 1;
   return e->value;
 }
@@ -199,7 +234,7 @@ int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const ch
                       void *arg) {
   int c = 0;
   for (int i = 0; i < cfg->n; i++)
-    if (!cfg->kv[i].used) {
+    if (!cfg->kv[i].used && !cfg->kv[i].warned) {
       c++;
       if (fn) fn(cfg->kv[i].key, cfg->kv[i].origin, arg);
     }
@@ -209,4 +244,82 @@ int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const ch
 void dpo_config_foreach(const dpo_config_t *cfg,
                         void (*fn)(const char *, const char *, const char *, void *), void *arg) {
   for (int i = 0; i < cfg->n; i++) fn(cfg->kv[i].key, cfg->kv[i].value, cfg->kv[i].origin, arg);
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions), ignoring case;
+ * words longer than 127 characters are not compared (returns a large distance). */
+static int dpo__osa(const char *a, const char *b) {
+  int la = (int)strlen(a), lb = (int)strlen(b);
+  if (la > 127 || lb > 127) return 1 << 20;
+  int d[128][128];
+  for (int i = 0; i <= la; i++) d[i][0] = i;
+  for (int j = 0; j <= lb; j++) d[0][j] = j;
+  for (int i = 1; i <= la; i++)
+    for (int j = 1; j <= lb; j++) {
+      int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+      int v = d[i - 1][j - 1] + (ca != cb);
+      if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
+    }
+  return d[la][lb];
+}
+
+/* the part a reader types: after the last '.' of a key, after the leading dashes of a flag */
+static const char *dpo__name(const char *w) {
+  const char *dot = strrchr(w, '.');
+  if (dot) return dot + 1;
+  while (*w == '-') w++;
+  return w;
+}
+
+const char *dpo_config_nearest(const char *word, const char *const *cands, int n) {
+  const char *best = NULL;
+  int bestd = 1 << 20;
+  for (int i = 0; i < n; i++) {
+    if (!cands[i] || !strcmp(cands[i], word)) continue;
+    const char *nw = dpo__name(word), *nc = dpo__name(cands[i]);
+    int lw = (int)strlen(nw), lc = (int)strlen(nc), m = lw < lc ? lw : lc;
+    int d = dpo__osa(word, cands[i]);
+    /* the right name in the wrong section (or without one) is a typo of any length */
+    if (m > 0 && !strcasecmp(nw, nc) && d > 0) d = 1, m = 2;
+    /* short names are too close to each other: one edit from a 2-letter name, two from a
+     * 5-letter one (algo.D and algo.m are both real keys) */
+    int ok = d == 0 || (d == 1 && m >= 2) || (d == 2 && m >= 5);
+    if (ok && d < bestd) {
+      best = cands[i];
+      bestd = d;
+    }
+  }
+  return best;
+}
+
+const char *dpo_config_suggest(const dpo_config_t *cfg, const char *key) {
+  const char *best = dpo_config_nearest(key, (const char *const *)cfg->known, cfg->nknown);
+  if (best) return best;
+  /* keys that were set and read are known too */
+  for (int i = 0; i < cfg->n && !best; i++)
+    if (cfg->kv[i].used) {
+      const char *c = cfg->kv[i].key;
+      best = dpo_config_nearest(key, &c, 1);
+    }
+  return best;
+}
+
+int dpo_config_typos(const dpo_config_t *cfg,
+                     void (*fn)(const char *, const char *, const char *, void *), void *arg) {
+  int c = 0;
+  for (int i = 0; i < cfg->n; i++) {
+    dpo__kv_t *e = &cfg->kv[i];
+    if (e->used || e->warned || dpo__is_known(cfg, e->key)) continue;
+    const char *sug = dpo_config_suggest(cfg, e->key);
+    if (!sug) continue;
+    e->warned = 1;
+    c++;
+    if (fn) fn(e->key, e->origin, sug, arg);
+  }
+  return c;
 }

@@ -35,14 +35,26 @@ static void dpo__hdr_pack(const dpo__binhdr_t *h, unsigned char *b) {
   memcpy(b + 36, &h->reserved, 4);
 }
 
-/* Expected file size, or -1 if the header's counts overflow. */
-static int64_t dpo__bin_size(const dpo__binhdr_t *h) {
-  const int64_t lim = INT64_MAX / 16;
-  if (h->n < 0 || h->d < 0 || h->nnz < 0 || h->n > lim || h->nnz > lim) return -1;
-  int64_t sz = DPO__BIN_HDR + 8 * h->n;
-  if (h->sparse) return sz + 8 * (h->n + 1) + 12 * h->nnz;
-  if (h->d > 0 && h->n > lim / h->d) return -1;
-  return sz + 8 * h->n * (int64_t)h->d;
+/* The file size the header describes, or -1 when it exceeds `fsize` (the actual size) or the
+ * counts are negative.  Every product is checked against fsize before it is added, so a
+ * corrupt header (n, nnz near INT64_MAX) cannot overflow int64. */
+static int64_t dpo__bin_size(const dpo__binhdr_t *h, int64_t fsize) {
+  if (h->n < 0 || h->d < 0 || h->nnz < 0 || fsize < DPO__BIN_HDR) return -1;
+  int64_t room = fsize - DPO__BIN_HDR; /* bytes left for the arrays */
+  /* labels: 8 n */
+  if (h->n > room / 8) return -1;
+  room -= 8 * h->n;
+  if (h->sparse) {
+    /* row pointers 8 (n + 1), then 4 + 8 bytes per nonzero */
+    if (h->n + 1 > room / 8) return -1;
+    room -= 8 * (h->n + 1);
+    if (h->nnz > room / 12) return -1;
+    room -= 12 * h->nnz;
+  } else {
+    if (h->d > 0 && h->n > room / 8 / h->d) return -1;
+    room -= 8 * h->n * (int64_t)h->d;
+  }
+  return fsize - room;
 }
 
 static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t off) {
@@ -74,20 +86,24 @@ int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
     memcpy(&h.sparse, b + 20, 4);
     memcpy(&h.nnz, b + 24, 8);
     memcpy(&h.labels, b + 32, 4);
-    int64_t want = dpo__bin_size(&h);
+    /* magic first: the counts of a file that is not ours mean nothing */
     if (memcmp(b, "DPOBIN01", 8) != 0) st = dpo_err(DPO_EFORMAT, "%s: not a dpopt binary file (bad magic)", path);
-    else if ((h.sparse != 0 && h.sparse != 1) || (h.labels != 0 && h.labels != 1) || want < 0 ||
-             (!h.sparse && h.nnz != 0))
+    else if ((h.sparse != 0 && h.sparse != 1) || (h.labels != 0 && h.labels != 1) || h.n < 0 ||
+             h.d < 0 || h.nnz < 0 || (!h.sparse && h.nnz != 0))
       st = dpo_err(DPO_EFORMAT, "%s: corrupt header (n=%lld d=%d sparse=%d nnz=%lld labels=%d)", path,
                    (long long)h.n, (int)h.d, (int)h.sparse, (long long)h.nnz, (int)h.labels);
     else if (o->d > 0 && o->d != h.d)
       st = dpo_err(DPO_EFORMAT, "%s: file has dimension %d, declared %d", path, (int)h.d, (int)o->d);
-    else if (sb.st_size < want)
-      st = dpo_err(DPO_EFORMAT, "%s: truncated file: %lld bytes, header says %lld", path,
-                   (long long)sb.st_size, (long long)want);
-    else if (sb.st_size > want)
-      st = dpo_err(DPO_EFORMAT, "%s: %lld trailing bytes after the data the header describes", path,
-                   (long long)(sb.st_size - want));
+    else {
+      int64_t want = dpo__bin_size(&h, (int64_t)sb.st_size);
+      if (want < 0)
+        st = dpo_err(DPO_EFORMAT, "%s: truncated file: %lld bytes, less than the header's counts "
+                     "(n=%lld d=%d nnz=%lld) need", path, (long long)sb.st_size, (long long)h.n,
+                     (int)h.d, (long long)h.nnz);
+      else if (sb.st_size > want)
+        st = dpo_err(DPO_EFORMAT, "%s: %lld trailing bytes after the data the header describes", path,
+                     (long long)(sb.st_size - want));
+    }
   }
   st = dpo_agree(comm, st);
   if (st) goto out;

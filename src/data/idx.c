@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 static uint32_t dpo__be32(const unsigned char *b) {
@@ -91,6 +92,20 @@ int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
   if (!st && o->d > 0 && (int64_t)o->d != (int64_t)di[1] * di[2])
     st = dpo_err(DPO_EFORMAT, "%s: images have %u x %u pixels, declared dimension %d", path, di[1],
                  di[2], (int)o->d);
+  /* the header's counts against the files' sizes before anything is allocated from them
+   * (fuzzing: a 41-byte file asked for 7 GB); deflate expands at most 1032:1 */
+  for (int k = 0; !st && k < 2; k++) {
+    const char *p = k ? lp : path;
+    gzFile g = k ? gl : gi;
+    struct stat sb;
+    uint64_t need = k ? 8 + (uint64_t)dl[0] : 16 + (uint64_t)di[0] * di[1] * di[2];
+    if (stat(p, &sb) != 0) continue; /* opened a moment ago: a read error will say */
+    uint64_t have = gzdirect(g) ? (uint64_t)sb.st_size : 1032 * (uint64_t)sb.st_size + 64;
+    if (need > have)
+      st = dpo_err(DPO_EFORMAT, "%s: truncated file: its header needs %llu bytes, the file %s %lld",
+                   p, (unsigned long long)need, gzdirect(g) ? "has" : "is compressed to",
+                   (long long)sb.st_size);
+  }
   st = dpo_agree(comm, st);
   if (st) goto out;
   int64_t n = di[0], row0, cnt, d = (int64_t)di[1] * di[2];

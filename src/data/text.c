@@ -257,25 +257,26 @@ int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo
     }
   }
   int64_t nlines = lr_open ? lr.nlines : 0;
+  /* The field count of the FILE's first row is the reference, whatever the rank count: each
+   * rank checked its rows against its own first row, so a rank whose first row differs from
+   * the reference fails there (before any later error of its own), and the message is the
+   * one a single rank would print. */
+  int firstr = size, ref = ncols;
+  {
+    int have = ncols > 0 ? rank : size;
+    if (MPI_Allreduce(&have, &firstr, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS ||
+        (firstr < size && MPI_Bcast(&ref, 1, MPI_INT, firstr, comm) != MPI_SUCCESS))
+      e.code = dpo_err(DPO_EMPI, "%s: MPI reduction of the column count failed", path), e.line = 0;
+    else if (ncols > 0 && ncols != ref) {
+      e.code = DPO_OK; /* superseded: the first row comes before any other error of this rank */
+      dpo__perr_set(&e, DPO_EFORMAT, first_row_line, "%d fields, expected %d like the rows before",
+                    ncols, ref);
+    }
+  }
   st = dpo__agree_line(comm, path, &e, nlines);
   if (lr_open) dpo__lr_close(&lr);
   if (st) goto out;
-  /* Column count must agree across ranks: the reference is the first rank holding rows. */
-  {
-    int64_t before = 0;
-    MPI_Exscan(&nlines, &before, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (rank == 0) before = 0;
-    int have = ncols > 0 ? rank : size, firstr = size, ref = ncols;
-    MPI_Allreduce(&have, &firstr, 1, MPI_INT, MPI_MIN, comm);
-    if (firstr < size) MPI_Bcast(&ref, 1, MPI_INT, firstr, comm);
-    st = DPO_OK;
-    if (ncols > 0 && ncols != ref)
-      st = dpo_err(DPO_EFORMAT, "%s:%lld: %d fields, expected %d like the rows before", path,
-                   (long long)(before + first_row_line), ncols, ref);
-    st = dpo_agree(comm, st);
-    if (st) goto out;
-    s->d = firstr < size ? ref - 1 : 0;
-  }
+  s->d = firstr < size ? ref - 1 : 0;
   s->sparse = 0;
   s->n = (int64_t)y.n;
   /* into aligned storage (dpo__dense_alloc); the grown vector is freed at out */
