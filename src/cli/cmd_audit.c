@@ -28,6 +28,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "cli/train_priv.h"
 #include "dpopt/audit.h"
 #include "dpopt/comm.h"
 #include "dpopt/model.h"
@@ -89,23 +90,6 @@ typedef struct {
 } dpo__audit_t;
 
 /* privacy.clip "l1:C" / "l2:C" (the same syntax as dpopt train). */
-static int dpo__audit_clip(const dpo_config_t *cfg, dpo__audit_t *a) {
-  const char *s;
-  dpo_config_get_str(cfg, "privacy.clip", NULL, &s);
-  a->has_clip = 0;
-  a->clip.norm = DPO_CLIP_NONE;
-  a->clip.C = 0;
-  if (!s || !strcasecmp(s, "none")) return DPO_OK;
-  char *end = NULL;
-  double C = strlen(s) > 3 && s[2] == ':' ? strtod(s + 3, &end) : NAN;
-  if (!(C > 0) || !isfinite(C) || *end || (strncasecmp(s, "l1", 2) && strncasecmp(s, "l2", 2)))
-    return dpo_err(DPO_EINVAL, "privacy.clip = '%s': expected l1:C or l2:C with C > 0", s);
-  a->clip.norm = !strncasecmp(s, "l1", 2) ? DPO_CLIP_L1 : DPO_CLIP_L2;
-  a->clip.C = C;
-  a->has_clip = 1;
-  return DPO_OK;
-}
-
 /* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
  * an algorithm that visits rows in a public order may touch it early or late), absent from
  * D' under add-remove. */
@@ -222,7 +206,8 @@ static int dpo__audit_setup(const dpo_config_t *cfg, dpo__audit_t *a) {
       (rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &a->lambda)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
       (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
-      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) || (rc = dpo__audit_clip(cfg, a)))
+      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) ||
+      (rc = dpo_train_parse_clip(cfg, &a->clip, &a->has_clip)))
     return rc;
   a->acct = acct;
   if (!strcasecmp(nb, "add-remove")) a->add_remove = 1;

@@ -25,7 +25,7 @@ struct dpo_train_priv {
   char label[256];
 };
 
-static int dpo__parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
+int dpo_train_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
   const char *s;
   dpo_config_get_str(cfg, "privacy.clip", NULL, &s);
   *has = 0;
@@ -65,7 +65,7 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
   if ((rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)) ||
       (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &p->eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
-      (rc = dpo__parse_clip(cfg, &p->clip, &p->has_clip)))
+      (rc = dpo_train_parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
   const char *acct_s = NULL, *rel_s = NULL;
   dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct_s);

@@ -22,6 +22,8 @@ int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir);
 /* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
 int dpo_train_priv_reopen_ledger(dpo_train_priv_t *p, const char *run_dir);
 const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p);
+/* privacy.clip = none | l1:C | l2:C (C > 0) into *c; *has = 0 for none (also dpopt audit). */
+int dpo_train_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has);
 dpo_rng_t *dpo_train_priv_rng(dpo_train_priv_t *p);
 struct dpo_ledger *dpo_train_priv_ledger(dpo_train_priv_t *p);
 /* Let the trace's eps_spent column read the ledger. */

@@ -20,22 +20,7 @@ int dpo_model_eval_shard(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t 
   dpo__dd_t acc[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
   int lrc = DPO_OK;
   if (!m || !s || !x) lrc = dpo_err(DPO_EINVAL, "%s: NULL model, shard or x", fn);
-  for (int64_t i = 0; lrc == DPO_OK && i < s->n;) {
-    int64_t e = dpo__chunk_end(s, i);
-    dpo_shard_t v;
-    dpo__shard_view(s, i, e - i, &v);
-    double l = 0.0, mt = 0.0;
-    lrc = dpo_model_local_eval(m, &v, x, &l, &mt);
-    dpo__dd_add(&acc[0], l);
-    dpo__dd_add(&acc[1], mt);
-    i = e;
-  }
-  if (lrc == DPO_OK) {
-    dpo__dd_add(&acc[2], (double)s->n);
-    if (!isfinite(acc[0].hi) || !isfinite(acc[1].hi))
-      lrc = dpo_err(DPO_EFORMAT, "%s: rows [%ld, %ld): non-finite loss or metric",
-                    s->source[0] ? s->source : "shard", (long)s->row0, (long)(s->row0 + s->n));
-  }
+  else lrc = dpo__shard_metric_add(m, s, x, acc);
   /* a failure on any rank (with its detail) on every rank, before anything is reduced */
   int rc = dpo_agree(comm, lrc);
   if (rc) return rc;

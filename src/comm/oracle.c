@@ -142,22 +142,7 @@ static int dpo__local_metric(dpo_oracle_t *o, int heldout) {
   const dpo_shard_t *s = heldout ? o->heldout : o->shard;
   for (int j = 0; j < 3; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
   if (!s) return dpo_err(DPO_EINVAL, "oracle: no held-out shard attached");
-  for (int64_t i = 0; i < s->n;) {
-    int64_t e = dpo__chunk_end(s, i);
-    dpo_shard_t v;
-    dpo__shard_view(s, i, e - i, &v);
-    double l = 0.0, mt = 0.0;
-    int rc = dpo_model_local_eval(o->model, &v, o->x, &l, &mt);
-    if (rc) return rc;
-    dpo__dd_add(&o->acc[0], l);
-    dpo__dd_add(&o->acc[1], mt);
-    i = e;
-  }
-  dpo__dd_add(&o->acc[2], (double)s->n);
-  if (!isfinite(o->acc[0].hi) || !isfinite(o->acc[1].hi))
-    return dpo_err(DPO_EFORMAT, "%s: rows [%ld, %ld): non-finite loss or metric",
-                   s->source[0] ? s->source : "shard", (long)s->row0, (long)(s->row0 + s->n));
-  return DPO_OK;
+  return dpo__shard_metric_add(o->model, s, o->x, o->acc);
 }
 
 /* Noise of a local/shares request, added by this rank to its own local sums BEFORE the reduce

@@ -1,6 +1,8 @@
 /* Double-double reductions (see reduce.h). */
 #include "comm/reduce.h"
 
+#include <math.h>
+
 #include "dpopt/status.h"
 
 static MPI_Op dpo__dd_op = MPI_OP_NULL;
@@ -44,4 +46,24 @@ int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce
 out:
   if (dt != MPI_DATATYPE_NULL) MPI_Type_free(&dt);
   return rc;
+}
+
+int dpo__shard_metric_add(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                          dpo__dd_t acc[3]) {
+  for (int64_t i = 0; i < s->n;) {
+    int64_t e = dpo__chunk_end(s, i);
+    dpo_shard_t v;
+    dpo__shard_view(s, i, e - i, &v);
+    double l = 0.0, mt = 0.0;
+    int rc = dpo_model_local_eval(m, &v, x, &l, &mt);
+    if (rc) return rc;
+    dpo__dd_add(&acc[0], l);
+    dpo__dd_add(&acc[1], mt);
+    i = e;
+  }
+  dpo__dd_add(&acc[2], (double)s->n);
+  if (!isfinite(acc[0].hi) || !isfinite(acc[1].hi))
+    return dpo_err(DPO_EFORMAT, "%s: rows [%ld, %ld): non-finite loss or metric",
+                   s->source[0] ? s->source : "shard", (long)s->row0, (long)(s->row0 + s->n));
+  return DPO_OK;
 }

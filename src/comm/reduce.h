@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "dpopt/data.h"
+#include "dpopt/model.h"
 
 /* Local rows are processed in chunks aligned to multiples of this many GLOBAL row ids, so a
  * chunk inside one shard is computed with the same operations at any rank count. */
@@ -67,5 +68,12 @@ static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
  * broadcast, so every rank gets bit-identical values.  Returns DPO_OK or DPO_EMPI (an MPI
  * failure, not the reduced status: the caller reads buf[k].hi).  Collective. */
 int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce);
+
+/* This rank's part of a model evaluation over shard s at x: acc[0] += loss sum, acc[1] +=
+ * metric sum (chunks aligned to global row ids, so the reduced sums do not depend on the rank
+ * count), acc[2] += rows.  Not collective; DPO_EFORMAT on a non-finite sum.  Shared by the
+ * oracle's METRIC request and dpo_model_eval_shard, which must agree bit for bit. */
+int dpo__shard_metric_add(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                          dpo__dd_t acc[3]);
 
 #endif

@@ -192,8 +192,9 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
   if (s->resumed)
     return dpo_err(DPO_EUNSUP, "%s's whole-schedule charge cannot be resumed", name);
   if (!s->ledger) return dpo_err(DPO_EINVAL, "%s: a private run needs the ledger", name);
-  double ce = 0, cd = 0;
-  int rc = dpo_ledger_check(s->ledger, &p->whole, &ce, &cd);
+  /* the plan is journalled first; a refused charge records nothing, so the check is the charge */
+  int rc = dpo__plan_record(s);
+  if (!rc) rc = dpo_ledger_charge(s->ledger, &p->whole, NULL);
   if (rc == DPO_EBUDGET) {
     double be = NAN, bd = NAN, se = NAN, sd = NAN;
     dpo_ledger_budget(s->ledger, &be, &bd);
@@ -202,8 +203,7 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
                    "cannot cover it (eps %g already spent of %g): raise --eps or use a fresh "
                    "budget", name, p->what, se, be);
   }
-  if (rc || (rc = dpo__plan_record(s))) return rc;
-  return dpo_ledger_charge(s->ledger, &p->whole, NULL);
+  return rc;
 }
 
 void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *), void *arg) {
