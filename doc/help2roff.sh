@@ -94,9 +94,9 @@ conv() { # conv PAGE-NAME ONE-LINE-SUMMARY < help text > roff
     }
     if (body["EXIT STATUS"] != "") printf ".SH EXIT STATUS\n%s", body["EXIT STATUS"]
     ref["000"] = "N. Kuru, \\fINovel gradient\\-based methods for data distribution and privacy in data science\\fR, PhD thesis, Sabanc\\[u0131] University, Istanbul, 2019 (\\(lqthesis\\(rq)."
-    ref["001"] = "N. Kuru, \\[u015E]. \\[u0130]. Birbil, M. G\\[u00FC]rb\\[u00FC]zbalaban, S. Y\\[u0131]ld\\[u0131]r\\[u0131]m, \\fIDifferentially private accelerated optimization algorithms\\fR, SIAM J. Optim. 32(2):795\\(en821, 2022, doi:10.1137/20M1355847."
-    ref["003"] = "V. Feldman, T. Koren, K. Talwar, \\fIPrivate stochastic convex optimization: optimal rates in linear time\\fR, Proc. 52nd ACM Symposium on Theory of Computing (STOC 2020), pp. 439\\(en449."
-    ref["004"] = "T. Xu, F. Shang, Y. Liu, H. Liu, L. Shen, M. Gong, \\fIDifferentially private ADMM algorithms for machine learning\\fR, arXiv:2011.00164, 2020; IEEE Trans. Inf. Forensics Secur. 16:4733\\(en4745, 2021."
+    ref["001"] = "N. Kuru, \\[u015E]. \\[u0130]. Birbil, M. G\\[u00FC]rb\\[u00FC]zbalaban, S. Y\\[u0131]ld\\[u0131]r\\[u0131]m, \\fIDifferentially private accelerated optimization algorithms\\fR, SIAM J. Optim., 2022, doi:10.1137/20M1355847."
+    ref["003"] = "V. Feldman, T. Koren, K. Talwar, \\fIPrivate stochastic convex optimization: optimal rates in linear time\\fR, Proc. 52nd ACM Symposium on Theory of Computing (STOC 2020), 2020, arXiv:2005.04763."
+    ref["004"] = "T. Xu, F. Shang, Y. Liu, H. Liu, L. Shen, M. Gong, \\fIDifferentially private ADMM algorithms for machine learning\\fR, arXiv:2011.00164, 2020."
     refs = ""
     for (k = 0; k <= 4; k++) {
       c = sprintf("%03d", k)
