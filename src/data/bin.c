@@ -65,7 +65,7 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
   return DPO_OK;
 }
 
-int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
   int rank, size, st = DPO_OK, fd = -1;
   dpo__binhdr_t h = {0};
   unsigned char b[DPO__BIN_HDR];
@@ -164,6 +164,12 @@ out:
   if (fd >= 0) close(fd);
   return st;
 }
+
+static int dpo__probe_bin(const char *path, const unsigned char *head, size_t len) {
+  return len == 8 && memcmp(head, "DPOBIN01", 8) == 0;
+}
+
+const dpo__format_t dpo__format_bin = {DPO_FMT_BIN, "bin", dpo__probe_bin, dpo__load_bin};
 
 /* MPI_File_write_at in pieces whose element count fits an int. */
 static int dpo__mpi_write(MPI_File fh, int64_t off, const void *buf, int64_t count, MPI_Datatype t, int esz) {

@@ -1,5 +1,6 @@
 /* Private helpers of the data room: byte-range line reader, growable arrays, collective
- * error reporting with global line numbers. */
+ * error reporting with global line numbers (lines.c); the format table (shard.c walks it);
+ * row bookkeeping (rows.c). */
 #ifndef DPO_DATA_INTERNAL_H
 #define DPO_DATA_INTERNAL_H
 
@@ -60,12 +61,25 @@ int dpo__lvec_push(dpo__lvec_t *a, int64_t x);
 /* Parse a label token (whole string) by the label kind; 0 ok, else reason in why. */
 int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, size_t wl);
 
-/* Format loaders (collective; return the agreed status). */
-int dpo__load_libsvm(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
-int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
-int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
-int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+/* A file format: one const struct in the loader's file, one line in the table in shard.c,
+ * which walks it (auto-detection: the first entry whose probe says yes; an explicit
+ * opts.format: the entry with that id).  Loaders call down into lines.c and rows.c only. */
+typedef struct {
+  dpo_format_t format;
+  const char *name;
+  /* Local: is `path` in this format?  head holds the file's first len (<= 8) bytes.
+   * 1 yes, 0 no, < 0 an error recorded with dpo_err (e.g. a gzip file that is not IDX). */
+  int (*probe)(const char *path, const unsigned char *head, size_t len);
+  /* Collective: fill s (n, d, row0, n_global, storage, y); return the agreed status. */
+  int (*load)(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+} dpo__format_t;
 
+extern const dpo__format_t dpo__format_bin;    /* bin.c: magic "DPOBIN01" */
+extern const dpo__format_t dpo__format_idx;    /* idx.c: IDX magic, plain or inside gzip */
+extern const dpo__format_t dpo__format_csv;    /* text.c: name ends in .csv */
+extern const dpo__format_t dpo__format_libsvm; /* text.c: anything else (last in the table) */
+
+/* ---- rows.c: the row bookkeeping every loader shares. */
 /* Collective: n_global, row0, the empty-file and more-ranks-than-rows checks. */
 int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s);
 /* Convert a CSR shard to dense in place (local). */

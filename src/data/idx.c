@@ -69,7 +69,7 @@ static int dpo__idx_labels_path(const char *path, char *out, size_t len) {
   return DPO_OK;
 }
 
-int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+static int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
   int rank, size, st = DPO_OK;
   gzFile gi = NULL, gl = NULL;
   uint32_t di[3] = {0, 0, 0}, dl[1] = {0};
@@ -142,3 +142,20 @@ out:
   free(buf);
   return st;
 }
+
+/* The IDX magic of an images file, plain or as the first bytes inside a gzip stream; a gzip
+ * file that is not IDX is refused here (no other format reads gzip). */
+static int dpo__probe_idx(const char *path, const unsigned char *m, size_t k) {
+  if (k >= 4 && m[0] == 0 && m[1] == 0 && m[2] == 0x08 && m[3] == 0x03) return 1;
+  if (k < 2 || m[0] != 0x1f || m[1] != 0x8b) return 0;
+  gzFile g = gzopen(path, "rb");
+  if (!g) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  unsigned char z[4] = {0};
+  int r = gzread(g, z, 4);
+  gzclose(g);
+  if (r == 4 && z[0] == 0 && z[1] == 0 && z[2] == 0x08 && z[3] == 0x03) return 1;
+  return dpo_err(DPO_EUNSUP, "%s: gzip-compressed file that is not IDX images (decompress it "
+                             "first)", path);
+}
+
+const dpo__format_t dpo__format_idx = {DPO_FMT_IDX, "idx", dpo__probe_idx, dpo__load_idx};

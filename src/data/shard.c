@@ -1,4 +1,4 @@
-/* Shard lifecycle: format detection and dispatch, norms, statistics. */
+/* Shard lifecycle: the format table (detection and dispatch), norms, statistics. */
 #include "data/data_internal.h"
 
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 void dpo_load_opts_default(dpo_load_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -31,48 +30,36 @@ void dpo_shard_destroy(dpo_shard_t *s) {
   free(s);
 }
 
-static int dpo__ends_with(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && strcasecmp(s + a - b, suf) == 0;
-}
+/* The format table: auto-detection takes the first entry whose probe says yes, so the formats
+ * known by their magic bytes come first and LIBSVM (which takes anything) last.  A new format is
+ * one loader file defining its dpo__format_t plus one line here (doc/design.md). */
+static const dpo__format_t *const dpo__formats[] = {
+    &dpo__format_bin, &dpo__format_idx, &dpo__format_csv, &dpo__format_libsvm, NULL};
 
-/* Local: decide the format from the magic bytes, then the extension. */
-static int dpo__detect(const char *path, dpo_format_t *fmt) {
+/* Local: the table entry of `path`, from its first bytes or its name. */
+static int dpo__detect(const char *path, const dpo__format_t **fmt) {
   unsigned char m[8] = {0};
   int fd = open(path, O_RDONLY);
   if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
   ssize_t k = dpo__pread_full(fd, m, sizeof m, 0);
   close(fd);
   if (k < 0) return dpo_err(DPO_EIO, "%s: read error: %s", path, strerror(errno));
-  if (k == 8 && memcmp(m, "DPOBIN01", 8) == 0) {
-    *fmt = DPO_FMT_BIN;
-    return DPO_OK;
-  }
-  if (k >= 4 && m[0] == 0 && m[1] == 0 && m[2] == 0x08 && m[3] == 0x03) {
-    *fmt = DPO_FMT_IDX;
-    return DPO_OK;
-  }
-  if (k >= 2 && m[0] == 0x1f && m[1] == 0x8b) { /* gzip: look inside */
-    gzFile g = gzopen(path, "rb");
-    if (!g) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char z[4] = {0};
-    int r = gzread(g, z, 4);
-    gzclose(g);
-    if (r == 4 && z[0] == 0 && z[1] == 0 && z[2] == 0x08 && z[3] == 0x03) {
-      *fmt = DPO_FMT_IDX;
+  for (int i = 0; dpo__formats[i]; i++) {
+    int r = dpo__formats[i]->probe(path, m, (size_t)k);
+    if (r < 0) return r;
+    if (r) {
+      *fmt = dpo__formats[i];
       return DPO_OK;
     }
-    return dpo_err(DPO_EUNSUP, "%s: gzip-compressed file that is not IDX images (decompress it "
-                               "first)", path);
   }
-  *fmt = dpo__ends_with(path, ".csv") ? DPO_FMT_CSV : DPO_FMT_LIBSVM;
-  return DPO_OK;
+  return dpo_err(DPO_EUNSUP, "%s: no loader recognises this file", path);
 }
 
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
                    dpo_shard_t **shard) {
   dpo_load_opts_t o;
   dpo_shard_t *s = NULL;
+  const dpo__format_t *f = NULL;
   int st = DPO_OK;
   *shard = NULL;
   if (opts) o = *opts;
@@ -85,17 +72,17 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   if (!st) {
     snprintf(s->source, sizeof s->source, "%s", path);
     s->labels = o.labels;
-    if (o.format == DPO_FMT_AUTO) st = dpo__detect(path, &o.format);
+    if (o.format == DPO_FMT_AUTO) {
+      st = dpo__detect(path, &f);
+    } else {
+      for (int i = 0; dpo__formats[i]; i++)
+        if (dpo__formats[i]->format == o.format) f = dpo__formats[i];
+      if (!f) st = dpo_err(DPO_EINVAL, "%s: unknown format %d", path, (int)o.format);
+    }
   }
   st = dpo_agree(comm, st);
   if (st) goto fail;
-  switch (o.format) {
-  case DPO_FMT_LIBSVM: st = dpo__load_libsvm(comm, path, &o, s); break;
-  case DPO_FMT_CSV: st = dpo__load_csv(comm, path, &o, s); break;
-  case DPO_FMT_IDX: st = dpo__load_idx(comm, path, &o, s); break;
-  case DPO_FMT_BIN: st = dpo__load_bin(comm, path, &o, s); break;
-  default: st = dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: unknown format %d", path, (int)o.format));
-  }
+  st = f->load(comm, path, &o, s);
   if (st) goto fail;
   if (o.dense && s->sparse) st = dpo_agree(comm, dpo__densify(s));
   if (st) goto fail;
@@ -104,53 +91,6 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
 fail:
   dpo_shard_destroy(s);
   return st;
-}
-
-int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s) {
-  int size, rank;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  int64_t n = s->n, tot = 0, before = 0;
-  if (MPI_Allreduce(&n, &tot, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
-      MPI_Exscan(&n, &before, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
-    return dpo_agree(comm, dpo_err(DPO_EMPI, "%s: row count reduction failed", path));
-  if (rank == 0) before = 0;
-  s->n_global = tot;
-  s->row0 = before;
-  int st = DPO_OK;
-  if (tot == 0) st = dpo_err(DPO_EFORMAT, "%s: empty file: no data rows", path);
-  else if (tot < size)
-    st = dpo_err(DPO_ERANKS, "%s: %lld rows for %d ranks: more ranks than rows", path,
-                 (long long)tot, size);
-  return dpo_agree(comm, st);
-}
-
-double *dpo__dense_alloc(size_t count) {
-  void *p = NULL;
-  if (count > SIZE_MAX / sizeof(double)) return NULL;
-  if (posix_memalign(&p, 64, (count ? count : 1) * sizeof(double))) return NULL;
-  return p;
-}
-
-int dpo__densify(dpo_shard_t *s) {
-  if (!s->sparse) return DPO_OK;
-  size_t cnt = (size_t)s->n * (size_t)s->d;
-  double *X = dpo__dense_alloc(cnt);
-  if (X) memset(X, 0, (cnt ? cnt : 1) * sizeof *X);
-  if (!X) return dpo_err(DPO_ENOMEM, "%s: out of memory for dense %lld x %d", s->source,
-                         (long long)s->n, (int)s->d);
-  for (int64_t i = 0; i < s->n; i++)
-    for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
-      X[(size_t)i * s->d + s->colind[k]] = s->val[k];
-  free(s->rowptr);
-  free(s->colind);
-  free(s->val);
-  s->rowptr = NULL;
-  s->colind = NULL;
-  s->val = NULL;
-  s->X = X;
-  s->sparse = 0;
-  return DPO_OK;
 }
 
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static char *dpo__skip_ws(char *p) {
   while (*p == ' ' || *p == '\t' || *p == '\v' || *p == '\f') p++;
@@ -87,7 +88,7 @@ static int dpo__libsvm_line(char *p, int64_t ln, const dpo_load_opts_t *o, dpo__
   return 0;
 }
 
-int dpo__load_libsvm(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+static int dpo__load_libsvm(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
   int rank, size, st;
   dpo__lr_t lr;
   dpo__perr_t e = {0};
@@ -176,7 +177,7 @@ static int dpo__csv_split(char *p, char **f, int max) {
   return n;
 }
 
-int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+static int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
   int rank, size, st;
   dpo__lr_t lr;
   dpo__perr_t e = {0};
@@ -292,3 +293,16 @@ out:
   free(y.v);
   return st;
 }
+
+/* CSV is chosen by name (a .csv file); LIBSVM takes whatever no other format claimed, so it
+ * stays the last entry of the table in shard.c. */
+static int dpo__probe_csv(const char *path, const unsigned char *head, size_t len) {
+  size_t a = strlen(path);
+  return a >= 4 && strcasecmp(path + a - 4, ".csv") == 0;
+}
+
+static int dpo__probe_libsvm(const char *path, const unsigned char *head, size_t len) { return 1; }
+
+const dpo__format_t dpo__format_csv = {DPO_FMT_CSV, "csv", dpo__probe_csv, dpo__load_csv};
+const dpo__format_t dpo__format_libsvm = {DPO_FMT_LIBSVM, "libsvm", dpo__probe_libsvm,
+                                          dpo__load_libsvm};

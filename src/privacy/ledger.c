@@ -27,14 +27,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps) {
-  (void)ops;
-  if (!ps) return;
-  for (int k = 0; k < n; k++) free(ps[k]);
-  free(ps);
-}
-
-
 /* one write(2) for the whole line (a loop only if the kernel writes partially), then fsync */
 static int dpo__append(dpo_ledger_t *L, json_object *o) {
   size_t n;

@@ -29,6 +29,7 @@ struct dpo_ledger {
 
 #define DPO__MAX_PARTIES 4096
 
+/* (ledger_replay.c: ledger.c calls down into it, never the reverse) */
 void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps);
 
 /* JSON helpers: doubles written with 17 significant digits (read back bit-identically); the

@@ -47,6 +47,12 @@ const char *dpo__jget_s(json_object *o, const char *k) {
 
 /* ------------------------------------------------------------ replay */
 
+void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps) {
+  (void)ops;
+  if (!ps) return;
+  for (int k = 0; k < n; k++) free(ps[k]);
+  free(ps);
+}
 
 void dpo__replay_free(dpo__replay_t *R) {
   free(R->state);

@@ -14,9 +14,10 @@
  * smaller.  The only inexact step is the one rounding double(n + K) of the exact 128-bit integer
  * when |n + K| > 2^53; it is a function of the exact mechanism's output only (post-processing).
  */
-#include "privacy_int.h"
+#include "rounding.h"
 
 #include "dpopt/audit.h"
+#include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
 #include <math.h>

@@ -1,43 +1,13 @@
-/* Private interfaces of src/privacy: directed-rounding helpers, exact sums, accountant ops. */
+/* Private interfaces of src/privacy: the cost of a release, accountant ops and their table. */
 #ifndef DPO_PRIVACY_INT_H
 #define DPO_PRIVACY_INT_H
 
 #include "dpopt/privacy.h"
+#include "rounding.h"
 
 #include <stdint.h>
 
-/* ---- directed rounding without fesetround: results computed to nearest, then nudged with
- * nextafter when an exact error term (two-sum / fma) shows the nearest result was on the
- * wrong side.  libm transcendental functions are not correctly rounded: the *_up / *_down
- * wrappers widen them by DPO__LIBM_MARGIN relative (glibc documents <= 3 ulp = 2^-50.4). */
-#define DPO__LIBM_MARGIN 0x1p-48
-
-double dpo__add_up(double a, double b);
-double dpo__add_down(double a, double b);
-double dpo__mul_up(double a, double b);   /* a, b >= 0 */
-double dpo__mul_down(double a, double b); /* a, b >= 0 */
-double dpo__div_up(double a, double b);   /* a >= 0, b > 0 */
-double dpo__div_down(double a, double b); /* a >= 0, b > 0 */
-double dpo__sqrt_up(double a);
-double dpo__widen_up(double r);   /* r >= 0 computed by libm -> upper bound */
-double dpo__widen_down(double r); /* r >= 0 computed by libm -> lower bound */
-
-/* ---- exact sum of doubles (Shewchuk expansion: non-overlapping components in increasing
- * magnitude, no zeros).  If it would exceed DPO__XS_MAX components, the two smallest are merged
- * with upward rounding, so the value can only grow: still never an under-count. */
-#define DPO__XS_MAX 40
-typedef struct {
-  int n;
-  double c[DPO__XS_MAX];
-} dpo__xsum_t;
-
-void dpo__xsum_init(dpo__xsum_t *x);
-void dpo__xsum_add(dpo__xsum_t *x, double b);
-/* exact sign of (x - b): -1, 0, 1 */
-int dpo__xsum_cmp(const dpo__xsum_t *x, double b);
-/* smallest double >= x (an upper bound; exact when x is a double) */
-double dpo__xsum_up(const dpo__xsum_t *x);
-
+/* directed rounding and exact sums: rounding.h (the bottom of the room, calls nothing above) */
 /* ---- the cost of one release before composition (validated; eps and delta rounded up). */
 int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta);
 
@@ -94,7 +64,7 @@ void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot);
  * budget (dpo_ledger_open_ex in privacy.h). */
 extern const dpo__acct_ops_t dpo__acct_auto;
 
-/* NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
+/* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
  * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto. */
 const dpo__acct_ops_t *dpo__acct_find(const char *name);
 
