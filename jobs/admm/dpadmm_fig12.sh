@@ -15,20 +15,22 @@
 #   NON-PRIVATE diagnostic on the training data; F* = best value of a long AccADMM run.
 # Fig. 2: held-out accuracy against eps.
 # Output (--out DIR, default $TMPDIR/dpopt-jobs/admm): fig1_table.txt, fig1_<data>.png, fig2_table.txt, fig2.png.
-# Usage (top of the source tree): jobs/admm/dpadmm_fig12.sh [--out DIR] [--full] [BUILD_DIR] [NP]
+# Usage (top of the source tree): jobs/admm/dpadmm_fig12.sh [--out DIR] [--full|--plot-only] [BUILD_DIR] [NP]
+# --plot-only redraws fig2.png from an existing OUT/fig2_table.txt (no runs).
 # Default: 4 data sets, T = 200, 6 eps values: a few minutes on 2 cores.  --full: T = 1000,
 # 10 eps values, 3 seeds per point.  Runs are seeded (reproducible, hence labelled NOT private
 # by dpopt; the accounting is the same).
 set -eu
-FULL=0
+FULL=0 PLOT=0
 OUT=
 while [ $# -gt 0 ]; do
   case $1 in
     --full) FULL=1; shift ;;
+    --plot-only) PLOT=1; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift 2 ;;
     --out=*) OUT=${1#--out=}; shift ;;
     -h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d'; exit 0 ;;
-    -*) echo "usage: $0 [--out DIR] [--full] [BUILD_DIR] [NP]" >&2; exit 1 ;;
+    -*) echo "usage: $0 [--out DIR] [--full|--plot-only] [BUILD_DIR] [NP]" >&2; exit 1 ;;
     *) break ;;
   esac
 done
@@ -43,6 +45,33 @@ LAMBDA=1e-5
 EPS1=0.1
 if [ $FULL = 1 ]; then T=1000; TREF=10000; EPSS="0.01 0.02 0.03 0.05 0.07 0.1 0.2 0.5 1 2"; SEEDS="1 2 3"
 else T=200; TREF=3000; EPSS="0.01 0.03 0.1 0.3 1 3"; SEEDS="1"; fi
+
+# Fig. 2: one panel per data set, from OUT/fig2_table.txt
+fig2() {
+gnuplot <<EOF
+set terminal pngcairo size 1200,800 noenhanced
+set output "$OUT/fig2.png"
+set multiplot layout 2,2 title "004 Fig. 2 shapes: held-out accuracy vs eps (delta = 1e-3, T = $T); dashed = non-private ADMM / AccADMM"
+set logscale x
+set xlabel "eps"
+set ylabel "test accuracy"
+set key bottom right
+do for [n in "a9a a8a-shape ijcnn1-shape bio_train-shape"] {
+  set title n
+  a1 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"admm\" {print \$4}' $OUT/fig2_table.txt", n)))
+  a2 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"accadmm\" {print \$4}' $OUT/fig2_table.txt", n)))
+  plot sprintf("< awk '\$1==\"%s\" && \$2==\"dpadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-ADMM", \
+       sprintf("< awk '\$1==\"%s\" && \$2==\"dpaccadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-AccADMM", \
+       a1 with lines dt 2 lc rgb "black" title "ADMM", a2 with lines dt 3 lc rgb "gray30" title "AccADMM"
+}
+unset multiplot
+EOF
+}
+if [ $PLOT = 1 ]; then
+  [ -s "$OUT/fig2_table.txt" ] || { echo "$0: --plot-only needs $OUT/fig2_table.txt" >&2; exit 1; }
+  T=$(sed -n 's/^# Fig. 2 .*T = \([0-9]*\).*/\1/p' "$OUT/fig2_table.txt")
+  fig2; echo "wrote $OUT/fig2.png"; exit 0
+fi
 
 # data: name train test B2 (public L2 row bound)
 gen() { # name n d
@@ -114,23 +143,5 @@ EOF
 done
 rm -f "$OUT/run.out"
 
-# Fig. 2: one panel per data set
-gnuplot <<EOF
-set terminal pngcairo size 1200,800 noenhanced
-set output "$OUT/fig2.png"
-set multiplot layout 2,2 title "004 Fig. 2 shapes: held-out accuracy vs eps (delta = 1e-3, T = $T); dashed = non-private ADMM / AccADMM"
-set logscale x
-set xlabel "eps"
-set ylabel "test accuracy"
-set key bottom right
-do for [n in "a9a a8a-shape ijcnn1-shape bio_train-shape"] {
-  set title n
-  a1 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"admm\" {print \$4}' $OUT/fig2_table.txt", n)))
-  a2 = real(system(sprintf("awk '\$1==\"%s\" && \$2==\"accadmm\" {print \$4}' $OUT/fig2_table.txt", n)))
-  plot sprintf("< awk '\$1==\"%s\" && \$2==\"dpadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-ADMM", \
-       sprintf("< awk '\$1==\"%s\" && \$2==\"dpaccadmm\"' $OUT/fig2_table.txt", n) using 3:4 with linespoints lw 2 title "DP-AccADMM", \
-       a1 with lines dt 2 lc rgb "black" title "ADMM", a2 with lines dt 3 lc rgb "gray30" title "AccADMM"
-}
-unset multiplot
-EOF
+fig2
 cat "$OUT/fig1_table.txt" "$OUT/fig2_table.txt"

@@ -4,7 +4,10 @@
 # MovieLens-shaped synthetic ratings; plus Fig. 3.5 (RMSE against time, STRATA-B) and Fig. 3.7
 # (time per outer iteration in each phase: gradient, update, Hessian approximation; the maximum
 # over ranks, from each run's summary.json) as PNGs, and the phase table phases37.txt.
-#   jobs/hamsi/table31.sh [OUTDIR]
+#   jobs/hamsi/table31.sh [--out DIR] [--quick]
+# --out DIR: where everything is written (default $TMPDIR/dpopt-jobs/hamsi-SIZE; never the source
+# tree: jobs/hamsi/out holds the committed reference results).  --quick: a smoke run (ml-100k,
+# 1 s per run, 1 rank, deterministic schedule, STRATA-B only; seconds, not minutes).
 # Environment: DPOPT (default ./dpopt or dpopt), SIZE (ml-1m; ml-100k, ml-10m, ml-20m), RUN_SECONDS
 # per run (default 4 for ml-1m and smaller, 10 for ml-10m, 20 for ml-20m: the thesis gave
 # 25 / 250 / 500 s to 16 threads; these fit a 2-core machine in 5 / 15 / 30 min), RANK (10),
@@ -15,9 +18,25 @@
 # The default run (ml-1m) takes about 5 minutes on 2 cores.  RMSE here is the TRAINING RMSE, as in
 # the thesis: a NON-PRIVATE diagnostic; the held-out RMSE is in the last column.
 set -eu
-OUT=${1:-hamsi-table31}
-DPOPT=${DPOPT:-$(command -v ./dpopt || command -v dpopt || echo dpopt)}
+OUT="" QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=${2:?--out needs a directory}; shift 2 ;;
+    --out=*) OUT=${1#--out=}; shift ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) sed -n '2,/^set -eu$/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--out DIR] [--quick]   (environment: see --help)" >&2; exit 1 ;;
+  esac
+done
+SCHEDS="det shuffle" PARTS_K20="hogwild color color-b" PARTS_KP="strata strata-b"
+if [ "$QUICK" = 1 ]; then
+  SIZE=${SIZE:-ml-100k} RUN_SECONDS=${RUN_SECONDS:-1} RANKS=${RANKS:-1}
+  SCHEDS=det PARTS_K20="" PARTS_KP=strata-b
+fi
+top=$(cd "$(dirname "$0")/../.." && pwd)
+DPOPT=${DPOPT:-$(command -v "$top/build/dpopt" || command -v ./dpopt || command -v dpopt || echo dpopt)}
 SIZE=${SIZE:-ml-1m}
+[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/hamsi-$SIZE
 case "$SIZE" in
   ml-10m) SECONDS_RUN=${RUN_SECONDS:-10} ;;
   ml-20m) SECONDS_RUN=${RUN_SECONDS:-20} ;;
@@ -30,7 +49,7 @@ export OPENBLAS_NUM_THREADS=1
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 mkdir -p "$OUT"
 DATA="$OUT/ratings-$SIZE.txt"
-[ -s "$DATA" ] || $DPOPT gen ratings --size "$SIZE" --rank "$RANK" --seed 1 "$DATA"
+[ -s "$DATA" ] || $DPOPT gen ratings --size "$SIZE" --rank "$RANK" --seed 1 "$DATA" >/dev/null
 # step constants = dpopt mf's defaults, the same for every method, partitioning, size and rank
 # count: beta_t = (eta t)^0.51 with eta = 1 (beta_t >= 1, Thm 3.1.3); gradient steps (mb-GD, and
 # HAMSI until M pairs exist) are sigma0 D^-1 g / beta_t with D = the rows' rating counts, so
@@ -51,10 +70,10 @@ run() { # method sched part np strata
   printf '%-6s %-7s %-9s %5s %12s %12s %8s\n' "$1" "$2" "$3" "$4" "$tr" "$te" "$ep" | tee -a "$TAB"
 }
 for m in mbgd hamsi; do
-  for s in det shuffle; do
+  for s in $SCHEDS; do
     for np in $RANKS; do
-      for p in hogwild color color-b; do run $m $s $p "$np" 20; done
-      for p in strata strata-b; do run $m $s $p "$np" "$np"; done
+      for p in $PARTS_K20; do run $m $s $p "$np" 20; done
+      for p in $PARTS_KP; do run $m $s $p "$np" "$np"; done
     done
   done
 done
@@ -65,7 +84,7 @@ np=$(echo $RANKS | awk '{print $NF}')
 PH="$OUT/phases37.txt"
 printf '# seconds per outer iteration, max over ranks (dpopt mf summary.json)\n' > "$PH"
 printf '#%-21s %12s %12s %12s %12s\n' run gradient update hessian transfers >> "$PH"
-for p in hogwild color color-b strata strata-b; do
+for p in $PARTS_K20 $PARTS_KP; do
   n=$np
   for m in mbgd hamsi; do
     j="$OUT/$m-det-$p-np$n/summary.json"
@@ -77,19 +96,24 @@ for p in hogwild color color-b strata strata-b; do
 done
 echo "wrote $PH"
 # Fig. 3.5: RMSE against training time, STRATA-B, deterministic, at the largest rank count
-if command -v gnuplot > /dev/null; then
+F35="" # the STRATA-B traces of this run (--quick has no shuffled schedule)
+# a colour per method, solid for det and dashed for shuffle: the shuffled curve lies on top of
+# the deterministic one, so points would hide it
+for ms in "hamsi det 1 1:HAMSI det" "hamsi shuffle 1 2:HAMSI shuffle" "mbgd det 2 1:mb-GD det" "mbgd shuffle 2 2:mb-GD shuffle"; do
+  set -- ${ms%%:*}
+  f="$OUT/$1-$2-strata-b-np$np/trace.csv"
+  if [ -s "$f" ]; then F35="${F35:+$F35, }\"$f\" using 2:4 every ::1 with lines lw 2 lc $3 dt $4 title \"${ms#*:}\""; fi
+done
+if command -v gnuplot > /dev/null && [ -n "$F35" ]; then
   gnuplot <<GP
 set terminal pngcairo size 800,500
 set output "$OUT/fig35.png"
 set datafile separator ","
 set xlabel "training time (s)"
 set ylabel "training RMSE (non-private diagnostic)"
-set logscale y
+set grid
 set title "HAMSI vs mb-GD, STRATA-B, $np rank(s), $SIZE-shaped synthetic ratings"
-plot "$OUT/hamsi-det-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoints title "HAMSI det", \
-     "$OUT/hamsi-shuffle-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoints title "HAMSI shuffle", \
-     "$OUT/mbgd-det-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoints title "mb-GD det", \
-     "$OUT/mbgd-shuffle-strata-b-np$np/trace.csv" using 2:4 every ::1 with linespoints title "mb-GD shuffle"
+plot $F35
 GP
   echo "wrote $OUT/fig35.png"
   gnuplot <<GP
@@ -101,7 +125,10 @@ set style data histograms
 set style histogram rowstacked
 set style fill solid 0.8 border -1
 set boxwidth 0.7
-set key outside right top
+set key inside left top
+set yrange [0:*]
+set offsets 0, 0, graph 0.35, 0
+set grid ytics
 set xtics rotate by -30
 plot "$PH" using 2:xtic(1) title "gradient (line 10)", '' using 3 title "update (line 13)", \
      '' using 4 title "Hessian approximation (lines 14-19)", \
