@@ -13,7 +13,11 @@
 #ifndef DPOPT_AUDIT_H
 #define DPOPT_AUDIT_H
 
+#include <mpi.h>
 #include <stdint.h>
+
+#include "dpopt/config.h"
+#include "dpopt/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +53,38 @@ int64_t dpo_audit_count(const dpo_audit_event_t *ev, const double *t, int64_t n)
 /* eps_lb of a fixed event on an evaluation sample. */
 double dpo_audit_event_lb(const dpo_audit_event_t *ev, const double *t0, int64_t n0,
                           const double *t1, int64_t n1, double delta, double alpha);
+
+/* ---- the audit run (src/optim/audit_run.c) ---- */
+
+#define DPO_AUDIT_TRIALS 5000 /* default trials per data set (README: power at eps = 1) */
+
+typedef struct {
+  char algorithm[32];   /* algo.name, or "laplace" (audit.mechanism) */
+  double claimed_eps;   /* what the ledger charged (the largest over the trials) */
+  double claimed_delta;
+  double lb;            /* eps lower bound on the evaluation half (-INFINITY: none) */
+  double lb_select;     /* the same on the selection half (biased upwards: not the result) */
+  int64_t trials;       /* runs on each data set */
+  double alpha;         /* the bound holds with confidence 1 - alpha */
+  int add_remove;       /* neighbouring relation: 1 add-remove, 0 replace-one */
+  char stat[64];        /* the statistic the test uses ("x[0]", "projection on ...") */
+  dpo_audit_event_t ev; /* the chosen event */
+  int violation;        /* lb > claimed_eps */
+} dpo_audit_result_t;
+
+/* Collective on comm: audit one private algorithm (config algo.name, model.lambda,
+ * algo.iters, algo.m, algo.x0, privacy.eps, privacy.delta, privacy.neighbours,
+ * privacy.accountant, data.row_l1_bound / data.row_l2_bound) or one Laplace release
+ * (audit.mechanism = laplace).  Builds the two worst-case neighbouring data sets from the
+ * declared bounds or from clip (NULL: no clipping; the caller parses privacy.clip), runs
+ * audit.trials (default DPO_AUDIT_TRIALS) trials on each, spread over the ranks (each on
+ * MPI_COMM_SELF, secure unseeded noise, an in-memory ledger with the run's accountant), and
+ * fills *res on rank 0 (res->violation on every rank).  quiet: no progress on stderr.  The
+ * same status on every rank. */
+int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip, int quiet,
+                  dpo_audit_result_t *res);
+/* Not collective: write *res as JSON to path (atomically); test_break_noise is recorded. */
+int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int test_break_noise);
 
 /* TEST ONLY (dpopt audit --test-break-noise): multiply every noise scale of the exact
  * Laplace/Gaussian mechanisms by `factor` (1 = normal).  A factor < 1 breaks privacy on

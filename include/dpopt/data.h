@@ -22,6 +22,8 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "dpopt/config.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -80,6 +82,11 @@ typedef struct {
 
 /* Default options (format auto, binary labels, infer d). */
 void dpo_load_opts_default(dpo_load_opts_t *o);
+/* Not collective: options from config keys data.format (auto | libsvm | csv | idx | bin),
+ * data.dim, data.dense, data.labels (binary | real), data.idx_class, data.idx_labels,
+ * data.idx_scale; unset keys keep the defaults.  DPO_EINVAL names the key's origin.  The
+ * strings in *o point into cfg (keep cfg alive while o is used). */
+int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o);
 
 /* Collective: load this rank's shard of `path`. */
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,

@@ -13,7 +13,9 @@
 #include "dpopt/comm.h"
 #include "dpopt/optim.h"
 #include "dpopt/hamsi.h"
+#include "dpopt/mf.h"
 #include "dpopt/admm.h"
 #include "dpopt/parties.h"
+#include "dpopt/audit.h"
 
 #endif

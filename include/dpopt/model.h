@@ -64,6 +64,29 @@ double dpo_model_mu(const dpo_model_t *m);
  * returns a negative value. */
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound);
 
+/* ---- user objectives: a custom ops table ---- */
+
+/* A margin objective f(x; u, z) = phi(u'x, z) + lambda ||x||^2 given by its per-row function.
+ * Everything that goes through the model (the gradient oracle and with it every algorithm of
+ * dpopt train, the evaluation, per-example clipping) uses it; the fused kernels and the
+ * Hessian (Newton, exact ADMM x-updates) do not (DPO_EUNSUP). */
+typedef struct {
+  const char *name; /* reported by dpo_model_name (up to 15 characters are kept) */
+  int binary;       /* 1: labels +1/-1, metric = accuracy of sign(u'x) (u'x = 0 predicts +1);
+                     * 0: real targets, metric = squared error (u'x - z)^2 */
+  /* phi(t, z) at the margin t = u'x with label or target z; *dphi = d phi / d t. */
+  double (*phi)(double t, double z, double *dphi);
+  /* Public smoothness bound of F from the declared row bound B2 (NULL: none, L_bound = -1). */
+  double (*L_bound)(double lambda, double B2);
+  /* Public L1 sensitivity of one example's data-term gradient from the row bound B1 (NULL:
+   * none; private use then needs per-example clipping). */
+  double (*grad_l1_sens)(double B1);
+} dpo_model_ops_t;
+
+/* Not collective: a model from a user ops table (borrowed: it must outlive *m); lambda as in
+ * dpo_model_create.  dpo_model_loss reports DPO_LOSS_USER. */
+int dpo_model_create_ops(const dpo_model_ops_t *ops, double lambda, dpo_model_t **m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,27 @@ const char *dpo_trust_protects(dpo_trust_t t);
  * privacy line, summary.json, the ledger journal). */
 const char *dpo_trust_coordinator_sees(dpo_trust_t t);
 
+/* ---- simulated parties (dpopt simulate; src/privacy/split.c) ---- */
+
+typedef struct {
+  const char *split;  /* iid | label | dirichlet (any case) */
+  int64_t parties;    /* P, 1..100000 */
+  double pos_frac;    /* label: party 0's fraction of the positive rows, in [0, 1] */
+  double alpha;       /* dirichlet: concentration > 0 (small = skewed) */
+  uint64_t seed;      /* the split is a seeded, reproducible function of the file */
+} dpo_split_opts_t;
+/* Not collective: DPO_EINVAL (with the values) unless the settings above are valid. */
+int dpo_split_check(const dpo_split_opts_t *o);
+/* Not collective (a file writer; call it on one rank): split the data lines of the LIBSVM or
+ * CSV text file `in` into o->parties files named by `pattern` with %d replaced by the party
+ * index (".%d" appended when the pattern has none; its directory is created).  iid: a random
+ * permutation cut into P blocks; label: party 0 gets o->pos_frac of the positive rows, the
+ * rest are dealt iid; dirichlet: per-class party shares ~ Dirichlet(o->alpha).  Every line
+ * goes to exactly one party in its original order, every party gets at least one row, a CSV
+ * header is copied to every file.  A table (party, rows, positives, file) goes to report. */
+int dpo_parties_split(const char *in, const char *pattern, const dpo_split_opts_t *o,
+                      FILE *report);
+
 /* ---- noise shares (not collective; rng is this rank's own stream) ---- */
 
 /* One Gamma(shape, scale) variate: Marsaglia-Tsang (2000) for shape >= 1, and for shape < 1

@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dpopt/config.h"
 #include "dpopt/rng.h"
 
 #ifdef __cplusplus
@@ -342,6 +343,14 @@ int dpo_abi_rho(double L, int64_t T, const int64_t *B, const double *eta, const 
  * between the RDP term (mu eps) and the conversion term.  sigma rounded up; *alpha may be NULL. */
 int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta, double mu,
                         double *sigma, double *alpha);
+
+/* Not collective: the report of dpopt calibrate from config keys calibrate.eps, .delta,
+ * .steps, .sampling (none | poisson | wor), .batch, .n, .sensitivity or .bound (per-example,
+ * through dpo_sens and calibrate.neighbours), .admm_mu: the smallest RDP-calibrated Gaussian
+ * noise multiplier (rounded up) for the target, the achieved eps, and for one unsampled
+ * release the analytic Gaussian sigma (Balle-Wang 2018); with admm_mu also 004 eq. (8).
+ * Public parameters only.  Printed to out; DPO_EINVAL for missing or inconsistent keys. */
+int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
 
 /* Open a ledger whose accountant is "rdp": the budget is (eps_budget, delta_budget) with
  * delta_budget in (0, 1); charges compose per order and the spent eps is dpo_rdp_eps at

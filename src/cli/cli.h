@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "dpopt/config.h"
+#include "dpopt/data.h"
 
 /* Exit statuses (documented in README and --help). */
 enum {
@@ -38,6 +39,14 @@ typedef struct {
 int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli_opt_t *opts,
                   const char *usage, const char *more_help, dpo_config_t *cfg, char **pos,
                   int maxpos, int *npos);
+
+/* The start every command shares: create *cfg (the caller destroys it, whatever the result),
+ * parse argv with dpo_cli_parse, and unless npos_err is NULL require exactly maxpos
+ * positional arguments (else print "dpopt CMD: error: NPOS_ERR" once).  Returns -1 to go on,
+ * or the exit status to return now (0 after --help). */
+int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **argv,
+                  const dpo_cli_opt_t *opts, const char *usage, const char *more,
+                  dpo_config_t **cfg, char **pos, int maxpos, int *npos, const char *npos_err);
 
 /* Map a library status to an exit status. */
 int dpo_cli_exit_status(int status);
@@ -76,13 +85,13 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_eval(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
-#endif
-
-#include "dpopt/data.h"
-/* Data-loading options from config keys data.format, data.dim, data.dense, data.labels,
- * data.idx_class, data.idx_labels, data.idx_scale.  Errors name the key's origin. */
-int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o);
+/* Data-loading options from the data.* config keys (the library's reading of them). */
+static inline int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o) {
+  return dpo_load_opts_from_config(cfg, o);
+}
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */
 void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const dpo_cli_opt_t *b);
+
+#endif

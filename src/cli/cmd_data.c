@@ -20,21 +20,14 @@ int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_ratings_t *rt = NULL;
   char *pos[1];
   int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "info", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt info [options] FILE",
-                     "Prints the shape and statistics of a data file, read in parallel (each rank\n"
-                     "its own part).  The statistics describe private data: they are for the data\n"
-                     "owner, not for release.\n",
-                     cfg, pos, 1, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((ex = dpo_cli_start(ctx, "info", argc, argv, opts, "usage: dpopt info [options] FILE",
+                          "Prints the shape and statistics of a data file, read in parallel (each rank\n"
+                          "its own part).  The statistics describe private data: they are for the data\n"
+                          "owner, not for release.\n",
+                          &cfg, pos, 1, &npos,
+                          "one FILE expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 1) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt info: error: one FILE expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
+  ex = 0;
   int ratings = 0;
   if ((rc = dpo_config_get_bool(cfg, "info.ratings", 0, &ratings))) {
     ex = dpo_cli_fail(ctx, "info", rc);
@@ -91,20 +84,13 @@ int dpo_cmd_convert(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_shard_t *sh = NULL;
   char *pos[2];
   int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "convert", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt convert [options] IN OUT.bin",
-                     "Reads IN in parallel (libsvm, csv or IDX) and writes the dpopt binary format,\n"
-                     "which every rank can then read at its own row range without parsing.\n",
-                     cfg, pos, 2, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((ex = dpo_cli_start(ctx, "convert", argc, argv, opts, "usage: dpopt convert [options] IN OUT.bin",
+                          "Reads IN in parallel (libsvm, csv or IDX) and writes the dpopt binary format,\n"
+                          "which every rank can then read at its own row range without parsing.\n",
+                          &cfg, pos, 2, &npos,
+                          "IN and OUT expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 2) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt convert: error: IN and OUT expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
+  ex = 0;
   dpo_load_opts_t lo;
   if ((rc = dpo_cli_load_opts(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh)) ||
       (rc = dpo_shard_write_bin(ctx->comm, sh, pos[1]))) {
@@ -148,23 +134,16 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char *pos[2];
   int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "gen", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt gen KIND [options] OUT",
-                     "KIND is one of:\n"
-                     "  logistic  synthetic logistic regression of 001 Sec. 5 (n=1e5, d=20, ||u||_1<=20)\n"
-                     "  ridge     linear model with Gaussian noise\n"
-                     "  ratings   MovieLens-shaped ratings (power-law degrees, low rank + noise, 1..5)\n"
-                     "An OUT ending in .bin is written in the dpopt binary format (logistic, ridge).\n",
-                     cfg, pos, 2, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((ex = dpo_cli_start(ctx, "gen", argc, argv, opts, "usage: dpopt gen KIND [options] OUT",
+                          "KIND is one of:\n"
+                          "  logistic  synthetic logistic regression of 001 Sec. 5 (n=1e5, d=20, ||u||_1<=20)\n"
+                          "  ridge     linear model with Gaussian noise\n"
+                          "  ratings   MovieLens-shaped ratings (power-law degrees, low rank + noise, 1..5)\n"
+                          "An OUT ending in .bin is written in the dpopt binary format (logistic, ridge).\n",
+                          &cfg, pos, 2, &npos,
+                          "KIND and OUT expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 2) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt gen: error: KIND and OUT expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
+  ex = 0;
   int64_t n, d, seed, rank_r, users, items, nr;
   double b1, b2, noise;
   const char *size;

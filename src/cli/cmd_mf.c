@@ -1,82 +1,10 @@
-/* dpopt mf: matrix factorization with HAMSI or mb-GD (thesis 000, Chapter 3). */
-#include <math.h>
+/* dpopt mf: matrix factorization with HAMSI or mb-GD (thesis 000, Chapter 3).  The run is
+ * dpo_mf_run_config (dpopt/mf.h); this file parses the command line. */
 #include <stdio.h>
-#include <string.h>
-#include <strings.h>
-
-#include <json-c/json.h>
 
 #include "cli/cli.h"
-#include "dpopt/data.h"
-#include "dpopt/hamsi.h"
-#include "dpopt/runout.h"
+#include "dpopt/mf.h"
 #include "dpopt/status.h"
-
-/* summary.json: the run's settings, final RMSEs and the phase times of Fig. 3.7 as the
- * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers). */
-static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, const dpo_hamsi_opts_t *o,
-                           const char *method, const char *part, const double *ph, int nranks) {
-  json_object *j = json_object_new_object();
-  if (!j) return dpo_err(DPO_ENOMEM, "summary.json");
-  json_object_object_add(j, "method", json_object_new_string(method));
-  json_object_object_add(j, "part", json_object_new_string(part));
-  json_object_object_add(j, "sched", json_object_new_string(o->sched ? "shuffle" : "det"));
-  json_object_object_add(j, "ranks", json_object_new_int(nranks));
-  json_object_object_add(j, "strata", json_object_new_int(res->K));
-  json_object_object_add(j, "r", json_object_new_int(res->r));
-  json_object_object_add(j, "eta", dpo_json_double(o->eta));
-  json_object_object_add(j, "gamma", dpo_json_double(o->gamma));
-  json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
-  json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
-  json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
-  json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
-  json_object_object_add(j, "users", json_object_new_int64(res->n_users));
-  json_object_object_add(j, "items", json_object_new_int64(res->n_items));
-  json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
-  json_object_object_add(j, "train_rmse_initial_nonprivate", dpo_json_double(res->train_rmse0));
-  json_object_object_add(j, "train_rmse_nonprivate", dpo_json_double(res->train_rmse));
-  json_object_object_add(j, "test_rmse", dpo_json_double(res->test_rmse));
-  json_object_object_add(j, "t_train", dpo_json_double(res->t_train));
-  json_object_object_add(j, "t_wall", dpo_json_double(res->t_wall));
-  static const char *nm[4] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max"};
-  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
-  json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
-  json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
-  json_object_object_add(j, "private", json_object_new_boolean(0));
-  int rc = json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY);
-  json_object_put(j);
-  return rc ? dpo_err(DPO_EIO, "%s: cannot write", path) : DPO_OK;
-}
-
-static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_hamsi_result_t *res,
-                         const dpo_hamsi_opts_t *o, const char *method, const char *part,
-                         const double *ph) {
-  int st = DPO_OK;
-  char path[4096], cm[512];
-  if (ctx->rank != 0) return DPO_OK;
-  snprintf(cm, sizeof cm, "X1: %d users x %d (row-major); %s %s%s", res->n_users, res->r, method,
-           part, o->seed ? "" : "");
-  snprintf(path, sizeof path, "%s/X1.txt", dir);
-  if ((st = dpo_model_write(path, res->X1, res->n_users * res->r, cm))) return st;
-  snprintf(cm, sizeof cm, "X2 transposed: %d items x %d (row-major); %s %s", res->n_items, res->r,
-           method, part);
-  snprintf(path, sizeof path, "%s/X2t.txt", dir);
-  if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
-  snprintf(path, sizeof path, "%s/trace.csv", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return dpo_err(DPO_EIO, "%s: cannot write", path);
-  fprintf(f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
-             "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
-  fprintf(f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
-  for (int64_t t = 0; t < res->ntrace; t++) {
-    const dpo_hamsi_trace_t *r = &res->trace[t];
-    fprintf(f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
-            r->train_rmse, r->test_rmse, r->sigma, r->npairs);
-  }
-  if (fclose(f)) return dpo_err(DPO_EIO, "%s: write failed", path);
-  snprintf(path, sizeof path, "%s/summary.json", dir);
-  return dpo__mf_summary(path, res, o, method, part, ph, ctx->size);
-}
 
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   static const dpo_cli_opt_t opts[] = {
@@ -102,149 +30,28 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
-  dpo_ratings_t *rt = NULL;
-  dpo_hamsi_result_t *res = NULL;
   char *pos[1];
-  int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "mf", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt mf [options] RATINGS",
-                     "Factorizes the ratings matrix Y ~ X1 X2 (thesis eq. 3.1) with HAMSI, the\n"
-                     "incremental L-BFGS of thesis Alg. 3, or the mb-GD baseline.  Each rank owns\n"
-                     "user intervals and their ratings.  strata, strata-b: item blocks travel around\n"
-                     "the ranks, one stratum per step.  hogwild, color, color-b: the item factors\n"
-                     "are replicated and one Allreduce per subset (color: per color) sums the ranks'\n"
-                     "item steps; exact for color/color-b, first-order only for hogwild.\n"
-                     "The training RMSE is a NON-PRIVATE diagnostic; the held-out RMSE is the one\n"
-                     "to report.  This command adds no privacy noise: its output is not private.\n",
-                     cfg, pos, 1, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  int npos, rc, ex;
+  if ((ex = dpo_cli_start(ctx, "mf", argc, argv, opts, "usage: dpopt mf [options] RATINGS",
+                          "Factorizes the ratings matrix Y ~ X1 X2 (thesis eq. 3.1) with HAMSI, the\n"
+                          "incremental L-BFGS of thesis Alg. 3, or the mb-GD baseline.  Each rank owns\n"
+                          "user intervals and their ratings.  strata, strata-b: item blocks travel around\n"
+                          "the ranks, one stratum per step.  hogwild, color, color-b: the item factors\n"
+                          "are replicated and one Allreduce per subset (color: per color) sums the ranks'\n"
+                          "item steps; exact for color/color-b, first-order only for hogwild.\n"
+                          "The training RMSE is a NON-PRIVATE diagnostic; the held-out RMSE is the one\n"
+                          "to report.  This command adds no privacy noise: its output is not private.\n",
+                          &cfg, pos, 1, &npos, "one RATINGS file expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 1) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt mf: error: one RATINGS file expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
-  if ((rc = dpo_cli_check_ranks(ctx, cfg))) { /* run.expect_ranks from the batch scripts */
+  /* run.expect_ranks from the batch scripts */
+  if ((rc = dpo_cli_check_ranks(ctx, cfg)) ||
+      (rc = dpo_mf_run_config(ctx->comm, cfg, pos[0], stdout))) {
     ex = dpo_cli_fail(ctx, "mf", rc);
     goto out;
   }
-  dpo_hamsi_opts_t o;
-  dpo_hamsi_opts_default(&o);
-  const char *method, *part, *sched, *outdir;
-  int64_t r, K, M, T, ev, seed;
-  int zb = 0;
-  if ((rc = dpo_config_get_str(cfg, "mf.method", "hamsi", &method)) ||
-      (rc = dpo_config_get_str(cfg, "mf.part", "strata-b", &part)) ||
-      (rc = dpo_config_get_str(cfg, "mf.sched", "det", &sched)) ||
-      (rc = dpo_config_get_str(cfg, "mf.out", NULL, &outdir)) ||
-      (rc = dpo_config_get_int(cfg, "mf.rank", o.r, &r)) ||
-      (rc = dpo_config_get_int(cfg, "mf.strata", 0, &K)) ||
-      (rc = dpo_config_get_int(cfg, "mf.memory", o.memory, &M)) ||
-      (rc = dpo_config_get_int(cfg, "mf.epochs", o.epochs, &T)) ||
-      (rc = dpo_config_get_int(cfg, "mf.eval_every", o.eval_every, &ev)) ||
-      (rc = dpo_config_get_int(cfg, "mf.seed", 1, &seed)) ||
-      (rc = dpo_config_get_double(cfg, "mf.eta", o.eta, &o.eta)) ||
-      (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
-      (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
-      (rc = dpo_config_get_double(cfg, "mf.lambda", o.lambda, &o.lambda)) ||
-      (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
-      (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
-      (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
-      (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
-      (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
-      (rc = dpo_mf_part_parse(part, &o.part))) {
-    ex = dpo_cli_fail(ctx, "mf", rc);
-    goto out;
-  }
-  if (!strcasecmp(method, "hamsi")) o.method = DPO_MF_HAMSI;
-  else if (!strcasecmp(method, "mbgd") || !strcasecmp(method, "mb-gd")) o.method = DPO_MF_MBGD;
-  else rc = dpo_err(DPO_EINVAL, "%s: mf.method = '%s': expected hamsi or mbgd",
-                    dpo_config_origin(cfg, "mf.method"), method);
-  if (!strcasecmp(sched, "det")) o.sched = DPO_MF_SCHED_DET;
-  else if (!strcasecmp(sched, "shuffle") || !strcasecmp(sched, "stoc")) o.sched = DPO_MF_SCHED_SHUFFLE;
-  else rc = dpo_err(DPO_EINVAL, "%s: mf.sched = '%s': expected det or shuffle",
-                    dpo_config_origin(cfg, "mf.sched"), sched);
-  if (!rc && (r < 1 || r > 1024 || K < 0 || K > (1 << 20) || M < 1 || M > 256 || T < 0 || ev < 0 || ev > (1 << 30)))
-    rc = dpo_err(DPO_EINVAL, "mf: rank 1..1024, strata >= 0, memory 1..256, epochs >= 0");
-  if (rc) {
-    ex = dpo_cli_fail(ctx, "mf", rc);
-    goto out;
-  }
-  o.r = (int32_t)r;
-  o.nblocks = (int32_t)K;
-  o.memory = (int32_t)M;
-  /* a time limit alone means "train until the time is up", not the default epoch count */
-  if (o.time_limit > 0 && !dpo_config_get(cfg, "mf.epochs")) T = 0;
-  o.epochs = T;
-  o.eval_every = (int)ev;
-  o.seed = (uint64_t)seed;
-  double ph[4] = {0};
-  /* --out DIR: a NEW directory, claimed before the ratings are loaded (one mkdir plus an
-   * exclusive trace.csv), so an existing run's files are never overwritten */
-  if (outdir) {
-    int exists = 0;
-    rc = ctx->rank == 0 ? dpo_mkdir_new(outdir, "trace.csv", &exists) : DPO_OK;
-    if (rc && exists)
-      rc = dpo_err(DPO_EINVAL, "%s: %s exists and is not empty: dpopt mf never writes into an "
-                   "existing directory; choose another --out", dpo_config_origin(cfg, "mf.out"),
-                   outdir);
-    if ((rc = dpo_agree(ctx->comm, rc))) {
-      ex = dpo_cli_fail(ctx, "mf", rc);
-      goto out;
-    }
-  }
-  if ((rc = dpo_ratings_load(ctx->comm, pos[0], !zb, &rt)) ||
-      (rc = dpo_hamsi_run(ctx->comm, rt, &o, &res))) {
-    ex = dpo_cli_fail(ctx, "mf", rc);
-    goto out;
-  }
-  /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
-  ph[0] = res->t_grad;
-  ph[1] = res->t_update;
-  ph[2] = res->t_hess;
-  ph[3] = res->t_comm;
-  if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS)
-    rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
-  if ((rc = dpo_agree(ctx->comm, rc)) ||
-      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part, ph))))) {
-    ex = dpo_cli_fail(ctx, "mf", rc);
-    goto out;
-  }
-  /* per-rank throughput: the minimum and maximum over ranks show the imbalance */
-  double rps[2] = {res->ratings_per_sec, -res->ratings_per_sec};
-  MPI_Allreduce(MPI_IN_PLACE, rps, 2, MPI_DOUBLE, MPI_MIN, ctx->comm);
-  if (ctx->rank == 0) {
-    printf("method          %s (%s, %s schedule, K = %d strata, r = %d%s)\n", method,
-           dpo_mf_part_name(o.part), o.sched ? "shuffled" : "deterministic", res->K, o.r,
-           o.method == DPO_MF_HAMSI ? "" : "");
-    printf("ratings         %lld training, %lld held out; %d users x %d items\n",
-           (long long)res->n_train, (long long)res->n_test, res->n_users, res->n_items);
-    printf("blocks          per stratum %lld..%lld ratings; fullest block / mean = %.3f\n",
-           (long long)res->balance.stratum_min, (long long)res->balance.stratum_max,
-           res->balance.imbalance);
-    printf("disjoint        %s\n", res->disjoint
-               ? "yes: blocks processed together touch disjoint variables (rank-independent result)"
-               : "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are summed "
-                 "(equal to the serial pass to first order only)");
-    printf("epochs          %lld\n", (long long)res->epochs);
-    printf("train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
-    printf("held-out RMSE   %.6g\n", res->test_rmse);
-    printf("wall time       %.3f s (training without evaluation %.3f s)\n", res->t_wall, res->t_train);
-    printf("train RMSE init %.6g   (initial factors; NON-PRIVATE diagnostic)\n", res->train_rmse0);
-    printf("phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
-           ph[0], ph[1], ph[2], ph[3]);
-    printf("ratings/s/rank  %.4g .. %.4g\n", rps[0], -rps[1]);
-    if (o.method == DPO_MF_HAMSI)
-      printf("L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",
-             (long long)res->pairs_accepted, (long long)res->pairs_rejected, res->sigma);
-    printf("privacy         none: seeded, reproducible, NOT private\n");
-  }
+  ex = 0;
   dpo_cli_warn_unused(ctx, cfg);
 out:
-  dpo_hamsi_result_destroy(res);
-  dpo_ratings_destroy(rt);
   dpo_config_destroy(cfg);
   return ex;
 }

@@ -30,22 +30,15 @@ int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   double *x = NULL;
   char *pos[1];
   int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "newton", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt newton [options] FILE",
-                     "Solves min F(x) to ||grad F|| <= gtol with Newton's method: each rank forms its\n"
-                     "part of the Hessian, the system is solved with ScaLAPACK (pdpotrf/pdpotrs) on a\n"
-                     "2-D process grid.  F* is a NON-PRIVATE reference value (it is computed on the\n"
-                     "private data without noise): use it for f - f* diagnostics, never release it.\n",
-                     cfg, pos, 1, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((ex = dpo_cli_start(ctx, "newton", argc, argv, opts, "usage: mpirun -np P dpopt newton [options] FILE",
+                          "Solves min F(x) to ||grad F|| <= gtol with Newton's method: each rank forms its\n"
+                          "part of the Hessian, the system is solved with ScaLAPACK (pdpotrf/pdpotrs) on a\n"
+                          "2-D process grid.  F* is a NON-PRIVATE reference value (it is computed on the\n"
+                          "private data without noise): use it for f - f* diagnostics, never release it.\n",
+                          &cfg, pos, 1, &npos,
+                          "one FILE expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 1) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt newton: error: one FILE expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
+  ex = 0;
   const char *mname, *outp;
   double lambda, gtol;
   int64_t maxit;
@@ -95,20 +88,13 @@ int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char *pos[1];
   int npos, rc, ex = 0;
-  if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "ledger", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: dpopt ledger RUN_DIR | JOURNAL.jsonl",
-                     "Prints the privacy account of a run: every accepted charge with the running\n"
-                     "totals recomputed from the journal, then budget, spent and remaining.\n",
-                     cfg, pos, 1, &npos);
-  if (rc) {
-    ex = rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((ex = dpo_cli_start(ctx, "ledger", argc, argv, opts, "usage: dpopt ledger RUN_DIR | JOURNAL.jsonl",
+                          "Prints the privacy account of a run: every accepted charge with the running\n"
+                          "totals recomputed from the journal, then budget, spent and remaining.\n",
+                          &cfg, pos, 1, &npos,
+                          "RUN_DIR expected (see --help)")) >= 0)
     goto out;
-  }
-  if (npos != 1) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt ledger: error: RUN_DIR expected (see --help)\n");
-    ex = DPO_EXIT_USAGE;
-    goto out;
-  }
+  ex = 0;
   char path[2048];
   size_t L = strlen(pos[0]);
   if (L > 6 && !strcmp(pos[0] + L - 6, ".jsonl"))

@@ -42,12 +42,28 @@ int dpo_model_create(const char *name, double lambda, dpo_model_t **m) {
   return dpo_err(DPO_EINVAL, "unknown model \"%s\" (known: logreg, ridge, lsq)", name);
 }
 
+int dpo_model_create_ops(const dpo_model_ops_t *ops, double lambda, dpo_model_t **m) {
+  if (!m) return dpo_err(DPO_EINVAL, "dpo_model_create_ops: NULL output pointer");
+  *m = NULL;
+  if (!ops || !ops->name || !ops->phi)
+    return dpo_err(DPO_EINVAL, "dpo_model_create_ops: an ops table with a name and phi is needed");
+  if (!(lambda >= 0) || !isfinite(lambda))
+    return dpo_err(DPO_EINVAL, "model %s: lambda = %g must be finite and >= 0", ops->name, lambda);
+  dpo_model_t *p = calloc(1, sizeof *p);
+  if (!p) return dpo_err(DPO_ENOMEM, "dpo_model_create_ops: out of memory");
+  p->user = ops;
+  snprintf(p->name, sizeof p->name, "%s", ops->name);
+  p->lambda = lambda;
+  *m = p;
+  return DPO_OK;
+}
+
 void dpo_model_destroy(dpo_model_t *m) { free(m); }
 
 const char *dpo_model_name(const dpo_model_t *m) { return m->name; }
 double dpo_model_lambda(const dpo_model_t *m) { return m->lambda; }
-dpo_loss_t dpo_model_loss(const dpo_model_t *m) { return m->ops->loss; }
-int dpo_model_binary(const dpo_model_t *m) { return m->ops->binary; }
+dpo_loss_t dpo_model_loss(const dpo_model_t *m) { return m->user ? DPO_LOSS_USER : m->ops->loss; }
+int dpo_model_binary(const dpo_model_t *m) { return m->user ? m->user->binary != 0 : m->ops->binary; }
 
 int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
@@ -56,6 +72,7 @@ int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const doubl
     return dpo_err(DPO_EINVAL, "dpo_model_local_grad: NULL argument");
   *loss_sum = 0.0;
   if (s->d > 0) memset(g, 0, (size_t)s->d * sizeof *g);
+  if (m->user) return dpo__user_grad(m->user, s, x, rows, nrows, clip, rownorm, loss_sum, g);
   return dpo_kern_loss_grad(m->ops->loss, s, x, rows, nrows, clip, rownorm, loss_sum, g);
 }
 
@@ -73,6 +90,7 @@ void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const dou
 
 int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H) {
   if (!m) return dpo_err(DPO_EINVAL, "dpo_model_local_hess: NULL model");
+  if (m->user) return dpo_err(DPO_EUNSUP, "model %s: a user objective has no Hessian", m->name);
   return dpo_kern_hess(m->ops->loss, s, x, H);
 }
 
@@ -82,11 +100,13 @@ int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const doubl
     return dpo_err(DPO_EINVAL, "dpo_model_local_eval: NULL argument");
   *loss_sum = 0.0;
   *metric_sum = 0.0;
+  if (m->user) return dpo__user_eval(m->user, s, x, loss_sum, metric_sum);
   return dpo_kern_eval(m->ops->loss, s, x, loss_sum, metric_sum);
 }
 
 double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound) {
   if (!(row_l2_bound >= 0) || !isfinite(row_l2_bound)) return -1.0;
+  if (m->user) return m->user->L_bound ? m->user->L_bound(m->lambda, row_l2_bound) : -1.0;
   return m->ops->L_bound(m->lambda, row_l2_bound);
 }
 
@@ -94,5 +114,6 @@ double dpo_model_mu(const dpo_model_t *m) { return 2.0 * m->lambda; }
 
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound) {
   if (!(row_l1_bound >= 0) || !isfinite(row_l1_bound)) return -1.0;
+  if (m->user) return m->user->grad_l1_sens ? m->user->grad_l1_sens(row_l1_bound) : -1.0;
   return m->ops->grad_l1_sens(row_l1_bound);
 }

@@ -18,11 +18,20 @@ typedef struct {
 
 struct dpo_model {
   const dpo__model_ops_t *ops;
+  const dpo_model_ops_t *user; /* a user objective (dpo_model_create_ops; ops is NULL) */
   char name[16];   /* name it was created with ("lsq" stays "lsq") */
   double lambda;
 };
 
 extern const dpo__model_ops_t dpo__model_logreg;
 extern const dpo__model_ops_t dpo__model_ridge;
+
+/* User objectives row by row (user.c): the same contracts as dpo_kern_loss_grad (sums
+ * accumulated, per-example clipping min(1, C / (|phi'| ||u||))) and dpo_kern_eval. */
+int dpo__user_grad(const dpo_model_ops_t *u, const dpo_shard_t *s, const double *x,
+                   const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
+                   const double *rownorm, double *loss_sum, double *g);
+int dpo__user_eval(const dpo_model_ops_t *u, const dpo_shard_t *s, const double *x,
+                   double *loss_sum, double *metric_sum);
 
 #endif

@@ -1,0 +1,350 @@
+/* The run behind dpopt admm (dpo_admm_run_config in dpopt/admm.h): settings from the
+ * config, data loading, the ledger and noise of the private variants, the run, NON-PRIVATE
+ * diagnostics and the model file.  consensus: dpo_admm_consensus (Boyd et al. 2011 Sec. 3.3,
+ * optionally noised per party); dpadmm / dpaccadmm: 004 Alg. 2 / 3 through dpo_dpadmm_run;
+ * admm / accadmm: the same iterations without noise (NON-PRIVATE). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "dpopt/admm.h"
+#include "dpopt/comm.h"
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+typedef struct {
+  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *testp, *tracep, *mout;
+  double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
+  int64_t maxit, tev, seed;
+  int adapt, priv, seeded;
+  int rank, size;
+} dpo__arun_t;
+
+static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
+  int rc;
+  dpo_config_get_str(cfg, "admm.method", "consensus", &s->meth);
+  dpo_config_get_str(cfg, "model.name", "logreg", &s->mname);
+  dpo_config_get_str(cfg, "admm.reg", "l1", &s->reg);
+  dpo_config_get_str(cfg, "admm.xupdate", "auto", &s->xup);
+  dpo_config_get_str(cfg, "admm.graph", NULL, &s->graph);
+  dpo_config_get_str(cfg, "admm.graph_from", NULL, &s->gfrom);
+  dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &s->srule);
+  dpo_config_get_str(cfg, "privacy.journal", NULL, &s->journal);
+  dpo_config_get_str(cfg, "data.test", NULL, &s->testp);
+  dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
+  dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
+  s->seeded = dpo_config_get(cfg, "run.seed") != NULL;
+  if ((rc = dpo_config_get_double(cfg, "admm.lambda", 1e-5, &s->lambda)) ||
+      (rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &s->rho)) ||
+      (rc = dpo_config_get_double(cfg, "admm.alpha", 1.0, &s->alpha)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eta", 0.0, &s->eta)) ||
+      (rc = dpo_config_get_double(cfg, "admm.inner_rel", 0.1, &s->inrel)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eps_abs", 1e-5, &s->eabs)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eps_rel", 1e-3, &s->erel)) ||
+      (rc = dpo_config_get_double(cfg, "admm.graph_thresh", 0.3, &s->gth)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &s->eps)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.delta", 1e-3, &s->delta)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &s->mu)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.clip", NAN, &s->clip)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &s->sigfix)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &s->b2)) ||
+      (rc = dpo_config_get_int(cfg, "admm.maxit", 200, &s->maxit)) ||
+      (rc = dpo_config_get_int(cfg, "admm.trace_every", 1, &s->tev)) ||
+      (rc = dpo_config_get_int(cfg, "run.seed", 0, &s->seed)) ||
+      (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 1, &s->adapt)) ||
+      (rc = dpo_config_get_bool(cfg, "admm.private", 0, &s->priv)))
+    return rc;
+  /* non-private consensus stops on its residuals: room to converge (a private run pays for
+   * every iteration, so its default count stays small) */
+  if (!dpo_config_get(cfg, "admm.maxit") && strcmp(s->meth, "consensus") == 0 && !s->priv)
+    s->maxit = 1000;
+  return DPO_OK;
+}
+
+/* rank 0 writes x as the model file named by admm.model_out (comment cm); agreed */
+static int dpo__arun_model_out(MPI_Comm comm, const dpo__arun_t *s, const double *x, int32_t d,
+                               const char *cm) {
+  if (!s->mout) return DPO_OK;
+  return dpo_agree(comm, s->rank == 0 ? dpo_model_write(s->mout, x, d, cm) : DPO_OK);
+}
+
+static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t *m,
+                               const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
+                               FILE *rep, int *stop) {
+  dpo_ledger_t *L = NULL;
+  dpo_rng_t *rng = NULL;
+  int32_t d = sh->d;
+  int rc;
+  dpo_admm_opts_t o;
+  dpo_admm_opts_default(&o);
+  o.g = strcmp(s->reg, "l1") == 0 ? DPO_ADMM_G_L1 : strcmp(s->reg, "l2") == 0 ? DPO_ADMM_G_L2 : DPO_ADMM_G_NONE;
+  if (o.g == DPO_ADMM_G_NONE && strcmp(s->reg, "none") != 0)
+    return dpo_err(DPO_EINVAL, "--reg must be l1, l2 or none (got '%s')", s->reg);
+  o.lambda = s->lambda;
+  o.rho = s->rho;
+  o.alpha = s->alpha;
+  o.inner_rel = s->inrel;
+  o.eps_abs = s->eabs;
+  o.eps_rel = s->erel;
+  o.max_iter = s->maxit;
+  o.adapt_rho = s->adapt;
+  o.lin_eta = s->eta;
+  o.xupdate = strcmp(s->xup, "exact") == 0 ? DPO_ADMM_X_EXACT : strcmp(s->xup, "lbfgs") == 0 ? DPO_ADMM_X_LBFGS
+            : strcmp(s->xup, "linear") == 0 ? DPO_ADMM_X_LINEAR : DPO_ADMM_X_AUTO;
+  dpo_admm_priv_t pv = {0};
+  if (s->priv) {
+    if (!(s->eps > 0) || !(s->clip > 0))
+      return dpo_err(DPO_EINVAL, "--private needs --eps > 0 and --clip > 0");
+    /* per-iteration Gaussian of sensitivity 2 clip, calibrated by RDP over maxit releases */
+    double z = 0;
+    if ((rc = dpo_rdp_calibrate("none", 0, sh->n_global, s->maxit, s->eps * (1 - 1e-6), s->delta, &z)))
+      goto out;
+    pv.clip = s->clip;
+    pv.sigma = s->sigfix > 0 ? s->sigfix : z * 2.0 * s->clip;
+    pv.accounting = "rdp";
+    if ((rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, (uint64_t)s->rank, &rng))) goto out;
+    pv.rng = rng;
+    if ((rc = dpo_ledger_open_rdp(comm, s->eps, s->delta, s->journal, 0, &L))) goto out;
+    pv.ledger = L;
+    o.priv = &pv;
+  }
+  dpo_admm_info_t inf;
+  rc = dpo_admm_consensus(comm, m, sh, &o, x, &inf);
+  if (rc && rc != DPO_ENOCONV && rc != DPO_EBUDGET) goto out;
+  *stop = rc;
+  const char *pmode = s->priv ? (s->seeded ? " private-mode (seeded: NOT private)" : " private") : "";
+  double tl = NAN, tm = NAN;
+  if (s->rank == 0) {
+    fprintf(rep, "method      consensus ADMM (%s x-update, %s, %d ranks)%s\n", s->xup, s->reg,
+            s->size, pmode);
+    char stl[160];
+    dpo_admm_status_line(&inf, stl, sizeof stl);
+    fprintf(rep, "iterations  %s\n", stl);
+    fprintf(rep, "rho         %g (%lld changes, %lld factorizations)\n", inf.rho,
+            (long long)inf.rho_changes, (long long)inf.factorizations);
+    if (inf.inner_evals > 0)
+      fprintf(rep, "inner       %lld L-BFGS iterations, %lld loss+gradient passes (rank 0)\n",
+              (long long)inf.inner_iters, (long long)inf.inner_evals);
+    fprintf(rep, "time        %.4f s (allreduce %.4f s, %.3g s per iteration)\n", inf.t_total,
+            inf.t_comm, inf.iters > 0 ? inf.t_total / (double)inf.iters : NAN);
+    if (s->priv) fprintf(rep, "sigma       %.6g per coordinate per party\n", pv.sigma);
+  }
+  /* NON-PRIVATE diagnostic: objective on the training data */
+  double ls = 0, ms = 0, tot[2];
+  dpo_model_local_eval(m, sh, x, &ls, &ms);
+  double lm[2] = {ls, ms};
+  MPI_Allreduce(lm, tot, 2, MPI_DOUBLE, MPI_SUM, comm);
+  if (te) {
+    double tl2[2] = {0, 0}, tt[2];
+    dpo_model_local_eval(m, te, x, &tl2[0], &tl2[1]);
+    MPI_Allreduce(tl2, tt, 2, MPI_DOUBLE, MPI_SUM, comm);
+    tl = tt[0] / (double)te->n_global;
+    tm = tt[1] / (double)te->n_global;
+  }
+  if (s->rank == 0) {
+    fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
+            tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, s->lambda, x, d));
+    if (te) fprintf(rep, "test        loss %.6g  %s %.6g\n", tl, dpo_model_binary(m) ? "accuracy" : "mse", tm);
+  }
+  char cm[256];
+  snprintf(cm, sizeof cm, "dpopt admm consensus %s model, --reg %s --lambda %.17g, %d ranks%s",
+           s->mname, s->reg, s->lambda, s->size,
+           s->priv ? (s->seeded ? ", seeded: NOT private" : ", private") : "");
+  if ((rc = dpo__arun_model_out(comm, s, x, d, cm))) goto out;
+  if (*stop == DPO_ENOCONV && s->rank == 0)
+    fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
+out:
+  dpo_ledger_close(L);
+  dpo_rng_destroy(rng);
+  return rc;
+}
+
+typedef struct {
+  dpo_oracle_t *o;
+  const dpo_admm_A_t *A;
+  double lambda, t0;
+  int every, heldout;
+  FILE *f;
+  double *Ax;
+} dpo__arun_trace_t;
+
+/* rank 0, after each released iterate: NON-PRIVATE training objective, held-out accuracy */
+static void dpo__arun_trace(void *arg, int64_t t, const double *x, const double *y) {
+  dpo__arun_trace_t *tr = arg;
+  if (!tr->f || (t % tr->every) != 0) return;
+  double el = MPI_Wtime() - tr->t0, loss = NAN, acc = NAN, tl = NAN, tacc = NAN;
+  dpo_oracle_eval_metric(tr->o, x, 0, &loss, &acc);
+  if (tr->heldout) dpo_oracle_eval_metric(tr->o, x, 1, &tl, &tacc);
+  dpo_admm_A_mul(tr->A, x, tr->Ax);
+  double F = loss + tr->lambda * cblas_dasum(tr->A->p, tr->Ax, 1);
+  fprintf(tr->f, "%lld,%.6f,%.17g,%.6f,%.6f\n", (long long)t, el, F, acc, tacc);
+  (void)y;
+}
+
+/* A = [W; I] from the PUBLIC graph (admm.graph, or built from admm.graph_from), else I */
+static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t lo, int32_t d,
+                           dpo_admm_A_t **A) {
+  dpo_shard_t *pubsh = NULL;
+  int rc;
+  if (s->gfrom) {
+    lo.labels = DPO_LABELS_BINARY;
+    if (!(rc = dpo_shard_load(comm, s->gfrom, &lo, &pubsh)))
+      rc = dpo_admm_graph_from_public(comm, pubsh, s->gth, 4 * d, s->graph, A);
+  } else if (s->graph) {
+    rc = dpo_agree(comm, dpo_admm_graph_load(s->graph, d, A));
+  } else {
+    rc = dpo_agree(comm, dpo_admm_A_identity(d, A));
+  }
+  dpo_shard_destroy(pubsh);
+  return rc;
+}
+
+static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts_t *lo,
+                        dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
+                        FILE *rep, int *stop) {
+  dpo_oracle_t *orc = NULL;
+  dpo_admm_A_t *A = NULL;
+  dpo_ledger_t *L = NULL;
+  dpo_rng_t *rng = NULL;
+  FILE *tf = NULL;
+  double *Ax = NULL;
+  int32_t d = sh->d;
+  int rc;
+  int dp = strcmp(s->meth, "dpadmm") == 0 || strcmp(s->meth, "dpaccadmm") == 0;
+  int acc = strcmp(s->meth, "dpaccadmm") == 0 || strcmp(s->meth, "accadmm") == 0;
+  if (!dp && strcmp(s->meth, "admm") != 0 && strcmp(s->meth, "accadmm") != 0)
+    return dpo_err(DPO_EINVAL, "--method: consensus | dpadmm | dpaccadmm | admm | accadmm (got '%s')", s->meth);
+  if (!(s->eta > 0))
+    return dpo_err(DPO_EINVAL, "DP-ADMM needs --eta or --row-l2-bound (a public smoothness bound)");
+  if ((rc = dpo__arun_graph(comm, s, *lo, d, &A))) goto out;
+  dpo_clip_t cl = {DPO_CLIP_L2, s->clip};
+  if ((rc = dpo_oracle_create(comm, m, sh, dp ? &cl : (s->clip > 0 ? &cl : NULL), &orc))) goto out;
+  if (te && (rc = dpo_oracle_set_heldout(orc, te))) goto out;
+  dpo_dpadmm_opts_t o;
+  dpo_dpadmm_opts_default(&o);
+  o.accelerated = acc;
+  o.lambda = s->lambda;
+  o.rho = s->rho;
+  o.eta = s->eta;
+  o.T = s->maxit;
+  o.noise = dp;
+  o.clip = s->clip;
+  o.eps = s->eps;
+  o.delta = s->delta;
+  o.mu = s->mu;
+  o.sigma_rule = strcmp(s->srule, "rdp") == 0 ? DPO_DPADMM_SIGMA_RDP : DPO_DPADMM_SIGMA_EQ8;
+  o.sigma_fixed = s->sigfix;
+  if (dp) {
+    if (s->rank == 0) rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, 0, &rng);
+    rc = dpo_agree(comm, rc);
+    if (!rc && (!(s->eps > 0) || !(s->clip > 0)))
+      rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
+    if (!rc) rc = dpo_ledger_open_rdp(comm, s->eps, s->delta, s->journal, 0, &L);
+    if (rc) goto out;
+    o.rng = rng;
+    o.ledger = L;
+  }
+  dpo__arun_trace_t tr = {.o = orc, .A = A, .lambda = s->lambda,
+                          .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};
+  if (s->rank == 0 && s->tracep) {
+    tf = fopen(s->tracep, "w");
+    Ax = malloc((size_t)A->p * sizeof *Ax);
+    if (tf && Ax) {
+      fprintf(tf, "# %s: objective and train_acc are NON-PRIVATE diagnostics on the training data\n", s->meth);
+      fprintf(tf, "iter,time,objective,train_acc,test_acc\n");
+      tr.f = tf;
+      tr.Ax = Ax;
+      o.trace = dpo__arun_trace;
+      o.trace_arg = &tr;
+    }
+  }
+  tr.t0 = MPI_Wtime();
+  dpo_dpadmm_info_t inf;
+  rc = dpo_dpadmm_run(orc, A, &o, x, NULL, &inf);
+  double el = MPI_Wtime() - tr.t0;
+  if (rc && rc != DPO_EBUDGET) goto out;
+  *stop = rc;
+  rc = DPO_OK;
+  /* final diagnostics (collective through the oracle) */
+  double loss = NAN, accu = NAN, tl = NAN, ta = NAN;
+  if (s->rank == 0) {
+    dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
+    if (te) dpo_oracle_eval_metric(orc, x, 1, &tl, &ta);
+    dpo_oracle_finish(orc, DPO_OK);
+  } else {
+    dpo_oracle_serve(orc);
+  }
+  if (s->rank == 0) {
+    double *ax = malloc((size_t)A->p * sizeof *ax);
+    dpo_admm_A_mul(A, x, ax);
+    fprintf(rep, "method      %s (%s)%s\n", s->meth, acc ? "004 Alg. 3" : "004 Alg. 2",
+            dp ? (s->seeded ? " seeded: NOT private" : " private") : " NON-PRIVATE (no noise)");
+    fprintf(rep, "iterations  %lld   time %.3f s   gamma %.6g   ||A'A|| %.6g   p %d\n",
+            (long long)inf.iters, el, inf.gamma, inf.AtA_norm, A->p);
+    if (dp) {
+      double se = NAN, sd = NAN;
+      dpo_ledger_spent(L, &se, &sd);
+      fprintf(rep, "sigma       %.6g (%s)   releases %lld   spent eps %.6g delta %.3g\n", inf.sigma,
+              s->srule, (long long)inf.releases, se, sd);
+    }
+    fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
+            loss + s->lambda * cblas_dasum(A->p, ax, 1));
+    if (te) fprintf(rep, "test        accuracy %.6f\n", ta);
+    free(ax);
+  }
+  char cm[256];
+  snprintf(cm, sizeof cm, "dpopt admm %s %s model, lambda %.17g%s", s->meth, s->mname, s->lambda,
+           dp ? (s->seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
+  rc = dpo__arun_model_out(comm, s, x, d, cm);
+out:
+  if (tf) fclose(tf);
+  free(Ax);
+  dpo_oracle_destroy(orc);
+  dpo_admm_A_destroy(A);
+  dpo_ledger_close(L);
+  dpo_rng_destroy(rng);
+  return rc;
+}
+
+int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data, FILE *report,
+                        int *stop) {
+  dpo__arun_t s = {0};
+  dpo_shard_t *sh = NULL, *te = NULL;
+  dpo_model_t *m = NULL;
+  double *x = NULL;
+  dpo_load_opts_t lo;
+  int rc;
+  *stop = DPO_OK;
+  MPI_Comm_rank(comm, &s.rank);
+  MPI_Comm_size(comm, &s.size);
+  if ((rc = dpo__arun_read(cfg, &s)) || (rc = dpo_model_create(s.mname, 0.0, &m)) ||
+      (rc = dpo_load_opts_from_config(cfg, &lo)))
+    goto out;
+  lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  if ((rc = dpo_shard_load(comm, data, &lo, &sh))) goto out;
+  lo.d = sh->d;
+  if (s.testp && (rc = dpo_shard_load(comm, s.testp, &lo, &te))) goto out;
+  if (!(x = calloc((size_t)sh->d, sizeof *x))) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  /* default step from the PUBLIC row bound: L = B2^2 / 4 (logistic) or B2^2 (lsq) */
+  if (!(s.eta > 0) && isfinite(s.b2) && s.b2 > 0) s.eta = 1.0 / dpo_model_L_bound(m, s.b2);
+  if (s.seeded && s.rank == 0)
+    fprintf(stderr, "dpopt admm: NOT PRIVATE: seeded run (--seed %lld) for reproducibility\n",
+            (long long)s.seed);
+  if (strcmp(s.meth, "consensus") == 0)
+    rc = dpo__arun_consensus(comm, &s, m, sh, te, x, report, stop);
+  else
+    rc = dpo__arun_dp(comm, &s, &lo, m, sh, te, x, report, stop);
+out:
+  free(x);
+  dpo_shard_destroy(sh);
+  dpo_shard_destroy(te);
+  dpo_model_destroy(m);
+  return rc;
+}

@@ -1,0 +1,137 @@
+/* Applying a saved model file to a data file (dpopt predict / eval; dpo_model_eval_file and
+ * dpo_model_write_predictions in dpopt/comm.h): the model is read on rank 0 and broadcast, the
+ * data loaded in shards in the model's feature space, evaluated by dpo_model_eval_shard, and
+ * the prediction lines written with MPI-IO. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/comm.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+/* bytes per MPI_File_write_at call (an int count) */
+#define DPO__WRITE_PIECE (1 << 28)
+
+/* Each rank writes its own lines at its offset of `path` (ranks hold consecutive row ranges
+ * in rank order, so rank order is row order). */
+int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model_t *m,
+                            const dpo_shard_t *s, const double *x) {
+  double *t = malloc((size_t)(s->n ? s->n : 1) * sizeof *t);
+  size_t cap = (size_t)(s->n ? s->n : 1) * 48, len = 0;
+  char *buf = malloc(cap);
+  int rc = DPO_OK, binary = dpo_model_binary(m);
+  MPI_File fh = MPI_FILE_NULL;
+  if (!t || !buf) rc = dpo_err(DPO_ENOMEM, "predictions: out of memory");
+  if (!rc) rc = dpo_model_local_predict(m, s, x, t);
+  for (int64_t i = 0; !rc && i < s->n; i++) {
+    if (binary) {
+      /* P(y = +1) = sigma(t), computed without overflow for either sign */
+      double p = t[i] >= 0 ? 1.0 / (1.0 + exp(-t[i])) : exp(t[i]) / (1.0 + exp(t[i]));
+      len += (size_t)snprintf(buf + len, cap - len, "%d %.17g\n", t[i] >= 0 ? 1 : -1, p);
+    } else {
+      len += (size_t)snprintf(buf + len, cap - len, "%.17g\n", t[i]);
+    }
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  long long mine = (long long)len, off = 0, total = 0;
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (MPI_Exscan(&mine, &off, 1, MPI_LONG_LONG, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, comm) != MPI_SUCCESS) {
+    rc = dpo_agree(comm, dpo_err(DPO_EMPI, "predictions: MPI_Exscan failed"));
+    goto out;
+  }
+  if (rank == 0) off = 0; /* MPI_Exscan leaves rank 0's result undefined */
+  if (MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) !=
+      MPI_SUCCESS) {
+    fh = MPI_FILE_NULL;
+    rc = dpo_err(DPO_EIO, "%s: cannot create the predictions file", path);
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  /* truncate a longer old file to exactly the new contents */
+  if (MPI_File_set_size(fh, (MPI_Offset)total) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EIO, "%s: cannot set the file size", path);
+  for (size_t w = 0; !rc && w < len;) {
+    int k = len - w < DPO__WRITE_PIECE ? (int)(len - w) : DPO__WRITE_PIECE;
+    MPI_Status st;
+    if (MPI_File_write_at(fh, (MPI_Offset)(off + (long long)w), buf + w, k, MPI_CHAR, &st) !=
+        MPI_SUCCESS)
+      rc = dpo_err(DPO_EIO, "%s: write failed at byte %lld", path, off + (long long)w);
+    w += (size_t)k;
+  }
+  if (MPI_File_close(&fh) != MPI_SUCCESS && !rc)
+    rc = dpo_err(DPO_EIO, "%s: close failed", path);
+  rc = dpo_agree(comm, rc);
+out:
+  free(t);
+  free(buf);
+  return rc;
+}
+
+int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d) {
+  int rank, rc;
+  MPI_Comm_rank(comm, &rank);
+  *x = NULL;
+  *d = 0;
+  /* one reader, one message for every error */
+  rc = rank == 0 ? dpo_model_read(path, x, d) : DPO_OK;
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  if (MPI_Bcast(d, 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model dimension failed"));
+  if (rank != 0 && !(*x = malloc((size_t)*d * sizeof **x))) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  if (!(rc = dpo_agree(comm, rc)) && MPI_Bcast(*x, *d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+    rc = dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model failed"));
+  if (rc) {
+    free(*x);
+    *x = NULL;
+  }
+  return rc;
+}
+
+/* the data in the model's space of d features (--dim, data.dim, declares the data's own) */
+static int dpo__load_in_model_space(MPI_Comm comm, const char *mfile, int32_t d, const char *dpath,
+                                    dpo_load_opts_t lo, dpo_shard_t **data) {
+  int rc;
+  if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
+  if ((*data)->d < d && !(*data)->sparse && lo.d == 0) {
+    /* dense storage of a file without the last features: reload in the model's space */
+    dpo_shard_destroy(*data);
+    *data = NULL;
+    lo.d = d;
+    if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
+  }
+  if ((*data)->d < d && (*data)->sparse && lo.d == 0) (*data)->d = d; /* unused trailing features */
+  if ((*data)->d != d)
+    /* every rank sees the same (global) dimensions */
+    return dpo_err(DPO_EFORMAT,
+                   "dimension mismatch: model %s has %d coefficients but data %s has %d features "
+                   "(%s): apply a model to data in its training feature space",
+                   mfile, (int)d, dpath, (int)(*data)->d,
+                   lo.d ? "declared by --dim" : "inferred from the file; --dim D declares it");
+  return DPO_OK;
+}
+
+int dpo_model_eval_file(MPI_Comm comm, const dpo_model_t *m, const char *model_file,
+                        const char *data, const dpo_load_opts_t *lo, const char *pred_out,
+                        dpo_eval_result_t *res) {
+  dpo_shard_t *sh = NULL;
+  double *x = NULL;
+  int32_t d = 0;
+  int rc;
+  memset(res, 0, sizeof *res);
+  res->loss = res->metric = NAN;
+  if ((rc = dpo_model_read_bcast(comm, model_file, &x, &d)) ||
+      (rc = dpo__load_in_model_space(comm, model_file, d, data, *lo, &sh)) ||
+      (rc = dpo_model_eval_shard(comm, m, sh, x, &res->loss, &res->metric)) ||
+      (pred_out && (rc = dpo_model_write_predictions(comm, pred_out, m, sh, x))))
+    goto out;
+  res->d = d;
+  res->n = sh->n_global;
+  for (int32_t j = 0; j < d; j++) res->xx += x[j] * x[j];
+out:
+  free(x);
+  dpo_shard_destroy(sh);
+  return rc;
+}

@@ -1,0 +1,192 @@
+/* The run behind dpopt mf (dpo_mf_run_config in dpopt/mf.h): settings from the mf.* config
+ * keys, the output directory, the ratings, HAMSI or mb-GD (thesis 000, Chapter 3), the
+ * report and the files of --out. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#include "dpopt/data.h"
+#include "dpopt/hamsi.h"
+#include "dpopt/mf.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+/* summary.json: the run's settings, final RMSEs and the phase times of Fig. 3.7 as the
+ * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers). */
+static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, const dpo_hamsi_opts_t *o,
+                           const char *method, const char *part, const double *ph, int nranks) {
+  json_object *j = json_object_new_object();
+  if (!j) return dpo_err(DPO_ENOMEM, "summary.json");
+  json_object_object_add(j, "method", json_object_new_string(method));
+  json_object_object_add(j, "part", json_object_new_string(part));
+  json_object_object_add(j, "sched", json_object_new_string(o->sched ? "shuffle" : "det"));
+  json_object_object_add(j, "ranks", json_object_new_int(nranks));
+  json_object_object_add(j, "strata", json_object_new_int(res->K));
+  json_object_object_add(j, "r", json_object_new_int(res->r));
+  json_object_object_add(j, "eta", dpo_json_double(o->eta));
+  json_object_object_add(j, "gamma", dpo_json_double(o->gamma));
+  json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
+  json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
+  json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
+  json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
+  json_object_object_add(j, "users", json_object_new_int64(res->n_users));
+  json_object_object_add(j, "items", json_object_new_int64(res->n_items));
+  json_object_object_add(j, "n_test", json_object_new_int64(res->n_test));
+  json_object_object_add(j, "train_rmse_initial_nonprivate", dpo_json_double(res->train_rmse0));
+  json_object_object_add(j, "train_rmse_nonprivate", dpo_json_double(res->train_rmse));
+  json_object_object_add(j, "test_rmse", dpo_json_double(res->test_rmse));
+  json_object_object_add(j, "t_train", dpo_json_double(res->t_train));
+  json_object_object_add(j, "t_wall", dpo_json_double(res->t_wall));
+  static const char *nm[4] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max"};
+  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
+  json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
+  json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
+  json_object_object_add(j, "private", json_object_new_boolean(0));
+  int rc = json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY);
+  json_object_put(j);
+  return rc ? dpo_err(DPO_EIO, "%s: cannot write", path) : DPO_OK;
+}
+
+static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_result_t *res,
+                         const dpo_hamsi_opts_t *o, const char *method, const char *part,
+                         const double *ph) {
+  int st = DPO_OK;
+  char path[4096], cm[512];
+  if (rank != 0) return DPO_OK;
+  snprintf(cm, sizeof cm, "X1: %d users x %d (row-major); %s %s%s", res->n_users, res->r, method,
+           part, o->seed ? "" : "");
+  snprintf(path, sizeof path, "%s/X1.txt", dir);
+  if ((st = dpo_model_write(path, res->X1, res->n_users * res->r, cm))) return st;
+  snprintf(cm, sizeof cm, "X2 transposed: %d items x %d (row-major); %s %s", res->n_items, res->r,
+           method, part);
+  snprintf(path, sizeof path, "%s/X2t.txt", dir);
+  if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
+  snprintf(path, sizeof path, "%s/trace.csv", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return dpo_err(DPO_EIO, "%s: cannot write", path);
+  fprintf(f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
+             "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
+  fprintf(f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
+  for (int64_t t = 0; t < res->ntrace; t++) {
+    const dpo_hamsi_trace_t *r = &res->trace[t];
+    fprintf(f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
+            r->train_rmse, r->test_rmse, r->sigma, r->npairs);
+  }
+  if (fclose(f)) return dpo_err(DPO_EIO, "%s: write failed", path);
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  return dpo__mf_summary(path, res, o, method, part, ph, nranks);
+}
+
+int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report) {
+  dpo_ratings_t *rt = NULL;
+  dpo_hamsi_result_t *res = NULL;
+  int rank, size, rc;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  dpo_hamsi_opts_t o;
+  dpo_hamsi_opts_default(&o);
+  const char *method, *part, *sched, *outdir;
+  int64_t r, K, M, T, ev, seed;
+  int zb = 0;
+  if ((rc = dpo_config_get_str(cfg, "mf.method", "hamsi", &method)) ||
+      (rc = dpo_config_get_str(cfg, "mf.part", "strata-b", &part)) ||
+      (rc = dpo_config_get_str(cfg, "mf.sched", "det", &sched)) ||
+      (rc = dpo_config_get_str(cfg, "mf.out", NULL, &outdir)) ||
+      (rc = dpo_config_get_int(cfg, "mf.rank", o.r, &r)) ||
+      (rc = dpo_config_get_int(cfg, "mf.strata", 0, &K)) ||
+      (rc = dpo_config_get_int(cfg, "mf.memory", o.memory, &M)) ||
+      (rc = dpo_config_get_int(cfg, "mf.epochs", o.epochs, &T)) ||
+      (rc = dpo_config_get_int(cfg, "mf.eval_every", o.eval_every, &ev)) ||
+      (rc = dpo_config_get_int(cfg, "mf.seed", 1, &seed)) ||
+      (rc = dpo_config_get_double(cfg, "mf.eta", o.eta, &o.eta)) ||
+      (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
+      (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
+      (rc = dpo_config_get_double(cfg, "mf.lambda", o.lambda, &o.lambda)) ||
+      (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
+      (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
+      (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
+      (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
+      (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
+      (rc = dpo_mf_part_parse(part, &o.part)))
+    goto out;
+  if (!strcasecmp(method, "hamsi")) o.method = DPO_MF_HAMSI;
+  else if (!strcasecmp(method, "mbgd") || !strcasecmp(method, "mb-gd")) o.method = DPO_MF_MBGD;
+  else rc = dpo_err(DPO_EINVAL, "%s: mf.method = '%s': expected hamsi or mbgd",
+                    dpo_config_origin(cfg, "mf.method"), method);
+  if (!strcasecmp(sched, "det")) o.sched = DPO_MF_SCHED_DET;
+  else if (!strcasecmp(sched, "shuffle") || !strcasecmp(sched, "stoc")) o.sched = DPO_MF_SCHED_SHUFFLE;
+  else rc = dpo_err(DPO_EINVAL, "%s: mf.sched = '%s': expected det or shuffle",
+                    dpo_config_origin(cfg, "mf.sched"), sched);
+  if (!rc && (r < 1 || r > 1024 || K < 0 || K > (1 << 20) || M < 1 || M > 256 || T < 0 || ev < 0 || ev > (1 << 30)))
+    rc = dpo_err(DPO_EINVAL, "mf: rank 1..1024, strata >= 0, memory 1..256, epochs >= 0");
+  if (rc) goto out;
+  o.r = (int32_t)r;
+  o.nblocks = (int32_t)K;
+  o.memory = (int32_t)M;
+  /* a time limit alone means "train until the time is up", not the default epoch count */
+  if (o.time_limit > 0 && !dpo_config_get(cfg, "mf.epochs")) T = 0;
+  o.epochs = T;
+  o.eval_every = (int)ev;
+  o.seed = (uint64_t)seed;
+  double ph[4] = {0};
+  /* --out DIR: a NEW directory, claimed before the ratings are loaded (one mkdir plus an
+   * exclusive trace.csv), so an existing run's files are never overwritten */
+  if (outdir) {
+    int exists = 0;
+    rc = rank == 0 ? dpo_mkdir_new(outdir, "trace.csv", &exists) : DPO_OK;
+    if (rc && exists)
+      rc = dpo_err(DPO_EINVAL, "%s: %s exists and is not empty: dpopt mf never writes into an "
+                   "existing directory; choose another --out", dpo_config_origin(cfg, "mf.out"),
+                   outdir);
+    if ((rc = dpo_agree(comm, rc))) goto out;
+  }
+  if ((rc = dpo_ratings_load(comm, ratings, !zb, &rt)) ||
+      (rc = dpo_hamsi_run(comm, rt, &o, &res)))
+    goto out;
+  /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
+  ph[0] = res->t_grad;
+  ph[1] = res->t_update;
+  ph[2] = res->t_hess;
+  ph[3] = res->t_comm;
+  if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
+  if ((rc = dpo_agree(comm, rc)) ||
+      (outdir && (rc = dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph)))))
+    goto out;
+  /* per-rank throughput: the minimum and maximum over ranks show the imbalance */
+  double rps[2] = {res->ratings_per_sec, -res->ratings_per_sec};
+  MPI_Allreduce(MPI_IN_PLACE, rps, 2, MPI_DOUBLE, MPI_MIN, comm);
+  if (rank == 0) {
+    fprintf(report, "method          %s (%s, %s schedule, K = %d strata, r = %d%s)\n", method,
+           dpo_mf_part_name(o.part), o.sched ? "shuffled" : "deterministic", res->K, o.r,
+           o.method == DPO_MF_HAMSI ? "" : "");
+    fprintf(report, "ratings         %lld training, %lld held out; %d users x %d items\n",
+           (long long)res->n_train, (long long)res->n_test, res->n_users, res->n_items);
+    fprintf(report, "blocks          per stratum %lld..%lld ratings; fullest block / mean = %.3f\n",
+           (long long)res->balance.stratum_min, (long long)res->balance.stratum_max,
+           res->balance.imbalance);
+    fprintf(report, "disjoint        %s\n", res->disjoint
+               ? "yes: blocks processed together touch disjoint variables (rank-independent result)"
+               : "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are summed "
+                 "(equal to the serial pass to first order only)");
+    fprintf(report, "epochs          %lld\n", (long long)res->epochs);
+    fprintf(report, "train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
+    fprintf(report, "held-out RMSE   %.6g\n", res->test_rmse);
+    fprintf(report, "wall time       %.3f s (training without evaluation %.3f s)\n", res->t_wall, res->t_train);
+    fprintf(report, "train RMSE init %.6g   (initial factors; NON-PRIVATE diagnostic)\n", res->train_rmse0);
+    fprintf(report, "phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
+           ph[0], ph[1], ph[2], ph[3]);
+    fprintf(report, "ratings/s/rank  %.4g .. %.4g\n", rps[0], -rps[1]);
+    if (o.method == DPO_MF_HAMSI)
+      fprintf(report, "L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",
+             (long long)res->pairs_accepted, (long long)res->pairs_rejected, res->sigma);
+    fprintf(report, "privacy         none: seeded, reproducible, NOT private\n");
+  }
+out:
+  dpo_hamsi_result_destroy(res);
+  dpo_ratings_destroy(rt);
+  return rc;
+}

@@ -1,0 +1,430 @@
+/* The audit run behind dpopt audit (dpo_audit_run in dpopt/audit.h): empirical lower bound
+ * on the privacy loss of one of dpopt's own private algorithms (statistics in
+ * src/privacy/audit.c).
+ *
+ * From the DECLARED public bounds it builds two neighbouring data sets (privacy.neighbours,
+ * default replace-one) on which one row moves the released model as far as the sensitivity
+ * allows, runs the algorithm N times on each (in-process through the library, one trial on
+ * MPI_COMM_SELF at a time, trials spread over the ranks, secure unseeded noise, in-memory
+ * ledger), chooses a threshold test of the final model on half the trials and reports the
+ * Clopper-Pearson lower bound on eps from the other half, beside the eps the ledger charged.
+ *
+ * Worst-case construction (every other row is the zero vector, whose gradient is 0 whatever
+ * the iterate, so only the audited row differs):
+ *  - privacy.clip = l1:C or l2:C: d = 1, the row u = B (B = min(declared row bounds, 4C))
+ *    with label +1 in D and -1 in D'.  At x0 = 0 the per-example gradients are -/+ B/2,
+ *    clipped to -/+C: their difference 2C is the replace-one sensitivity S1 = 2C exactly.
+ *  - declared row bound B only: d = 2, the row B e1 in D and B e2 in D' (label +1), start
+ *    x0 = -8/B in every coordinate so the logistic gradients saturate (-B e1 vs -B e2,
+ *    an L1 difference of 2B = the sensitivity 2 B1 of (001, (5.2))).
+ *  - add-remove: D' is D without the audited row.
+ *  - --mechanism laplace: no optimizer, one Laplace release of sum_i y_i u_i (d = 1) with
+ *    the sensitivity of the relation (2B replace-one, B add-remove): the power check.
+ */
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/comm.h"
+#include "dpopt/model.h"
+#include "dpopt/optim.h"
+#include "dpopt/privacy.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+#define DPO__AUDIT_MAXD 2
+
+typedef struct {
+  const char *algo_name; /* NULL: --mechanism laplace */
+  int laplace;
+  int clip_mode;         /* 1: clipping construction (d = 1) */
+  int add_remove;
+  int32_t d;
+  int64_t n;
+  int64_t row;           /* index of the audited row (audit.row) */
+  double B;              /* norm of the audited row */
+  double x0;
+  double eps, delta;
+  const char *acct; /* privacy.accountant (default auto, as in train) */
+  dpo_clip_t clip;
+  int has_clip;
+  const char *model_name;
+  double lambda;
+  int64_t iters;
+} dpo__audit_t;
+
+/* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
+ * an algorithm that visits rows in a public order may touch it early or late), absent from
+ * D' under add-remove. */
+static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
+  int with_row = !(which == 1 && a->add_remove);
+  int64_t n = with_row ? a->n : a->n - 1;
+  dpo_shard_t *s = calloc(1, sizeof *s);
+  if (!s) return dpo_err(DPO_ENOMEM, "out of memory");
+  s->X = calloc((size_t)(n * a->d), sizeof *s->X);
+  s->y = malloc((size_t)n * sizeof *s->y);
+  if (!s->X || !s->y) {
+    dpo_shard_destroy(s);
+    return dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  s->n = s->n_global = n;
+  s->d = a->d;
+  s->labels = DPO_LABELS_BINARY;
+  snprintf(s->source, sizeof s->source, "audit:%s", which ? "D'" : "D");
+  for (int64_t i = 0; i < n; i++) s->y[i] = 1;
+  if (with_row) {
+    int64_t r = a->row;
+    if (a->clip_mode) {
+      s->X[r] = a->B;
+      s->y[r] = which ? -1 : 1;
+    } else {
+      s->X[r * a->d + (which ? 1 : 0)] = a->B;
+    }
+  }
+  *out = s;
+  return DPO_OK;
+}
+
+static int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L) {
+  /* the ledger the run would have: the same accountant and neighbouring relation */
+  return dpo_ledger_open_ex(MPI_COMM_SELF, a->eps, a->delta, NULL, 0, a->acct,
+                            a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE,
+                            L);
+}
+
+/* One Laplace release of sum_i y_i u_i, charged first. */
+static int dpo__audit_laplace(const dpo__audit_t *a, const dpo_shard_t *s, dpo_rng_t *rng,
+                              double *out, double *spent) {
+  dpo_ledger_t *L = NULL;
+  const dpo_neighbours_t rel = a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE;
+  double sens = dpo_sens(rel, a->B), b, v = 0, charged, dl;
+  int rc = dpo_mech_laplace_scale(sens, a->eps, 1, &b);
+  if (!rc) rc = dpo__audit_ledger(a, &L);
+  if (!rc) {
+    dpo_charge_t c = {.mechanism = "laplace", .noise_scale = b, .sensitivity = sens, .dim = 1,
+                      .sampling = "none", .accounting = "pure", .neighbours = rel};
+    rc = dpo_ledger_charge(L, &c, &charged);
+  }
+  if (!rc) {
+    for (int64_t i = 0; i < s->n; i++) v += s->y[i] * s->X[i];
+    rc = dpo_mech_laplace(rng, b, &v, 1);
+  }
+  if (!rc) rc = dpo_ledger_spent(L, spent, &dl);
+  if (!rc) *out = v;
+  dpo_ledger_close(L);
+  return rc;
+}
+
+/* One run of the algorithm on s (MPI_COMM_SELF); the released model into out[0..d). */
+static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
+                            const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
+                            double *dspent) {
+  if (a->laplace) {
+    *dspent = 0;
+    return dpo__audit_laplace(a, s, rng, out, spent);
+  }
+  dpo_ledger_t *L = NULL;
+  dpo_oracle_t *o = NULL;
+  dpo_solver_t *sv = NULL;
+  double x0[DPO__AUDIT_MAXD];
+  for (int32_t j = 0; j < a->d; j++) x0[j] = a->x0;
+  int rc = dpo__audit_ledger(a, &L);
+  if (!rc) rc = dpo_oracle_create(MPI_COMM_SELF, m, s, a->has_clip ? &a->clip : NULL, &o);
+  if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
+  if (!rc) {
+    dpo_run_opts_t ro;
+    dpo_run_opts_default(&ro);
+    ro.max_iter = a->iters; /* DPO_ITERS_PLAN unless --iters: the algorithm's own schedule */
+    ro.trace_every = 0;
+    ro.trace_loss = 0;
+    ro.quiet = 1;
+    rc = dpo_solver_run(sv, &ro);
+    if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is the output */
+  }
+  if (!rc) {
+    memcpy(out, dpo_solver_x(sv), (size_t)a->d * sizeof *out);
+    rc = dpo_ledger_spent(L, spent, dspent);
+  }
+  dpo_solver_destroy(sv);
+  dpo_oracle_destroy(o);
+  dpo_ledger_close(L);
+  return rc;
+}
+
+/* Settings and the worst-case construction from the configuration. */
+static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo__audit_t *a) {
+  int rc;
+  const char *mech, *nb, *acct;
+  double B1, B2;
+  memset(a, 0, sizeof *a);
+  dpo_config_get_str(cfg, "audit.mechanism", NULL, &mech);
+  dpo_config_get_str(cfg, "algo.name", NULL, &a->algo_name);
+  dpo_config_get_str(cfg, "privacy.neighbours", "replace-one", &nb);
+  dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct);
+  dpo_config_get_str(cfg, "model.name", "logreg", &a->model_name);
+  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &a->eps)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &a->delta)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)) ||
+      (rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &a->lambda)) ||
+      (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
+      (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
+      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)))
+    return rc;
+  if (clip) {
+    a->clip = *clip;
+    a->has_clip = 1;
+  }
+  a->acct = acct;
+  if (!strcasecmp(nb, "add-remove")) a->add_remove = 1;
+  else if (strcasecmp(nb, "replace-one"))
+    return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove", nb);
+  if (!(a->eps > 0) || !isfinite(a->eps) || !(a->delta >= 0 && a->delta < 1))
+    return dpo_err(DPO_EINVAL, "give the claimed budget: --eps E (E > 0) and --delta in [0, 1)");
+  if (a->n < 2 || (a->iters < 1 && a->iters != DPO_ITERS_PLAN) || a->row < 0 || a->row >= a->n)
+    return dpo_err(DPO_EINVAL, "audit.n must be >= 2, algo.iters >= 1 and 0 <= audit.row < audit.n");
+  if (strcasecmp(a->model_name, "logreg"))
+    return dpo_err(DPO_EUNSUP, "dpopt audit builds logistic-regression data sets (model.name = logreg)");
+  double Bd = fmin(isnan(B1) ? INFINITY : B1, isnan(B2) ? INFINITY : B2);
+  if (mech) {
+    if (strcasecmp(mech, "laplace"))
+      return dpo_err(DPO_EINVAL, "audit.mechanism = '%s': expected laplace", mech);
+    a->laplace = 1;
+    a->clip_mode = 1; /* the label-flip construction in d = 1 */
+    a->algo_name = NULL;
+    a->d = 1;
+    a->B = isfinite(Bd) ? Bd : 1.0;
+    return DPO_OK;
+  }
+  const dpo_algo_t *algo = a->algo_name ? dpo_algo_find(a->algo_name) : NULL;
+  if (!algo || !algo->is_private)
+    return dpo_err(DPO_EINVAL, "--algo '%s': give one of the private algorithms of dpopt train "
+                   "--help (or --mechanism laplace)", a->algo_name ? a->algo_name : "");
+  if (a->has_clip) {
+    a->clip_mode = 1;
+    a->d = 1;
+    a->B = fmin(Bd, 4 * a->clip.C); /* |grad| = B/2 >= C at x0 = 0 when B >= 2C */
+    a->x0 = 0;
+  } else {
+    if (!isfinite(Bd))
+      return dpo_err(DPO_EINVAL, "declare a public bound (--row-l1-bound / --row-l2-bound) or "
+                     "--clip: the audit builds its worst case from them");
+    a->d = 2;
+    a->B = Bd;
+    a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
+  }
+  if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
+  return DPO_OK;
+}
+
+/* Candidate statistics of a released vector x (length d): the coordinates, their
+ * differences, and the projection on dir (mean difference of the selection half). */
+static int dpo__audit_nstats(int32_t d) { return d + d * (d - 1) / 2 + 1; }
+static double dpo__audit_stat(int k, const double *x, int32_t d, const double *dir) {
+  if (k < d) return x[k];
+  k -= d;
+  for (int32_t i = 0; i < d; i++)
+    for (int32_t j = i + 1; j < d; j++)
+      if (k-- == 0) return x[i] - x[j];
+  double p = 0;
+  for (int32_t j = 0; j < d; j++) p += dir[j] * x[j];
+  return p;
+}
+static void dpo__audit_statname(int k, int32_t d, char *buf, size_t cap) {
+  if (k < d) {
+    snprintf(buf, cap, "x[%d]", k);
+    return;
+  }
+  k -= d;
+  for (int32_t i = 0; i < d; i++)
+    for (int32_t j = i + 1; j < d; j++)
+      if (k-- == 0) {
+        snprintf(buf, cap, "x[%d]-x[%d]", i, j);
+        return;
+      }
+  snprintf(buf, cap, "projection on the mean difference");
+}
+
+/* Rank 0: outputs X[set][trial * d + j]; choose on even trials, bound on odd ones. */
+static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                              dpo_audit_result_t *res) {
+  int32_t d = a->d;
+  int64_t ns = (N + 1) / 2, ne = N / 2;
+  double dir[DPO__AUDIT_MAXD] = {0};
+  double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
+  int rc = DPO_OK;
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 2; k++)
+      if (!(t[h][k] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
+  if (rc) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int k = 0; k < 2; k++)
+    for (int64_t i = 0; i < N; i += 2)
+      for (int32_t j = 0; j < d; j++) dir[j] += (k ? -1.0 : 1.0) * X[k][i * d + j] / (double)ns;
+  res->lb_select = -INFINITY;
+  res->lb = -INFINITY;
+  for (int s = 0; s < dpo__audit_nstats(d); s++) {
+    if (d == 1 && s > 0) break; /* one coordinate: every candidate is the same test */
+    for (int k = 0; k < 2; k++)
+      for (int64_t i = 0; i < N; i++)
+        t[i % 2][k][i / 2] = dpo__audit_stat(s, X[k] + i * d, d, dir);
+    dpo_audit_event_t ev;
+    if ((rc = dpo_audit_best_event(t[0][0], ns, t[0][1], ns, a->delta, alpha, &ev))) goto out;
+    if (ev.eps_lb > res->lb_select || s == 0) {
+      res->lb_select = ev.eps_lb;
+      res->ev = ev;
+      dpo__audit_statname(s, d, res->stat, sizeof res->stat);
+      res->lb = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne, t[1][1], ne, a->delta, alpha)
+                       : -INFINITY;
+    }
+  }
+out:
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 2; k++) free(t[h][k]);
+  return rc;
+}
+
+
+/* Rank 0: the runs of rank r are t = r, r + P, ... (set t % 2, index t / 2); sort them into
+ * all[set], analyse, and fill res. */
+static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
+                              double *const all[2], int64_t N, double alpha, const double sp[2],
+                              dpo_audit_result_t *res) {
+  int64_t T2 = 2 * N;
+  for (int r = 0; r < P; r++)
+    for (int64_t t = r, k = 0; t < T2; t += P, k++)
+      memcpy(all[t % 2] + (t / 2) * a->d, buf + displs[r] + k * a->d, (size_t)a->d * sizeof *buf);
+  /* the claim under test is what the ledger spent: (eps, delta) = sp */
+  a->delta = sp[1];
+  int rc = dpo__audit_analyse(a, all, N, alpha, res);
+  if (rc) return rc;
+  snprintf(res->algorithm, sizeof res->algorithm, "%s", a->laplace ? "laplace" : a->algo_name);
+  res->claimed_eps = sp[0];
+  res->claimed_delta = sp[1];
+  res->trials = N;
+  res->alpha = alpha;
+  res->add_remove = a->add_remove;
+  res->violation = res->lb > sp[0];
+  return DPO_OK;
+}
+
+int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip, int quiet,
+                  dpo_audit_result_t *res) {
+  dpo_model_t *model = NULL;
+  dpo_shard_t *sh[2] = {NULL, NULL};
+  dpo_rng_t *rng = NULL;
+  double *mine = NULL, *all[2] = {NULL, NULL}, *buf = NULL;
+  int *counts = NULL, *displs = NULL;
+  int rank, size, rc;
+  dpo__audit_t a;
+  int64_t N = DPO_AUDIT_TRIALS;
+  double alpha = 0.05;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  memset(res, 0, sizeof *res);
+  if ((rc = dpo_config_get_int(cfg, "audit.trials", DPO_AUDIT_TRIALS, &N)) ||
+      (rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &alpha)))
+    goto out;
+  if (N < 4 || N > 100000000 || !(alpha > 0 && alpha < 1)) {
+    rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
+    goto out;
+  }
+  if ((rc = dpo__audit_setup(cfg, clip, &a))) goto out;
+  if ((rc = dpo_model_create(a.model_name, a.lambda, &model)) ||
+      (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||
+      (rc = dpo_rng_create(0, 0, 0, &rng)))
+    goto out;
+
+  /* trial t of 2N (set t % 2, index t / 2) runs on rank t % P */
+  int64_t T2 = 2 * N, nmine = 0;
+  for (int64_t t = rank; t < T2; t += size) nmine++;
+  if (!(mine = malloc((size_t)(nmine * a.d + 1) * sizeof *mine))) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  double spent_max = 0, dspent_max = 0, t0 = dpo_wtime(), next_msg = 10;
+  int64_t done = 0;
+  for (int64_t t = rank; t < T2 && !rc; t += size, done++) {
+    double sp = NAN, dsp = NAN;
+    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, mine + done * a.d, &sp, &dsp);
+    if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a.algo_name);
+    if (!rc) {
+      spent_max = fmax(spent_max, sp);
+      dspent_max = fmax(dspent_max, dsp);
+    }
+    if (rank == 0 && !quiet && dpo_wtime() - t0 > next_msg) {
+      fprintf(stderr, "dpopt audit: %lld of %lld runs on rank 0 (%.0f s)\n", (long long)done + 1,
+              (long long)nmine, dpo_wtime() - t0);
+      next_msg += 10;
+    }
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  double sp_all[2], sp_loc[2] = {spent_max, dspent_max};
+  MPI_Reduce(sp_loc, sp_all, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
+
+  /* gather: rank r's runs are t = r, r + P, ... in order */
+  int cnt = (int)(nmine * a.d);
+  if (rank == 0) {
+    counts = malloc((size_t)size * sizeof *counts);
+    displs = malloc((size_t)size * sizeof *displs);
+    buf = malloc((size_t)(T2 * a.d) * sizeof *buf);
+    all[0] = malloc((size_t)(N * a.d) * sizeof *all[0]);
+    all[1] = malloc((size_t)(N * a.d) * sizeof *all[1]);
+    rc = counts && displs && buf && all[0] && all[1] ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
+  if (rank == 0)
+    for (int r = 0, off = 0; r < size; r++) {
+      displs[r] = off;
+      off += counts[r];
+    }
+  if (MPI_Gatherv(mine, cnt, MPI_DOUBLE, buf, counts, displs, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "MPI_Gatherv of the audit outputs failed");
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  if (rank == 0) rc = dpo__audit_collect(&a, size, displs, buf, all, N, alpha, sp_all, res);
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  MPI_Bcast(&res->violation, 1, MPI_INT, 0, comm);
+out:
+  free(mine);
+  free(buf);
+  free(all[0]);
+  free(all[1]);
+  free(counts);
+  free(displs);
+  dpo_rng_destroy(rng);
+  dpo_shard_destroy(sh[0]);
+  dpo_shard_destroy(sh[1]);
+  dpo_model_destroy(model);
+  return rc;
+}
+
+int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int test_break_noise) {
+  json_object *j = json_object_new_object();
+  if (!j) return dpo_err(DPO_ENOMEM, "out of memory");
+  json_object_object_add(j, "algorithm", json_object_new_string(res->algorithm));
+  json_object_object_add(j, "claimed_eps", json_object_new_double(res->claimed_eps));
+  json_object_object_add(j, "claimed_delta", json_object_new_double(res->claimed_delta));
+  json_object_object_add(j, "eps_lb", json_object_new_double(isfinite(res->lb) ? res->lb : 0));
+  json_object_object_add(j, "eps_lb_selection_half",
+                         json_object_new_double(isfinite(res->lb_select) ? res->lb_select : 0));
+  json_object_object_add(j, "trials", json_object_new_int64(res->trials));
+  json_object_object_add(j, "alpha", json_object_new_double(res->alpha));
+  json_object_object_add(j, "neighbours",
+                         json_object_new_string(res->add_remove ? "add-remove" : "replace-one"));
+  json_object_object_add(j, "statistic", json_object_new_string(res->stat));
+  json_object_object_add(j, "threshold", json_object_new_double(res->ev.thr));
+  json_object_object_add(j, "side", json_object_new_string(res->ev.above ? ">" : "<="));
+  json_object_object_add(j, "violation", json_object_new_boolean(res->violation));
+  json_object_object_add(j, "test_break_noise", json_object_new_boolean(test_break_noise));
+  const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
+  int rc = dpo_write_atomic(path, js, strlen(js));
+  json_object_put(j);
+  return rc;
+}

@@ -1,0 +1,87 @@
+/* The report of dpopt calibrate (dpo_rdp_calibrate_report in dpopt/privacy.h): the Gaussian
+ * noise needed for a target (eps, delta), given the sampling and the number of steps, from the Renyi accountant (bisection on the noise multiplier, rounded
+ * up so the target is never exceeded).  Pure arithmetic on public parameters: no data is read.
+ * The neighbouring relation (--neighbours) decides the sensitivity of a per-example bound
+ * (--bound B: dpo_sens, 2B replace-one, B add-remove) and which sampling analyses apply
+ * (poisson: add-remove, wor: replace-one; the default is the sampling's own relation).
+ * Not collective. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+
+int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
+  double eps, delta, sens, mu, bound;
+  int64_t steps, m, n;
+  const char *sampling, *rel_s;
+  dpo_neighbours_t rel;
+  int rc;
+  if ((rc = dpo_config_get_double(cfg, "calibrate.eps", NAN, &eps)) ||
+      (rc = dpo_config_get_double(cfg, "calibrate.delta", NAN, &delta)) ||
+      (rc = dpo_config_get_double(cfg, "calibrate.sensitivity", NAN, &sens)) ||
+      (rc = dpo_config_get_double(cfg, "calibrate.bound", NAN, &bound)) ||
+      (rc = dpo_config_get_str(cfg, "calibrate.neighbours", NULL, &rel_s)) ||
+      (rc = dpo_config_get_double(cfg, "calibrate.admm_mu", NAN, &mu)) ||
+      (rc = dpo_config_get_int(cfg, "calibrate.steps", 1, &steps)) ||
+      (rc = dpo_config_get_int(cfg, "calibrate.batch", 0, &m)) ||
+      (rc = dpo_config_get_int(cfg, "calibrate.n", 0, &n)) ||
+      (rc = dpo_config_get_str(cfg, "calibrate.sampling", "none", &sampling)))
+    return rc;
+  if (!(eps > 0) || !(delta > 0 && delta < 1))
+    return dpo_err(DPO_EINVAL, "give the target with --eps E (> 0) and --delta D (in (0, 1))");
+  int poisson = !strcmp(sampling, "poisson"), sampled = strcmp(sampling, "none") != 0;
+  if (!rel_s) rel = poisson ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE;
+  else if ((rc = dpo_neighbours_parse(rel_s, &rel))) return rc;
+  if (sampled && poisson != (rel == DPO_NEIGHBOURS_ADD_REMOVE))
+    return dpo_err(DPO_EINVAL, "--sampling %s is analysed for %s neighbours, not %s", sampling,
+                   poisson ? "add-remove (Mironov-Talwar-Zhang 2019)"
+                           : "replace-one (Wang-Balle-Kasiviswanathan 2019)",
+                   dpo_neighbours_name(rel));
+  if (!isnan(bound) && !isnan(sens))
+    return dpo_err(DPO_EINVAL, "give --bound (per-example) or --sensitivity, not both");
+  if (!isnan(bound)) {
+    if (!(bound > 0) || !isfinite(bound)) return dpo_err(DPO_EINVAL, "--bound must be > 0");
+    sens = dpo_sens(rel, bound);
+  } else if (isnan(sens)) {
+    sens = 1.0;
+  }
+  if (!(sens > 0) || !isfinite(sens))
+    return dpo_err(DPO_EINVAL, "--sensitivity must be > 0");
+  if (sampled && (m < 1 || n < m))
+    return dpo_err(DPO_EINVAL, "--sampling %s needs --batch M and --n N with 1 <= M <= N",
+                   sampling);
+  double z, e, a_opt;
+  if ((rc = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &z))) return rc;
+  dpo_rdp_curve_t c;
+  dpo_rdp_curve_init(&c);
+  if ((rc = dpo_rdp_curve_add(&c, sampling, m, n, z, steps)) ||
+      (rc = dpo_rdp_eps(&c, delta, &e, &a_opt)))
+    return rc;
+  fprintf(out, "# Gaussian noise for (eps=%g, delta=%g) over %lld step%s, sampling %s", eps, delta,
+          (long long)steps, steps == 1 ? "" : "s", sampling);
+  if (sampled)
+    fprintf(out, " (%s %lld of %lld, q = %.6g)", strcmp(sampling, "poisson") ? "m" : "expected",
+            (long long)m, (long long)n, (double)m / (double)n);
+  fprintf(out, "\n# Renyi accountant: orders 1.25..256, conversion min(classic, Balle et al. 2020 "
+               "Thm 21); noise rounded up\n");
+  fprintf(out, "neighbours        %s\n", dpo_neighbours_name(rel));
+  fprintf(out, "noise_multiplier  %.9g\n", z);
+  fprintf(out, "sigma             %.9g   (= multiplier * sensitivity %g)\n", z * sens, sens);
+  fprintf(out, "achieved_eps      %.9g   (at order %g; target %g)\n", e, a_opt, eps);
+  if (steps == 1 && !sampled) {
+    double s_an;
+    if ((rc = dpo_gauss_analytic_sigma(sens, eps, delta, &s_an))) return rc;
+    fprintf(out, "analytic_sigma    %.9g   (Balle-Wang 2018, exact for one release)\n", s_an);
+  }
+  if (!isnan(mu)) {
+    double s8, a8;
+    if (sampled) return dpo_err(DPO_EINVAL, "--admm-mu compares full-batch steps: --sampling none");
+    /* 004 eq. (8) with c/n = sensitivity */
+    if ((rc = dpo_admm_thm1_sigma(sens, 1, steps, eps, delta, mu, &s8, &a8))) return rc;
+    fprintf(out, "admm_eq8_sigma    %.9g   (004 Thm 1 eq. (8), mu=%g, alpha=%g; ratio to RDP "
+                 "%.4g)\n", s8, mu, a8, s8 / (z * sens));
+  }
+  return DPO_OK;
+}
