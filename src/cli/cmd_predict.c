@@ -174,15 +174,18 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   dpo_cli_warn_unused(ctx, cfg);
 
   /* the model: read on rank 0, broadcast (one reader, one message for every error) */
-  rc = ctx->rank == 0 ? dpo_model_read(mfile, &x, &d) : DPO_OK;
+  int icpt = 0; /* the model file's "intercept" line: a bias on the constant last column */
+  rc = ctx->rank == 0 ? dpo_model_read_icpt(mfile, &x, &d, &icpt) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
-  if (MPI_Bcast(&d, 1, MPI_INT32_T, 0, ctx->comm) != MPI_SUCCESS) {
+  if (MPI_Bcast(&d, 1, MPI_INT32_T, 0, ctx->comm) != MPI_SUCCESS ||
+      MPI_Bcast(&icpt, 1, MPI_INT, 0, ctx->comm) != MPI_SUCCESS) {
     rc = dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model dimension failed"));
     goto fail;
   }
-  if (ctx->rank != 0 && !(x = malloc((size_t)d * sizeof *x))) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  if (ctx->rank != 0 && !(x = malloc(((size_t)d + (size_t)icpt) * sizeof *x)))
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
-  if (MPI_Bcast(x, d, MPI_DOUBLE, 0, ctx->comm) != MPI_SUCCESS) {
+  if (MPI_Bcast(x, d + icpt, MPI_DOUBLE, 0, ctx->comm) != MPI_SUCCESS) {
     rc = dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model failed"));
     goto fail;
   }
@@ -207,6 +210,8 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
     goto fail;
   }
 
+  if ((rc = dpo_model_set_intercept(model, icpt)) || (rc = dpo_model_prepare_shard(model, data)))
+    goto fail;
   double loss = NAN, metric = NAN;
   if ((rc = dpo_model_eval_shard(ctx->comm, model, data, x, &loss, &metric))) goto fail;
   if (predict && (rc = dpo__write_preds(ctx->comm, opath, model, data, x))) goto fail;
@@ -214,8 +219,8 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   if (ctx->rank == 0) {
     int binary = dpo_model_binary(model);
     double xx = 0;
-    for (int32_t j = 0; j < d; j++) xx += x[j] * x[j];
-    printf("model           %s (%s, d=%d%s)\n", mfile, mname, (int)d,
+    for (int32_t j = 0; j < d + icpt; j++) xx += x[j] * x[j];
+    printf("model           %s (%s, d=%d%s%s)\n", mfile, mname, (int)d, icpt ? ", intercept" : "",
            lambda_known ? "" : ", lambda unknown: give --lambda or --run for F");
     printf("data            %s: %lld rows x %d features on %d rank%s\n", dpath,
            (long long)data->n_global, (int)data->d, ctx->size, ctx->size > 1 ? "s" : "");
