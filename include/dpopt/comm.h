@@ -129,9 +129,10 @@ int dpo_model_eval_shard(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t 
 int dpo_model_local_predict(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                             double *t);
 
-/* Collective over comm: read a model file (model.txt format, dpo_model_read) on rank 0 and
- * broadcast it: every rank gets *x (length *d, the caller frees it) or the same error. */
-int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d);
+/* Collective over comm: read a model file (model.txt format, dpo_model_read_icpt) on rank 0
+ * and broadcast it: every rank gets *d features, *intercept (0/1) and *x (length
+ * *d + *intercept, the bias last; the caller frees it) or the same error. */
+int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d, int *intercept);
 /* Collective over comm: write one prediction line per row of the distributed shards s, in
  * global row order, to `path` (created or truncated; MPI-IO, each rank at its byte offset).
  * Binary models: "LABEL PROB" (LABEL +1 or -1 = sign of u'x, u'x = 0 gives +1; PROB =
@@ -144,7 +145,8 @@ typedef struct {
   int64_t n;     /* rows evaluated */
   double loss;   /* mean data loss, no regularizer (dpo_model_eval_shard) */
   double metric; /* accuracy (binary models) or mean squared error */
-  double xx;     /* ||x||^2, for F = loss + lambda ||x||^2 */
+  double xx;     /* ||x||^2 (bias included), for F = loss + lambda ||x||^2 */
+  int intercept; /* 1: the model file has an intercept line (the bias is applied) */
 } dpo_eval_result_t;
 /* Collective over comm: apply the model file `model_file` (read on rank 0, broadcast) with
  * the objective m to the data file `data`, loaded in shards with *lo in the model's feature
@@ -152,7 +154,7 @@ typedef struct {
  * any other dimension mismatch is DPO_EFORMAT).  Fills *res on every rank; with pred_out
  * (not NULL) also writes the predictions there (dpo_model_write_predictions).  The values
  * are functions of the data: non-private outputs if the data are private. */
-int dpo_model_eval_file(MPI_Comm comm, const dpo_model_t *m, const char *model_file,
+int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,
                         const char *data, const dpo_load_opts_t *lo, const char *pred_out,
                         dpo_eval_result_t *res);
 

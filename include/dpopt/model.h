@@ -31,6 +31,25 @@ dpo_loss_t dpo_model_loss(const dpo_model_t *m);
 /* 1 if the model needs binary labels (logistic). */
 int dpo_model_binary(const dpo_model_t *m);
 
+/* ---- intercept (bias term) ----
+ * With the intercept on, the model is fitted on augmented rows (u, DPO_MODEL_ICPT): the bias
+ * is the LAST coordinate of x (dimension d + 1 for d features) and is regularized with the
+ * same lambda as the weights, so mu = 2 lambda still holds for every algorithm that relies on
+ * it (an unregularized bias would make mu = 0 and void every strongly convex rate and the
+ * output-perturbation sensitivities); lambda b^2 shifts the bias by O(lambda).  Off by default
+ * (the objectives of the papers reproduced in jobs/ have no bias).
+ * dpo_model_prepare_shard appends the constant column to a loaded shard (nothing when the
+ * intercept is off); every other function then sees d + 1 columns.
+ * dpo_model_row_bound maps a declared bound on the features' norm (l1: L1, else L2) to the
+ * bound on the augmented rows: B + c (L1), sqrt(B^2 + c^2) (L2); the identity without
+ * intercept.  dpo_model_L_bound and dpo_model_grad_l1_sens take the FEATURE bound and apply it
+ * themselves (derivation in src/model/model.c and doc/design.md). */
+#define DPO_MODEL_ICPT 1.0
+int dpo_model_set_intercept(dpo_model_t *m, int on);
+int dpo_model_intercept(const dpo_model_t *m);
+int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s);
+double dpo_model_row_bound(const dpo_model_t *m, int l1, double B);
+
 /* Local data-term sums (rows: local indices, NULL = all).  loss_sum and g are overwritten. */
 int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
@@ -50,7 +69,8 @@ int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const doubl
                          double *loss_sum, double *metric_sum);
 
 /* Public smoothness and strong-convexity bounds of F from the declared row bound
- * B2 >= max ||u_i||_2:  logistic L = B2^2 / 4 + 2 lambda, ridge L = B2^2 + 2 lambda;
+ * B2 >= max ||u_i||_2 (of the features; with an intercept B2^2 below reads B2^2 + 1):
+ * logistic L = B2^2 / 4 + 2 lambda, ridge L = B2^2 + 2 lambda;
  * mu = 2 lambda for both.  A negative or non-finite B2 returns -1. */
 double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound);
 double dpo_model_mu(const dpo_model_t *m);

@@ -85,6 +85,10 @@ typedef struct {
   int64_t steps;      /* the schedule's natural length (the algorithm sets done at its end) */
   dpo_charge_t whole; /* DPO_PLAN_WHOLE: the one charge (its string fields must be literals) */
   char what[240];     /* one line for the ledger, summary.json and the privacy lines */
+  /* Public run parameters for summary.json (0: not applicable, not reported): batch size,
+   * noise multiplier z (sigma / sensitivity) and base step size of minibatch algorithms. */
+  int64_t batch;
+  double noise_multiplier, lr;
 } dpo_plan_t;
 
 /* Rank 0, from an algorithm's create(): record its plan (copied). */

@@ -21,10 +21,18 @@ int dpo_mkdirs(const char *path);
 int dpo_mkdir_new(const char *path, const char *claim, int *exists);
 /* Write `len` bytes to `path` atomically: write a temporary file, fsync, rename, fsync dir. */
 int dpo_write_atomic(const char *path, const void *buf, size_t len);
-/* Model file: '#' comment lines, then "d" and one coefficient per line (%.17g: round trips). */
+/* Model file: '#' comment lines, then "d" and one coefficient per line (%.17g: round trips);
+ * a model with an intercept adds one last line "intercept B" (x has d + 1 entries, the bias
+ * last, as the solver holds it; d counts the features).  Files without that line (every file
+ * written before it existed) read as models without intercept. */
 int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment);
-/* Read a model file written by dpo_model_write; *x is malloc'ed. Errors name file:line. */
+int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int intercept,
+                         const char *comment);
+/* Read a model file; *x is malloc'ed. Errors name file:line.  dpo_model_read gives the whole
+ * vector (*d = features + 1 with an intercept, the bias last); dpo_model_read_icpt gives
+ * *d = features and *intercept (0/1), x still holding d + intercept entries. */
 int dpo_model_read(const char *path, double **x, int32_t *d);
+int dpo_model_read_icpt(const char *path, double **x, int32_t *d, int *intercept);
 
 /* Messages: dpo_msg prints "dpopt: ..." to stderr unless quiet; progress lines only on a tty. */
 void dpo_msg_set_quiet(int quiet);

@@ -126,9 +126,13 @@ run_set() {
       bound=$(awk -v L=$L -v D=$DIAM -v n=$n -v d=$D -v r=$rho 'BEGIN{print 10*L*D*(1/sqrt(n)+sqrt(d)/(r*n))}')
       for algo in $ALGOS; do
         extra=""; a=$algo
+        # dp-sgd-rdp: the 003 baseline (worst-case step, ball K, one epoch; --iters would be
+        # its T since issue 13, so the epoch is given as algo.T = ceil(n / ceil(sqrt n)))
+        t1=$(awk -v n=$n 'BEGIN{m=int(sqrt(n)); if (m*m<n) m++; print int((n+m-1)/m)}')
+        base="--set algo.schedule=theory --set algo.T=$t1"
         case $algo in
-          dp-sgd-rdp) extra="--set algo.sampling=poisson --set privacy.neighbours=add-remove" ;;
-          dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="--set algo.sampling=wor" ;;
+          dp-sgd-rdp) extra="$base --set algo.sampling=poisson --set privacy.neighbours=add-remove" ;;
+          dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="$base --set algo.sampling=wor" ;;
         esac
         run="$OUT/run-$name-$algo-$n-$eps"; rm -rf "$run"
         $MPI "$B/dpopt" train --data "$data" $dopt --test "$test" --dim $D --lambda $LAMBDA \

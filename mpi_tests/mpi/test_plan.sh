@@ -8,7 +8,8 @@
 #    for sampling without replacement) — an accountant written independently of ledger.c;
 #  - below: a whole-schedule plan (pnsgd, 003 Thm 3.1) is refused before anything is charged;
 #    a per-step plan stops after the steps that ran and its total is exactly the natural run's
-#    journal total after as many charges (the releases that ran, and nothing else);
+#    journal total after as many charges (the releases that ran, and nothing else); for
+#    dp-sgd-rdp (and the pure family) --iters K is the plan: exactly K steps run and are charged;
 #  - above: the run ends at the schedule's end with the natural run's charges;
 #  - the journal records the plan and `dpopt ledger` shows it beside what was spent;
 #  - --gtol on a private algorithm is refused (a stopping decision on the private gradient).
@@ -63,23 +64,31 @@ for a in $PURE $SCO; do
     kb=$(js "$T/$a-below" .iterations_done); sb=$(js "$T/$a-below" .privacy.eps_spent)
     nb=$(grep -c '"step"' "$T/$a-below/ledger.jsonl")
     [ "$kb" -le "$k" ] && ok || bad "$a: --iters $k ran $kb steps"
-    case " $PURE " in
+    case "$a: $PURE " in
       *" $a "*) # algo.iters is these algorithms' T: the plan itself is k steps, recomputed
         [ "$(js "$T/$a-below" .plan.steps)" = "$k" ] && ok || bad "$a: plan of --iters $k"
         close "$(pure_total "$T/$a-below")" "$sb" 1e-9 "$a: --iters $k total vs recomputation";;
+      dp-sgd-rdp:*) # --iters K is its T too: a plan of K steps, noise for K, K charges
+        [ "$(js "$T/$a-below" .plan.steps)" = "$k" ] && [ "$kb" = "$k" ] && [ "$nb" = "$k" ] &&
+          ok || bad "$a: --iters $k: plan $(js "$T/$a-below" .plan.steps), ran $kb, charged $nb";;
       *) # the natural plan cut after k steps: exactly the natural run's first nb charges
         [ "$(js "$T/$a-below" .plan.steps)" = "$N" ] && ok || bad "$a: plan changed by --iters"
         close "$sb" "$(jtotal "$T/$a-nat" "$nb")" 0 "$a: --iters $k vs the natural run after $nb charges";;
     esac
   fi
   # above: the SCO schedules end at their own length with the natural run's total; for the
-  # pure family algo.iters is T, so the plan grows and is recomputed
+  # pure family and dp-sgd-rdp algo.iters is T, so the plan grows (and is recomputed)
   expect 0 $MPI -np 2 "$DPOPT" train $C $X $extra --algo $a --iters $((N + 5)) --out "$T/$a-above"
   sa=$(js "$T/$a-above" .privacy.eps_spent)
-  case " $PURE " in
+  case "$a: $PURE " in
     *" $a "*)
       [ "$(js "$T/$a-above" .plan.steps)" = "$((N + 5))" ] && ok || bad "$a: plan of --iters $((N + 5))"
       close "$(pure_total "$T/$a-above")" "$sa" 1e-9 "$a: --iters $((N + 5)) total vs recomputation";;
+    dp-sgd-rdp:*)
+      na=$(grep -c '"step"' "$T/$a-above/ledger.jsonl")
+      [ "$(js "$T/$a-above" .iterations_done)" = "$((N + 5))" ] && [ "$na" = "$((N + 5))" ] &&
+        ok || bad "$a: --iters $((N + 5)) ran $(js "$T/$a-above" .iterations_done), charged $na"
+      awk -v s="$sa" 'BEGIN {exit !(s > 0 && s <= 1)}' && ok || bad "$a: --iters above spent '$sa'";;
     *)
       [ "$(js "$T/$a-above" .iterations_done)" = "$done_n" ] && ok ||
         bad "$a: --iters $((N + 5)) ran $(js "$T/$a-above" .iterations_done) steps, natural $done_n"

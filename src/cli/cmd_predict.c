@@ -115,7 +115,7 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
     goto fail;
   if (ctx->rank == 0) {
     int binary = dpo_model_binary(model);
-    printf("model           %s (%s, d=%d%s)\n", mfile, mname, (int)r.d,
+    printf("model           %s (%s, d=%d%s%s)\n", mfile, mname, (int)r.d, r.intercept ? ", intercept" : "",
            lambda_known ? "" : ", lambda unknown: give --lambda or --run for F");
     printf("data            %s: %lld rows x %d features on %d rank%s\n", dpath,
            (long long)r.n, (int)r.d, ctx->size, ctx->size > 1 ? "s" : "");

@@ -31,10 +31,14 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--report-rows", "data.report_rows", NULL, "name rejected rows / count clipped rows: NON-PRIVATE output (private algorithms)"},
     {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
     {"--lambda", "model.lambda", "L", "regularization lambda in lambda*||x||^2 (default 1e-4)"},
+    {"--intercept", "model.intercept", NULL, "fit a bias term b (model.intercept = 1; regularized by the same lambda; model.txt line \"intercept b\")"},
+    {"--no-intercept", "model.no_intercept", NULL, "no bias term (the default; overrides model.intercept)"},
     {"--algo", "algo.name", "NAME", "algorithm (list below; default gd)"},
     {"--iters", "algo.iters", "T", "iterations (default: a private algorithm's own schedule length, else 100)"},
     {"--gtol", "algo.gtol", "G", "stop when ||grad F|| <= G (non-private algorithms; default 0)"},
     {"--batch", "algo.m", "M", "minibatch size m (default n: full batch)"},
+    {"--epochs", "algo.epochs", "E", "minibatch algorithms (dp-sgd-rdp): passes over the data, T = ceil(E n / m) steps"},
+    {"--lr", "algo.lr", "ETA", "step size (dp-sgd-rdp: base rate of its schedule)"},
     {"--x0", "algo.x0", "V|FILE", "initial point: every coordinate V (default 0), or a model.txt (warm start; treated as public)"},
     {"--eps", "privacy.eps", "E", "privacy budget epsilon (private algorithms)"},
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
@@ -416,6 +420,13 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto fail;
   }
   if ((rc = dpo_model_create(model_name, lambda, &model))) goto fail;
+  {
+    int icpt = 0, no_icpt = 0;
+    if ((rc = dpo_config_get_bool(cfg, "model.intercept", 0, &icpt)) ||
+        (rc = dpo_config_get_bool(cfg, "model.no_intercept", 0, &no_icpt)) ||
+        (rc = dpo_model_set_intercept(model, icpt && !no_icpt)))
+      goto fail;
+  }
   double fstar = NAN;
   int fstar_newton = !strcasecmp(fstar_s, "newton");
   if (!fstar_newton && strcasecmp(fstar_s, "none")) {
@@ -477,6 +488,10 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     lo.d = train->d; /* the test set must live in the training feature space */
     if ((rc = dpo_shard_load(ctx->comm, test_path, &lo, &test))) goto fail;
   }
+  /* the bias column, after the declared bounds were checked on the features themselves */
+  if ((rc = dpo_model_prepare_shard(model, train)) ||
+      (test && (rc = dpo_model_prepare_shard(model, test))))
+    goto fail;
   dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", train_path,
           (long long)train->n_global, train->d, ctx->size, ctx->size > 1 ? "s" : "");
 
@@ -601,7 +616,8 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", model_name, algo->name,
              train_path, train->d, dpo_train_priv_label(priv));
     snprintf(p, sizeof p, "%s/model.txt", run_dir);
-    if ((rc = dpo_model_write(p, x, train->d, cm))) goto fail0;
+    int icpt = dpo_model_intercept(model);
+    if ((rc = dpo_model_write_icpt(p, x, train->d - icpt, icpt, cm))) goto fail0;
     /* again at the end (atomically): keys the run resolved on the way are in it now */
     if ((rc = dpo_train_write_config(cfg, run_dir))) goto fail0;
     sum = json_object_new_object();
@@ -613,6 +629,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     json_object_object_add(sum, "train", json_object_new_string(train_path));
     json_object_object_add(sum, "n", json_object_new_int64(train->n_global));
     json_object_object_add(sum, "d", json_object_new_int(train->d));
+    json_object_object_add(sum, "intercept", json_object_new_boolean(icpt));
     json_object_object_add(sum, "iterations", json_object_new_int64(dpo_solver_max_iter(solver)));
     const dpo_plan_t *plan = dpo_solver_plan(solver);
     if (plan->kind != DPO_PLAN_NONE) {
@@ -620,6 +637,10 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       json_object_object_add(pj, "kind", json_object_new_string(dpo_plan_kind_name(plan->kind)));
       json_object_object_add(pj, "steps", json_object_new_int64(plan->steps));
       json_object_object_add(pj, "what", json_object_new_string(plan->what));
+      if (plan->batch > 0) json_object_object_add(pj, "batch", json_object_new_int64(plan->batch));
+      if (plan->noise_multiplier > 0)
+        json_object_object_add(pj, "noise_multiplier", dpo_json_double(plan->noise_multiplier));
+      if (plan->lr > 0) json_object_object_add(pj, "lr", dpo_json_double(plan->lr));
       json_object_object_add(sum, "plan", pj);
     }
     json_object_object_add(sum, "status",

@@ -70,18 +70,24 @@ out:
   return rc;
 }
 
-int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d) {
+int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d, int *icpt) {
   int rank, rc;
   MPI_Comm_rank(comm, &rank);
   *x = NULL;
   *d = 0;
+  *icpt = 0;
   /* one reader, one message for every error */
-  rc = rank == 0 ? dpo_model_read(path, x, d) : DPO_OK;
+  rc = rank == 0 ? dpo_model_read_icpt(path, x, d, icpt) : DPO_OK;
   if ((rc = dpo_agree(comm, rc))) return rc;
-  if (MPI_Bcast(d, 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS)
+  int32_t hdr[2] = {*d, (int32_t)*icpt};
+  if (MPI_Bcast(hdr, 2, MPI_INT32_T, 0, comm) != MPI_SUCCESS)
     return dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model dimension failed"));
-  if (rank != 0 && !(*x = malloc((size_t)*d * sizeof **x))) rc = dpo_err(DPO_ENOMEM, "out of memory");
-  if (!(rc = dpo_agree(comm, rc)) && MPI_Bcast(*x, *d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+  *d = hdr[0];
+  *icpt = (int)hdr[1];
+  size_t len = (size_t)*d + (size_t)*icpt;
+  if (rank != 0 && !(*x = malloc((len ? len : 1) * sizeof **x)))
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+  if (!(rc = dpo_agree(comm, rc)) && MPI_Bcast(*x, (int)len, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
     rc = dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model failed"));
   if (rc) {
     free(*x);
@@ -113,23 +119,27 @@ static int dpo__load_in_model_space(MPI_Comm comm, const char *mfile, int32_t d,
   return DPO_OK;
 }
 
-int dpo_model_eval_file(MPI_Comm comm, const dpo_model_t *m, const char *model_file,
+int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,
                         const char *data, const dpo_load_opts_t *lo, const char *pred_out,
                         dpo_eval_result_t *res) {
   dpo_shard_t *sh = NULL;
   double *x = NULL;
   int32_t d = 0;
-  int rc;
+  int rc, icpt = 0;
   memset(res, 0, sizeof *res);
   res->loss = res->metric = NAN;
-  if ((rc = dpo_model_read_bcast(comm, model_file, &x, &d)) ||
+  /* a model with an intercept line is applied to the rows with the public constant column
+   * appended (dpo_model_prepare_shard), the bias its last coefficient */
+  if ((rc = dpo_model_read_bcast(comm, model_file, &x, &d, &icpt)) ||
       (rc = dpo__load_in_model_space(comm, model_file, d, data, *lo, &sh)) ||
+      (rc = dpo_model_set_intercept(m, icpt)) || (rc = dpo_model_prepare_shard(m, sh)) ||
       (rc = dpo_model_eval_shard(comm, m, sh, x, &res->loss, &res->metric)) ||
       (pred_out && (rc = dpo_model_write_predictions(comm, pred_out, m, sh, x))))
     goto out;
   res->d = d;
   res->n = sh->n_global;
-  for (int32_t j = 0; j < d; j++) res->xx += x[j] * x[j];
+  res->intercept = icpt;
+  for (int32_t j = 0; j < d + icpt; j++) res->xx += x[j] * x[j];
 out:
   free(x);
   dpo_shard_destroy(sh);

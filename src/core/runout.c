@@ -113,7 +113,12 @@ int dpo_write_atomic(const char *path, const void *buf, size_t len) {
 }
 
 int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment) {
-  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + (size_t)d * 32;
+  return dpo_model_write_icpt(path, x, d, 0, comment);
+}
+
+int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int intercept,
+                         const char *comment) {
+  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + ((size_t)d + 1) * 32;
   char *buf = malloc(cap);
   if (!buf) return dpo_err(DPO_ENOMEM, "model write: out of memory");
   size_t off = 0;
@@ -129,31 +134,54 @@ int dpo_model_write(const char *path, const double *x, int32_t d, const char *co
   }
   off += (size_t)snprintf(buf + off, cap - off, "%d\n", (int)d);
   for (int32_t j = 0; j < d; j++) off += (size_t)snprintf(buf + off, cap - off, "%.17g\n", x[j]);
+  if (intercept) off += (size_t)snprintf(buf + off, cap - off, "intercept %.17g\n", x[d]);
   int rc = dpo_write_atomic(path, buf, off);
   free(buf);
   return rc;
 }
 
 int dpo_model_read(const char *path, double **xo, int32_t *d) {
+  int icpt = 0, rc = dpo_model_read_icpt(path, xo, d, &icpt);
+  if (!rc) *d += icpt;
+  return rc;
+}
+
+int dpo_model_read_icpt(const char *path, double **xo, int32_t *d, int *intercept) {
   FILE *f = fopen(path, "r");
   if (!f) return dpo_err(DPO_EIO, "%s: cannot open model: %s", path, strerror(errno));
   char line[512];
   long ln = 0;
   long dim = -1;
   int32_t k = 0;
+  int icpt = 0;
   double *x = NULL;
   int rc = DPO_OK;
   while (fgets(line, sizeof line, f)) {
     ln++;
     if (line[0] == '#' || line[0] == '\n') continue;
     char *end;
+    if (icpt) {
+      rc = dpo_err(DPO_EFORMAT, "%s:%ld: nothing may follow the intercept line", path, ln);
+      goto out;
+    }
+    if (dim > 0 && k == dim && !strncmp(line, "intercept", 9)) {
+      double b = strtod(line + 9, &end);
+      while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
+      if (end == line + 9 || *end || !isfinite(b)) {
+        rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected \"intercept VALUE\"", path, ln);
+        goto out;
+      }
+      x[k] = b;
+      icpt = 1;
+      continue;
+    }
     if (dim < 0) {
       dim = strtol(line, &end, 10);
       if (end == line || dim <= 0 || dim > (1L << 30)) {
         rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected the dimension", path, ln);
         goto out;
       }
-      if (!(x = malloc((size_t)dim * sizeof *x))) {
+      if (!(x = malloc(((size_t)dim + 1) * sizeof *x))) { /* + 1: a possible intercept */
         rc = dpo_err(DPO_ENOMEM, "model read: out of memory");
         goto out;
       }
@@ -176,6 +204,7 @@ int dpo_model_read(const char *path, double **xo, int32_t *d) {
   }
   *xo = x;
   *d = (int32_t)dim;
+  *intercept = icpt;
   x = NULL;
 out:
   free(x);

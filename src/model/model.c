@@ -104,16 +104,91 @@ int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const doubl
   return dpo_kern_eval(m->ops->loss, s, x, loss_sum, metric_sum);
 }
 
+/* Intercept (bias) b, derivation of its bounds.  The model is fitted on augmented rows
+ * u~ = (u, c) with the public constant c = DPO_MODEL_ICPT = 1 appended as the last feature, so
+ * the prediction is t = u'w + c b and every per-row formula (loss, gradient, clipping,
+ * Hessian) applies to u~ unchanged.  The regularizer is lambda ||(w, b)||^2, i.e. the bias is
+ * regularized with the same lambda as the weights (see dpo_model_set_intercept for why).
+ * The declared bounds B1 >= ||u||_1 and B2 >= ||u||_2 are about the user's features; the
+ * augmented rows satisfy
+ *   ||u~||_1 = ||u||_1 + |c| <= B1 + c,   ||u~||_2 = sqrt(||u||_2^2 + c^2) <= sqrt(B2^2 + c^2),
+ * and every public constant is the no-intercept formula at the augmented bound:
+ *   smoothness  L = (B2^2 + c^2)/4 + 2 lambda (logistic), B2^2 + c^2 + 2 lambda (squared)
+ *               (largest eigenvalue of (1/n) sum w_i u~_i u~_i', w_i <= 1/4 resp. 1);
+ *   strong convexity mu = 2 lambda (unchanged: the regularizer covers b too);
+ *   per-example gradient norm without clipping (logistic, |coefficient| <= 1):
+ *               ||g_i||_2 <= sqrt(B2^2 + c^2), ||g_i||_1 <= B1 + c, so the L1 sensitivity of
+ *               (001, 5.2) becomes 2 (B1 + c) and the L2 one 2 sqrt(B2^2 + c^2);
+ *   with clipping at C the clipped per-example gradient of u~ has norm <= C: nothing changes. */
+double dpo_model_row_bound(const dpo_model_t *m, int l1, double B) {
+  if (!m || !m->intercept || !(B >= 0) || !isfinite(B)) return B;
+  return l1 ? B + DPO_MODEL_ICPT : sqrt(B * B + DPO_MODEL_ICPT * DPO_MODEL_ICPT);
+}
+
+int dpo_model_set_intercept(dpo_model_t *m, int on) {
+  if (!m) return dpo_err(DPO_EINVAL, "dpo_model_set_intercept: NULL model");
+  m->intercept = on ? 1 : 0;
+  return DPO_OK;
+}
+
+int dpo_model_intercept(const dpo_model_t *m) { return m->intercept; }
+
+int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s) {
+  if (!m || !s) return dpo_err(DPO_EINVAL, "dpo_model_prepare_shard: NULL argument");
+  if (!m->intercept) return DPO_OK;
+  if (s->d >= INT32_MAX - 1) return dpo_err(DPO_EINVAL, "%s: too many features", s->source);
+  int32_t d = s->d, d1 = d + 1;
+  if (s->sparse) {
+    int64_t nnz = s->n > 0 ? s->rowptr[s->n] : 0, tot = nnz + s->n;
+    int32_t *ci = malloc((size_t)(tot ? tot : 1) * sizeof *ci);
+    double *v = malloc((size_t)(tot ? tot : 1) * sizeof *v);
+    if (!ci || !v) {
+      free(ci);
+      free(v);
+      return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t a = s->rowptr[i], e = s->rowptr[i + 1];
+      s->rowptr[i] = k;
+      for (int64_t p = a; p < e; p++, k++) { /* columns stay increasing: d is the largest */
+        ci[k] = s->colind[p];
+        v[k] = s->val[p];
+      }
+      ci[k] = d;
+      v[k++] = DPO_MODEL_ICPT;
+    }
+    if (s->n > 0) s->rowptr[s->n] = k;
+    free(s->colind);
+    free(s->val);
+    s->colind = ci;
+    s->val = v;
+  } else {
+    double *X = malloc((size_t)(s->n ? s->n : 1) * (size_t)d1 * sizeof *X);
+    if (!X) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    for (int64_t i = 0; i < s->n; i++) {
+      if (d > 0) memcpy(X + i * d1, s->X + i * d, (size_t)d * sizeof *X);
+      X[i * d1 + d] = DPO_MODEL_ICPT;
+    }
+    free(s->X);
+    s->X = X;
+  }
+  s->d = d1;
+  return DPO_OK;
+}
+
 double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound) {
   if (!(row_l2_bound >= 0) || !isfinite(row_l2_bound)) return -1.0;
-  if (m->user) return m->user->L_bound ? m->user->L_bound(m->lambda, row_l2_bound) : -1.0;
-  return m->ops->L_bound(m->lambda, row_l2_bound);
+  double b2 = dpo_model_row_bound(m, 0, row_l2_bound);
+  if (m->user) return m->user->L_bound ? m->user->L_bound(m->lambda, b2) : -1.0;
+  return m->ops->L_bound(m->lambda, b2);
 }
 
 double dpo_model_mu(const dpo_model_t *m) { return 2.0 * m->lambda; }
 
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound) {
   if (!(row_l1_bound >= 0) || !isfinite(row_l1_bound)) return -1.0;
-  if (m->user) return m->user->grad_l1_sens ? m->user->grad_l1_sens(row_l1_bound) : -1.0;
-  return m->ops->grad_l1_sens(row_l1_bound);
+  double b1 = dpo_model_row_bound(m, 1, row_l1_bound);
+  if (m->user) return m->user->grad_l1_sens ? m->user->grad_l1_sens(b1) : -1.0;
+  return m->ops->grad_l1_sens(b1);
 }

@@ -21,6 +21,7 @@ struct dpo_model {
   const dpo_model_ops_t *user; /* a user objective (dpo_model_create_ops; ops is NULL) */
   char name[16];   /* name it was created with ("lsq" stays "lsq") */
   double lambda;
+  int intercept;   /* 1: the last coordinate is a bias on a constant feature DPO_MODEL_ICPT */
 };
 
 extern const dpo__model_ops_t dpo__model_logreg;

@@ -152,6 +152,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
     if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
   }
+  B2 = dpo_model_row_bound(model, 0, B2); /* with an intercept: sqrt(B2^2 + 1) (model.h) */
   if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && dpo_sens(rel, B2) < dp->S2)
     dp->S2 = dpo_sens(rel, B2); /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
   if (!isfinite(dp->S1)) {

@@ -94,6 +94,8 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
   c->L = INFINITY;
   if (Cl > 0) c->L = Cl;
+  /* the bound on the rows the model sees (with an intercept: sqrt(B2^2 + 1), model.h) */
+  B2 = dpo_model_row_bound(dpo_oracle_model(dpo_solver_oracle(s)), 0, B2);
   if (model && !strcmp(model, "logreg") && B2 > 0 && B2 < c->L) c->L = B2;
   if (!isfinite(c->L))
     return dpo_err(DPO_EINVAL, "%s: needs a public Lipschitz bound: privacy.clip = l2:C, or "
