@@ -42,15 +42,55 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
   json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
   json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
+  json_object_object_add(j, "step_cap", dpo_json_double(o->step_cap));
+  json_object_object_add(j, "reject_tol", dpo_json_double(o->reject_tol));
+  json_object_object_add(j, "epochs_undone", json_object_new_int64(res->epochs_undone));
+  json_object_object_add(j, "failed", json_object_new_boolean(res->failed_epoch > 0));
+  if (res->failed_epoch > 0) {
+    json_object_object_add(j, "failed_epoch", json_object_new_int64(res->failed_epoch));
+    json_object_object_add(j, "error", json_object_new_string(dpo_errmsg()));
+  }
   json_object_object_add(j, "private", json_object_new_boolean(0));
   int rc = json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY);
   json_object_put(j);
   return rc ? dpo_err(DPO_EIO, "%s: cannot write", path) : DPO_OK;
 }
 
+/* trace.csv, written as the run goes (rank 0): one row per evaluation, flushed, so a run that
+ * fails or is killed keeps every evaluation made before. */
+typedef struct {
+  FILE *f;
+  char path[4096];
+} dpo__mf_trace_t;
+
+static int dpo__mf_trace_open(dpo__mf_trace_t *tw, const char *dir) {
+  snprintf(tw->path, sizeof tw->path, "%s/trace.csv", dir);
+  if (!(tw->f = fopen(tw->path, "w"))) return dpo_err(DPO_EIO, "%s: cannot write", tw->path);
+  fprintf(tw->f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
+                 "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
+  fprintf(tw->f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
+  return fflush(tw->f) ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+static int dpo__mf_trace_row(void *ctx, const dpo_hamsi_trace_t *r) {
+  dpo__mf_trace_t *tw = ctx;
+  if (!tw->f) return DPO_OK; /* ranks other than 0, or no --out */
+  fprintf(tw->f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
+          r->train_rmse, r->test_rmse, r->sigma, r->npairs);
+  return fflush(tw->f) ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+static int dpo__mf_trace_close(dpo__mf_trace_t *tw) {
+  int bad = tw->f && fclose(tw->f);
+  tw->f = NULL;
+  return bad ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+/* X1.txt, X2t.txt and summary.json (rank 0); on a failed run they hold the last good point,
+ * and FAILED says so. */
 static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_hamsi_result_t *res,
                          const dpo_hamsi_opts_t *o, const char *method, const char *part,
-                         const double *ph) {
+                         const double *ph, int status) {
   int st = DPO_OK;
   char path[4096], cm[512];
   if (ctx->rank != 0) return DPO_OK;
@@ -62,20 +102,17 @@ static int dpo__mf_write(const dpo_cli_ctx_t *ctx, const char *dir, const dpo_ha
            method, part);
   snprintf(path, sizeof path, "%s/X2t.txt", dir);
   if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
-  snprintf(path, sizeof path, "%s/trace.csv", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return dpo_err(DPO_EIO, "%s: cannot write", path);
-  fprintf(f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
-             "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
-  fprintf(f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
-  for (int64_t t = 0; t < res->ntrace; t++) {
-    const dpo_hamsi_trace_t *r = &res->trace[t];
-    fprintf(f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
-            r->train_rmse, r->test_rmse, r->sigma, r->npairs);
-  }
-  if (fclose(f)) return dpo_err(DPO_EIO, "%s: write failed", path);
   snprintf(path, sizeof path, "%s/summary.json", dir);
-  return dpo__mf_summary(path, res, o, method, part, ph, ctx->size);
+  if ((st = dpo__mf_summary(path, res, o, method, part, ph, ctx->size)) || !status) return st;
+  char msg[2048];
+  int n = snprintf(msg, sizeof msg,
+                   "dpopt mf failed: %s (%s); exit status %d\n"
+                   "X1.txt, X2t.txt and summary.json hold the last good point (end of epoch %lld); "
+                   "trace.csv the evaluations made before the failure.\n",
+                   dpo_errmsg(), dpo_strerror(status), dpo_cli_exit_status(status),
+                   (long long)res->epochs);
+  snprintf(path, sizeof path, "%s/FAILED", dir);
+  return dpo_write_atomic(path, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
@@ -90,6 +127,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--gamma", "mf.gamma", "G", "(default 0.51)"},
       {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0)"},
+      {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long (default 30; 0 = off)"},
+      {"--reject-tol", "mf.reject_tol", "F", "safeguard: undo an epoch that raises its repeated stratum's objective by more than F and reset the memory (default 0.1; < 0 = off)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
       {"--epochs", "mf.epochs", "T", "outer iterations (default 20, or with --time until the time; 0 with --time: until the time)"},
       {"--time", "mf.time", "SEC", "stop after SEC seconds of training (evaluation excluded)"},
@@ -98,12 +137,13 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},
-      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv, summary.json into DIR"},
+      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv (as the run goes), summary.json into DIR; a diverged run leaves its last good point there and FAILED"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   dpo_ratings_t *rt = NULL;
   dpo_hamsi_result_t *res = NULL;
+  dpo__mf_trace_t tw = {NULL, ""};
   char *pos[1];
   int npos, rc, ex = 0;
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "mf", DPO_ENOMEM);
@@ -149,6 +189,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
       (rc = dpo_config_get_double(cfg, "mf.lambda", o.lambda, &o.lambda)) ||
+      (rc = dpo_config_get_double(cfg, "mf.step_cap", o.step_cap, &o.step_cap)) ||
+      (rc = dpo_config_get_double(cfg, "mf.reject_tol", o.reject_tol, &o.reject_tol)) ||
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
       (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
       (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
@@ -195,9 +237,26 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       goto out;
     }
   }
+  if (outdir && (rc = dpo_agree(ctx->comm, ctx->rank == 0 ? dpo__mf_trace_open(&tw, outdir) : DPO_OK))) {
+    ex = dpo_cli_fail(ctx, "mf", rc);
+    goto out;
+  }
+  o.on_trace = dpo__mf_trace_row;
+  o.trace_ctx = &tw;
+  o.result_on_failure = outdir != NULL;
   if ((rc = dpo_ratings_load(ctx->comm, pos[0], !zb, &rt)) ||
       (rc = dpo_hamsi_run(ctx->comm, rt, &o, &res))) {
     ex = dpo_cli_fail(ctx, "mf", rc);
+    /* diverged: the library returned the last good point; keep it with the trace */
+    if (rc == DPO_ENOCONV && res && outdir) {
+      (void)dpo__mf_trace_close(&tw);
+      ph[0] = res->t_grad;
+      ph[1] = res->t_update;
+      ph[2] = res->t_hess;
+      ph[3] = res->t_comm;
+      MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, ctx->comm);
+      (void)dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part, ph, rc));
+    }
     goto out;
   }
   /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
@@ -208,7 +267,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS)
     rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
   if ((rc = dpo_agree(ctx->comm, rc)) ||
-      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part, ph))))) {
+      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_trace_close(&tw)))) ||
+      (outdir && (rc = dpo_agree(ctx->comm, dpo__mf_write(ctx, outdir, res, &o, method, part, ph, 0))))) {
     ex = dpo_cli_fail(ctx, "mf", rc);
     goto out;
   }
@@ -236,13 +296,17 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     printf("phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
            ph[0], ph[1], ph[2], ph[3]);
     printf("ratings/s/rank  %.4g .. %.4g\n", rps[0], -rps[1]);
-    if (o.method == DPO_MF_HAMSI)
+    if (o.method == DPO_MF_HAMSI) {
       printf("L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",
              (long long)res->pairs_accepted, (long long)res->pairs_rejected, res->sigma);
+      printf("safeguards      %lld epochs undone (memory reset), %lld block steps capped (rank 0)\n",
+             (long long)res->epochs_undone, (long long)res->steps_capped);
+    }
     printf("privacy         none: seeded, reproducible, NOT private\n");
   }
   dpo_cli_warn_unused(ctx, cfg);
 out:
+  (void)dpo__mf_trace_close(&tw);
   dpo_hamsi_result_destroy(res);
   dpo_ratings_destroy(rt);
   dpo_config_destroy(cfg);

@@ -36,6 +36,8 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->seed = 1;
   o->repro = 0;
   o->eval_every = 1;
+  o->step_cap = 30;
+  o->reject_tol = 0.1;
 }
 
 void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r) {
@@ -121,7 +123,7 @@ static int dpo__cb_aux(dpo__hm_t *h, int32_t c) {
  * times in S_k, under users of different ranks): the summed steps equal the serial sequential
  * pass only to first order in the step (the HOGWILD approximation itself), so HOGWILD on P
  * ranks is a different, P-dependent iteration that converges but is not bit-identical. */
-static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2) {
+static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2, double *fp) {
   int32_t r = h->r;
   int64_t t0 = h->toff[g], nt = h->toff[g + 1] - t0;
   if (!nt) return DPO_OK; /* empty for every rank (the list is global) */
@@ -135,7 +137,8 @@ static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2) {
     if (acc) memset(h->gx2 + o, 0, sizeof(double) * (size_t)r);
   }
   for (int64_t t = h->uoff[g]; t < h->uoff[g + 1]; t++)
-    dpo__hm_block(h, &h->blk[0], h->sord[t], xc, a1, acc ? h->gx2 : NULL, h->dx2);
+    dpo__hm_block(h, &h->blk[0], h->sord[t], xc, a1, acc ? h->gx2 : NULL, h->dx2,
+                  fp ? fp + 3 * h->chunk_of[h->u0 + h->lu[h->sord[t]]] : NULL);
   double tc = MPI_Wtime();
   int64_t w = (int64_t)r * (acc ? 2 : 1);
   for (int64_t j = 0; j < nt; j++) {
@@ -155,40 +158,93 @@ static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2) {
   return DPO_OK;
 }
 
+/* Lines 12 and 14 bookkeeping before the first / last inner step of a HAMSI epoch. */
+static int dpo__mark(dpo__hm_t *h, int first, int last) {
+  int st = DPO_OK;
+  if (first) { /* line 12: x-bar, g-bar (accumulated below); x-bar is also the point an
+                * undone epoch returns to */
+    memcpy(h->xb1, h->x1, sizeof(double) * (size_t)h->nvr);
+    memset(h->gb1, 0, sizeof(double) * (size_t)h->nvr);
+  }
+  if (last) { /* s = x - x-bar where the last gradient is taken; y accumulates g */
+    for (int64_t v = 0; v < h->nvr; v++) h->s1[v] = h->x1[v] - h->xb1[v];
+    memset(h->y1, 0, sizeof(double) * (size_t)h->nvr);
+  }
+  for (int32_t c = 0; c < h->B && (first || last); c++) {
+    if (!h->cbuf[c]) continue;
+    if ((st = dpo__cb_aux(h, c))) return st;
+    int64_t nv = dpo__nvc(h, c);
+    if (first) {
+      memcpy(h->xbc[c], h->cbuf[c], sizeof(double) * (size_t)nv);
+      memset(h->gbc[c], 0, sizeof(double) * (size_t)nv);
+    } else {
+      for (int64_t v = 0; v < nv; v++) h->sc[c][v] = h->cbuf[c][v] - h->xbc[c][v];
+      memset(h->yc[c], 0, sizeof(double) * (size_t)nv);
+    }
+  }
+  return st;
+}
+
+/* Does any factor this rank holds have a non-finite entry? */
+static int dpo__nonfinite(const dpo__hm_t *h) {
+  int bad = 0;
+  for (int64_t v = 0; v < h->nvr && !bad; v++) bad = !isfinite(h->x1[v]);
+  for (int32_t c = 0; c < h->B && !bad; c++) {
+    if (!h->cbuf[c]) continue;
+    int64_t nv = dpo__nvc(h, c);
+    for (int64_t v = 0; v < nv && !bad; v++) bad = !isfinite(h->cbuf[c][v]);
+  }
+  return bad;
+}
+
+/* Safeguard after the strata of a HAMSI epoch, before its pair (collective).  The first and
+ * the last inner step work on the same stratum k0, and its blocks are variable-disjoint, so
+ * the sums of the blocks' objectives (dpo__hm_block, fixed parts: rank-independent with repro)
+ * are f_k0 at the start of the epoch and before its last step, for free.  If f_k0 rose by more
+ * than reject_tol, or a factor is not finite, the epoch is undone (back to x-bar, which is the
+ * start of the epoch, the blocks being where they were then) and the L-BFGS memory reset:
+ * the next epochs take gradient steps with the smaller 1/beta_t and refill the memory.  So a
+ * bad curvature pair costs one epoch instead of the run.  *undone says whether it acted.
+ * Over-long gradient steps (too large sigma0, too small eta) are halved until they pass. */
+static int dpo__check(dpo__hm_t *h, int *undone) {
+  int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
+  double out[3];
+  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
+  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  *undone = 0;
+  if (st) return st;
+  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return DPO_OK;
+  *undone = 1;
+  h->undone++;
+  /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
+   * for these data, so halve it for the rest of the run; after a quasi-Newton epoch the
+   * curvature pairs are to blame and the reset below is the remedy */
+  if (h->lb.m < h->M) h->damp *= 0.5;
+  memcpy(h->x1, h->xb1, sizeof(double) * (size_t)h->nvr);
+  for (int32_t c = 0; c < h->B; c++)
+    if (h->cbuf[c]) memcpy(h->cbuf[c], h->xbc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
+  dpo__hm_reset_memory(h);
+  return DPO_OK;
+}
+
 /* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
 static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
-  int st = DPO_OK;
+  int st = DPO_OK, guard = h->hamsi && h->o.reject_tol >= 0;
   if ((st = dpo__hm_travel(h, seq[0]))) return st;
   for (int l = 0; l < L; l++) {
     int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
     int first = h->hamsi && l == 0, last = h->hamsi && l == L - 1;
     if (h->grid && next >= 0 && next != k && (st = dpo__hm_travel_begin(h, k, next))) return st;
-    if (first) { /* line 12: x-bar, g-bar (accumulated below) */
-      memcpy(h->xb1, h->x1, sizeof(double) * (size_t)h->nvr);
-      memset(h->gb1, 0, sizeof(double) * (size_t)h->nvr);
-    }
-    if (last) { /* s = x - x-bar where the last gradient is taken; y accumulates g */
-      for (int64_t v = 0; v < h->nvr; v++) h->s1[v] = h->x1[v] - h->xb1[v];
-      memset(h->y1, 0, sizeof(double) * (size_t)h->nvr);
-    }
-    for (int32_t c = 0; c < h->B && (first || last); c++) {
-      if (!h->cbuf[c]) continue;
-      if ((st = dpo__cb_aux(h, c))) return st;
-      int64_t nv = dpo__nvc(h, c);
-      if (first) {
-        memcpy(h->xbc[c], h->cbuf[c], sizeof(double) * (size_t)nv);
-        memset(h->gbc[c], 0, sizeof(double) * (size_t)nv);
-      } else {
-        for (int64_t v = 0; v < nv; v++) h->sc[c][v] = h->cbuf[c][v] - h->xbc[c][v];
-        memset(h->yc[c], 0, sizeof(double) * (size_t)nv);
-      }
-    }
+    if ((st = dpo__mark(h, first, last))) return st;
     double *a1 = first ? h->gb1 : last ? h->y1 : NULL;
+    double *fp = guard && (first || last) ? h->fpart + (last ? 1 : 0) : NULL;
     if (h->grid) {
       for (int32_t i = h->i0; i < h->i1; i++) {
         int32_t c = dpo__mod(i + k, h->B);
         double *a2 = first ? h->gbc[c] : last ? h->yc[c] : NULL;
-        dpo__hm_block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL);
+        dpo__hm_block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL,
+                      fp ? fp + 3 * i : NULL);
         /* the block is done for this step: send it on while the next block computes */
         if (next >= 0 && next != k && (st = dpo__hm_travel_send(h, c, next))) return st;
       }
@@ -196,31 +252,60 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
     } else if (!h->dist) {
       double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
       for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
-        dpo__hm_block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2, NULL);
+        dpo__hm_block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2, NULL,
+                      fp ? fp + 3 * h->chunk_of[h->u0 + h->lu[h->sord[t]]] : NULL);
     } else {
       double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
       for (int32_t ph = 0; ph < h->nph; ph++)
-        if ((st = dpo__unit(h, (int64_t)k * h->nph + ph, a1, a2))) return st;
+        if ((st = dpo__unit(h, (int64_t)k * h->nph + ph, a1, a2, fp))) return st;
     }
   }
-  if (h->hamsi) st = dpo__hm_pair(h);
+  if (h->hamsi) {
+    int undone = 0;
+    if (guard && (st = dpo__check(h, &undone))) return st;
+    if (!undone) st = dpo__hm_pair(h);
+  }
   return st;
 }
 
 /* Divergence guard (local; the caller agrees on the status): every factor this rank holds
  * and, when given, the RMSE must be finite. */
 static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
-  int bad = rmse && !isfinite(*rmse);
-  for (int64_t v = 0; v < h->nvr && !bad; v++) bad = !isfinite(h->x1[v]);
-  for (int32_t c = 0; c < h->B && !bad; c++) {
-    if (!h->cbuf[c]) continue;
-    int64_t nv = dpo__nvc(h, c);
-    for (int64_t v = 0; v < nv && !bad; v++) bad = !isfinite(h->cbuf[c][v]);
-  }
+  int bad = (rmse && !isfinite(*rmse)) || dpo__nonfinite(h);
   if (!bad) return DPO_OK;
   return dpo_err(DPO_ENOCONV, "diverged at epoch %lld (%s non-finite): try a smaller --sigma0 or "
                  "a larger --eta (beta_t = (eta t)^gamma divides the step)", (long long)t,
                  rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
+}
+
+/* Keep the current point as the last good one (it passed the divergence check). */
+static int dpo__keep(dpo__hm_t *h, int64_t t) {
+  if (!h->good1 && !(h->good1 = malloc(sizeof(double) * (size_t)(h->nvr ? h->nvr : 1))))
+    return dpo_err(DPO_ENOMEM, "hamsi: last good point");
+  if (!h->goodc && !(h->goodc = calloc((size_t)h->B, sizeof *h->goodc)))
+    return dpo_err(DPO_ENOMEM, "hamsi: last good point");
+  memcpy(h->good1, h->x1, sizeof(double) * (size_t)h->nvr);
+  for (int32_t c = 0; c < h->B; c++) {
+    if (!h->cbuf[c]) continue;
+    int64_t nv = dpo__nvc(h, c);
+    if (!h->goodc[c] && !(h->goodc[c] = malloc(sizeof(double) * (size_t)(nv ? nv : 1))))
+      return dpo_err(DPO_ENOMEM, "hamsi: last good point");
+    memcpy(h->goodc[c], h->cbuf[c], sizeof(double) * (size_t)nv);
+  }
+  h->good_k = h->cur_k;
+  h->good_t = t;
+  return DPO_OK;
+}
+
+/* Back to the last good point (collective: the item blocks first travel back to the ranks
+ * that held them then). */
+static int dpo__restore_good(dpo__hm_t *h) {
+  int st = dpo__hm_travel(h, h->good_k);
+  if (st) return st;
+  memcpy(h->x1, h->good1, sizeof(double) * (size_t)h->nvr);
+  for (int32_t c = 0; c < h->B; c++)
+    if (h->cbuf[c]) memcpy(h->cbuf[c], h->goodc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
+  return DPO_OK;
 }
 
 /* h from the options and the communicator; checks the options (agreed status). */
@@ -317,6 +402,8 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   res->pairs_accepted = h->hamsi ? h->lb.accepted : 0;
   res->pairs_rejected = h->hamsi ? h->lb.rejected : 0;
   res->sigma = h->sigma;
+  res->epochs_undone = h->undone;
+  res->steps_capped = h->capped;
   /* factors on every rank */
   res->X2t = *x2fullp;
   *x2fullp = NULL;
@@ -372,6 +459,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   int64_t t;
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
   st = dpo__eval(h, x2full, res->n_train, res->n_test, &res->train_rmse0, &res->test_rmse0);
+  if (!st) st = dpo__keep(h, 0);
   if ((st = dpo_agree(comm, st))) goto out;
   for (t = 1;; t++) {
     /* rank 0 decides whether to go on and the schedule, then broadcasts */
@@ -399,15 +487,25 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       tr->test_rmse = rte;
       tr->sigma = h->sigma;
       tr->npairs = h->hamsi ? h->lb.m : 0;
+      if (o->on_trace && (st = dpo_agree(comm, o->on_trace(o->trace_ctx, tr)))) break;
     }
+    if ((st = dpo_agree(comm, dpo__keep(h, t)))) break;
   }
-  if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train);
+  if (st == DPO_ENOCONV && o->result_on_failure) {
+    /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */
+    res->failed_epoch = t;
+    int st2 = dpo_agree(comm, dpo__restore_good(h));
+    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good_t, t_start, t_train);
+    if (st2) st = st2;
+  } else if (!st) {
+    st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train);
+  }
 out:
   dpo_rng_destroy(rng);
   free(sched);
   free(x2full);
   dpo__hm_free(h);
-  if (st)
+  if (st && !(st == DPO_ENOCONV && res && res->failed_epoch > 0 && h->o.result_on_failure))
     dpo_hamsi_result_destroy(res);
   else
     *resp = res;

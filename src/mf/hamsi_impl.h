@@ -77,6 +77,16 @@ typedef struct {
   double cal_w;              /* MPI_Wtime and dpo__tick at setup, to convert ticks */
   uint64_t cal_k;
   int64_t processed;
+  /* safeguards: per-part [f of the repeated stratum at the start, at the end, non-finite
+   * flag] (parts: grid user intervals, generic user chunks), counters */
+  double *fpart;
+  int64_t undone, capped;
+  double damp;           /* gradient-step factor: halved by each undone gradient epoch */
+  /* last point that passed the divergence check (factor rows held here, at stratum good_k),
+   * kept so that a failing run still returns it */
+  double *good1, **goodc;
+  int32_t good_k;
+  int64_t good_t;
 } dpo__hm_t;
 
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
@@ -128,11 +138,15 @@ int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto);
 int dpo__hm_travel(dpo__hm_t *h, int32_t kto);
 
 /* ---- hamsi_step.c ---- */
+/* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows
+ * this rank holds.  Local. */
+void dpo__hm_reset_memory(dpo__hm_t *h);
 /* Gradient of one block (grid: b; generic: the single rating `one` >= 0) against item
  * factors xc, added to acc1 / acc2 when given (lines 12 / 14), then the step (line 13); dx2
- * (generic on P ranks) receives the item step.  Local. */
+ * (generic on P ranks) receives the item step; the block's objective is added to *fsum
+ * when fsum is given.  Local. */
 void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
-                   double *acc2, double *dx2);
+                   double *acc2, double *dx2, double *fsum);
 /* Allreduce of per-part partial sums (w doubles per part) into out[w] (collective). */
 int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out);
 /* Lines 14-19 after the last inner step (collective). */

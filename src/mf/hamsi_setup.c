@@ -83,6 +83,10 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->d);
   free(h->w1);
   free(h->w2);
+  free(h->fpart);
+  free(h->good1);
+  for (int32_t c = 0; h->goodc && c < h->B; c++) free(h->goodc[c]);
+  free(h->goodc);
   dpo__lbfgs_free(&h->lb);
 }
 
@@ -516,8 +520,10 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->g1s, h->nvr);
   DPO__ALLOC(h->g2s, maxc);
   DPO__ALLOC(h->d, r);
+  DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;
   h->sigma = h->o.sigma0;
+  h->damp = 1;
 fail:
   return st;
 }

@@ -15,9 +15,70 @@ double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k) {
   return dk > 0 ? (double)k * (dw / (double)dk) : 0.0;
 }
 
-/* one block: gradient (line 10), accumulation for lines 12/14, update (line 13) */
+/* Line 13 for a block with M pairs: x_a -= (1/beta)(sigma D^-1 g_a + W_a N W_a' g_a), right to
+ * left, in the metric D = diag(degrees) (H0 = sigma D^-1, see lbfgs_compact.h).  d = H g is
+ * written over the gradient rows (wmul reads g_k before it writes d_k).  Safeguard step_cap
+ * = kappa: ||d||_D <= kappa sigma0 ||g||_D^-1, the length of the gradient step sigma0 D^-1 g
+ * of the same block; a longer step keeps its direction and gets that length.  Why: a pair
+ * with s'y > 0 but tiny next to ||s||_D ||y||_D^-1 (flat or noisy directions, e.g. rank 50 on
+ * ML-100K-sized data) gives H an eigenvalue hundreds of times sigma along s, and the first
+ * quasi-Newton epoch then steps ~400x the gradient step and diverges; on healthy runs
+ * ||d|| stays below ~15 gradient steps, so the cap does not act. */
+static void dpo__hm_qn_update(dpo__hm_t *h, const int32_t *tu, int32_t ntu, const int32_t *ti,
+                              int32_t nti, double *xc, const double *Sc, const double *Yc,
+                              const double *w2c, double *dx2) {
+  int32_t r = h->r, M = h->M;
+  double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
+  memset(u, 0, sizeof(double) * 2 * (size_t)M);
+  for (int32_t a = 0; a < ntu; a++) {
+    int64_t o = (int64_t)tu[a] * r;
+    dpo__lbfgs_wtg(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, u);
+  }
+  for (int32_t a = 0; a < nti; a++) {
+    int64_t o = (int64_t)ti[a] * r;
+    dpo__lbfgs_wtg(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, u);
+  }
+  dpo__lbfgs_nmul(&h->lb, u, v);
+  for (int32_t a = 0; a < ntu; a++) {
+    int64_t o = (int64_t)tu[a] * r;
+    double *g = h->g1s + o;
+    const double *w = h->w1 + o;
+    for (int32_t q = 0; q < r; q++) gn += w[q] * g[q] * g[q];
+    dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, w, g, v, g);
+    for (int32_t q = 0; q < r; q++) dn += g[q] * g[q] / w[q];
+  }
+  for (int32_t a = 0; a < nti; a++) {
+    int64_t o = (int64_t)ti[a] * r;
+    double *g = h->g2s + o;
+    const double *w = w2c + o;
+    for (int32_t q = 0; q < r; q++) gn += w[q] * g[q] * g[q];
+    dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w, g, v, g);
+    for (int32_t q = 0; q < r; q++) dn += g[q] * g[q] / w[q];
+  }
+  double lim = h->o.step_cap * h->o.sigma0;
+  if (h->o.step_cap > 0 && !(dn <= lim * lim * gn)) {
+    f = isfinite(dn) && dn > 0 ? f * lim * sqrt(gn / dn) : 0; /* no step along a non-finite d */
+    h->capped++;
+  }
+  for (int32_t a = 0; a < ntu; a++) {
+    int64_t o = (int64_t)tu[a] * r;
+    for (int32_t q = 0; q < r; q++) h->x1[o + q] -= f * h->g1s[o + q];
+  }
+  for (int32_t a = 0; a < nti; a++) {
+    int64_t o = (int64_t)ti[a] * r;
+    for (int32_t q = 0; q < r; q++) {
+      double sq = f * h->g2s[o + q];
+      xc[o + q] -= sq;
+      if (dx2) dx2[o + q] -= sq; /* 0 - s = -s and x + (-s) = x - s exactly (generic, P ranks) */
+    }
+  }
+}
+
+/* One block: gradient (line 10) with the objective of its ratings added to *fsum (when given;
+ * the blocks of a stratum are variable-disjoint, so over a stratum this is the stratum's f at
+ * the point where it starts), accumulation for lines 12/14, update (line 13). */
 void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
-                   double *acc2, double *dx2) {
+                   double *acc2, double *dx2, double *fsum) {
   int32_t r = h->r, M = h->M;
   int64_t nvc = dpo__nvc(h, b->cb);
   double *Sc = xc + nvc, *Yc = Sc + nvc * M;
@@ -41,11 +102,13 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
   uint64_t k0 = dpo__tick();
   for (int32_t a = 0; a < ntu; a++) memset(h->g1s + (int64_t)tu[a] * r, 0, sizeof(double) * (size_t)r);
   for (int32_t a = 0; a < nti; a++) memset(h->g2s + (int64_t)ti[a] * r, 0, sizeof(double) * (size_t)r);
+  double fs = 0;
   for (int64_t k = off; k < off + n; k++) {
     int64_t u = h->lu[k], i = h->li[k];
-    dpo__mf_term(r, h->x1 + u * r, xc + i * r, h->y[k], h->o.lambda, h->wu[k], h->wi[k],
-                 h->g1s + u * r, h->g2s + i * r);
+    fs += dpo__mf_term(r, h->x1 + u * r, xc + i * r, h->y[k], h->o.lambda, h->wu[k], h->wi[k],
+                       h->g1s + u * r, h->g2s + i * r);
   }
+  if (fsum) *fsum += fs;
   h->processed += n;
   if (acc1) {
     for (int32_t a = 0; a < ntu; a++)
@@ -55,41 +118,14 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
   }
   uint64_t k1 = dpo__tick();
   h->k_grad += k1 - k0;
-  double ib = 1.0 / h->beta;
   const double *w2c = h->w2 + (int64_t)h->col_cut[b->cb] * r;
   if (h->hamsi && h->lb.m == M) {
-    /* x_a -= (1/beta)(sigma D^-1 g_a + W_a N W_a' g_a), right to left (line 13, in the metric
-     * D = diag(degrees): H0 = sigma D^-1, see lbfgs_compact.h) */
-    double u[512], v[512];
-    memset(u, 0, sizeof(double) * 2 * (size_t)M);
-    for (int32_t a = 0; a < ntu; a++) {
-      int64_t o = (int64_t)tu[a] * r;
-      dpo__lbfgs_wtg(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, u);
-    }
-    for (int32_t a = 0; a < nti; a++) {
-      int64_t o = (int64_t)ti[a] * r;
-      dpo__lbfgs_wtg(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, u);
-    }
-    dpo__lbfgs_nmul(&h->lb, u, v);
-    for (int32_t a = 0; a < ntu; a++) {
-      int64_t o = (int64_t)tu[a] * r;
-      dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, v, h->d);
-      for (int32_t q = 0; q < r; q++) h->x1[o + q] -= ib * h->d[q];
-    }
-    for (int32_t a = 0; a < nti; a++) {
-      int64_t o = (int64_t)ti[a] * r;
-      dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, v, h->d);
-      for (int32_t q = 0; q < r; q++) {
-        double sq = ib * h->d[q];
-        xc[o + q] -= sq;
-        if (dx2) dx2[o + q] -= sq; /* 0 - s = -s and x + (-s) = x - s exactly (generic, P ranks) */
-      }
-    }
+    dpo__hm_qn_update(h, tu, ntu, ti, nti, xc, Sc, Yc, w2c, dx2);
   } else {
     /* gradient step x -= (sigma / beta) D^-1 g until M pairs exist; mb-GD always (sigma stays
      * sigma0).  D^-1: a row's gradient is a sum over its ratings, so dividing by its degree
      * makes the step independent of how many ratings a user / item has (data size). */
-    double f = h->sigma * ib;
+    double f = h->sigma * (1.0 / h->beta) * h->damp; /* damp = 1 unless a safeguard acted */
     for (int32_t a = 0; a < ntu; a++) {
       int64_t o = (int64_t)tu[a] * r;
       for (int32_t q = 0; q < r; q++) h->x1[o + q] -= f * h->w1[o + q] * h->g1s[o + q];
@@ -204,3 +240,13 @@ out:
   return st;
 }
 
+void dpo__hm_reset_memory(dpo__hm_t *h) {
+  int64_t M = h->M;
+  dpo__lbfgs_reset(&h->lb, h->o.sigma0);
+  h->sigma = h->o.sigma0;
+  /* stale rows would only meet zero entries of N, but 0 * inf is NaN: clear them */
+  memset(h->S1, 0, sizeof(double) * (size_t)(h->nvr * M));
+  memset(h->Y1, 0, sizeof(double) * (size_t)(h->nvr * M));
+  for (int32_t c = 0; c < h->B; c++)
+    if (h->cbuf[c]) memset(h->cbuf[c] + dpo__nvc(h, c), 0, sizeof(double) * (size_t)(2 * M * dpo__nvc(h, c)));
+}
