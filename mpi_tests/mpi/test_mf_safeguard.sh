@@ -5,7 +5,8 @@
 #  - deliberately aggressive steps (--sigma0 50, --eta 0.02) diverge without the safeguards
 #    and finish with a finite, improved RMSE with them (epochs undone, step scale halved);
 #  - a failing run leaves trace.csv (rows written as the run went), summary.json that parses
-#    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED.
+#    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED;
+#  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases.
 . "$(dirname "$0")/testlib.sh"
 R="$T/r.txt"
 OFF="--step-cap 0 --reject-tol -1"
@@ -48,4 +49,12 @@ for A in "--sigma0 50" "--eta 0.02"; do
   check "$A: training RMSE improved" jqt '.train_rmse_nonprivate < 0.8 * .train_rmse_initial_nonprivate' "$S"
   rm -rf "$T/agg"
 done
+# ---- gen ratings --realistic (MovieLens-like): same size, >= 20 ratings per user, biases
+expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$T/real.txt"
+check "realistic: 20000 ratings" test "$(wc -l <"$T/real.txt")" -eq 20000
+check "realistic: every user has >= 20 ratings" awk -F'::' '{n[$1]++} END {k = 0; for (u in n) {k++; if (n[u] < 20) exit 1}; exit k != 300}' "$T/real.txt"
+# user means spread (biases): sd of the user means well above the default generator's
+awk -F'::' '{s[$1] += $3; n[$1]++} END {for (u in s) {m = s[u] / n[u]; a += m; b += m * m; k++}
+  print sqrt(b / k - (a / k) ^ 2)}' "$T/real.txt" >"$T/usd"
+check "realistic: user bias spread $(cat "$T/usd") > 0.25" awk '{exit !($1 > 0.25)}' "$T/usd"
 finish test_mf_safeguard
