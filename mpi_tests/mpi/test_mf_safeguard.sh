@@ -4,6 +4,7 @@
 #    diverges (epoch 7, the issue's symptom); with the defaults the run finishes, finite;
 #  - deliberately aggressive steps (--sigma0 50, --eta 0.02) diverge without the safeguards
 #    and finish with a finite, improved RMSE with them (epochs undone, step scale halved);
+#  - with --repro the safeguards' decisions, hence the factors, do not depend on the ranks;
 #  - a failing run leaves trace.csv (rows written as the run went), summary.json that parses
 #    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED;
 #  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases.
@@ -49,6 +50,15 @@ for A in "--sigma0 50" "--eta 0.02"; do
   check "$A: training RMSE improved" jqt '.train_rmse_nonprivate < 0.8 * .train_rmse_initial_nonprivate' "$S"
   rm -rf "$T/agg"
 done
+# ---- safeguard decisions are rank-independent: with --repro, K = 4 strata on 1 and 2 ranks
+# give the same factors bit for bit while epochs are being undone
+for P in 1 2; do
+  expect 0 $MPI -np $P "$DPOPT" mf --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/rp$P" "$R"
+done
+check "repro run undid epochs" jqt '.epochs_undone > 0' "$T/rp1/summary.json"
+check "repro with safeguards: X1 identical on 1 and 2 ranks" cmp -s "$T/rp1/X1.txt" "$T/rp2/X1.txt"
+check "repro with safeguards: X2t identical on 1 and 2 ranks" cmp -s "$T/rp1/X2t.txt" "$T/rp2/X2t.txt"
+
 # ---- gen ratings --realistic (MovieLens-like): same size, >= 20 ratings per user, biases
 expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$T/real.txt"
 check "realistic: 20000 ratings" test "$(wc -l <"$T/real.txt")" -eq 20000
