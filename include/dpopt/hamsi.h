@@ -128,6 +128,16 @@ void dpo_mf_partition_report(FILE *f, const dpo_mf_partition_t *p, const int32_t
 /* ---- HAMSI / mb-GD ---- */
 
 typedef struct {
+  int64_t epoch;
+  double t_train;     /* seconds of training so far (evaluation excluded) */
+  double t_wall;      /* seconds since the start, evaluation included */
+  double train_rmse;  /* NON-PRIVATE diagnostic: computed on the training ratings */
+  double test_rmse;   /* held-out ratings (NaN when there are none) */
+  double sigma;
+  int32_t npairs;
+} dpo_hamsi_trace_t;
+
+typedef struct {
   dpo_mf_method_t method;
   dpo_mf_part_kind_t part;
   dpo_mf_sched_t sched;
@@ -146,19 +156,25 @@ typedef struct {
   uint64_t seed;       /* initial point, schedule shuffles, HOGWILD/COLOR-B, held-out split */
   int repro;           /* 1: bit-identical across rank counts (per-block reduction slots) */
   int eval_every;      /* evaluate RMSE every this many epochs (0 = only at the end) */
+  /* Safeguards of HAMSI (inactive on well-behaved runs; see src/mf/hamsi.c):
+   * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
+   *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
+   *              (default 30; 0 = off).
+   * reject_tol   an epoch after which the repeated stratum's objective is larger than
+   *              (1 + reject_tol) times its value at the start of the epoch, or a factor is not
+   *              finite, is undone (factors back to the start of the epoch) and the L-BFGS
+   *              memory is reset (default 0.1; < 0 = off). */
+  double step_cap;
+  double reject_tol;
+  /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a
+   * file and flushes it), so no progress is lost if the run fails later.  A non-zero return
+   * stops the run with that status (the callback agrees on it itself if it differs by rank). */
+  int (*on_trace)(void *ctx, const dpo_hamsi_trace_t *row);
+  void *trace_ctx;
+  int result_on_failure; /* 1: a diverged run still returns its last good point (dpo_hamsi_run) */
 } dpo_hamsi_opts_t;
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);
-
-typedef struct {
-  int64_t epoch;
-  double t_train;     /* seconds of training so far (evaluation excluded) */
-  double t_wall;      /* seconds since the start, evaluation included */
-  double train_rmse;  /* NON-PRIVATE diagnostic: computed on the training ratings */
-  double test_rmse;   /* held-out ratings (NaN when there are none) */
-  double sigma;
-  int32_t npairs;
-} dpo_hamsi_trace_t;
 
 typedef struct {
   int32_t n_users, n_items, r;
@@ -174,6 +190,9 @@ typedef struct {
   double ratings_per_sec;        /* processed by this rank per second of training */
   int64_t pairs_accepted, pairs_rejected;
   double sigma;
+  int64_t epochs_undone;   /* safeguard: epochs undone (memory reset) */
+  int64_t steps_capped;    /* safeguard: block steps shortened (this rank) */
+  int64_t failed_epoch;    /* 0, or the epoch at which the run diverged (result_on_failure) */
   int home_ok;         /* 1: at the end every item block is back at its home rank */
   int disjoint;        /* 1: the blocks processed together touch disjoint variables, so the
                           result does not depend on the number of ranks (all but HOGWILD);
@@ -186,7 +205,11 @@ typedef struct {
 /* Collective: train on the ratings this rank holds (any split of the global set; they are
  * routed to the owner of their user interval).  ratings->n_users / n_items give K and N (the
  * maximum over ranks is used).  Returns the same status on every rank: DPO_ENOCONV
- * ("diverged at epoch E ...") as soon as a factor or the training RMSE is not finite. */
+ * ("diverged at epoch E ...") as soon as a factor or the training RMSE is not finite.  Then,
+ * with opts.result_on_failure, *res is still set (caller destroys): the trace so far,
+ * failed_epoch = E, and the factors and RMSEs of the last point that passed the check (the
+ * end of epoch E - 1, finite but possibly far off); otherwise, and on any other error, *res
+ * is NULL. */
 int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
                   dpo_hamsi_result_t **res);
 void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r);

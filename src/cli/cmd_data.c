@@ -129,6 +129,7 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--items", "gen.items", "N", "ratings: items (overrides --size)"},
       {"--ratings", "gen.ratings", "R", "ratings: number of ratings (overrides --size)"},
       {"--rank", "gen.rank", "R", "ratings: rank of the signal (default 10)"},
+      {"--realistic", "gen.realistic", NULL, "ratings: MovieLens-like statistics: user/item biases, >= 20 ratings per user, more noise"},
       {"--seed", "gen.seed", "S", "random seed (default 1)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
@@ -180,9 +181,10 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     } else if (!(rc = dpo_config_get_int(cfg, "gen.users", dpo__ml_sizes[k].users, &users)) &&
                !(rc = dpo_config_get_int(cfg, "gen.items", dpo__ml_sizes[k].items, &items)) &&
                !(rc = dpo_config_get_int(cfg, "gen.ratings", dpo__ml_sizes[k].ratings, &nr))) {
-      if (ctx->rank == 0)
-        rc = dpo_gen_ratings(pos[1], (int32_t)users, (int32_t)items, nr, (int32_t)rank_r,
-                             (uint64_t)seed);
+      int real = 0;
+      if (!(rc = dpo_config_get_bool(cfg, "gen.realistic", 0, &real)) && ctx->rank == 0)
+        rc = dpo_gen_ratings_ex(pos[1], (int32_t)users, (int32_t)items, nr, (int32_t)rank_r,
+                                (uint64_t)seed, real);
     }
   } else {
     rc = dpo_err(DPO_EINVAL, "unknown KIND '%s' (logistic, ridge, ratings)", kind);

@@ -18,6 +18,8 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--gamma", "mf.gamma", "G", "(default 0.51)"},
       {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0)"},
+      {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long (default 30; 0 = off)"},
+      {"--reject-tol", "mf.reject_tol", "F", "safeguard: undo an epoch that raises its repeated stratum's objective by more than F and reset the memory (default 0.1; < 0 = off)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
       {"--epochs", "mf.epochs", "T", "outer iterations (default 20, or with --time until the time; 0 with --time: until the time)"},
       {"--time", "mf.time", "SEC", "stop after SEC seconds of training (evaluation excluded)"},
@@ -26,7 +28,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},
-      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv, summary.json into DIR"},
+      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv (as the run goes), summary.json into DIR; a diverged run leaves its last good point there and FAILED"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;

@@ -184,12 +184,33 @@ static char *dpo__utoa(char *p, uint64_t v) {
 
 int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t rank,
                     uint64_t seed) {
+  return dpo_gen_ratings_ex(path, K, N, R, rank, seed, 0);
+}
+
+/* realistic = 1 (MovieLens-like statistics, see data.h): rating = 3.55 + b_u + b_i + signal
+ * + noise, rounded and clipped to 1..5, with b_u ~ N(0, 0.45^2), b_i ~ N(0, 0.45^2) plus
+ * 0.12 per standard deviation of log popularity (popular items are rated higher), signal
+ * variance 0.3, noise sd 0.85; log-normal user activity and item popularity weights, and at
+ * least min(20, R / K) ratings per user (MovieLens keeps users with >= 20).  The default (0)
+ * draws exactly the stream it always did. */
+#define DPO__REAL_MEAN 3.55
+#define DPO__REAL_BU 0.45
+#define DPO__REAL_BI 0.45
+#define DPO__REAL_POP 0.12
+#define DPO__REAL_USD 0.9
+#define DPO__REAL_ISD 1.3
+#define DPO__REAL_SIGNAL 0.3
+#define DPO__REAL_NOISE 0.85
+#define DPO__REAL_MINDEG 20
+
+int dpo_gen_ratings_ex(const char *path, int32_t K, int32_t N, int64_t R, int32_t rank,
+                       uint64_t seed, int realistic) {
   int st = DPO_OK;
   FILE *f = NULL;
   dpo_rng_t *rng = NULL;
   int32_t *perm = NULL, *deg = NULL, *fc = NULL, *fptr = NULL, *flist = NULL, *owner = NULL;
   int32_t *alias = NULL, *mark = NULL, *chosen = NULL;
-  double *wu = NULL, *wi = NULL, *prob = NULL, *V = NULL, *u = NULL;
+  double *wu = NULL, *wi = NULL, *prob = NULL, *V = NULL, *u = NULL, *bi = NULL;
   dpo__kv_t *kv = NULL;
   char *obuf = NULL;
   if (K < 1 || N < 1 || rank < 1 || R < (K > N ? K : N) || R > (int64_t)K * N)
@@ -213,7 +234,8 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
   u = malloc((size_t)rank * sizeof *u);
   kv = malloc(KN * sizeof *kv);
   obuf = malloc(1 << 20);
-  if (!perm || !deg || !fc || !fptr || !flist || !owner || !alias || !mark || !chosen || !wu ||
+  bi = calloc((size_t)N, sizeof *bi);
+  if (!bi || !perm || !deg || !fc || !fptr || !flist || !owner || !alias || !mark || !chosen || !wu ||
       !wi || !prob || !V || !u || !kv || !obuf) {
     st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
     goto out;
@@ -222,11 +244,20 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
    * other R - K ratings are shared in proportion to the weights (water-filling at the cap N,
    * largest remainders for the integer rounding), so the total is exactly R. */
   dpo__shuffle(rng, perm, K);
-  for (int32_t k = 0; k < K; k++) {
-    wu[perm[k]] = pow((double)k + 1.0, -DPO__ZIPF_USERS);
-    deg[k] = 1;
+  int32_t dmin = 1;
+  if (realistic) {
+    int64_t q = R / K;
+    dmin = (int32_t)(q < DPO__REAL_MINDEG ? q : DPO__REAL_MINDEG);
+    if (dmin > N) dmin = N;
   }
-  int64_t E = R - K;
+  for (int32_t k = 0; k < K; k++) {
+    /* realistic: log-normal activity (MovieLens: median ~3x the minimum, max ~10x the mean;
+     * a Zipf law cannot have both) */
+    wu[perm[k]] = realistic ? exp(DPO__REAL_USD * dpo_rng_normal(rng))
+                            : pow((double)k + 1.0, -DPO__ZIPF_USERS);
+    deg[k] = dmin;
+  }
+  int64_t E = R - (int64_t)K * dmin;
   for (;;) {
     double W = 0;
     int changed = 0;
@@ -234,8 +265,8 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
       if (deg[k] < N) W += wu[k];
     if (W <= 0) break;
     for (int32_t k = 0; k < K; k++)
-      if (deg[k] < N && 1.0 + (double)E * wu[k] / W >= N) {
-        E -= N - 1;
+      if (deg[k] < N && dmin + (double)E * wu[k] / W >= N) {
+        E -= N - dmin;
         deg[k] = N;
         changed = 1;
       }
@@ -277,7 +308,9 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
   /* 3. item popularity: Zipf weights over a random item order; Vose alias table */
   dpo__shuffle(rng, perm, N);
   double Wi = 0;
-  for (int32_t t = 0; t < N; t++) Wi += (wi[perm[t]] = pow((double)t + 1.0, -DPO__ZIPF_ITEMS));
+  for (int32_t t = 0; t < N; t++)
+    Wi += (wi[perm[t]] = realistic ? exp(DPO__REAL_ISD * dpo_rng_normal(rng))
+                                   : pow((double)t + 1.0, -DPO__ZIPF_ITEMS));
   {
     int32_t *small = owner, *large = chosen, ns = 0, nl = 0; /* reuse as work lists */
     for (int32_t i = 0; i < N; i++) {
@@ -299,6 +332,14 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
   /* 4. low-rank signal: factor entries N(0, 1/sqrt(rank)) so u'v has variance 1 */
   double fs = pow((double)rank, -0.25);
   for (size_t t = 0; t < (size_t)N * rank; t++) V[t] = fs * dpo_rng_normal(rng);
+  double sscale = 1, nsd = 0.5, mean = 3.5;
+  if (realistic) { /* item biases: own spread plus popularity (log w_i / ISD is N(0, 1)) */
+    for (int32_t i = 0; i < N; i++)
+      bi[i] = DPO__REAL_BI * dpo_rng_normal(rng) + DPO__REAL_POP * log(wi[i]) / DPO__REAL_ISD;
+    sscale = sqrt(DPO__REAL_SIGNAL);
+    nsd = DPO__REAL_NOISE;
+    mean = DPO__REAL_MEAN;
+  }
   f = fopen(path, "w");
   if (!f) {
     st = dpo_err(DPO_EIO, "%s: cannot create: %s", path, strerror(errno));
@@ -339,11 +380,14 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
     }
     qsort(chosen, (size_t)m, sizeof *chosen, dpo__int_asc);
     for (int32_t j = 0; j < rank; j++) u[j] = fs * dpo_rng_normal(rng);
+    double bu = realistic ? DPO__REAL_BU * dpo_rng_normal(rng) : 0;
     for (int32_t t = 0; t < m; t++) {
       const double *v = V + (size_t)chosen[t] * rank;
       double sig = 0;
       for (int32_t j = 0; j < rank; j++) sig += u[j] * v[j];
-      double r = nearbyint(3.5 + sig + 0.5 * dpo_rng_normal(rng));
+      /* default: 3.5 + sig + 0.5 N(0, 1), the stream it always was (+ 0 biases, x 1) */
+      double r = realistic ? nearbyint(mean + bu + bi[chosen[t]] + sscale * sig + nsd * dpo_rng_normal(rng))
+                           : nearbyint(3.5 + sig + 0.5 * dpo_rng_normal(rng));
       r = r < 1 ? 1 : r > 5 ? 5 : r;
       if (bl > (1 << 20) - 64) {
         if (fwrite(obuf, 1, bl, f) != bl) {
@@ -384,5 +428,6 @@ out:
   free(u);
   free(kv);
   free(obuf);
+  free(bi);
   return st;
 }

@@ -33,6 +33,16 @@ void dpo__lbfgs_free(dpo__lbfgs_t *l) {
   l->SY = l->YY = l->N = NULL;
 }
 
+void dpo__lbfgs_reset(dpo__lbfgs_t *l, double sigma0) {
+  int M = l->M;
+  l->m = 0;
+  l->sigma = sigma0;
+  memset(l->age, 0, sizeof(int) * (size_t)M);
+  memset(l->SY, 0, sizeof(double) * (size_t)M * M);
+  memset(l->YY, 0, sizeof(double) * (size_t)M * M);
+  memset(l->N, 0, sizeof(double) * (size_t)4 * M * M);
+}
+
 int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l) { return l->m < l->M ? l->m : l->age[0]; }
 
 /* N in slot order from R, D, C of the m pairs in age order (line 19). */

@@ -28,6 +28,8 @@ typedef struct {
 
 int dpo__lbfgs_init(dpo__lbfgs_t *l, int M, double sigma0);
 void dpo__lbfgs_free(dpo__lbfgs_t *l);
+/* Forget every pair (m = 0, sigma = sigma0); the counters are kept. */
+void dpo__lbfgs_reset(dpo__lbfgs_t *l, double sigma0);
 /* Slot the next accepted pair goes to (a free one, else the oldest). */
 int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l);
 /* dots has 2M entries: dots[j] = s_j'y and dots[M + j] = y_j'diag(w)y for the slots j kept, and at

@@ -44,15 +44,55 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
   json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
   json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
+  json_object_object_add(j, "step_cap", dpo_json_double(o->step_cap));
+  json_object_object_add(j, "reject_tol", dpo_json_double(o->reject_tol));
+  json_object_object_add(j, "epochs_undone", json_object_new_int64(res->epochs_undone));
+  json_object_object_add(j, "failed", json_object_new_boolean(res->failed_epoch > 0));
+  if (res->failed_epoch > 0) {
+    json_object_object_add(j, "failed_epoch", json_object_new_int64(res->failed_epoch));
+    json_object_object_add(j, "error", json_object_new_string(dpo_errmsg()));
+  }
   json_object_object_add(j, "private", json_object_new_boolean(0));
   int rc = json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY);
   json_object_put(j);
   return rc ? dpo_err(DPO_EIO, "%s: cannot write", path) : DPO_OK;
 }
 
+/* trace.csv, written as the run goes (rank 0): one row per evaluation, flushed, so a run that
+ * fails or is killed keeps every evaluation made before. */
+typedef struct {
+  FILE *f;
+  char path[4096];
+} dpo__mf_trace_t;
+
+static int dpo__mf_trace_open(dpo__mf_trace_t *tw, const char *dir) {
+  snprintf(tw->path, sizeof tw->path, "%s/trace.csv", dir);
+  if (!(tw->f = fopen(tw->path, "w"))) return dpo_err(DPO_EIO, "%s: cannot write", tw->path);
+  fprintf(tw->f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
+                 "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
+  fprintf(tw->f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
+  return fflush(tw->f) ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+static int dpo__mf_trace_row(void *ctx, const dpo_hamsi_trace_t *r) {
+  dpo__mf_trace_t *tw = ctx;
+  if (!tw->f) return DPO_OK; /* ranks other than 0, or no --out */
+  fprintf(tw->f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
+          r->train_rmse, r->test_rmse, r->sigma, r->npairs);
+  return fflush(tw->f) ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+static int dpo__mf_trace_close(dpo__mf_trace_t *tw) {
+  int bad = tw->f && fclose(tw->f);
+  tw->f = NULL;
+  return bad ? dpo_err(DPO_EIO, "%s: write failed", tw->path) : DPO_OK;
+}
+
+/* X1.txt, X2t.txt and summary.json (rank 0); on a failed run (status != 0) they hold the last
+ * good point, and FAILED says so. */
 static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_result_t *res,
                          const dpo_hamsi_opts_t *o, const char *method, const char *part,
-                         const double *ph) {
+                         const double *ph, int status) {
   int st = DPO_OK;
   char path[4096], cm[512];
   if (rank != 0) return DPO_OK;
@@ -64,25 +104,22 @@ static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_
            method, part);
   snprintf(path, sizeof path, "%s/X2t.txt", dir);
   if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
-  snprintf(path, sizeof path, "%s/trace.csv", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return dpo_err(DPO_EIO, "%s: cannot write", path);
-  fprintf(f, "# train_rmse is a NON-PRIVATE diagnostic computed on the training ratings; "
-             "test_rmse is on held-out ratings\n# seeded run: reproducible, not private\n");
-  fprintf(f, "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs\n");
-  for (int64_t t = 0; t < res->ntrace; t++) {
-    const dpo_hamsi_trace_t *r = &res->trace[t];
-    fprintf(f, "%lld,%.6f,%.6f,%.10g,%.10g,%.6g,%d\n", (long long)r->epoch, r->t_train, r->t_wall,
-            r->train_rmse, r->test_rmse, r->sigma, r->npairs);
-  }
-  if (fclose(f)) return dpo_err(DPO_EIO, "%s: write failed", path);
   snprintf(path, sizeof path, "%s/summary.json", dir);
-  return dpo__mf_summary(path, res, o, method, part, ph, nranks);
+  if ((st = dpo__mf_summary(path, res, o, method, part, ph, nranks)) || !status) return st;
+  char msg[2048];
+  int n = snprintf(msg, sizeof msg,
+                   "dpopt mf failed: %s (%s)\n"
+                   "X1.txt, X2t.txt and summary.json hold the last good point (end of epoch %lld); "
+                   "trace.csv the evaluations made before the failure.\n",
+                   dpo_errmsg(), dpo_strerror(status), (long long)res->epochs);
+  snprintf(path, sizeof path, "%s/FAILED", dir);
+  return dpo_write_atomic(path, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
 int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report) {
   dpo_ratings_t *rt = NULL;
   dpo_hamsi_result_t *res = NULL;
+  dpo__mf_trace_t tw = {NULL, ""};
   int rank, size, rc;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -105,6 +142,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
       (rc = dpo_config_get_double(cfg, "mf.lambda", o.lambda, &o.lambda)) ||
+      (rc = dpo_config_get_double(cfg, "mf.step_cap", o.step_cap, &o.step_cap)) ||
+      (rc = dpo_config_get_double(cfg, "mf.reject_tol", o.reject_tol, &o.reject_tol)) ||
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
       (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
       (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
@@ -143,9 +182,27 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
                    outdir);
     if ((rc = dpo_agree(comm, rc))) goto out;
   }
-  if ((rc = dpo_ratings_load(comm, ratings, !zb, &rt)) ||
-      (rc = dpo_hamsi_run(comm, rt, &o, &res)))
+  if (outdir && (rc = dpo_agree(comm, rank == 0 ? dpo__mf_trace_open(&tw, outdir) : DPO_OK)))
     goto out;
+  o.on_trace = dpo__mf_trace_row;
+  o.trace_ctx = &tw;
+  o.result_on_failure = outdir != NULL;
+  if ((rc = dpo_ratings_load(comm, ratings, !zb, &rt)) ||
+      (rc = dpo_hamsi_run(comm, rt, &o, &res))) {
+    /* diverged: the library returned the last good point; keep it with the trace */
+    if (rc == DPO_ENOCONV && res && outdir) {
+      int rc0 = rc;
+      (void)dpo__mf_trace_close(&tw);
+      ph[0] = res->t_grad;
+      ph[1] = res->t_update;
+      ph[2] = res->t_hess;
+      ph[3] = res->t_comm;
+      MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, comm);
+      (void)dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph, rc0));
+      rc = rc0;
+    }
+    goto out;
+  }
   /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
   ph[0] = res->t_grad;
   ph[1] = res->t_update;
@@ -154,7 +211,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
     rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
   if ((rc = dpo_agree(comm, rc)) ||
-      (outdir && (rc = dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph)))))
+      (outdir && (rc = dpo_agree(comm, dpo__mf_trace_close(&tw)))) ||
+      (outdir && (rc = dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph, 0)))))
     goto out;
   /* per-rank throughput: the minimum and maximum over ranks show the imbalance */
   double rps[2] = {res->ratings_per_sec, -res->ratings_per_sec};
@@ -180,12 +238,16 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
     fprintf(report, "phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
            ph[0], ph[1], ph[2], ph[3]);
     fprintf(report, "ratings/s/rank  %.4g .. %.4g\n", rps[0], -rps[1]);
-    if (o.method == DPO_MF_HAMSI)
+    if (o.method == DPO_MF_HAMSI) {
       fprintf(report, "L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",
              (long long)res->pairs_accepted, (long long)res->pairs_rejected, res->sigma);
+      fprintf(report, "safeguards      %lld epochs undone (memory reset), %lld block steps capped (rank 0)\n",
+             (long long)res->epochs_undone, (long long)res->steps_capped);
+    }
     fprintf(report, "privacy         none: seeded, reproducible, NOT private\n");
   }
 out:
+  (void)dpo__mf_trace_close(&tw);
   dpo_hamsi_result_destroy(res);
   dpo_ratings_destroy(rt);
   return rc;

@@ -1,0 +1,157 @@
+/* Private state of distributed HAMSI / mb-GD, shared by the files of src/mf/ (not installed).
+ *
+ * The files, each calling only the ones below it (no cycles):
+ *   hamsi.c        driver: options, epoch loop (Alg. 3 lines 5-19), evaluation, result
+ *   hamsi_setup.c  layout and partition set-up: held-out split, degrees, cuts, routing of the
+ *                  ratings, blocks / generic units, metric weights, initial point, buffers
+ *   hamsi_step.c   one block's gradient and update (lines 10-13) and the L-BFGS pair (14-19)
+ *   hamsi_ring.c   item-block ring transfer between strata (STRATA*)
+ *   lbfgs_compact.c, partition.c, objective.c  below all of them
+ *
+ * Variables: rank p keeps the rows of X1 of its user intervals [i0, i1) with their rows of
+ * S and Y (row part); item block c travels as one buffer [x | S | Y].  In stratum k, user
+ * interval i meets item block (i + k) mod B, so block c sits at the owner of interval
+ * (c - k) mod B; changing stratum is a permutation of the item blocks between ranks.
+ * x-bar and g-bar of an item block (line 12) stay on the rank that held it at the first inner
+ * step: the first and last strata of an epoch are the same (K = [k, ..., k]), so the block is
+ * back there when they are needed (line 14). */
+#ifndef DPO_MF_HAMSI_IMPL_H
+#define DPO_MF_HAMSI_IMPL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "dpopt/hamsi.h"
+#include "dpopt/status.h"
+#include "mf/lbfgs_compact.h"
+
+typedef struct {
+  int64_t off, n;       /* ratings [off, off + n) */
+  int64_t tuo, tio;     /* touched users / items offsets */
+  int32_t ntu, nti;
+  int32_t cb;           /* item block */
+} dpo__blk_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank, size;
+  dpo_hamsi_opts_t o;
+  int32_t r, M, nu, ni, B, K; /* B: item blocks; K: strata */
+  int grid, hamsi;
+  int32_t *row_cut, *col_cut, *owner, *uint_of; /* uint_of: user -> interval */
+  int32_t i0, i1, u0, u1;
+  int64_t nvr;           /* row-part variables */
+  double *x1, *S1, *Y1, *xb1, *gb1, *s1, *y1;
+  double **cbuf, **cnext, **csend, **xbc, **gbc, **sc, **yc;
+  int32_t cur_k;
+  MPI_Request *req;
+  int nreq;
+  /* training ratings, sorted by block */
+  int64_t n, ntest;
+  int32_t *lu, *li;     /* user - u0, item - col_cut[block] */
+  double *y, *wu, *wi;
+  int32_t *tu, *ti;
+  dpo__blk_t *blk;
+  int64_t nblk;
+  int64_t *sord, *soff;  /* generic: ratings of stratum k: sord[soff[k] .. soff[k+1]) */
+  /* generic partitions on P ranks (see "Generic partitions on P ranks" below): unit g =
+   * stratum * nph + phase; this rank's ratings of g are sord[uoff[g] .. uoff[g+1]), the items
+   * touched by ANY rank in g are titem[toff[g] .. toff[g+1]) (same on every rank) */
+  int dist;              /* generic partition on more than one rank */
+  int32_t nph, nch;      /* phases per stratum; user chunks (dot-product / RMSE slots) */
+  int64_t *uoff, *toff;
+  int32_t *titem, *chunk_cut, *chunk_of;
+  double *dx2, *gx2, *xs, *pk; /* item steps, item gradients, snapshot, Allreduce buffer */
+  int32_t *tu_u, *tu_i;  /* generic test ratings */
+  double *ty;
+  double *g1s, *g2s, *d;
+  double *w1, *w2;       /* metric weights 1/deg of each variable: row part, all item rows */
+  dpo__lbfgs_t lb;
+  double sigma;          /* step scale in use (sigma0 until a pair is accepted) */
+  double beta;
+  double t_hess, t_comm;
+  uint64_t k_grad, k_update; /* dpo__hm_block's phase times in dpo__tick units */
+  double cal_w;              /* MPI_Wtime and dpo__tick at setup, to convert ticks */
+  uint64_t cal_k;
+  int64_t processed;
+  /* safeguards: per-part [f of the repeated stratum at the start, at the end, non-finite
+   * flag] (parts: grid user intervals, generic user chunks), counters */
+  double *fpart;
+  int64_t undone, capped;
+  double damp;           /* gradient-step factor: halved by each undone gradient epoch */
+  /* last point that passed the divergence check (factor rows held here, at stratum good_k),
+   * kept so that a failing run still returns it */
+  double *good1, **goodc;
+  int32_t good_k;
+  int64_t good_t;
+} dpo__hm_t;
+
+/* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
+#define DPO__MF_NCHUNK 64
+
+static inline int64_t dpo__nvc(const dpo__hm_t *h, int32_t c) {
+  return (int64_t)(h->col_cut[c + 1] - h->col_cut[c]) * h->r;
+}
+static inline int64_t dpo__cbsize(const dpo__hm_t *h, int32_t c) {
+  return dpo__nvc(h, c) * (1 + 2 * (int64_t)h->M);
+}
+static inline int32_t dpo__mod(int64_t a, int32_t b) { return (int32_t)(((a % b) + b) % b); }
+
+/* Phase clock of dpo__hm_block, which runs once per RATING under the generic partitions: the
+ * time stamp counter (a few ns) instead of MPI_Wtime (40-60 ns through this VM's vDSO; a
+ * quarter of a HOGWILD epoch went into reading the clock).  Ticks become seconds in
+ * dpo__hm_tick_seconds, calibrated against MPI_Wtime over the run (constant-rate TSC). */
+static inline uint64_t dpo__tick(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return (uint64_t)(MPI_Wtime() * 1e9);
+#endif
+}
+
+/* calloc of n (at least 1) entries into p, or DPO_ENOMEM and goto fail */
+#define DPO__ALLOC(p, n)                                                                  \
+  do {                                                                                    \
+    if (!((p) = calloc(((size_t)(n)) > 0 ? ((size_t)(n)) : 1, sizeof *(p)))) {           \
+      st = dpo_err(DPO_ENOMEM, "hamsi: %s (%lld entries)", #p, (long long)(n));           \
+      goto fail;                                                                          \
+    }                                                                                     \
+  } while (0)
+
+/* ---- hamsi_setup.c (collective: every rank calls, the caller agrees on the status) ---- */
+/* Layout, partition, ratings, weights, initial point and buffers for h (h->o, r, M, nu, ni,
+ * B, K, grid, hamsi set); fills res->balance, n_train, n_test. */
+int dpo__hm_setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t *res);
+void dpo__hm_free(dpo__hm_t *h);
+
+/* ---- hamsi_ring.c (grid only; collective over the ranks exchanging blocks) ---- */
+/* Post the receives of the blocks stratum kto needs here (from where stratum kfrom has them). */
+int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto);
+/* Send block c (held now) to where stratum kto needs it, right after its last use. */
+int dpo__hm_travel_send(dpo__hm_t *h, int32_t c, int32_t kto);
+/* Wait for the transfers; the blocks of stratum kto are now here. */
+int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto);
+/* All three at once: move the blocks from stratum h->cur_k to kto (no-op if equal). */
+int dpo__hm_travel(dpo__hm_t *h, int32_t kto);
+
+/* ---- hamsi_step.c ---- */
+/* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows
+ * this rank holds.  Local. */
+void dpo__hm_reset_memory(dpo__hm_t *h);
+/* Gradient of one block (grid: b; generic: the single rating `one` >= 0) against item
+ * factors xc, added to acc1 / acc2 when given (lines 12 / 14), then the step (line 13); dx2
+ * (generic on P ranks) receives the item step; the block's objective is added to *fsum
+ * when fsum is given.  Local. */
+void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
+                   double *acc2, double *dx2, double *fsum);
+/* Allreduce of per-part partial sums (w doubles per part) into out[w] (collective). */
+int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out);
+/* Lines 14-19 after the last inner step (collective). */
+int dpo__hm_pair(dpo__hm_t *h);
+/* Seconds of k ticks (dpo__tick). */
+double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k);
+
+#endif
