@@ -80,6 +80,11 @@ typedef struct {
 
 /* Default options (format auto, binary labels, infer d). */
 void dpo_load_opts_default(dpo_load_opts_t *o);
+/* Not collective: options from config keys data.format, data.dim, data.dense, data.labels,
+ * data.idx_class, data.idx_labels, data.idx_scale (defaults as above).  Errors name the key's
+ * origin.  The strings stay owned by cfg. */
+struct dpo_config;
+int dpo_load_opts_from_config(const struct dpo_config *cfg, dpo_load_opts_t *o);
 
 /* Collective: load this rank's shard of `path`. */
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,

@@ -15,5 +15,6 @@
 #include "dpopt/hamsi.h"
 #include "dpopt/admm.h"
 #include "dpopt/parties.h"
+#include "dpopt/run.h"
 
 #endif

@@ -126,18 +126,7 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
   return 0;
 }
 
-int dpo_cli_exit_status(int status) {
-  switch (status) {
-  case DPO_OK: return DPO_EXIT_OK;
-  case DPO_EINVAL: return DPO_EXIT_USAGE;
-  case DPO_EIO:
-  case DPO_EFORMAT:
-  case DPO_ERANKS: return DPO_EXIT_DATA;
-  case DPO_EBUDGET: return DPO_EXIT_BUDGET;
-  case DPO_EINTR: return DPO_EXIT_INTR;
-  default: return DPO_EXIT_RUNTIME;
-  }
-}
+int dpo_cli_exit_status(int status) { return dpo_exit_status(status); }
 
 /* How long a rank with an error nobody agreed on waits for the others (below). */
 static double dpo__fail_wait(void) {
@@ -212,29 +201,13 @@ int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status) {
   return ex;
 }
 
-static void dpo__warn_one(const char *key, const char *origin, void *arg) {
-  const dpo_config_t *cfg = arg;
-  const char *sug = dpo_config_suggest(cfg, key);
-  if (sug)
-    fprintf(stderr, "dpopt: warning: %s: unused setting '%s': did you mean '%s'?\n", origin, key, sug);
-  else
-    fprintf(stderr, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
-}
-
 void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
-  if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, (void *)cfg);
-}
-
-static void dpo__warn_typo(const char *key, const char *origin, const char *sug, void *arg) {
-  (void)arg;
-  fprintf(stderr, "dpopt: warning: %s: unknown setting '%s': did you mean '%s'?\n", origin, key, sug);
+  if (ctx->rank == 0) dpo_config_warn_unused(cfg, stderr);
 }
 
 void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
-  if (!cfg) return;
   /* every rank marks the keys (the same on all), rank 0 prints */
-  dpo_config_typos(cfg, ctx->rank == 0 ? dpo__warn_typo : NULL, NULL);
-  if (ctx->rank == 0) fflush(stderr);
+  dpo_config_warn_typos(cfg, ctx->rank == 0 ? stderr : NULL);
 }
 
 /* run.expect_ranks (set by the jobs/slurm and jobs/pbs scripts from the scheduler's task
@@ -276,36 +249,5 @@ void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const
 }
 
 int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o) {
-  int rc;
-  const char *s;
-  int64_t v;
-  double dv;
-  dpo_load_opts_default(o);
-  dpo_config_get_str(cfg, "data.format", "auto", &s);
-  if (!strcasecmp(s, "auto")) o->format = DPO_FMT_AUTO;
-  else if (!strcasecmp(s, "libsvm")) o->format = DPO_FMT_LIBSVM;
-  else if (!strcasecmp(s, "csv")) o->format = DPO_FMT_CSV;
-  else if (!strcasecmp(s, "idx")) o->format = DPO_FMT_IDX;
-  else if (!strcasecmp(s, "bin")) o->format = DPO_FMT_BIN;
-  else
-    return dpo_err(DPO_EINVAL, "%s: data.format = '%s': expected auto, libsvm, csv, idx or bin",
-                   dpo_config_origin(cfg, "data.format"), s);
-  if ((rc = dpo_config_get_int(cfg, "data.dim", 0, &v))) return rc;
-  if (v < 0 || v > (1 << 30))
-    return dpo_err(DPO_EINVAL, "%s: data.dim = %lld: expected 0 (infer) to 2^30 = %d features",
-                   dpo_config_origin(cfg, "data.dim"), (long long)v, 1 << 30);
-  o->d = (int32_t)v;
-  if ((rc = dpo_config_get_bool(cfg, "data.dense", 0, &o->dense))) return rc;
-  dpo_config_get_str(cfg, "data.labels", "binary", &s);
-  if (!strcasecmp(s, "binary")) o->labels = DPO_LABELS_BINARY;
-  else if (!strcasecmp(s, "real")) o->labels = DPO_LABELS_REAL;
-  else
-    return dpo_err(DPO_EINVAL, "%s: data.labels = '%s': expected binary or real",
-                   dpo_config_origin(cfg, "data.labels"), s);
-  if ((rc = dpo_config_get_int(cfg, "data.idx_class", 0, &v))) return rc;
-  o->idx_class = (int)v;
-  dpo_config_get_str(cfg, "data.idx_labels", NULL, &o->idx_labels);
-  if ((rc = dpo_config_get_double(cfg, "data.idx_scale", 1.0 / 255.0, &dv))) return rc;
-  o->idx_scale = dv;
-  return DPO_OK;
+  return dpo_load_opts_from_config(cfg, o);
 }

@@ -28,7 +28,7 @@
 #include <strings.h>
 
 #include "cli/cli.h"
-#include "cli/train_priv.h"
+#include "dpopt/run.h"
 #include "dpopt/audit.h"
 #include "dpopt/comm.h"
 #include "dpopt/model.h"
@@ -207,7 +207,7 @@ static int dpo__audit_setup(const dpo_config_t *cfg, dpo__audit_t *a) {
       (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
       (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
       (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) ||
-      (rc = dpo_train_parse_clip(cfg, &a->clip, &a->has_clip)))
+      (rc = dpo_run_parse_clip(cfg, &a->clip, &a->has_clip)))
     return rc;
   a->acct = acct;
   if (!strcasecmp(nb, "add-remove")) a->add_remove = 1;
