@@ -183,6 +183,12 @@ int dpo_run_setup(dpo_run_t *r) {
     r->stage = "train (privacy set-up)";
     rc = dpo__run_priv_setup(r->comm, r->cfg, r->algo, NULL, r->model, &r->priv);
   }
+  /* the release plan's refusals that need no n: before any file or datum (same stage as when
+   * the algorithm's create() refuses) */
+  if (!rc) {
+    r->stage = "train";
+    rc = dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
+  }
   if (rc) return dpo__run_failed(r, rc);
   dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL); /* every key is known by now */
   if ((rc = dpo__run_open(r))) return dpo__run_failed(r, rc);
