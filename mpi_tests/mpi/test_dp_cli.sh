@@ -50,6 +50,13 @@ expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --set 
 has "$T/err" "did you mean 'data.row_l1_bound'" "typo hint with the refusal"
 has "$T/err" "no public sensitivity" "the refusal itself"
 check "a refused run with a typo leaves no run directory" test ! -e "$T/typo"
+# the SCO family: a Gaussian analysis needs delta > 0 and a public smoothness bound
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo pnsgd --eps 1 --clip l2:1 --out "$T/sco"
+has "$T/err" "pnsgd: declare data.row_l2_bound" "SCO without a smoothness bound refused"
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo pnsgd --eps 1 --row-l2-bound 3.75 \
+  --out "$T/sco"
+has "$T/err" "delta > 0" "SCO without delta refused"
+check "refused SCO runs leave no run directory" test ! -e "$T/sco"
 # a run that fails after its directory exists leaves FAILED there (stage, reason, exit status)
 expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-l1-bound 14 \
   --set data.row_l2_bnd=3.75 --out "$T/noL"
