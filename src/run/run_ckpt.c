@@ -1,4 +1,4 @@
-/* Checkpoints, --resume and signals for `dpopt train` (see run_ckpt.h). */
+/* Checkpoints, --resume and signals of a run (see run_ckpt.h and dpopt/run.h). */
 #include "run/run_ckpt.h"
 
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* Multi-party side of `dpopt train` (issue 7): the party table, per-party data files, each
+/* Multi-party side of a run (issue 7): the party table, per-party data files, each
  * rank's own noise stream for the local / shares trust modes, the ledger's party accounts, and
  * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
 #include "run/run_parties.h"
@@ -23,7 +23,7 @@ struct dpo__run_parties {
 };
 
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
-                            dpo__run_parties_t **out) {
+                           dpo__run_parties_t **out) {
   int rc = DPO_OK;
   dpo__run_parties_t *tp = calloc(1, sizeof *tp);
   *out = NULL;
@@ -62,7 +62,7 @@ int dpo__run_parties_hide_train(const dpo__run_parties_t *tp) {
 }
 
 int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *path,
-                           const dpo_load_opts_t *lo, dpo_shard_t **train) {
+                          const dpo_load_opts_t *lo, dpo_shard_t **train) {
   const dpo_parties_t *p = tp->p;
   if (!p || !p->data[0]) return dpo_shard_load(comm, path, lo, train);
   /* every party loads its own file over its own ranks, then the shards are renumbered so
@@ -120,7 +120,7 @@ out:
 }
 
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
-                             dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
+                            dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
@@ -154,7 +154,7 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
 }
 
 void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
-                               json_object *sum) {
+                              json_object *sum) {
   const dpo_parties_t *p = tp ? tp->p : NULL;
   json_object *pv = NULL;
   if (!json_object_object_get_ex(sum, "privacy", &pv)) pv = sum;
@@ -204,7 +204,7 @@ void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *l
 }
 
 void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
-                             FILE *out) {
+                            FILE *out) {
   const dpo_parties_t *p = tp ? tp->p : NULL;
   if (!p) return;
   fprintf(out, "parties         %d, trust %s, on exhaustion %s\n", p->count,

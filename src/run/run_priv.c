@@ -50,8 +50,8 @@ int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
 }
 
 int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
-                         const dpo_shard_t *train, const dpo_model_t *model,
-                         dpo__run_priv_t **out) {
+                        const dpo_shard_t *train, const dpo_model_t *model,
+                        dpo__run_priv_t **out) {
   (void)train;
   (void)model;
   int rc = DPO_OK;

@@ -1,4 +1,4 @@
-/* The privacy side of `dpopt train` (private to src/run/): secure or seeded noise stream,
+/* The privacy side of a run (private to src/run/): secure or seeded noise stream,
  * per-example clipping, the ledger on rank 0, and the labels every output carries. */
 #ifndef DPO_RUN_PRIV_H
 #define DPO_RUN_PRIV_H
