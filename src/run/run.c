@@ -173,6 +173,12 @@ static int dpo__run_open(dpo_run_t *r) {
   return DPO_OK;
 }
 
+/* Collective: what the algorithm's analysis and release plan refuse without data. */
+static int dpo__run_check(dpo_run_t *r) {
+  r->stage = "train";
+  return dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
+}
+
 int dpo_run_setup(dpo_run_t *r) {
   int rc = dpo__run_expect(r, DPO__RUN_CREATED, "dpo_run_setup");
   if (rc) return rc;
@@ -184,14 +190,13 @@ int dpo_run_setup(dpo_run_t *r) {
     rc = dpo__run_priv_setup(r->comm, r->cfg, r->algo, NULL, r->model, &r->priv);
   }
   /* the release plan's refusals that need no n: before any file or datum (same stage as when
-   * the algorithm's create() refuses) */
-  if (!rc) {
-    r->stage = "train";
-    rc = dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
-  }
+   * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
+   * relation or budget that differs from the run's) say more about an edited config.ini */
+  if (!rc && !r->resuming) rc = dpo__run_check(r);
   if (rc) return dpo__run_failed(r, rc);
   dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL); /* every key is known by now */
-  if ((rc = dpo__run_open(r))) return dpo__run_failed(r, rc);
+  if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
+    return dpo__run_failed(r, rc);
   r->state = DPO__RUN_SETUP;
   return DPO_OK;
 }
