@@ -8,6 +8,7 @@
 #define DPOPT_CONFIG_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +52,13 @@ int dpo_config_typos(const dpo_config_t *cfg,
  * arg).  Returns the count. */
 int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const char *, void *),
                       void *arg);
+/* Not collective: print "dpopt: warning: ORIGIN: unknown setting 'K': did you mean 'S'?" to
+ * out for each key dpo_config_typos reports (out NULL: only mark them, so every rank of a
+ * program keeps the same state while one prints).  Returns the count. */
+int dpo_config_warn_typos(const dpo_config_t *cfg, FILE *out);
+/* Not collective: print "dpopt: warning: ORIGIN: unused setting 'K'" (with "did you mean"
+ * when one is close) to out for each key dpo_config_unused lists (out NULL: nothing). */
+int dpo_config_warn_unused(const dpo_config_t *cfg, FILE *out);
 /* Iterate over all keys in insertion order (for writing the effective config). */
 void dpo_config_foreach(const dpo_config_t *cfg,
                         void (*fn)(const char *key, const char *value, const char *origin,

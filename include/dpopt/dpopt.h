@@ -17,5 +17,6 @@
 #include "dpopt/admm.h"
 #include "dpopt/parties.h"
 #include "dpopt/audit.h"
+#include "dpopt/run.h"
 
 #endif

@@ -61,6 +61,16 @@ typedef struct {
 
 /* Lookup in the algorithm table; NULL if unknown. */
 const dpo_algo_t *dpo_algo_find(const char *name);
+/* Not collective (every rank decides the same): the refusals of algorithm a's privacy analysis
+ * and release plan that depend only on public settings, not on the data -- a public
+ * sensitivity source for the dp-* family (privacy.clip, or data.row_l1_bound for a model with
+ * an L1 gradient bound), a public Lipschitz bound and smoothness for the SCO family
+ * (privacy.clip = l2:C or data.row_l2_bound with logreg; data.row_l2_bound), delta > 0 for
+ * Gaussian noise, the neighbouring relation of the analysis -- with the messages create()
+ * gives.  create() runs only once the data are loaded; a front end calls this first, so a
+ * refused run loads and writes nothing.  DPO_OK for non-private algorithms. */
+int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
+                   const dpo_clip_t *clip, dpo_neighbours_t rel, double delta);
 /* NULL-terminated table, for --help listings. */
 const dpo_algo_t *const *dpo_algo_list(void);
 

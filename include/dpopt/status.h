@@ -34,6 +34,11 @@ enum {
 /* Name of a status code, e.g. "DPO_EFORMAT". */
 const char *dpo_strerror(int status);
 
+/* The process exit status a front end gives for a status (README, `dpopt --help`): 0 ok,
+ * 1 usage (DPO_EINVAL), 2 bad data (DPO_EIO, DPO_EFORMAT, DPO_ERANKS), 3 budget exhausted,
+ * 4 runtime failure (the rest), 5 interrupted (DPO_EINTR). */
+int dpo_exit_status(int status);
+
 /* Record a failure detail (printf-style) and return `status`, so code can say
  *   return dpo_err(DPO_EFORMAT, "%s:%ld: feature index %d > dimension %d", ...); */
 int dpo_err(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

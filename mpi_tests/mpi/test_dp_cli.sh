@@ -41,10 +41,29 @@ expect 1 "$DPOPT" train $COMMON --algo dp-nag
 has "$T/err" "give the budget" "private algorithm without --eps"
 expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --lambda 0.01 --out "$T/nosens"
 has "$T/err" "no public sensitivity" "no clip and no declared L1 bound"
-# the run directory existed when it failed: FAILED says why, the journal holds no charge
-has "$T/nosens/FAILED" "no public sensitivity" "FAILED names the reason"
-has "$T/nosens/FAILED" "exit status 1" "FAILED gives the exit status"
-if [ ! -s "$T/nosens/ledger.jsonl" ] || ! grep -q '"step"' "$T/nosens/ledger.jsonl"; then ok; else
+# refused before the data are loaded and before the run directory exists (dpo_algo_check)
+hasnot "$T/err" "loaded" "no-sensitivity refusal before loading the data"
+check "a refused run leaves no run directory" test ! -e "$T/nosens"
+# a misspelled key is named even when the run is refused for another reason
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --set data.row_l1_bnd=14 \
+  --out "$T/typo"
+has "$T/err" "did you mean 'data.row_l1_bound'" "typo hint with the refusal"
+has "$T/err" "no public sensitivity" "the refusal itself"
+check "a refused run with a typo leaves no run directory" test ! -e "$T/typo"
+# the SCO family: a Gaussian analysis needs delta > 0 and a public smoothness bound
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo pnsgd --eps 1 --clip l2:1 --out "$T/sco"
+has "$T/err" "pnsgd: declare data.row_l2_bound" "SCO without a smoothness bound refused"
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo pnsgd --eps 1 --row-l2-bound 3.75 \
+  --out "$T/sco"
+has "$T/err" "delta > 0" "SCO without delta refused"
+check "refused SCO runs leave no run directory" test ! -e "$T/sco"
+# a run that fails after its directory exists leaves FAILED there (stage, reason, exit status)
+expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-l1-bound 14 \
+  --set data.row_l2_bnd=3.75 --out "$T/noL"
+has "$T/err" "did you mean 'data.row_l2_bound'" "typo hint when the algorithm refuses"
+has "$T/noL/FAILED" "row_l2_bound must be declared" "FAILED names the reason"
+has "$T/noL/FAILED" "exit status 1" "FAILED gives the exit status"
+if [ ! -s "$T/noL/ledger.jsonl" ] || ! grep -q '"step"' "$T/noL/ledger.jsonl"; then ok; else
   bad "a run that failed before its first step has charges in its journal"; fi
 # a completed run has no FAILED
 [ ! -e "$T/run3/FAILED" ] && ok || bad "completed run has FAILED"

@@ -126,18 +126,7 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
   return 0;
 }
 
-int dpo_cli_exit_status(int status) {
-  switch (status) {
-  case DPO_OK: return DPO_EXIT_OK;
-  case DPO_EINVAL: return DPO_EXIT_USAGE;
-  case DPO_EIO:
-  case DPO_EFORMAT:
-  case DPO_ERANKS: return DPO_EXIT_DATA;
-  case DPO_EBUDGET: return DPO_EXIT_BUDGET;
-  case DPO_EINTR: return DPO_EXIT_INTR;
-  default: return DPO_EXIT_RUNTIME;
-  }
-}
+int dpo_cli_exit_status(int status) { return dpo_exit_status(status); }
 
 /* How long a rank with an error nobody agreed on waits for the others (below). */
 static double dpo__fail_wait(void) {
@@ -212,29 +201,13 @@ int dpo_cli_fail(const dpo_cli_ctx_t *ctx, const char *cmd, int status) {
   return ex;
 }
 
-static void dpo__warn_one(const char *key, const char *origin, void *arg) {
-  const dpo_config_t *cfg = arg;
-  const char *sug = dpo_config_suggest(cfg, key);
-  if (sug)
-    fprintf(stderr, "dpopt: warning: %s: unused setting '%s': did you mean '%s'?\n", origin, key, sug);
-  else
-    fprintf(stderr, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
-}
-
 void dpo_cli_warn_unused(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
-  if (ctx->rank == 0) dpo_config_unused(cfg, dpo__warn_one, (void *)cfg);
-}
-
-static void dpo__warn_typo(const char *key, const char *origin, const char *sug, void *arg) {
-  (void)arg;
-  fprintf(stderr, "dpopt: warning: %s: unknown setting '%s': did you mean '%s'?\n", origin, key, sug);
+  if (ctx->rank == 0) dpo_config_warn_unused(cfg, stderr);
 }
 
 void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
-  if (!cfg) return;
   /* every rank marks the keys (the same on all), rank 0 prints */
-  dpo_config_typos(cfg, ctx->rank == 0 ? dpo__warn_typo : NULL, NULL);
-  if (ctx->rank == 0) fflush(stderr);
+  dpo_config_warn_typos(cfg, ctx->rank == 0 ? stderr : NULL);
 }
 
 /* run.expect_ranks (set by the jobs/slurm and jobs/pbs scripts from the scheduler's task

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/train_priv.h"
+#include "dpopt/run.h"
 #include "dpopt/audit.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -83,7 +83,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
-  if ((rc = dpo_train_parse_clip(cfg, &clip, &has_clip))) goto fail;
+  if ((rc = dpo_run_parse_clip(cfg, &clip, &has_clip))) goto fail;
   if (broken) dpo__test_noise_factor(0.5);
   if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
   rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken) : DPO_OK;

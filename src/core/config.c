@@ -323,3 +323,33 @@ int dpo_config_typos(const dpo_config_t *cfg,
   }
   return c;
 }
+
+/* The two warnings every front end prints (moved down from the CLI so the run API gives an
+ * embedding program the same typo hints). */
+static void dpo__warn_typo(const char *key, const char *origin, const char *sug, void *arg) {
+  fprintf((FILE *)arg, "dpopt: warning: %s: unknown setting '%s': did you mean '%s'?\n", origin,
+          key, sug);
+}
+
+int dpo_config_warn_typos(const dpo_config_t *cfg, FILE *out) {
+  if (!cfg) return 0;
+  int c = dpo_config_typos(cfg, out ? dpo__warn_typo : NULL, out);
+  if (out) fflush(out);
+  return c;
+}
+
+static void dpo__warn_unused(const char *key, const char *origin, void *arg) {
+  const dpo_config_t *cfg = ((void **)arg)[0];
+  FILE *out = ((void **)arg)[1];
+  const char *sug = dpo_config_suggest(cfg, key);
+  if (sug)
+    fprintf(out, "dpopt: warning: %s: unused setting '%s': did you mean '%s'?\n", origin, key, sug);
+  else
+    fprintf(out, "dpopt: warning: %s: unused setting '%s' (misspelled?)\n", origin, key);
+}
+
+int dpo_config_warn_unused(const dpo_config_t *cfg, FILE *out) {
+  if (!cfg || !out) return 0;
+  void *arg[2] = {(void *)cfg, out};
+  return dpo_config_unused(cfg, dpo__warn_unused, arg);
+}

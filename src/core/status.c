@@ -32,6 +32,19 @@ const char *dpo_strerror(int status) {
   }
 }
 
+int dpo_exit_status(int status) {
+  switch (status) {
+  case DPO_OK: return 0;
+  case DPO_EINVAL: return 1;
+  case DPO_EIO:
+  case DPO_EFORMAT:
+  case DPO_ERANKS: return 2;
+  case DPO_EBUDGET: return 3;
+  case DPO_EINTR: return 5;
+  default: return 4;
+  }
+}
+
 int dpo_err(int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

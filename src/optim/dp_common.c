@@ -68,6 +68,26 @@ const dpo_algo_param_t dpo__dp_params[] = {
     {"accounting", "subsampled", "subsampled (001 (3.5)) | thesis-2gamma (000 Thm 4.1.5)"},
     {NULL, NULL, NULL}};
 
+int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
+                  dpo_neighbours_t rel) {
+  double B1 = NAN;
+  int rc = cfg ? dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) : DPO_OK;
+  if (rc) return rc;
+  if (rel != DPO_NEIGHBOURS_REPLACE_ONE)
+    return dpo_err(DPO_EINVAL, "this algorithm's privacy analysis (001) is for replace-one "
+                   "neighbours: set privacy.neighbours = replace-one (add-remove: dp-sgd-rdp with "
+                   "algo.sampling = poisson)");
+  /* S1 of dpo__dp_create is finite exactly when one of these applies */
+  double s1 = isnan(B1) ? -1 : dpo_model_grad_l1_sens(model, B1);
+  if (!(clip && clip->norm != DPO_CLIP_NONE) && !(s1 > 0 && isfinite(s1)))
+    return dpo_err(DPO_EINVAL,
+                   "no public sensitivity for model %s: give privacy.clip (--clip l1:C) or "
+                   "data.row_l1_bound (--row-l1-bound B)%s",
+                   dpo_model_name(model),
+                   dpo_model_grad_l1_sens(model, 1.0) < 0 ? " (this model needs clipping)" : "");
+  return DPO_OK;
+}
+
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   int rc = DPO_OK;
   const dpo_config_t *cfg = dpo_solver_config(s);
@@ -132,12 +152,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
    * These algorithms average over a public n or sample m of n without replacement (001 (3.3)):
    * replace-one analyses, so the per-example bounds double (dpo_sens). */
   const dpo_neighbours_t rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if (rel != DPO_NEIGHBOURS_REPLACE_ONE) {
-    rc = dpo_err(DPO_EINVAL, "this algorithm's privacy analysis (001) is for replace-one "
-                 "neighbours: set privacy.neighbours = replace-one (add-remove: dp-sgd-rdp with "
-                 "algo.sampling = poisson)");
-    goto fail;
-  }
+  if ((rc = dpo__dp_check(cfg, model, clip, rel))) goto fail;
   dp->S1 = INFINITY;
   dp->S2 = INFINITY;
   if (clip && clip->norm == DPO_CLIP_L1) {
@@ -155,12 +170,8 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   B2 = dpo_model_row_bound(model, 0, B2); /* with an intercept: sqrt(B2^2 + 1) (model.h) */
   if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && dpo_sens(rel, B2) < dp->S2)
     dp->S2 = dpo_sens(rel, B2); /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
-  if (!isfinite(dp->S1)) {
-    rc = dpo_err(DPO_EINVAL,
-                 "no public sensitivity for model %s: give privacy.clip (--clip l1:C) or "
-                 "data.row_l1_bound (--row-l1-bound B)%s",
-                 dpo_model_name(model),
-                 dpo_model_grad_l1_sens(model, 1.0) < 0 ? " (this model needs clipping)" : "");
+  if (!isfinite(dp->S1)) { /* dpo__dp_check passed: a clip bound C that is not finite */
+    rc = dpo_err(DPO_EINVAL, "no finite public sensitivity for model %s", dpo_model_name(model));
     goto fail;
   }
   rc = dpo_solver_constants(s, &dp->L, &dp->mu);

@@ -65,6 +65,10 @@ typedef struct {
  * algo.m, algo.iters, algo.c, algo.noise, algo.accounting; need_L = 1 fails without a
  * declared L2 row bound.  Rank 0 (called from an algorithm's create()). */
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **dp);
+/* The refusals of dpo__dp_create that need no data (dpo_algo_check): the relation of the
+ * analysis (replace-one) and a public sensitivity source.  Not collective. */
+int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
+                  dpo_neighbours_t rel);
 /* The keys dpo__dp_create reads: the `shared` table of every dp-* algorithm (optim.h). */
 extern const dpo_algo_param_t dpo__dp_params[];
 void dpo__dp_destroy(dpo__dp_t *dp);

@@ -2,6 +2,9 @@
 #include <string.h>
 
 #include "optim/algos.h"
+#include "optim/dp_common.h"
+#include "optim/sco_common.h"
+#include "dpopt/status.h"
 
 static const dpo_algo_t *const dpo__algos[] = {
     &dpo__algo_gd,
@@ -38,3 +41,12 @@ const dpo_algo_t *dpo_algo_find(const char *name) {
 }
 
 const dpo_algo_t *const *dpo_algo_list(void) { return dpo__algos; }
+
+int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
+                   const dpo_clip_t *clip, dpo_neighbours_t rel, double delta) {
+  if (!a || !a->is_private) return DPO_OK;
+  /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c) */
+  if (a->shared == dpo__dp_params) return dpo__dp_check(cfg, m, clip, rel);
+  if (a->shared == dpo__sco_params) return dpo__sco_check(cfg, rel, delta, a->name);
+  return DPO_OK;
+}

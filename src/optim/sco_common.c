@@ -79,6 +79,31 @@ const dpo_algo_param_t dpo__sco_params[] = {
     {"shuffle_seed", "1", "seed of the public example order (not the noise stream)"},
     {NULL, NULL, NULL}};
 
+int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, const char *who) {
+  const char *clip = NULL, *model = NULL;
+  double B2 = NAN, Cl = NAN;
+  int rc;
+  dpo_config_get_str(cfg, "privacy.clip", NULL, &clip);
+  dpo_config_get_str(cfg, "model.name", "logreg", &model);
+  if ((rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2))) return rc;
+  if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
+  /* as dpo__sco_init: L from clipping or the declared row bound (logistic) */
+  if (!(Cl > 0 && isfinite(Cl)) && !(model && !strcmp(model, "logreg") && B2 > 0 && isfinite(B2)))
+    return dpo_err(DPO_EINVAL, "%s: needs a public Lipschitz bound: privacy.clip = l2:C, or "
+                               "data.row_l2_bound with model logreg", who);
+  if (!(B2 > 0) || !isfinite(B2))
+    return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "
+                               "beta must be public to check eta <= 2/beta (003 Thm 3.1)", who);
+  if (!(delta > 0))
+    return dpo_err(DPO_EINVAL, "%s: Gaussian noise needs an (eps, delta) budget with delta > 0: "
+                               "give --delta D", who);
+  if (rel != DPO_NEIGHBOURS_REPLACE_ONE && strcmp(who, "dp-sgd-rdp") != 0)
+    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (003) is for replace-one neighbours; "
+                   "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
+                   "algo.sampling = poisson for add-remove)", who);
+  return DPO_OK;
+}
+
 int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   const dpo_config_t *cfg = dpo_solver_config(s);
   int rc;

@@ -41,6 +41,9 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who);
 void dpo__sco_free(dpo__sco_t *c);
 /* The keys dpo__sco_init reads: the `shared` table of the 003 algorithms (optim.h). */
 extern const dpo_algo_param_t dpo__sco_params[];
+/* The refusals of dpo__sco_init that need no data (dpo_algo_check): a public Lipschitz bound,
+ * the declared smoothness bound, delta > 0, the relation.  Not collective. */
+int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, const char *who);
 /* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */
 dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m);
 /* Euclidean projection onto the ball of radius D/2 around 0. */

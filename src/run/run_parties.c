@@ -1,7 +1,7 @@
-/* Multi-party side of `dpopt train` (issue 7): the party table, per-party data files, each
+/* Multi-party side of a run (issue 7): the party table, per-party data files, each
  * rank's own noise stream for the local / shares trust modes, the ledger's party accounts, and
  * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
-#include "cli/train_parties.h"
+#include "run/run_parties.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,26 +10,27 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "run/run_impl.h"
 
 /* stream ids of the ranks' own noise streams: distinct from rank 0's solver stream (0) */
 #define DPO__PARTY_STREAM 0x70000000ULL
 
-struct dpo_train_parties {
+struct dpo__run_parties {
   dpo_parties_t *p;  /* NULL: one data holder, central */
   dpo_rng_t *rng;    /* this rank's noise stream (local / shares) */
   int rank;
   int64_t *rows;     /* rank 0: rows of each party */
 };
 
-int dpo_train_parties_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, int is_private,
-                            dpo_train_parties_t **out) {
+int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
+                           dpo__run_parties_t **out) {
   int rc = DPO_OK;
-  dpo_train_parties_t *tp = calloc(1, sizeof *tp);
+  dpo__run_parties_t *tp = calloc(1, sizeof *tp);
   *out = NULL;
   if (!tp) rc = dpo_err(DPO_ENOMEM, "out of memory");
   else {
-    tp->rank = ctx->rank;
-    rc = dpo_parties_from_config(cfg, ctx->size, &tp->p);
+    tp->rank = dpo__rank(comm);
+    rc = dpo_parties_from_config(cfg, dpo__size(comm), &tp->p);
   }
   if (!rc && tp->p && tp->p->trust != DPO_TRUST_CENTRAL) {
     if (!is_private) {
@@ -39,49 +40,49 @@ int dpo_train_parties_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, i
       int64_t seed = 0;
       int seeded = dpo_config_get(cfg, "run.seed") != NULL;
       if (!(rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)))
-        rc = dpo_rng_create(seeded, (uint64_t)seed, DPO__PARTY_STREAM + (uint64_t)ctx->rank,
+        rc = dpo_rng_create(seeded, (uint64_t)seed, DPO__PARTY_STREAM + (uint64_t)dpo__rank(comm),
                             &tp->rng);
     }
   }
-  rc = dpo_agree(ctx->comm, rc);
+  rc = dpo_agree(comm, rc);
   if (rc) {
-    dpo_train_parties_destroy(tp);
+    dpo__run_parties_destroy(tp);
     return rc;
   }
   *out = tp;
   return DPO_OK;
 }
 
-const dpo_parties_t *dpo_train_parties_table(const dpo_train_parties_t *tp) {
+const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp) {
   return tp ? tp->p : NULL;
 }
 
-int dpo_train_parties_hide_train(const dpo_train_parties_t *tp) {
+int dpo__run_parties_hide_train(const dpo__run_parties_t *tp) {
   return tp && tp->p && tp->p->trust != DPO_TRUST_CENTRAL;
 }
 
-int dpo_train_parties_load(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx, const char *path,
-                           const dpo_load_opts_t *lo, dpo_shard_t **train) {
+int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *path,
+                          const dpo_load_opts_t *lo, dpo_shard_t **train) {
   const dpo_parties_t *p = tp->p;
-  if (!p || !p->data[0]) return dpo_shard_load(ctx->comm, path, lo, train);
+  if (!p || !p->data[0]) return dpo_shard_load(comm, path, lo, train);
   /* every party loads its own file over its own ranks, then the shards are renumbered so
    * the global row ids follow the parties in rank order */
-  int rc = DPO_OK, k = p->rank_party[ctx->rank];
+  int rc = DPO_OK, k = p->rank_party[dpo__rank(comm)];
   MPI_Comm pc = MPI_COMM_NULL;
   dpo_shard_t *s = NULL;
   dpo_load_opts_t o = *lo;
-  if (MPI_Comm_split(ctx->comm, k, ctx->rank, &pc) != MPI_SUCCESS)
-    return dpo_agree(ctx->comm, dpo_err(DPO_EMPI, "MPI_Comm_split failed"));
-  rc = dpo_agree(ctx->comm, dpo_shard_load(pc, p->data[k], &o, &s));
+  if (MPI_Comm_split(comm, k, dpo__rank(comm), &pc) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Comm_split failed"));
+  rc = dpo_agree(comm, dpo_shard_load(pc, p->data[k], &o, &s));
   if (rc) goto out;
   /* the parties' files need not all reach the last feature: agree on the dimension */
   int32_t dv[2] = {s->d, -s->d}, dm[2];
   int sp = s->sparse, allsp = 0;
-  MPI_Allreduce(dv, dm, 2, MPI_INT32_T, MPI_MAX, ctx->comm);
-  MPI_Allreduce(&sp, &allsp, 1, MPI_INT, MPI_MIN, ctx->comm);
+  MPI_Allreduce(dv, dm, 2, MPI_INT32_T, MPI_MAX, comm);
+  MPI_Allreduce(&sp, &allsp, 1, MPI_INT, MPI_MIN, comm);
   if (dm[0] != -dm[1]) {
     if (o.d != 0) {
-      rc = dpo_agree(ctx->comm, dpo_err(DPO_EFORMAT, "the parties' data files disagree on the "
+      rc = dpo_agree(comm, dpo_err(DPO_EFORMAT, "the parties' data files disagree on the "
                                         "dimension"));
       goto out;
     }
@@ -91,26 +92,26 @@ int dpo_train_parties_load(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx, co
       dpo_shard_destroy(s);
       s = NULL;
       o.d = dm[0];
-      rc = dpo_agree(ctx->comm, dpo_shard_load(pc, p->data[k], &o, &s));
+      rc = dpo_agree(comm, dpo_shard_load(pc, p->data[k], &o, &s));
       if (rc) goto out;
     }
   }
   int64_t n_here = s->n, before = 0, tot = 0;
-  MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
-  if (ctx->rank == 0) before = 0;
-  MPI_Allreduce(&n_here, &tot, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+  MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (dpo__rank(comm) == 0) before = 0;
+  MPI_Allreduce(&n_here, &tot, 1, MPI_INT64_T, MPI_SUM, comm);
   s->row0 = before;
   s->n_global = tot;
-  if (ctx->rank == 0 && !(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
+  if (dpo__rank(comm) == 0 && !(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
     rc = dpo_err(DPO_ENOMEM, "out of memory");
   int64_t *pr = calloc((size_t)p->count, sizeof *pr);
   if (!pr) rc = dpo_err(DPO_ENOMEM, "out of memory");
   else {
     pr[k] = n_here;
-    MPI_Reduce(pr, tp->rows, p->count, MPI_INT64_T, MPI_SUM, 0, ctx->comm);
+    MPI_Reduce(pr, tp->rows, p->count, MPI_INT64_T, MPI_SUM, 0, comm);
     free(pr);
   }
-  rc = dpo_agree(ctx->comm, rc);
+  rc = dpo_agree(comm, rc);
 out:
   if (rc) dpo_shard_destroy(s);
   else *train = s;
@@ -118,13 +119,13 @@ out:
   return rc;
 }
 
-int dpo_train_parties_attach(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx,
-                             dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
+int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
+                            dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
-  if (ctx->rank == 0 && !rc) {
+  if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;
     rc = dpo_oracle_set_parties(oracle, p);
     if (!rc && ledger) {
@@ -149,11 +150,11 @@ int dpo_train_parties_attach(dpo_train_parties_t *tp, const dpo_cli_ctx_t *ctx,
       }
     }
   }
-  return dpo_agree(ctx->comm, rc);
+  return dpo_agree(comm, rc);
 }
 
-void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger *ledger,
-                               json_object *sum) {
+void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
+                              json_object *sum) {
   const dpo_parties_t *p = tp ? tp->p : NULL;
   json_object *pv = NULL;
   if (!json_object_object_get_ex(sum, "privacy", &pv)) pv = sum;
@@ -202,8 +203,8 @@ void dpo_train_parties_summary(const dpo_train_parties_t *tp, struct dpo_ledger 
   json_object_object_add(sum, "parties", o);
 }
 
-void dpo_train_parties_print(const dpo_train_parties_t *tp, struct dpo_ledger *ledger,
-                             FILE *out) {
+void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
+                            FILE *out) {
   const dpo_parties_t *p = tp ? tp->p : NULL;
   if (!p) return;
   fprintf(out, "parties         %d, trust %s, on exhaustion %s\n", p->count,
@@ -220,7 +221,7 @@ void dpo_train_parties_print(const dpo_train_parties_t *tp, struct dpo_ledger *l
   }
 }
 
-void dpo_train_parties_destroy(dpo_train_parties_t *tp) {
+void dpo__run_parties_destroy(dpo__run_parties_t *tp) {
   if (!tp) return;
   dpo_parties_destroy(tp->p);
   dpo_rng_destroy(tp->rng);

@@ -1,4 +1,4 @@
-#include "cli/train_priv.h"
+#include "run/run_priv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,8 +8,9 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "run/run_impl.h"
 
-struct dpo_train_priv {
+struct dpo__run_priv {
   MPI_Comm comm;
   int rank;
   int is_private;   /* the algorithm adds noise */
@@ -25,7 +26,7 @@ struct dpo_train_priv {
   char label[256];
 };
 
-int dpo_train_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
+int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
   const char *s;
   dpo_config_get_str(cfg, "privacy.clip", NULL, &s);
   *has = 0;
@@ -48,16 +49,16 @@ int dpo_train_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
   return DPO_OK;
 }
 
-int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, const dpo_algo_t *algo,
-                         const dpo_shard_t *train, const dpo_model_t *model,
-                         dpo_train_priv_t **out) {
+int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
+                        const dpo_shard_t *train, const dpo_model_t *model,
+                        dpo__run_priv_t **out) {
   (void)train;
   (void)model;
   int rc = DPO_OK;
-  dpo_train_priv_t *p = calloc(1, sizeof *p);
+  dpo__run_priv_t *p = calloc(1, sizeof *p);
   if (!p) return dpo_err(DPO_ENOMEM, "out of memory");
-  p->comm = ctx->comm;
-  p->rank = ctx->rank;
+  p->comm = comm;
+  p->rank = dpo__rank(comm);
   p->is_private = algo->is_private;
   int64_t seed = 0;
   const char *seed_s = dpo_config_get(cfg, "run.seed");
@@ -65,7 +66,7 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
   if ((rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)) ||
       (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &p->eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
-      (rc = dpo_train_parse_clip(cfg, &p->clip, &p->has_clip)))
+      (rc = dpo_run_parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
   const char *acct_s = NULL, *rel_s = NULL;
   dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct_s);
@@ -107,7 +108,7 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
   }
   /* Rank 0 draws all noise and samples.  Unseeded: key from the OS (private).  Seeded:
    * reproducible, and every output says the run is not private. */
-  if (ctx->rank == 0) rc = dpo_rng_create(p->seeded, (uint64_t)seed, 0, &p->rng);
+  if (dpo__rank(comm) == 0) rc = dpo_rng_create(p->seeded, (uint64_t)seed, 0, &p->rng);
   if (!p->is_private)
     snprintf(p->label, sizeof p->label, "NOT PRIVATE: algorithm %s adds no noise", algo->name);
   else if (p->seeded)
@@ -119,16 +120,16 @@ int dpo_train_priv_setup(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg, cons
              "PRIVATE: (eps=%g, delta=%g) budget, %s neighbours, secure noise", p->eps, p->delta,
              dpo_neighbours_name(p->rel));
 out:
-  rc = dpo_agree(ctx->comm, rc);
+  rc = dpo_agree(comm, rc);
   if (rc) {
-    dpo_train_priv_destroy(p);
+    dpo__run_priv_destroy(p);
     return rc;
   }
   *out = p;
   return DPO_OK;
 }
 
-int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
+int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
@@ -136,18 +137,18 @@ int dpo_train_priv_open_ledger(dpo_train_priv_t *p, const char *run_dir) {
 }
 
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
-int dpo_train_priv_reopen_ledger(dpo_train_priv_t *p, const char *run_dir) {
+int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
                             &p->ledger);
 }
 
-const dpo_clip_t *dpo_train_priv_clip(const dpo_train_priv_t *p) {
+const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p) {
   return p->has_clip ? &p->clip : NULL;
 }
-dpo_rng_t *dpo_train_priv_rng(dpo_train_priv_t *p) { return p->rng; }
-struct dpo_ledger *dpo_train_priv_ledger(dpo_train_priv_t *p) { return p->ledger; }
+dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p) { return p->rng; }
+struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p) { return p->ledger; }
 
 static double dpo__spent(void *arg) {
   double e = NAN, d;
@@ -155,20 +156,26 @@ static double dpo__spent(void *arg) {
   return e;
 }
 
-void dpo_train_priv_attach(dpo_train_priv_t *p, dpo_solver_t *s) {
+void dpo__run_priv_attach(dpo__run_priv_t *p, dpo_solver_t *s) {
   if (p->ledger) dpo_solver_set_spent(s, dpo__spent, p->ledger);
 }
 
-int dpo_train_priv_trace_note(const dpo_train_priv_t *p, FILE *trace) {
+int dpo__run_priv_trace_note(const dpo__run_priv_t *p, FILE *trace) {
   fprintf(trace, "# dpopt trace: %s\n", p->label);
   fprintf(trace, "# columns ending in _nonprivate are computed on the private training data: "
                  "diagnostics, not for release\n");
   return ferror(trace) ? dpo_err(DPO_EIO, "cannot write the trace") : DPO_OK;
 }
 
-const char *dpo_train_priv_label(const dpo_train_priv_t *p) { return p->label; }
+int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
+                        const dpo_config_t *cfg, const dpo_model_t *model) {
+  return dpo_algo_check(algo, cfg, model, dpo__run_priv_clip(p), p->rel, p->delta);
+}
 
-void dpo_train_priv_summary(const dpo_train_priv_t *p, json_object *sum) {
+const char *dpo__run_priv_label(const dpo__run_priv_t *p) { return p->label; }
+int dpo__run_priv_guaranteed(const dpo__run_priv_t *p) { return p->is_private && !p->seeded; }
+
+void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "private_algorithm", json_object_new_boolean(p->is_private));
   json_object_object_add(o, "seeded_not_private", json_object_new_boolean(p->seeded));
@@ -195,7 +202,7 @@ void dpo_train_priv_summary(const dpo_train_priv_t *p, json_object *sum) {
   json_object_object_add(sum, "privacy", o);
 }
 
-void dpo_train_priv_print(const dpo_train_priv_t *p, FILE *out) {
+void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
   fprintf(out, "privacy         %s\n", p->label);
   if (p->ledger) {
     double e = NAN, d = NAN, be = NAN, bd = NAN;
@@ -208,7 +215,7 @@ void dpo_train_priv_print(const dpo_train_priv_t *p, FILE *out) {
   }
 }
 
-void dpo_train_priv_destroy(dpo_train_priv_t *p) {
+void dpo__run_priv_destroy(dpo__run_priv_t *p) {
   if (!p) return;
   dpo_ledger_close(p->ledger);
   dpo_rng_destroy(p->rng);

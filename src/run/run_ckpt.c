@@ -1,11 +1,14 @@
-/* Checkpoints, --resume and signals for `dpopt train` (see train_ckpt.h). */
-#include "cli/train_ckpt.h"
+/* Checkpoints, --resume and signals of a run (see run_ckpt.h and dpopt/run.h). */
+#include "run/run_ckpt.h"
+
+#include <signal.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dpopt/run.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 
@@ -19,7 +22,7 @@ static void dpo__on_signal(int sig) {
   dpo__stop = 1;
 }
 
-void dpo_train_signals_install(void) {
+void dpo_run_signals_install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = dpo__on_signal;
@@ -30,14 +33,14 @@ void dpo_train_signals_install(void) {
     dpo__installed = 1;
 }
 
-void dpo_train_signals_restore(void) {
+void dpo_run_signals_restore(void) {
   if (!dpo__installed) return;
   sigaction(SIGTERM, &dpo__old_term, NULL);
   sigaction(SIGINT, &dpo__old_int, NULL);
   dpo__installed = 0;
 }
 
-volatile sig_atomic_t *dpo_train_stop_flag(void) { return &dpo__stop; }
+volatile sig_atomic_t *dpo_run_signal_flag(void) { return &dpo__stop; }
 
 typedef struct {
   dpo_config_t *cfg;
@@ -64,7 +67,7 @@ static void dpo__merge_one(const char *key, const char *value, const char *origi
   m->rc = dpo_config_set(m->cfg, key, value, origin);
 }
 
-int dpo_train_resume_config(const dpo_config_t *given, const char *run, dpo_config_t **out) {
+int dpo__run_resume_config(const dpo_config_t *given, const char *run, dpo_config_t **out) {
   char p[1024];
   dpo__merge_t m = {NULL, DPO_OK};
   *out = NULL;
@@ -113,7 +116,7 @@ static void dpo__ini_line(const char *key, const char *value, const char *origin
                              origin);
 }
 
-int dpo_train_write_config(const dpo_config_t *cfg, const char *run_dir) {
+int dpo__run_write_config(const dpo_config_t *cfg, const char *run_dir) {
   char p[1024];
   static const char head[] = "; effective configuration of this run (key = value ; origin)\n";
   dpo__sbuf_t b = {NULL, 0, 0, 0};
@@ -129,7 +132,7 @@ int dpo_train_write_config(const dpo_config_t *cfg, const char *run_dir) {
   return rc;
 }
 
-int dpo_train_trace_rewind(FILE *trace, const char *path, long long offset) {
+int dpo__run_trace_rewind(FILE *trace, const char *path, long long offset) {
   if (!trace) return DPO_OK;
   if (fflush(trace) != 0 || fseek(trace, 0, SEEK_END) != 0)
     return dpo_err(DPO_EIO, "%s: cannot seek", path);

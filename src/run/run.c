@@ -1,0 +1,348 @@
+/* The run API (dpopt/run.h): create, setup, load, accessors, destroy.  Every check that can
+ * refuse a run comes before the run directory is claimed and before the data are loaded, so a
+ * refused run leaves nothing behind. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "run/run_ckpt.h"
+#include "run/run_impl.h"
+#include "run/run_parties.h"
+#include "run/run_priv.h"
+
+int dpo__run_failed(dpo_run_t *r, int rc) {
+  if (rc == DPO_OK) return rc;
+  /* a typo first, even when the run fails for another reason */
+  dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL);
+  if (r->fail_rc == DPO_OK) {
+    r->fail_rc = rc;
+    snprintf(r->fail_stage, sizeof r->fail_stage, "%s", r->stage);
+    snprintf(r->fail_msg, sizeof r->fail_msg, "%s", dpo_errmsg());
+  }
+  return rc;
+}
+
+int dpo__run_expect(const dpo_run_t *r, int want, const char *fn) {
+  static const char *name[] = {"dpo_run_create", "dpo_run_setup", "dpo_run_load",
+                               "dpo_run_solve", "dpo_run_write"};
+  if (!r) return dpo_err(DPO_EINVAL, "%s: NULL run", fn);
+  if (r->fail_rc != DPO_OK)
+    return dpo_err(DPO_EINVAL, "%s: the run failed earlier (%s)", fn, r->fail_msg);
+  if (r->state != want)
+    return dpo_err(DPO_EINVAL, "%s: called out of order (the run's last step was %s)", fn,
+                   name[r->state]);
+  return DPO_OK;
+}
+
+int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
+  int rc = DPO_OK;
+  *out = NULL;
+  dpo_run_t *r = calloc(1, sizeof *r);
+  if (!r) return dpo_err(DPO_ENOMEM, "out of memory");
+  r->t_start = dpo_wtime();
+  r->stage = "train";
+  r->cfg = cfg;
+  r->fstar = r->tr_loss = r->tr_metric = r->te_loss = r->te_metric = NAN;
+  r->comm = MPI_COMM_NULL;
+  if (MPI_Comm_dup(comm, &r->comm) != MPI_SUCCESS) {
+    free(r);
+    return dpo_err(DPO_EMPI, "dpo_run_create: MPI_Comm_dup failed");
+  }
+  r->rank = dpo__rank(r->comm);
+  r->size = dpo__size(r->comm);
+  /* --resume RUN: the run's own settings; the caller may change only run.* keys */
+  const char *res = dpo_config_get(cfg, "run.resume");
+  if (res) {
+    r->resuming = 1;
+    if (!(rc = dpo__run_resume_config(cfg, res, &r->merged))) r->cfg = r->merged;
+  }
+  if (!rc) rc = dpo_config_get_int(r->cfg, "run.checkpoint_every", 0, &r->ckpt_every);
+  if (!rc) rc = dpo_config_get_int(r->cfg, "run.stop_after", 0, &r->stop_after);
+  if (!rc && (r->ckpt_every < 0 || r->stop_after < 0))
+    rc = dpo_err(DPO_EINVAL, "run.checkpoint_every and run.stop_after must be >= 0");
+  if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
+  if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
+  if ((rc = dpo_agree(r->comm, rc))) {
+    dpo__run_failed(r, rc);
+    dpo_run_destroy(r);
+    return rc;
+  }
+  *out = r;
+  return DPO_OK;
+}
+
+/* Every setting, read and checked (stage "train"): nothing touched yet.  Not collective. */
+static int dpo__run_settings(dpo_run_t *r) {
+  const dpo_config_t *cfg = r->cfg;
+  const char *action, *x0s;
+  int rc;
+  dpo_config_get_str(cfg, "data.train", NULL, &r->train_path);
+  dpo_config_get_str(cfg, "data.test", NULL, &r->test_path);
+  dpo_config_get_str(cfg, "model.name", "logreg", &r->model_name);
+  const char *algo_name;
+  dpo_config_get_str(cfg, "algo.name", "gd", &algo_name);
+  dpo_config_get_str(cfg, "run.fstar", "none", &r->fstar_s);
+  dpo_config_get_str(cfg, "data.row_bound_action", "reject", &action);
+  dpo_config_get_str(cfg, "algo.x0", "0", &x0s);
+  { /* algo.x0 = a number, or a model file: warm start from its coefficients */
+    char *end;
+    r->x0v = strtod(x0s, &end);
+    if (end == x0s || *end) r->x0_file = x0s, r->x0v = 0.0;
+    else if (!isfinite(r->x0v))
+      return dpo_err(DPO_EINVAL, "%s: algo.x0 = '%s': expected a finite number or a model file",
+                     dpo_config_origin(cfg, "algo.x0"), x0s);
+  }
+  if (dpo_config_get(cfg, "run.progress")) { /* unset: automatic (a terminal) */
+    if ((rc = dpo_config_get_bool(cfg, "run.progress", 0, &r->progress))) return rc;
+    r->progress = r->progress ? 1 : -1;
+  }
+  if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &r->lambda)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &r->b1)) ||
+      (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &r->b2)) ||
+      (rc = dpo_config_get_int(cfg, "algo.iters", 100, &r->iters)) ||
+      (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &r->trace_every)) ||
+      (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &r->no_trace_loss)) ||
+      (rc = dpo_config_get_bool(cfg, "data.report_rows", 0, &r->report_rows)))
+    return rc;
+  if (!r->train_path) dpo_config_get_str(cfg, "parties.data", NULL, &r->train_path);
+  if (!r->train_path)
+    return dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
+  const dpo_algo_t *algo = r->algo = dpo_algo_find(algo_name);
+  if (!algo)
+    return dpo_err(DPO_EINVAL, "%s: unknown algorithm '%s' (see dpopt train --help)",
+                   dpo_config_origin(cfg, "algo.name") ? dpo_config_origin(cfg, "algo.name")
+                                                       : "--algo",
+                   algo_name);
+  if ((r->ckpt_every > 0 || r->stop_after > 0 || r->resuming) && !dpo_algo_can_checkpoint(algo))
+    return dpo_err(DPO_EUNSUP, "algorithm %s cannot write or resume checkpoints: drop "
+                   "--checkpoint-every / --resume / run.stop_after", algo->name);
+  double gtol = 0; /* the driver refuses it too, but only after the data are loaded */
+  if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &gtol))) return rc;
+  if (algo->is_private && gtol > 0)
+    return dpo_err(DPO_EINVAL, "%s: algo.gtol = %g stops %s on the gradient of the private "
+                   "data, a decision no charge covers: drop --gtol (private algorithms run their "
+                   "planned steps)", dpo_config_origin(cfg, "algo.gtol"), gtol, algo->name);
+  r->clip_rows = !strcasecmp(action, "clip");
+  if (!r->clip_rows && strcasecmp(action, "reject"))
+    return dpo_err(DPO_EINVAL, "%s: data.row_bound_action = '%s': expected reject or clip",
+                   dpo_config_origin(cfg, "data.row_bound_action"), action);
+  if (r->iters < 0 || r->trace_every < 0 || r->lambda < 0 || !(isnan(r->b1) || r->b1 > 0) ||
+      !(isnan(r->b2) || r->b2 > 0))
+    return dpo_err(DPO_EINVAL, "iters, trace_every, lambda must be >= 0 and row bounds > 0");
+  if ((rc = dpo_model_create(r->model_name, r->lambda, &r->model))) return rc;
+  int icpt = 0, no_icpt = 0;
+  if ((rc = dpo_config_get_bool(cfg, "model.intercept", 0, &icpt)) ||
+      (rc = dpo_config_get_bool(cfg, "model.no_intercept", 0, &no_icpt)) ||
+      (rc = dpo_model_set_intercept(r->model, icpt && !no_icpt)))
+    return rc;
+  r->fstar_newton = !strcasecmp(r->fstar_s, "newton");
+  if (!r->fstar_newton && strcasecmp(r->fstar_s, "none")) {
+    char *end;
+    r->fstar = strtod(r->fstar_s, &end);
+    if (end == r->fstar_s || *end)
+      return dpo_err(DPO_EINVAL, "%s: run.fstar = '%s': expected newton, none or a number",
+                     dpo_config_origin(cfg, "run.fstar"), r->fstar_s);
+  }
+  if ((rc = dpo_load_opts_from_config(cfg, &r->lo))) return rc;
+  r->lo.labels = dpo_model_binary(r->model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  return DPO_OK;
+}
+
+/* Claim the run directory, write the trace header and config.ini, open the journal.
+ * Collective. */
+static int dpo__run_open(dpo_run_t *r) {
+  int rc;
+  r->stage = "train (run directory)";
+  if ((rc = dpo__run_dir(r))) return rc;
+  snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/checkpoint", r->dir);
+  r->dir_ready = !r->resuming; /* created by this run */
+  rc = DPO_OK;
+  if (r->rank == 0) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/trace.csv", r->dir);
+    if (r->resuming) { /* appended to after the checkpoint's offset (dpo__run_trace_rewind) */
+      if (!(r->trace = fopen(p, "r+"))) rc = dpo_err(DPO_EIO, "%s: cannot open to resume", p);
+    } else if (!(r->trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
+    else rc = dpo__run_priv_trace_note(r->priv, r->trace);
+    /* config.ini now, not only at the end: --resume needs it after an interruption */
+    if (!rc && !r->resuming) rc = dpo__run_write_config(r->cfg, r->dir);
+  }
+  if ((rc = dpo_agree(r->comm, rc))) return rc;
+  if ((rc = r->resuming ? dpo__run_priv_reopen_ledger(r->priv, r->dir)
+                        : dpo__run_priv_open_ledger(r->priv, r->dir)))
+    return rc;
+  r->dir_ready = 1; /* resuming: the run's checkpoint and journal are there, it is this run's */
+  return DPO_OK;
+}
+
+/* Collective: what the algorithm's analysis and release plan refuse without data. */
+static int dpo__run_check(dpo_run_t *r) {
+  r->stage = "train";
+  return dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
+}
+
+int dpo_run_setup(dpo_run_t *r) {
+  int rc = dpo__run_expect(r, DPO__RUN_CREATED, "dpo_run_setup");
+  if (rc) return rc;
+  rc = dpo_agree(r->comm, dpo__run_settings(r));
+  if (!rc) rc = dpo__run_parties_setup(r->comm, r->cfg, r->algo->is_private, &r->parties);
+  /* privacy set-up: budget, clipping, noise stream (needs no data) */
+  if (!rc) {
+    r->stage = "train (privacy set-up)";
+    rc = dpo__run_priv_setup(r->comm, r->cfg, r->algo, NULL, r->model, &r->priv);
+  }
+  /* the release plan's refusals that need no n: before any file or datum (same stage as when
+   * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
+   * relation or budget that differs from the run's) say more about an edited config.ini */
+  if (!rc && !r->resuming) rc = dpo__run_check(r);
+  if (rc) return dpo__run_failed(r, rc);
+  dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL); /* every key is known by now */
+  if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
+    return dpo__run_failed(r, rc);
+  r->state = DPO__RUN_SETUP;
+  return DPO_OK;
+}
+
+/* Declared row bounds are public facts about the data domain (privacy rule 1).  Rows over a
+ * bound are rejected or scaled onto the bound.  Which row, its norm and how many rows were
+ * scaled are facts about the private data that no charge covers: for a private algorithm they
+ * are printed only when asked (report = data.report_rows) and labelled NON-PRIVATE; by default
+ * a rejection says only that some row of the file exceeds the bound (the same message on every
+ * rank, so not even the rank holding the row shows), and clipping is silent.  Non-private
+ * algorithms always get the details. */
+static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double bound, int clip,
+                              int is_private, int report) {
+  int rc = DPO_OK, detail = !is_private || report;
+  const char *tag = is_private ? "NON-PRIVATE (data.report_rows): " : "";
+  double *nrm1 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm1);
+  double *nrm2 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm2);
+  int64_t nclip = 0, nclip_all = 0, nover = 0, nover_all = 0;
+  if (!nrm1 || !nrm2) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  dpo_shard_row_norms(s, nrm1, nrm2);
+  for (int64_t i = 0; i < s->n && rc == DPO_OK; i++) {
+    double nv = l1 ? nrm1[i] : nrm2[i];
+    if (nv <= bound) continue;
+    if (!clip) {
+      nover++;
+      if (detail)
+        rc = dpo_err(DPO_EFORMAT,
+                     "%s%s: row %lld has L%d norm %.6g over the declared bound %.6g "
+                     "(use --row-bound-action clip to scale such rows)",
+                     tag, s->source, (long long)(s->row0 + i + 1), l1 ? 1 : 2, nv, bound);
+      break;
+    }
+    double sc = bound / nv;
+    if (s->sparse)
+      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) s->val[k] *= sc;
+    else
+      for (int32_t j = 0; j < s->d; j++) s->X[i * (int64_t)s->d + j] *= sc;
+    nclip++;
+  }
+out:
+  free(nrm1);
+  free(nrm2);
+  if (!detail && (rc = dpo_agree(comm, rc)) == DPO_OK) {
+    MPI_Allreduce(&nover, &nover_all, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (nover_all > 0)
+      return dpo_err(DPO_EFORMAT,
+                     "%s: a row has an L%d norm over the declared bound %.6g (which row is not "
+                     "shown: the algorithm is private; --report-rows shows it, NON-PRIVATE): "
+                     "fix the data or the bound, or use --row-bound-action clip",
+                     s->source, l1 ? 1 : 2, bound);
+  }
+  rc = dpo_agree(comm, rc);
+  if (rc == DPO_OK && detail) {
+    MPI_Allreduce(&nclip, &nclip_all, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (dpo__rank(comm) == 0 && nclip_all > 0)
+      dpo_msg("%s%lld rows scaled onto the declared L%d bound %g", tag, (long long)nclip_all,
+              l1 ? 1 : 2, bound);
+  }
+  return rc;
+}
+
+int dpo_run_load(dpo_run_t *r) {
+  int rc = dpo__run_expect(r, DPO__RUN_SETUP, "dpo_run_load");
+  if (rc) return rc;
+  r->stage = "train (loading data)";
+  int priv = r->algo->is_private;
+  if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &r->lo, &r->train)))
+    return dpo__run_failed(r, rc);
+  if (!isnan(r->b1) && (rc = dpo__enforce_bound(r->comm, r->train, 1, r->b1, r->clip_rows, priv,
+                                                r->report_rows)))
+    return dpo__run_failed(r, rc);
+  if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv,
+                                                r->report_rows)))
+    return dpo__run_failed(r, rc);
+  if (r->test_path) {
+    dpo_load_opts_t lo = r->lo;
+    lo.d = r->train->d; /* the test set must live in the training feature space */
+    if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
+  }
+  /* the bias column, after the declared bounds were checked on the features themselves */
+  if ((rc = dpo_model_prepare_shard(r->model, r->train)) ||
+      (r->test && (rc = dpo_model_prepare_shard(r->model, r->test))))
+    return dpo__run_failed(r, rc);
+  dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", r->train_path,
+          (long long)r->train->n_global, r->train->d, r->size, r->size > 1 ? "s" : "");
+  r->state = DPO__RUN_LOADED;
+  return DPO_OK;
+}
+
+void dpo_run_destroy(dpo_run_t *r) {
+  if (!r) return;
+  if (r->fail_rc != DPO_OK && r->dir_ready && r->rank == 0) dpo__run_mark_failed(r);
+  if (r->trace) fclose(r->trace);
+  free(r->summary);
+  dpo_solver_destroy(r->solver);
+  dpo_oracle_destroy(r->oracle);
+  dpo__run_priv_destroy(r->priv);
+  dpo__run_parties_destroy(r->parties);
+  dpo_shard_destroy(r->test);
+  dpo_shard_destroy(r->train);
+  dpo_model_destroy(r->model);
+  dpo_config_destroy(r->merged);
+  if (r->comm != MPI_COMM_NULL) MPI_Comm_free(&r->comm);
+  free(r);
+}
+
+void dpo_run_set_stop(dpo_run_t *r, volatile sig_atomic_t *flag) {
+  if (r) r->stop = flag;
+}
+
+const dpo_config_t *dpo_run_config(const dpo_run_t *r) { return r ? r->cfg : NULL; }
+const char *dpo_run_stage(const dpo_run_t *r) { return r ? r->stage : "train"; }
+const char *dpo_run_dir(const dpo_run_t *r) { return r ? r->dir : ""; }
+const char *dpo_run_label(const dpo_run_t *r) {
+  return r && r->priv ? dpo__run_priv_label(r->priv) : "";
+}
+int dpo_run_is_private(const dpo_run_t *r) {
+  return r && r->priv ? dpo__run_priv_guaranteed(r->priv) : 0;
+}
+const dpo_model_t *dpo_run_model(const dpo_run_t *r) { return r ? r->model : NULL; }
+
+const double *dpo_run_x(const dpo_run_t *r, int32_t *d) {
+  if (!r || !r->solver || r->rank != 0 || r->state < DPO__RUN_SOLVED) return NULL;
+  if (d) *d = r->train->d;
+  return dpo_solver_x(r->solver);
+}
+
+int dpo_run_result(const dpo_run_t *r, dpo_run_result_t *res) {
+  if (!r || !res || r->state < DPO__RUN_SOLVED)
+    return dpo_err(DPO_EINVAL, "dpo_run_result: the run has not been solved");
+  res->metric = dpo_model_binary(r->model) ? "accuracy" : "mse";
+  res->train_loss = r->tr_loss;
+  res->train_metric = r->tr_metric;
+  res->test_loss = r->te_loss;
+  res->test_metric = r->te_metric;
+  res->iters = dpo_solver_iters(r->solver);
+  res->budget_exhausted = r->run_rc == DPO_EBUDGET;
+  return DPO_OK;
+}
+
+const char *dpo_run_summary_json(const dpo_run_t *r) { return r ? r->summary : NULL; }

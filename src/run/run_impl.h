@@ -1,0 +1,90 @@
+/* The run object shared by the files of src/run/ (private; the API is dpopt/run.h).
+ * run.c: create, setup (settings, run directory, journal), load, accessors, destroy;
+ * run_solve.c: solve and evaluate; run_out.c: run directory, FAILED, summary, print;
+ * run_priv.c: privacy settings, noise stream, ledger, labels; run_parties.c: parties and
+ * trust modes; run_ckpt.c: --resume settings, config.ini, trace rewind, signals. */
+#ifndef DPO_RUN_IMPL_H
+#define DPO_RUN_IMPL_H
+
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+
+#include "dpopt/comm.h"
+#include "dpopt/data.h"
+#include "dpopt/model.h"
+#include "dpopt/optim.h"
+#include "dpopt/run.h"
+
+static inline int dpo__rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+static inline int dpo__size(MPI_Comm comm) {
+  int s = 1;
+  MPI_Comm_size(comm, &s);
+  return s;
+}
+
+struct dpo__run_priv;
+struct dpo__run_parties;
+
+/* lifecycle position: each call checks it is made in order */
+enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };
+
+struct dpo_run {
+  MPI_Comm comm; /* a duplicate of the caller's */
+  int rank, size, state;
+  const dpo_config_t *cfg; /* effective settings */
+  dpo_config_t *merged;    /* owned: the --resume merge (cfg points to it) */
+  const char *stage;
+  double t_start;
+  /* settings (dpo_run_setup) */
+  const dpo_algo_t *algo;
+  const char *train_path, *test_path, *model_name, *x0_file, *fstar_s;
+  double lambda, x0v, b1, b2, fstar;
+  int64_t iters, trace_every, ckpt_every, stop_after;
+  int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
+  dpo_load_opts_t lo;
+  dpo_model_t *model;
+  struct dpo__run_priv *priv;
+  struct dpo__run_parties *parties;
+  /* run directory: claimed by this run (or passed the --resume checks), so a failure is
+   * recorded in it (FAILED); never in a directory another run owns */
+  char dir[512], ckpt_path[1024];
+  int dir_ready;
+  FILE *trace; /* rank 0 */
+  /* a failure of a lifecycle call, recorded for FAILED (written by dpo_run_destroy) */
+  int fail_rc;
+  char fail_stage[64], fail_msg[1000];
+  /* data and solve */
+  dpo_shard_t *train, *test;
+  dpo_oracle_t *oracle;
+  dpo_solver_t *solver;
+  volatile sig_atomic_t *stop;
+  int run_rc;
+  double t_solve;
+  /* evaluate, write */
+  int evaluated;
+  double tr_loss, tr_metric, te_loss, te_metric, wall;
+  char *summary; /* rank 0: summary.json text */
+};
+
+/* Record a failing status of a lifecycle call (stage, detail) for FAILED and print the typo
+ * hints (rank 0), so a misspelled key shows even when the run fails for another reason.
+ * Returns rc. */
+int dpo__run_failed(dpo_run_t *r, int rc);
+/* Lifecycle order: DPO_EINVAL naming fn unless r->state == want. */
+int dpo__run_expect(const dpo_run_t *r, int want, const char *fn);
+
+/* run_out.c */
+/* Collective: settle the run directory (rank 0 decides, every rank gets the name). */
+int dpo__run_dir(dpo_run_t *r);
+/* Rank 0: FAILED in the run directory, best effort; remove it. */
+void dpo__run_mark_failed(const dpo_run_t *r);
+void dpo__run_unmark_failed(const dpo_run_t *r);
+/* Collective: the final outputs of dpo_run_write. */
+int dpo__run_write_outputs(dpo_run_t *r);
+
+#endif

@@ -1,0 +1,38 @@
+/* Multi-party side of a run (private to src/run/; see run_parties.c). */
+#ifndef DPO_RUN_PARTIES_H
+#define DPO_RUN_PARTIES_H
+
+#include <json-c/json.h>
+#include <stdio.h>
+
+#include "dpopt/config.h"
+#include "dpopt/comm.h"
+#include "dpopt/data.h"
+#include "dpopt/parties.h"
+
+typedef struct dpo__run_parties dpo__run_parties_t;
+struct dpo_ledger;
+
+/* Collective: parse the party table and trust mode; local/shares: this rank's own noise
+ * stream (rank-specific stream id; seeded with run.seed when given). */
+int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
+                           dpo__run_parties_t **out);
+/* Collective: load the training data: each party's own file over its ranks (parties.data /
+ * party.K.data), or `path` split over all ranks. */
+int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *path,
+                          const dpo_load_opts_t *lo, dpo_shard_t **train);
+/* Collective: hand the table to the oracle (rank 0), the noise stream to the oracle (every
+ * rank), open the party accounts in the ledger (rank 0).  trace: rank 0's trace file. */
+int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
+                            dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace);
+/* 1 when the coordinator must not receive exact training-data sums (local / shares): the
+ * non-private training diagnostics are then skipped. */
+int dpo__run_parties_hide_train(const dpo__run_parties_t *tp);
+const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp);
+/* Rank 0: privacy.trust + privacy.trust_protects, and a "parties" block. */
+void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
+                              json_object *sum);
+void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *ledger, FILE *out);
+void dpo__run_parties_destroy(dpo__run_parties_t *tp);
+
+#endif

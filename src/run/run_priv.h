@@ -1,0 +1,44 @@
+/* The privacy side of a run (private to src/run/): secure or seeded noise stream,
+ * per-example clipping, the ledger on rank 0, and the labels every output carries. */
+#ifndef DPO_RUN_PRIV_H
+#define DPO_RUN_PRIV_H
+
+#include <json-c/json.h>
+#include <stdio.h>
+
+#include "dpopt/config.h"
+#include "dpopt/model.h"
+#include "dpopt/optim.h"
+#include "dpopt/run.h"
+
+typedef struct dpo__run_priv dpo__run_priv_t;
+
+/* Collective: read privacy.* and run.seed, create rank 0's stream, check that a private
+ * algorithm has a budget and a public sensitivity source (clipping or a declared bound). */
+int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
+                        const dpo_shard_t *train, const dpo_model_t *model,
+                        dpo__run_priv_t **out);
+/* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
+int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
+/* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
+int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir);
+const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p);
+/* Not collective: what the algorithm's analysis and release plan refuse without data
+ * (dpo_algo_check with this run's clipping, relation and delta). */
+int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
+                        const dpo_config_t *cfg, const dpo_model_t *model);
+dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p);
+struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p);
+/* Let the trace's eps_spent column read the ledger. */
+void dpo__run_priv_attach(dpo__run_priv_t *p, dpo_solver_t *s);
+/* "# ..." lines at the top of trace.csv saying what is private and what is not. */
+int dpo__run_priv_trace_note(const dpo__run_priv_t *p, FILE *trace);
+/* One line: "PRIVATE (eps=...)", "NOT PRIVATE: seeded" or "NOT PRIVATE: non-private algorithm". */
+const char *dpo__run_priv_label(const dpo__run_priv_t *p);
+/* 1: a private algorithm with secure (unseeded) noise: the outputs carry the guarantee. */
+int dpo__run_priv_guaranteed(const dpo__run_priv_t *p);
+void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum);
+void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
+void dpo__run_priv_destroy(dpo__run_priv_t *p);
+
+#endif

@@ -1,0 +1,170 @@
+/* The run API (dpopt/run.h): solve (oracle, solver, release plan, checkpoint, driver) and the
+ * final evaluation of the released iterate. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "run/run_ckpt.h"
+#include "run/run_impl.h"
+#include "run/run_parties.h"
+#include "run/run_priv.h"
+
+/* algo.x0 = FILE: the coefficients of a model.txt (read on rank 0, broadcast) as the initial
+ * point.  The file is an input the privacy analysis treats as public (a released model is; a
+ * non-private model of the same data is not).  Collective. */
+static int dpo__warm_start(const dpo_run_t *r, double *x0, int32_t d) {
+  double *w = NULL;
+  int32_t dw = 0;
+  const char *path = r->x0_file;
+  int rc = r->rank == 0 ? dpo_model_read(path, &w, &dw) : DPO_OK;
+  if (rc == DPO_OK && r->rank == 0 && dw != d)
+    rc = dpo_err(DPO_EFORMAT, "--x0 %s: dimension mismatch: the model has %d coefficients but "
+                 "data %s has %d features", path, (int)dw, r->train_path, (int)d);
+  if (rc == DPO_OK && r->rank == 0) memcpy(x0, w, (size_t)d * sizeof *x0);
+  free(w);
+  if ((rc = dpo_agree(r->comm, rc))) return rc;
+  if (MPI_Bcast(x0, d, MPI_DOUBLE, 0, r->comm) != MPI_SUCCESS)
+    return dpo_agree(r->comm, dpo_err(DPO_EMPI, "--x0 %s: MPI_Bcast failed", path));
+  return DPO_OK;
+}
+
+/* run.fstar = newton: the reference optimum F* of the training objective (non-private
+ * diagnostic for the f - f* column).  Collective. */
+static int dpo__newton_ref(dpo_run_t *r) {
+  r->stage = "train (Newton reference F*)";
+  double *xs = calloc((size_t)r->train->d, sizeof *xs);
+  dpo_newton_info_t ni;
+  if (!xs) return dpo_err(DPO_ENOMEM, "out of memory");
+  int rc = dpo_newton_solve(r->comm, r->model, r->train, xs, 1e-10, 100, &ni);
+  free(xs);
+  if (rc) return rc;
+  r->fstar = ni.F;
+  dpo_msg("Newton reference: F* = %.15g after %lld iterations (||grad|| = %.2e) [non-private]",
+          ni.F, (long long)ni.iters, ni.gnorm);
+  return DPO_OK;
+}
+
+/* --resume: the solver's state from the checkpoint, the trace cut back to its length then. */
+static int dpo__resume(dpo_run_t *r) {
+  int64_t toff = -1;
+  int rc = dpo_solver_resume(r->solver, r->ckpt_path, &toff);
+  if (rc) return rc;
+  if (r->rank == 0) {
+    char tp[1024];
+    snprintf(tp, sizeof tp, "%s/trace.csv", r->dir);
+    rc = toff >= 0 ? dpo__run_trace_rewind(r->trace, tp, (long long)toff) : DPO_OK;
+    if (!rc) {
+      int64_t orph = dpo_solver_resume_orphans(r->solver);
+      dpo_msg("resuming %s at iteration %lld", r->dir, (long long)dpo_solver_start_iter(r->solver));
+      if (orph)
+        dpo_msg("the journal holds %lld charge(s) after the checkpoint: they stay spent, and "
+                "the steps they belong to are charged again when redone", (long long)orph);
+    }
+  }
+  return dpo_agree(r->comm, rc);
+}
+
+/* Oracle and solver (the algorithm declares its release plan in create). Collective. */
+static int dpo__make_solver(dpo_run_t *r) {
+  int rc;
+  double *x0 = NULL;
+  r->stage = "train";
+  if ((rc = dpo_oracle_create(r->comm, r->model, r->train, dpo__run_priv_clip(r->priv),
+                              &r->oracle)))
+    return rc;
+  if (r->test && (rc = dpo_oracle_set_heldout(r->oracle, r->test))) return rc;
+  if ((rc = dpo__run_parties_attach(r->parties, r->comm, r->oracle,
+                                    dpo__run_priv_ledger(r->priv), r->trace)))
+    return rc;
+  if (!(x0 = malloc((size_t)r->train->d * sizeof *x0)))
+    return dpo_agree(r->comm, dpo_err(DPO_ENOMEM, "out of memory"));
+  for (int32_t j = 0; j < r->train->d; j++) x0[j] = r->x0v;
+  /* a resumed run takes its iterate from the checkpoint, not from algo.x0 */
+  if (r->x0_file && !r->resuming) rc = dpo__warm_start(r, x0, r->train->d);
+  if (!rc)
+    rc = dpo_solver_create(r->oracle, r->algo, r->cfg, dpo__run_priv_rng(r->priv),
+                           dpo__run_priv_ledger(r->priv), x0, &r->solver);
+  free(x0);
+  if (rc) return rc;
+  dpo__run_priv_attach(r->priv, r->solver);
+  return r->resuming ? dpo__resume(r) : DPO_OK;
+}
+
+int dpo_run_solve(dpo_run_t *r) {
+  int rc = dpo__run_expect(r, DPO__RUN_LOADED, "dpo_run_solve");
+  if (rc) return rc;
+  if (r->fstar_newton && (rc = dpo__newton_ref(r))) return dpo__run_failed(r, rc);
+  if ((rc = dpo__make_solver(r))) return dpo__run_failed(r, rc);
+  dpo_run_opts_t ro;
+  dpo_run_opts_default(&ro);
+  /* unset: the algorithm's own schedule (its release plan), so a private run stops where its
+   * charges say it does (optim.h, "release plans") */
+  ro.max_iter = dpo_config_get(r->cfg, "algo.iters") ? r->iters : DPO_ITERS_PLAN;
+  if ((rc = dpo_config_get_double(r->cfg, "algo.gtol", 0.0, &ro.gtol)))
+    return dpo__run_failed(r, dpo_agree(r->comm, rc));
+  ro.trace_every = r->trace_every;
+  ro.trace_loss = !r->no_trace_loss && !dpo__run_parties_hide_train(r->parties);
+  ro.quiet = r->quiet;
+  ro.progress = r->progress;
+  ro.fstar = r->fstar;
+  ro.trace = r->trace;
+  ro.checkpoint_every = r->ckpt_every;
+  ro.checkpoint_path = r->ckpt_path;
+  ro.stop = r->stop;
+  ro.stop_after = r->stop_after;
+  dpo_config_warn_unused(r->cfg, r->rank == 0 ? stderr : NULL);
+  double t = dpo_wtime(); /* the iterations alone, without loading and set-up */
+  rc = dpo_solver_run(r->solver, &ro);
+  r->t_solve = dpo_wtime() - t;
+  if (rc == DPO_EINTR) {
+    /* every rank stopped at the same step; the journal is fsynced charge by charge: the run
+     * is not failed, it continues with run.resume */
+    if (r->trace) fflush(r->trace);
+    r->run_rc = rc;
+    r->state = DPO__RUN_SOLVED;
+    return rc;
+  }
+  if (rc != DPO_OK && rc != DPO_EBUDGET) return dpo__run_failed(r, rc);
+  if (rc == DPO_EBUDGET && r->rank == 0)
+    dpo_msg("privacy budget exhausted: %s; keeping the last released iterate", dpo_errmsg());
+  r->run_rc = rc;
+  r->state = DPO__RUN_SOLVED;
+  return rc;
+}
+
+int dpo_run_evaluate(dpo_run_t *r) {
+  int rc = dpo__run_expect(r, DPO__RUN_SOLVED, "dpo_run_evaluate");
+  if (rc) return rc;
+  if (r->run_rc == DPO_EINTR)
+    return dpo_err(DPO_EINVAL, "dpo_run_evaluate: the run was interrupted (resume it first)");
+  if (r->evaluated) return dpo_err(DPO_EINVAL, "dpo_run_evaluate: called twice");
+  r->stage = "train";
+  int hide = dpo__run_parties_hide_train(r->parties);
+  if (r->rank == 0) {
+    double *x = dpo_solver_x(r->solver);
+    /* local / shares: the coordinator receives no exact training sums, not even diagnostics */
+    rc = hide ? DPO_OK : dpo_oracle_eval_metric(r->oracle, x, 0, &r->tr_loss, &r->tr_metric);
+    if (!rc && r->test) rc = dpo_oracle_eval_metric(r->oracle, x, 1, &r->te_loss, &r->te_metric);
+    int frc = dpo_oracle_finish(r->oracle, rc);
+    if (!rc) rc = frc;
+  } else {
+    /* no request at all when the training metric is withheld and there is no test set */
+    rc = hide && !r->test ? DPO_OK : dpo_oracle_serve(r->oracle);
+  }
+  if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
+  r->evaluated = 1;
+  return DPO_OK;
+}
+
+int dpo_run_write(dpo_run_t *r) {
+  int rc = dpo__run_expect(r, DPO__RUN_SOLVED, "dpo_run_write");
+  if (rc) return rc;
+  if (r->run_rc == DPO_EINTR)
+    return dpo_err(DPO_EINVAL, "dpo_run_write: the run was interrupted (resume it first)");
+  r->stage = "train";
+  if ((rc = dpo__run_write_outputs(r))) return dpo__run_failed(r, rc);
+  r->state = DPO__RUN_WRITTEN;
+  return DPO_OK;
+}
