@@ -8,6 +8,7 @@
 #  2. Includes: the graph of #include "..." among the .c/.h files of src/ and include/ has no
 #     cycle (a header including itself, directly or around a loop).
 #  3. Size: no source file (C, headers, shell, make fragments) over 850 lines.
+#  4. The CLI is thin: src/cli/ holds under 10% of the lines of src/.
 # Objects come from the build directory, sources from the source directory, so this runs in a
 # VPATH build and in make distcheck alike.
 . "$(dirname "$0")/testlib.sh"
@@ -133,6 +134,13 @@ if [ -s "$T/big" ]; then
   bad "source files over $MAXLINES lines:"
   sed 's/^/    /' "$T/big"
 else ok; fi
+
+# ---- 4. the CLI is thin: argument parsing over the library (issue 17: under 10% of src/)
+cli=$(cd "$S" && cat src/cli/*.[ch] | wc -l)
+all=$(cd "$S" && find src -name '*.[ch]' -exec cat {} + | wc -l)
+if [ $((cli * 10)) -lt "$all" ]; then ok
+else bad "src/cli/ holds $cli of $all src/ lines (>= 10%): move the logic into the library"; fi
+echo "note: src/cli/ is $cli of $all lines of src/"
 
 # ---- the checker itself: a planted call cycle and include cycle are found and named
 printf 'a.c b.c f\nb.c c.c g\nc.c a.c h\nc.c d.c k\n' | awk -f "$T/scc.awk" >"$T/plant"
