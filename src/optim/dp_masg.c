@@ -107,6 +107,7 @@ static int plan_opt(dpo__dpmasg_t *a, dpo_solver_t *s) {
   for (int64_t k = 0; k < a->Tuse; k++) w[k] = exp(dpo__dp_masg_loga(a->Tuse, k + 1, st));
   rc = dpo__dp_opt_schedule(w, a->Tuse, dp->S1, dp->n, dp->m, dp->eps, NULL, a->es);
   if (!rc) rc = dpo__dp_split_weighted(dp->eps, a->es, a->Tuse, a->es);
+  if (!rc) rc = dpo__dp_calibrate(dp, 1.0, a->es, a->Tuse, a->Tuse); /* same allocation */
 out:
   free(w);
   dpo__dp_stages_destroy(st);
@@ -140,6 +141,9 @@ static int plan_mag(dpo__dpmasg_t *a) {
     for (int64_t i = 0; i < nk; i++) a->es[start + i] = e;
     t = start + nk;
   }
+  /* with delta > 0 the shares are scaled to the ledger's composition before the steps (4.43)
+   * are computed from them */
+  if (dp->fixed_b == 0 && (rc = dpo__dp_calibrate(dp, 1.0, a->es, T, T))) return rc;
   t = 0;
   for (k = 1; k <= a->K; k++) {
     int kk;
@@ -206,6 +210,7 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
       goto fail;
     }
     for (int64_t t = 0; t < dp->T; t++) a->es[t] = e;
+    if (dp->fixed_b == 0 && (rc = dpo__dp_calibrate(dp, 1.0, a->es, dp->T, dp->T))) goto fail;
   } else if (mode == MASG_OPT) {
     if ((rc = plan_opt(a, s))) goto fail;
   } else {
