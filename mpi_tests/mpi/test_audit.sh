@@ -33,6 +33,13 @@ for a in $("$DPOPT" train --help | awk '/\[private\]$/ {print $1}'); do
   n=$((n + 1))
 done
 check "audited all $n private algorithms (>= 18)" test "$n" -ge 18
+# with delta > 0 the pure-eps algorithms scale their shares to the ledger's composition
+# (privacy.calibrate = ledger): the larger per-step eps must still stay below the claim
+for a in dp-gd dp-nag-opt; do
+  expect 0 "$DPOPT" audit --algo "$a" $LAP --delta 1e-5 --iters 20 --json "$T/$a-cal.json"
+  check "$a (delta > 0, calibrated): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+  has "$T/$a-cal.json" '"violation":false' "$a (calibrated): json"
+done
 
 # --- the audit found pnsgd releasing a cut pass its one charge does not cover (lower bound
 # 1.25-1.40 against a claimed 0.95 before release plans): such a run is now refused

@@ -265,6 +265,22 @@ static void check_phased_sc(void) {
             " = %.17g", c + 1, r->sigma[c], 4 * eta_i / rho);
   }
   check_spent("phased-sc");
+  /* lambda too small for Thm 5.3 (kappa = beta/mu ~ 126 > N/(k ln N) ~ 33): eta minimises the
+   * proof's bound with ||w0 - w*|| <= D = 3 (algo.D):  A/eta + C eta, k = 2, r_i = 2^-2^i,
+   * sigma_i = s r_i eta (s = 4 L/rho = 16, L = 1), n_i = N/2:
+   *   A = 2 D^2/(r_1 n_1),  C = 2 d s^2 r_1^2/(r_2 n_2) + (r_1 + r_2)/2 + sqrt(d) s r_2 */
+  if (!run_all("phased-sc", 0.001, kv, DPO_OK)) return;
+  const double r1 = 0.25, r2 = 1.0 / 16, ni = N / 2, sd = 16;
+  const double A = 2 * 9 / (r1 * ni), C = 2 * D * sd * sd * r1 * r1 / (r2 * ni) +
+                                           (r1 + r2) / 2 + sqrt((double)D) * sd * r2;
+  eta = sqrt(A / C);
+  T_CHECK(r->nch == 2, "phased-sc (small lambda): %d charges", r->nch);
+  for (int c = 0; c < r->nch && c < 2; c++) {
+    double eta_i = eta * (c ? r2 : r1);
+    T_CHECK(fabs(r->sens[c] - 2 * eta_i) <= 1e-9 * eta_i, "phased-sc (small lambda) phase %d: "
+            "sensitivity %.17g, 2 L eta_i = %.17g", c + 1, r->sens[c], 2 * eta_i);
+  }
+  check_spent("phased-sc");
 }
 
 static void check_sc_reduce(void) {

@@ -30,6 +30,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--x0", "algo.x0", "V|FILE", "initial point: every coordinate V (default 0), or a model.txt (warm start; treated as public)"},
     {"--eps", "privacy.eps", "E", "privacy budget epsilon (private algorithms)"},
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
+    {"--calibrate", "privacy.calibrate", "HOW", "ledger (default: with delta > 0, scale a pure-eps algorithm's per-step budgets to the ledger's composition) | basic (the papers' split by basic composition)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},

@@ -114,6 +114,17 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
       goto fail;
   }
   if ((rc = dpo_solver_param_str(s, "accounting", "subsampled", &acc))) goto fail;
+  {
+    const char *cal = "ledger";
+    if (cfg && (rc = dpo_config_get_str(cfg, "privacy.calibrate", "ledger", &cal))) goto fail;
+    if (!strcasecmp(cal, "ledger")) dp->calibrate = 1;
+    else if (!strcasecmp(cal, "basic")) dp->calibrate = 0;
+    else {
+      rc = dpo_err(DPO_EINVAL, "privacy.calibrate = '%s': expected ledger (scale the per-step "
+                   "budgets to the ledger's composition) or basic (the papers' eps/T split)", cal);
+      goto fail;
+    }
+  }
   if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
       (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
       (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||
@@ -433,24 +444,120 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
   }
 }
 
+/* The charge of step t with target eps_target and weight w (single-owner runs): a pure
+ * function of public quantities, shared by dpo__dp_grad and dpo__dp_calibrate, so that the
+ * calibration composes exactly the charges the run will make. */
+static int dpo__dp_step_charge(const dpo__dp_t *dp, int64_t t, double eps_target, double w,
+                               dpo_charge_t *c) {
+  const double delta1 = w * dp->S1 / (double)dp->m;
+  double eps0 = NAN, b = NAN;
+  int rc;
+  if (!(w > 0) || !isfinite(w)) return dpo_err(DPO_EINVAL, "dp: gradient weight %g", w);
+  if (dp->fixed_b > 0) {
+    b = dp->fixed_b;
+    if ((rc = dpo_mech_laplace_eps(delta1, b, dp->d, &eps0))) return rc;
+  } else {
+    if ((rc = dpo__dp_eps0(dp, eps_target, &eps0))) return rc;
+    if ((rc = dpo_mech_laplace_scale(delta1, eps0, dp->d, &b))) return rc;
+  }
+  memset(c, 0, sizeof *c);
+  c->mechanism = "laplace";
+  c->eps = eps0;
+  c->noise_scale = b;
+  c->sensitivity = delta1;
+  c->dim = dp->d;
+  c->m = dp->m;
+  c->n = dp->n;
+  c->sampling = "none";
+  c->accounting = "pure";
+  if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
+    c->sampling = "disjoint";
+  } else if (dp->m < dp->n) {
+    c->sampling = "wor";
+    c->accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+  }
+  c->group = 1;
+  c->step = t;
+  return DPO_OK;
+}
+
+/* Does the plan "step t charged for target c * e[t or 0]" (t < T) fit (beps, bdelta) in a
+ * fresh in-memory ledger with the run ledger's accountant and relation?  *fits = 1 only if
+ * that ledger accepted every charge. */
+static int dpo__dp_plan_fits(const dpo__dp_t *dp, double w, const double *e, int64_t ne,
+                             int64_t T, double c, double beps, double bdelta, int *fits) {
+  const dpo_ledger_t *real = dpo_solver_ledger(dp->s);
+  dpo_ledger_t *L = NULL;
+  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, beps, bdelta, NULL, 0, dpo_ledger_accountant(real),
+                              dpo_ledger_neighbours(real), &L);
+  *fits = 0;
+  if (rc) return rc;
+  for (int64_t t = 0; t < T; t++) {
+    dpo_charge_t ch;
+    const double et = e[ne == 1 ? 0 : t] * c; /* the same product the caller stores */
+    if ((rc = dpo__dp_step_charge(dp, t, et, w, &ch)) ||
+        (rc = dpo_ledger_charge(L, &ch, NULL))) {
+      if (rc != DPO_EBUDGET && rc != DPO_EINVAL) goto out;
+      dpo_errclear(); /* refused (or no mechanism for so large a target): does not fit */
+      rc = DPO_OK;
+      goto out;
+    }
+  }
+  *fits = 1;
+out:
+  dpo_ledger_close(L);
+  return rc;
+}
+
+int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T) {
+  double beps = NAN, bdelta = 0, lo = 1, hi = 2;
+  int rc, fits = 0;
+  dp->calib_c = 1;
+  if (!dp->calibrate || dp->fixed_b > 0 || dp->parties || dp->sampling == DPO__DP_SAMPLE_DISJOINT)
+    return DPO_OK;
+  if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;
+  if (!(bdelta > 0)) return DPO_OK; /* pure budget: the ledger composes by the basic sum */
+  if (dp->eps < beps) beps = dp->eps;
+  /* c = 1 is the basic split, which every accountant accepts (the ledger's bound (A) is the
+   * basic sum); grow hi until refused, then bisect; lo is always a c the ledger accepted */
+  for (;;) {
+    if ((rc = dpo__dp_plan_fits(dp, w, e, ne, T, hi, beps, bdelta, &fits))) return rc;
+    if (!fits) break;
+    lo = hi;
+    if (hi >= 0x1p20) break;
+    hi *= 2;
+  }
+  while (fits == 0 && hi - lo > 1e-6 * lo) {
+    double mid = 0.5 * (lo + hi);
+    if ((rc = dpo__dp_plan_fits(dp, w, e, ne, T, mid, beps, bdelta, &fits))) return rc;
+    if (fits) lo = mid;
+    else hi = mid;
+    fits = 0;
+  }
+  if (lo > 1) {
+    for (int64_t i = 0; i < ne; i++) e[i] = e[i] * lo;
+    dp->calib_c = lo;
+    dpo_plan_t plan = *dpo_solver_plan(dp->s);
+    size_t len = strlen(plan.what);
+    snprintf(plan.what + len, sizeof plan.what - len, "; per-step budgets scaled by c = %.6g to "
+             "use the ledger's composition (privacy.calibrate = ledger)", lo);
+    if ((rc = dpo_solver_declare_plan(dp->s, &plan))) return rc;
+  }
+  return DPO_OK;
+}
+
 int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, double w,
                  double *g, double *b_out) {
   if (dp->parties) return dpo__dp_grad_parties(dp, x, t, eps_target, w, g, b_out);
   dpo_solver_t *s = dp->s;
   const int32_t d = dp->d;
-  double delta1 = w * dp->S1 / (double)dp->m, eps0 = NAN, b = NAN, charged = 0;
+  double charged = 0;
   int rc;
-  if (!(w > 0) || !isfinite(w)) return dpo_err(DPO_EINVAL, "dp: gradient weight %g", w);
-  if (dp->fixed_b > 0) {
-    b = dp->fixed_b;
-    if ((rc = dpo_mech_laplace_eps(delta1, b, d, &eps0))) return rc;
-  } else {
-    if ((rc = dpo__dp_eps0(dp, eps_target, &eps0))) return rc;
-    if ((rc = dpo_mech_laplace_scale(delta1, eps0, d, &b))) return rc;
-  }
+  dpo_charge_t c;
+  if ((rc = dpo__dp_step_charge(dp, t, eps_target, w, &c))) return rc;
+  const double b = c.noise_scale, delta1 = c.sensitivity, eps0 = c.eps;
   /* the batch: data-independent randomness, so drawing it before the charge reveals nothing */
   dpo_batch_t batch = {NULL, dp->n};
-  const char *sampling = "none", *accounting = "pure";
   if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
     if (t >= dp->nbuckets)
       return dpo_err(DPO_EINVAL, "dp: step %lld but only %lld disjoint buckets of %lld rows",
@@ -459,28 +566,12 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
     qsort(dp->ids, (size_t)dp->m, sizeof *dp->ids, dpo__cmp_i64);
     batch.ids = dp->ids;
     batch.m = dp->m;
-    sampling = "disjoint";
   } else if (dp->m < dp->n) {
     dpo__dp_sample(dpo_solver_rng(s), dp->n, dp->m, dp->ids, dp->hash, dp->hcap);
     batch.ids = dp->ids;
     batch.m = dp->m;
-    sampling = "wor";
-    accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
   }
   /* Charge BEFORE anything data-dependent is computed or released (privacy rule 2). */
-  dpo_charge_t c;
-  memset(&c, 0, sizeof c);
-  c.mechanism = "laplace";
-  c.eps = eps0;
-  c.noise_scale = b;
-  c.sensitivity = delta1;
-  c.dim = d;
-  c.m = dp->m;
-  c.n = dp->n;
-  c.sampling = sampling;
-  c.accounting = accounting;
-  c.group = 1;
-  c.step = t;
   if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &c, &charged))) return rc;
   dp->last_b = b;
   dp->last_eps0 = eps0;

@@ -50,6 +50,8 @@ typedef struct {
   int64_t *ids, *hash;
   int64_t hcap;
   double *gs;
+  int calibrate;        /* privacy.calibrate: 1 ledger (default), 0 basic */
+  double calib_c;       /* the factor dpo__dp_calibrate applied (1: none) */
   /* last step, for tests and the journal */
   double last_b, last_eps0, last_charged, last_delta1;
   /* multi-party runs (dpo_oracle_parties() != NULL; see dpopt/parties.h and dpo__dp_grad):
@@ -89,6 +91,19 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double eps_target, double *eps0);
  * w S1 / m).  g (length d) receives w grad F_B(x) + eta.  *b_out (may be NULL) gets b. */
 int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, double w,
                  double *g, double *b_out);
+
+/* Tighter accounting (privacy.calibrate = ledger, the default).  The shares e of a per-step
+ * plan (e[t], or e[0] for every step when ne == 1; T steps; weight w as in dpo__dp_grad) come
+ * from basic composition (sum = eps).  With delta > 0 the ledger composes the same releases
+ * to much less (accountant auto: RDP of the pure releases, acct_auto.c), so they are scaled
+ * by the largest c (bisection to 1e-6 relative) for which a fresh in-memory ledger with the
+ * run ledger's accountant, relation and budget (privacy.eps, ledger delta) ACCEPTS every
+ * charge of the plan, built by the same function as dpo__dp_grad's charges: a c the ledger
+ * would refuse is never returned (lo is always an accepted c).  The relative allocation (e.g.
+ * dp-nag-opt's (001, (4.4))) is kept.  Public: the plan and the budget only.  No-op (c = 1)
+ * with delta = 0, privacy.calibrate = basic, algo.noise, disjoint buckets or parties.  On
+ * c > 1 the plan's "what" says so.  Call before anything that uses the shares (steps). */
+int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T);
 
 /* Per-step shares of eps proportional to weights wt[0..T-1] (> 0), scaled down by 1e-12
  * relative and checked in long double so that their exact sum never exceeds eps. */

@@ -1,5 +1,6 @@
 /* DP-GD: gradient descent on the noised gradient (001, (2.8)), the baseline of the thesis
- * (Sec. 4.4) and of (001, Sec. 5).  Every step spends eps / T (dpo_privacy_split), with the
+ * (Sec. 4.4) and of (001, Sec. 5).  Every step spends eps / T (dpo_privacy_split; with delta > 0
+ * scaled by the c of dpo__dp_calibrate to the ledger's composition), with the
  * Laplace scale of (001, Prop. 3.1): b = S1 / (m eps0), eps0 from (3.5) when m < n.
  * Step: algo.schedule = invsqrt (default) alpha_t = alpha0 / sqrt(t + 1), the "1/sqrt(t)" of
  * the thesis (Sec. 4.4, after [76]); const: alpha_t = alpha0 (001, Sec. 5).  alpha0 = algo.alpha
@@ -44,7 +45,9 @@ static int dpgd_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_EINVAL, "dp-gd: algo.schedule = '%s': expected invsqrt or const", sch);
     goto fail;
   }
-  if (a->dp->fixed_b == 0 && (rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e))) goto fail;
+  if (a->dp->fixed_b == 0 && ((rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e)) ||
+                              (rc = dpo__dp_calibrate(a->dp, 1.0, &a->e, 1, a->dp->T))))
+    goto fail;
   if (!(a->g = malloc((size_t)dpo_solver_dim(s) * sizeof *a->g))) {
     rc = dpo_err(DPO_ENOMEM, "dp-gd: out of memory");
     goto fail;

@@ -94,7 +94,8 @@ static int gdws_create_mode(dpo_solver_t *s, void **state, int mode) {
     if ((rc = dpo__dp_use_disjoint(dp))) goto fail;
     if (dp->nbuckets < a->Tuse) a->Tuse = dp->nbuckets;
     a->e = dp->eps; /* parallel composition: each row is used once */
-  } else if (dp->fixed_b == 0 && (rc = dpo_privacy_split(dp->eps, dp->T, &a->e))) {
+  } else if (dp->fixed_b == 0 && ((rc = dpo_privacy_split(dp->eps, dp->T, &a->e)) ||
+                                   (rc = dpo__dp_calibrate(dp, a->beta, &a->e, 1, dp->T)))) {
     goto fail;
   }
   if ((rc = dpo_solver_param(s, "alpha", NAN, &a->alpha))) goto fail;

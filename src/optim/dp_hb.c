@@ -56,7 +56,9 @@ static int dphb_create_mode(dpo_solver_t *s, void **state, int smoothed) {
     rc = dpo_err(DPO_EINVAL, "dp-hb: momentum beta = %g must be in [0, 1)", a->beta);
     goto fail;
   }
-  if (a->dp->fixed_b == 0 && (rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e))) goto fail;
+  if (a->dp->fixed_b == 0 && ((rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e)) ||
+                              (rc = dpo__dp_calibrate(a->dp, 1.0, &a->e, 1, a->dp->T))))
+    goto fail;
   size_t nb = (size_t)dpo_solver_dim(s) * sizeof(double);
   a->g = malloc(nb);
   a->xprev = malloc(nb);

@@ -13,15 +13,18 @@
  *               truncated), eps_k = eps/K per stage and eps_k / n_k per iteration (4.40)-(4.41);
  *               beta = (1 - sqrt(mu/L)) / (1 + sqrt(mu/L)) (Alg. 5 line 10); the noise-aware
  *               step (4.43)
- *                 alpha_k = c / (2^{2(k+1)} 2 L) ((S2^2/(4d) + 2 S1^2/eps0^2) / (1 - beta^2))^{-1/2}
- *               where eps0 = eps/(n_k K) is the step's mechanism eps.  (4.43) is not invariant
- *               under scaling the objective: it is written for the thesis's SUM objective, with
- *               L the sum's constant (n L here) and the per-example S1, S2; converted to the mean
- *               objective the n cancels and the formula above is what remains.
+ *                 alpha_k = c / (2^{2(k+1)} 2 L) ((s2^2/(4d) + 2 s1^2/eps0^2) / (1 - beta^2))^{-1/2}
+ *               where eps0 = eps/(n_k K) is the step's mechanism eps and s1 = S1/m, s2 = S2/m
+ *               are the sensitivities of the gradient the iteration uses (the batch mean):
+ *               (4.42) sets the step from Var of that noisy gradient, whose Laplace part has
+ *               variance 2 (S1/(m eps0))^2 per coordinate (the units dp-gdws uses for (4.21)).
+ *               (4.43) is not invariant under scaling the objective; read in the thesis's SUM
+ *               units (L of the sum, per-example S1) it gives alpha ~ 4e-7 on a9a (eps = 1,
+ *               T = 100): x never leaves 0 and the output is the majority class.  The step is
+ *               capped by the M-ASG step of (4.38) (c/L, then c/(2^{2k} L)) that (4.43) refines.
  *  dp-smag      thesis Alg. 7 (requires m < n): the same with minibatches, eps0 from (4.57)
  *               (thesis-2gamma) or (001, (3.5)), and step (4.59): the variance term becomes
- *               S2^2/(4d) m (1 - (m-1)/(n-1)) + 2 S1^2/eps0^2, and the batch SUM of the thesis
- *               becomes a batch mean, which multiplies the step by m/n.
+ *               s2^2/(4d) m (1 - (m-1)/(n-1)) + 2 s1^2/eps0^2 (same units, s = S/m).
  *               dp-mag with m < n runs the same method. */
 #include <math.h>
 #include <stdlib.h>
@@ -104,6 +107,7 @@ static int plan_opt(dpo__dpmasg_t *a, dpo_solver_t *s) {
   for (int64_t k = 0; k < a->Tuse; k++) w[k] = exp(dpo__dp_masg_loga(a->Tuse, k + 1, st));
   rc = dpo__dp_opt_schedule(w, a->Tuse, dp->S1, dp->n, dp->m, dp->eps, NULL, a->es);
   if (!rc) rc = dpo__dp_split_weighted(dp->eps, a->es, a->Tuse, a->es);
+  if (!rc) rc = dpo__dp_calibrate(dp, 1.0, a->es, a->Tuse, a->Tuse); /* same allocation */
 out:
   free(w);
   dpo__dp_stages_destroy(st);
@@ -128,23 +132,35 @@ static int plan_mag(dpo__dpmasg_t *a) {
   const double S2 = isfinite(dp->S2) ? dp->S2 : dp->S1;
   const double b2 = a->beta_fixed * a->beta_fixed;
   int64_t t = 0;
-  for (k = 1; k <= a->K; k++) {
+  for (k = 1; k <= a->K; k++) { /* the shares eps_k / n_k of (4.41) */
     int kk;
     stage_of(a, t, &kk, &al, &start, &len, &first);
     int64_t nk = start + len > T ? T - start : len; /* the last stage is truncated at T */
     double e = NAN;
     if (dp->fixed_b == 0 && (rc = dpo_privacy_split(ek, nk, &e))) return rc;
     for (int64_t i = 0; i < nk; i++) a->es[start + i] = e;
+    t = start + nk;
+  }
+  /* with delta > 0 the shares are scaled to the ledger's composition before the steps (4.43)
+   * are computed from them */
+  if (dp->fixed_b == 0 && (rc = dpo__dp_calibrate(dp, 1.0, a->es, T, T))) return rc;
+  t = 0;
+  for (k = 1; k <= a->K; k++) {
+    int kk;
+    stage_of(a, t, &kk, &al, &start, &len, &first);
+    int64_t nk = start + len > T ? T - start : len;
+    const double e = a->es[start];
     if (dp->fixed_b > 0) {
       if ((rc = dpo_mech_laplace_eps(dp->S1 / m, dp->fixed_b, dp->d, &eps0))) return rc;
     } else if ((rc = dpo__dp_eps0(dp, e, &eps0))) {
       return rc;
     }
     double samp = dp->m < dp->n ? (n > 1 ? m * (1.0 - (m - 1.0) / (n - 1.0)) : 0.0) : 1.0;
-    double V = (S2 * S2 / (4.0 * d) * samp + 2.0 * dp->S1 * dp->S1 / (eps0 * eps0)) / (1.0 - b2);
-    double alk = dp->c / (ldexp(1.0, 2 * (k + 1)) * 2.0 * dp->L) / sqrt(V);
-    if (dp->m < dp->n) alk *= m / n; /* (4.59): the thesis's batch sum -> batch mean */
-    a->alpha_k[k] = alk;
+    const double s1 = dp->S1 / m, s2 = S2 / m; /* the batch mean's sensitivities */
+    double V = (s2 * s2 / (4.0 * d) * samp + 2.0 * s1 * s1 / (eps0 * eps0)) / (1.0 - b2);
+    double alk = dp->c / (ldexp(1.0, 2 * (k + 1)) * 2.0 * dp->L) / sqrt(V); /* (4.43), (4.59) */
+    double cap = dp->c / ((k == 1 ? 1.0 : ldexp(1.0, 2 * k)) * dp->L);     /* (4.38) */
+    a->alpha_k[k] = alk < cap ? alk : cap;
     t = start + nk;
   }
   a->Tuse = T;
@@ -194,6 +210,7 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
       goto fail;
     }
     for (int64_t t = 0; t < dp->T; t++) a->es[t] = e;
+    if (dp->fixed_b == 0 && (rc = dpo__dp_calibrate(dp, 1.0, a->es, dp->T, dp->T))) goto fail;
   } else if (mode == MASG_OPT) {
     if ((rc = plan_opt(a, s))) goto fail;
   } else {

@@ -3,6 +3,8 @@
  * alpha = c / L (algo.c / algo.alpha), beta = (1 - sqrt(alpha mu)) / (1 + sqrt(alpha mu))
  * (Thm 4.1, Sec. 5; algo.beta overrides; mu = 0 falls back to t / (t + 3)).
  *  dp-nag      every step spends eps / T: b = S1 / (m eps0), eps0 from (3.5).
+ *  (both: with delta > 0 the shares are scaled by one factor c to the ledger's composition,
+ *  dpo__dp_calibrate, keeping the relative allocation)
  *  dp-nag-opt  the budget follows the optimal allocation of (4.4): with
  *              a_{T,t} = (1 - sqrt(mu alpha))^{T-t} alpha (1 + alpha L) (Thm 4.1),
  *              b_t = sum_j a_{T,j}^{1/3} S1 / (a_{T,t}^{1/3} n eps) when m = n (Prop. 4.2, (4.5));
@@ -68,6 +70,8 @@ static int dpnag_opt_plan(dpo__dpnag_t *a, dpo_solver_t *s) {
   rc = dpo__dp_opt_schedule(w, a->Tuse, dp->S1, dp->n, dp->m, dp->eps, NULL, a->es);
   /* exact budget: rescale the numerical shares so that their exact sum is <= eps */
   if (!rc) rc = dpo__dp_split_weighted(dp->eps, a->es, a->Tuse, a->es);
+  /* with delta > 0: the same allocation, scaled to the ledger's composition */
+  if (!rc) rc = dpo__dp_calibrate(dp, 1.0, a->es, a->Tuse, a->Tuse);
   free(w);
   return rc;
 }
@@ -89,7 +93,9 @@ static int dpnag_create_mode(dpo_solver_t *s, void **state, int opt) {
   a->Tuse = a->dp->T;
   if (opt) {
     if ((rc = dpnag_opt_plan(a, s))) goto fail;
-  } else if (a->dp->fixed_b == 0 && (rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e))) {
+  } else if (a->dp->fixed_b == 0 &&
+             ((rc = dpo_privacy_split(a->dp->eps, a->dp->T, &a->e)) ||
+              (rc = dpo__dp_calibrate(a->dp, 1.0, &a->e, 1, a->dp->T)))) {
     goto fail;
   }
   size_t nb = (size_t)dpo_solver_dim(s) * sizeof(double);

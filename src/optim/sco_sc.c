@@ -14,7 +14,8 @@
  * pass; the run is as private as one phase of A ("the same privacy parameters as A").
  *
  * phased-sc (Sec. 5.2.2, Thm 5.3): Alg. 2 with k = ceil(ln ln n) phases of n_i = floor(n/k)
- * examples, eta = 4 c k ln n / (lambda n) (c = algo.c, default 2 as the proof needs c >= 2),
+ * examples, eta = 4 c k ln n / (lambda n) (c = algo.c, default 2 as the proof needs c >= 2;
+ * when lambda is too small for the theorem, the step minimising its proof's bound, psc_create),
  * eta_i = 2^(-2^i) eta, each phase PSGD from w_{i-1} with the weighted average of Lemma 5.2
  * (gamma_t = (1 - eta_i lambda)^-t), then w_i = wbar_i + N(0, sigma_i^2 I), sigma_i =
  * 4 L eta_i / rho (Alg. 2 line 5; sensitivity 2 L eta_i by Lemma 4.3 needs eta_i <= 2/beta,
@@ -158,10 +159,33 @@ static int psc_create(dpo_solver_t *s, void **state) {
   int k = lnn > 1 ? (int)ceil(log(lnn)) : 1;
   if (k < 1) k = 1;
   int64_t ni = n / k;
-  /* Thm 5.3's step, capped so that eta_1 = eta/4 <= 2/beta (Lemma 4.3's condition, public
-   * beta): when kappa > n/(k ln n) the theorem's step is not private-able as is, and the
-   * largest step the sensitivity analysis admits is the default instead of a refusal */
+  /* Thm 5.3's step eta = 4 c k ln n / (lambda n) makes the start term of its proof vanish
+   * (e^{eta_1 lambda n_1} >= n^c), which needs kappa <= n/(k ln n).  When lambda is small
+   * (a9a: kappa ~ 1.8e4 > n/(k ln n) ~ 1e3) that step is far above 2/beta and, capped there,
+   * the phase noise sigma_i = 4 L eta_i / rho swamps the iterate.  Then the default is the
+   * eta minimising the proof's own bound (the last display of Thm 5.3's proof) with the start term
+   * bounded through K instead: E||xi_0||^2 <= D^2 and e^a - 1 >= a give
+   *   B(eta) = 2 D^2 / (eta_1 n_1)                                   (start)
+   *          + sum_{i=2}^k 2 d sigma_{i-1}^2 / (eta_i n_i)           (noise of phase i - 1)
+   *          + (L^2/2) sum_i eta_i + L sqrt(d) sigma_k                (SGD variance, last noise)
+   * with eta_i = r_i eta, sigma_i = s r_i eta (s = 4L/rho): B = A/eta + C eta, minimised at
+   * eta = sqrt(A/C).  All public (L, d, D, rho, n, k, beta); used (if smaller) only when the
+   * theorem's condition fails; capped so that eta_1 = eta/4 <= 2/beta (Lemma 4.3). */
   double eta = 4 * c * k * lnn / (a->mu * (double)n);
+  if (isfinite(a->c.beta) && a->c.beta / a->mu > (double)n / (k * lnn)) {
+    const double sd = 4 * a->c.L / a->c.rho, dd = (double)a->c.d;
+    double A = 0, C = 0, rprev = 0;
+    for (int i = 1; i <= k; i++) {
+      double r = exp2(-exp2((double)i));
+      if (i == 1) A = 2 * a->c.D * a->c.D / (r * (double)ni);
+      else C += 2 * dd * sd * sd * rprev * rprev / (r * (double)ni);
+      C += a->c.L * a->c.L / 2 * r;
+      if (i == k) C += a->c.L * sqrt(dd) * sd * r;
+      rprev = r;
+    }
+    double eb = sqrt(A / C);
+    if (ni >= 1 && eb > 0 && eb < eta) eta = eb;
+  }
   if (isfinite(a->c.beta) && eta > 8 / a->c.beta) eta = 8 / a->c.beta;
   if ((rc = dpo_solver_param(s, "eta", eta, &eta))) goto fail;
   for (int i = 1; i <= k && ni >= 1; i++) {
@@ -209,7 +233,8 @@ static const dpo_algo_param_t reduce_params[] = {
     SC_MAXIT, {NULL, NULL, NULL}};
 static const dpo_algo_param_t psc_params[] = {
     {"c", "2", "step constant (Thm 5.3 needs c >= 2)"},
-    {"eta", "min(4 c k ln n/(lambda n), 8/beta)", "base step (phase i: 2^(-2^i) eta)"},
+    {"eta", "min(4 c k ln n/(lambda n) (Thm 5.3; if kappa > n/(k ln n): the minimiser of its proof's bound with ||w0 - w*|| <= D), 8/beta)",
+     "base step (phase i: 2^(-2^i) eta)"},
     SC_MAXIT, {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_sc_reduce = {
