@@ -5,9 +5,9 @@
  *   B_t = a batch drawn on rank 0 from the solver's dpo_rng_t, exactly as the ledger records it:
  *     algo.sampling = wor (default): m = algo.m of the n examples without replacement
  *       (Wang-Balle-Kasiviswanathan 2019, a replace-one analysis);
- *     algo.sampling = poisson: each example independently with probability q = m/n (an exact
- *       Bernoulli(m/n) from an unbiased integer draw); Mironov-Talwar-Zhang 2019 is an
- *       add/remove analysis.
+ *     algo.sampling = poisson: each example independently with probability q = m/n, drawn as
+ *       exact Geometric(q) gaps between kept rows (optim/sample.h: O(m) per step, the law of n
+ *       independent Bernoulli(q)); Mironov-Talwar-Zhang 2019 is an add/remove analysis.
  *   The sensitivity is dpo_sens(privacy.neighbours, L): 2L under replace-one, L under
  *   add-remove.  Each sampling runs only under the relation its amplification bound is proved
  *   for (wor: replace-one, poisson: add-remove); the other pair is refused at creation.
@@ -53,6 +53,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/sample.h"
 #include "optim/sco_common.h"
 
 #define DPO__DPSGD_ETA 2.0
@@ -198,11 +199,6 @@ fail:
   return rc;
 }
 
-static int cmp64(const void *x, const void *y) {
-  int64_t u = *(const int64_t *)x, v = *(const int64_t *)y;
-  return (u > v) - (u < v);
-}
-
 static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   dpo__dpsgd_t *a = st;
   double *x = dpo_solver_x(s);
@@ -215,18 +211,12 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     return DPO_OK;
   }
   /* the batch, drawn the way the charge below records it */
-  if (a->poisson) {
-    for (int64_t i = 0; i < n; i++)
-      if ((int64_t)dpo_rng_below(rng, (uint64_t)n) < a->m) a->ids[mb++] = i;
+  if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
+    int64_t cap = n;
+    if ((rc = dpo__poisson_batch(rng, a->m, n, &a->ids, &cap, &mb))) return rc;
   } else {
-    for (int64_t i = 0; i < a->m; i++) { /* partial Fisher-Yates: a uniform m-subset */
-      int64_t j = i + (int64_t)dpo_rng_below(rng, (uint64_t)(n - i)), tmp = a->pool[i];
-      a->pool[i] = a->pool[j];
-      a->pool[j] = tmp;
-    }
-    memcpy(a->ids, a->pool, (size_t)a->m * sizeof *a->ids);
+    dpo__wor_batch(rng, a->m, n, a->pool, a->ids); /* partial Fisher-Yates: O(m log m) */
     mb = a->m;
-    qsort(a->ids, (size_t)mb, sizeof *a->ids, cmp64);
   }
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma, .sensitivity = a->sens,
                      .dim = d, .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
