@@ -10,7 +10,8 @@
 #    exactly best_epoch epochs;
 #  - mf-predict on the ratings file reproduces the model's values: the RMSE of its
 #    predictions equals the one the run reports (training and held-out combined), with and
-#    without biases; pairs outside the model are refused, naming the line.
+#    without biases; pairs outside the model are refused, naming the line;
+#  - with --repro the biased model is bit-identical on 1 and 2 ranks.
 . "$(dirname "$0")/testlib.sh"
 R="$T/syn.txt"
 awk -v buf="$T/bu.true" -v bif="$T/bi.true" '
@@ -57,6 +58,14 @@ expect 0 $MPI -np 2 "$DPOPT" mf --rank 3 --epochs 60 --early-stop 5 --out "$T/nb
 check "without biases the held-out RMSE is worse" \
   awk -v a="$(jv .test_rmse "$S")" -v b="$(jv .test_rmse "$T/nb/summary.json")" 'BEGIN {exit !(a < b)}'
 check "without biases: no biases.txt" test ! -e "$T/nb/biases.txt"
+
+# ---- the mean and the bias columns keep --repro rank-independent (K = 4 strata, 1 vs 2 ranks)
+for P in 1 2; do
+  expect 0 $MPI -np $P "$DPOPT" mf --rank 3 --biases --strata 4 --epochs 10 --repro --out "$T/rp$P" "$R"
+done
+for f in X1.txt X2t.txt biases.txt; do
+  check "biased --repro: $f identical on 1 and 2 ranks" cmp -s "$T/rp1/$f" "$T/rp2/$f"
+done
 
 # ---- early stopping keeps the best epoch (overfitting setting: rank 10, no L2)
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 10 --biases --lambda 0 --epochs 60 --early-stop 5 --out "$T/es" "$R"
