@@ -172,14 +172,29 @@ typedef struct {
   int (*on_trace)(void *ctx, const dpo_hamsi_trace_t *row);
   void *trace_ctx;
   int result_on_failure; /* 1: a diverged run still returns its last good point (dpo_hamsi_run) */
+  /* Biased model (issue 15): prediction mu + b_u + b_i + x1_a'x2_b.  mu is the mean training
+   * rating (subtracted before training); b_u, b_i are fitted with the factors as two extra
+   * columns: X1 rows [x1_a, b_u, 1], X2t rows [x2_b, 1, b_i], the constant columns held at 1
+   * (their gradient is zeroed, so s, y and every L-BFGS step are 0 there too).  The L2 term
+   * covers the biases (lambda b_u^2 per user, as for a factor row).  Factors start uniform in
+   * (-init_scale/2, init_scale/2) (the centred ratings have mean 0), biases at 0. */
+  int biases;
+  /* Early stopping: stop when the held-out RMSE has not improved for early_stop epochs
+   * (evaluated every eval_every epochs; 0 = off) and return the best evaluated point. */
+  int64_t early_stop;
 } dpo_hamsi_opts_t;
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);
 
 typedef struct {
   int32_t n_users, n_items, r;
-  double *X1;          /* n_users x r, on every rank */
+  double *X1;          /* n_users x r, on every rank (the factors only, without bias columns) */
   double *X2t;         /* n_items x r, on every rank */
+  int biases;          /* opts.biases: mu, bu, bi below are set */
+  double mu;           /* mean training rating (0 without biases) */
+  double *bu, *bi;     /* [n_users], [n_items] biases (NULL without biases) */
+  int64_t best_epoch;  /* early stopping: the epoch whose factors are returned (else 0) */
+  double best_test_rmse; /* early stopping: its held-out RMSE (= test_rmse) */
   int64_t n_train, n_test;
   int64_t epochs;
   int32_t K;           /* strata */
@@ -213,6 +228,11 @@ typedef struct {
 int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
                   dpo_hamsi_result_t **res);
 void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r);
+
+/* Predictions mu + bu[u] + bi[i] + X1[u]'X2t[i] of the fitted model for n (user, item)
+ * pairs (0-based; out of range is DPO_EINVAL naming the pair).  Local. */
+int dpo_hamsi_predict(const dpo_hamsi_result_t *m, int64_t n, const int32_t *user,
+                      const int32_t *item, double *pred);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #define DPOPT_MF_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dpopt/config.h"
@@ -14,11 +15,26 @@ extern "C" {
 
 /* Collective on comm: factorize the ratings file `ratings` with the mf.* keys of dpopt mf
  * --help (method, partition, schedule, rank, strata, step sizes, epochs or time, held-out
- * fraction, seed, mf.zero_based).  mf.out names a NEW directory, claimed before the ratings
- * are read (an existing non-empty one is DPO_EINVAL), that receives X1.txt, X2t.txt,
- * trace.csv and summary.json.  Rank 0 writes the report to `report`.  Seeded and without
- * noise: the output is NOT private.  Returns the same status on every rank. */
+ * fraction, seed, mf.zero_based, mf.biases, mf.early_stop).  mf.out names a NEW directory,
+ * claimed before the ratings are read (an existing non-empty one is DPO_EINVAL), that
+ * receives X1.txt, X2t.txt, trace.csv and summary.json (and biases.txt with mf.biases).
+ * Rank 0 writes the report to `report`.  Seeded and without noise: the output is NOT
+ * private.  Returns the same status on every rank. */
+/* Default L2 weight of the biased model (mf.biases = 1; mf.lambda overrides).  A fixed
+ * constant, chosen on `dpopt gen ratings --size ml-100k --realistic` (held-out RMSE at rank
+ * 10 and 50; see doc/design.md), not from the data being factorized. */
+#define DPO_MF_LAMBDA_BIASED 10.0
+
 int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report);
+
+/* Predictions of a run directory's model (X1.txt, X2t.txt, biases.txt when summary.json says
+ * "biases": true) for the (user, item) pairs of the text file `pairs`: one pair per line, the
+ * first two fields (separated by blanks, ',' or '::'; more fields, e.g. a rating, are
+ * ignored; '#' lines and blank lines skipped), ids 1-based unless zero_based.  Writes "user
+ * item prediction" lines (the ids as given, %.17g) to `out`; *n gets the number of pairs.
+ * Local (the CLI calls it on rank 0).  Errors name the file and line. */
+int dpo_mf_predict_file(const char *rundir, const char *pairs, int zero_based, FILE *out,
+                        int64_t *n);
 
 #ifdef __cplusplus
 }

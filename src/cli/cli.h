@@ -80,6 +80,7 @@ int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_simulate(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_calibrate(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_mf_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct {
     {"gen", dpo_cmd_gen, "generate synthetic data (logistic, ridge, MovieLens-shaped ratings)"},
     {"newton", dpo_cmd_newton, "reference optimum F* by distributed Newton (ScaLAPACK), non-private"},
     {"mf", dpo_cmd_mf, "matrix factorization of ratings by distributed HAMSI or mb-GD"},
+    {"mf-predict", dpo_cmd_mf_predict, "predictions of a dpopt mf run for (user, item) pairs"},
     {"admm", dpo_cmd_admm, "consensus ADMM across ranks, DP-ADMM / DP-AccADMM (graph-guided fused lasso)"},
     {"simulate", dpo_cmd_simulate, "split one data set into P parties' files (iid or skewed by label)"},
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},

@@ -44,6 +44,8 @@ void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r) {
   if (!r) return;
   free(r->X1);
   free(r->X2t);
+  free(r->bu);
+  free(r->bi);
   free(r->trace);
   free(r);
 }
@@ -278,33 +280,34 @@ static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
                  rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
 }
 
-/* Keep the current point as the last good one (it passed the divergence check). */
-static int dpo__keep(dpo__hm_t *h, int64_t t) {
-  if (!h->good1 && !(h->good1 = malloc(sizeof(double) * (size_t)(h->nvr ? h->nvr : 1))))
-    return dpo_err(DPO_ENOMEM, "hamsi: last good point");
-  if (!h->goodc && !(h->goodc = calloc((size_t)h->B, sizeof *h->goodc)))
-    return dpo_err(DPO_ENOMEM, "hamsi: last good point");
-  memcpy(h->good1, h->x1, sizeof(double) * (size_t)h->nvr);
+/* Copy the current point (after epoch t) into sn: the last good one (it passed the
+ * divergence check) or the best one (early stopping). */
+static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t) {
+  if (!sn->x1 && !(sn->x1 = malloc(sizeof(double) * (size_t)(h->nvr ? h->nvr : 1))))
+    return dpo_err(DPO_ENOMEM, "hamsi: saved point");
+  if (!sn->c && !(sn->c = calloc((size_t)h->B, sizeof *sn->c)))
+    return dpo_err(DPO_ENOMEM, "hamsi: saved point");
+  memcpy(sn->x1, h->x1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++) {
     if (!h->cbuf[c]) continue;
     int64_t nv = dpo__nvc(h, c);
-    if (!h->goodc[c] && !(h->goodc[c] = malloc(sizeof(double) * (size_t)(nv ? nv : 1))))
-      return dpo_err(DPO_ENOMEM, "hamsi: last good point");
-    memcpy(h->goodc[c], h->cbuf[c], sizeof(double) * (size_t)nv);
+    if (!sn->c[c] && !(sn->c[c] = malloc(sizeof(double) * (size_t)(nv ? nv : 1))))
+      return dpo_err(DPO_ENOMEM, "hamsi: saved point");
+    memcpy(sn->c[c], h->cbuf[c], sizeof(double) * (size_t)nv);
   }
-  h->good_k = h->cur_k;
-  h->good_t = t;
+  sn->k = h->cur_k;
+  sn->t = t;
   return DPO_OK;
 }
 
-/* Back to the last good point (collective: the item blocks first travel back to the ranks
- * that held them then). */
-static int dpo__restore_good(dpo__hm_t *h) {
-  int st = dpo__hm_travel(h, h->good_k);
+/* Back to a saved point (collective: the item blocks first travel back to the ranks that
+ * held them then). */
+static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn) {
+  int st = dpo__hm_travel(h, sn->k);
   if (st) return st;
-  memcpy(h->x1, h->good1, sizeof(double) * (size_t)h->nvr);
+  memcpy(h->x1, sn->x1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++)
-    if (h->cbuf[c]) memcpy(h->cbuf[c], h->goodc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
+    if (h->cbuf[c]) memcpy(h->cbuf[c], sn->c[c], sizeof(double) * (size_t)dpo__nvc(h, c));
   return DPO_OK;
 }
 
@@ -319,11 +322,14 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
   MPI_Comm_size(comm, &h->size);
   h->o = *opts;
   const dpo_hamsi_opts_t *o = &h->o;
-  h->r = o->r;
+  h->r = o->r + (o->biases ? 2 : 0); /* biased model: [b_u, 1] / [1, b_i] columns */
   h->hamsi = o->method == DPO_MF_HAMSI;
   h->M = h->hamsi ? o->memory : 0;
   h->grid = o->part == DPO_MF_STRATA || o->part == DPO_MF_STRATA_B;
-  if (h->o.init_scale < 0) h->o.init_scale = 2 * sqrt(3.0 / (o->r > 0 ? o->r : 1));
+  /* biased: centred factors of sd 0.1 / sqrt(r) (x1'x2 starts near 0, the centred mean) */
+  if (h->o.init_scale < 0)
+    h->o.init_scale = o->biases ? sqrt(12.0) * 0.1 / sqrt(o->r > 0 ? o->r : 1)
+                                : 2 * sqrt(3.0 / (o->r > 0 ? o->r : 1));
   int32_t nu = ratings ? ratings->n_users : 0, ni = ratings ? ratings->n_items : 0;
   int32_t mx[2] = {nu, ni};
   if (MPI_Allreduce(MPI_IN_PLACE, mx, 2, MPI_INT32_T, MPI_MAX, comm) != MPI_SUCCESS)
@@ -334,9 +340,13 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
   h->B = h->grid ? h->K : 1;
   if (o->r < 1 || o->r > 1024 || (h->hamsi && (o->memory < 1 || o->memory > 256)) ||
       !(o->eta > 0) || !(o->gamma > 0) || !(o->sigma0 > 0) || o->lambda < 0 || o->epochs < 0 ||
-      o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B)
-    st = dpo_err(DPO_EINVAL, "hamsi: bad options (r 1..1024, memory 1..256, eta, gamma, sigma0 > 0, "
-                             "lambda >= 0, holdout in [0, 1))");
+      o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B ||
+      o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > 1024)
+    st = dpo_err(DPO_EINVAL, "hamsi: bad options (r 1..1024 with the bias columns, memory 1..256, "
+                             "eta, gamma, sigma0 > 0, lambda >= 0, holdout in [0, 1), early_stop >= 0)");
+  else if (o->early_stop > 0 && (o->holdout <= 0 || o->eval_every < 1))
+    st = dpo_err(DPO_EINVAL, "hamsi: early stopping needs a held-out split (holdout > 0) and "
+                             "evaluations (eval_every >= 1)");
   else if (h->nu < 1 || h->ni < 1)
     st = dpo_err(DPO_EINVAL, "hamsi: no users or items");
   else if (!h->grid && (h->size > h->nu || h->size > DPO__MF_NCHUNK))
@@ -367,6 +377,45 @@ static void dpo__hm_schedule(const dpo__hm_t *h, dpo_rng_t *rng, int64_t t, doub
     }
   }
   if (h->hamsi) s[K] = s[0]; /* the first stratum repeated (Sec. 3.1) */
+}
+
+/* Biased model: res->X1 (nu x r+2: [x1, b_u, 1]) and X2t (ni x r+2: [x2, 1, b_i]) become
+ * the r factor columns, bu, bi and mu.  Local. */
+static int dpo__split_biases(const dpo__hm_t *h, dpo_hamsi_result_t *res) {
+  int32_t R = h->r, r = R - 2;
+  if (!(res->bu = malloc(sizeof(double) * (size_t)h->nu)) ||
+      !(res->bi = malloc(sizeof(double) * (size_t)h->ni)))
+    return dpo_err(DPO_ENOMEM, "hamsi: biases");
+  for (int64_t u = 0; u < h->nu; u++) {
+    res->bu[u] = res->X1[u * R + r];
+    memmove(res->X1 + u * r, res->X1 + u * R, sizeof(double) * (size_t)r);
+  }
+  for (int64_t i = 0; i < h->ni; i++) {
+    res->bi[i] = res->X2t[i * R + r + 1];
+    memmove(res->X2t + i * r, res->X2t + i * R, sizeof(double) * (size_t)r);
+  }
+  res->biases = 1;
+  res->mu = h->mu;
+  res->r = r;
+  return DPO_OK;
+}
+
+int dpo_hamsi_predict(const dpo_hamsi_result_t *m, int64_t n, const int32_t *user,
+                      const int32_t *item, double *pred) {
+  int32_t r = m->r;
+  for (int64_t k = 0; k < n; k++) {
+    int32_t u = user[k], i = item[k];
+    if (u < 0 || u >= m->n_users || i < 0 || i >= m->n_items)
+      return dpo_err(DPO_EINVAL, "mf predict: pair %lld (user %d, item %d) outside the model's "
+                     "%d users x %d items (0-based)", (long long)k, u, i, m->n_users, m->n_items);
+    const double *a = m->X1 + (int64_t)u * r, *b = m->X2t + (int64_t)i * r;
+    /* the order of the training sums: the factor columns, then b_u (x 1), then b_i (1 x) */
+    double p = 0;
+    for (int32_t q = 0; q < r; q++) p += a[q] * b[q];
+    if (m->biases) p = (p + m->bu[u]) + m->bi[i] + m->mu;
+    pred[k] = p;
+  }
+  return DPO_OK;
 }
 
 /* After the last epoch: every item block home, final RMSEs, times, and the factors on every
@@ -422,6 +471,7 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   }
   free(cnts);
   free(dsps);
+  if (!st && h->o.biases) st = dpo_agree(h->comm, dpo__split_biases(h, res));
   return st;
 }
 
@@ -455,11 +505,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   if (!st && h->rank == 0) st = dpo_rng_create(1, o->seed, 0x5c4ed, &rng);
   if ((st = dpo_agree(comm, st))) goto out;
 
-  double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN;
+  double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN, best = INFINITY;
   int64_t t;
+  int stop = 0; /* early stopping: no held-out improvement for early_stop epochs */
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
   st = dpo__eval(h, x2full, res->n_train, res->n_test, &res->train_rmse0, &res->test_rmse0);
-  if (!st) st = dpo__keep(h, 0);
+  if (!st) st = dpo__keep(h, &h->good, 0);
   if ((st = dpo_agree(comm, st))) goto out;
   for (t = 1;; t++) {
     /* rank 0 decides whether to go on and the schedule, then broadcasts */
@@ -468,7 +519,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       st = dpo_err(DPO_EMPI, "hamsi: schedule broadcast failed");
       break;
     }
-    if (sched[0]) break;
+    if (sched[0] || stop) break;
     double t0 = MPI_Wtime();
     h->beta = pow(o->eta * (double)t, o->gamma); /* line 5 */
     st = dpo__epoch(h, sched + 1, L);
@@ -488,17 +539,35 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       tr->sigma = h->sigma;
       tr->npairs = h->hamsi ? h->lb.m : 0;
       if (o->on_trace && (st = dpo_agree(comm, o->on_trace(o->trace_ctx, tr)))) break;
+      if (o->early_stop > 0) {
+        /* rank 0's value decides, so every rank keeps the same point */
+        if (MPI_Bcast(&rte, 1, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
+          st = dpo_err(DPO_EMPI, "hamsi: held-out RMSE broadcast failed");
+          break;
+        }
+        if (rte < best) {
+          best = rte;
+          if ((st = dpo_agree(comm, dpo__keep(h, &h->best, t)))) break;
+        }
+        stop = t - h->best.t >= o->early_stop;
+      }
     }
-    if ((st = dpo_agree(comm, dpo__keep(h, t)))) break;
+    if ((st = dpo_agree(comm, dpo__keep(h, &h->good, t)))) break;
   }
   if (st == DPO_ENOCONV && o->result_on_failure) {
     /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */
     res->failed_epoch = t;
-    int st2 = dpo_agree(comm, dpo__restore_good(h));
-    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good_t, t_start, t_train);
+    int st2 = dpo_agree(comm, dpo__restore(h, &h->good));
+    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good.t, t_start, t_train);
     if (st2) st = st2;
   } else if (!st) {
-    st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train);
+    /* early stopping: the best evaluated point (its held-out RMSE is the best in the trace) */
+    if (o->early_stop > 0 && h->best.x1) {
+      res->best_epoch = h->best.t;
+      st = dpo_agree(comm, dpo__restore(h, &h->best));
+    }
+    if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train);
+    if (!st && res->best_epoch > 0) res->best_test_rmse = res->test_rmse;
   }
 out:
   dpo_rng_destroy(rng);

@@ -35,6 +35,13 @@ typedef struct {
   int32_t cb;           /* item block */
 } dpo__blk_t;
 
+/* A copy of the factor rows this rank holds (item blocks at stratum k), after epoch t. */
+typedef struct {
+  double *x1, **c;
+  int32_t k;
+  int64_t t;
+} dpo__snap_t;
+
 typedef struct {
   MPI_Comm comm;
   int rank, size;
@@ -82,11 +89,12 @@ typedef struct {
   double *fpart;
   int64_t undone, capped;
   double damp;           /* gradient-step factor: halved by each undone gradient epoch */
-  /* last point that passed the divergence check (factor rows held here, at stratum good_k),
-   * kept so that a failing run still returns it */
-  double *good1, **goodc;
-  int32_t good_k;
-  int64_t good_t;
+  /* last point that passed the divergence check, kept so that a failing run still returns
+   * it; best: the point of the best held-out RMSE (early stopping) */
+  dpo__snap_t good, best;
+  /* biased model (opts.biases): r = opts.r + 2, the last two columns of an X1 row are
+   * [b_u, 1] and of an X2t row [1, b_i]; mu was subtracted from y and ty */
+  double mu;
 } dpo__hm_t;
 
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */

@@ -84,9 +84,12 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->w1);
   free(h->w2);
   free(h->fpart);
-  free(h->good1);
-  for (int32_t c = 0; h->goodc && c < h->B; c++) free(h->goodc[c]);
-  free(h->goodc);
+  dpo__snap_t *sn[2] = {&h->good, &h->best};
+  for (int j = 0; j < 2; j++) {
+    free(sn[j]->x1);
+    for (int32_t c = 0; sn[j]->c && c < h->B; c++) free(sn[j]->c[c]);
+    free(sn[j]->c);
+  }
   dpo__lbfgs_free(&h->lb);
 }
 
@@ -487,9 +490,15 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   int M = h->M;
   uint64_t iseed = dpo__mf_mix(h->o.seed ^ 0x1417ULL);
   double sc = h->o.init_scale;
+  /* biased model: factors centred (the ratings are), bias 0, constant column 1 */
+  int bz = h->o.biases;
+  double sh = bz ? 0.5 : 0;
   DPO__ALLOC(h->x1, h->nvr);
-  for (int64_t v = 0; v < h->nvr; v++)
-    h->x1[v] = sc * dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->u0 * r + v)));
+  for (int64_t v = 0; v < h->nvr; v++) {
+    int32_t q = (int32_t)(v % r);
+    h->x1[v] = bz && q >= r - 2 ? (q == r - 1)
+               : sc * (dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->u0 * r + v))) - sh);
+  }
   if (h->hamsi) {
     DPO__ALLOC(h->S1, h->nvr * M);
     DPO__ALLOC(h->Y1, h->nvr * M);
@@ -512,9 +521,13 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
     /* home: stratum 0, block c at the owner of user interval c */
     if (h->grid && h->owner[c] != h->rank) continue; /* generic: X2 replicated */
     DPO__ALLOC(h->cbuf[c], dpo__cbsize(h, c));
-    for (int64_t v = 0; v < dpo__nvc(h, c); v++)
-      h->cbuf[c][v] = sc * dpo__mf_unit(dpo__mf_mix(
-                               iseed + (uint64_t)((int64_t)h->nu * r + (int64_t)h->col_cut[c] * r + v)));
+    for (int64_t v = 0; v < dpo__nvc(h, c); v++) {
+      int32_t q = (int32_t)(v % r);
+      h->cbuf[c][v] =
+          bz && q >= r - 2 ? (q == r - 2)
+          : sc * (dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->nu * r +
+                                                              (int64_t)h->col_cut[c] * r + v))) - sh);
+    }
   }
   h->cur_k = 0;
   DPO__ALLOC(h->g1s, h->nvr);
@@ -528,6 +541,26 @@ fail:
   return st;
 }
 
+/* Biased model: mu = mean training rating, summed in the fixed parts of the RMSE (grid: user
+ * intervals; generic: user chunks), then subtracted from the training and held-out ratings. */
+static int dpo__hm_center(dpo__hm_t *h, dpo_hamsi_result_t *res) {
+  int32_t nparts = h->grid ? h->B : h->nch;
+  double *part = calloc((size_t)nparts, sizeof(double)), tot = 0;
+  if (!part) return dpo_err(DPO_ENOMEM, "hamsi: mean");
+  for (int64_t b = 0; b < h->nblk; b++) {
+    const dpo__blk_t *bk = &h->blk[b];
+    for (int64_t k = bk->off; k < bk->off + bk->n; k++)
+      part[h->grid ? h->i0 + (int32_t)(b / h->B) : h->chunk_of[h->u0 + h->lu[k]]] += h->y[k];
+  }
+  int st = dpo__hm_reduce_parts(h, part, nparts, 1, &tot);
+  free(part);
+  if (st) return st;
+  h->mu = res->n_train > 0 ? tot / (double)res->n_train : 0;
+  for (int64_t k = 0; k < h->n; k++) h->y[k] -= h->mu;
+  for (int64_t k = 0; k < h->ntest; k++) h->ty[k] -= h->mu;
+  return DPO_OK;
+}
+
 int dpo__hm_setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t *res) {
   int st = DPO_OK;
   int64_t *udeg = NULL, *ideg = NULL, nin = in ? in->n : 0;
@@ -538,7 +571,7 @@ int dpo__hm_setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t *res
   DPO__ALLOC(istest, nin);
   if ((st = dpo__hm_degrees(h, in, istest, udeg, ideg)) || (st = dpo__hm_layout(h, udeg, ideg)) ||
       (st = dpo__hm_route(h, in, istest, udeg, ideg, &tr)) || (st = dpo__hm_blocks(h, tr, res)) ||
-      (!h->grid && (st = dpo__hm_generic(h, tr, res))) || (st = dpo__hm_vars(h, udeg, ideg, res)))
+      (!h->grid && (st = dpo__hm_generic(h, tr, res))) || (st = dpo__hm_vars(h, udeg, ideg, res)) || (h->o.biases && (st = dpo__hm_center(h, res))))
     goto fail;
 fail:
   free(udeg);

@@ -108,6 +108,15 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
     fs += dpo__mf_term(r, h->x1 + u * r, xc + i * r, h->y[k], h->o.lambda, h->wu[k], h->wi[k],
                        h->g1s + u * r, h->g2s + i * r);
   }
+  if (h->o.biases) {
+    /* the constant columns (X1 column r - 1, X2t column r - 2) stay 1: no gradient there, so
+     * s and y are 0 there and no step (gradient or quasi-Newton) moves them; their constant
+     * L2 term lambda (wu + wi) per rating is left out of f */
+    for (int32_t a = 0; a < ntu; a++) h->g1s[(int64_t)tu[a] * r + r - 1] = 0;
+    for (int32_t a = 0; a < nti; a++) h->g2s[(int64_t)ti[a] * r + r - 2] = 0;
+    if (h->o.lambda != 0)
+      for (int64_t k = off; k < off + n; k++) fs -= h->o.lambda * (h->wu[k] + h->wi[k]);
+  }
   if (fsum) *fsum += fs;
   h->processed += n;
   if (acc1) {

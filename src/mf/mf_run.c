@@ -3,6 +3,7 @@
  * report and the files of --out. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -29,6 +30,14 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "eta", dpo_json_double(o->eta));
   json_object_object_add(j, "gamma", dpo_json_double(o->gamma));
   json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
+  json_object_object_add(j, "lambda", dpo_json_double(o->lambda));
+  json_object_object_add(j, "biases", json_object_new_boolean(res->biases));
+  if (res->biases) json_object_object_add(j, "mean", dpo_json_double(res->mu));
+  json_object_object_add(j, "early_stop", json_object_new_int64(o->early_stop));
+  if (res->best_epoch > 0) {
+    json_object_object_add(j, "best_epoch", json_object_new_int64(res->best_epoch));
+    json_object_object_add(j, "best_test_rmse", dpo_json_double(res->best_test_rmse));
+  }
   json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
   json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
@@ -104,6 +113,20 @@ static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_
            method, part);
   snprintf(path, sizeof path, "%s/X2t.txt", dir);
   if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
+  if (res->biases) { /* mu, then b_u per user, then b_i per item (dpopt mf-predict reads it) */
+    int64_t nb = 1 + (int64_t)res->n_users + res->n_items;
+    double *b = malloc(sizeof(double) * (size_t)nb);
+    if (!b) return dpo_err(DPO_ENOMEM, "biases.txt");
+    b[0] = res->mu;
+    memcpy(b + 1, res->bu, sizeof(double) * (size_t)res->n_users);
+    memcpy(b + 1 + res->n_users, res->bi, sizeof(double) * (size_t)res->n_items);
+    snprintf(cm, sizeof cm, "biases: mean rating, then b_u of the %d users, then b_i of the %d "
+             "items; prediction = mean + b_u + b_i + X1[u]'X2t[i]", res->n_users, res->n_items);
+    snprintf(path, sizeof path, "%s/biases.txt", dir);
+    st = dpo_model_write(path, b, (int32_t)nb, cm);
+    free(b);
+    if (st) return st;
+  }
   snprintf(path, sizeof path, "%s/summary.json", dir);
   if ((st = dpo__mf_summary(path, res, o, method, part, ph, nranks)) || !status) return st;
   char msg[2048];
@@ -127,7 +150,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   dpo_hamsi_opts_default(&o);
   const char *method, *part, *sched, *outdir;
   int64_t r, K, M, T, ev, seed;
-  int zb = 0;
+  int zb = 0, bz = 0;
   if ((rc = dpo_config_get_str(cfg, "mf.method", "hamsi", &method)) ||
       (rc = dpo_config_get_str(cfg, "mf.part", "strata-b", &part)) ||
       (rc = dpo_config_get_str(cfg, "mf.sched", "det", &sched)) ||
@@ -141,7 +164,6 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.eta", o.eta, &o.eta)) ||
       (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
-      (rc = dpo_config_get_double(cfg, "mf.lambda", o.lambda, &o.lambda)) ||
       (rc = dpo_config_get_double(cfg, "mf.step_cap", o.step_cap, &o.step_cap)) ||
       (rc = dpo_config_get_double(cfg, "mf.reject_tol", o.reject_tol, &o.reject_tol)) ||
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
@@ -149,6 +171,10 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
       (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
       (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
+      (rc = dpo_config_get_bool(cfg, "mf.biases", 0, &bz)) ||
+      (rc = dpo_config_get_int(cfg, "mf.early_stop", 0, &o.early_stop)) ||
+      /* the biased model is meant to be deployed: its default lambda generalizes */
+      (rc = dpo_config_get_double(cfg, "mf.lambda", bz ? DPO_MF_LAMBDA_BIASED : o.lambda, &o.lambda)) ||
       (rc = dpo_mf_part_parse(part, &o.part)))
     goto out;
   if (!strcasecmp(method, "hamsi")) o.method = DPO_MF_HAMSI;
@@ -163,6 +189,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
     rc = dpo_err(DPO_EINVAL, "mf: rank 1..1024, strata >= 0, memory 1..256, epochs >= 0");
   if (rc) goto out;
   o.r = (int32_t)r;
+  o.biases = bz;
   o.nblocks = (int32_t)K;
   o.memory = (int32_t)M;
   /* a time limit alone means "train until the time is up", not the default epoch count */
@@ -231,6 +258,11 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
                : "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are summed "
                  "(equal to the serial pass to first order only)");
     fprintf(report, "epochs          %lld\n", (long long)res->epochs);
+    if (res->best_epoch > 0)
+      fprintf(report, "early stopping  best held-out RMSE at epoch %lld (patience %lld): its "
+              "factors are kept\n", (long long)res->best_epoch, (long long)o.early_stop);
+    fprintf(report, "model           %s, lambda %g\n",
+            res->biases ? "mean + user/item biases + factors" : "factors only", o.lambda);
     fprintf(report, "train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
     fprintf(report, "held-out RMSE   %.6g\n", res->test_rmse);
     fprintf(report, "wall time       %.3f s (training without evaluation %.3f s)\n", res->t_wall, res->t_train);
