@@ -136,6 +136,14 @@ void dpo_ratings_destroy(dpo_ratings_t *r);
 /* Logistic data of (001, Sec. 5): rows u_i with ||u_i||_1 <= l1_bound, labels from a random
  * x_true: z_i = sign-sampled from the logistic model. */
 int dpo_gen_logistic(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed);
+/* The same with sign01 = 1: the data model of the authors' code for 001 Sec. 5 (uniform rows
+ * in [0,1]^d, scaled down to ||u||_1 <= l1_bound if above it; labels z = sign(u'x_true), no
+ * noise).  Every written entry lies in [0,1], so ||u||_2 <= sqrt(d) is a public row bound
+ * (declare data.row_l2_bound = sqrt(d): the logistic L bound is then d/4 + 2 lambda).
+ * sign01 = 0 is dpo_gen_logistic, bit for bit.  x_true (d doubles) receives the true
+ * parameter if not NULL. */
+int dpo_gen_logistic_ex(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed,
+                        int sign01, double *x_true);
 /* Ridge data: y = u'x_true + noise_sd * N(0,1), rows with ||u||_2 <= l2_bound. */
 int dpo_gen_ridge(const char *path, int64_t n, int32_t d, double l2_bound, double noise_sd,
                   uint64_t seed);

@@ -376,6 +376,45 @@ Test(data, gen_logistic_bounds, .init = setup, .fini = teardown) {
   dpo_shard_destroy(b);
 }
 
+/* gen logistic --sign01 (001 Sec. 5 as the authors ran it): entries in [0,1] (so the declared
+ * public bound ||u||_2 <= sqrt(d) holds), labels = sign(u'w) for the returned w, and not all
+ * rows the same label; text and binary agree. */
+Test(data, gen_logistic_sign01, .init = setup, .fini = teardown) {
+  const char *p = tpath("s01.svm"), *pb = tpath("s01.bin");
+  double w[20], wb[20];
+  cr_assert_eq(dpo_gen_logistic_ex(p, 2000, 20, 20.0, 3, 1, w), DPO_OK, "%s", dpo_errmsg());
+  cr_assert_eq(dpo_gen_logistic_ex(pb, 2000, 20, 20.0, 3, 1, wb), DPO_OK);
+  cr_assert_eq(memcmp(w, wb, sizeof w), 0);
+  dpo_load_opts_t o;
+  dpo_load_opts_default(&o);
+  dpo_shard_t *s = load_ok(p, &o), *b = load_ok(pb, &o);
+  cr_assert_eq(b->n, 2000);
+  cr_assert_eq(b->d, 20);
+  double l1[2000], l2[2000], mean = 0;
+  dpo_shard_row_norms(s, l1, l2);
+  int npos = 0;
+  for (int i = 0; i < 2000; i++) {
+    double t = 0;
+    for (int j = 0; j < 20; j++) {
+      double v = b->X[i * 20 + j];
+      cr_assert(v >= 0 && v <= 1, "row %d col %d: %g outside [0,1]", i, j, v);
+      cr_assert(s->val[i * 20 + j] >= 0 && s->val[i * 20 + j] <= 1);
+      t += v * w[j];
+      mean += v;
+    }
+    cr_assert(l2[i] <= sqrt(20.0), "row %d: ||u||_2 = %.17g > sqrt(d)", i, l2[i]);
+    cr_assert_eq(b->y[i], t > 0 ? 1.0 : -1.0, "row %d: label %g, u'w = %g", i, b->y[i], t);
+    cr_assert_eq(s->y[i], b->y[i]);
+    npos += b->y[i] > 0;
+  }
+  /* uniform entries: mean 1/2 */
+  mean /= 2000 * 20;
+  cr_assert(mean > 0.49 && mean < 0.51, "mean entry %g", mean);
+  cr_assert(npos > 0 && npos < 2000);
+  dpo_shard_destroy(s);
+  dpo_shard_destroy(b);
+}
+
 Test(data, gen_ridge_bounds, .init = setup, .fini = teardown) {
   const char *p = tpath("ridge.bin");
   cr_assert_eq(dpo_gen_ridge(p, 2000, 7, 3.0, 0.0, 11), DPO_OK, "%s", dpo_errmsg());

@@ -131,6 +131,7 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--rank", "gen.rank", "R", "ratings: rank of the signal (default 10)"},
       {"--realistic", "gen.realistic", NULL, "ratings: MovieLens-like statistics: user/item biases, >= 20 ratings per user, more noise"},
       {"--seed", "gen.seed", "S", "random seed (default 1)"},
+      {"--sign01", "gen.sign01", NULL, "logistic: 001 Sec. 5 as the authors ran it: rows uniform in [0,1]^d, y = sign(u'w) (declare data.row_l2_bound = sqrt(d))"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   char *pos[2];
@@ -168,7 +169,9 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   /* generation is serial on rank 0 (a file writer); the others wait for its status */
   rc = DPO_OK;
   if (!strcmp(kind, "logistic")) {
-    if (ctx->rank == 0) rc = dpo_gen_logistic(pos[1], n, (int32_t)d, b1, (uint64_t)seed);
+    int s01 = 0;
+    if (!(rc = dpo_config_get_bool(cfg, "gen.sign01", 0, &s01)) && ctx->rank == 0)
+      rc = dpo_gen_logistic_ex(pos[1], n, (int32_t)d, b1, (uint64_t)seed, s01, NULL);
   } else if (is_ridge) {
     if (ctx->rank == 0) rc = dpo_gen_ridge(pos[1], n, (int32_t)d, b2, noise, (uint64_t)seed);
   } else if (!strcmp(kind, "ratings")) {

@@ -33,9 +33,20 @@ static void dpo__gen_row(dpo_rng_t *rng, int32_t d, int p, double bound, double 
   for (int32_t j = 0; j < d; j++) u[j] *= s;
 }
 
+/* Rows of the authors' code for (001, Sec. 5) (github.com/sibirbil/DPAccGradMethods,
+ * main_compare_methods.m): u uniform in [0,1]^d, scaled down to ||u||_1 = bound if above it
+ * (never for d <= bound).  Entries stay in [0,1] after printing with 9 digits, so
+ * ||u||_2^2 <= d holds for the written rows: a public bound that follows from the range. */
+static void dpo__gen_row01(dpo_rng_t *rng, int32_t d, double bound, double *u) {
+  double nrm = 0;
+  for (int32_t j = 0; j < d; j++) nrm += u[j] = dpo_rng_uniform(rng);
+  if (nrm > bound)
+    for (int32_t j = 0; j < d; j++) u[j] *= (1.0 - 1e-6) * bound / nrm;
+}
+
 /* Shared driver of the two regression generators: LIBSVM text, or dpopt binary (.bin). */
 static int dpo__gen_regr(const char *path, int kind, int64_t n, int32_t d, double bound,
-                         double noise_sd, uint64_t seed) {
+                         double noise_sd, uint64_t seed, int sign01, double *x_true) {
   int st = DPO_OK, fd = -1;
   FILE *f = NULL;
   dpo_rng_t *rng = NULL;
@@ -72,13 +83,18 @@ static int dpo__gen_regr(const char *path, int kind, int64_t n, int32_t d, doubl
   }
   /* the true parameter: standard normal entries */
   for (int32_t j = 0; j < d; j++) x[j] = dpo_rng_normal(rng);
+  if (x_true) memcpy(x_true, x, (size_t)d * sizeof *x);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     int64_t c = n - i0 < chunk ? n - i0 : chunk;
     for (int64_t i = 0; i < c; i++) {
       double *u = U + i * d, t = 0;
-      dpo__gen_row(rng, d, kind == DPO__GEN_LOGISTIC ? 1 : 2, bound, u);
+      if (sign01) dpo__gen_row01(rng, d, bound, u);
+      else dpo__gen_row(rng, d, kind == DPO__GEN_LOGISTIC ? 1 : 2, bound, u);
       for (int32_t j = 0; j < d; j++) t += u[j] * x[j];
-      if (kind == DPO__GEN_LOGISTIC) {
+      if (sign01) {
+        /* the authors' code of (001, Sec. 5): y = sign(X w), no label noise */
+        Y[i] = t > 0 ? 1.0 : -1.0;
+      } else if (kind == DPO__GEN_LOGISTIC) {
         /* (001, Sec. 5): P(z = 1 | u, x) = 1 / (1 + exp(-u'x)) */
         double p1 = 1.0 / (1.0 + exp(-t));
         Y[i] = dpo_rng_uniform(rng) < p1 ? 1.0 : -1.0;
@@ -116,12 +132,17 @@ out:
 }
 
 int dpo_gen_logistic(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed) {
-  return dpo__gen_regr(path, DPO__GEN_LOGISTIC, n, d, l1_bound, 0.0, seed);
+  return dpo__gen_regr(path, DPO__GEN_LOGISTIC, n, d, l1_bound, 0.0, seed, 0, NULL);
+}
+
+int dpo_gen_logistic_ex(const char *path, int64_t n, int32_t d, double l1_bound, uint64_t seed,
+                        int sign01, double *x_true) {
+  return dpo__gen_regr(path, DPO__GEN_LOGISTIC, n, d, l1_bound, 0.0, seed, sign01, x_true);
 }
 
 int dpo_gen_ridge(const char *path, int64_t n, int32_t d, double l2_bound, double noise_sd,
                   uint64_t seed) {
-  return dpo__gen_regr(path, DPO__GEN_RIDGE, n, d, l2_bound, noise_sd, seed);
+  return dpo__gen_regr(path, DPO__GEN_RIDGE, n, d, l2_bound, noise_sd, seed, 0, NULL);
 }
 
 /* ---- ratings ---- */
