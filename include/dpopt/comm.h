@@ -153,7 +153,8 @@ typedef struct {
  * space (a dense file without the last features is reloaded with d; a sparse one is widened;
  * any other dimension mismatch is DPO_EFORMAT).  Fills *res on every rank; with pred_out
  * (not NULL) also writes the predictions there (dpo_model_write_predictions).  The values
- * are functions of the data: non-private outputs if the data are private. */
+ * are functions of the data: non-private outputs if the data are private.  m's intercept
+ * setting is set from the file (dpo_model_set_intercept). */
 int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,
                         const char *data, const dpo_load_opts_t *lo, const char *pred_out,
                         dpo_eval_result_t *res);

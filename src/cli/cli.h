@@ -86,10 +86,6 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_eval(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
-/* Data-loading options from the data.* config keys (the library's reading of them). */
-static inline int dpo_cli_load_opts(const dpo_config_t *cfg, dpo_load_opts_t *o) {
-  return dpo_load_opts_from_config(cfg, o);
-}
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */

@@ -45,7 +45,7 @@ int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   }
   dpo_load_opts_t lo;
-  if ((rc = dpo_cli_load_opts(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh))) {
+  if ((rc = dpo_load_opts_from_config(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh))) {
     ex = dpo_cli_fail(ctx, "info", rc);
     goto out;
   }
@@ -92,7 +92,7 @@ int dpo_cmd_convert(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   ex = 0;
   dpo_load_opts_t lo;
-  if ((rc = dpo_cli_load_opts(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh)) ||
+  if ((rc = dpo_load_opts_from_config(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh)) ||
       (rc = dpo_shard_write_bin(ctx->comm, sh, pos[1]))) {
     ex = dpo_cli_fail(ctx, "convert", rc);
     goto out;

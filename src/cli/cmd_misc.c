@@ -50,7 +50,7 @@ int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       (rc = dpo_config_get_double(cfg, "newton.gtol", 1e-10, &gtol)) ||
       (rc = dpo_config_get_int(cfg, "newton.maxit", 100, &maxit)) ||
       (rc = dpo_config_get_bool(cfg, "newton.lmax", 0, &lmax)) ||
-      (rc = dpo_model_create(mname, lambda, &m)) || (rc = dpo_cli_load_opts(cfg, &lo)))
+      (rc = dpo_model_create(mname, lambda, &m)) || (rc = dpo_load_opts_from_config(cfg, &lo)))
     goto fail;
   lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
   if ((rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh))) goto fail;

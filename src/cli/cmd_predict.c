@@ -106,7 +106,7 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   if (!strcmp(mname, "lsq") && !dpo_config_get(cfg, "model.lambda")) lambda = 0, lambda_known = 1;
   if ((rc = dpo_model_create(mname, lambda, &model))) goto fail;
   dpo_load_opts_t lo;
-  if ((rc = dpo_cli_load_opts(cfg, &lo))) goto fail;
+  if ((rc = dpo_load_opts_from_config(cfg, &lo))) goto fail;
   lo.labels = dpo_model_binary(model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
   dpo_cli_warn_unused(ctx, cfg);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpopt/comm.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "run/run_ckpt.h"
@@ -17,17 +18,18 @@
 static int dpo__warm_start(const dpo_run_t *r, double *x0, int32_t d) {
   double *w = NULL;
   int32_t dw = 0;
+  int icpt = 0;
   const char *path = r->x0_file;
-  int rc = r->rank == 0 ? dpo_model_read(path, &w, &dw) : DPO_OK;
-  if (rc == DPO_OK && r->rank == 0 && dw != d)
+  /* the same collective reader dpopt predict/eval use: every rank gets the vector or the
+   * same error; the bias, if the file has one, is the last coefficient */
+  int rc = dpo_model_read_bcast(r->comm, path, &w, &dw, &icpt);
+  if (rc) return rc;
+  if (dw + icpt != d)
     rc = dpo_err(DPO_EFORMAT, "--x0 %s: dimension mismatch: the model has %d coefficients but "
-                 "data %s has %d features", path, (int)dw, r->train_path, (int)d);
-  if (rc == DPO_OK && r->rank == 0) memcpy(x0, w, (size_t)d * sizeof *x0);
+                 "data %s has %d features", path, (int)(dw + icpt), r->train_path, (int)d);
+  else memcpy(x0, w, (size_t)d * sizeof *x0);
   free(w);
-  if ((rc = dpo_agree(r->comm, rc))) return rc;
-  if (MPI_Bcast(x0, d, MPI_DOUBLE, 0, r->comm) != MPI_SUCCESS)
-    return dpo_agree(r->comm, dpo_err(DPO_EMPI, "--x0 %s: MPI_Bcast failed", path));
-  return DPO_OK;
+  return rc; /* the same on every rank: dw, icpt and d are */
 }
 
 /* run.fstar = newton: the reference optimum F* of the training objective (non-private
