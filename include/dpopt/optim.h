@@ -57,6 +57,13 @@ typedef struct {
    * keys a common reader reads on their behalf (dp_common.c, sco_common.c; NULL: none). */
   const dpo_algo_param_t *params;
   const dpo_algo_param_t *shared;
+  /* The smoothness bound L (from data.row_l2_bound) the algorithm needs: NULL none, "" always,
+   * else the name of the step parameter (e.g. "alpha") whose explicit value replaces c/L.
+   * dpo_algo_check refuses a missing bound before any data are read. */
+  const char *needs_L;
+  /* Likewise for strong convexity mu > 0 (model.lambda > 0): NULL none, "" always, else the
+   * parameter whose explicit value makes mu unnecessary (e.g. the momentum "beta"). */
+  const char *needs_mu;
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */

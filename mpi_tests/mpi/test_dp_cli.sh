@@ -57,13 +57,19 @@ expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo pnsgd --eps 1 --row-
   --out "$T/sco"
 has "$T/err" "delta > 0" "SCO without delta refused"
 check "refused SCO runs leave no run directory" test ! -e "$T/sco"
-# a run that fails after its directory exists leaves FAILED there (stage, reason, exit status)
+# a step that needs L and has no declared bound is refused from the settings alone
 expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-l1-bound 14 \
   --set data.row_l2_bnd=3.75 --out "$T/noL"
 has "$T/err" "did you mean 'data.row_l2_bound'" "typo hint when the algorithm refuses"
-has "$T/noL/FAILED" "row_l2_bound must be declared" "FAILED names the reason"
-has "$T/noL/FAILED" "exit status 1" "FAILED gives the exit status"
-if [ ! -s "$T/noL/ledger.jsonl" ] || ! grep -q '"step"' "$T/noL/ledger.jsonl"; then ok; else
+has "$T/err" "declare data.row_l2_bound" "the refusal names the missing bound"
+check "a refusal from the settings leaves no run directory" test ! -e "$T/noL"
+# a run that fails after its directory exists leaves FAILED there (stage, reason, exit status)
+expect 2 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-l1-bound 14 \
+  --row-l2-bound 1 --out "$T/bigrow"
+has "$T/bigrow/FAILED" "over the declared bound 1" "FAILED names the reason"
+has "$T/bigrow/FAILED" "loading data" "FAILED names the stage"
+has "$T/bigrow/FAILED" "exit status 2" "FAILED gives the exit status"
+if [ ! -s "$T/bigrow/ledger.jsonl" ] || ! grep -q '"step"' "$T/bigrow/ledger.jsonl"; then ok; else
   bad "a run that failed before its first step has charges in its journal"; fi
 # a completed run has no FAILED
 [ ! -e "$T/run3/FAILED" ] && ok || bad "completed run has FAILED"

@@ -173,8 +173,8 @@ static const dpo_algo_param_t dpnagopt_params[] = {
 
 const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (001 (4.1))", 1,
                                      dpnag_create, dpnag_step, dpnag_destroy, dpnag_save,
-                                     dpnag_load, dpnag_params, dpo__dp_params};
+                                     dpnag_load, dpnag_params, dpo__dp_params, "alpha", NULL};
 const dpo_algo_t dpo__algo_dp_nag_opt = {
     "dp-nag-opt", "DP-NAG with the optimal noise b_t of (001 Prop. 4.2) and T of (4.6)", 1,
     dpnagopt_create, dpnag_step, dpnag_destroy, dpnag_save, dpnag_load, dpnagopt_params,
-    dpo__dp_params};
+    dpo__dp_params, "", ""};

@@ -108,4 +108,5 @@ static const dpo_algo_param_t hb_params[] = {
     {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (000 Sec. 4.4)", 0,
-                                 hb_create, hb_step, hb_destroy, hb_save, hb_load, hb_params, NULL};
+                                 hb_create, hb_step, hb_destroy, hb_save, hb_load, hb_params,
+                                 NULL, NULL, NULL};

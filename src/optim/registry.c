@@ -1,9 +1,12 @@
 /* The algorithm table: one line per algorithm (its dpo_algo_t lives in its own file). */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "optim/algos.h"
 #include "optim/dp_common.h"
 #include "optim/sco_common.h"
+#include "dpopt/model.h"
 #include "dpopt/status.h"
 
 static const dpo_algo_t *const dpo__algos[] = {
@@ -42,11 +45,58 @@ const dpo_algo_t *dpo_algo_find(const char *name) {
 
 const dpo_algo_t *const *dpo_algo_list(void) { return dpo__algos; }
 
+/* What dpo_solver_constants and dpo__optim_step will ask of the config once the data are
+ * loaded, asked now: a declared row bound giving a finite L, unless the step is given. */
+static int dpo__L_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m) {
+  if (!a->needs_L || !cfg || !m) return DPO_OK;
+  double B = NAN, step = NAN;
+  char key[64];
+  int rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B);
+  if (!rc && a->needs_L[0]) {
+    snprintf(key, sizeof key, "algo.%s", a->needs_L);
+    rc = dpo_config_get_double(cfg, key, NAN, &step);
+  }
+  if (rc) return rc;
+  if (!isnan(step)) return DPO_OK;
+  if (isnan(B)) {
+    if (a->needs_L[0])
+      return dpo_err(DPO_EINVAL, "%s: its step is c/L: declare data.row_l2_bound "
+                     "(--row-l2-bound B, public) or give the step algo.%s", a->name, a->needs_L);
+    return dpo_err(DPO_EINVAL, "%s needs the smoothness L: declare data.row_l2_bound "
+                   "(--row-l2-bound B, public)", a->name);
+  }
+  double L = (B > 0 && isfinite(B)) ? dpo_model_L_bound(m, B) : NAN;
+  if (!(L > 0) || !isfinite(L))
+    return dpo_err(DPO_EINVAL, "%s: data.row_l2_bound = %g gives no finite L > 0 for model %s",
+                   a->name, B, dpo_model_name(m));
+  return DPO_OK;
+}
+
+static int dpo__mu_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m) {
+  if (!a->needs_mu || !m || dpo_model_mu(m) > 0) return DPO_OK;
+  double v = NAN;
+  char key[64];
+  if (a->needs_mu[0] && cfg) {
+    snprintf(key, sizeof key, "algo.%s", a->needs_mu);
+    int rc = dpo_config_get_double(cfg, key, NAN, &v);
+    if (rc) return rc;
+    if (!isnan(v)) return DPO_OK;
+    return dpo_err(DPO_EINVAL, "%s: mu = 0 (model.lambda = 0): give model.lambda > 0 (--lambda) "
+                   "or algo.%s", a->name, a->needs_mu);
+  }
+  return dpo_err(DPO_EINVAL, "%s needs a strongly convex model: model.lambda > 0 (--lambda)",
+                 a->name);
+}
+
 int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
                    const dpo_clip_t *clip, dpo_neighbours_t rel, double delta) {
   if (!a || !a->is_private) return DPO_OK;
-  /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c) */
-  if (a->shared == dpo__dp_params) return dpo__dp_check(cfg, m, clip, rel);
-  if (a->shared == dpo__sco_params) return dpo__sco_check(cfg, rel, delta, a->name);
-  return DPO_OK;
+  /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c);
+   * a missing sensitivity is named before a missing step constant */
+  int rc = DPO_OK;
+  if (a->shared == dpo__dp_params) rc = dpo__dp_check(cfg, m, clip, rel);
+  else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, rel, delta, a->name);
+  if (!rc) rc = dpo__L_check(a, cfg, m);
+  if (!rc) rc = dpo__mu_check(a, cfg, m);
+  return rc;
 }

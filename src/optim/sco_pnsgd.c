@@ -213,4 +213,5 @@ static const dpo_algo_param_t pnsgd_params[] = {
 
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (003 Alg. 1; algo.schedule)",
-    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL, pnsgd_params, dpo__sco_params};
+    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL, pnsgd_params, dpo__sco_params, NULL,
+    NULL};
