@@ -4,7 +4,8 @@
 #    central mode at the same eps within 1 point; every charge is an un-amplified rdp-rho
 #    release; the journal carries the label "trust secagg, collude k of P"; `dpopt ledger`
 #    replays it; privacy.collude = 2 of 3 is journalled as such;
-#  - data-free refusals: collude >= P, collude without secagg, delta = 0, accountant basic;
+#  - data-free refusals (no run directory): collude >= P, collude without secagg, delta = 0,
+#    accountant basic, an algorithm outside the DP-GD family (phased-sgd);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
 #    charge was fsynced before its release).
@@ -42,7 +43,9 @@ expect 1 $MPI -np 2 "$DPOPT" train $COMMON --delta 0 --set privacy.trust=secagg 
 has "$T/err" "secagg needs privacy.delta > 0" "delta 0 refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --out "$T/r4"
 has "$T/err" "not basic" "basic accountant refused"
-for r in r1 r2 r3 r4; do [ -e "$T/$r/ledger.jsonl" ] && bad "$r: a refused run left a journal" || ok; done
+expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
+has "$T/err" "secagg is implemented for the DP-GD family" "SCO refused under secagg"
+for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
 
 # a party's rank dies mid-run
 ( $MPI -np 3 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' "$T" x "$DPOPT" \

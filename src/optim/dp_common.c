@@ -207,8 +207,14 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     goto fail;
   /* every step charges its Laplace release before making it: any prefix is covered */
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = dp->T};
-  snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
-           "release before it is made (pure eps, budget split over the steps)", (long long)dp->T);
+  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
+             "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
+             "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
+  else
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
+             "release before it is made (pure eps, budget split over the steps)",
+             (long long)dp->T);
   if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *out = dp;
   return DPO_OK;
