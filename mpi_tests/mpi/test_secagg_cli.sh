@@ -6,6 +6,7 @@
 #    replays it; privacy.collude = 2 of 3 is journalled as such;
 #  - data-free refusals (no run directory): collude >= P, collude without secagg, delta = 0,
 #    accountant basic, an algorithm outside the DP-GD family (phased-sgd);
+#  - dpopt audit with privacy.trust = secagg passes (bound below the charge);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
 #    charge was fsynced before its release).
@@ -46,6 +47,17 @@ has "$T/err" "not basic" "basic accountant refused"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
 has "$T/err" "secagg is implemented for the DP-GD family" "SCO refused under secagg"
 for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
+
+# dpopt audit in secagg mode (one party per trial on MPI_COMM_SELF: encoding, share, rdp-rho
+# charge): the empirical lower bound stays below the charged eps
+expect 0 $MPI -np 2 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 --clip l1:1 \
+  --row-l1-bound 4 --row-l2-bound 4 --trials 1000 --quiet --set privacy.trust=secagg
+lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
+check "secagg audit: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
+  'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.9)}'
+expect 4 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 --clip l1:1 \
+  --row-l1-bound 4 --trials 10 --quiet --set privacy.trust=local
+has "$T/err" "privacy.trust = local is not audited" "audit refuses other trust modes"
 
 # a party's rank dies mid-run
 ( $MPI -np 3 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' "$T" x "$DPOPT" \
