@@ -91,6 +91,8 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int te
  * purpose so that the audit's own test can check it is caught; no config key or train option
  * reaches it. */
 void dpo__test_noise_factor(double factor);
+/* The factor in force (secure aggregation scales its integer shares' sigma by it). */
+double dpo__test_noise_factor_get(void);
 
 #ifdef __cplusplus
 }

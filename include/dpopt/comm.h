@@ -79,16 +79,22 @@ int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *ba
  * adds a 1/nshares share of it (dpo_mech_laplace_share / dpo_mech_gaussian_share), so the sum
  * over nshares ranks carries the central noise.  A noised request returns no loss. */
 enum { DPO_ONOISE_NONE = 0, DPO_ONOISE_LOCAL_LAPLACE = 1, DPO_ONOISE_LOCAL_GAUSSIAN = 2,
-       DPO_ONOISE_SHARE_LAPLACE = 3, DPO_ONOISE_SHARE_GAUSSIAN = 4 };
+       DPO_ONOISE_SHARE_LAPLACE = 3, DPO_ONOISE_SHARE_GAUSSIAN = 4, DPO_ONOISE_SECAGG = 5 };
+/* SECAGG: secure aggregation (dpopt/parties.h): scale = the fixed-point step gamma, sigma = each
+ * party's discrete Gaussian share; every rank needs dpo_oracle_set_secagg. */
 typedef struct {
   int kind;      /* DPO_ONOISE_* */
   double scale;  /* Laplace b or Gaussian sigma of the noise on the sum (the total, for shares) */
   int nshares;   /* shares: number of ranks adding one (the communicator's size) */
+  uint64_t sigma; /* SECAGG only */
 } dpo_oracle_noise_t;
 /* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
 int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
                                 const dpo_oracle_noise_t *noise, int want_loss,
                                 double *loss_sum, double *g_sum, int64_t *n_used);
+/* Not collective: this rank's secure-aggregation state (borrowed; dpopt/parties.h). */
+struct dpo_secagg;
+int dpo_oracle_set_secagg(dpo_oracle_t *o, struct dpo_secagg *sa);
 /* Not collective: this rank's own noise stream (borrowed; rank-specific stream id). */
 int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng);
 /* Global row range [row0, row0 + n) of a rank's shard (known on every rank). */

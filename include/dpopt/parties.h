@@ -14,7 +14,9 @@
  *   eps   = 0.5
  *   delta = 0
  *   [privacy]
- *   trust = central | local | shares      (default central)
+ *   trust = central | local | shares | secagg   (default central)
+ *   collude = k                ; secagg: coalitions of up to k parties (default 1, the
+ *                              ; coordinator's party; 0 <= k < P)
  *   on_party_exhausted = stop | drop      (default stop)
  *
  * With trust = local or shares and no [parties] section, every rank is one party.
@@ -36,10 +38,19 @@
  *            (un-amplified) holds against every rank that sees only the released iterates.
  *            Without secure aggregation the coordinator (and the ranks of the reduction tree)
  *            see partial sums with only a share of the noise: NO guarantee against them.
+ *   secagg   secure aggregation (src/privacy/secagg.c): every rank encodes its sum in fixed
+ *            point mod 2^64 (randomized rounding), every party leader adds a discrete Gaussian
+ *            share sized for the P - k honest parties, every rank masks with pairwise
+ *            X25519/ChaCha20 masks that cancel in the sum; the coordinator learns only the
+ *            masked vectors (uniform) and their sum.  The charge (an rdp-rho release,
+ *            Kairouz-Liu-Steinke 2021 Thm 1; un-amplified) holds against any coalition of up
+ *            to k parties, the coordinator's included.  Needs delta > 0 and the auto or rdp
+ *            accountant.  A rank that fails or dies ends the run (see README).
  */
 #ifndef DPOPT_PARTIES_H
 #define DPOPT_PARTIES_H
 
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,7 +61,12 @@
 extern "C" {
 #endif
 
-typedef enum { DPO_TRUST_CENTRAL = 0, DPO_TRUST_LOCAL = 1, DPO_TRUST_SHARES = 2 } dpo_trust_t;
+typedef enum {
+  DPO_TRUST_CENTRAL = 0,
+  DPO_TRUST_LOCAL = 1,
+  DPO_TRUST_SHARES = 2,
+  DPO_TRUST_SECAGG = 3
+} dpo_trust_t;
 typedef enum { DPO_EXHAUST_STOP = 0, DPO_EXHAUST_DROP = 1 } dpo_exhaust_t;
 
 typedef struct {
@@ -64,6 +80,8 @@ typedef struct {
   char **data;        /* [count] data file of each party, or NULL (data.train split by ranks) */
   dpo_trust_t trust;
   dpo_exhaust_t on_exhausted;
+  int collude;        /* secagg: privacy.collude = k, the largest coalition of parties (the
+                       * coordinator's included) the guarantee holds against; 0 <= k < P */
   int declared;       /* 1: [parties] given; 0: implied (one party per rank for local/shares) */
   FILE *trace;        /* rank 0, borrowed: party events are written as '#' lines (may be NULL) */
   int64_t *dropped_step; /* [count]: iteration at which party k left (-1: never); written on
@@ -127,6 +145,37 @@ int dpo_mech_laplace_share(dpo_rng_t *rng, double b, int share, int nshares, dou
  * charge must account it by Kairouz-Liu-Steinke 2021 Thm 2; no algorithm charges it today. */
 int dpo_mech_gaussian_share(dpo_rng_t *rng, double sigma, int share, int nshares, double *v,
                             int64_t d);
+
+/* ---- secure aggregation (privacy.trust = secagg; src/privacy/secagg.c has the derivation) ----
+ * Not collective unless said.  dpo_secagg_params: from the L2 sensitivity delta2 of one rank's
+ * sum, d, P parties, a coalition bound k and the per-release target rho: the fixed-point step
+ * gamma (a power of two), the integer sigma of each party's share N_Z(0, sigma^2), the rho of
+ * the release (<= rho_target; the ledger's rdp-rho charge) and the encoded sensitivity
+ * Delta = delta2/gamma + sqrt(d).  dpo_secagg_eps: Kairouz-Liu-Steinke 2021 Thm 1 for n honest
+ * shares (rounded up).  encode: x = floor(v/gamma + U) mod 2^64.  mask: x +=/-= the ChaCha20-
+ * IETF stream of (key, nonce = release) as d little-endian words (scratch: d words).
+ * pair_key: BLAKE2b(X25519(sk, pk_other) || pk_lo || pk_hi). */
+typedef struct dpo_secagg dpo_secagg_t;
+int dpo_secagg_eps(double delta, double sigma, int n, int64_t d, double *eps);
+int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_target,
+                      double *gamma, uint64_t *sigma, double *rho, double *delta_enc);
+int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, uint64_t *x);
+int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
+                    uint64_t *x, uint64_t *scratch);
+int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[32],
+                        const unsigned char pk_other[32], unsigned char key[32]);
+/* Collective: X25519 key pairs (OS CSPRNG) and one allgather of the public keys; adds_noise =
+ * this rank adds its party's noise share; rng (borrowed) = this rank's secure stream. */
+int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
+void dpo_secagg_destroy(dpo_secagg_t *sa);
+/* Collective: one release.  v = this rank's sum (ok = 0: a rank that failed sends zeros so the
+ * reduce still completes; the caller fails the release everywhere).  On rank 0 total[d] =
+ * gamma * (the decoded sum of every rank's encoding + noise shares).  masked (may be NULL):
+ * this rank's masked vector, what the coordinator receives (tests).  Masks use the release
+ * counter, which advances on every call. */
+int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
+                     int ok, double *total, uint64_t *masked);
+uint64_t dpo_secagg_releases(const dpo_secagg_t *sa);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,7 @@ struct dpo_oracle {
   int64_t *rank_n;          /* [size]: rows of every rank (gathered at create) */
   dpo_rng_t *noise_rng;     /* this rank's own noise stream (borrowed; local/shares modes) */
   const dpo_parties_t *parties; /* rank 0, borrowed */
+  dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
 };
 
 static void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
@@ -190,6 +191,30 @@ static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
   return DPO_OK;
 }
 
+/* Secure aggregation (src/privacy/secagg.c): every rank, whatever its status lrc, takes part
+ * in the masked integer reduce (a failed rank sends zeros; its status still fails the request
+ * in the reduction below); rank 0 puts the decoded noised total in its accumulators, the
+ * others zeros, so the double-double reduce below carries it unchanged with the row count. */
+static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lrc) {
+  const int32_t d = o->d;
+  double gamma;
+  memcpy(&gamma, &hdr[6], sizeof gamma);
+  int rc = o->secagg ? DPO_OK
+                     : dpo_err(DPO_EINVAL, "oracle: rank %d has no secure-aggregation state",
+                               o->rank);
+  for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
+  if (o->secagg) {
+    int src = dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7], !lrc && !rc, o->g,
+                               NULL);
+    if (!rc) rc = src;
+  }
+  for (int32_t j = 0; j <= d; j++) {
+    o->acc[j].hi = o->rank == 0 && j < d ? o->g[j] : 0.0;
+    o->acc[j].lo = 0.0;
+  }
+  return lrc ? lrc : rc;
+}
+
 /* Body of one request on every rank after the header arrived: receive x (and ids), compute,
  * reduce.  Returns an MPI failure only; the computation's status travels in the reduction
  * (and is returned in *lrc). */
@@ -216,7 +241,8 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
     double t1 = dpo__now();
     o->st.t_comm += t1 - t0;
     if (!rc) rc = dpo__local_sums(o, m);
-    if (!rc && hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_noise(o, hdr);
+    if (hdr[4] == DPO_ONOISE_SECAGG) rc = dpo__secagg_sums(o, hdr, rc);
+    else if (!rc && hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_noise(o, hdr);
     k = d + 2;
     o->st.t_compute += dpo__now() - t1;
   } else {
@@ -433,7 +459,17 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   }
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
   int64_t hdr[DPO__HDR] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
-  if (noise && noise->kind != DPO_ONOISE_NONE) {
+  if (noise && noise->kind == DPO_ONOISE_SECAGG) {
+    if (!o->secagg || !(noise->scale > 0) || !isfinite(noise->scale) || noise->sigma < 1 ||
+        noise->sigma > ((uint64_t)1 << 62))
+      return dpo_err(DPO_EINVAL, "%s: bad secure-aggregation spec (gamma %g, sigma %llu)%s", fn,
+                     noise->scale, (unsigned long long)noise->sigma,
+                     o->secagg ? "" : ": no dpo_oracle_set_secagg");
+    hdr[4] = noise->kind;
+    memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
+    hdr[7] = (int64_t)noise->sigma;
+    want_loss = 0;
+  } else if (noise && noise->kind != DPO_ONOISE_NONE) {
     if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||
         !(noise->scale > 0) || !isfinite(noise->scale) || noise->nshares < 1 ||
         (noise->kind >= DPO_ONOISE_SHARE_LAPLACE && noise->nshares != o->size))
@@ -546,6 +582,12 @@ void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st) {
 }
 
 /* ---- multi-party runs ---- */
+
+int dpo_oracle_set_secagg(dpo_oracle_t *o, dpo_secagg_t *sa) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_secagg: NULL oracle");
+  o->secagg = sa;
+  return DPO_OK;
+}
 
 int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng) {
   if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_noise_rng: NULL oracle");

@@ -32,6 +32,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -132,8 +133,23 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   dpo_solver_t *sv = NULL;
   double x0[DPO__AUDIT_MAXD];
   for (int32_t j = 0; j < a->d; j++) x0[j] = a->x0;
+  dpo_parties_t *pt = NULL;
+  dpo_secagg_t *sa = NULL;
   int rc = dpo__audit_ledger(a, &L);
   if (!rc) rc = dpo_oracle_create(MPI_COMM_SELF, m, s, a->has_clip ? &a->clip : NULL, &o);
+  /* privacy.trust = secagg: the trial is one party on MPI_COMM_SELF (no masks, collude 0):
+   * the fixed-point encoding, the party's discrete Gaussian share and the rdp-rho charge are
+   * audited; the masks cancel exactly (test_secagg) and do not change the release */
+  if (!rc && (rc = dpo_parties_from_config(cfg, 1, &pt)) == DPO_OK && pt) {
+    if (pt->trust != DPO_TRUST_SECAGG)
+      rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
+                   "secagg)", dpo_trust_name(pt->trust));
+    if (!rc) rc = dpo_secagg_create(MPI_COMM_SELF, 1, rng, &sa);
+    if (!rc) rc = dpo_oracle_set_secagg(o, sa);
+    if (!rc) rc = dpo_oracle_set_noise_rng(o, rng);
+    if (!rc) rc = dpo_oracle_set_parties(o, pt);
+    if (!rc) rc = dpo_ledger_set_parties(L, 1, &a->eps, &a->delta);
+  }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
   if (!rc) {
     dpo_run_opts_t ro;
@@ -151,6 +167,8 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   }
   dpo_solver_destroy(sv);
   dpo_oracle_destroy(o);
+  dpo_secagg_destroy(sa);
+  dpo_parties_destroy(pt);
   dpo_ledger_close(L);
   return rc;
 }

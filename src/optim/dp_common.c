@@ -207,8 +207,14 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     goto fail;
   /* every step charges its Laplace release before making it: any prefix is covered */
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = dp->T};
-  snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
-           "release before it is made (pure eps, budget split over the steps)", (long long)dp->T);
+  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
+             "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
+             "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
+  else
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
+             "release before it is made (pure eps, budget split over the steps)",
+             (long long)dp->T);
   if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *out = dp;
   return DPO_OK;
@@ -286,6 +292,47 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
   return DPO_OK;
 }
 
+/* Secure aggregation (privacy.trust = secagg; src/privacy/secagg.c has the derivation): the
+ * per-step pure target eps_t of the schedule is mapped to a per-release rho_t = c eps_t with
+ * c = T / (z eps), z the multiplier for which T unsampled Gaussian releases of multiplier z
+ * (RDP alpha / (2 z^2) = the rdp-rho curve with rho = 1/z) fit (eps, delta) by the RDP
+ * conversion (dpo_rdp_calibrate): an even split gives rho_t = 1/z, and the ledger composes
+ * the actual charges (a schedule with unequal eps_t may be refused before its end, which
+ * stops the run and keeps the last released iterate).  The L2 sensitivity S2 of one rank's
+ * sum sets gamma, sigma (dpo_secagg_params, P - k honest shares).  Data-free range check: the
+ * encoded data part of the sum stays below 2^62 (no wrap; see secagg.c). */
+static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double eps_target,
+                              dpo_oracle_noise_t *nz, double *rho) {
+  const dpo_parties_t *pt = dp->parties;
+  double beps = NAN, bdelta = NAN, z = NAN, gamma = NAN;
+  uint64_t sigma = 0;
+  int rc, size = 1;
+  MPI_Comm_size(dpo_oracle_comm(dpo_solver_oracle(dp->s)), &size);
+  if (dp->fixed_b > 0)
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg calibrates its own noise: algo.noise "
+                   "(a fixed Laplace scale) does not apply");
+  if (!isfinite(dp->S2) || !(dp->S2 > 0))
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs a finite L2 sensitivity (clip or "
+                   "--row-l2-bound)");
+  if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;
+  double eps = dp->eps < beps ? dp->eps : beps;
+  if (!(bdelta > 0))
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
+  if ((rc = dpo_rdp_calibrate("none", na, na, dp->T, eps, bdelta, &z))) return rc;
+  double rt = eps_target * (double)dp->T / (z * eps);
+  if ((rc = dpo_secagg_params(dp->S2, dp->d, pt->count, pt->collude, rt, &gamma, &sigma, rho,
+                              NULL)))
+    return rc;
+  if (!((double)m * dp->S2 / gamma + size <= 0x1p62))
+    return dpo_err(DPO_EINVAL, "secagg: a batch of %lld rows with sensitivity %g exceeds the "
+                   "fixed-point range 2^62 at gamma = %g", (long long)m, dp->S2, gamma);
+  nz->kind = DPO_ONOISE_SECAGG;
+  nz->scale = gamma;
+  nz->nshares = size;
+  nz->sigma = sigma;
+  return DPO_OK;
+}
+
 /* dpo__dp_grad in a multi-party run.  The batch is drawn from the ACTIVE parties' global ids
  * (m of n_active; the full batch is every active row).  The release is charged to the global
  * account and to every active party (dpo_ledger_charge_parties) before anything is computed.
@@ -315,7 +362,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
   for (;;) {
     const int64_t na = dp->n_active;
     const int64_t m = dp->m == dp->n || dp->m > na ? na : dp->m;
-    double eps0 = NAN, b = NAN, sens, charged = 0;
+    double eps0 = NAN, b = NAN, sens, charged = 0, rc2rho = NAN;
     dpo_batch_t batch = {NULL, na};
     const char *sampling = "none", *accounting = "pure";
     if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
@@ -356,7 +403,12 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
     tmp.m = central ? m : na;
     tmp.n = na;
-    if (central) {
+    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0};
+    if (pt->trust == DPO_TRUST_SECAGG) {
+      if ((rc = dpo__dp_secagg_rho(dp, na, m, eps_target, &sz, &rc2rho))) return rc;
+      sens = dp->S2;
+      b = NAN;
+    } else if (central) {
       sens = w * dp->S1 / (double)m;
       if (dp->fixed_b > 0) {
         b = dp->fixed_b;
@@ -389,6 +441,15 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     c.accounting = accounting;
     c.group = 1;
     c.step = t;
+    if (pt->trust == DPO_TRUST_SECAGG) { /* un-amplified: the coordinator drew the batch */
+      c.mechanism = "rdp-rho";
+      c.rho = rc2rho;
+      c.eps = 0;
+      c.noise_scale = 0;
+      c.sampling = "none";
+      c.accounting = "rdp";
+      c.neighbours = dpo_ledger_neighbours(dpo_solver_ledger(s));
+    }
     int np = 0, refused = -2;
     for (int k = 0; k < pt->count; k++)
       if (dp->active[k]) dp->plist[np++] = k;
@@ -418,8 +479,13 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dp->last_charged = charged;
     dp->last_delta1 = central ? sens : w * sens / (double)m;
     dp->last_b = central ? b : w * b / (double)m; /* the scale seen in the mean */
-    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1};
-    if (!central) {
+    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0};
+    if (pt->trust == DPO_TRUST_SECAGG) {
+      nz = sz;
+      /* the Laplace scale with the same variance as the total noise (trace column only) */
+      dp->last_b = w * sz.scale * (double)sz.sigma * sqrt((double)pt->count / 2.0) / (double)m;
+      dp->last_eps0 = rc2rho;
+    } else if (!central) {
       MPI_Comm comm = dpo_oracle_comm(o);
       int size = 1;
       MPI_Comm_size(comm, &size);

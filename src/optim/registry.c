@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "optim/algos.h"
 #include "optim/dp_common.h"
@@ -91,6 +92,14 @@ static int dpo__mu_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo
 int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
                    const dpo_clip_t *clip, dpo_neighbours_t rel, double delta) {
   if (!a || !a->is_private) return DPO_OK;
+  /* secure aggregation covers the algorithms whose releases are per-party gradient sums of
+   * dp_common.c (DP-GD/HB/NAG/MASG/GDwS); the others charge without party accounts */
+  const char *trust = NULL;
+  if (cfg) dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  if (trust && !strcasecmp(trust, "secagg") && a->shared != dpo__dp_params)
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is implemented for the DP-GD family "
+                   "(dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*), not for %s: use trust central "
+                   "or local with it, or one of those algorithms", a->name);
   /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c);
    * a missing sensitivity is named before a missing step constant */
   int rc = DPO_OK;

@@ -222,6 +222,7 @@ int dpo_mech_grid(double scale, double *lambda) {
  * a broken mechanism (dpopt/audit.h); nothing else writes it. */
 static double dpo__noise_factor = 1.0;
 void dpo__test_noise_factor(double factor) { dpo__noise_factor = factor > 0 ? factor : 1.0; }
+double dpo__test_noise_factor_get(void) { return dpo__noise_factor; }
 
 /* Shared body: check inputs first (so a failure modifies nothing), then add Lambda * K. */
 static int dpo__mech_grid_add(dpo_rng_t *rng, double scale, int gauss, double *v, int64_t d) {

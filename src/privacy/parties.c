@@ -25,7 +25,10 @@ void dpo_parties_destroy(dpo_parties_t *p) {
 }
 
 const char *dpo_trust_name(dpo_trust_t t) {
-  return t == DPO_TRUST_LOCAL ? "local" : t == DPO_TRUST_SHARES ? "shares" : "central";
+  return t == DPO_TRUST_LOCAL    ? "local"
+         : t == DPO_TRUST_SHARES ? "shares"
+         : t == DPO_TRUST_SECAGG ? "secagg"
+                                 : "central";
 }
 
 const char *dpo_trust_protects(dpo_trust_t t) {
@@ -44,6 +47,14 @@ const char *dpo_trust_protects(dpo_trust_t t) {
            "iterates. Without secure aggregation the coordinator (and the ranks of the "
            "reduction tree) see partial sums carrying only a share of the noise: NO privacy "
            "guarantee against them.";
+  case DPO_TRUST_SECAGG:
+    return "secagg: secure aggregation: every rank encodes its sum in fixed point mod 2^64 "
+           "(randomized rounding), every party adds a discrete Gaussian share sized so that the "
+           "P - k honest parties' shares alone carry the charged noise (privacy.collude = k), "
+           "and every rank masks its vector with pairwise X25519/ChaCha20 masks that cancel in "
+           "the sum: the coordinator learns only uniform-looking masked vectors and their sum; "
+           "the charge (without amplification: the coordinator draws the batch) holds against "
+           "any coalition of up to k parties, the coordinator's own party included.";
   default:
     return "central: the coordinator (rank 0) is trusted; it receives the exact sum of the "
            "parties' gradients and adds the noise once; the charge (amplified by subsampling "
@@ -92,8 +103,10 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   if (!strcasecmp(trust, "central")) tm = DPO_TRUST_CENTRAL;
   else if (!strcasecmp(trust, "local")) tm = DPO_TRUST_LOCAL;
   else if (!strcasecmp(trust, "shares")) tm = DPO_TRUST_SHARES;
+  else if (!strcasecmp(trust, "secagg")) tm = DPO_TRUST_SECAGG;
   else
-    return dpo_err(DPO_EINVAL, "%s: privacy.trust = '%s': expected central, local or shares",
+    return dpo_err(DPO_EINVAL, "%s: privacy.trust = '%s': expected central, local, shares or "
+                   "secagg",
                    dpo_config_origin(cfg, "privacy.trust"), trust);
   dpo_exhaust_t ex;
   if (!strcasecmp(pol, "stop")) ex = DPO_EXHAUST_STOP;
@@ -119,6 +132,22 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   p->trust = tm;
   p->on_exhausted = ex;
   p->declared = declared;
+  if (tm == DPO_TRUST_SECAGG) {
+    int64_t k = 0;
+    /* default: the coordinator's own party may be curious (k = 1), or 0 for a single party */
+    if ((rc = dpo_config_get_int(cfg, "privacy.collude", count > 1 ? 1 : 0, &k))) goto fail;
+    if (k < 0 || k >= count) {
+      rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = %lld: need 0 <= k < parties (%lld): at "
+                   "least one party must be honest", dpo_config_origin(cfg, "privacy.collude"),
+                   (long long)k, (long long)count);
+      goto fail;
+    }
+    p->collude = (int)k;
+  } else if (dpo_config_get(cfg, "privacy.collude")) {
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg",
+                 dpo_config_origin(cfg, "privacy.collude"));
+    goto fail;
+  }
   p->rank_party = malloc((size_t)nranks * sizeof *p->rank_party);
   p->first_rank = calloc((size_t)count, sizeof *p->first_rank);
   p->nranks_of = calloc((size_t)count, sizeof *p->nranks_of);
@@ -396,6 +425,10 @@ const char *dpo_trust_coordinator_sees(dpo_trust_t t) {
   case DPO_TRUST_SHARES:
     return "the coordinator sees partial sums carrying only a share of the noise (no guarantee "
            "against it); charges are not amplified and hold for the released iterates";
+  case DPO_TRUST_SECAGG:
+    return "the coordinator sees only masked vectors (uniform mod 2^64) and their noised sum; "
+           "charges are not amplified and hold against coalitions of up to privacy.collude "
+           "parties";
   default:
     return "the coordinator sees the exact sums (trusted); charges hold against outsiders";
   }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
@@ -17,7 +18,8 @@
 
 struct dpo__run_parties {
   dpo_parties_t *p;  /* NULL: one data holder, central */
-  dpo_rng_t *rng;    /* this rank's noise stream (local / shares) */
+  dpo_rng_t *rng;    /* this rank's noise stream (local / shares / secagg) */
+  dpo_secagg_t *sa;  /* trust secagg: pairwise keys, release counter */
   int rank;
   int64_t *rows;     /* rank 0: rows of each party */
 };
@@ -44,7 +46,29 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
                             &tp->rng);
     }
   }
+  if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
+    /* data-free refusals: the secagg release is an rdp-rho charge (needs delta > 0 and an
+     * accountant that composes RDP) */
+    const char *acct = "auto";
+    double delta = 0;
+    dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct);
+    if (!(rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &delta))) {
+      if (!(delta > 0))
+        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0 (--delta): the "
+                     "distributed discrete Gaussian is charged in Renyi DP (Kairouz-Liu-Steinke "
+                     "2021 Thm 1)");
+      else if (acct && !strcasecmp(acct, "basic"))
+        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = auto or rdp "
+                     "(its releases are charged in Renyi DP), not basic");
+    }
+  }
   rc = dpo_agree(comm, rc);
+  if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
+    /* pairwise keys once per run; each party's first rank adds the party's noise share */
+    const dpo_parties_t *p = tp->p;
+    int r = dpo__rank(comm);
+    rc = dpo_secagg_create(comm, p->first_rank[p->rank_party[r]] == r, tp->rng, &tp->sa);
+  }
   if (rc) {
     dpo__run_parties_destroy(tp);
     return rc;
@@ -125,6 +149,7 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
+  if (!rc && tp->sa) rc = dpo_oracle_set_secagg(oracle, tp->sa);
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;
     rc = dpo_oracle_set_parties(oracle, p);
@@ -135,9 +160,17 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
                        "party.%d.eps", k, k);
       if (!rc) rc = dpo_ledger_set_parties(ledger, p->count, p->eps, p->delta);
       if (!rc) { /* the journal says whom its charges hold against */
-        char ev[400];
-        snprintf(ev, sizeof ev, "trust %s: %s", dpo_trust_name(p->trust),
-                 dpo_trust_coordinator_sees(p->trust));
+        char ev[800];
+        if (p->trust == DPO_TRUST_SECAGG)
+          snprintf(ev, sizeof ev, "trust secagg, collude %d of %d: %s; distributed discrete "
+                   "Gaussian (Kairouz-Liu-Steinke 2021 Thm 1, P - k = %d honest shares), fixed "
+                   "point mod 2^64 with randomized rounding (sensitivity Delta2/gamma + sqrt(d)), "
+                   "wrap-around is post-processing (no delta charged, noise not truncated)",
+                   p->collude, p->count, dpo_trust_coordinator_sees(p->trust),
+                   p->count - p->collude);
+        else
+          snprintf(ev, sizeof ev, "trust %s: %s", dpo_trust_name(p->trust),
+                   dpo_trust_coordinator_sees(p->trust));
         rc = dpo_ledger_party_event(ledger, ev, -1, -1);
       }
     }
@@ -224,6 +257,7 @@ void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *led
 void dpo__run_parties_destroy(dpo__run_parties_t *tp) {
   if (!tp) return;
   dpo_parties_destroy(tp->p);
+  dpo_secagg_destroy(tp->sa);
   dpo_rng_destroy(tp->rng);
   free(tp->rows);
   free(tp);

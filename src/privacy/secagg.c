@@ -1,0 +1,284 @@
+/* Secure aggregation with distributed discrete Gaussian noise (privacy.trust = secagg, issue 12).
+ * API in include/dpopt/parties.h ("secure aggregation").
+ *
+ * ---------------------------------------------------------------- the protocol, per release
+ * Every rank r holds its local sum v_r in R^d (the clipped gradient sum over its rows of the
+ * batch).  With gamma = 2^e (a public power of two), U_r uniform in [0,1)^d (this rank's secure
+ * stream), Z_r in Z^d and the pairwise keys k_{rs}:
+ *   (1) encode     x_r = floor(v_r / gamma + U_r)               (randomized rounding, unbiased)
+ *   (2) noise      x_r += Z_r,  Z_r ~ N_Z(0, sigma^2)^d if r leads a party, else 0
+ *   (3) mask       y_r = x_r + sum_{s > r} M_{rs} - sum_{s < r} M_{sr}   (mod 2^64)
+ *                  M_{rs} = ChaCha20-IETF(key k_{rs}, nonce = release number) as d words
+ *   (4) reduce     rank 0 receives Y = sum_r y_r = sum_r x_r (mod 2^64): the masks cancel
+ *   (5) decode     total = gamma * int64(Y)
+ * Keys: every rank draws an X25519 key pair from libsodium's CSPRNG (never the seeded stream),
+ * the public keys are allgathered once per run, and k_{rs} = BLAKE2b(X25519(sk_r, pk_s) ||
+ * pk_min || pk_max) (libsodium's recommended hashing of a raw scalarmult).  The nonce is the
+ * release counter kept by each rank (not sent by the coordinator), so a mask is never reused.
+ * What the coordinator sees: y_r, each uniform on Z_{2^64}^d because it carries at least one
+ * mask with a key it does not know (any P >= 2), and Y.  Ranks on a reduction-tree path see
+ * partial sums, which carry the masks to the ranks outside the subtree: uniform as well.
+ *
+ * Why Z_{2^64} rather than a prime field: the masked sum needs only a group in which the masks
+ * are uniform; unsigned 64-bit arithmetic wraps natively (MPI_SUM on MPI_UINT64_T, C unsigned
+ * overflow is defined), a ChaCha20 word is uniform on Z_{2^64}, and no modular reduction or
+ * rejection sampling of masks is needed.  A field buys nothing for a sum.
+ *
+ * Range (no wrap of the data): one example's clipped gradient has |coordinate| <= S2/2 <= S2,
+ * so |sum_r x_r - sum_r Z_r| <= m S2 / gamma + ranks (the rounding adds < 1 per rank).  The
+ * caller refuses (data-free) a batch with m S2 / gamma + ranks > 2^62.  The noise: a sum of
+ * P discrete Gaussians is (P sigma^2)-subgaussian (Canonne-Kamath-Steinke 2020, Cor. 9), so
+ * P(|sum Z_j| > 2^62) <= 2 exp(-2^124 / (2 P sigma^2)); sigma is refused above 2^50 / sqrt(P),
+ * making it <= 2 exp(-2^23) per coordinate.  Even then a wrap is a deterministic function of
+ * the DP output sum_r x_r (reduction mod 2^64), i.e. post-processing: it costs NO privacy, only
+ * accuracy, so no delta is charged for it and the noise is not truncated (truncation would
+ * change the distribution the accounting is for).  The ledger label says so.
+ *
+ * Why the distributed discrete Gaussian and not Skellam (Agarwal, Kairouz, Liu 2021): the
+ * Skellam sum is exactly Skellam (Poisson is infinitely divisible), but an exact Poisson(mu)
+ * sampler in integer arithmetic costs O(mu) Bernoulli(exp(-x)) draws, and at the scales
+ * needed here (sigma ~ 64 sqrt(d) / rho, mu = sigma^2 / 2 ~ 1e7..1e10) that is far too slow;
+ * the exact discrete Gaussian sampler of mechanism.c (CKS 2020 Alg. 3) costs O(1) expected
+ * draws, and KLS 2021 Thm 1 accounts the sum of independent shares exactly (the tau term).
+ *
+ * ---------------------------------------------------------------- privacy (the charge)
+ * Sensitivity of the encoded sum.  Replace-one: one example changes one rank's v_r by at most
+ * Delta2 = S2 in L2 (the other ranks' sums do not move).  Couple the neighbours on the same U
+ * (the rounding randomness is independent of the data): floor(a + u) - floor(b + u) is 0 when
+ * a = b and at most ceil(|a - b|) <= |a - b| + 1 in absolute value otherwise, so
+ *   ||x_r - x'_r||_2 <= || |v_r - v'_r| / gamma + 1 ||_2 <= Delta2 / gamma + sqrt(d)  =: Delta
+ * (Minkowski).  For each fixed U the release is the mechanism below with sensitivity Delta,
+ * and the Renyi divergence of the mixtures over U is at most the sup over U (quasi-convexity
+ * of D_alpha / joint convexity of exp((alpha - 1) D_alpha)), so the bound holds unconditionally:
+ * no delta for the rounding (unlike the conditional rounding of Kairouz-Liu-Steinke).
+ *
+ * Noise.  Kairouz, Liu, Steinke (2021), "The Distributed Discrete Gaussian Mechanism for
+ * Federated Learning with Secure Aggregation", ICML, Theorem 1 (Prop. 14 of the arXiv version):
+ * for n independent Z_i ~ N_Z(0, sigma^2)^d, sigma >= 1/2, and any Delta-vector h in Z^d,
+ *   D_alpha(sum_i Z_i || sum_i Z_i + h) <= alpha eps^2 / 2   for all alpha >= 1,
+ *   eps = min{ sqrt(||h||_2^2 / (n sigma^2) + tau d / 2),  ||h||_2 / (sqrt(n) sigma) + tau sqrt(d) },
+ *   tau = 10 sum_{k=1}^{n-1} exp(-2 pi^2 sigma^2 k / (k + 1)).
+ * (n = 1: tau = 0, the single discrete Gaussian of Canonne-Kamath-Steinke 2020, Thm 4.)
+ * That is the ledger's "rdp-rho" release with rho = eps.
+ *
+ * Honest minority (privacy.collude = k).  Every party leader adds one share N_Z(0, sigma^2).
+ * Up to k of the P parties (the coordinator's own party included) may pool what they know:
+ * their shares, their data and the masks they share.  Subtracting their shares leaves the sum
+ * of the n = P - k honest parties' shares: the theorem above with n = P - k.  sigma is the
+ * smallest integer for which eps(P - k, sigma, Delta, d) <= rho_target, so the guarantee holds
+ * against any coalition of size <= k; the released total carries P sigma^2 of variance (the
+ * price of the honest-minority assumption: P / (P - k) times the central variance).
+ */
+#include "dpopt/parties.h"
+
+#include <math.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+#include "rounding.h"
+
+struct dpo_secagg {
+  MPI_Comm comm;
+  int rank, size;
+  int noise;                 /* 1: this rank adds its party's noise share */
+  dpo_rng_t *rng;            /* borrowed: the rank's secure stream */
+  unsigned char *keys;       /* [size][32] pairwise keys (own slot unused) */
+  uint64_t release;          /* releases made (the nonce of the next masks) */
+  uint64_t *buf, *mask;      /* [d] */
+  int64_t cap;
+};
+
+/* ---------------------------------------------------------------- parameters */
+
+int dpo_secagg_eps(double delta, double sigma, int n, int64_t d, double *eps) {
+  if (!(delta > 0) || !isfinite(delta) || !(sigma >= 0.5) || n < 1 || d < 1 || !eps)
+    return dpo_err(DPO_EINVAL, "secagg eps: Delta %g, sigma %g, n %d, d %lld", delta, sigma, n,
+                   (long long)d);
+  /* tau, rounded up: each exp() widened (libm is not correctly rounded) */
+  double tau = 0.0;
+  for (int k = 1; k < n; k++) {
+    double e = dpo__widen_up(exp(-2.0 * M_PI * M_PI * sigma * sigma * k / (k + 1.0)));
+    tau = dpo__add_up(tau, e);
+  }
+  tau = dpo__mul_up(tau, 10.0);
+  double ns2 = dpo__mul_down((double)n, dpo__mul_down(sigma, sigma));
+  double a = dpo__sqrt_up(dpo__add_up(dpo__div_up(dpo__mul_up(delta, delta), ns2),
+                                      dpo__mul_up(tau, (double)d / 2.0)));
+  double b = dpo__add_up(dpo__div_up(delta, dpo__mul_down(sqrt((double)n) * (1 - 1e-15), sigma)),
+                         dpo__mul_up(tau, dpo__sqrt_up((double)d)));
+  *eps = a < b ? a : b;
+  return DPO_OK;
+}
+
+int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_target,
+                      double *gamma, uint64_t *sigma, double *rho, double *delta_enc) {
+  if (!(delta2 > 0) || !isfinite(delta2) || d < 1 || P < 1 || collude < 0 || collude >= P ||
+      !(rho_target > 0) || !isfinite(rho_target))
+    return dpo_err(DPO_EINVAL, "secagg: sensitivity %g, d %lld, %d parties, collude %d, rho %g: "
+                   "need sensitivity > 0, 0 <= collude < parties, rho > 0", delta2,
+                   (long long)d, P, collude, rho_target);
+  /* gamma: the power of two with Delta2/gamma in [64, 128) sqrt(d), so the rounding inflation
+   * sqrt(d) is at most 1/64 of the scaled sensitivity */
+  int e;
+  frexp(delta2 / (64.0 * sqrt((double)d)), &e); /* x = f 2^e, f in [0.5, 1) */
+  double g = ldexp(1.0, e - 1);                 /* <= x < 2g */
+  double D = dpo__add_up(dpo__div_up(delta2, g), dpo__sqrt_up((double)d));
+  const int n = P - collude;
+  double s0 = ceil(D / (sqrt((double)n) * rho_target));
+  if (s0 < 1) s0 = 1;
+  if (!(s0 <= ldexp(1.0, 50) / sqrt((double)P)))
+    return dpo_err(DPO_EINVAL, "secagg: the per-release target rho = %g needs a noise share "
+                   "sigma = %g above 2^50/sqrt(P): too small a budget per step", rho_target, s0);
+  uint64_t s = (uint64_t)s0;
+  double r;
+  for (;;) {
+    int rc = dpo_secagg_eps(D, (double)s, n, d, &r);
+    if (rc) return rc;
+    if (r <= rho_target) break;
+    s += 1 + s / 1024;
+  }
+  *gamma = g;
+  *sigma = s;
+  *rho = r;
+  if (delta_enc) *delta_enc = D;
+  return DPO_OK;
+}
+
+/* ---------------------------------------------------------------- the pieces */
+
+int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, uint64_t *x) {
+  for (int64_t j = 0; j < d; j++) {
+    double t = v[j] / gamma; /* exact: gamma is a power of two */
+    if (!isfinite(t) || !(fabs(t) < 0x1p62))
+      return dpo_err(DPO_EINVAL, "secagg: coordinate %lld = %g is out of the fixed-point range "
+                     "(gamma %g)", (long long)j, v[j], gamma);
+    double f = floor(t), fr = t - f; /* exact for |t| < 2^62 */
+    /* Bernoulli(fr) from a 53-bit uniform: floor(t + U) with U on the 2^-53 grid */
+    double u = (double)(dpo_rng_u64(rng) >> 11) * 0x1p-53;
+    int64_t k = (int64_t)f + (u < fr ? 1 : 0);
+    x[j] = (uint64_t)k;
+  }
+  return DPO_OK;
+}
+
+int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
+                    uint64_t *x, uint64_t *scratch) {
+  unsigned char nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {0};
+  for (int i = 0; i < 8; i++) nonce[i] = (unsigned char)(release >> (8 * i));
+  /* the IETF variant's 32-bit block counter covers 256 GiB per nonce: plenty for d words */
+  crypto_stream_chacha20_ietf((unsigned char *)scratch, (unsigned long long)d * 8, nonce, key);
+  for (int64_t j = 0; j < d; j++) {
+    uint64_t w = 0;
+    const unsigned char *b = (const unsigned char *)&scratch[j];
+    for (int i = 0; i < 8; i++) w |= (uint64_t)b[i] << (8 * i); /* endian-independent */
+    x[j] = sign > 0 ? x[j] + w : x[j] - w;
+  }
+  return DPO_OK;
+}
+
+int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[32],
+                        const unsigned char pk_other[32], unsigned char key[32]) {
+  unsigned char q[crypto_scalarmult_BYTES];
+  if (crypto_scalarmult(q, sk, pk_other) != 0)
+    return dpo_err(DPO_EINVAL, "secagg: X25519 with a degenerate public key");
+  const unsigned char *lo = memcmp(pk_mine, pk_other, 32) < 0 ? pk_mine : pk_other;
+  const unsigned char *hi = lo == pk_mine ? pk_other : pk_mine;
+  crypto_generichash_state h;
+  crypto_generichash_init(&h, NULL, 0, 32);
+  crypto_generichash_update(&h, q, sizeof q);
+  crypto_generichash_update(&h, lo, 32);
+  crypto_generichash_update(&h, hi, 32);
+  crypto_generichash_final(&h, key, 32);
+  sodium_memzero(q, sizeof q);
+  return DPO_OK;
+}
+
+/* ---------------------------------------------------------------- the collective object */
+
+void dpo_secagg_destroy(dpo_secagg_t *sa) {
+  if (!sa) return;
+  if (sa->keys) sodium_memzero(sa->keys, (size_t)sa->size * 32);
+  free(sa->keys);
+  free(sa->buf);
+  free(sa->mask);
+  free(sa);
+}
+
+int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out) {
+  int rc = DPO_OK;
+  dpo_secagg_t *sa = calloc(1, sizeof *sa);
+  unsigned char sk[32], pk[32], *all = NULL;
+  *out = NULL;
+  if (!sa) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
+  else if (sodium_init() < 0) rc = dpo_err(DPO_EUNSUP, "libsodium failed to initialize");
+  if (!rc) {
+    MPI_Comm_rank(comm, &sa->rank);
+    MPI_Comm_size(comm, &sa->size);
+    sa->comm = comm;
+    sa->noise = adds_noise;
+    sa->rng = rng;
+    sa->keys = calloc((size_t)sa->size, 32);
+    all = calloc((size_t)sa->size, 32);
+    if (!sa->keys || !all) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
+    if (!rng) rc = dpo_err(DPO_EINVAL, "secagg: no noise stream");
+  }
+  if (!rc) crypto_box_keypair(pk, sk); /* X25519 key pair from the OS CSPRNG */
+  else memset(pk, 0, sizeof pk);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  unsigned char *dst = all ? all : malloc((size_t)size * 32); /* the collective must run */
+  if (MPI_Allgather(pk, 32, MPI_BYTE, dst, 32, MPI_BYTE, comm) != MPI_SUCCESS && !rc)
+    rc = dpo_err(DPO_EMPI, "secagg: key exchange failed");
+  for (int s = 0; s < size && !rc; s++)
+    if (s != sa->rank) rc = dpo_secagg_pair_key(sk, pk, all + 32 * s, sa->keys + 32 * s);
+  sodium_memzero(sk, sizeof sk);
+  if (dst != all) free(dst);
+  free(all);
+  rc = dpo_agree(comm, rc);
+  if (rc) {
+    dpo_secagg_destroy(sa);
+    return rc;
+  }
+  *out = sa;
+  return DPO_OK;
+}
+
+uint64_t dpo_secagg_releases(const dpo_secagg_t *sa) { return sa ? sa->release : 0; }
+
+int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
+                     int ok, double *total, uint64_t *masked) {
+  int rc = DPO_OK;
+  if (d > sa->cap) {
+    uint64_t *b = realloc(sa->buf, (size_t)d * sizeof *b), *m = NULL;
+    if (b) sa->buf = b;
+    if (b && (m = realloc(sa->mask, (size_t)d * sizeof *m))) sa->mask = m;
+    if (!b || !m) return dpo_err(DPO_ENOMEM, "secagg: out of memory for d = %lld", (long long)d);
+    sa->cap = d;
+  }
+  uint64_t *x = sa->buf;
+  const double nf = dpo__test_noise_factor_get(); /* 1 except under audit --test-break-noise */
+  if (nf != 1.0) sigma = (uint64_t)fmax(1.0, floor((double)sigma * nf));
+  if (ok) rc = dpo_secagg_encode(sa->rng, v, gamma, d, x);
+  if (!ok || rc) memset(x, 0, (size_t)d * sizeof *x); /* the collective still runs */
+  for (int64_t j = 0; j < d && !rc && ok && sa->noise; j++) {
+    int64_t z;
+    if ((rc = dpo_mech_discrete_gaussian(sa->rng, sigma, &z))) break;
+    x[j] += (uint64_t)z;
+  }
+  const uint64_t rel = sa->release++; /* every rank counts; never reused, even after a failure */
+  for (int s = 0; s < sa->size && !rc; s++)
+    if (s != sa->rank)
+      rc = dpo_secagg_mask(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x, sa->mask);
+  if (rc) memset(x, 0, (size_t)d * sizeof *x);
+  if (masked) memcpy(masked, x, (size_t)d * sizeof *x);
+  if (MPI_Reduce(sa->rank == 0 ? MPI_IN_PLACE : x, x, (int)d, MPI_UINT64_T, MPI_SUM, 0,
+                 sa->comm) != MPI_SUCCESS && !rc)
+    rc = dpo_err(DPO_EMPI, "secagg: MPI_Reduce failed");
+  if (sa->rank == 0 && total && !rc)
+    for (int64_t j = 0; j < d; j++) total[j] = (double)(int64_t)x[j] * gamma;
+  return rc;
+}
