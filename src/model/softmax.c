@@ -18,8 +18,8 @@
  * row-major layout of W); its largest eigenvalue is lambda_max(diag(p) - p p') ||u||_2^2, and
  *   lambda_max(diag(p) - p p') <= 1/2
  * (Gershgorin: row k's diagonal p_k (1 - p_k) plus off-diagonal sum p_k (1 - p_k) is
- * 2 p_k (1 - p_k) <= 1/2; equivalently Boehning's bound diag(p) - p p' <= (I - 1 1'/K) / 2,
- * Boehning 1992, Ann. Inst. Statist. Math. 44(1), Lemma).  It is attained at p = (1/2, 1/2,
+ * 2 p_k (1 - p_k) <= 1/2; also implied by Boehning's bound diag(p) - p p' <= (I - 1 1'/K) / 2,
+ * Boehning 1992, Ann. Inst. Statist. Math. 44(1), 197-200).  It is attained at p = (1/2, 1/2,
  * 0, ...) with v = (1, -1, 0, ...) / sqrt(2).  Hence L = B2^2 / 2 + 2 lambda (the logistic
  * B2^2 / 4 doubles because W carries both w_0 and w_1: with K = 2, w = w_1 - w_0 recovers
  * logistic regression, and the map W -> w has norm sqrt(2)).  mu = 2 lambda as for every model.
