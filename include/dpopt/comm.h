@@ -139,10 +139,20 @@ int dpo_model_local_predict(const dpo_model_t *m, const dpo_shard_t *s, const do
  * and broadcast it: every rank gets *d features, *intercept (0/1) and *x (length
  * *d + *intercept, the bias last; the caller frees it) or the same error. */
 int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d, int *intercept);
+/* The same for a file of either kind (dpo_model_read_k): *K classes (0: one output), x of
+ * length (*d + *intercept) * max(*K, 1).  dpo_model_read_bcast refuses a multiclass file. */
+int dpo_model_read_bcast_k(MPI_Comm comm, const char *path, double **x, int32_t *d,
+                           int *intercept, int32_t *K);
+/* Collective over comm: the K x K confusion matrix of a multiclass model on the distributed
+ * shards s (cm[true * K + predicted] = rows; predicted = dpo_model_local_classify), on every
+ * rank.  A function of the data: a non-private output if s is private. */
+int dpo_model_confusion(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s,
+                        const double *x, int64_t *cm);
 /* Collective over comm: write one prediction line per row of the distributed shards s, in
  * global row order, to `path` (created or truncated; MPI-IO, each rank at its byte offset).
  * Binary models: "LABEL PROB" (LABEL +1 or -1 = sign of u'x, u'x = 0 gives +1; PROB =
- * P(y = +1) = 1 / (1 + exp(-u'x))); others "VALUE" (u'x).  %.17g throughout. */
+ * P(y = +1) = 1 / (1 + exp(-u'x))); multiclass "CLASS PROB" (the most probable class and its
+ * softmax probability); others "VALUE" (u'x).  %.17g throughout. */
 int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model_t *m,
                                 const dpo_shard_t *s, const double *x);
 
@@ -153,6 +163,8 @@ typedef struct {
   double metric; /* accuracy (binary models) or mean squared error */
   double xx;     /* ||x||^2 (bias included), for F = loss + lambda ||x||^2 */
   int intercept; /* 1: the model file has an intercept line (the bias is applied) */
+  int32_t classes;   /* multiclass files: K; 0 otherwise */
+  int64_t *confusion; /* K x K (dpo_model_confusion), malloc'ed: the caller frees it; or NULL */
 } dpo_eval_result_t;
 /* Collective over comm: apply the model file `model_file` (read on rank 0, broadcast) with
  * the objective m to the data file `data`, loaded in shards with *lo in the model's feature
@@ -160,7 +172,8 @@ typedef struct {
  * any other dimension mismatch is DPO_EFORMAT).  Fills *res on every rank; with pred_out
  * (not NULL) also writes the predictions there (dpo_model_write_predictions).  The values
  * are functions of the data: non-private outputs if the data are private.  m's intercept
- * setting is set from the file (dpo_model_set_intercept). */
+ * setting and number of classes are set from the file (a multiclass file needs a multiclass
+ * m and the other way round; DPO_EINVAL otherwise). */
 int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,
                         const char *data, const dpo_load_opts_t *lo, const char *pred_out,
                         dpo_eval_result_t *res);

@@ -28,7 +28,9 @@
 extern "C" {
 #endif
 
-typedef enum { DPO_LABELS_BINARY = 0, DPO_LABELS_REAL = 1 } dpo_labels_t;
+/* CLASS: a class index 0, 1, 2, ... per row (an integer >= 0 stored as a double; the model
+ * checks it against its number of classes); IDX files keep the digit's label itself. */
+typedef enum { DPO_LABELS_BINARY = 0, DPO_LABELS_REAL = 1, DPO_LABELS_CLASS = 2 } dpo_labels_t;
 
 typedef struct {
   int64_t n;        /* local rows */
@@ -40,7 +42,7 @@ typedef struct {
   int64_t *rowptr;  /* CSR: n + 1 */
   int32_t *colind;  /* CSR: 0-based column of each nonzero */
   double *val;      /* CSR values */
-  double *y;        /* labels: +1/-1 (binary) or real targets */
+  double *y;        /* labels: +1/-1 (binary), real targets, or class indices 0..K-1 */
   dpo_labels_t labels;
   char source[256]; /* file the shard came from (for messages) */
 } dpo_shard_t;
@@ -51,7 +53,7 @@ typedef struct {
  *          16  int32   d          columns
  *          20  int32   sparse     1: CSR, 0: dense row-major
  *          24  int64   nnz        stored entries (sparse), 0 (dense)
- *          32  int32   labels     dpo_labels_t (0 binary +1/-1, 1 real)
+ *          32  int32   labels     dpo_labels_t (0 binary +1/-1, 1 real, 2 class index)
  *          36  int32   reserved   0
  *          40  double  y[n]
  *   dense:     double  X[n * d]
@@ -72,18 +74,19 @@ typedef enum {
 
 typedef struct {
   dpo_format_t format;
-  dpo_labels_t labels;  /* binary: accept +1/-1 and 0/1 (0 -> -1); others are an error */
+  dpo_labels_t labels;  /* binary: accept +1/-1 and 0/1 (0 -> -1); others are an error;
+                         * class: integers >= 0 (IDX: the digit, idx_class is ignored) */
   int32_t d;            /* declared dimension; 0 = infer (max index over all ranks) */
   int dense;            /* 1: store as dense even if the file is sparse */
   const char *idx_labels; /* IDX: labels file (NULL: derive "...-labels-idx1-ubyte[.gz]") */
-  int idx_class;        /* IDX: this class is +1, all others -1 */
+  int idx_class;        /* IDX, binary labels: this class is +1, all others -1 (one-vs-rest) */
   double idx_scale;     /* IDX: pixel scale (default 1/255) */
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */
 void dpo_load_opts_default(dpo_load_opts_t *o);
 /* Not collective: options from config keys data.format (auto | libsvm | csv | idx | bin),
- * data.dim, data.dense, data.labels (binary | real), data.idx_class, data.idx_labels,
+ * data.dim, data.dense, data.labels (binary | real | class), data.idx_class, data.idx_labels,
  * data.idx_scale; unset keys keep the defaults.  DPO_EINVAL names the key's origin.  The
  * strings in *o point into cfg (keep cfg alive while o is used). */
 int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o);

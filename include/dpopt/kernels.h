@@ -16,7 +16,12 @@ extern "C" {
 
 /* DPO_LOSS_USER: an objective given by its own per-row function (dpo_model_create_ops); the
  * fused kernels refuse it (DPO_EINVAL), the model layer runs it row by row. */
-typedef enum { DPO_LOSS_LOGISTIC = 0, DPO_LOSS_SQUARED = 1, DPO_LOSS_USER = 2 } dpo_loss_t;
+typedef enum {
+  DPO_LOSS_LOGISTIC = 0,
+  DPO_LOSS_SQUARED = 1,
+  DPO_LOSS_USER = 2,
+  DPO_LOSS_SOFTMAX = 3 /* multiclass (K x d parameters): the model layer runs it (softmax.c) */
+} dpo_loss_t;
 typedef enum { DPO_CLIP_NONE = 0, DPO_CLIP_L1 = 1, DPO_CLIP_L2 = 2 } dpo_clipnorm_t;
 
 typedef struct {

@@ -21,7 +21,8 @@ extern "C" {
 
 typedef struct dpo_model dpo_model_t;
 
-/* name: "logreg" or "ridge"; "lsq" is ridge with lambda = 0 (a nonzero lambda is DPO_EINVAL).
+/* name: "logreg", "ridge" or "softmax"; "lsq" is ridge with lambda = 0 (a nonzero lambda is
+ * DPO_EINVAL).  softmax needs dpo_model_set_classes before use.
  * lambda must be finite and >= 0.  The caller owns *m (dpo_model_destroy). */
 int dpo_model_create(const char *name, double lambda, dpo_model_t **m);
 void dpo_model_destroy(dpo_model_t *m);
@@ -30,6 +31,29 @@ double dpo_model_lambda(const dpo_model_t *m);
 dpo_loss_t dpo_model_loss(const dpo_model_t *m);
 /* 1 if the model needs binary labels (logistic). */
 int dpo_model_binary(const dpo_model_t *m);
+
+/* ---- multiclass: softmax (multinomial logistic regression, src/model/softmax.c) ----
+ * f(W; u, y) = log sum_k exp(w_k'u) - w_y'u + lambda ||W||_F^2 with labels y = class index
+ * 0..K-1 (DPO_LABELS_CLASS).  The parameter vector is W in R^{K x d} row-major: x[k d + j] =
+ * coefficient j of class k, d the shard's columns (with an intercept the last column, so each
+ * class has its own bias x[k d + d - 1]).  dpo_model_dim gives its length p = K d (d for the
+ * one-output models, -1 if softmax has no classes yet or K d overflows): every buffer that
+ * holds a point or a gradient (oracle, solver, algorithms, checkpoints, model files) has p
+ * entries.  Public bounds (derived in softmax.c): per-example ||grad||_2 <= sqrt(2) ||u||_2,
+ * ||grad||_1 <= 2 ||u||_1, L = B2^2 / 2 + 2 lambda; per-example clipping clips the whole K d
+ * gradient.  dpo_model_set_classes fails for K != 0 on one-output models (K = 0 is a no-op
+ * there); dpo_model_classes is 0 for them.  dpo_model_labels is the label kind a loader must
+ * produce for the model; dpo_model_metric its evaluation metric ("accuracy" or "mse"). */
+int dpo_model_set_classes(dpo_model_t *m, int32_t K);
+int32_t dpo_model_classes(const dpo_model_t *m);
+int dpo_model_multiclass(const dpo_model_t *m);
+int32_t dpo_model_dim(const dpo_model_t *m, int32_t d);
+dpo_labels_t dpo_model_labels(const dpo_model_t *m);
+const char *dpo_model_metric(const dpo_model_t *m);
+/* Local (multiclass only): cls[i] = argmax_k of row i's scores (ties: the lowest class) and,
+ * if prob is not NULL, prob[i] = its softmax probability. */
+int dpo_model_local_classify(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                             int32_t *cls, double *prob);
 
 /* ---- intercept (bias term) ----
  * With the intercept on, the model is fitted on augmented rows (u, DPO_MODEL_ICPT): the bias
@@ -50,7 +74,8 @@ int dpo_model_intercept(const dpo_model_t *m);
 int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s);
 double dpo_model_row_bound(const dpo_model_t *m, int l1, double B);
 
-/* Local data-term sums (rows: local indices, NULL = all).  loss_sum and g are overwritten. */
+/* Local data-term sums (rows: local indices, NULL = all).  loss_sum and g (dpo_model_dim(m,
+ * s->d) entries) are overwritten. */
 int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
                          const double *rownorm, double *loss_sum, double *g);
@@ -64,7 +89,8 @@ void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const dou
 /* Local data-term Hessian sum H += sum w_i u_i u_i' (d x d row-major). */
 int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H);
 
-/* Local evaluation sums (overwritten): loss and metric (#correct for logistic, SSE for ridge). */
+/* Local evaluation sums (overwritten): loss and metric (#correct for logistic and softmax, SSE
+ * for ridge). */
 int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          double *loss_sum, double *metric_sum);
 
@@ -83,6 +109,11 @@ double dpo_model_mu(const dpo_model_t *m);
  * must clip per example (clip C in L1 gives S1 = 2 C).  A negative or non-finite B1 also
  * returns a negative value. */
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound);
+
+/* Public bound on one example's data-term gradient norm in L2 from the declared FEATURE bound
+ * B2 (the intercept applied as above), without clipping: logistic B2 (|coefficient| <= 1),
+ * softmax sqrt(2) B2, a user objective with an L1 sensitivity B2; ridge, or a bad B2: -1. */
+double dpo_model_grad_l2_bound(const dpo_model_t *m, double row_l2_bound);
 
 /* ---- user objectives: a custom ops table ---- */
 

@@ -122,9 +122,10 @@ const char *dpo_run_label(const dpo_run_t *run);
 int dpo_run_is_private(const dpo_run_t *run);
 /* The objective's model (after dpo_run_setup). */
 const dpo_model_t *dpo_run_model(const dpo_run_t *run);
-/* Rank 0, after dpo_run_solve: the released iterate (length *d), else NULL. */
+/* Rank 0, after dpo_run_solve: the released iterate (length *d = dpo_model_dim: the features
+ * plus the intercept, times K for softmax, class-major), else NULL. */
 const double *dpo_run_x(const dpo_run_t *run, int32_t *d);
-/* After dpo_run_solve: "accuracy" (binary labels) or "mse", the losses and metrics of
+/* After dpo_run_solve: "accuracy" (binary and class labels) or "mse", the losses and metrics of
  * dpo_run_evaluate (NAN when not computed; values on rank 0 only) and the iterations that
  * ran.  DPO_EINVAL before dpo_run_solve. */
 typedef struct {

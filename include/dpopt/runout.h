@@ -33,6 +33,15 @@ int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int inter
  * *d = features and *intercept (0/1), x still holding d + intercept entries. */
 int dpo_model_read(const char *path, double **x, int32_t *d);
 int dpo_model_read_icpt(const char *path, double **x, int32_t *d, int *intercept);
+/* Multiclass models (K >= 2 classes, model softmax): a line "classes K" before the dimension
+ * line, then K blocks of d coefficients (class 0 first), and with an intercept one last line
+ * "intercept b_0 ... b_{K-1}".  x holds K rows of d + intercept entries (class k's bias last
+ * in its row: the solver's layout, dpo_model_dim).  K = 0 is the one-output format above
+ * (dpo_model_write_icpt, bit for bit); dpo_model_read_k gives *K = 0 for such files, and
+ * dpo_model_read / dpo_model_read_icpt refuse a multiclass file. */
+int dpo_model_write_k(const char *path, const double *x, int32_t d, int intercept, int32_t K,
+                      const char *comment);
+int dpo_model_read_k(const char *path, double **x, int32_t *d, int *intercept, int32_t *K);
 
 /* Messages: dpo_msg prints "dpopt: ..." to stderr unless quiet; progress lines only on a tty. */
 void dpo_msg_set_quiet(int quiet);
@@ -45,6 +54,8 @@ void dpo_progress_end(void);
  * infinite, which JSON cannot represent (json-c would print NaN / Infinity). */
 struct json_object;
 struct json_object *dpo_json_double(double v);
+/* A K x K confusion matrix (cm[true * K + predicted]) as a table on out, rows = true class. */
+void dpo_print_confusion(FILE *out, const int64_t *cm, int32_t K);
 /* Wall clock in seconds (monotonic). */
 double dpo_wtime(void);
 

@@ -236,8 +236,8 @@ const dpo_cli_opt_t dpo_cli_data_opts[] = {
     {"--format", "data.format", "F", "auto|libsvm|csv|idx|bin (default auto)"},
     {"--dim", "data.dim", "D", "declared number of features (default: inferred)"},
     {"--dense", "data.dense", NULL, "store rows dense even if the file is sparse"},
-    {"--labels", "data.labels", "KIND", "binary (+1/-1 or 0/1) or real (default binary)"},
-    {"--idx-class", "data.idx_class", "K", "IDX images: class K is +1, the rest -1 (default 0)"},
+    {"--labels", "data.labels", "KIND", "binary (+1/-1, 0/1), real or class (0..K-1); train/eval/predict: from --model"},
+    {"--idx-class", "data.idx_class", "K", "IDX images, binary labels: class K is +1, the rest -1 (one-vs-rest; default 0)"},
     {"--idx-labels", "data.idx_labels", "FILE", "IDX labels file (default: derived from images)"},
     {NULL, NULL, NULL, NULL}};
 

@@ -21,7 +21,7 @@ static const dpo_cli_opt_t dpo__pred_opts[] = {
     {"--run", "predict.run", "DIR", "a train run directory: its model.txt, and model/lambda from its config.ini"},
     {"--model-file", "predict.model_file", "FILE", "model coefficients (model.txt format; default RUN/model.txt)"},
     {"--data", "predict.data", "FILE", "data to apply the model to (libsvm, csv, idx[.gz], bin)"},
-    {"--model", "model.name", "NAME", "logreg | ridge | lsq (default: the run's, else logreg)"},
+    {"--model", "model.name", "NAME", "logreg | ridge | lsq | softmax (default: the run's, else logreg)"},
     {"--lambda", "model.lambda", "L", "lambda of the objective F (default: the run's; without it F is not printed)"},
     {"--quiet", "run.quiet", NULL, "no messages on stderr"},
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
@@ -34,10 +34,12 @@ static const dpo_cli_opt_t dpo__pred_out_opt[] = {
 static const char dpo__pred_more[] =
     "Metrics (stdout): data loss = mean loss over the rows, WITHOUT the regularizer; objective F\n"
     "= data loss + lambda ||x||^2 (only when lambda is known); accuracy (logreg: u'x >= 0\n"
-    "predicts +1) or mse (ridge, lsq).  All are exact functions of the data file: if it is\n"
-    "private data, they are non-private outputs.\n"
+    "predicts +1; softmax: the most probable class, plus the confusion matrix) or mse (ridge,\n"
+    "lsq).  All are exact functions of the data file: if it is private data, they are\n"
+    "non-private outputs.\n"
     "Prediction lines (predict): logreg \"LABEL PROB\" (LABEL +1 or -1, PROB = P(y = +1) =\n"
-    "1 / (1 + exp(-u'x))); ridge and lsq \"VALUE\" (u'x).\n"
+    "1 / (1 + exp(-u'x))); softmax \"CLASS PROB\" (class 0..K-1 and its probability); ridge\n"
+    "and lsq \"VALUE\" (u'x).\n"
     "The model's dimension must match the data's (a sparse file that does not use the last\n"
     "features is fine); --dim D declares the data's dimension.\n";
 
@@ -71,6 +73,7 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, base, dpo_cli_data_opts);
   dpo_config_t *cfg = NULL;
   dpo_model_t *model = NULL;
+  dpo_eval_result_t r = {0};
   char *pos[1], usage[160], mpath[1024];
   int npos, rc, ex, quiet = 0, lambda_known = 0;
   snprintf(usage, sizeof usage,
@@ -107,33 +110,37 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   if ((rc = dpo_model_create(mname, lambda, &model))) goto fail;
   dpo_load_opts_t lo;
   if ((rc = dpo_load_opts_from_config(cfg, &lo))) goto fail;
-  lo.labels = dpo_model_binary(model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  lo.labels = dpo_model_labels(model);
   dpo_cli_warn_unused(ctx, cfg);
 
-  dpo_eval_result_t r;
   if ((rc = dpo_model_eval_file(ctx->comm, model, mfile, dpath, &lo, predict ? opath : NULL, &r)))
     goto fail;
   if (ctx->rank == 0) {
-    int binary = dpo_model_binary(model);
-    printf("model           %s (%s, d=%d%s%s)\n", mfile, mname, (int)r.d, r.intercept ? ", intercept" : "",
+    int binary = dpo_model_binary(model), multi = dpo_model_multiclass(model);
+    char kc[32] = "";
+    if (multi) snprintf(kc, sizeof kc, ", %d classes", (int)r.classes);
+    printf("model           %s (%s, d=%d%s%s%s)\n", mfile, mname, (int)r.d, kc,
+           r.intercept ? ", intercept" : "",
            lambda_known ? "" : ", lambda unknown: give --lambda or --run for F");
     printf("data            %s: %lld rows x %d features on %d rank%s\n", dpath,
            (long long)r.n, (int)r.d, ctx->size, ctx->size > 1 ? "s" : "");
     printf("data loss       %.17g   (mean %s loss, no regularizer)\n", r.loss,
-           binary ? "logistic" : "squared");
+           multi ? "cross-entropy" : binary ? "logistic" : "squared");
     if (lambda_known)
       printf("objective F     %.17g   (data loss + lambda ||x||^2, lambda=%g)\n",
              r.loss + lambda * r.xx, lambda);
-    printf("%-15s %.17g\n", binary ? "accuracy" : "mse", r.metric);
+    printf("%-15s %.17g\n", dpo_model_metric(model), r.metric);
+    if (r.confusion) dpo_print_confusion(stdout, r.confusion, r.classes);
     if (predict)
       printf("predictions     %s (%lld lines: %s)\n", opath, (long long)r.n,
-             binary ? "label probability" : "value");
+             multi ? "class probability" : binary ? "label probability" : "value");
   }
   ex = 0;
   goto out;
 fail:
   ex = dpo_cli_fail(ctx, cmd, rc);
 out:
+  free(r.confusion);
   dpo_model_destroy(model);
   dpo_config_destroy(cfg);
   return ex;

@@ -21,12 +21,17 @@ int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model
   double *t = malloc((size_t)(s->n ? s->n : 1) * sizeof *t);
   size_t cap = (size_t)(s->n ? s->n : 1) * 48, len = 0;
   char *buf = malloc(cap);
-  int rc = DPO_OK, binary = dpo_model_binary(m);
+  int rc = DPO_OK, binary = dpo_model_binary(m), multi = dpo_model_multiclass(m);
+  int32_t *cls = NULL;
   MPI_File fh = MPI_FILE_NULL;
   if (!t || !buf) rc = dpo_err(DPO_ENOMEM, "predictions: out of memory");
-  if (!rc) rc = dpo_model_local_predict(m, s, x, t);
+  if (!rc && multi && !(cls = malloc((size_t)(s->n ? s->n : 1) * sizeof *cls)))
+    rc = dpo_err(DPO_ENOMEM, "predictions: out of memory");
+  if (!rc) rc = multi ? dpo_model_local_classify(m, s, x, cls, t) : dpo_model_local_predict(m, s, x, t);
   for (int64_t i = 0; !rc && i < s->n; i++) {
-    if (binary) {
+    if (multi) { /* the most probable class and its probability */
+      len += (size_t)snprintf(buf + len, cap - len, "%d %.17g\n", (int)cls[i], t[i]);
+    } else if (binary) {
       /* P(y = +1) = sigma(t), computed without overflow for either sign */
       double p = t[i] >= 0 ? 1.0 / (1.0 + exp(-t[i])) : exp(t[i]) / (1.0 + exp(t[i]));
       len += (size_t)snprintf(buf + len, cap - len, "%d %.17g\n", t[i] >= 0 ? 1 : -1, p);
@@ -66,25 +71,29 @@ int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model
   rc = dpo_agree(comm, rc);
 out:
   free(t);
+  free(cls);
   free(buf);
   return rc;
 }
 
-int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d, int *icpt) {
+int dpo_model_read_bcast_k(MPI_Comm comm, const char *path, double **x, int32_t *d, int *icpt,
+                           int32_t *K) {
   int rank, rc;
   MPI_Comm_rank(comm, &rank);
   *x = NULL;
   *d = 0;
   *icpt = 0;
+  *K = 0;
   /* one reader, one message for every error */
-  rc = rank == 0 ? dpo_model_read_icpt(path, x, d, icpt) : DPO_OK;
+  rc = rank == 0 ? dpo_model_read_k(path, x, d, icpt, K) : DPO_OK;
   if ((rc = dpo_agree(comm, rc))) return rc;
-  int32_t hdr[2] = {*d, (int32_t)*icpt};
-  if (MPI_Bcast(hdr, 2, MPI_INT32_T, 0, comm) != MPI_SUCCESS)
+  int32_t hdr[3] = {*d, (int32_t)*icpt, *K};
+  if (MPI_Bcast(hdr, 3, MPI_INT32_T, 0, comm) != MPI_SUCCESS)
     return dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Bcast of the model dimension failed"));
   *d = hdr[0];
   *icpt = (int)hdr[1];
-  size_t len = (size_t)*d + (size_t)*icpt;
+  *K = hdr[2];
+  size_t len = ((size_t)*d + (size_t)*icpt) * (size_t)(*K > 0 ? *K : 1);
   if (rank != 0 && !(*x = malloc((len ? len : 1) * sizeof **x)))
     rc = dpo_err(DPO_ENOMEM, "out of memory");
   if (!(rc = dpo_agree(comm, rc)) && MPI_Bcast(*x, (int)len, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
@@ -94,6 +103,17 @@ int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d
     *x = NULL;
   }
   return rc;
+}
+
+int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d, int *icpt) {
+  int32_t K = 0;
+  int rc = dpo_model_read_bcast_k(comm, path, x, d, icpt, &K);
+  if (rc || K == 0) return rc;
+  free(*x);
+  *x = NULL;
+  /* K came from the broadcast: every rank refuses alike */
+  return dpo_err(DPO_EFORMAT, "%s: a multiclass model (classes %d): read it with --model softmax",
+                 path, (int)K);
 }
 
 /* the data in the model's space of d features (--dim, data.dim, declares the data's own) */
@@ -130,17 +150,41 @@ int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,
   res->loss = res->metric = NAN;
   /* a model with an intercept line is applied to the rows with the public constant column
    * appended (dpo_model_prepare_shard), the bias its last coefficient */
-  if ((rc = dpo_model_read_bcast(comm, model_file, &x, &d, &icpt)) ||
-      (rc = dpo__load_in_model_space(comm, model_file, d, data, *lo, &sh)) ||
-      (rc = dpo_model_set_intercept(m, icpt)) || (rc = dpo_model_prepare_shard(m, sh)) ||
+  int32_t K = 0;
+  if ((rc = dpo_model_read_bcast_k(comm, model_file, &x, &d, &icpt, &K))) goto out;
+  /* the file says how many classes; the objective must be the one that has them */
+  if (K > 0 && !dpo_model_multiclass(m))
+    rc = dpo_err(DPO_EINVAL, "%s: a multiclass model (classes %d): use --model softmax",
+                 model_file, (int)K);
+  else if (K == 0 && dpo_model_multiclass(m))
+    rc = dpo_err(DPO_EINVAL, "%s: not a multiclass model file (no \"classes K\" line): model %s "
+                 "needs one", model_file, dpo_model_name(m));
+  else rc = dpo_model_set_classes(m, K);
+  if (rc) goto out; /* K and m are the same on every rank */
+  if ((rc = dpo__load_in_model_space(comm, model_file, d, data, *lo, &sh)) ||
+      (rc = dpo_model_set_intercept(m, icpt)) ||
+      (rc = dpo_agree(comm, dpo_model_prepare_shard(m, sh))) ||
       (rc = dpo_model_eval_shard(comm, m, sh, x, &res->loss, &res->metric)) ||
       (pred_out && (rc = dpo_model_write_predictions(comm, pred_out, m, sh, x))))
     goto out;
+  if (K > 0) {
+    if (!(res->confusion = calloc((size_t)K * (size_t)K, sizeof *res->confusion)))
+      rc = dpo_err(DPO_ENOMEM, "confusion matrix: out of memory");
+    if ((rc = dpo_agree(comm, rc)) ||
+        (rc = dpo_model_confusion(comm, m, sh, x, res->confusion)))
+      goto out;
+  }
   res->d = d;
   res->n = sh->n_global;
   res->intercept = icpt;
-  for (int32_t j = 0; j < d + icpt; j++) res->xx += x[j] * x[j];
+  res->classes = K;
+  int64_t p = (int64_t)(d + icpt) * (K > 0 ? K : 1);
+  for (int64_t j = 0; j < p; j++) res->xx += x[j] * x[j];
 out:
+  if (rc) {
+    free(res->confusion);
+    res->confusion = NULL;
+  }
   free(x);
   dpo_shard_destroy(sh);
   return rc;

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cblas.h>
 
@@ -36,6 +37,9 @@ int dpo_model_local_predict(const dpo_model_t *m, const dpo_shard_t *s, const do
                             double *t) {
   if (!m || !s || !x || (!t && s->n > 0))
     return dpo_err(DPO_EINVAL, "dpo_model_local_predict: NULL argument");
+  if (dpo_model_multiclass(m))
+    return dpo_err(DPO_EINVAL, "dpo_model_local_predict: model %s has K outputs: use "
+                   "dpo_model_local_classify", dpo_model_name(m));
   if (s->n == 0) return DPO_OK;
   if (s->sparse) {
     /* the same summation order as the evaluation kernel (dpo_kern_eval) */
@@ -47,5 +51,31 @@ int dpo_model_local_predict(const dpo_model_t *m, const dpo_shard_t *s, const do
   } else {
     cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)s->n, s->d, 1.0, s->X, s->d, x, 1, 0.0, t, 1);
   }
+  return DPO_OK;
+}
+
+int dpo_model_confusion(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s,
+                        const double *x, int64_t *cm) {
+  int32_t K = m ? dpo_model_classes(m) : 0;
+  int32_t *cls = NULL;
+  int rc = DPO_OK;
+  if (!m || !s || !x || !cm || K < 2)
+    return dpo_agree(comm, dpo_err(DPO_EINVAL, "dpo_model_confusion: a multiclass model with "
+                                   "its classes, a shard, x and cm are needed"));
+  size_t kk = (size_t)K * (size_t)K;
+  memset(cm, 0, kk * sizeof *cm);
+  if (!(cls = malloc((size_t)(s->n ? s->n : 1) * sizeof *cls)))
+    rc = dpo_err(DPO_ENOMEM, "confusion matrix: out of memory");
+  if (!rc) rc = dpo_model_local_classify(m, s, x, cls, NULL);
+  for (int64_t i = 0; !rc && i < s->n; i++) {
+    double y = s->y[i]; /* a class index: dpo_model_prepare_shard checked it */
+    if (!(y >= 0 && y < K)) rc = dpo_err(DPO_EFORMAT, "%s: a label is not a class index", s->source);
+    else cm[(size_t)y * (size_t)K + (size_t)cls[i]]++;
+  }
+  free(cls);
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  /* counts are integers: the sum is exact in any order */
+  if (MPI_Allreduce(MPI_IN_PLACE, cm, (int)kk, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "dpo_model_confusion: MPI_Allreduce failed"));
   return DPO_OK;
 }

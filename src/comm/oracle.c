@@ -34,7 +34,7 @@ struct dpo_oracle {
   int rank, size;
   const dpo_model_t *model;
   const dpo_shard_t *shard, *heldout;
-  int32_t d;
+  int32_t d;       /* parameters: dpo_model_dim(model, shard->d) (K d for softmax) */
   int64_t n_global, heldout_nglobal;
   int clipping;
   dpo_clip_t clip;
@@ -287,11 +287,19 @@ int dpo_oracle_create(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t
   MPI_Comm_size(comm, &o->size);
   o->model = model;
   o->shard = shard;
-  o->d = shard->d;
+  o->d = dpo_model_dim(model, shard->d);
   o->n_global = shard->n_global;
   if (shard->d <= 0 || shard->n < 0) {
     rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shard with d = %d, n = %ld", (int)shard->d,
                  (long)shard->n);
+    goto out;
+  }
+  if (o->d <= 0) {
+    rc = dpo_model_classes(model) < 2
+             ? dpo_err(DPO_EINVAL, "model %s: the number of classes is not set (model.classes)",
+                       dpo_model_name(model))
+             : dpo_err(DPO_EINVAL, "model %s: %d classes x %d features is too many parameters",
+                       dpo_model_name(model), (int)dpo_model_classes(model), (int)shard->d);
     goto out;
   }
   if (clip && clip->norm != DPO_CLIP_NONE) {
@@ -373,9 +381,9 @@ int dpo_oracle_set_heldout(dpo_oracle_t *o, const dpo_shard_t *heldout) {
   if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: NULL oracle");
   if (!heldout)
     rc = dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: NULL shard");
-  else if (heldout->d != o->d)
+  else if (heldout->d != o->shard->d)
     rc = dpo_err(DPO_EINVAL, "dpo_oracle_set_heldout: held-out dimension %d != %d",
-                 (int)heldout->d, (int)o->d);
+                 (int)heldout->d, (int)o->shard->d);
   else
     n = heldout->n;
   if (MPI_Allreduce(&n, &tot, 1, MPI_INT64_T, MPI_SUM, o->comm) != MPI_SUCCESS && !rc)

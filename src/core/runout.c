@@ -113,12 +113,18 @@ int dpo_write_atomic(const char *path, const void *buf, size_t len) {
 }
 
 int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment) {
-  return dpo_model_write_icpt(path, x, d, 0, comment);
+  return dpo_model_write_k(path, x, d, 0, 0, comment);
 }
 
 int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int intercept,
                          const char *comment) {
-  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + ((size_t)d + 1) * 32;
+  return dpo_model_write_k(path, x, d, intercept, 0, comment);
+}
+
+int dpo_model_write_k(const char *path, const double *x, int32_t d, int intercept, int32_t K,
+                      const char *comment) {
+  const int32_t nk = K > 0 ? K : 1, row = d + (intercept ? 1 : 0);
+  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + ((size_t)row * (size_t)nk + 1) * 32;
   char *buf = malloc(cap);
   if (!buf) return dpo_err(DPO_ENOMEM, "model write: out of memory");
   size_t off = 0;
@@ -132,9 +138,17 @@ int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int inter
       c += k + (nl ? 1 : 0);
     }
   }
+  if (K > 0) off += (size_t)snprintf(buf + off, cap - off, "classes %d\n", (int)K);
   off += (size_t)snprintf(buf + off, cap - off, "%d\n", (int)d);
-  for (int32_t j = 0; j < d; j++) off += (size_t)snprintf(buf + off, cap - off, "%.17g\n", x[j]);
-  if (intercept) off += (size_t)snprintf(buf + off, cap - off, "intercept %.17g\n", x[d]);
+  for (int32_t k = 0; k < nk; k++)
+    for (int32_t j = 0; j < d; j++)
+      off += (size_t)snprintf(buf + off, cap - off, "%.17g\n", x[(int64_t)k * row + j]);
+  if (intercept) {
+    off += (size_t)snprintf(buf + off, cap - off, "intercept");
+    for (int32_t k = 0; k < nk; k++)
+      off += (size_t)snprintf(buf + off, cap - off, " %.17g", x[(int64_t)k * row + d]);
+    off += (size_t)snprintf(buf + off, cap - off, "\n");
+  }
   int rc = dpo_write_atomic(path, buf, off);
   free(buf);
   return rc;
@@ -147,15 +161,27 @@ int dpo_model_read(const char *path, double **xo, int32_t *d) {
 }
 
 int dpo_model_read_icpt(const char *path, double **xo, int32_t *d, int *intercept) {
+  int32_t K = 0;
+  int rc = dpo_model_read_k(path, xo, d, intercept, &K);
+  if (rc || K == 0) return rc;
+  free(*xo);
+  *xo = NULL;
+  return dpo_err(DPO_EFORMAT, "%s: a multiclass model (classes %d): read it with --model softmax",
+                 path, (int)K);
+}
+
+int dpo_model_read_k(const char *path, double **xo, int32_t *d, int *intercept, int32_t *Kout) {
   FILE *f = fopen(path, "r");
   if (!f) return dpo_err(DPO_EIO, "%s: cannot open model: %s", path, strerror(errno));
   char line[512];
   long ln = 0;
-  long dim = -1;
-  int32_t k = 0;
+  long dim = -1, K = 0, nk = 1;
+  int64_t k = 0;
   int icpt = 0;
-  double *x = NULL;
+  double *x = NULL, *b = NULL;
   int rc = DPO_OK;
+  /* the file holds the K blocks of dim features and then the K biases: read into x in that
+   * order, then interleave into rows of dim + 1 if there is an intercept */
   while (fgets(line, sizeof line, f)) {
     ln++;
     if (line[0] == '#' || line[0] == '\n') continue;
@@ -164,31 +190,53 @@ int dpo_model_read_icpt(const char *path, double **xo, int32_t *d, int *intercep
       rc = dpo_err(DPO_EFORMAT, "%s:%ld: nothing may follow the intercept line", path, ln);
       goto out;
     }
-    if (dim > 0 && k == dim && !strncmp(line, "intercept", 9)) {
-      double b = strtod(line + 9, &end);
+    if (dim < 0 && K == 0 && !strncmp(line, "classes", 7)) {
+      K = strtol(line + 7, &end, 10);
       while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
-      if (end == line + 9 || *end || !isfinite(b)) {
-        rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected \"intercept VALUE\"", path, ln);
+      if (end == line + 7 || *end || K < 2 || K > 65536) {
+        rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected \"classes K\" with 2 <= K <= 65536", path, ln);
         goto out;
       }
-      x[k] = b;
+      nk = K;
+      continue;
+    }
+    if (dim > 0 && k == dim * nk && !strncmp(line, "intercept", 9)) {
+      char *q = line + 9;
+      for (long c = 0; c < nk; c++) {
+        double v = strtod(q, &end);
+        if (end == q || !isfinite(v)) {
+          rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected \"intercept\" and %ld value%s", path, ln, nk,
+                       nk > 1 ? "s (one per class)" : "");
+          goto out;
+        }
+        b[c] = v;
+        q = end;
+      }
+      while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+      if (*q) {
+        rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected \"intercept\" and %ld value%s", path, ln, nk,
+                     nk > 1 ? "s (one per class)" : "");
+        goto out;
+      }
       icpt = 1;
       continue;
     }
     if (dim < 0) {
       dim = strtol(line, &end, 10);
-      if (end == line || dim <= 0 || dim > (1L << 30)) {
+      if (end == line || dim <= 0 || dim > (1L << 30) || dim * nk > (1L << 30)) {
         rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected the dimension", path, ln);
         goto out;
       }
-      if (!(x = malloc(((size_t)dim + 1) * sizeof *x))) { /* + 1: a possible intercept */
+      /* + nk: a possible intercept per class */
+      if (!(x = malloc(((size_t)dim + 1) * (size_t)nk * sizeof *x)) ||
+          !(b = malloc((size_t)nk * sizeof *b))) {
         rc = dpo_err(DPO_ENOMEM, "model read: out of memory");
         goto out;
       }
       continue;
     }
-    if (k >= dim) {
-      rc = dpo_err(DPO_EFORMAT, "%s:%ld: more than %ld coefficients", path, ln, dim);
+    if (k >= dim * nk) {
+      rc = dpo_err(DPO_EFORMAT, "%s:%ld: more than %ld coefficients", path, ln, dim * nk);
       goto out;
     }
     double v = strtod(line, &end);
@@ -198,18 +246,42 @@ int dpo_model_read_icpt(const char *path, double **xo, int32_t *d, int *intercep
     }
     x[k++] = v;
   }
-  if (dim < 0 || k != dim) {
-    rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected %ld coefficients, found %d", path, ln, dim, k);
+  if (dim < 0 || k != dim * nk) {
+    rc = dpo_err(DPO_EFORMAT, "%s:%ld: expected %ld coefficients, found %lld", path, ln, dim * nk,
+                 (long long)k);
     goto out;
   }
+  if (icpt) /* rows of dim + 1, last class first so nothing is overwritten before it moves */
+    for (long c = nk - 1; c >= 0; c--) {
+      memmove(x + c * (dim + 1), x + c * dim, (size_t)dim * sizeof *x);
+      x[c * (dim + 1) + dim] = b[c];
+    }
   *xo = x;
   *d = (int32_t)dim;
   *intercept = icpt;
+  *Kout = (int32_t)K;
   x = NULL;
 out:
   free(x);
+  free(b);
   fclose(f);
   return rc;
+}
+
+void dpo_print_confusion(FILE *out, const int64_t *cm, int32_t K) {
+  int64_t mx = 1;
+  for (int64_t i = 0; i < (int64_t)K * K; i++)
+    if (cm[i] > mx) mx = cm[i];
+  int w = snprintf(NULL, 0, "%lld", (long long)mx) + 1;
+  if (w < 4) w = 4;
+  fprintf(out, "confusion       rows: true class, columns: predicted class\n%-8s", "");
+  for (int32_t b = 0; b < K; b++) fprintf(out, "%*d", w, (int)b);
+  fprintf(out, "\n");
+  for (int32_t a = 0; a < K; a++) {
+    fprintf(out, "%8d", (int)a);
+    for (int32_t b = 0; b < K; b++) fprintf(out, "%*lld", w, (long long)cm[(int64_t)a * K + b]);
+    fprintf(out, "\n");
+  }
 }
 
 struct json_object *dpo_json_double(double v) {

@@ -88,7 +88,7 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
     memcpy(&h.labels, b + 32, 4);
     /* magic first: the counts of a file that is not ours mean nothing */
     if (memcmp(b, "DPOBIN01", 8) != 0) st = dpo_err(DPO_EFORMAT, "%s: not a dpopt binary file (bad magic)", path);
-    else if ((h.sparse != 0 && h.sparse != 1) || (h.labels != 0 && h.labels != 1) || h.n < 0 ||
+    else if ((h.sparse != 0 && h.sparse != 1) || (h.labels < 0 || h.labels > 2) || h.n < 0 ||
              h.d < 0 || h.nnz < 0 || (!h.sparse && h.nnz != 0))
       st = dpo_err(DPO_EFORMAT, "%s: corrupt header (n=%lld d=%d sparse=%d nnz=%lld labels=%d)", path,
                    (long long)h.n, (int)h.d, (int)h.sparse, (long long)h.nnz, (int)h.labels);
@@ -121,6 +121,9 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
   for (int64_t i = 0; !st && i < cnt; i++) {
     double v = s->y[i];
     if (!isfinite(v)) st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite label", path, (long long)(row0 + i + 1));
+    else if (h.labels == DPO_LABELS_CLASS && !(v >= 0 && v == floor(v)))
+      st = dpo_err(DPO_EFORMAT, "%s: row %lld: class label %g is not an integer >= 0", path,
+                   (long long)(row0 + i + 1), v);
     else if (h.labels == DPO_LABELS_BINARY && v != 1.0 && v != -1.0)
       st = dpo_err(DPO_EFORMAT, "%s: row %lld: unknown label %g (binary labels are +1/-1)", path,
                    (long long)(row0 + i + 1), v);

@@ -113,7 +113,7 @@ static int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t 
   s->n = cnt;
   s->d = (int32_t)d;
   s->sparse = 0;
-  s->labels = DPO_LABELS_BINARY;
+  s->labels = o->labels == DPO_LABELS_CLASS ? DPO_LABELS_CLASS : DPO_LABELS_BINARY;
   st = dpo__finish_rows(comm, path, s);
   if (st) goto out;
   s->row0 = row0;
@@ -126,7 +126,9 @@ static int dpo__load_idx(MPI_Comm comm, const char *path, const dpo_load_opts_t 
   for (int64_t i = 0; !st && i < cnt; i += 64 * d) {
     int64_t c = cnt - i < 64 * d ? cnt - i : 64 * d;
     st = dpo__gz_read(gl, lp, buf, (size_t)c);
-    for (int64_t k = 0; !st && k < c; k++) s->y[i + k] = buf[k] == (unsigned)o->idx_class ? 1.0 : -1.0;
+    for (int64_t k = 0; !st && k < c; k++) /* class: all labels; binary: one-vs-rest */
+      s->y[i + k] = s->labels == DPO_LABELS_CLASS ? (double)buf[k]
+                    : buf[k] == (unsigned)o->idx_class ? 1.0 : -1.0;
   }
   /* images: rows of the preceding ranks are decompressed and dropped */
   if (!st) st = dpo__gz_skip(gi, path, row0 * d);

@@ -229,6 +229,9 @@ int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, s
       snprintf(why, wl, "unknown label '%.40s' (binary labels are +1/-1 or 0/1)", tok);
       return -1;
     }
+  } else if (kind == DPO_LABELS_CLASS && !(v >= 0 && v <= 1e9 && v == floor(v))) {
+    snprintf(why, wl, "unknown label '%.40s' (class labels are integers 0, 1, 2, ...)", tok);
+    return -1;
   }
   *y = v;
   return 0;

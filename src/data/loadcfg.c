@@ -30,8 +30,9 @@ int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o) {
   dpo_config_get_str(cfg, "data.labels", "binary", &s);
   if (!strcasecmp(s, "binary")) o->labels = DPO_LABELS_BINARY;
   else if (!strcasecmp(s, "real")) o->labels = DPO_LABELS_REAL;
+  else if (!strcasecmp(s, "class")) o->labels = DPO_LABELS_CLASS;
   else
-    return dpo_err(DPO_EINVAL, "%s: data.labels = '%s': expected binary or real",
+    return dpo_err(DPO_EINVAL, "%s: data.labels = '%s': expected binary, real or class",
                    dpo_config_origin(cfg, "data.labels"), s);
   if ((rc = dpo_config_get_int(cfg, "data.idx_class", 0, &v))) return rc;
   o->idx_class = (int)v;

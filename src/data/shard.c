@@ -66,7 +66,8 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   else dpo_load_opts_default(&o);
   if (!path) st = dpo_err(DPO_EINVAL, "dpo_shard_load: no path");
   else if (o.d < 0) st = dpo_err(DPO_EINVAL, "%s: declared dimension %d < 0", path, (int)o.d);
-  else if (o.labels != DPO_LABELS_BINARY && o.labels != DPO_LABELS_REAL)
+  else if (o.labels != DPO_LABELS_BINARY && o.labels != DPO_LABELS_REAL &&
+           o.labels != DPO_LABELS_CLASS)
     st = dpo_err(DPO_EINVAL, "%s: unknown label kind %d", path, (int)o.labels);
   if (!st && !(s = calloc(1, sizeof *s))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
   if (!st) {

@@ -11,10 +11,14 @@ static double logreg_L_bound(double lambda, double B2) { return 0.25 * B2 * B2 +
 /* (001, eq. 5.2): ||grad f(x;u,z) - grad f(x;u',z')||_1 <= ||u||_1 + ||u'||_1 <= 2 B1. */
 static double logreg_l1_sens(double B1) { return 2.0 * B1; }
 
+/* |coefficient| <= 1: ||grad f_i||_2 <= ||u||_2 <= B2. */
+static double logreg_grad_l2(double B2) { return B2; }
+
 const dpo__model_ops_t dpo__model_logreg = {
     .name = "logreg",
     .loss = DPO_LOSS_LOGISTIC,
     .binary = 1,
     .L_bound = logreg_L_bound,
     .grad_l1_sens = logreg_l1_sens,
+    .grad_l2_bound = logreg_grad_l2,
 };

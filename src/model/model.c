@@ -17,6 +17,7 @@ static const struct {
     {"logreg", &dpo__model_logreg, 0},
     {"ridge", &dpo__model_ridge, 0},
     {"lsq", &dpo__model_ridge, 1},
+    {"softmax", &dpo__model_softmax, 0},
 };
 
 int dpo_model_create(const char *name, double lambda, dpo_model_t **m) {
@@ -39,7 +40,7 @@ int dpo_model_create(const char *name, double lambda, dpo_model_t **m) {
     *m = p;
     return DPO_OK;
   }
-  return dpo_err(DPO_EINVAL, "unknown model \"%s\" (known: logreg, ridge, lsq)", name);
+  return dpo_err(DPO_EINVAL, "unknown model \"%s\" (known: logreg, ridge, lsq, softmax)", name);
 }
 
 int dpo_model_create_ops(const dpo_model_ops_t *ops, double lambda, dpo_model_t **m) {
@@ -65,12 +66,68 @@ double dpo_model_lambda(const dpo_model_t *m) { return m->lambda; }
 dpo_loss_t dpo_model_loss(const dpo_model_t *m) { return m->user ? DPO_LOSS_USER : m->ops->loss; }
 int dpo_model_binary(const dpo_model_t *m) { return m->user ? m->user->binary != 0 : m->ops->binary; }
 
+static int dpo__multi(const dpo_model_t *m) { return !m->user && m->ops->multiclass; }
+
+int dpo_model_multiclass(const dpo_model_t *m) { return m && dpo__multi(m); }
+
+int dpo_model_set_classes(dpo_model_t *m, int32_t K) {
+  if (!m) return dpo_err(DPO_EINVAL, "dpo_model_set_classes: NULL model");
+  if (!dpo__multi(m)) {
+    if (K == 0) return DPO_OK;
+    return dpo_err(DPO_EINVAL, "model %s has one output: model.classes = %d applies to model "
+                   "softmax only", m->name, (int)K);
+  }
+  if (K < 2 || K > 65536)
+    return dpo_err(DPO_EINVAL, "model softmax: model.classes = %d: expected 2..65536 (the number "
+                   "of classes is public; labels are 0..K-1)", (int)K);
+  m->classes = K;
+  return DPO_OK;
+}
+
+int32_t dpo_model_classes(const dpo_model_t *m) { return m && dpo__multi(m) ? m->classes : 0; }
+
+int32_t dpo_model_dim(const dpo_model_t *m, int32_t d) {
+  if (!m || !dpo__multi(m)) return d;
+  if (m->classes < 2 || d < 0 || (int64_t)m->classes * d > INT32_MAX) return -1;
+  return m->classes * d;
+}
+
+dpo_labels_t dpo_model_labels(const dpo_model_t *m) {
+  return dpo__multi(m) ? DPO_LABELS_CLASS : dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+}
+
+const char *dpo_model_metric(const dpo_model_t *m) {
+  return dpo_model_binary(m) || dpo__multi(m) ? "accuracy" : "mse";
+}
+
+static int dpo__need_classes(const dpo_model_t *m) {
+  if (m->classes >= 2) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "model softmax: the number of classes is not set (model.classes = K, "
+                 "--classes K)");
+}
+
+int dpo_model_local_classify(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
+                             int32_t *cls, double *prob) {
+  if (!m || !s || !x || (!cls && s->n > 0))
+    return dpo_err(DPO_EINVAL, "dpo_model_local_classify: NULL argument");
+  if (!dpo__multi(m))
+    return dpo_err(DPO_EINVAL, "dpo_model_local_classify: model %s is not multiclass", m->name);
+  int rc = dpo__need_classes(m);
+  return rc ? rc : dpo__softmax_classify(m->classes, s, x, cls, prob);
+}
+
 int dpo_model_local_grad(const dpo_model_t *m, const dpo_shard_t *s, const double *x,
                          const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
                          const double *rownorm, double *loss_sum, double *g) {
   if (!m || !s || !loss_sum || !g)
     return dpo_err(DPO_EINVAL, "dpo_model_local_grad: NULL argument");
   *loss_sum = 0.0;
+  if (dpo__multi(m)) {
+    int rc = dpo__need_classes(m);
+    if (rc) return rc;
+    if (s->d > 0) memset(g, 0, (size_t)s->d * (size_t)m->classes * sizeof *g);
+    return dpo__softmax_grad(m->classes, s, x, rows, nrows, clip, rownorm, loss_sum, g);
+  }
   if (s->d > 0) memset(g, 0, (size_t)s->d * sizeof *g);
   if (m->user) return dpo__user_grad(m->user, s, x, rows, nrows, clip, rownorm, loss_sum, g);
   return dpo_kern_loss_grad(m->ops->loss, s, x, rows, nrows, clip, rownorm, loss_sum, g);
@@ -91,6 +148,7 @@ void dpo_model_finish(const dpo_model_t *m, int32_t d, int64_t n_used, const dou
 int dpo_model_local_hess(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *H) {
   if (!m) return dpo_err(DPO_EINVAL, "dpo_model_local_hess: NULL model");
   if (m->user) return dpo_err(DPO_EUNSUP, "model %s: a user objective has no Hessian", m->name);
+  if (dpo__multi(m)) return dpo_err(DPO_EUNSUP, "model %s: no Hessian (Newton is for logreg, ridge, lsq)", m->name);
   return dpo_kern_hess(m->ops->loss, s, x, H);
 }
 
@@ -101,6 +159,10 @@ int dpo_model_local_eval(const dpo_model_t *m, const dpo_shard_t *s, const doubl
   *loss_sum = 0.0;
   *metric_sum = 0.0;
   if (m->user) return dpo__user_eval(m->user, s, x, loss_sum, metric_sum);
+  if (dpo__multi(m)) {
+    int rc = dpo__need_classes(m);
+    return rc ? rc : dpo__softmax_eval(m->classes, s, x, loss_sum, metric_sum);
+  }
   return dpo_kern_eval(m->ops->loss, s, x, loss_sum, metric_sum);
 }
 
@@ -135,6 +197,10 @@ int dpo_model_intercept(const dpo_model_t *m) { return m->intercept; }
 
 int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s) {
   if (!m || !s) return dpo_err(DPO_EINVAL, "dpo_model_prepare_shard: NULL argument");
+  if (dpo__multi(m)) { /* class indices 0..K-1 before anything is computed on them */
+    int rc = dpo__need_classes(m);
+    if (rc || (rc = dpo__softmax_labels(m->classes, s))) return rc;
+  }
   if (!m->intercept) return DPO_OK;
   if (s->d >= INT32_MAX - 1) return dpo_err(DPO_EINVAL, "%s: too many features", s->source);
   int32_t d = s->d, d1 = d + 1;
@@ -185,6 +251,14 @@ double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound) {
 }
 
 double dpo_model_mu(const dpo_model_t *m) { return 2.0 * m->lambda; }
+
+double dpo_model_grad_l2_bound(const dpo_model_t *m, double row_l2_bound) {
+  if (!m || !(row_l2_bound >= 0) || !isfinite(row_l2_bound)) return -1.0;
+  double b2 = dpo_model_row_bound(m, 0, row_l2_bound);
+  /* a user objective with an L1 sensitivity has |phi'| <= 1 (the rule dp_common applied) */
+  if (m->user) return m->user->grad_l1_sens && m->user->grad_l1_sens(1.0) > 0 ? b2 : -1.0;
+  return m->ops->grad_l2_bound ? m->ops->grad_l2_bound(b2) : -1.0;
+}
 
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound) {
   if (!(row_l1_bound >= 0) || !isfinite(row_l1_bound)) return -1.0;

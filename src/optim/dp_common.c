@@ -178,9 +178,11 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
     if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
   }
-  B2 = dpo_model_row_bound(model, 0, B2); /* with an intercept: sqrt(B2^2 + 1) (model.h) */
-  if (!isnan(B2) && dpo_model_grad_l1_sens(model, 1.0) > 0 && B2 > 0 && dpo_sens(rel, B2) < dp->S2)
-    dp->S2 = dpo_sens(rel, B2); /* same argument as (5.2) in L2, for models with |coefficient| <= 1 */
+  { /* the argument of (5.2) in L2: the model's per-example gradient bound (logistic ||u~||_2,
+     * softmax sqrt(2) ||u~||_2, with an intercept u~ = (u, 1); model.h) */
+    double g2 = isnan(B2) ? -1 : dpo_model_grad_l2_bound(model, B2);
+    if (g2 > 0 && dpo_sens(rel, g2) < dp->S2) dp->S2 = dpo_sens(rel, g2);
+  }
   if (!isfinite(dp->S1)) { /* dpo__dp_check passed: a clip bound C that is not finite */
     rc = dpo_err(DPO_EINVAL, "no finite public sensitivity for model %s", dpo_model_name(model));
     goto fail;

@@ -90,6 +90,11 @@ int dpo_newton_solve(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s, 
     rc = dpo_err(DPO_EINVAL, "%s: bad arguments", fn);
     goto fail;
   }
+  if (dpo_model_multiclass(m)) { /* its Hessian is K d x K d: not built here */
+    rc = dpo_err(DPO_EUNSUP, "Newton (run.fstar = newton, dpopt newton) supports logreg, ridge "
+                 "and lsq, not model %s", dpo_model_name(m));
+    goto fail;
+  }
   c.d = s->d;
   c.n = s->n_global;
   const int32_t d = s->d;
@@ -196,6 +201,9 @@ int dpo_hessian_lmax(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s, 
     rc = dpo_err(DPO_EINVAL, "%s: bad arguments", fn);
     return dpo_agree(comm, rc);
   }
+  if (dpo_model_multiclass(m))
+    return dpo_agree(comm, dpo_err(DPO_EUNSUP, "%s: model %s has no Hessian here", fn,
+                                   dpo_model_name(m)));
   const int32_t d = s->d;
   const double twolam = 2.0 * dpo_model_lambda(m);
   const double n = (double)s->n_global;

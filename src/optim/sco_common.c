@@ -88,9 +88,10 @@ int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, 
   if ((rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2))) return rc;
   if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
   /* as dpo__sco_init: L from clipping or the declared row bound (logistic) */
-  if (!(Cl > 0 && isfinite(Cl)) && !(model && !strcmp(model, "logreg") && B2 > 0 && isfinite(B2)))
+  if (!(Cl > 0 && isfinite(Cl)) &&
+      !(model && (!strcmp(model, "logreg") || !strcmp(model, "softmax")) && B2 > 0 && isfinite(B2)))
     return dpo_err(DPO_EINVAL, "%s: needs a public Lipschitz bound: privacy.clip = l2:C, or "
-                               "data.row_l2_bound with model logreg", who);
+                               "data.row_l2_bound with model logreg or softmax", who);
   if (!(B2 > 0) || !isfinite(B2))
     return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "
                                "beta must be public to check eta <= 2/beta (003 Thm 3.1)", who);
@@ -120,11 +121,13 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   c->L = INFINITY;
   if (Cl > 0) c->L = Cl;
   /* the bound on the rows the model sees (with an intercept: sqrt(B2^2 + 1), model.h) */
-  B2 = dpo_model_row_bound(dpo_oracle_model(dpo_solver_oracle(s)), 0, B2);
-  if (model && !strcmp(model, "logreg") && B2 > 0 && B2 < c->L) c->L = B2;
+  /* per-example gradient bound: logistic ||u~||_2, softmax sqrt(2) ||u~||_2 (model.h) */
+  double g2 = dpo_model_grad_l2_bound(dpo_oracle_model(dpo_solver_oracle(s)), B2);
+  if (model && (!strcmp(model, "logreg") || !strcmp(model, "softmax")) && g2 > 0 && g2 < c->L)
+    c->L = g2;
   if (!isfinite(c->L))
     return dpo_err(DPO_EINVAL, "%s: needs a public Lipschitz bound: privacy.clip = l2:C, or "
-                               "data.row_l2_bound with model logreg", who);
+                               "data.row_l2_bound with model logreg or softmax", who);
   double beta;
   if (dpo_solver_constants(s, &beta, NULL) != DPO_OK)
     return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "

@@ -133,6 +133,15 @@ static int dpo__run_settings(dpo_run_t *r) {
       !(isnan(r->b2) || r->b2 > 0))
     return dpo_err(DPO_EINVAL, "iters, trace_every, lambda must be >= 0 and row bounds > 0");
   if ((rc = dpo_model_create(r->model_name, r->lambda, &r->model))) return rc;
+  { /* model.classes: the number of classes K of softmax, public (labels 0..K-1) */
+    int64_t K = 0;
+    if ((rc = dpo_config_get_int(cfg, "model.classes", 0, &K))) return rc;
+    if (dpo_model_multiclass(r->model) && K == 0)
+      return dpo_err(DPO_EINVAL, "model %s needs the number of classes: --classes K "
+                     "(model.classes; labels are 0..K-1, K is public)", r->model_name);
+    if (K < 0 || K > 65536 || (rc = dpo_model_set_classes(r->model, (int32_t)K)))
+      return rc ? rc : dpo_err(DPO_EINVAL, "model.classes = %lld: expected 2..65536", (long long)K);
+  }
   int icpt = 0, no_icpt = 0;
   if ((rc = dpo_config_get_bool(cfg, "model.intercept", 0, &icpt)) ||
       (rc = dpo_config_get_bool(cfg, "model.no_intercept", 0, &no_icpt)) ||
@@ -147,7 +156,7 @@ static int dpo__run_settings(dpo_run_t *r) {
                      dpo_config_origin(cfg, "run.fstar"), r->fstar_s);
   }
   if ((rc = dpo_load_opts_from_config(cfg, &r->lo))) return rc;
-  r->lo.labels = dpo_model_binary(r->model) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  r->lo.labels = dpo_model_labels(r->model);
   return DPO_OK;
 }
 
@@ -285,8 +294,8 @@ int dpo_run_load(dpo_run_t *r) {
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
   /* the bias column, after the declared bounds were checked on the features themselves */
-  if ((rc = dpo_model_prepare_shard(r->model, r->train)) ||
-      (r->test && (rc = dpo_model_prepare_shard(r->model, r->test))))
+  if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
+      (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))
     return dpo__run_failed(r, rc);
   dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", r->train_path,
           (long long)r->train->n_global, r->train->d, r->size, r->size > 1 ? "s" : "");
@@ -299,6 +308,7 @@ void dpo_run_destroy(dpo_run_t *r) {
   if (r->fail_rc != DPO_OK && r->dir_ready && r->rank == 0) dpo__run_mark_failed(r);
   if (r->trace) fclose(r->trace);
   free(r->summary);
+  free(r->confusion);
   dpo_solver_destroy(r->solver);
   dpo_oracle_destroy(r->oracle);
   dpo__run_priv_destroy(r->priv);
@@ -328,14 +338,14 @@ const dpo_model_t *dpo_run_model(const dpo_run_t *r) { return r ? r->model : NUL
 
 const double *dpo_run_x(const dpo_run_t *r, int32_t *d) {
   if (!r || !r->solver || r->rank != 0 || r->state < DPO__RUN_SOLVED) return NULL;
-  if (d) *d = r->train->d;
+  if (d) *d = dpo_solver_dim(r->solver); /* K x (features + intercept) for softmax */
   return dpo_solver_x(r->solver);
 }
 
 int dpo_run_result(const dpo_run_t *r, dpo_run_result_t *res) {
   if (!r || !res || r->state < DPO__RUN_SOLVED)
     return dpo_err(DPO_EINVAL, "dpo_run_result: the run has not been solved");
-  res->metric = dpo_model_binary(r->model) ? "accuracy" : "mse";
+  res->metric = dpo_model_metric(r->model);
   res->train_loss = r->tr_loss;
   res->train_metric = r->tr_metric;
   res->test_loss = r->te_loss;

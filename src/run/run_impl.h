@@ -68,6 +68,7 @@ struct dpo_run {
   /* evaluate, write */
   int evaluated;
   double tr_loss, tr_metric, te_loss, te_metric, wall;
+  int64_t *confusion; /* softmax with a test set: K x K on the test rows (rank 0) */
   char *summary; /* rank 0: summary.json text */
 };
 

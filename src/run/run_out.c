@@ -148,14 +148,14 @@ static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t i
 static double dpo__xx(const dpo_run_t *r) {
   const double *x = dpo_solver_x(r->solver);
   double xx = 0;
-  for (int32_t j = 0; j < r->train->d; j++) xx += x[j] * x[j];
+  for (int32_t j = 0; j < dpo_solver_dim(r->solver); j++) xx += x[j] * x[j];
   return xx;
 }
 
 /* Rank 0: summary.json's object. */
 static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
                                  const dpo_oracle_stats_t *ost, const dpo__timing_t *tim) {
-  const char *metric = dpo_model_binary(r->model) ? "accuracy" : "mse";
+  const char *metric = dpo_model_metric(r->model);
   double xx = dpo__xx(r);
   json_object *sum = json_object_new_object();
   json_object_object_add(sum, "dpopt_version", json_object_new_string(PACKAGE_VERSION));
@@ -167,6 +167,8 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "n", json_object_new_int64(r->train->n_global));
   json_object_object_add(sum, "d", json_object_new_int(r->train->d));
   json_object_object_add(sum, "intercept", json_object_new_boolean(dpo_model_intercept(r->model)));
+  if (dpo_model_multiclass(r->model))
+    json_object_object_add(sum, "classes", json_object_new_int(dpo_model_classes(r->model)));
   json_object_object_add(sum, "iterations", json_object_new_int64(dpo_solver_max_iter(r->solver)));
   const dpo_plan_t *plan = dpo_solver_plan(r->solver);
   if (plan->kind != DPO_PLAN_NONE) {
@@ -202,6 +204,17 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
     json_object_object_add(sum, "n_test", json_object_new_int64(r->test->n_global));
     json_object_object_add(sum, "test_loss", dpo_json_double(r->te_loss));
     json_object_object_add(sum, k, dpo_json_double(r->te_metric));
+    if (r->confusion) { /* rows: true class, columns: predicted class */
+      const int32_t K = dpo_model_classes(r->model);
+      json_object *cm = json_object_new_array();
+      for (int32_t a = 0; a < K; a++) {
+        json_object *row = json_object_new_array();
+        for (int32_t b = 0; b < K; b++)
+          json_object_array_add(row, json_object_new_int64(r->confusion[(int64_t)a * K + b]));
+        json_object_array_add(cm, row);
+      }
+      json_object_object_add(sum, "test_confusion", cm);
+    }
   }
   dpo__run_priv_summary(r->priv, sum);
   dpo__run_parties_summary(r->parties, dpo__run_priv_ledger(r->priv), sum);
@@ -223,7 +236,8 @@ int dpo__run_write_outputs(dpo_run_t *r) {
              r->algo->name, r->train_path, r->train->d, dpo__run_priv_label(r->priv));
     snprintf(p, sizeof p, "%s/model.txt", r->dir);
     int icpt = dpo_model_intercept(r->model);
-    rc = dpo_model_write_icpt(p, dpo_solver_x(r->solver), r->train->d - icpt, icpt, cm);
+    rc = dpo_model_write_k(p, dpo_solver_x(r->solver), r->train->d - icpt, icpt,
+                           dpo_model_classes(r->model), cm);
     /* again at the end (atomically): keys the run resolved on the way are in it now */
     if (!rc) rc = dpo__run_write_config(r->cfg, r->dir);
     if (!rc) {
@@ -247,7 +261,7 @@ int dpo__run_write_outputs(dpo_run_t *r) {
 
 void dpo_run_print(const dpo_run_t *r, FILE *out) {
   if (!r || r->rank != 0 || r->state != DPO__RUN_WRITTEN) return;
-  const char *metric = dpo_model_binary(r->model) ? "accuracy" : "mse";
+  const char *metric = dpo_model_metric(r->model);
   const dpo_plan_t *plan = dpo_solver_plan(r->solver);
   double F = r->tr_loss + r->lambda * dpo__xx(r);
   fprintf(out, "run directory   %s\n", r->dir);
@@ -271,6 +285,7 @@ void dpo_run_print(const dpo_run_t *r, FILE *out) {
     fprintf(out, "test data loss  %.6f   (%s, %lld rows)\n", r->te_loss, r->test_path,
             (long long)r->test->n_global);
     fprintf(out, "test %-10s %.4f   (%s)\n", metric, r->te_metric, r->test_path);
+    if (r->confusion) dpo_print_confusion(out, r->confusion, dpo_model_classes(r->model));
   }
   fprintf(out, "wall time       %.3f s\n", r->wall);
 }

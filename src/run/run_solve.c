@@ -15,19 +15,23 @@
 /* algo.x0 = FILE: the coefficients of a model.txt (read on rank 0, broadcast) as the initial
  * point.  The file is an input the privacy analysis treats as public (a released model is; a
  * non-private model of the same data is not).  Collective. */
-static int dpo__warm_start(const dpo_run_t *r, double *x0, int32_t d) {
+static int dpo__warm_start(const dpo_run_t *r, double *x0, int32_t p) {
   double *w = NULL;
-  int32_t dw = 0;
+  int32_t dw = 0, K = 0, Km = dpo_model_classes(r->model);
   int icpt = 0;
   const char *path = r->x0_file;
   /* the same collective reader dpopt predict/eval use: every rank gets the vector or the
-   * same error; the bias, if the file has one, is the last coefficient */
-  int rc = dpo_model_read_bcast(r->comm, path, &w, &dw, &icpt);
+   * same error; the bias, if the file has one, is the last coefficient (of each class) */
+  int rc = dpo_model_read_bcast_k(r->comm, path, &w, &dw, &icpt, &K);
   if (rc) return rc;
-  if (dw + icpt != d)
-    rc = dpo_err(DPO_EFORMAT, "--x0 %s: dimension mismatch: the model has %d coefficients but "
-                 "data %s has %d features", path, (int)(dw + icpt), r->train_path, (int)d);
-  else memcpy(x0, w, (size_t)d * sizeof *x0);
+  int64_t pw = (int64_t)(dw + icpt) * (K > 0 ? K : 1);
+  if (K != Km)
+    rc = dpo_err(DPO_EFORMAT, "--x0 %s: the model has %d classes, model %s %d", path, (int)K,
+                 r->model_name, (int)Km);
+  else if (pw != p)
+    rc = dpo_err(DPO_EFORMAT, "--x0 %s: dimension mismatch: the model has %lld coefficients but "
+                 "data %s needs %d", path, (long long)pw, r->train_path, (int)p);
+  else memcpy(x0, w, (size_t)p * sizeof *x0);
   free(w);
   return rc; /* the same on every rank: dw, icpt and d are */
 }
@@ -80,11 +84,13 @@ static int dpo__make_solver(dpo_run_t *r) {
   if ((rc = dpo__run_parties_attach(r->parties, r->comm, r->oracle,
                                     dpo__run_priv_ledger(r->priv), r->trace)))
     return rc;
-  if (!(x0 = malloc((size_t)r->train->d * sizeof *x0)))
+  /* the parameter vector: d (features + intercept), K d for softmax (dpo_model_dim) */
+  const int32_t p = dpo_oracle_dim(r->oracle);
+  if (!(x0 = malloc((size_t)p * sizeof *x0)))
     return dpo_agree(r->comm, dpo_err(DPO_ENOMEM, "out of memory"));
-  for (int32_t j = 0; j < r->train->d; j++) x0[j] = r->x0v;
+  for (int32_t j = 0; j < p; j++) x0[j] = r->x0v;
   /* a resumed run takes its iterate from the checkpoint, not from algo.x0 */
-  if (r->x0_file && !r->resuming) rc = dpo__warm_start(r, x0, r->train->d);
+  if (r->x0_file && !r->resuming) rc = dpo__warm_start(r, x0, p);
   if (!rc)
     rc = dpo_solver_create(r->oracle, r->algo, r->cfg, dpo__run_priv_rng(r->priv),
                            dpo__run_priv_ledger(r->priv), x0, &r->solver);
@@ -136,6 +142,23 @@ int dpo_run_solve(dpo_run_t *r) {
   return rc;
 }
 
+/* Softmax with a test set: the K x K confusion matrix of the released iterate on the test
+ * rows (like the test accuracy, a function of the test data only).  Collective. */
+static int dpo__test_confusion(dpo_run_t *r) {
+  const int32_t p = dpo_solver_dim(r->solver), K = dpo_model_classes(r->model);
+  double *x = malloc((size_t)p * sizeof *x);
+  int rc = DPO_OK;
+  if (!x || !(r->confusion = calloc((size_t)K * (size_t)K, sizeof *r->confusion)))
+    rc = dpo_err(DPO_ENOMEM, "confusion matrix: out of memory");
+  if (!rc && r->rank == 0) memcpy(x, dpo_solver_x(r->solver), (size_t)p * sizeof *x);
+  /* rank 0's iterate is the released one: every rank evaluates that */
+  if (!(rc = dpo_agree(r->comm, rc)) && MPI_Bcast(x, p, MPI_DOUBLE, 0, r->comm) != MPI_SUCCESS)
+    rc = dpo_agree(r->comm, dpo_err(DPO_EMPI, "confusion matrix: MPI_Bcast failed"));
+  if (!rc) rc = dpo_model_confusion(r->comm, r->model, r->test, x, r->confusion);
+  free(x);
+  return rc;
+}
+
 int dpo_run_evaluate(dpo_run_t *r) {
   int rc = dpo__run_expect(r, DPO__RUN_SOLVED, "dpo_run_evaluate");
   if (rc) return rc;
@@ -156,6 +179,8 @@ int dpo_run_evaluate(dpo_run_t *r) {
     rc = hide && !r->test ? DPO_OK : dpo_oracle_serve(r->oracle);
   }
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
+  if (r->test && dpo_model_multiclass(r->model) && (rc = dpo__test_confusion(r)))
+    return dpo__run_failed(r, rc);
   r->evaluated = 1;
   return DPO_OK;
 }

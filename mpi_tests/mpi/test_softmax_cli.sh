@@ -1,0 +1,105 @@
+#!/bin/sh
+# Issue 13, multiclass: `dpopt train --model softmax --classes K` through the CLI.
+#  - data: three Gaussian classes in R^5 (labels 0, 1, 2; LIBSVM) written by awk, 3000
+#    training and 1000 test rows (the optimum's test accuracy ~0.88, chance 1/3);
+#  - lbfgs reaches test accuracy >= 0.85 (a wrong gradient or label handling cannot) and the
+#    same model at -np 1 and -np 2 (every coefficient within 1e-9); model.txt has "classes 3"
+#    and one intercept per class; summary.json has classes and a 3 x 3 test_confusion whose
+#    diagonal is the accuracy; eval reproduces the accuracy and prints the matrix, predict
+#    writes "CLASS PROB" lines; --x0 warm-starts from the softmax model.txt;
+#  - private families, seeded (labelled NOT PRIVATE: tests of the optimizer): dp-gd at eps 10
+#    the same at -np 1 and -np 2 and >= 0.85; dp-sgd-rdp at (1, 1e-5) >= 0.80 (measured 0.85);
+#  - refusals before anything is created: softmax without --classes, --classes with logreg;
+#    a label outside 0..K-1 is a data error (exit 2);
+#  - Fashion-MNIST (if /usr/share/datasets/fashion-mnist is installed): 2000 training images
+#    with all ten labels, 1000 test images, lbfgs >= 0.70 (measured 0.78).
+. "$(dirname "$0")/testlib.sh"
+export OPENBLAS_NUM_THREADS=1
+js() { jq -r "$2" "$1/summary.json" 2>/dev/null; }
+gen() {
+  awk -v seed="$1" -v n="$2" 'BEGIN { srand(seed); for (i = 0; i < n; i++) { c = i % 3;
+    printf "%d", c; for (j = 1; j <= 5; j++) { u1 = rand(); u2 = rand();
+      z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
+      printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
+    printf "\n" } }' > "$3"
+}
+gen 1 3000 "$T/tr"
+gen 2 1000 "$T/te"
+G="--data $T/tr --test $T/te --model softmax --classes 3 --intercept --quiet --no-trace-loss"
+# max |a_i - b_i| over the coefficient lines of two model files
+mdiff() {
+  paste "$1" "$2" | awk -F'\t' '!/^#/ && NR > 0 { n = split($1, a, " "); split($2, b, " ");
+    for (k = 1; k <= n; k++) if (a[k] ~ /^[-0-9.]/) { d = a[k] - b[k]; if (d < 0) d = -d;
+      if (d > m) m = d } } END { printf "%.3g\n", m + 0 }'
+}
+
+for np in 1 2; do
+  expect 0 $MPI -np $np "$DPOPT" train $G --algo lbfgs --iters 60 --out "$T/lb$np"
+done
+a=$(js "$T/lb2" .test_accuracy)
+awk -v a="$a" 'BEGIN {exit !(a >= 0.85)}' && ok || bad "lbfgs softmax test accuracy $a < 0.85"
+close "$(mdiff "$T/lb1/model.txt" "$T/lb2/model.txt")" 0 1e-9 "model at -np 1 vs -np 2"
+has "$T/lb2/model.txt" "^classes 3$" "model.txt: classes line"
+[ "$(grep -c '^intercept [^ ]* [^ ]* [^ ]*$' "$T/lb2/model.txt")" = 1 ] && ok ||
+  bad "model.txt: one intercept per class"
+[ "$(grep -v '^#' "$T/lb2/model.txt" | sed -n 2p)" = 5 ] && ok || bad "model.txt: d = 5 features"
+[ "$(grep -v '^#' "$T/lb2/model.txt" | wc -l)" = 18 ] && ok || bad "model.txt: 3 x 5 + 3 lines"
+[ "$(js "$T/lb2" .classes)" = 3 ] && ok || bad "summary.json classes"
+awk -v a="$a" -v s="$(js "$T/lb2" '[.test_confusion[][]] | add')" \
+  -v t="$(js "$T/lb2" '[range(3) as $i | .test_confusion[$i][$i]] | add')" \
+  'BEGIN {exit !(s == 1000 && t / 1000 == a)}' && ok || bad "test_confusion: sum and diagonal"
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/lb2" --data "$T/te"
+close "$(sed -n 's/^accuracy *//p' "$T/out")" "$a" 0 "eval accuracy = train's test accuracy"
+has "$T/out" "^confusion" "eval prints the confusion matrix"
+has "$T/out" "3 classes" "eval names the classes"
+expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/lb2" --data "$T/te" --out "$T/pred"
+[ "$(wc -l < "$T/pred")" = 1000 ] && ok || bad "predict: one line per row"
+awk 'NF != 2 || $1 !~ /^[012]$/ || !($2 >= 1/3 && $2 <= 1) {exit 1}' "$T/pred" && ok ||
+  bad "predict: CLASS PROB lines"
+# warm start from the softmax model: the optimum stays the optimum
+expect 0 $MPI -np 2 "$DPOPT" train $G --row-l2-bound 4 --algo gd --iters 2 --x0 "$T/lb2/model.txt" --out "$T/x0"
+close "$(js "$T/x0" .test_accuracy)" "$a" 0.002 "--x0 softmax model.txt"
+
+P="--row-l2-bound 3 --row-l1-bound 6 --row-bound-action clip --delta 1e-5 --seed 5"
+for np in 1 2; do
+  expect 0 $MPI -np $np "$DPOPT" train $G $P --algo dp-gd --eps 10 --out "$T/g$np"
+done
+has "$T/out" "NOT PRIVATE" "seeded run labelled"
+close "$(mdiff "$T/g1/model.txt" "$T/g2/model.txt")" 0 1e-9 "dp-gd softmax at -np 1 vs -np 2"
+a=$(js "$T/g2" .test_accuracy)
+awk -v a="$a" 'BEGIN {exit !(a >= 0.85)}' && ok || bad "dp-gd softmax eps 10: accuracy $a < 0.85"
+expect 0 $MPI -np 2 "$DPOPT" train $G $P --algo dp-sgd-rdp --eps 1 --clip l2:1 --batch 100 \
+  --epochs 5 --out "$T/s"
+a=$(js "$T/s" .test_accuracy)
+awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "dp-sgd-rdp softmax eps 1: accuracy $a < 0.80"
+
+expect 1 $MPI -np 2 "$DPOPT" train --data "$T/tr" --model softmax --out "$T/nok" --quiet
+has "$T/err" "classes" "softmax without --classes"
+check "refused before the run directory" test ! -e "$T/nok"
+expect 1 $MPI -np 2 "$DPOPT" train --data "$T/tr" --classes 3 --out "$T/nok2" --quiet
+has "$T/err" "softmax only" "--classes with logreg"
+expect 2 $MPI -np 2 "$DPOPT" train --data "$T/tr" --model softmax --classes 2 --out "$T/nok3" --quiet
+has "$T/err" "not a class index" "a label outside 0..K-1"
+
+F=/usr/share/datasets/fashion-mnist
+if [ -r "$F/train-images-idx3-ubyte.gz" ] && [ -r "$F/t10k-images-idx3-ubyte.gz" ]; then
+  # first N images / labels of a set as IDX files: the header with count N, then the bytes
+  sub() { # SRC-PREFIX N OUT-PREFIX
+    n=$2
+    h=$(printf '\\%03o\\%03o\\%03o\\%03o' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))
+    { printf '\000\000\010\003'; printf "$h"; printf '\000\000\000\034\000\000\000\034'
+      gzip -dc "$1-images-idx3-ubyte.gz" | tail -c +17 | head -c $((n * 784)); } > "$3-images-idx3-ubyte"
+    { printf '\000\000\010\001'; printf "$h"
+      gzip -dc "$1-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$3-labels-idx1-ubyte"
+  }
+  sub "$F/train" 2000 "$T/ftr"
+  sub "$F/t10k" 1000 "$T/fte"
+  expect 0 $MPI -np 2 "$DPOPT" train --data "$T/ftr-images-idx3-ubyte" --test "$T/fte-images-idx3-ubyte" \
+    --model softmax --classes 10 --intercept --algo lbfgs --iters 40 --quiet --no-trace-loss --out "$T/fm"
+  a=$(js "$T/fm" .test_accuracy)
+  awk -v a="$a" 'BEGIN {exit !(a >= 0.70)}' && ok || bad "Fashion-MNIST 10 classes: accuracy $a < 0.70"
+  [ "$(js "$T/fm" '.test_confusion | length')" = 10 ] && ok || bad "10 x 10 confusion"
+else
+  echo "(Fashion-MNIST not installed: its case skipped)"
+fi
+finish test_softmax_cli
