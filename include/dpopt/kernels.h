@@ -48,6 +48,10 @@ int dpo_kern_hessvec(dpo_loss_t loss, const dpo_shard_t *s, const double *x, con
 int dpo_kern_eval(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *loss_sum,
                   double *metric_sum);
 
+/* Which build of the vector kernels runs on this CPU: "AVX-512", "AVX2" or "generic" (the
+ * clones are chosen at load time, avx512f before avx2 before the baseline). */
+const char *dpo_kern_isa(void);
+
 #ifdef __cplusplus
 }
 #endif

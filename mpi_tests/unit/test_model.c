@@ -321,6 +321,46 @@ Test(kernels, dense_csr_naive) {
   }
 }
 
+/* Every tail of the 8-row blocks (n = 1..19, all rows and a reversed row list with a repeat,
+ * with and without L2 clipping), both storage formats, against the naive loop. */
+Test(kernels, block_tails) {
+  const int32_t d = 11;
+  for (int lo = 0; lo < 2; lo++)
+    for (int64_t n = 1; n <= 19; n++) {
+      dpo_loss_t loss = lo ? DPO_LOSS_SQUARED : DPO_LOSS_LOGISTIC;
+      pair_t p;
+      make_pair(&p, n, d, 0.4, !lo, 1.0, 300 + n + 50 * lo);
+      double x[11], gr[11], lr;
+      rand_vec(x, d, 1.0);
+      int64_t rows[20];
+      for (int64_t k = 0; k < n; k++) rows[k] = n - 1 - k;
+      rows[n] = n / 2; /* a repeated row counts twice */
+      dpo_clip_t clip = {DPO_CLIP_L2, 0.3};
+      const dpo_shard_t *sh[2] = {&p.dense, &p.csr};
+      for (int f = 0; f < 2; f++)
+        for (int mode = 0; mode < 3; mode++) {
+          const int64_t *r = mode ? rows : NULL;
+          int64_t nr = mode ? n + 1 : 0;
+          const dpo_clip_t *c = mode == 2 ? &clip : NULL;
+          double g[11] = {0}, l = 0;
+          naive_grad(loss, &p, x, r, nr, c, &lr, gr);
+          cr_assert_eq(dpo_kern_loss_grad(loss, sh[f], x, r, nr, c, NULL, &l, g), DPO_OK);
+          cr_expect_lt(rel2(g, gr, d), 1e-12, "n=%ld loss=%d sparse=%d mode=%d grad", (long)n,
+                       lo, f, mode);
+          cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "n=%ld loss=%d sparse=%d mode=%d loss",
+                       (long)n, lo, f, mode);
+        }
+      /* CSR: every row alone (a block of one live lane and seven padding lanes) */
+      for (int64_t k = 0; k < n; k++) {
+        double g1[11] = {0}, l1 = 0, gk[11];
+        cr_assert_eq(dpo_kern_loss_grad(loss, &p.csr, x, &k, 1, NULL, NULL, &l1, g1), DPO_OK);
+        naive_grad(loss, &p, x, &k, 1, NULL, &lr, gk);
+        cr_expect_lt(rel2(g1, gk, d), 1e-12, "n=%ld row %ld alone", (long)n, (long)k);
+      }
+      free_pair(&p);
+    }
+}
+
 /* ---- Hessian vs FD of the gradient and vs hessvec ---- */
 
 Test(kernels, hessian) {
