@@ -170,6 +170,9 @@ int main(int argc, char **argv) {
     printf("gradient_bench: ranks=%d n=%ld d=%d matrix=%.1f MB reps=%d (best of reps, max over "
            "ranks)\n",
            size, (long)n, d, bytes / 1e6, reps);
+    printf("  kernels: %s clone, software prefetch %s (chosen at run time)\n", dpo_kern_isa(),
+           dpo_kern_prefetch_mode() < 0 ? "not measured (pass under 64 MB)"
+           : dpo_kern_prefetch_mode() ? "on" : "off");
     printf("  read-bandwidth loop     %9.4f s  %7.2f GB/s   (checksum %.6g)\n", best_bw, bw,
            chk / reps);
     printf("  fused logistic gradient %9.4f s  %7.2f GB/s   (kernel only %.4f s; mean loss "
@@ -182,9 +185,10 @@ int main(int argc, char **argv) {
              "  memory-bound pass on this machine now: %.2f)\n",
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
-           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f\n",
+           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%d\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
-           size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw);
+           size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
+           dpo_kern_prefetch_mode());
   }
 out:
   free(s.X);
