@@ -104,6 +104,27 @@ int dpo_oracle_rank_rows(const dpo_oracle_t *o, int rank, int64_t *row0, int64_t
 int dpo_oracle_set_parties(dpo_oracle_t *o, const dpo_parties_t *p);
 const dpo_parties_t *dpo_oracle_parties(const dpo_oracle_t *o);
 
+/* ---- rows fetched to the coordinator (central trust) ----
+ * For runs of small sequential steps (pnsgd: ~19k single-row steps on a9a) one collective per
+ * step costs far more than the arithmetic.  Rank 0 fetches the rows of many steps at once and
+ * evaluates them itself, with the same groups and double-double sums as dpo_oracle_eval, so
+ * the values agree with it (to the last bit but for ties of the final rounding).  The rows
+ * stay on rank 0: nothing is released, and the coordinator already sees their exact sums. */
+typedef struct {
+  dpo_shard_t rows;  /* the fetched rows, in the order asked (n = count, row0 = 0) */
+  double *rownorm;   /* their clip norms (meaningful when the oracle clips) */
+  int64_t *gid;      /* their global ids */
+} dpo_oracle_rows_t;
+/* Rank 0 only (workers serve it): copies of rows ids[0..m) (global ids, no repeats) into *out
+ * (free with dpo_oracle_rows_free).  DPO_EUNSUP in a multi-party run (rows never leave their
+ * party) or when the rows exceed one message (2^31 doubles). */
+int dpo_oracle_fetch_rows(dpo_oracle_t *o, const int64_t *ids, int64_t m, dpo_oracle_rows_t *out);
+void dpo_oracle_rows_free(dpo_oracle_rows_t *r);
+/* Rank 0 only, not collective: dpo_oracle_eval over the batch of fetched rows pos[0..m)
+ * (positions in r, their global ids strictly increasing). */
+int dpo_oracle_eval_rows(dpo_oracle_t *o, const dpo_oracle_rows_t *r, const int64_t *pos,
+                         int64_t m, const double *x, int want_loss, double *F, double *g);
+
 /* Rank 0 only: mean loss (data term) and mean metric (accuracy for logistic, MSE for ridge)
  * at x over all rows of the training shards (heldout = 0: a NON-PRIVATE diagnostic) or of
  * the held-out shards (heldout = 1). */

@@ -53,6 +53,14 @@ int dpo_kern_hessvec(dpo_loss_t loss, const dpo_shard_t *s, const double *x, con
 int dpo_kern_eval(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *loss_sum,
                   double *metric_sum);
 
+/* Which build of the vector kernels runs on this CPU: "AVX-512", "AVX2" or "generic" (the
+ * clones are chosen at load time, avx512f before avx2 before the baseline). */
+const char *dpo_kern_isa(void);
+/* Whether the dense gradient pass uses its software prefetch: -1 not decided yet, 0 no (the
+ * hardware prefetcher alone), 1 yes.  Decided by timing both on the process's first pass over
+ * >= 64 MB (the choice changes speed only, never a result). */
+int dpo_kern_prefetch_mode(void);
+
 #ifdef __cplusplus
 }
 #endif

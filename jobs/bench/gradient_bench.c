@@ -20,35 +20,7 @@
 
 #include "dpopt/kernels.h"
 #include "dpopt/status.h"
-
-static uint64_t xs_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 2685821657736338717ULL;
-}
-static double xs_unif(uint64_t *s) { return (double)(xs_next(s) >> 11) * 0x1.0p-53; }
-
-/* Sum of all entries with 8 independent accumulators so the loop is limited by memory, not by
- * the latency of one floating-point add chain (no -ffast-math needed). */
-static double read_sum(const double *a, int64_t len) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-  int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    s0 += a[i];
-    s1 += a[i + 1];
-    s2 += a[i + 2];
-    s3 += a[i + 3];
-    s4 += a[i + 4];
-    s5 += a[i + 5];
-    s6 += a[i + 6];
-    s7 += a[i + 7];
-  }
-  for (; i < len; i++) s0 += a[i];
-  return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-}
+#include "bench_common.h"
 
 /* Receive the token from rank `from`, sleeping between polls so a waiting rank leaves its
  * core (and memory bandwidth) to the rank that is measuring. */
@@ -136,7 +108,7 @@ int main(int argc, char **argv) {
     /* (a) read bandwidth */
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    sum = read_sum(s.X, nl * (int64_t)d);
+    sum = bench_read_sum(s.X, nl * (int64_t)d);
     t1 = MPI_Wtime();
     tl = t1 - t0;
     MPI_Allreduce(&tl, &tm, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -177,7 +149,7 @@ int main(int argc, char **argv) {
       dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &g[d], g);
       solo = MPI_Wtime() - t0;
       t0 = MPI_Wtime();
-      sink = read_sum(s.X, nl * (int64_t)d); /* volatile: the sum is not optimized away */
+      sink = bench_read_sum(s.X, nl * (int64_t)d); /* volatile: the sum is not optimized away */
       double rsolo = MPI_Wtime() - t0, rsum;
       if (rank + 1 < size) MPI_Send(&tok, 1, MPI_INT, rank + 1, 7, comm);
       MPI_Allreduce(&solo, &tsum, 1, MPI_DOUBLE, MPI_SUM, comm);
@@ -198,6 +170,9 @@ int main(int argc, char **argv) {
     printf("gradient_bench: ranks=%d n=%ld d=%d matrix=%.1f MB reps=%d (best of reps, max over "
            "ranks)\n",
            size, (long)n, d, bytes / 1e6, reps);
+    printf("  kernels: %s clone, software prefetch %s (chosen at run time)\n", dpo_kern_isa(),
+           dpo_kern_prefetch_mode() < 0 ? "not measured (pass under 64 MB)"
+           : dpo_kern_prefetch_mode() ? "on" : "off");
     printf("  read-bandwidth loop     %9.4f s  %7.2f GB/s   (checksum %.6g)\n", best_bw, bw,
            chk / reps);
     printf("  fused logistic gradient %9.4f s  %7.2f GB/s   (kernel only %.4f s; mean loss "
@@ -210,9 +185,10 @@ int main(int argc, char **argv) {
              "  memory-bound pass on this machine now: %.2f)\n",
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
-           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f\n",
+           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%d\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
-           size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw);
+           size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
+           dpo_kern_prefetch_mode());
   }
 out:
   free(s.X);

@@ -34,6 +34,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
+#include "bench_common.h"
 #include "optim/sample.h"
 
 #define CHECK(call)                                                                          \
@@ -44,16 +45,6 @@
       MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
     }                                                                                        \
   } while (0)
-
-static uint64_t xs_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 2685821657736338717ULL;
-}
-static double xs_unif(uint64_t *s) { return (double)(xs_next(s) >> 11) * 0x1.0p-53; }
 
 static dpo_shard_t *make_shard(MPI_Comm comm, int64_t n, int32_t d) {
   int r, P;

@@ -5,7 +5,9 @@
  *    from the Snowball batch sizes (003 Thm 3.5 / 3.6) and the Thm 3.1 formula;
  *  - n consumed: the largest T with sum B_t <= N, and Thm 3.5's n <= T + 4 sqrt(dT)/rho;
  *  - phased-sgd's phases cost one Gaussian with z = sigma_i / (2 L eta_i) = 2/rho (Lemma 4.5);
- *  - the output lies in K (ball of diameter algo.D). */
+ *  - the output lies in K (ball of diameter algo.D);
+ *  - pnsgd's steps on rows fetched to rank 0 (algo.fetch_rows, windows of 7 rows and the
+ *    default) give the iterate of one oracle evaluation per step (fetch_rows = 0). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,14 +95,28 @@ static void check_pnsgd(int jnn) {
   int wr, P;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
-  const char *kv[] = {"algo.schedule", jnn ? "jnn" : "const", NULL};
-  result_t res[5];
+  const char *kv[] = {"algo.schedule", jnn ? "jnn" : "const", NULL, NULL, NULL};
+  result_t res[5], alt[3];
   memset(res, 0, sizeof res);
+  memset(alt, 0, sizeof alt);
   for (int k = 1; k <= P; k++) {
     int rc = run(k, "pnsgd", kv, &res[k]);
     T_CHECK(rc == DPO_OK, "pnsgd %s at %d ranks: %s", kv[1], k, dpo_errmsg());
   }
+  /* the same run at P ranks with one oracle call per step, and with windows of 7 rows */
+  static const char *const fr[] = {"0", "7"};
+  for (int v = 0; v < 2; v++) {
+    kv[2] = "algo.fetch_rows";
+    kv[3] = fr[v];
+    int rc = run(P, "pnsgd", kv, &alt[v]);
+    T_CHECK(rc == DPO_OK, "pnsgd %s fetch_rows=%s: %s", kv[1], fr[v], dpo_errmsg());
+  }
+  kv[2] = NULL;
   if (wr != 0) return;
+  for (int v = 0; v < 2; v++)
+    T_CHECK(dpo_t_reldiff(alt[v].x, res[P].x, D) <= 1e-12 && alt[v].iters == res[P].iters,
+            "pnsgd %s at %d ranks: fetch_rows=%s differs from the default by %g", kv[1], P,
+            fr[v], dpo_t_reldiff(alt[v].x, res[P].x, D));
   for (int k = 2; k <= P; k++)
     T_CHECK(dpo_t_reldiff(res[k].x, res[1].x, D) <= 1e-10, "pnsgd %s: x at %d ranks differs "
             "from 1 rank by %g", kv[1], k, dpo_t_reldiff(res[k].x, res[1].x, D));

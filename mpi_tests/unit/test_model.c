@@ -321,6 +321,83 @@ Test(kernels, dense_csr_naive) {
   }
 }
 
+/* Every tail of the 8-row blocks (n = 1..19, all rows and a reversed row list with a repeat,
+ * with and without L2 clipping), both storage formats, against the naive loop. */
+Test(kernels, block_tails) {
+  const int32_t d = 11;
+  for (int lo = 0; lo < 2; lo++)
+    for (int64_t n = 1; n <= 19; n++) {
+      dpo_loss_t loss = lo ? DPO_LOSS_SQUARED : DPO_LOSS_LOGISTIC;
+      pair_t p;
+      make_pair(&p, n, d, 0.4, !lo, 1.0, 300 + n + 50 * lo);
+      double x[11], gr[11], lr;
+      rand_vec(x, d, 1.0);
+      int64_t rows[20];
+      for (int64_t k = 0; k < n; k++) rows[k] = n - 1 - k;
+      rows[n] = n / 2; /* a repeated row counts twice */
+      dpo_clip_t clip = {DPO_CLIP_L2, 0.3};
+      const dpo_shard_t *sh[2] = {&p.dense, &p.csr};
+      for (int f = 0; f < 2; f++)
+        for (int mode = 0; mode < 3; mode++) {
+          const int64_t *r = mode ? rows : NULL;
+          int64_t nr = mode ? n + 1 : 0;
+          const dpo_clip_t *c = mode == 2 ? &clip : NULL;
+          double g[11] = {0}, l = 0;
+          naive_grad(loss, &p, x, r, nr, c, &lr, gr);
+          cr_assert_eq(dpo_kern_loss_grad(loss, sh[f], x, r, nr, c, NULL, &l, g), DPO_OK);
+          cr_expect_lt(rel2(g, gr, d), 1e-12, "n=%ld loss=%d sparse=%d mode=%d grad", (long)n,
+                       lo, f, mode);
+          cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "n=%ld loss=%d sparse=%d mode=%d loss",
+                       (long)n, lo, f, mode);
+        }
+      /* CSR: every row alone (a block of one live lane and seven padding lanes) */
+      for (int64_t k = 0; k < n; k++) {
+        double g1[11] = {0}, l1 = 0, gk[11];
+        cr_assert_eq(dpo_kern_loss_grad(loss, &p.csr, x, &k, 1, NULL, NULL, &l1, g1), DPO_OK);
+        naive_grad(loss, &p, x, &k, 1, NULL, &lr, gk);
+        cr_expect_lt(rel2(g1, gk, d), 1e-12, "n=%ld row %ld alone", (long)n, (long)k);
+      }
+      free_pair(&p);
+    }
+}
+
+/* The dense pass's first call over >= 64 MB times its two prefetch modes on alternating
+ * segments, then keeps one: the choice changes no arithmetic, so the measuring pass and the
+ * next give the same bits (and agree with the row-list path to rounding). */
+Test(kernels, prefetch_choice_same_bits) {
+  const int32_t d = 100;
+  const int64_t n = 84000; /* 67.2 MB: just over the 64 MiB that triggers the measurement */
+  dpo_shard_t s = {0};
+  s.n = s.n_global = n;
+  s.d = d;
+  s.labels = DPO_LABELS_BINARY;
+  s.X = malloc((size_t)(n * d) * sizeof(double));
+  s.y = malloc((size_t)n * sizeof(double));
+  int64_t *rows = malloc((size_t)n * sizeof(int64_t));
+  cr_assert(s.X && s.y && rows);
+  rng_state = 4242;
+  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
+  for (int64_t i = 0; i < n; i++) {
+    s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+    rows[i] = i;
+  }
+  double x[100], g1[100] = {0}, g2[100] = {0}, g3[100] = {0}, l1 = 0, l2 = 0, l3 = 0;
+  rand_vec(x, d, 0.1);
+  int before = dpo_kern_prefetch_mode();
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
+  int mode = dpo_kern_prefetch_mode();
+  cr_expect(mode == 0 || mode == 1, "prefetch mode %d after a 67 MB pass", mode);
+  cr_expect(before == -1 || before == mode, "a decided mode changed");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
+  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
+  cr_expect_lt(rel2(g1, g3, d), 1e-12, "full pass vs row-list pass");
+  cr_expect_lt(fabs(l1 - l3), 1e-12 * fabs(l3));
+  free(s.X);
+  free(s.y);
+  free(rows);
+}
+
 /* ---- Hessian vs FD of the gradient and vs hessvec ---- */
 
 Test(kernels, hessian) {

@@ -12,6 +12,7 @@
  */
 #include "dpopt/comm.h"
 
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,46 +24,15 @@
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
-#define DPO__IDS_PIECE 65536
+#include "comm/oracle_int.h"
 
-enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3 };
-/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), 0} */
-#define DPO__HDR 8
-
-struct dpo_oracle {
-  MPI_Comm comm;
-  int rank, size;
-  const dpo_model_t *model;
-  const dpo_shard_t *shard, *heldout;
-  int32_t d;       /* parameters: dpo_model_dim(model, shard->d) (K d for softmax) */
-  int64_t n_global, heldout_nglobal;
-  int clipping;
-  dpo_clip_t clip;
-  double *rownorm; /* per local row, matching clip.norm (NULL without clipping) */
-  double *x;       /* request point (workers receive into it) */
-  double *g;       /* chunk gradient scratch */
-  dpo__dd_t *acc;  /* d + 2 accumulators + status */
-  int64_t *ids, *lrows;
-  int64_t ids_cap;
-  int finished;
-  int remote_fail;   /* rank 0: status of a failure a worker reported */
-  int local_fail;    /* first local failure (its detail is kept in local_msg) */
-  char local_msg[512];
-  dpo_oracle_stats_t st;
-  /* multi-party runs */
-  int64_t *rank_n;          /* [size]: rows of every rank (gathered at create) */
-  dpo_rng_t *noise_rng;     /* this rank's own noise stream (borrowed; local/shares modes) */
-  const dpo_parties_t *parties; /* rank 0, borrowed */
-  dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
-};
-
-static void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
+void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
   if (rc == DPO_OK || o->local_fail) return;
   o->local_fail = rc;
   snprintf(o->local_msg, sizeof o->local_msg, "%s", dpo_errmsg());
 }
 
-static int dpo__ensure_ids(dpo_oracle_t *o, int64_t m) {
+int dpo__ensure_ids(dpo_oracle_t *o, int64_t m) {
   if (m <= o->ids_cap) return DPO_OK;
   int64_t *a = realloc(o->ids, (size_t)m * sizeof *a);
   if (!a) return dpo_err(DPO_ENOMEM, "oracle: cannot allocate a batch of %ld ids", (long)m);
@@ -74,7 +44,6 @@ static int dpo__ensure_ids(dpo_oracle_t *o, int64_t m) {
   return DPO_OK;
 }
 
-static double dpo__now(void) { return MPI_Wtime(); }
 
 /* Local part of a SUMS request: accumulators acc[0..d-1] = g, acc[d] = loss, acc[d+1] = rows. */
 static int dpo__local_sums(dpo_oracle_t *o, int64_t m) {
@@ -220,6 +189,10 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
  * (and is returned in *lrc). */
 static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc) {
   const int32_t d = o->d;
+  if (hdr[0] == DPO__REQ_ROWS) {
+    *lrc = DPO_OK;
+    return dpo__serve_rows(o, hdr[2], NULL, NULL);
+  }
   double t0 = dpo__now();
   DPO_MPI_CHECK(MPI_Bcast(o->x, d, MPI_DOUBLE, 0, o->comm));
   int rc = DPO_OK;
@@ -266,6 +239,139 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
   *lrc = rc;
   return mrc;
 }
+
+/* ---- rows fetched to rank 0: the collective part (the rank-0 side is src/comm/fetch.c) ----
+ * Request: header {ROWS, 0, m}, the m global ids (in pieces, as for SUMS); every rank packs
+ * the listed rows it owns, in list order, as records [y, clip norm, len, values (len),
+ * columns as doubles (len, CSR only)], one MPI_Gather brings {status, sparse, doubles} per
+ * rank, rank 0 broadcasts go/no-go and one MPI_Gatherv brings the records. */
+static int dpo__pack_rows(dpo_oracle_t *o, int64_t m, double **buf, int64_t *len) {
+  const dpo_shard_t *s = o->shard;
+  int64_t tot = 0;
+  *buf = NULL;
+  *len = 0;
+  for (int64_t k = 0; k < m; k++) {
+    int64_t i = o->ids[k] - s->row0;
+    if (o->ids[k] < 0 || o->ids[k] >= o->n_global)
+      return dpo_err(DPO_EINVAL, "oracle: row id %ld outside [0, %ld)", (long)o->ids[k],
+                     (long)o->n_global);
+    if (i < 0 || i >= s->n) continue;
+    tot += 3 + (s->sparse ? 2 * (s->rowptr[i + 1] - s->rowptr[i]) : s->d);
+  }
+  double *b = malloc((size_t)(tot > 0 ? tot : 1) * sizeof *b);
+  if (!b) return dpo_err(DPO_ENOMEM, "oracle: cannot pack %ld values of fetched rows", (long)tot);
+  int64_t p = 0;
+  for (int64_t k = 0; k < m; k++) {
+    int64_t i = o->ids[k] - s->row0;
+    if (i < 0 || i >= s->n) continue;
+    b[p++] = s->y[i];
+    b[p++] = o->rownorm ? o->rownorm[i] : 0.0;
+    if (s->sparse) {
+      int64_t a = s->rowptr[i], e = s->rowptr[i + 1];
+      b[p++] = (double)(e - a);
+      memcpy(b + p, s->val + a, (size_t)(e - a) * sizeof *b);
+      p += e - a;
+      for (int64_t q = a; q < e; q++) b[p++] = (double)s->colind[q];
+    } else {
+      b[p++] = (double)s->d;
+      memcpy(b + p, s->X + i * (int64_t)s->d, (size_t)s->d * sizeof *b);
+      p += s->d;
+    }
+  }
+  *buf = b;
+  *len = tot;
+  return DPO_OK;
+}
+
+/* Every rank: body of a ROWS request (the ids already in o->ids on rank 0).  Rank 0 gets the
+ * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (both freed by the caller). */
+int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv_out, int64_t **displ_out) {
+  double t0 = dpo__now();
+  int erc = o->rank ? dpo__ensure_ids(o, m) : DPO_OK;
+  static int64_t drain[DPO__IDS_PIECE];
+  for (int64_t off = 0; off < m; off += DPO__IDS_PIECE) {
+    int cnt = (int)(m - off < DPO__IDS_PIECE ? m - off : DPO__IDS_PIECE);
+    DPO_MPI_CHECK(MPI_Bcast(erc ? drain : o->ids + off, cnt, MPI_INT64_T, 0, o->comm));
+  }
+  double *buf = NULL, *recv = NULL;
+  int64_t len = 0, *info = NULL, *displ = NULL;
+  int *cnts = NULL, *dis = NULL;
+  if (!erc) erc = dpo__pack_rows(o, m, &buf, &len);
+  int64_t mine[3] = {erc, o->shard->sparse, len};
+  if (o->rank == 0) {
+    info = malloc((size_t)o->size * 3 * sizeof *info);
+    displ = malloc((size_t)(o->size + 1) * sizeof *displ);
+    cnts = malloc((size_t)o->size * sizeof *cnts);
+    dis = malloc((size_t)o->size * sizeof *dis);
+    if (!info || !displ || !cnts || !dis) { /* MPI_Gather needs the receive buffer: abort */
+      free(info);
+      free(displ);
+      free(cnts);
+      free(dis);
+      free(buf);
+      return dpo_err(DPO_EMPI, "oracle: out of memory for a row fetch (cannot continue)");
+    }
+  }
+  int go = DPO_OK;
+  if (MPI_Gather(mine, 3, MPI_INT64_T, info, 3, MPI_INT64_T, 0, o->comm) != MPI_SUCCESS) {
+    go = dpo_err(DPO_EMPI, "oracle: MPI_Gather of a row fetch failed");
+    goto out;
+  }
+  if (o->rank == 0) {
+    displ[0] = 0;
+    for (int r = 0; r < o->size && !go; r++) {
+      if (r == 0 && erc) {
+        go = erc; /* rank 0's own failure: its detail is current */
+      } else if (info[3 * r]) {
+        go = o->remote_fail = (int)info[3 * r];
+        go = dpo_err(go, "oracle: rank %d failed to pack fetched rows (%s); its detail is "
+                     "reported when the run finishes", r, dpo_strerror(go));
+      } else if (info[3 * r + 1] != o->shard->sparse) {
+        go = dpo_err(DPO_EUNSUP, "oracle: ranks hold dense and sparse shards: rows not fetched");
+      }
+      displ[r + 1] = displ[r] + info[3 * r + 2];
+      if (!go && displ[r + 1] > INT32_MAX)
+        go = dpo_err(DPO_EUNSUP, "oracle: %ld values of fetched rows exceed one message",
+                     (long)displ[r + 1]);
+    }
+    if (!go && !(recv = malloc((size_t)(displ[o->size] > 0 ? displ[o->size] : 1) * sizeof *recv)))
+      go = dpo_err(DPO_ENOMEM, "oracle: cannot receive %ld values of fetched rows",
+                   (long)displ[o->size]);
+    for (int r = 0; r < o->size && !go; r++) {
+      cnts[r] = (int)info[3 * r + 2];
+      dis[r] = (int)displ[r];
+    }
+  } else if (erc) {
+    dpo__note_local_fail(o, erc);
+  }
+  if (MPI_Bcast(&go, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS) {
+    go = dpo_err(DPO_EMPI, "oracle: MPI_Bcast of a row fetch failed");
+    goto out;
+  }
+  if (go) goto out;
+  if (MPI_Gatherv(buf, (int)len, MPI_DOUBLE, recv, cnts, dis, MPI_DOUBLE, 0, o->comm) !=
+      MPI_SUCCESS) {
+    go = dpo_err(DPO_EMPI, "oracle: MPI_Gatherv of a row fetch failed");
+    goto out;
+  }
+  if (o->rank == 0) {
+    *recv_out = recv;
+    *displ_out = displ;
+    recv = NULL;
+    displ = NULL;
+  }
+out:
+  o->st.t_comm += dpo__now() - t0;
+  free(buf);
+  free(recv);
+  free(info);
+  free(displ);
+  free(cnts);
+  free(dis);
+  /* workers: only an MPI failure ends serve(); a refused fetch was reported to rank 0 */
+  return o->rank == 0 || go == DPO_EMPI ? go : DPO_OK;
+}
+
 
 int dpo_oracle_create(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
                       const dpo_clip_t *clip, dpo_oracle_t **oracle) {
@@ -417,7 +523,7 @@ const dpo_clip_t *dpo_oracle_clip(const dpo_oracle_t *o) {
 }
 
 /* Rank 0: common checks before a request is broadcast. */
-static int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x) {
+int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x) {
   if (o->rank != 0) return dpo_err(DPO_EINVAL, "%s: called on rank %d (rank 0 only)", fn, o->rank);
   /* A request after finish() opens a new session: the workers must have re-entered serve(). */
   o->finished = 0;
@@ -577,7 +683,7 @@ int dpo_oracle_serve(dpo_oracle_t *o) {
         rc = dpo_err(status, "finished by rank 0 with %s", dpo_strerror(status));
       return rc;
     }
-    if (hdr[0] != DPO__REQ_SUMS && hdr[0] != DPO__REQ_METRIC)
+    if (hdr[0] != DPO__REQ_SUMS && hdr[0] != DPO__REQ_METRIC && hdr[0] != DPO__REQ_ROWS)
       return dpo_err(DPO_EMPI, "dpo_oracle_serve: unknown request type %ld", (long)hdr[0]);
     int lrc;
     int rc = dpo__serve_one(o, hdr, &lrc);
@@ -623,3 +729,4 @@ int dpo_oracle_set_parties(dpo_oracle_t *o, const dpo_parties_t *p) {
 }
 
 const dpo_parties_t *dpo_oracle_parties(const dpo_oracle_t *o) { return o ? o->parties : NULL; }
+

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A block of this many bytes of X (plus t, w) fits comfortably in L2 on current x86 cores
  * and leaves room for x and g in L1. */
@@ -54,36 +55,53 @@ typedef double dpo__v8 __attribute__((vector_size(64)));
 #define DPO__MULTIARCH
 #endif
 
+/* The order GCC's target_clones resolver tries the clones in (the first the CPU supports). */
+const char *dpo_kern_isa(void) {
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "AVX-512";
+  if (__builtin_cpu_supports("avx2")) return "AVX2";
+#endif
+#endif
+  return "generic";
+}
+
 /* Halves of an 8-vector added: lanes (k, k + 4).  (A macro: a function returning a vector
  * type changes the ABI in the baseline clone.) */
 #define DPO__FOLD8(a) \
   (__builtin_shufflevector((a), (a), 0, 1, 2, 3) + __builtin_shufflevector((a), (a), 4, 5, 6, 7))
 
-/* Prefetch distance of the first touch, in doubles (8 KB ahead of the row being read).  The
- * hardware prefetcher alone left the gradient pass at 0.52-0.66 of the read loop's bandwidth on
- * jobs/bench/gradient (EPYC, AVX-512): the dots and axpys between misses keep the core from
- * running far enough ahead.  Non-temporal: the block is used twice from L1 and never again. */
+/* Prefetch distance of the first touch, in doubles (8 KB ahead of the row being read).  Whether
+ * it helps depends on the machine: on one 2-core EPYC VM (AVX-512, read loop 33 GB/s) the
+ * hardware prefetcher alone left the gradient pass at 0.52-0.66 of the read loop and this
+ * prefetch raised it to 0.86; on another (read loop 23 GB/s) the same prefetch lowered it from
+ * 0.66 to 0.49 (jobs/bench/gradient, issue 16).  So the pass measures both on its first large
+ * call (dpo__pf_choose) and keeps the faster.  Non-temporal: the block is used twice from L1
+ * and never again.  A prefetch changes no arithmetic: results do not depend on the choice. */
 #ifndef DPO__PF_AHEAD
 #define DPO__PF_AHEAD 1024
 #endif
 
 /* t_i = u_i'x for the nb rows of a block, one row at a time with two 8-lane accumulators.
  * (Four rows sharing the loads of x ran faster from cache but slower from memory.) */
-DPO__MULTIARCH
-static void dpo__blk_dots(int64_t nb, int32_t d, const double *Xb, const double *x, double *t) {
+static inline __attribute__((always_inline)) void
+dpo__blk_dots_impl(int64_t nb, int32_t d, const double *Xb, const double *x, double *t, int pf) {
   const int32_t d8 = d & ~7;
   for (int64_t i = 0; i < nb; i++) {
     const double *u = Xb + i * (int64_t)d;
     dpo__v8 a0 = {0}, a1 = {0};
     int32_t j = 0;
     for (; j + 16 <= d8; j += 16) {
-      __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
-      __builtin_prefetch(u + j + 8 + DPO__PF_AHEAD, 0, 0);
+      if (pf) {
+        __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
+        __builtin_prefetch(u + j + 8 + DPO__PF_AHEAD, 0, 0);
+      }
       a0 += DPO__LD8(u + j) * DPO__LD8(x + j);
       a1 += DPO__LD8(u + j + 8) * DPO__LD8(x + j + 8);
     }
     if (j < d8) {
-      __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
+      if (pf) __builtin_prefetch(u + j + DPO__PF_AHEAD, 0, 0);
       a0 += DPO__LD8(u + j) * DPO__LD8(x + j);
     }
     dpo__v8 a = a0 + a1;
@@ -97,6 +115,67 @@ static void dpo__blk_dots(int64_t nb, int32_t d, const double *Xb, const double 
     for (; j < d; j++) sum += u[j] * x[j];
     t[i] = sum;
   }
+}
+DPO__MULTIARCH
+static void dpo__blk_dots_pf(int64_t nb, int32_t d, const double *Xb, const double *x,
+                             double *t) {
+  dpo__blk_dots_impl(nb, d, Xb, x, t, 1);
+}
+DPO__MULTIARCH
+static void dpo__blk_dots(int64_t nb, int32_t d, const double *Xb, const double *x, double *t) {
+  dpo__blk_dots_impl(nb, d, Xb, x, t, 0);
+}
+
+/* The choice of software prefetch, measured once per process: -1 not yet, 0 hardware
+ * prefetch only, 1 the software prefetch above. */
+static int dpo__pf_mode = -1;
+
+int dpo_kern_prefetch_mode(void) { return dpo__pf_mode; }
+
+/* The measurement, on the first full pass over at least DPO__PF_MIN_BYTES (data that comes
+ * from memory, not cache): DPO__PF_SEGS segments of ~1 MB alternate the two modes in the order
+ * 0 1 1 0 0 1 1 0 ... (so a drift of the machine's speed hits both alike); the smaller of each
+ * mode's segment times (the least disturbed by other load) decides, software prefetch only
+ * when it is 3% faster. */
+#define DPO__PF_MIN_BYTES ((int64_t)64 << 20)
+#define DPO__PF_SEGS 16
+typedef struct {
+  int on, seg;
+  int64_t seg_rows;
+  double t0, best[2];
+} dpo__pf_trial_t;
+
+static double dpo__mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void dpo__pf_trial_start(dpo__pf_trial_t *tr, int64_t cnt, int32_t d) {
+  int64_t row_bytes = (int64_t)d * (int64_t)sizeof(double);
+  tr->on = dpo__pf_mode < 0 && cnt * row_bytes >= DPO__PF_MIN_BYTES;
+  tr->seg = 0;
+  tr->t0 = 0.0;
+  tr->seg_rows = ((((int64_t)1 << 20) / row_bytes) / DPO__GRAD_BLK + 1) * DPO__GRAD_BLK;
+  tr->best[0] = tr->best[1] = INFINITY;
+}
+
+/* At the start of a segment: time the one that ended, return the mode of the next. */
+static int dpo__pf_trial_step(dpo__pf_trial_t *tr) {
+  double now = dpo__mono();
+  if (tr->seg > 0) {
+    int m = ((tr->seg - 1) ^ ((tr->seg - 1) >> 1)) & 1;
+    if (now - tr->t0 < tr->best[m]) tr->best[m] = now - tr->t0;
+  }
+  if (tr->seg == DPO__PF_SEGS) {
+    dpo__pf_mode = tr->best[1] < 0.97 * tr->best[0];
+    tr->on = 0;
+    return dpo__pf_mode;
+  }
+  tr->t0 = now;
+  int m = (tr->seg ^ (tr->seg >> 1)) & 1;
+  tr->seg++;
+  return m;
 }
 
 /* g += sum_i w_i u_i over a block, one 32-column tile at a time so the tile of g stays in
@@ -279,19 +358,44 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
   double lsum = 0.0;
 
   if (s->sparse) {
-    for (int64_t k = 0; k < cnt; k++) {
-      int64_t i = rows ? rows[k] : k;
-      int64_t a = s->rowptr[i], b = s->rowptr[i + 1];
-      double t = 0.0;
-      for (int64_t p = a; p < b; p++) t += s->val[p] * x[s->colind[p]];
-      double c;
-      lsum += dpo__loss_coef(loss, t, s->y[i], &c);
-      if (clipping) {
-        double nrm = rownorm ? rownorm[i] : dpo__row_norm(s, i, clip->norm);
-        c *= dpo__clip_scale(C, c, nrm);
+    /* Blocks of DPO__GRAD_BLK rows (all rows, or the listed ones in list order): the dots
+     * (independent chains the core overlaps), one vector call of exp/log1p for the block's
+     * logistic pieces, then the scatters.  ~1.5x faster than one scalar exp + log1p a row on
+     * jobs/bench/csr (a9a-like and 1e5-column problems). */
+    double tb[DPO__GRAD_BLK] __attribute__((aligned(64))), yb[DPO__GRAD_BLK],
+        cb[DPO__GRAD_BLK] __attribute__((aligned(64))), pb[DPO__GRAD_BLK]
+        __attribute__((aligned(64)));
+    int64_t ib[DPO__GRAD_BLK];
+    for (int64_t k0 = 0; k0 < cnt; k0 += DPO__GRAD_BLK) {
+      int64_t nb = cnt - k0 < DPO__GRAD_BLK ? cnt - k0 : DPO__GRAD_BLK;
+      for (int64_t j = 0; j < DPO__GRAD_BLK; j++) {
+        if (j >= nb) { /* padding lanes of a short block: masked out of the sum */
+          tb[j] = yb[j] = 0.0;
+          continue;
+        }
+        int64_t i = rows ? rows[k0 + j] : k0 + j;
+        double t = 0.0;
+        for (int64_t p = s->rowptr[i]; p < s->rowptr[i + 1]; p++) t += s->val[p] * x[s->colind[p]];
+        ib[j] = i;
+        tb[j] = t;
+        yb[j] = s->y[i];
       }
-      if (c != 0.0)
-        for (int64_t p = a; p < b; p++) g[s->colind[p]] += c * s->val[p];
+      if (loss == DPO_LOSS_LOGISTIC) {
+        dpo__blk_logistic(tb, yb, dpo__live[nb], cb, pb);
+        lsum += ((pb[0] + pb[1]) + (pb[2] + pb[3])) + ((pb[4] + pb[5]) + (pb[6] + pb[7]));
+      } else {
+        for (int64_t j = 0; j < nb; j++) lsum += dpo__loss_coef(loss, tb[j], yb[j], &cb[j]);
+      }
+      for (int64_t j = 0; j < nb; j++) {
+        int64_t i = ib[j];
+        double c = cb[j];
+        if (clipping) {
+          double nrm = rownorm ? rownorm[i] : dpo__row_norm(s, i, clip->norm);
+          c *= dpo__clip_scale(C, c, nrm);
+        }
+        if (c != 0.0)
+          for (int64_t p = s->rowptr[i]; p < s->rowptr[i + 1]; p++) g[s->colind[p]] += c * s->val[p];
+      }
     }
     *loss_sum += lsum;
     return DPO_OK;
@@ -321,12 +425,17 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
   double tbuf[DPO__GRAD_BLK] __attribute__((aligned(64)));
   double cb[DPO__GRAD_BLK] __attribute__((aligned(64))), pb[DPO__GRAD_BLK]
       __attribute__((aligned(64))), ypad[DPO__GRAD_BLK];
+  dpo__pf_trial_t tr;
+  dpo__pf_trial_start(&tr, cnt, d);
+  int pf = dpo__pf_mode > 0;
   for (int64_t r0 = 0; r0 < cnt; r0 += DPO__GRAD_BLK) {
     int64_t nb = cnt - r0 < DPO__GRAD_BLK ? cnt - r0 : DPO__GRAD_BLK;
     const double *Xb = s->X + r0 * (int64_t)d;
     const double *yb = s->y + r0;
+    if (tr.on && r0 % tr.seg_rows == 0) pf = dpo__pf_trial_step(&tr);
     /* t = X_blk x  (first touch: the block comes into cache) */
-    dpo__blk_dots(nb, d, Xb, x, tbuf);
+    if (pf) dpo__blk_dots_pf(nb, d, Xb, x, tbuf);
+    else dpo__blk_dots(nb, d, Xb, x, tbuf);
     if (loss == DPO_LOSS_LOGISTIC) {
       const double *yl = yb, *live = dpo__live[DPO__GRAD_BLK];
       if (nb < DPO__GRAD_BLK) { /* short last block: zero-padded lanes, masked out of the sum */

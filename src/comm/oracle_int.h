@@ -1,0 +1,56 @@
+/* Private: the oracle's state and the pieces src/comm/oracle.c shares with
+ * src/comm/fetch.c (rows fetched to rank 0). */
+#ifndef DPO_COMM_ORACLE_INT_H
+#define DPO_COMM_ORACLE_INT_H
+
+#include <stdint.h>
+
+#include "comm/reduce.h"
+#include "dpopt/comm.h"
+#include "dpopt/parties.h"
+
+#define DPO__IDS_PIECE 65536
+
+enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3, DPO__REQ_ROWS = 4 };
+/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), 0} */
+#define DPO__HDR 8
+
+struct dpo_oracle {
+  MPI_Comm comm;
+  int rank, size;
+  const dpo_model_t *model;
+  const dpo_shard_t *shard, *heldout;
+  int32_t d;       /* parameters: dpo_model_dim(model, shard->d) (K d for softmax) */
+  int64_t n_global, heldout_nglobal;
+  int clipping;
+  dpo_clip_t clip;
+  double *rownorm; /* per local row, matching clip.norm (NULL without clipping) */
+  double *x;       /* request point (workers receive into it) */
+  double *g;       /* chunk gradient scratch */
+  dpo__dd_t *acc;  /* d + 2 accumulators + status */
+  int64_t *ids, *lrows;
+  int64_t ids_cap;
+  int finished;
+  int remote_fail;   /* rank 0: status of a failure a worker reported */
+  int local_fail;    /* first local failure (its detail is kept in local_msg) */
+  char local_msg[512];
+  dpo_oracle_stats_t st;
+  /* multi-party runs */
+  int64_t *rank_n;          /* [size]: rows of every rank (gathered at create) */
+  dpo_rng_t *noise_rng;     /* this rank's own noise stream (borrowed; local/shares modes) */
+  const dpo_parties_t *parties; /* rank 0, borrowed */
+  dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
+};
+
+static inline double dpo__now(void) { return MPI_Wtime(); }
+/* First local failure of this rank (its detail kept for the end of the run). */
+void dpo__note_local_fail(dpo_oracle_t *o, int rc);
+/* o->ids / o->lrows hold at least m ids. */
+int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
+/* Rank 0: the checks before a request is broadcast (x finite, rank 0, reopens a session). */
+int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x);
+/* Every rank: body of a ROWS request, the ids already in o->ids on rank 0, which gets the
+ * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
+int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
+
+#endif
