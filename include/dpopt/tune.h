@@ -49,7 +49,7 @@ void dpo_tune_pure_curve(double eps, dpo_rdp_curve_t *c);
 /* Collective over comm: the whole tune from a configuration (what `dpopt tune` does): the
  * keys of dpopt train plus tune.algo, tune.lr, tune.clip, tune.epochs (comma-separated
  * candidate lists), tune.mean; writes run.dir (ledger.jsonl with the plan and the one
- * charge, model.txt of the chosen candidate, summary.json, chosen.ini) and prints the result
+ * charge, model.txt of the chosen candidate, summary.json, config.ini: the model keys and the chosen settings) and prints the result
  * on rank 0 to out (may be NULL). */
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out);
 

@@ -34,7 +34,8 @@ static const char dpo__tune_more[] =
     "Runs K private trainings, K geometric with mean tune.mean (drawn on rank 0, never\n"
     "released), each with a configuration drawn uniformly from the grid (the product of the\n"
     "lists), scores each on --test with a Laplace-noised accuracy, and releases only the best:\n"
-    "model.txt, chosen.ini, summary.json (noisy held-out accuracy, the budget and its proof).\n"
+    "model.txt, config.ini (the chosen settings; dpopt eval --run reads it), summary.json (noisy\n"
+    "held-out accuracy, the budget and its proof).\n"
     "The whole cost is ONE charge in ledger.jsonl, made before the first training:\n"
     "  delta = 0: every repetition eps0-DP, the tune 3 eps0-DP (Liu & Talwar 2019);\n"
     "  delta > 0: Papernot & Steinke 2022, Thm 2 (eta = 1) on the repetitions' RDP curve.\n"
@@ -52,6 +53,8 @@ int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           dpo__tune_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
+  if (!dpo_config_get(cfg, "model.intercept") && !dpo_config_get(cfg, "model.no_intercept"))
+    dpo_config_set(cfg, "model.intercept", "1", "default (dpopt tune)");
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
   if ((rc = dpo_tune_run_config(ctx->comm, cfg, ctx->rank == 0 ? stdout : NULL))) goto fail;
   ex = 0;

@@ -91,6 +91,13 @@ static int tune_settings(dpo__tune_t *t) {
     return dpo_err(DPO_EINVAL, "tune.mean = %g: the mean number of repetitions must be an integer "
                    "in [1, 1000]", t->mean);
   t->rdp = t->delta > 0;
+  const char *mname = "logreg";
+  dpo_config_get_str(cfg, "model.name", "logreg", &mname);
+  if (strcmp(mname, "logreg"))
+    return dpo_err(DPO_EINVAL, "tune: model %s: the score is a held-out accuracy (logreg only)", mname);
+  if (dpo_config_get(cfg, "run.resume"))
+    return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
+                   "checkpointed: a new tune is a new charge)");
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
   if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
   if (!dpo_config_get(cfg, "data.train") || !dpo_config_get(cfg, "data.test"))
@@ -296,11 +303,12 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   if (!rc && t->rank == 0) {
     dpo_run_result_t res;
     double b, v = 0;
-    rc = dpo_run_result(run, &res);
-    /* the accuracy moves by <= 1/n_test when one held-out row changes */
-    if (!rc) rc = dpo_mech_laplace_scale(1.0 / (double)t->n_test, t->eb, 1, &b);
-    if (!rc) rc = dpo_mech_laplace(rng, b, &v, 1);
-    *score = res.test_metric + v;
+    /* the accuracy moves by <= 1/n_test when one held-out row is replaced, by <= 1/(n_test - 1)
+     * when one is added or removed */
+    double sens = 1.0 / (double)(t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? t->n_test - 1 : t->n_test);
+    if (!(rc = dpo_run_result(run, &res)) && !(rc = dpo_mech_laplace_scale(sens, t->eb, 1, &b)) &&
+        !(rc = dpo_mech_laplace(rng, b, &v, 1)))
+      *score = res.test_metric + v;
     if (!rc && *score > best) {
       char src[700], dst[600];
       snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
@@ -357,16 +365,24 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
   int rc = dpo_write_atomic(p, txt, strlen(txt));
-  if (!rc) {
-    char ini[1024];
-    int n = snprintf(ini, sizeof ini, "# the chosen candidate (dpopt tune)\n[algo]\nname = %s\n", k->algo);
+  if (!rc) { /* config.ini: what dpopt eval / predict --run read, and the chosen settings */
+    char ini[2048];
+    const char *mname = "logreg", *lam = "0.0001";
+    int icpt = 0, noicpt = 0;
+    dpo_config_get_str(t->cfg, "model.name", "logreg", &mname);
+    dpo_config_get_str(t->cfg, "model.lambda", "0.0001", &lam);
+    dpo_config_get_bool(t->cfg, "model.intercept", 0, &icpt);
+    dpo_config_get_bool(t->cfg, "model.no_intercept", 0, &noicpt);
+    int n = snprintf(ini, sizeof ini, "# dpopt tune: the chosen candidate (running it again is a "
+                     "new private run with its own budget)\n[model]\nname = %s\nlambda = %s\n"
+                     "intercept = %d\n[algo]\nname = %s\n", mname, lam, icpt && !noicpt, k->algo);
     if (k->gauss)
-      n += snprintf(ini + n, sizeof ini - (size_t)n, "m = %lld\nT = %lld\nz = %.17g\n%s",
-                    (long long)k->m, (long long)k->T, k->z, "");
+      n += snprintf(ini + n, sizeof ini - (size_t)n, "m = %lld\nT = %lld\nz = %.17g\n",
+                    (long long)k->m, (long long)k->T, k->z);
     if (k->gauss && !isnan(k->lr)) n += snprintf(ini + n, sizeof ini - (size_t)n, "lr = %.17g\n", k->lr);
     if (k->gauss && !isnan(k->clip))
       n += snprintf(ini + n, sizeof ini - (size_t)n, "[privacy]\nclip = l2:%.17g\n", k->clip);
-    snprintf(p, sizeof p, "%s/chosen.ini", t->dir);
+    snprintf(p, sizeof p, "%s/config.ini", t->dir);
     rc = dpo_write_atomic(p, ini, strlen(ini));
   }
   if (out && !rc)
@@ -410,6 +426,9 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   int32_t d = 0;
   if ((rc = count_rows(t, "data.train", &t->n, &d)) ||
       (rc = count_rows(t, "data.test", &t->n_test, &d)))
+    goto out;
+  if (t->n_test < 2 && (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "tune: the held-out data need "
+                                                    ">= 2 rows"))))
     goto out;
   if ((rc = dpo_agree(comm, tune_calibrate(t)))) goto out;
   if (t->rank == 0) {
