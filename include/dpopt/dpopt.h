@@ -18,5 +18,6 @@
 #include "dpopt/parties.h"
 #include "dpopt/audit.h"
 #include "dpopt/run.h"
+#include "dpopt/tune.h"
 
 #endif

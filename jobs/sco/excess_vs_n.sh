@@ -160,7 +160,7 @@ run_set() {
           dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="$base --set algo.sampling=wor" ;;
         esac
         run="$OUT/run-$name-$algo-$n-$eps"; rm -rf "$run"
-        $MPI "$B/dpopt" train --data "$data" $dopt --test "$test" --dim $D --lambda $LAMBDA \
+        $MPI "$B/dpopt" train --no-intercept --data "$data" $dopt --test "$test" --dim $D --lambda $LAMBDA \
           --row-l2-bound $B2 --algo $a $extra --iters 1000000 --eps $eps --delta 1e-5 \
           --set privacy.accountant=rdp --set algo.D=$DIAM --seed 1 --out "$run" \
           --trace-every 0 --no-trace-loss --quiet >/dev/null

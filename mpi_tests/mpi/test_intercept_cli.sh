@@ -26,8 +26,11 @@ close "$(sed -n 's/^accuracy *//p' "$T/out")" "$acc" 0 "eval accuracy = train's 
 expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/lb" --data "$S/data/a9a.t" --dim 123 --out "$T/pred"
 [ "$(wc -l < "$T/pred")" = 16281 ] && ok || bad "predict: one line per row"
 # a model without intercept (old format) still evaluates
-expect 0 $MPI -np 2 "$DPOPT" train $A9 --algo lbfgs --iters 5 --out "$T/lb0"
-hasnot "$T/lb0/model.txt" "intercept" "no intercept line by default"
+expect 0 $MPI -np 2 "$DPOPT" train $A9 --algo lbfgs --iters 5 --no-intercept --out "$T/lb0"
+hasnot "$T/lb0/model.txt" "intercept" "no intercept line with --no-intercept"
+expect 0 $MPI -np 1 "$DPOPT" train $A9 --algo lbfgs --iters 2 --out "$T/lb1"
+has "$T/lb1/model.txt" "^intercept" "dpopt train fits an intercept by default"
+has "$T/lb1/config.ini" "intercept = 1" "config.ini records the default"
 expect 0 $MPI -np 1 "$DPOPT" eval --run "$T/lb0" --data "$S/data/a9a.t" --dim 123
 
 G="--algo dp-sgd-rdp --eps 1 --delta 1e-5 --clip l2:1 --intercept"

@@ -11,7 +11,8 @@
  *              for m < n (4.4) is solved numerically (dpo__dp_opt_schedule, which reduces to
  *              (4.5) at m = n).  T itself is replaced by the T' <= T minimising the bound (4.6)
  *              for the public guess E0 = algo.E0 (default 10, Remark 4.1; algo.choose_T = 0
- *              keeps T).  Iteration t of the paper (1-based) is driver step t - 1. */
+ *              keeps T).  Iteration t of the paper (1-based) is driver step t - 1.
+ *              Its default momentum is capped at 0.9 (see dpnag_create_mode). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 #include "optim/algos.h"
 #include "optim/dp_common.h"
 #include "optim/ckpt_int.h"
+
+#define DPO__NAG_OPT_BETA_MAX 0.9
 
 typedef struct {
   dpo__dp_t *dp;
@@ -86,6 +89,13 @@ static int dpnag_create_mode(dpo_solver_t *s, void **state, int opt) {
   if (isnan(a->beta) && a->dp->mu > 0) {
     double r = sqrt(a->alpha * a->dp->mu);
     a->beta = r < 1 ? (1.0 - r) / (1.0 + r) : 0.0;
+    /* dp-nag-opt: at most DPO__NAG_OPT_BETA_MAX.  With mu = 2 lambda small (1e-4: beta =
+     * 0.985) the momentum sums the Laplace noise of ~1/(1 - beta) steps, and the T' of (4.6),
+     * whose contraction 1 - sqrt(alpha mu) is just as slow, grows with eps (a9a: T' = 20 at
+     * eps = 1, 168 at eps = 10): the run at eps = 10 ended worse than at eps = 1 (issue 13).
+     * The cap keeps (4.4)-(4.6) (they read alpha, mu, L, not beta) and makes accuracy monotone
+     * in eps (README, "dp-nag-opt and eps"). */
+    if (opt && a->beta > DPO__NAG_OPT_BETA_MAX) a->beta = DPO__NAG_OPT_BETA_MAX;
   } else if (!isnan(a->beta) && !(a->beta >= 0 && a->beta < 1)) {
     rc = dpo_err(DPO_EINVAL, "dp-nag: algo.beta = %g must be in [0, 1)", a->beta);
     goto fail;
@@ -168,7 +178,8 @@ static int dpnag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   {"beta", "(1 - sqrt(alpha mu))/(1 + sqrt(alpha mu)); mu = 0: t/(t+3)", "momentum"}
 static const dpo_algo_param_t dpnag_params[] = {DPNAG_PARAMS, {NULL, NULL, NULL}};
 static const dpo_algo_param_t dpnagopt_params[] = {
-    DPNAG_PARAMS, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
+    {"alpha", "c/L", "step size"},
+    {"beta", "min(0.9, (1 - sqrt(alpha mu))/(1 + sqrt(alpha mu))); mu = 0: t/(t+3)", "momentum"}, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
     {"choose_T", "1", "1: run the T' <= T minimising (4.6); 0: keep T"}, {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (001 (4.1))", 1,

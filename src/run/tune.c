@@ -1,0 +1,477 @@
+/* dpopt tune: private hyperparameter selection (dpopt/tune.h).  Settings and candidates, the
+ * one charge, then K (random, never released) private trainings through the run API, each
+ * scored on the held-out data with Laplace noise; only the best is written. */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dpopt/data.h"
+#include "dpopt/optim.h"
+#include "dpopt/run.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "dpopt/tune.h"
+
+#define DPO__TUNE_MAXC 64
+#define DPO__TUNE_MAXV 16
+
+typedef struct {
+  const char *algo;
+  int gauss;              /* dp-sgd-rdp: Gaussian, RDP-accounted; else a pure-eps algorithm */
+  double lr, clip, epochs; /* NAN: the algorithm's own default */
+  int64_t m, T;
+  double z;
+} dpo__cand_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank;
+  const dpo_config_t *cfg;
+  double eps, delta, mean, eb; /* budget; E[K]; per-repetition eps (training and score) */
+  int rdp;                     /* delta > 0: Papernot-Steinke on the RDP curve */
+  dpo_neighbours_t rel;
+  int64_t n, n_test;
+  int nc;
+  dpo__cand_t c[DPO__TUNE_MAXC];
+  double total_eps, total_delta;
+  char dir[512];
+} dpo__tune_t;
+
+/* "a,b,c" -> up to DPO__TUNE_MAXV strings (in buf) */
+static int split_list(const char *s, char *buf, size_t cap, const char **v, int *nv) {
+  *nv = 0;
+  if (!s) return DPO_OK;
+  if (snprintf(buf, cap, "%s", s) >= (int)cap) return dpo_err(DPO_EINVAL, "tune: list too long");
+  for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
+    if (*nv == DPO__TUNE_MAXV) return dpo_err(DPO_EINVAL, "tune: more than %d values in a list", DPO__TUNE_MAXV);
+    v[(*nv)++] = tok;
+  }
+  return DPO_OK;
+}
+
+static int num_list(const dpo_config_t *cfg, const char *key, double *v, int *nv) {
+  char buf[1024];
+  const char *s[DPO__TUNE_MAXV];
+  int rc = split_list(dpo_config_get(cfg, key), buf, sizeof buf, s, nv);
+  for (int i = 0; !rc && i < *nv; i++) {
+    char *end;
+    v[i] = strtod(s[i], &end);
+    if (end == s[i] || *end || !(v[i] > 0) || !isfinite(v[i]))
+      rc = dpo_err(DPO_EINVAL, "%s: %s: '%s' is not a positive number", dpo_config_origin(cfg, key),
+                   key, s[i]);
+  }
+  if (!rc && *nv == 0) v[(*nv)++] = NAN; /* not varied */
+  return rc;
+}
+
+/* The candidate grid and the settings; data-free.  Not collective. */
+static int tune_settings(dpo__tune_t *t) {
+  const dpo_config_t *cfg = t->cfg;
+  const char *rels = NULL, *algos = NULL, *dir = NULL;
+  int rc;
+  static char abuf[1024]; /* the algorithm names point into it (one tune per process) */
+  const char *an[DPO__TUNE_MAXV];
+  double lr[DPO__TUNE_MAXV], clip[DPO__TUNE_MAXV], ep[DPO__TUNE_MAXV];
+  int na, nl, nk, ne;
+  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &t->eps)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.delta", 0, &t->delta)) ||
+      (rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean)))
+    return rc;
+  if (!(t->eps > 0) || !isfinite(t->eps))
+    return dpo_err(DPO_EINVAL, "tune: give the total budget --eps E (> 0): it covers every "
+                   "candidate training and the selection");
+  if (!(t->delta >= 0 && t->delta < 1)) return dpo_err(DPO_EINVAL, "tune: delta must be in [0, 1)");
+  if (!(t->mean >= 1 && t->mean <= 1000) || t->mean != floor(t->mean))
+    return dpo_err(DPO_EINVAL, "tune.mean = %g: the mean number of repetitions must be an integer "
+                   "in [1, 1000]", t->mean);
+  t->rdp = t->delta > 0;
+  const char *mname = "logreg";
+  dpo_config_get_str(cfg, "model.name", "logreg", &mname);
+  if (strcmp(mname, "logreg"))
+    return dpo_err(DPO_EINVAL, "tune: model %s: the score is a held-out accuracy (logreg only)", mname);
+  if (dpo_config_get(cfg, "run.resume"))
+    return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
+                   "checkpointed: a new tune is a new charge)");
+  dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
+  if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
+  if (!dpo_config_get(cfg, "data.train") || !dpo_config_get(cfg, "data.test"))
+    return dpo_err(DPO_EINVAL, "tune: give --data (the trainings) and --test (the held-out data "
+                   "that score them; counted as private)");
+  dpo_config_get_str(cfg, "tune.algo", t->rdp ? "dp-sgd-rdp" : "dp-nag-opt", &algos);
+  if ((rc = split_list(algos, abuf, sizeof abuf, an, &na)) ||
+      (rc = num_list(cfg, "tune.lr", lr, &nl)) || (rc = num_list(cfg, "tune.clip", clip, &nk)) ||
+      (rc = num_list(cfg, "tune.epochs", ep, &ne)))
+    return rc;
+  t->nc = 0;
+  for (int a = 0; a < na; a++) {
+    const dpo_algo_t *al = dpo_algo_find(an[a]);
+    int gauss = al && !strcmp(al->name, "dp-sgd-rdp");
+    if (!al || !al->is_private || (!gauss && strncmp(al->name, "dp-", 3)))
+      return dpo_err(DPO_EINVAL, "tune.algo: '%s': a tune runs dp-sgd-rdp or the pure-eps "
+                     "algorithms dp-* (see dpopt train --help)", an[a]);
+    if (gauss && !t->rdp)
+      return dpo_err(DPO_EINVAL, "tune.algo: dp-sgd-rdp needs delta > 0 (--delta)");
+    for (int i = 0; i < (gauss ? nl : 1); i++)
+      for (int j = 0; j < (gauss ? nk : 1); j++)
+        for (int k = 0; k < (gauss ? ne : 1); k++) {
+          if (t->nc == DPO__TUNE_MAXC)
+            return dpo_err(DPO_EINVAL, "tune: more than %d candidates", DPO__TUNE_MAXC);
+          dpo__cand_t *c = &t->c[t->nc++];
+          *c = (dpo__cand_t){al->name, gauss, gauss ? lr[i] : NAN, gauss ? clip[j] : NAN,
+                             gauss ? ep[k] : NAN, 0, 0, NAN};
+        }
+  }
+  if (t->nc == 0) return dpo_err(DPO_EINVAL, "tune.algo: no candidate");
+  dpo_config_get_str(cfg, "run.dir", NULL, &dir);
+  if (dir) snprintf(t->dir, sizeof t->dir, "%s", dir);
+  else {
+    char ts[32];
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
+    snprintf(t->dir, sizeof t->dir, "runs/tune-%s", ts);
+  }
+  return DPO_OK;
+}
+
+/* The curve of one repetition at per-repetition eps e: every candidate's training curve and
+ * the score's, per order the max (one of two disjoint parts changes). */
+static int rep_curve(dpo__tune_t *t, double e, dpo_rdp_curve_t *q) {
+  dpo_rdp_curve_t c;
+  int rc;
+  dpo_tune_pure_curve(e, q); /* the score; and every pure candidate (e-DP) */
+  for (int i = 0; i < t->nc; i++) {
+    dpo__cand_t *k = &t->c[i];
+    if (!k->gauss) continue;
+    const char *samp = t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? "poisson" : "wor";
+    if ((rc = dpo_rdp_calibrate(samp, k->m, t->n, k->T, e, t->delta, &k->z))) return rc;
+    dpo_rdp_curve_init(&c);
+    if ((rc = dpo_rdp_curve_add(&c, samp, k->m, t->n, k->z, k->T))) return rc;
+    for (int j = 0; j < q->n; j++)
+      if (c.rdp[j] > q->rdp[j]) q->rdp[j] = c.rdp[j];
+  }
+  return DPO_OK;
+}
+
+static int tuned_eps(dpo__tune_t *t, double e, double *eps) {
+  dpo_rdp_curve_t q;
+  int rc;
+  if ((rc = rep_curve(t, e, &q)) || (rc = dpo_tune_rdp(&q, t->mean, &q))) return rc;
+  return dpo_rdp_eps(&q, t->delta, eps, NULL);
+}
+
+/* Per-repetition eps (and each Gaussian candidate's z) so that the tune's total fits. */
+static int tune_calibrate(dpo__tune_t *t) {
+  int rc;
+  for (int i = 0; i < t->nc; i++) { /* steps and batch of the Gaussian candidates (public) */
+    dpo__cand_t *k = &t->c[i];
+    if (!k->gauss) continue;
+    int64_t m = 0;
+    double ep = isnan(k->epochs) ? 1 : k->epochs;
+    if ((rc = dpo_config_get_int(t->cfg, "algo.m", (int64_t)ceil(sqrt((double)t->n)), &m))) return rc;
+    if (m < 1 || m > t->n) return dpo_err(DPO_EINVAL, "tune: algo.m = %lld not in [1, n]", (long long)m);
+    if (isnan(k->epochs)) dpo_config_get_double(t->cfg, "algo.epochs", 1, &ep);
+    k->m = m;
+    k->T = (int64_t)ceil(ep * (double)t->n / (double)m - 1e-9);
+    if (k->T < 1) k->T = 1;
+  }
+  if (!t->rdp) { /* Liu-Talwar: 3 eps0 <= eps exactly */
+    if ((rc = dpo_privacy_split(t->eps, 3, &t->eb))) return rc;
+    t->total_delta = 0;
+    return dpo_tune_pure_eps(t->eb, &t->total_eps);
+  }
+  double lo = 0, hi = t->eps, e;
+  for (int it = 0; it < 50; it++) { /* the largest e whose tuned total fits (monotone in e) */
+    double mid = 0.5 * (lo + hi);
+    if ((rc = tuned_eps(t, mid, &e)) == DPO_OK && e <= t->eps) lo = mid;
+    else hi = mid;
+  }
+  if (!(lo > 0) || (rc = tuned_eps(t, lo, &e)) || !(e <= t->eps))
+    return dpo_err(DPO_EBUDGET, "tune: the budget eps = %g at delta = %g cannot cover a tune "
+                   "with mean %g repetitions (the selection alone costs more): raise --eps or "
+                   "lower tune.mean", t->eps, t->delta, t->mean);
+  t->eb = lo;
+  t->total_eps = e;
+  t->total_delta = t->delta;
+  return DPO_OK;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb, (void)flag, (void)f;
+  return remove(p);
+}
+
+static void set(dpo_config_t *c, const char *k, const char *fmt, double v) {
+  char b[64];
+  snprintf(b, sizeof b, fmt, v);
+  dpo_config_set(c, k, b, "tune");
+}
+
+struct copy_arg {
+  dpo_config_t *to;
+};
+static void copy_key(const char *k, const char *v, const char *o, void *arg) {
+  struct copy_arg *a = arg;
+  if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name")) return;
+  dpo_config_set(a->to, k, v, o);
+}
+
+/* The configuration of repetition r (candidate k). */
+static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out) {
+  dpo_config_t *c;
+  int rc = dpo_config_create(&c);
+  if (rc) return rc;
+  struct copy_arg a = {c};
+  dpo_config_foreach(t->cfg, copy_key, &a);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/.rep", t->dir);
+  dpo_config_set(c, "run.dir", dir, "tune");
+  dpo_config_set(c, "run.quiet", "1", "tune");
+  dpo_config_set(c, "algo.name", k->algo, "tune");
+  const char *seed = dpo_config_get(t->cfg, "run.seed");
+  if (seed) set(c, "run.seed", "%.0f", strtod(seed, NULL) + r + 1);
+  if (k->gauss) {
+    /* z from the tune's calibration; the run's own budget only needs to admit its T steps
+     * (the privacy is the tune's curve, computed for this z) */
+    set(c, "privacy.eps", "%.17g", 4 * t->eb + 1);
+    set(c, "privacy.delta", "%.17g", t->delta);
+    set(c, "algo.z", "%.17g", k->z);
+    set(c, "algo.T", "%.0f", (double)k->T);
+    set(c, "algo.m", "%.0f", (double)k->m);
+    dpo_config_set(c, "algo.sampling", t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? "poisson" : "wor", "tune");
+    if (!isnan(k->lr)) set(c, "algo.lr", "%.17g", k->lr);
+    if (!isnan(k->clip)) set(c, "privacy.clip", "l2:%.17g", k->clip);
+  } else { /* a pure-eps run: its own ledger holds it to eb with delta 0 */
+    set(c, "privacy.eps", "%.17g", t->eb);
+    dpo_config_set(c, "privacy.delta", "0", "tune");
+  }
+  *out = c;
+  return DPO_OK;
+}
+
+static void cand_desc(const dpo__cand_t *k, char *b, size_t cap) {
+  int n = snprintf(b, cap, "algo=%s", k->algo);
+  if (k->gauss)
+    snprintf(b + n, cap - (size_t)n, " batch=%lld steps=%lld z=%.6g%s", (long long)k->m,
+             (long long)k->T, k->z, "");
+  if (k->gauss && !isnan(k->lr)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " lr=%g", k->lr);
+  if (k->gauss && !isnan(k->clip)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " clip=l2:%g", k->clip);
+  if (k->gauss && !isnan(k->epochs)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " epochs=%g", k->epochs);
+}
+
+/* Every candidate's data-free refusals (settings, privacy set-up, the algorithm's analysis),
+ * by a run set up in a scratch directory and dropped: before the charge.  Collective. */
+static int check_cands(dpo__tune_t *t) {
+  int rc = DPO_OK;
+  for (int i = 0; i < t->nc && !rc; i++) {
+    dpo_config_t *c = NULL;
+    dpo_run_t *run = NULL;
+    if (!(rc = cand_config(t, &t->c[i], 0, &c)) && !(rc = dpo_run_create(t->comm, c, &run)))
+      rc = dpo_run_setup(run);
+    dpo_run_destroy(run);
+    dpo_config_destroy(c);
+    if (t->rank == 0) {
+      char p[600];
+      snprintf(p, sizeof p, "%s/.rep", t->dir);
+      nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    rc = dpo_agree(t->comm, rc);
+  }
+  return rc;
+}
+
+/* One repetition: train candidate k, score it (rank 0: noisy held-out accuracy). Collective. */
+static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, double *score,
+                   int *better, double best) {
+  dpo_config_t *c = NULL;
+  dpo_run_t *run = NULL;
+  int rc = cand_config(t, k, r, &c);
+  if (rc) return dpo_agree(t->comm, rc);
+  if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
+      !(rc = dpo_run_load(run))) {
+    rc = dpo_run_solve(run);
+    if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is kept */
+    if (!rc) rc = dpo_run_evaluate(run);
+    if (!rc) rc = dpo_run_write(run);
+  }
+  *better = 0;
+  if (!rc && t->rank == 0) {
+    dpo_run_result_t res;
+    double b, v = 0;
+    /* the accuracy moves by <= 1/n_test when one held-out row is replaced, by <= 1/(n_test - 1)
+     * when one is added or removed */
+    double sens = 1.0 / (double)(t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? t->n_test - 1 : t->n_test);
+    if (!(rc = dpo_run_result(run, &res)) && !(rc = dpo_mech_laplace_scale(sens, t->eb, 1, &b)) &&
+        !(rc = dpo_mech_laplace(rng, b, &v, 1)))
+      *score = res.test_metric + v;
+    if (!rc && *score > best) {
+      char src[700], dst[600];
+      snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
+      snprintf(dst, sizeof dst, "%s/model.txt", t->dir);
+      *better = rename(src, dst) == 0;
+      if (!*better) rc = dpo_err(DPO_EIO, "%s: cannot keep the model", dst);
+    }
+  }
+  dpo_run_destroy(run);
+  dpo_config_destroy(c);
+  if (t->rank == 0) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/.rep", t->dir);
+    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  rc = dpo_agree(t->comm, rc);
+  MPI_Bcast(better, 1, MPI_INT, 0, t->comm);
+  return rc;
+}
+
+static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double score,
+                         const char *label, FILE *out) {
+  char p[600], desc[256];
+  cand_desc(k, desc, sizeof desc);
+  json_object *s = json_object_new_object(), *pj = json_object_new_object(),
+              *cj = json_object_new_object();
+  json_object_object_add(s, "command", json_object_new_string("tune"));
+  json_object_object_add(cj, "algo", json_object_new_string(k->algo));
+  if (k->gauss) {
+    json_object_object_add(cj, "batch", json_object_new_int64(k->m));
+    json_object_object_add(cj, "steps", json_object_new_int64(k->T));
+    json_object_object_add(cj, "noise_multiplier", dpo_json_double(k->z));
+    if (!isnan(k->lr)) json_object_object_add(cj, "lr", dpo_json_double(k->lr));
+    if (!isnan(k->clip)) json_object_object_add(cj, "clip_l2", dpo_json_double(k->clip));
+    if (!isnan(k->epochs)) json_object_object_add(cj, "epochs", dpo_json_double(k->epochs));
+  }
+  json_object_object_add(s, "chosen", cj);
+  json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score));
+  json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
+  json_object_object_add(pj, "label", json_object_new_string(label));
+  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
+  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
+  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
+  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
+  json_object_object_add(pj, "per_repetition_eps", dpo_json_double(t->eb));
+  json_object_object_add(pj, "repetitions", json_object_new_string("geometric (not released)"));
+  json_object_object_add(pj, "mean_repetitions", dpo_json_double(t->mean));
+  json_object_object_add(pj, "theorem", json_object_new_string(
+      t->rdp ? "Papernot-Steinke 2022 Thm 2 (eta = 1) on the RDP curve, converted at delta"
+             : "Liu-Talwar 2019 Thm 3.4: 3 eps0 for eps0-DP repetitions"));
+  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
+  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
+  json_object_object_add(s, "privacy", pj);
+  const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
+  snprintf(p, sizeof p, "%s/summary.json", t->dir);
+  int rc = dpo_write_atomic(p, txt, strlen(txt));
+  if (!rc) { /* config.ini: what dpopt eval / predict --run read, and the chosen settings */
+    char ini[2048];
+    const char *mname = "logreg", *lam = "0.0001";
+    int icpt = 0, noicpt = 0;
+    dpo_config_get_str(t->cfg, "model.name", "logreg", &mname);
+    dpo_config_get_str(t->cfg, "model.lambda", "0.0001", &lam);
+    dpo_config_get_bool(t->cfg, "model.intercept", 0, &icpt);
+    dpo_config_get_bool(t->cfg, "model.no_intercept", 0, &noicpt);
+    int n = snprintf(ini, sizeof ini, "# dpopt tune: the chosen candidate (running it again is a "
+                     "new private run with its own budget)\n[model]\nname = %s\nlambda = %s\n"
+                     "intercept = %d\n[algo]\nname = %s\n", mname, lam, icpt && !noicpt, k->algo);
+    if (k->gauss)
+      n += snprintf(ini + n, sizeof ini - (size_t)n, "m = %lld\nT = %lld\nz = %.17g\n",
+                    (long long)k->m, (long long)k->T, k->z);
+    if (k->gauss && !isnan(k->lr)) n += snprintf(ini + n, sizeof ini - (size_t)n, "lr = %.17g\n", k->lr);
+    if (k->gauss && !isnan(k->clip))
+      n += snprintf(ini + n, sizeof ini - (size_t)n, "[privacy]\nclip = l2:%.17g\n", k->clip);
+    snprintf(p, sizeof p, "%s/config.ini", t->dir);
+    rc = dpo_write_atomic(p, ini, strlen(ini));
+  }
+  if (out && !rc)
+    fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%.6g, %.3g) of (%g, %g): "
+            "one charge (%s)\nchosen: %s\nheld-out accuracy (noisy, released): %.4f\n",
+            t->dir, label, t->total_eps, t->total_delta, t->eps, t->delta,
+            t->rdp ? "Papernot-Steinke 2022 Thm 2" : "Liu-Talwar 2019", desc, score);
+  json_object_put(s);
+  return rc;
+}
+
+/* Rows of a file (collective; only the count is kept: public under replace-one). */
+static int count_rows(dpo__tune_t *t, const char *key, int64_t *n, int32_t *d) {
+  dpo_load_opts_t lo;
+  dpo_shard_t *sh = NULL;
+  int rc = dpo_load_opts_from_config(t->cfg, &lo);
+  if (*d > 0) lo.d = *d; /* the held-out data in the training feature space, as the runs load it */
+  if (!rc) rc = dpo_shard_load(t->comm, dpo_config_get(t->cfg, key), &lo, &sh);
+  if (!rc) *n = sh->n_global, *d = sh->d;
+  dpo_shard_destroy(sh);
+  return rc;
+}
+
+int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
+  dpo__tune_t *t = calloc(1, sizeof *t);
+  dpo_ledger_t *L = NULL;
+  dpo_rng_t *rng = NULL;
+  int rc, seeded = 0;
+  if (!t) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
+  t->comm = comm;
+  t->cfg = cfg;
+  MPI_Comm_rank(comm, &t->rank);
+  int64_t seed = 0;
+  rc = tune_settings(t);
+  if (!rc && dpo_config_get(cfg, "run.seed")) {
+    seeded = 1;
+    rc = dpo_config_get_int(cfg, "run.seed", 0, &seed);
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  /* the sizes (public under replace-one), then the calibration: all before the directory */
+  int32_t d = 0;
+  if ((rc = count_rows(t, "data.train", &t->n, &d)) ||
+      (rc = count_rows(t, "data.test", &t->n_test, &d)))
+    goto out;
+  if (t->n_test < 2 && (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "tune: the held-out data need "
+                                                    ">= 2 rows"))))
+    goto out;
+  if ((rc = dpo_agree(comm, tune_calibrate(t)))) goto out;
+  if (t->rank == 0) {
+    int exists = 0;
+    if ((rc = dpo_mkdir_new(t->dir, "summary.json", &exists)) && exists)
+      rc = dpo_err(DPO_EINVAL, "run directory %s exists and is not empty: choose another --out", t->dir);
+    if (!rc) rc = dpo_rng_create(seeded, (uint64_t)seed, 0x74756e65, &rng);
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  if ((rc = check_cands(t))) { /* nothing charged or written: leave nothing behind */
+    if (t->rank == 0) nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    goto out;
+  }
+  char jp[600], what[256];
+  snprintf(jp, sizeof jp, "%s/ledger.jsonl", t->dir);
+  if ((rc = dpo_ledger_open_ex(comm, t->eps, t->delta, jp, 0, "basic", t->rel, &L))) goto out;
+  /* the one charge: before any candidate runs or anything is released */
+  snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
+           t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
+  dpo_charge_t ch = {.mechanism = t->rdp ? "gaussian" : "laplace", .eps = t->total_eps,
+                     .delta = t->total_delta, .sampling = "none", .accounting = "pure",
+                     .neighbours = t->rel};
+  if (t->rank == 0) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
+  if ((rc = dpo_agree(comm, rc)) || (rc = dpo_ledger_charge_all(L, &ch, NULL))) goto out;
+  const char *label = seeded ? "NOT PRIVATE: seeded run (--seed), reproducible for testing"
+                             : "PRIVATE: one charge covers every repetition and the selection";
+  double best = -INFINITY, score = 0;
+  int bestk = -1, stop = 0;
+  for (int r = 0; !stop; r++) {
+    int k = 0, better = 0;
+    if (t->rank == 0) k = (int)dpo_rng_below(rng, (uint64_t)t->nc);
+    MPI_Bcast(&k, 1, MPI_INT, 0, comm);
+    if ((rc = run_rep(t, &t->c[k], r, rng, &score, &better, best))) goto out;
+    if (better) best = score, bestk = k;
+    /* stop with probability 1/mean after every repetition: K is geometric */
+    if (t->rank == 0) stop = dpo_rng_below(rng, (uint64_t)t->mean) == 0;
+    MPI_Bcast(&stop, 1, MPI_INT, 0, comm);
+  }
+  if (t->rank == 0) rc = write_summary(t, &t->c[bestk], best, label, out);
+  rc = dpo_agree(comm, rc);
+out:
+  dpo_ledger_close(L);
+  dpo_rng_destroy(rng);
+  free(t);
+  return rc;
+}
