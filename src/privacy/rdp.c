@@ -474,6 +474,36 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
 }
 
+static int dpo__key_fits(const char *s) { return s && strlen(s) < 16; }
+
+int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
+  if (!c || !dpo__key_fits(c->mechanism) || !dpo__key_fits(c->sampling) ||
+      !dpo__key_fits(c->accounting))
+    return dpo__rdp_release(c, rc); /* validates and reports */
+  if (k->valid && !strcmp(k->mechanism, c->mechanism) && !strcmp(k->sampling, c->sampling) &&
+      !strcmp(k->accounting, c->accounting) && k->m == c->m && k->n == c->n &&
+      k->dim == c->dim && k->noise_scale == c->noise_scale &&
+      k->sensitivity == c->sensitivity && k->rho == c->rho) {
+    *rc = k->curve;
+    return DPO_OK;
+  }
+  int st = dpo__rdp_release(c, rc);
+  if (st) return st;
+  memset(k, 0, sizeof *k);
+  strcpy(k->mechanism, c->mechanism);
+  strcpy(k->sampling, c->sampling);
+  strcpy(k->accounting, c->accounting);
+  k->m = c->m;
+  k->n = c->n;
+  k->dim = c->dim;
+  k->noise_scale = c->noise_scale;
+  k->sensitivity = c->sensitivity;
+  k->rho = c->rho;
+  k->curve = *rc;
+  k->valid = 1;
+  return DPO_OK;
+}
+
 void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
                       int64_t group) {
   int disjoint = dpo__streq2(sampling, "disjoint");
@@ -502,7 +532,7 @@ static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, 
                                int commit, dpo__acct_result_t *r) {
   dpo__rdpacct_t *s = state, ns = *s;
   dpo_rdp_curve_t rc, tot, old;
-  int st = dpo__rdp_release(c, &rc);
+  int st = dpo__rdp_release_cached(&ns.cache, c, &rc);
   if (st) return st;
   if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
   r->cost_delta = bdelta;
