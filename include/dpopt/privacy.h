@@ -352,6 +352,27 @@ int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta
  * Public parameters only.  Printed to out; DPO_EINVAL for missing or inconsistent keys. */
 int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
 
+/* ================================================================ PLD (issue 13: pld.c)
+ * Privacy loss distribution accountant for k-fold compositions of the Gaussian mechanism with
+ * multiplier z: sampling "none" (or "disjoint" treated as none) or "poisson" (rate m/n, add/
+ * remove neighbours: both dominating pairs, the larger delta).  The PLD is discretized
+ * pessimistically on the grid h Z (every loss rounded up; tails cut at 1e-13 and moved up or to
+ * +inf; FFT round-off bounded and added), composed by repeated squaring with FFT convolutions,
+ * so delta(eps) and eps(delta) are upper bounds.  h <= 0 takes DPO_PLD_H.  Sampling "wor" is
+ * not supported (DPO_EUNSUP). */
+#define DPO_PLD_H 5e-5
+int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
+                  double eps, double h, double *delta);
+int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
+                double delta, double h, double *eps);
+/* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
+ * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it. */
+/* The grid dpo_pld_calibrate uses: min(DPO_PLD_H, eps / (10 steps)), at least 1e-6 (each step
+ * rounds its loss up by < h, so the composition's bias stays below eps / 10). */
+double dpo_pld_auto_h(double eps, int64_t steps);
+int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
+                      double delta, double *z);
+
 /* Open a ledger whose accountant is "rdp": the budget is (eps_budget, delta_budget) with
  * delta_budget in (0, 1); charges compose per order and the spent eps is dpo_rdp_eps at
  * delta_budget (spent delta reported = delta_budget once anything is charged).  Charges:

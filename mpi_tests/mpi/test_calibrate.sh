@@ -37,6 +37,18 @@ for case in "1 1e-5" "0.5 1e-6"; do
   awk -v z="$z" -v b="$ref" -v x="$ach" -v e="$1" 'BEGIN{exit !(z >= b && x <= e)}' ||
     { echo "FAIL: RDP multiplier $z below exact $ref or achieved $ach > $1"; fail=$((fail+1)); }
 done
+# PLD accountant (issue 13): DP-SGD-like Poisson composition; auto takes the smaller multiplier,
+# which is PLD's here, below RDP's, and its achieved eps is <= the target
+"$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 300 --sampling poisson --batch 256 --n 32561 \
+  > "$T/p" 2>"$T/err" || { echo "FAIL: calibrate poisson exit"; cat "$T/err"; fail=$((fail+1)); }
+zp=$(awk '/^pld_multiplier/{print $2}' "$T/p"); zr=$(awk '/^rdp_multiplier/{print $2}' "$T/p")
+z=$(awk '/^noise_multiplier/{print $2}' "$T/p"); ach=$(awk '/^achieved_eps/{print $2}' "$T/p")
+echo "poisson 300 steps: pld $zp rdp $zr chosen $z achieved $ach"
+awk -v a="$zp" -v b="$zr" -v z="$z" -v x="$ach" 'BEGIN{exit !(a != "" && a < b && z == a && x <= 1)}' ||
+  { echo "FAIL: pld multiplier $zp not below rdp $zr"; fail=$((fail+1)); }
+grep -q '^accountant  *pld' "$T/p" || { echo "FAIL: accountant line"; fail=$((fail+1)); }
+"$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 10 --sampling wor --batch 10 --n 100 \
+  --accountant pld > "$T/w" 2>&1 && { echo "FAIL: --accountant pld accepted wor"; fail=$((fail+1)); }
 # the first case is the textbook number
 awk -v s="$(bw_sigma 1 1e-5)" 'BEGIN{exit !(s > 3.72 && s < 3.74)}' || { echo "FAIL: reference not ~3.73"; fail=$((fail+1)); }
 [ $fail = 0 ] && echo "test_calibrate: PASS" || echo "test_calibrate: FAIL ($fail)"

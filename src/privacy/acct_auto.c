@@ -112,7 +112,7 @@ static int dpo__auto_charge(void *state, const dpo_charge_t *c, double beps, dou
     if (!(bdelta > 0))
       return dpo_err(DPO_EINVAL, "charge: a Gaussian (RDP) release needs a delta budget > 0: "
                                  "give --delta D (privacy.delta)");
-    if ((st = dpo__rdp_release(c, &rc))) return st;
+    if ((st = dpo__rdp_release_cached(&ns.rdp.cache, c, &rc))) return st;
     if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
     r->cost_delta = bdelta;
     dpo__rdpacct_add(&ns.rdp, &rc, c->sampling, c->group);

@@ -1,6 +1,8 @@
 /* The report of dpopt calibrate (dpo_rdp_calibrate_report in dpopt/privacy.h): the Gaussian
- * noise needed for a target (eps, delta), given the sampling and the number of steps, from the Renyi accountant (bisection on the noise multiplier, rounded
- * up so the target is never exceeded).  Pure arithmetic on public parameters: no data is read.
+ * noise needed for a target (eps, delta), given the sampling and the number of steps, from the
+ * Renyi accountant or the PLD accountant (pld.c; --accountant rdp|pld|auto, auto = the smaller
+ * multiplier, both valid) (bisection on the noise multiplier, rounded up so the target is never
+ * exceeded).  Pure arithmetic on public parameters: no data is read.
  * The neighbouring relation (--neighbours) decides the sensitivity of a per-example bound
  * (--bound B: dpo_sens, 2B replace-one, B add-remove) and which sampling analyses apply
  * (poisson: add-remove, wor: replace-one; the default is the sampling's own relation).
@@ -15,7 +17,7 @@
 int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
   double eps, delta, sens, mu, bound;
   int64_t steps, m, n;
-  const char *sampling, *rel_s;
+  const char *sampling, *rel_s, *acct;
   dpo_neighbours_t rel;
   int rc;
   if ((rc = dpo_config_get_double(cfg, "calibrate.eps", NAN, &eps)) ||
@@ -27,8 +29,16 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
       (rc = dpo_config_get_int(cfg, "calibrate.steps", 1, &steps)) ||
       (rc = dpo_config_get_int(cfg, "calibrate.batch", 0, &m)) ||
       (rc = dpo_config_get_int(cfg, "calibrate.n", 0, &n)) ||
-      (rc = dpo_config_get_str(cfg, "calibrate.sampling", "none", &sampling)))
+      (rc = dpo_config_get_str(cfg, "calibrate.sampling", "none", &sampling)) ||
+      (rc = dpo_config_get_str(cfg, "calibrate.accountant", "auto", &acct)))
     return rc;
+  int use_rdp = !strcmp(acct, "rdp"), use_pld = !strcmp(acct, "pld");
+  if (!use_rdp && !use_pld && strcmp(acct, "auto"))
+    return dpo_err(DPO_EINVAL, "--accountant %s: expected rdp, pld or auto", acct);
+  int pld_ok = !strcmp(sampling, "none") || !strcmp(sampling, "poisson");
+  if (use_pld && !pld_ok)
+    return dpo_err(DPO_EINVAL, "--accountant pld covers --sampling none or poisson (not %s)",
+                   sampling);
   if (!(eps > 0) || !(delta > 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "give the target with --eps E (> 0) and --delta D (in (0, 1))");
   int poisson = !strcmp(sampling, "poisson"), sampled = strcmp(sampling, "none") != 0;
@@ -52,24 +62,38 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
   if (sampled && (m < 1 || n < m))
     return dpo_err(DPO_EINVAL, "--sampling %s needs --batch M and --n N with 1 <= M <= N",
                    sampling);
-  double z, e, a_opt;
-  if ((rc = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &z))) return rc;
+  double z, e, a_opt, zr, er, zp = NAN, ep = NAN;
+  if ((rc = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &zr))) return rc;
   dpo_rdp_curve_t c;
   dpo_rdp_curve_init(&c);
-  if ((rc = dpo_rdp_curve_add(&c, sampling, m, n, z, steps)) ||
-      (rc = dpo_rdp_eps(&c, delta, &e, &a_opt)))
+  if ((rc = dpo_rdp_curve_add(&c, sampling, m, n, zr, steps)) ||
+      (rc = dpo_rdp_eps(&c, delta, &er, &a_opt)))
     return rc;
+  if (!use_rdp && pld_ok) {
+    if ((rc = dpo_pld_calibrate(sampling, m, n, steps, eps, delta, &zp)) ||
+        (rc = dpo_pld_eps(sampling, m, n, zp, steps, delta, dpo_pld_auto_h(eps, steps), &ep)))
+      return rc;
+  }
+  /* both multipliers meet the target under their own (valid) accountant: take the smaller */
+  int pld_wins = !isnan(zp) && (use_pld || zp < zr);
+  z = pld_wins ? zp : zr;
+  e = pld_wins ? ep : er;
   fprintf(out, "# Gaussian noise for (eps=%g, delta=%g) over %lld step%s, sampling %s", eps, delta,
           (long long)steps, steps == 1 ? "" : "s", sampling);
   if (sampled)
     fprintf(out, " (%s %lld of %lld, q = %.6g)", strcmp(sampling, "poisson") ? "m" : "expected",
             (long long)m, (long long)n, (double)m / (double)n);
   fprintf(out, "\n# Renyi accountant: orders 1.25..256, conversion min(classic, Balle et al. 2020 "
-               "Thm 21); noise rounded up\n");
+               "Thm 21); PLD accountant: pessimistic grid h=%g, FFT composition; noise rounded "
+               "up\n", dpo_pld_auto_h(eps, steps));
+  fprintf(out, "accountant        %s\n", pld_wins ? "pld" : "rdp");
   fprintf(out, "neighbours        %s\n", dpo_neighbours_name(rel));
   fprintf(out, "noise_multiplier  %.9g\n", z);
   fprintf(out, "sigma             %.9g   (= multiplier * sensitivity %g)\n", z * sens, sens);
-  fprintf(out, "achieved_eps      %.9g   (at order %g; target %g)\n", e, a_opt, eps);
+  if (pld_wins) fprintf(out, "achieved_eps      %.9g   (PLD; target %g)\n", e, eps);
+  else fprintf(out, "achieved_eps      %.9g   (at order %g; target %g)\n", e, a_opt, eps);
+  fprintf(out, "rdp_multiplier    %.9g   (achieved eps %.9g)\n", zr, er);
+  if (!isnan(zp)) fprintf(out, "pld_multiplier    %.9g   (achieved eps %.9g)\n", zp, ep);
   if (steps == 1 && !sampled) {
     double s_an;
     if ((rc = dpo_gauss_analytic_sigma(sens, eps, delta, &s_an))) return rc;

@@ -44,7 +44,19 @@ extern const dpo__acct_ops_t dpo__acct_basic;
 /* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta.  State: the
  * composed curve of closed releases plus, while a disjoint pass is open, the per-order max of
  * its batches (parallel composition: each example is in one batch). */
+/* The last release's curve, keyed by its parameters: DP-SGD charges the same release every
+ * step, so a step costs O(#orders) instead of a fresh curve (each order a series of up to
+ * alpha lgamma terms, or the fractional series). */
 typedef struct {
+  int valid;
+  char mechanism[16], sampling[16], accounting[16];
+  int64_t m, n, dim;
+  double noise_scale, sensitivity, rho;
+  dpo_rdp_curve_t curve;
+} dpo__rdp_cache_t;
+
+typedef struct {
+  dpo__rdp_cache_t cache;
   double sum[DPO_RDP_MAX_ORDERS];
   double gmax[DPO_RDP_MAX_ORDERS];
   int open;
@@ -54,6 +66,8 @@ typedef struct {
 extern const dpo__acct_ops_t dpo__acct_rdp;
 /* The curve of one RDP release (gaussian with accounting "rdp", or rdp-rho), validated. */
 int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc);
+/* The same through a one-entry cache (a hit copies the cached curve; identical results). */
+int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc);
 /* s += the release curve rc (sampling "disjoint" with the open pass's group: per-order max). */
 void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
                       int64_t group);

@@ -47,6 +47,8 @@ void dpo_rdp_curve_init(dpo_rdp_curve_t *c) {
 
 /* ------------------------------------------------------------ single-order RDP */
 
+static double dpo__logPhi(double x);
+
 static int dpo__check_alpha(double alpha) {
   if (!(alpha > 1) || !isfinite(alpha))
     return dpo_err(DPO_EINVAL, "rdp: order alpha=%g must be finite and > 1", alpha);
@@ -119,6 +121,44 @@ static double dpo__interp(double alpha, double (*logA)(int64_t, double, double),
   return ((1 - th) * l0 + th * l1) / (alpha - 1);
 }
 
+/* log A_alpha for a fractional alpha > 1 (Mironov-Talwar-Zhang 2019, Sec. 3.3, the two-sided
+ * series; the same math as TF Privacy's _compute_log_a_frac).  With r(x) = mu1/mu0 (x) =
+ * exp((2x - 1) / (2 z^2)), split the line at z0 where q r = 1 - q, z0 = z^2 log(1/q - 1) + 1/2:
+ *   x <= z0:  (1 - q + q r)^alpha = sum_i C(alpha,i) (1-q)^(alpha-i) q^i r^i        (q r <= 1-q)
+ *   x >= z0:  (q r + 1 - q)^alpha = sum_i C(alpha,i) q^(alpha-i) (1-q)^i r^(alpha-i)
+ * both binomial series converge (ratio <= 1) and, with E_mu0[r^t 1{x <= z0}] =
+ * exp((t^2 - t)/(2 z^2)) Phi((z0 - t)/z) and E_mu0[r^t 1{x >= z0}] = exp((t^2 - t)/(2 z^2))
+ * Phi((t - z0)/z), termwise integration gives A_alpha as two sums of signed terms.  For i > alpha
+ * the signs of C(alpha, i) alternate and the terms decrease, so the truncation error is at most
+ * the magnitude of the last term, which is added (the loop stops once terms are e^-40 of the
+ * sum).  Returns NAN if the series did not settle (the caller keeps the chord). */
+static double dpo__poisson_logA_frac(double alpha, double q, double z) {
+  double lq = log(q), l1q = log1p(-q), z2 = z * z;
+  double z0 = z2 * (log(1 / q - 1)) + 0.5;
+  double pos = -INFINITY, neg = -INFINITY, last = -INFINITY;
+  double lga = lgamma(alpha + 1);
+  for (int64_t i = 0; i < 2000000; i++) {
+    double di = (double)i, j = alpha - di;
+    int sg;
+    double lgj = lgamma_r(j + 1, &sg); /* C(alpha,i) = G(alpha+1) / (G(i+1) G(alpha-i+1)) */
+    double lc = lga - lgamma(di + 1) - lgj;
+    double s0 = lc + di * lq + j * l1q + (di * di - di) / (2 * z2) + dpo__logPhi((z0 - di) / z);
+    double s1 = lc + j * lq + di * l1q + (j * j - j) / (2 * z2) + dpo__logPhi((j - z0) / z);
+    double t = dpo__lse(s0, s1);
+    if (sg > 0) pos = dpo__lse(pos, t);
+    else neg = dpo__lse(neg, t);
+    last = t;
+    if (di > alpha + 1 && t < pos - 40) break;
+  }
+  if (!(last < pos - 40)) return NAN;
+  /* log(e^pos - e^neg + e^last) */
+  double d = neg > -INFINITY ? neg - pos : -INFINITY;
+  if (!(d < 0)) return NAN;
+  double la = pos + log1p(-exp(d));
+  la = dpo__lse(la, last);
+  return la > 0 ? la : 0.0;
+}
+
 int dpo_rdp_poisson_gaussian(double q, double z, double alpha, double *rdp) {
   int st;
   if ((st = dpo__check_alpha(alpha)) || (st = dpo__check_z(z))) return st;
@@ -129,6 +169,10 @@ int dpo_rdp_poisson_gaussian(double q, double z, double alpha, double *rdp) {
   }
   if (q == 1) return dpo_rdp_gaussian(z, alpha, rdp);
   double r = dpo__interp(alpha, dpo__poisson_logA, q, z);
+  if (floor(alpha) != alpha) { /* the exact value, when the series settles, is below the chord */
+    double lf = dpo__poisson_logA_frac(alpha, q, z);
+    if (isfinite(lf) && lf / (alpha - 1) < r) r = lf / (alpha - 1);
+  }
   double g;
   dpo_rdp_gaussian(z, alpha, &g);
   r = dpo__rdp_up(r);
@@ -430,6 +474,36 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
 }
 
+static int dpo__key_fits(const char *s) { return s && strlen(s) < 16; }
+
+int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
+  if (!c || !dpo__key_fits(c->mechanism) || !dpo__key_fits(c->sampling) ||
+      !dpo__key_fits(c->accounting))
+    return dpo__rdp_release(c, rc); /* validates and reports */
+  if (k->valid && !strcmp(k->mechanism, c->mechanism) && !strcmp(k->sampling, c->sampling) &&
+      !strcmp(k->accounting, c->accounting) && k->m == c->m && k->n == c->n &&
+      k->dim == c->dim && k->noise_scale == c->noise_scale &&
+      k->sensitivity == c->sensitivity && k->rho == c->rho) {
+    *rc = k->curve;
+    return DPO_OK;
+  }
+  int st = dpo__rdp_release(c, rc);
+  if (st) return st;
+  memset(k, 0, sizeof *k);
+  strcpy(k->mechanism, c->mechanism);
+  strcpy(k->sampling, c->sampling);
+  strcpy(k->accounting, c->accounting);
+  k->m = c->m;
+  k->n = c->n;
+  k->dim = c->dim;
+  k->noise_scale = c->noise_scale;
+  k->sensitivity = c->sensitivity;
+  k->rho = c->rho;
+  k->curve = *rc;
+  k->valid = 1;
+  return DPO_OK;
+}
+
 void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
                       int64_t group) {
   int disjoint = dpo__streq2(sampling, "disjoint");
@@ -458,7 +532,7 @@ static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, 
                                int commit, dpo__acct_result_t *r) {
   dpo__rdpacct_t *s = state, ns = *s;
   dpo_rdp_curve_t rc, tot, old;
-  int st = dpo__rdp_release(c, &rc);
+  int st = dpo__rdp_release_cached(&ns.cache, c, &rc);
   if (st) return st;
   if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
   r->cost_delta = bdelta;

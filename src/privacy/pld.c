@@ -1,0 +1,383 @@
+/* Privacy loss distribution (PLD) accountant for compositions of the Gaussian mechanism, plain
+ * or Poisson-subsampled (add/remove neighbours), and calibration on it.
+ *
+ * The privacy loss of a pair (P, Q) is L = log(P/Q)(o), o ~ P; the hockey-stick divergence is
+ *   delta(eps) = E_P[(1 - e^(eps - L))_+] + P(L = inf)          (Koskela et al. 2020, Sec. 2)
+ * and a k-fold composition has L = L_1 + ... + L_k (independent), so its PLD is the k-fold
+ * convolution.  Discretization is pessimistic (Meiser-Mohammadi 2018; dp_accounting's
+ * "pessimistic" PLD): every loss is rounded UP to the grid h Z.  Since (1 - e^(eps - L))_+ is
+ * increasing in L and the rounded losses dominate the true ones pointwise (one coupling for each
+ * step), the delta of the rounded composition bounds the true one, for every eps.
+ *
+ * Tails: the loss range of one step is cut where the remaining mass is below DPO__PLD_TAU; mass
+ * below the range is moved up to its first point (rounding up again) and mass above it goes to
+ * the infinite loss (it counts fully in delta), and after each convolution the same is done to
+ * the composed PMF.  Floating point: each FFT convolution's error is bounded in l1 by
+ * 8 u log2(N) sqrt(N) (||a||_2 + ||b||_2) (u = 2^-53; the usual FFT error bound with a generous
+ * constant), which is added to the infinite-loss mass (delta is a sum of masses times weights
+ * in [0, 1]); negative bins are set to 0.  Both only raise delta.
+ *
+ * Pairs (z = sigma / sensitivity, q = m/n; mix = (1-q) N(0, z^2) + q N(1, z^2)):
+ *   none:     P = N(0, z^2), Q = N(1, z^2) (symmetric: one direction)
+ *   poisson:  remove: P = mix, Q = N(0, z^2);  add: P = N(0, z^2), Q = mix
+ *             (the dominating pairs of Zhu-Dong-Wang 2022 / dp_accounting for add/remove); each
+ *             is composed k times and delta is the larger of the two.
+ * With g(x) = log(1 - q + q exp((2x - 1) / (2 z^2))), increasing in x, the losses are
+ * L = g(o), o ~ mix (remove) and L = -g(o), o ~ N(0, z^2) (add); q = 1 is the plain Gaussian.
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DPO__PLD_TAU 1e-13 /* tail mass cut per side, per step and per convolution */
+#define DPO__PLD_CUT 8.3   /* Phi(-8.3) < 1e-16 */
+
+typedef struct {
+  int64_t off; /* loss of bin i is (off + i) h */
+  int64_t len;
+  double *p;
+  double inf; /* mass at +infinity (plus the slack of every rounding) */
+} dpo__pmf_t;
+
+static double dpo__Phi_(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+/* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q) */
+static double dpo__ginv(double s, double q, double z) {
+  double t = q < 1 ? expm1(s) + q : exp(s); /* e^s - (1 - q) */
+  if (!(t > 0)) return -INFINITY;
+  return z * z * (log(t) - log(q)) + 0.5;
+}
+static double dpo__g(double x, double q, double z) {
+  double e = (2 * x - 1) / (2 * z * z);
+  if (q == 1) return e;
+  return e > 0 ? e + log(q + (1 - q) * exp(-e)) : log1p(q * expm1(e));
+}
+
+/* P(o <= x) and P(o > x) for o ~ (1 - w) N(0, z^2) + w N(1, z^2) */
+static double dpo__F(double x, double w, double z) {
+  if (x == -INFINITY) return 0;
+  return (1 - w) * dpo__Phi_(x / z) + w * dpo__Phi_((x - 1) / z);
+}
+static double dpo__S(double x, double w, double z) {
+  if (x == -INFINITY) return 1;
+  return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
+}
+/* P(a < o <= b), from the side where it is not a difference of two numbers near 1 */
+static double dpo__mass(double a, double b, double w, double z) {
+  double d = a > 0.5 ? dpo__S(a, w, z) - dpo__S(b, w, z) : dpo__F(b, w, z) - dpo__F(a, w, z);
+  return d > 0 ? d : 0;
+}
+
+/* the one-step PMF, rounded up to h Z; dir 0 = remove (or the plain Gaussian), 1 = add */
+static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
+  double olo = -DPO__PLD_CUT * z, ohi = 1 + DPO__PLD_CUT * z;
+  double tlo = dir ? -dpo__g(ohi, q, z) : dpo__g(olo, q, z);
+  double thi = dir ? -dpo__g(olo, q, z) : dpo__g(ohi, q, z);
+  int64_t ilo = (int64_t)ceil(tlo / h), ihi = (int64_t)ceil(thi / h);
+  if ((double)(ihi - ilo) > 5e7)
+    return dpo_err(DPO_EINVAL, "pld: %g grid points for one step (raise the interval h=%g)",
+                   (double)(ihi - ilo), h);
+  r->off = ilo;
+  r->len = ihi - ilo + 1;
+  r->p = calloc((size_t)r->len, sizeof(double));
+  if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
+  double w = dir ? 0.0 : q; /* o ~ mix (remove) or N(0, z^2) (add) */
+  /* bin i collects the losses in ((i-1) h, i h]; the first also everything below */
+  for (int64_t i = 0; i < r->len; i++) {
+    double hi = (double)(ilo + i) * h, lo = hi - h, m;
+    if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
+      double a = i == 0 ? -INFINITY : dpo__ginv(lo, q, z), b = dpo__ginv(hi, q, z);
+      m = b == -INFINITY ? 0 : i == 0 ? dpo__F(b, w, z) : dpo__mass(a, b, w, z);
+    } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
+      double a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : dpo__ginv(-lo, q, z);
+      m = b == INFINITY ? dpo__S(a, w, z) : b == -INFINITY ? 0 : dpo__mass(a, b, w, z);
+    }
+    r->p[i] = m;
+  }
+  /* losses above the last bin: o above it (remove) or below it (add) */
+  r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, z), w, z)
+               : dpo__S(dpo__ginv((double)ihi * h, q, z), w, z);
+  return DPO_OK;
+}
+
+/* ---- radix-2 FFT (in place, n a power of 2; sign -1 forward, +1 inverse unscaled) */
+static int dpo__fft(double complex *x, int64_t n, int sign) {
+  for (int64_t i = 1, j = 0; i < n; i++) {
+    int64_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      double complex t = x[i];
+      x[i] = x[j];
+      x[j] = t;
+    }
+  }
+  /* twiddles computed directly (no recurrence): error O(u) each */
+  double complex *w = malloc(sizeof(double complex) * (size_t)(n / 2 + 1));
+  if (!w) return DPO_ENOMEM;
+  for (int64_t k = 0; k < n / 2; k++) {
+    double ang = sign * 2.0 * M_PI * (double)k / (double)n;
+    w[k] = cos(ang) + I * sin(ang);
+  }
+  for (int64_t len = 2; len <= n; len <<= 1) {
+    int64_t half = len >> 1, stride = n / len;
+    for (int64_t s = 0; s < n; s += len)
+      for (int64_t k = 0; k < half; k++) {
+        double complex u = x[s + k], v = x[s + k + half] * w[k * stride];
+        x[s + k] = u + v;
+        x[s + k + half] = u - v;
+      }
+  }
+  free(w);
+  return DPO_OK;
+}
+
+static double dpo__l2(const dpo__pmf_t *a) {
+  double s = 0;
+  for (int64_t i = 0; i < a->len; i++) s += a->p[i] * a->p[i];
+  return sqrt(s);
+}
+
+/* cut the tails of r: mass below the first kept bin moves up into it, mass above the last kept
+ * bin goes to +inf */
+static void dpo__truncate(dpo__pmf_t *r) {
+  int64_t lo = 0, hi = r->len - 1;
+  double cl = 0, ch = 0;
+  while (lo < hi && cl + r->p[lo] <= DPO__PLD_TAU) cl += r->p[lo++];
+  while (hi > lo && ch + r->p[hi] <= DPO__PLD_TAU) ch += r->p[hi--];
+  r->p[lo] += cl;
+  r->inf += ch;
+  if (lo > 0) memmove(r->p, r->p + lo, sizeof(double) * (size_t)(hi - lo + 1));
+  r->off += lo;
+  r->len = hi - lo + 1;
+}
+
+/* r = a * b (PMF convolution); a and b are kept */
+static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
+  int64_t len = a->len + b->len - 1;
+  double *p = calloc((size_t)len, sizeof(double));
+  if (!p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
+  double slack = 0;
+  if ((double)a->len * (double)b->len < 4e6) { /* direct: error far below the slack added */
+    for (int64_t i = 0; i < a->len; i++)
+      for (int64_t j = 0; j < b->len; j++) p[i + j] += a->p[i] * b->p[j];
+    slack = (double)len * 4e-16 * (double)(a->len + b->len) * dpo__l2(a) * dpo__l2(b);
+  } else {
+    int64_t n = 1, lg = 0;
+    while (n < len) n <<= 1, lg++;
+    double complex *x = calloc((size_t)n, sizeof(double complex));
+    double complex *y = calloc((size_t)n, sizeof(double complex));
+    if (!x || !y) {
+      free(x), free(y), free(p);
+      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+    }
+    for (int64_t i = 0; i < a->len; i++) x[i] = a->p[i];
+    for (int64_t i = 0; i < b->len; i++) y[i] = b->p[i];
+    if (dpo__fft(x, n, -1) || dpo__fft(y, n, -1)) {
+      free(x), free(y), free(p);
+      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++) x[i] *= y[i];
+    if (dpo__fft(x, n, +1)) {
+      free(x), free(y), free(p);
+      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+    }
+    for (int64_t i = 0; i < len; i++) {
+      double v = creal(x[i]) / (double)n;
+      p[i] = v > 0 ? v : 0;
+    }
+    free(x);
+    free(y);
+    /* ||error||_2 <= c u log2(N) (||a||_2 ||b||_1 + ||a||_1 ||b||_2) for the forward FFTs, the
+     * product and the inverse (||A||_inf <= ||a||_1 <= 1); ||.||_1 <= sqrt(N) ||.||_2; c = 8 */
+    slack = sqrt((double)n) * 8.0 * 1.12e-16 * (double)(lg + 1) * (dpo__l2(a) + dpo__l2(b));
+  }
+  r->p = p;
+  r->len = len;
+  r->off = a->off + b->off;
+  r->inf = a->inf + b->inf + slack; /* >= 1 - (1 - a)(1 - b) */
+  dpo__truncate(r);
+  return DPO_OK;
+}
+
+/* a^k by repeated squaring; *a is consumed */
+static int dpo__pmf_pow(dpo__pmf_t *a, int64_t k, dpo__pmf_t *r) {
+  dpo__pmf_t acc = {0, 0, NULL, 0}, t;
+  int st = DPO_OK, have = 0;
+  dpo__truncate(a);
+  while (k > 0) {
+    if (k & 1) {
+      if (!have) {
+        acc = *a;
+        acc.p = malloc(sizeof(double) * (size_t)a->len);
+        if (!acc.p) { st = dpo_err(DPO_ENOMEM, "pld: out of memory"); break; }
+        memcpy(acc.p, a->p, sizeof(double) * (size_t)a->len);
+        have = 1;
+      } else {
+        if ((st = dpo__conv(&acc, a, &t))) break;
+        free(acc.p);
+        acc = t;
+      }
+    }
+    k >>= 1;
+    if (k > 0) {
+      if ((st = dpo__conv(a, a, &t))) break;
+      free(a->p);
+      *a = t;
+    }
+  }
+  free(a->p);
+  a->p = NULL;
+  if (st) {
+    free(acc.p);
+    return st;
+  }
+  *r = acc;
+  return DPO_OK;
+}
+
+static double dpo__pmf_delta(const dpo__pmf_t *r, double h, double eps) {
+  double d = 0;
+  for (int64_t i = r->len - 1; i >= 0; i--) {
+    double t = (double)(r->off + i) * h;
+    if (t <= eps) break;
+    d += r->p[i] * -expm1(eps - t);
+  }
+  return d + r->inf;
+}
+
+/* ---- public */
+
+struct dpo__pld_comp {
+  dpo__pmf_t dir[2];
+  int ndir;
+  double h;
+};
+
+static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
+                          double h, struct dpo__pld_comp *c) {
+  memset(c, 0, sizeof *c);
+  if (!(z > 0) || !isfinite(z) || steps < 1 || !(h > 0) || !isfinite(h))
+    return dpo_err(DPO_EINVAL, "pld: need z > 0, steps >= 1, interval h > 0 (got %g, %lld, %g)",
+                   z, (long long)steps, h);
+  double q = 1;
+  if (sampling && !strcmp(sampling, "poisson")) {
+    if (m < 0 || n < 1 || m > n)
+      return dpo_err(DPO_EINVAL, "pld: poisson rate m/n needs 0 <= m <= n (m=%lld, n=%lld)",
+                     (long long)m, (long long)n);
+    q = (double)m / (double)n;
+  } else if (!sampling || (strcmp(sampling, "none") && strcmp(sampling, "disjoint"))) {
+    return dpo_err(DPO_EUNSUP, "pld: sampling '%s' not supported (none or poisson)",
+                   sampling ? sampling : "(null)");
+  }
+  c->h = h;
+  c->ndir = q < 1 ? 2 : 1;
+  if (q == 0) { /* nothing released */
+    c->ndir = 0;
+    return DPO_OK;
+  }
+  for (int d = 0; d < c->ndir; d++) {
+    dpo__pmf_t one;
+    int st = dpo__pmf_step(q, z, d, h, &one);
+    if (!st) st = dpo__pmf_pow(&one, steps, &c->dir[d]);
+    if (st) {
+      for (int e = 0; e < d; e++) free(c->dir[e].p);
+      c->ndir = 0;
+      return st;
+    }
+  }
+  return DPO_OK;
+}
+
+static void dpo__pld_free(struct dpo__pld_comp *c) {
+  for (int d = 0; d < c->ndir; d++) free(c->dir[d].p);
+  c->ndir = 0;
+}
+
+static double dpo__comp_delta(const struct dpo__pld_comp *c, double eps) {
+  double d = 0;
+  for (int i = 0; i < c->ndir; i++) d = fmax(d, dpo__pmf_delta(&c->dir[i], c->h, eps));
+  return d;
+}
+
+/* smallest eps on a fine bisection with delta(eps) <= delta; INFINITY if none */
+static double dpo__comp_eps(const struct dpo__pld_comp *c, double delta) {
+  if (c->ndir == 0 || dpo__comp_delta(c, 0) <= delta) return 0;
+  double hi = 0;
+  for (int i = 0; i < c->ndir; i++)
+    hi = fmax(hi, (double)(c->dir[i].off + c->dir[i].len) * c->h);
+  if (dpo__comp_delta(c, hi) > delta) return INFINITY; /* the +inf mass alone exceeds delta */
+  double lo = 0;
+  for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (dpo__comp_delta(c, mid) <= delta) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
+                  double eps, double h, double *delta) {
+  struct dpo__pld_comp c;
+  if (!delta || !(eps >= 0)) return dpo_err(DPO_EINVAL, "pld_delta: need eps >= 0");
+  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
+  if (st) return st;
+  double d = dpo__comp_delta(&c, eps);
+  *delta = d < 1 ? d : 1.0;
+  dpo__pld_free(&c);
+  return DPO_OK;
+}
+
+int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
+                double delta, double h, double *eps) {
+  struct dpo__pld_comp c;
+  if (!eps || !(delta > 0 && delta < 1))
+    return dpo_err(DPO_EINVAL, "pld_eps: delta=%g must be in (0, 1)", delta);
+  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
+  if (st) return st;
+  *eps = dpo__comp_eps(&c, delta);
+  dpo__pld_free(&c);
+  return DPO_OK;
+}
+
+double dpo_pld_auto_h(double eps, int64_t steps) {
+  /* rounding up costs at most h per step in the composed loss: keep steps * h <= eps / 10 */
+  double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
+  return fmax(1e-6, fmin(DPO_PLD_H, h));
+}
+
+int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
+                      double delta, double *z) {
+  int st;
+  double h = dpo_pld_auto_h(eps, steps);
+  if (!z || !(eps > 0) || !isfinite(eps) || !(delta > 0 && delta < 1) || steps < 1)
+    return dpo_err(DPO_EINVAL, "pld_calibrate: need eps > 0, delta in (0, 1), steps >= 1");
+  /* the RDP multiplier meets the target (its bound is valid, PLD's is tighter): bisect below */
+  double hi, lo, e;
+  if ((st = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &hi))) return st;
+  if ((st = dpo_pld_eps(sampling, m, n, hi, steps, delta, h, &e))) return st;
+  if (e > eps) { /* discretization coarser than the RDP slack: keep RDP's (valid) answer */
+    *z = hi;
+    return DPO_OK;
+  }
+  lo = 0.7 * hi; /* PLD gains at most ~30% over RDP here; widened below if not */
+  for (;;) {
+    if ((st = dpo_pld_eps(sampling, m, n, lo, steps, delta, h, &e))) return st;
+    if (e > eps) break;
+    hi = lo;
+    lo *= 0.7;
+  }
+  while (hi - lo > 1e-3 * hi) {
+    double mid = 0.5 * (lo + hi);
+    if ((st = dpo_pld_eps(sampling, m, n, mid, steps, delta, h, &e))) return st;
+    if (e <= eps) hi = mid;
+    else lo = mid;
+  }
+  *z = hi; /* eps(hi) <= target was verified for this exact double */
+  return DPO_OK;
+}
