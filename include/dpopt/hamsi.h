@@ -156,6 +156,12 @@ typedef struct {
   uint64_t seed;       /* initial point, schedule shuffles, HOGWILD/COLOR-B, held-out split */
   int repro;           /* 1: bit-identical across rank counts (per-block reduction slots) */
   int eval_every;      /* evaluate RMSE every this many epochs (0 = only at the end) */
+  double eval_budget;  /* > 0: an evaluation due by eval_every is made only when the time spent
+                          evaluating stays <= this fraction of the wall time (rank 0's clock,
+                          so which epochs appear in the trace depends on timing; the factors
+                          do not).  With early_stop the held-out RMSE of every due epoch is
+                          still computed (the training RMSE of a skipped one is NaN), so the
+                          kept point does not depend on timing.  Default 0: every due epoch. */
   /* Safeguards of HAMSI (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened

@@ -27,6 +27,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--time", "mf.time", "SEC", "stop after SEC seconds of training (evaluation excluded)"},
       {"--holdout", "mf.holdout", "F", "held-out fraction for test RMSE (default 0.1)"},
       {"--eval-every", "mf.eval_every", "T", "evaluate every T epochs (default 1; 0 = at the end)"},
+      {"--eval-budget", "mf.eval_budget", "F", "skip due evaluations that would take evaluation over F of the wall time (default 0.04; 0 = evaluate every T epochs; with --early-stop the held-out RMSE is still taken every T epochs)"},
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},

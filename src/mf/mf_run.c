@@ -34,6 +34,8 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "biases", json_object_new_boolean(res->biases));
   if (res->biases) json_object_object_add(j, "mean", dpo_json_double(res->mu));
   json_object_object_add(j, "early_stop", json_object_new_int64(o->early_stop));
+  json_object_object_add(j, "eval_every", json_object_new_int(o->eval_every));
+  json_object_object_add(j, "eval_budget", dpo_json_double(o->eval_budget));
   if (res->best_epoch > 0) {
     json_object_object_add(j, "best_epoch", json_object_new_int64(res->best_epoch));
     json_object_object_add(j, "best_test_rmse", dpo_json_double(res->best_test_rmse));
@@ -169,6 +171,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
       (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
       (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
+      (rc = dpo_config_get_double(cfg, "mf.eval_budget", DPO_MF_EVAL_BUDGET, &o.eval_budget)) ||
       (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
       (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
       (rc = dpo_config_get_bool(cfg, "mf.biases", 0, &bz)) ||
