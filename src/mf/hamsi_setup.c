@@ -514,7 +514,7 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->gbc, h->B);
   DPO__ALLOC(h->sc, h->B);
   DPO__ALLOC(h->yc, h->B);
-  DPO__ALLOC(h->req, 2 * h->B + 2);
+  DPO__ALLOC(h->req, 4 * h->B + 4); /* per block: x and history, receive and send */
   int64_t maxc = 0;
   for (int32_t c = 0; c < h->B; c++) {
     if (dpo__nvc(h, c) > maxc) maxc = dpo__nvc(h, c);
