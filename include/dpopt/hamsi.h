@@ -188,6 +188,11 @@ typedef struct {
   /* Early stopping: stop when the held-out RMSE has not improved for early_stop epochs
    * (evaluated every eval_every epochs; 0 = off) and return the best evaluated point. */
   int64_t early_stop;
+  /* Optional initial factors (NULL: uniform from the seed, as above): x1_init n_users x r and
+   * x2t_init n_items x r (row-major, the factor columns only; biases still start at 0), on
+   * every rank, with n_users / n_items the maxima over the ranks' ratings (the caller checks
+   * the lengths).  Used to start two implementations from the same point (jobs/bench/hamsi). */
+  const double *x1_init, *x2t_init;
 } dpo_hamsi_opts_t;
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);

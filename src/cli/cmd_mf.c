@@ -23,6 +23,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long (default 30; 0 = off)"},
       {"--reject-tol", "mf.reject_tol", "F", "safeguard: undo an epoch that raises its repeated stratum's objective by more than F and reset the memory (default 0.1; < 0 = off)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
+      {"--x0", "mf.x0", "DIR", "initial factors from DIR/X1.txt and DIR/X2t.txt (the --out layout; users x R and items x R)"},
       {"--epochs", "mf.epochs", "T", "outer iterations (default 20, or with --time until the time; 0 with --time: until the time)"},
       {"--time", "mf.time", "SEC", "stop after SEC seconds of training (evaluation excluded)"},
       {"--holdout", "mf.holdout", "F", "held-out fraction for test RMSE (default 0.1)"},
