@@ -186,7 +186,10 @@ typedef struct {
    * (-init_scale/2, init_scale/2) (the centred ratings have mean 0), biases at 0. */
   int biases;
   /* Early stopping: stop when the held-out RMSE has not improved for early_stop epochs
-   * (evaluated every eval_every epochs; 0 = off) and return the best evaluated point. */
+   * (evaluated every eval_every epochs; 0 = off) and the training RMSE on a fixed 1/8 sample
+   * of the training ratings has meanwhile fallen 0.5% below its value at the best epoch (the
+   * fit moved on, the held-out error did not follow: overfitting; on a plateau both are flat
+   * and the run goes on), and return the best evaluated point. */
   int64_t early_stop;
   /* Optional initial factors (NULL: uniform from the seed, as above): x1_init n_users x r and
    * x2t_init n_items x r (row-major, the factor columns only; biases still start at 0), on

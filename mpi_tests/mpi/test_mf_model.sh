@@ -5,7 +5,8 @@
 # biases go to side files.
 #  - the biased model's held-out RMSE is within 20% of the noise sd 0.3 and below the
 #    unbiased model's; the fitted b_u and b_i correlate with the true ones (> 0.9);
-#  - early stopping stops `patience` epochs after the best held-out RMSE, whose value is the
+#  - early stopping (overfitting: the training fit goes on) stops `patience` epochs after the
+#    best held-out RMSE, whose value is the
 #    minimum of trace.csv, and keeps that epoch's factors: identical files to a run of
 #    exactly best_epoch epochs;
 #  - mf-predict on the ratings file reproduces the model's values: the RMSE of its

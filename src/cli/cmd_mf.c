@@ -19,7 +19,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0; with --biases 10, chosen on gen ratings --realistic)"},
       {"--biases", "mf.biases", NULL, "model mu + b_u + b_i + x1'x2: global mean and user/item biases fitted with the factors"},
-      {"--early-stop", "mf.early_stop", "P", "stop when the held-out RMSE has not improved for P epochs and keep the best epoch's factors (default 0 = off; HAMSI plateaus: P >= 50)"},
+      {"--early-stop", "mf.early_stop", "P", "stop once the held-out RMSE has not improved for P epochs while the training fit went on improving (a sampled training RMSE 0.5% below its value at the best epoch, so plateaus do not stop the run) and keep the best epoch's factors (default 0 = off; 10 works at rank 10 to 50)"},
       {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long (default 30; 0 = off)"},
       {"--reject-tol", "mf.reject_tol", "F", "safeguard: undo an epoch that raises its repeated stratum's objective by more than F and reset the memory (default 0.1; < 0 = off)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
