@@ -34,8 +34,9 @@
  *
  * Distribution: rank p owns a contiguous range of user intervals (rows of X1) and their
  * ratings; the item blocks of X2, with their rows of the L-BFGS history S and Y, travel
- * between the ranks (nonblocking sends posted as soon as a block is done, overlapping the
- * remaining local blocks), one stratum per inner step.  Rank 0 decides the stratum schedule
+ * between the ranks (nonblocking: the history rows [S | Y] are sent when the stratum starts
+ * and travel while it computes, the factor rows as soon as the block is done), one stratum
+ * per inner step.  Rank 0 decides the stratum schedule
  * and broadcasts it.  Results do not depend on the number of ranks; with opts.repro = 1 they
  * are bit-identical (per-block partial sums are reduced in block order).
  */
