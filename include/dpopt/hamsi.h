@@ -34,8 +34,9 @@
  *
  * Distribution: rank p owns a contiguous range of user intervals (rows of X1) and their
  * ratings; the item blocks of X2, with their rows of the L-BFGS history S and Y, travel
- * between the ranks (nonblocking sends posted as soon as a block is done, overlapping the
- * remaining local blocks), one stratum per inner step.  Rank 0 decides the stratum schedule
+ * between the ranks (nonblocking: the history rows [S | Y] are sent when the stratum starts
+ * and travel while it computes, the factor rows as soon as the block is done), one stratum
+ * per inner step.  Rank 0 decides the stratum schedule
  * and broadcasts it.  Results do not depend on the number of ranks; with opts.repro = 1 they
  * are bit-identical (per-block partial sums are reduced in block order).
  */
@@ -156,6 +157,12 @@ typedef struct {
   uint64_t seed;       /* initial point, schedule shuffles, HOGWILD/COLOR-B, held-out split */
   int repro;           /* 1: bit-identical across rank counts (per-block reduction slots) */
   int eval_every;      /* evaluate RMSE every this many epochs (0 = only at the end) */
+  double eval_budget;  /* > 0: an evaluation due by eval_every is made only when the time spent
+                          evaluating stays <= this fraction of the wall time (rank 0's clock,
+                          so which epochs appear in the trace depends on timing; the factors
+                          do not).  With early_stop the held-out RMSE of every due epoch is
+                          still computed (the training RMSE of a skipped one is NaN), so the
+                          kept point does not depend on timing.  Default 0: every due epoch. */
   /* Safeguards of HAMSI (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
@@ -180,8 +187,16 @@ typedef struct {
    * (-init_scale/2, init_scale/2) (the centred ratings have mean 0), biases at 0. */
   int biases;
   /* Early stopping: stop when the held-out RMSE has not improved for early_stop epochs
-   * (evaluated every eval_every epochs; 0 = off) and return the best evaluated point. */
+   * (evaluated every eval_every epochs; 0 = off) and the training RMSE on a fixed 1/8 sample
+   * of the training ratings has meanwhile fallen 0.5% below its value at the best epoch (the
+   * fit moved on, the held-out error did not follow: overfitting; on a plateau both are flat
+   * and the run goes on), and return the best evaluated point. */
   int64_t early_stop;
+  /* Optional initial factors (NULL: uniform from the seed, as above): x1_init n_users x r and
+   * x2t_init n_items x r (row-major, the factor columns only; biases still start at 0), on
+   * every rank, with n_users / n_items the maxima over the ranks' ratings (the caller checks
+   * the lengths).  Used to start two implementations from the same point (jobs/bench/hamsi). */
+  const double *x1_init, *x2t_init;
 } dpo_hamsi_opts_t;
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);

@@ -5,13 +5,16 @@
 # biases go to side files.
 #  - the biased model's held-out RMSE is within 20% of the noise sd 0.3 and below the
 #    unbiased model's; the fitted b_u and b_i correlate with the true ones (> 0.9);
-#  - early stopping stops `patience` epochs after the best held-out RMSE, whose value is the
+#  - early stopping (overfitting: the training fit goes on) stops `patience` epochs after the
+#    best held-out RMSE, whose value is the
 #    minimum of trace.csv, and keeps that epoch's factors: identical files to a run of
 #    exactly best_epoch epochs;
 #  - mf-predict on the ratings file reproduces the model's values: the RMSE of its
 #    predictions equals the one the run reports (training and held-out combined), with and
 #    without biases; pairs outside the model are refused, naming the line;
-#  - with --repro the biased model is bit-identical on 1 and 2 ranks.
+#  - with --repro the biased model is bit-identical on 1 and 2 ranks;
+#  - --x0 DIR starts from DIR's factors: zero epochs give them back unchanged (1 and 2 ranks),
+#    biased or not, and factors of the wrong shape are refused.
 . "$(dirname "$0")/testlib.sh"
 R="$T/syn.txt"
 awk -v buf="$T/bu.true" -v bif="$T/bi.true" '
@@ -98,4 +101,17 @@ expect 1 "$DPOPT" mf-predict "$T/pairs"
 has "$T/err" "run DIR is required" "mf-predict needs --run"
 expect 1 "$DPOPT" mf --biases --early-stop 3 --holdout 0 "$R"
 has "$T/err" "early stopping needs a held-out split" "early stopping without a held-out split is refused"
+# ---- --x0: start from given factors (here a run's own output)
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 4 --epochs 3 --out "$T/x0src" "$R"
+for P in 1 2; do
+  for B in "" --biases; do
+    expect 0 $MPI -np $P "$DPOPT" mf --rank 4 --epochs 0 $B --x0 "$T/x0src" --out "$T/x0$P$B" "$R"
+    check "x0 np $P $B: zero epochs give X1 back" cmp -s "$T/x0src/X1.txt" "$T/x0$P$B/X1.txt"
+    check "x0 np $P $B: zero epochs give X2t back" cmp -s "$T/x0src/X2t.txt" "$T/x0$P$B/X2t.txt"
+  done
+done
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 4 --epochs 3 --x0 "$T/x0src" --out "$T/x0run" "$R"
+check "x0: training goes on from there" jq -e '.train_rmse_nonprivate < .train_rmse_initial_nonprivate' "$T/x0run/summary.json"
+expect 2 $MPI -np 2 "$DPOPT" mf --rank 5 --epochs 1 --x0 "$T/x0src" "$R"
+has "$T/err" "the ratings and --rank need" "x0 of the wrong shape is refused"
 finish test_mf_model

@@ -7,7 +7,11 @@
 #  - with --repro the safeguards' decisions, hence the factors, do not depend on the ranks;
 #  - a failing run leaves trace.csv (rows written as the run went), summary.json that parses
 #    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED;
-#  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases.
+#  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases;
+#  - rank 50 with --biases on realistic ratings diverges without the safeguards (epoch 10) and
+#    with the defaults runs 60 epochs with a finite held-out RMSE that went down and stayed;
+#  - the evaluation budget (default 4% of the wall time) changes which epochs are evaluated,
+#    never the factors, nor the point early stopping keeps.
 . "$(dirname "$0")/testlib.sh"
 R="$T/r.txt"
 OFF="--step-cap 0 --reject-tol -1"
@@ -16,7 +20,7 @@ jqt() { jq -e "$1" "$2" >/dev/null; }
 finite() { jqt "$2 | (isnan or isinfinite or . == null) | not" "$1"; }
 
 # ---- the failing run first: it shows the case is real
-expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --epochs 20 $OFF --out "$T/off" "$R"
+expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/off" "$R"
 has "$T/err" "diverged at epoch 7" "rank 50 without safeguards diverges at epoch 7"
 check "FAILED left" test -s "$T/off/FAILED"
 has "$T/off/FAILED" "last good point (end of epoch 6)" "FAILED names the last good epoch"
@@ -67,4 +71,32 @@ check "realistic: every user has >= 20 ratings" awk -F'::' '{n[$1]++} END {k = 0
 awk -F'::' '{s[$1] += $3; n[$1]++} END {for (u in s) {m = s[u] / n[u]; a += m; b += m * m; k++}
   print sqrt(b / k - (a / k) ^ 2)}' "$T/real.txt" >"$T/usd"
 check "realistic: user bias spread $(cat "$T/usd") > 0.25" awk '{exit !($1 > 0.25)}' "$T/usd"
+
+# ---- rank 50, biased model, realistic ratings: long enough to have diverged before the
+# safeguards, then finite and improving held-out RMSE with the defaults
+RR="$T/real.txt"
+expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 $OFF "$RR"
+has "$T/err" "diverged at epoch" "rank 50 biased without safeguards diverges"
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --eval-budget 0 --out "$T/b50" "$RR"
+grep -v '^#' "$T/b50/trace.csv" | tail -n +2 | cut -d, -f1,5 >"$T/b50.tr"
+check "rank 50 biased: 60 trace rows" test "$(wc -l <"$T/b50.tr")" -eq 60
+check "rank 50 biased: every held-out RMSE finite" awk -F, '$2 + 0 != $2 || $2 != $2 + 0 || $2 > 10 {exit 1}' "$T/b50.tr"
+# went down: the last is below the first by 1%, and the second half never rises 0.01 above the
+# best of the first half (no blow-up)
+check "rank 50 biased: held-out RMSE decreased" awk -F, 'NR == 1 {f = $2} {l = $2} NR <= 30 && (m == "" || $2 < m) {m = $2}
+  NR > 30 && $2 > m + 0.01 {exit 1} END {exit !(l < 0.99 * f)}' "$T/b50.tr"
+check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
+
+# ---- evaluation budget: same factors with the default budget and with every epoch evaluated;
+# early stopping keeps the same epoch either way
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --out "$T/b50d" "$RR"
+check "budget: X1 identical to every-epoch evaluation" cmp -s "$T/b50/X1.txt" "$T/b50d/X1.txt"
+check "budget: X2t identical to every-epoch evaluation" cmp -s "$T/b50/X2t.txt" "$T/b50d/X2t.txt"
+check "budget: at most one row per epoch" test "$(grep -vc '^#' "$T/b50d/trace.csv")" -le 61
+for B in 0 0.04; do
+  expect 0 $MPI -np 2 "$DPOPT" mf --rank 10 --biases --epochs 40 --early-stop 5 --eval-budget $B --out "$T/es$B" "$RR"
+done
+check "budget: early stopping keeps the same epoch" test \
+  "$(jq .best_epoch "$T/es0/summary.json")" = "$(jq .best_epoch "$T/es0.04/summary.json")"
+check "budget: early stopping keeps the same factors" cmp -s "$T/es0/X1.txt" "$T/es0.04/X1.txt"
 finish test_mf_safeguard

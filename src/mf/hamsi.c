@@ -12,6 +12,7 @@
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
 #include "mf/hamsi_impl.h"
+#include "mf/mf_impl.h"
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -36,6 +37,7 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->seed = 1;
   o->repro = 0;
   o->eval_every = 1;
+  o->eval_budget = 0;
   o->step_cap = 30;
   o->reject_tol = 0.1;
 }
@@ -49,9 +51,15 @@ void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r) {
   free(r->trace);
   free(r);
 }
-/* Training RMSE (NON-PRIVATE diagnostic) and held-out RMSE at the current point. */
-static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, double *rtr,
-                     double *rte) {
+/* Training RMSE (NON-PRIVATE diagnostic; NaN when !train: the pass over the training ratings
+ * is 90% of an evaluation, the held-out split is small) and held-out RMSE at the current
+ * point.  rsm (may be NULL): the training RMSE on a fixed sample of about 1/8 of the training
+ * ratings (a hash of (user, item), so rank-independent), cheap enough for every early-stopping
+ * check. */
+#define DPO__ES_PROGRESS 0.005
+#define DPO__SAMPLE(u, i) ((dpo__mf_mix(((uint64_t)(uint32_t)(u) << 32) | (uint32_t)(i)) & 7) == 0)
+static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, int train,
+                     double *rtr, double *rte, double *rsm) {
   int32_t r = h->r;
   int32_t nparts = h->grid ? h->B : h->nch;
   memset(x2full, 0, sizeof(double) * (size_t)h->ni * r);
@@ -62,18 +70,26 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, dou
    * replicated (identical on every rank) */
   if (h->grid)
     DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x2full, h->ni * r, MPI_DOUBLE, MPI_SUM, h->comm));
-  double *part = calloc((size_t)nparts * 2, sizeof(double)), out[2];
+  /* per part: [training SSE, held-out SSE, sample SSE, sample count] */
+  double *part = calloc((size_t)nparts * 4, sizeof(double)), out[4];
   if (!part) return dpo_err(DPO_ENOMEM, "eval");
-  for (int64_t b = 0; b < h->nblk; b++) {
+  for (int64_t b = 0; b < h->nblk && (train || rsm); b++) {
     const dpo__blk_t *bk = &h->blk[b];
     int32_t p = h->grid ? h->i0 + (int32_t)(b / h->B) : 0;
     int64_t c0 = h->col_cut[bk->cb];
     for (int64_t k = bk->off; k < bk->off + bk->n; k++) {
+      int smp = rsm && DPO__SAMPLE(h->u0 + h->lu[k], c0 + h->li[k]);
+      if (!train && !smp) continue;
       if (!h->grid) p = h->chunk_of[h->u0 + h->lu[k]];
       double pr = 0;
       const double *a = h->x1 + (int64_t)h->lu[k] * r, *x = x2full + (c0 + h->li[k]) * r;
       for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
-      part[2 * p] += (pr - h->y[k]) * (pr - h->y[k]);
+      double e2 = (pr - h->y[k]) * (pr - h->y[k]);
+      if (train) part[4 * p] += e2;
+      if (smp) {
+        part[4 * p + 2] += e2;
+        part[4 * p + 3] += 1;
+      }
     }
   }
   for (int64_t k = 0; k < h->ntest; k++) {
@@ -81,13 +97,14 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, dou
     double pr = 0;
     const double *a = h->x1 + (int64_t)(h->tu_u[k] - h->u0) * r, *x = x2full + (int64_t)h->tu_i[k] * r;
     for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
-    part[2 * p + 1] += (pr - h->ty[k]) * (pr - h->ty[k]);
+    part[4 * p + 1] += (pr - h->ty[k]) * (pr - h->ty[k]);
   }
-  int st = dpo__hm_reduce_parts(h, part, nparts, 2, out);
+  int st = dpo__hm_reduce_parts(h, part, nparts, 4, out);
   free(part);
   if (st) return st;
-  *rtr = ntr ? sqrt(out[0] / ntr) : NAN;
+  *rtr = ntr && train ? sqrt(out[0] / ntr) : NAN;
   *rte = nte ? sqrt(out[1] / nte) : NAN;
+  if (rsm) *rsm = out[3] > 0 ? sqrt(out[2] / out[3]) : NAN;
   return DPO_OK;
 }
 
@@ -341,9 +358,10 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
   if (o->r < 1 || o->r > 1024 || (h->hamsi && (o->memory < 1 || o->memory > 256)) ||
       !(o->eta > 0) || !(o->gamma > 0) || !(o->sigma0 > 0) || o->lambda < 0 || o->epochs < 0 ||
       o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B ||
-      o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > 1024)
+      o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > 1024 || !(o->eval_budget >= 0) ||
+      o->eval_budget >= 1)
     st = dpo_err(DPO_EINVAL, "hamsi: bad options (r 1..1024 with the bias columns, memory 1..256, "
-                             "eta, gamma, sigma0 > 0, lambda >= 0, holdout in [0, 1), early_stop >= 0)");
+                             "eta, gamma, sigma0 > 0, lambda >= 0, holdout and eval_budget in [0, 1), early_stop >= 0)");
   else if (o->early_stop > 0 && (o->holdout <= 0 || o->eval_every < 1))
     st = dpo_err(DPO_EINVAL, "hamsi: early stopping needs a held-out split (holdout > 0) and "
                              "evaluations (eval_every >= 1)");
@@ -436,7 +454,7 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   MPI_Allreduce(MPI_IN_PLACE, &home, 1, MPI_INT, MPI_MIN, h->comm);
   res->home_ok = home;
   res->disjoint = h->o.part != DPO_MF_HOGWILD;
-  st = dpo__eval(h, *x2fullp, res->n_train, res->n_test, &rtr, &rte);
+  st = dpo__eval(h, *x2fullp, res->n_train, res->n_test, 1, &rtr, &rte, NULL);
   if (!st && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
   if ((st = dpo_agree(h->comm, st))) return st;
   res->train_rmse = rtr;
@@ -496,8 +514,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   res->r = h->r;
   res->K = h->K;
   int L = h->hamsi ? h->K + 1 : h->K;
-  int64_t cap = (o->eval_every > 0 ? o->epochs / o->eval_every : 0) + 2;
-  if (o->time_limit > 0 && o->eval_every > 0) cap = 1024;
+  int64_t cap = 64; /* trace rows; grows */
   if (!(sched = malloc(sizeof(int32_t) * ((size_t)L + 1))) ||
       !(x2full = malloc(sizeof(double) * (size_t)h->ni * h->r)) ||
       !(res->trace = calloc((size_t)cap, sizeof *res->trace)))
@@ -506,29 +523,60 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   if ((st = dpo_agree(comm, st))) goto out;
 
   double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN, best = INFINITY;
+  /* evaluation cadence (rank 0's clock decides, the schedule broadcast carries it): c_eval is
+   * the last evaluation's wall time, dt the last epoch's.  The budget counts all the wall time
+   * outside training (evaluations, the trace, the kept points, waiting at the schedule
+   * broadcast): what t_wall - t_train of the trace shows. */
+  double c_eval = 0, dt = 0, rsm = NAN, best_rsm = NAN;
   int64_t t;
   int stop = 0; /* early stopping: no held-out improvement for early_stop epochs */
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
-  st = dpo__eval(h, x2full, res->n_train, res->n_test, &res->train_rmse0, &res->test_rmse0);
+  st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0, &res->test_rmse0, NULL);
   if (!st) st = dpo__keep(h, &h->good, 0);
   if ((st = dpo_agree(comm, st))) goto out;
+  c_eval = MPI_Wtime() - t_start;
   for (t = 1;; t++) {
-    /* rank 0 decides whether to go on and the schedule, then broadcasts */
-    if (h->rank == 0) dpo__hm_schedule(h, rng, t, t_train, sched);
+    /* rank 0 decides whether to go on, the schedule and what to evaluate after the epoch,
+     * then broadcasts: sched[0] bit 0 stop, bit 1 full evaluation, bit 2 held-out only */
+    if (h->rank == 0) {
+      dpo__hm_schedule(h, rng, t, t_train, sched);
+      int due = o->eval_every > 0 && t % o->eval_every == 0;
+      /* budget: evaluating now keeps evaluation <= eval_budget of the wall time (the next
+       * epoch is assumed to last as long as the last one) */
+      double wall = MPI_Wtime() - t_start, over = wall - t_train;
+      int full = due && (o->eval_budget <= 0 ||
+                         over + c_eval <= o->eval_budget * (wall + dt + c_eval));
+      /* early stopping compares every due epoch (the kept point must not depend on the
+       * clock): the held-out RMSE at least, the cheap part */
+      int test = due && !full && o->early_stop > 0;
+      sched[0] |= (full << 1) | (test << 2);
+    }
     if (MPI_Bcast(sched, L + 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
       st = dpo_err(DPO_EMPI, "hamsi: schedule broadcast failed");
       break;
     }
-    if (sched[0] || stop) break;
+    if ((sched[0] & 1) || stop) break;
     double t0 = MPI_Wtime();
     h->beta = pow(o->eta * (double)t, o->gamma); /* line 5 */
     st = dpo__epoch(h, sched + 1, L);
     if (!st) st = dpo__diverged(h, t, NULL);
     if ((st = dpo_agree(comm, st))) break;
-    t_train += MPI_Wtime() - t0;
-    if (o->eval_every > 0 && t % o->eval_every == 0 && res->ntrace < cap) {
-      st = dpo__eval(h, x2full, res->n_train, res->n_test, &rtr, &rte);
-      if (!st && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
+    t_train += (dt = MPI_Wtime() - t0);
+    if (sched[0] & 6) {
+      double te = MPI_Wtime();
+      int full = (sched[0] & 2) != 0;
+      if (res->ntrace == cap) {
+        dpo_hamsi_trace_t *nt = realloc(res->trace, sizeof *nt * (size_t)(2 * cap));
+        if (nt) {
+          res->trace = nt;
+          cap *= 2;
+        } else {
+          st = dpo_err(DPO_ENOMEM, "hamsi trace (%lld rows)", (long long)cap);
+        }
+      }
+      if (!st) st = dpo__eval(h, x2full, res->n_train, res->n_test, full, &rtr, &rte,
+                               o->early_stop > 0 ? &rsm : NULL);
+      if (!st && full && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
       if ((st = dpo_agree(comm, st))) break;
       dpo_hamsi_trace_t *tr = &res->trace[res->ntrace++];
       tr->epoch = t;
@@ -540,17 +588,25 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       tr->npairs = h->hamsi ? h->lb.m : 0;
       if (o->on_trace && (st = dpo_agree(comm, o->on_trace(o->trace_ctx, tr)))) break;
       if (o->early_stop > 0) {
-        /* rank 0's value decides, so every rank keeps the same point */
-        if (MPI_Bcast(&rte, 1, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
+        /* rank 0's values decide, so every rank keeps the same point */
+        double v[2] = {rte, rsm};
+        if (MPI_Bcast(v, 2, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
           st = dpo_err(DPO_EMPI, "hamsi: held-out RMSE broadcast failed");
           break;
         }
-        if (rte < best) {
-          best = rte;
+        if (v[0] < best) {
+          best = v[0];
+          best_rsm = v[1];
           if ((st = dpo_agree(comm, dpo__keep(h, &h->best, t)))) break;
         }
-        stop = t - h->best.t >= o->early_stop;
+        /* patience runs out only once the fit has moved on without the held-out RMSE
+         * following: the sampled training RMSE fell DPO__ES_PROGRESS below its value at the
+         * best epoch.  On a plateau (rank 50 with --biases sits at the bias-only fit for ~60
+         * epochs while the factors leave the saddle at 0, training RMSE flat) the clock
+         * waits; once the model overfits (training falls, held-out does not) it stops. */
+        stop = t - h->best.t >= o->early_stop && v[1] < (1 - DPO__ES_PROGRESS) * best_rsm;
       }
+      c_eval = MPI_Wtime() - te;
     }
     if ((st = dpo_agree(comm, dpo__keep(h, &h->good, t)))) break;
   }

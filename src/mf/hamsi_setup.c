@@ -497,6 +497,7 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   for (int64_t v = 0; v < h->nvr; v++) {
     int32_t q = (int32_t)(v % r);
     h->x1[v] = bz && q >= r - 2 ? (q == r - 1)
+               : h->o.x1_init ? h->o.x1_init[((int64_t)h->u0 + v / r) * h->o.r + q]
                : sc * (dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->u0 * r + v))) - sh);
   }
   if (h->hamsi) {
@@ -514,7 +515,7 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->gbc, h->B);
   DPO__ALLOC(h->sc, h->B);
   DPO__ALLOC(h->yc, h->B);
-  DPO__ALLOC(h->req, 2 * h->B + 2);
+  DPO__ALLOC(h->req, 4 * h->B + 4); /* per block: x and history, receive and send */
   int64_t maxc = 0;
   for (int32_t c = 0; c < h->B; c++) {
     if (dpo__nvc(h, c) > maxc) maxc = dpo__nvc(h, c);
@@ -525,6 +526,7 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
       int32_t q = (int32_t)(v % r);
       h->cbuf[c][v] =
           bz && q >= r - 2 ? (q == r - 2)
+          : h->o.x2t_init ? h->o.x2t_init[((int64_t)h->col_cut[c] + v / r) * h->o.r + q]
           : sc * (dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->nu * r +
                                                               (int64_t)h->col_cut[c] * r + v))) - sh);
     }

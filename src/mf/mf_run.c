@@ -12,6 +12,7 @@
 #include "dpopt/data.h"
 #include "dpopt/hamsi.h"
 #include "dpopt/mf.h"
+#include "dpopt/model.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 
@@ -34,6 +35,8 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "biases", json_object_new_boolean(res->biases));
   if (res->biases) json_object_object_add(j, "mean", dpo_json_double(res->mu));
   json_object_object_add(j, "early_stop", json_object_new_int64(o->early_stop));
+  json_object_object_add(j, "eval_every", json_object_new_int(o->eval_every));
+  json_object_object_add(j, "eval_budget", dpo_json_double(o->eval_budget));
   if (res->best_epoch > 0) {
     json_object_object_add(j, "best_epoch", json_object_new_int64(res->best_epoch));
     json_object_object_add(j, "best_test_rmse", dpo_json_double(res->best_test_rmse));
@@ -139,6 +142,39 @@ static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_
   return dpo_write_atomic(path, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
+/* mf.x0 DIR: the initial factors from DIR/X1.txt and DIR/X2t.txt (dpopt mf --out layout, the
+ * factor columns), read on rank 0 and broadcast; *x1 / *x2t NULL without mf.x0.  Collective,
+ * agreed status. */
+static int dpo__mf_x0(MPI_Comm comm, const char *dir, const dpo_ratings_t *rt, int32_t r,
+                      double **x1, double **x2t) {
+  int rank, st = DPO_OK;
+  MPI_Comm_rank(comm, &rank);
+  int32_t n[2] = {rt->n_users, rt->n_items};
+  if (MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_INT32_T, MPI_MAX, comm) != MPI_SUCCESS)
+    return dpo_agree(comm, dpo_err(DPO_EMPI, "mf.x0: Allreduce failed"));
+  const char *name[2] = {"X1.txt", "X2t.txt"};
+  double **x[2] = {x1, x2t};
+  for (int k = 0; k < 2 && !st; k++) {
+    int64_t want = (int64_t)n[k] * r;
+    int32_t d = 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name[k]);
+    if (rank == 0) {
+      st = dpo_model_read(path, x[k], &d);
+      if (!st && d != want)
+        st = dpo_err(DPO_EFORMAT, "%s: %d entries, the ratings and --rank need %d x %d = %lld",
+                     path, d, n[k], r, (long long)want);
+    } else if (!(*x[k] = malloc(sizeof(double) * (size_t)(want ? want : 1)))) {
+      st = dpo_err(DPO_ENOMEM, "mf.x0: %lld doubles", (long long)want);
+    }
+    if ((st = dpo_agree(comm, st))) break;
+    if (MPI_Bcast(*x[k], (int)want, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+      st = dpo_err(DPO_EMPI, "mf.x0: broadcast failed");
+    st = dpo_agree(comm, st);
+  }
+  return st;
+}
+
 int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report) {
   dpo_ratings_t *rt = NULL;
   dpo_hamsi_result_t *res = NULL;
@@ -148,13 +184,15 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   MPI_Comm_size(comm, &size);
   dpo_hamsi_opts_t o;
   dpo_hamsi_opts_default(&o);
-  const char *method, *part, *sched, *outdir;
+  const char *method, *part, *sched, *outdir, *x0dir;
+  double *x1i = NULL, *x2i = NULL;
   int64_t r, K, M, T, ev, seed;
   int zb = 0, bz = 0;
   if ((rc = dpo_config_get_str(cfg, "mf.method", "hamsi", &method)) ||
       (rc = dpo_config_get_str(cfg, "mf.part", "strata-b", &part)) ||
       (rc = dpo_config_get_str(cfg, "mf.sched", "det", &sched)) ||
       (rc = dpo_config_get_str(cfg, "mf.out", NULL, &outdir)) ||
+      (rc = dpo_config_get_str(cfg, "mf.x0", NULL, &x0dir)) ||
       (rc = dpo_config_get_int(cfg, "mf.rank", o.r, &r)) ||
       (rc = dpo_config_get_int(cfg, "mf.strata", 0, &K)) ||
       (rc = dpo_config_get_int(cfg, "mf.memory", o.memory, &M)) ||
@@ -169,6 +207,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
       (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
       (rc = dpo_config_get_double(cfg, "mf.holdout", o.holdout, &o.holdout)) ||
+      (rc = dpo_config_get_double(cfg, "mf.eval_budget", DPO_MF_EVAL_BUDGET, &o.eval_budget)) ||
       (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
       (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
       (rc = dpo_config_get_bool(cfg, "mf.biases", 0, &bz)) ||
@@ -214,8 +253,11 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   o.on_trace = dpo__mf_trace_row;
   o.trace_ctx = &tw;
   o.result_on_failure = outdir != NULL;
-  if ((rc = dpo_ratings_load(comm, ratings, !zb, &rt)) ||
-      (rc = dpo_hamsi_run(comm, rt, &o, &res))) {
+  if (!(rc = dpo_ratings_load(comm, ratings, !zb, &rt)) && x0dir)
+    rc = dpo__mf_x0(comm, x0dir, rt, o.r, &x1i, &x2i);
+  o.x1_init = x1i;
+  o.x2t_init = x2i;
+  if (rc || (rc = dpo_hamsi_run(comm, rt, &o, &res))) {
     /* diverged: the library returned the last good point; keep it with the trace */
     if (rc == DPO_ENOCONV && res && outdir) {
       int rc0 = rc;
@@ -280,6 +322,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   }
 out:
   (void)dpo__mf_trace_close(&tw);
+  free(x1i);
+  free(x2i);
   dpo_hamsi_result_destroy(res);
   dpo_ratings_destroy(rt);
   return rc;
