@@ -60,15 +60,17 @@ else T=200; TREF=3000; EPSS="0.01 0.03 0.1 0.3 1 3"; SEEDS="1"; fi
 
 # Fig. 2: one panel per data set, from OUT/fig2_table.txt
 title_of() { case $1 in a9a) echo a9a ;; *) echo "$1 (synthetic stand-in)" ;; esac; }
-fig2() {
+fig2() { # the panels: the data sets in the table, in order
+FSETS=$(awk 'NR > 2 && !seen[$1]++ {printf "%s ", $1}' "$OUT/fig2_table.txt")
+NSETS=$(echo $FSETS | wc -w)
 gnuplot <<EOF
 set terminal pngcairo size 1800,900 noenhanced
 set output "$OUT/fig2.png"
-set multiplot layout 2,4 title "004 Fig. 2 shapes (delta = 1e-3, T = $T, sigma by eq. (8)): top objective (NON-PRIVATE diagnostic), bottom held-out accuracy; dashed = non-private ADMM / AccADMM"
+set multiplot layout 2,$NSETS title "004 Fig. 2 shapes (delta = 1e-3, T = $T, sigma by eq. (8)): top objective (NON-PRIVATE diagnostic), bottom held-out accuracy; dashed = non-private ADMM / AccADMM"
 set logscale x
 set xlabel "eps"
 do for [row=0:1] {
-do for [n in "a9a a8a-shape ijcnn1-shape bio_train-shape"] {
+do for [n in "$FSETS"] {
   set title (n eq "a9a" ? n : n." (synthetic stand-in)")
   col = row == 0 ? 5 : 4
   set ylabel (row == 0 ? "objective F(x_T)" : "test accuracy")
