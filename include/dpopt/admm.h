@@ -180,9 +180,17 @@ int dpo_admm_graph_from_public(MPI_Comm comm, const dpo_shard_t *pub, double thr
 /* ------------------------------------------------------------------ DP-ADMM / DP-AccADMM */
 
 /* Noise calibration: eq. (8) of 004 Thm 1 is dpo_admm_thm1_sigma() in privacy.h (c = 2 clip,
- * the replace-one bound of the clipped mean gradient being 2 clip / n); the alternative is the
- * RDP accountant's dpo_rdp_calibrate() for the same (eps, delta) and number of releases. */
-typedef enum { DPO_DPADMM_SIGMA_EQ8 = 0, DPO_DPADMM_SIGMA_RDP = 1 } dpo_dpadmm_sigma_rule_t;
+ * the replace-one bound of the clipped mean gradient being 2 clip / n); RDP is the RDP
+ * accountant's dpo_rdp_calibrate() for the same (eps, delta) and number of releases; LEDGER is
+ * the smallest sigma (bisection to 1e-10 relative) for which a fresh in-memory ledger with the
+ * run ledger's accountant, relation and budget accepts every release of the run (the same
+ * guarantee as eq. (8), which is loose: at eps = 0.1 it spends about half), so the run spends
+ * its eps by the ledger's own account. */
+typedef enum {
+  DPO_DPADMM_SIGMA_EQ8 = 0,
+  DPO_DPADMM_SIGMA_RDP = 1,
+  DPO_DPADMM_SIGMA_LEDGER = 2
+} dpo_dpadmm_sigma_rule_t;
 
 typedef struct {
   int accelerated;   /* 0: DP-ADMM (Alg. 2), 1: DP-AccADMM (Alg. 3) */
@@ -191,6 +199,11 @@ typedef struct {
   double eta;        /* step, default 1 / (public L bound of f) */
   double gamma;      /* 0: gamma_min = eta rho ||A'A||_2 + 1 (smallest allowed); else >= that */
   int64_t T;         /* iterations */
+  int64_t restart;   /* accelerated: reset the momentum (theta = 1) every `restart` iterations,
+                        a public schedule (0: Alg. 3 as written, the default).  Alg. 3's momentum
+                        (theta_t - 1)/theta_{t+1} -> 1 carries every step's noise P_t on, so with
+                        noise the iterates wander (and diverge on flat problems); a restart
+                        bounds the carried noise to the last `restart` steps */
   const double *c;   /* constraint right side (length p) or NULL (= 0) */
   int u0_pinv;       /* 1: u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input); 0: u0 = 0.  With
                         noise the gradient at x0 is a release too (noised and charged like the
@@ -221,6 +234,7 @@ typedef struct {
   double gamma;         /* gamma used */
   double AtA_norm;      /* ||A'A||_2 */
   int64_t releases;     /* noised gradients released (T, + 1 when u0 uses grad f(x0)) */
+  int64_t restarts;     /* momentum restarts (accelerated with restart) */
 } dpo_dpadmm_info_t;
 
 /* Collective over the oracle's communicator (workers serve gradient requests; rank 0 runs the

@@ -59,6 +59,59 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   return DPO_OK;
 }
 
+/* Does a fresh in-memory ledger with L's accountant and relation and the budget (eps, delta)
+ * accept R Gaussian charges of std sigma, sensitivity sens, dimension d (the run's charges)? */
+static int plan_fits(const dpo_ledger_t *L, double eps, double delta, double sigma, double sens,
+                     int32_t d, int64_t R, int *fits) {
+  dpo_ledger_t *F = NULL;
+  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, eps, delta, NULL, 0, dpo_ledger_accountant(L),
+                              dpo_ledger_neighbours(L), &F);
+  *fits = 0;
+  if (rc) return rc;
+  for (int64_t t = 0; t < R; t++) {
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = sigma, .sensitivity = sens,
+                       .dim = d, .sampling = "none", .accounting = "rdp", .step = t};
+    if ((rc = dpo_ledger_charge(F, &ch, NULL))) {
+      if (rc == DPO_EBUDGET) {
+        dpo_errclear();
+        rc = DPO_OK;
+      }
+      goto out;
+    }
+  }
+  *fits = 1;
+out:
+  dpo_ledger_close(F);
+  return rc;
+}
+
+/* Rank 0: the smallest sigma (relative resolution 1e-10) for which the run's ledger composition
+ * accepts all R releases within min(eps, the ledger's budget): the same guarantee as eq. (8)
+ * with the noise the ledger's own account needs.  hi must fit (eq. (8)'s sigma does). */
+static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t d, int64_t R,
+                        double hi, double *sigma) {
+  double beps = NAN, bdelta = NAN, lo = 0;
+  int rc, fits = 0;
+  if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
+  if (eps < beps) beps = eps;
+  for (int k = 0; k < 60; k++) { /* make sure hi fits */
+    if ((rc = plan_fits(L, beps, bdelta, hi, sens, d, R, &fits))) return rc;
+    if (fits) break;
+    lo = hi;
+    hi *= 2;
+  }
+  if (!fits) return dpo_err(DPO_EBUDGET, "dpadmm: no noise level fits the budget");
+  if (lo == 0) lo = hi * 1e-3;
+  while (hi - lo > 1e-10 * hi) {
+    double mid = 0.5 * (lo + hi);
+    if ((rc = plan_fits(L, beps, bdelta, mid, sens, d, R, &fits))) return rc;
+    if (fits) hi = mid;
+    else lo = mid;
+  }
+  *sigma = hi;
+  return DPO_OK;
+}
+
 int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm_opts_t *op,
                    double *x, double *y, dpo_dpadmm_info_t *info) {
   if (!oracle) return dpo_err(DPO_EINVAL, "dpadmm_run: NULL oracle");
@@ -109,6 +162,16 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     } else {
       st = dpo_admm_thm1_sigma(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip), n, R, ecal,
                                op->delta, op->mu, &c.sigma, NULL);
+      /* ledger: eq. (8)'s sigma fits the ledger (it is looser); shrink it until the ledger's
+       * own composition of the R releases reaches eps (rank 0 holds the ledger) */
+      if (!st && op->sigma_rule == DPO_DPADMM_SIGMA_LEDGER) {
+        double sg = c.sigma;
+        if (rank == 0) st = ledger_sigma(op->ledger, op->eps, c.sens, d, R, sg, &sg);
+        if (!(st = dpo_agree(comm, st)) &&
+            MPI_Bcast(&sg, 1, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+          st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
+        c.sigma = sg;
+      }
     }
   }
   inf.sigma = c.sigma;
@@ -190,10 +253,21 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     memcpy(yl, ynew, Pn * sizeof *yl);
     free(ynew);
     if (op->accelerated) { /* Alg. 3 steps 5-7 */
-      double th1 = 0.5 * (1.0 + sqrt(1.0 + 4.0 * theta * theta)), m = (theta - 1.0) / th1;
-      for (int32_t j = 0; j < d; j++) xh[j] = x[j] + m * (x[j] - xp[j]);
-      for (int32_t r = 0; r < p; r++) uh[r] = u[r] + m * (u[r] - up[r]);
-      theta = th1;
+      /* restart every op->restart iterations (a public schedule, nothing read from the data):
+       * the momentum (theta_t - 1)/theta_{t+1} -> 1 of Alg. 3 carries the noise P_t of every
+       * step on, so the noise of the last K steps accumulates in x_t; resetting theta = 1 every
+       * K steps bounds that sum at K terms (Alg. 3 as written: restart = 0) */
+      if (op->restart > 0 && it % op->restart == 0) {
+        theta = 1.0;
+        inf.restarts++;
+        memcpy(xh, x, D * sizeof *x);
+        memcpy(uh, u, Pn * sizeof *u);
+      } else {
+        double th1 = 0.5 * (1.0 + sqrt(1.0 + 4.0 * theta * theta)), m = (theta - 1.0) / th1;
+        for (int32_t j = 0; j < d; j++) xh[j] = x[j] + m * (x[j] - xp[j]);
+        for (int32_t r = 0; r < p; r++) uh[r] = u[r] + m * (u[r] - up[r]);
+        theta = th1;
+      }
     } else {
       memcpy(xh, x, D * sizeof *x);
       memcpy(uh, u, Pn * sizeof *u);

@@ -34,7 +34,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--mu", "privacy.mu", "MU", "004 Thm 1 split mu (default 0.5)"},
       {"--clip", "privacy.clip", "C", "L2 clip of per-example gradients / consensus messages"},
       {"--sigma", "privacy.sigma", "S", "fixed noise std instead of calibrating from --eps (the ledger refuses past the budget: exit 3)"},
-      {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (004 Thm 1) | rdp (RDP calibration)"},
+      {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (004 Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
+      {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
       {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory"},
       {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
@@ -55,8 +56,9 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "(Boyd et al. 2011 Sec. 3.3).  With --private each party clips and noises its\n"
                           "message and is charged in the ledger (fixed --maxit iterations).\n"
                           "dpadmm / dpaccadmm: 004 Alg. 2 / 3 for min f(x) + lambda ||y||_1 s.t. Ax = y, the\n"
-                          "coordinator noises the clipped gradient (sigma from eq. (8) or RDP) and charges an\n"
-                          "RDP ledger.  admm / accadmm: the same iterations without noise (NON-PRIVATE).\n"
+                          "coordinator noises the clipped gradient (sigma from eq. (8), RDP or the ledger) and charges\n"
+                          "an RDP ledger.  admm / accadmm: the same iterations without noise and without\n"
+                          "clipping (NON-PRIVATE references).\n"
                           "The graph must be PUBLIC: --graph-from on private data leaks it.\n",
                           &cfg, pos, 1, &npos, "one FILE expected (see --help)")) >= 0)
     goto out;
