@@ -16,7 +16,7 @@ objline() { sed -n 's/^objective *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 num() { sed -n "s/.*$2 *\([-0-9.eE+]*\).*/\1/p" "$1" | head -n 1; }
 
 expect 0 "$DPOPT" gen logistic --n 2000 --d 8 --l1-bound 3 --seed 5 "$T/s.txt"
-expect 0 "$DPOPT" train --algo lbfgs --lambda 0 --iters 500 --gtol 1e-12 --data "$T/s.txt" --out "$T/lb"
+expect 0 "$DPOPT" train --algo lbfgs --no-intercept --lambda 0 --iters 500 --gtol 1e-12 --data "$T/s.txt" --out "$T/lb"
 FSTAR=$(sed -n 's/.*"train_objective_nonprivate":\([-0-9.eE+]*\).*/\1/p' "$T/lb/summary.json")
 P="$T/s.txt --lambda 0 --row-l2-bound 3 --maxit 3000"
 for m in accadmm admm; do
