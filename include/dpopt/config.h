@@ -34,7 +34,7 @@ int dpo_config_get_int(const dpo_config_t *cfg, const char *key, int64_t def, in
 int dpo_config_get_bool(const dpo_config_t *cfg, const char *key, int def, int *out);
 /* Declare a key valid without reading it (e.g. the keys of a command's flag table), so a key
  * set close to it is reported as a typo of it. */
-void dpo_config_declare(dpo_config_t *cfg, const char *key);
+void dpo_config_declare(const dpo_config_t *cfg, const char *key);
 /* Typo hints.  Known keys: those declared and those a getter asked for (set or not).
  * dpo_config_nearest: the candidate `word` is most likely a typo of (at most one edit for
  * names of 2+ characters, two for 5+, ignoring case; the same name in another section

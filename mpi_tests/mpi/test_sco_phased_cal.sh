@@ -14,6 +14,7 @@ expect 0 $MPI -np 2 "$DPOPT" train $P --out "$T/lit"
 close "$(sp "$T/lit")" 0.4723 1e-3 "Alg. 2 as written spends 0.472 of eps = 1"
 # shellcheck disable=SC2086
 expect 0 $MPI -np 2 "$DPOPT" train $P --set algo.calibrate=ledger --out "$T/cal"
+hasnot "$T/err" "unknown setting" "an algorithm key read only after the data is known to the typo check"
 close "$(sp "$T/cal")" 1 1e-6 "algo.calibrate = ledger spends eps"
 expect 0 "$DPOPT" ledger "$T/cal/ledger.jsonl"
 close "$(sed -n 's/^spent: *eps = \([-0-9.eE+]*\),.*/\1/p' "$T/out")" 1 1e-6 "the journal replays to eps"

@@ -63,7 +63,7 @@ static void dpo__add_known(const dpo_config_t *ccfg, const char *key) {
   if ((cfg->known[cfg->nknown] = strdup(key))) cfg->nknown++;
 }
 
-void dpo_config_declare(dpo_config_t *cfg, const char *key) {
+void dpo_config_declare(const dpo_config_t *cfg, const char *key) {
   if (cfg && key) dpo__add_known(cfg, key);
 }
 

@@ -208,6 +208,14 @@ int dpo_run_setup(dpo_run_t *r) {
    * relation or budget that differs from the run's) say more about an edited config.ini */
   if (!rc && !r->resuming) rc = dpo__run_check(r);
   if (rc) return dpo__run_failed(r, rc);
+  /* the algorithm's own keys are read only in create(), after the data: known from its tables */
+  const dpo_algo_param_t *tabs[2] = {r->algo->params, r->algo->shared};
+  for (int i = 0; i < 2; i++)
+    for (const dpo_algo_param_t *q = tabs[i]; q && q->key; q++) {
+      char k[96];
+      snprintf(k, sizeof k, "algo.%s", q->key);
+      dpo_config_declare(r->cfg, k);
+    }
   dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL); /* every key is known by now */
   if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
     return dpo__run_failed(r, rc);
