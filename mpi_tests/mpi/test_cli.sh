@@ -82,4 +82,12 @@ expect 0 timeout 60 $MPI -np 2 "$DPOPT" info "$T/syn.svm"
 l1=$(sed -n 's/^row L1 *max \([0-9.e+-]*\).*/\1/p' "$T/out")
 awk -v a="$l1" 'BEGIN {exit !(a > 5 && a <= 20)}' && ok || bad "synthetic max L1 norm $l1 not in (5, 20]"
 
+# --version names the build of the vector kernels this CPU runs (the benchmarks' ratios depend on
+# it) and the MPI library, once (rank 0) under mpirun
+expect 0 $MPI -np 2 "$DPOPT" --version
+has "$T/out" "^dpopt [0-9]" "--version: the package version first"
+has "$T/out" "^kernels: \(AVX-512\|AVX2\|generic\) " "--version: the kernels' build"
+has "$T/out" "^MPI: ." "--version: the MPI library"
+check "--version printed once under mpirun -np 2" [ "$(grep -c '^kernels:' "$T/out")" = 1 ]
+
 finish test_cli

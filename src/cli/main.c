@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dpopt/kernels.h"
 #include "config.h"
 
 static const struct {
@@ -61,7 +62,16 @@ int main(int argc, char **argv) {
     if (ctx.rank == 0) dpo__usage(stdout);
     rc = argc < 2 ? 1 : 0;
   } else if (!strcmp(argv[1], "--version")) {
-    if (ctx.rank == 0) printf("dpopt %s\n", PACKAGE_VERSION);
+    if (ctx.rank == 0) {
+      char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+      int len = 0;
+      if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) len = 0;
+      lib[len] = 0;
+      char *nl = strchr(lib, ','); /* "Open MPI v4.1.4, package: ..." -> its name and version */
+      if (nl) *nl = 0;
+      printf("dpopt %s\nkernels: %s (chosen on this CPU at load time)\nMPI: %s\n", PACKAGE_VERSION,
+             dpo_kern_isa(), len ? lib : "unknown");
+    }
     rc = 0;
   } else {
     int i = 0;
