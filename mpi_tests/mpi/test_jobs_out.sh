@@ -3,6 +3,7 @@
 # (one party count, one seed, two iterations) runs with a temporary --out; a checksum of the
 # source tree's jobs/, data/, src/ and include/ is unchanged and the outputs are in --out.
 # The parties table names the budget it was run with (the committed one read "eps =  per").
+# jobs/parties/run --trust --quick: the trust table's rows exist with accuracies in [0,1].
 # jobs/sco/excess_vs_n.sh --plot-only redraws its panels from a copy of the committed table
 # into --out; the admm scripts take --out and --help (their runs take minutes: not run here).
 # The quick modes of jobs/scaling, jobs/costmodel (--fit-only), jobs/hamsi/table31.sh, jobs/plot,
@@ -23,6 +24,18 @@ expect 0 env PS=1 REPS=1 ITERS=2 EPS=0.3 BUILD="$B" sh "$S/jobs/parties/run" --o
 check "parties.csv in --out" test -s "$T/o/parties.csv"
 has "$T/o/parties.txt" "eps = 0.3 per party" "the table names the budget"
 hasnot "$S/jobs/parties/out/parties.txt" "eps =  per" "committed table names its budget"
+# --trust --quick (issue 12): central, local and secagg on a9a over 2 parties, iid and label;
+# every (split, trust) row is in the CSV with an accuracy in [0,1], and the markdown table too
+expect 0 env BUILD="$B" sh "$S/jobs/parties/run" --trust --quick --out "$T/tq"
+for sp in iid label; do
+  for tr in central local secagg; do
+    a=$(awk -F, -v s="$sp" -v t="$tr" '$1 == s && $2 == 2 && $3 == t { print $8 }' "$T/tq/trust.csv")
+    if awk -v a="$a" 'BEGIN { exit !(a ~ /^[0-9.eE+-]+$/ && a + 0 >= 0 && a + 0 <= 1) }'; then ok; else
+      bad "trust.csv: $sp $tr accuracy '$a' is not a number in [0,1]"; fi
+  done
+  has "$T/tq/trust.md" "| $sp | 2 | 0." "trust.md row for $sp"
+done
+if command -v gnuplot >/dev/null 2>&1; then check "trust.png in --out" test -s "$T/tq/trust.png"; fi
 tree >"$T/after"
 if cmp -s "$T/before" "$T/after"; then ok; else bad "jobs/parties/run modified the source tree"; diff "$T/before" "$T/after" | head; fi
 if command -v gnuplot >/dev/null 2>&1; then
