@@ -10,7 +10,7 @@ ls -R "$S/jobs/acceps" > "$T/before"
 expect 0 env MPIRUN="$MPI" timeout 120 sh "$S/jobs/acceps/run" --quick --dpopt "$DPOPT" --out "$T/q"
 csv=$T/q/acceps.csv
 check "CSV header" [ "$(head -n 1 "$csv")" = "data,method,eps,delta,rep,status,test_accuracy,iterations,wall_s,elapsed_s" ]
-methods="dp-sgd-rdp pnsgd phased-sgd phased-erm sc-reduce phased-sc dp-gd dp-hb dp-shb dp-gdws dp-sgdws dp-onlinegdws dp-nag dp-nag-opt dp-masg dp-masg-opt dp-mag dp-smag"
+methods="default default-pure dp-sgd-rdp pnsgd phased-sgd phased-erm sc-reduce phased-sc dp-gd dp-hb dp-shb dp-gdws dp-sgdws dp-onlinegdws dp-nag dp-nag-opt dp-masg dp-masg-opt dp-mag dp-smag"
 want=$( (echo "lbfgs inf"; for e in 0.1 1; do for m in $methods; do echo "$m $e"; done; done) | sort)
 got=$(tail -n +2 "$csv" | awk -F, '{print $2, $3}' | sort)
 if [ "$got" = "$want" ]; then ok; else
@@ -18,7 +18,7 @@ if [ "$got" = "$want" ]; then ok; else
 fi
 badrow=$(tail -n +2 "$csv" | awk -F, 'NF != 10 || $6 != "ok" || $7 !~ /^[0-9.eE+-]+$/ || $7 < 0 || $7 > 1 || $1 != "a9a" || $5 != 1 {print}')
 check "every run ok with an accuracy in [0,1] (bad: $badrow)" [ -z "$badrow" ]
-dbad=$(tail -n +2 "$csv" | awk -F, '($2 ~ /^(dp-sgd-rdp|pnsgd|phased-|sc-reduce)/ && $4 != "1e-5") || ($2 ~ /^dp-/ && $2 != "dp-sgd-rdp" && $4 != 0) {print $2}')
+dbad=$(tail -n +2 "$csv" | awk -F, '($2 ~ /^(default$|dp-sgd-rdp|pnsgd|phased-|sc-reduce)/ && $4 != "1e-5") || ($2 ~ /^(dp-|default-pure)/ && $2 != "dp-sgd-rdp" && $4 != 0) {print $2}')
 check "delta 1e-5 for the RDP methods, 0 for the pure-eps family (bad: $dbad)" [ -z "$dbad" ]
 lb=$(awk -F, '$2 == "lbfgs" {print $7}' "$csv")
 check "non-private lbfgs ($lb) beats the majority class 0.7638" awk -v a="$lb" 'BEGIN {exit !(a > 0.7638)}'
