@@ -217,6 +217,14 @@ int dpo_ledger_charge_all(dpo_ledger_t *L, const dpo_charge_t *c, double *charge
  * (may be NULL) receive the increase it would cause. */
 int dpo_ledger_check(const dpo_ledger_t *L, const dpo_charge_t *c, double *charge_eps,
                      double *charge_delta);
+/* Not collective: does a plan of n releases fit (eps, delta) under like's accountant and
+ * relation?  Opens a fresh in-memory ledger; charge_at(arg, F, i) charges release i into F.
+ * *fits = 1 only if every charge was accepted; a DPO_EBUDGET from charge_at means "does not
+ * fit" (status DPO_OK), any other failure is returned.  For noise calibrations that search
+ * the smallest noise the run's own ledger accepts. */
+int dpo_ledger_plan_fits(const dpo_ledger_t *like, double eps, double delta, int64_t n,
+                         int (*charge_at)(void *arg, dpo_ledger_t *F, int64_t i), void *arg,
+                         int *fits);
 /* Rank 0 only: spent totals (rounded up), budgets, number of recorded charges. */
 int dpo_ledger_spent(const dpo_ledger_t *L, double *eps, double *delta);
 int dpo_ledger_budget(const dpo_ledger_t *L, double *eps, double *delta);

@@ -59,30 +59,23 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   return DPO_OK;
 }
 
-/* Does a fresh in-memory ledger with L's accountant and relation and the budget (eps, delta)
- * accept R Gaussian charges of std sigma, sensitivity sens, dimension d (the run's charges)? */
+/* The run's charges: R Gaussian releases of std sigma, sensitivity sens, dimension d. */
+typedef struct {
+  double sigma, sens;
+  int32_t d;
+} gauss_plan_t;
+
+static int gauss_charge(void *arg, dpo_ledger_t *F, int64_t t) {
+  const gauss_plan_t *p = arg;
+  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = p->sigma, .sensitivity = p->sens,
+                     .dim = p->d, .sampling = "none", .accounting = "rdp", .step = t};
+  return dpo_ledger_charge(F, &ch, NULL);
+}
+
 static int plan_fits(const dpo_ledger_t *L, double eps, double delta, double sigma, double sens,
                      int32_t d, int64_t R, int *fits) {
-  dpo_ledger_t *F = NULL;
-  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, eps, delta, NULL, 0, dpo_ledger_accountant(L),
-                              dpo_ledger_neighbours(L), &F);
-  *fits = 0;
-  if (rc) return rc;
-  for (int64_t t = 0; t < R; t++) {
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = sigma, .sensitivity = sens,
-                       .dim = d, .sampling = "none", .accounting = "rdp", .step = t};
-    if ((rc = dpo_ledger_charge(F, &ch, NULL))) {
-      if (rc == DPO_EBUDGET) {
-        dpo_errclear();
-        rc = DPO_OK;
-      }
-      goto out;
-    }
-  }
-  *fits = 1;
-out:
-  dpo_ledger_close(F);
-  return rc;
+  gauss_plan_t p = {sigma, sens, d};
+  return dpo_ledger_plan_fits(L, eps, delta, R, gauss_charge, &p, fits);
 }
 
 /* Rank 0: the smallest sigma (relative resolution 1e-10) for which the run's ledger composition

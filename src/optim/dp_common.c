@@ -549,32 +549,29 @@ static int dpo__dp_step_charge(const dpo__dp_t *dp, int64_t t, double eps_target
   return DPO_OK;
 }
 
-/* Does the plan "step t charged for target c * e[t or 0]" (t < T) fit (beps, bdelta) in a
- * fresh in-memory ledger with the run ledger's accountant and relation?  *fits = 1 only if
- * that ledger accepted every charge. */
+typedef struct {
+  const dpo__dp_t *dp;
+  double w, c;
+  const double *e;
+  int64_t ne;
+} dpo__dp_plan_t;
+
+/* Step t of the plan "step t charged for target c * e[t or 0]" into the trial ledger F. */
+static int dpo__dp_plan_charge(void *arg, dpo_ledger_t *F, int64_t t) {
+  const dpo__dp_plan_t *p = arg;
+  dpo_charge_t ch;
+  const double et = p->e[p->ne == 1 ? 0 : t] * p->c; /* the same product the caller stores */
+  int rc = dpo__dp_step_charge(p->dp, t, et, p->w, &ch);
+  if (!rc) rc = dpo_ledger_charge(F, &ch, NULL);
+  return rc == DPO_EINVAL ? DPO_EBUDGET : rc; /* no mechanism for so large a target: no fit */
+}
+
+/* Does that plan (t < T) fit (beps, bdelta) under the run ledger's accountant and relation? */
 static int dpo__dp_plan_fits(const dpo__dp_t *dp, double w, const double *e, int64_t ne,
                              int64_t T, double c, double beps, double bdelta, int *fits) {
-  const dpo_ledger_t *real = dpo_solver_ledger(dp->s);
-  dpo_ledger_t *L = NULL;
-  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, beps, bdelta, NULL, 0, dpo_ledger_accountant(real),
-                              dpo_ledger_neighbours(real), &L);
-  *fits = 0;
-  if (rc) return rc;
-  for (int64_t t = 0; t < T; t++) {
-    dpo_charge_t ch;
-    const double et = e[ne == 1 ? 0 : t] * c; /* the same product the caller stores */
-    if ((rc = dpo__dp_step_charge(dp, t, et, w, &ch)) ||
-        (rc = dpo_ledger_charge(L, &ch, NULL))) {
-      if (rc != DPO_EBUDGET && rc != DPO_EINVAL) goto out;
-      dpo_errclear(); /* refused (or no mechanism for so large a target): does not fit */
-      rc = DPO_OK;
-      goto out;
-    }
-  }
-  *fits = 1;
-out:
-  dpo_ledger_close(L);
-  return rc;
+  dpo__dp_plan_t p = {dp, w, c, e, ne};
+  return dpo_ledger_plan_fits(dpo_solver_ledger(dp->s), beps, bdelta, T, dpo__dp_plan_charge, &p,
+                              fits);
 }
 
 int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T) {

@@ -54,27 +54,23 @@ static dpo_charge_t phased_charge(const dpo__phased_t *a, int i, double z) {
   return ch;
 }
 
+typedef struct {
+  const dpo__phased_t *a;
+  double z;
+} phased_plan_t;
+
+static int phased_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
+  const phased_plan_t *p = arg;
+  dpo_charge_t ch = phased_charge(p->a, (int)i + 1, p->z);
+  return dpo_ledger_charge(F, &ch, NULL);
+}
+
 /* Does a fresh ledger like the run's accept every phase charged with multiplier z? */
 static int phased_fits(const dpo__phased_t *a, const dpo_ledger_t *real, double z, int *fits) {
-  dpo_ledger_t *F = NULL;
-  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, a->c.eps, a->c.delta, NULL, 0,
-                              dpo_ledger_accountant(real), dpo_ledger_neighbours(real), &F);
-  *fits = 0;
-  if (rc) return rc;
-  for (int i = 1; i <= a->k && (int64_t)ldexp((double)a->c.n, -i) >= 1; i++) {
-    dpo_charge_t ch = phased_charge(a, i, z);
-    if ((rc = dpo_ledger_charge(F, &ch, NULL))) {
-      if (rc == DPO_EBUDGET) {
-        dpo_errclear();
-        rc = DPO_OK;
-      }
-      goto out;
-    }
-  }
-  *fits = 1;
-out:
-  dpo_ledger_close(F);
-  return rc;
+  int64_t k = 0; /* the phases that run: i = 1 .. k with n 2^-i >= 1 */
+  while (k < a->k && (int64_t)ldexp((double)a->c.n, -(int)(k + 1)) >= 1) k++;
+  phased_plan_t p = {a, z};
+  return dpo_ledger_plan_fits(real, a->c.eps, a->c.delta, k, phased_charge_at, &p, fits);
 }
 
 static int phased_create(dpo_solver_t *s, void **state) {

@@ -206,6 +206,14 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
   return remove(p);
 }
 
+/* Rank 0: remove the repetition's scratch run directory DIR/.rep */
+static void rm_rep(const dpo__tune_t *t) {
+  if (t->rank != 0) return;
+  char p[600];
+  snprintf(p, sizeof p, "%s/.rep", t->dir);
+  nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void set(dpo_config_t *c, const char *k, const char *fmt, double v) {
   char b[64];
   snprintf(b, sizeof b, fmt, v);
@@ -275,11 +283,7 @@ static int check_cands(dpo__tune_t *t) {
       rc = dpo_run_setup(run);
     dpo_run_destroy(run);
     dpo_config_destroy(c);
-    if (t->rank == 0) {
-      char p[600];
-      snprintf(p, sizeof p, "%s/.rep", t->dir);
-      nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    }
+    rm_rep(t);
     rc = dpo_agree(t->comm, rc);
   }
   return rc;
@@ -319,11 +323,7 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   }
   dpo_run_destroy(run);
   dpo_config_destroy(c);
-  if (t->rank == 0) {
-    char p[600];
-    snprintf(p, sizeof p, "%s/.rep", t->dir);
-    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-  }
+  rm_rep(t);
   rc = dpo_agree(t->comm, rc);
   MPI_Bcast(better, 1, MPI_INT, 0, t->comm);
   return rc;
