@@ -49,9 +49,9 @@ has "$T/err" "secagg is implemented for the DP-GD family" "SCO refused under sec
 for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
 
 # dpopt audit in secagg mode (one party per trial on MPI_COMM_SELF: encoding, share, rdp-rho
-# charge): the empirical lower bound stays below the charged eps
+# charge): the empirical lower bound stays below the charged eps (alpha 1e-4: no false alarm)
 expect 0 $MPI -np 2 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 --clip l1:1 \
-  --row-l1-bound 4 --row-l2-bound 4 --trials 1000 --quiet --set privacy.trust=secagg
+  --row-l1-bound 4 --row-l2-bound 4 --trials 1000 --alpha 1e-4 --quiet --set privacy.trust=secagg
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "secagg audit: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.9)}'
