@@ -9,7 +9,9 @@
 #  - dpopt audit with privacy.trust = secagg passes (bound below the charge);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
-#    charge was fsynced before its release).
+#    charge was fsynced before its release); RUN/last_release.txt (the marker of an unfinished
+#    run) holds a released iterate whose header names a ledger charge the journal has, and
+#    `dpopt eval` / `--x0` load it; a run that completes leaves no last_release.txt.
 . "$(dirname "$0")/testlib.sh"
 
 COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l1-bound 14 --row-l2-bound 3.75 \
@@ -75,4 +77,18 @@ if [ -s "$T/kill.rc" ]; then ok; else bad "the job did not end within 30 s of th
 [ "$(cat "$T/kill.rc" 2>/dev/null)" != 0 ] && ok || bad "killed run exited 0"
 expect 0 "$DPOPT" ledger "$T/kill"
 has "$T/out" "charges recorded" "the journal replays after the kill"
+[ -e "$T/kill/summary.json" ] && bad "a killed run wrote summary.json" || ok
+[ -e "$T/kill/model.txt" ] && bad "a killed run wrote model.txt" || ok
+has "$T/kill/last_release.txt" "# dpopt last released iterate: the run had not finished" \
+  "the kept iterate's marker"
+kc=$(sed -n 's/^# .*after ledger charge \([0-9]*\)$/\1/p' "$T/kill/last_release.txt")
+nc=$(grep -c charge_eps "$T/kill/ledger.jsonl")
+check "kept iterate after charge $kc of the journal's $nc" test -n "$kc" -a "${kc:-0}" -ge 1 \
+  -a "${kc:-0}" -le "$nc"
+expect 0 "$DPOPT" eval --model-file "$T/kill/last_release.txt" --data "$S/data/a9a.t" --quiet
+has "$T/out" "accuracy" "dpopt eval reads the kept iterate"
+echo "killed run: last_release.txt follows charge $kc; the journal holds $nc"
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --iters 2 --set parties.count=2 \
+  --set privacy.trust=secagg --x0 "$T/kill/last_release.txt" --out "$T/warm"
+[ -e "$T/warm/last_release.txt" ] && bad "a completed run kept last_release.txt" || ok
 finish test_secagg_cli

@@ -59,6 +59,8 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
   o->checkpoint_path = NULL;
   o->stop = NULL;
   o->stop_after = 0;
+  o->on_release = NULL;
+  o->on_release_arg = NULL;
 }
 
 int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
@@ -666,6 +668,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       }
       int fin = 0;
       memcpy(xsave, s->x, nb);
+      const int64_t charges0 = dpo_ledger_count(s->ledger);
       rc = s->algo->step(s, s->state, t, &fin);
       if (rc == DPO_EBUDGET) {
         /* the refused release never happened: keep the last released iterate */
@@ -673,6 +676,10 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
         break;
       }
       if (rc) break;
+      const int64_t charges = dpo_ledger_count(s->ledger);
+      if (opts->on_release && s->plan.kind == DPO_PLAN_PER_STEP && charges > charges0 &&
+          (rc = opts->on_release(opts->on_release_arg, s->x, t + 1, charges)))
+        break;
       dpo__prog_show(&prog, s, t + 1, max_iter, 0);
       if (fin) {
         t++;

@@ -63,6 +63,12 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   if (!rc) rc = dpo_config_get_int(r->cfg, "run.stop_after", 0, &r->stop_after);
   if (!rc && (r->ckpt_every < 0 || r->stop_after < 0))
     rc = dpo_err(DPO_EINVAL, "run.checkpoint_every and run.stop_after must be >= 0");
+  /* the kept last released iterate (RUN/last_release.txt, run_solve.c): 0 = default */
+  if (!rc) rc = dpo_config_get_int(r->cfg, "run.keep_every", 0, &r->keep_every);
+  if (!rc) rc = dpo_config_get_double(r->cfg, "run.keep_seconds", -1.0, &r->keep_seconds);
+  if (!rc && (r->keep_every < 0 || !(r->keep_seconds >= 0 || r->keep_seconds == -1.0) ||
+              !isfinite(r->keep_seconds)))
+    rc = dpo_err(DPO_EINVAL, "run.keep_every must be >= 0 and run.keep_seconds >= 0");
   if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
   if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
   if ((rc = dpo_agree(r->comm, rc))) {
@@ -167,6 +173,7 @@ static int dpo__run_open(dpo_run_t *r) {
   r->stage = "train (run directory)";
   if ((rc = dpo__run_dir(r))) return rc;
   snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/checkpoint", r->dir);
+  snprintf(r->keep_path, sizeof r->keep_path, "%s/last_release.txt", r->dir);
   r->dir_ready = !r->resuming; /* created by this run */
   rc = DPO_OK;
   if (r->rank == 0) {

@@ -45,6 +45,10 @@ struct dpo_run {
   const char *train_path, *test_path, *model_name, *x0_file, *fstar_s;
   double lambda, x0v, b1, b2, fstar;
   int64_t iters, trace_every, ckpt_every, stop_after;
+  /* the last released iterate kept in RUN/last_release.txt (run_solve.c): at most every
+   * keep_every accepted releases or keep_seconds seconds (rank 0) */
+  int64_t keep_every, keep_pending;
+  double keep_seconds, keep_last;
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
   dpo_load_opts_t lo;
   dpo_model_t *model;
@@ -52,7 +56,7 @@ struct dpo_run {
   struct dpo__run_parties *parties;
   /* run directory: claimed by this run (or passed the --resume checks), so a failure is
    * recorded in it (FAILED); never in a directory another run owns */
-  char dir[512], ckpt_path[1024];
+  char dir[512], ckpt_path[1024], keep_path[1024];
   int dir_ready;
   FILE *trace; /* rank 0 */
   /* a failure of a lifecycle call, recorded for FAILED (written by dpo_run_destroy) */

@@ -254,6 +254,7 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   /* the run is complete: a later --resume must not redo (and re-spend) its last steps */
   if (r->rank == 0) {
     unlink(r->ckpt_path);
+    unlink(r->keep_path); /* model.txt is the output now (run_solve.c, dropouts) */
     dpo__run_unmark_failed(r); /* a resumed run that completes is no longer failed */
   }
   return DPO_OK;
