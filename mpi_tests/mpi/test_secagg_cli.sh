@@ -5,7 +5,7 @@
 #    release; the journal carries the label "trust secagg, collude k of P"; `dpopt ledger`
 #    replays it; privacy.collude = 2 of 3 is journalled as such;
 #  - data-free refusals (no run directory): collude >= P, collude without secagg, delta = 0,
-#    accountant basic, an algorithm outside the DP-GD family (phased-sgd);
+#    accountant basic, an algorithm whose release is not a sum (phased-sgd);
 #  - dpopt audit with privacy.trust = secagg passes (bound below the charge);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
@@ -47,7 +47,7 @@ has "$T/err" "secagg needs privacy.delta > 0" "delta 0 refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --out "$T/r4"
 has "$T/err" "not basic" "basic accountant refused"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
-has "$T/err" "secagg is implemented for the DP-GD family" "SCO refused under secagg"
+has "$T/err" "phased-sgd releases only a noised phase output" "phased-sgd refused under secagg"
 for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
 
 # dpopt audit in secagg mode (one party per trial on MPI_COMM_SELF: encoding, share, rdp-rho

@@ -92,14 +92,29 @@ static int dpo__mu_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo
 int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
                    const dpo_clip_t *clip, dpo_neighbours_t rel, double delta) {
   if (!a || !a->is_private) return DPO_OK;
-  /* secure aggregation covers the algorithms whose releases are per-party gradient sums of
-   * dp_common.c (DP-GD/HB/NAG/MASG/GDwS); the others charge without party accounts */
+  /* secure aggregation covers the algorithms whose every release is a noised SUM of per-party
+   * contributions (each party encodes its part and adds a noise share): the DP-GD family of
+   * dp_common.c and the batch-sum SCO methods dp-sgd-rdp and pnsgd (sco_common.h).  The phased
+   * methods perturb only a PHASE OUTPUT, a nonlinear function (SGD pass, ERM solve) of many
+   * unnoised gradients the coordinator computes: not a sum the parties could encode. */
   const char *trust = NULL;
   if (cfg) dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
-  if (trust && !strcasecmp(trust, "secagg") && a->shared != dpo__dp_params)
-    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is implemented for the DP-GD family "
-                   "(dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*), not for %s: use trust central "
-                   "or local with it, or one of those algorithms", a->name);
+  if (trust && !strcasecmp(trust, "secagg") && a->shared != dpo__dp_params &&
+      strcmp(a->name, "dp-sgd-rdp") != 0 && strcmp(a->name, "pnsgd") != 0) {
+    if (a->shared == dpo__sco_params)
+      return dpo_err(DPO_EUNSUP, "privacy.trust = secagg: %s releases only a noised phase "
+                     "output (output perturbation, 003 Alg. 2/3), computed by the coordinator "
+                     "from many UNNOISED gradients (one example at a time in the SGD phases of "
+                     "phased-sgd / phased-sc, the batch at every step of the ERM solve of "
+                     "phased-erm; sc-reduce runs one of them): the phase output is not a sum of "
+                     "per-party contributions, so no party could add a share of its noise, and "
+                     "masking would not hide those exact gradients.  Use dp-sgd-rdp, pnsgd or "
+                     "the DP-GD family (dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*) with secagg",
+                     a->name);
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is implemented for the releases that are "
+                   "sums of per-party contributions (the DP-GD family, dp-sgd-rdp, pnsgd), not "
+                   "for %s", a->name);
+  }
   /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c);
    * a missing sensitivity is named before a missing step constant */
   int rc = DPO_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
@@ -173,4 +174,59 @@ void dpo__sco_free(dpo__sco_t *c) {
   free(c->perm);
   free(c->ids);
   c->perm = c->ids = NULL;
+}
+
+/* ---- privacy.trust = secagg (see sco_common.h) ---- */
+
+int dpo__sco_secagg_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa) {
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  const dpo_parties_t *pt = dpo_oracle_parties(o);
+  memset(sa, 0, sizeof *sa);
+  if (!pt || pt->trust != DPO_TRUST_SECAGG) return DPO_OK;
+  int rc, P = pt->count;
+  if (dpo_ledger_nparties(dpo_solver_ledger(s)) != P)
+    return dpo_err(DPO_EINVAL, "secagg: %d parties declared but the ledger keeps %d party "
+                   "accounts", P, dpo_ledger_nparties(dpo_solver_ledger(s)));
+  if (!(sens > 0) || !isfinite(sens))
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs a finite L2 sensitivity");
+  sa->d = dpo_solver_dim(s);
+  if ((rc = dpo_secagg_params(sens, sa->d, P, pt->collude, rho_target, &sa->gamma, &sa->sigma,
+                              &sa->rho, NULL)))
+    return rc;
+  MPI_Comm_size(dpo_oracle_comm(o), &sa->size);
+  if (!(sa->plist = malloc((size_t)P * sizeof *sa->plist)))
+    return dpo_err(DPO_ENOMEM, "secagg: out of memory");
+  for (int k = 0; k < P; k++) sa->plist[k] = k;
+  sa->np = P;
+  sa->sens = sens;
+  sa->sd = sa->gamma * (double)sa->sigma * sqrt((double)P);
+  sa->on = 1;
+  return DPO_OK;
+}
+
+void dpo__sco_secagg_free(dpo__sco_sa_t *sa) {
+  free(sa->plist);
+  sa->plist = NULL;
+  sa->on = 0;
+}
+
+int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, const dpo_batch_t *b,
+                        int64_t n, const char *sampling, int64_t group, int64_t step,
+                        double *gsum) {
+  dpo_ledger_t *L = dpo_solver_ledger(s);
+  /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
+  if (!((double)b->m * sa->sens / sa->gamma + sa->size <= 0x1p62))
+    return dpo_err(DPO_EINVAL, "secagg: a batch of %lld rows with sensitivity %g exceeds the "
+                   "fixed-point range 2^62 at gamma = %g", (long long)b->m, sa->sens, sa->gamma);
+  dpo_charge_t c = {.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d, .sampling = sampling,
+                    .accounting = "rdp", .group = group, .m = b->m, .n = n, .step = step,
+                    .neighbours = dpo_ledger_neighbours(L)};
+  double charged = 0;
+  int refused = -2;
+  /* charged BEFORE anything data-dependent is computed (privacy rule 2) */
+  int rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused);
+  if (rc) return rc;
+  dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma};
+  int64_t used = 0;
+  return dpo_oracle_eval_sums_noised(dpo_solver_oracle(s), x, b, &nz, 0, NULL, gsum, &used);
 }

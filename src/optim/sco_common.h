@@ -96,6 +96,30 @@ typedef struct {
 int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *ph, int64_t step,
                        double *x, double mu_model, int64_t maxit, dpo__sco_erm_info_t *info);
 
+/* ---- privacy.trust = secagg (src/privacy/secagg.c) for the algorithms whose release is the
+ * noised SUM of per-example gradients over a batch (dp-sgd-rdp, pnsgd): every rank encodes its
+ * part of the sum, every party leader adds a discrete Gaussian share, the pairwise masks cancel
+ * in the reduce (dpo_oracle_eval_sums_noised, DPO_ONOISE_SECAGG).  sens: the L2 sensitivity of
+ * the sum (dpo_sens(relation, L)); rho_target: each release's rdp-rho target.  The charge is
+ * the KLS 2021 Thm 1 rho with the P - k honest shares, to the global account and every party
+ * (dpo_ledger_charge_parties), before the release; the coordinator draws (or knows) the
+ * batch, so it is never amplified by sampling.  setup: sa->on = 0 outside secagg. */
+typedef struct {
+  int on;
+  int32_t d;
+  double sens, gamma, rho, sd; /* sd: std of the total noise on the sum, gamma sigma sqrt(P) */
+  uint64_t sigma;
+  int np, size;
+  int *plist;
+} dpo__sco_sa_t;
+int dpo__sco_secagg_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa);
+void dpo__sco_secagg_free(dpo__sco_sa_t *sa);
+/* Charge, then release: gsum = the decoded noised sum over the batch (m rows of n; sampling
+ * "none" or "disjoint" with its group, as the ledger composes it). */
+int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, const dpo_batch_t *b,
+                        int64_t n, const char *sampling, int64_t group, int64_t step,
+                        double *gsum);
+
 /* Gaussian noise for sensitivity sens at multiplier z, widened so that the ledger's snapped
  * sensitivity sens + sqrt(d) Lambda (Lambda < 2^-39 sigma) still gives a multiplier >= z. */
 double dpo__sco_sigma(double z, double sens, int32_t d);

@@ -44,11 +44,18 @@
  *             documented constant, not tuned per data set or budget (that tuning would have
  *             to be charged).
  * Every step charges its Gaussian release (sampling as drawn) before x_{t+1} is broadcast.
+ *
+ * privacy.trust = secagg (sco_common.h): the release is the batch sum, so every party encodes
+ * its part and adds a discrete Gaussian share under pairwise masks.  The coordinator draws the
+ * batch, so the charge is NOT amplified: z = dpo_rdp_calibrate("none", T releases) (or
+ * algo.z), each release an rdp-rho charge with rho <= 1/z (KLS 2021 Thm 1, P - k honest
+ * shares); sigma in the step size is the total noise on the sum, gamma sigma_Z sqrt(P).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -69,12 +76,14 @@ typedef struct {
   int64_t *pool; /* wor: running partial Fisher-Yates permutation of 0..n-1 */
   int64_t *ids;
   double *g, *avg;
+  dpo__sco_sa_t sa; /* privacy.trust = secagg */
 } dpo__dpsgd_t;
 
 static void dpsgd_destroy(void *st) {
   dpo__dpsgd_t *a = st;
   if (!a) return;
   dpo__sco_free(&a->c);
+  dpo__sco_secagg_free(&a->sa);
   free(a->pool);
   free(a->ids);
   free(a->g);
@@ -153,16 +162,23 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   a->sens = dpo_sens(a->c.rel, a->c.L);
+  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
   if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
   if (isnan(a->z) &&
-      (rc = dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, n, a->T, a->c.eps,
-                              a->c.delta, &a->z)))
+      (rc = secagg ? dpo_rdp_calibrate("none", n, n, a->T, a->c.eps, a->c.delta, &a->z)
+                   : dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, n, a->T, a->c.eps,
+                                       a->c.delta, &a->z)))
     goto fail;
   if (!(a->z > 0) || !isfinite(a->z)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.z must be > 0", who);
     goto fail;
   }
   a->sigma = dpo__sco_sigma(a->z, a->sens, d);
+  /* secagg: the rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of multiplier z */
+  if (secagg && (rc = dpo__sco_secagg_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa)))
+    goto fail;
+  if (a->sa.on) a->sigma = a->sa.sd;
   double G2 = a->c.L * a->c.L + (double)d * a->sigma * a->sigma / ((double)a->m * (double)a->m);
   double lr0 = a->sched == SCHED_THEORY ? a->c.D / sqrt((double)a->T * G2)
                                         : DPO__DPSGD_ETA * (1 - a->beta) / sqrt(G2);
@@ -188,9 +204,14 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
           a->z, a->sigma, a->sens, a->lr, sch, a->beta, a->c.L, a->c.D);
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->T, .batch = a->m,
                      .noise_multiplier = a->z, .lr = a->lr};
-  snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its subsampled Gaussian "
-           "release before it is made (noise calibrated for all %lld)", (long long)a->T,
-           (long long)a->T);
+  if (a->sa.on)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its securely aggregated "
+             "distributed discrete Gaussian release before it is made (rdp-rho %.6g, not "
+             "amplified: the coordinator draws the batch)", (long long)a->T, a->sa.rho);
+  else
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its subsampled "
+             "Gaussian release before it is made (noise calibrated for all %lld)",
+             (long long)a->T, (long long)a->T);
   if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
@@ -218,19 +239,26 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     dpo__wor_batch(rng, a->m, n, a->pool, a->ids); /* partial Fisher-Yates: O(m log m) */
     mb = a->m;
   }
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma, .sensitivity = a->sens,
-                     .dim = d, .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
-                     .m = a->m, .n = n, .step = t, .neighbours = a->c.rel};
-  if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   if (t == 0 && isfinite(a->c.D)) dpo__sco_project(x, d, a->c.D);
-  if (mb > 0) {
+  if (a->sa.on) { /* charge, then the masked sum with the parties' noise shares */
     dpo_batch_t b = {a->ids, mb};
-    int64_t used;
-    if ((rc = dpo_oracle_eval_sums(dpo_solver_oracle(s), x, &b, 0, NULL, a->g, &used))) return rc;
+    if ((rc = dpo__sco_secagg_sum(s, &a->sa, x, &b, n, "none", 0, t, a->g))) return rc;
   } else {
-    memset(a->g, 0, (size_t)d * sizeof *a->g);
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
+                       .sensitivity = a->sens, .dim = d,
+                       .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
+                       .m = a->m, .n = n, .step = t, .neighbours = a->c.rel};
+    if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
+    if (mb > 0) {
+      dpo_batch_t b = {a->ids, mb};
+      int64_t used;
+      if ((rc = dpo_oracle_eval_sums(dpo_solver_oracle(s), x, &b, 0, NULL, a->g, &used)))
+        return rc;
+    } else {
+      memset(a->g, 0, (size_t)d * sizeof *a->g);
+    }
+    if ((rc = dpo_mech_gaussian(rng, a->sigma, a->g, d))) return rc;
   }
-  if ((rc = dpo_mech_gaussian(rng, a->sigma, a->g, d))) return rc;
   double f = (double)t / (double)a->T, lr = a->lr; /* the schedule: public (t, T) only */
   if (a->sched == SCHED_COSINE) lr *= 0.5 * (1 + cos(M_PI * f));
   else if (a->sched == SCHED_STEP) lr *= 3 * t < a->T ? 1 : 3 * t < 2 * a->T ? 0.1 : 0.01;

@@ -20,6 +20,12 @@
  *   all              every iterate is a release: step t charges a Gaussian of multiplier
  *                    sigma B_t / (2L) as one batch of a disjoint pass (parallel composition).
  * The ABI analysis is for continuous Gaussian noise; the exact grid sampler stands in for it.
+ * privacy.trust = secagg (sco_common.h): every iterate goes to every party (the oracle's x),
+ * so the final-iterate analysis does not hold against them: each step is a release (as
+ * algo.release = all; an explicit algo.release = final is refused), the masked batch SUM with
+ * the parties' discrete Gaussian shares, charged rdp-rho (KLS 2021 Thm 1, P - k honest shares)
+ * with rho <= algo.rho as one batch of a disjoint pass (parallel composition: the pass costs
+ * one step's rho).  Its noise is set by the budget, not by sigma = L/sqrt(d).
  *
  * Speed (issue 16).  The steps are sequential in the iterate and most batches are one row, so
  * one oracle collective per step made the pass ~100x slower than its arithmetic.  With
@@ -33,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -49,6 +56,7 @@ typedef struct {
   double sigma, rho_charged, Lsnap;
   int64_t off;
   double *g;
+  dpo__sco_sa_t sa;       /* privacy.trust = secagg */
   int64_t fetch;          /* algo.fetch_rows: rows fetched at a time (0: oracle per step) */
   dpo_oracle_rows_t win;  /* rows perm[woff .. woff + win.rows.n) on rank 0 */
   int64_t woff, *pos;
@@ -61,6 +69,7 @@ static void pnsgd_destroy(void *st) {
   dpo__pnsgd_t *a = st;
   if (!a) return;
   dpo__sco_free(&a->c);
+  dpo__sco_secagg_free(&a->sa);
   free(a->B);
   free(a->eta);
   free(a->sig);
@@ -106,6 +115,17 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   else {
     rc = dpo_err(DPO_EINVAL, "pnsgd: algo.release = '%s': final | all", rel);
     goto fail;
+  }
+  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  if (pt && pt->trust == DPO_TRUST_SECAGG) {
+    if (!a->release_all && dpo_config_get(dpo_solver_config(s), "algo.release")) {
+      rc = dpo_err(DPO_EUNSUP, "pnsgd: algo.release = final is not private under privacy.trust "
+                   "= secagg: every party receives every iterate, and 003 Thm 3.1 covers only "
+                   "the final one; use algo.release = all (the default under secagg)");
+      goto fail;
+    }
+    a->release_all = 1;
+    if ((rc = dpo__sco_secagg_setup(s, dpo_sens(a->c.rel, a->c.L), a->c.rho, &a->sa))) goto fail;
   }
   if (a->kind == 2) {
     if ((rc = dpo_solver_constants(s, NULL, &lambda))) goto fail;
@@ -182,7 +202,11 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   /* release final: Thm 3.1 covers the final iterate of the FULL pass only, so the plan is one
    * charge for the whole schedule, made by the driver before step 0 (optim.h) */
   dpo_plan_t plan = {.kind = a->release_all ? DPO_PLAN_PER_STEP : DPO_PLAN_WHOLE, .steps = T};
-  if (a->release_all)
+  if (a->sa.on)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a securely aggregated "
+             "distributed discrete Gaussian release (rdp-rho %.6g) charged before it is made "
+             "(disjoint batches: one pass)", (long long)T, a->sa.rho);
+  else if (a->release_all)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a Gaussian release charged "
              "before it is made (disjoint batches)", (long long)T);
   else {
@@ -243,7 +267,12 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   }
   if (t == 0) dpo__sco_project(x, d, a->c.D); /* w_0 in K */
   dpo_batch_t b = dpo__sco_batch(&a->c, a->off, a->B[t]);
-  if (a->release_all) {
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  if (a->sa.on) {
+    /* charge (one batch of the disjoint pass), then the masked noised sum */
+    if ((rc = dpo__sco_secagg_sum(s, &a->sa, x, &b, a->c.n, "disjoint", 1, t, a->g))) return rc;
+    dpo_model_finish(dpo_oracle_model(o), d, b.m, x, NULL, a->g);
+  } else if (a->release_all) {
     /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t (dpo_sens) */
     dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
                        .sensitivity = dpo_sens(a->c.rel, a->c.L) / (double)a->B[t], .dim = d,
@@ -251,11 +280,12 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
                        .m = a->B[t], .n = a->c.n, .step = t, .neighbours = a->c.rel};
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   }
-  dpo_oracle_t *o = dpo_solver_oracle(s);
-  if (a->fetch > 0 && !dpo_oracle_parties(o)) rc = pnsgd_grad_local(a, o, x, t);
-  else rc = dpo_oracle_eval(o, x, &b, 0, NULL, a->g);
-  if (rc) return rc;
-  if ((rc = dpo_mech_gaussian(dpo_solver_rng(s), a->sigma, a->g, d))) return rc;
+  if (!a->sa.on) {
+    if (a->fetch > 0 && !dpo_oracle_parties(o)) rc = pnsgd_grad_local(a, o, x, t);
+    else rc = dpo_oracle_eval(o, x, &b, 0, NULL, a->g);
+    if (rc) return rc;
+    if ((rc = dpo_mech_gaussian(dpo_solver_rng(s), a->sigma, a->g, d))) return rc;
+  }
   for (int32_t j = 0; j < d; j++) x[j] -= a->eta[t] * a->g[j];
   dpo__sco_project(x, d, a->c.D);
   a->off += a->B[t];

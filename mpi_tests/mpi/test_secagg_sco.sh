@@ -1,0 +1,64 @@
+#!/bin/sh
+# privacy.trust = secagg for the SCO algorithms whose release is a batch SUM (issue 12):
+#  - dp-sgd-rdp at 2, 3, 4 parties (seeded, so NOT private): every step is one un-amplified
+#    rdp-rho charge (sampling none) to the global account and to every party, the calibration
+#    spends the budget (>= 0.99 eps, <= eps), the journal replays, and the model learns (test
+#    accuracy above a9a's majority rate 0.7638);
+#  - pnsgd at 2 parties: every step a disjoint-pass rdp-rho charge (parallel composition: the
+#    pass costs one step), an explicit algo.release = final refused (every party sees every
+#    iterate);
+#  - the phased methods (output perturbation of a nonlinear phase output) refused, naming why;
+#  - dpopt audit in secagg mode passes for both (bound below the charge, alpha 1e-4).
+. "$(dirname "$0")/testlib.sh"
+
+COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 10 \
+  --delta 1e-5 --seed 3 --set privacy.trust=secagg"
+acc() { sed -n 's/^test accuracy *\([0-9.]*\).*/\1/p' "$1"; }
+spent() { tail -n 1 "$1" | sed -n 's/.*"total_eps":\([0-9.e+-]*\).*/\1/p'; }
+
+for np in 2 3 4; do
+  expect 0 $MPI -np $np "$DPOPT" train $COMMON --algo dp-sgd-rdp --set parties.count=$np --out "$T/s$np"
+  a=$(acc "$T/out")
+  check "$np parties: dp-sgd-rdp test accuracy $a learns" awk -v a="$a" 'BEGIN {exit !(a > 0.77)}'
+  c=$(grep -c '"mechanism":"rdp-rho","sampling":"none","accounting":"rdp"' "$T/s$np/ledger.jsonl")
+  [ "$c" = 180 ] && ok || bad "$np parties: $c un-amplified rdp-rho charges (want 180)"
+  has "$T/s$np/ledger.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "collude label"
+  has "$T/s$np/ledger.jsonl" '"plan":"per-step","steps":180,"what":"180 steps, each charged for its securely aggregated' "plan"
+  has "$T/s$np/ledger.jsonl" '"party_total_eps":\[' "per-party accounts"
+  e=$(spent "$T/s$np/ledger.jsonl")
+  check "$np parties: spent $e of 10" awk -v e="$e" 'BEGIN {exit !(e >= 9.9 && e <= 10)}'
+  expect 0 "$DPOPT" ledger "$T/s$np"
+  echo "dp-sgd-rdp secagg, $np parties: test accuracy $a, spent eps $e"
+done
+
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.T=40 --set algo.D=1 \
+  --set parties.count=2 --out "$T/pn"
+c=$(grep -c '"mechanism":"rdp-rho","sampling":"disjoint","accounting":"rdp"' "$T/pn/ledger.jsonl")
+[ "$c" = 40 ] && ok || bad "pnsgd: $c disjoint rdp-rho charges (want 40)"
+f=$(grep -m1 '"mechanism":"rdp-rho"' "$T/pn/ledger.jsonl" | sed -n 's/.*"total_eps":\([0-9.e+-]*\).*/\1/p')
+e=$(spent "$T/pn/ledger.jsonl") a=$(acc "$T/out")
+close "$f" "$e" 1e-9 "pnsgd: one disjoint pass costs one step"
+expect 0 "$DPOPT" ledger "$T/pn"
+echo "pnsgd secagg, 2 parties, T 40: test accuracy $a, spent eps $e"
+expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.release=final \
+  --set parties.count=2 --out "$T/r0"
+has "$T/err" "algo.release = final is not private under privacy.trust = secagg" "release final refused"
+
+for algo in phased-sgd phased-erm phased-sc sc-reduce; do
+  expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo $algo --lambda 1e-3 --set parties.count=2 \
+    --out "$T/r-$algo"
+  has "$T/err" "$algo releases only a noised phase output" "$algo refused"
+  has "$T/err" "not a sum of per-party contributions" "$algo: why"
+  [ -e "$T/r-$algo" ] && bad "$algo: a refused run left a run directory" || ok
+done
+
+# audits: one party per trial (MPI_COMM_SELF): encoding, share, rdp-rho charge
+for a in "dp-sgd-rdp --iters 1 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set algo.D=1"; do
+  expect 0 $MPI -np 2 "$DPOPT" audit --algo $a --eps 4 --delta 1e-5 --clip l2:1 \
+    --trials 2000 --alpha 1e-4 --quiet --set privacy.trust=secagg
+  lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
+  check "secagg audit of ${a%% *}: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
+    'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 3.9)}'
+  echo "audit ${a%% *} secagg: eps_lb $lb, claimed $cl"
+done
+finish test_secagg_sco
