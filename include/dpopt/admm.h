@@ -221,6 +221,13 @@ typedef struct {
   dpo_rng_t *rng;    /* rank 0: noise stream */
   dpo_ledger_t *ledger; /* rank 0: an RDP ledger (dpo_ledger_open_rdp), charged before each
                            release; NULL only when noise = 0 */
+  /* privacy.trust = secagg (dpopt/parties.h): secagg_parties = P > 0 parties (one per rank of
+   * the oracle, which must have dpo_oracle_set_secagg on every rank), secagg_collude = k.  Each
+   * noised gradient is then the masked SUM of the ranks' clipped gradient sums with the
+   * parties' discrete Gaussian shares (src/privacy/secagg.c), charged rdp-rho (KLS 2021 Thm 1,
+   * P - k honest shares) with rho <= 1/z, z = dpo_rdp_calibrate for the T (+ 1) releases;
+   * sigma_rule and sigma_fixed do not apply.  0: central (rank 0 adds the noise). */
+  int secagg_parties, secagg_collude;
   /* rank 0, optional: after each iteration t (x_t, y_t released) */
   void (*trace)(void *arg, int64_t t, const double *x, const double *y);
   void *trace_arg;

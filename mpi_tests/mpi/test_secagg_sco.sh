@@ -8,7 +8,12 @@
 #    pass costs one step), an explicit algo.release = final refused (every party sees every
 #    iterate);
 #  - the phased methods (output perturbation of a nonlinear phase output) refused, naming why;
-#  - dpopt audit in secagg mode passes for both (bound below the charge, alpha 1e-4).
+#  - dpopt audit in secagg mode passes for both (bound below the charge, alpha 1e-4);
+#  - dpopt admm --method dpaccadmm at 2 and 3 parties, dpadmm at 2 (one per rank): the journal says
+#    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
+#    central one times sqrt(P / (P - k)) (within 3%: integer sigma, rounding inflation), the
+#    test accuracy is central's within 0.01 and the training objective is withheld; consensus,
+#    --sigma, --trace and trust local are refused with the reason.
 . "$(dirname "$0")/testlib.sh"
 
 COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 10 \
@@ -61,4 +66,35 @@ for a in "dp-sgd-rdp --iters 1 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set a
     'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 3.9)}'
   echo "audit ${a%% *} secagg: eps_lb $lb, claimed $cl"
 done
+# DP-ADMM: the noised gradient is a sum over the ranks
+ADMM="--eps 1 --delta 1e-5 --clip 1 --row-l2-bound 3.75 --test $S/data/a9a.t --seed 5 \
+  --maxit 60 --set privacy.sigma_rule=rdp"
+sig() { sed -n 's/^sigma *\([0-9.e+-]*\) .*/\1/p' "$1"; }
+tacc() { sed -n 's/^test *accuracy \([0-9.]*\).*/\1/p' "$1"; }
+for m in dpadmm dpaccadmm; do
+  for np in 2 3; do
+    [ $m = dpadmm ] && [ $np = 3 ] && continue
+    expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --set privacy.journal="$T/c$m$np.jsonl" \
+      "$S/data/a9a"
+    cp "$T/out" "$T/c.out"
+    expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --set privacy.trust=secagg \
+      --set privacy.journal="$T/s$m$np.jsonl" "$S/data/a9a"
+    sc=$(sig "$T/c.out") ss=$(sig "$T/out") ac=$(tacc "$T/c.out") as=$(tacc "$T/out")
+    check "$m $np parties: secagg sigma $ss = central $sc x sqrt(P/(P-1))" awk -v c="$sc" -v s="$ss" \
+      -v p=$np 'BEGIN {r = s / (c * sqrt(p / (p - 1))); exit !(c > 0 && r >= 1 && r < 1.03)}'
+    close "$ac" "$as" 0.01 "$m $np parties: secagg vs central test accuracy"
+    has "$T/out" "the training objective is withheld" "$m: no training objective under secagg"
+    has "$T/s$m$np.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "$m: journal label"
+    c=$(grep -c '"mechanism":"rdp-rho","sampling":"none"' "$T/s$m$np.jsonl")
+    [ "$c" = 61 ] && ok || bad "$m $np parties: $c rdp-rho charges (want 61)"
+    echo "$m $np parties: sigma central $sc secagg $ss; test accuracy central $ac secagg $as"
+  done
+done
+expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --sigma 0.1 $ADMM --set privacy.trust=secagg "$S/data/a9a"
+has "$T/err" "calibrates its own noise" "--sigma refused"
+expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --trace "$T/tr.csv" $ADMM --set privacy.trust=secagg "$S/data/a9a"
+has "$T/err" "--trace reports the exact training objective" "--trace refused"
+expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=secagg "$S/data/a9a"
+has "$T/err" "noises each agent's own clipped message" "consensus refused with the reason"
+expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm $ADMM --set privacy.trust=local "$S/data/a9a"
 finish test_secagg_sco

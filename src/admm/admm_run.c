@@ -12,6 +12,7 @@
 
 #include "dpopt/admm.h"
 #include "dpopt/comm.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -22,8 +23,14 @@ typedef struct {
   int64_t maxit, tev, seed;
   int adapt, priv, seeded;
   int64_t restart;
+  const char *trust; /* privacy.trust: central | secagg (dpadmm / dpaccadmm only) */
+  int64_t collude;
+  int secagg;
   int rank, size;
 } dpo__arun_t;
+
+/* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
+#define DPO__ARUN_PARTY_STREAM 0x70000000ULL
 
 static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   int rc;
@@ -38,6 +45,7 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   dpo_config_get_str(cfg, "data.test", NULL, &s->testp);
   dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
   dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
+  dpo_config_get_str(cfg, "privacy.trust", "central", &s->trust);
   s->seeded = dpo_config_get(cfg, "run.seed") != NULL;
   if ((rc = dpo_config_get_double(cfg, "admm.lambda", 1e-5, &s->lambda)) ||
       (rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &s->rho)) ||
@@ -58,7 +66,8 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
       (rc = dpo_config_get_int(cfg, "run.seed", 0, &s->seed)) ||
       (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 1, &s->adapt)) ||
       (rc = dpo_config_get_bool(cfg, "admm.private", 0, &s->priv)) ||
-      (rc = dpo_config_get_int(cfg, "admm.restart", 0, &s->restart)))
+      (rc = dpo_config_get_int(cfg, "admm.restart", 0, &s->restart)) ||
+      (rc = dpo_config_get_int(cfg, "privacy.collude", 1, &s->collude)))
     return rc;
   /* non-private consensus stops on its residuals: room to converge (a private run pays for
    * every iteration, so its default count stays small) */
@@ -210,13 +219,55 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
   return rc;
 }
 
+/* privacy.trust (data-free, before anything is loaded).  DP-ADMM's release, the noised full
+ * gradient, is a sum over the ranks' clipped gradient sums: it runs under secagg (one party
+ * per rank, dpadmm.c).  Consensus ADMM's private mode is local noise per agent message. */
+static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
+  if (!strcmp(s->trust, "central")) {
+    if (dpo_config_get(cfg, "privacy.collude"))
+      return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
+    return DPO_OK;
+  }
+  if (strcmp(s->trust, "secagg") != 0)
+    return dpo_err(strcmp(s->trust, "local") && strcmp(s->trust, "shares") ? DPO_EINVAL
+                                                                           : DPO_EUNSUP,
+                   "privacy.trust = %s: dpopt admm takes central (default) or "
+                   "secagg (--method dpadmm / dpaccadmm)", s->trust);
+  if (!strcmp(s->meth, "consensus"))
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is not implemented for consensus ADMM: "
+                   "its --private mode noises each agent's own clipped message x_i + u_i "
+                   "before the allreduce (local noise, which already holds against the "
+                   "coordinator and every other agent), so there is no central noise to split "
+                   "into shares; use --method dpadmm or dpaccadmm, whose release (the noised "
+                   "gradient) is a sum of the parties' contributions");
+  if (strcmp(s->meth, "dpadmm") != 0 && strcmp(s->meth, "dpaccadmm") != 0)
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg applies to the private methods "
+                   "(--method dpadmm / dpaccadmm)");
+  if (s->sigfix > 0 || (dpo_config_get(cfg, "privacy.sigma_rule") && strcmp(s->srule, "rdp")))
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg calibrates its own noise (rdp: the "
+                   "distributed discrete Gaussian for T + 1 releases): drop --sigma and "
+                   "--sigma-rule");
+  if (s->tracep)
+    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg: --trace reports the exact training "
+                   "objective and accuracy, which the coordinator must not see");
+  if (!(s->delta > 0))
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
+  if (s->collude < 0 || s->collude >= s->size)
+    return dpo_err(DPO_EINVAL, "privacy.collude = %lld: need 0 <= k < parties (%d, one per "
+                   "rank)", (long long)s->collude, s->size);
+  s->srule = "rdp";
+  s->secagg = 1;
+  return DPO_OK;
+}
+
 static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts_t *lo,
                         dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
                         FILE *rep, int *stop) {
   dpo_oracle_t *orc = NULL;
   dpo_admm_A_t *A = NULL;
   dpo_ledger_t *L = NULL;
-  dpo_rng_t *rng = NULL;
+  dpo_rng_t *rng = NULL, *prng = NULL;
+  dpo_secagg_t *sa = NULL;
   FILE *tf = NULL;
   double *Ax = NULL;
   int32_t d = sh->d;
@@ -264,6 +315,25 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     o.rng = rng;
     o.ledger = L;
   }
+  if (dp && s->secagg) {
+    /* one party per rank: each rank's own stream for its rounding and noise share, pairwise
+     * keys once (collective) */
+    rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
+                                        DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
+    if (!rc) rc = dpo_secagg_create(comm, 1, prng, &sa);
+    if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(orc, sa));
+    if (!rc && s->rank == 0) {
+      char ev[600];
+      snprintf(ev, sizeof ev, "trust secagg, collude %lld of %d: %s; distributed discrete "
+               "Gaussian (Kairouz-Liu-Steinke 2021 Thm 1, P - k = %lld honest shares), one "
+               "party per rank", (long long)s->collude, s->size,
+               dpo_trust_coordinator_sees(DPO_TRUST_SECAGG), (long long)(s->size - s->collude));
+      rc = dpo_ledger_party_event(L, ev, -1, -1);
+    }
+    if ((rc = dpo_agree(comm, rc))) goto out;
+    o.secagg_parties = s->size;
+    o.secagg_collude = (int)s->collude;
+  }
   dpo__arun_trace_t tr = {.o = orc, .A = A, .lambda = s->lambda,
                           .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};
   if (s->rank == 0 && s->tracep) {
@@ -288,7 +358,8 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   /* final diagnostics (collective through the oracle) */
   double loss = NAN, accu = NAN, tl = NAN, ta = NAN;
   if (s->rank == 0) {
-    dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
+    /* secagg: no exact training sum reaches the coordinator, not even a diagnostic */
+    if (!s->secagg) dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
     if (te) dpo_oracle_eval_metric(orc, x, 1, &tl, &ta);
     dpo_oracle_finish(orc, DPO_OK);
   } else {
@@ -310,8 +381,12 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
       fprintf(rep, "sigma       %.6g (%s)   releases %lld   spent eps %.9g delta %.3g\n", inf.sigma,
               s->srule, (long long)inf.releases, se, sd);
     }
-    fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
-            loss + s->lambda * cblas_dasum(A->p, ax, 1));
+    if (s->secagg)
+      fprintf(rep, "trust       secagg, collude %lld of %d parties (one per rank); the training "
+              "objective is withheld\n", (long long)s->collude, s->size);
+    else
+      fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
+              loss + s->lambda * cblas_dasum(A->p, ax, 1));
     if (te) fprintf(rep, "test        accuracy %.6f\n", ta);
     free(ax);
   }
@@ -323,6 +398,8 @@ out:
   if (tf) fclose(tf);
   free(Ax);
   dpo_oracle_destroy(orc);
+  dpo_secagg_destroy(sa);
+  dpo_rng_destroy(prng);
   dpo_admm_A_destroy(A);
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
@@ -340,7 +417,8 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
   *stop = DPO_OK;
   MPI_Comm_rank(comm, &s.rank);
   MPI_Comm_size(comm, &s.size);
-  if ((rc = dpo__arun_read(cfg, &s)) || (rc = dpo_model_create(s.mname, 0.0, &m)) ||
+  if ((rc = dpo__arun_read(cfg, &s)) || (rc = dpo__arun_trust(cfg, &s)) ||
+      (rc = dpo_model_create(s.mname, 0.0, &m)) ||
       (rc = dpo_load_opts_from_config(cfg, &lo)))
     goto out;
   lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;

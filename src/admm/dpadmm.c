@@ -12,7 +12,11 @@
  * so one replaced example moves it by <= 2C/n; P_t ~ N(0, sigma^2 I) with sigma from 004 eq. (8)
  * (dpo_admm_thm1_sigma, c = 2C) or from the RDP accountant (dpo_rdp_calibrate) for the same
  * (eps, delta) and number of releases.  Each noised gradient is charged to the RDP ledger
- * BEFORE it is formed; everything released afterwards (x_t, y_t, u_t) is post-processing. */
+ * BEFORE it is formed; everything released afterwards (x_t, y_t, u_t) is post-processing.
+ * The release, grad f(x) + P_t, is the SUM over the ranks of their clipped gradient sums (over
+ * n) plus noise, so it runs under privacy.trust = secagg too (opts secagg_parties, admm.h): the
+ * coordinator then receives only masked vectors and the noised sum (P_t = the parties' shares),
+ * and the iterations are the same post-processing of it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,7 @@
 #include <cblas.h>
 
 #include "admm/admm_impl.h"
+#include "dpopt/parties.h"
 #include "dpopt/status.h"
 
 void dpo_dpadmm_opts_default(dpo_dpadmm_opts_t *o) {
@@ -39,11 +44,28 @@ typedef struct {
   int64_t n;
   double sigma, sens;
   int64_t releases;
+  /* secagg: fixed-point step, each party's share sigma, the charged rho, ranks */
+  double gamma, rho;
+  uint64_t isigma;
+  int size;
 } ctx_t;
 
 /* Rank 0: g = grad f(x) + P (P = 0 without noise).  The charge comes first. */
 static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   int st;
+  if (c->op->noise && c->op->secagg_parties > 0) { /* charge, then the masked noised sum */
+    dpo_charge_t ch = {.mechanism = "rdp-rho", .rho = c->rho, .dim = c->d, .sampling = "none",
+                       .accounting = "rdp", .m = c->n, .n = c->n, .step = step,
+                       .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
+    if ((st = dpo_ledger_charge(c->op->ledger, &ch, NULL))) return st;
+    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma};
+    int64_t used = 0;
+    if ((st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used))) return st;
+    if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
+    dpo_model_finish(dpo_oracle_model(c->o), c->d, used, x, NULL, g);
+    c->releases++;
+    return DPO_OK;
+  }
   if (c->op->noise) {
     dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = c->sigma, .sensitivity = c->sens,
                        .dim = c->d, .sampling = "none", .accounting = "rdp", .step = step};
@@ -146,7 +168,21 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     c.sens = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip) / (double)n;
     /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
     double ecal = op->eps * (1.0 - 1e-6);
-    if (op->sigma_fixed > 0) {
+    if (op->secagg_parties > 0) {
+      /* the rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of multiplier z; the
+       * sensitivity of the SUM is 2 clip (replace-one); data-free range check (secagg.c) */
+      double z = 0, ssum = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip);
+      MPI_Comm_size(comm, &c.size);
+      st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
+      if (!st)
+        st = dpo_secagg_params(ssum, d, op->secagg_parties, op->secagg_collude,
+                               nextafter(1 / z, 0), &c.gamma, &c.isigma, &c.rho, NULL);
+      if (!st && !((double)n * ssum / c.gamma + c.size <= 0x1p62))
+        st = dpo_err(DPO_EINVAL, "dpadmm: %lld rows exceed the secagg fixed-point range",
+                     (long long)n);
+      /* the std of the noise on the mean gradient (reported) */
+      c.sigma = c.gamma * (double)c.isigma * sqrt((double)op->secagg_parties) / (double)n;
+    } else if (op->sigma_fixed > 0) {
       c.sigma = op->sigma_fixed;
     } else if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
       double z = 0;
