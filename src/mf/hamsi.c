@@ -248,6 +248,9 @@ static int dpo__nonfinite(const dpo__hm_t *h) {
   return bad;
 }
 
+static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
+static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn);
+
 /* Safeguard after the strata of a HAMSI epoch, before its pair (collective).  The first and
  * the last inner step work on the same stratum k0, and its blocks are variable-disjoint, so
  * the sums of the blocks' objectives (dpo__hm_block, fixed parts: rank-independent with repro)
@@ -265,17 +268,29 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
   memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
   *undone = 0;
   if (st) return st;
-  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return DPO_OK;
+  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) {
+    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
+    h->sg_prev = h->sg_start;
+    h->sg_start = sw;
+    h->sg_rejects = 0;
+    return DPO_OK;
+  }
   *undone = 1;
   h->undone++;
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
    * for these data, so halve it for the rest of the run; after a quasi-Newton epoch the
    * curvature pairs are to blame and the reset below is the remedy */
   if (h->lb.m < h->M) h->damp *= 0.5;
+  dpo__hm_reset_memory(h);
+  /* f_k0 is taken BEFORE the last step, so it cannot see that step's damage: an accepted
+   * epoch may end at a bad point (from an N(0, 1) start at rank 50 the first epoch's last
+   * gradient step took the RMSE from 8 to 40), and retrying from there only undoes epoch
+   * after epoch.  So the second rejection in a row goes back to the start of the last
+   * accepted epoch. */
+  if (++h->sg_rejects == 2 && h->sg_prev.x1) return dpo__restore(h, &h->sg_prev);
   memcpy(h->x1, h->xb1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c]) memcpy(h->cbuf[c], h->xbc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
-  dpo__hm_reset_memory(h);
   return DPO_OK;
 }
 
@@ -332,29 +347,29 @@ static int dpo__check_gd(dpo__hm_t *h) {
   memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
   if (st) return st;
   int finite = out[2] == 0 && isfinite(out[0]);
-  if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->gd_rejects >= DPO__GD_FORCE)) {
-    dpo__snap_t sw = h->gd_prev; /* the start of this epoch becomes the last accepted one's */
-    h->gd_prev = h->gd_start;
-    h->gd_start = sw;
+  if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->sg_rejects >= DPO__GD_FORCE)) {
+    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
+    h->sg_prev = h->sg_start;
+    h->sg_start = sw;
     h->gd_fref_prev = h->gd_fref;
     h->gd_fref = out[0];
-    h->gd_rejects = 0;
+    h->sg_rejects = 0;
     return DPO_OK;
   }
   h->undone++;
   h->damp *= 0.5;
-  if (++h->gd_rejects == 2 && h->gd_prev.x1) {
+  if (++h->sg_rejects == 2 && h->sg_prev.x1) {
     h->gd_fref = h->gd_fref_prev;
-    return dpo__restore(h, &h->gd_prev);
+    return dpo__restore(h, &h->sg_prev);
   }
-  return dpo__restore(h, &h->gd_start);
+  return dpo__restore(h, &h->sg_start);
 }
 
 /* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
 static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   int st = DPO_OK, guard = h->o.reject_tol >= 0;
   if ((st = dpo__hm_travel(h, seq[0]))) return st;
-  if (guard && !h->hamsi && (st = dpo__keep(h, &h->gd_start, 0))) return st;
+  if (guard && (st = dpo__keep(h, &h->sg_start, 0))) return st;
   for (int l = 0; l < L; l++) {
     int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
     int first = h->hamsi && l == 0, last = h->hamsi && l == L - 1;

@@ -84,7 +84,7 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->w1);
   free(h->w2);
   free(h->fpart);
-  dpo__snap_t *sn[4] = {&h->good, &h->best, &h->gd_start, &h->gd_prev};
+  dpo__snap_t *sn[4] = {&h->good, &h->best, &h->sg_start, &h->sg_prev};
   for (int j = 0; j < 4; j++) {
     free(sn[j]->x1);
     for (int32_t c = 0; sn[j]->c && c < h->B; c++) free(sn[j]->c[c]);
