@@ -173,8 +173,10 @@ typedef struct {
    *              memory is reset (default 0.1; < 0 = off).  mb-GD: an epoch whose summed
    *              stratum objectives (each before its step) exceed (1 + reject_tol) times the
    *              last accepted epoch's (the first: f at the initial point), or a non-finite
-   *              factor, is undone and the step scale halved; a second rejection in a row
-   *              goes back to the start of the last accepted epoch. */
+   *              factor, is undone and the step scale halved.  Both methods: a second
+   *              rejection in a row goes back to the start of the last accepted epoch, and
+   *              at the end of the run that start is returned if the end's training RMSE
+   *              is more than reject_tol above its own (without early stopping). */
   double step_cap;
   double reject_tol;
   /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a

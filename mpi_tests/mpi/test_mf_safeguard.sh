@@ -12,6 +12,7 @@
 #  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases;
 #  - rank 50 with --biases on realistic ratings diverges without the safeguards (epoch 10) and
 #    with the defaults runs 60 epochs with a finite held-out RMSE that went down and stayed;
+#  - a run ending right after an epoch that raised the RMSE returns the start of that epoch;
 #  - the evaluation budget (default 4% of the wall time) changes which epochs are evaluated,
 #    never the factors, nor the point early stopping keeps.
 . "$(dirname "$0")/testlib.sh"
@@ -111,6 +112,15 @@ check "rank 50 biased: held-out RMSE decreased" awk -F, 'NR == 1 {f = $2} {l = $
   NR > 30 && $2 > m + 0.01 {exit 1} END {exit !(l < 0.99 * f)}' "$T/b50.tr"
 check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
 
+# ---- a run that stops right after a bad epoch: its last step is seen by no epoch check
+# (COLOR, rank 50: epoch 6, the first quasi-Newton one, takes the RMSE from 0.82 to 0.95), so
+# the end is compared with the start of the last accepted epoch and that point returned
+expect 0 "$DPOPT" mf --part color --rank 50 --epochs 6 --eval-budget 0 --out "$T/fc" "$RR"
+grep -v '^#' "$T/fc/trace.csv" | tail -n +2 | cut -d, -f4 >"$T/fc.tr"
+jq .train_rmse_nonprivate "$T/fc/summary.json" >"$T/fc.end"
+check "final check: epoch 6 raised the RMSE 10% above epoch 5" awk 'NR == 5 {a = $1} NR == 6 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"
+check "final check: the run returns epoch 5's point" awk 'NR == FNR {e = $1; next} FNR == 5 {exit !(($1 - e) ^ 2 < 1e-12)}' "$T/fc.end" "$T/fc.tr"
+check "final check: counted as undone" jqt '.epochs_undone >= 1 and .epochs == 6' "$T/fc/summary.json"
 # ---- evaluation budget: same factors with the default budget and with every epoch evaluated;
 # early stopping keeps the same epoch either way
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --out "$T/b50d" "$RR"

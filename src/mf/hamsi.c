@@ -420,6 +420,21 @@ static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
                  rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
 }
 
+/* The end of the run against the start of the last accepted epoch (sg_prev): the better by
+ * more than reject_tol in training RMSE is kept.  Collective, agreed status. */
+static int dpo__final_check(dpo__hm_t *h, double *x2full, int64_t ntr) {
+  double r_end, r_prev, te;
+  int st = dpo__eval(h, x2full, ntr, 0, 1, &r_end, &te, NULL);
+  if (!st) st = dpo__keep(h, &h->sg_start, 0);
+  if (!st) st = dpo__restore(h, &h->sg_prev);
+  if (!st) st = dpo__eval(h, x2full, ntr, 0, 1, &r_prev, &te, NULL);
+  if ((st = dpo_agree(h->comm, st))) return st;
+  int back = isfinite(r_prev) && (!isfinite(r_end) || r_end > (1 + h->o.reject_tol) * r_prev);
+  if (!back) return dpo_agree(h->comm, dpo__restore(h, &h->sg_start)); /* the end stays */
+  h->undone++;
+  return DPO_OK;
+}
+
 /* h from the options and the communicator; checks the options (agreed status). */
 static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *ratings,
                         const dpo_hamsi_opts_t *opts) {
@@ -715,6 +730,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       res->failed_epoch = 0; /* no point to return: res is freed below */
     }
   } else if (!st) {
+    /* the safeguards see an epoch's last step only in the next epoch: a run that stops right
+     * after a bad one would return it.  So compare the end with the start of the last
+     * accepted epoch and keep that start if the end's training RMSE is more than reject_tol
+     * above it (rank-independent sums; one or two evaluations) */
+    if (o->reject_tol >= 0 && h->sg_prev.x1 && res->n_train > 0 && !(o->early_stop > 0 && h->best.x1))
+      st = dpo__final_check(h, x2full, res->n_train);
     /* early stopping: the best evaluated point (its held-out RMSE is the best in the trace) */
     if (o->early_stop > 0 && h->best.x1) {
       res->best_epoch = h->best.t;
