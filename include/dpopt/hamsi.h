@@ -163,14 +163,20 @@ typedef struct {
                           do not).  With early_stop the held-out RMSE of every due epoch is
                           still computed (the training RMSE of a skipped one is NaN), so the
                           kept point does not depend on timing.  Default 0: every due epoch. */
-  /* Safeguards of HAMSI (inactive on well-behaved runs; see src/mf/hamsi.c):
+  /* Safeguards (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
    *              (default 30; 0 = off).
    * reject_tol   an epoch after which the repeated stratum's objective is larger than
    *              (1 + reject_tol) times its value at the start of the epoch, or a factor is not
    *              finite, is undone (factors back to the start of the epoch) and the L-BFGS
-   *              memory is reset (default 0.1; < 0 = off). */
+   *              memory is reset (default 0.1; < 0 = off).  mb-GD: an epoch whose summed
+   *              stratum objectives (each before its step) exceed (1 + reject_tol) times the
+   *              last accepted epoch's (the first: f at the initial point), or a non-finite
+   *              factor, is undone and the step scale halved.  Both methods: a second
+   *              rejection in a row goes back to the start of the last accepted epoch, and
+   *              at the end of the run that start is returned if the end's training RMSE
+   *              is more than reject_tol above its own (without early stopping). */
   double step_cap;
   double reject_tol;
   /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a

@@ -348,17 +348,29 @@ int main(int argc, char **argv) {
           dpo_hamsi_result_destroy(res);
         }
 
-        /* 5. divergence guard: a step far too long must stop every rank with DPO_ENOCONV and a
-         * message naming the epoch, never return NaN factors */
+        /* 5. divergence guard: without the safeguard (reject_tol < 0) a step far too long
+         * must stop every rank with DPO_ENOCONV and a message naming the epoch, never return
+         * NaN factors; with mb-GD's safeguard (default) the same step is halved until it
+         * passes and the run ends with a finite RMSE */
         dpo_hamsi_opts_default(&o);
         o.method = DPO_MF_MBGD;
         o.sigma0 = 1e4;
         o.eval_every = 0;
+        o.reject_tol = -1;
         dpo_hamsi_result_t *res = NULL;
         st = dpo_hamsi_run(ck, rt, &o, &res);
         T_CHECK(st == DPO_ENOCONV && res == NULL, "%d ranks: sigma0 1e4 gave %s, not DPO_ENOCONV", k,
                 dpo_strerror(st));
         T_CHECK(strstr(dpo_errmsg(), "diverged at epoch") != NULL, "guard message: %s", dpo_errmsg());
+        dpo_hamsi_result_destroy(res);
+        res = NULL;
+        o.reject_tol = 0.1;
+        st = dpo_hamsi_run(ck, rt, &o, &res);
+        T_CHECK(st == DPO_OK && res && isfinite(res->train_rmse) && res->epochs_undone > 0 &&
+                    res->train_rmse < res->train_rmse0,
+                "%d ranks: mb-GD sigma0 1e4 with the safeguard: %s, RMSE %g (initial %g), %lld undone",
+                k, dpo_strerror(st), res ? res->train_rmse : NAN, res ? res->train_rmse0 : NAN,
+                res ? (long long)res->epochs_undone : -1LL);
         dpo_hamsi_result_destroy(res);
       }
       dpo_ratings_destroy(rt);

@@ -4,12 +4,15 @@
 #    diverges (epoch 7, the issue's symptom); with the defaults the run finishes, finite;
 #  - deliberately aggressive steps (--sigma0 50, --eta 0.02) diverge without the safeguards
 #    and finish with a finite, improved RMSE with them (epochs undone, step scale halved);
+#  - mb-GD: --sigma0 50 diverges without its safeguard (--reject-tol -1) and finishes, finite
+#    and improved, with it, under STRATA-B and COLOR;
 #  - with --repro the safeguards' decisions, hence the factors, do not depend on the ranks;
 #  - a failing run leaves trace.csv (rows written as the run went), summary.json that parses
 #    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED;
 #  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases;
 #  - rank 50 with --biases on realistic ratings diverges without the safeguards (epoch 10) and
 #    with the defaults runs 60 epochs with a finite held-out RMSE that went down and stayed;
+#  - a run ending right after an epoch that raised the RMSE returns the start of that epoch;
 #  - the evaluation budget (default 4% of the wall time) changes which epochs are evaluated,
 #    never the factors, nor the point early stopping keeps.
 . "$(dirname "$0")/testlib.sh"
@@ -54,6 +57,22 @@ for A in "--sigma0 50" "--eta 0.02"; do
   check "$A: training RMSE improved" jqt '.train_rmse_nonprivate < 0.8 * .train_rmse_initial_nonprivate' "$S"
   rm -rf "$T/agg"
 done
+# ---- mb-GD: the same aggressive step diverges without its safeguard and finishes with it
+# (epochs undone, step halved), also under a generic partitioning
+for PT in strata-b color; do
+  expect 4 $MPI -np 2 "$DPOPT" mf --method mbgd --part $PT --sigma0 50 --epochs 20 --reject-tol -1 --out "$T/gdoff" "$R"
+  has "$T/err" "diverged at epoch" "mb-GD $PT --sigma0 50 without the safeguard diverges"
+  # its last good point's factors are finite but their RMSE may overflow: still written
+  check "mb-GD $PT diverged: summary.json parses, failed" jqt '.failed == true' "$T/gdoff/summary.json"
+  check "mb-GD $PT diverged: FAILED and X1.txt" test -s "$T/gdoff/FAILED" -a -s "$T/gdoff/X1.txt"
+  rm -rf "$T/gdoff"
+  expect 0 $MPI -np 2 "$DPOPT" mf --method mbgd --part $PT --sigma0 50 --epochs 20 --out "$T/gd" "$R"
+  S="$T/gd/summary.json"
+  check "mb-GD $PT: safeguard acted" jqt '.epochs_undone > 0 and .failed == false' "$S"
+  check "mb-GD $PT: finite RMSE" finite "$S" .test_rmse
+  check "mb-GD $PT: training RMSE improved" jqt '.train_rmse_nonprivate < 0.8 * .train_rmse_initial_nonprivate' "$S"
+  rm -rf "$T/gd"
+done
 # ---- safeguard decisions are rank-independent: with --repro, K = 4 strata on 1 and 2 ranks
 # give the same factors bit for bit while epochs are being undone
 for P in 1 2; do
@@ -62,6 +81,12 @@ done
 check "repro run undid epochs" jqt '.epochs_undone > 0' "$T/rp1/summary.json"
 check "repro with safeguards: X1 identical on 1 and 2 ranks" cmp -s "$T/rp1/X1.txt" "$T/rp2/X1.txt"
 check "repro with safeguards: X2t identical on 1 and 2 ranks" cmp -s "$T/rp1/X2t.txt" "$T/rp2/X2t.txt"
+for P in 1 2; do
+  expect 0 $MPI -np $P "$DPOPT" mf --method mbgd --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/gp$P" "$R"
+done
+check "mb-GD repro run undid epochs" jqt '.epochs_undone > 0' "$T/gp1/summary.json"
+check "mb-GD repro with safeguard: X1 identical on 1 and 2 ranks" cmp -s "$T/gp1/X1.txt" "$T/gp2/X1.txt"
+check "mb-GD repro with safeguard: X2t identical on 1 and 2 ranks" cmp -s "$T/gp1/X2t.txt" "$T/gp2/X2t.txt"
 
 # ---- gen ratings --realistic (MovieLens-like): same size, >= 20 ratings per user, biases
 expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$T/real.txt"
@@ -87,6 +112,15 @@ check "rank 50 biased: held-out RMSE decreased" awk -F, 'NR == 1 {f = $2} {l = $
   NR > 30 && $2 > m + 0.01 {exit 1} END {exit !(l < 0.99 * f)}' "$T/b50.tr"
 check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
 
+# ---- a run that stops right after a bad epoch: its last step is seen by no epoch check
+# (COLOR, rank 50: epoch 6, the first quasi-Newton one, takes the RMSE from 0.82 to 0.95), so
+# the end is compared with the start of the last accepted epoch and that point returned
+expect 0 "$DPOPT" mf --part color --rank 50 --epochs 6 --eval-budget 0 --out "$T/fc" "$RR"
+grep -v '^#' "$T/fc/trace.csv" | tail -n +2 | cut -d, -f4 >"$T/fc.tr"
+jq .train_rmse_nonprivate "$T/fc/summary.json" >"$T/fc.end"
+check "final check: epoch 6 raised the RMSE 10% above epoch 5" awk 'NR == 5 {a = $1} NR == 6 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"
+check "final check: the run returns epoch 5's point" awk 'NR == FNR {e = $1; next} FNR == 5 {exit !(($1 - e) ^ 2 < 1e-12)}' "$T/fc.end" "$T/fc.tr"
+check "final check: counted as undone" jqt '.epochs_undone >= 1 and .epochs == 6' "$T/fc/summary.json"
 # ---- evaluation budget: same factors with the default budget and with every epoch evaluated;
 # early stopping keeps the same epoch either way
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --out "$T/b50d" "$RR"

@@ -177,6 +177,38 @@ static int dpo__unit(dpo__hm_t *h, int64_t g, double *a1, double *a2, double *fp
   return DPO_OK;
 }
 
+/* mb-GD safeguard's first reference: F at the initial point, the objective of every training
+ * rating (as dpo__hm_block sums it) with the full X2 in x2full (after dpo__eval).  Collective. */
+static int dpo__gd_f0(dpo__hm_t *h, const double *x2full) {
+  int32_t r = h->r, nparts = h->grid ? h->B : h->nch;
+  double lam = h->o.lambda, out[3];
+  for (int64_t b = 0; b < h->nblk; b++) {
+    const dpo__blk_t *bk = &h->blk[b];
+    int32_t p = h->grid ? h->i0 + (int32_t)(b / h->B) : 0;
+    int64_t c0 = h->col_cut[bk->cb];
+    for (int64_t k = bk->off; k < bk->off + bk->n; k++) {
+      if (!h->grid) p = h->chunk_of[h->u0 + h->lu[k]];
+      const double *a = h->x1 + (int64_t)h->lu[k] * r, *x = x2full + (c0 + h->li[k]) * r;
+      double pr = 0, n1 = 0, n2 = 0;
+      for (int32_t q = 0; q < r; q++) {
+        pr += a[q] * x[q];
+        n1 += a[q] * a[q];
+        n2 += x[q] * x[q];
+      }
+      /* biased model: the constant columns' L2 term is left out, as in dpo__hm_block */
+      double f = (pr - h->y[k]) * (pr - h->y[k]) +
+                 (lam != 0 ? lam * (h->wu[k] * n1 + h->wi[k] * n2) -
+                                 (h->o.biases ? lam * (h->wu[k] + h->wi[k]) : 0)
+                           : 0);
+      h->fpart[3 * p] += f;
+    }
+  }
+  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
+  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  if (!st) h->gd_fref = out[0];
+  return st;
+}
+
 /* Lines 12 and 14 bookkeeping before the first / last inner step of a HAMSI epoch. */
 static int dpo__mark(dpo__hm_t *h, int first, int last) {
   int st = DPO_OK;
@@ -216,6 +248,9 @@ static int dpo__nonfinite(const dpo__hm_t *h) {
   return bad;
 }
 
+static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
+static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn);
+
 /* Safeguard after the strata of a HAMSI epoch, before its pair (collective).  The first and
  * the last inner step work on the same stratum k0, and its blocks are variable-disjoint, so
  * the sums of the blocks' objectives (dpo__hm_block, fixed parts: rank-independent with repro)
@@ -233,68 +268,30 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
   memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
   *undone = 0;
   if (st) return st;
-  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return DPO_OK;
+  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) {
+    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
+    h->sg_prev = h->sg_start;
+    h->sg_start = sw;
+    h->sg_rejects = 0;
+    return DPO_OK;
+  }
   *undone = 1;
   h->undone++;
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
    * for these data, so halve it for the rest of the run; after a quasi-Newton epoch the
    * curvature pairs are to blame and the reset below is the remedy */
   if (h->lb.m < h->M) h->damp *= 0.5;
+  dpo__hm_reset_memory(h);
+  /* f_k0 is taken BEFORE the last step, so it cannot see that step's damage: an accepted
+   * epoch may end at a bad point (from an N(0, 1) start at rank 50 the first epoch's last
+   * gradient step took the RMSE from 8 to 40), and retrying from there only undoes epoch
+   * after epoch.  So the second rejection in a row goes back to the start of the last
+   * accepted epoch. */
+  if (++h->sg_rejects == 2 && h->sg_prev.x1) return dpo__restore(h, &h->sg_prev);
   memcpy(h->x1, h->xb1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c]) memcpy(h->cbuf[c], h->xbc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
-  dpo__hm_reset_memory(h);
   return DPO_OK;
-}
-
-/* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
-static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
-  int st = DPO_OK, guard = h->hamsi && h->o.reject_tol >= 0;
-  if ((st = dpo__hm_travel(h, seq[0]))) return st;
-  for (int l = 0; l < L; l++) {
-    int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
-    int first = h->hamsi && l == 0, last = h->hamsi && l == L - 1;
-    if (h->grid && next >= 0 && next != k && (st = dpo__hm_travel_begin(h, k, next))) return st;
-    if ((st = dpo__mark(h, first, last))) return st;
-    double *a1 = first ? h->gb1 : last ? h->y1 : NULL;
-    double *fp = guard && (first || last) ? h->fpart + (last ? 1 : 0) : NULL;
-    if (h->grid) {
-      for (int32_t i = h->i0; i < h->i1; i++) {
-        int32_t c = dpo__mod(i + k, h->B);
-        double *a2 = first ? h->gbc[c] : last ? h->yc[c] : NULL;
-        dpo__hm_block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL,
-                      fp ? fp + 3 * i : NULL);
-        /* the block is done for this step: send it on while the next block computes */
-        if (next >= 0 && next != k && (st = dpo__hm_travel_send(h, c, next))) return st;
-      }
-      if (next >= 0 && next != k && (st = dpo__hm_travel_end(h, next))) return st;
-    } else if (!h->dist) {
-      double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
-      for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
-        dpo__hm_block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2, NULL,
-                      fp ? fp + 3 * h->chunk_of[h->u0 + h->lu[h->sord[t]]] : NULL);
-    } else {
-      double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
-      for (int32_t ph = 0; ph < h->nph; ph++)
-        if ((st = dpo__unit(h, (int64_t)k * h->nph + ph, a1, a2, fp))) return st;
-    }
-  }
-  if (h->hamsi) {
-    int undone = 0;
-    if (guard && (st = dpo__check(h, &undone))) return st;
-    if (!undone) st = dpo__hm_pair(h);
-  }
-  return st;
-}
-
-/* Divergence guard (local; the caller agrees on the status): every factor this rank holds
- * and, when given, the RMSE must be finite. */
-static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
-  int bad = (rmse && !isfinite(*rmse)) || dpo__nonfinite(h);
-  if (!bad) return DPO_OK;
-  return dpo_err(DPO_ENOCONV, "diverged at epoch %lld (%s non-finite): try a smaller --sigma0 or "
-                 "a larger --eta (beta_t = (eta t)^gamma divides the step)", (long long)t,
-                 rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
 }
 
 /* Copy the current point (after epoch t) into sn: the last good one (it passed the
@@ -325,6 +322,116 @@ static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn) {
   memcpy(h->x1, sn->x1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c]) memcpy(h->cbuf[c], sn->c[c], sizeof(double) * (size_t)dpo__nvc(h, c));
+  return DPO_OK;
+}
+
+/* Safeguard of mb-GD after an epoch (collective).  mb-GD visits each stratum once, so there
+ * is no repeated stratum to compare; instead F, the sum over the epoch's strata of each
+ * stratum's objective just before its step (free: dpo__hm_block computes it), is compared
+ * with the reference: the last accepted epoch's F (the first epoch's: f at the initial
+ * point, dpo__gd_f0).  For small steps F tracks f; a step scale too large for the data makes
+ * it grow geometrically.  An epoch with F above (1 + reject_tol) times the reference, or a
+ * non-finite factor or F, is undone (the item blocks travel back, every factor returns to the
+ * epoch's start) and the step scale halved for the rest of the run.  F does not see the
+ * damage of the epoch's LAST step (it shows in the next epoch's first term), so the second
+ * rejection in a row goes back one more epoch, to the start of the last accepted epoch, with
+ * that epoch's own reference; retries then start from there with ever smaller steps, whose F
+ * tends to that point's f.  After DPO__GD_FORCE rejections in a row a finite epoch is
+ * accepted as the new reference, so the run cannot stall; a non-finite one never is. */
+#define DPO__GD_FORCE 8
+static int dpo__check_gd(dpo__hm_t *h) {
+  int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
+  double out[3];
+  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
+  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  if (st) return st;
+  int finite = out[2] == 0 && isfinite(out[0]);
+  if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->sg_rejects >= DPO__GD_FORCE)) {
+    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
+    h->sg_prev = h->sg_start;
+    h->sg_start = sw;
+    h->gd_fref_prev = h->gd_fref;
+    h->gd_fref = out[0];
+    h->sg_rejects = 0;
+    return DPO_OK;
+  }
+  h->undone++;
+  h->damp *= 0.5;
+  if (++h->sg_rejects == 2 && h->sg_prev.x1) {
+    h->gd_fref = h->gd_fref_prev;
+    return dpo__restore(h, &h->sg_prev);
+  }
+  return dpo__restore(h, &h->sg_start);
+}
+
+/* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
+static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
+  int st = DPO_OK, guard = h->o.reject_tol >= 0;
+  if ((st = dpo__hm_travel(h, seq[0]))) return st;
+  if (guard && (st = dpo__keep(h, &h->sg_start, 0))) return st;
+  for (int l = 0; l < L; l++) {
+    int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
+    int first = h->hamsi && l == 0, last = h->hamsi && l == L - 1;
+    if (h->grid && next >= 0 && next != k && (st = dpo__hm_travel_begin(h, k, next))) return st;
+    if ((st = dpo__mark(h, first, last))) return st;
+    double *a1 = first ? h->gb1 : last ? h->y1 : NULL;
+    /* HAMSI: f of the repeated stratum at the start / before the last step; mb-GD: the sum
+     * over the strata (slot 0) */
+    double *fp = !guard ? NULL : !h->hamsi ? h->fpart : (first || last) ? h->fpart + (last ? 1 : 0) : NULL;
+    if (h->grid) {
+      for (int32_t i = h->i0; i < h->i1; i++) {
+        int32_t c = dpo__mod(i + k, h->B);
+        double *a2 = first ? h->gbc[c] : last ? h->yc[c] : NULL;
+        dpo__hm_block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL,
+                      fp ? fp + 3 * i : NULL);
+        /* the block is done for this step: send it on while the next block computes */
+        if (next >= 0 && next != k && (st = dpo__hm_travel_send(h, c, next))) return st;
+      }
+      if (next >= 0 && next != k && (st = dpo__hm_travel_end(h, next))) return st;
+    } else if (!h->dist) {
+      double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
+      for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
+        dpo__hm_block(h, &h->blk[0], h->sord[t], h->cbuf[0], a1, a2, NULL,
+                      fp ? fp + 3 * h->chunk_of[h->u0 + h->lu[h->sord[t]]] : NULL);
+    } else {
+      double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
+      for (int32_t ph = 0; ph < h->nph; ph++)
+        if ((st = dpo__unit(h, (int64_t)k * h->nph + ph, a1, a2, fp))) return st;
+    }
+  }
+  if (h->hamsi) {
+    int undone = 0;
+    if (guard && (st = dpo__check(h, &undone))) return st;
+    if (!undone) st = dpo__hm_pair(h);
+  } else if (guard) {
+    st = dpo__check_gd(h);
+  }
+  return st;
+}
+
+/* Divergence guard (local; the caller agrees on the status): every factor this rank holds
+ * and, when given, the RMSE must be finite. */
+static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
+  int bad = (rmse && !isfinite(*rmse)) || dpo__nonfinite(h);
+  if (!bad) return DPO_OK;
+  return dpo_err(DPO_ENOCONV, "diverged at epoch %lld (%s non-finite): try a smaller --sigma0 or "
+                 "a larger --eta (beta_t = (eta t)^gamma divides the step)", (long long)t,
+                 rmse && !isfinite(*rmse) ? "training RMSE" : "a factor");
+}
+
+/* The end of the run against the start of the last accepted epoch (sg_prev): the better by
+ * more than reject_tol in training RMSE is kept.  Collective, agreed status. */
+static int dpo__final_check(dpo__hm_t *h, double *x2full, int64_t ntr) {
+  double r_end, r_prev, te;
+  int st = dpo__eval(h, x2full, ntr, 0, 1, &r_end, &te, NULL);
+  if (!st) st = dpo__keep(h, &h->sg_start, 0);
+  if (!st) st = dpo__restore(h, &h->sg_prev);
+  if (!st) st = dpo__eval(h, x2full, ntr, 0, 1, &r_prev, &te, NULL);
+  if ((st = dpo_agree(h->comm, st))) return st;
+  int back = isfinite(r_prev) && (!isfinite(r_end) || r_end > (1 + h->o.reject_tol) * r_prev);
+  if (!back) return dpo_agree(h->comm, dpo__restore(h, &h->sg_start)); /* the end stays */
+  h->undone++;
   return DPO_OK;
 }
 
@@ -439,7 +546,7 @@ int dpo_hamsi_predict(const dpo_hamsi_result_t *m, int64_t n, const int32_t *use
 /* After the last epoch: every item block home, final RMSEs, times, and the factors on every
  * rank (res takes x2full).  Collective, agreed status. */
 static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2fullp, int64_t t,
-                          double t_start, double t_train) {
+                          double t_start, double t_train, int check) {
   int st = DPO_OK;
   int *cnts = NULL, *dsps = NULL;
   double rtr = NAN, rte = NAN;
@@ -455,7 +562,7 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   res->home_ok = home;
   res->disjoint = h->o.part != DPO_MF_HOGWILD;
   st = dpo__eval(h, *x2fullp, res->n_train, res->n_test, 1, &rtr, &rte, NULL);
-  if (!st && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
+  if (!st && check && res->n_train > 0) st = dpo__diverged(h, t, &rtr);
   if ((st = dpo_agree(h->comm, st))) return st;
   res->train_rmse = rtr;
   res->test_rmse = rte;
@@ -532,6 +639,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   int stop = 0; /* early stopping: no held-out improvement for early_stop epochs */
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
   st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0, &res->test_rmse0, NULL);
+  if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
   if (!st) st = dpo__keep(h, &h->good, 0);
   if ((st = dpo_agree(comm, st))) goto out;
   c_eval = MPI_Wtime() - t_start;
@@ -614,15 +722,26 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
     /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */
     res->failed_epoch = t;
     int st2 = dpo_agree(comm, dpo__restore(h, &h->good));
-    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good.t, t_start, t_train);
-    if (st2) st = st2;
+    /* the last good point's factors are finite; its RMSE may not be (overflow): still
+     * returned, without the divergence check */
+    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good.t, t_start, t_train, 0);
+    if (st2) {
+      st = st2;
+      res->failed_epoch = 0; /* no point to return: res is freed below */
+    }
   } else if (!st) {
+    /* the safeguards see an epoch's last step only in the next epoch: a run that stops right
+     * after a bad one would return it.  So compare the end with the start of the last
+     * accepted epoch and keep that start if the end's training RMSE is more than reject_tol
+     * above it (rank-independent sums; one or two evaluations) */
+    if (o->reject_tol >= 0 && h->sg_prev.x1 && res->n_train > 0 && !(o->early_stop > 0 && h->best.x1))
+      st = dpo__final_check(h, x2full, res->n_train);
     /* early stopping: the best evaluated point (its held-out RMSE is the best in the trace) */
     if (o->early_stop > 0 && h->best.x1) {
       res->best_epoch = h->best.t;
       st = dpo_agree(comm, dpo__restore(h, &h->best));
     }
-    if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train);
+    if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train, 1);
     if (!st && res->best_epoch > 0) res->best_test_rmse = res->test_rmse;
   }
 out:

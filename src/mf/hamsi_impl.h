@@ -89,6 +89,12 @@ typedef struct {
   double *fpart;
   int64_t undone, capped;
   double damp;           /* gradient-step factor: halved by each undone gradient epoch */
+  /* safeguards: the start of the current epoch and of the last accepted one, epochs undone
+   * in a row (both methods); mb-GD (dpo__check_gd): the summed stratum objectives F of the
+   * last accepted epoch and of the one before (its references) */
+  dpo__snap_t sg_start, sg_prev;
+  int sg_rejects;
+  double gd_fref, gd_fref_prev;
   /* last point that passed the divergence check, kept so that a failing run still returns
    * it; best: the point of the best held-out RMSE (early stopping) */
   dpo__snap_t good, best;

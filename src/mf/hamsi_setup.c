@@ -84,8 +84,8 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->w1);
   free(h->w2);
   free(h->fpart);
-  dpo__snap_t *sn[2] = {&h->good, &h->best};
-  for (int j = 0; j < 2; j++) {
+  dpo__snap_t *sn[4] = {&h->good, &h->best, &h->sg_start, &h->sg_prev};
+  for (int j = 0; j < 4; j++) {
     free(sn[j]->x1);
     for (int32_t c = 0; sn[j]->c && c < h->B; c++) free(sn[j]->c[c]);
     free(sn[j]->c);
@@ -539,6 +539,7 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;
   h->sigma = h->o.sigma0;
   h->damp = 1;
+  h->gd_fref = -1;
 fail:
   return st;
 }
