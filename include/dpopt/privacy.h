@@ -179,9 +179,10 @@ typedef struct dpo_ledger dpo_ledger_t;
 int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                     const char *journal_path, int resume, dpo_ledger_t **L);
 
-/* The general open: accountant "auto" (pure-eps and Gaussian releases in one budget, below),
- * "basic" or "rdp"; relation rel, journalled in the header (resume refuses another relation or
- * accountant).  dpo_ledger_open = ("basic", replace-one); dpo_ledger_open_rdp = ("rdp",
+/* The general open: accountant "pld" ("auto" plus a PLD bound on all-Gaussian ledgers, the
+ * smaller of the two: src/privacy/acct_pld.c), "auto" (pure-eps and Gaussian releases in one
+ * budget, below), "basic" or "rdp"; relation rel, journalled in the header (resume refuses
+ * another relation, or another accountant unless pld or auto, which follow the journal).  dpo_ledger_open = ("basic", replace-one); dpo_ledger_open_rdp = ("rdp",
  * replace-one).
  * "auto" composes any mix: Gaussian releases with accounting "rdp" and rdp-rho passes on a per-
  * order RDP curve; pure releases (Laplace, any sampling/accounting of the basic accountant) by
@@ -204,6 +205,12 @@ int dpo_ledger_open_ex(MPI_Comm comm, double eps_budget, double delta_budget,
 /* The relation the ledger was opened with (rank 0 and elsewhere); its accountant's name. */
 dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L);
 const char *dpo_ledger_accountant(const dpo_ledger_t *L);
+/* Rank 0: which bound gave the spent eps: "pld" (the PLD bound of the "pld" accountant), "rdp"
+ * (an RDP conversion), "basic"; for the basic and rdp accountants their name.  NULL elsewhere. */
+const char *dpo_ledger_bound(const dpo_ledger_t *L);
+/* Rank 0: which bound gave the spent eps: "pld" (the PLD bound of the "pld" accountant), "rdp"
+ * (an RDP conversion), "basic"; for the basic and rdp accountants their name.  NULL elsewhere. */
+const char *dpo_ledger_bound(const dpo_ledger_t *L);
 
 /* Rank 0 only (DPO_EINVAL elsewhere).  Compute the charge of release c; if the exact new
  * totals fit the budget, append a journal line with one write(2), fsync it, update the totals
