@@ -22,7 +22,8 @@
  *    dpo_pld_calibrate / `dpopt calibrate --accountant pld`, so the ledger's eps of a plan is the
  *    value calibrate reports for it.  The spent delta is the budget's delta.
  * The bound is a deterministic function of the charges, the plan line and the budget: a journal
- * replays to the same totals (the memo below stores values of that function, not state).
+ * replays to the same totals.  One PLD evaluation per run in the common case; dpo_pld_eps keeps
+ * a process-wide memo of its (pure) values, so repeated ledgers of one plan evaluate it once.
  */
 #include "privacy_int.h"
 
@@ -30,12 +31,6 @@
 
 #include <math.h>
 #include <string.h>
-
-typedef struct {
-  int nk;
-  dpo__pld_rel_t k[DPO__PLD_KINDS];
-  double delta, h, eps;
-} dpo__pld_memo_t;
 
 typedef struct {
   dpo__auto_t a;  /* every release, composed as under "auto" */
@@ -46,8 +41,6 @@ typedef struct {
   int strict;     /* dpo_ledger_plan_fits: refuse once eps(plan) is over budget */
   double total_eps, total_delta;
   int by_pld;     /* the totals are the PLD bound */
-  dpo__pld_memo_t memo[2];
-  int memo_next;
 } dpo__pldacct_t;
 
 static void dpo__pldacct_init(void *st) {
@@ -80,36 +73,10 @@ static int dpo__same_kind(const dpo__pld_rel_t *a, const dpo__pld_rel_t *b) {
   return a->poisson == b->poisson && a->m == b->m && a->n == b->n && a->z == b->z;
 }
 
-/* eps of the kinds k[0..nk) at (delta, h), through the memo (s may be the caller's state: the
- * memo holds values of a pure function, so filling it never changes a result) */
-static int dpo__pld_memo_eps(dpo__pldacct_t *s, int nk, const dpo__pld_rel_t *k, double delta,
-                             double h, double *eps) {
-  for (int i = 0; i < 2; i++) {
-    const dpo__pld_memo_t *m = &s->memo[i];
-    if (m->nk == nk && m->delta == delta && m->h == h &&
-        !memcmp(m->k, k, sizeof(dpo__pld_rel_t) * (size_t)nk)) {
-      *eps = m->eps;
-      return DPO_OK;
-    }
-  }
-  int st = dpo__pld_eps_mix(nk, k, delta, h, eps);
-  if (st) return st;
-  dpo__pld_memo_t *m = &s->memo[s->memo_next];
-  memset(m, 0, sizeof *m);
-  m->nk = nk;
-  memcpy(m->k, k, sizeof(dpo__pld_rel_t) * (size_t)nk);
-  m->delta = delta;
-  m->h = h;
-  m->eps = *eps;
-  s->memo_next ^= 1;
-  return DPO_OK;
-}
-
 /* the PLD bound of ns's releases (module top): one kind, cnt <= plan releases: eps(plan) if it
  * fits, else eps(K) at the next multiple K of plan/64 if that fits (at most 64 evaluations
  * while a run over-spends its plan), else eps(cnt); several kinds: the exact counts */
-static int dpo__pld_bound(dpo__pldacct_t *memo, const dpo__pldacct_t *ns, double beps,
-                          double bdelta, double *eps) {
+static int dpo__pld_bound(const dpo__pldacct_t *ns, double beps, double bdelta, double *eps) {
   int64_t cnt = 0;
   int st;
   for (int i = 0; i < ns->nk; i++) cnt += ns->k[i].count;
@@ -119,12 +86,12 @@ static int dpo__pld_bound(dpo__pldacct_t *memo, const dpo__pldacct_t *ns, double
       dpo__pld_rel_t p = ns->k[0];
       p.count = K[i];
       if (i == 1 && (K[1] <= cnt || K[1] >= ns->plan)) break;
-      if ((st = dpo__pld_memo_eps(memo, 1, &p, bdelta, dpo_pld_auto_h(beps, K[i]), eps)))
+      if ((st = dpo__pld_eps_mix(1, &p, bdelta, dpo_pld_auto_h(beps, K[i]), eps)))
         return st;
       if (*eps <= beps || ns->strict) return DPO_OK; /* strict: the plan cannot fit */
     }
   }
-  return dpo__pld_memo_eps(memo, ns->nk, ns->k, bdelta, dpo_pld_auto_h(beps, cnt), eps);
+  return dpo__pld_eps_mix(ns->nk, ns->k, bdelta, dpo_pld_auto_h(beps, cnt), eps);
 }
 
 static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
@@ -150,15 +117,13 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   ns.by_pld = 0;
   if (!(e <= beps) && !ns.mixed && ns.nk > 0 && bdelta > 0) {
     double ep;
-    if ((st = dpo__pld_bound(s, &ns, beps, bdelta, &ep))) return st;
+    if ((st = dpo__pld_bound(&ns, beps, bdelta, &ep))) return st;
     if (ep < e) {
       e = ep;
       d = bdelta;
       ns.by_pld = 1;
     }
   }
-  memcpy(ns.memo, s->memo, sizeof ns.memo); /* filled above */
-  ns.memo_next = s->memo_next;
   r->total_eps = e;
   r->total_delta = d;
   r->charge_eps = e > s->total_eps ? dpo__add_up(e, -s->total_eps) : 0.0;

@@ -349,15 +349,49 @@ int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t 
   return DPO_OK;
 }
 
+/* A process-wide memo of dpo_pld_eps, a pure function of its arguments (so a hit returns what
+ * the computation would): a run's calibration, its ledger's plan look-ahead and an audit's
+ * repeated runs ask for the same compositions.  dpopt's processes are single-threaded. */
+#define DPO__PLD_MEMO 16
+static struct {
+  int used, poisson;
+  int64_t m, n, steps;
+  double z, delta, h, eps;
+} dpo__pld_memo[DPO__PLD_MEMO];
+static int dpo__pld_memo_next;
+
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps) {
   struct dpo__pld_comp c;
   if (!eps || !(delta > 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "pld_eps: delta=%g must be in (0, 1)", delta);
-  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
+  if (!(h > 0)) h = DPO_PLD_H;
+  int poisson = sampling && !strcmp(sampling, "poisson");
+  for (int i = 0; i < DPO__PLD_MEMO; i++)
+    if (dpo__pld_memo[i].used && dpo__pld_memo[i].poisson == poisson &&
+        (!poisson || (dpo__pld_memo[i].m == m && dpo__pld_memo[i].n == n)) &&
+        dpo__pld_memo[i].z == z && dpo__pld_memo[i].steps == steps &&
+        dpo__pld_memo[i].delta == delta && dpo__pld_memo[i].h == h &&
+        (poisson || !strcmp(sampling ? sampling : "", "none") ||
+         !strcmp(sampling ? sampling : "", "disjoint"))) {
+      *eps = dpo__pld_memo[i].eps;
+      return DPO_OK;
+    }
+  int st = dpo__pld_build(sampling, m, n, z, steps, h, &c);
   if (st) return st;
   *eps = dpo__comp_eps(&c, delta);
   dpo__pld_free(&c);
+  int k = dpo__pld_memo_next;
+  dpo__pld_memo_next = (k + 1) % DPO__PLD_MEMO;
+  dpo__pld_memo[k].used = 1;
+  dpo__pld_memo[k].poisson = poisson;
+  dpo__pld_memo[k].m = m;
+  dpo__pld_memo[k].n = n;
+  dpo__pld_memo[k].steps = steps;
+  dpo__pld_memo[k].z = z;
+  dpo__pld_memo[k].delta = delta;
+  dpo__pld_memo[k].h = h;
+  dpo__pld_memo[k].eps = *eps;
   return DPO_OK;
 }
 
@@ -370,6 +404,9 @@ int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, dou
   if (!eps || k < 1 || k > DPO__PLD_KINDS || !r || !(delta > 0 && delta < 1) || !(h > 0))
     return dpo_err(DPO_EINVAL, "pld_eps_mix: %d kinds (1..%d), delta %g", k, DPO__PLD_KINDS,
                    delta);
+  if (k == 1) /* one kind: dpo_pld_eps (and its memo) */
+    return dpo_pld_eps(r->poisson ? "poisson" : "none", r->m, r->n, r->z, r->count, delta, h,
+                       eps);
   memset(&tot, 0, sizeof tot);
   tot.h = h;
   for (; nb < k && !st; nb++)
