@@ -10,7 +10,8 @@
  *    formed and the ledger charges exactly as "auto" (RDP for the Gaussian part, its bounds (A)
  *    and (B) for the pure part).  Sound, just not tighter.
  *  - The PLD bound costs FFTs, so it is computed only when the auto (RDP) bound would refuse the
- *    charge: while that fits, the spent eps is the RDP one; past it, min(RDP, PLD).  (So the
+ *    charge (and is below twice the budget): while that fits, the spent eps is the RDP one; past
+ *    it, min(RDP, PLD).  (So the
  *    spent eps can step down once when PLD takes over: both values are valid upper bounds.)
  *  - Plan look-ahead: a run announces its planned number of releases P (dpo_ledger_record_plan,
  *    journalled; dpo_ledger_plan_fits announces its n).  When the ledger holds one kind of
@@ -115,9 +116,15 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   }
   double e = ra.total_eps, d = ra.total_delta;
   ns.by_pld = 0;
-  if (!(e <= beps) && !ns.mixed && ns.nk > 0 && bdelta > 0) {
-    double ep;
-    if ((st = dpo__pld_bound(&ns, beps, bdelta, &ep))) return st;
+  /* PLD is tighter by a few tens of percent at most: past 2x the budget by RDP it cannot fit,
+   * and a tiny multiplier (a calibration's probe) would need a huge grid.  A PLD failure (grid
+   * too large, memory) leaves the auto bound: skipping a valid bound is always sound. */
+  if (!(e <= beps) && e <= 2 * beps && !ns.mixed && ns.nk > 0 && bdelta > 0) {
+    double ep = INFINITY;
+    if (dpo__pld_bound(&ns, beps, bdelta, &ep)) {
+      dpo_errclear();
+      ep = INFINITY;
+    }
     if (ep < e) {
       e = ep;
       d = bdelta;
