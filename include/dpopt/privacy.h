@@ -382,8 +382,9 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
                 double delta, double h, double *eps);
 /* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
  * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it. */
-/* The grid dpo_pld_calibrate uses: min(DPO_PLD_H, eps / (10 steps)), at least 1e-6 (each step
- * rounds its loss up by < h, so the composition's bias stays below eps / 10). */
+/* The grid dpo_pld_calibrate (and the pld ledger) uses: min(DPO_PLD_H max(1, eps),
+ * eps / (10 steps)), at least 1e-6 (each step rounds its loss up by < h, so the composition's
+ * bias stays below eps / 10). */
 double dpo_pld_auto_h(double eps, int64_t steps);
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z);

@@ -447,9 +447,11 @@ out:
 }
 
 double dpo_pld_auto_h(double eps, int64_t steps) {
-  /* rounding up costs at most h per step in the composed loss: keep steps * h <= eps / 10 */
+  /* rounding up costs at most h per step in the composed loss: keep steps * h <= eps / 10;
+   * above eps = 1 the cap grows with eps (the same relative resolution: at eps 10 the losses
+   * of a small multiplier span ~10x more, and a 5e-5 grid would cost ~10 s of FFTs a run) */
   double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
-  return fmax(1e-6, fmin(DPO_PLD_H, h));
+  return fmax(1e-6, fmin(DPO_PLD_H * (eps > 1 ? eps : 1.0), h));
 }
 
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
