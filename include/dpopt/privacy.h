@@ -179,9 +179,10 @@ typedef struct dpo_ledger dpo_ledger_t;
 int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                     const char *journal_path, int resume, dpo_ledger_t **L);
 
-/* The general open: accountant "auto" (pure-eps and Gaussian releases in one budget, below),
- * "basic" or "rdp"; relation rel, journalled in the header (resume refuses another relation or
- * accountant).  dpo_ledger_open = ("basic", replace-one); dpo_ledger_open_rdp = ("rdp",
+/* The general open: accountant "pld" ("auto" plus a PLD bound on all-Gaussian ledgers, the
+ * smaller of the two: src/privacy/acct_pld.c), "auto" (pure-eps and Gaussian releases in one
+ * budget, below), "basic" or "rdp"; relation rel, journalled in the header (resume refuses
+ * another relation, or another accountant unless pld or auto, which follow the journal).  dpo_ledger_open = ("basic", replace-one); dpo_ledger_open_rdp = ("rdp",
  * replace-one).
  * "auto" composes any mix: Gaussian releases with accounting "rdp" and rdp-rho passes on a per-
  * order RDP curve; pure releases (Laplace, any sampling/accounting of the basic accountant) by
@@ -204,6 +205,12 @@ int dpo_ledger_open_ex(MPI_Comm comm, double eps_budget, double delta_budget,
 /* The relation the ledger was opened with (rank 0 and elsewhere); its accountant's name. */
 dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L);
 const char *dpo_ledger_accountant(const dpo_ledger_t *L);
+/* Rank 0: which bound gave the spent eps: "pld" (the PLD bound of the "pld" accountant), "rdp"
+ * (an RDP conversion), "basic"; for the basic and rdp accountants their name.  NULL elsewhere. */
+const char *dpo_ledger_bound(const dpo_ledger_t *L);
+/* Rank 0: which bound gave the spent eps: "pld" (the PLD bound of the "pld" accountant), "rdp"
+ * (an RDP conversion), "basic"; for the basic and rdp accountants their name.  NULL elsewhere. */
+const char *dpo_ledger_bound(const dpo_ledger_t *L);
 
 /* Rank 0 only (DPO_EINVAL elsewhere).  Compute the charge of release c; if the exact new
  * totals fit the budget, append a journal line with one write(2), fsync it, update the totals
@@ -375,8 +382,9 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
                 double delta, double h, double *eps);
 /* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
  * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it. */
-/* The grid dpo_pld_calibrate uses: min(DPO_PLD_H, eps / (10 steps)), at least 1e-6 (each step
- * rounds its loss up by < h, so the composition's bias stays below eps / 10). */
+/* The grid dpo_pld_calibrate (and the pld ledger) uses: min(DPO_PLD_H max(1, eps),
+ * eps / (10 steps)), at least 1e-6 (each step rounds its loss up by < h, so the composition's
+ * bias stays below eps / 10). */
 double dpo_pld_auto_h(double eps, int64_t steps);
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z);

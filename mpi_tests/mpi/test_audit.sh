@@ -1,6 +1,7 @@
 #!/bin/sh
 # dpopt audit (issue 11): an empirical lower bound on eps from neighbouring data sets.
-#  - every private algorithm of `dpopt train --help`: the bound stays below the ledger's
+#  - every private algorithm of `dpopt train --help` (and dp-sgd-rdp with Poisson batches at a
+#    multiplier only the PLD bound of the default pld ledger accepts): the bound stays below the ledger's
 #    claim (few trials; --alpha 0.001 so a correct algorithm fails this check with probability
 #    <= 0.1% even where its claim is tight);
 #  - power: one Laplace release at eps = 1 with the DEFAULT trial count gives a bound >= 0.5
@@ -41,6 +42,14 @@ for a in dp-gd dp-nag-opt; do
   check "$a (delta > 0, calibrated): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
   has "$T/$a-cal.json" '"violation":false' "$a (calibrated): json"
 done
+
+# dp-sgd-rdp with Poisson batches on the (default) pld ledger: z = 6.9 is below the RDP
+# multiplier of this plan (7.53 by `dpopt calibrate`), so only the PLD bound accepts its 20 steps
+expect 0 "$DPOPT" audit --algo dp-sgd-rdp $GAU --trials 100 --iters 20 --set algo.z=6.9 \
+  --set privacy.neighbours=add-remove --set algo.sampling=poisson --set algo.m=4 --json "$T/pld.json"
+check "dp-sgd-rdp (poisson, pld ledger): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+check "dp-sgd-rdp (poisson, pld ledger): claim $(claim) <= 1" below "$(claim)" 1.0000001
+has "$T/pld.json" '"violation":false' "dp-sgd-rdp (poisson, pld ledger): json"
 
 # --- the audit found pnsgd releasing a cut pass its one charge does not cover (lower bound
 # 1.25-1.40 against a claimed 0.95 before release plans): such a run is now refused

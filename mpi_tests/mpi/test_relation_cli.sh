@@ -1,5 +1,5 @@
 #!/bin/sh
-# The neighbouring relation and the accountant that follows the algorithm (issue 11) through
+# The neighbouring relation and the default accountant (pld: issue 13) through
 # `dpopt train`, `dpopt ledger` and `dpopt calibrate` on data/a9a (L = row bound 3.75):
 #  - dp-sgd-rdp, pnsgd, phased-sgd run with only --eps 1 --delta 1e-5 (no privacy.accountant):
 #    exit 0, and the privacy line, summary.json and the journal header state the relation;
@@ -17,14 +17,14 @@ COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 -
 for a in dp-sgd-rdp pnsgd phased-sgd; do
   expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo $a --eps 1 --delta 1e-5 --out "$T/$a"
   has "$T/out" "^privacy .*replace-one neighbours" "$a: privacy line"
-  has "$T/out" "^privacy spent .*accountant auto, replace-one neighbours" "$a: spent line"
+  has "$T/out" "^privacy spent .*accountant pld, bound [a-z]*, replace-one neighbours" "$a: spent line"
   has "$T/$a/summary.json" '"neighbours": *"replace-one"' "$a: summary.json relation"
-  has "$T/$a/ledger.jsonl" '"accountant":"auto","neighbours":"replace-one"' "$a: journal header"
+  has "$T/$a/ledger.jsonl" '"accountant":"pld","neighbours":"replace-one"' "$a: journal header"
 done
 # the journal's sensitivity for wor batches: 2L
 has "$T/dp-sgd-rdp/ledger.jsonl" '"sampling":"wor".*"sensitivity":7.5,' "wor charged 2L"
 expect 0 "$DPOPT" ledger "$T/pnsgd"
-has "$T/out" "accountant auto, replace-one neighbours" "dpopt ledger states the relation"
+has "$T/out" "accountant pld, replace-one neighbours" "dpopt ledger states the relation"
 
 # Poisson under replace-one: refused before anything is charged
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --eps 1 --delta 1e-5 \

@@ -103,7 +103,7 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
     if (rel && !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "replace-one") &&
         !strcmp(dpo_config_get(cfg, "algo.sampling") ? dpo_config_get(cfg, "algo.sampling") : "", "poisson"))
       dpo_config_set(cfg, "algo.sampling", "wor", "default (--eps without --algo)");
-    why = "delta > 0: DP-SGD with Poisson batches (256 rows, 10 epochs, clip l2:1, RDP accountant) "
+    why = "delta > 0: DP-SGD with Poisson batches (256 rows, 10 epochs, clip l2:1, noise from the PLD accountant) "
           "is the most accurate measured method at every eps";
   } else {
     dpo_config_set(cfg, "algo.name", "dp-nag-opt", "default (--eps without --algo)");

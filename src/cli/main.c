@@ -27,7 +27,7 @@ static const struct {
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
     {"tune", dpo_cmd_tune, "private hyperparameter selection: the best of K private trainings, one charge"},
     {"audit", dpo_cmd_audit, "empirical lower bound on a private algorithm's eps (neighbouring data)"},
-    {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the Renyi accountant"},
+    {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the RDP or PLD accountant"},
 };
 #define DPO__NCMDS (int)(sizeof dpo__cmds / sizeof dpo__cmds[0])
 

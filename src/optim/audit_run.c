@@ -50,7 +50,7 @@ typedef struct {
   double B;              /* norm of the audited row */
   double x0;
   double eps, delta;
-  const char *acct; /* privacy.accountant (default auto, as in train) */
+  const char *acct; /* privacy.accountant (default pld, as in train) */
   dpo_clip_t clip;
   int has_clip;
   const char *model_name;
@@ -182,7 +182,7 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
   dpo_config_get_str(cfg, "audit.mechanism", NULL, &mech);
   dpo_config_get_str(cfg, "algo.name", NULL, &a->algo_name);
   dpo_config_get_str(cfg, "privacy.neighbours", "replace-one", &nb);
-  dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct);
+  dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
   dpo_config_get_str(cfg, "model.name", "logreg", &a->model_name);
   if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &a->eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &a->delta)) ||

@@ -216,7 +216,7 @@ static void dpo__basic_spent(const void *state, double *eps, double *delta) {
 }
 
 const dpo__acct_ops_t dpo__acct_basic = {
-    "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent};
+    "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent, NULL, NULL};
 
 /* ------------------------------------------------------------ neighbouring relation */
 

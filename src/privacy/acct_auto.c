@@ -27,14 +27,6 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-  dpo__basic_t basic;   /* parts P and A */
-  dpo__rdpacct_t rdp;   /* part R */
-  dpo__rdpacct_t pconv; /* P' */
-  int64_t n_rdp, n_approx, n_pure;
-  double bdelta; /* the budget's delta, remembered at each charge (for spent) */
-} dpo__auto_t;
-
 static void dpo__auto_init(void *st) {
   dpo__auto_t *s = st;
   memset(s, 0, sizeof *s);
@@ -168,4 +160,4 @@ static void dpo__auto_spent(const void *state, double *eps, double *delta) {
 }
 
 const dpo__acct_ops_t dpo__acct_auto = {"auto", sizeof(dpo__auto_t), dpo__auto_init,
-                                        dpo__auto_charge, dpo__auto_spent};
+                                        dpo__auto_charge, dpo__auto_spent, NULL, NULL};

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const dpo__acct_ops_t *const dpo__acct_table[] = {&dpo__acct_basic, &dpo__acct_rdp,
-                                                         &dpo__acct_auto, NULL};
+                                                         &dpo__acct_auto, &dpo__acct_pld, NULL};
 
 const dpo__acct_ops_t *dpo__acct_find(const char *name) {
   for (int i = 0; name && dpo__acct_table[i]; i++)

@@ -3,7 +3,7 @@
  *
  * Journal format (one JSON object per line, each line written with one write(2) and fsync'ed
  * before dpo_ledger_charge returns, i.e. before the release it records):
- *   {"kind":"dpopt-ledger","version":1,"accountant":"auto"|"basic"|"rdp",
+ *   {"kind":"dpopt-ledger","version":1,"accountant":"pld"|"auto"|"basic"|"rdp",
  *    "neighbours":"replace-one"|"add-remove","budget_eps":..,"budget_delta":..}
  *   (a header without "neighbours" was written before the relation was journalled: replace-one)
  *   {"step":..,"mechanism":..,"sampling":..,"accounting":..,"params":{eps,delta,noise_scale,
@@ -182,7 +182,8 @@ static int dpo__open0(dpo_ledger_t *L, const char *path, int resume, const char 
                      dpo_neighbours_name(L->rel), dpo_neighbours_name(R.rel));
         goto out;
       }
-      if (R.ops != L->ops && L->ops != &dpo__acct_auto) { /* auto follows the journal */
+      /* auto and pld (the defaults) follow the journal: a budget continues as it was spent */
+      if (R.ops != L->ops && L->ops != &dpo__acct_auto && L->ops != &dpo__acct_pld) {
         st = dpo_err(DPO_EINVAL, "%s: the journal's accountant is '%s', not '%s'", path,
                      R.ops->name, L->ops->name);
         goto out;
@@ -244,7 +245,7 @@ static int dpo__ledger_open(MPI_Comm comm, double eps_budget, double delta_budge
     st = dpo_err(DPO_EINVAL, "ledger_open: need eps budget > 0 finite (got %g), delta budget in "
                              "[0, 1) (got %g)", eps_budget, delta_budget);
   else if (!dpo__acct_find(acct))
-    st = dpo_err(DPO_EINVAL, "privacy.accountant = '%s': expected auto, basic or rdp",
+    st = dpo_err(DPO_EINVAL, "privacy.accountant = '%s': expected pld, auto, basic or rdp",
                  acct ? acct : "(null)");
   else if (rel != DPO_NEIGHBOURS_REPLACE_ONE && rel != DPO_NEIGHBOURS_ADD_REMOVE)
     st = dpo_err(DPO_EINVAL, "ledger_open: unknown neighbouring relation %d", (int)rel);
@@ -311,6 +312,11 @@ dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L) {
 }
 const char *dpo_ledger_accountant(const dpo_ledger_t *L) {
   return L && L->ops ? L->ops->name : NULL;
+}
+
+const char *dpo_ledger_bound(const dpo_ledger_t *L) {
+  if (!L || !L->ops || L->rank != 0) return NULL;
+  return L->ops->bound ? L->ops->bound(L->state) : L->ops->name;
 }
 
 int dpo_ledger_close(dpo_ledger_t *L) {
@@ -398,6 +404,7 @@ int dpo_ledger_plan_fits(const dpo_ledger_t *like, double eps, double delta, int
   int rc = dpo_ledger_open_ex(MPI_COMM_NULL, eps, delta, NULL, 0, dpo_ledger_accountant(like),
                               dpo_ledger_neighbours(like), &F);
   if (rc) return rc;
+  if (F->ops->plan) F->ops->plan(F->state, n, 1); /* the plan is these n releases */
   for (int64_t i = 0; i < n && !rc; i++) rc = charge_at(arg, F, i);
   if (!rc) *fits = 1;
   else if (rc == DPO_EBUDGET) {
@@ -583,6 +590,10 @@ int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, 
   int st = dpo__rank0(L, "ledger_record_plan");
   if (st) return st;
   if (!algo || !kind || steps < 0) return dpo_err(DPO_EINVAL, "ledger_record_plan: bad plan");
+  if (L->ops->plan) { /* the accountant may look ahead (acct_pld.c); replay does the same */
+    L->ops->plan(L->state, steps, 0);
+    for (int k = 0; k < L->nparties; k++) L->ops->plan(L->pstate[k], steps, 0);
+  }
   if (L->fd < 0) return DPO_OK;
   if (L->failed) return dpo_err(DPO_EIO, "ledger: an earlier journal write failed");
   json_object *o = json_object_new_object();

@@ -175,6 +175,10 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
         goto done;
       }
       snprintf(R->plan_kind, sizeof R->plan_kind, "%s", pk);
+      if (R->ops->plan) { /* as dpo_ledger_record_plan did */
+        R->ops->plan(R->state, R->plan_steps, 0);
+        for (int k = 0; k < R->nparties; k++) R->ops->plan(R->pstate[k], R->plan_steps, 0);
+      }
       snprintf(R->plan_algo, sizeof R->plan_algo, "%s", pa);
       if (out)
         fprintf(out, "%8s plan: %s, %s, %lld steps: %s\n", "-", pa, pk, (long long)R->plan_steps,
@@ -315,6 +319,8 @@ int dpo_ledger_print(const char *path, FILE *out) {
   fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
           se, sd);
   fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
+  fprintf(out, "bound:     %s (accountant %s)\n",
+          R.ops->bound ? R.ops->bound(R.state) : R.ops->name, R.ops->name);
   if (R.plan_steps >= 0) /* plan vs spent */
     fprintf(out, "plan:      %s, %s charge, %lld steps planned; %lld charges recorded, eps %.6g "
                  "of %.6g spent\n", R.plan_algo, R.plan_kind, (long long)R.plan_steps,

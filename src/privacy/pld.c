@@ -105,8 +105,19 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   return DPO_OK;
 }
 
-/* ---- radix-2 FFT (in place, n a power of 2; sign -1 forward, +1 inverse unscaled) */
-static int dpo__fft(double complex *x, int64_t n, int sign) {
+/* ---- radix-2 FFT (in place, n a power of 2; w = the n/2 twiddles e^{-2 pi i k/n}, computed
+ * once per convolution; inv = 1 uses their conjugates: the inverse transform, unscaled) */
+static double complex *dpo__twiddles(int64_t n) {
+  double complex *w = malloc(sizeof(double complex) * (size_t)(n / 2 + 1));
+  if (!w) return NULL;
+  for (int64_t k = 0; k < n / 2; k++) { /* computed directly (no recurrence): error O(u) each */
+    double ang = -2.0 * M_PI * (double)k / (double)n;
+    w[k] = cos(ang) + I * sin(ang);
+  }
+  return w;
+}
+
+static void dpo__fft(double complex *x, int64_t n, const double complex *w, int inv) {
   for (int64_t i = 1, j = 0; i < n; i++) {
     int64_t bit = n >> 1;
     for (; j & bit; bit >>= 1) j ^= bit;
@@ -117,24 +128,16 @@ static int dpo__fft(double complex *x, int64_t n, int sign) {
       x[j] = t;
     }
   }
-  /* twiddles computed directly (no recurrence): error O(u) each */
-  double complex *w = malloc(sizeof(double complex) * (size_t)(n / 2 + 1));
-  if (!w) return DPO_ENOMEM;
-  for (int64_t k = 0; k < n / 2; k++) {
-    double ang = sign * 2.0 * M_PI * (double)k / (double)n;
-    w[k] = cos(ang) + I * sin(ang);
-  }
   for (int64_t len = 2; len <= n; len <<= 1) {
     int64_t half = len >> 1, stride = n / len;
     for (int64_t s = 0; s < n; s += len)
       for (int64_t k = 0; k < half; k++) {
-        double complex u = x[s + k], v = x[s + k + half] * w[k * stride];
+        double complex tw = inv ? conj(w[k * stride]) : w[k * stride];
+        double complex u = x[s + k], v = x[s + k + half] * tw;
         x[s + k] = u + v;
         x[s + k + half] = u - v;
       }
   }
-  free(w);
-  return DPO_OK;
 }
 
 static double dpo__l2(const dpo__pmf_t *a) {
@@ -170,32 +173,45 @@ static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
   } else {
     int64_t n = 1, lg = 0;
     while (n < len) n <<= 1, lg++;
-    double complex *x = calloc((size_t)n, sizeof(double complex));
-    double complex *y = calloc((size_t)n, sizeof(double complex));
-    if (!x || !y) {
-      free(x), free(y), free(p);
+    /* one complex transform of x = a + i b gives both spectra (a, b real):
+     * A_k = (X_k + conj X_{n-k}) / 2, B_k = (X_k - conj X_{n-k}) / (2i); a squaring (b == a)
+     * transforms a alone.  Then the product, and one inverse transform. */
+    double complex *x = calloc((size_t)n, sizeof(double complex)), *y = NULL;
+    double complex *w = dpo__twiddles(n);
+    int sq = a == b;
+    if (x && w && !sq) y = malloc(sizeof(double complex) * (size_t)n);
+    if (!x || !w || (!sq && !y)) {
+      free(x), free(y), free(w), free(p);
       return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
     }
     for (int64_t i = 0; i < a->len; i++) x[i] = a->p[i];
-    for (int64_t i = 0; i < b->len; i++) y[i] = b->p[i];
-    if (dpo__fft(x, n, -1) || dpo__fft(y, n, -1)) {
-      free(x), free(y), free(p);
-      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+    if (!sq)
+      for (int64_t i = 0; i < b->len; i++) x[i] += I * b->p[i];
+    dpo__fft(x, n, w, 0);
+    if (sq) {
+      for (int64_t i = 0; i < n; i++) x[i] *= x[i];
+    } else {
+      for (int64_t k = 0; k < n; k++) {
+        double complex xk = x[k], xc = conj(x[(n - k) & (n - 1)]);
+        y[k] = (xk + xc) * 0.5 * ((xk - xc) * -0.5 * I);
+      }
+      double complex *t = x;
+      x = y;
+      y = t;
     }
-    for (int64_t i = 0; i < n; i++) x[i] *= y[i];
-    if (dpo__fft(x, n, +1)) {
-      free(x), free(y), free(p);
-      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
-    }
+    dpo__fft(x, n, w, 1);
     for (int64_t i = 0; i < len; i++) {
       double v = creal(x[i]) / (double)n;
       p[i] = v > 0 ? v : 0;
     }
     free(x);
     free(y);
+    free(w);
     /* ||error||_2 <= c u log2(N) (||a||_2 ||b||_1 + ||a||_1 ||b||_2) for the forward FFTs, the
-     * product and the inverse (||A||_inf <= ||a||_1 <= 1); ||.||_1 <= sqrt(N) ||.||_2; c = 8 */
-    slack = sqrt((double)n) * 8.0 * 1.12e-16 * (double)(lg + 1) * (dpo__l2(a) + dpo__l2(b));
+     * product and the inverse (||A||_inf <= ||a||_1 <= 1); ||.||_1 <= sqrt(N) ||.||_2; c = 8,
+     * doubled for the packed transform (its input has norm <= ||a||_2 + ||b||_2, and the
+     * separation adds two roundings per coefficient) */
+    slack = sqrt((double)n) * 16.0 * 1.12e-16 * (double)(lg + 1) * (dpo__l2(a) + dpo__l2(b));
   }
   r->p = p;
   r->len = len;
@@ -333,22 +349,109 @@ int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t 
   return DPO_OK;
 }
 
+/* A process-wide memo of dpo_pld_eps, a pure function of its arguments (so a hit returns what
+ * the computation would): a run's calibration, its ledger's plan look-ahead and an audit's
+ * repeated runs ask for the same compositions.  dpopt's processes are single-threaded. */
+#define DPO__PLD_MEMO 16
+static struct {
+  int used, poisson;
+  int64_t m, n, steps;
+  double z, delta, h, eps;
+} dpo__pld_memo[DPO__PLD_MEMO];
+static int dpo__pld_memo_next;
+
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps) {
   struct dpo__pld_comp c;
   if (!eps || !(delta > 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "pld_eps: delta=%g must be in (0, 1)", delta);
-  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
+  if (!(h > 0)) h = DPO_PLD_H;
+  int poisson = sampling && !strcmp(sampling, "poisson");
+  for (int i = 0; i < DPO__PLD_MEMO; i++)
+    if (dpo__pld_memo[i].used && dpo__pld_memo[i].poisson == poisson &&
+        (!poisson || (dpo__pld_memo[i].m == m && dpo__pld_memo[i].n == n)) &&
+        dpo__pld_memo[i].z == z && dpo__pld_memo[i].steps == steps &&
+        dpo__pld_memo[i].delta == delta && dpo__pld_memo[i].h == h &&
+        (poisson || !strcmp(sampling ? sampling : "", "none") ||
+         !strcmp(sampling ? sampling : "", "disjoint"))) {
+      *eps = dpo__pld_memo[i].eps;
+      return DPO_OK;
+    }
+  int st = dpo__pld_build(sampling, m, n, z, steps, h, &c);
   if (st) return st;
   *eps = dpo__comp_eps(&c, delta);
   dpo__pld_free(&c);
+  int k = dpo__pld_memo_next;
+  dpo__pld_memo_next = (k + 1) % DPO__PLD_MEMO;
+  dpo__pld_memo[k].used = 1;
+  dpo__pld_memo[k].poisson = poisson;
+  dpo__pld_memo[k].m = m;
+  dpo__pld_memo[k].n = n;
+  dpo__pld_memo[k].steps = steps;
+  dpo__pld_memo[k].z = z;
+  dpo__pld_memo[k].delta = delta;
+  dpo__pld_memo[k].h = h;
+  dpo__pld_memo[k].eps = *eps;
   return DPO_OK;
 }
 
+int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, double *eps) {
+  /* each kind's k-fold power, then their product per direction: the remove pairs compose with
+   * the remove pairs, the add pairs with the add pairs; an unsampled kind's pair is symmetric
+   * and serves both directions (the sampled pairs are the dominating pairs of module top) */
+  struct dpo__pld_comp c[DPO__PLD_KINDS], tot;
+  int st = DPO_OK, nb = 0;
+  if (!eps || k < 1 || k > DPO__PLD_KINDS || !r || !(delta > 0 && delta < 1) || !(h > 0))
+    return dpo_err(DPO_EINVAL, "pld_eps_mix: %d kinds (1..%d), delta %g", k, DPO__PLD_KINDS,
+                   delta);
+  if (k == 1) /* one kind: dpo_pld_eps (and its memo) */
+    return dpo_pld_eps(r->poisson ? "poisson" : "none", r->m, r->n, r->z, r->count, delta, h,
+                       eps);
+  memset(&tot, 0, sizeof tot);
+  tot.h = h;
+  for (; nb < k && !st; nb++)
+    st = dpo__pld_build(r[nb].poisson ? "poisson" : "none", r[nb].m, r[nb].n, r[nb].z,
+                        r[nb].count, h, &c[nb]);
+  if (st) goto out;
+  for (int i = 0; i < k; i++)
+    if (c[i].ndir > tot.ndir) tot.ndir = c[i].ndir;
+  for (int d = 0; d < tot.ndir && !st; d++) {
+    dpo__pmf_t acc = {0, 0, NULL, 0}, t;
+    for (int i = 0; i < k && !st; i++) {
+      if (c[i].ndir == 0) continue; /* q = 0: nothing released */
+      const dpo__pmf_t *f = &c[i].dir[d < c[i].ndir ? d : 0];
+      if (!acc.p) {
+        acc = *f;
+        if (!(acc.p = malloc(sizeof(double) * (size_t)f->len))) {
+          st = dpo_err(DPO_ENOMEM, "pld: out of memory");
+          break;
+        }
+        memcpy(acc.p, f->p, sizeof(double) * (size_t)f->len);
+      } else if (!(st = dpo__conv(&acc, f, &t))) {
+        free(acc.p);
+        acc = t;
+      }
+    }
+    if (st) {
+      free(acc.p);
+      tot.ndir = d;
+      break;
+    }
+    tot.dir[d] = acc;
+  }
+  if (!st) *eps = dpo__comp_eps(&tot, delta);
+out:
+  dpo__pld_free(&tot);
+  for (int i = 0; i < nb; i++) dpo__pld_free(&c[i]);
+  return st;
+}
+
 double dpo_pld_auto_h(double eps, int64_t steps) {
-  /* rounding up costs at most h per step in the composed loss: keep steps * h <= eps / 10 */
+  /* rounding up costs at most h per step in the composed loss: keep steps * h <= eps / 10;
+   * above eps = 1 the cap grows with eps (the same relative resolution: at eps 10 the losses
+   * of a small multiplier span ~10x more, and a 5e-5 grid would cost ~10 s of FFTs a run) */
   double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
-  return fmax(1e-6, fmin(DPO_PLD_H, h));
+  return fmax(1e-6, fmin(DPO_PLD_H * (eps > 1 ? eps : 1.0), h));
 }
 
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,

@@ -28,6 +28,12 @@ typedef struct {
   int (*charge)(void *state, const dpo_charge_t *c, double budget_eps, double budget_delta,
                 int commit, dpo__acct_result_t *r);
   void (*spent)(const void *state, double *eps, double *delta);
+  /* optional (NULL: ignored): the run's plan announces `steps` releases (journalled plan line,
+   * replayed in order; strict = 1 from dpo_ledger_plan_fits, which only asks whether the whole
+   * plan fits, so a charge may be refused as soon as the plan cannot fit), and which bound gave
+   * the spent eps ("pld", "rdp", ...; NULL: the accountant's name) */
+  void (*plan)(void *state, int64_t steps, int strict);
+  const char *(*bound)(const void *state);
 } dpo__acct_ops_t;
 
 /* The basic accountant's state (accountant.c): sequential releases add (thesis Thm 4.1.3,
@@ -76,10 +82,33 @@ void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot);
 
 /* The "auto" accountant (acct_auto.c): pure / (eps, delta) releases and RDP releases in one
  * budget (dpo_ledger_open_ex in privacy.h). */
+/* Its state (flat: copied by assignment), also the fallback part of the "pld" accountant. */
+typedef struct {
+  dpo__basic_t basic;   /* parts P and A */
+  dpo__rdpacct_t rdp;   /* part R */
+  dpo__rdpacct_t pconv; /* P' */
+  int64_t n_rdp, n_approx, n_pure;
+  double bdelta; /* the budget's delta, remembered at each charge (for spent) */
+} dpo__auto_t;
 extern const dpo__acct_ops_t dpo__acct_auto;
 
+/* The "pld" accountant (acct_pld.c): "auto", plus a PLD bound (pld.c) on the Gaussian releases
+ * when every release of the ledger is a Gaussian one with sampling none or poisson. */
+extern const dpo__acct_ops_t dpo__acct_pld;
+/* One kind of release in a PLD composition: count Gaussian releases of multiplier z (after the
+ * grid snapping), unsampled or Poisson-subsampled at rate m/n. */
+#define DPO__PLD_KINDS 8
+typedef struct {
+  int poisson;
+  int64_t m, n;
+  double z;
+  int64_t count;
+} dpo__pld_rel_t;
+/* eps at delta of the composition of k kinds (pld.c; grid h, pessimistic as dpo_pld_eps). */
+int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, double *eps);
+
 /* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
- * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto. */
+ * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto; "pld": dpo__acct_pld. */
 const dpo__acct_ops_t *dpo__acct_find(const char *name);
 
 /* Whether charge c may enter a ledger under relation rel: c states rel, and its sampling's

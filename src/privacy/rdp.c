@@ -565,4 +565,4 @@ static void dpo__rdpacct_spent(const void *state, double *eps, double *delta) {
 }
 
 const dpo__acct_ops_t dpo__acct_rdp = {"rdp", sizeof(dpo__rdpacct_t), dpo__rdpacct_init,
-                                        dpo__rdpacct_charge, dpo__rdpacct_spent};
+                                        dpo__rdpacct_charge, dpo__rdpacct_spent, NULL, NULL};

@@ -51,14 +51,14 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
      * accountant that composes RDP) */
     const char *acct = "auto";
     double delta = 0;
-    dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct);
+    dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
     if (!(rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &delta))) {
       if (!(delta > 0))
         rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0 (--delta): the "
                      "distributed discrete Gaussian is charged in Renyi DP (Kairouz-Liu-Steinke "
                      "2021 Thm 1)");
       else if (acct && !strcasecmp(acct, "basic"))
-        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = auto or rdp "
+        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = pld, auto or rdp "
                      "(its releases are charged in Renyi DP), not basic");
     }
   }

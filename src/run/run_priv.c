@@ -16,7 +16,7 @@ struct dpo__run_priv {
   int is_private;   /* the algorithm adds noise */
   int seeded;       /* --seed given: reproducible, NOT private */
   double eps, delta;
-  const char *acct; /* privacy.accountant: auto (default: follows the algorithm) | basic | rdp */
+  const char *acct; /* privacy.accountant: pld (default) | auto | basic | rdp */
   dpo_neighbours_t rel; /* privacy.neighbours: replace-one (default) | add-remove */
   dpo_clip_t clip;
   int has_clip;
@@ -69,14 +69,18 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
       (rc = dpo_run_parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
   const char *acct_s = NULL, *rel_s = NULL;
-  dpo_config_get_str(cfg, "privacy.accountant", "auto", &acct_s);
+  dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct_s);
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rel_s);
-  if (!acct_s || !strcasecmp(acct_s, "auto")) p->acct = "auto";
+  /* pld (the default): auto's composition, and for all-Gaussian ledgers (none/poisson) the
+   * smaller of its RDP bound and the PLD bound (src/privacy/acct_pld.c) */
+  if (!acct_s || !strcasecmp(acct_s, "pld")) p->acct = "pld";
+  else if (!strcasecmp(acct_s, "auto")) p->acct = "auto";
   else if (!strcasecmp(acct_s, "rdp")) p->acct = "rdp";
   else if (!strcasecmp(acct_s, "basic")) p->acct = "basic";
   else {
-    rc = dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': expected auto (the default: pure "
-                 "and Gaussian releases in one budget), basic or rdp",
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': expected pld (the default: auto, "
+                 "plus the PLD bound on Gaussian compositions), auto (pure and Gaussian releases "
+                 "in one budget), basic or rdp",
                  dpo_config_origin(cfg, "privacy.accountant"), acct_s);
     goto out;
   }
@@ -182,7 +186,9 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
   json_object_object_add(o, "label", json_object_new_string(p->label));
   if (p->is_private) {
     json_object_object_add(o, "neighbours", json_object_new_string(dpo_neighbours_name(p->rel)));
-    json_object_object_add(o, "accountant", json_object_new_string(p->acct));
+    /* the ledger's own accountant: a resumed pld/auto ledger follows its journal's */
+    const char *a = p->ledger && p->rank == 0 ? dpo_ledger_accountant(p->ledger) : p->acct;
+    json_object_object_add(o, "accountant", json_object_new_string(a ? a : p->acct));
   }
   if (p->has_clip) {
     json_object_object_add(o, "clip_norm", json_object_new_string(p->clip.norm == DPO_CLIP_L1 ? "l1" : "l2"));
@@ -197,6 +203,8 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
     json_object_object_add(o, "eps_spent", dpo_json_double(e));
     json_object_object_add(o, "delta_spent", dpo_json_double(d));
     json_object_object_add(o, "charges", json_object_new_int64(dpo_ledger_count(p->ledger)));
+    const char *bd_s = dpo_ledger_bound(p->ledger); /* which bound gave eps_spent */
+    if (bd_s) json_object_object_add(o, "eps_bound", json_object_new_string(bd_s));
     json_object_object_add(o, "journal", json_object_new_string(p->journal));
   }
   json_object_object_add(sum, "privacy", o);
@@ -208,10 +216,11 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
     double e = NAN, d = NAN, be = NAN, bd = NAN;
     dpo_ledger_spent(p->ledger, &e, &d);
     dpo_ledger_budget(p->ledger, &be, &bd);
+    const char *a = dpo_ledger_accountant(p->ledger), *bs = dpo_ledger_bound(p->ledger);
     fprintf(out, "privacy spent   eps = %.6g of %.6g, delta = %.3g of %.3g (%lld charges, "
-                 "accountant %s, %s neighbours, %s)\n", e, be, d, bd,
-            (long long)dpo_ledger_count(p->ledger), p->acct, dpo_neighbours_name(p->rel),
-            p->journal);
+                 "accountant %s, bound %s, %s neighbours, %s)\n", e, be, d, bd,
+            (long long)dpo_ledger_count(p->ledger), a ? a : p->acct, bs ? bs : "-",
+            dpo_neighbours_name(p->rel), p->journal);
   }
 }
 
