@@ -158,7 +158,7 @@ run_set() {
       head -n "$n" "$train" > "$data"
     fi
     for eps in 0.5 1 2; do
-      rho=$($MPI "$B/dpopt" calibrate --eps $eps --delta 1e-5 | awk '/^noise_multiplier/{print 1/$2}')
+      rho=$($MPI "$B/dpopt" calibrate --eps $eps --delta 1e-5 | awk '/^rdp_multiplier/{print 1/$2}') # the runs' accountant
       bound=$(awk -v L=$L -v D=$DIAM -v n=$n -v d=$D -v r=$rho 'BEGIN{print 10*L*D*(1/sqrt(n)+sqrt(d)/(r*n))}')
       for algo in $ALGOS; do
         extra=""; a=$algo
