@@ -37,13 +37,14 @@
 # about 7.5 minutes for the three sizes on 2 ranks), so it runs only when asked:
 #   --fmnist       the default run plus Fashion-MNIST
 #   --fmnist-only  only Fashion-MNIST: its rows in an existing table.txt are replaced
+#   --synth-only   only the synthetic set: its rows in an existing table.txt are replaced
 # Output: OUT/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png (and
 # excess_vs_n_fmnist.png with --fmnist / --fmnist-only): one panel per algorithm, the three
 # eps in distinct colours, the Thm 4.4 bound dashed, a shared y range.  OUT is --out DIR
 # (default $TMPDIR/dpopt-jobs/sco; never the source tree: jobs/sco/out holds the committed
 # reference results).  --plot-only redraws the PNGs from an existing OUT/table.txt.
 # Usage (from the top of the source tree):
-#   jobs/sco/excess_vs_n.sh [--out DIR] [--fmnist|--fmnist-only|--plot-only] [BUILD_DIR] [NP]
+#   jobs/sco/excess_vs_n.sh [--out DIR] [--fmnist|--fmnist-only|--synth-only|--plot-only] [BUILD_DIR] [NP]
 # Default run: (3 a9a + 2 synthetic sizes) x 3 eps x 5 algorithms, about 5 minutes on 2 cores
 # (SIZES=..., SYN_SIZES=... to change).  Runs are seeded for reproducibility, hence labelled
 # NOT private by dpopt (the accounting is the same).
@@ -56,9 +57,10 @@ while [ $# -gt 0 ]; do
     --out=*) OUT=${1#--out=}; shift ;;
     --fmnist) FMNIST=yes; shift ;;
     --fmnist-only) FMNIST=only; shift ;;
+    --synth-only) FMNIST=synth; shift ;;
     --plot-only) FMNIST=plot; shift ;;
     -h | --help) sed -n '2,/^# NOT private/p' "$0"; exit 0 ;;
-    -*) echo "usage: $0 [--out DIR] [--fmnist|--fmnist-only|--plot-only] [BUILD_DIR] [NP]" >&2; exit 1 ;;
+    -*) echo "usage: $0 [--out DIR] [--fmnist|--fmnist-only|--synth-only|--plot-only] [BUILD_DIR] [NP]" >&2; exit 1 ;;
     *) break ;;
   esac
 done
@@ -98,11 +100,12 @@ if [ $FMNIST = plot ]; then
   echo "plots in $OUT"
   exit 0
 fi
-if [ $FMNIST = only ] && [ -f "$OUT/table.txt" ]; then
-  # keep the other data sets' rows, drop the old Fashion-MNIST ones
-  awk '$1 != "fmnist" && $2 != "fmnist:"' "$OUT/table.txt" > "$OUT/table.txt.tmp"
+ONLY=; [ $FMNIST = only ] && ONLY=fmnist; [ $FMNIST = synth ] && ONLY=synth
+if [ -n "$ONLY" ] && [ -f "$OUT/table.txt" ]; then
+  # keep the other data sets' rows, drop the old ones of the set rerun
+  awk -v o=$ONLY '$1 != o && $2 != o ":"' "$OUT/table.txt" > "$OUT/table.txt.tmp"
   mv "$OUT/table.txt.tmp" "$OUT/table.txt"
-  [ -f "$OUT/slopes.txt" ] && awk '$1 != "fmnist"' "$OUT/slopes.txt" > "$OUT/slopes.txt.tmp" &&
+  [ -f "$OUT/slopes.txt" ] && awk -v o=$ONLY '$1 != o' "$OUT/slopes.txt" > "$OUT/slopes.txt.tmp" &&
     mv "$OUT/slopes.txt.tmp" "$OUT/slopes.txt"
 else
   : > "$OUT/slopes.txt"
@@ -155,7 +158,7 @@ run_set() {
       head -n "$n" "$train" > "$data"
     fi
     for eps in 0.5 1 2; do
-      rho=$($MPI "$B/dpopt" calibrate --eps $eps --delta 1e-5 | awk '/^noise_multiplier/{print 1/$2}')
+      rho=$($MPI "$B/dpopt" calibrate --eps $eps --delta 1e-5 | awk '/^rdp_multiplier/{print 1/$2}') # the runs' accountant
       bound=$(awk -v L=$L -v D=$DIAM -v n=$n -v d=$D -v r=$rho 'BEGIN{print 10*L*D*(1/sqrt(n)+sqrt(d)/(r*n))}')
       for algo in $ALGOS; do
         extra=""; a=$algo
@@ -187,9 +190,11 @@ run_set() {
   plot_set "$name"
 }
 
-if [ $FMNIST != only ]; then
+if [ $FMNIST = no ] || [ $FMNIST = yes ]; then
 # a9a: rows have 14 ones, ||u||_2 = sqrt(14) (public)
 run_set a9a data/a9a data/a9a.t 3.7416573867739413 123 "${SIZES:-4000 12000 32561}" text "${DIAM_A9A:-8}"
+fi
+if [ $FMNIST = no ] || [ $FMNIST = yes ] || [ $FMNIST = synth ]; then
 # synthetic (001 Sec. 5 generator): train and test from different seeds
 # (the seed fixes the true parameter: one data set of 50000 rows, split 40000 / 10000)
 "$B/dpopt" gen logistic --n 50000 --d 20 --l1-bound 5 --seed 11 "$OUT/synth.all" >/dev/null
@@ -197,7 +202,7 @@ head -n 40000 "$OUT/synth.all" > "$OUT/synth.train"
 tail -n 10000 "$OUT/synth.all" > "$OUT/synth.test"
 run_set synth "$OUT/synth.train" "$OUT/synth.test" 5 20 "${SYN_SIZES:-4000 40000}" text "${DIAM_SYN:-8}"
 fi
-if [ $FMNIST != no ]; then
+if [ $FMNIST = yes ] || [ $FMNIST = only ]; then
   # Fashion-MNIST: ||u||_2 <= sqrt(784) = 28 (pixels in [0,1]; public)
   FM=${FM_DIR:-/usr/share/datasets/fashion-mnist}
   run_set fmnist "$FM/train-images-idx3-ubyte.gz" "$FM/t10k-images-idx3-ubyte.gz" 28 784 \

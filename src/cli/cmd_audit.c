@@ -16,6 +16,7 @@
 static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--algo", "algo.name", "NAME", "private algorithm to audit (see dpopt train --help)"},
     {"--mechanism", "audit.mechanism", "M", "laplace: audit one Laplace release instead of an algorithm"},
+    {"--admm", "audit.admm", "METHOD", "audit a private method of dpopt admm instead: dpadmm, dpaccadmm or consensus (--private)"},
     {"--trials", "audit.trials", "N", "runs on each of the two data sets (default 5000)"},
     {"--rows", "audit.n", "N", "rows of the synthetic data set (default 10)"},
     {"--row", "audit.row", "I", "index of the row that differs (default 0)"},
@@ -29,7 +30,11 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--x0", "algo.x0", "V", "initial point: every coordinate V (default: the saturating start)"},
     {"--eps", "privacy.eps", "E", "privacy budget epsilon"},
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
-    {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
+    {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C (--admm: l2:C)"},
+    {"--rho", "admm.rho", "R", "--admm: ADMM penalty rho (default 1)"},
+    {"--mu", "privacy.mu", "M", "--admm dpadmm|dpaccadmm: mu of 004 Thm 1 (default 0.5)"},
+    {"--sigma-rule", "privacy.sigma_rule", "R", "--admm dpadmm|dpaccadmm: eq8 (default), rdp or ledger"},
+    {"--restart", "admm.restart", "K", "--admm dpaccadmm: momentum restart every K iterations (default 50)"},
     {"--quiet", "run.quiet", NULL, "no progress on stderr"},
     {NULL, NULL, NULL, NULL}};
 
@@ -40,6 +45,10 @@ static const char dpo__audit_more[] =
     "eps_lb = ln((P[S|D]_lo - delta) / P[S|D']_hi) from the other half, beside the eps the\n"
     "ledger charged.  A lower bound, not a proof: eps_lb <= claimed eps is what a correct\n"
     "implementation gives; eps_lb > claimed eps means the charge does not hold.\n"
+    "--admm METHOD audits dpopt admm's private methods the same way (replace-one, --clip l2:C,\n"
+    "--delta default 1e-3, --iters T default 200, eta = 1/L from --row-l2-bound): dpadmm and\n"
+    "dpaccadmm release (x_T, y_T) with A = I and --lambda the l1 weight; consensus one party's\n"
+    "noised, clipped messages (z_T).\n"
     "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure,\n"
     "6 the lower bound exceeds the claimed eps (privacy violation found).\n";
 
@@ -78,7 +87,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   }
   args[nargs] = NULL;
   if ((ex = dpo_cli_start(ctx, "audit", nargs, args, dpo__audit_opts,
-                          "usage: mpirun -np P dpopt audit --algo NAME --eps E [options]",
+                          "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]",
                           dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dpopt/admm.h"
 #include "dpopt/audit.h"
 #include "dpopt/comm.h"
 #include "dpopt/model.h"
@@ -41,10 +42,13 @@
 
 typedef struct {
   const char *algo_name; /* NULL: --mechanism laplace */
+  const char *admm;      /* audit.admm: dpadmm | dpaccadmm | consensus (dpopt admm), or NULL */
   int laplace;
   int clip_mode;         /* 1: clipping construction (d = 1) */
   int add_remove;
-  int32_t d;
+  int32_t d;            /* features of the data sets */
+  int32_t dout;         /* length of the released vector the tests read (d, or d + p for
+                           DP-(Acc)ADMM: x_T and y_T) */
   int64_t n;
   int64_t row;           /* index of the audited row (audit.row) */
   double B;              /* norm of the audited row */
@@ -56,6 +60,10 @@ typedef struct {
   const char *model_name;
   double lambda;
   int64_t iters;
+  /* dpopt admm's keys (audit.admm): the run's defaults */
+  double rho, mu, eta, sigma_fixed;
+  int64_t restart;
+  const char *sigma_rule;
 } dpo__audit_t;
 
 /* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
@@ -91,7 +99,9 @@ static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out)
 }
 
 static int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L) {
-  /* the ledger the run would have: the same accountant and neighbouring relation */
+  /* the ledger the run would have: the same accountant and neighbouring relation (dpopt admm
+   * opens an RDP ledger, replace-one, in admm_run.c) */
+  if (a->admm) return dpo_ledger_open_rdp(MPI_COMM_SELF, a->eps, a->delta, NULL, 0, L);
   return dpo_ledger_open_ex(MPI_COMM_SELF, a->eps, a->delta, NULL, 0, a->acct,
                             a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE,
                             L);
@@ -120,6 +130,74 @@ static int dpo__audit_laplace(const dpo__audit_t *a, const dpo_shard_t *s, dpo_r
   return rc;
 }
 
+/* One private run of dpopt admm on s (MPI_COMM_SELF), set up as admm_run.c sets up the run
+ * (same calibration, ledger, clipping, defaults):
+ *  - dpadmm / dpaccadmm (004 Alg. 2 / 3, A = I): out = (x_T, y_T), the released primal pair.
+ *    Per-example L2 clip C, replace-one, sensitivity 2C/n per noised gradient (T + 1 of
+ *    them, u0's included).  With lambda = 0 and T = 1, (x_1, y_1) is an invertible linear map
+ *    of the two noised gradients, so the audit sees the whole mechanism.
+ *  - consensus --private: one party (the trial's rank), its message x + u clipped to L2 <= C
+ *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T. */
+static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
+                                 const dpo_shard_t *s, dpo_rng_t *rng, double *out,
+                                 double *spent, double *dspent) {
+  dpo_ledger_t *L = NULL;
+  dpo_oracle_t *o = NULL;
+  dpo_admm_A_t *A = NULL;
+  int rc = dpo__audit_ledger(a, &L);
+  for (int32_t j = 0; j < a->dout; j++) out[j] = j < a->d ? a->x0 : 0.0;
+  if (!rc && !strcmp(a->admm, "consensus")) {
+    dpo_admm_opts_t op;
+    dpo_admm_info_t inf;
+    dpo_admm_priv_t pv = {0};
+    double z = 0;
+    dpo_admm_opts_default(&op);
+    op.g = DPO_ADMM_G_L1; /* dpopt admm's default --reg l1 */
+    op.lambda = a->lambda;
+    op.rho = a->rho;
+    op.max_iter = a->iters;
+    op.lin_eta = a->eta;
+    rc = dpo_rdp_calibrate("none", 0, s->n_global, a->iters, a->eps * (1 - 1e-6), a->delta, &z);
+    pv.clip = a->clip.C;
+    pv.sigma = a->sigma_fixed > 0 ? a->sigma_fixed : z * 2.0 * a->clip.C;
+    pv.accounting = "rdp";
+    pv.rng = rng;
+    pv.ledger = L;
+    op.priv = &pv;
+    if (!rc) rc = dpo_admm_consensus(MPI_COMM_SELF, m, s, &op, out, &inf);
+  } else if (!rc) {
+    dpo_dpadmm_opts_t op;
+    dpo_dpadmm_info_t inf;
+    dpo_dpadmm_opts_default(&op);
+    op.accelerated = !strcmp(a->admm, "dpaccadmm");
+    op.lambda = a->lambda;
+    op.rho = a->rho;
+    op.eta = a->eta;
+    op.T = a->iters;
+    op.noise = 1;
+    op.clip = a->clip.C;
+    op.eps = a->eps;
+    op.delta = a->delta;
+    op.mu = a->mu;
+    op.restart = a->restart;
+    op.sigma_fixed = a->sigma_fixed;
+    op.sigma_rule = !strcmp(a->sigma_rule, "rdp")      ? DPO_DPADMM_SIGMA_RDP
+                    : !strcmp(a->sigma_rule, "ledger") ? DPO_DPADMM_SIGMA_LEDGER
+                                                       : DPO_DPADMM_SIGMA_EQ8;
+    op.rng = rng;
+    op.ledger = L;
+    rc = dpo_oracle_create(MPI_COMM_SELF, m, s, &a->clip, &o);
+    if (!rc) rc = dpo_admm_A_identity(a->d, &A);
+    if (!rc) rc = dpo_dpadmm_run(o, A, &op, out, out + a->d, &inf);
+  }
+  if (rc == DPO_EBUDGET || rc == DPO_ENOCONV) rc = DPO_OK; /* the last release is the output */
+  if (!rc) rc = dpo_ledger_spent(L, spent, dspent);
+  dpo_admm_A_destroy(A);
+  dpo_oracle_destroy(o);
+  dpo_ledger_close(L);
+  return rc;
+}
+
 /* One run of the algorithm on s (MPI_COMM_SELF); the released model into out[0..d). */
 static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
                             const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
@@ -128,6 +206,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     *dspent = 0;
     return dpo__audit_laplace(a, s, rng, out, spent);
   }
+  if (a->admm) return dpo__audit_admm_trial(a, m, s, rng, out, spent, dspent);
   dpo_ledger_t *L = NULL;
   dpo_oracle_t *o = NULL;
   dpo_solver_t *sv = NULL;
@@ -162,7 +241,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is the output */
   }
   if (!rc) {
-    memcpy(out, dpo_solver_x(sv), (size_t)a->d * sizeof *out);
+    memcpy(out, dpo_solver_x(sv), (size_t)a->dout * sizeof *out);
     rc = dpo_ledger_spent(L, spent, dspent);
   }
   dpo_solver_destroy(sv);
@@ -173,6 +252,8 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   return rc;
 }
 
+static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a);
+
 /* Settings and the worst-case construction from the configuration. */
 static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo__audit_t *a) {
   int rc;
@@ -181,6 +262,7 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
   memset(a, 0, sizeof *a);
   dpo_config_get_str(cfg, "audit.mechanism", NULL, &mech);
   dpo_config_get_str(cfg, "algo.name", NULL, &a->algo_name);
+  dpo_config_get_str(cfg, "audit.admm", NULL, &a->admm);
   dpo_config_get_str(cfg, "privacy.neighbours", "replace-one", &nb);
   dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
   dpo_config_get_str(cfg, "model.name", "logreg", &a->model_name);
@@ -214,10 +296,12 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
     a->laplace = 1;
     a->clip_mode = 1; /* the label-flip construction in d = 1 */
     a->algo_name = NULL;
-    a->d = 1;
+    a->admm = NULL;
+    a->d = a->dout = 1;
     a->B = isfinite(Bd) ? Bd : 1.0;
     return DPO_OK;
   }
+  if (a->admm) return dpo__audit_setup_admm(cfg, B2, Bd, a);
   const dpo_algo_t *algo = a->algo_name ? dpo_algo_find(a->algo_name) : NULL;
   if (!algo || !algo->is_private)
     return dpo_err(DPO_EINVAL, "--algo '%s': give one of the private algorithms of dpopt train "
@@ -236,6 +320,47 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
+  a->dout = a->d;
+  return DPO_OK;
+}
+
+/* audit.admm: the private methods of dpopt admm, with its keys and defaults (admm_run.c). */
+static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a) {
+  int rc;
+  const char *M = a->admm;
+  if (strcmp(M, "dpadmm") && strcmp(M, "dpaccadmm") && strcmp(M, "consensus"))
+    return dpo_err(DPO_EINVAL, "audit.admm = '%s': expected dpadmm, dpaccadmm or consensus (the "
+                   "private methods of dpopt admm)", M);
+  if (a->algo_name) return dpo_err(DPO_EINVAL, "give --algo or --admm, not both");
+  /* their charges are replace-one (2C/n per gradient, 2C per consensus message) */
+  if (a->add_remove)
+    return dpo_err(DPO_EUNSUP, "dpopt admm charges replace-one neighbours: audit it with "
+                   "privacy.neighbours = replace-one");
+  if (!a->has_clip || a->clip.norm != DPO_CLIP_L2)
+    return dpo_err(DPO_EINVAL, "the private methods of dpopt admm clip in L2: give --clip l2:C");
+  if (!dpo_config_get(cfg, "privacy.delta")) a->delta = 1e-3; /* dpopt admm's default */
+  if (!(a->delta > 0))
+    return dpo_err(DPO_EINVAL, "the private methods of dpopt admm need --delta > 0");
+  dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &a->sigma_rule);
+  if (strcmp(a->sigma_rule, "eq8") && strcmp(a->sigma_rule, "rdp") && strcmp(a->sigma_rule, "ledger"))
+    return dpo_err(DPO_EINVAL, "privacy.sigma_rule: eq8 | rdp | ledger (got '%s')", a->sigma_rule);
+  if ((rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &a->rho)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &a->mu)) ||
+      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &a->sigma_fixed)) ||
+      (rc = dpo_config_get_double(cfg, "admm.eta", 0.0, &a->eta)) ||
+      (rc = dpo_config_get_int(cfg, "admm.restart", !strcmp(M, "dpaccadmm") ? 50 : 0, &a->restart)))
+    return rc;
+  if (a->iters == DPO_ITERS_PLAN) a->iters = 200; /* dpopt admm's --maxit default */
+  if (!(a->rho > 0) || a->restart < 0)
+    return dpo_err(DPO_EINVAL, "admm.rho must be > 0 and admm.restart >= 0");
+  /* the label-flip construction (d = 1, row B = min(bound, 4C), x0 = 0) of the clipped runs */
+  a->clip_mode = 1;
+  a->d = 1;
+  a->dout = strcmp(M, "consensus") ? 2 : 1;
+  a->B = fmin(Bd, 4 * a->clip.C);
+  a->x0 = 0;
+  /* eta = 1 / L from the declared L2 row bound, as dpopt admm (else the audited row's norm) */
+  if (!(a->eta > 0)) a->eta = 4.0 / (isnan(B2) ? a->B * a->B : B2 * B2);
   return DPO_OK;
 }
 
@@ -270,7 +395,7 @@ static void dpo__audit_statname(int k, int32_t d, char *buf, size_t cap) {
 /* Rank 0: outputs X[set][trial * d + j]; choose on even trials, bound on odd ones. */
 static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
                               dpo_audit_result_t *res) {
-  int32_t d = a->d;
+  int32_t d = a->dout;
   int64_t ns = (N + 1) / 2, ne = N / 2;
   double dir[DPO__AUDIT_MAXD] = {0};
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
@@ -317,12 +442,13 @@ static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const d
   int64_t T2 = 2 * N;
   for (int r = 0; r < P; r++)
     for (int64_t t = r, k = 0; t < T2; t += P, k++)
-      memcpy(all[t % 2] + (t / 2) * a->d, buf + displs[r] + k * a->d, (size_t)a->d * sizeof *buf);
+      memcpy(all[t % 2] + (t / 2) * a->dout, buf + displs[r] + k * a->dout, (size_t)a->dout * sizeof *buf);
   /* the claim under test is what the ledger spent: (eps, delta) = sp */
   a->delta = sp[1];
   int rc = dpo__audit_analyse(a, all, N, alpha, res);
   if (rc) return rc;
-  snprintf(res->algorithm, sizeof res->algorithm, "%s", a->laplace ? "laplace" : a->algo_name);
+  snprintf(res->algorithm, sizeof res->algorithm, "%s",
+           a->laplace ? "laplace" : a->admm ? a->admm : a->algo_name);
   res->claimed_eps = sp[0];
   res->claimed_delta = sp[1];
   res->trials = N;
@@ -354,7 +480,8 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
     goto out;
   }
   if ((rc = dpo__audit_setup(cfg, clip, &a))) goto out;
-  if ((rc = dpo_model_create(a.model_name, a.lambda, &model)) ||
+  /* dpopt admm puts lambda in g (l1), not in the model */
+  if ((rc = dpo_model_create(a.model_name, a.admm ? 0.0 : a.lambda, &model)) ||
       (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||
       (rc = dpo_rng_create(0, 0, 0, &rng)))
     goto out;
@@ -362,7 +489,7 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   /* trial t of 2N (set t % 2, index t / 2) runs on rank t % P */
   int64_t T2 = 2 * N, nmine = 0;
   for (int64_t t = rank; t < T2; t += size) nmine++;
-  if (!(mine = malloc((size_t)(nmine * a.d + 1) * sizeof *mine))) {
+  if (!(mine = malloc((size_t)(nmine * a.dout + 1) * sizeof *mine))) {
     rc = dpo_err(DPO_ENOMEM, "out of memory");
     goto out;
   }
@@ -370,8 +497,8 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   int64_t done = 0;
   for (int64_t t = rank; t < T2 && !rc; t += size, done++) {
     double sp = NAN, dsp = NAN;
-    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, mine + done * a.d, &sp, &dsp);
-    if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a.algo_name);
+    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, mine + done * a.dout, &sp, &dsp);
+    if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a.admm ? a.admm : a.algo_name);
     if (!rc) {
       spent_max = fmax(spent_max, sp);
       dspent_max = fmax(dspent_max, dsp);
@@ -387,13 +514,13 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   MPI_Reduce(sp_loc, sp_all, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
 
   /* gather: rank r's runs are t = r, r + P, ... in order */
-  int cnt = (int)(nmine * a.d);
+  int cnt = (int)(nmine * a.dout);
   if (rank == 0) {
     counts = malloc((size_t)size * sizeof *counts);
     displs = malloc((size_t)size * sizeof *displs);
-    buf = malloc((size_t)(T2 * a.d) * sizeof *buf);
-    all[0] = malloc((size_t)(N * a.d) * sizeof *all[0]);
-    all[1] = malloc((size_t)(N * a.d) * sizeof *all[1]);
+    buf = malloc((size_t)(T2 * a.dout) * sizeof *buf);
+    all[0] = malloc((size_t)(N * a.dout) * sizeof *all[0]);
+    all[1] = malloc((size_t)(N * a.dout) * sizeof *all[1]);
     rc = counts && displs && buf && all[0] && all[1] ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
