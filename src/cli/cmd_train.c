@@ -120,7 +120,8 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
       if (!dpo_config_get(cfg, def[i][0]))
         dpo_config_set(cfg, def[i][0], def[i][1], "default (--eps without --algo)");
     if (!dpo_config_get(cfg, "algo.iters"))
-      dpo_config_set(cfg, "algo.iters", eps < 0.075 ? "3" : eps < 0.2 ? "5" : "8", "default (--eps without --algo)");
+      dpo_config_set(cfg, "algo.iters", eps < 0.075 ? "3" : eps < 0.2 ? "5" : "8",
+                     "default (--eps without --algo)");
     why = "delta = 0, eps < 1: DP-NAG-opt on a short schedule (T = 3, 5 or 8 fixed, step 4/L, "
           "momentum 0.5) is the most accurate measured pure-eps method";
   } else {
