@@ -159,6 +159,9 @@ typedef struct dpo_secagg dpo_secagg_t;
 int dpo_secagg_eps(double delta, double sigma, int n, int64_t d, double *eps);
 int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_target,
                       double *gamma, uint64_t *sigma, double *rho, double *delta_enc);
+/* The data-free range check of a release: m rows of L2 sensitivity delta2 at step gamma over
+ * `ranks` encoders stay below 2^62 (no wrap of the data part); DPO_EINVAL otherwise. */
+int dpo_secagg_check_range(int64_t m, double delta2, double gamma, int ranks);
 int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, uint64_t *x);
 int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
                     uint64_t *x, uint64_t *scratch);

@@ -8,7 +8,7 @@
  *  4. A rank that signals failure still completes the collective (no hang), every rank returns.
  *  5. Parameters (serial): rho <= target, sigma grows with the coalition size k, the n = 1 bound
  *     is Delta/sigma, and the encoded sensitivity is Delta2/gamma + sqrt(d) with the inflation
- *     sqrt(d) <= 1/64 of Delta2/gamma. */
+ *     sqrt(d) <= 1/64 of Delta2/gamma; the data-free range check admits 2^61 and refuses 2^63. */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -178,6 +178,12 @@ static void test_params(void) {
           "n = 1: eps = Delta/sigma (got %.17g)", e);
   T_CHECK(dpo_secagg_params(7.5, 123, 4, 4, 0.2, &g, &s0, &rho, &D) == DPO_EINVAL,
           "collude = P refused");
+  /* the range: 2^29 rows of sensitivity 2^20 at gamma 2^-12 encode to 2^61 (+ ranks); 2^31
+   * rows to 2^63, which could wrap */
+  T_CHECK(dpo_secagg_check_range((int64_t)1 << 29, 0x1p20, 0x1p-12, 4) == DPO_OK,
+          "2^61 + 4 fits below 2^62");
+  T_CHECK(dpo_secagg_check_range((int64_t)1 << 31, 0x1p20, 0x1p-12, 4) == DPO_EINVAL,
+          "2^63 + 4 refused");
 }
 
 int main(int argc, char **argv) {

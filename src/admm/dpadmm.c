@@ -177,9 +177,7 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
       if (!st)
         st = dpo_secagg_params(ssum, d, op->secagg_parties, op->secagg_collude,
                                nextafter(1 / z, 0), &c.gamma, &c.isigma, &c.rho, NULL);
-      if (!st && !((double)n * ssum / c.gamma + c.size <= 0x1p62))
-        st = dpo_err(DPO_EINVAL, "dpadmm: %lld rows exceed the secagg fixed-point range",
-                     (long long)n);
+      if (!st) st = dpo_secagg_check_range(n, ssum, c.gamma, c.size);
       /* the std of the noise on the mean gradient (reported) */
       c.sigma = c.gamma * (double)c.isigma * sqrt((double)op->secagg_parties) / (double)n;
     } else if (op->sigma_fixed > 0) {

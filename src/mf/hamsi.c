@@ -251,6 +251,15 @@ static int dpo__nonfinite(const dpo__hm_t *h) {
 static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
 static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn);
 
+/* An epoch passed its safeguard: its start becomes the last accepted epoch's start (the
+ * snapshots swap buffers, no copy) and the run of rejections ends. */
+static void dpo__sg_accept(dpo__hm_t *h) {
+  dpo__snap_t sw = h->sg_prev;
+  h->sg_prev = h->sg_start;
+  h->sg_start = sw;
+  h->sg_rejects = 0;
+}
+
 /* Safeguard after the strata of a HAMSI epoch, before its pair (collective).  The first and
  * the last inner step work on the same stratum k0, and its blocks are variable-disjoint, so
  * the sums of the blocks' objectives (dpo__hm_block, fixed parts: rank-independent with repro)
@@ -269,10 +278,7 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
   *undone = 0;
   if (st) return st;
   if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) {
-    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
-    h->sg_prev = h->sg_start;
-    h->sg_start = sw;
-    h->sg_rejects = 0;
+    dpo__sg_accept(h);
     return DPO_OK;
   }
   *undone = 1;
@@ -348,12 +354,9 @@ static int dpo__check_gd(dpo__hm_t *h) {
   if (st) return st;
   int finite = out[2] == 0 && isfinite(out[0]);
   if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->sg_rejects >= DPO__GD_FORCE)) {
-    dpo__snap_t sw = h->sg_prev; /* the start of this epoch becomes the last accepted one's */
-    h->sg_prev = h->sg_start;
-    h->sg_start = sw;
+    dpo__sg_accept(h);
     h->gd_fref_prev = h->gd_fref;
     h->gd_fref = out[0];
-    h->sg_rejects = 0;
     return DPO_OK;
   }
   h->undone++;

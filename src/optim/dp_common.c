@@ -325,9 +325,7 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   if ((rc = dpo_secagg_params(dp->S2, dp->d, pt->count, pt->collude, rt, &gamma, &sigma, rho,
                               NULL)))
     return rc;
-  if (!((double)m * dp->S2 / gamma + size <= 0x1p62))
-    return dpo_err(DPO_EINVAL, "secagg: a batch of %lld rows with sensitivity %g exceeds the "
-                   "fixed-point range 2^62 at gamma = %g", (long long)m, dp->S2, gamma);
+  if ((rc = dpo_secagg_check_range(m, dp->S2, gamma, size))) return rc;
   nz->kind = DPO_ONOISE_SECAGG;
   nz->scale = gamma;
   nz->nshares = size;

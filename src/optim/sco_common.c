@@ -215,17 +215,15 @@ int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, con
                         double *gsum) {
   dpo_ledger_t *L = dpo_solver_ledger(s);
   /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
-  if (!((double)b->m * sa->sens / sa->gamma + sa->size <= 0x1p62))
-    return dpo_err(DPO_EINVAL, "secagg: a batch of %lld rows with sensitivity %g exceeds the "
-                   "fixed-point range 2^62 at gamma = %g", (long long)b->m, sa->sens, sa->gamma);
+  int rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size);
+  if (rc) return rc;
   dpo_charge_t c = {.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d, .sampling = sampling,
                     .accounting = "rdp", .group = group, .m = b->m, .n = n, .step = step,
                     .neighbours = dpo_ledger_neighbours(L)};
   double charged = 0;
   int refused = -2;
   /* charged BEFORE anything data-dependent is computed (privacy rule 2) */
-  int rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused);
-  if (rc) return rc;
+  if ((rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused))) return rc;
   dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma};
   int64_t used = 0;
   return dpo_oracle_eval_sums_noised(dpo_solver_oracle(s), x, b, &nz, 0, NULL, gsum, &used);

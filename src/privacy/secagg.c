@@ -26,7 +26,7 @@
  *
  * Range (no wrap of the data): one example's clipped gradient has |coordinate| <= S2/2 <= S2,
  * so |sum_r x_r - sum_r Z_r| <= m S2 / gamma + ranks (the rounding adds < 1 per rank).  The
- * caller refuses (data-free) a batch with m S2 / gamma + ranks > 2^62.  The noise: a sum of
+ * caller refuses (data-free: dpo_secagg_check_range) a batch with m S2 / gamma + ranks > 2^62.  The noise: a sum of
  * P discrete Gaussians is (P sigma^2)-subgaussian (Canonne-Kamath-Steinke 2020, Cor. 9), so
  * P(|sum Z_j| > 2^62) <= 2 exp(-2^124 / (2 P sigma^2)); sigma is refused above 2^50 / sqrt(P),
  * making it <= 2 exp(-2^23) per coordinate.  Even then a wrap is a deterministic function of
@@ -111,6 +111,14 @@ int dpo_secagg_eps(double delta, double sigma, int n, int64_t d, double *eps) {
   double b = dpo__add_up(dpo__div_up(delta, dpo__mul_down(sqrt((double)n) * (1 - 1e-15), sigma)),
                          dpo__mul_up(tau, dpo__sqrt_up((double)d)));
   *eps = a < b ? a : b;
+  return DPO_OK;
+}
+
+int dpo_secagg_check_range(int64_t m, double delta2, double gamma, int ranks) {
+  /* m rows of |coordinate| <= delta2 each, in units of gamma, plus one rounding unit a rank */
+  if (!((double)m * delta2 / gamma + ranks <= 0x1p62))
+    return dpo_err(DPO_EINVAL, "secagg: a batch of %lld rows with sensitivity %g exceeds the "
+                   "fixed-point range 2^62 at gamma = %g", (long long)m, delta2, gamma);
   return DPO_OK;
 }
 
