@@ -232,6 +232,12 @@ int dpo_ledger_check(const dpo_ledger_t *L, const dpo_charge_t *c, double *charg
 int dpo_ledger_plan_fits(const dpo_ledger_t *like, double eps, double delta, int64_t n,
                          int (*charge_at)(void *arg, dpo_ledger_t *F, int64_t i), void *arg,
                          int *fits);
+/* The same with the plan the run announces (dpo_ledger_record_plan: its steps) given apart from
+ * the n releases checked, for runs that make releases outside their step plan (a noisy count
+ * before the steps, sco_common.h): the check then bounds exactly what the run's ledger will. */
+int dpo_ledger_plan_fits_ex(const dpo_ledger_t *like, double eps, double delta, int64_t n,
+                            int64_t plan, int (*charge_at)(void *arg, dpo_ledger_t *F, int64_t i),
+                            void *arg, int *fits);
 /* Rank 0 only: spent totals (rounded up), budgets, number of recorded charges. */
 int dpo_ledger_spent(const dpo_ledger_t *L, double *eps, double *delta);
 int dpo_ledger_budget(const dpo_ledger_t *L, double *eps, double *delta);

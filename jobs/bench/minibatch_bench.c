@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
       int64_t *bid = NULL, bcap = 0, bm;
       double tb = 0;
       for (int r = 0; r < 20; r++) {
-        CHECK(dpo__poisson_batch(br, m, n, &bid, &bcap, &bm));
+        CHECK(dpo__poisson_batch(br, m, n, n, &bid, &bcap, &bm));
         dpo_batch_t b = {bid, bm};
         double t0 = MPI_Wtime();
         CHECK(dpo_oracle_eval_sums(o, x, &b, 0, NULL, g, &used));
@@ -211,10 +211,10 @@ int main(int argc, char **argv) {
       int64_t *wids = malloc((size_t)m * sizeof *wids), acc = 0;
       for (int64_t i = 0; i < n; i++) pool[i] = i;
       int R = 50;
-      CHECK(dpo__poisson_batch(rng, m, n, &ids, &cap, &mb)); /* warm-up: grow ids once */
+      CHECK(dpo__poisson_batch(rng, m, n, n, &ids, &cap, &mb)); /* warm-up: grow ids once */
       double t0 = MPI_Wtime();
       for (int r = 0; r < R; r++) {
-        CHECK(dpo__poisson_batch(rng, m, n, &ids, &cap, &mb));
+        CHECK(dpo__poisson_batch(rng, m, n, n, &ids, &cap, &mb));
         acc += mb;
       }
       tgap = (MPI_Wtime() - t0) / R;

@@ -4,7 +4,8 @@
 # of the Debian package dataset-fashion-mnist, all ten labels (majority class 0.11 of the 5000).
 # Seeded, so reproducible and labelled NOT PRIVATE: a test of the recipe, not a private run.
 #  - the recipe's keys are what ran: dp-sgd-rdp, Poisson batches of 512 under add-remove, 20
-#    epochs (T = ceil(20 * 5000 / 512) = 196 steps), clip l2:1, lr = eta (1 - 0.9) L/G^2 (the
+#    epochs (T = ceil(20 * 5000 / 512) = 196 steps with the size declared public, --public-n:
+#    else a noisy count sets it, test_public_n.sh), clip l2:1, lr = eta (1 - 0.9) L/G^2 (the
 #    snr rule) with eta = 5 from the file, L = 1 and G^2 = 1 + d sigma^2/m^2 from the run's own
 #    noise multiplier;
 #  - at (1, 1e-5) it reaches test accuracy >= 0.70 (measured 0.757-0.768 with seeds 1-4; L-BFGS
@@ -32,7 +33,7 @@ sub "$F/train" 5000 "$T/tr"
 sub "$F/t10k" 2000 "$T/te"
 expect 0 $MPI -np 2 "$DPOPT" train --config "$S/jobs/acceps/fmnist.ini" \
   --data "$T/tr-images-idx3-ubyte" --test "$T/te-images-idx3-ubyte" --model softmax --classes 10 \
-  --row-l2-bound 28.1 --eps 1 --delta 1e-5 --seed 3 --no-trace-loss --out "$T/r"
+  --row-l2-bound 28.1 --eps 1 --delta 1e-5 --public-n 5000 --seed 3 --no-trace-loss --out "$T/r"
 has "$T/out" "NOT PRIVATE" "seeded run labelled"
 js() { jq -r "$1" "$T/r/summary.json" 2>/dev/null; }
 check "dp-sgd-rdp ran" [ "$(js .algo)" = dp-sgd-rdp ]

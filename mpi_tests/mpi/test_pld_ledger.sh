@@ -11,7 +11,8 @@
 #  - `dpopt ledger` replays the journal to the same spent eps and names the bound;
 #  - a mixed ledger (Laplace releases) under pld charges as auto (dp-gd: bound not pld).
 . "$(dirname "$0")/testlib.sh"
-COMMON="--data $S/data/a9a --model logreg --dim 123 --row-l2-bound 3.75 --seed 1 --no-trace-loss --trace-every 0 --quiet"
+# --public-n: the public size of the plan (no noisy count; test_public_n.sh covers that)
+COMMON="--data $S/data/a9a --model logreg --dim 123 --row-l2-bound 3.75 --public-n 32561 --seed 1 --no-trace-loss --trace-every 0 --quiet"
 PLAN="--eps 1 --delta 1e-5 --sampling poisson --batch 256 --n 32561 --steps 1272"
 jget() { # jget FILE KEY: the first number after "KEY":
   sed -n "s/.*\"$2\": *\([-0-9.e+]*\).*/\1/p" "$1" | head -1

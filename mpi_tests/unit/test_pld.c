@@ -171,20 +171,19 @@ Test(pld, ledger_two_kinds_exact_and_below_rdp) {
   dpo_ledger_close(R);
 }
 
-/* A Laplace release makes the ledger mixed: pld charges exactly as auto, every step. */
+/* A ledger with a release PLD does not model (a Gaussian batch drawn without replacement,
+ * replace-one) charges exactly as auto, step by step, and never by the PLD bound. */
 Test(pld, ledger_mixed_falls_back_to_auto) {
   dpo_ledger_t *L = NULL, *A = NULL;
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "pld",
-                                  DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
+                                  DPO_NEIGHBOURS_REPLACE_ONE, &L), DPO_OK);
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "auto",
-                                  DPO_NEIGHBOURS_ADD_REMOVE, &A), DPO_OK);
-  dpo_charge_t lap = {.mechanism = "laplace", .noise_scale = 4, .sensitivity = 1, .dim = 1,
-                      .sampling = "none", .accounting = "pure",
-                      .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
-  dpo_charge_t g = gauss(0.8, "poisson", 100, 1000);
+                                  DPO_NEIGHBOURS_REPLACE_ONE, &A), DPO_OK);
+  dpo_charge_t w = gauss(2, "wor", 100, 1000), g = gauss(0.8, "none", 0, 0);
+  w.neighbours = g.neighbours = DPO_NEIGHBOURS_REPLACE_ONE;
   int rl = 0, ra = 0;
   for (int i = 0; i < 200 && !rl && !ra; i++) {
-    const dpo_charge_t *c = i % 50 == 0 ? &lap : &g; /* mixed from the start */
+    const dpo_charge_t *c = i % 50 == 0 ? &w : &g; /* mixed from the start */
     double cl = -1, ca = -2, el, ea;
     rl = dpo_ledger_charge(L, c, &cl);
     ra = dpo_ledger_charge(A, c, &ca);
@@ -198,6 +197,51 @@ Test(pld, ledger_mixed_falls_back_to_auto) {
   }
   cr_assert_eq(rl, DPO_EBUDGET, "the budget ran out under both");
   cr_assert_str_neq(dpo_ledger_bound(L), "pld");
+  dpo_ledger_close(L);
+  dpo_ledger_close(A);
+}
+
+/* Pure releases beside Poisson Gaussians (dp-sgd-rdp's noisy count under add-remove): bound (C)
+ * of acct_pld.c, eps_P + eps_PLD(Gaussians).  Laplace eps 1/4 every 50 steps: the pld ledger's
+ * spent eps never exceeds auto's, it accepts at least as many releases, and where it charges by
+ * the PLD bound its eps is the pure sum plus the PLD eps of the Gaussian count (dpo_pld_eps,
+ * computed here independently of the ledger). */
+Test(pld, ledger_pure_plus_gaussians_bound_c) {
+  dpo_ledger_t *L = NULL, *A = NULL;
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "pld",
+                                  DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "auto",
+                                  DPO_NEIGHBOURS_ADD_REMOVE, &A), DPO_OK);
+  dpo_charge_t lap = {.mechanism = "laplace", .noise_scale = 4, .sensitivity = 1, .dim = 1,
+                      .sampling = "none", .accounting = "pure",
+                      .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t g = gauss(0.8, "poisson", 100, 1000);
+  int rl = 0, ra = 0, nl = 0, na = 0, npure = 0, ngauss = 0, by_pld = 0;
+  for (int i = 0; i < 400 && !rl; i++) {
+    const dpo_charge_t *c = i % 50 == 0 ? &lap : &g;
+    double el, ea;
+    rl = dpo_ledger_charge(L, c, NULL);
+    if (!ra) ra = dpo_ledger_charge(A, c, NULL);
+    if (rl) break;
+    nl++, na += !ra;
+    npure += c == &lap, ngauss += c == &g;
+    dpo_ledger_spent(L, &el, NULL);
+    if (!ra) {
+      dpo_ledger_spent(A, &ea, NULL);
+      cr_assert_leq(el, ea, "step %d: pld %.17g above auto %.17g", i, el, ea);
+    }
+    if (!strcmp(dpo_ledger_bound(L), "pld")) {
+      double ep;
+      by_pld++;
+      cr_assert_eq(dpo_pld_eps("poisson", 100, 1000, 0.8, ngauss, 1e-5,
+                               dpo_pld_auto_h(3, ngauss), &ep), DPO_OK);
+      cr_assert_float_eq(el, 0.25 * npure + ep, 1e-6 * el, "step %d: %.17g vs %d/4 + %.17g", i,
+                         el, npure, ep);
+    }
+  }
+  cr_assert_eq(rl, DPO_EBUDGET, "the pld ledger's budget ran out");
+  cr_assert_geq(nl, na, "pld accepted %d, auto %d", nl, na);
+  cr_assert_gt(by_pld, 0, "bound (C) was used");
   dpo_ledger_close(L);
   dpo_ledger_close(A);
 }

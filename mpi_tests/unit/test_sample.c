@@ -113,15 +113,16 @@ Test(sample, geometric_law) {
 }
 
 Test(sample, poisson_batches_binomial_and_uniform) {
-  const int64_t n = 200, m = 20;
+  /* n = 200 rows held, the rate q = m / npub from a public size npub != n (add-remove) */
+  const int64_t n = 200, m = 20, npub = 250;
   const int R = 20000;
-  const double q = (double)m / (double)n;
+  const double q = (double)m / (double)npub;
   dpo_rng_t *rng;
   cr_assert_eq(dpo_rng_create(1, 99, 0, &rng), 0);
   int64_t *ids = NULL, cap = 0, mb;
   double rows[200] = {0}, sizes[201] = {0};
   for (int r = 0; r < R; r++) {
-    cr_assert_eq(dpo__poisson_batch(rng, m, n, &ids, &cap, &mb), 0);
+    cr_assert_eq(dpo__poisson_batch(rng, m, npub, n, &ids, &cap, &mb), 0);
     for (int64_t k = 0; k < mb; k++) {
       cr_assert(ids[k] >= 0 && ids[k] < n && (k == 0 || ids[k] > ids[k - 1]));
       rows[ids[k]] += 1;
@@ -153,7 +154,7 @@ Test(sample, poisson_batches_binomial_and_uniform) {
   }
   cr_assert_lt(cr, chi2_bound((int)n), "row frequencies: chi2 %g df %d", cr, (int)n);
   /* m = n keeps every row */
-  cr_assert_eq(dpo__poisson_batch(rng, n, n, &ids, &cap, &mb), 0);
+  cr_assert_eq(dpo__poisson_batch(rng, n, n, n, &ids, &cap, &mb), 0);
   cr_assert_eq(mb, n);
   free(ids);
   dpo_rng_destroy(rng);

@@ -34,6 +34,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
     {"--calibrate", "privacy.calibrate", "HOW", "ledger (default: with delta > 0, scale a pure-eps algorithm's per-step budgets to the ledger's composition) | basic (the papers' split by basic composition)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
+    {"--public-n", "privacy.public_n", "N", "add-remove (dp-sgd-rdp): a public data set size for the Poisson rate m/N, the steps and the default batch (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
     {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},

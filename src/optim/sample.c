@@ -144,17 +144,17 @@ int dpo__geom_gap(dpo_rng_t *rng, int64_t m, int64_t n, int force_exact, int64_t
   return DPO_OK;
 }
 
-int dpo__poisson_batch(dpo_rng_t *rng, int64_t m, int64_t n, int64_t **ids, int64_t *cap,
-                       int64_t *mb) {
+int dpo__poisson_batch(dpo_rng_t *rng, int64_t m, int64_t n, int64_t rows, int64_t **ids,
+                       int64_t *cap, int64_t *mb) {
   int64_t i = -1, c = 0, g;
   int rc;
   for (;;) {
     if ((rc = dpo__geom_gap(rng, m, n, 0, &g))) return rc;
-    if (g > n - 2 - i) break; /* the next kept row would be past the end */
+    if (g > rows - 2 - i) break; /* the next kept row would be past the end */
     i += g + 1;
     if (c == *cap) {
       int64_t nc = *cap < 64 ? 64 : 2 * *cap;
-      if (nc > n) nc = n;
+      if (nc > rows) nc = rows;
       int64_t *p = realloc(*ids, (size_t)nc * sizeof *p);
       if (!p) return dpo_err(DPO_ENOMEM, "poisson sampling: cannot grow a batch to %lld ids",
                              (long long)nc);

@@ -20,10 +20,12 @@
  * force_exact = 1 skips the floating fast path (tests). */
 int dpo__geom_gap(dpo_rng_t *rng, int64_t m, int64_t n, int force_exact, int64_t *gap);
 
-/* A Poisson batch: the sorted kept ids of 0..n-1 (each with probability m/n) in (*ids)[0..*mb),
- * *ids grown with realloc as needed (*cap its capacity).  Expected cost O(m). */
-int dpo__poisson_batch(dpo_rng_t *rng, int64_t m, int64_t n, int64_t **ids, int64_t *cap,
-                       int64_t *mb);
+/* A Poisson batch: the sorted kept ids of 0..rows-1, each kept with probability q = m/n, in
+ * (*ids)[0..*mb), *ids grown with realloc as needed (*cap its capacity).  1 <= m <= n; n is
+ * the PUBLIC size the rate is defined by (under add-remove the exact row count is private:
+ * sco_common.c), rows the rows actually held.  Expected cost O(q rows). */
+int dpo__poisson_batch(dpo_rng_t *rng, int64_t m, int64_t n, int64_t rows, int64_t **ids,
+                       int64_t *cap, int64_t *mb);
 
 /* A uniform m-subset of 0..n-1 (sampling without replacement), sorted into ids[0..m): m steps
  * of a partial Fisher-Yates shuffle of pool (a permutation of 0..n-1 kept between calls: any

@@ -2,6 +2,7 @@
 #include "optim/sco_common.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -167,6 +168,56 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   c->ids = malloc((size_t)c->n * sizeof *c->ids);
   if (!c->perm || !c->ids) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
   dpo__sco_shuffle(c->perm, c->n, (uint64_t)seed);
+  return DPO_OK;
+}
+
+int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, double *charged) {
+  dpo_charge_t ch = {.mechanism = "laplace", .noise_scale = b, .sensitivity = 1, .dim = 1,
+                     .sampling = "none", .accounting = "pure", .step = -1, .neighbours = rel};
+  return dpo_ledger_charge(F, &ch, charged);
+}
+
+int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int64_t *n_pub,
+                      double *count_eps, double *count_b, char *src, size_t cap) {
+  const dpo_config_t *cfg = dpo_solver_config(s);
+  int64_t np = -1;
+  double ec = NAN;
+  int rc;
+  *count_eps = 0, *count_b = 0;
+  if (c->rel != DPO_NEIGHBOURS_ADD_REMOVE) {
+    *n_pub = c->n;
+    snprintf(src, cap, "the row count: public under replace-one");
+    return DPO_OK;
+  }
+  if ((rc = dpo_config_get_int(cfg, "privacy.public_n", -1, &np))) return rc;
+  if (dpo_config_get(cfg, "privacy.public_n")) {
+    if (np < 1 || np > ((int64_t)1 << 53))
+      return dpo_err(DPO_EINVAL, "%s: privacy.public_n = %lld must be in [1, 2^53]", who,
+                     (long long)np);
+    *n_pub = np;
+    snprintf(src, cap, "declared: privacy.public_n");
+    return DPO_OK;
+  }
+  const char *acct = dpo_ledger_accountant(dpo_solver_ledger(s));
+  if (acct && (!strcmp(acct, "rdp") || !strcmp(acct, "basic")))
+    return dpo_err(DPO_EINVAL, "%s: under add-remove the row count is private and is released "
+                   "as a noisy count (a Laplace release), which privacy.accountant = %s does not "
+                   "take: declare a public size (privacy.public_n, --public-n N) or use "
+                   "privacy.accountant = pld (the default) or auto", who, acct);
+  if ((rc = dpo_config_get_double(cfg, "privacy.count_eps", c->eps / 100, &ec))) return rc;
+  if (!(ec > 0) || !(ec < c->eps))
+    return dpo_err(DPO_EINVAL, "%s: privacy.count_eps = %g must be in (0, eps = %g): under "
+                   "add-remove the row count is private, so either a noisy count is charged or "
+                   "a public size is declared (privacy.public_n)", who, ec, c->eps);
+  double b, v = (double)c->n;
+  if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
+  /* charged before the count is drawn, let alone used (privacy rule 2) */
+  if ((rc = dpo__sco_count_charge(dpo_solver_ledger(s), c->rel, b, NULL))) return rc;
+  if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, &v, 1))) return rc;
+  v = nearbyint(v);
+  *n_pub = v < 1 ? 1 : v > 0x1p53 ? ((int64_t)1 << 53) : (int64_t)v;
+  *count_eps = ec, *count_b = b;
+  snprintf(src, cap, "a noisy count charged eps %.3g", ec);
   return DPO_OK;
 }
 

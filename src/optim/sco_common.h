@@ -44,6 +44,21 @@ extern const dpo_algo_param_t dpo__sco_params[];
 /* The refusals of dpo__sco_init that need no data (dpo_algo_check): a public Lipschitz bound,
  * the declared smoothness bound, delta > 0, the relation.  Not collective. */
 int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, const char *who);
+/* The size n_pub that a Poisson sampling rate q = m / n_pub, a step count from epochs and a
+ * default batch are computed from.  Under replace-one the neighbours have the same size, so the
+ * exact n (c->n) is public and n_pub = n.  Under add-remove the row count itself changes
+ * between neighbours: a q or a T read from it would make the mechanism's law depend on the
+ * data beyond the one row the analysis covers (and T shows in every output).  Then n_pub is
+ *  - privacy.public_n if declared (a public size, e.g. the published size of the data set), or
+ *  - a noisy count n + Laplace(1/eps_c) rounded (floor 1), eps_c = privacy.count_eps (default
+ *    1% of the budget's eps), charged to the ledger first as an eps_c-DP release (sensitivity 1:
+ *    one row added or removed moves the count by 1); what follows is post-processing of it.
+ * *count_eps = eps_c (0 when nothing was charged), *count_b its Laplace scale (to replay the
+ * charge in a plan check); src (cap bytes) says where n_pub came from.  Rank 0. */
+int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int64_t *n_pub,
+                      double *count_eps, double *count_b, char *src, size_t cap);
+/* The noisy count's charge (dpo__sco_public_n) on ledger F: for plan checks. */
+int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, double *charged);
 /* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */
 dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m);
 /* Euclidean projection onto the ball of radius D/2 around 0. */

@@ -8,6 +8,10 @@
  *     algo.sampling = poisson: each example independently with probability q = m/n, drawn as
  *       exact Geometric(q) gaps between kept rows (optim/sample.h: O(m) per step, the law of n
  *       independent Bernoulli(q)); Mironov-Talwar-Zhang 2019 is an add/remove analysis.
+ *   n here is the PUBLIC size n_pub (dpo__sco_public_n): under add-remove the row count is
+ *   private, so q = m/n_pub, the steps from --epochs and the default m come from a declared
+ *   privacy.public_n or from a noisy count charged first (1% of eps by default); the rows held
+ *   are still all sampled, each with probability q.
  *   The sensitivity is dpo_sens(privacy.neighbours, L): 2L under replace-one, L under
  *   add-remove.  Each sampling runs only under the relation its amplification bound is proved
  *   for (wor: replace-one, poisson: add-remove); the other pair is refused at creation.
@@ -76,6 +80,8 @@ typedef struct {
   dpo__sco_t c;
   int poisson, sched;
   int64_t m, T, T0; /* T0: iterates x_{T0+1} .. x_T are averaged */
+  int64_t npub;     /* the public size q, T and the default m come from (dpo__sco_public_n) */
+  double count_eps, count_b; /* the noisy count's charge (0: none) */
   double z, sigma, sens, lr, mu, beta;
   double *v;        /* momentum */
   int64_t *pool; /* wor: running partial Fisher-Yates permutation of 0..n-1 */
@@ -103,12 +109,15 @@ typedef struct {
   double sigma;
 } dpsgd_plan_t;
 
+/* Release i of the plan check: the noisy count first when one was charged (it is in the run's
+ * ledger already), then the T steps. */
 static int dpsgd_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
   const dpsgd_plan_t *p = arg;
   const dpo__dpsgd_t *a = p->a;
+  if (a->count_eps > 0 && i-- == 0) return dpo__sco_count_charge(F, a->c.rel, a->count_b, NULL);
   dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = p->sigma, .sensitivity = a->sens,
                      .dim = a->c.d, .sampling = a->poisson ? "poisson" : "wor",
-                     .accounting = "rdp", .m = a->m, .n = a->c.n, .step = i,
+                     .accounting = "rdp", .m = a->m, .n = a->npub, .step = i,
                      .neighbours = a->c.rel};
   return dpo_ledger_charge(F, &ch, NULL);
 }
@@ -121,7 +130,7 @@ static int dpsgd_pld_eps(const dpo__dpsgd_t *a, double z, double beps, double bd
   int rc = dpo_mech_grid(sigma, &lambda);
   if (rc) return rc;
   double ze = sigma / (a->sens + sqrt((double)a->c.d) * lambda);
-  return dpo_pld_eps("poisson", a->m, a->c.n, ze, a->T, bdelta, dpo_pld_auto_h(beps, a->T), e);
+  return dpo_pld_eps("poisson", a->m, a->npub, ze, a->T, bdelta, dpo_pld_auto_h(beps, a->T), e);
 }
 
 /* Under the pld accountant (Poisson batches: a PLD kind), a multiplier below the RDP one whose
@@ -136,24 +145,28 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
   int fits = 0, rc;
   if (!a->poisson || !acct || strcmp(acct, "pld")) return DPO_OK;
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
+  /* the Gaussian part's target: the ledger adds the noisy count's eps to its PLD bound */
+  const double tgt = beps - a->count_eps;
   if ((rc = dpsgd_pld_eps(a, z0, beps, bdelta, &e0)) ||
       (rc = dpsgd_pld_eps(a, z1, beps, bdelta, &e1)))
     return rc;
-  if (e0 <= beps) best = z0;
-  if (e1 <= beps) best = z1;
-  for (int it = 0; it < 8 && !(best < INFINITY && e1 <= beps && e1 >= beps * (1 - 1e-4)); it++) {
+  if (e0 <= tgt) best = z0;
+  if (e1 <= tgt) best = z1;
+  for (int it = 0; it < 8 && !(best < INFINITY && e1 <= tgt && e1 >= tgt * (1 - 1e-4)); it++) {
     double sl = (log(e1) - log(e0)) / (log(z1) - log(z0));
     if (!(sl < 0) || !isfinite(sl) || !(e1 > 0)) break;
-    double zn = exp(log(z1) + (log(beps * (1 - 5e-5)) - log(e1)) / sl), en;
+    double zn = exp(log(z1) + (log(tgt * (1 - 5e-5)) - log(e1)) / sl), en;
     if (!(zn > 0) || !isfinite(zn)) break;
     if ((rc = dpsgd_pld_eps(a, zn, beps, bdelta, &en))) return rc;
     z0 = z1, e0 = e1, z1 = zn, e1 = en;
-    if (en <= beps && !(zn >= best)) best = zn;
+    if (en <= tgt && !(zn >= best)) best = zn;
   }
   dpsgd_plan_t p = {a, 0};
   for (int k = 0; k < 3 && best < *z; k++, best *= 1 + 1e-4) {
     p.sigma = dpo__sco_sigma(best, a->sens, a->c.d);
-    if ((rc = dpo_ledger_plan_fits(L, beps, bdelta, a->T, dpsgd_charge_at, &p, &fits))) return rc;
+    if ((rc = dpo_ledger_plan_fits_ex(L, beps, bdelta, a->T + (a->count_eps > 0), a->T,
+                                      dpsgd_charge_at, &p, &fits)))
+      return rc;
     if (fits) {
       *z = best; /* the ledger accepted the whole plan at this multiplier */
       break;
@@ -162,43 +175,73 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
   return DPO_OK;
 }
 
+/* With a noisy count in the ledger: the smallest z >= *z (steps of 0.1%) whose plan -- the count,
+ * then the T steps -- the ledger accepts.  The RDP multiplier for eps - count_eps fits by auto's
+ * bound (A) already; this confirms it (and the PLD one) with the ledger's own arithmetic. */
+static int dpsgd_fit_count(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
+  const dpo_ledger_t *L = dpo_solver_ledger(s);
+  double beps, bdelta;
+  int fits = 0, rc;
+  if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
+  dpsgd_plan_t p = {a, 0};
+  for (int k = 0; k < 64; k++, *z *= 1.001) {
+    p.sigma = dpo__sco_sigma(*z, a->sens, a->c.d);
+    if ((rc = dpo_ledger_plan_fits_ex(L, beps, bdelta, a->T + 1, a->T, dpsgd_charge_at, &p,
+                                      &fits)))
+      return rc;
+    if (fits) return DPO_OK;
+  }
+  return dpo_err(DPO_EBUDGET, "dp-sgd-rdp: no noise multiplier up to %g fits the noisy count and "
+                 "%lld steps in the budget", *z, (long long)a->T);
+}
+
 static int dpsgd_create(dpo_solver_t *s, void **state) {
   int rc;
   const char *who = "dp-sgd-rdp", *samp = NULL;
+  char nsrc[160];
   dpo__dpsgd_t *a = calloc(1, sizeof *a);
   if (!a) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
   if ((rc = dpo__sco_init(s, &a->c, who))) goto fail;
   int64_t n = a->c.n;
   int32_t d = a->c.d;
+  /* every data-free refusal first: under add-remove the noisy count below is a charge */
   if ((rc = dpo_solver_param_str(s, "sampling", "wor", &samp))) goto fail;
   if (!strcmp(samp, "poisson")) a->poisson = 1;
   else if (strcmp(samp, "wor")) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = '%s': wor | poisson", who, samp);
     goto fail;
   }
-  if ((rc = dpo_solver_param_int(s, "m", (int64_t)ceil(sqrt((double)n)), &a->m))) goto fail;
-  if (a->m < 1 || a->m > n) {
-    rc = dpo_err(DPO_EINVAL, "%s: algo.m = %lld must be in [1, n=%lld]", who, (long long)a->m,
-                 (long long)n);
+  if (a->poisson != (a->c.rel == DPO_NEIGHBOURS_ADD_REMOVE)) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
+                 "privacy.neighbours = %s: set algo.sampling = %s or privacy.neighbours = %s",
+                 who, samp, a->poisson ? "add-remove" : "replace-one",
+                 a->poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
+                 dpo_neighbours_name(a->c.rel), a->poisson ? "wor" : "poisson",
+                 a->poisson ? "add-remove" : "replace-one");
     goto fail;
   }
-  /* the plan's length: algo.T (older configs), else --iters, else --epochs */
-  double epochs = 1;
-  int64_t iters = -1;
-  if ((rc = dpo_solver_param(s, "epochs", 1.0, &epochs)) ||
-      (rc = dpo_solver_param_int(s, "iters", -1, &iters)))
+  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
+  if (secagg && a->poisson) {
+    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = secagg the coordinator draws the batch "
+                 "and the charge is not amplified (a replace-one analysis): set "
+                 "privacy.neighbours = replace-one (algo.sampling = wor)", who);
     goto fail;
-  if (!(epochs > 0) || !(epochs * (double)n / (double)a->m < 1e12)) {
+  }
+  int64_t m0 = -1, iters = -1, T0 = -1;
+  double epochs = 1;
+  if ((rc = dpo_solver_param_int(s, "m", -1, &m0)) ||
+      (rc = dpo_solver_param(s, "epochs", 1.0, &epochs)) ||
+      (rc = dpo_solver_param_int(s, "iters", -1, &iters)) ||
+      (rc = dpo_solver_param_int(s, "T", -1, &T0)))
+    goto fail;
+  if (dpo_config_get(dpo_solver_config(s), "algo.m") && m0 < 1) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.m = %lld must be >= 1", who, (long long)m0);
+    goto fail;
+  }
+  if (!(epochs > 0) || !(epochs < 1e12)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.epochs = %g must be > 0 (and give < 1e12 steps)", who,
                  epochs);
-    goto fail;
-  }
-  int64_t Tdef = (int64_t)ceil(epochs * (double)n / (double)a->m - 1e-9);
-  if (iters >= 0) Tdef = iters;
-  if ((rc = dpo_solver_param_int(s, "T", Tdef, &a->T))) goto fail;
-  if (a->T < 1) {
-    rc = dpo_err(DPO_EINVAL, "%s: the number of steps (algo.T / --iters / --epochs) must be "
-                 ">= 1", who);
     goto fail;
   }
   const char *sch = NULL;
@@ -221,19 +264,35 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.momentum = %g must be in [0, 1)", who, a->beta);
     goto fail;
   }
-  a->T0 = a->sched == SCHED_THEORY ? 0 : a->T / 2;
-  if (a->poisson != (a->c.rel == DPO_NEIGHBOURS_ADD_REMOVE)) {
-    rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
-                 "privacy.neighbours = %s: set algo.sampling = %s or privacy.neighbours = %s",
-                 who, samp, a->poisson ? "add-remove" : "replace-one",
-                 a->poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
-                 dpo_neighbours_name(a->c.rel), a->poisson ? "wor" : "poisson",
-                 a->poisson ? "add-remove" : "replace-one");
+  /* the public size: n under replace-one; under add-remove declared or a charged noisy count */
+  if ((rc = dpo__sco_public_n(s, &a->c, who, &a->npub, &a->count_eps, &a->count_b, nsrc,
+                              sizeof nsrc)))
+    goto fail;
+  a->m = m0 >= 1 ? m0 : (int64_t)ceil(sqrt((double)a->npub));
+  if (a->m > a->npub && a->count_eps > 0) {
+    /* a noisy count below the batch: q = 1 (post-processing of the count) */
+    a->npub = a->m;
+    snprintf(nsrc + strlen(nsrc), sizeof nsrc - strlen(nsrc), ", raised to the batch m");
+  }
+  if (a->m > a->npub) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.m = %lld must be in [1, n=%lld]", who, (long long)a->m,
+                 (long long)a->npub);
     goto fail;
   }
+  /* the plan's length: algo.T (older configs), else --iters, else --epochs, from public n */
+  if (!(epochs * (double)a->npub / (double)a->m < 1e12)) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.epochs = %g gives >= 1e12 steps", who, epochs);
+    goto fail;
+  }
+  a->T = T0 >= 0 ? T0 : iters >= 0 ? iters
+                                   : (int64_t)ceil(epochs * (double)a->npub / (double)a->m - 1e-9);
+  if (a->T < 1) {
+    rc = dpo_err(DPO_EINVAL, "%s: the number of steps (algo.T / --iters / --epochs) must be "
+                 ">= 1", who);
+    goto fail;
+  }
+  a->T0 = a->sched == SCHED_THEORY ? 0 : a->T / 2;
   a->sens = dpo_sens(a->c.rel, a->c.L);
-  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
-  const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
   if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
   const char *zfrom = "given";
   if (isnan(a->z) && secagg) {
@@ -241,12 +300,15 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     if ((rc = dpo_rdp_calibrate("none", n, n, a->T, a->c.eps, a->c.delta, &a->z))) goto fail;
     zfrom = "RDP, not amplified";
   } else if (isnan(a->z)) {
-    if ((rc = dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, n, a->T, a->c.eps,
-                                a->c.delta, &a->z)))
+    /* RDP for the Gaussian part of the budget (the noisy count takes count_eps: auto's basic
+     * composition (A)), then the ledger's own PLD bound; the ledger confirms either */
+    if ((rc = dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, a->npub, a->T,
+                                a->c.eps - a->count_eps, a->c.delta, &a->z)))
       goto fail;
     double zr = a->z;
     if ((rc = dpsgd_ledger_z(a, s, &a->z))) goto fail;
     zfrom = a->z < zr ? "PLD, the ledger's accountant" : "RDP";
+    if (a->count_eps > 0 && (rc = dpsgd_fit_count(a, s, &a->z))) goto fail;
   }
   if (!(a->z > 0) || !isfinite(a->z)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.z must be > 0", who);
@@ -289,10 +351,11 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   for (int64_t i = 0; i < n; i++) a->pool[i] = i;
-  dpo_msg("%s: %s sampling m=%lld of n=%lld, T=%lld steps, noise multiplier z=%.9g (%s; "
+  /* the public size only: under add-remove the exact n is private */
+  dpo_msg("%s: %s sampling m=%lld of n=%lld (%s), T=%lld steps, noise multiplier z=%.9g (%s; "
           "sigma=%g, sensitivity %g), lr=%g (%s), momentum %g, L=%g, D=%g",
-          who, a->poisson ? "poisson" : "wor", (long long)a->m, (long long)n, (long long)a->T,
-          a->z, zfrom, a->sigma, a->sens, a->lr, sch, a->beta, a->c.L, a->c.D);
+          who, a->poisson ? "poisson" : "wor", (long long)a->m, (long long)a->npub, nsrc,
+          (long long)a->T, a->z, zfrom, a->sigma, a->sens, a->lr, sch, a->beta, a->c.L, a->c.D);
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->T, .batch = a->m,
                      .noise_multiplier = a->z, .lr = a->lr};
   if (a->sa.on)
@@ -301,8 +364,9 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
              "amplified: the coordinator draws the batch)", (long long)a->T, a->sa.rho);
   else
     snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its subsampled "
-             "Gaussian release before it is made (noise calibrated for all %lld)",
-             (long long)a->T, (long long)a->T);
+             "Gaussian release before it is made (noise calibrated for all %lld; q = %lld/%lld, "
+             "n from %s)", (long long)a->T, (long long)a->T, (long long)a->m,
+             (long long)a->npub, nsrc);
   if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
   return DPO_OK;
@@ -325,7 +389,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   /* the batch, drawn the way the charge below records it */
   if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
     int64_t cap = n;
-    if ((rc = dpo__poisson_batch(rng, a->m, n, &a->ids, &cap, &mb))) return rc;
+    if ((rc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &cap, &mb))) return rc;
   } else {
     dpo__wor_batch(rng, a->m, n, a->pool, a->ids); /* partial Fisher-Yates: O(m log m) */
     mb = a->m;
@@ -338,7 +402,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
                        .sensitivity = a->sens, .dim = d,
                        .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
-                       .m = a->m, .n = n, .step = t, .neighbours = a->c.rel};
+                       .m = a->m, .n = a->npub, .step = t, .neighbours = a->c.rel};
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
     if (mb > 0) {
       dpo_batch_t b = {a->ids, mb};

@@ -5,7 +5,12 @@
  * DP-ADMM, the Gaussian one-shot methods.  Both bounds are valid for the same composition, so
  * the smaller is.
  *
- *  - Mixed ledgers (a Laplace or classic-Gaussian release, sampling "wor" or "disjoint", an
+ *  - Pure (Laplace, eps-DP) releases beside the Gaussian ones, e.g. dp-sgd-rdp's noisy row
+ *    count under add-remove (sco_common.c): bound (C) = eps_P + eps_PLD(Gaussian part, D), the
+ *    basic composition of the pure part with the Gaussian part's PLD bound -- auto's bound (A)
+ *    with the PLD bound in place of the RDP one (the pure part's privacy loss is at most eps_P
+ *    pointwise, so the Gaussian part's tail bound at D carries over).  min(auto, C) is charged.
+ *  - Mixed ledgers (a classic-Gaussian (eps, delta) release, sampling "wor" or "disjoint", an
  *    rdp-rho pass, or more than DPO__PLD_KINDS different Gaussian kinds): the PLD bound is not
  *    formed and the ledger charges exactly as "auto" (RDP for the Gaussian part, its bounds (A)
  *    and (B) for the pure part).  Sound, just not tighter.
@@ -105,7 +110,11 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if ((st = dpo__acct_auto.charge(&ns.a, c, INFINITY, bdelta, 1, &ra))) return st;
   *r = ra;
   if (!ra.fits) return DPO_OK; /* the (eps, delta) releases exhausted delta: refused */
-  if (!ns.mixed && dpo__pld_kind(c, &k)) {
+  const int pure = !dpo__streq4(c->mechanism, "gaussian") && !dpo__streq4(c->mechanism, "rdp-rho") &&
+                   ra.cost_delta == 0 && ns.a.n_approx == 0;
+  if (!ns.mixed && pure) {
+    /* part P of bound (C): composed by the auto part's basic accountant */
+  } else if (!ns.mixed && dpo__pld_kind(c, &k)) {
     int i = 0;
     while (i < ns.nk && !dpo__same_kind(&ns.k[i], &k)) i++;
     if (i < ns.nk) ns.k[i].count++;
@@ -124,6 +133,11 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
     if (dpo__pld_bound(&ns, beps, bdelta, &ep)) {
       dpo_errclear();
       ep = INFINITY;
+    }
+    if (isfinite(ep) && ns.a.n_pure > 0) { /* (C): plus the pure part, exactly summed */
+      double eP, dP;
+      dpo__acct_basic.spent(&ns.a.basic, &eP, &dP);
+      ep = dP == 0 ? dpo__add_up(ep, eP) : INFINITY;
     }
     if (ep < e) {
       e = ep;

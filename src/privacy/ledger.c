@@ -398,13 +398,19 @@ int dpo_ledger_charge_all(dpo_ledger_t *L, const dpo_charge_t *c, double *charge
 int dpo_ledger_plan_fits(const dpo_ledger_t *like, double eps, double delta, int64_t n,
                          int (*charge_at)(void *arg, dpo_ledger_t *F, int64_t i), void *arg,
                          int *fits) {
+  return dpo_ledger_plan_fits_ex(like, eps, delta, n, n, charge_at, arg, fits);
+}
+
+int dpo_ledger_plan_fits_ex(const dpo_ledger_t *like, double eps, double delta, int64_t n,
+                            int64_t plan, int (*charge_at)(void *arg, dpo_ledger_t *F, int64_t i),
+                            void *arg, int *fits) {
   if (!like || !charge_at || !fits) return dpo_err(DPO_EINVAL, "ledger_plan_fits: NULL argument");
   dpo_ledger_t *F = NULL;
   *fits = 0;
   int rc = dpo_ledger_open_ex(MPI_COMM_NULL, eps, delta, NULL, 0, dpo_ledger_accountant(like),
                               dpo_ledger_neighbours(like), &F);
   if (rc) return rc;
-  if (F->ops->plan) F->ops->plan(F->state, n, 1); /* the plan is these n releases */
+  if (F->ops->plan) F->ops->plan(F->state, plan, 1); /* as the run will announce it */
   for (int64_t i = 0; i < n && !rc; i++) rc = charge_at(arg, F, i);
   if (!rc) *fits = 1;
   else if (rc == DPO_EBUDGET) {

@@ -251,6 +251,8 @@ static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_co
     set(c, "algo.z", "%.17g", k->z);
     set(c, "algo.T", "%.0f", (double)k->T);
     set(c, "algo.m", "%.0f", (double)k->m);
+    /* the repetition samples at the rate the tune's curve was computed for (q = m / n) */
+    set(c, "privacy.public_n", "%.0f", (double)t->n);
     dpo_config_set(c, "algo.sampling", t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? "poisson" : "wor", "tune");
     if (!isnan(k->lr)) set(c, "algo.lr", "%.17g", k->lr);
     if (!isnan(k->clip)) set(c, "privacy.clip", "l2:%.17g", k->clip);
