@@ -247,8 +247,9 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     if (!rc) rc = dpo_oracle_set_noise_rng(o, rng);
     if (!rc) rc = dpo_oracle_set_parties(o, pt);
     if (!rc) rc = dpo_ledger_set_parties(L, pt->count, pe, pd);
-  } else if (!rc && dpo__audit_drop_share) {
-    rc = dpo_err(DPO_EINVAL, "dpopt audit --test-drop-share needs privacy.trust = secagg");
+  } else if (!rc && (dpo__audit_drop_share || a->sparties > 1)) {
+    rc = dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
+                 dpo__audit_drop_share ? "--test-drop-share" : "--secagg-parties");
   }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
   if (!rc) {
