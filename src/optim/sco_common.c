@@ -275,7 +275,7 @@ int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, con
   int refused = -2;
   /* charged BEFORE anything data-dependent is computed (privacy rule 2) */
   if ((rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused))) return rc;
-  dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma};
+  dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
   int64_t used = 0;
   return dpo_oracle_eval_sums_noised(dpo_solver_oracle(s), x, b, &nz, 0, NULL, gsum, &used);
 }
