@@ -68,7 +68,8 @@ typedef struct {
    * stratum * nph + phase; this rank's ratings of g are sord[uoff[g] .. uoff[g+1]), the items
    * touched by ANY rank in g are titem[toff[g] .. toff[g+1]) (same on every rank) */
   int dist;              /* generic partition on more than one rank */
-  int32_t nph, nch;      /* phases per stratum; user chunks (dot-product / RMSE slots) */
+  int32_t nph, nch;      /* exchange units per stratum (1, or the colors: COLOR* with repro on
+                          * P ranks); user chunks (dot-product / RMSE slots) */
   int64_t *uoff, *toff;
   int32_t *titem, *chunk_cut, *chunk_of;
   double *dx2, *gx2, *xs, *pk; /* item steps, item gradients, snapshot, Allreduce buffer */
@@ -84,6 +85,8 @@ typedef struct {
   double cal_w;              /* MPI_Wtime and dpo__tick at setup, to convert ticks */
   uint64_t cal_k;
   int64_t processed;
+  int64_t strata, exchanges; /* inner steps of the epochs; item-factor exchanges among them
+                              * (ring moves, or Allreduces of item steps) */
   /* safeguards: per-part [f of the repeated stratum at the start, at the end, non-finite
    * flag] (parts: grid user intervals, generic user chunks), counters */
   double *fpart;
