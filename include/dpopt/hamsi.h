@@ -231,7 +231,9 @@ typedef struct {
   int64_t pairs_accepted, pairs_rejected;
   double sigma;
   int64_t epochs_undone;   /* safeguard: epochs undone (memory reset) */
-  int64_t steps_capped;    /* safeguard: block steps shortened (this rank) */
+  int64_t steps_capped;    /* safeguard: block steps shortened (this rank): quasi-Newton steps
+                              over step_cap, and grid gradient steps with a row cut to its
+                              curvature bound (src/mf/hamsi_step.c) */
   int64_t failed_epoch;    /* 0, or the epoch at which the run diverged (result_on_failure) */
   int64_t strata;      /* inner steps (strata) of the training epochs, undone ones included */
   int64_t exchanges;   /* item-factor exchanges among them: ring moves (STRATA*) or

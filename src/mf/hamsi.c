@@ -289,7 +289,7 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
    * for these data, so halve it for the rest of the run; after a quasi-Newton epoch the
    * curvature pairs are to blame and the reset below is the remedy */
-  if (h->lb.m < h->M) h->damp *= 0.5;
+  if (h->lb.m < dpo__hm_qn_pairs(h)) h->damp *= 0.5;
   dpo__hm_reset_memory(h);
   /* f_k0 is taken BEFORE the last step, so it cannot see that step's damage: an accepted
    * epoch may end at a bad point (from an N(0, 1) start at rank 50 the first epoch's last

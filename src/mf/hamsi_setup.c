@@ -80,6 +80,8 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->ty);
   free(h->g1s);
   free(h->g2s);
+  free(h->tn1);
+  free(h->tn2);
   free(h->d);
   free(h->w1);
   free(h->w2);
@@ -547,6 +549,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   h->cur_k = 0;
   DPO__ALLOC(h->g1s, h->nvr);
   DPO__ALLOC(h->g2s, maxc);
+  DPO__ALLOC(h->tn1, h->nvr / (h->r > 0 ? h->r : 1) + 1);
+  DPO__ALLOC(h->tn2, maxc / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->d, r);
   DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;

@@ -45,6 +45,7 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
   json_object_object_add(j, "strata_done", json_object_new_int64(res->strata));
   json_object_object_add(j, "exchanges", json_object_new_int64(res->exchanges));
+  json_object_object_add(j, "steps_capped", json_object_new_int64(res->steps_capped));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
   json_object_object_add(j, "users", json_object_new_int64(res->n_users));
   json_object_object_add(j, "items", json_object_new_int64(res->n_items));
