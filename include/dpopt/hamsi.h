@@ -170,7 +170,8 @@ typedef struct {
   /* Safeguards (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
-   *              (default 30; 0 = off).
+   *              (default 30; 0 = off).  With it, on STRATA*, a row's gradient step is cut
+   *              to 0.4 / (w T) (T: its partners' squared norms summed over the block).
    * reject_tol   an epoch after which the repeated stratum's objective is larger than
    *              (1 + reject_tol) times its value at the start of the epoch, or a factor is not
    *              finite, is undone (factors back to the start of the epoch) and the L-BFGS

@@ -20,7 +20,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--lambda", "mf.lambda", "L", "L2 regularization (default 0; with --biases 10, chosen on gen ratings --realistic)"},
       {"--biases", "mf.biases", NULL, "model mu + b_u + b_i + x1'x2: global mean and user/item biases fitted with the factors"},
       {"--early-stop", "mf.early_stop", "P", "stop once the held-out RMSE has not improved for P epochs while the training fit went on improving (a sampled training RMSE 0.5% below its value at the best epoch, so plateaus do not stop the run) and keep the best epoch's factors (default 0 = off; 10 works at rank 10 to 50)"},
-      {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long (default 30; 0 = off)"},
+      {"--step-cap", "mf.step_cap", "C", "safeguard: a quasi-Newton block step is at most C gradient steps long, and (strata*) a row's gradient step within its curvature bound (default 30; 0 = both off)"},
       {"--reject-tol", "mf.reject_tol", "F", "safeguard: undo an epoch that raises its repeated stratum's objective (mb-GD: its summed strata's) by more than F, reset the memory (mb-GD: halve the step) (default 0.1; < 0 = off)"},
       {"--init", "mf.init", "A", "initial factors uniform in (0, A) (default 2 sqrt(3/r))"},
       {"--x0", "mf.x0", "DIR", "initial factors from DIR/X1.txt and DIR/X2t.txt (the --out layout; users x R and items x R)"},
