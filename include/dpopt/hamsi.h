@@ -21,24 +21,28 @@
  *   HOGWILD   random, K equal subsets, one function per block; blocks overlap (not valid).
  *   COLOR     first-fit coloring of the conflict graph of the bipartite graph; colors packed
  *             first-fit into K bins of about |I|/K functions.  A bin is processed color by
- *             color (phase), so the blocks of one phase are variable-disjoint.
+ *             color (phase) in the serial order, so the blocks of one phase are
+ *             variable-disjoint.
  *   COLOR-B   the same with a random available color (new color only if none is free).
  *   STRATA    B equal-length user intervals x B equal-length item intervals; stratum k holds
  *             the blocks (i, (i + k) mod B), so K = B.
  *   STRATA-B  the same with intervals cut so each holds about |I|/B ratings (Fig. 3.4).
  * STRATA and STRATA-B run on P ranks with the factor-block ring below.  HOGWILD, COLOR and
  * COLOR-B (the thesis runs them with shared-memory threads) run on P ranks with X2 replicated:
- * rank p processes the ratings of each subset (COLOR*: each color) whose users it owns, and
- * one Allreduce per subset sums the ranks' item steps; exact for COLOR* (a color is a
- * matching: each item row gets one step), first-order only for HOGWILD (see src/mf/hamsi.c).
+ * rank p processes the ratings of each stratum whose users it owns (in the serial order), and
+ * one Allreduce per stratum sums the ranks' item steps: equal to the serial pass to first
+ * order (items two ranks touch in a stratum get both steps from its start).  With opts.repro
+ * COLOR* exchange once per color instead, which is exact (a color is a matching: each item
+ * row gets one step) and costs an Allreduce per color (see src/mf/hamsi.c).
  *
  * Distribution: rank p owns a contiguous range of user intervals (rows of X1) and their
  * ratings; the item blocks of X2, with their rows of the L-BFGS history S and Y, travel
  * between the ranks (nonblocking: the history rows [S | Y] are sent when the stratum starts
  * and travel while it computes, the factor rows as soon as the block is done), one stratum
  * per inner step.  Rank 0 decides the stratum schedule
- * and broadcasts it.  Results do not depend on the number of ranks; with opts.repro = 1 they
- * are bit-identical (per-block partial sums are reduced in block order).
+ * and broadcasts it.  Results do not depend on the number of ranks (STRATA*, and COLOR* with
+ * repro); with opts.repro = 1 they are bit-identical (per-block partial sums are reduced in
+ * block order).
  */
 #ifndef DPOPT_HAMSI_H
 #define DPOPT_HAMSI_H
@@ -166,7 +170,8 @@ typedef struct {
   /* Safeguards (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
-   *              (default 30; 0 = off).
+   *              (default 30; 0 = off).  With it, on STRATA*, a row's gradient step is cut
+   *              to 0.4 / (w T) (T: its partners' squared norms summed over the block).
    * reject_tol   an epoch after which the repeated stratum's objective is larger than
    *              (1 + reject_tol) times its value at the start of the epoch, or a factor is not
    *              finite, is undone (factors back to the start of the epoch) and the L-BFGS
@@ -227,12 +232,20 @@ typedef struct {
   int64_t pairs_accepted, pairs_rejected;
   double sigma;
   int64_t epochs_undone;   /* safeguard: epochs undone (memory reset) */
-  int64_t steps_capped;    /* safeguard: block steps shortened (this rank) */
+  int64_t steps_capped;    /* safeguard: block steps shortened (this rank): quasi-Newton steps
+                              over step_cap, and grid gradient steps with a row cut to its
+                              curvature bound (src/mf/hamsi_step.c) */
   int64_t failed_epoch;    /* 0, or the epoch at which the run diverged (result_on_failure) */
+  int64_t strata;      /* inner steps (strata) of the training epochs, undone ones included */
+  int64_t exchanges;   /* item-factor exchanges among them: ring moves (STRATA*) or
+                          Allreduces of the ranks' item steps (generic partitions on P ranks;
+                          one per stratum, one per color for COLOR* with repro); 0 on 1 rank */
   int home_ok;         /* 1: at the end every item block is back at its home rank */
   int disjoint;        /* 1: the blocks processed together touch disjoint variables, so the
-                          result does not depend on the number of ranks (all but HOGWILD);
-                          0: HOGWILD, whose P-rank run sums the ranks' item steps (first order) */
+                          result does not depend on the number of ranks (STRATA*, any
+                          partition on 1 rank, COLOR* with repro); 0: HOGWILD, and COLOR*
+                          without repro on P ranks, whose runs sum the ranks' item steps of
+                          a stratum (first order) */
   dpo_hamsi_trace_t *trace;
   int64_t ntrace;
   dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */

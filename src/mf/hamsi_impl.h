@@ -68,13 +68,15 @@ typedef struct {
    * stratum * nph + phase; this rank's ratings of g are sord[uoff[g] .. uoff[g+1]), the items
    * touched by ANY rank in g are titem[toff[g] .. toff[g+1]) (same on every rank) */
   int dist;              /* generic partition on more than one rank */
-  int32_t nph, nch;      /* phases per stratum; user chunks (dot-product / RMSE slots) */
+  int32_t nph, nch;      /* exchange units per stratum (1, or the colors: COLOR* with repro on
+                          * P ranks); user chunks (dot-product / RMSE slots) */
   int64_t *uoff, *toff;
   int32_t *titem, *chunk_cut, *chunk_of;
   double *dx2, *gx2, *xs, *pk; /* item steps, item gradients, snapshot, Allreduce buffer */
   int32_t *tu_u, *tu_i;  /* generic test ratings */
   double *ty;
   double *g1s, *g2s, *d;
+  double *tn1, *tn2;     /* gradient steps: per touched row, sum of the partners' squared norms */
   double *w1, *w2;       /* metric weights 1/deg of each variable: row part, all item rows */
   dpo__lbfgs_t lb;
   double sigma;          /* step scale in use (sigma0 until a pair is accepted) */
@@ -84,6 +86,8 @@ typedef struct {
   double cal_w;              /* MPI_Wtime and dpo__tick at setup, to convert ticks */
   uint64_t cal_k;
   int64_t processed;
+  int64_t strata, exchanges; /* inner steps of the epochs; item-factor exchanges among them
+                              * (ring moves, or Allreduces of item steps) */
   /* safeguards: per-part [f of the repeated stratum at the start, at the end, non-finite
    * flag] (parts: grid user intervals, generic user chunks), counters */
   double *fpart;
@@ -102,6 +106,21 @@ typedef struct {
    * [b_u, 1] and of an X2t row [1, b_i]; mu was subtracted from y and ty */
   double mu;
 } dpo__hm_t;
+
+/* HAMSI's gradient steps: per-row curvature cap (hamsi_step.c) */
+#define DPO__HM_GCAP 0.4
+/* The first quasi-Newton steps start once this many pairs are held (at most M): the compact
+ * form is exact for m < M pairs, and waiting for all M kept 2 more slow gradient epochs (from
+ * N(0, 1) factors at rank 50: RMSE 0.9 at epoch 15 instead of 17-18 with the cap above).
+ * After a safeguard reset the memory is refilled to M first: restarting from 3 (or 1, 2)
+ * fresh pairs had the next quasi-Newton epoch rejected again and again (COLOR, rank 50: RMSE
+ * 0.53 -> 1.5 -> 235).  Both this and the cap are for the grid (STRATA*) only, where they were
+ * measured; the generic partitions' single-rating steps keep the plain rules (with them a
+ * COLOR rank-50 run ended at RMSE 67 instead of 0.65: not understood yet). */
+#define DPO__HM_QN_PAIRS 3
+static inline int dpo__hm_qn_pairs(const dpo__hm_t *h) {
+  return !h->grid || h->undone > 0 || h->M < DPO__HM_QN_PAIRS ? h->M : DPO__HM_QN_PAIRS;
+}
 
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
 #define DPO__MF_NCHUNK 64

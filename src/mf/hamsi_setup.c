@@ -80,6 +80,8 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->ty);
   free(h->g1s);
   free(h->g2s);
+  free(h->tn1);
+  free(h->tn2);
   free(h->d);
   free(h->w1);
   free(h->w2);
@@ -370,8 +372,10 @@ fail:
 /* Generic partition (HOGWILD, COLOR, COLOR-B) of the GLOBAL training set, computed
  * identically on every rank: the ranks' sorted ratings concatenated in rank order are the
  * globally sorted set (rank p holds user interval p), so the partition does not depend on P.
- * Strata of single ratings, processed in (phase, index) order: units g = stratum * nph +
- * phase with this rank's ratings and the items touched by any rank (see hamsi.c). */
+ * Strata of single ratings, processed in (phase, index) order.  Exchange units g = stratum *
+ * nph + phase hold this rank's ratings and the items touched by any rank (see hamsi.c): one
+ * unit per stratum (nph = 1), or with repro on P ranks one per (stratum, color) of COLOR*
+ * (nph = the number of colors), which reproduces the serial pass bit for bit. */
 static int dpo__hm_generic(dpo__hm_t *h, const dpo__rt_t *tr, dpo_hamsi_result_t *res) {
   int st = DPO_OK, P = h->size;
   int32_t r = h->r;
@@ -401,51 +405,62 @@ static int dpo__hm_generic(dpo__hm_t *h, const dpo__rt_t *tr, dpo_hamsi_result_t
   if ((st = dpo_mf_partition(h->o.part, h->K, gn, gu, gi, h->nu, h->ni, h->o.seed, &part)))
     goto fail;
   dpo_mf_partition_balance(part, &res->balance);
-  int32_t nph = 1;
+  int32_t nc = 1; /* colors (1: HOGWILD) */
   for (int64_t k = 0; k < gn; k++)
-    if (part->phase[k] + 1 > nph) nph = part->phase[k] + 1;
+    if (part->phase[k] + 1 > nc) nc = part->phase[k] + 1;
+  int64_t nf = (int64_t)h->K * nc; /* (stratum, color) keys: the serial order */
+  h->dist = P > 1;
+  /* COLOR*: a color is a matching, so an exchange per color gives the serial factors, but
+   * costs (colors) Allreduces an epoch (ML-1M-like data: ~1 epoch in 10 s at 2 ranks);
+   * without repro one per stratum, as for HOGWILD: each rank still takes its ratings in the
+   * serial (color, index) order, and items that two ranks touch in one stratum get the sum of
+   * their steps (first order the serial result; the blocks of the stratum run "in
+   * parallel", Alg. 3 line 9, as the thesis's threads do) */
+  int32_t nph = h->dist && h->o.repro ? nc : 1;
   h->nph = nph;
   int64_t ng = (int64_t)h->K * nph;
-  /* this rank's ratings by unit (stratum, phase) */
-  DPO__ALLOC(gs, ng + 1);
+  /* this rank's ratings in (stratum, color, index) order, offsets by unit */
+  DPO__ALLOC(gs, nf + 1);
   DPO__ALLOC(h->uoff, ng + 1);
   DPO__ALLOC(h->sord, ntr);
   DPO__ALLOC(h->soff, h->K + 1);
-#define DPO__UNIT(k) ((int64_t)part->stratum[k] * nph + part->phase[k])
+#define DPO__FINE(k) ((int64_t)part->stratum[k] * nc + part->phase[k])
+#define DPO__UNIT(k) ((int64_t)part->stratum[k] * nph + (nph > 1 ? part->phase[k] : 0))
   for (int64_t k = 0; k < ntr; k++) h->uoff[DPO__UNIT(goff + k) + 1]++;
   for (int64_t g = 0; g < ng; g++) h->uoff[g + 1] += h->uoff[g];
   for (int32_t s = 0; s <= h->K; s++) h->soff[s] = h->uoff[(int64_t)s * nph];
-  memcpy(gs, h->uoff, sizeof(int64_t) * (size_t)(ng + 1));
-  for (int64_t k = 0; k < ntr; k++) h->sord[gs[DPO__UNIT(goff + k)]++] = k;
+  for (int64_t k = 0; k < ntr; k++) gs[DPO__FINE(goff + k) + 1]++;
+  for (int64_t g = 0; g < nf; g++) gs[g + 1] += gs[g];
+  for (int64_t k = 0; k < ntr; k++) h->sord[gs[DPO__FINE(goff + k)]++] = k;
   /* Store the ratings in unit order, so an epoch reads them sequentially (a unit's
    * ratings are ~K apart in the sorted order: five scattered loads per rating were the
-   * largest cost of a HOGWILD epoch).  Within a unit they stay in (user, item) order, and
+   * largest cost of a HOGWILD epoch).  Within a color they stay in (user, item) order, and
    * the same on any number of ranks, so every sum keeps its order. */
   if ((st = dpo__permute_ratings(h, ntr))) goto fail;
-  /* items touched by any rank in each unit, in the order of first appearance (the same on
-   * every rank): the rows combined by the unit's Allreduce */
-  memset(gs, 0, sizeof(int64_t) * (size_t)(ng + 1));
+  /* items touched by any rank in each unit, in the order of first appearance in the serial
+   * order (the same on every rank): the rows combined by the unit's Allreduce */
+  memset(gs, 0, sizeof(int64_t) * (size_t)(nf + 1));
   DPO__ALLOC(gord, gn);
   DPO__ALLOC(stamp, h->ni);
   DPO__ALLOC(h->toff, ng + 1);
   DPO__ALLOC(h->titem, gn);
-  for (int64_t k = 0; k < gn; k++) gs[DPO__UNIT(k) + 1]++;
-  for (int64_t g = 0; g < ng; g++) gs[g + 1] += gs[g];
-  for (int64_t k = 0; k < gn; k++) gord[gs[DPO__UNIT(k)]++] = k;
-#undef DPO__UNIT
+  for (int64_t k = 0; k < gn; k++) gs[DPO__FINE(k) + 1]++;
+  for (int64_t g = 0; g < nf; g++) gs[g + 1] += gs[g];
+  for (int64_t k = 0; k < gn; k++) gord[gs[DPO__FINE(k)]++] = k;
   for (int32_t i = 0; i < h->ni; i++) stamp[i] = -1;
-  int64_t nt = 0, a = 0;
-  for (int64_t g = 0; g < ng; g++) {
-    for (; a < gs[g]; a++) {
-      int32_t it = gi[gord[a]];
-      if (stamp[it] != g) {
-        stamp[it] = g;
-        h->titem[nt++] = it;
-      }
+  int64_t nt = 0, cur = 0; /* toff[0 .. cur] are set */
+  for (int64_t a = 0; a < gn; a++) {
+    int64_t g = DPO__UNIT(gord[a]);
+    int32_t it = gi[gord[a]];
+    while (cur < g) h->toff[++cur] = nt;
+    if (stamp[it] != g) {
+      stamp[it] = g;
+      h->titem[nt++] = it;
     }
-    h->toff[g + 1] = nt;
   }
-  h->dist = P > 1;
+  while (cur < ng) h->toff[++cur] = nt;
+#undef DPO__FINE
+#undef DPO__UNIT
   if (h->dist) {
     DPO__ALLOC(h->dx2, (int64_t)h->ni * r);
     DPO__ALLOC(h->gx2, (int64_t)h->ni * r);
@@ -534,6 +549,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   h->cur_k = 0;
   DPO__ALLOC(h->g1s, h->nvr);
   DPO__ALLOC(h->g2s, maxc);
+  DPO__ALLOC(h->tn1, h->nvr / (h->r > 0 ? h->r : 1) + 1);
+  DPO__ALLOC(h->tn2, maxc / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->d, r);
   DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;

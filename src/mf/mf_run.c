@@ -43,6 +43,9 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   }
   json_object_object_add(j, "epochs", json_object_new_int64(res->epochs));
   json_object_object_add(j, "disjoint", json_object_new_boolean(res->disjoint));
+  json_object_object_add(j, "strata_done", json_object_new_int64(res->strata));
+  json_object_object_add(j, "exchanges", json_object_new_int64(res->exchanges));
+  json_object_object_add(j, "steps_capped", json_object_new_int64(res->steps_capped));
   json_object_object_add(j, "n_train", json_object_new_int64(res->n_train));
   json_object_object_add(j, "users", json_object_new_int64(res->n_users));
   json_object_object_add(j, "items", json_object_new_int64(res->n_items));
@@ -297,9 +300,14 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
            res->balance.imbalance);
     fprintf(report, "disjoint        %s\n", res->disjoint
                ? "yes: blocks processed together touch disjoint variables (rank-independent result)"
-               : "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are summed "
-                 "(equal to the serial pass to first order only)");
-    fprintf(report, "epochs          %lld\n", (long long)res->epochs);
+               : o.part == DPO_MF_HOGWILD
+                     ? "NO: HOGWILD subsets share variables; on P ranks the ranks' item steps are "
+                       "summed (equal to the serial pass to first order only)"
+                     : "NO: on P ranks the ranks' item steps of a stratum are summed (one exchange "
+                       "per stratum; equal to the serial pass to first order; --repro: exact, one "
+                       "per color)");
+    fprintf(report, "epochs          %lld (%lld strata, %lld item exchanges)\n",
+            (long long)res->epochs, (long long)res->strata, (long long)res->exchanges);
     if (res->best_epoch > 0)
       fprintf(report, "early stopping  best held-out RMSE at epoch %lld (patience %lld): its "
               "factors are kept\n", (long long)res->best_epoch, (long long)o.early_stop);
