@@ -244,6 +244,9 @@ static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_co
   snprintf(dir, sizeof dir, "%s/.rep", t->dir);
   dpo_config_set(c, "run.dir", dir, "tune");
   dpo_config_set(c, "run.quiet", "1", "tune");
+  /* the repetition's trace is dropped with DIR/.rep: F(x_t) on every row at every step would be
+   * most of a minibatch run's time */
+  dpo_config_set(c, "run.no_trace_loss", "1", "tune");
   dpo_config_set(c, "algo.name", k->algo, "tune");
   const char *seed = dpo_config_get(t->cfg, "run.seed");
   if (seed) set(c, "run.seed", "%.0f", strtod(seed, NULL) + r + 1);
