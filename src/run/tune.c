@@ -169,7 +169,10 @@ static int tuned_eps(dpo__tune_t *t, double e, double *eps) {
   return dpo_rdp_eps(&q, t->delta, eps, NULL);
 }
 
-/* Per-repetition eps (and each Gaussian candidate's z) so that the tune's total fits. */
+/* Per-repetition eps (and each Gaussian candidate's z) so that the tune's total fits.
+ * Open (issue 13): under add-remove the training count n is private too, yet q = m/n and
+ * T = epochs n/m come from it and T is released; to follow dp-sgd-rdp's public size
+ * (privacy.public_n) once that lands. */
 static int tune_calibrate(dpo__tune_t *t) {
   int rc;
   for (int i = 0; i < t->nc; i++) { /* steps and batch of the Gaussian candidates (public) */
