@@ -3,7 +3,8 @@
 # one repetition) writes into --out only: acceps.csv with the documented header and exactly one
 # row per (private method, eps) plus the non-private lbfgs row; every run finished, its test
 # accuracy is a number in [0, 1] and the non-private line beats the majority class (0.7638 on
-# a9a.t); table.md has a row per method; the PNG is a PNG.  Bad options exit 1.
+# a9a.t); table.md has a row per method; the PNG is a PNG; method tune (not in the default list)
+# runs dpopt tune and evaluates its chosen model.  Bad options exit 1.
 . "$(dirname "$0")/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 ls -R "$S/jobs/acceps" > "$T/before"
@@ -26,6 +27,12 @@ for m in $methods "lbfgs (non-private)"; do has "$T/q/table.md" "^| $m |" "table
 if command -v gnuplot >/dev/null; then
   check "PNG written" [ "$(head -c 4 "$T/q/acceps.png" | tail -c 3)" = PNG ]
 fi
+# method tune: dpopt tune on the split training rows, the chosen model evaluated on the test rows
+expect 0 env MPIRUN="$MPI" timeout 120 sh "$S/jobs/acceps/run" --quick --methods tune --eps 1 --no-plot \
+  --dpopt "$DPOPT" --out "$T/t"
+trow=$(awk -F, '$2 == "tune" && $3 == 1 && $4 == "1e-5" && $6 == "ok" && $7 ~ /^[0-9.]+$/ && $7 >= 0 && $7 <= 1' "$T/t/acceps.csv")
+check "tune row: ok, accuracy in [0,1] ($(tail -n 1 "$T/t/acceps.csv"))" [ -n "$trow" ]
+check "tune: the chosen model's config.ini" [ -s "$T/t/runs/tune-eps1-r1/config.ini" ]
 ls -R "$S/jobs/acceps" > "$T/after"
 check "nothing written into jobs/acceps" cmp -s "$T/before" "$T/after"
 expect 1 sh "$S/jobs/acceps/run" --bogus

@@ -93,4 +93,20 @@ if [ -n "$it" ] && [ "$it" -lt 50 ] && [ "$rel" = $((it + 1)) ] && [ "$steps" = 
   bad "budget stop: iterations '$it', releases '$rel', journal steps '$steps'"; cat "$T/out"; fi
 if awk -v s="$spent" 'BEGIN {exit !(s > 0 && s <= 0.5)}'; then ok; else bad "spent eps '$spent' not in (0, 0.5]"; fi
 
+# --- DP-ADMM's ledger is the PLD accountant by default (privacy.accountant = pld, as in dpopt
+# train): the noise `dpopt calibrate --accountant pld` gives for 21 Gaussian releases (sampling
+# none, replace-one, sensitivity 2 clip / n = 2 / 2000) at (1, 1e-5) runs all of them (T = 20
+# and the u0 release), and the ledger's spent eps equals calibrate's achieved eps for them; the
+# RDP ledger (privacy.accountant = rdp) refuses the same noise before the last (exit 3).
+head -n 2000 "$S/data/a9a" > "$T/a2k"
+expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 21 --sensitivity 0.001 --accountant pld
+sg=$(sed -n 's/^sigma  *\([0-9.eE+-]*\).*/\1/p' "$T/out")
+ce=$(sed -n 's/^achieved_eps  *\([0-9.eE+-]*\).*/\1/p' "$T/out")
+A="$T/a2k --method dpadmm --clip 1 --eps 1 --delta 1e-5 --sigma $sg --maxit 20 --row-l2-bound 3.75 --lambda 1e-4 --seed 1"
+expect 0 $MPI -np 2 "$DPOPT" admm $A --journal "$T/jp.jsonl"
+has "$T/out" "releases 21 .*pld accountant, bound pld" "dpadmm: 21 releases on the pld ledger"
+close "$(tail -n 1 "$T/jp.jsonl" | jq -r .total_eps)" "$ce" 1e-6 "dpadmm pld ledger eps = dpopt calibrate --accountant pld"
+expect 3 $MPI -np 2 "$DPOPT" admm $A --journal "$T/jr.jsonl" --set privacy.accountant=rdp
+expect 1 "$DPOPT" admm $A --set privacy.accountant=basic
+
 finish test_admm_cli

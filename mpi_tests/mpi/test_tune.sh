@@ -7,8 +7,18 @@
 #  - delta > 0 (Papernot-Steinke 2022 Thm 2 on the RDP curve; the formula itself is checked
 #    against its closed form in test_tune): one (eps, delta) charge within the budget, the
 #    summary's spent eps equal to the journal's; the chosen dp-sgd-rdp beats the majority class;
+#  - the score is a noisy COUNT of correct held-out predictions (sensitivity 1): under
+#    replace-one the summary also gives the noisy accuracy = count / rows of --test (public);
+#    under add-remove it does not (the held-out size is private there), and one held-out row
+#    added moves the released score by exactly 0 or 1 at the same seed (one repetition,
+#    tune.mean = 1, so the same noise): the old score, an accuracy with a Laplace scale
+#    1/(n_test - 1) that depends on the private n_test, moved by neither;
+#  - softmax (three Gaussian classes in R^5, 3000 / 1000 rows, chance 1/3): a dp-sgd-rdp tune
+#    under add-remove and a pure-eps tune (dp-nag-opt; 3 eps0 in the journal) write a
+#    softmax model (config.ini: classes 3) whose held-out accuracy beats the majority class;
 #  - refusals before anything is charged or written: dp-sgd-rdp at delta = 0, a candidate
-#    without a public sensitivity (no row bound): exit 1, no directory left.
+#    without a public sensitivity (no row bound), a model without an accuracy (ridge): exit 1,
+#    no directory left.
 # The tunes are seeded (labelled NOT PRIVATE): the test checks the accounting and that the
 # selection works, not a private run.
 . "$(dirname "$0")/testlib.sh"
@@ -34,6 +44,8 @@ hasnot "$T/p/summary.json" "repetitions_run\|tried" "K is not released"
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/p" --data "$T/te" --dim 123
 a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" -v m="$maj" 'BEGIN {exit !(a > m + 0.02)}' && ok || bad "pure tune: accuracy $a vs majority $maj"
+close "$(js "$T/p" .heldout_accuracy_noisy)" "$(js "$T/p" '.heldout_correct_noisy / 2000')" 1e-12 \
+  "replace-one: noisy accuracy = noisy count / 2000 (public)"
 
 R="--delta 1e-5 --set privacy.neighbours=add-remove --algos dp-sgd-rdp --lrs 0.5,2 --clips 1 --epochs 2 --batch 200"
 # under add-remove the row count is private: without a declared public size the tune is refused
@@ -52,6 +64,47 @@ expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/r" --data "$T/te" --dim 123
 a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" -v m="$maj" 'BEGIN {exit !(a > m + 0.02)}' && ok || bad "rdp tune: accuracy $a vs majority $maj"
 
+[ "$(js "$T/r" .heldout_accuracy_noisy)" = null ] && ok || bad "add-remove: no accuracy (n_test is private)"
+
+# add-remove: one held-out row added moves the released score by 0 or 1 (same seed, one repetition)
+cp "$T/te" "$T/te1"; head -n 1 "$T/te" >> "$T/te1"
+for h in te te1; do
+  expect 0 $MPI -np 2 "$DPOPT" tune $C --test "$T/$h" --eps 1 $R --lrs 2 --mean 1 --seed 7 --out "$T/a$h"
+done
+dc=$(jq -n --argjson a "$(js "$T/ate" .heldout_correct_noisy)" --argjson b "$(js "$T/ate1" .heldout_correct_noisy)" '$b - $a')
+awk -v d="$dc" 'BEGIN {exit !((d > -1e-6 && d < 1e-6) || (d > 1 - 1e-6 && d < 1 + 1e-6))}' && ok ||
+  bad "add-remove: one held-out row added moved the score by $dc (not 0 or 1: sensitivity not 1)"
+
+# softmax: three Gaussian classes (labels 0..2), chance 1/3
+gen() {
+  awk -v seed="$1" -v n="$2" 'BEGIN { srand(seed); for (i = 0; i < n; i++) { c = i % 3;
+    printf "%d", c; for (j = 1; j <= 5; j++) { u1 = rand(); u2 = rand();
+      z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
+      printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
+    printf "\n" } }' > "$3"
+}
+gen 1 3000 "$T/str"
+gen 2 1000 "$T/ste"
+K="--data $T/str --test $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
+expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove \
+  --lrs 0.5,2 --clips 1 --epochs 2 --batch 100 --mean 2 --seed 8 --out "$T/k"
+[ "$(grep -c '"step"' "$T/k/ledger.jsonl")" = 1 ] && ok || bad "softmax tune: one charge"
+close "$(grep '"step"' "$T/k/ledger.jsonl" | jq -r .cost_eps)" "$(js "$T/k" .privacy.spent_eps)" 0 \
+  "softmax tune: summary spent = journal charge"
+has "$T/k/config.ini" "^classes = 3$" "softmax tune: config.ini keeps the classes"
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/k" --data "$T/ste"
+a=$(sed -n 's/^accuracy *//p' "$T/out")
+awk -v a="$a" 'BEGIN {exit !(a > 0.6)}' && ok || bad "softmax rdp tune: accuracy $a vs majority 1/3"
+expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 3 --algos dp-nag-opt --mean 2 --seed 9 --out "$T/kp"
+cost=$(grep '"step"' "$T/kp/ledger.jsonl" | jq -r .cost_eps)
+close "$cost" "$(awk -v e="$(js "$T/kp" .privacy.per_repetition_eps)" 'BEGIN {printf "%.17g", 3 * e}')" \
+  1e-15 "softmax pure tune: charge = 3 eps0"
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/kp" --data "$T/ste"
+a=$(sed -n 's/^accuracy *//p' "$T/out")
+awk -v a="$a" 'BEGIN {exit !(a > 0.6)}' && ok || bad "softmax pure tune: accuracy $a vs majority 1/3"
+
+expect 1 $MPI -np 2 "$DPOPT" tune $C --model ridge --eps 1 --algos dp-gd --out "$T/x3"
+[ -e "$T/x3" ] && bad "refused tune (ridge) left a directory" || ok
 expect 1 $MPI -np 2 "$DPOPT" tune $C --eps 1 --algos dp-sgd-rdp --out "$T/x1"
 [ -e "$T/x1" ] && bad "refused tune left a directory" || ok
 expect 1 $MPI -np 2 "$DPOPT" tune --data "$T/tr" --test "$T/te" --dim 123 --eps 1 --quiet --out "$T/x2"

@@ -19,6 +19,7 @@
 
 typedef struct {
   const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *testp, *tracep, *mout;
+  const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
   double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
   int64_t maxit, tev, seed;
   int adapt, priv, seeded;
@@ -46,6 +47,13 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
   dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
   dpo_config_get_str(cfg, "privacy.trust", "central", &s->trust);
+  /* the training default: the releases of DP-ADMM (Gaussian, sampling none, replace-one) are
+   * what the PLD accountant bounds; the consensus' disjoint and DP-AccADMM-secagg's rdp-rho
+   * charges are mixed ledgers, which pld charges exactly as auto (their RDP) */
+  dpo_config_get_str(cfg, "privacy.accountant", "pld", &s->acct);
+  if (strcmp(s->acct, "pld") && strcmp(s->acct, "auto") && strcmp(s->acct, "rdp"))
+    return dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': dpopt admm takes pld (the "
+                   "default), auto or rdp", dpo_config_origin(cfg, "privacy.accountant"), s->acct);
   s->seeded = dpo_config_get(cfg, "run.seed") != NULL;
   if ((rc = dpo_config_get_double(cfg, "admm.lambda", 1e-5, &s->lambda)) ||
       (rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &s->rho)) ||
@@ -124,7 +132,9 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
     pv.accounting = "rdp";
     if ((rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, (uint64_t)s->rank, &rng))) goto out;
     pv.rng = rng;
-    if ((rc = dpo_ledger_open_rdp(comm, s->eps, s->delta, s->journal, 0, &L))) goto out;
+    if ((rc = dpo_ledger_open_ex(comm, s->eps, s->delta, s->journal, 0, s->acct,
+                                 DPO_NEIGHBOURS_REPLACE_ONE, &L)))
+      goto out;
     pv.ledger = L;
     o.priv = &pv;
   }
@@ -310,7 +320,8 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     rc = dpo_agree(comm, rc);
     if (!rc && (!(s->eps > 0) || !(s->clip > 0)))
       rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
-    if (!rc) rc = dpo_ledger_open_rdp(comm, s->eps, s->delta, s->journal, 0, &L);
+    if (!rc) rc = dpo_ledger_open_ex(comm, s->eps, s->delta, s->journal, 0, s->acct,
+                                     DPO_NEIGHBOURS_REPLACE_ONE, &L);
     if (rc) goto out;
     o.rng = rng;
     o.ledger = L;
@@ -378,8 +389,9 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     if (dp) {
       double se = NAN, sd = NAN;
       dpo_ledger_spent(L, &se, &sd);
-      fprintf(rep, "sigma       %.6g (%s)   releases %lld   spent eps %.9g delta %.3g\n", inf.sigma,
-              s->srule, (long long)inf.releases, se, sd);
+      fprintf(rep, "sigma       %.6g (%s)   releases %lld   spent eps %.9g delta %.3g (%s "
+              "accountant, bound %s)\n", inf.sigma, s->srule, (long long)inf.releases, se, sd,
+              s->acct, dpo_ledger_bound(L) ? dpo_ledger_bound(L) : "-");
     }
     if (s->secagg)
       fprintf(rep, "trust       secagg, collude %lld of %d parties (one per rank); the training "

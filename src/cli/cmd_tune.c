@@ -13,7 +13,8 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
     {"--row-bound-action", "data.row_bound_action", "A", "reject | clip rows over a declared bound"},
-    {"--model", "model.name", "NAME", "logreg | ridge | lsq (default logreg)"},
+    {"--model", "model.name", "NAME", "logreg | softmax (K classes, labels 0..K-1; default logreg)"},
+    {"--classes", "model.classes", "K", "softmax: the number of classes K (public)"},
     {"--lambda", "model.lambda", "L", "regularization lambda (default 1e-4)"},
     {"--no-intercept", "model.no_intercept", NULL, "no bias term (default: a bias, as in dpopt train)"},
     {"--algos", "tune.algo", "A,B", "candidate algorithms (default dp-sgd-rdp with delta > 0, else dp-nag-opt)"},
@@ -34,9 +35,12 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
 static const char dpo__tune_more[] =
     "Runs K private trainings, K geometric with mean tune.mean (drawn on rank 0, never\n"
     "released), each with a configuration drawn uniformly from the grid (the product of the\n"
-    "lists), scores each on --test with a Laplace-noised accuracy, and releases only the best:\n"
-    "model.txt, config.ini (the chosen settings; dpopt eval --run reads it), summary.json (noisy\n"
-    "held-out accuracy, the budget and its proof).\n"
+    "lists), scores each on --test by the number of correct predictions plus Laplace noise\n"
+    "(sensitivity 1 under either neighbouring relation), and releases only the best:\n"
+    "model.txt, config.ini (the chosen settings; dpopt eval --run reads it), summary.json (the\n"
+    "noisy count; under replace-one also the noisy accuracy, count / rows of --test; under\n"
+    "add-remove the number of held-out rows is private and not released; the budget and its\n"
+    "proof).\n"
     "The whole cost is ONE charge in ledger.jsonl, made before the first training:\n"
     "  delta = 0: every repetition eps0-DP, the tune 3 eps0-DP (Liu & Talwar 2019);\n"
     "  delta > 0: Papernot & Steinke 2022, Thm 2 (eta = 1) on the repetitions' RDP curve.\n"

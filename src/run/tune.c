@@ -1,6 +1,7 @@
 /* dpopt tune: private hyperparameter selection (dpopt/tune.h).  Settings and candidates, the
  * one charge, then K (random, never released) private trainings through the run API, each
- * scored on the held-out data with Laplace noise; only the best is written. */
+ * scored on the held-out data by a Laplace-noised count of correct predictions (logreg or
+ * softmax); only the best is written. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <json-c/json.h>
@@ -35,6 +36,7 @@ typedef struct {
   const dpo_config_t *cfg;
   double eps, delta, mean, eb; /* budget; E[K]; per-repetition eps (training and score) */
   int rdp;                     /* delta > 0: Papernot-Steinke on the RDP curve */
+  int multi;                   /* softmax: class labels 0..K-1 */
   dpo_neighbours_t rel;
   int64_t n, n_test;
   int nc;
@@ -93,8 +95,10 @@ static int tune_settings(dpo__tune_t *t) {
   t->rdp = t->delta > 0;
   const char *mname = "logreg";
   dpo_config_get_str(cfg, "model.name", "logreg", &mname);
-  if (strcmp(mname, "logreg"))
-    return dpo_err(DPO_EINVAL, "tune: model %s: the score is a held-out accuracy (logreg only)", mname);
+  if (strcmp(mname, "logreg") && strcmp(mname, "softmax")) /* the score counts correct labels */
+    return dpo_err(DPO_EINVAL, "tune: model %s: the score is a count of correct held-out "
+                   "predictions (logreg or softmax)", mname);
+  t->multi = !strcmp(mname, "softmax");
   if (dpo_config_get(cfg, "run.resume"))
     return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
                    "checkpointed: a new tune is a new charge)");
@@ -178,7 +182,8 @@ static int tuned_eps(dpo__tune_t *t, double e, double *eps) {
   return dpo_rdp_eps(&q, t->delta, eps, NULL);
 }
 
-/* Per-repetition eps (and each Gaussian candidate's z) so that the tune's total fits. */
+/* Per-repetition eps (and each Gaussian candidate's z) so that the tune's total fits.  n is
+ * public: the row count under replace-one, the declared privacy.public_n under add-remove. */
 static int tune_calibrate(dpo__tune_t *t) {
   int rc;
   for (int i = 0; i < t->nc; i++) { /* steps and batch of the Gaussian candidates (public) */
@@ -253,6 +258,9 @@ static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_co
   snprintf(dir, sizeof dir, "%s/.rep", t->dir);
   dpo_config_set(c, "run.dir", dir, "tune");
   dpo_config_set(c, "run.quiet", "1", "tune");
+  /* the repetition's trace is dropped with DIR/.rep: F(x_t) on every row at every step would be
+   * most of a minibatch run's time */
+  dpo_config_set(c, "run.no_trace_loss", "1", "tune");
   dpo_config_set(c, "algo.name", k->algo, "tune");
   const char *seed = dpo_config_get(t->cfg, "run.seed");
   if (seed) set(c, "run.seed", "%.0f", strtod(seed, NULL) + r + 1);
@@ -305,7 +313,8 @@ static int check_cands(dpo__tune_t *t) {
   return rc;
 }
 
-/* One repetition: train candidate k, score it (rank 0: noisy held-out accuracy). Collective. */
+/* One repetition: train candidate k, score it (rank 0: noisy count of correct held-out
+ * predictions). Collective. */
 static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, double *score,
                    int *better, double best) {
   dpo_config_t *c = NULL;
@@ -323,12 +332,20 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   if (!rc && t->rank == 0) {
     dpo_run_result_t res;
     double b, v = 0;
-    /* the accuracy moves by <= 1/n_test when one held-out row is replaced, by <= 1/(n_test - 1)
-     * when one is added or removed */
-    double sens = 1.0 / (double)(t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? t->n_test - 1 : t->n_test);
-    if (!(rc = dpo_run_result(run, &res)) && !(rc = dpo_mech_laplace_scale(sens, t->eb, 1, &b)) &&
-        !(rc = dpo_mech_laplace(rng, b, &v, 1)))
-      *score = res.test_metric + v;
+    /* The score is the COUNT of correct held-out predictions plus Laplace(1/eb): one held-out
+     * row added, removed or replaced moves the count by <= 1 (sensitivity 1 under either
+     * relation), and on one held-out set the count and the accuracy order the candidates alike.
+     * Not the accuracy with sensitivity 1/(n_test - 1) under add-remove: n_test is private
+     * there (it is what a neighbour changes), so the noise scale would depend on the data: the
+     * privacy loss of two Laplace laws of different scales grows without bound in the tails
+     * (not eps-DP at all) and the released noisy accuracy reveals n_test.  The count is
+     * recovered exactly from the accuracy (count / n_test rounded, n_test < 2^52); n_test
+     * never leaves this process. */
+    if (!(rc = dpo_run_result(run, &res)) && !(rc = dpo_mech_laplace_scale(1.0, t->eb, 1, &b))) {
+      v = (double)llround(res.test_metric * (double)t->n_test);
+      rc = dpo_mech_laplace(rng, b, &v, 1);
+    }
+    if (!rc) *score = v;
     if (!rc && *score > best) {
       char src[700], dst[600];
       snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
@@ -362,7 +379,10 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     if (!isnan(k->epochs)) json_object_object_add(cj, "epochs", dpo_json_double(k->epochs));
   }
   json_object_object_add(s, "chosen", cj);
-  json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score));
+  /* the noisy count; its ratio to n_test only where n_test is public (replace-one) */
+  json_object_object_add(s, "heldout_correct_noisy", dpo_json_double(score));
+  if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
+    json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score / (double)t->n_test));
   json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
   json_object_object_add(pj, "label", json_object_new_string(label));
   json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
@@ -383,15 +403,19 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
   int rc = dpo_write_atomic(p, txt, strlen(txt));
   if (!rc) { /* config.ini: what dpopt eval / predict --run read, and the chosen settings */
     char ini[2048];
-    const char *mname = "logreg", *lam = "0.0001";
+    const char *mname = "logreg", *lam = "0.0001", *ncls = NULL;
     int icpt = 0, noicpt = 0;
     dpo_config_get_str(t->cfg, "model.name", "logreg", &mname);
     dpo_config_get_str(t->cfg, "model.lambda", "0.0001", &lam);
+    dpo_config_get_str(t->cfg, "model.classes", NULL, &ncls);
     dpo_config_get_bool(t->cfg, "model.intercept", 0, &icpt);
     dpo_config_get_bool(t->cfg, "model.no_intercept", 0, &noicpt);
     int n = snprintf(ini, sizeof ini, "# dpopt tune: the chosen candidate (running it again is a "
                      "new private run with its own budget)\n[model]\nname = %s\nlambda = %s\n"
-                     "intercept = %d\n[algo]\nname = %s\n", mname, lam, icpt && !noicpt, k->algo);
+                     "intercept = %d\n", mname, lam, icpt && !noicpt);
+    if (ncls && !strcmp(mname, "softmax"))
+      n += snprintf(ini + n, sizeof ini - (size_t)n, "classes = %s\n", ncls);
+    n += snprintf(ini + n, sizeof ini - (size_t)n, "[algo]\nname = %s\n", k->algo);
     if (k->gauss)
       n += snprintf(ini + n, sizeof ini - (size_t)n, "m = %lld\nT = %lld\nz = %.17g\n",
                     (long long)k->m, (long long)k->T, k->z);
@@ -401,20 +425,27 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     snprintf(p, sizeof p, "%s/config.ini", t->dir);
     rc = dpo_write_atomic(p, ini, strlen(ini));
   }
-  if (out && !rc)
+  if (out && !rc) {
     fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%.6g, %.3g) of (%g, %g): "
-            "one charge (%s)\nchosen: %s\nheld-out accuracy (noisy, released): %.4f\n",
+            "one charge (%s)\nchosen: %s\nheld-out correct predictions (noisy, released): %.1f\n",
             t->dir, label, t->total_eps, t->total_delta, t->eps, t->delta,
             t->rdp ? "Papernot-Steinke 2022 Thm 2" : "Liu-Talwar 2019", desc, score);
+    if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
+      fprintf(out, "held-out accuracy (noisy, released): %.4f of %lld rows\n",
+              score / (double)t->n_test, (long long)t->n_test);
+  }
   json_object_put(s);
   return rc;
 }
 
-/* Rows of a file (collective; only the count is kept: public under replace-one). */
+/* Rows of a file (collective; only the count is kept).  Public under replace-one; under
+ * add-remove the held-out count only turns the run's accuracy back into a count of correct
+ * predictions (run_rep) and is never released. */
 static int count_rows(dpo__tune_t *t, const char *key, int64_t *n, int32_t *d) {
   dpo_load_opts_t lo;
   dpo_shard_t *sh = NULL;
   int rc = dpo_load_opts_from_config(t->cfg, &lo);
+  lo.labels = t->multi ? DPO_LABELS_CLASS : DPO_LABELS_BINARY; /* as the runs load them */
   if (*d > 0) lo.d = *d; /* the held-out data in the training feature space, as the runs load it */
   if (!rc) rc = dpo_shard_load(t->comm, dpo_config_get(t->cfg, key), &lo, &sh);
   if (!rc) *n = sh->n_global, *d = sh->d;
@@ -447,8 +478,8 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
    * Gaussian candidates' rate q = m/n, steps and default batch come from a declared public size,
    * passed to every repetition (privacy.public_n) so each samples at the rate the curve is for */
   if ((rc = dpo_agree(comm, tune_public_n(t)))) goto out;
-  if (t->n_test < 2 && (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "tune: the held-out data need "
-                                                    ">= 2 rows"))))
+  if (t->n_test < 1 && (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "tune: the held-out data are "
+                                                    "empty"))))
     goto out;
   if ((rc = dpo_agree(comm, tune_calibrate(t)))) goto out;
   if (t->rank == 0) {
