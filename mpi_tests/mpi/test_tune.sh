@@ -86,7 +86,7 @@ gen() {
 gen 1 3000 "$T/str"
 gen 2 1000 "$T/ste"
 K="--data $T/str --test $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
-expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove \
+expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove --public-n 3000 \
   --lrs 0.5,2 --clips 1 --epochs 2 --batch 100 --mean 2 --seed 8 --out "$T/k"
 [ "$(grep -c '"step"' "$T/k/ledger.jsonl")" = 1 ] && ok || bad "softmax tune: one charge"
 close "$(grep '"step"' "$T/k/ledger.jsonl" | jq -r .cost_eps)" "$(js "$T/k" .privacy.spent_eps)" 0 \
