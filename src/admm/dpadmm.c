@@ -11,7 +11,7 @@
  * Privacy: grad f is the mean of per-example gradients clipped to L2 norm C (oracle clipping),
  * so one replaced example moves it by <= 2C/n; P_t ~ N(0, sigma^2 I) with sigma from 004 eq. (8)
  * (dpo_admm_thm1_sigma, c = 2C) or from the RDP accountant (dpo_rdp_calibrate) for the same
- * (eps, delta) and number of releases.  Each noised gradient is charged to the RDP ledger
+ * (eps, delta) and number of releases.  Each noised gradient is charged to the ledger
  * BEFORE it is formed; everything released afterwards (x_t, y_t, u_t) is post-processing.
  * The release, grad f(x) + P_t, is the SUM over the ranks of their clipped gradient sums (over
  * n) plus noise, so it runs under privacy.trust = secagg too (opts secagg_parties, admm.h): the

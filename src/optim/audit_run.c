@@ -106,8 +106,9 @@ static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out)
 }
 
 static int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L) {
-  /* the ledger the run would have: the same accountant and neighbouring relation (dpopt admm
-   * opens an RDP ledger, replace-one, in admm_run.c) */
+  /* the ledger the run would have: the same accountant and neighbouring relation; for dpopt
+   * admm an RDP ledger, replace-one (admm_run.c with privacy.accountant = rdp: its default pld
+   * would calibrate --sigma-rule ledger by PLD searches in every trial, minutes each) */
   if (a->admm) return dpo_ledger_open_rdp(MPI_COMM_SELF, a->eps, a->delta, NULL, 0, L);
   return dpo_ledger_open_ex(MPI_COMM_SELF, a->eps, a->delta, NULL, 0, a->acct,
                             a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE,
