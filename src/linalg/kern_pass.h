@@ -33,7 +33,7 @@ typedef void (*dpo__pass_fn)(const dpo__pass_t *a, int64_t r0, int64_t r1, doubl
 /* The ISA builds in use: set once from the CPU, or by dpo_kern_set_isa. */
 typedef struct {
   const char *name;
-  dpo__pass_fn dense, csr;
+  dpo__pass_fn dense, dense_pf, csr; /* dense_pf: with the software prefetch (pf_bytes > 0) */
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);
 

@@ -1,6 +1,7 @@
 /* One build of the gradient passes (included by kern_pass.c once per ISA).  In: DPO__VW
  * (doubles per vector: 8, 4 or 2), DPO__SFX (name suffix), DPO__TGT (target attribute).
- * Defines dpo__dense_SFX and dpo__csr_SFX (dpo__pass_fn); everything else is inlined. */
+ * Defines dpo__dense_SFX, dpo__dense_pf_SFX (with the software prefetch) and dpo__csr_SFX
+ * (dpo__pass_fn); everything else is inlined. */
 #define DPO__CAT_(a, b) a##_##b
 #define DPO__CAT(a, b) DPO__CAT_(a, b)
 #define F(name) DPO__CAT(name, DPO__SFX)
@@ -22,18 +23,6 @@ typedef double F(dpo__h) __attribute__((vector_size(4 * W)));
 #define STH(p, v) do { H w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
 #endif
 
-/* Sum of the lanes in a fixed order: halves folded (k, k + W/2), then pairwise. */
-DPO__TGT DPO__AI double F(dpo__hsum)(V a) {
-#if W == 8
-  H b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-  return (b[0] + b[1]) + (b[2] + b[3]);
-#elif W == 4
-  return (a[0] + a[1]) + (a[2] + a[3]);
-#else
-  return a[0] + a[1];
-#endif
-}
-
 /* exp(x) for x <= 0 (here x = -|m|): 0 below -708 (where exp(x) < 3.3e-308, so the logistic
  * pieces it feeds are exact or that small, as with libm past its underflow); x = k ln2 + r
  * with |r| <= ln2/2 (Cody-Waite, ln2 split so k ln2_hi is exact), exp(r) by its Taylor
@@ -48,11 +37,12 @@ DPO__TGT DPO__AI V F(dpo__exp)(V x) {
   kd -= shifter;
   V r = x - kd * 0x1.62e42fefa3800p-1;
   r = r - kd * 0x1.ef35793c76730p-45;
-  static const double c[14] = {1.0, 1.0, 0x1p-1, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720,
-                               1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800,
-                               1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
-  V p = r * c[13] + c[12];
-  for (int k = 11; k >= 0; k--) p = p * r + c[k];
+  /* Estrin's scheme: a chain of 4 FMA levels, not 13 (the block's lanes are one chain) */
+  V r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  V q0 = 1.0 + r, q1 = 0x1p-1 + r * (1.0 / 6), q2 = (1.0 / 24) + r * (1.0 / 120),
+    q3 = (1.0 / 720) + r * (1.0 / 5040), q4 = (1.0 / 40320) + r * (1.0 / 362880),
+    q5 = (1.0 / 3628800) + r * (1.0 / 39916800), q6 = (1.0 / 479001600) + r * (1.0 / 6227020800.0);
+  V p = ((q0 + q1 * r2) + (q2 + q3 * r2) * r4) + ((q4 + q5 * r2) + q6 * r4) * r8;
   VI sc = (ki + 1023) << 52;
   return (V)(~under & (VI)(p * (V)sc));
 }
@@ -65,8 +55,10 @@ DPO__TGT DPO__AI V F(dpo__log1p)(V e) {
   VI big = e > 0x1.6a09e667f3bcdp-2;
   V num = SEL(big, e - 1.0, e), den = SEL(big, e + 3.0, e + 2.0);
   V sv = num / den, s2 = sv * sv;
-  V p = s2 * (1.0 / 21) + 1.0 / 19;
-  for (int k = 8; k >= 0; k--) p = p * s2 + 1.0 / (2 * k + 1);
+  V z2 = s2 * s2, z4 = z2 * z2, z8 = z4 * z4; /* Estrin, as in dpo__exp */
+  V p = ((1.0 + s2 * (1.0 / 3)) + ((1.0 / 5) + s2 * (1.0 / 7)) * z2) +
+        (((1.0 / 9) + s2 * (1.0 / 11)) + ((1.0 / 13) + s2 * (1.0 / 15)) * z2) * z4 +
+        (((1.0 / 17) + s2 * (1.0 / 19)) + z2 * (1.0 / 21)) * z8;
   return SEL(big, SPLAT(0x1.62e42fefa39efp-1), SPLAT(0.0)) + 2.0 * sv * p;
 }
 
@@ -99,13 +91,20 @@ DPO__TGT DPO__AI double F(dpo__lanes)(dpo_loss_t loss, const double *restrict t,
 }
 
 /* t_k = u_k'x for the 8 rows of a block, one row at a time: two accumulators over steps of
- * 2W columns, a W step, the lanes summed, a W/2 step, a scalar tail.  Row after row keeps
- * the first touch one sequential stream: over 32-column tiles of x held in registers for the
- * 8 rows at once (one load of X per FMA, not two) the pass ran 5-10% faster from L1 but at
- * 0.26-0.67 of the read loop from memory instead of 0.75, the hardware prefetcher losing the
- * 8 interleaved streams; two rows sharing the loads of x did the same. */
+ * 2W columns and a W step give a vector per row; the 8 vectors are then summed across
+ * their lanes all at once (a transposed tree: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + ...)
+ * for every row, 3 shuffle levels for the block instead of a fold per row, which perf
+ * showed as the hot spot); the columns past the last W step (a W/2 step and a scalar tail)
+ * are added after.  Row after row keeps the first touch one sequential stream: over
+ * 32-column tiles of x held in registers for the 8 rows at once (one load of X per FMA, not
+ * two) the pass ran 5-10% faster from L1 but at 0.26-0.67 of the read loop from memory
+ * instead of 0.75, the hardware prefetcher losing the 8 interleaved streams; two rows
+ * sharing the loads of x did the same. */
 DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x, double *t) {
-  for (int64_t i = 0; i < 8; i++) {
+  V acc[8];
+  double tail[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
     const double *u = Xb + i * (int64_t)d;
     V a0 = {0}, a1 = {0};
     int32_t j = 0;
@@ -117,21 +116,51 @@ DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x
       a0 += LDV(u + j) * LDV(x + j);
       j += W;
     }
-    double sum = F(dpo__hsum)(a0 + a1);
+    acc[i] = a0 + a1;
+    double sum = 0.0;
 #if W > 2
     if (j + W / 2 <= d) {
       H b = LDH(u + j) * LDH(x + j);
 #if W == 8
-      sum += (b[0] + b[1]) + (b[2] + b[3]);
+      sum = (b[0] + b[1]) + (b[2] + b[3]);
 #else
-      sum += b[0] + b[1];
+      sum = b[0] + b[1];
 #endif
       j += W / 2;
     }
 #endif
     for (; j < d; j++) sum += u[j] * x[j];
-    t[i] = sum;
+    tail[i] = sum;
   }
+#if W == 8
+#define PAIR(p, q) (__builtin_shufflevector(p, q, 0, 8, 2, 10, 4, 12, 6, 14) + \
+                    __builtin_shufflevector(p, q, 1, 9, 3, 11, 5, 13, 7, 15))
+#define QUAD(p, q) (__builtin_shufflevector(p, q, 0, 1, 8, 9, 4, 5, 12, 13) + \
+                    __builtin_shufflevector(p, q, 2, 3, 10, 11, 6, 7, 14, 15))
+  V c0 = QUAD(PAIR(acc[0], acc[1]), PAIR(acc[2], acc[3]));
+  V c1 = QUAD(PAIR(acc[4], acc[5]), PAIR(acc[6], acc[7]));
+  /* c0 lanes: rows 0-3 over columns 0-3 of the vector, then rows 0-3 over columns 4-7 */
+  V tv = __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(c0, c1, 4, 5, 6, 7, 12, 13, 14, 15);
+  STV(t, tv + LDV(tail));
+#undef PAIR
+#undef QUAD
+#elif W == 4
+  for (int q = 0; q < 8; q += 4) {
+    V b01 = __builtin_shufflevector(acc[q], acc[q + 1], 0, 4, 2, 6) +
+            __builtin_shufflevector(acc[q], acc[q + 1], 1, 5, 3, 7);
+    V b23 = __builtin_shufflevector(acc[q + 2], acc[q + 3], 0, 4, 2, 6) +
+            __builtin_shufflevector(acc[q + 2], acc[q + 3], 1, 5, 3, 7);
+    V tv = __builtin_shufflevector(b01, b23, 0, 1, 4, 5) + __builtin_shufflevector(b01, b23, 2, 3, 6, 7);
+    STV(t + q, tv + LDV(tail + q));
+  }
+#else
+  for (int q = 0; q < 8; q += 2) {
+    V tv = __builtin_shufflevector(acc[q], acc[q + 1], 0, 2) +
+           __builtin_shufflevector(acc[q], acc[q + 1], 1, 3);
+    STV(t + q, tv + LDV(tail + q));
+  }
+#endif
 }
 
 /* g += sum_k c_k u_k over the 8 rows, one tile of 4W columns of g in registers at a time.
@@ -139,9 +168,9 @@ DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x
  * loads of this second touch hit L1, so without it memory would idle while the block is
  * computed on (the hardware prefetcher runs ahead of demand misses only).  Spread over the
  * loads: a burst of a block's prefetches at once ran slower. */
-#define PFX(q) do { if (pfd) __builtin_prefetch((q) + pfd, 0, 1); } while (0)
+#define PFX(q) do { if (pf_on) __builtin_prefetch((q) + pfd, 0, 1); } while (0)
 DPO__TGT DPO__AI void F(dpo__axpys8)(int32_t d, const double *Xb, const double *c, double *g,
-                                     int64_t pfd) {
+                                     const int pf_on, int64_t pfd) {
   const int64_t ld = d;
   int32_t j = 0;
   for (; j + 4 * W <= d; j += 4 * W) {
@@ -197,9 +226,10 @@ DPO__TGT DPO__AI void F(dpo__axpys8)(int32_t d, const double *Xb, const double *
 }
 #undef PFX
 
-/* Dense pass over rows [r0, r1) (r0 a multiple of 8). */
-DPO__TGT static void F(dpo__dense)(const dpo__pass_t *a, int64_t r0, int64_t r1, double *lsum,
-                                   double *g) {
+/* Dense pass over rows [r0, r1) (r0 a multiple of 8), with the software prefetch compiled
+ * in or out (pf_on: a test in the inner loop cost 5% from cache). */
+DPO__TGT DPO__AI void F(dpo__dense_body)(const dpo__pass_t *a, int64_t r0, int64_t r1,
+                                         double *lsum, double *g, const int pf_on) {
   const dpo_shard_t *s = a->s;
   const int32_t d = s->d;
   double t[8] __attribute__((aligned(64))), c[8] __attribute__((aligned(64))), yb[8];
@@ -217,9 +247,20 @@ DPO__TGT static void F(dpo__dense)(const dpo__pass_t *a, int64_t r0, int64_t r1,
     if (a->C > 0) dpo__clip_lanes(a, ib, nb, c);
     for (int k = nb; k < 8; k++) c[k] = 0.0;
     /* second touch, from L1, prefetching pf_bytes ahead (not from the padded copy) */
-    F(dpo__axpys8)(d, Xb, c, g, nb == 8 ? a->pf_bytes / (int64_t)sizeof(double) : 0);
+    if (pf_on && nb == 8)
+      F(dpo__axpys8)(d, Xb, c, g, 1, a->pf_bytes / (int64_t)sizeof(double));
+    else
+      F(dpo__axpys8)(d, Xb, c, g, 0, 0);
   }
   *lsum = L;
+}
+DPO__TGT static void F(dpo__dense)(const dpo__pass_t *a, int64_t r0, int64_t r1, double *lsum,
+                                   double *g) {
+  F(dpo__dense_body)(a, r0, r1, lsum, g, 0);
+}
+DPO__TGT static void F(dpo__dense_pf)(const dpo__pass_t *a, int64_t r0, int64_t r1,
+                                      double *lsum, double *g) {
+  F(dpo__dense_body)(a, r0, r1, lsum, g, 1);
 }
 
 /* CSR pass over rows [r0, r1) of the row list (or of the shard): blocks of 8 rows, the dots

@@ -68,14 +68,14 @@ static int dpo__pf_seg_mode(int seg) {
 
 /* Runs the dense pass over all rows: as DPO__PF_ROUNDS * DPO__PF_NCAND timed segments then
  * the rest when this is the deciding pass, in one go otherwise. */
-static void dpo__dense_pass(dpo__pass_fn fn, dpo__pass_t *a, int64_t cnt, double *lsum,
-                            double *g) {
+static void dpo__dense_pass(const dpo__pass_isa_t *isa, dpo__pass_t *a, int64_t cnt,
+                            double *lsum, double *g) {
   int64_t row_bytes = (int64_t)a->s->d * (int64_t)sizeof(double);
   int64_t seg_rows = ((((int64_t)1 << 20) / row_bytes) / DPO__GRAD_BLK + 1) * DPO__GRAD_BLK;
   int nseg = DPO__PF_ROUNDS * DPO__PF_NCAND;
   if (dpo__pf_mode >= 0 || cnt * row_bytes < DPO__PF_MIN_BYTES || seg_rows * nseg > cnt) {
     a->pf_bytes = dpo_kern_prefetch_bytes();
-    fn(a, 0, cnt, lsum, g);
+    (a->pf_bytes ? isa->dense_pf : isa->dense)(a, 0, cnt, lsum, g);
     return;
   }
   double best[DPO__PF_NCAND];
@@ -84,7 +84,7 @@ static void dpo__dense_pass(dpo__pass_fn fn, dpo__pass_t *a, int64_t cnt, double
     int m = dpo__pf_seg_mode(seg);
     a->pf_bytes = dpo__pf_dist[m];
     double t0 = dpo__mono();
-    fn(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
+    (m ? isa->dense_pf : isa->dense)(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
     double dt = dpo__mono() - t0;
     if (dt < best[m]) best[m] = dt;
   }
@@ -93,7 +93,7 @@ static void dpo__dense_pass(dpo__pass_fn fn, dpo__pass_t *a, int64_t cnt, double
     if (best[k] < 0.97 * best[0] && best[k] < best[pick]) pick = k;
   dpo__pf_mode = pick;
   a->pf_bytes = dpo__pf_dist[pick];
-  fn(a, nseg * seg_rows, cnt, lsum, g);
+  (pick ? isa->dense_pf : isa->dense)(a, nseg * seg_rows, cnt, lsum, g);
 }
 
 /* Stable logistic pieces at margin m = y t, with e = exp(-|m|) in (0, 1] (never overflows):
@@ -220,7 +220,7 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
     pa.xpad = malloc((size_t)DPO__GRAD_BLK * (size_t)d * sizeof(double));
     if (!pa.xpad) return dpo_err(DPO_ENOMEM, "%s: cannot allocate an 8 x %d block", fn, d);
   }
-  dpo__dense_pass(dpo__pass_isa()->dense, &pa, cnt, &lsum, g);
+  dpo__dense_pass(dpo__pass_isa(), &pa, cnt, &lsum, g);
   free(pa.xpad);
   *loss_sum += lsum;
   return DPO_OK;
