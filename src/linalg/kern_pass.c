@@ -1,13 +1,20 @@
 /* The full-gradient passes of dpo_kern_loss_grad (dense and CSR), one build per ISA.
  *
- * Each pass is one function per ISA (AVX-512, AVX2+FMA, baseline) with every piece inlined:
- * the per-block pieces (dots, logistic lanes, axpys) used to be three run-time dispatched
- * calls per 8-row block, and the dots loaded x again for every row.  Measured with perf on
- * jobs/bench/gradient (1e6 x 100, 2-core AMD EPYC with AVX-512, issue 16): from L2 the old
- * pass ran at 32 GB/s, about the read loop's bandwidth from memory, and the dots (one row at
- * a time: one load of x per load of X) took 3.4x the time of the axpys.  So the pass was
- * compute bound; now the dots run over 32-column tiles of x held in registers for 8 rows at
- * once, so each load of X is one FMA, as in the axpys.
+ * Each pass is one function per ISA (AVX-512, AVX2+FMA, baseline; kern_pass_body.h at the
+ * ISA's own vector width) with every piece inlined: the dots, the 8 loss lanes (exp and
+ * log1p as inline vector code) and the axpys of a block used to be three run-time dispatched
+ * calls per 8-row block plus two libmvec calls.  What limits the dense pass (issue 16,
+ * jobs/bench/gradient, 1e6 x 100 on a 2-core AMD EPYC VM with AVX-512, perf and timings):
+ * from L1/L2 it runs at 36-40 GB/s (20-22 ns a row), about the read loop's bandwidth from
+ * memory (28-30 GB/s idle), and the block's arithmetic does not overlap the memory stream
+ * well (the second touch and the loss lanes issue no misses; the hardware prefetcher runs
+ * ahead of demand misses only), so from memory it takes about read time + 40% of its
+ * compute time: 0.66-0.78 of the read loop.  Measured alternatives, none better from
+ * memory: 8-row column tiles with x in registers (0.26-0.67), two rows sharing x, the next
+ * block's dots ahead of this block's lanes, a burst of prefetches per block, prefetches
+ * further than 8 KB ahead.  The builds' from-cache speeds (ns a row, logistic / squared):
+ * AVX-512 20-22 / 14-17, AVX2 20-22 / 16-18 (the generic 8-wide vectors this file replaced
+ * went through the stack in the AVX2 build: 50-160), baseline 40 / 30.
  *
  * Arithmetic of a row does not depend on where it sits: a short last block is copied into a
  * zero-padded 8-row scratch and goes through the same code, padding lanes are masked out of

@@ -2,10 +2,11 @@
  *
  * Dense shards are processed in row blocks small enough to stay in cache: t = X_blk x,
  * per-row coefficients, then g += X_blk' w while the block is still in cache, so the matrix
- * streams from memory once per pass.  The full-gradient pass uses the fused vector loops
- * below (faster than dgemv pairs on short blocks, see jobs/bench/gradient); Hessian,
- * Hessian-vector and evaluation passes use OpenBLAS dgemv/dsyrk.  CSR shards use plain
- * fused loops.  Nothing here is collective and nothing allocates more than one block.
+ * streams from memory once per pass.  The full-gradient passes (dense and CSR) are the fused
+ * vector loops of kern_pass.c, one build per ISA (faster than dgemv pairs on short blocks,
+ * see jobs/bench/gradient); Hessian, Hessian-vector and evaluation passes use OpenBLAS
+ * dgemv/dsyrk, minibatch rows ddot/daxpy.  Nothing here is collective and nothing allocates
+ * more than one block.
  */
 #include "config.h"
 
@@ -32,12 +33,13 @@ static int64_t dpo__blk_rows(int32_t d) {
 }
 
 /* ---- software prefetch of the dense pass, chosen at run time ----
- * Whether a software prefetch ahead of the first touch of a block helps, and how far ahead,
- * depends on the machine: on one 2-core EPYC VM (read loop 33 GB/s) the hardware prefetcher
- * alone left the old pass at 0.52-0.66 of the read loop and an 8 KB prefetch raised it to
- * 0.86; on another (23 GB/s) the same prefetch lowered it from 0.66 to 0.49 (issue 16).  So
- * the pass times the candidates on its first large call (dpo__pf_trial_*) and keeps the
- * fastest.  A prefetch changes no arithmetic: results do not depend on the choice. */
+ * Whether a software prefetch helps, and how far ahead, depends on the machine: on one 2-core
+ * EPYC VM (read loop 33 GB/s) the hardware prefetcher alone left an earlier pass at 0.52-0.66
+ * of the read loop and an 8 KB prefetch raised it to 0.86; on another (23-30 GB/s) that
+ * prefetch lowered it from 0.66 to 0.49, and of the prefetches spread over the second touch
+ * (kern_pass_body.h) 1-4 KB ahead gained 0-5%, 8 KB lost 10-40%, 16 KB and more lost 30-50%
+ * (issue 16).  So the pass times the candidates on its first large call (dpo__dense_pass) and
+ * keeps the fastest.  A prefetch changes no arithmetic: results do not depend on the choice. */
 static const int64_t dpo__pf_dist[] = {0, 1024, 2048, 4096, 8192};
 #define DPO__PF_NCAND ((int)(sizeof dpo__pf_dist / sizeof dpo__pf_dist[0]))
 
