@@ -28,6 +28,7 @@
 
 #include "dpopt/status.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,18 @@ static const double dpo__live8[9][8] __attribute__((aligned(64))) = {
     DPO__L(8)
 #undef DPO__L
 };
+
+/* Norm of one row matching the clip norm (also kernels.c's row-list path). */
+double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm) {
+  if (s->sparse) {
+    int64_t a = s->rowptr[i], b = s->rowptr[i + 1];
+    if (b == a) return 0.0;
+    return norm == DPO_CLIP_L1 ? cblas_dasum((int)(b - a), s->val + a, 1)
+                               : cblas_dnrm2((int)(b - a), s->val + a, 1);
+  }
+  const double *u = s->X + i * (int64_t)s->d;
+  return norm == DPO_CLIP_L1 ? cblas_dasum(s->d, u, 1) : cblas_dnrm2(s->d, u, 1);
+}
 
 /* Clip factors of the live lanes: c_k *= min(1, C / (|c_k| ||u_k||)). */
 static void dpo__clip_lanes(const dpo__pass_t *a, const int64_t *ib, int nb, double *c) {

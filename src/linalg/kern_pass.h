@@ -37,7 +37,7 @@ typedef struct {
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);
 
-/* Norm of one row matching the clip norm (kernels.c). */
+/* Norm of one row matching the clip norm (kern_pass.c). */
 double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm);
 
 #endif

@@ -156,18 +156,6 @@ static int dpo__check_loss(const char *fn, dpo_loss_t loss) {
   return DPO_OK;
 }
 
-/* Norm of one row matching the clip norm. */
-double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm) {
-  if (s->sparse) {
-    int64_t a = s->rowptr[i], b = s->rowptr[i + 1];
-    if (b == a) return 0.0;
-    return norm == DPO_CLIP_L1 ? cblas_dasum((int)(b - a), s->val + a, 1)
-                               : cblas_dnrm2((int)(b - a), s->val + a, 1);
-  }
-  const double *u = s->X + i * (int64_t)s->d;
-  return norm == DPO_CLIP_L1 ? cblas_dasum(s->d, u, 1) : cblas_dnrm2(s->d, u, 1);
-}
-
 int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
                        const int64_t *rows, int64_t nrows, const dpo_clip_t *clip,
                        const double *rownorm, double *loss_sum, double *g) {
