@@ -53,13 +53,19 @@ int dpo_kern_hessvec(dpo_loss_t loss, const dpo_shard_t *s, const double *x, con
 int dpo_kern_eval(dpo_loss_t loss, const dpo_shard_t *s, const double *x, double *loss_sum,
                   double *metric_sum);
 
-/* Which build of the vector kernels runs on this CPU: "AVX-512", "AVX2" or "generic" (the
- * clones are chosen at load time, avx512f before avx2 before the baseline). */
+/* Which build of the gradient passes runs: "AVX-512", "AVX2" or "generic".  Chosen once per
+ * process: the environment variable DPOPT_KERNELS (avx512, avx2, generic) if the CPU runs it,
+ * else the best the CPU runs (avx512f+dq before avx2+fma before the baseline). */
 const char *dpo_kern_isa(void);
-/* Whether the dense gradient pass uses its software prefetch: -1 not decided yet, 0 no (the
- * hardware prefetcher alone), 1 yes.  Decided by timing both on the process's first pass over
- * >= 64 MB (the choice changes speed only, never a result). */
+/* Force a build (names as above, case-insensitive; NULL: back to the default).  DPO_EINVAL if
+ * unknown or this CPU cannot run it.  The builds differ in rounding only (tests, benchmarks). */
+int dpo_kern_set_isa(const char *name);
+/* Software prefetch of the dense gradient pass: -1 not decided yet, 0 none (the hardware
+ * prefetcher alone), k > 0 the k-th candidate distance, dpo_kern_prefetch_bytes() ahead.
+ * Decided by timing the candidates on the process's first pass over >= 64 MB (the choice
+ * changes speed only, never a result). */
 int dpo_kern_prefetch_mode(void);
+int64_t dpo_kern_prefetch_bytes(void);
 
 #ifdef __cplusplus
 }

@@ -6,10 +6,13 @@
  *   (b) the fused logistic loss+gradient pass (dpo_kern_loss_grad) followed by the
  *       MPI_Allreduce of (loss, gradient), i.e. what one full-gradient step costs, and
  *   (c) with P > 1 ranks, the same kernel on the same shards one rank after another
- *       (serial time on the same pages; in-run speedup = (c) / kernel time of (b)).
+ *       (serial time on the same pages; in-run speedup = (c) / kernel time of (b)), and
+ *   (d) with --classes K > 0 (default 10), the softmax model's local gradient pass
+ *       (dpo_model_local_grad, model "softmax", class = global row mod K) on the same X, in
+ *       views of 256 rows as the gradient oracle calls it.
  * Prints a human-readable summary and one machine-readable line starting with "RESULT".
  *
- *   mpirun -np P gradient_bench [--n 1e6] [--d 100] [--reps 7] [--seed 1]
+ *   mpirun -np P gradient_bench [--n 1e6] [--d 100] [--reps 7] [--seed 1] [--classes 10]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -19,6 +22,7 @@
 #include <time.h>
 
 #include "dpopt/kernels.h"
+#include "dpopt/model.h"
 #include "dpopt/status.h"
 #include "bench_common.h"
 
@@ -32,7 +36,8 @@ static void dpo_bench_wait(MPI_Comm comm, int from) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: gradient_bench [--n ROWS] [--d COLS] [--reps R] [--seed S]\n");
+  fprintf(stderr, "usage: gradient_bench [--n ROWS] [--d COLS] [--reps R] [--seed S] "
+                  "[--classes K]\n");
 }
 
 int main(int argc, char **argv) {
@@ -42,13 +47,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   double nd = 1e6;
-  int d = 100, reps = 7;
+  int d = 100, reps = 7, K = 10;
   uint64_t seed = 1;
   for (int a = 1; a < argc; a++) {
     if (a + 1 < argc && !strcmp(argv[a], "--n")) nd = strtod(argv[++a], NULL);
     else if (a + 1 < argc && !strcmp(argv[a], "--d")) d = atoi(argv[++a]);
     else if (a + 1 < argc && !strcmp(argv[a], "--reps")) reps = atoi(argv[++a]);
     else if (a + 1 < argc && !strcmp(argv[a], "--seed")) seed = strtoull(argv[++a], NULL, 10);
+    else if (a + 1 < argc && !strcmp(argv[a], "--classes")) K = atoi(argv[++a]);
     else {
       if (rank == 0) usage();
       MPI_Finalize();
@@ -159,6 +165,51 @@ int main(int argc, char **argv) {
     }
   }
   (void)sink;
+
+  /* (d) the softmax pass over the same X (K classes), best of reps, max over ranks */
+  double best_sm = 1e300;
+  if (K > 0 && !rc) {
+    dpo_model_t *m = NULL;
+    dpo_shard_t s2 = s;
+    double *yk = malloc((size_t)(nl ? nl : 1) * sizeof(double));
+    double *W = calloc((size_t)K * (size_t)d, sizeof(double));
+    double *gk = malloc((size_t)K * (size_t)d * sizeof(double));
+    int st = yk && W && gk ? dpo_model_create("softmax", 0.0, &m) : DPO_ENOMEM;
+    if (st == DPO_OK) st = dpo_model_set_classes(m, K);
+    if (st == DPO_OK) {
+      for (int64_t i = 0; i < nl; i++) yk[i] = (double)((row0 + i) % K);
+      s2.y = yk;
+      s2.labels = DPO_LABELS_CLASS;
+      uint64_t wsd = seed + 99;
+      for (int64_t k = 0; k < (int64_t)K * d; k++) W[k] = (2 * xs_unif(&wsd) - 1) / d;
+    }
+    for (int r = 0; st == DPO_OK && r < reps; r++) {
+      double L = 0, t0, tl, tm;
+      memset(gk, 0, (size_t)K * (size_t)d * sizeof(double));
+      MPI_Barrier(comm);
+      t0 = MPI_Wtime();
+      /* in 256-row views, as the oracle calls it (its fixed chunks, src/comm/oracle.c) */
+      for (int64_t i = 0; st == DPO_OK && i < nl; i += 256) {
+        dpo_shard_t v = s2;
+        v.n = nl - i < 256 ? nl - i : 256;
+        v.row0 = row0 + i;
+        v.X = s2.X + i * (int64_t)d;
+        v.y = s2.y + i;
+        st = dpo_model_local_grad(m, &v, W, NULL, 0, NULL, NULL, &L, gk);
+      }
+      tl = MPI_Wtime() - t0;
+      MPI_Allreduce(&tl, &tm, 1, MPI_DOUBLE, MPI_MAX, comm);
+      if (tm < best_sm) best_sm = tm;
+    }
+    if (st != DPO_OK) {
+      fprintf(stderr, "[rank %d] softmax pass: %s: %s\n", rank, dpo_strerror(st), dpo_errmsg());
+      rc = 1;
+    }
+    dpo_model_destroy(m);
+    free(yk);
+    free(W);
+    free(gk);
+  }
   int anyfail;
   MPI_Allreduce(&rc, &anyfail, 1, MPI_INT, MPI_MAX, comm);
   if (anyfail) {
@@ -170,25 +221,32 @@ int main(int argc, char **argv) {
     printf("gradient_bench: ranks=%d n=%ld d=%d matrix=%.1f MB reps=%d (best of reps, max over "
            "ranks)\n",
            size, (long)n, d, bytes / 1e6, reps);
-    printf("  kernels: %s clone, software prefetch %s (chosen at run time)\n", dpo_kern_isa(),
-           dpo_kern_prefetch_mode() < 0 ? "not measured (pass under 64 MB)"
-           : dpo_kern_prefetch_mode() ? "on" : "off");
+    if (dpo_kern_prefetch_mode() < 0)
+      printf("  kernels: %s build, software prefetch not measured (pass under 64 MB)\n",
+             dpo_kern_isa());
+    else
+      printf("  kernels: %s build, software prefetch %ld bytes ahead (chosen at run time; 0: "
+             "none)\n", dpo_kern_isa(), (long)dpo_kern_prefetch_bytes());
     printf("  read-bandwidth loop     %9.4f s  %7.2f GB/s   (checksum %.6g)\n", best_bw, bw,
            chk / reps);
     printf("  fused logistic gradient %9.4f s  %7.2f GB/s   (kernel only %.4f s; mean loss "
            "%.6f)\n",
            best_gr, gr, best_comp, loss);
     printf("  ratio gradient/bandwidth %.3f\n", gr / bw);
+    if (K > 0)
+      printf("  softmax pass, %d classes %9.4f s  %7.2f GB/s   ratio to the read loop %.3f\n", K,
+             best_sm, bytes / best_sm / 1e9, best_bw / best_sm);
     if (size > 1)
       printf("  same shards one rank at a time: kernel %.4f s, read loop %.4f s\n"
              "  in-run speedup %.2f (the read loop's own in-run scaling, the ceiling for a\n"
              "  memory-bound pass on this machine now: %.2f)\n",
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
-           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%d\n",
+           "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%ld "
+           "t_softmax=%.6f ratio_softmax=%.4f\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
            size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
-           dpo_kern_prefetch_mode());
+           (long)dpo_kern_prefetch_bytes(), K > 0 ? best_sm : 0.0, K > 0 ? best_bw / best_sm : 0.0);
   }
 out:
   free(s.X);

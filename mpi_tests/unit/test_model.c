@@ -280,10 +280,36 @@ Test(kernels, clip_bound_holds) {
 
 /* ---- dense and CSR kernels vs a naive double loop ---- */
 
+/* The ISA builds of the gradient passes (src/linalg/kern_pass.c), forced in turn. */
+static const char *const isa_names[] = {"avx512", "avx2", "generic"};
+#define N_ISA ((int)(sizeof isa_names / sizeof isa_names[0]))
+/* Forces build k: 0 if this CPU cannot run it (then the default stays in force). */
+static int force_isa(int k) { return dpo_kern_set_isa(isa_names[k]) == DPO_OK; }
+
+Test(kernels, isa_forcing) {
+  cr_assert_eq(dpo_kern_set_isa(NULL), DPO_OK);
+  const char *dflt = dpo_kern_isa();
+  cr_assert_eq(dpo_kern_set_isa("generic"), DPO_OK); /* every CPU runs the baseline */
+  cr_expect_str_eq(dpo_kern_isa(), "generic");
+  cr_expect_eq(dpo_kern_set_isa("sse9"), DPO_EINVAL);
+  cr_expect_str_eq(dpo_kern_isa(), "generic", "a refused name changed the build");
+  int ran = 0;
+  for (int k = 0; k < N_ISA; k++)
+    if (force_isa(k)) {
+      ran++;
+      cr_expect(strcmp(dpo_kern_isa(), "generic") != 0 || k == N_ISA - 1);
+    }
+  cr_expect_geq(ran, 1);
+  cr_assert_eq(dpo_kern_set_isa(NULL), DPO_OK);
+  cr_expect_str_eq(dpo_kern_isa(), dflt, "NULL did not restore the default build");
+}
+
 Test(kernels, dense_csr_naive) {
   const int32_t d = 13;
   const int64_t n = 1000;
+  for (int isa = 0; isa < N_ISA; isa++)
   for (int lo = 0; lo < 2; lo++) {
+    if (!force_isa(isa)) continue;
     dpo_loss_t loss = lo ? DPO_LOSS_SQUARED : DPO_LOSS_LOGISTIC;
     pair_t p;
     make_pair(&p, n, d, 0.3, !lo, 1.0, 77 + lo);
@@ -309,8 +335,9 @@ Test(kernels, dense_csr_naive) {
     for (int f = 0; f < 2; f++) {
       double g[13] = {0}, l = 0, le = 0, me = 0, hv[13] = {0};
       cr_assert_eq(dpo_kern_loss_grad(loss, sh[f], x, NULL, 0, NULL, NULL, &l, g), DPO_OK);
-      cr_expect_lt(rel2(g, gr, d), 1e-12, "loss=%d sparse=%d grad", lo, f);
-      cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "loss=%d sparse=%d loss", lo, f);
+      cr_expect_lt(rel2(g, gr, d), 1e-12, "%s loss=%d sparse=%d grad", dpo_kern_isa(), lo, f);
+      cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "%s loss=%d sparse=%d loss", dpo_kern_isa(),
+                   lo, f);
       cr_assert_eq(dpo_kern_eval(loss, sh[f], x, &le, &me), DPO_OK);
       cr_expect_lt(fabs(le - lr), 1e-12 * fabs(lr));
       cr_expect_lt(fabs(me - er), 1e-12 * fabs(er) + 1e-12, "metric %g vs %g", me, er);
@@ -319,19 +346,27 @@ Test(kernels, dense_csr_naive) {
     }
     free_pair(&p);
   }
+  dpo_kern_set_isa(NULL);
 }
 
 /* Every tail of the 8-row blocks (n = 1..19, all rows and a reversed row list with a repeat,
- * with and without L2 clipping), both storage formats, against the naive loop. */
+ * with and without L2 clipping), both storage formats, against the naive loop; for every ISA
+ * build this CPU runs, at widths that reach every column path of the dense pass (32-, 16-,
+ * 8-, 4-wide and scalar tails) and with margins |y t| from 0 to ~40 (the lanes' exp and
+ * log1p over their whole range short of underflow). */
 Test(kernels, block_tails) {
-  const int32_t d = 11;
+  static const int32_t ds[] = {11, 47, 100};
+  for (int isa = 0; isa < N_ISA; isa++)
+  for (int di = 0; di < 3; di++)
   for (int lo = 0; lo < 2; lo++)
     for (int64_t n = 1; n <= 19; n++) {
+      if (!force_isa(isa)) continue;
+      const int32_t d = ds[di];
       dpo_loss_t loss = lo ? DPO_LOSS_SQUARED : DPO_LOSS_LOGISTIC;
       pair_t p;
-      make_pair(&p, n, d, 0.4, !lo, 1.0, 300 + n + 50 * lo);
-      double x[11], gr[11], lr;
-      rand_vec(x, d, 1.0);
+      make_pair(&p, n, d, 0.4, !lo, 1.0, 300 + n + 50 * lo + 1000 * di);
+      double x[100], gr[100], lr;
+      rand_vec(x, d, n % 2 ? 1.0 : 4.0);
       int64_t rows[20];
       for (int64_t k = 0; k < n; k++) rows[k] = n - 1 - k;
       rows[n] = n / 2; /* a repeated row counts twice */
@@ -342,26 +377,28 @@ Test(kernels, block_tails) {
           const int64_t *r = mode ? rows : NULL;
           int64_t nr = mode ? n + 1 : 0;
           const dpo_clip_t *c = mode == 2 ? &clip : NULL;
-          double g[11] = {0}, l = 0;
+          double g[100] = {0}, l = 0;
           naive_grad(loss, &p, x, r, nr, c, &lr, gr);
           cr_assert_eq(dpo_kern_loss_grad(loss, sh[f], x, r, nr, c, NULL, &l, g), DPO_OK);
-          cr_expect_lt(rel2(g, gr, d), 1e-12, "n=%ld loss=%d sparse=%d mode=%d grad", (long)n,
-                       lo, f, mode);
-          cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "n=%ld loss=%d sparse=%d mode=%d loss",
-                       (long)n, lo, f, mode);
+          cr_expect_lt(rel2(g, gr, d), 1e-12, "%s d=%d n=%ld loss=%d sparse=%d mode=%d grad",
+                       dpo_kern_isa(), d, (long)n, lo, f, mode);
+          cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "%s d=%d n=%ld loss=%d sparse=%d mode=%d "
+                       "loss", dpo_kern_isa(), d, (long)n, lo, f, mode);
         }
       /* CSR: every row alone (a block of one live lane and seven padding lanes) */
       for (int64_t k = 0; k < n; k++) {
-        double g1[11] = {0}, l1 = 0, gk[11];
+        double g1[100] = {0}, l1 = 0, gk[100];
         cr_assert_eq(dpo_kern_loss_grad(loss, &p.csr, x, &k, 1, NULL, NULL, &l1, g1), DPO_OK);
         naive_grad(loss, &p, x, &k, 1, NULL, &lr, gk);
-        cr_expect_lt(rel2(g1, gk, d), 1e-12, "n=%ld row %ld alone", (long)n, (long)k);
+        cr_expect_lt(rel2(g1, gk, d), 1e-12, "%s n=%ld row %ld alone", dpo_kern_isa(), (long)n,
+                     (long)k);
       }
       free_pair(&p);
     }
+  dpo_kern_set_isa(NULL);
 }
 
-/* The dense pass's first call over >= 64 MB times its two prefetch modes on alternating
+/* The dense pass's first call over >= 64 MB times its prefetch distances on interleaved
  * segments, then keeps one: the choice changes no arithmetic, so the measuring pass and the
  * next give the same bits (and agree with the row-list path to rounding). */
 Test(kernels, prefetch_choice_same_bits) {
@@ -386,7 +423,9 @@ Test(kernels, prefetch_choice_same_bits) {
   int before = dpo_kern_prefetch_mode();
   cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
   int mode = dpo_kern_prefetch_mode();
-  cr_expect(mode == 0 || mode == 1, "prefetch mode %d after a 67 MB pass", mode);
+  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_prefetch_bytes() == 0),
+            "prefetch mode %d (%ld bytes) after a 67 MB pass", mode,
+            (long)dpo_kern_prefetch_bytes());
   cr_expect(before == -1 || before == mode, "a decided mode changed");
   cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
   cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");

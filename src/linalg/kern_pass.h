@@ -1,0 +1,43 @@
+/* Internal: the full-gradient passes of dpo_kern_loss_grad (kern_pass.c), one build per ISA,
+ * picked at run time (dpo_kern_isa / dpo_kern_set_isa). */
+#ifndef DPO_LINALG_KERN_PASS_H
+#define DPO_LINALG_KERN_PASS_H
+
+#include "dpopt/kernels.h"
+
+/* Rows per block of the passes (and lanes of the vector logistic). */
+#define DPO__GRAD_BLK 8
+
+/* One pass over rows [r0, r1) of a shard (dense: all rows, r0 a multiple of DPO__GRAD_BLK;
+ * CSR: rows[r0..r1) if rows is set, else rows r0..r1-1).  Clip: C > 0 clips at C with the
+ * row norms rownorm[] (precomputed or NULL: computed here with norm).  Accumulates the loss
+ * into *lsum (in row order, one block at a time, so splitting a pass at block boundaries
+ * gives the same bits) and the gradient into g.  pf_bytes: software prefetch distance of the
+ * dense pass (0: none).  xpad: scratch of DPO__GRAD_BLK * d doubles for a dense pass whose
+ * last block is short (NULL otherwise). */
+typedef struct {
+  dpo_loss_t loss;
+  const dpo_shard_t *s;
+  const double *x;
+  const int64_t *rows;
+  double C;
+  dpo_clipnorm_t norm;
+  const double *rownorm;
+  int64_t pf_bytes;
+  double *xpad;
+} dpo__pass_t;
+
+typedef void (*dpo__pass_fn)(const dpo__pass_t *a, int64_t r0, int64_t r1, double *lsum,
+                             double *g);
+
+/* The ISA builds in use: set once from the CPU, or by dpo_kern_set_isa. */
+typedef struct {
+  const char *name;
+  dpo__pass_fn dense, dense_pf, csr; /* dense_pf: with the software prefetch (pf_bytes > 0) */
+} dpo__pass_isa_t;
+const dpo__pass_isa_t *dpo__pass_isa(void);
+
+/* Norm of one row matching the clip norm (kern_pass.c). */
+double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm);
+
+#endif
