@@ -93,6 +93,11 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int te
 void dpo__test_noise_factor(double factor);
 /* The factor in force (secure aggregation scales its integer shares' sigma by it). */
 double dpo__test_noise_factor_get(void);
+/* TEST ONLY (dpopt audit --test-drop-share): on = 1 makes every privacy.trust = secagg audit
+ * trial add one party's noise share fewer (audit.secagg_parties = P parties, P - 1 shares), a
+ * fault the audit must catch when the shares are sized for all P (privacy.collude = 0).  No
+ * config key or train option reaches it. */
+void dpo__test_drop_share(int on);
 
 #ifdef __cplusplus
 }

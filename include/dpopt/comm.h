@@ -81,12 +81,14 @@ int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *ba
 enum { DPO_ONOISE_NONE = 0, DPO_ONOISE_LOCAL_LAPLACE = 1, DPO_ONOISE_LOCAL_GAUSSIAN = 2,
        DPO_ONOISE_SHARE_LAPLACE = 3, DPO_ONOISE_SHARE_GAUSSIAN = 4, DPO_ONOISE_SECAGG = 5 };
 /* SECAGG: secure aggregation (dpopt/parties.h): scale = the fixed-point step gamma, sigma = each
- * party's discrete Gaussian share; every rank needs dpo_oracle_set_secagg. */
+ * party's discrete Gaussian share, or with lap_honest = n > 0 (pure eps) the scale t of the
+ * discrete Laplace that n honest Polya shares sum to; every rank needs dpo_oracle_set_secagg. */
 typedef struct {
   int kind;      /* DPO_ONOISE_* */
   double scale;  /* Laplace b or Gaussian sigma of the noise on the sum (the total, for shares) */
   int nshares;   /* shares: number of ranks adding one (the communicator's size) */
   uint64_t sigma; /* SECAGG only */
+  int lap_honest;  /* SECAGG only: 0 = discrete Gaussian shares; n > 0 = Polya shares (n honest) */
 } dpo_oracle_noise_t;
 /* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
 int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,

@@ -44,8 +44,11 @@
  *            X25519/ChaCha20 masks that cancel in the sum; the coordinator learns only the
  *            masked vectors (uniform) and their sum.  The charge (an rdp-rho release,
  *            Kairouz-Liu-Steinke 2021 Thm 1; un-amplified) holds against any coalition of up
- *            to k parties, the coordinator's included.  Needs delta > 0 and the auto or rdp
- *            accountant.  A rank that fails or dies ends the run (see README).
+ *            to k parties, the coordinator's included.  Needs an accountant that composes
+ *            RDP (not basic).  With delta = 0 (pure eps) the shares are Polya (negative
+ *            binomial) differences whose P - k honest ones sum to exactly a discrete Laplace
+ *            (Goryczka-Xiong 2017), charged as a pure "laplace" release (DP-GD family).  A
+ *            rank that fails or dies ends the run (see README).
  */
 #ifndef DPOPT_PARTIES_H
 #define DPOPT_PARTIES_H
@@ -159,6 +162,12 @@ typedef struct dpo_secagg dpo_secagg_t;
 int dpo_secagg_eps(double delta, double sigma, int n, int64_t d, double *eps);
 int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_target,
                       double *gamma, uint64_t *sigma, double *rho, double *delta_enc);
+/* Pure eps (privacy.delta = 0): from the L1 sensitivity delta1 of one rank's sum and the
+ * per-release target eps: gamma (Delta1/gamma in [1024 d, 2048 d)), the integer scale t of the
+ * discrete Laplace that the n = P - k honest parties' Polya shares sum to, the eps of the
+ * release (= Delta / t, rounded up, <= eps_target) and Delta = delta1/gamma + d (L1). */
+int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *gamma,
+                          uint64_t *t, double *eps, double *delta_enc);
 /* The data-free range check of a release: m rows of L2 sensitivity delta2 at step gamma over
  * `ranks` encoders stay below 2^62 (no wrap of the data part); DPO_EINVAL otherwise. */
 int dpo_secagg_check_range(int64_t m, double delta2, double gamma, int ranks);
@@ -168,7 +177,9 @@ int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int
 int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[32],
                         const unsigned char pk_other[32], unsigned char key[32]);
 /* Collective: X25519 key pairs (OS CSPRNG) and one allgather of the public keys; adds_noise =
- * this rank adds its party's noise share; rng (borrowed) = this rank's secure stream. */
+ * the number of party noise shares this rank adds per release (1 on a party's first rank, 0 on
+ * its other ranks; dpopt audit simulates P parties on one rank with P); rng (borrowed) = this
+ * rank's secure stream. */
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
 void dpo_secagg_destroy(dpo_secagg_t *sa);
 /* Collective: one release.  v = this rank's sum (ok = 0: a rank that failed sends zeros so the
@@ -178,6 +189,10 @@ void dpo_secagg_destroy(dpo_secagg_t *sa);
  * counter, which advances on every call. */
 int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
                      int ok, double *total, uint64_t *masked);
+/* The same with the pure-eps noise: each share is dpo_mech_dlaplace_polya_share(t, honest),
+ * so that any `honest` of the shares sum to the discrete Laplace(t). */
+int dpo_secagg_round_lap(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t t,
+                         int honest, int ok, double *total, uint64_t *masked);
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa);
 
 #ifdef __cplusplus

@@ -71,6 +71,12 @@ int dpo_mech_gaussian_sample(dpo_rng_t *rng, double sigma, double *x);
 int dpo_mech_bernoulli_exp(dpo_rng_t *rng, uint64_t num, uint64_t den, int *out);
 int dpo_mech_discrete_laplace(dpo_rng_t *rng, uint64_t t, int64_t *k);
 int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k);
+/* Exact Polya (negative binomial) variates for distributed discrete Laplace (mechanism.c has
+ * the derivation): *x ~ NB(1/n, exp(-1/t)), P(x = k) ~ Gamma(k + 1/n) / k! exp(-k/t); *z = the
+ * difference of two independent such variates, so that the sum of n independent shares is
+ * EXACTLY dpo_mech_discrete_laplace(t).  1 <= t <= 2^50, 1 <= n <= 2^32. */
+int dpo_mech_polya(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *x);
+int dpo_mech_dlaplace_polya_share(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *z);
 
 /* Privacy of the grid mechanisms, rounded up, including the snapping inflation above:
  *   Laplace:  eps = (Delta1 + d*Lambda) / b                         (thesis Thm 4.1.2)

@@ -168,7 +168,8 @@ run_set() {
         base="--set algo.T=$tE"
         case $algo in
           phased-sgd-cal) a=phased-sgd; extra="--set algo.calibrate=ledger" ;;
-          dp-sgd-rdp) extra="$base --set algo.sampling=poisson --set privacy.neighbours=add-remove" ;;
+          # n is the experiment's public design variable: declared (add-remove keeps it private)
+          dp-sgd-rdp) extra="$base --set algo.sampling=poisson --set privacy.neighbours=add-remove --set privacy.public_n=$n" ;;
           dp-sgd-rdp-wor) a=dp-sgd-rdp; extra="$base --set algo.sampling=wor" ;;
         esac
         run="$OUT/run-$name-$algo-$n-$eps"; rm -rf "$run"

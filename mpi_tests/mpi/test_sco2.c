@@ -341,8 +341,12 @@ static int64_t steps_allowed(const char *samp, int64_t m, double z) {
 
 static void check_dpsgd(int poisson) {
   const char *samp = poisson ? "poisson" : "wor";
+  /* under add-remove the rate m/n needs a public n (the rdp ledger takes no noisy count) */
+  char nb[32];
+  snprintf(nb, sizeof nb, "%d", (int)N);
+  const char *pn = poisson ? "privacy.public_n" : NULL;
   const char *kv[] = {"algo.sampling", samp, "algo.m", "40", "algo.z", "2.0", "algo.T", "100000",
-                      NULL};
+                      pn, nb, NULL};
   if (run_all("dp-sgd-rdp", 0.01, kv, DPO_EBUDGET)) {
     const result_t *r = &res[1];
     double sens = poisson ? 1.0 : 2.0;
@@ -358,7 +362,7 @@ static void check_dpsgd(int poisson) {
             r->spent);
   }
   /* calibrated for T = 25 steps: all run, and fit */
-  const char *kv2[] = {"algo.sampling", samp, "algo.m", "40", "algo.T", "25", NULL};
+  const char *kv2[] = {"algo.sampling", samp, "algo.m", "40", "algo.T", "25", pn, nb, NULL};
   if (run_all("dp-sgd-rdp", 0.01, kv2, DPO_OK)) {
     const result_t *r = &res[1];
     T_CHECK(r->iters == 25 && r->nch == 25, "dp-sgd-rdp %s calibrated: %lld steps", samp,

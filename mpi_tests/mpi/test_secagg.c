@@ -4,7 +4,8 @@
  *  2. What the coordinator receives from one rank (its masked vector) is uniform: chi-square
  *     of the low and the high byte of 32 words x 2000 releases against 256 equal bins.
  *  3. The sum of the 4 ranks' noise shares N_Z(0, 2^2) through the whole protocol has the
- *     exact pmf of the 4-fold convolution (chi-square, bins with >= 20 expected, tails pooled).
+ *     exact pmf of the 4-fold convolution (chi-square, bins with >= 20 expected, tails pooled);
+ *     with Polya shares (pure eps, n = 4 honest) the sum is exactly the discrete Laplace(3).
  *  4. A rank that signals failure still completes the collective (no hang), every rank returns.
  *  5. Parameters (serial): rho <= target, sigma grows with the coalition size k, the n = 1 bound
  *     is Delta/sigma, and the encoded sensitivity is Delta2/gamma + sqrt(d) with the inflation
@@ -162,6 +163,63 @@ static void test_noise_sum(MPI_Comm comm, int rank, int size, dpo_rng_t *rng) {
   dpo_secagg_destroy(sa);
 }
 
+/* The same through the protocol with Polya shares (pure eps): every rank adds one share sized
+ * for n = size honest parties, so the decoded sum is EXACTLY the discrete Laplace(t = 3),
+ * P(k) ~ exp(-|k|/3) (chi-square at p ~ 1e-6, bins with >= 20 expected, the rest pooled); and
+ * the parameters of the pure-eps release. */
+static void test_noise_sum_lap(MPI_Comm comm, int rank, int size, dpo_rng_t *rng) {
+  dpo_secagg_t *sa = NULL;
+  T_CHECK(dpo_secagg_create(comm, 1, rng, &sa) == DPO_OK, "create: %s", dpo_errmsg());
+  if (!sa) return;
+  enum { D = 64, R = 400, W = 60 };
+  double zero[D] = {0}, tot[D];
+  long *cnt = calloc(2 * W + 1, sizeof *cnt), out = 0;
+  for (int rel = 0; rel < R; rel++) {
+    T_CHECK(dpo_secagg_round_lap(sa, zero, D, 1.0, 3, size, 1, tot, NULL) == DPO_OK, "round");
+    if (rank == 0)
+      for (int j = 0; j < D; j++) {
+        long k = (long)tot[j];
+        if (k >= -W && k <= W) cnt[k + W]++;
+        else out++;
+      }
+  }
+  if (rank == 0) {
+    const double q = exp(-1.0 / 3), N = (double)D * R;
+    double x2 = 0, opool = 0;
+    long oc = out;
+    int bins = 0;
+    for (int k = -W; k <= W; k++) {
+      double e = N * (1 - q) / (1 + q) * pow(q, abs(k));
+      if (e >= 20) {
+        x2 += (cnt[k + W] - e) * (cnt[k + W] - e) / e;
+        bins++;
+      } else {
+        oc += cnt[k + W];
+        opool += e;
+      }
+    }
+    opool += N * 2 * pow(q, W + 1) / (1 + q); /* P(|k| > W) */
+    if (opool >= 20) {
+      x2 += (oc - opool) * (oc - opool) / opool;
+      bins++;
+    }
+    T_CHECK(bins > 10 && x2 < chi2_crit(bins - 1), "sum of %d Polya shares vs discrete Laplace(3): "
+            "chi2 %.1f over %d bins (crit %.1f)", size, x2, bins, chi2_crit(bins - 1));
+    printf("sum of %d Polya shares (n = %d): chi2 %.1f over %d bins (crit %.1f)\n", size, size, x2,
+           bins, chi2_crit(bins - 1));
+    double g, e, Dl;
+    uint64_t t;
+    T_CHECK(dpo_secagg_lap_params(8.0, 123, 0.1, &g, &t, &e, &Dl) == DPO_OK, "lap params");
+    T_CHECK(8.0 / g >= 1024 * 123 && 8.0 / g < 2048 * 123 && Dl >= 8.0 / g + 123 && e <= 0.1 &&
+            e > 0.1 * (1 - 1e-6) && t == (uint64_t)ceil(Dl / 0.1),
+            "lap params: gamma %g, t %llu, eps %g, Delta %g", g, (unsigned long long)t, e, Dl);
+    T_CHECK(dpo_secagg_lap_params(8.0, 123, 1e-12, &g, &t, &e, &Dl) == DPO_EINVAL,
+            "t above 2^50 refused");
+  }
+  free(cnt);
+  dpo_secagg_destroy(sa);
+}
+
 static void test_params(void) {
   double g, rho, D, e;
   uint64_t s0, s2;
@@ -197,6 +255,7 @@ int main(int argc, char **argv) {
   if (size >= 2) {
     test_exact_sum(MPI_COMM_WORLD, rank, size, rng);
     test_noise_sum(MPI_COMM_WORLD, rank, size, rng);
+    test_noise_sum_lap(MPI_COMM_WORLD, rank, size, rng);
   }
   dpo_rng_destroy(rng);
   return dpo_t_finish("test_secagg");

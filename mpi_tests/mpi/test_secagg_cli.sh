@@ -4,9 +4,13 @@
 #    central mode at the same eps within 1 point; every charge is an un-amplified rdp-rho
 #    release; the journal carries the label "trust secagg, collude k of P"; `dpopt ledger`
 #    replays it; privacy.collude = 2 of 3 is journalled as such;
-#  - data-free refusals (no run directory): collude >= P, collude without secagg, delta = 0,
-#    accountant basic, an algorithm whose release is not a sum (phased-sgd);
-#  - dpopt audit with privacy.trust = secagg passes (bound below the charge);
+#  - pure eps (delta = 0): dp-nag-opt with Polya shares (distributed discrete Laplace) at
+#    collude 1 and 0 of 3, within 1.5 points of central, pure un-amplified laplace charges;
+#  - data-free refusals (no run directory): collude >= P, collude without secagg, dp-sgd-rdp
+#    (Gaussian only) at delta = 0, accountant basic, an algorithm whose release is not a sum (phased-sgd);
+#  - dpopt audit with privacy.trust = secagg passes (bound below the charge), also at pure eps
+#    with 2 simulated parties, and FAILS (VIOLATION) when one party's noise share is dropped
+#    (--test-drop-share, an audit-only hidden switch; collude 0);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
 #    charge was fsynced before its release); RUN/last_release.txt (the marker of an unfinished
@@ -38,13 +42,32 @@ expect 0 $MPI -np 3 "$DPOPT" train $COMMON --iters 2 --set parties.count=3 \
   --set privacy.trust=secagg --set privacy.collude=2 --out "$T/k2"
 has "$T/k2/ledger.jsonl" '"event":"trust secagg, collude 2 of 3: ' "collude 2 of 3 label"
 
+# pure eps (delta = 0): the pure-eps default dp-nag-opt with Polya shares; 3 parties, collude
+# 1 (n = 2 honest shares) and 0 (n = 3): pure "laplace" charges, un-amplified, the label
+PURE="--data $S/data/a9a --test $S/data/a9a.t --row-l1-bound 14 --row-l2-bound 3.75 \
+  --algo dp-nag-opt --eps 1 --seed 3 --set parties.count=3"
+expect 0 $MPI -np 3 "$DPOPT" train $PURE --out "$T/pc"
+cp "$T/out" "$T/pc.out"
+for k in 1 0; do
+  expect 0 $MPI -np 3 "$DPOPT" train $PURE --set privacy.trust=secagg --set privacy.collude=$k \
+    --out "$T/p$k"
+  cp "$T/out" "$T/p$k.out"
+  close "$(acc "$T/pc.out")" "$(acc "$T/p$k.out")" 0.015 "pure eps, collude $k: secagg vs central accuracy"
+  echo "pure eps, 3 parties, collude $k: test accuracy central $(acc "$T/pc.out"), secagg $(acc "$T/p$k.out")"
+  has "$T/p$k/ledger.jsonl" "\"event\":\"trust secagg, collude $k of 3: .*distributed discrete Laplace (Polya shares" "pure-eps label"
+  hasnot "$T/p$k/ledger.jsonl" '"mechanism":"rdp-rho"' "no rdp-rho charge at delta 0"
+  c=$(grep -c '"mechanism":"laplace","sampling":"none","accounting":"pure"' "$T/p$k/ledger.jsonl")
+  [ "$c" -ge 5 ] && ok || bad "collude $k: $c un-amplified laplace charges"
+  expect 0 "$DPOPT" ledger "$T/p$k"
+done
+
 # data-free refusals (usage errors, nothing run)
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=2 --out "$T/r1"
 has "$T/err" "privacy.collude = 2: need 0 <= k < parties" "collude >= P refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.collude=1 --set parties.count=2 --out "$T/r2"
 has "$T/err" "privacy.collude applies to privacy.trust = secagg" "collude without secagg"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --delta 0 --set privacy.trust=secagg --out "$T/r3"
-has "$T/err" "secagg needs privacy.delta > 0" "delta 0 refused"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --clip l2:1 --delta 0 --set privacy.trust=secagg --out "$T/r3"
+has "$T/err" "needs an (eps, delta) budget with delta > 0" "Gaussian-only dp-sgd-rdp at delta 0 refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --out "$T/r4"
 has "$T/err" "not basic" "basic accountant refused"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
@@ -58,6 +81,30 @@ expect 0 $MPI -np 2 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 -
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "secagg audit: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.9)}'
+# pure eps, 2 simulated parties (--secagg-parties 2) with collude 0: each Polya share is sized
+# for 2 honest parties.  The audit passes with both shares (measured eps_lb 0.66 .. 0.85 over
+# 12 runs at 4000 trials, alpha 1e-4) and reports a VIOLATION when one party's share is
+# dropped (--test-drop-share, hidden, audit only: 1.27 .. 1.46 over 12 runs); with collude 1
+# each share alone carries the whole discrete Laplace, so a dropped share is still covered
+# (0.66 .. 0.77 over 6 runs).
+PA="--algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 4 --trials 4000 \
+  --alpha 1e-4 --quiet --set privacy.trust=secagg --secagg-parties 2"
+expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0
+lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
+check "pure secagg audit, 2 parties: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
+  'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.99)}'
+expect 6 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0 --test-drop-share
+has "$T/out" "VIOLATION" "a dropped noise share is caught"
+has "$T/out" "TEST: one noise share dropped" "the table says so"
+expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=1 --test-drop-share
+hasnot "$T/out" "VIOLATION" "collude 1: one dropped share is within the honest-minority guarantee"
+expect 1 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
+  --quiet --test-drop-share
+has "$T/err" "needs privacy.trust = secagg" "--test-drop-share outside secagg refused"
+expect 1 "$DPOPT" train --algo dp-gd --eps 1 --test-drop-share --data "$S/data/a9a"
+has "$T/err" "unknown option" "train refuses --test-drop-share"
+expect 0 "$DPOPT" audit --help
+hasnot "$T/out" "drop-share" "audit --help does not list the test switch"
 expect 4 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 --clip l1:1 \
   --row-l1-bound 4 --trials 10 --quiet --set privacy.trust=local
 has "$T/err" "privacy.trust = local is not audited" "audit refuses other trust modes"

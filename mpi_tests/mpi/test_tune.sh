@@ -36,6 +36,11 @@ a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" -v m="$maj" 'BEGIN {exit !(a > m + 0.02)}' && ok || bad "pure tune: accuracy $a vs majority $maj"
 
 R="--delta 1e-5 --set privacy.neighbours=add-remove --algos dp-sgd-rdp --lrs 0.5,2 --clips 1 --epochs 2 --batch 200"
+# under add-remove the row count is private: without a declared public size the tune is refused
+expect 1 $MPI -np 2 "$DPOPT" tune $C --eps 1 $R --mean 2 --seed 6 --out "$T/r0"
+has "$T/err" "declare a public size (--public-n N" "add-remove tune without --public-n refused"
+[ -e "$T/r0" ] && bad "refused tune (no public n) left a directory" || ok
+R="$R --public-n $(wc -l < "$T/tr")"
 expect 0 $MPI -np 2 "$DPOPT" tune $C --eps 1 $R --mean 2 --seed 6 --out "$T/r"
 [ "$(grep -c '"step"' "$T/r/ledger.jsonl")" = 1 ] && ok || bad "rdp tune: one charge"
 cost=$(grep '"step"' "$T/r/ledger.jsonl" | jq -r .cost_eps)

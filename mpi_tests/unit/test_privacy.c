@@ -105,6 +105,91 @@ Test(sampler, discrete_gaussian_pmf) {
   dpo_rng_destroy(r);
 }
 
+/* Polya shares (distributed discrete Laplace, mechanism.c): chi-square at p ~ 1e-6 over the
+ * bins with >= 20 expected counts (the rest pooled) against closed forms: the NB(1/n, q)
+ * marginal, and the sum of n independent shares against the discrete Laplace.  Fixed seeds. */
+static double chi2_crit(int dof) { /* Wilson-Hilferty, z = 4.75 (upper tail ~ 1e-6) */
+  double h = 2.0 / (9.0 * dof), z = 4.75;
+  return dof * pow(1 - h + z * sqrt(h), 3);
+}
+
+static double chi2_hist(const long *cnt, const double *p, int nb, long N, int *dof) {
+  double x2 = 0, pe = 0, po = 0, pool = 1;
+  int bins = 0;
+  long opool = N;
+  for (int i = 0; i < nb; i++) {
+    if (N * p[i] < 20) continue;
+    x2 += (cnt[i] - N * p[i]) * (cnt[i] - N * p[i]) / (N * p[i]);
+    pool -= p[i];
+    opool -= cnt[i];
+    bins++;
+  }
+  pe = N * pool;
+  po = (double)opool;
+  if (pe >= 20) {
+    x2 += (po - pe) * (po - pe) / pe;
+    bins++;
+  }
+  *dof = bins - 1;
+  return x2;
+}
+
+Test(sampler, polya_marginal_pmf) {
+  const uint64_t ts[] = {1, 3, 7}, ns[] = {2, 3, 5};
+  for (int c = 0; c < 3; c++) {
+    dpo_rng_t *r = seeded(40 + c);
+    enum { W = 120 };
+    long cnt[W] = {0}, N = 200000;
+    double p[W];
+    const double q = exp(-1.0 / ts[c]), rr = 1.0 / ns[c];
+    for (int k = 0; k < W; k++)
+      p[k] = exp(lgamma(k + rr) - lgamma(k + 1.0) - lgamma(rr) + rr * log1p(-q) + k * log(q));
+    for (long i = 0; i < N; i++) {
+      int64_t x;
+      cr_assert_eq(dpo_mech_polya(r, ts[c], ns[c], &x), DPO_OK);
+      cr_assert(x >= 0);
+      if (x < W) cnt[x]++;
+    }
+    int dof;
+    double x2 = chi2_hist(cnt, p, W, N, &dof);
+    cr_expect(dof >= 3 && x2 < chi2_crit(dof), "NB(1/%lu, e^-1/%lu): chi2 %.1f, %d dof (crit %.1f)",
+              (unsigned long)ns[c], (unsigned long)ts[c], x2, dof, chi2_crit(dof));
+    dpo_rng_destroy(r);
+  }
+}
+
+Test(sampler, polya_shares_sum_to_discrete_laplace) {
+  /* n = 1 (one discrete Laplace), 2, 3, 4 honest shares; t = 2 and 5 */
+  const uint64_t ts[] = {2, 5, 2, 5}, ns[] = {1, 2, 3, 4};
+  for (int c = 0; c < 4; c++) {
+    dpo_rng_t *r = seeded(50 + c);
+    enum { W = 80 };
+    long cnt[2 * W + 1] = {0}, N = 200000;
+    double p[2 * W + 1];
+    for (int k = -W; k <= W; k++) p[k + W] = dlap_pmf(k, (double)ts[c]);
+    for (long i = 0; i < N; i++) {
+      int64_t z = 0, s;
+      for (uint64_t j = 0; j < ns[c]; j++) {
+        cr_assert_eq(dpo_mech_dlaplace_polya_share(r, ts[c], ns[c], &s), DPO_OK);
+        z += s;
+      }
+      if (z >= -W && z <= W) cnt[z + W]++;
+    }
+    int dof;
+    double x2 = chi2_hist(cnt, p, 2 * W + 1, N, &dof);
+    cr_expect(dof >= 5 && x2 < chi2_crit(dof), "sum of %lu shares vs discrete Laplace(%lu): chi2 "
+              "%.1f, %d dof (crit %.1f)", (unsigned long)ns[c], (unsigned long)ts[c], x2, dof,
+              chi2_crit(dof));
+    dpo_rng_destroy(r);
+  }
+  int64_t z;
+  dpo_rng_t *r = seeded(59);
+  cr_expect_neq(dpo_mech_dlaplace_polya_share(r, 0, 2, &z), DPO_OK);
+  cr_expect_neq(dpo_mech_dlaplace_polya_share(r, 3, 0, &z), DPO_OK);
+  cr_expect_eq(dpo_mech_dlaplace_polya_share(r, (uint64_t)1 << 50, 3, &z), DPO_OK);
+  dpo_rng_destroy(r);
+}
+
 /* ------------------------------------------------------------ grid mechanisms */
 
 static double ref_grid(double b) { /* smallest power of two >= b 2^-40, by search */

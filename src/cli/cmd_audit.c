@@ -21,6 +21,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--rows", "audit.n", "N", "rows of the synthetic data set (default 10)"},
     {"--row", "audit.row", "I", "index of the row that differs (default 0)"},
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
+    {"--secagg-parties", "audit.secagg_parties", "P", "privacy.trust = secagg: each trial simulates P parties, their P noise shares sized for the P - k honest (default 1)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
@@ -62,7 +63,8 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
   printf("%-14s %-11.6g %-11.3g %-10.4f %-8lld %s %s %.6g%s%s\n", r->algorithm, r->claimed_eps,
          r->claimed_delta, isfinite(r->lb) ? r->lb : 0.0, (long long)r->trials, r->stat,
          r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "",
-         broken ? "  [TEST: noise halved]" : "");
+         broken & 1 ? "  [TEST: noise halved]" : broken & 2 ? "  [TEST: one noise share dropped]"
+                                                            : "");
   if (r->violation)
     printf("VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n", r->lb,
            r->claimed_eps, 1 - r->alpha);
@@ -75,7 +77,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char **args = NULL;
   char *pos[1];
-  int npos, rc, ex, broken = 0, quiet = 0, has_clip = 0;
+  int npos, rc, ex, broken = 0, dropped = 0, quiet = 0, has_clip = 0;
   dpo_clip_t clip;
   dpo_audit_result_t res;
 
@@ -84,6 +86,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   int nargs = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--test-break-noise")) broken = 1;
+    else if (!strcmp(argv[i], "--test-drop-share")) dropped = 1;
     else args[nargs++] = argv[i];
   }
   args[nargs] = NULL;
@@ -95,8 +98,9 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
   if ((rc = dpo_run_parse_clip(cfg, &clip, &has_clip))) goto fail;
   if (broken) dpo__test_noise_factor(0.5);
+  if (dropped) dpo__test_drop_share(1);
   if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
-  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken) : DPO_OK;
+  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken | dropped << 1) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
   ex = res.violation ? DPO_EXIT_AUDIT : 0;
   goto out;
@@ -104,6 +108,7 @@ fail:
   ex = dpo_cli_fail(ctx, "audit", rc);
 out:
   dpo__test_noise_factor(1.0);
+  dpo__test_drop_share(0);
   free(args);
   dpo_config_destroy(cfg);
   return ex;

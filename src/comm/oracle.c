@@ -173,8 +173,11 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
                                o->rank);
   for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
   if (o->secagg) {
-    int src = dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7], !lrc && !rc, o->g,
-                               NULL);
+    /* hdr[5] > 0: pure eps, Polya shares for hdr[5] honest parties, hdr[7] = t */
+    int src = hdr[5] > 0 ? dpo_secagg_round_lap(o->secagg, o->g, d, gamma, (uint64_t)hdr[7],
+                                                (int)hdr[5], !lrc && !rc, o->g, NULL)
+                         : dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7],
+                                            !lrc && !rc, o->g, NULL);
     if (!rc) rc = src;
   }
   for (int32_t j = 0; j <= d; j++) {
@@ -575,13 +578,14 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   int64_t hdr[DPO__HDR] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
   if (noise && noise->kind == DPO_ONOISE_SECAGG) {
     if (!o->secagg || !(noise->scale > 0) || !isfinite(noise->scale) || noise->sigma < 1 ||
-        noise->sigma > ((uint64_t)1 << 62))
+        noise->sigma > ((uint64_t)1 << 62) || noise->lap_honest < 0)
       return dpo_err(DPO_EINVAL, "%s: bad secure-aggregation spec (gamma %g, sigma %llu)%s", fn,
                      noise->scale, (unsigned long long)noise->sigma,
                      o->secagg ? "" : ": no dpo_oracle_set_secagg");
     hdr[4] = noise->kind;
     memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
     hdr[7] = (int64_t)noise->sigma;
+    hdr[5] = noise->lap_honest;
     want_loss = 0;
   } else if (noise && noise->kind != DPO_ONOISE_NONE) {
     if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||

@@ -39,6 +39,12 @@
 #include "dpopt/status.h"
 
 #define DPO__AUDIT_MAXD 2
+#define DPO__AUDIT_MAXP 64 /* audit.secagg_parties */
+
+/* TEST ONLY (dpopt audit --test-drop-share; dpopt/audit.h): a secagg trial adds one party's
+ * noise share fewer.  Only cmd_audit.c sets it; dpopt train has no way to. */
+static int dpo__audit_drop_share = 0;
+void dpo__test_drop_share(int on) { dpo__audit_drop_share = on ? 1 : 0; }
 
 typedef struct {
   const char *algo_name; /* NULL: --mechanism laplace */
@@ -51,6 +57,7 @@ typedef struct {
                            DP-(Acc)ADMM: x_T and y_T) */
   int64_t n;
   int64_t row;           /* index of the audited row (audit.row) */
+  int64_t sparties;      /* audit.secagg_parties: parties simulated by a secagg trial */
   double B;              /* norm of the audited row */
   double x0;
   double eps, delta;
@@ -214,20 +221,35 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   for (int32_t j = 0; j < a->d; j++) x0[j] = a->x0;
   dpo_parties_t *pt = NULL;
   dpo_secagg_t *sa = NULL;
+  double pe[DPO__AUDIT_MAXP], pd[DPO__AUDIT_MAXP];
   int rc = dpo__audit_ledger(a, &L);
   if (!rc) rc = dpo_oracle_create(MPI_COMM_SELF, m, s, a->has_clip ? &a->clip : NULL, &o);
-  /* privacy.trust = secagg: the trial is one party on MPI_COMM_SELF (no masks, collude 0):
-   * the fixed-point encoding, the party's discrete Gaussian share and the rdp-rho charge are
-   * audited; the masks cancel exactly (test_secagg) and do not change the release */
-  if (!rc && (rc = dpo_parties_from_config(cfg, 1, &pt)) == DPO_OK && pt) {
+  /* privacy.trust = secagg: the trial runs on MPI_COMM_SELF (no masks: they cancel exactly,
+   * test_secagg, and do not change the release) as audit.secagg_parties = P parties (default
+   * 1): party 0 holds the rows, the rank adds the P parties' noise shares, each sized for the
+   * P - k honest (privacy.collude = k), so the fixed-point encoding, the shares and the charge
+   * are audited.  dpopt audit --test-drop-share adds only P - 1 of them (the fault the audit
+   * must catch when k = 0). */
+  if (!rc && (rc = dpo_parties_from_config(cfg, (int)a->sparties, &pt)) == DPO_OK && pt) {
     if (pt->trust != DPO_TRUST_SECAGG)
       rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
                    "secagg)", dpo_trust_name(pt->trust));
-    if (!rc) rc = dpo_secagg_create(MPI_COMM_SELF, 1, rng, &sa);
+    for (int k = 0; k < pt->count && !rc; k++) { /* one rank: party 0's; the others hold none */
+      pt->first_rank[k] = k ? 1 : 0;
+      pt->nranks_of[k] = k ? 0 : 1;
+      pe[k] = a->eps;
+      pd[k] = a->delta;
+    }
+    if (pt) pt->nranks = 1;
+    const int drop = dpo__audit_drop_share;
+    if (!rc) rc = dpo_secagg_create(MPI_COMM_SELF, pt->count - drop, rng, &sa);
     if (!rc) rc = dpo_oracle_set_secagg(o, sa);
     if (!rc) rc = dpo_oracle_set_noise_rng(o, rng);
     if (!rc) rc = dpo_oracle_set_parties(o, pt);
-    if (!rc) rc = dpo_ledger_set_parties(L, 1, &a->eps, &a->delta);
+    if (!rc) rc = dpo_ledger_set_parties(L, pt->count, pe, pd);
+  } else if (!rc && (dpo__audit_drop_share || a->sparties > 1)) {
+    rc = dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
+                 dpo__audit_drop_share ? "--test-drop-share" : "--secagg-parties");
   }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
   if (!rc) {
@@ -273,8 +295,12 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
       (rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &a->lambda)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
       (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
-      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)))
+      (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) ||
+      (rc = dpo_config_get_int(cfg, "audit.secagg_parties", 1, &a->sparties)))
     return rc;
+  if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
+    return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
+                   DPO__AUDIT_MAXP);
   if (clip) {
     a->clip = *clip;
     a->has_clip = 1;

@@ -209,7 +209,13 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     goto fail;
   /* every step charges its Laplace release before making it: any prefix is covered */
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = dp->T};
-  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
+  double beps = NAN, bdelta = NAN;
+  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG &&
+      !dpo_ledger_budget(dpo_solver_ledger(s), &beps, &bdelta) && !(bdelta > 0))
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
+             "aggregated distributed discrete Laplace release (Polya shares) before it is made "
+             "(pure eps, budget split over the steps)", (long long)dp->T);
+  else if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
     snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
              "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
              "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
@@ -294,7 +300,11 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
   return DPO_OK;
 }
 
-/* Secure aggregation (privacy.trust = secagg; src/privacy/secagg.c has the derivation): the
+/* Secure aggregation (privacy.trust = secagg; src/privacy/secagg.c has the derivation).
+ * Pure eps (budget delta = 0): the release is the distributed discrete Laplace (Polya shares
+ * of the P - k honest parties sum to it exactly), charged un-amplified at the per-step target
+ * eps_t with the L1 sensitivity S1 of one rank's sum (dpo_secagg_lap_params: *lap_eps, the
+ * spec's sigma = t and lap_honest = P - k).  Otherwise the
  * per-step pure target eps_t of the schedule is mapped to a per-release rho_t = c eps_t with
  * c = T / (z eps), z the multiplier for which T unsampled Gaussian releases of multiplier z
  * (RDP alpha / (2 z^2) = the rdp-rho curve with rho = 1/z) fit (eps, delta) by the RDP
@@ -304,7 +314,7 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
  * sum sets gamma, sigma (dpo_secagg_params, P - k honest shares).  Data-free range check: the
  * encoded data part of the sum stays below 2^62 (no wrap; see secagg.c). */
 static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double eps_target,
-                              dpo_oracle_noise_t *nz, double *rho) {
+                              dpo_oracle_noise_t *nz, double *rho, double *lap_eps) {
   const dpo_parties_t *pt = dp->parties;
   double beps = NAN, bdelta = NAN, z = NAN, gamma = NAN;
   uint64_t sigma = 0;
@@ -313,13 +323,24 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   if (dp->fixed_b > 0)
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg calibrates its own noise: algo.noise "
                    "(a fixed Laplace scale) does not apply");
+  if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;
+  if (!(bdelta > 0)) { /* pure eps: Polya shares, a "laplace" charge */
+    uint64_t t = 0;
+    if ((rc = dpo_secagg_lap_params(dp->S1, dp->d, eps_target, &gamma, &t, lap_eps, NULL)))
+      return rc;
+    if ((rc = dpo_secagg_check_range(m, dp->S1, gamma, size))) return rc;
+    nz->kind = DPO_ONOISE_SECAGG;
+    nz->scale = gamma;
+    nz->nshares = size;
+    nz->sigma = t;
+    nz->lap_honest = pt->count - pt->collude;
+    *rho = NAN;
+    return DPO_OK;
+  }
   if (!isfinite(dp->S2) || !(dp->S2 > 0))
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs a finite L2 sensitivity (clip or "
                    "--row-l2-bound)");
-  if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;
   double eps = dp->eps < beps ? dp->eps : beps;
-  if (!(bdelta > 0))
-    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
   if ((rc = dpo_rdp_calibrate("none", na, na, dp->T, eps, bdelta, &z))) return rc;
   double rt = eps_target * (double)dp->T / (z * eps);
   if ((rc = dpo_secagg_params(dp->S2, dp->d, pt->count, pt->collude, rt, &gamma, &sigma, rho,
@@ -330,6 +351,8 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   nz->scale = gamma;
   nz->nshares = size;
   nz->sigma = sigma;
+  nz->lap_honest = 0;
+  *lap_eps = NAN;
   return DPO_OK;
 }
 
@@ -403,11 +426,11 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
     tmp.m = central ? m : na;
     tmp.n = na;
-    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0};
+    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
-      if ((rc = dpo__dp_secagg_rho(dp, na, m, eps_target, &sz, &rc2rho))) return rc;
-      sens = dp->S2;
-      b = NAN;
+      if ((rc = dpo__dp_secagg_rho(dp, na, m, eps_target, &sz, &rc2rho, &eps0))) return rc;
+      sens = sz.lap_honest ? dp->S1 : dp->S2;
+      b = sz.lap_honest ? sz.scale * (double)sz.sigma : NAN; /* gamma t, on the sum */
     } else if (central) {
       sens = w * dp->S1 / (double)m;
       if (dp->fixed_b > 0) {
@@ -441,7 +464,10 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     c.accounting = accounting;
     c.group = 1;
     c.step = t;
-    if (pt->trust == DPO_TRUST_SECAGG) { /* un-amplified: the coordinator drew the batch */
+    if (pt->trust == DPO_TRUST_SECAGG && sz.lap_honest) { /* pure, un-amplified */
+      c.sampling = "none";
+      c.accounting = "pure";
+    } else if (pt->trust == DPO_TRUST_SECAGG) { /* un-amplified: the coordinator drew the batch */
       c.mechanism = "rdp-rho";
       c.rho = rc2rho;
       c.eps = 0;
@@ -479,12 +505,16 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dp->last_charged = charged;
     dp->last_delta1 = central ? sens : w * sens / (double)m;
     dp->last_b = central ? b : w * b / (double)m; /* the scale seen in the mean */
-    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
       nz = sz;
       /* the Laplace scale with the same variance as the total noise (trace column only) */
-      dp->last_b = w * sz.scale * (double)sz.sigma * sqrt((double)pt->count / 2.0) / (double)m;
-      dp->last_eps0 = rc2rho;
+      if (sz.lap_honest) {
+        dp->last_b = w * b * sqrt((double)pt->count / sz.lap_honest) / (double)m;
+      } else {
+        dp->last_b = w * sz.scale * (double)sz.sigma * sqrt((double)pt->count / 2.0) / (double)m;
+        dp->last_eps0 = rc2rho;
+      }
     } else if (!central) {
       MPI_Comm comm = dpo_oracle_comm(o);
       int size = 1;

@@ -1,5 +1,5 @@
 /* The "auto" accountant: whatever mix of releases the algorithms of one run make, in one
- * (eps, delta) budget (privacy.accountant = auto, the default; see dpo_ledger_open_ex).
+ * (eps, delta) budget (privacy.accountant = auto; also the base of the default, pld: acct_pld.c).
  *
  *  part P  pure releases (Laplace; eps-DP after any sampling/accounting of the basic accountant)
  *  part A  (eps, delta) releases (classic Gaussian calibration): basic composition

@@ -206,6 +206,140 @@ int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k) {
   return dpo__dgauss(rng, &bits, sigma, k);
 }
 
+/* ------------------------------------------------------------ Polya (negative binomial) shares
+ *
+ * Distributed discrete Laplace for secure aggregation (src/privacy/secagg.c).  Goryczka & Xiong
+ * (2017, "A comprehensive comparison of multiparty secure additions with differential
+ * privacy", IEEE TDSC), and the infinite divisibility of the negative binomial:
+ *   NB(r, q): P(X = k) = Gamma(k + r) / (k! Gamma(r)) (1 - q)^r q^k,  pgf ((1-q)/(1-qs))^r,
+ * so a sum of n independent NB(1/n, q) is NB(1, q) = Geometric(q), and with Xi, Yi ~ NB(1/n, q)
+ * all independent, sum_{i<n} (Xi - Yi) = G1 - G2 is EXACTLY the discrete Laplace
+ * P(k) ~ q^|k| (see parties.c (1)); with q = exp(-1/t) that is dpo_mech_discrete_laplace(t).
+ * More than n such shares sum to that discrete Laplace plus independent noise.
+ *
+ * The sampler (exact: integer arithmetic and exact Bernoullis only).  NB(r, q) is compound
+ * Poisson with Levy measure nu(k) = r q^k / k, k >= 1 (log pgf = r sum_k q^k (s^k - 1) / k): X
+ * is the sum of the points of a Poisson process on {1, 2, ...} with intensity nu.  Split it in
+ * regions R: the dyadic blocks [2^j, 2^{j+1}), j < J, and the tail [K0, oo), K0 = 2^J >= 2t.
+ * (a) A coin for R: a proposal k ~ pi on R, success with probability nu(k) / pi(k) <= 1: the
+ *     success probability is lambda_R = nu(R) and, given success, k ~ nu|R / lambda_R.
+ *     block j: k uniform (pi = 2^-j), ratio = (1/n) (2^j / k) exp(-k/t);
+ *     tail: k = K0 + m t + u, m ~ Geometric(1/2) (pi(m) = 2^-(m+1)), u uniform on [0, t):
+ *       ratio = (1/n) (t / k) (2/e) exp(-(K0 - t)/t) (2/e)^m exp(-u/t),  every factor <= 1.
+ *     Bernoulli(exp(-a/b)) is CKS Alg. 1; Bernoulli(2/e): K = the first k >= 1 with
+ *     Bernoulli(1/k) = 0 has P(K = k) = (k-1)/k! and P(K odd) = 1/e (CKS Alg. 1 at gamma = 1);
+ *     answer 1 if K is odd, else Bernoulli(k / ((k+1)(k-1))) = P(K = k+1) / P(K = k): the even
+ *     K then add P(K odd) again, 2/e in all.  Rational Bernoullis by lazy bit comparison.
+ * (b) Poisson(lambda_R) points from the coin (lambda_R <= 1/n <= 1/2): flip it until it fails
+ *     (the successes N ~ Geometric, P(N = k) = (1 - lambda) lambda^k, their marks i.i.d. from
+ *     nu|R / lambda_R and independent of N) and accept with probability 1/N! (N Bernoulli(1/i));
+ *     else redo.  Accepted, P(N = k) ~ lambda^k / k!: Poisson(lambda_R), marks unchanged (the
+ *     Bernoulli-factory Poisson generator of Flajolet, Pelletier & Soria 2011, "On Buffon
+ *     machines and numbers", SODA).  Expected work O(J) coin flips per variate (J ~ log2 t).
+ * n = 1: the share is one discrete Laplace (CKS Alg. 2), the same law.  The only failure is
+ * an error (never a biased sample) with probability < 2^-1000 (m or the mark sum too large). */
+
+static int dpo__bern_q(dpo__bits_t *b, uint64_t num, uint64_t den) {
+  dpo__u256 D = u256_from(den);
+  return dpo__bern_frac(b, u256_from(num), &D);
+}
+
+static int dpo__bern_2e(dpo__bits_t *b) { /* Bernoulli(2/e) */
+  uint64_t k = 1;
+  while (dpo__bern_q(b, 1, k)) k++;
+  if (k & 1u) return 1;
+  return dpo__bern_q(b, k, (k + 1) * (k - 1));
+}
+
+/* One coin of region j (j < J: a block; j == J: the tail); *k = the mark on success. */
+static int dpo__polya_coin(dpo_rng_t *rng, dpo__bits_t *b, uint64_t t, uint64_t n, int j, int J,
+                           uint64_t *k, int *ok) {
+  *ok = 0;
+  if (j < J) {
+    const uint64_t lo = (uint64_t)1 << j;
+    *k = lo + dpo_rng_below(rng, lo);
+    *ok = dpo__bern_q(b, 1, n) && dpo__bern_q(b, lo, *k) &&
+          dpo__bern_exp(b, u256_from(*k), u256_from(t));
+    return DPO_OK;
+  }
+  const uint64_t K0 = (uint64_t)1 << J;
+  uint64_t m = 0;
+  while (!dpo__bit(b))
+    if (++m > 1000) return dpo_err(DPO_EUNSUP, "Polya share: tail overflow (probability 2^-1000)");
+  const uint64_t u = dpo_rng_below(rng, t);
+  *k = K0 + m * t + u; /* < 2^51 + 1001 * 2^50 < 2^61 */
+  if (!dpo__bern_q(b, 1, n) || !dpo__bern_q(b, t, *k) || !dpo__bern_2e(b) ||
+      !dpo__bern_exp(b, u256_from(K0 - t), u256_from(t)))
+    return DPO_OK;
+  for (uint64_t i = 0; i < m; i++)
+    if (!dpo__bern_2e(b)) return DPO_OK;
+  *ok = dpo__bern_exp(b, u256_from(u), u256_from(t));
+  return DPO_OK;
+}
+
+/* X ~ NB(1/n, exp(-1/t)), n >= 2 */
+static int dpo__polya(dpo_rng_t *rng, dpo__bits_t *b, uint64_t t, uint64_t n, int64_t *x) {
+  int J = 0;
+  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
+  unsigned __int128 sum = 0;
+  for (int j = 0; j <= J; j++) {
+    for (;;) { /* Poisson(lambda_j) points by coin + 1/N! acceptance */
+      unsigned __int128 acc = 0;
+      uint64_t N = 0, k;
+      int ok, rc;
+      for (;;) {
+        if ((rc = dpo__polya_coin(rng, b, t, n, j, J, &k, &ok))) return rc;
+        if (!ok) break;
+        N++;
+        acc += k;
+        if (N > 1000) return dpo_err(DPO_EUNSUP, "Polya share: too many points (probability "
+                                     "below 2^-1000)");
+      }
+      int keep = 1;
+      for (uint64_t i = 2; i <= N && keep; i++) keep = dpo__bern_q(b, 1, i);
+      if (keep) {
+        sum += acc;
+        break;
+      }
+    }
+  }
+  if (sum >= ((unsigned __int128)1 << 62))
+    return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
+  *x = (int64_t)sum;
+  return DPO_OK;
+}
+
+int dpo_mech_polya(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *x) {
+  if (!rng || !x || t < 1 || t > DPO__TMAX || n < 1 || n > ((uint64_t)1 << 32))
+    return dpo_err(DPO_EINVAL, "Polya: need 1 <= t <= 2^50 and 1 <= n <= 2^32 (t %llu, n %llu)",
+                   (unsigned long long)t, (unsigned long long)n);
+  dpo__bits_t bits = {rng, 0, 0};
+  if (n == 1) { /* NB(1, q) = Geometric(q) = U + t V as in CKS Alg. 2 (no sign) */
+    for (;;) {
+      uint64_t U = dpo_rng_below(rng, t), V = 0;
+      if (!dpo__bern_exp(&bits, u256_from(U), u256_from(t))) continue;
+      while (dpo__bern_exp(&bits, u256_from(1), u256_from(1)))
+        if (++V >= DPO__VMAX) return dpo_err(DPO_EUNSUP, "Polya: geometric overflow");
+      *x = (int64_t)(U + t * V);
+      return DPO_OK;
+    }
+  }
+  return dpo__polya(rng, &bits, t, n, x);
+}
+
+int dpo_mech_dlaplace_polya_share(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *z) {
+  if (!rng || !z || t < 1 || t > DPO__TMAX || n < 1 || n > ((uint64_t)1 << 32))
+    return dpo_err(DPO_EINVAL, "Polya share: need 1 <= t <= 2^50 and 1 <= n <= 2^32 (t %llu, "
+                   "n %llu)", (unsigned long long)t, (unsigned long long)n);
+  dpo__bits_t bits = {rng, 0, 0};
+  if (n == 1) return dpo__dlap(rng, &bits, t, z); /* G1 - G2 itself */
+  int64_t x, y;
+  int rc = dpo__polya(rng, &bits, t, n, &x);
+  if (!rc) rc = dpo__polya(rng, &bits, t, n, &y);
+  if (!rc) *z = x - y;
+  return rc;
+}
+
 /* ------------------------------------------------------------ grid mechanisms */
 
 int dpo_mech_grid(double scale, double *lambda) {

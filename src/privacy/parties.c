@@ -49,7 +49,8 @@ const char *dpo_trust_protects(dpo_trust_t t) {
            "guarantee against them.";
   case DPO_TRUST_SECAGG:
     return "secagg: secure aggregation: every rank encodes its sum in fixed point mod 2^64 "
-           "(randomized rounding), every party adds a discrete Gaussian share sized so that the "
+           "(randomized rounding), every party adds a noise share (discrete Gaussian; at pure eps "
+           "a Polya share, so that honest shares sum to a discrete Laplace) sized so that the "
            "P - k honest parties' shares alone carry the charged noise (privacy.collude = k), "
            "and every rank masks its vector with pairwise X25519/ChaCha20 masks that cancel in "
            "the sum: the coordinator learns only uniform-looking masked vectors and their sum; "

@@ -68,6 +68,25 @@
  * smallest integer for which eps(P - k, sigma, Delta, d) <= rho_target, so the guarantee holds
  * against any coalition of size <= k; the released total carries P sigma^2 of variance (the
  * price of the honest-minority assumption: P / (P - k) times the central variance).
+ *
+ * ---------------------------------------------------------------- pure eps (delta = 0)
+ * With privacy.delta = 0 the release is a distributed discrete LAPLACE instead (step (2)):
+ * every party leader adds Z_r = X_r - Y_r per coordinate, X_r, Y_r ~ NB(1/n, e^{-1/t})
+ * independent Polya variates, n = P - k (dpo_mech_dlaplace_polya_share; exact sampler and
+ * derivation in mechanism.c).  Goryczka & Xiong (2017, IEEE TDSC, "A comprehensive comparison
+ * of multiparty secure additions with differential privacy"): the n honest shares sum to
+ * EXACTLY the discrete Laplace P(z) ~ exp(-|z|/t) (NB is infinitely divisible: the n-fold
+ * sum of NB(1/n, q) is NB(1, q) = Geometric(q), and G1 - G2 is the discrete Laplace); the
+ * remaining P - n shares add independent noise (post-processing).  Sensitivity, in L1: the
+ * same coupling on U gives ||x_r - x'_r||_1 <= sum_j (|v_j - v'_j| / gamma + 1) <=
+ * Delta1 / gamma + d =: Delta, and the discrete Laplace on Z^d is (Delta / t)-DP for integer
+ * shifts of L1 norm <= Delta (pmf ratio exp(||h||_1 / t)); the sup over U again bounds the
+ * mixture.  So the release is charged as a pure "laplace" release with eps = Delta / t
+ * (rounded up; dpo_secagg_lap_params picks gamma with Delta1/gamma in [1024, 2048) d, so the
+ * rounding inflates the sensitivity by at most 1/1024, and t = ceil(Delta / eps_target)).
+ * Range: t <= 2^50; P(|sum of the shares| > 2^62) is below 2 P e^{-2^11}, and a wrap is
+ * post-processing as above.  The released total carries (P/n) times the variance of the
+ * discrete Laplace (the honest-minority price, as for the Gaussian).
  */
 #include "dpopt/parties.h"
 
@@ -152,6 +171,27 @@ int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_t
   *gamma = g;
   *sigma = s;
   *rho = r;
+  if (delta_enc) *delta_enc = D;
+  return DPO_OK;
+}
+
+int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *gamma,
+                          uint64_t *t, double *eps, double *delta_enc) {
+  if (!(delta1 > 0) || !isfinite(delta1) || d < 1 || !(eps_target > 0) || !isfinite(eps_target))
+    return dpo_err(DPO_EINVAL, "secagg (Laplace): sensitivity %g, d %lld, eps %g: need "
+                   "sensitivity > 0, eps > 0", delta1, (long long)d, eps_target);
+  int e;
+  frexp(delta1 / (1024.0 * (double)d), &e); /* x = f 2^e, f in [0.5, 1) */
+  double g = ldexp(1.0, e - 1);             /* Delta1/g in [1024 d, 2048 d) */
+  double D = dpo__add_up(dpo__div_up(delta1, g), (double)d);
+  double t0 = ceil(dpo__div_up(D, eps_target));
+  if (t0 < 1) t0 = 1;
+  if (!(t0 <= 0x1p50))
+    return dpo_err(DPO_EINVAL, "secagg (Laplace): the per-release eps = %g needs a discrete "
+                   "Laplace scale t = %g above 2^50: too small a budget per step", eps_target, t0);
+  *gamma = g;
+  *t = (uint64_t)t0;
+  *eps = dpo__div_up(D, t0);
   if (delta_enc) *delta_enc = D;
   return DPO_OK;
 }
@@ -257,8 +297,27 @@ int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_
 
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa) { return sa ? sa->release : 0; }
 
+static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
+                             uint64_t sigma, uint64_t lap_n, int ok, double *total,
+                             uint64_t *masked);
+
 int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
                      int ok, double *total, uint64_t *masked) {
+  return dpo__secagg_round(sa, v, d, gamma, sigma, 0, ok, total, masked);
+}
+
+int dpo_secagg_round_lap(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t t,
+                         int honest, int ok, double *total, uint64_t *masked) {
+  if (honest < 1) ok = 0; /* still runs the collective; the caller checked */
+  return dpo__secagg_round(sa, v, d, gamma, t, honest < 1 ? 1 : (uint64_t)honest, ok, total,
+                           masked);
+}
+
+/* sigma: the Gaussian share's sigma, or (lap_n > 0) the discrete Laplace scale t of the sum of
+ * lap_n honest Polya shares */
+static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
+                             uint64_t sigma, uint64_t lap_n, int ok, double *total,
+                             uint64_t *masked) {
   int rc = DPO_OK;
   if (d > sa->cap) {
     uint64_t *b = realloc(sa->buf, (size_t)d * sizeof *b), *m = NULL;
@@ -272,11 +331,16 @@ int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
   if (nf != 1.0) sigma = (uint64_t)fmax(1.0, floor((double)sigma * nf));
   if (ok) rc = dpo_secagg_encode(sa->rng, v, gamma, d, x);
   if (!ok || rc) memset(x, 0, (size_t)d * sizeof *x); /* the collective still runs */
-  for (int64_t j = 0; j < d && !rc && ok && sa->noise; j++) {
-    int64_t z;
-    if ((rc = dpo_mech_discrete_gaussian(sa->rng, sigma, &z))) break;
-    x[j] += (uint64_t)z;
-  }
+  /* this rank's party shares: 1 for a party leader in a run, 0 for its other ranks; dpopt
+   * audit's virtual parties: one per party (dpo__secagg_test_shares) */
+  for (int sh = 0; sh < sa->noise && !rc && ok; sh++)
+    for (int64_t j = 0; j < d && !rc; j++) {
+      int64_t z;
+      if ((rc = lap_n ? dpo_mech_dlaplace_polya_share(sa->rng, sigma, lap_n, &z)
+                      : dpo_mech_discrete_gaussian(sa->rng, sigma, &z)))
+        break;
+      x[j] += (uint64_t)z;
+    }
   const uint64_t rel = sa->release++; /* every rank counts; never reused, even after a failure */
   for (int s = 0; s < sa->size && !rc; s++)
     if (s != sa->rank)

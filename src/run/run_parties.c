@@ -47,17 +47,13 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
     }
   }
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
-    /* data-free refusals: the secagg release is an rdp-rho charge (needs delta > 0 and an
-     * accountant that composes RDP) */
+    /* data-free refusals: with delta > 0 the secagg release is an rdp-rho charge (needs an
+     * accountant that composes RDP); delta = 0 is the pure-eps distributed discrete Laplace */
     const char *acct = "auto";
     double delta = 0;
     dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
     if (!(rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &delta))) {
-      if (!(delta > 0))
-        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0 (--delta): the "
-                     "distributed discrete Gaussian is charged in Renyi DP (Kairouz-Liu-Steinke "
-                     "2021 Thm 1)");
-      else if (acct && !strcasecmp(acct, "basic"))
+      if (delta > 0 && acct && !strcasecmp(acct, "basic"))
         rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = pld, auto or rdp "
                      "(its releases are charged in Renyi DP), not basic");
     }
@@ -161,7 +157,15 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
       if (!rc) rc = dpo_ledger_set_parties(ledger, p->count, p->eps, p->delta);
       if (!rc) { /* the journal says whom its charges hold against */
         char ev[800];
-        if (p->trust == DPO_TRUST_SECAGG)
+        double be = NAN, bd = NAN;
+        if (p->trust == DPO_TRUST_SECAGG && !dpo_ledger_budget(ledger, &be, &bd) && !(bd > 0))
+          snprintf(ev, sizeof ev, "trust secagg, collude %d of %d: %s; distributed discrete "
+                   "Laplace (Polya shares, Goryczka-Xiong 2017: the P - k = %d honest shares sum "
+                   "to exactly a discrete Laplace; pure eps), fixed point mod 2^64 with "
+                   "randomized rounding (L1 sensitivity Delta1/gamma + d), wrap-around is "
+                   "post-processing (noise not truncated)", p->collude, p->count,
+                   dpo_trust_coordinator_sees(p->trust), p->count - p->collude);
+        else if (p->trust == DPO_TRUST_SECAGG)
           snprintf(ev, sizeof ev, "trust secagg, collude %d of %d: %s; distributed discrete "
                    "Gaussian (Kairouz-Liu-Steinke 2021 Thm 1, P - k = %d honest shares), fixed "
                    "point mod 2^64 with randomized rounding (sensitivity Delta2/gamma + sqrt(d)), "

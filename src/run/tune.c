@@ -158,6 +158,19 @@ static int rep_curve(dpo__tune_t *t, double e, dpo_rdp_curve_t *q) {
   return DPO_OK;
 }
 
+static int tune_public_n(dpo__tune_t *t) {
+  int gauss = 0, rc;
+  for (int i = 0; i < t->nc; i++) gauss |= t->c[i].gauss;
+  if (!gauss || t->rel != DPO_NEIGHBOURS_ADD_REMOVE) return DPO_OK;
+  if (!dpo_config_get(t->cfg, "privacy.public_n"))
+    return dpo_err(DPO_EINVAL, "tune: under add-remove the training row count is private, and "
+                   "dp-sgd-rdp's Poisson rate m/n and steps must not read it: declare a public "
+                   "size (--public-n N, privacy.public_n), e.g. the data set's published size");
+  if ((rc = dpo_config_get_int(t->cfg, "privacy.public_n", 0, &t->n))) return rc;
+  if (t->n < 1) return dpo_err(DPO_EINVAL, "tune: privacy.public_n must be >= 1");
+  return DPO_OK;
+}
+
 static int tuned_eps(dpo__tune_t *t, double e, double *eps) {
   dpo_rdp_curve_t q;
   int rc;
@@ -251,7 +264,8 @@ static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_co
     set(c, "algo.z", "%.17g", k->z);
     set(c, "algo.T", "%.0f", (double)k->T);
     set(c, "algo.m", "%.0f", (double)k->m);
-    /* the repetition samples at the rate the tune's curve was computed for (q = m / n) */
+    /* the repetition samples at the rate the tune's curve was computed for (q = m / n: n the
+     * declared public size under add-remove, the public row count under replace-one) */
     set(c, "privacy.public_n", "%.0f", (double)t->n);
     dpo_config_set(c, "algo.sampling", t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? "poisson" : "wor", "tune");
     if (!isnan(k->lr)) set(c, "algo.lr", "%.17g", k->lr);
@@ -429,6 +443,10 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if ((rc = count_rows(t, "data.train", &t->n, &d)) ||
       (rc = count_rows(t, "data.test", &t->n_test, &d)))
     goto out;
+  /* under add-remove the training row count is private (sco_common.h, dpo__sco_public_n): the
+   * Gaussian candidates' rate q = m/n, steps and default batch come from a declared public size,
+   * passed to every repetition (privacy.public_n) so each samples at the rate the curve is for */
+  if ((rc = dpo_agree(comm, tune_public_n(t)))) goto out;
   if (t->n_test < 2 && (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "tune: the held-out data need "
                                                     ">= 2 rows"))))
     goto out;
