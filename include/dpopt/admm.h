@@ -228,6 +228,13 @@ typedef struct {
    * P - k honest shares) with rho <= 1/z, z = dpo_rdp_calibrate for the T (+ 1) releases;
    * sigma_rule and sigma_fixed do not apply.  0: central (rank 0 adds the noise). */
   int secagg_parties, secagg_collude;
+  /* parties, one per rank (privacy.trust = central with parties.count, local, secagg):
+   * nparties > 0 makes every charge name parties 0..nparties-1 (the ledger keeps that many
+   * party accounts, dpo_ledger_set_parties).  local_noise = 1 (privacy.trust = local): rank 0
+   * adds nothing; every rank adds the calibrated Gaussian, n sigma on the SUM, to its own
+   * clipped gradient sum before the reduce (exact grid Gaussian on the rank's noise stream,
+   * dpo_oracle_set_noise_rng), so the released gradient carries sqrt(P) sigma. */
+  int nparties, local_noise;
   /* rank 0, optional: after each iteration t (x_t, y_t released) */
   void (*trace)(void *arg, int64_t t, const double *x, const double *y);
   void *trace_arg;

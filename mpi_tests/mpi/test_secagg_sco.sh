@@ -13,7 +13,7 @@
 #    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
 #    central one times sqrt(P / (P - k)) (within 3%: integer sigma, rounding inflation), the
 #    test accuracy is central's within 0.01 and the training objective is withheld; consensus,
-#    --sigma, --trace and trust local are refused with the reason.
+#    --sigma, --trace and consensus under trust local are refused with the reason.
 . "$(dirname "$0")/testlib.sh"
 
 COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 10 \
@@ -96,5 +96,5 @@ expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --trace "$T/tr.csv" $ADMM --se
 has "$T/err" "--trace reports the exact training objective" "--trace refused"
 expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "noises each agent's own clipped message" "consensus refused with the reason"
-expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm $ADMM --set privacy.trust=local "$S/data/a9a"
+expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=local "$S/data/a9a"
 finish test_secagg_sco

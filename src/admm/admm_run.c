@@ -26,7 +26,8 @@ typedef struct {
   int64_t restart;
   const char *trust; /* privacy.trust: central | secagg (dpadmm / dpaccadmm only) */
   int64_t collude;
-  int secagg;
+  int secagg, local;
+  int64_t nparties; /* party accounts, one party per rank (0: none) */
   int rank, size;
 } dpo__arun_t;
 
@@ -75,7 +76,8 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
       (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 1, &s->adapt)) ||
       (rc = dpo_config_get_bool(cfg, "admm.private", 0, &s->priv)) ||
       (rc = dpo_config_get_int(cfg, "admm.restart", 0, &s->restart)) ||
-      (rc = dpo_config_get_int(cfg, "privacy.collude", 1, &s->collude)))
+      (rc = dpo_config_get_int(cfg, "privacy.collude", 1, &s->collude)) ||
+      (rc = dpo_config_get_int(cfg, "parties.count", 0, &s->nparties)))
     return rc;
   /* non-private consensus stops on its residuals: room to converge (a private run pays for
    * every iteration, so its default count stays small) */
@@ -233,16 +235,33 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
  * gradient, is a sum over the ranks' clipped gradient sums: it runs under secagg (one party
  * per rank, dpadmm.c).  Consensus ADMM's private mode is local noise per agent message. */
 static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
+  const int dp = !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm");
+  if (dpo_config_get(cfg, "parties.count") && !(dp && s->nparties == s->size))
+    return dpo_err(DPO_EINVAL, "parties.count = %lld: dpopt admm keeps one party per rank (%d) "
+                   "and only for --method dpadmm / dpaccadmm", (long long)s->nparties, s->size);
   if (!strcmp(s->trust, "central")) {
     if (dpo_config_get(cfg, "privacy.collude"))
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
+    return DPO_OK; /* with parties.count: party accounts, rank 0 noises as without */
+  }
+  if (!strcmp(s->trust, "local") && dp) {
+    /* every rank (party) noises its own gradient sum: --trace would show the coordinator
+     * exact training sums; the rest of the calibration is central's */
+    if (s->tracep)
+      return dpo_err(DPO_EUNSUP, "privacy.trust = local: --trace reports the exact training "
+                     "objective and accuracy, which the coordinator must not see");
+    if (dpo_config_get(cfg, "privacy.collude"))
+      return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
+    s->local = 1;
+    s->nparties = s->size;
     return DPO_OK;
   }
   if (strcmp(s->trust, "secagg") != 0)
     return dpo_err(strcmp(s->trust, "local") && strcmp(s->trust, "shares") ? DPO_EINVAL
                                                                            : DPO_EUNSUP,
-                   "privacy.trust = %s: dpopt admm takes central (default) or "
-                   "secagg (--method dpadmm / dpaccadmm)", s->trust);
+                   "privacy.trust = %s: dpopt admm takes central (default), local "
+                   "(--method dpadmm / dpaccadmm) or secagg (--method dpadmm / dpaccadmm)",
+                   s->trust);
   if (!strcmp(s->meth, "consensus"))
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is not implemented for consensus ADMM: "
                    "its --private mode noises each agent's own clipped message x_i + u_i "
@@ -267,6 +286,7 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
                    "rank)", (long long)s->collude, s->size);
   s->srule = "rdp";
   s->secagg = 1;
+  s->nparties = s->size;
   return DPO_OK;
 }
 
@@ -326,6 +346,31 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     o.rng = rng;
     o.ledger = L;
   }
+  if (dp && s->nparties > 0) { /* party accounts: each party's budget is the run's */
+    if (s->rank == 0) {
+      double *pe = malloc((size_t)s->size * sizeof *pe), *pd = malloc((size_t)s->size * sizeof *pd);
+      if (!pe || !pd) rc = dpo_err(DPO_ENOMEM, "out of memory");
+      for (int k = 0; k < s->size && !rc; k++) pe[k] = s->eps, pd[k] = s->delta;
+      if (!rc) rc = dpo_ledger_set_parties(L, s->size, pe, pd);
+      if (!rc && !s->secagg) {
+        char ev[400];
+        snprintf(ev, sizeof ev, "trust %s: %s; one party per rank", s->local ? "local" : "central",
+                 dpo_trust_coordinator_sees(s->local ? DPO_TRUST_LOCAL : DPO_TRUST_CENTRAL));
+        rc = dpo_ledger_party_event(L, ev, -1, -1);
+      }
+      free(pe);
+      free(pd);
+    }
+    if ((rc = dpo_agree(comm, rc))) goto out;
+    o.nparties = s->size;
+  }
+  if (dp && s->local) { /* each rank's own noise stream, apart from rank 0's stream 0 */
+    rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
+                                        DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
+    if (!rc) rc = dpo_agree(comm, dpo_oracle_set_noise_rng(orc, prng));
+    if (rc) goto out;
+    o.local_noise = 1;
+  }
   if (dp && s->secagg) {
     /* one party per rank: each rank's own stream for its rounding and noise share, pairwise
      * keys once (collective) */
@@ -368,12 +413,14 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   rc = DPO_OK;
   /* final diagnostics (collective through the oracle) */
   double loss = NAN, accu = NAN, tl = NAN, ta = NAN;
-  if (s->rank == 0) {
-    /* secagg: no exact training sum reaches the coordinator, not even a diagnostic */
-    if (!s->secagg) dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
+  /* secagg / local: no exact training sum reaches the coordinator, not even a diagnostic;
+   * with neither that nor a test set there is no request (and no serve loop to end) */
+  const int diag = (!s->secagg && !s->local) || te;
+  if (s->rank == 0 && diag) {
+    if (!s->secagg && !s->local) dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
     if (te) dpo_oracle_eval_metric(orc, x, 1, &tl, &ta);
     dpo_oracle_finish(orc, DPO_OK);
-  } else {
+  } else if (diag) {
     dpo_oracle_serve(orc);
   }
   if (s->rank == 0) {
@@ -396,7 +443,11 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     if (s->secagg)
       fprintf(rep, "trust       secagg, collude %lld of %d parties (one per rank); the training "
               "objective is withheld\n", (long long)s->collude, s->size);
-    else
+    else if (s->local)
+      fprintf(rep, "trust       local, %d parties (one per rank), each noising its own sum "
+              "(sigma above: the total, sqrt(P) times one party's); the training objective is "
+              "withheld\n", s->size);
+    if (!s->secagg && !s->local)
       fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
               loss + s->lambda * cblas_dasum(A->p, ax, 1));
     if (te) fprintf(rep, "test        accuracy %.6f\n", ta);

@@ -16,7 +16,14 @@
  * The release, grad f(x) + P_t, is the SUM over the ranks of their clipped gradient sums (over
  * n) plus noise, so it runs under privacy.trust = secagg too (opts secagg_parties, admm.h): the
  * coordinator then receives only masked vectors and the noised sum (P_t = the parties' shares),
- * and the iterations are the same post-processing of it. */
+ * and the iterations are the same post-processing of it.  With parties (opts nparties: one per
+ * rank) every release is charged to the global account and to every party (each party's rows
+ * enter every full gradient).  privacy.trust = local (opts local_noise): rank 0 adds nothing;
+ * every rank adds N(0, (n sigma)^2) to its own clipped gradient SUM before the reduce (exact
+ * grid Gaussian on its own stream) and that is the charge (sum units: n sigma on sensitivity
+ * 2C, the same multiplier as central's): the coordinator sees each party's noised sum, so each
+ * party's own noise must alone carry the charge against it; the full batch leaves nothing to
+ * amplify.  The released gradient then carries sqrt(P) sigma. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +57,18 @@ typedef struct {
   int size;
 } ctx_t;
 
+/* Rank 0: charge one release, to every party when the ledger keeps party accounts. */
+static int charge(ctx_t *c, const dpo_charge_t *ch) {
+  int P = c->op->nparties;
+  if (P <= 0) return dpo_ledger_charge(c->op->ledger, ch, NULL);
+  int *pl = malloc((size_t)P * sizeof *pl), refused = -2, st;
+  if (!pl) return dpo_err(DPO_ENOMEM, "dpadmm: out of memory");
+  for (int k = 0; k < P; k++) pl[k] = k; /* every party's rows enter every full gradient */
+  st = dpo_ledger_charge_parties(c->op->ledger, ch, P, pl, NULL, &refused);
+  free(pl);
+  return st;
+}
+
 /* Rank 0: g = grad f(x) + P (P = 0 without noise).  The charge comes first. */
 static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   int st;
@@ -57,7 +76,7 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
     dpo_charge_t ch = {.mechanism = "rdp-rho", .rho = c->rho, .dim = c->d, .sampling = "none",
                        .accounting = "rdp", .m = c->n, .n = c->n, .step = step,
                        .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
-    if ((st = dpo_ledger_charge(c->op->ledger, &ch, NULL))) return st;
+    if ((st = charge(c, &ch))) return st;
     dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0};
     int64_t used = 0;
     if ((st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used))) return st;
@@ -66,17 +85,30 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
     c->releases++;
     return DPO_OK;
   }
+  const int local = c->op->noise && c->op->local_noise;
   if (c->op->noise) {
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = c->sigma, .sensitivity = c->sens,
-                       .dim = c->d, .sampling = "none", .accounting = "rdp", .step = step};
-    if ((st = dpo_ledger_charge(c->op->ledger, &ch, NULL))) return st;
+    /* local: each party's own noise on its SUM is what is charged (sum units: n sigma on
+     * sensitivity n sens = 2 clip), and it alone covers the party against the coordinator,
+     * which sees every party's noised sum; full batch, so nothing to amplify */
+    double k = local ? (double)c->n : 1.0;
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = k * c->sigma,
+                       .sensitivity = k * c->sens, .dim = c->d, .sampling = "none",
+                       .accounting = "rdp", .step = step};
+    if ((st = charge(c, &ch))) return st;
   }
   double loss = 0.0;
   int64_t used = 0;
-  if ((st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used))) return st;
+  if (local) {
+    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0};
+    st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used);
+  } else {
+    st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used);
+  }
+  if (st) return st;
   if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
   dpo_model_finish(dpo_oracle_model(c->o), c->d, used, x, NULL, g);
-  if (c->op->noise && (st = dpo_mech_gaussian(c->op->rng, c->sigma, g, c->d))) return st;
+  if (c->op->noise && !local && (st = dpo_mech_gaussian(c->op->rng, c->sigma, g, c->d)))
+    return st;
   c->releases++;
   return DPO_OK;
 }
@@ -201,7 +233,9 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
       }
     }
   }
-  inf.sigma = c.sigma;
+  /* the std of the noise on the released mean gradient: local sums P parties' own noise */
+  inf.sigma = op->local_noise && op->nparties > 0 ? c.sigma * sqrt((double)op->nparties)
+                                                  : c.sigma;
   if ((st = dpo_agree(comm, st))) return st;
 
   size_t D = (size_t)d, Pn = (size_t)p;

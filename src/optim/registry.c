@@ -97,20 +97,29 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
    * dp_common.c and the batch-sum SCO methods dp-sgd-rdp and pnsgd (sco_common.h).  The phased
    * methods perturb only a PHASE OUTPUT, a nonlinear function (SGD pass, ERM solve) of many
    * unnoised gradients the coordinator computes: not a sum the parties could encode. */
+  /* the same holds in every multi-party run (parties.count, or a trust mode other than
+   * central): under central and local every party would also receive the unnoised iterates
+   * of the phase (the oracle's x), and no party could noise its own part of the output */
   const char *trust = NULL;
+  int64_t pc = 0;
   if (cfg) dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  if (cfg && dpo_config_get_int(cfg, "parties.count", 0, &pc)) pc = 0;
+  const int multi = (trust && strcasecmp(trust, "central")) || pc != 0;
+  if (multi && a->shared == dpo__sco_params && strcmp(a->name, "dp-sgd-rdp") != 0 &&
+      strcmp(a->name, "pnsgd") != 0)
+    return dpo_err(DPO_EUNSUP, "privacy.trust = %s with parties: %s releases only a noised "
+                   "phase output (output perturbation, 003 Alg. 2/3), computed by the "
+                   "coordinator from many UNNOISED gradients (one example at a time in the SGD "
+                   "phases of phased-sgd / phased-sc, the batch at every step of the ERM solve "
+                   "of phased-erm; sc-reduce runs one of them) at iterates every party "
+                   "receives: the phase output is not a sum of per-party contributions, so no "
+                   "party could noise its part (local) or add a share of its noise (secagg), "
+                   "and neither masking nor trusting the coordinator would hide those exact "
+                   "gradients from the other parties.  Use dp-sgd-rdp, pnsgd or the DP-GD "
+                   "family (dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*)",
+                   trust ? trust : "central", a->name);
   if (trust && !strcasecmp(trust, "secagg") && a->shared != dpo__dp_params &&
       strcmp(a->name, "dp-sgd-rdp") != 0 && strcmp(a->name, "pnsgd") != 0) {
-    if (a->shared == dpo__sco_params)
-      return dpo_err(DPO_EUNSUP, "privacy.trust = secagg: %s releases only a noised phase "
-                     "output (output perturbation, 003 Alg. 2/3), computed by the coordinator "
-                     "from many UNNOISED gradients (one example at a time in the SGD phases of "
-                     "phased-sgd / phased-sc, the batch at every step of the ERM solve of "
-                     "phased-erm; sc-reduce runs one of them): the phase output is not a sum of "
-                     "per-party contributions, so no party could add a share of its noise, and "
-                     "masking would not hide those exact gradients.  Use dp-sgd-rdp, pnsgd or "
-                     "the DP-GD family (dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*) with secagg",
-                     a->name);
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is implemented for the releases that are "
                    "sums of per-party contributions (the DP-GD family, dp-sgd-rdp, pnsgd), not "
                    "for %s", a->name);

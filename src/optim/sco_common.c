@@ -211,8 +211,23 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
                    "a public size is declared (privacy.public_n)", who, ec, c->eps);
   double b, v = (double)c->n;
   if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
-  /* charged before the count is drawn, let alone used (privacy rule 2) */
-  if ((rc = dpo__sco_count_charge(dpo_solver_ledger(s), c->rel, b, NULL))) return rc;
+  /* charged before the count is drawn, let alone used (privacy rule 2).  In a multi-party
+   * run (central trust: local and secagg refuse add-remove before this) every party's rows
+   * enter the count, so it names every party, as the releases after it do. */
+  dpo_ledger_t *L = dpo_solver_ledger(s);
+  int P = dpo_ledger_nparties(L);
+  if (P > 0) {
+    int *pl = malloc((size_t)P * sizeof *pl), refused = -2;
+    if (!pl) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
+    for (int k = 0; k < P; k++) pl[k] = k;
+    dpo_charge_t ch = {.mechanism = "laplace", .noise_scale = b, .sensitivity = 1, .dim = 1,
+                       .sampling = "none", .accounting = "pure", .step = -1, .neighbours = c->rel};
+    rc = dpo_ledger_charge_parties(L, &ch, P, pl, NULL, &refused);
+    free(pl);
+  } else {
+    rc = dpo__sco_count_charge(L, c->rel, b, NULL);
+  }
+  if (rc) return rc;
   if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, &v, 1))) return rc;
   v = nearbyint(v);
   *n_pub = v < 1 ? 1 : v > 0x1p53 ? ((int64_t)1 << 53) : (int64_t)v;
@@ -227,30 +242,37 @@ void dpo__sco_free(dpo__sco_t *c) {
   c->perm = c->ids = NULL;
 }
 
-/* ---- privacy.trust = secagg (see sco_common.h) ---- */
+/* ---- multi-party runs: central, local, secagg (see sco_common.h) ---- */
 
-int dpo__sco_secagg_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa) {
+int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa) {
   dpo_oracle_t *o = dpo_solver_oracle(s);
   const dpo_parties_t *pt = dpo_oracle_parties(o);
   memset(sa, 0, sizeof *sa);
-  if (!pt || pt->trust != DPO_TRUST_SECAGG) return DPO_OK;
+  if (!pt) return DPO_OK;
   int rc, P = pt->count;
   if (dpo_ledger_nparties(dpo_solver_ledger(s)) != P)
-    return dpo_err(DPO_EINVAL, "secagg: %d parties declared but the ledger keeps %d party "
+    return dpo_err(DPO_EINVAL, "parties: %d parties declared but the ledger keeps %d party "
                    "accounts", P, dpo_ledger_nparties(dpo_solver_ledger(s)));
   if (!(sens > 0) || !isfinite(sens))
-    return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs a finite L2 sensitivity");
+    return dpo_err(DPO_EINVAL, "privacy.trust = %s needs a finite L2 sensitivity",
+                   dpo_trust_name(pt->trust));
   sa->d = dpo_solver_dim(s);
-  if ((rc = dpo_secagg_params(sens, sa->d, P, pt->collude, rho_target, &sa->gamma, &sa->sigma,
-                              &sa->rho, NULL)))
-    return rc;
+  sa->trust = pt->trust;
   MPI_Comm_size(dpo_oracle_comm(o), &sa->size);
+  if (pt->trust == DPO_TRUST_SECAGG) {
+    if ((rc = dpo_secagg_params(sens, sa->d, P, pt->collude, rho_target, &sa->gamma, &sa->sigma,
+                                &sa->rho, NULL)))
+      return rc;
+    sa->sd = sa->gamma * (double)sa->sigma * sqrt((double)P);
+  } else if (pt->trust != DPO_TRUST_CENTRAL && pt->trust != DPO_TRUST_LOCAL) {
+    return dpo_err(DPO_EUNSUP, "privacy.trust = %s is not implemented for this algorithm: it "
+                   "takes central, local or secagg", dpo_trust_name(pt->trust));
+  }
   if (!(sa->plist = malloc((size_t)P * sizeof *sa->plist)))
-    return dpo_err(DPO_ENOMEM, "secagg: out of memory");
+    return dpo_err(DPO_ENOMEM, "parties: out of memory");
   for (int k = 0; k < P; k++) sa->plist[k] = k;
   sa->np = P;
   sa->sens = sens;
-  sa->sd = sa->gamma * (double)sa->sigma * sqrt((double)P);
   sa->on = 1;
   return DPO_OK;
 }
@@ -261,21 +283,41 @@ void dpo__sco_secagg_free(dpo__sco_sa_t *sa) {
   sa->on = 0;
 }
 
-int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, const dpo_batch_t *b,
-                        int64_t n, const char *sampling, int64_t group, int64_t step,
-                        double *gsum) {
+int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
+                         const dpo_batch_t *b, const dpo_charge_t *ch, double *gsum) {
   dpo_ledger_t *L = dpo_solver_ledger(s);
-  /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
-  int rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size);
-  if (rc) return rc;
-  dpo_charge_t c = {.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d, .sampling = sampling,
-                    .accounting = "rdp", .group = group, .m = b->m, .n = n, .step = step,
-                    .neighbours = dpo_ledger_neighbours(L)};
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  dpo_charge_t c = *ch;
+  dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
+  int rc = DPO_OK;
+  if (sa->trust == DPO_TRUST_SECAGG) {
+    /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
+    if ((rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size))) return rc;
+    c = (dpo_charge_t){.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d,
+                       .sampling = ch->sampling, .accounting = "rdp", .group = ch->group,
+                       .m = b->m, .n = ch->n, .step = ch->step, .neighbours = dpo_ledger_neighbours(L)};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
+  } else if (sa->trust == DPO_TRUST_LOCAL) {
+    /* the coordinator draws the batch: a local charge amplified by sampling would not hold
+     * against it (refused here as a guard; the callers charge sampling none or disjoint) */
+    if (strcmp(ch->sampling, "none") && strcmp(ch->sampling, "disjoint"))
+      return dpo_err(DPO_EINVAL, "privacy.trust = local: a release charged with sampling %s "
+                     "would be amplified against the coordinator that drew the batch",
+                     ch->sampling);
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0};
+  }
   double charged = 0;
   int refused = -2;
   /* charged BEFORE anything data-dependent is computed (privacy rule 2) */
   if ((rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused))) return rc;
-  dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
   int64_t used = 0;
-  return dpo_oracle_eval_sums_noised(dpo_solver_oracle(s), x, b, &nz, 0, NULL, gsum, &used);
+  if (b->m > 0)
+    rc = dpo_oracle_eval_sums_noised(o, x, b, nz.kind == DPO_ONOISE_NONE ? NULL : &nz, 0, NULL,
+                                     gsum, &used);
+  else
+    memset(gsum, 0, (size_t)sa->d * sizeof *gsum);
+  /* central: rank 0 noises the plain sum (as the single-owner path) */
+  if (!rc && sa->trust == DPO_TRUST_CENTRAL)
+    rc = dpo_mech_gaussian(dpo_solver_rng(s), ch->noise_scale, gsum, sa->d);
+  return rc;
 }

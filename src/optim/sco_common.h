@@ -111,29 +111,40 @@ typedef struct {
 int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *ph, int64_t step,
                        double *x, double mu_model, int64_t maxit, dpo__sco_erm_info_t *info);
 
-/* ---- privacy.trust = secagg (src/privacy/secagg.c) for the algorithms whose release is the
- * noised SUM of per-example gradients over a batch (dp-sgd-rdp, pnsgd): every rank encodes its
- * part of the sum, every party leader adds a discrete Gaussian share, the pairwise masks cancel
- * in the reduce (dpo_oracle_eval_sums_noised, DPO_ONOISE_SECAGG).  sens: the L2 sensitivity of
- * the sum (dpo_sens(relation, L)); rho_target: each release's rdp-rho target.  The charge is
- * the KLS 2021 Thm 1 rho with the P - k honest shares, to the global account and every party
- * (dpo_ledger_charge_parties), before the release; the coordinator draws (or knows) the
- * batch, so it is never amplified by sampling.  setup: sa->on = 0 outside secagg. */
+/* ---- multi-party runs (dpopt/parties.h) for the algorithms whose release is the noised SUM of
+ * per-example gradients over a batch (dp-sgd-rdp, pnsgd).  Every release is charged to the
+ * global account AND to every party (dpo_ledger_charge_parties: all P parties, as the DP-GD
+ * family charges every active one) before anything data-dependent is computed, so the journal
+ * keeps per-party accounts.  By privacy.trust:
+ *  - central: the plain reduce, rank 0 adds N(0, sigma^2) (the caller's Gaussian charge, which
+ *    may be amplified by sampling: it holds against outsiders only, as for the DP-GD family);
+ *  - local: every rank with rows in the batch adds its own exact grid Gaussian of the CHARGED
+ *    sigma to its own partial sum before the reduce (DPO_ONOISE_LOCAL_GAUSSIAN, its own noise
+ *    stream), so against the coordinator each party's sum alone carries the charged noise; the
+ *    coordinator draws the batch, so the caller must charge it un-amplified (sampling none or
+ *    disjoint); the sum then carries sqrt(ranks) sigma;
+ *  - secagg (src/privacy/secagg.c): every rank encodes its part of the sum, every party leader
+ *    adds a discrete Gaussian share, the pairwise masks cancel in the reduce
+ *    (DPO_ONOISE_SECAGG); the charge is the KLS 2021 Thm 1 rho with the P - k honest shares
+ *    (rho_target: each release's rdp-rho target), never amplified.
+ * sens: the L2 sensitivity of the sum (dpo_sens(relation, L)).  setup: sa->on = 0 outside a
+ * multi-party run, sa->trust the mode. */
 typedef struct {
-  int on;
+  int on, trust;
   int32_t d;
-  double sens, gamma, rho, sd; /* sd: std of the total noise on the sum, gamma sigma sqrt(P) */
+  double sens, gamma, rho, sd; /* secagg. sd: std of the total noise on the sum, gamma sigma sqrt(P) */
   uint64_t sigma;
   int np, size;
   int *plist;
 } dpo__sco_sa_t;
-int dpo__sco_secagg_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa);
+int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa);
 void dpo__sco_secagg_free(dpo__sco_sa_t *sa);
-/* Charge, then release: gsum = the decoded noised sum over the batch (m rows of n; sampling
- * "none" or "disjoint" with its group, as the ledger composes it). */
-int dpo__sco_secagg_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x, const dpo_batch_t *b,
-                        int64_t n, const char *sampling, int64_t group, int64_t step,
-                        double *gsum);
+/* Charge, then release: gsum = the noised sum over the batch.  ch: the Gaussian charge of the
+ * release (central, local: charged as is; its noise_scale is the sigma added, by rank 0 or by
+ * every party); under secagg only its sampling, group, m, n and step are used (the charge is
+ * rdp-rho). */
+int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
+                         const dpo_batch_t *b, const dpo_charge_t *ch, double *gsum);
 
 /* Gaussian noise for sensitivity sens at multiplier z, widened so that the ledger's snapped
  * sensitivity sens + sqrt(d) Lambda (Lambda < 2^-39 sigma) still gives a multiplier >= z. */

@@ -54,7 +54,18 @@
  *             jobs/acceps/fmnist.ini uses eta 5 with snr.
  * Every step charges its Gaussian release (sampling as drawn) before x_{t+1} is broadcast.
  *
- * privacy.trust = secagg (sco_common.h): the release is the batch sum, so every party encodes
+ * Multi-party runs (sco_common.h): every step is charged to the global account and to every
+ * party.  privacy.trust = central: the charge and noise of the single-owner path (amplified by
+ * sampling: it holds against outsiders, not against the coordinator, as for the DP-GD family);
+ * an add-remove noisy count names every party too.  privacy.trust = local: every party adds
+ * N(0, sigma^2), sigma = z * sensitivity of the sum, to its own partial sum before the reduce
+ * (exact grid Gaussian on its own stream), and that is what is charged: a Gaussian of
+ * multiplier z NOT amplified (sampling none, z from dpo_rdp_calibrate("none", T)), because the
+ * coordinator draws the batch and sees each party's noised sum, so each party's own noise must
+ * alone carry the charge against it; the released sum carries sqrt(ranks) sigma (more noise
+ * than central at the same z, the price of not trusting the coordinator).  Add-remove (Poisson)
+ * is refused under local and secagg (the un-amplified analysis here is replace-one).
+ * privacy.trust = secagg: the release is the batch sum, so every party encodes
  * its part and adds a discrete Gaussian share under pairwise masks.  The coordinator draws the
  * batch, so the charge is NOT amplified: z = dpo_rdp_calibrate("none", T releases) (or
  * algo.z), each release an rdp-rho charge with rho <= 1/z (KLS 2021 Thm 1, P - k honest
@@ -87,7 +98,8 @@ typedef struct {
   int64_t *pool; /* wor: running partial Fisher-Yates permutation of 0..n-1 */
   int64_t *ids;
   double *g, *avg;
-  dpo__sco_sa_t sa; /* privacy.trust = secagg */
+  dpo__sco_sa_t sa; /* multi-party runs (sco_common.h) */
+  double sd;        /* std of the noise on the released sum (sigma; local sqrt(ranks) sigma) */
 } dpo__dpsgd_t;
 
 static void dpsgd_destroy(void *st) {
@@ -222,10 +234,13 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   }
   const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
   const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
-  if (secagg && a->poisson) {
-    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = secagg the coordinator draws the batch "
+  /* local and secagg: the coordinator draws the batch, so nothing is amplified against it */
+  const int unamp = pt && pt->trust != DPO_TRUST_CENTRAL;
+  if (unamp && a->poisson) {
+    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = %s the coordinator draws the batch "
                  "and the charge is not amplified (a replace-one analysis): set "
-                 "privacy.neighbours = replace-one (algo.sampling = wor)", who);
+                 "privacy.neighbours = replace-one (algo.sampling = wor)", who,
+                 dpo_trust_name(pt->trust));
     goto fail;
   }
   int64_t m0 = -1, iters = -1, T0 = -1;
@@ -295,7 +310,7 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   a->sens = dpo_sens(a->c.rel, a->c.L);
   if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
   const char *zfrom = "given";
-  if (isnan(a->z) && secagg) {
+  if (isnan(a->z) && unamp) {
     /* not amplified: the coordinator draws the batch (see the header) */
     if ((rc = dpo_rdp_calibrate("none", n, n, a->T, a->c.eps, a->c.delta, &a->z))) goto fail;
     zfrom = "RDP, not amplified";
@@ -315,11 +330,16 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   a->sigma = dpo__sco_sigma(a->z, a->sens, d);
-  /* secagg: the rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of multiplier z */
-  if (secagg && (rc = dpo__sco_secagg_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa)))
+  /* parties: secagg's rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of
+   * multiplier z; central and local charge the Gaussian sigma (sco_common.h) */
+  if (pt && (rc = dpo__sco_parties_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa)))
     goto fail;
-  if (a->sa.on) a->sigma = a->sa.sd;
-  double G2 = a->c.L * a->c.L + (double)d * a->sigma * a->sigma / ((double)a->m * (double)a->m);
+  a->sd = a->sigma; /* the std of the noise on the released sum */
+  if (secagg) a->sd = a->sa.sd;
+  /* local: every rank with rows adds sigma, each alone carrying the charge against the
+   * coordinator; the sum carries up to sqrt(ranks) sigma (the bound the step size uses) */
+  else if (unamp) a->sd = a->sigma * sqrt((double)a->sa.size);
+  double G2 = a->c.L * a->c.L + (double)d * a->sd * a->sd / ((double)a->m * (double)a->m);
   double eta = DPO__DPSGD_ETA; /* algo.eta: the default lr's step in units of G (public) */
   if ((rc = dpo_solver_param(s, "eta", DPO__DPSGD_ETA, &eta))) goto fail;
   if (!(eta > 0) || !isfinite(eta)) {
@@ -353,15 +373,21 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   for (int64_t i = 0; i < n; i++) a->pool[i] = i;
   /* the public size only: under add-remove the exact n is private */
   dpo_msg("%s: %s sampling m=%lld of n=%lld (%s), T=%lld steps, noise multiplier z=%.9g (%s; "
-          "sigma=%g, sensitivity %g), lr=%g (%s), momentum %g, L=%g, D=%g",
+          "sigma=%g, sensitivity %g, noise sd on the sum %g), lr=%g (%s), momentum %g, L=%g, D=%g",
           who, a->poisson ? "poisson" : "wor", (long long)a->m, (long long)a->npub, nsrc,
-          (long long)a->T, a->z, zfrom, a->sigma, a->sens, a->lr, sch, a->beta, a->c.L, a->c.D);
+          (long long)a->T, a->z, zfrom, a->sigma, a->sens, a->sd, a->lr, sch, a->beta, a->c.L,
+          a->c.D);
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->T, .batch = a->m,
                      .noise_multiplier = a->z, .lr = a->lr};
-  if (a->sa.on)
+  if (secagg)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its securely aggregated "
              "distributed discrete Gaussian release before it is made (rdp-rho %.6g, not "
              "amplified: the coordinator draws the batch)", (long long)a->T, a->sa.rho);
+  else if (unamp)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each charged to every party for its "
+             "Gaussian release before it is made (every party adds sigma %.9g to its own sum: "
+             "sd %.9g on the sum; not amplified: the coordinator draws the batch)",
+             (long long)a->T, a->sigma, a->sd);
   else
     snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its subsampled "
              "Gaussian release before it is made (noise calibrated for all %lld; q = %lld/%lld, "
@@ -395,14 +421,17 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     mb = a->m;
   }
   if (t == 0 && isfinite(a->c.D)) dpo__sco_project(x, d, a->c.D);
-  if (a->sa.on) { /* charge, then the masked sum with the parties' noise shares */
+  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
+                     .sensitivity = a->sens, .dim = d,
+                     .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
+                     .m = a->m, .n = a->npub, .step = t, .neighbours = a->c.rel};
+  if (a->sa.on) { /* parties: charge every party, then the noised sum (sco_common.h) */
     dpo_batch_t b = {a->ids, mb};
-    if ((rc = dpo__sco_secagg_sum(s, &a->sa, x, &b, n, "none", 0, t, a->g))) return rc;
+    /* local / secagg: the coordinator drew the batch, so the charge is not amplified; local
+     * charges the Gaussian each party adds to its own sum (sigma, multiplier z) */
+    if (a->sa.trust != DPO_TRUST_CENTRAL) ch.sampling = "none", ch.m = mb, ch.n = n;
+    if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
   } else {
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
-                       .sensitivity = a->sens, .dim = d,
-                       .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
-                       .m = a->m, .n = a->npub, .step = t, .neighbours = a->c.rel};
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
     if (mb > 0) {
       dpo_batch_t b = {a->ids, mb};

@@ -20,6 +20,12 @@
  *   all              every iterate is a release: step t charges a Gaussian of multiplier
  *                    sigma B_t / (2L) as one batch of a disjoint pass (parallel composition).
  * The ABI analysis is for continuous Gaussian noise; the exact grid sampler stands in for it.
+ * Multi-party runs (sco_common.h), privacy.trust = central or local: as under secagg below, every
+ * step is a release charged to every party; a Gaussian of multiplier 1/rho on the batch SUM
+ * (sensitivity dpo_sens(L)), added by rank 0 (central) or by every party to its own sum
+ * (local: each party's own noise carries the charge against the coordinator, so the sum
+ * carries sqrt(ranks) times it), charged as one batch of a disjoint pass (parallel composition
+ * needs no secrecy of the public order, so local charges the same as central).
  * privacy.trust = secagg (sco_common.h): every iterate goes to every party (the oracle's x),
  * so the final-iterate analysis does not hold against them: each step is a release (as
  * algo.release = all; an explicit algo.release = final is refused), the masked batch SUM with
@@ -56,7 +62,8 @@ typedef struct {
   double sigma, rho_charged, Lsnap;
   int64_t off;
   double *g;
-  dpo__sco_sa_t sa;       /* privacy.trust = secagg */
+  dpo__sco_sa_t sa;       /* multi-party runs (sco_common.h) */
+  double sig_sum;         /* parties, central / local: the Gaussian sigma on the sum */
   int64_t fetch;          /* algo.fetch_rows: rows fetched at a time (0: oracle per step) */
   dpo_oracle_rows_t win;  /* rows perm[woff .. woff + win.rows.n) on rank 0 */
   int64_t woff, *pos;
@@ -117,15 +124,19 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
-  if (pt && pt->trust == DPO_TRUST_SECAGG) {
+  if (pt) {
     if (!a->release_all && dpo_config_get(dpo_solver_config(s), "algo.release")) {
       rc = dpo_err(DPO_EUNSUP, "pnsgd: algo.release = final is not private under privacy.trust "
-                   "= secagg: every party receives every iterate, and 003 Thm 3.1 covers only "
-                   "the final one; use algo.release = all (the default under secagg)");
+                   "= %s with parties: every party receives every iterate, and 003 Thm 3.1 "
+                   "covers only the final one; use algo.release = all (the default with "
+                   "parties)", dpo_trust_name(pt->trust));
       goto fail;
     }
     a->release_all = 1;
-    if ((rc = dpo__sco_secagg_setup(s, dpo_sens(a->c.rel, a->c.L), a->c.rho, &a->sa))) goto fail;
+    if ((rc = dpo__sco_parties_setup(s, dpo_sens(a->c.rel, a->c.L), a->c.rho, &a->sa))) goto fail;
+    /* central / local: a Gaussian on the SUM of multiplier 1/rho (the rdp-rho curve of the
+     * target), each batch one of a disjoint pass; local: every party adds it to its own sum */
+    a->sig_sum = dpo__sco_sigma(nextafter(1 / a->c.rho, INFINITY), a->sa.sens, a->c.d);
   }
   if (a->kind == 2) {
     if ((rc = dpo_solver_constants(s, NULL, &lambda))) goto fail;
@@ -202,10 +213,16 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   /* release final: Thm 3.1 covers the final iterate of the FULL pass only, so the plan is one
    * charge for the whole schedule, made by the driver before step 0 (optim.h) */
   dpo_plan_t plan = {.kind = a->release_all ? DPO_PLAN_PER_STEP : DPO_PLAN_WHOLE, .steps = T};
-  if (a->sa.on)
+  if (a->sa.on && a->sa.trust == DPO_TRUST_SECAGG)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a securely aggregated "
              "distributed discrete Gaussian release (rdp-rho %.6g) charged before it is made "
              "(disjoint batches: one pass)", (long long)T, a->sa.rho);
+  else if (a->sa.on)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a Gaussian release charged "
+             "to every party before it is made (disjoint batches: one pass); sigma %.9g on the "
+             "sum, added %s: sd %.9g on the sum", (long long)T, a->sig_sum,
+             a->sa.trust == DPO_TRUST_LOCAL ? "by every party to its own sum" : "by rank 0",
+             a->sa.trust == DPO_TRUST_LOCAL ? a->sig_sum * sqrt((double)a->sa.size) : a->sig_sum);
   else if (a->release_all)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a Gaussian release charged "
              "before it is made (disjoint batches)", (long long)T);
@@ -269,8 +286,13 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   dpo_batch_t b = dpo__sco_batch(&a->c, a->off, a->B[t]);
   dpo_oracle_t *o = dpo_solver_oracle(s);
   if (a->sa.on) {
-    /* charge (one batch of the disjoint pass), then the masked noised sum */
-    if ((rc = dpo__sco_secagg_sum(s, &a->sa, x, &b, a->c.n, "disjoint", 1, t, a->g))) return rc;
+    /* charge every party (one batch of the disjoint pass), then the noised sum; parallel
+     * composition holds against the coordinator too (the order is public, not amplification) */
+    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sig_sum,
+                       .sensitivity = a->sa.sens, .dim = d, .sampling = "disjoint",
+                       .accounting = "rdp", .group = 1, .m = b.m, .n = a->c.n, .step = t,
+                       .neighbours = a->c.rel};
+    if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
     dpo_model_finish(dpo_oracle_model(o), d, b.m, x, NULL, a->g);
   } else if (a->release_all) {
     /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t (dpo_sens) */
