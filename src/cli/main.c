@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
       lib[len] = 0;
       char *nl = strchr(lib, ','); /* "Open MPI v4.1.4, package: ..." -> its name and version */
       if (nl) *nl = 0;
-      printf("dpopt %s\nkernels: %s (chosen on this CPU at load time)\nMPI: %s\n", PACKAGE_VERSION,
+      printf("dpopt %s\nkernels: %s (chosen on this CPU at first use; DPOPT_KERNELS=avx512|avx2|generic forces one)\nMPI: %s\n", PACKAGE_VERSION,
              dpo_kern_isa(), len ? lib : "unknown");
     }
     rc = 0;
