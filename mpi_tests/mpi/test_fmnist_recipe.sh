@@ -20,17 +20,8 @@ if ! [ -r "$F/train-images-idx3-ubyte.gz" ] || ! [ -r "$F/t10k-images-idx3-ubyte
   echo "(Fashion-MNIST not installed: test_fmnist_recipe skipped)"
   finish test_fmnist_recipe
 fi
-# first N images / labels of a set as IDX files: the header with count N, then the bytes
-sub() { # SRC-PREFIX N OUT-PREFIX
-  n=$2
-  h=$(printf '\\%03o\\%03o\\%03o\\%03o' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))
-  { printf '\000\000\010\003'; printf "$h"; printf '\000\000\000\034\000\000\000\034'
-    gzip -dc "$1-images-idx3-ubyte.gz" | tail -c +17 | head -c $((n * 784)); } > "$3-images-idx3-ubyte"
-  { printf '\000\000\010\001'; printf "$h"
-    gzip -dc "$1-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$3-labels-idx1-ubyte"
-}
-sub "$F/train" 5000 "$T/tr"
-sub "$F/t10k" 2000 "$T/te"
+idx_head "$F/train" 5000 "$T/tr"
+idx_head "$F/t10k" 2000 "$T/te"
 expect 0 $MPI -np 2 "$DPOPT" train --config "$S/jobs/acceps/fmnist.ini" \
   --data "$T/tr-images-idx3-ubyte" --test "$T/te-images-idx3-ubyte" --model softmax --classes 10 \
   --row-l2-bound 28.1 --eps 1 --delta 1e-5 --public-n 5000 --seed 3 --no-trace-loss --out "$T/r"

@@ -16,15 +16,8 @@
 . "$(dirname "$0")/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 js() { jq -r "$2" "$1/summary.json" 2>/dev/null; }
-gen() {
-  awk -v seed="$1" -v n="$2" 'BEGIN { srand(seed); for (i = 0; i < n; i++) { c = i % 3;
-    printf "%d", c; for (j = 1; j <= 5; j++) { u1 = rand(); u2 = rand();
-      z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
-      printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
-    printf "\n" } }' > "$3"
-}
-gen 1 3000 "$T/tr"
-gen 2 1000 "$T/te"
+softmax3_data 1 3000 "$T/tr"
+softmax3_data 2 1000 "$T/te"
 G="--data $T/tr --test $T/te --model softmax --classes 3 --intercept --quiet --no-trace-loss"
 # max |a_i - b_i| over the coefficient lines of two model files
 mdiff() {
@@ -83,17 +76,8 @@ has "$T/err" "not a class index" "a label outside 0..K-1"
 
 F=/usr/share/datasets/fashion-mnist
 if [ -r "$F/train-images-idx3-ubyte.gz" ] && [ -r "$F/t10k-images-idx3-ubyte.gz" ]; then
-  # first N images / labels of a set as IDX files: the header with count N, then the bytes
-  sub() { # SRC-PREFIX N OUT-PREFIX
-    n=$2
-    h=$(printf '\\%03o\\%03o\\%03o\\%03o' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))
-    { printf '\000\000\010\003'; printf "$h"; printf '\000\000\000\034\000\000\000\034'
-      gzip -dc "$1-images-idx3-ubyte.gz" | tail -c +17 | head -c $((n * 784)); } > "$3-images-idx3-ubyte"
-    { printf '\000\000\010\001'; printf "$h"
-      gzip -dc "$1-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$3-labels-idx1-ubyte"
-  }
-  sub "$F/train" 2000 "$T/ftr"
-  sub "$F/t10k" 1000 "$T/fte"
+  idx_head "$F/train" 2000 "$T/ftr"
+  idx_head "$F/t10k" 1000 "$T/fte"
   expect 0 $MPI -np 2 "$DPOPT" train --data "$T/ftr-images-idx3-ubyte" --test "$T/fte-images-idx3-ubyte" \
     --model softmax --classes 10 --intercept --algo lbfgs --iters 40 --quiet --no-trace-loss --out "$T/fm"
   a=$(js "$T/fm" .test_accuracy)

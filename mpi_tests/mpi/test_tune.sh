@@ -76,15 +76,8 @@ awk -v d="$dc" 'BEGIN {exit !((d > -1e-6 && d < 1e-6) || (d > 1 - 1e-6 && d < 1 
   bad "add-remove: one held-out row added moved the score by $dc (not 0 or 1: sensitivity not 1)"
 
 # softmax: three Gaussian classes (labels 0..2), chance 1/3
-gen() {
-  awk -v seed="$1" -v n="$2" 'BEGIN { srand(seed); for (i = 0; i < n; i++) { c = i % 3;
-    printf "%d", c; for (j = 1; j <= 5; j++) { u1 = rand(); u2 = rand();
-      z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
-      printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
-    printf "\n" } }' > "$3"
-}
-gen 1 3000 "$T/str"
-gen 2 1000 "$T/ste"
+softmax3_data 1 3000 "$T/str"
+softmax3_data 2 1000 "$T/ste"
 K="--data $T/str --test $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
 expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove --public-n 3000 \
   --lrs 0.5,2 --clips 1 --epochs 2 --batch 100 --mean 2 --seed 8 --out "$T/k"

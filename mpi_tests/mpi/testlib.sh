@@ -50,3 +50,21 @@ finish() {
   [ "$fail" = 0 ]
   exit $?
 }
+# softmax3_data SEED N OUT: N rows of three Gaussian classes (labels 0..2, 5 features, chance 1/3)
+softmax3_data() {
+  awk -v seed="$1" -v n="$2" 'BEGIN { srand(seed); for (i = 0; i < n; i++) { c = i % 3;
+    printf "%d", c; for (j = 1; j <= 5; j++) { u1 = rand(); u2 = rand();
+      z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
+      printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
+    printf "\n" } }' > "$3"
+}
+# idx_head SRC-PREFIX N OUT-PREFIX: the first N images / labels of an IDX set (gzipped
+# SRC-PREFIX-{images-idx3,labels-idx1}-ubyte.gz) as IDX files: the header with count N, the bytes
+idx_head() {
+  n=$2
+  h=$(printf '\\%03o\\%03o\\%03o\\%03o' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))
+  { printf '\000\000\010\003'; printf "$h"; printf '\000\000\000\034\000\000\000\034'
+    gzip -dc "$1-images-idx3-ubyte.gz" | tail -c +17 | head -c $((n * 784)); } > "$3-images-idx3-ubyte"
+  { printf '\000\000\010\001'; printf "$h"
+    gzip -dc "$1-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$3-labels-idx1-ubyte"
+}

@@ -263,6 +263,16 @@ static void dpo__sg_accept(dpo__hm_t *h) {
   h->sg_rejects = 0;
 }
 
+/* The epoch's safeguard sums (collective): out[0], out[1] the objective parts the epoch
+ * accumulated in fpart, out[2] the number of ranks with a non-finite factor; fpart is cleared. */
+static int dpo__check_sums(dpo__hm_t *h, double out[3]) {
+  int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
+  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
+  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  return st;
+}
+
 /* Safeguard after the strata of a HAMSI epoch, before its pair (collective).  The first and
  * the last inner step work on the same stratum k0, and its blocks are variable-disjoint, so
  * the sums of the blocks' objectives (dpo__hm_block, fixed parts: rank-independent with repro)
@@ -273,11 +283,8 @@ static void dpo__sg_accept(dpo__hm_t *h) {
  * bad curvature pair costs one epoch instead of the run.  *undone says whether it acted.
  * Over-long gradient steps (too large sigma0, too small eta) are halved until they pass. */
 static int dpo__check(dpo__hm_t *h, int *undone) {
-  int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
   double out[3];
-  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
-  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
-  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  int st = dpo__check_sums(h, out);
   *undone = 0;
   if (st) return st;
   if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) {
@@ -349,11 +356,8 @@ static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn) {
  * accepted as the new reference, so the run cannot stall; a non-finite one never is. */
 #define DPO__GD_FORCE 8
 static int dpo__check_gd(dpo__hm_t *h) {
-  int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
   double out[3];
-  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
-  int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
-  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
+  int st = dpo__check_sums(h, out);
   if (st) return st;
   int finite = out[2] == 0 && isfinite(out[0]);
   if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->sg_rejects >= DPO__GD_FORCE)) {

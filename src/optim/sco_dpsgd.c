@@ -145,16 +145,41 @@ static int dpsgd_pld_eps(const dpo__dpsgd_t *a, double z, double beps, double bd
   return dpo_pld_eps("poisson", a->m, a->npub, ze, a->T, bdelta, dpo_pld_auto_h(beps, a->T), e);
 }
 
+/* The first of z, z grow, z grow^2, .. (tries of them) whose whole plan -- the noisy count if
+ * one was charged, then the T steps -- the run's ledger accepts (dpo_ledger_plan_fits_ex: the
+ * same accountant, budget and charges, with the plan the run announces); *fits = 0: none. */
+static int dpsgd_first_fit(const dpo__dpsgd_t *a, dpo_solver_t *s, double z, double grow,
+                           int tries, double *zfit, int *fits) {
+  const dpo_ledger_t *L = dpo_solver_ledger(s);
+  double beps, bdelta;
+  int rc;
+  *fits = 0;
+  if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
+  dpsgd_plan_t p = {a, 0};
+  for (int k = 0; k < tries; k++, z *= grow) {
+    p.sigma = dpo__sco_sigma(z, a->sens, a->c.d);
+    if ((rc = dpo_ledger_plan_fits_ex(L, beps, bdelta, a->T + (a->count_eps > 0), a->T,
+                                      dpsgd_charge_at, &p, fits)))
+      return rc;
+    if (*fits) {
+      *zfit = z;
+      return DPO_OK;
+    }
+  }
+  return DPO_OK;
+}
+
 /* Under the pld accountant (Poisson batches: a PLD kind), a multiplier below the RDP one whose
  * T releases the run's own ledger accepts: secant steps on log eps(log z) of the PLD bound
  * towards the budget (a few PLD evaluations instead of a bisection's ten), then
- * dpo_ledger_plan_fits (the same accountant, budget and charges) decides; *z (the RDP
- * multiplier, which fits by its own bound) is kept when the ledger accepts nothing smaller. */
-static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
+ * dpsgd_first_fit decides; *z (the RDP multiplier, which fits by its own bound) is kept when the
+ * ledger accepts nothing smaller.  *fits = 1: the ledger accepted *z. */
+static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int *fits) {
   const dpo_ledger_t *L = dpo_solver_ledger(s);
   const char *acct = dpo_ledger_accountant(L);
   double beps, bdelta, z0 = *z, z1 = 0.96 * *z, e0, e1, best = NAN;
-  int fits = 0, rc;
+  int rc;
+  *fits = 0;
   if (!a->poisson || !acct || strcmp(acct, "pld")) return DPO_OK;
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
   /* the Gaussian part's target: the ledger adds the noisy count's eps to its PLD bound */
@@ -173,38 +198,8 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
     z0 = z1, e0 = e1, z1 = zn, e1 = en;
     if (en <= tgt && !(zn >= best)) best = zn;
   }
-  dpsgd_plan_t p = {a, 0};
-  for (int k = 0; k < 3 && best < *z; k++, best *= 1 + 1e-4) {
-    p.sigma = dpo__sco_sigma(best, a->sens, a->c.d);
-    if ((rc = dpo_ledger_plan_fits_ex(L, beps, bdelta, a->T + (a->count_eps > 0), a->T,
-                                      dpsgd_charge_at, &p, &fits)))
-      return rc;
-    if (fits) {
-      *z = best; /* the ledger accepted the whole plan at this multiplier */
-      break;
-    }
-  }
-  return DPO_OK;
-}
-
-/* With a noisy count in the ledger: the smallest z >= *z (steps of 0.1%) whose plan -- the count,
- * then the T steps -- the ledger accepts.  The RDP multiplier for eps - count_eps fits by auto's
- * bound (A) already; this confirms it (and the PLD one) with the ledger's own arithmetic. */
-static int dpsgd_fit_count(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z) {
-  const dpo_ledger_t *L = dpo_solver_ledger(s);
-  double beps, bdelta;
-  int fits = 0, rc;
-  if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
-  dpsgd_plan_t p = {a, 0};
-  for (int k = 0; k < 64; k++, *z *= 1.001) {
-    p.sigma = dpo__sco_sigma(*z, a->sens, a->c.d);
-    if ((rc = dpo_ledger_plan_fits_ex(L, beps, bdelta, a->T + 1, a->T, dpsgd_charge_at, &p,
-                                      &fits)))
-      return rc;
-    if (fits) return DPO_OK;
-  }
-  return dpo_err(DPO_EBUDGET, "dp-sgd-rdp: no noise multiplier up to %g fits the noisy count and "
-                 "%lld steps in the budget", *z, (long long)a->T);
+  if (!(best < *z)) return DPO_OK;
+  return dpsgd_first_fit(a, s, best, 1 + 1e-4, 3, z, fits);
 }
 
 static int dpsgd_create(dpo_solver_t *s, void **state) {
@@ -321,9 +316,21 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
                                 a->c.eps - a->count_eps, a->c.delta, &a->z)))
       goto fail;
     double zr = a->z;
-    if ((rc = dpsgd_ledger_z(a, s, &a->z))) goto fail;
+    int fits = 0;
+    if ((rc = dpsgd_ledger_z(a, s, &a->z, &fits))) goto fail;
     zfrom = a->z < zr ? "PLD, the ledger's accountant" : "RDP";
-    if (a->count_eps > 0 && (rc = dpsgd_fit_count(a, s, &a->z))) goto fail;
+    /* with the noisy count, RDP's multiplier for eps - count_eps fits by auto's bound (A); the
+     * ledger's own arithmetic confirms it (steps of 0.1% up otherwise) */
+    if (a->count_eps > 0 && !fits) {
+      double z0 = a->z;
+      if ((rc = dpsgd_first_fit(a, s, z0, 1.001, 64, &a->z, &fits))) goto fail;
+      if (!fits) {
+        rc = dpo_err(DPO_EBUDGET, "%s: no noise multiplier from %g to %g fits the noisy count "
+                     "and %lld steps in the budget", who, z0, z0 * pow(1.001, 63),
+                     (long long)a->T);
+        goto fail;
+      }
+    }
   }
   if (!(a->z > 0) || !isfinite(a->z)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.z must be > 0", who);
