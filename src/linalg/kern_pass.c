@@ -106,10 +106,13 @@ static inline const double *dpo__blk_src(const dpo__pass_t *a, int64_t b0, int n
 
 static const dpo__pass_isa_t dpo__isas[] = {
 #ifdef DPO__X86_BUILDS
-    {"AVX-512", dpo__dense_avx512, dpo__dense_pf_avx512, dpo__csr_avx512},
-    {"AVX2", dpo__dense_avx2, dpo__dense_pf_avx2, dpo__csr_avx2},
+    {"AVX-512", dpo__dense_avx512, dpo__dense_pf_avx512, dpo__csr_avx512,
+     dpo__softmax_avx512},
+    {"AVX2", dpo__dense_avx2, dpo__dense_pf_avx2, dpo__csr_avx2,
+     dpo__softmax_avx2},
 #endif
-    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic},
+    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic,
+     dpo__softmax_generic},
 };
 #define DPO__NISA ((int)(sizeof dpo__isas / sizeof dpo__isas[0]))
 
@@ -143,6 +146,29 @@ const dpo__pass_isa_t *dpo__pass_isa(void) {
     dpo__isa_cur = k;
   }
   return &dpo__isas[dpo__isa_cur];
+}
+
+int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, double C,
+                            dpo_clipnorm_t norm, const double *rownorm, double *loss_sum,
+                            double *g) {
+  const int32_t d = s->d, dp = (d + 7) / 8 * 8;
+  if (s->n <= 0 || d <= 0) return DPO_OK;
+  /* one allocation, each piece a multiple of 64 bytes: Wp, Gp (K x dp), Xp, T */
+  size_t nw = (size_t)K * (size_t)dp, nx = (size_t)DPO__SM_BLK * (size_t)dp,
+         nt = (size_t)K * DPO__SM_BLK;
+  double *buf = aligned_alloc(64, (2 * nw + nx + nt) * sizeof(double));
+  if (!buf) return dpo_err(DPO_ENOMEM, "model softmax: out of memory");
+  double *Wp = buf, *Gp = buf + nw;
+  memset(buf, 0, 2 * nw * sizeof(double));
+  for (int32_t k = 0; k < K; k++)
+    memcpy(Wp + (size_t)k * dp, W + (size_t)k * d, (size_t)d * sizeof(double));
+  dpo__softmax_t a = {K, d, dp, s->n, s->X, s->y, Wp, C, norm, rownorm, Gp, buf + 2 * nw,
+                      buf + 2 * nw + nx};
+  *loss_sum += dpo__pass_isa()->softmax(&a);
+  for (int32_t k = 0; k < K; k++)
+    for (int32_t j = 0; j < d; j++) g[(size_t)k * d + j] += Gp[(size_t)k * dp + j];
+  free(buf);
+  return DPO_OK;
 }
 
 const char *dpo_kern_isa(void) { return dpo__pass_isa()->name; }

@@ -30,12 +30,39 @@ typedef struct {
 typedef void (*dpo__pass_fn)(const dpo__pass_t *a, int64_t r0, int64_t r1, double *lsum,
                              double *g);
 
+/* Rows per block of the softmax pass (kern_softmax_body.h): a multiple of 8.  The block's
+ * padded copy, W and the gradient accumulator stay in L1 at d = 100, K = 10. */
+#define DPO__SM_BLK 16
+
+/* The softmax pass over the n consecutive dense rows X (n x d) with class labels y (checked
+ * by the caller): returns the loss sum, accumulates the gradient of W into Gp.  dp: d rounded
+ * up to a multiple of 8, the row stride of Wp (W, K x dp, zero-padded), Gp (K x dp) and the
+ * scratch Xp (DPO__SM_BLK x dp); T: K x DPO__SM_BLK scratch.  Clip as dpo__pass_t. */
+typedef struct {
+  int32_t K, d, dp;
+  int64_t n;
+  const double *X, *y, *Wp;
+  double C;
+  dpo_clipnorm_t norm;
+  const double *rownorm;
+  double *Gp, *Xp, *T;
+} dpo__softmax_t;
+typedef double (*dpo__softmax_fn)(const dpo__softmax_t *a);
+
 /* The ISA builds in use: set once from the CPU, or by dpo_kern_set_isa. */
 typedef struct {
   const char *name;
   dpo__pass_fn dense, dense_pf, csr; /* dense_pf: with the software prefetch (pf_bytes > 0) */
+  dpo__softmax_fn softmax;
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);
+
+/* The softmax loss sum and gradient of consecutive dense rows (the ISA build in use, through
+ * 64-byte aligned padded copies): *loss_sum += the loss, g (K x d) += the gradient.  clip:
+ * C > 0 clips each row's gradient r_i u_i' at C in norm (rownorm[] or computed). */
+int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, double C,
+                            dpo_clipnorm_t norm, const double *rownorm, double *loss_sum,
+                            double *g);
 
 /* Norm of one row matching the clip norm (kern_pass.c). */
 double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm);

@@ -1,7 +1,8 @@
 /* One build of the gradient passes (included by kern_pass.c once per ISA).  In: DPO__VW
  * (doubles per vector: 8, 4 or 2), DPO__SFX (name suffix), DPO__TGT (target attribute).
  * Defines dpo__dense_SFX, dpo__dense_pf_SFX (with the software prefetch) and dpo__csr_SFX
- * (dpo__pass_fn); everything else is inlined. */
+ * (dpo__pass_fn), and through kern_softmax_body.h dpo__softmax_SFX; everything else is
+ * inlined. */
 #define DPO__CAT_(a, b) a##_##b
 #define DPO__CAT(a, b) DPO__CAT_(a, b)
 #define F(name) DPO__CAT(name, DPO__SFX)
@@ -13,7 +14,8 @@ typedef long long F(dpo__vi) __attribute__((vector_size(8 * W)));
 #define VI F(dpo__vi)
 #define LDV(p) ({ V v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define STV(p, v) do { V w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
-#define SPLAT(c) ((V){0} + (c))
+/* c - 0 is c for every c (0 + c is not for c = -0), so this folds to a broadcast */
+#define SPLAT(c) ((c) - (V){0})
 /* Lane select m ? a : b for a lane mask m (all ones or zeros) from a vector comparison. */
 #define SEL(m, a, b) ((V)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
 #if W > 2
@@ -90,12 +92,41 @@ DPO__TGT DPO__AI double F(dpo__lanes)(dpo_loss_t loss, const double *restrict t,
   return ((ph[0] + ph[1]) + (ph[2] + ph[3])) + ((ph[4] + ph[5]) + (ph[6] + ph[7]));
 }
 
+/* out[i] = the sum of acc[i]'s lanes, i < 8: a transposed tree, ((l0 + l1) + (l2 + l3)) +
+ * ((l4 + l5) + ...) for every vector, 3 shuffle levels for the 8 instead of a fold each. */
+DPO__TGT DPO__AI void F(dpo__hsum8)(const V *acc, double *out) {
+#if W == 8
+#define PAIR(p, q) (__builtin_shufflevector(p, q, 0, 8, 2, 10, 4, 12, 6, 14) + \
+                    __builtin_shufflevector(p, q, 1, 9, 3, 11, 5, 13, 7, 15))
+#define QUAD(p, q) (__builtin_shufflevector(p, q, 0, 1, 8, 9, 4, 5, 12, 13) + \
+                    __builtin_shufflevector(p, q, 2, 3, 10, 11, 6, 7, 14, 15))
+  V c0 = QUAD(PAIR(acc[0], acc[1]), PAIR(acc[2], acc[3]));
+  V c1 = QUAD(PAIR(acc[4], acc[5]), PAIR(acc[6], acc[7]));
+  /* c0 lanes: rows 0-3 over columns 0-3 of the vector, then rows 0-3 over columns 4-7 */
+  STV(out, __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(c0, c1, 4, 5, 6, 7, 12, 13, 14, 15));
+#undef PAIR
+#undef QUAD
+#elif W == 4
+  for (int q = 0; q < 8; q += 4) {
+    V b01 = __builtin_shufflevector(acc[q], acc[q + 1], 0, 4, 2, 6) +
+            __builtin_shufflevector(acc[q], acc[q + 1], 1, 5, 3, 7);
+    V b23 = __builtin_shufflevector(acc[q + 2], acc[q + 3], 0, 4, 2, 6) +
+            __builtin_shufflevector(acc[q + 2], acc[q + 3], 1, 5, 3, 7);
+    STV(out + q, __builtin_shufflevector(b01, b23, 0, 1, 4, 5) +
+                 __builtin_shufflevector(b01, b23, 2, 3, 6, 7));
+  }
+#else
+  for (int q = 0; q < 8; q += 2)
+    STV(out + q, __builtin_shufflevector(acc[q], acc[q + 1], 0, 2) +
+                 __builtin_shufflevector(acc[q], acc[q + 1], 1, 3));
+#endif
+}
+
 /* t_k = u_k'x for the 8 rows of a block, one row at a time: two accumulators over steps of
  * 2W columns and a W step give a vector per row; the 8 vectors are then summed across
- * their lanes all at once (a transposed tree: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + ...)
- * for every row, 3 shuffle levels for the block instead of a fold per row, which perf
- * showed as the hot spot); the columns past the last W step (a W/2 step and a scalar tail)
- * are added after.  Row after row keeps the first touch one sequential stream: over
+ * their lanes all at once (dpo__hsum8; a fold per row was the hot spot in perf); the columns
+ * past the last W step (a W/2 step and a scalar tail) are added after.  Row after row keeps the first touch one sequential stream: over
  * 32-column tiles of x held in registers for the 8 rows at once (one load of X per FMA, not
  * two) the pass ran 5-10% faster from L1 but at 0.26-0.67 of the read loop from memory
  * instead of 0.75, the hardware prefetcher losing the 8 interleaved streams; two rows
@@ -132,35 +163,9 @@ DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x
     for (; j < d; j++) sum += u[j] * x[j];
     tail[i] = sum;
   }
-#if W == 8
-#define PAIR(p, q) (__builtin_shufflevector(p, q, 0, 8, 2, 10, 4, 12, 6, 14) + \
-                    __builtin_shufflevector(p, q, 1, 9, 3, 11, 5, 13, 7, 15))
-#define QUAD(p, q) (__builtin_shufflevector(p, q, 0, 1, 8, 9, 4, 5, 12, 13) + \
-                    __builtin_shufflevector(p, q, 2, 3, 10, 11, 6, 7, 14, 15))
-  V c0 = QUAD(PAIR(acc[0], acc[1]), PAIR(acc[2], acc[3]));
-  V c1 = QUAD(PAIR(acc[4], acc[5]), PAIR(acc[6], acc[7]));
-  /* c0 lanes: rows 0-3 over columns 0-3 of the vector, then rows 0-3 over columns 4-7 */
-  V tv = __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 8, 9, 10, 11) +
-         __builtin_shufflevector(c0, c1, 4, 5, 6, 7, 12, 13, 14, 15);
-  STV(t, tv + LDV(tail));
-#undef PAIR
-#undef QUAD
-#elif W == 4
-  for (int q = 0; q < 8; q += 4) {
-    V b01 = __builtin_shufflevector(acc[q], acc[q + 1], 0, 4, 2, 6) +
-            __builtin_shufflevector(acc[q], acc[q + 1], 1, 5, 3, 7);
-    V b23 = __builtin_shufflevector(acc[q + 2], acc[q + 3], 0, 4, 2, 6) +
-            __builtin_shufflevector(acc[q + 2], acc[q + 3], 1, 5, 3, 7);
-    V tv = __builtin_shufflevector(b01, b23, 0, 1, 4, 5) + __builtin_shufflevector(b01, b23, 2, 3, 6, 7);
-    STV(t + q, tv + LDV(tail + q));
-  }
-#else
-  for (int q = 0; q < 8; q += 2) {
-    V tv = __builtin_shufflevector(acc[q], acc[q + 1], 0, 2) +
-           __builtin_shufflevector(acc[q], acc[q + 1], 1, 3);
-    STV(t + q, tv + LDV(tail + q));
-  }
-#endif
+  double sums[8] __attribute__((aligned(64)));
+  F(dpo__hsum8)(acc, sums);
+  for (int q = 0; q < 8; q += W) STV(t + q, LDV(sums + q) + LDV(tail + q));
 }
 
 /* g += sum_k c_k u_k over the 8 rows, one tile of 4W columns of g in registers at a time.
@@ -309,6 +314,8 @@ DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, d
   }
   *lsum = L;
 }
+
+#include "kern_softmax_body.h"
 
 #undef V
 #undef VI

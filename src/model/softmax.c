@@ -34,6 +34,7 @@
 #include <cblas.h>
 
 #include "dpopt/status.h"
+#include "linalg/kern_pass.h"
 
 static double softmax_L_bound(double lambda, double B2) { return 0.5 * B2 * B2 + 2.0 * lambda; }
 static double softmax_l1_sens(double B1) { return 4.0 * B1; }
@@ -114,29 +115,12 @@ int dpo__softmax_grad(int32_t K, const dpo_shard_t *s, const double *W, const in
   const int32_t d = s->d;
   if (n <= 0) return DPO_OK;
   if (!rows && !s->sparse) {
-    /* a block of consecutive dense rows: T = X W' and G += R' X as two GEMMs */
-    double *T = malloc((size_t)n * (size_t)K * sizeof *T);
-    if (!T) return dpo_err(DPO_ENOMEM, "model softmax: out of memory");
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, K, d, 1.0, s->X, d, W, d, 0.0, T,
-                K);
-    for (int64_t i = 0; i < n; i++) {
-      int32_t y = dpo__label(K, s, i);
-      if (y < 0) {
-        free(T);
-        return dpo__bad_label(s, K);
-      }
-      double *r = T + i * K;
-      *loss_sum += dpo__resid(K, r, y);
-      if (clipping) {
-        double a = dpo__clip_factor(K, r, clip, rownorm ? rownorm[i] : dpo__unorm(s, i, clip->norm));
-        if (a != 1.0)
-          for (int32_t k = 0; k < K; k++) r[k] *= a;
-      }
-    }
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, d, (int)n, 1.0, T, K, s->X, d, 1.0, g,
-                d);
-    free(T);
-    return DPO_OK;
+    /* consecutive dense rows: blocked T = X W', R = s .* (P - Y), G += R' X (the ISA build of
+     * src/linalg/kern_softmax_body.h) */
+    for (int64_t i = 0; i < n; i++)
+      if (dpo__label(K, s, i) < 0) return dpo__bad_label(s, K);
+    return dpo__kern_softmax_dense(K, s, W, clipping ? clip->C : 0.0,
+                                   clipping ? clip->norm : DPO_CLIP_NONE, rownorm, loss_sum, g);
   }
   double *r = malloc((size_t)K * sizeof *r);
   if (!r) return dpo_err(DPO_ENOMEM, "model softmax: out of memory");
