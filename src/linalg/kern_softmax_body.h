@@ -7,7 +7,7 @@
  *   T = X_blk W'      register tiles of 4 rows x 4 classes (8 loads per 16 FMAs),
  *   R = s .* (P - Y)  the row-wise log-sum-exp and softmax as vector code, rows in lanes,
  *                     with the per-row clip factor s_i = min(1, C / (||r_i|| ||u_i||)),
- *   G += R' X_blk     register tiles of 4 classes x 2 column vectors.
+ *   G += R' X_blk     register tiles of 4 classes x 4 column vectors.
  * The same arithmetic per row as the naive loop (softmax.c) up to rounding: exp and log here
  * are the inline vector ones (a few ulp from libm), sums in another order.  OpenBLAS's dgemm
  * for these shapes (256 x 100 x 10 per oracle view) spent most of its time packing X for
@@ -43,26 +43,34 @@ DPO__TGT DPO__AI void F(dpo__sm_fwd)(const double *Xr, int32_t dp, const double 
 /* G[c][j..] += sum_r R[c B + r] X[r][j..] for CK classes and CJ column vectors at j. */
 DPO__TGT DPO__AI void F(dpo__sm_bwd)(const double *Xp, int32_t dp, int nr, const double *R,
                                     double *G, int32_t j, const int CK, const int CJ) {
-  V acc[4][2];
+  V acc[4][4];
 #pragma GCC unroll 4
   for (int c = 0; c < CK; c++)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int q = 0; q < CJ; q++) acc[c][q] = LDV(G + c * (int64_t)dp + j + q * W);
   for (int r = 0; r < nr; r++) {
-    V xv[2];
-#pragma GCC unroll 2
+    V xv[4];
+#pragma GCC unroll 4
     for (int q = 0; q < CJ; q++) xv[q] = LDV(Xp + r * (int64_t)dp + j + q * W);
 #pragma GCC unroll 4
     for (int c = 0; c < CK; c++) {
       V w = SPLAT(R[c * DPO__SM_BLK + r]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int q = 0; q < CJ; q++) acc[c][q] += w * xv[q];
     }
   }
 #pragma GCC unroll 4
   for (int c = 0; c < CK; c++)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int q = 0; q < CJ; q++) STV(G + c * (int64_t)dp + j + q * W, acc[c][q]);
+}
+
+/* The same for all dp columns: tiles of 4 column vectors, then single ones. */
+DPO__TGT DPO__AI void F(dpo__sm_bwd_cols)(const double *Xp, int32_t dp, int nr, const double *R,
+                                         double *G, const int CK) {
+  int32_t j = 0;
+  for (; j + 4 * W <= dp; j += 4 * W) F(dpo__sm_bwd)(Xp, dp, nr, R, G, j, CK, 4);
+  for (; j < dp; j += W) F(dpo__sm_bwd)(Xp, dp, nr, R, G, j, CK, 1);
 }
 
 /* log(z) for z in [1, 2^1023): z = 2^E f with f in [1, 2), log z = E ln 2 + log1p(f - 1)
@@ -88,9 +96,12 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     /* the block into the padded scratch (padding rows and columns zero) */
     for (int r = 0; r < B; r++) {
       double *dst = Xp + r * (int64_t)dp;
-      if (r < nb) {
-        memcpy(dst, a->X + (b0 + r) * (int64_t)d, (size_t)d * sizeof(double));
-        memset(dst + d, 0, (size_t)(dp - d) * sizeof(double));
+      if (r < nb) { /* inline: a memcpy call a row took 10% of the pass */
+        const double *src = a->X + (b0 + r) * (int64_t)d;
+        int32_t j = 0;
+        for (; j + W <= d; j += W) STV(dst + j, LDV(src + j));
+        for (; j < d; j++) dst[j] = src[j];
+        for (; j < dp; j++) dst[j] = 0.0;
       } else if (b0 + B > a->n) {
         memset(dst, 0, (size_t)dp * sizeof(double));
       }
@@ -120,8 +131,9 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
         STV(T + k * B + g, e);
         Z += e;
       }
+      V iZ = 1.0 / Z; /* one division for the K classes */
       for (int32_t k = 0; k < K; k++) {
-        V r = LDV(T + k * B + g) / Z - SEL(yv == SPLAT((double)k), SPLAT(1.0), zero);
+        V r = LDV(T + k * B + g) * iZ - SEL(yv == SPLAT((double)k), SPLAT(1.0), zero);
         STV(T + k * B + g, r);
         ss += l1 ? SEL(r < zero, -r, r) : r * r;
       }
@@ -147,24 +159,9 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     }
     /* G += R' X_blk */
     int32_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-      int32_t j = 0;
-      for (; j + 2 * W <= dp; j += 2 * W)
-        F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 4, 2);
-      for (; j < dp; j += W) F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 4, 1);
-    }
-    for (; k + 2 <= K; k += 2) {
-      int32_t j = 0;
-      for (; j + 2 * W <= dp; j += 2 * W)
-        F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 2, 2);
-      for (; j < dp; j += W) F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 2, 1);
-    }
-    for (; k < K; k++) {
-      int32_t j = 0;
-      for (; j + 2 * W <= dp; j += 2 * W)
-        F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 1, 2);
-      for (; j < dp; j += W) F(dpo__sm_bwd)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, j, 1, 1);
-    }
+    for (; k + 4 <= K; k += 4) F(dpo__sm_bwd_cols)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, 4);
+    for (; k + 2 <= K; k += 2) F(dpo__sm_bwd_cols)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, 2);
+    for (; k < K; k++) F(dpo__sm_bwd_cols)(Xp, dp, nb, T + k * B, G + k * (int64_t)dp, 1);
   }
   return L;
 }
