@@ -399,8 +399,8 @@ Test(kernels, block_tails) {
 }
 
 /* The blocked softmax pass (src/linalg/kern_softmax_body.h: 16-row blocks, 4-row x 4/2/1-class
- * tiles, columns padded to 8) against a naive per-row loop with libm exp/log, for every ISA
- * build this CPU runs: every class-chunk path (K = 2, 3, 7, 10), widths under and over a
+ * tiles, columns padded to 8; the baseline build's dgemm path) against a naive per-row loop
+ * with libm exp/log, for every ISA build this CPU runs: every class-chunk path (K = 2, 3, 7, 10), widths under and over a
  * vector with padding (d = 3, 13, 100), short and several blocks (n = 1, 15, 17, 40), score
  * spreads up to ~60 (exp deep into its range), unclipped and clipped per example in L2 and
  * L1 (with and without precomputed row norms). */

@@ -111,8 +111,7 @@ static const dpo__pass_isa_t dpo__isas[] = {
     {"AVX2", dpo__dense_avx2, dpo__dense_pf_avx2, dpo__csr_avx2,
      dpo__softmax_avx2},
 #endif
-    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic,
-     dpo__softmax_generic},
+    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic, NULL},
 };
 #define DPO__NISA ((int)(sizeof dpo__isas / sizeof dpo__isas[0]))
 

@@ -53,11 +53,12 @@ typedef double (*dpo__softmax_fn)(const dpo__softmax_t *a);
 typedef struct {
   const char *name;
   dpo__pass_fn dense, dense_pf, csr; /* dense_pf: with the software prefetch (pf_bytes > 0) */
-  dpo__softmax_fn softmax;
+  dpo__softmax_fn softmax; /* NULL: none (the baseline build; softmax.c uses dgemm) */
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);
 
-/* The softmax loss sum and gradient of consecutive dense rows (the ISA build in use, through
+/* The softmax loss sum and gradient of consecutive dense rows (the ISA build in use, which
+ * must have a softmax pass; through
  * 64-byte aligned padded copies): *loss_sum += the loss, g (K x d) += the gradient.  clip:
  * C > 0 clips each row's gradient r_i u_i' at C in norm (rownorm[] or computed). */
 int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, double C,

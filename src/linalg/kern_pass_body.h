@@ -1,8 +1,8 @@
 /* One build of the gradient passes (included by kern_pass.c once per ISA).  In: DPO__VW
  * (doubles per vector: 8, 4 or 2), DPO__SFX (name suffix), DPO__TGT (target attribute).
  * Defines dpo__dense_SFX, dpo__dense_pf_SFX (with the software prefetch) and dpo__csr_SFX
- * (dpo__pass_fn), and through kern_softmax_body.h dpo__softmax_SFX; everything else is
- * inlined. */
+ * (dpo__pass_fn), and through kern_softmax_body.h dpo__softmax_SFX (AVX2 and AVX-512 only);
+ * everything else is inlined. */
 #define DPO__CAT_(a, b) a##_##b
 #define DPO__CAT(a, b) DPO__CAT_(a, b)
 #define F(name) DPO__CAT(name, DPO__SFX)
@@ -315,7 +315,9 @@ DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, d
   *lsum = L;
 }
 
+#if W > 2 /* the baseline build (16 xmm registers) spills the tiles: softmax.c uses dgemm */
 #include "kern_softmax_body.h"
+#endif
 
 #undef V
 #undef VI

@@ -11,7 +11,11 @@
  * The same arithmetic per row as the naive loop (softmax.c) up to rounding: exp and log here
  * are the inline vector ones (a few ulp from libm), sums in another order.  OpenBLAS's dgemm
  * for these shapes (256 x 100 x 10 per oracle view) spent most of its time packing X for
- * R' X, and the scalar libm exp per class was a third of the rest (issue 16). */
+ * R' X, and the scalar libm exp per class was a third of the rest.  From cache (a 256-row
+ * view, K = 10, d = 100, issue 16): 190 ns a row with dgemm, 117 here with AVX-512 (34
+ * GFLOP/s of the 4 K d flops a row: ~80% of a 2.6 GHz Zen 4 core's one 512-bit FMA a
+ * cycle), 160 with AVX2.  Block sizes 8, 16 and 32 ran the same; 16 keeps the block, W and
+ * G in a 32 KB L1 at d = 100, K = 10. */
 
 /* acc[r c] += X[r] . W[c] over the padded columns, for 4 rows and CK classes; sums into
  * T[c B + r]. */
