@@ -212,8 +212,8 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
   double b, v = (double)c->n;
   if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
   /* charged before the count is drawn, let alone used (privacy rule 2).  In a multi-party
-   * run (central trust: local and secagg refuse add-remove before this) every party's rows
-   * enter the count, so it names every party, as the releases after it do. */
+   * run (central trust: local refuses add-remove and secagg a noisy count before this) every
+   * party's rows enter the count, so it names every party, as the releases after it do. */
   dpo_ledger_t *L = dpo_solver_ledger(s);
   int P = dpo_ledger_nparties(L);
   if (P > 0) {

@@ -126,7 +126,8 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
  *  - secagg (src/privacy/secagg.c): every rank encodes its part of the sum, every party leader
  *    adds a discrete Gaussian share, the pairwise masks cancel in the reduce
  *    (DPO_ONOISE_SECAGG); the charge is the KLS 2021 Thm 1 rho with the P - k honest shares
- *    (rho_target: each release's rdp-rho target), never amplified.
+ *    (rho_target: each release's rdp-rho target), never amplified; except with party-local
+ *    sampling (dpo__sco_parties_setup_sampled), where the coordinator draws no batch.
  * sens: the L2 sensitivity of the sum (dpo_sens(relation, L)).  setup: sa->on = 0 outside a
  * multi-party run, sa->trust the mode. */
 typedef struct {

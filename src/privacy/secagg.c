@@ -205,8 +205,9 @@ int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *g
  *   Y = sum_r floor(v_r / gamma + U_r) + sum_{honest j} Z_j + sum_{colluding j} Z_j,
  * v_r the clipped gradient sum over the rows rank r kept, Z_j ~ N_Z(0, s^2)^d the party shares.
  * Claim: against any coalition C of <= k parties (the coordinator's included) that sees Y, its
- * own rows, coins and shares, and every mask (so it sees nothing else of an honest party),
- * the run is the Poisson-subsampled Gaussian mechanism of multiplier
+ * own rows, coins, shares and masks (the masks between honest parties are uniform and unknown
+ * to C, so the honest parties' masked vectors tell it nothing beyond their sum), the run is
+ * the Poisson-subsampled Gaussian mechanism of multiplier
  *   z = sigma_h / Delta,  sigma_h = gamma s sqrt(P - k),  Delta = S2 + gamma sqrt(d)
  * (S2: a row's L2 clip), composed over the T steps; charged as central charges it.
  * Argument.  Neighbours differ in one row x of an honest party h (a row of a colluding party
@@ -239,7 +240,8 @@ int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *g
  * Coalitions: C subtracts its k shares and knows its own rows; the guarantee is for the rows of
  * honest parties only, which is what the per-party accounts record.  Not covered: the loader
  * exchanges the row counts of the ranks (global row ids, rows.c): under add-remove the exact
- * sizes are then known to every rank (see README, "secure aggregation"). */
+ * sizes are then known to every rank (see README, "Multi-party runs"); nor is timing: a rank's
+ * compute time grows with the rows it kept, and nothing pads it. */
 
 int dpo_secagg_fine_step(double delta2, int64_t d, double *gamma, double *sens_c) {
   if (!(delta2 > 0) || !isfinite(delta2) || d < 1)
