@@ -98,6 +98,10 @@ double dpo__test_noise_factor_get(void);
  * fault the audit must catch when the shares are sized for all P (privacy.collude = 0).  No
  * config key or train option reaches it. */
 void dpo__test_drop_share(int on);
+/* TEST ONLY (dpopt audit --test-seed S): on = 1 draws every trial's noise from a seeded stream
+ * (seed S, stream = the rank), so a test's audit outcome is reproducible (the table says
+ * "[TEST: seeded]": such a run shows nothing about secure noise).  No config key reaches it. */
+void dpo__test_audit_seed(int on, uint64_t seed);
 
 #ifdef __cplusplus
 }

@@ -94,6 +94,12 @@ typedef struct {
 int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
                                 const dpo_oracle_noise_t *noise, int want_loss,
                                 double *loss_sum, double *g_sum, int64_t *n_used);
+/* Rank 0 only: a SECAGG request (Gaussian shares) with party-local Poisson sampling: every rank
+ * keeps each of ITS OWN rows independently with probability m / n (public m and n_pub), drawn
+ * on its own secret stream (dpo_oracle_set_noise_rng) that never leaves it; no batch ids
+ * travel and no row count comes back.  g_sum = the decoded noised sum. */
+int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_oracle_noise_t *noise,
+                                 int64_t m, int64_t n, double *g_sum);
 /* Not collective: this rank's secure-aggregation state (borrowed; dpopt/parties.h). */
 struct dpo_secagg;
 int dpo_oracle_set_secagg(dpo_oracle_t *o, struct dpo_secagg *sa);

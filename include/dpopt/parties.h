@@ -168,6 +168,14 @@ int dpo_secagg_params(double delta2, int64_t d, int P, int collude, double rho_t
  * release (= Delta / t, rounded up, <= eps_target) and Delta = delta1/gamma + d (L1). */
 int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *gamma,
                           uint64_t *t, double *eps, double *delta_enc);
+/* Party-local Poisson sampling (dp-sgd-rdp under secagg; the argument is in secagg.c):
+ * fine_step: gamma with delta2/gamma in [1024, 2048) sqrt(d) and the charged sensitivity
+ * sens_c = gamma (delta2/gamma + sqrt(d)) (rounded up).  sampled_share: the smallest integer
+ * share s >= 16 whose P - k honest shares carry sigma_h = gamma s sqrt(P - k) >= sigma_target
+ * (sigma_h rounded down: the noise_scale of the charge). */
+int dpo_secagg_fine_step(double delta2, int64_t d, double *gamma, double *sens_c);
+int dpo_secagg_sampled_share(double sigma_target, double gamma, int P, int collude,
+                             uint64_t *s, double *sigma_h);
 /* The data-free range check of a release: m rows of L2 sensitivity delta2 at step gamma over
  * `ranks` encoders stay below 2^62 (no wrap of the data part); DPO_EINVAL otherwise. */
 int dpo_secagg_check_range(int64_t m, double delta2, double gamma, int ranks);

@@ -8,6 +8,11 @@
 #    pass costs one step), an explicit algo.release = final refused (every party sees every
 #    iterate);
 #  - the phased methods (output perturbation of a nonlinear phase output) refused, naming why;
+#  - dp-sgd-rdp with Poisson batches (add-remove, public n) at 2 parties: every party samples its
+#    own rows, each step one amplified Gaussian charge (sampling poisson) equal to central's at
+#    the honest multiplier (central with algo.z = z_eff spends the same; dpopt calibrate gives
+#    the same multiplier on an RDP ledger); the charge is the same for 2 parties on 4 ranks and
+#    for 3 parties with collude 2 (one honest share each); no public n, or trust local: refused;
 #  - dpopt audit in secagg mode passes for both (bound below the charge, alpha 1e-4);
 #  - dpopt admm --method dpaccadmm at 2 and 3 parties, dpadmm at 2 (one per rank): the journal says
 #    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
@@ -56,6 +61,60 @@ for algo in phased-sgd phased-erm phased-sc sc-reduce; do
   has "$T/err" "not a sum of per-party contributions" "$algo: why"
   [ -e "$T/r-$algo" ] && bad "$algo: a refused run left a run directory" || ok
 done
+
+# dp-sgd-rdp with Poisson batches under secagg (add-remove, privacy.public_n declared): every
+# party samples its own rows on its own stream, so the release is the subsampled Gaussian with
+# the honest shares' noise, charged as central charges it (src/privacy/secagg.c)
+AR="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 1 --delta 1e-5 \
+  --algo dp-sgd-rdp --set algo.sampling=poisson --set privacy.neighbours=add-remove \
+  --public-n 32561 --batch 256 --iters 50 --seed 4"
+zeff() { grep -m1 '"mechanism":"gaussian","sampling":"poisson"' "$1" |
+  sed -n 's/.*"noise_scale":\([0-9.e+-]*\),"sensitivity":\([0-9.e+-]*\),.*/\1 \2/p' |
+  awk '{printf "%.17g", $1 / $2}'; }
+sdsum() { sed -n 's/.*noise sd on the sum \([0-9.e+-]*\)).*/\1/p' "$1"; }
+expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps2"
+sd2=$(sdsum "$T/err")
+c=$(grep -c '"mechanism":"gaussian","sampling":"poisson","accounting":"rdp".*"m":256,"n":32561' "$T/ps2/ledger.jsonl")
+[ "$c" = 50 ] && ok || bad "secagg poisson: $c amplified Gaussian charges (want 50)"
+hasnot "$T/ps2/ledger.jsonl" '"rdp-rho"' "secagg poisson: no un-amplified rdp-rho charge"
+has "$T/ps2/ledger.jsonl" '"what":"50 steps, each charged for its securely aggregated subsampled Gaussian release before it is made (every party samples its own rows, q = 256.*32561, n declared' "secagg poisson plan"
+has "$T/ps2/ledger.jsonl" '"party_total_eps":\[' "secagg poisson: per-party accounts"
+e=$(spent "$T/ps2/ledger.jsonl") z=$(zeff "$T/ps2/ledger.jsonl")
+check "secagg poisson: spent $e of 1" awk -v e="$e" 'BEGIN {exit !(e >= 0.99 && e <= 1)}'
+expect 0 "$DPOPT" ledger "$T/ps2"
+# the same charge as central at the honest multiplier: central with algo.z = z_eff spends the same
+expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set algo.z=$z --out "$T/pc2"
+ec=$(spent "$T/pc2/ledger.jsonl")
+close "$e" "$ec" 1e-6 "secagg poisson charge (z_eff $z) = central's at the same (q, sigma_h, T)"
+# invariance: the charge depends only on the public m, n_pub, T and the P - k honest parties, not
+# on the ranks or the split (the batches do: each party samples its own rows on its own stream):
+# 2 parties on 4 ranks and 3 parties with collude 2 charge exactly what 2 parties on 2 ranks do;
+# the released sum carries the honest noise times sqrt(P / (P - k))
+expect 0 $MPI -np 4 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps4"
+close "$e" "$(spent "$T/ps4/ledger.jsonl")" 0 "secagg poisson: 2 parties on 4 ranks, the same charge"
+expect 0 $MPI -np 3 "$DPOPT" train $AR --set parties.count=3 --set privacy.collude=2 \
+  --set privacy.trust=secagg --out "$T/ps3"
+sd3=$(sdsum "$T/err")
+close "$z" "$(zeff "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same honest noise"
+close "$e" "$(spent "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same charge"
+check "secagg poisson: sd on the sum $sd2 (2 of 1 honest) / $sd3 (3 of 1 honest) = sqrt(2/3)" \
+  awk -v a="$sd2" -v b="$sd3" 'BEGIN {r = a / b / sqrt(2 / 3); exit !(r > 1 - 1e-3 && r < 1 + 1e-3)}'
+# an independent calibration (dpopt calibrate, RDP ledger): the run's honest multiplier is the
+# calibrated one, rounded up by the integer share only (gamma s sqrt(P - k) >= sigma: < 1e-4)
+expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg \
+  --set privacy.accountant=rdp --out "$T/pr2"
+zr=$(zeff "$T/pr2/ledger.jsonl")
+expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 50 --sampling poisson --batch 256 \
+  --n 32561 --accountant rdp
+zc=$(sed -n 's/^noise_multiplier *\([0-9.e+-]*\).*/\1/p' "$T/out")
+check "secagg poisson, rdp: multiplier $zr = calibrate's $zc (up to the share's rounding)" \
+  awk -v a="$zr" -v b="$zc" 'BEGIN {exit !(b > 0 && a / b > 1 - 1e-6 && a / b < 1 + 2e-4)}'
+echo "secagg poisson: z_eff $z, spent $e (central at z_eff: $ec); rdp: z_eff $zr, calibrate $zc; sd on the sum $sd2 / $sd3"
+expect 1 $MPI -np 2 "$DPOPT" train $(echo "$AR" | sed 's/--public-n 32561//') --set parties.count=2 \
+  --set privacy.trust=secagg --out "$T/r-pn"
+has "$T/err" "declare the public data set size (privacy.public_n" "secagg poisson without a public n refused"
+expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=local --out "$T/r-loc"
+has "$T/err" "under privacy.trust = local the coordinator draws the batch" "local poisson still refused"
 
 # audits: one party per trial (MPI_COMM_SELF): encoding, share, rdp-rho charge
 for a in "dp-sgd-rdp --iters 1 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set algo.D=1"; do

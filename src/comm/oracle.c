@@ -25,6 +25,7 @@
 #include "dpopt/status.h"
 
 #include "comm/oracle_int.h"
+#include "optim/sample.h" /* dpo__poisson_batch: party-local sampling (no call back up) */
 
 void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
   if (rc == DPO_OK || o->local_fail) return;
@@ -45,8 +46,32 @@ int dpo__ensure_ids(dpo_oracle_t *o, int64_t m) {
 }
 
 
-/* Local part of a SUMS request: accumulators acc[0..d-1] = g, acc[d] = loss, acc[d+1] = rows. */
-static int dpo__local_sums(dpo_oracle_t *o, int64_t m) {
+/* acc += the sums over the sorted local rows lrows[0..used), in chunks of global ids. */
+static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
+  const dpo_shard_t *s = o->shard;
+  const int32_t d = o->d;
+  const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
+  for (int64_t k = 0; k < used;) {
+    int64_t c = (lrows[k] + s->row0) / DPO__CHUNK, e = k + 1;
+    while (e < used && (lrows[e] + s->row0) / DPO__CHUNK == c) e++;
+    double loss = 0.0;
+    memset(o->g, 0, (size_t)d * sizeof *o->g);
+    int rc = dpo_model_local_grad(o->model, s, o->x, lrows + k, e - k, clip, o->rownorm, &loss,
+                                  o->g);
+    if (rc) return rc;
+    for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+    dpo__dd_add(&o->acc[d], loss);
+    k = e;
+  }
+  return DPO_OK;
+}
+
+/* Local part of a SUMS request: accumulators acc[0..d-1] = g, acc[d] = loss, acc[d+1] = rows.
+ * m = DPO__M_LOCAL: party-local Poisson sampling (secure aggregation, sco_dpsgd.c): this rank
+ * keeps each of its own rows with probability sm / sn, on its own secret stream (the law of
+ * independent Bernoulli(sm/sn) coins, optim/sample.h); the kept rows and their number never
+ * leave the rank (the caller zeroes the row count before the reduce). */
+static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
   const dpo_shard_t *s = o->shard;
   const int32_t d = o->d;
   const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
@@ -68,6 +93,17 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m) {
       i = e;
     }
     used = s->n;
+  } else if (m == DPO__M_LOCAL) {
+    if (!o->noise_rng)
+      return dpo_err(DPO_EINVAL, "oracle: rank %d has no secret stream for party-local sampling "
+                     "(dpo_oracle_set_noise_rng)", o->rank);
+    if (!(sm >= 1 && sm <= sn && sn <= ((int64_t)1 << 53)))
+      return dpo_err(DPO_EINVAL, "oracle: party-local sampling rate %lld/%lld", (long long)sm,
+                     (long long)sn);
+    if (s->n > 0 && (rc = dpo__poisson_batch(o->noise_rng, sm, sn, s->n, &o->lids, &o->lcap,
+                                             &used)))
+      return rc;
+    if ((rc = dpo__rows_sums(o, o->lids, used))) return rc;
   } else {
     /* Rows of this rank: ids in [row0, row0 + n) — a contiguous run of the sorted batch. */
     int64_t lo = 0, hi = m;
@@ -84,18 +120,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m) {
     int64_t b = lo;
     for (int64_t k = a; k < b; k++) o->lrows[k - a] = o->ids[k] - s->row0;
     used = b - a;
-    for (int64_t k = 0; k < used;) {
-      int64_t c = (o->lrows[k] + s->row0) / DPO__CHUNK, e = k + 1;
-      while (e < used && (o->lrows[e] + s->row0) / DPO__CHUNK == c) e++;
-      double loss = 0.0;
-      memset(o->g, 0, (size_t)d * sizeof *o->g);
-      rc = dpo_model_local_grad(o->model, s, o->x, o->lrows + k, e - k, clip, o->rownorm,
-                                &loss, o->g);
-      if (rc) return rc;
-      for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
-      dpo__dd_add(&o->acc[d], loss);
-      k = e;
-    }
+    if ((rc = dpo__rows_sums(o, o->lrows, used))) return rc;
   }
   dpo__dd_add(&o->acc[d + 1], (double)used);
   for (int j = 0; j <= d; j++)
@@ -216,9 +241,12 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
     }
     double t1 = dpo__now();
     o->st.t_comm += t1 - t0;
-    if (!rc) rc = dpo__local_sums(o, m);
+    if (!rc) rc = dpo__local_sums(o, m, hdr[8], hdr[9]);
     if (hdr[4] == DPO_ONOISE_SECAGG) rc = dpo__secagg_sums(o, hdr, rc);
     else if (!rc && hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_noise(o, hdr);
+    /* party-local sampling: how many rows a rank kept is its own secret (the reduce below is
+     * in the clear); a worker does not add it to its statistics either */
+    if (m == DPO__M_LOCAL) o->acc[d + 1].hi = o->acc[d + 1].lo = 0.0;
     k = d + 2;
     o->st.t_compute += dpo__now() - t1;
   } else {
@@ -512,6 +540,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->acc);
   free(o->ids);
   free(o->lrows);
+  free(o->lids);
   free(o->rank_n);
   free(o);
 }
@@ -587,6 +616,16 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
     hdr[7] = (int64_t)noise->sigma;
     hdr[5] = noise->lap_honest;
     want_loss = 0;
+    if (o->sample_n > 0) { /* party-local Poisson sampling: no ids, no count back */
+      if (m != -1 || noise->lap_honest || !(o->sample_m >= 1) || o->sample_m > o->sample_n ||
+          o->sample_n > ((int64_t)1 << 53))
+        return dpo_err(DPO_EINVAL, "%s: party-local sampling takes no batch, Gaussian shares "
+                       "and 1 <= m <= n <= 2^53 (m %lld, n %lld)", fn, (long long)o->sample_m,
+                       (long long)o->sample_n);
+      hdr[2] = DPO__M_LOCAL;
+      hdr[8] = o->sample_m;
+      hdr[9] = o->sample_n;
+    }
   } else if (noise && noise->kind != DPO_ONOISE_NONE) {
     if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||
         !(noise->scale > 0) || !isfinite(noise->scale) || noise->nshares < 1 ||
@@ -606,10 +645,21 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   if ((rc = dpo__req_status(o, fn, lrc, o->d + 2))) return rc;
   for (int32_t j = 0; j < o->d; j++) g_sum[j] = o->acc[j].hi;
   if (loss_sum) *loss_sum = want_loss ? o->acc[o->d].hi : NAN;
-  int64_t used = (int64_t)o->acc[o->d + 1].hi;
+  int64_t used = hdr[2] == DPO__M_LOCAL ? -1 : (int64_t)o->acc[o->d + 1].hi;
   if (n_used) *n_used = used;
-  o->st.rows += used;
+  if (used > 0) o->st.rows += used;
   return DPO_OK;
+}
+
+int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_oracle_noise_t *noise,
+                                 int64_t m, int64_t n, double *g_sum) {
+  if (!o || !noise || noise->kind != DPO_ONOISE_SECAGG || !(n > 0))
+    return dpo_err(DPO_EINVAL, "dpo_oracle_eval_sums_sampled: needs a secure-aggregation spec "
+                   "and n > 0");
+  o->sample_m = m, o->sample_n = n;
+  int rc = dpo_oracle_eval_sums_noised(o, x, NULL, noise, 0, NULL, g_sum, NULL);
+  o->sample_m = o->sample_n = 0;
+  return rc;
 }
 
 int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,

@@ -12,8 +12,10 @@
 #define DPO__IDS_PIECE 65536
 
 enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3, DPO__REQ_ROWS = 4 };
-/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), 0} */
-#define DPO__HDR 8
+/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), sigma,
+ * local sampling m, local sampling n} (m = DPO__M_LOCAL: party-local Poisson sampling) */
+#define DPO__HDR 10
+#define DPO__M_LOCAL (-2)
 
 struct dpo_oracle {
   MPI_Comm comm;
@@ -40,6 +42,8 @@ struct dpo_oracle {
   dpo_rng_t *noise_rng;     /* this rank's own noise stream (borrowed; local/shares modes) */
   const dpo_parties_t *parties; /* rank 0, borrowed */
   dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
+  int64_t *lids, lcap;      /* party-local Poisson sample of this rank's rows (local ids) */
+  int64_t sample_m, sample_n; /* rank 0: the rate of the request being made (0: none) */
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

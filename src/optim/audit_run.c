@@ -45,6 +45,13 @@
  * noise share fewer.  Only cmd_audit.c sets it; dpopt train has no way to. */
 static int dpo__audit_drop_share = 0;
 void dpo__test_drop_share(int on) { dpo__audit_drop_share = on ? 1 : 0; }
+/* TEST ONLY (dpopt audit --test-seed S; dpopt/audit.h) */
+static int dpo__audit_seeded = 0;
+static uint64_t dpo__audit_seed = 0;
+void dpo__test_audit_seed(int on, uint64_t seed) {
+  dpo__audit_seeded = on ? 1 : 0;
+  dpo__audit_seed = seed;
+}
 
 typedef struct {
   const char *algo_name; /* NULL: --mechanism laplace */
@@ -510,7 +517,7 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   /* dpopt admm puts lambda in g (l1), not in the model */
   if ((rc = dpo_model_create(a.model_name, a.admm ? 0.0 : a.lambda, &model)) ||
       (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||
-      (rc = dpo_rng_create(0, 0, 0, &rng)))
+      (rc = dpo_rng_create(dpo__audit_seeded, dpo__audit_seed, (uint64_t)rank, &rng)))
     goto out;
 
   /* trial t of 2N (set t % 2, index t / 2) runs on rank t % P */

@@ -212,8 +212,8 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
   double b, v = (double)c->n;
   if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
   /* charged before the count is drawn, let alone used (privacy rule 2).  In a multi-party
-   * run (central trust: local and secagg refuse add-remove before this) every party's rows
-   * enter the count, so it names every party, as the releases after it do. */
+   * run (central trust: local refuses add-remove and secagg a noisy count before this) every
+   * party's rows enter the count, so it names every party, as the releases after it do. */
   dpo_ledger_t *L = dpo_solver_ledger(s);
   int P = dpo_ledger_nparties(L);
   if (P > 0) {
@@ -277,6 +277,25 @@ int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo_
   return DPO_OK;
 }
 
+int dpo__sco_parties_setup_sampled(dpo_solver_t *s, double gamma, double sens_c,
+                                   double sigma_target, int64_t m, int64_t n_pub,
+                                   dpo__sco_sa_t *sa) {
+  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  int rc;
+  if (!pt || pt->trust != DPO_TRUST_SECAGG)
+    return dpo_err(DPO_EINVAL, "party-local sampling needs privacy.trust = secagg");
+  /* the shared set-up (accounts, party list) with a placeholder rdp-rho target */
+  if ((rc = dpo__sco_parties_setup(s, sens_c, 1.0, sa))) return rc;
+  sa->rho = 0;
+  sa->gamma = gamma;
+  if ((rc = dpo_secagg_sampled_share(sigma_target, gamma, pt->count, pt->collude, &sa->sigma,
+                                     &sa->sigma_h)))
+    return rc;
+  sa->sd = gamma * (double)sa->sigma * sqrt((double)pt->count);
+  sa->local = 1, sa->lm = m, sa->ln = n_pub;
+  return DPO_OK;
+}
+
 void dpo__sco_secagg_free(dpo__sco_sa_t *sa) {
   free(sa->plist);
   sa->plist = NULL;
@@ -290,7 +309,17 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
   dpo_charge_t c = *ch;
   dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
   int rc = DPO_OK;
-  if (sa->trust == DPO_TRUST_SECAGG) {
+  if (sa->trust == DPO_TRUST_SECAGG && sa->local) {
+    /* party-local Poisson sampling: charged as central's subsampled Gaussian with the honest
+     * shares' noise (secagg.c); the range check at the public n_pub (a larger sample only
+     * wraps: post-processing) */
+    if ((rc = dpo_secagg_check_range(sa->ln, sa->sens, sa->gamma, sa->size))) return rc;
+    c = (dpo_charge_t){.mechanism = "gaussian", .noise_scale = sa->sigma_h,
+                       .sensitivity = sa->sens, .dim = sa->d, .sampling = "poisson",
+                       .accounting = "rdp", .m = sa->lm, .n = sa->ln, .step = ch->step,
+                       .neighbours = dpo_ledger_neighbours(L)};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
+  } else if (sa->trust == DPO_TRUST_SECAGG) {
     /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
     if ((rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size))) return rc;
     c = (dpo_charge_t){.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d,
@@ -311,7 +340,9 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
   /* charged BEFORE anything data-dependent is computed (privacy rule 2) */
   if ((rc = dpo_ledger_charge_parties(L, &c, sa->np, sa->plist, &charged, &refused))) return rc;
   int64_t used = 0;
-  if (b->m > 0)
+  if (sa->local)
+    rc = dpo_oracle_eval_sums_sampled(o, x, &nz, sa->lm, sa->ln, gsum);
+  else if (b->m > 0)
     rc = dpo_oracle_eval_sums_noised(o, x, b, nz.kind == DPO_ONOISE_NONE ? NULL : &nz, 0, NULL,
                                      gsum, &used);
   else

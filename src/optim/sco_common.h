@@ -126,7 +126,8 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
  *  - secagg (src/privacy/secagg.c): every rank encodes its part of the sum, every party leader
  *    adds a discrete Gaussian share, the pairwise masks cancel in the reduce
  *    (DPO_ONOISE_SECAGG); the charge is the KLS 2021 Thm 1 rho with the P - k honest shares
- *    (rho_target: each release's rdp-rho target), never amplified.
+ *    (rho_target: each release's rdp-rho target), never amplified; except with party-local
+ *    sampling (dpo__sco_parties_setup_sampled), where the coordinator draws no batch.
  * sens: the L2 sensitivity of the sum (dpo_sens(relation, L)).  setup: sa->on = 0 outside a
  * multi-party run, sa->trust the mode. */
 typedef struct {
@@ -136,13 +137,27 @@ typedef struct {
   uint64_t sigma;
   int np, size;
   int *plist;
+  /* secagg with party-local Poisson sampling (dpo__sco_parties_setup_sampled) */
+  int local;
+  int64_t lm, ln;   /* every rank keeps each of its rows with probability lm / ln */
+  double sigma_h;   /* the honest shares' noise gamma sigma sqrt(P - k): the charge's scale */
 } dpo__sco_sa_t;
 int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa);
+/* secagg, add-remove, Poisson batches drawn by every party on its own rows (src/privacy/secagg.c
+ * "party-local sampling"): gamma and sens_c from dpo_secagg_fine_step, sigma_target the noise
+ * the honest shares must carry (central's sigma at sensitivity sens_c), m / n_pub the public
+ * rate.  Every release is then charged as central charges it -- a Gaussian of noise_scale
+ * sa->sigma_h (>= sigma_target), sensitivity sens_c, sampling poisson (m, n_pub) -- to the
+ * global account and every party; no batch or row count reaches the coordinator. */
+int dpo__sco_parties_setup_sampled(dpo_solver_t *s, double gamma, double sens_c,
+                                   double sigma_target, int64_t m, int64_t n_pub,
+                                   dpo__sco_sa_t *sa);
 void dpo__sco_secagg_free(dpo__sco_sa_t *sa);
 /* Charge, then release: gsum = the noised sum over the batch.  ch: the Gaussian charge of the
  * release (central, local: charged as is; its noise_scale is the sigma added, by rank 0 or by
  * every party); under secagg only its sampling, group, m, n and step are used (the charge is
- * rdp-rho). */
+ * rdp-rho; with party-local sampling b is ignored and the charge is the Poisson Gaussian of
+ * dpo__sco_parties_setup_sampled). */
 int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
                          const dpo_batch_t *b, const dpo_charge_t *ch, double *gsum);
 

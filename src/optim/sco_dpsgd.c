@@ -64,12 +64,25 @@
  * coordinator draws the batch and sees each party's noised sum, so each party's own noise must
  * alone carry the charge against it; the released sum carries sqrt(ranks) sigma (more noise
  * than central at the same z, the price of not trusting the coordinator).  Add-remove (Poisson)
- * is refused under local and secagg (the un-amplified analysis here is replace-one).
+ * is refused under local (the un-amplified analysis here is replace-one).
  * privacy.trust = secagg: the release is the batch sum, so every party encodes
- * its part and adds a discrete Gaussian share under pairwise masks.  The coordinator draws the
- * batch, so the charge is NOT amplified: z = dpo_rdp_calibrate("none", T releases) (or
- * algo.z), each release an rdp-rho charge with rho <= 1/z (KLS 2021 Thm 1, P - k honest
- * shares); sigma in the step size is the total noise on the sum, gamma sigma_Z sqrt(P).
+ * its part and adds a discrete Gaussian share under pairwise masks.
+ *  - wor (replace-one): the coordinator draws the batch, so the charge is NOT amplified:
+ *    z = dpo_rdp_calibrate("none", T releases) (or algo.z), each release an rdp-rho charge with
+ *    rho <= 1/z (KLS 2021 Thm 1, P - k honest shares).
+ *  - poisson (add-remove, privacy.public_n required): every rank keeps each of ITS OWN rows with
+ *    probability q = m / n_pub on its own secret stream (dpo_oracle_eval_sums_sampled: no ids
+ *    travel, no count comes back), so against the coordinator and up to k colluding parties
+ *    the release is the Poisson-subsampled Gaussian (Abadi et al. 2016, Mironov-Talwar-Zhang
+ *    2019) with the noise the P - k honest shares carry (Kairouz-Liu-Steinke 2021; the
+ *    argument is in secagg.c, "party-local sampling").  It is calibrated and charged exactly as
+ *    central: z from RDP then the PLD ledger, sensitivity L + gamma sqrt(d) (the randomized
+ *    rounding at the fine step of dpo_secagg_fine_step, <= 0.1% above L), the honest shares
+ *    sum to sigma_h = gamma s sqrt(P - k) >= central's sigma, charged as a "gaussian" release
+ *    with sampling poisson (m, n_pub).  The gradient is normalised by the public m.  A noisy
+ *    count is not offered: it would be a sum of the parties' private counts (another secure
+ *    release); a declared public size keeps every count inside its party.
+ *  sigma in the step size is the total noise on the sum, gamma sigma_Z sqrt(P).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -229,13 +242,25 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   }
   const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
   const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
-  /* local and secagg: the coordinator draws the batch, so nothing is amplified against it */
-  const int unamp = pt && pt->trust != DPO_TRUST_CENTRAL;
-  if (unamp && a->poisson) {
-    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = %s the coordinator draws the batch "
+  /* secagg + Poisson: every party samples its own rows (the header, secagg.c), amplified */
+  const int sampled = secagg && a->poisson;
+  /* local, and secagg with wor: the coordinator draws the batch, so nothing is amplified
+   * against it */
+  const int unamp = pt && pt->trust != DPO_TRUST_CENTRAL && !sampled;
+  if (pt && pt->trust == DPO_TRUST_LOCAL && a->poisson) {
+    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = local the coordinator draws the batch "
                  "and the charge is not amplified (a replace-one analysis): set "
-                 "privacy.neighbours = replace-one (algo.sampling = wor)", who,
-                 dpo_trust_name(pt->trust));
+                 "privacy.neighbours = replace-one (algo.sampling = wor), or use "
+                 "privacy.trust = secagg, where every party samples its own rows", who);
+    goto fail;
+  }
+  if (sampled && !dpo_config_get(dpo_solver_config(s), "privacy.public_n")) {
+    /* the noisy count would be the sum of the parties' private counts: a release of its own
+     * through secure aggregation; a declared size keeps every count inside its party */
+    rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = secagg with add-remove neighbours "
+                 "(Poisson batches drawn by every party) declare the public data set size "
+                 "(privacy.public_n, --public-n N): the rate m/N, the steps and the "
+                 "normalisation come from it, and no party's row count is released", who);
     goto fail;
   }
   int64_t m0 = -1, iters = -1, T0 = -1;
@@ -303,6 +328,10 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   }
   a->T0 = a->sched == SCHED_THEORY ? 0 : a->T / 2;
   a->sens = dpo_sens(a->c.rel, a->c.L);
+  double gamma = 0;
+  /* party-local sampling: the charge's sensitivity includes the randomized rounding at the
+   * fine step gamma (secagg.c), so the calibration below works with it (<= 0.1% above L) */
+  if (sampled && (rc = dpo_secagg_fine_step(a->sens, d, &gamma, &a->sens))) goto fail;
   if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
   const char *zfrom = "given";
   if (isnan(a->z) && unamp) {
@@ -339,8 +368,15 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   a->sigma = dpo__sco_sigma(a->z, a->sens, d);
   /* parties: secagg's rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of
    * multiplier z; central and local charge the Gaussian sigma (sco_common.h) */
-  if (pt && (rc = dpo__sco_parties_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa)))
+  if (sampled) {
+    /* the honest shares carry >= sigma (the central noise at this multiplier) */
+    if ((rc = dpo__sco_parties_setup_sampled(s, gamma, a->sens, a->sigma, a->m, a->npub,
+                                             &a->sa)))
+      goto fail;
+    a->sigma = a->sa.sigma_h;
+  } else if (pt && (rc = dpo__sco_parties_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa))) {
     goto fail;
+  }
   a->sd = a->sigma; /* the std of the noise on the released sum */
   if (secagg) a->sd = a->sa.sd;
   /* local: every rank with rows adds sigma, each alone carrying the charge against the
@@ -386,7 +422,12 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
           a->c.D);
   dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = a->T, .batch = a->m,
                      .noise_multiplier = a->z, .lr = a->lr};
-  if (secagg)
+  if (sampled)
+    snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its securely aggregated "
+             "subsampled Gaussian release before it is made (every party samples its own rows, "
+             "q = %lld/%lld, n declared; the honest shares carry sigma %.9g)", (long long)a->T,
+             (long long)a->m, (long long)a->npub, a->sa.sigma_h);
+  else if (secagg)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each charged for its securely aggregated "
              "distributed discrete Gaussian release before it is made (rdp-rho %.6g, not "
              "amplified: the coordinator draws the batch)", (long long)a->T, a->sa.rho);
@@ -419,8 +460,10 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     *done = 1;
     return DPO_OK;
   }
-  /* the batch, drawn the way the charge below records it */
-  if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
+  /* the batch, drawn the way the charge below records it (party-local: by every party) */
+  if (a->sa.local) {
+    mb = 0;
+  } else if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
     int64_t cap = n;
     if ((rc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &cap, &mb))) return rc;
   } else {
@@ -436,7 +479,8 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     dpo_batch_t b = {a->ids, mb};
     /* local / secagg: the coordinator drew the batch, so the charge is not amplified; local
      * charges the Gaussian each party adds to its own sum (sigma, multiplier z) */
-    if (a->sa.trust != DPO_TRUST_CENTRAL) ch.sampling = "none", ch.m = mb, ch.n = n;
+    if (a->sa.trust != DPO_TRUST_CENTRAL && !a->sa.local)
+      ch.sampling = "none", ch.m = mb, ch.n = n;
     if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
   } else {
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;

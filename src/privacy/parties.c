@@ -428,8 +428,9 @@ const char *dpo_trust_coordinator_sees(dpo_trust_t t) {
            "against it); charges are not amplified and hold for the released iterates";
   case DPO_TRUST_SECAGG:
     return "the coordinator sees only masked vectors (uniform mod 2^64) and their noised sum; "
-           "charges are not amplified and hold against coalitions of up to privacy.collude "
-           "parties";
+           "charges are not amplified (but for Poisson batches every party draws from its own "
+           "rows: dp-sgd-rdp, see the release plan) and hold against coalitions of up to "
+           "privacy.collude parties";
   default:
     return "the coordinator sees the exact sums (trusted); charges hold against outsiders";
   }

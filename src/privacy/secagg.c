@@ -196,6 +196,86 @@ int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *g
   return DPO_OK;
 }
 
+/* ---------------------------------------------------------------- party-local sampling
+ * DP-SGD with Poisson batches under secagg (sco_dpsgd.c, privacy.neighbours = add-remove).
+ * Every rank keeps each of ITS OWN rows independently with probability q = m / n_pub (public
+ * m and n_pub) on its own secret stream: the coins never leave the rank, nobody else -- the
+ * coordinator and the other parties included -- learns which rows were kept or how many.  The
+ * release of step t is, in fixed point,
+ *   Y = sum_r floor(v_r / gamma + U_r) + sum_{honest j} Z_j + sum_{colluding j} Z_j,
+ * v_r the clipped gradient sum over the rows rank r kept, Z_j ~ N_Z(0, s^2)^d the party shares.
+ * Claim: against any coalition C of <= k parties (the coordinator's included) that sees Y, its
+ * own rows, coins, shares and masks (the masks between honest parties are uniform and unknown
+ * to C, so the honest parties' masked vectors tell it nothing beyond their sum), the run is
+ * the Poisson-subsampled Gaussian mechanism of multiplier
+ *   z = sigma_h / Delta,  sigma_h = gamma s sqrt(P - k),  Delta = S2 + gamma sqrt(d)
+ * (S2: a row's L2 clip), composed over the T steps; charged as central charges it.
+ * Argument.  Neighbours differ in one row x of an honest party h (a row of a colluding party
+ * is known to C: nothing to protect).  Fix everything C does not see except x's coin b ~
+ * Bernoulli(q): the other rows' coins (the same product law under both neighbours, because
+ * each coin is independent of the others and of the data: the geometric-gap sampler has
+ * exactly the law of independent coins, optim/sample.h) and the rounding uniforms U.  Then,
+ * as in the coupling above, h's encoded sum with x kept differs from the one without x by an
+ * integer vector e with ||e||_2 <= S2 / gamma + sqrt(d) = Delta / gamma, so C sees
+ *   D:  A + b e + W,   D': A + W,   b ~ Bernoulli(q),  W = the sum of the P - k honest shares,
+ * A known to C.  W is (up to the tau term below) the discrete Gaussian N_Z(0, (P-k) s^2)^d,
+ * so this is the subsampled Gaussian pair of Abadi et al. 2016 / Mironov, Talwar, Zhang 2019:
+ * (1 - q) N(0) + q N(e) vs N(0), whose RDP (rdp.c) and PLD (pld.c) bounds the ledger already
+ * applies to the central grid Gaussian (discrete noise on a lattice with the same privacy
+ * loss as the continuous one, Canonne-Kamath-Steinke 2020), at ||e|| <= Delta / gamma and
+ * noise sqrt(P - k) s: multiplier z.  The bound for each fixed (coins of the other rows, U)
+ * is the same, and both the hockey-stick divergences (PLD) and exp((alpha - 1) D_alpha) (RDP)
+ * are jointly convex, so the mixture over them obeys it too; the T steps use fresh coins,
+ * U, shares and masks, so they compose adaptively (the ledger's composition).
+ * tau: W is a sum of P - k independent discrete Gaussians, not one.  Completing the square in
+ * the convolution of N_Z(0, j s^2) with N_Z(0, s^2) and Poisson summation (the argument behind
+ * Kairouz, Liu, Steinke 2021, Thm 1) give a pmf within a factor exp(+-tau) of N_Z(0, (P-k)s^2)
+ * per coordinate, tau = 10 sum_{j=1}^{P-k-1} exp(-2 pi^2 s^2 j / (j + 1)) <= 10 P e^{-pi^2 s^2}.
+ * dpo_secagg_sampled_share refuses s < 16: tau < 10 P e^{-2526} < 1e-1090, so over d < 2^31
+ * coordinates and T < 2^63 steps the probability of any event moves by a factor below
+ * exp(1e-1060): the guarantee is (eps + 1e-1060, delta (1 + 1e-1060)), a change below the
+ * resolution of any double the ledger can hold (stated, not charged).
+ * The range: the batch size is random (at most the rank's rows); the data-free check uses the
+ * public n_pub, and a larger sample could only wrap (post-processing, accuracy only).
+ * Coalitions: C subtracts its k shares and knows its own rows; the guarantee is for the rows of
+ * honest parties only, which is what the per-party accounts record.  Not covered: the loader
+ * exchanges the row counts of the ranks (global row ids, rows.c): under add-remove the exact
+ * sizes are then known to every rank (see README, "Multi-party runs"); nor is timing: a rank's
+ * compute time grows with the rows it kept, and nothing pads it. */
+
+int dpo_secagg_fine_step(double delta2, int64_t d, double *gamma, double *sens_c) {
+  if (!(delta2 > 0) || !isfinite(delta2) || d < 1)
+    return dpo_err(DPO_EINVAL, "secagg: sensitivity %g, d %lld", delta2, (long long)d);
+  /* gamma: the power of two with delta2/gamma in [1024, 2048) sqrt(d): the rounding
+   * inflation sqrt(d) is at most 1/1024 of the scaled sensitivity */
+  int e;
+  frexp(delta2 / (1024.0 * sqrt((double)d)), &e);
+  double g = ldexp(1.0, e - 1);
+  double D = dpo__add_up(dpo__div_up(delta2, g), dpo__sqrt_up((double)d));
+  *gamma = g;
+  *sens_c = D * g; /* exact: g is a power of two */
+  return DPO_OK;
+}
+
+int dpo_secagg_sampled_share(double sigma_target, double gamma, int P, int collude,
+                             uint64_t *s, double *sigma_h) {
+  if (!(sigma_target > 0) || !isfinite(sigma_target) || !(gamma > 0) || P < 1 || collude < 0 ||
+      collude >= P)
+    return dpo_err(DPO_EINVAL, "secagg: sigma %g, gamma %g, %d parties, collude %d",
+                   sigma_target, gamma, P, collude);
+  const double n = (double)(P - collude);
+  /* sqrt(n) rounded down: sqrt is correctly rounded (IEEE), so one step down bounds it */
+  const double rn = nextafter(sqrt(n), 0);
+  double s0 = ceil(sigma_target / (gamma * rn));
+  if (s0 < 16) s0 = 16; /* the tau term (above) */
+  if (!(s0 <= ldexp(1.0, 50) / sqrt((double)P)))
+    return dpo_err(DPO_EINVAL, "secagg: a noise share sigma = %g is above 2^50/sqrt(P)", s0);
+  while (dpo__mul_down(gamma * s0, rn) < sigma_target) s0 += 1;
+  *s = (uint64_t)s0;
+  *sigma_h = dpo__mul_down(gamma * s0, rn); /* gamma * s0 exact (power of two) */
+  return DPO_OK;
+}
+
 /* ---------------------------------------------------------------- the pieces */
 
 int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, uint64_t *x) {
