@@ -9,6 +9,8 @@
 #    writes "CLASS PROB" lines; --x0 warm-starts from the softmax model.txt;
 #  - private families, seeded (labelled NOT PRIVATE: tests of the optimizer): dp-gd at eps 10
 #    the same at -np 1 and -np 2 and >= 0.85; dp-sgd-rdp at (1, 1e-5) >= 0.80 (measured 0.85);
+#  - the default pick (no --algo) for softmax: its keys at delta = 0 and > 0, and at eps 1,
+#    delta = 0 >= 0.80;
 #  - refusals before anything is created: softmax without --classes, --classes with logreg;
 #    a label outside 0..K-1 is a data error (exit 2);
 #  - Fashion-MNIST (if /usr/share/datasets/fashion-mnist is installed): 2000 training images
@@ -65,6 +67,19 @@ expect 0 $MPI -np 2 "$DPOPT" train $G $P --algo dp-sgd-rdp --eps 1 --clip l2:1 -
   --epochs 5 --out "$T/s"
 a=$(js "$T/s" .test_accuracy)
 awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "dp-sgd-rdp softmax eps 1: accuracy $a < 0.80"
+# the default pick for softmax (no --algo): delta = 0 DP-NAG-opt on a fixed 10-step schedule
+# at eps 1 with clip l1:B1/16 (seeded 0.874-0.878 over seeds 5-7; optimum ~0.88), delta > 0
+# the Fashion-MNIST recipe's keys
+expect 0 $MPI -np 2 "$DPOPT" train $G $(echo "$P" | sed 's/--delta 1e-5//') --eps 1 --out "$T/dp"
+grep -q "^algo.name = dp-nag-opt " "$T/dp/config.ini" && grep -q "^privacy.clip = l1:0.375 " "$T/dp/config.ini" &&
+  grep -q "^algo.iters = 10 " "$T/dp/config.ini" && grep -q "^algo.choose_T = 0 " "$T/dp/config.ini" && ok ||
+  bad "softmax, delta = 0: the default is dp-nag-opt, clip l1:B1/16, T = 10 fixed"
+check "softmax, delta = 0: 10 steps ran" [ "$(js "$T/dp" .iterations_done)" = 10 ]
+a=$(js "$T/dp" .test_accuracy)
+awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "default pure-eps softmax eps 1: accuracy $a < 0.80"
+expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 1 --iters 3 --out "$T/dd"
+grep -q "^algo.m = 512 " "$T/dd/config.ini" && grep -q "^algo.eta_rule = snr " "$T/dd/config.ini" &&
+  grep -q "^algo.eta = 5 " "$T/dd/config.ini" && ok || bad "softmax, delta > 0: the recipe's keys"
 
 expect 1 $MPI -np 2 "$DPOPT" train --data "$T/tr" --model softmax --out "$T/nok" --quiet
 has "$T/err" "classes" "softmax without --classes"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The utility test of issue 13 (a test that can fail): on the shipped a9a at (eps, delta) =
 # (1, 1e-5), `dpopt train` with no --algo picks the default private method for that budget
-# (dp-sgd-rdp with an intercept, Poisson batches of 256, 10 epochs, clip l2:1; it says which
+# (dp-sgd-rdp with an intercept, Poisson batches of 256, 10 epochs, step eta 4, clip l2:1; it says which
 # and why) and reaches test accuracy >= 0.84 on a9a.t (measured 0.849-0.851; majority class
 # 0.764).  Seeded, so reproducible and labelled NOT PRIVATE: a test of the defaults, not a
 # private run.  With delta = 0 the pick is dp-nag-opt with clip l1:B1/3; below eps = 1 on a
