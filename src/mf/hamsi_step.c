@@ -25,8 +25,8 @@ double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k) {
  * pairs come from the repeated stratum), sized by the rows with many ratings there; a rating
  * whose rows have few (rare items, most of them) got a step many times its own Newton step
  * (sigma from the pairs up to 1.1 against sigma0 = 0.2, times the low-rank part), and the
- * first quasi-Newton epoch of COLOR at rank 50 took the training RMSE from 0.90 to 12 (to 2.3
- * with the 30x cap).  g'd > 0 for a positive definite H (g is zero off the two rows);
+ * first quasi-Newton epoch of COLOR at rank 50 diverged (with the 30x cap: training RMSE 0.90
+ * -> 12, then diverged; with the epoch check too, 2.3 at a later one).  g'd > 0 for a positive definite H (g is zero off the two rows);
  * otherwise no step. */
 static double dpo__hm_rating_cap(const dpo__hm_t *h, int64_t one, const double *xc,
                                  const double *d1, const double *d2) {
