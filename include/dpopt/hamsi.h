@@ -31,7 +31,9 @@
  * COLOR-B (the thesis runs them with shared-memory threads) run on P ranks with X2 replicated:
  * rank p processes the ratings of each stratum whose users it owns (in the serial order), and
  * one Allreduce per stratum sums the ranks' item steps: equal to the serial pass to first
- * order (items two ranks touch in a stratum get both steps from its start).  With opts.repro
+ * order (items two ranks touch in a stratum get both steps from its start; in quasi-Newton
+ * epochs, whose steps come near the stratum's Newton step, they get the average of the ranks'
+ * steps instead, as m full steps from the same start overshoot m-fold).  With opts.repro
  * COLOR* exchange once per color instead, which is exact (a color is a matching: each item
  * row gets one step) and costs an Allreduce per color (see src/mf/hamsi.c).
  *
@@ -170,8 +172,10 @@ typedef struct {
   /* Safeguards (inactive on well-behaved runs; see src/mf/hamsi.c):
    * step_cap     a block's quasi-Newton step is at most step_cap times as long (in the metric
    *              D) as its gradient step sigma0 D^-1 g / beta_t; longer ones are shortened
-   *              (default 30; 0 = off).  With it, on STRATA*, a row's gradient step is cut
-   *              to 0.4 / (w T) (T: its partners' squared norms summed over the block).
+   *              (default 30; 0 = off).  With it, a row's gradient step is cut to 0.4 / (w T)
+   *              (T: its partners' squared norms summed over the block), and under HOGWILD /
+   *              COLOR* (single-rating blocks) a quasi-Newton step to 1.6 times the minimizer
+   *              of its rating's Gauss-Newton model along it (the same residual bound).
    * reject_tol   an epoch after which the repeated stratum's objective is larger than
    *              (1 + reject_tol) times its value at the start of the epoch, or a factor is not
    *              finite, is undone (factors back to the start of the epoch) and the L-BFGS
@@ -233,8 +237,8 @@ typedef struct {
   double sigma;
   int64_t epochs_undone;   /* safeguard: epochs undone (memory reset) */
   int64_t steps_capped;    /* safeguard: block steps shortened (this rank): quasi-Newton steps
-                              over step_cap, and grid gradient steps with a row cut to its
-                              curvature bound (src/mf/hamsi_step.c) */
+                              over step_cap or their rating's curvature bound, and gradient
+                              steps with a row cut to its curvature bound (hamsi_step.c) */
   int64_t failed_epoch;    /* 0, or the epoch at which the run diverged (result_on_failure) */
   int64_t strata;      /* inner steps (strata) of the training epochs, undone ones included */
   int64_t exchanges;   /* item-factor exchanges among them: ring moves (STRATA*) or

@@ -14,6 +14,8 @@
 #  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases;
 #  - rank 50 with --biases on realistic ratings diverges without the safeguards (epoch 10) and
 #    with the defaults runs 60 epochs with a finite held-out RMSE that went down and stayed;
+#  - COLOR at rank 50 diverges without the safeguards; with the step caps alone its training
+#    RMSE falls in every epoch (quasi-Newton ones too), at 1 and 2 ranks and from --sigma0 50;
 #  - a run ending right after an epoch that raised the RMSE returns the start of that epoch;
 #  - the evaluation budget (default 4% of the wall time) changes which epochs are evaluated,
 #    never the factors, nor the point early stopping keeps.
@@ -114,10 +116,29 @@ check "rank 50 biased: held-out RMSE decreased" awk -F, 'NR == 1 {f = $2} {l = $
   NR > 30 && $2 > m + 0.01 {exit 1} END {exit !(l < 0.99 * f)}' "$T/b50.tr"
 check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
 
+# ---- COLOR's quasi-Newton epochs: the single-rating steps in the stratum's metric overshot
+# their rating's curvature (rank 50: RMSE 0.82 -> 0.95 at epoch 6, diverged at epoch 7 with
+# only the epoch check off; with summed steps of 2 ranks later).  With the curvature caps
+# alone (epoch check off) the training RMSE now falls in every epoch, at 1 rank and at 2
+# (items two ranks step in a quasi-Newton epoch get the average); also from --sigma0 50
+expect 4 "$DPOPT" mf --part color --rank 50 --epochs 12 $OFF "$RR"
+has "$T/err" "diverged at epoch 7" "COLOR rank 50 without safeguards diverges at epoch 7"
+falls() { grep -v '^#' "$1/trace.csv" | tail -n +"$2" | cut -d, -f4 |
+  awk 'NR > 1 && !($1 < p) {exit 1} {p = $1} END {exit NR < 5}'; }
+for P in 1 2; do
+  expect 0 $MPI -np $P "$DPOPT" mf --part color --rank 50 --epochs 12 --reject-tol -1 --eval-budget 0 --out "$T/qn$P" "$RR"
+  check "COLOR rank 50, $P rank(s), caps only: training RMSE falls every epoch" falls "$T/qn$P" 2
+  check "COLOR rank 50, $P rank(s): quasi-Newton epochs ran" jqt '.pairs_accepted >= 10 and .epochs_undone == 0' "$T/qn$P/summary.json"
+done
+expect 0 "$DPOPT" mf --part color --rank 50 --epochs 10 --sigma0 50 --reject-tol -1 --eval-budget 0 --out "$T/qns" "$RR"
+check "COLOR --sigma0 50, caps only: falls every epoch after the first" falls "$T/qns" 3
+check "COLOR --sigma0 50: capped, improved" jqt '.steps_capped > 0 and .train_rmse_nonprivate < 0.5 * .train_rmse_initial_nonprivate' "$T/qns/summary.json"
+
 # ---- a run that stops right after a bad epoch: its last step is seen by no epoch check
-# (COLOR, rank 50: epoch 6, the first quasi-Newton one, takes the RMSE from 0.82 to 0.95), so
-# the end is compared with the start of the last accepted epoch and that point returned
-expect 0 "$DPOPT" mf --part color --rank 50 --epochs 6 --eval-budget 0 --out "$T/fc" "$RR"
+# (COLOR, rank 50 without the step caps: epoch 6, the first quasi-Newton one, takes the RMSE
+# from 0.82 to 1.1), so the end is compared with the start of the last accepted epoch and
+# that point returned
+expect 0 "$DPOPT" mf --part color --rank 50 --epochs 6 --step-cap 0 --eval-budget 0 --out "$T/fc" "$RR"
 grep -v '^#' "$T/fc/trace.csv" | tail -n +2 | cut -d, -f4 >"$T/fc.tr"
 jq .train_rmse_nonprivate "$T/fc/summary.json" >"$T/fc.end"
 check "final check: epoch 6 raised the RMSE 10% above epoch 5" awk 'NR == 5 {a = $1} NR == 6 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"

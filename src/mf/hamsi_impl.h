@@ -107,16 +107,18 @@ typedef struct {
   double mu;
 } dpo__hm_t;
 
-/* HAMSI's gradient steps: per-row curvature cap (hamsi_step.c) */
+/* HAMSI's steps: per-row curvature cap of the gradient steps, and (generic partitions) the
+ * same bound on a rating's quasi-Newton step (hamsi_step.c) */
 #define DPO__HM_GCAP 0.4
 /* The first quasi-Newton steps start once this many pairs are held (at most M): the compact
  * form is exact for m < M pairs, and waiting for all M kept 2 more slow gradient epochs (from
  * N(0, 1) factors at rank 50: RMSE 0.9 at epoch 15 instead of 17-18 with the cap above).
  * After a safeguard reset the memory is refilled to M first: restarting from 3 (or 1, 2)
  * fresh pairs had the next quasi-Newton epoch rejected again and again (COLOR, rank 50: RMSE
- * 0.53 -> 1.5 -> 235).  Both this and the cap are for the grid (STRATA*) only, where they were
- * measured; the generic partitions' single-rating steps keep the plain rules (with them a
- * COLOR rank-50 run ended at RMSE 67 instead of 0.65: not understood yet). */
+ * 0.53 -> 1.5 -> 235).  This is for the grid (STRATA*) only, where it was measured; the
+ * generic partitions wait for M pairs (with both caps, COLOR at rank 50 from the default
+ * start: training RMSE 0.482 after 20 epochs with M, 0.493 with 3; the earlier "RMSE 67 with
+ * 3 pairs" was the uncapped quasi-Newton step of single ratings, see dpo__hm_rating_cap). */
 #define DPO__HM_QN_PAIRS 3
 static inline int dpo__hm_qn_pairs(const dpo__hm_t *h) {
   return !h->grid || h->undone > 0 || h->M < DPO__HM_QN_PAIRS ? h->M : DPO__HM_QN_PAIRS;

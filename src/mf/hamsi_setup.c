@@ -465,7 +465,7 @@ static int dpo__hm_generic(dpo__hm_t *h, const dpo__rt_t *tr, dpo_hamsi_result_t
     DPO__ALLOC(h->dx2, (int64_t)h->ni * r);
     DPO__ALLOC(h->gx2, (int64_t)h->ni * r);
     DPO__ALLOC(h->xs, (int64_t)h->ni * r);
-    DPO__ALLOC(h->pk, 2 * (int64_t)h->ni * r);
+    DPO__ALLOC(h->pk, (2 * (int64_t)r + 1) * h->ni); /* [step, gradient, proposers] per item */
   }
 fail:
   free(scnt);

@@ -15,6 +15,40 @@ double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k) {
   return dk > 0 ? (double)k * (dw / (double)dk) : 0.0;
 }
 
+/* Generic partitions (one rating per block): the longest factor t for the step x -= t d of
+ * rating `one` (d = d1 on its user row, d2 on its item row) within its curvature, the
+ * quasi-Newton form of the grid's per-row gradient cap DPO__HM_GCAP.  Along -t d the rating's
+ * term has slope -g'd and Gauss-Newton curvature c = 2 delta^2 + 2 lambda (wu ||d1||^2 + wi
+ * ||d2||^2), delta = x2'd1 + x1'd2 the change of the prediction; its minimizer is t* = g'd / c
+ * and t <= 4 GCAP t* keeps the residual e -> e (1 - 4 GCAP) at most, as the gradient cap
+ * does (lambda = 0: delta t <= 1.6 e).  Why: H models the curvature of a whole stratum (its
+ * pairs come from the repeated stratum), sized by the rows with many ratings there; a rating
+ * whose rows have few (rare items, most of them) got a step many times its own Newton step
+ * (sigma from the pairs up to 1.1 against sigma0 = 0.2, times the low-rank part), and the
+ * first quasi-Newton epoch of COLOR at rank 50 diverged (with the 30x cap: training RMSE 0.90
+ * -> 12, then diverged; with the epoch check too, 2.3 at a later one).  g'd > 0 for a positive definite H (g is zero off the two rows);
+ * otherwise no step. */
+static double dpo__hm_rating_cap(const dpo__hm_t *h, int64_t one, const double *xc,
+                                 const double *d1, const double *d2) {
+  int32_t r = h->r;
+  const double *x1 = h->x1 + (int64_t)h->lu[one] * r, *x2 = xc + (int64_t)h->li[one] * r;
+  double p = 0, dl = 0, a1 = 0, a2 = 0, n1 = 0, n2 = 0;
+  for (int32_t q = 0; q < r; q++) {
+    p += x1[q] * x2[q];
+    dl += x2[q] * d1[q] + x1[q] * d2[q];
+    a1 += x1[q] * d1[q];
+    a2 += x2[q] * d2[q];
+    n1 += d1[q] * d1[q];
+    n2 += d2[q] * d2[q];
+  }
+  double lw = h->o.lambda * h->wu[one], li = h->o.lambda * h->wi[one];
+  /* the biased model's constant columns have g = d = 0 there, so these sums need no care */
+  double gd = 2 * (p - h->y[one]) * dl + 2 * (lw * a1 + li * a2);
+  double c = 2 * dl * dl + 2 * (lw * n1 + li * n2);
+  if (!(gd > 0) || !isfinite(c)) return 0;
+  return c > 0 ? 4 * DPO__HM_GCAP * gd / c : INFINITY;
+}
+
 /* Line 13 for a block with M pairs: x_a -= (1/beta)(sigma D^-1 g_a + W_a N W_a' g_a), right to
  * left, in the metric D = diag(degrees) (H0 = sigma D^-1, see lbfgs_compact.h).  d = H g is
  * written over the gradient rows (wmul reads g_k before it writes d_k).  Safeguard step_cap
@@ -24,9 +58,9 @@ double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k) {
  * ML-100K-sized data) gives H an eigenvalue hundreds of times sigma along s, and the first
  * quasi-Newton epoch then steps ~400x the gradient step and diverges; on healthy runs
  * ||d|| stays below ~15 gradient steps, so the cap does not act. */
-static void dpo__hm_qn_update(dpo__hm_t *h, const int32_t *tu, int32_t ntu, const int32_t *ti,
-                              int32_t nti, double *xc, const double *Sc, const double *Yc,
-                              const double *w2c, double *dx2) {
+static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int32_t ntu,
+                              const int32_t *ti, int32_t nti, double *xc, const double *Sc,
+                              const double *Yc, const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
   double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
   memset(u, 0, sizeof(double) * 2 * (size_t)M);
@@ -59,6 +93,14 @@ static void dpo__hm_qn_update(dpo__hm_t *h, const int32_t *tu, int32_t ntu, cons
   if (h->o.step_cap > 0 && !(dn <= lim * lim * gn)) {
     f = isfinite(dn) && dn > 0 ? f * lim * sqrt(gn / dn) : 0; /* no step along a non-finite d */
     h->capped++;
+  }
+  if (one >= 0 && h->o.step_cap > 0) { /* generic partitions: the rating's curvature */
+    double c = dpo__hm_rating_cap(h, one, xc, h->g1s + (int64_t)h->lu[one] * r,
+                                  h->g2s + (int64_t)h->li[one] * r);
+    if (!(f <= c)) {
+      f = c;
+      h->capped++;
+    }
   }
   for (int32_t a = 0; a < ntu; a++) {
     int64_t o = (int64_t)tu[a] * r;
@@ -129,13 +171,13 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
   h->k_grad += k1 - k0;
   const double *w2c = h->w2 + (int64_t)h->col_cut[b->cb] * r;
   if (h->hamsi && h->lb.m >= dpo__hm_qn_pairs(h)) {
-    dpo__hm_qn_update(h, tu, ntu, ti, nti, xc, Sc, Yc, w2c, dx2);
+    dpo__hm_qn_update(h, one, tu, ntu, ti, nti, xc, Sc, Yc, w2c, dx2);
   } else {
     /* gradient step x -= (sigma / beta) D^-1 g until M pairs exist; mb-GD always (sigma stays
      * sigma0).  D^-1: a row's gradient is a sum over its ratings, so dividing by its degree
      * makes the step independent of how many ratings a user / item has (data size). */
     double f = h->sigma * (1.0 / h->beta) * h->damp; /* damp = 1 unless a safeguard acted */
-    /* HAMSI on the grid (with step_cap > 0): per-row curvature cap.  The metric D = diag(deg) assumes a
+    /* HAMSI (with step_cap > 0): per-row curvature cap.  The metric D = diag(deg) assumes a
      * rating's curvature near that of the default start (||x||^2 ~ 4); a row whose partners
      * in this block have squared norms summing to T has curvature <= 2 T along any
      * direction, so its step is cut to DPO__HM_GCAP / (w T) when longer.  Over one rating,
@@ -143,8 +185,12 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
      * < 0.5.  From the default start f w T ~ 0.8 / (K beta_t): it acts on rows with
      * above-average partners only (at K = 1 on the first epochs); from N(0, 1) factors at
      * rank 50 (T ~ 50 deg / K) the uncapped first epoch took the RMSE from 8 to 40 and the
-     * safeguard's retries and halvings cost 3 epochs, or stalled the run near RMSE 1. */
-    int gcap = h->hamsi && h->grid && h->o.step_cap > 0, cut = 0;
+     * safeguard's retries and halvings cost 3 epochs, or stalled the run near RMSE 1.  The
+     * generic partitions' blocks are single ratings (T = the partner's squared norm): there
+     * it keeps rare items' gradient steps within their rating's curvature (COLOR, rank 50:
+     * no more gradient epoch that raises the RMSE), as dpo__hm_rating_cap does for the
+     * quasi-Newton steps. */
+    int gcap = h->hamsi && h->o.step_cap > 0, cut = 0;
     if (gcap) {
       for (int32_t a = 0; a < ntu; a++) h->tn1[tu[a]] = 0;
       for (int32_t a = 0; a < nti; a++) h->tn2[ti[a]] = 0;
