@@ -53,6 +53,38 @@ Test(sampler, bernoulli_exp_frequency) {
   dpo_rng_destroy(r);
 }
 
+/* the 64 / 128 / 256-bit paths of the exact Bernoullis (mechanism.c): denominators at the
+ * edges, where D k crosses 2^63 inside one draw, and gamma > 1 (whole units peeled off) */
+Test(sampler, bernoulli_exp_wide_denominators) {
+  dpo_rng_t *r = seeded(11);
+  const uint64_t top = UINT64_MAX, h = (uint64_t)1 << 63;
+  const uint64_t num[] = {h / 3 * 2, h - 2, top / 2, top - 5, 3 * (h / 2) + 7},
+                 den[] = {h - 1, h - 1, top, top - 4, h / 2 + 1};
+  const int N = 200000;
+  for (int j = 0; j < 5; j++) {
+    long ones = 0;
+    for (int i = 0; i < N; i++) {
+      int b;
+      cr_assert_eq(dpo_mech_bernoulli_exp(r, num[j], den[j], &b), DPO_OK);
+      ones += b;
+    }
+    double p = exp(-(double)num[j] / (double)den[j]), sd = sqrt(N * p * (1 - p));
+    cr_expect(fabs(ones - N * p) <= 5 * sd + 1e-9, "exp(-%llu/%llu): %ld ones, expected %.1f",
+              (unsigned long long)num[j], (unsigned long long)den[j], ones, N * p);
+  }
+  /* sigma = 2^40: 2 s^2 t^2 > 2^127, the 256-bit loop; P(|Z| <= sigma) = 0.682689... */
+  long in = 0;
+  const int M = 40000;
+  for (int i = 0; i < M; i++) {
+    int64_t z;
+    cr_assert_eq(dpo_mech_discrete_gaussian(r, (uint64_t)1 << 40, &z), DPO_OK);
+    in += (z < 0 ? -z : z) <= ((int64_t)1 << 40);
+  }
+  const double p1 = 0.6826894921370859;
+  cr_expect(fabs(in - M * p1) <= 5 * sqrt(M * p1 * (1 - p1)), "P(|Z| <= sigma): %ld of %d", in, M);
+  dpo_rng_destroy(r);
+}
+
 /* per-bin 5-sigma check of a histogram against a closed-form pmf */
 static void check_pmf(const long *cnt, int K, long N, double (*pmf)(int, double), double par) {
   double tail = 1;

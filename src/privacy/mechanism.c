@@ -108,11 +108,39 @@ static dpo__u256 u256_mul128(dpo__u128 a, dpo__u128 b) {
 
 /* ------------------------------------------------------------ exact Bernoullis */
 
+/* dpo__bern_frac's loop in 64 / 128-bit words: 0 < n < q < 2^63 (2^127), so 2 n fits */
+static int dpo__bern_frac64(dpo__bits_t *bits, uint64_t n, uint64_t q) {
+  for (;;) {
+    n <<= 1;
+    int d = n >= q;
+    if (d) n -= q;
+    int r = dpo__bit(bits);
+    if (r != d) return r < d; /* first differing bit decides U < p */
+  }
+}
+static int dpo__bern_frac128(dpo__bits_t *bits, dpo__u128 n, dpo__u128 q) {
+  if (!(q >> 63)) return dpo__bern_frac64(bits, (uint64_t)n, (uint64_t)q);
+  for (;;) {
+    n <<= 1;
+    int d = n >= q;
+    if (d) n -= q;
+    int r = dpo__bit(bits);
+    if (r != d) return r < d;
+  }
+}
+
 /* Bernoulli(num/den), 0 <= num, 0 < den < 2^255: lazy comparison of U's random bits with the
- * binary expansion of num/den (long division); ends with probability 1, expected 2 bits. */
+ * binary expansion of num/den (long division); ends with probability 1, expected 2 bits.
+ * Speed: the long division runs in the narrowest of 64, 128 or 256 bits that holds 2 den
+ * (nearly all calls of the samplers: dlap's den = k t < 2^63, dgauss's 2 s^2 t^2 < 2^127 for
+ * s < 2^31).  The same digits are compared with the same random bits in the same order, so
+ * the result and the bits consumed are identical to the 256-bit loop (seeded runs unchanged). */
 static int dpo__bern_frac(dpo__bits_t *bits, dpo__u256 num, const dpo__u256 *den) {
   if (u256_cmp(&num, den) >= 0) return 1;
   if (u256_iszero(&num)) return 0;
+  if (!(den->w[3] | den->w[2]) && !(den->w[1] >> 63)) /* den < 2^127 */
+    return dpo__bern_frac128(bits, ((dpo__u128)num.w[1] << 64) | num.w[0],
+                             ((dpo__u128)den->w[1] << 64) | den->w[0]);
   for (;;) {
     num = u256_shl1(num);
     int d = u256_cmp(&num, den) >= 0;
@@ -131,6 +159,14 @@ static int dpo__bern_exp(dpo__bits_t *bits, dpo__u256 N, dpo__u256 D) {
   }
   /* gamma in [0, 1]: K = first k with Bernoulli(gamma/k) = 0; P(K odd) = exp(-gamma) */
   uint64_t k = 1;
+  if (!(D.w[3] | D.w[2]) && !(D.w[1] >> 63)) { /* D < 2^127: the same coins in 128-bit words */
+    dpo__u128 n = ((dpo__u128)N.w[1] << 64) | N.w[0], d = ((dpo__u128)D.w[1] << 64) | D.w[0];
+    for (dpo__u128 Dk = d; !(Dk >> 127); Dk += d, k++) { /* Dk = D k < 2^127 */
+      if (n >= Dk) continue; /* Bernoulli(>= 1) */
+      if (!n || !dpo__bern_frac128(bits, n, Dk)) return (int)(k & 1u);
+    }
+    /* D k >= 2^127: the 256-bit loop goes on from this k */
+  }
   for (;;) {
     dpo__u256 Dk = u256_mul64(&D, k);
     if (!dpo__bern_frac(bits, N, &Dk)) break;
