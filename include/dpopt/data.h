@@ -45,6 +45,10 @@ typedef struct {
   double *y;        /* labels: +1/-1 (binary), real targets, or class indices 0..K-1 */
   dpo_labels_t labels;
   char source[256]; /* file the shard came from (for messages) */
+  int n_public;     /* 1: n_global is a declared public size, not the sum of the ranks' n, and
+                     * row0 counts within this rank's party only: multi-party secagg with
+                     * add-remove neighbours, where a party's row count is private (the ranks
+                     * never exchange their counts across parties; README "Party counts") */
 } dpo_shard_t;
 
 /* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:

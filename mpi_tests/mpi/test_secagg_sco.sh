@@ -13,6 +13,9 @@
 #    the honest multiplier (central with algo.z = z_eff spends the same; dpopt calibrate gives
 #    the same multiplier on an RDP ledger); the charge is the same for 2 parties on 4 ranks and
 #    for 3 parties with collude 2 (one honest share each); no public n, or trust local: refused;
+#  - party counts (per-party files, add-remove): runs whose parties' files differ by one row
+#    print and save the same (ledger, messages, trace, summary but the model's test metrics);
+#    without a public n refused;
 #  - dpopt audit in secagg mode passes for both (bound below the charge, alpha 1e-4);
 #  - dpopt admm --method dpaccadmm at 2 and 3 parties, dpadmm at 2 (one per rank): the journal says
 #    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
@@ -115,6 +118,47 @@ expect 1 $MPI -np 2 "$DPOPT" train $(echo "$AR" | sed 's/--public-n 32561//') --
 has "$T/err" "declare the public data set size (privacy.public_n" "secagg poisson without a public n refused"
 expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=local --out "$T/r-loc"
 has "$T/err" "under privacy.trust = local the coordinator draws the batch" "local poisson still refused"
+
+# Party counts (secagg, add-remove, per-party files): a party's row count is private, so no
+# rank learns another party's count.  Every party loads its own file on its own communicator
+# (MPI_Comm_split by party), numbers its rows within the party (dpo__finish_rows on that
+# communicator: ranks of one party are one trust domain), and nothing reduces, scans or gathers
+# a count over the whole communicator (src/run/run_parties.c, dpo_oracle_create with n_public:
+# only the dimension is reduced; every rank keeps just its own count); the size everything uses
+# is the declared public n.  Checked here from the outside: two parties with different counts
+# (16281 / 16280) and the same split with one row fewer in party 1 give the same ledger, the
+# same messages, the same trace (but its time column) and the same summary (but times, paths
+# and the test metrics, which depend on the model): nothing printed or saved holds a count.
+expect 0 "$DPOPT" simulate --parties 2 --seed 2 "$S/data/a9a" "$T/pc.%d"
+cp "$T/pc.0" "$T/pd.0"
+sed '$d' "$T/pc.1" > "$T/pd.1"
+PC="$(echo "$AR" | sed "s|--data [^ ]*||") --iters 20 --set parties.count=2 \
+  --set privacy.trust=secagg"
+strip() { tr ',' '\n' < "$1" | grep -v 'time_s\|"test_\|journal\|"train"\|"data"\|"dir"'; }
+expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pc.%d" --out "$T/cc"
+sed "s|$T/pc|X|g" "$T/err" > "$T/cc.err"
+expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pd.%d" --out "$T/cd"
+sed "s|$T/pd|X|g" "$T/err" > "$T/cd.err"
+has "$T/cc.err" "public size 32561 (privacy.public_n; the parties' row counts are private)" \
+  "party counts: the public size is the one printed"
+check "party counts: the same messages" cmp "$T/cc.err" "$T/cd.err"
+sed "s|$T/cc|X|g" "$T/cc/ledger.jsonl" > "$T/cc.l"
+sed "s|$T/cd|X|g" "$T/cd/ledger.jsonl" > "$T/cd.l"
+check "party counts: the same ledger" cmp "$T/cc.l" "$T/cd.l"
+strip "$T/cc/summary.json" > "$T/cc.s"
+strip "$T/cd/summary.json" > "$T/cd.s"
+check "party counts: the same summary" cmp "$T/cc.s" "$T/cd.s"
+cut -d, -f1,3- "$T/cc/trace.csv" > "$T/cc.t"
+cut -d, -f1,3- "$T/cd/trace.csv" > "$T/cd.t"
+check "party counts: the same trace" cmp "$T/cc.t" "$T/cd.t"
+hasnot "$T/cc/summary.json" '"rows"' "party counts: no per-party rows in the summary"
+has "$T/cc/summary.json" '"n":32561,' "party counts: the summary's n is the public one"
+c=$(grep -c '"sampling":"poisson".*"m":256,"n":32561' "$T/cc/ledger.jsonl")
+[ "$c" = 20 ] && ok || bad "party counts: $c charges at the public n (want 20)"
+expect 1 $MPI -np 2 "$DPOPT" train $(echo "$PC" | sed 's/--public-n 32561//') \
+  --set parties.data="$T/pc.%d" --out "$T/r-pc"
+has "$T/err" "the parties' row counts are private and are not exchanged" \
+  "party counts: per-party data without a public n refused"
 
 # audits: one party per trial (MPI_COMM_SELF): encoding, share, rdp-rho charge
 for a in "dp-sgd-rdp --iters 1 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set algo.D=1"; do

@@ -480,16 +480,20 @@ int dpo_oracle_create(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t
     goto out;
   }
 out:;
-  /* Shards must tile [0, n_global) in rank order with one dimension. */
-  int64_t mine[3] = {rc ? 0 : shard->n, rc ? 0 : shard->d, rc ? 0 : -shard->d}, tot[3];
-  int64_t before = 0, n_here = rc ? 0 : shard->n;
+  /* Shards must tile [0, n_global) in rank order with one dimension.  With n_public (the
+   * parties' counts are private) no count is reduced, scanned or gathered across ranks. */
+  const int hide = !rc && shard->n_public;
+  int64_t mine[3] = {rc || hide ? 0 : shard->n, rc ? 0 : shard->d, rc ? 0 : -shard->d}, tot[3];
+  int64_t before = 0, n_here = rc ? 0 : shard->n, zero = 0;
   if (MPI_Allreduce(mine, tot, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
       MPI_Allreduce(mine + 1, tot + 1, 2, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS ||
-      MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS) {
+      MPI_Exscan(hide ? &zero : &n_here, &before, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS) {
     if (!rc) rc = dpo_err(DPO_EMPI, "dpo_oracle_create: MPI_Allreduce failed");
   } else if (!rc) {
     if (o->rank == 0) before = 0;
-    if (tot[0] != shard->n_global)
+    if (hide) { /* the parties' counts stay private: only the dimension is checked */
+      if (tot[1] != -tot[2]) rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: ranks disagree on d");
+    } else if (tot[0] != shard->n_global)
       rc = dpo_err(DPO_EINVAL, "dpo_oracle_create: shards hold %ld rows, n_global = %ld",
                    (long)tot[0], (long)shard->n_global);
     else if (tot[1] != -tot[2])
@@ -501,7 +505,10 @@ out:;
   if (!rc && !(o->rank_n = malloc((size_t)o->size * sizeof *o->rank_n)))
     rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: out of memory");
   rc = dpo_agree(comm, rc);
-  if (!rc && MPI_Allgather(&n_here, 1, MPI_INT64_T, o->rank_n, 1, MPI_INT64_T, comm) !=
+  if (!rc && hide) { /* every rank knows only its own count; dpo_oracle_rank_rows refuses */
+    for (int r = 0; r < o->size; r++) o->rank_n[r] = r == o->rank ? n_here : -1;
+    o->n_public = 1;
+  } else if (!rc && MPI_Allgather(&n_here, 1, MPI_INT64_T, o->rank_n, 1, MPI_INT64_T, comm) !=
                  MPI_SUCCESS)
     rc = dpo_err(DPO_EMPI, "dpo_oracle_create: MPI_Allgather failed");
   if (rc) {
@@ -592,6 +599,8 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   int64_t m = -1;
   if (batch && batch->ids) {
     m = batch->m;
+    if (o->n_public) /* global row ids need every rank's count */
+      return dpo_err(DPO_EUNSUP, "%s: no global row ids (the parties' counts are private)", fn);
     if (m < 0 || m > o->n_global)
       return dpo_err(DPO_EINVAL, "%s: batch of %ld rows (n = %ld)", fn, (long)m,
                      (long)o->n_global);
@@ -766,6 +775,9 @@ int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng) {
 int dpo_oracle_rank_rows(const dpo_oracle_t *o, int rank, int64_t *row0, int64_t *n) {
   if (!o || rank < 0 || rank >= o->size)
     return dpo_err(DPO_EINVAL, "dpo_oracle_rank_rows: rank %d out of range", rank);
+  if (o->n_public)
+    return dpo_err(DPO_EUNSUP, "the parties' row counts are private (secagg, add-remove, "
+                   "parties.data): no rank's row range is known");
   int64_t r0 = 0;
   for (int r = 0; r < rank; r++) r0 += o->rank_n[r];
   if (row0) *row0 = r0;

@@ -23,6 +23,7 @@ struct dpo_oracle {
   const dpo_model_t *model;
   const dpo_shard_t *shard, *heldout;
   int32_t d;       /* parameters: dpo_model_dim(model, shard->d) (K d for softmax) */
+  int n_public;    /* shard->n_public: rank_n holds only this rank's count (others -1) */
   int64_t n_global, heldout_nglobal;
   int clipping;
   dpo_clip_t clip;

@@ -1,4 +1,5 @@
-/* Shared row bookkeeping of the loaders: global row count and offset, the empty-file and
+/* Shared row bookkeeping of the loaders: row count and offset over comm (with per-party files
+ * that is the party's own communicator: dpo__run_parties_load), the empty-file and
  * more-ranks-than-rows checks, aligned dense storage, CSR -> dense.  The bottom of the data
  * room with lines.c: every loader and shard.c call down into it; it calls nothing above. */
 #include "data/data_internal.h"

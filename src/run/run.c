@@ -312,8 +312,13 @@ int dpo_run_load(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
       (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))
     return dpo__run_failed(r, rc);
-  dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", r->train_path,
-          (long long)r->train->n_global, r->train->d, r->size, r->size > 1 ? "s" : "");
+  if (r->train->n_public) /* secagg, add-remove, per-party data: counts stay in the parties */
+    dpo_msg("loaded %s: public size %lld (privacy.public_n; the parties' row counts are "
+            "private) x %d features on %d rank%s", r->train_path, (long long)r->train->n_global,
+            r->train->d, r->size, r->size > 1 ? "s" : "");
+  else
+    dpo_msg("loaded %s: %lld rows x %d features on %d rank%s", r->train_path,
+            (long long)r->train->n_global, r->train->d, r->size, r->size > 1 ? "s" : "");
   r->state = DPO__RUN_LOADED;
   return DPO_OK;
 }

@@ -22,6 +22,7 @@ struct dpo__run_parties {
   dpo_secagg_t *sa;  /* trust secagg: pairwise keys, release counter */
   int rank;
   int64_t *rows;     /* rank 0: rows of each party */
+  int64_t npub;      /* > 0: the parties' row counts are private (dpo__run_parties_load) */
 };
 
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
@@ -56,6 +57,24 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
       if (delta > 0 && acct && !strcasecmp(acct, "basic"))
         rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = pld, auto or rdp "
                      "(its releases are charged in Renyi DP), not basic");
+    }
+  }
+  if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG && tp->p->data[0]) {
+    /* Party counts.  Under add-remove neighbours a party's exact row count is private: its
+     * data set and a neighbour differ in size.  With per-party files no rank may learn another
+     * party's count before a charge, so the loader numbers rows within each party only and
+     * everything that needs a size uses the declared public size (doc/design.md). */
+    const char *nb = NULL;
+    int64_t np = -1;
+    dpo_config_get_str(cfg, "privacy.neighbours", NULL, &nb);
+    if (nb && !strcasecmp(nb, "add-remove")) {
+      if (!dpo_config_get(cfg, "privacy.public_n"))
+        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg with add-remove neighbours and per-party "
+                     "data (parties.data): declare the public data set size (privacy.public_n, "
+                     "--public-n N); the parties' row counts are private and are not exchanged");
+      else if (!(rc = dpo_config_get_int(cfg, "privacy.public_n", -1, &np)) && np < 1)
+        rc = dpo_err(DPO_EINVAL, "privacy.public_n = %lld must be >= 1", (long long)np);
+      if (!rc) tp->npub = np;
     }
   }
   rc = dpo_agree(comm, rc);
@@ -115,6 +134,12 @@ int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *pat
       rc = dpo_agree(comm, dpo_shard_load(pc, p->data[k], &o, &s));
       if (rc) goto out;
     }
+  }
+  if (tp->npub > 0) { /* party counts private: row0 stays party-local (dpo__finish_rows on
+                      * the party's own communicator), no count crosses a party */
+    s->n_global = tp->npub;
+    s->n_public = 1;
+    goto out;
   }
   int64_t n_here = s->n, before = 0, tot = 0;
   MPI_Exscan(&n_here, &before, 1, MPI_INT64_T, MPI_SUM, comm);
@@ -178,7 +203,7 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
         rc = dpo_ledger_party_event(ledger, ev, -1, -1);
       }
     }
-    if (!rc && !tp->rows) { /* parties over data.train: rows from the oracle's rank ranges */
+    if (!rc && !tp->rows && !tp->npub) { /* parties over data.train: rows from the oracle's rank ranges */
       if (!(tp->rows = calloc((size_t)p->count, sizeof *tp->rows)))
         rc = dpo_err(DPO_ENOMEM, "out of memory");
       for (int r = 0; r < p->nranks && !rc; r++) {
