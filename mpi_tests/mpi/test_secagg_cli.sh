@@ -62,6 +62,18 @@ for k in 1 0; do
   expect 0 "$DPOPT" ledger "$T/p$k"
 done
 
+# delta > 0, dp-nag-opt: the unequal shares of (4.4) become rdp-rho charges scaled by their sum
+# of squares (dp_common.c), so the run makes every planned release, as central does, and
+# spends the budget (before: the largest releases exhausted it after 4 of 20 steps, exit 3)
+NAG="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-nag-opt --eps 1 \
+  --delta 1e-5 --seed 3 --set parties.count=2"
+expect 0 $MPI -np 2 "$DPOPT" train $NAG --out "$T/nc"
+expect 0 $MPI -np 2 "$DPOPT" train $NAG --set privacy.trust=secagg --out "$T/ns"
+cc=$(grep -c '"charge_eps"' "$T/nc/ledger.jsonl"); cs=$(grep -c '"mechanism":"rdp-rho"' "$T/ns/ledger.jsonl")
+check "dp-nag-opt delta > 0: secagg made $cs releases, central $cc" test "$cs" -eq "$cc" -a "$cs" -gt 5
+te=$(tail -n 1 "$T/ns/ledger.jsonl" | sed -n 's/.*"total_eps":\([0-9.eE+-]*\).*/\1/p')
+check "dp-nag-opt secagg spent $te of 1" awk -v a="$te" 'BEGIN {exit !(a != "" && a > 0.99 && a <= 1)}'
+
 # data-free refusals (usage errors, nothing run)
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=2 --out "$T/r1"
 has "$T/err" "privacy.collude = 2: need 0 <= k < parties" "collude >= P refused"

@@ -305,11 +305,11 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {
  * eps_t with the L1 sensitivity S1 of one rank's sum (dpo_secagg_lap_params: *lap_eps, the
  * spec's sigma = t and lap_honest = P - k).  Otherwise the
  * per-step pure target eps_t of the schedule is mapped to a per-release rho_t = c eps_t with
- * c = T / (z eps), z the multiplier for which T unsampled Gaussian releases of multiplier z
+ * c = sqrt(T / sum_s eps_s^2) / z over the plan dpo__dp_calibrate saw (T / (z eps) for an even
+ * split), z the multiplier for which T unsampled Gaussian releases of multiplier z
  * (RDP alpha / (2 z^2) = the rdp-rho curve with rho = 1/z) fit (eps, delta) by the RDP
- * conversion (dpo_rdp_calibrate): an even split gives rho_t = 1/z, and the ledger composes
- * the actual charges (a schedule with unequal eps_t may be refused before its end, which
- * stops the run and keeps the last released iterate).  The L2 sensitivity S2 of one rank's
+ * conversion (dpo_rdp_calibrate): sum_t rho_t^2 = T / z^2, and the ledger composes the actual
+ * charges.  The L2 sensitivity S2 of one rank's
  * sum sets gamma, sigma (dpo_secagg_params, P - k honest shares).  Data-free range check: the
  * encoded data part of the sum stays below 2^62 (no wrap; see secagg.c). */
 static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double eps_target,
@@ -340,8 +340,15 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs a finite L2 sensitivity (clip or "
                    "--row-l2-bound)");
   double eps = dp->eps < beps ? dp->eps : beps;
-  if ((rc = dpo_rdp_calibrate("none", na, na, dp->T, eps, bdelta, &z))) return rc;
-  double rt = eps_target * (double)dp->T / (z * eps);
+  /* The plan's T releases with targets e_t (sum eps) get rho_t = K e_t, K fixed so that
+   * sum rho_t^2 = T / z^2: the RDP of T releases of multiplier z, which fits (eps, delta).
+   * Equal shares give K = T / (z eps); unequal ones (dp-nag-opt's (4.4)) need the sum of
+   * squares, or their largest releases exhaust the budget early.  1 - 1e-9 absorbs rounding. */
+  const int planned = dp->plan_T > 0 && dp->plan_e2 > 0;
+  const int64_t Tr = planned ? dp->plan_T : dp->T;
+  if ((rc = dpo_rdp_calibrate("none", na, na, Tr, eps, bdelta, &z))) return rc;
+  double rt = planned ? eps_target * sqrt((double)Tr / dp->plan_e2) / z * (1 - 1e-9)
+                  : eps_target * (double)dp->T / (z * eps);
   if ((rc = dpo_secagg_params(dp->S2, dp->d, pt->count, pt->collude, rt, &gamma, &sigma, rho,
                               NULL)))
     return rc;
@@ -605,6 +612,12 @@ int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T)
   double beps = NAN, bdelta = 0, lo = 1, hi = 2;
   int rc, fits = 0;
   dp->calib_c = 1;
+  if (dp->parties && T > 0) { /* kept for secagg's rho_t (dpo__dp_secagg_rho) */
+    long double s2 = 0;
+    for (int64_t i = 0; i < T; i++) s2 += (long double)e[ne == 1 ? 0 : i] * e[ne == 1 ? 0 : i];
+    dp->plan_T = T;
+    dp->plan_e2 = (double)s2;
+  }
   if (!dp->calibrate || dp->fixed_b > 0 || dp->parties || dp->sampling == DPO__DP_SAMPLE_DISJOINT)
     return DPO_OK;
   if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;

@@ -52,6 +52,10 @@ typedef struct {
   double *gs;
   int calibrate;        /* privacy.calibrate: 1 ledger (default), 0 basic */
   double calib_c;       /* the factor dpo__dp_calibrate applied (1: none) */
+  /* multi-party runs: the plan dpo__dp_calibrate saw (releases, sum of squared shares), from
+   * which secagg's Gaussian releases take their rdp-rho (dpo__dp_secagg_rho) */
+  int64_t plan_T;
+  double plan_e2;
   /* last step, for tests and the journal */
   double last_b, last_eps0, last_charged, last_delta1;
   /* multi-party runs (dpo_oracle_parties() != NULL; see dpopt/parties.h and dpo__dp_grad):
