@@ -71,6 +71,16 @@ done
 AR="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 1 --delta 1e-5 \
   --algo dp-sgd-rdp --set algo.sampling=poisson --set privacy.neighbours=add-remove \
   --public-n 32561 --batch 256 --iters 50 --seed 4"
+# party-local sampling sums only the rows each party kept: one step of 8 rows of 32561 (noise
+# small at eps 10) moves the model as far as central's 8-row step, not as far as a full pass
+# (a full pass over every party's rows, charged as 8 sampled rows, moved it ~1000x farther)
+xnorm() { awk 'NR > 3 {s += $1 * $1} END {printf "%.9g", sqrt(s)}' "$1/model.txt"; }
+ONE=$(echo "$AR" | sed 's/--eps 1 /--eps 10 /; s/--batch 256 --iters 50/--batch 8 --iters 1/')
+expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --out "$T/o1c"
+expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --set privacy.trust=secagg --out "$T/o1s"
+xc=$(xnorm "$T/o1c"); xs=$(xnorm "$T/o1s")
+check "one 8-row step: ||x|| secagg $xs vs central $xc" awk -v a="$xs" -v b="$xc" \
+  'BEGIN {exit !(a > 0 && b > 0 && a < 10 * b && b < 10 * a)}'
 zeff() { grep -m1 '"mechanism":"gaussian","sampling":"poisson"' "$1" |
   sed -n 's/.*"noise_scale":\([0-9.e+-]*\),"sensitivity":\([0-9.e+-]*\),.*/\1 \2/p' |
   awk '{printf "%.17g", $1 / $2}'; }

@@ -78,7 +78,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
   int rc = DPO_OK;
   for (int j = 0; j < d + 2; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
   int64_t used = 0;
-  if (m < 0) {
+  if (m < 0 && m != DPO__M_LOCAL) { /* the full pass (DPO__M_LOCAL is negative too) */
     for (int64_t i = 0; i < s->n;) {
       int64_t e = dpo__chunk_end(s, i);
       dpo_shard_t v;
