@@ -35,21 +35,23 @@ static dpo_charge_t lap(double eps) {
 
 /* ------------------------------------------------------------ exact samplers */
 
+/* N draws of Bernoulli(exp(-num/den)) within 5 sd of N exp(-num/den) */
+static void check_bern_exp(dpo_rng_t *r, uint64_t num, uint64_t den, int N) {
+  long ones = 0;
+  for (int i = 0; i < N; i++) {
+    int b;
+    cr_assert_eq(dpo_mech_bernoulli_exp(r, num, den, &b), DPO_OK);
+    ones += b;
+  }
+  double p = exp(-(double)num / (double)den), sd = sqrt(N * p * (1 - p));
+  cr_expect(fabs(ones - N * p) <= 5 * sd + 1e-9, "exp(-%llu/%llu): %ld ones, expected %.1f",
+            (unsigned long long)num, (unsigned long long)den, ones, N * p);
+}
+
 Test(sampler, bernoulli_exp_frequency) {
   dpo_rng_t *r = seeded(1);
   const uint64_t num[] = {0, 1, 7, 5}, den[] = {1, 2, 3, 1};
-  const int N = 200000;
-  for (int j = 0; j < 4; j++) {
-    long ones = 0;
-    for (int i = 0; i < N; i++) {
-      int b;
-      cr_assert_eq(dpo_mech_bernoulli_exp(r, num[j], den[j], &b), DPO_OK);
-      ones += b;
-    }
-    double p = exp(-(double)num[j] / (double)den[j]), sd = sqrt(N * p * (1 - p));
-    cr_expect(fabs(ones - N * p) <= 5 * sd + 1e-9, "exp(-%lu/%lu): %ld ones, expected %.1f",
-              (unsigned long)num[j], (unsigned long)den[j], ones, N * p);
-  }
+  for (int j = 0; j < 4; j++) check_bern_exp(r, num[j], den[j], 200000);
   dpo_rng_destroy(r);
 }
 
@@ -60,18 +62,7 @@ Test(sampler, bernoulli_exp_wide_denominators) {
   const uint64_t top = UINT64_MAX, h = (uint64_t)1 << 63;
   const uint64_t num[] = {h / 3 * 2, h - 2, top / 2, top - 5, 3 * (h / 2) + 7},
                  den[] = {h - 1, h - 1, top, top - 4, h / 2 + 1};
-  const int N = 200000;
-  for (int j = 0; j < 5; j++) {
-    long ones = 0;
-    for (int i = 0; i < N; i++) {
-      int b;
-      cr_assert_eq(dpo_mech_bernoulli_exp(r, num[j], den[j], &b), DPO_OK);
-      ones += b;
-    }
-    double p = exp(-(double)num[j] / (double)den[j]), sd = sqrt(N * p * (1 - p));
-    cr_expect(fabs(ones - N * p) <= 5 * sd + 1e-9, "exp(-%llu/%llu): %ld ones, expected %.1f",
-              (unsigned long long)num[j], (unsigned long long)den[j], ones, N * p);
-  }
+  for (int j = 0; j < 5; j++) check_bern_exp(r, num[j], den[j], 200000);
   /* sigma = 2^40: 2 s^2 t^2 > 2^127, the 256-bit loop; P(|Z| <= sigma) = 0.682689... */
   long in = 0;
   const int M = 40000;

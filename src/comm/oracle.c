@@ -78,7 +78,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
   int rc = DPO_OK;
   for (int j = 0; j < d + 2; j++) o->acc[j].hi = o->acc[j].lo = 0.0;
   int64_t used = 0;
-  if (m < 0 && m != DPO__M_LOCAL) { /* the full pass (DPO__M_LOCAL is negative too) */
+  if (m == DPO__M_ALL) {
     for (int64_t i = 0; i < s->n;) {
       int64_t e = dpo__chunk_end(s, i);
       dpo_shard_t v;
@@ -596,7 +596,7 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   int rc = dpo__check_req(o, fn, x);
   if (rc) return rc;
   if (!g_sum) return dpo_err(DPO_EINVAL, "%s: NULL g_sum", fn);
-  int64_t m = -1;
+  int64_t m = DPO__M_ALL;
   if (batch && batch->ids) {
     m = batch->m;
     if (o->n_public) /* global row ids need every rank's count */
@@ -626,7 +626,7 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
     hdr[5] = noise->lap_honest;
     want_loss = 0;
     if (o->sample_n > 0) { /* party-local Poisson sampling: no ids, no count back */
-      if (m != -1 || noise->lap_honest || !(o->sample_m >= 1) || o->sample_m > o->sample_n ||
+      if (m != DPO__M_ALL || noise->lap_honest || !(o->sample_m >= 1) || o->sample_m > o->sample_n ||
           o->sample_n > ((int64_t)1 << 53))
         return dpo_err(DPO_EINVAL, "%s: party-local sampling takes no batch, Gaussian shares "
                        "and 1 <= m <= n <= 2^53 (m %lld, n %lld)", fn, (long long)o->sample_m,

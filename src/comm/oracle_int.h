@@ -15,7 +15,8 @@ enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3, DPO__REQ_ROW
 /* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), sigma,
  * local sampling m, local sampling n} (m = DPO__M_LOCAL: party-local Poisson sampling) */
 #define DPO__HDR 10
-#define DPO__M_LOCAL (-2)
+#define DPO__M_ALL (-1)   /* m: every row of every rank (the full pass) */
+#define DPO__M_LOCAL (-2) /* m: party-local Poisson sampling */
 
 struct dpo_oracle {
   MPI_Comm comm;

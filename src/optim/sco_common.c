@@ -244,36 +244,44 @@ void dpo__sco_free(dpo__sco_t *c) {
 
 /* ---- multi-party runs: central, local, secagg (see sco_common.h) ---- */
 
-int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa) {
+/* What every multi-party run sets up: the accounts check, the trust mode, the party list.
+ * The secagg noise (gamma, sigma) is left to the two callers below. */
+static int sco_parties_base(dpo_solver_t *s, double sens, dpo__sco_sa_t *sa) {
   dpo_oracle_t *o = dpo_solver_oracle(s);
   const dpo_parties_t *pt = dpo_oracle_parties(o);
   memset(sa, 0, sizeof *sa);
   if (!pt) return DPO_OK;
-  int rc, P = pt->count;
+  int P = pt->count;
   if (dpo_ledger_nparties(dpo_solver_ledger(s)) != P)
     return dpo_err(DPO_EINVAL, "parties: %d parties declared but the ledger keeps %d party "
                    "accounts", P, dpo_ledger_nparties(dpo_solver_ledger(s)));
   if (!(sens > 0) || !isfinite(sens))
     return dpo_err(DPO_EINVAL, "privacy.trust = %s needs a finite L2 sensitivity",
                    dpo_trust_name(pt->trust));
+  if (pt->trust != DPO_TRUST_SECAGG && pt->trust != DPO_TRUST_CENTRAL &&
+      pt->trust != DPO_TRUST_LOCAL)
+    return dpo_err(DPO_EUNSUP, "privacy.trust = %s is not implemented for this algorithm: it "
+                   "takes central, local or secagg", dpo_trust_name(pt->trust));
   sa->d = dpo_solver_dim(s);
   sa->trust = pt->trust;
   MPI_Comm_size(dpo_oracle_comm(o), &sa->size);
-  if (pt->trust == DPO_TRUST_SECAGG) {
-    if ((rc = dpo_secagg_params(sens, sa->d, P, pt->collude, rho_target, &sa->gamma, &sa->sigma,
-                                &sa->rho, NULL)))
-      return rc;
-    sa->sd = sa->gamma * (double)sa->sigma * sqrt((double)P);
-  } else if (pt->trust != DPO_TRUST_CENTRAL && pt->trust != DPO_TRUST_LOCAL) {
-    return dpo_err(DPO_EUNSUP, "privacy.trust = %s is not implemented for this algorithm: it "
-                   "takes central, local or secagg", dpo_trust_name(pt->trust));
-  }
   if (!(sa->plist = malloc((size_t)P * sizeof *sa->plist)))
     return dpo_err(DPO_ENOMEM, "parties: out of memory");
   for (int k = 0; k < P; k++) sa->plist[k] = k;
   sa->np = P;
   sa->sens = sens;
   sa->on = 1;
+  return DPO_OK;
+}
+
+int dpo__sco_parties_setup(dpo_solver_t *s, double sens, double rho_target, dpo__sco_sa_t *sa) {
+  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  int rc = sco_parties_base(s, sens, sa);
+  if (rc || !pt || pt->trust != DPO_TRUST_SECAGG) return rc;
+  if ((rc = dpo_secagg_params(sens, sa->d, pt->count, pt->collude, rho_target, &sa->gamma,
+                              &sa->sigma, &sa->rho, NULL)))
+    return rc;
+  sa->sd = sa->gamma * (double)sa->sigma * sqrt((double)pt->count);
   return DPO_OK;
 }
 
@@ -284,9 +292,7 @@ int dpo__sco_parties_setup_sampled(dpo_solver_t *s, double gamma, double sens_c,
   int rc;
   if (!pt || pt->trust != DPO_TRUST_SECAGG)
     return dpo_err(DPO_EINVAL, "party-local sampling needs privacy.trust = secagg");
-  /* the shared set-up (accounts, party list) with a placeholder rdp-rho target */
-  if ((rc = dpo__sco_parties_setup(s, sens_c, 1.0, sa))) return rc;
-  sa->rho = 0;
+  if ((rc = sco_parties_base(s, sens_c, sa))) return rc;
   sa->gamma = gamma;
   if ((rc = dpo_secagg_sampled_share(sigma_target, gamma, pt->count, pt->collude, &sa->sigma,
                                      &sa->sigma_h)))
