@@ -102,6 +102,11 @@ void dpo__test_drop_share(int on);
  * (seed S, stream = the rank), so a test's audit outcome is reproducible (the table says
  * "[TEST: seeded]": such a run shows nothing about secure noise).  No config key reaches it. */
 void dpo__test_audit_seed(int on, uint64_t seed);
+/* TEST ONLY (dpopt audit --test-keep-all-rows): on = 1 makes every privacy.trust = secagg audit
+ * trial with party-local Poisson sampling keep every row while the ledger charges the rate
+ * m / n_pub (dpo__oracle_test_keep_all): the defect an audit at q < 1 must catch.  No config
+ * key or train option reaches it. */
+void dpo__test_keep_all_rows(int on);
 
 #ifdef __cplusplus
 }

@@ -130,6 +130,25 @@ has "$T/out" "TEST: seeded" "a seeded audit says so"
 expect 6 $MPI -np 2 "$DPOPT" audit $GA --test-drop-share
 has "$T/out" "VIOLATION" "a dropped discrete Gaussian share is caught"
 echo "Gaussian shares: eps_lb intact $lb, dropped $(awk 'NR == 2 {print $4}' "$T/out") (claim $cl)"
+# The same at q = m / n_pub = 2/10 < 1, where the sampling itself is audited: the charge is the
+# subsampled Gaussian's (claim 0.130 at delta 0.2).  --test-keep-all-rows (hidden, audit only)
+# makes every party keep every row while the ledger still charges q: the defect of 2ae5d84,
+# which an audit at q = 1 cannot see.  Unseeded, 8000 trials: intact eps_lb -0.22 .. -0.23 over
+# 3 runs, every row kept 0.63 .. 0.77 (VIOLATION), alpha 1e-4.
+GQ=$(echo "$GA" | sed 's/algo\.m=10/algo.m=2/')
+expect 0 $MPI -np 2 "$DPOPT" audit $GQ
+lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
+check "party-local sampling audit at q = 0.2: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
+  'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.12 && b + 0 < 0.14)}'
+expect 6 $MPI -np 2 "$DPOPT" audit $GQ --test-keep-all-rows
+has "$T/out" "VIOLATION" "every row kept while q = 0.2 is charged: caught"
+has "$T/out" "TEST: every row kept" "the table says so"
+echo "party-local sampling at q = 0.2: eps_lb intact $lb, every row kept $(awk 'NR == 2 {print $4}' "$T/out") (claim $cl)"
+expect 1 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
+  --quiet --test-keep-all-rows
+has "$T/err" "needs privacy.trust = secagg" "--test-keep-all-rows outside secagg refused"
+expect 1 "$DPOPT" train --algo dp-sgd-rdp --eps 1 --test-keep-all-rows --data "$S/data/a9a"
+has "$T/err" "unknown option" "train refuses --test-keep-all-rows"
 expect 1 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
   --quiet --test-drop-share
 has "$T/err" "needs privacy.trust = secagg" "--test-drop-share outside secagg refused"
@@ -138,6 +157,7 @@ has "$T/err" "unknown option" "train refuses --test-drop-share"
 expect 0 "$DPOPT" audit --help
 hasnot "$T/out" "drop-share" "audit --help does not list the test switch"
 hasnot "$T/out" "test-seed" "audit --help does not list the seed switch"
+hasnot "$T/out" "keep-all" "audit --help does not list the keep-all switch"
 expect 4 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --delta 1e-5 --clip l1:1 \
   --row-l1-bound 4 --trials 10 --quiet --set privacy.trust=local
 has "$T/err" "privacy.trust = local is not audited" "audit refuses other trust modes"

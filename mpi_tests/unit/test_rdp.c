@@ -341,3 +341,30 @@ Test(rdp, ledger_disjoint_and_rho) {
   dpo_ledger_close(L);
   cr_assert_neq(dpo_ledger_open_rdp(MPI_COMM_NULL, 1.0, 0.0, NULL, 0, &L), DPO_OK);
 }
+
+/* The per-thread curves shared by successive ledgers (rdp.c, dpo__rdp_release_cached): six
+ * releases (more than its four entries, so some are evicted and recomputed) charged in turn
+ * on fresh ledgers, three rounds; every ledger's spent eps must be the one computed from the
+ * release's own curve, never another key's. */
+Test(rdp, shared_curve_cache_keys) {
+  const double sigma[3] = {2.0, 3.0, 5.0};
+  const int64_t m[2] = {20, 50};
+  double lambda[3];
+  for (int i = 0; i < 3; i++) cr_assert_eq(dpo_mech_grid(sigma[i], &lambda[i]), DPO_OK);
+  for (int round = 0; round < 3; round++)
+    for (int k = 0; k < 6; k++) {
+      int i = k % 3, j = k / 3;
+      dpo_ledger_t *L;
+      cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 100.0, 1e-5, NULL, 0, "rdp",
+                                      DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
+      dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = sigma[i], .sensitivity = 1.0,
+                        .dim = 4, .m = m[j], .n = 1000, .sampling = "poisson",
+                        .accounting = "rdp", .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+      cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK, "%s", dpo_errmsg());
+      double e, z = sigma[i] / (1.0 + 2.0 * lambda[i]);
+      cr_assert_eq(dpo_ledger_spent(L, &e, NULL), DPO_OK);
+      cr_assert_float_eq(e, curve_eps("poisson", m[j], 1000, z, 1, 1e-5), 1e-12,
+                         "round %d release %d: %.17g", round, k, e);
+      dpo_ledger_close(L);
+    }
+}

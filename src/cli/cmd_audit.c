@@ -64,7 +64,7 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
          r->claimed_delta, isfinite(r->lb) ? r->lb : 0.0, (long long)r->trials, r->stat,
          r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "",
          broken & 1 ? "  [TEST: noise halved]" : broken & 2 ? "  [TEST: one noise share dropped]"
-                                                            : "",
+         : broken & 8 ? "  [TEST: every row kept, the sampled rate charged]" : "",
          broken & 4 ? "  [TEST: seeded]" : "");
   if (r->violation)
     printf("VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n", r->lb,
@@ -78,7 +78,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char **args = NULL;
   char *pos[1];
-  int npos, rc, ex, broken = 0, dropped = 0, seeded = 0, quiet = 0, has_clip = 0;
+  int npos, rc, ex, broken = 0, dropped = 0, keepall = 0, seeded = 0, quiet = 0, has_clip = 0;
   unsigned long long seed = 0;
   dpo_clip_t clip;
   dpo_audit_result_t res;
@@ -89,6 +89,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--test-break-noise")) broken = 1;
     else if (!strcmp(argv[i], "--test-drop-share")) dropped = 1;
+    else if (!strcmp(argv[i], "--test-keep-all-rows")) keepall = 1;
     else if (!strcmp(argv[i], "--test-seed") && i + 1 < argc) {
       seeded = 1;
       seed = strtoull(argv[++i], NULL, 10);
@@ -105,9 +106,10 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if ((rc = dpo_run_parse_clip(cfg, &clip, &has_clip))) goto fail;
   if (broken) dpo__test_noise_factor(0.5);
   if (dropped) dpo__test_drop_share(1);
+  if (keepall) dpo__test_keep_all_rows(1);
   if (seeded) dpo__test_audit_seed(1, (uint64_t)seed);
   if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
-  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken | dropped << 1 | seeded << 2) : DPO_OK;
+  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken | dropped << 1 | seeded << 2 | keepall << 3) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
   ex = res.violation ? DPO_EXIT_AUDIT : 0;
   goto out;
@@ -116,6 +118,7 @@ fail:
 out:
   dpo__test_noise_factor(1.0);
   dpo__test_drop_share(0);
+  dpo__test_keep_all_rows(0);
   dpo__test_audit_seed(0, 0);
   free(args);
   dpo_config_destroy(cfg);

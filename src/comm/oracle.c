@@ -665,10 +665,14 @@ int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_ora
   if (!o || !noise || noise->kind != DPO_ONOISE_SECAGG || !(n > 0))
     return dpo_err(DPO_EINVAL, "dpo_oracle_eval_sums_sampled: needs a secure-aggregation spec "
                    "and n > 0");
-  o->sample_m = m, o->sample_n = n;
+  o->sample_m = o->test_keep_all ? n : m, o->sample_n = n;
   int rc = dpo_oracle_eval_sums_noised(o, x, NULL, noise, 0, NULL, g_sum, NULL);
   o->sample_m = o->sample_n = 0;
   return rc;
+}
+
+void dpo__oracle_test_keep_all(dpo_oracle_t *o, int on) {
+  if (o) o->test_keep_all = on ? 1 : 0;
 }
 
 int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,

@@ -46,6 +46,7 @@ struct dpo_oracle {
   dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
   int64_t *lids, lcap;      /* party-local Poisson sample of this rank's rows (local ids) */
   int64_t sample_m, sample_n; /* rank 0: the rate of the request being made (0: none) */
+  int test_keep_all;          /* TEST ONLY: dpo__oracle_test_keep_all */
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

@@ -45,6 +45,9 @@
  * noise share fewer.  Only cmd_audit.c sets it; dpopt train has no way to. */
 static int dpo__audit_drop_share = 0;
 void dpo__test_drop_share(int on) { dpo__audit_drop_share = on ? 1 : 0; }
+/* TEST ONLY (dpopt audit --test-keep-all-rows; dpopt/audit.h) */
+static int dpo__audit_keep_all = 0;
+void dpo__test_keep_all_rows(int on) { dpo__audit_keep_all = on ? 1 : 0; }
 /* TEST ONLY (dpopt audit --test-seed S; dpopt/audit.h) */
 static int dpo__audit_seeded = 0;
 static uint64_t dpo__audit_seed = 0;
@@ -255,9 +258,11 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     if (!rc) rc = dpo_oracle_set_noise_rng(o, rng);
     if (!rc) rc = dpo_oracle_set_parties(o, pt);
     if (!rc) rc = dpo_ledger_set_parties(L, pt->count, pe, pd);
-  } else if (!rc && (dpo__audit_drop_share || a->sparties > 1)) {
+    if (!rc) dpo__oracle_test_keep_all(o, dpo__audit_keep_all);
+  } else if (!rc && (dpo__audit_drop_share || dpo__audit_keep_all || a->sparties > 1)) {
     rc = dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
-                 dpo__audit_drop_share ? "--test-drop-share" : "--secagg-parties");
+                 dpo__audit_drop_share ? "--test-drop-share"
+                 : dpo__audit_keep_all ? "--test-keep-all-rows" : "--secagg-parties");
   }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
   if (!rc) {
