@@ -35,7 +35,7 @@
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
 #include "bench_common.h"
-#include "optim/sample.h"
+#include "privacy/sample.h"
 
 #define CHECK(call)                                                                          \
   do {                                                                                       \

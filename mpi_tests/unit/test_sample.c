@@ -1,4 +1,4 @@
-/* The minibatch samplers of optim/sample.h against the laws the accountant assumes:
+/* The minibatch samplers of privacy/sample.h against the laws the accountant assumes:
  * exact comparisons against 128-bit integer arithmetic, the fast geometric path equal draw for
  * draw to the exact one, Geometric(q) gaps, Poisson batch sizes ~ Binomial(n, q) and row
  * inclusion frequencies q; without-replacement batches of m distinct rows, each row in a
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "dpopt/rng.h"
-#include "optim/sample.h"
+#include "privacy/sample.h"
 
 typedef unsigned __int128 u128;
 

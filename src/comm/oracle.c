@@ -25,7 +25,7 @@
 #include "dpopt/status.h"
 
 #include "comm/oracle_int.h"
-#include "optim/sample.h" /* dpo__poisson_batch: party-local sampling (no call back up) */
+#include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
 
 void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
   if (rc == DPO_OK || o->local_fail) return;
@@ -69,7 +69,7 @@ static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
 /* Local part of a SUMS request: accumulators acc[0..d-1] = g, acc[d] = loss, acc[d+1] = rows.
  * m = DPO__M_LOCAL: party-local Poisson sampling (secure aggregation, sco_dpsgd.c): this rank
  * keeps each of its own rows with probability sm / sn, on its own secret stream (the law of
- * independent Bernoulli(sm/sn) coins, optim/sample.h); the kept rows and their number never
+ * independent Bernoulli(sm/sn) coins, privacy/sample.h); the kept rows and their number never
  * leave the rank (the caller zeroes the row count before the reduce). */
 static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
   const dpo_shard_t *s = o->shard;

@@ -6,7 +6,7 @@
  *     algo.sampling = wor (default): m = algo.m of the n examples without replacement
  *       (Wang-Balle-Kasiviswanathan 2019, a replace-one analysis);
  *     algo.sampling = poisson: each example independently with probability q = m/n, drawn as
- *       exact Geometric(q) gaps between kept rows (optim/sample.h: O(m) per step, the law of n
+ *       exact Geometric(q) gaps between kept rows (privacy/sample.h: O(m) per step, the law of n
  *       independent Bernoulli(q)); Mironov-Talwar-Zhang 2019 is an add/remove analysis.
  *   n here is the PUBLIC size n_pub (dpo__sco_public_n): under add-remove the row count is
  *   private, so q = m/n_pub, the steps from --epochs and the default m come from a declared
@@ -93,7 +93,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
-#include "optim/sample.h"
+#include "privacy/sample.h"
 #include "optim/sco_common.h"
 
 #define DPO__DPSGD_ETA 2.0

@@ -214,7 +214,7 @@ int dpo_secagg_lap_params(double delta1, int64_t d, double eps_target, double *g
  * is known to C: nothing to protect).  Fix everything C does not see except x's coin b ~
  * Bernoulli(q): the other rows' coins (the same product law under both neighbours, because
  * each coin is independent of the others and of the data: the geometric-gap sampler has
- * exactly the law of independent coins, optim/sample.h) and the rounding uniforms U.  Then,
+ * exactly the law of independent coins, privacy/sample.h) and the rounding uniforms U.  Then,
  * as in the coupling above, h's encoded sum with x kept differs from the one without x by an
  * integer vector e with ||e||_2 <= S2 / gamma + sqrt(d) = Delta / gamma, so C sees
  *   D:  A + b e + W,   D': A + W,   b ~ Bernoulli(q),  W = the sum of the P - k honest shares,

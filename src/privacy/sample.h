@@ -1,4 +1,5 @@
-/* Minibatch samplers of the private SGD algorithms, rank 0, on the solver's stream.
+/* Minibatch samplers of the private SGD algorithms: on rank 0 from the solver's stream, and on
+ * every party for party-local sampling (src/comm/oracle.c) from its own secret stream.
  *
  * Poisson sampling (each of n rows kept independently with probability q = m/n) by geometric
  * gaps: the number of rows skipped before the next kept one is G ~ Geometric(q),
@@ -9,8 +10,8 @@
  * rho = (n - m)/n; every comparison is certified (a floating bound with a wide margin, else
  * fixed-point bounds of rho^k refined with more bits of V), so no floating rounding biases G.
  */
-#ifndef DPO_OPTIM_SAMPLE_H
-#define DPO_OPTIM_SAMPLE_H
+#ifndef DPO_PRIVACY_SAMPLE_H
+#define DPO_PRIVACY_SAMPLE_H
 
 #include <stdint.h>
 

@@ -22,7 +22,7 @@
  * Nothing here depends on floating-point rounding: the doubles only decide when the fast
  * path may answer, never what it answers beyond the certified comparisons.
  */
-#include "optim/sample.h"
+#include "privacy/sample.h"
 
 #include <math.h>
 #include <stdlib.h>
