@@ -81,9 +81,8 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, int
       int smp = rsm && DPO__SAMPLE(h->u0 + h->lu[k], c0 + h->li[k]);
       if (!train && !smp) continue;
       if (!h->grid) p = h->chunk_of[h->u0 + h->lu[k]];
-      double pr = 0;
       const double *a = h->x1 + (int64_t)h->lu[k] * r, *x = x2full + (c0 + h->li[k]) * r;
-      for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
+      double pr = dpo__mf_dot(r, a, x);
       double e2 = (pr - h->y[k]) * (pr - h->y[k]);
       if (train) part[4 * p] += e2;
       if (smp) {
@@ -94,9 +93,8 @@ static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, int
   }
   for (int64_t k = 0; k < h->ntest; k++) {
     int32_t p = h->grid ? h->uint_of[h->tu_u[k]] : h->chunk_of[h->tu_u[k]];
-    double pr = 0;
     const double *a = h->x1 + (int64_t)(h->tu_u[k] - h->u0) * r, *x = x2full + (int64_t)h->tu_i[k] * r;
-    for (int32_t q = 0; q < r; q++) pr += a[q] * x[q];
+    double pr = dpo__mf_dot(r, a, x);
     part[4 * p + 1] += (pr - h->ty[k]) * (pr - h->ty[k]);
   }
   int st = dpo__hm_reduce_parts(h, part, nparts, 4, out);
@@ -565,9 +563,8 @@ int dpo_hamsi_predict(const dpo_hamsi_result_t *m, int64_t n, const int32_t *use
       return dpo_err(DPO_EINVAL, "mf predict: pair %lld (user %d, item %d) outside the model's "
                      "%d users x %d items (0-based)", (long long)k, u, i, m->n_users, m->n_items);
     const double *a = m->X1 + (int64_t)u * r, *b = m->X2t + (int64_t)i * r;
-    /* the order of the training sums: the factor columns, then b_u (x 1), then b_i (1 x) */
-    double p = 0;
-    for (int32_t q = 0; q < r; q++) p += a[q] * b[q];
+    /* the factor columns (as training sums them), then b_u (x 1), then b_i (1 x) */
+    double p = dpo__mf_dot(r, a, b);
     if (m->biases) p = (p + m->bu[u]) + m->bi[i] + m->mu;
     pred[k] = p;
   }
