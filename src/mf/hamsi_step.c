@@ -119,7 +119,7 @@ static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int3
 /* One block: gradient (line 10) with the objective of its ratings added to *fsum (when given;
  * the blocks of a stratum are variable-disjoint, so over a stratum this is the stratum's f at
  * the point where it starts), accumulation for lines 12/14, update (line 13). */
-void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
+DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
                    double *acc2, double *dx2, double *fsum) {
   int32_t r = h->r, M = h->M;
   int64_t nvc = dpo__nvc(h, b->cb);
