@@ -252,7 +252,7 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
 }
 
 /* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables */
-static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
+DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
                            const double *w, const double *s, const double *y, int ns,
                            double *out) {
   int M = h->M;

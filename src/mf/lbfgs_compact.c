@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dpopt/status.h"
+#include "mf/mf_impl.h"
 
 int dpo__lbfgs_init(dpo__lbfgs_t *l, int M, double sigma0) {
   memset(l, 0, sizeof *l);
@@ -130,7 +131,7 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   return dpo__lbfgs_build_n(l);
 }
 
-void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+DPO__MF_CLONES void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                     const double *w, const double *g, double *u) {
   int M = l->M;
   for (int64_t v = 0; v < nvar; v++) {
@@ -154,7 +155,7 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   }
 }
 
-void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                      const double *w, const double *g, const double *v, double *out) {
   int M = l->M;
   double sg = l->sigma;
