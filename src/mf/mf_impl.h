@@ -16,22 +16,22 @@ static inline uint64_t dpo__mf_mix(uint64_t z) {
 /* Uniform in [0, 1) from a hash. */
 static inline double dpo__mf_unit(uint64_t h) { return (double)(h >> 11) * 0x1.0p-53; }
 
-/* x1'x2 over r entries, in 8 partial sums (entries q = j mod 8: four 2-wide vectors) added as
- * a tree, then the tail: as one scalar chain of r dependent adds it was most of HAMSI's epoch (perf,
- * rank 50: 2/3 of the time in dpo__hm_block, on the add latency); the 8 sums are 4 (SSE2) or
- * fewer vector chains.  The order is fixed, so a run is reproducible and the same at every
- * rank count. */
-/* The rating loops (dpo__hm_block, the evaluation) in one build per x86-64 level, picked by
- * the loader for the CPU (GCC target_clones): the library is compiled for baseline x86-64
- * (SSE2, no FMA), and these loops are HAMSI's epoch.  Every rank of a run on one machine runs
- * the same clone, so results stay the same at every rank count; across machines they can
- * differ in the last bits (FMA contraction, as the gradient kernels' builds do). */
+/* The rating loops (dpo__hm_block, the evaluation) and the compact L-BFGS products in one
+ * build per x86-64 level, picked by the loader for the CPU (GCC target_clones): the library
+ * is compiled for baseline x86-64 (SSE2, no FMA), and these loops are HAMSI's epoch.  Every
+ * rank of a run on one machine runs the same clone, so results stay the same at every rank
+ * count; across machines they can differ in the last bits (FMA contraction, as the gradient
+ * kernels' builds do). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DPO__MF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define DPO__MF_CLONES
 #endif
 
+/* x1'x2 over r entries, in 8 partial sums (entries q = j mod 8: four 2-wide vectors, four
+ * independent chains) added as a tree, then the tail: as one scalar chain of r dependent adds
+ * it was most of HAMSI's epoch (perf, rank 50: 2/3 of the time in dpo__hm_block, on the add
+ * latency).  The order is fixed, so a run is reproducible and the same at every rank count. */
 typedef double dpo__mf_v2 __attribute__((vector_size(16)));
 static inline dpo__mf_v2 dpo__mf_ld2(const double *p) {
   dpo__mf_v2 v;
