@@ -588,9 +588,11 @@ int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *ba
   return dpo_oracle_eval_sums_noised(o, x, batch, NULL, want_loss, loss_sum, g_sum, n_used);
 }
 
-int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
-                                const dpo_oracle_noise_t *noise, int want_loss,
-                                double *loss_sum, double *g_sum, int64_t *n_used) {
+/* The SUMS request behind dpo_oracle_eval_sums_noised and _sampled: sm / sn > 0 is the rate
+ * of party-local Poisson sampling (secagg only; no batch), 0 / 0 none. */
+static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                          const dpo_oracle_noise_t *noise, int want_loss, int64_t sm, int64_t sn,
+                          double *loss_sum, double *g_sum, int64_t *n_used) {
   static const char fn[] = "dpo_oracle_eval_sums";
   if (!o) return dpo_err(DPO_EINVAL, "%s: NULL oracle", fn);
   int rc = dpo__check_req(o, fn, x);
@@ -625,15 +627,15 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
     hdr[7] = (int64_t)noise->sigma;
     hdr[5] = noise->lap_honest;
     want_loss = 0;
-    if (o->sample_n > 0) { /* party-local Poisson sampling: no ids, no count back */
-      if (m != DPO__M_ALL || noise->lap_honest || !(o->sample_m >= 1) || o->sample_m > o->sample_n ||
-          o->sample_n > ((int64_t)1 << 53))
+    if (sn > 0) { /* party-local Poisson sampling: no ids, no count back */
+      if (m != DPO__M_ALL || noise->lap_honest || !(sm >= 1) || sm > sn ||
+          sn > ((int64_t)1 << 53))
         return dpo_err(DPO_EINVAL, "%s: party-local sampling takes no batch, Gaussian shares "
-                       "and 1 <= m <= n <= 2^53 (m %lld, n %lld)", fn, (long long)o->sample_m,
-                       (long long)o->sample_n);
+                       "and 1 <= m <= n <= 2^53 (m %lld, n %lld)", fn, (long long)sm,
+                       (long long)sn);
       hdr[2] = DPO__M_LOCAL;
-      hdr[8] = o->sample_m;
-      hdr[9] = o->sample_n;
+      hdr[8] = sm;
+      hdr[9] = sn;
     }
   } else if (noise && noise->kind != DPO_ONOISE_NONE) {
     if (noise->kind < DPO_ONOISE_LOCAL_LAPLACE || noise->kind > DPO_ONOISE_SHARE_GAUSSIAN ||
@@ -660,15 +662,18 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   return DPO_OK;
 }
 
+int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                                const dpo_oracle_noise_t *noise, int want_loss,
+                                double *loss_sum, double *g_sum, int64_t *n_used) {
+  return dpo__eval_sums(o, x, batch, noise, want_loss, 0, 0, loss_sum, g_sum, n_used);
+}
+
 int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_oracle_noise_t *noise,
                                  int64_t m, int64_t n, double *g_sum) {
   if (!o || !noise || noise->kind != DPO_ONOISE_SECAGG || !(n > 0))
     return dpo_err(DPO_EINVAL, "dpo_oracle_eval_sums_sampled: needs a secure-aggregation spec "
                    "and n > 0");
-  o->sample_m = o->test_keep_all ? n : m, o->sample_n = n;
-  int rc = dpo_oracle_eval_sums_noised(o, x, NULL, noise, 0, NULL, g_sum, NULL);
-  o->sample_m = o->sample_n = 0;
-  return rc;
+  return dpo__eval_sums(o, x, NULL, noise, 0, o->test_keep_all ? n : m, n, NULL, g_sum, NULL);
 }
 
 void dpo__oracle_test_keep_all(dpo_oracle_t *o, int on) {

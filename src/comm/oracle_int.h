@@ -45,7 +45,6 @@ struct dpo_oracle {
   const dpo_parties_t *parties; /* rank 0, borrowed */
   dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
   int64_t *lids, lcap;      /* party-local Poisson sample of this rank's rows (local ids) */
-  int64_t sample_m, sample_n; /* rank 0: the rate of the request being made (0: none) */
   int test_keep_all;          /* TEST ONLY: dpo__oracle_test_keep_all */
 };
 

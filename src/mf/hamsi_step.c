@@ -197,13 +197,8 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
       for (int64_t k = off; k < off + n; k++) {
         int64_t u = h->lu[k], i = h->li[k];
         const double *a1 = h->x1 + u * r, *a2 = xc + i * r;
-        double n1 = 0, n2 = 0;
-        for (int32_t q = 0; q < r; q++) {
-          n1 += a1[q] * a1[q];
-          n2 += a2[q] * a2[q];
-        }
-        h->tn1[u] += n2 + h->o.lambda * h->wu[k];
-        h->tn2[i] += n1 + h->o.lambda * h->wi[k];
+        h->tn1[u] += dpo__mf_dot(r, a2, a2) + h->o.lambda * h->wu[k];
+        h->tn2[i] += dpo__mf_dot(r, a1, a1) + h->o.lambda * h->wi[k];
       }
     }
     for (int32_t a = 0; a < ntu; a++) {
