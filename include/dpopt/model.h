@@ -109,6 +109,10 @@ double dpo_model_mu(const dpo_model_t *m);
  * must clip per example (clip C in L1 gives S1 = 2 C).  A negative or non-finite B1 also
  * returns a negative value. */
 double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound);
+/* The per-example bound behind it: max ||grad f_i||_1 from B1 (logistic B1, softmax 2 B1, with
+ * the intercept applied), the sensitivity under add-remove neighbours (dpo_sens).  A user
+ * objective's op bounds replace-one differences only, so it (and ridge) returns -1. */
+double dpo_model_grad_l1_bound(const dpo_model_t *m, double row_l1_bound);
 
 /* Public bound on one example's data-term gradient norm in L2 from the declared FEATURE bound
  * B2 (the intercept applied as above), without clipping: logistic B2 (|coefficient| <= 1),

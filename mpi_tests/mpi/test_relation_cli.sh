@@ -42,9 +42,22 @@ has "$T/p2/ledger.jsonl" '"sampling":"poisson".*"sensitivity":3.75,' "poisson ch
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --eps 1 --delta 1e-5 \
   --set privacy.neighbours=add-remove --out "$T/p3"
 has "$T/err" "wor is analysed for replace-one" "wor under add-remove refused"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 \
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgdws --batch 100 --eps 1 \
   --set privacy.neighbours=add-remove --out "$T/p4"
-has "$T/err" "replace-one neighbours" "dp-nag-opt under add-remove refused"
+has "$T/err" "replace-one neighbours" "dp-sgdws (m of n batches) under add-remove refused"
+# the full-batch DP-GD family takes add-remove: the noisy count first, then the steps, every
+# charge at the clip bound itself (not twice it) over the public size
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 \
+  --set privacy.neighbours=add-remove --out "$T/p4b"
+head -2 "$T/p4b/ledger.jsonl" | tail -1 | grep -q '"step":-1,"mechanism":"laplace".*"sensitivity":1,"dim":1' &&
+  ok || bad "dp-nag-opt under add-remove: the noisy count is the first charge"
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --public-n 30000 \
+  --set privacy.neighbours=add-remove --out "$T/p4c"
+expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --out "$T/p4d"
+s_ar=$(grep -o '"step":0,.*"sensitivity":[0-9.e+-]*' "$T/p4c/ledger.jsonl" | sed 's/.*"sensitivity"://')
+s_ro=$(grep -o '"step":0,.*"sensitivity":[0-9.e+-]*' "$T/p4d/ledger.jsonl" | sed 's/.*"sensitivity"://')
+awk -v a="$s_ar" -v r="$s_ro" 'BEGIN {q = (a * 30000) / (r * 32561); exit !(q > 0.4999 && q < 0.5001)}' &&
+  ok || bad "add-remove sensitivity $s_ar = half of replace-one's $s_ro, over n_pub 30000 not n 32561"
 expect 1 $MPI -np 1 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 \
   --set privacy.neighbours=swap-two --out "$T/p5"
 has "$T/err" "expected replace-one or add-remove" "unknown relation"

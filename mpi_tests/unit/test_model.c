@@ -664,7 +664,8 @@ Test(model, L_bound) {
   check_L_bound("ridge", 0.3, 0.1);
 }
 
-/* S1 = 2 B1 bounds ||grad f_i - grad f_j||_1 for every pair and x (001, eq. 5.2). */
+/* S1 = 2 B1 bounds ||grad f_i - grad f_j||_1 for every pair and x (001, eq. 5.2), and
+ * dpo_model_grad_l1_bound = B1 bounds ||grad f_i||_1 (the add-remove sensitivity). */
 Test(model, l1_sensitivity) {
   dpo_model_t *m, *r;
   cr_assert_eq(dpo_model_create("logreg", 0.01, &m), DPO_OK);
@@ -677,23 +678,29 @@ Test(model, l1_sensitivity) {
     for (int j = 0; j < 5; j++) a += fabs(p.U[i * 5 + j]);
     if (a > B1) B1 = a;
   }
-  double S1 = dpo_model_grad_l1_sens(m, B1), worst = 0;
+  double S1 = dpo_model_grad_l1_sens(m, B1), worst = 0, worst1 = 0;
+  const double b1 = dpo_model_grad_l1_bound(m, B1);
   cr_expect_eq(S1, 2 * B1);
+  cr_expect_eq(b1, B1);
   for (int trial = 0; trial < 20; trial++) {
     double x[5];
     rand_vec(x, 5, 20.0); /* large x saturates the coefficients toward +-1 */
     for (int64_t i = 0; i < 60; i++)
       for (int64_t k = 0; k < 60; k++) {
-        double gi[5] = {0}, gk[5] = {0}, l = 0, diff = 0;
+        double gi[5] = {0}, gk[5] = {0}, l = 0, diff = 0, one = 0;
         dpo_model_local_grad(m, &p.dense, x, &i, 1, NULL, NULL, &l, gi);
         dpo_model_local_grad(m, &p.dense, x, &k, 1, NULL, NULL, &l, gk);
-        for (int j = 0; j < 5; j++) diff += fabs(gi[j] - gk[j]);
+        for (int j = 0; j < 5; j++) diff += fabs(gi[j] - gk[j]), one += fabs(gi[j]);
         cr_expect_leq(diff, S1);
+        cr_expect_leq(one, b1); /* add-remove: one example's gradient itself */
         if (diff > worst) worst = diff;
+        if (one > worst1) worst1 = one;
       }
   }
   cr_expect_gt(worst, 0.5 * S1); /* the bound is of the right size */
+  cr_expect_gt(worst1, 0.5 * b1);
   cr_expect_lt(dpo_model_grad_l1_sens(r, B1), 0);
+  cr_expect_lt(dpo_model_grad_l1_bound(r, B1), 0);
   cr_expect_lt(dpo_model_grad_l1_sens(m, -1.0), 0);
   dpo_model_destroy(m);
   dpo_model_destroy(r);

@@ -243,6 +243,7 @@ Test(softmax, per_example_gradient_bound_brute_force) {
   const double G2 = dpo_model_grad_l2_bound(m, B2), S1 = dpo_model_grad_l1_sens(m, B1);
   cr_assert_float_eq(G2, sqrt(2.0) * sqrt(B2 * B2 + 1), 1e-12);
   cr_assert_float_eq(S1, 4 * (B1 + 1), 1e-12);
+  cr_assert_float_eq(dpo_model_grad_l1_bound(m, B1), 2 * (B1 + 1), 1e-12); /* add-remove */
   double worst2 = 0, worst1 = 0, x[P], g[P];
   for (int trial = 0; trial < 200; trial++) { /* random points, some with large scores */
     double sc = trial < 100 ? 1.0 : 30.0;

@@ -34,7 +34,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--delta", "privacy.delta", "D", "privacy budget delta (default 0)"},
     {"--calibrate", "privacy.calibrate", "HOW", "ledger (default: with delta > 0, scale a pure-eps algorithm's per-step budgets to the ledger's composition) | basic (the papers' split by basic composition)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
-    {"--public-n", "privacy.public_n", "N", "add-remove (dp-sgd-rdp): a public data set size for the Poisson rate m/N, the steps and the default batch (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
+    {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
     {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},
@@ -132,13 +132,18 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
      * - clip l1:B1/3 when the row L1 bound B1 is declared and no clip is given: the L1
      *   sensitivity drops from 2 B1 to 2 B1/3 (Laplace noise / 3) while only rows with
      *   |logistic coefficient| > 1/3 are scaled; the step scale c grows to make up for it.
-     * - below eps 1, (4.6) picks T' = 2 at eps = 0.1 and two steps of 1/L leave the majority
-     *   class: a short fixed schedule with a longer step learns instead, T = 3, 5, 8 below
-     *   eps 0.075, 0.2, 1, beta = 0.5, the budget still allocated by (4.4).  T is tied to eps,
-     *   so it fits data of a9a's size (n ~ 3e4). */
+     * - at small eps (4.6) picks T' = 2 (eps = 0.1) and two steps of 1/L leave the majority
+     *   class: a short fixed schedule with a longer step learns instead, beta = 0.5, the
+     *   budget still allocated by (4.4) (T below: by the relation).  T is tied to eps, so it
+     *   fits data of a9a's size (n ~ 3e4). */
     double B1 = NAN;
     char clip[64] = "";
     const char *src = "default (--eps without --algo)";
+    /* add-remove neighbours, as with delta > 0: one row's gradient moves the released sum by
+     * its clipped bound, not twice it, at the price of a public size (a noisy count of 1% of
+     * eps unless --public-n is given).  A user's replace-one is kept. */
+    if (!dpo_config_get(cfg, "privacy.neighbours"))
+      dpo_config_set(cfg, "privacy.neighbours", "add-remove", src);
     if (softmax) {
       /* Softmax on raw pixels (Fashion-MNIST: d = K (p + 1) = 7850, L = B2^2/2 = 395): (4.6)
        * picks T' = 1 and steps of c/L barely move.  A fixed short schedule, T = 5 / 10 / 30
@@ -164,19 +169,24 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
     if (!dpo_config_get(cfg, "privacy.clip") &&
         !dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) && B1 > 0 && isfinite(B1))
       snprintf(clip, sizeof clip, "l1:%.17g", B1 / 3);
-    const char *c = eps < 1 ? (clip[0] ? "12" : "4") : (clip[0] ? "4" : NULL);
+    /* the short schedule's range and lengths: under add-remove the noise of a step is half
+     * that of replace-one at the same eps, and the long schedule wins from eps 0.15 (validation
+     * split, 10 runs a cell: T = 5 below 0.075, 8 below 0.15) */
+    const int ar = !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "add-remove");
+    const int short_T = eps < (ar ? 0.15 : 1);
+    const char *c = short_T ? (clip[0] ? "12" : "4") : (clip[0] ? "4" : NULL);
     dpo_config_set(cfg, "algo.name", "dp-nag-opt", src);
     if (clip[0]) dpo_config_set(cfg, "privacy.clip", clip, src);
     if (c && !dpo_config_get(cfg, "algo.c")) dpo_config_set(cfg, "algo.c", c, src);
-    if (eps < 1) {
+    if (short_T) {
+      const char *T = ar ? (eps < 0.075 ? "5" : "8") : eps < 0.075 ? "3" : eps < 0.2 ? "5" : "8";
       if (!dpo_config_get(cfg, "algo.choose_T")) dpo_config_set(cfg, "algo.choose_T", "0", src);
       if (!dpo_config_get(cfg, "algo.beta")) dpo_config_set(cfg, "algo.beta", "0.5", src);
-      if (!dpo_config_get(cfg, "algo.iters"))
-        dpo_config_set(cfg, "algo.iters", eps < 0.075 ? "3" : eps < 0.2 ? "5" : "8", src);
-      why = clip[0] ? "delta = 0, eps < 1: DP-NAG-opt on a short schedule (T = 3, 5 or 8 fixed, "
+      if (!dpo_config_get(cfg, "algo.iters")) dpo_config_set(cfg, "algo.iters", T, src);
+      why = clip[0] ? "delta = 0, small eps: DP-NAG-opt on a short fixed schedule (T = 3 to 8, "
                       "step 12/L, momentum 0.5, clip l1:B1/3) is the most accurate measured "
                       "pure-eps method"
-                    : "delta = 0, eps < 1: DP-NAG-opt on a short schedule (T = 3, 5 or 8 fixed, "
+                    : "delta = 0, small eps: DP-NAG-opt on a short fixed schedule (T = 3 to 8, "
                       "step 4/L, momentum 0.5) is the most accurate measured pure-eps method";
     } else {
       if (!dpo_config_get(cfg, "algo.iters")) /* T' <= 200 by (4.6), as in the demo */
@@ -190,8 +200,10 @@ say:;
   int quiet = 0;
   dpo_config_get_bool(cfg, "run.quiet", 0, &quiet);
   if (ctx->rank == 0 && !quiet)
-    fprintf(stderr, "dpopt train: no --algo: using %s (%s; README \"Choosing a private method\")\n",
-            dpo_config_get(cfg, "algo.name"), why);
+    fprintf(stderr, "dpopt train: no --algo: using %s (%s; %s neighbours; README \"Choosing a "
+            "private method\")\n", dpo_config_get(cfg, "algo.name"), why,
+            dpo_config_get(cfg, "privacy.neighbours") ? dpo_config_get(cfg, "privacy.neighbours")
+                                                      : "replace-one");
 }
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {

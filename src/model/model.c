@@ -266,3 +266,11 @@ double dpo_model_grad_l1_sens(const dpo_model_t *m, double row_l1_bound) {
   if (m->user) return m->user->grad_l1_sens ? m->user->grad_l1_sens(b1) : -1.0;
   return m->ops->grad_l1_sens(b1);
 }
+
+double dpo_model_grad_l1_bound(const dpo_model_t *m, double row_l1_bound) {
+  /* every built-in S1 is twice its per-example bound (logistic |c| <= 1: B1, softmax
+   * ||p - y||_1 <= 2: 2 B1); a user's op bounds differences only */
+  if (m->user) return -1.0;
+  double s1 = dpo_model_grad_l1_sens(m, row_l1_bound);
+  return s1 > 0 ? s1 / 2 : -1.0;
+}

@@ -14,6 +14,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/sco_common.h"
 
 void dpo__dp_destroy(dpo__dp_t *dp) {
   if (!dp) return;
@@ -67,17 +68,42 @@ const dpo_algo_param_t dpo__dp_params[] = {
     {"accounting", "subsampled", "subsampled (001 (3.5)) | thesis-2gamma (000 Thm 4.1.5)"},
     {NULL, NULL, NULL}};
 
+/* The L1 sensitivity of one example's data-term gradient from the row bound B1: the model's
+ * replace-one S1, or under add-remove its per-example bound (a user objective's op bounds
+ * differences only, so it has none: -1). */
+static double dpo__dp_row_sens(const dpo_model_t *model, double B1, dpo_neighbours_t rel) {
+  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? dpo_model_grad_l1_bound(model, B1)
+                                          : dpo_model_grad_l1_sens(model, B1);
+}
+
 int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
-                  dpo_neighbours_t rel) {
+                  dpo_neighbours_t rel, const char *algo) {
   double B1 = NAN;
   int rc = cfg ? dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) : DPO_OK;
   if (rc) return rc;
-  if (rel != DPO_NEIGHBOURS_REPLACE_ONE)
-    return dpo_err(DPO_EINVAL, "this algorithm's privacy analysis (001) is for replace-one "
-                   "neighbours: set privacy.neighbours = replace-one (add-remove: dp-sgd-rdp with "
-                   "algo.sampling = poisson)");
+  /* the minibatch methods sample m of n or split n into buckets: replace-one analyses */
+  static const char *const batched[] = {"dp-sgdws", "dp-onlinegdws", "dp-smag"};
+  for (size_t i = 0; rel == DPO_NEIGHBOURS_ADD_REMOVE && algo && i < 3; i++)
+    if (!strcmp(algo, batched[i]))
+      return dpo_err(DPO_EINVAL, "%s samples batches of m of the n rows, whose amplification "
+                     "(001 (3.3), disjoint buckets) is proved for replace-one neighbours: set "
+                     "privacy.neighbours = replace-one (add-remove: the full-batch methods, or "
+                     "dp-sgd-rdp with Poisson batches)", algo);
+  int64_t every = 0, stop = 0;
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_config_get(cfg, "privacy.public_n") &&
+      (dpo_config_get(cfg, "run.resume") ||
+       (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
+       (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
+    /* a resumed run would draw (and charge) a second count, and its schedule would differ */
+    return dpo_err(DPO_EINVAL, "checkpoints and --resume under add-remove need a declared size "
+                   "(--public-n N): the noisy row count of a run is not kept for a resume");
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && (dpo_config_get(cfg, "parties.n") ||
+                                                   dpo_config_get(cfg, "parties.data")))
+    return dpo_err(DPO_EINVAL, "this algorithm takes add-remove neighbours with one data owner "
+                   "only: with parties set privacy.neighbours = replace-one (add-remove: "
+                   "dp-sgd-rdp with algo.sampling = poisson)");
   /* S1 of dpo__dp_create is finite exactly when one of these applies */
-  double s1 = isnan(B1) ? -1 : dpo_model_grad_l1_sens(model, B1);
+  double s1 = isnan(B1) ? -1 : dpo__dp_row_sens(model, B1, rel);
   if (!(clip && clip->norm != DPO_CLIP_NONE) && !(s1 > 0 && isfinite(s1)))
     return dpo_err(DPO_EINVAL,
                    "no public sensitivity for model %s: give privacy.clip (--clip l1:C) or "
@@ -124,6 +150,31 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
       goto fail;
     }
   }
+  /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
+   * charged first when it is a noisy count; the steps then share what is left of eps. */
+  dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
+  if ((rc = dpo__dp_check(cfg, model, clip, dp->rel, NULL))) goto fail;
+  dp->n_held = dp->n;
+  if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
+    char src[96];
+    if (dpo_oracle_parties(o)) {
+      rc = dpo_err(DPO_EINVAL, "add-remove neighbours with parties: dp-sgd-rdp only (this "
+                   "algorithm takes them with one data owner)");
+      goto fail;
+    }
+    if ((rc = dpo__public_n(s, dp->rel, dp->n, dp->eps, "dp", &dp->n, &dp->count_eps,
+                            &dp->count_b, src, sizeof src)))
+      goto fail;
+    dp->eps -= dp->count_eps;
+    if (cfg && dpo_config_get(cfg, "algo.m")) {
+      int64_t m = 0;
+      if ((rc = dpo_config_get_int(cfg, "algo.m", 0, &m))) goto fail;
+      rc = dpo_err(DPO_EINVAL, "algo.m = %lld: under add-remove neighbours this algorithm runs "
+                   "on the full batch (the papers' amplification by sampling m of n is proved "
+                   "for replace-one; Poisson batches: dp-sgd-rdp)", (long long)m);
+      goto fail;
+    }
+  }
   if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
       (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
       (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||
@@ -160,9 +211,9 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   }
   /* Public sensitivities (privacy rule 1): from clipping or declared bounds, never the data.
    * These algorithms average over a public n or sample m of n without replacement (001 (3.3)):
-   * replace-one analyses, so the per-example bounds double (dpo_sens). */
-  const dpo_neighbours_t rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if ((rc = dpo__dp_check(cfg, model, clip, rel))) goto fail;
+   * replace-one analyses, so the per-example bounds double (dpo_sens); under add-remove (full
+   * batch, n = n_pub) the sum moves by the bound itself. */
+  const dpo_neighbours_t rel = dp->rel;
   dp->S1 = INFINITY;
   dp->S2 = INFINITY;
   if (clip && clip->norm == DPO_CLIP_L1) {
@@ -173,7 +224,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     dp->S2 = dpo_sens(rel, clip->C);
   }
   if (!isnan(B1)) {
-    double s1 = dpo_model_grad_l1_sens(model, B1);
+    double s1 = dpo__dp_row_sens(model, B1, rel);
     if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
     if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
   }
@@ -218,6 +269,11 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
              "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
              "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
+  else if (dp->count_eps > 0)
+    snprintf(plan.what, sizeof plan.what, "a noisy row count (Laplace, eps %.6g; add-remove "
+             "neighbours), then up to %lld steps, each charged for its Laplace release before it "
+             "is made (pure eps, the rest of the budget split over the steps)", dp->count_eps,
+             (long long)dp->T);
   else
     snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
              "release before it is made (pure eps, budget split over the steps)",
@@ -259,6 +315,10 @@ void dpo__dp_sample(dpo_rng_t *rng, int64_t n, int64_t m, int64_t *ids, int64_t 
 
 int dpo__dp_use_disjoint(dpo__dp_t *dp) {
   dpo_rng_t *rng = dpo_solver_rng(dp->s);
+  if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE)
+    return dpo_err(DPO_EINVAL, "disjoint buckets (parallel composition over a partition of the "
+                   "n rows) are analysed for replace-one neighbours: set privacy.neighbours = "
+                   "replace-one");
   dp->nbuckets = dp->n / dp->m;
   dp->perm = malloc((size_t)dp->n * sizeof *dp->perm);
   if (!dp->perm) return dpo_err(DPO_ENOMEM, "dp: out of memory for the bucket permutation");
@@ -580,6 +640,7 @@ static int dpo__dp_step_charge(const dpo__dp_t *dp, int64_t t, double eps_target
   }
   c->group = 1;
   c->step = t;
+  c->neighbours = dp->rel;
   return DPO_OK;
 }
 
@@ -590,9 +651,12 @@ typedef struct {
   int64_t ne;
 } dpo__dp_plan_t;
 
-/* Step t of the plan "step t charged for target c * e[t or 0]" into the trial ledger F. */
+/* Release t of the plan into the trial ledger F: the noisy count first when one was charged
+ * (it is in the run's ledger already), then step t charged for target c * e[t or 0]. */
 static int dpo__dp_plan_charge(void *arg, dpo_ledger_t *F, int64_t t) {
   const dpo__dp_plan_t *p = arg;
+  if (p->dp->count_eps > 0 && t-- == 0)
+    return dpo__sco_count_charge(F, p->dp->rel, p->dp->count_b, NULL);
   dpo_charge_t ch;
   const double et = p->e[p->ne == 1 ? 0 : t] * p->c; /* the same product the caller stores */
   int rc = dpo__dp_step_charge(p->dp, t, et, p->w, &ch);
@@ -604,8 +668,9 @@ static int dpo__dp_plan_charge(void *arg, dpo_ledger_t *F, int64_t t) {
 static int dpo__dp_plan_fits(const dpo__dp_t *dp, double w, const double *e, int64_t ne,
                              int64_t T, double c, double beps, double bdelta, int *fits) {
   dpo__dp_plan_t p = {dp, w, c, e, ne};
-  return dpo_ledger_plan_fits(dpo_solver_ledger(dp->s), beps, bdelta, T, dpo__dp_plan_charge, &p,
-                              fits);
+  const int64_t nc = T + (dp->count_eps > 0);
+  return dpo_ledger_plan_fits_ex(dpo_solver_ledger(dp->s), beps, bdelta, nc, nc,
+                                 dpo__dp_plan_charge, &p, fits);
 }
 
 int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T) {
@@ -622,7 +687,7 @@ int dpo__dp_calibrate(dpo__dp_t *dp, double w, double *e, int64_t ne, int64_t T)
     return DPO_OK;
   if ((rc = dpo_ledger_budget(dpo_solver_ledger(dp->s), &beps, &bdelta))) return rc;
   if (!(bdelta > 0)) return DPO_OK; /* pure budget: the ledger composes by the basic sum */
-  if (dp->eps < beps) beps = dp->eps;
+  if (dp->eps + dp->count_eps < beps) beps = dp->eps + dp->count_eps;
   /* c = 1 is the basic split, which every accountant accepts (the ledger's bound (A) is the
    * basic sum); grow hi until refused, then bisect; lo is always a c the ledger accepted */
   for (;;) {
@@ -686,10 +751,11 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
   rc = dpo_oracle_eval_sums(dpo_solver_oracle(s), x, batch.ids ? &batch : NULL, 0, NULL, dp->gs,
                             &used);
   if (rc) return rc;
-  if (used != dp->m)
+  /* m = n_pub under add-remove: the mean is the sum over the held rows / the public size */
+  if (used != (batch.ids ? dp->m : dp->n_held))
     return dpo_err(DPO_EINVAL, "dp: the oracle used %lld rows for a batch of %lld",
-                   (long long)used, (long long)dp->m);
-  for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)used);
+                   (long long)used, (long long)(batch.ids ? dp->m : dp->n_held));
+  for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)dp->m);
   if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
   /* the regularizer's gradient is public given x: added after the noise */
   memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);

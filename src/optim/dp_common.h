@@ -8,7 +8,13 @@
  *   privacy.clip = l2:C  ->  S1 = 2 C sqrt(d)    (||v||_1 <= sqrt(d) ||v||_2)
  *   data.row_l1_bound B1 ->  S1 = dpo_model_grad_l1_sens(model, B1)  (logistic: 2 B1, (5.2))
  * (the smallest of those that apply), and S2 (the L2 analogue, used only by the noise-aware
- * step sizes of the thesis) = 2 C, 2 B2 (data.row_l2_bound) or 2 B1.  The thesis writes its
+ * step sizes of the thesis) = 2 C, 2 B2 (data.row_l2_bound) or 2 B1.
+ * Add-remove neighbours (privacy.neighbours = add-remove): full batch, one owner only.  One
+ * row added or removed moves the batch SUM by the per-example bound itself (S1 = C, B1 ...:
+ * dpo_sens), but the row count is private, so n (and m = n) is the public size n_pub of
+ * dpo__public_n (privacy.public_n, or a noisy count charged first, whose eps the schedule no
+ * longer spends) and the mean is sum / n_pub: a public rescaling of the released sum.  The
+ * papers' amplification of m-of-n batches is proved for replace-one only.  The thesis writes its
  * objective as a SUM over the data set (000, (4.60)); a batch mean with sensitivities S/m is
  * the same algorithm with the gradient scaled by 1/m (see each step-size formula).
  *
@@ -33,9 +39,12 @@ enum { DPO__DP_SAMPLE_WOR = 0, DPO__DP_SAMPLE_DISJOINT = 1 };
 typedef struct {
   dpo_solver_t *s;
   int32_t d;
-  int64_t n, m;        /* m = n: full batch */
+  int64_t n, m;        /* m = n: full batch; under add-remove n = m = the public size n_pub */
+  int64_t n_held;      /* the rows the oracle holds (dpo_solver_n): private under add-remove */
+  dpo_neighbours_t rel;
+  double count_eps, count_b; /* add-remove without privacy.public_n: the noisy count's charge */
   int64_t T;           /* planned iterations (algo.iters, default 100) */
-  double eps;          /* privacy.eps: the budget the schedule spends over T steps */
+  double eps;          /* privacy.eps (less count_eps): the budget the schedule spends */
   double S1, S2;       /* public per-example sensitivities (L1, L2) */
   double L, mu;        /* public constants (L NAN when data.row_l2_bound is not declared) */
   double lambda;
@@ -71,10 +80,11 @@ typedef struct {
  * algo.m, algo.iters, algo.c, algo.noise, algo.accounting; need_L = 1 fails without a
  * declared L2 row bound.  Rank 0 (called from an algorithm's create()). */
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **dp);
-/* The refusals of dpo__dp_create that need no data (dpo_algo_check): the relation of the
- * analysis (replace-one) and a public sensitivity source.  Not collective. */
+/* The refusals of dpo__dp_create that need no data (dpo_algo_check): the relation (add-remove:
+ * one owner, and not the minibatch methods of algo, may be NULL) and a public sensitivity
+ * source.  Not collective. */
 int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
-                  dpo_neighbours_t rel);
+                  dpo_neighbours_t rel, const char *algo);
 /* The keys dpo__dp_create reads: the `shared` table of every dp-* algorithm (optim.h). */
 extern const dpo_algo_param_t dpo__dp_params[];
 void dpo__dp_destroy(dpo__dp_t *dp);

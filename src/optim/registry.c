@@ -127,7 +127,7 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
   /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c);
    * a missing sensitivity is named before a missing step constant */
   int rc = DPO_OK;
-  if (a->shared == dpo__dp_params) rc = dpo__dp_check(cfg, m, clip, rel);
+  if (a->shared == dpo__dp_params) rc = dpo__dp_check(cfg, m, clip, rel, a->name);
   else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, rel, delta, a->name);
   if (!rc) rc = dpo__L_check(a, cfg, m);
   if (!rc) rc = dpo__mu_check(a, cfg, m);

@@ -179,13 +179,18 @@ int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, doubl
 
 int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int64_t *n_pub,
                       double *count_eps, double *count_b, char *src, size_t cap) {
+  return dpo__public_n(s, c->rel, c->n, c->eps, who, n_pub, count_eps, count_b, src, cap);
+}
+
+int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,
+                  int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap) {
   const dpo_config_t *cfg = dpo_solver_config(s);
   int64_t np = -1;
   double ec = NAN;
   int rc;
   *count_eps = 0, *count_b = 0;
-  if (c->rel != DPO_NEIGHBOURS_ADD_REMOVE) {
-    *n_pub = c->n;
+  if (rel != DPO_NEIGHBOURS_ADD_REMOVE) {
+    *n_pub = n;
     snprintf(src, cap, "the row count: public under replace-one");
     return DPO_OK;
   }
@@ -204,12 +209,12 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
                    "as a noisy count (a Laplace release), which privacy.accountant = %s does not "
                    "take: declare a public size (privacy.public_n, --public-n N) or use "
                    "privacy.accountant = pld (the default) or auto", who, acct);
-  if ((rc = dpo_config_get_double(cfg, "privacy.count_eps", c->eps / 100, &ec))) return rc;
-  if (!(ec > 0) || !(ec < c->eps))
+  if ((rc = dpo_config_get_double(cfg, "privacy.count_eps", eps / 100, &ec))) return rc;
+  if (!(ec > 0) || !(ec < eps))
     return dpo_err(DPO_EINVAL, "%s: privacy.count_eps = %g must be in (0, eps = %g): under "
                    "add-remove the row count is private, so either a noisy count is charged or "
-                   "a public size is declared (privacy.public_n)", who, ec, c->eps);
-  double b, v = (double)c->n;
+                   "a public size is declared (privacy.public_n)", who, ec, eps);
+  double b, v = (double)n;
   if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
   /* charged before the count is drawn, let alone used (privacy rule 2).  In a multi-party
    * run (central trust: local refuses add-remove and secagg a noisy count before this) every
@@ -221,11 +226,11 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
     if (!pl) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
     for (int k = 0; k < P; k++) pl[k] = k;
     dpo_charge_t ch = {.mechanism = "laplace", .noise_scale = b, .sensitivity = 1, .dim = 1,
-                       .sampling = "none", .accounting = "pure", .step = -1, .neighbours = c->rel};
+                       .sampling = "none", .accounting = "pure", .step = -1, .neighbours = rel};
     rc = dpo_ledger_charge_parties(L, &ch, P, pl, NULL, &refused);
     free(pl);
   } else {
-    rc = dpo__sco_count_charge(L, c->rel, b, NULL);
+    rc = dpo__sco_count_charge(L, rel, b, NULL);
   }
   if (rc) return rc;
   if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, &v, 1))) return rc;

@@ -57,6 +57,10 @@ int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, 
  * charge in a plan check); src (cap bytes) says where n_pub came from.  Rank 0. */
 int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int64_t *n_pub,
                       double *count_eps, double *count_b, char *src, size_t cap);
+/* The same for any algorithm: relation rel, the exact row count n (returned only under
+ * replace-one), the budget's eps (the default count_eps is eps / 100).  Rank 0. */
+int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,
+                  int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap);
 /* The noisy count's charge (dpo__sco_public_n) on ledger F: for plan checks. */
 int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, double *charged);
 /* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */

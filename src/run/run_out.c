@@ -164,7 +164,13 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "lambda", dpo_json_double(r->lambda));
   json_object_object_add(sum, "ranks", json_object_new_int(r->size));
   json_object_object_add(sum, "train", json_object_new_string(r->train_path));
-  json_object_object_add(sum, "n", json_object_new_int64(r->train->n_global));
+  { /* under add-remove the exact row count is private: a non-private diagnostic (rule 6),
+     * unless it is the public size the parties declared */
+    struct dpo_ledger *L = dpo__run_priv_ledger(r->priv);
+    int hide = L && dpo_ledger_neighbours(L) == DPO_NEIGHBOURS_ADD_REMOVE && !r->train->n_public;
+    json_object_object_add(sum, hide ? "n_nonprivate" : "n",
+                           json_object_new_int64(r->train->n_global));
+  }
   json_object_object_add(sum, "d", json_object_new_int(r->train->d));
   json_object_object_add(sum, "intercept", json_object_new_boolean(dpo_model_intercept(r->model)));
   if (dpo_model_multiclass(r->model))
