@@ -83,13 +83,16 @@ static double run_dpsgd(MPI_Comm comm, const dpo_model_t *mdl, const dpo_shard_t
   int rank;
   MPI_Comm_rank(comm, &rank);
   int poisson = !strcmp(samp, "poisson");
-  char ms[32], ts[32];
+  char ms[32], ts[32], ns[32];
   snprintf(ms, sizeof ms, "%lld", (long long)m);
   snprintf(ts, sizeof ts, "%lld", (long long)steps);
+  snprintf(ns, sizeof ns, "%lld", (long long)s->n_global);
   dpo_config_t *cfg;
   CHECK(dpo_config_create(&cfg));
+  /* Poisson batches are add-remove: the rate's size must be public (the rdp ledger takes no
+   * noisy count); the bench's data are public */
   const char *kv[] = {"data.row_l2_bound", "1", "algo.sampling", samp, "algo.m", ms,
-                      "algo.iters", ts, "algo.z", "1.0", NULL};
+                      "algo.iters", ts, "algo.z", "1.0", "privacy.public_n", ns, NULL};
   for (int i = 0; kv[i]; i += 2) CHECK(dpo_config_set(cfg, kv[i], kv[i + 1], "bench"));
   dpo_rng_t *rng = NULL;
   if (rank == 0) CHECK(dpo_rng_create(1, 5, 0, &rng));

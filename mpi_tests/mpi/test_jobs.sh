@@ -149,4 +149,15 @@ awk -v e="$e4" 'BEGIN {exit !(e > 0.0001 && e < 0.0003)}' && ok || bad "overridd
 eff=$(grep -o '\*\*[0-9.e+-]*\*\*' "$T/cm2.md" | tr -d '*' | awk '!($1 > 0 && $1 <= 1.0005) {print}')
 check "predicted efficiencies in (0, 1]: $eff" [ -z "$eff" ]
 
+# ---- 5. the benchmarks of jobs/bench still run (tiny sizes; nothing timed is asserted, only
+# that every RESULT line is there with a positive finite ratio): jobs/bench/minibatch was broken
+# for a while when Poisson batches started to need a public size
+rs() { grep -c "^RESULT .*ratio=[0-9.]*[1-9]" "$T/out"; }
+expect 0 timeout 120 sh "$S/jobs/bench/minibatch" --ns 2e4 --steps 5 --np "1 2" --bin "$B/jobs/bench/minibatch_bench"
+check "bench/minibatch: a RESULT line per rank count (got $(rs))" [ "$(rs)" -eq 2 ]
+expect 0 timeout 120 sh "$S/jobs/bench/csr" --n 2e4 --reps 1 --bin "$B/jobs/bench/csr_bench"
+check "bench/csr: both problems (got $(rs))" [ "$(rs)" -eq 2 ]
+expect 0 timeout 120 sh "$S/jobs/bench/gradient" --n 2e4 --d 10 --reps 1 --np 1 --classes 3 \
+  --bin "$B/jobs/bench/gradient_bench"
+check "bench/gradient: a RESULT line (got $(rs))" [ "$(rs)" -eq 1 ]
 finish test_jobs
