@@ -38,7 +38,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
     {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},
-    {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default 1)"},
+    {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default: every one up to 200, else about 200 rows; each row evaluates F on the training data unless --no-trace-loss)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
     {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},
