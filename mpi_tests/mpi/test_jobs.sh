@@ -149,7 +149,21 @@ awk -v e="$e4" 'BEGIN {exit !(e > 0.0001 && e < 0.0003)}' && ok || bad "overridd
 eff=$(grep -o '\*\*[0-9.e+-]*\*\*' "$T/cm2.md" | tr -d '*' | awk '!($1 > 0 && $1 <= 1.0005) {print}')
 check "predicted efficiencies in (0, 1]: $eff" [ -z "$eff" ]
 
-# ---- 5. the benchmarks of jobs/bench still run (tiny sizes; nothing timed is asserted, only
+# --ranks sets the prediction table's columns; --transport tcp is refused unless sm or tcp
+expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 4e-9 --mf-sizes "" --alpha 1e-3 --beta 1e-9 \
+  --alpha-p2p 1e-3 --beta-p2p 1e-9 --ranks "64 1024" --out "$T/cm3" --md "$T/cm3.md"
+grep -q "^| problem | T(1) \[s\] | P = 64: T(P) \[s\] / comm share / E | P = 1024 |$" "$T/cm3.md" && ok ||
+  bad "costmodel --ranks: the table's columns"
+expect 1 sh "$S/jobs/costmodel" --transport ib --out "$T/cm4"
+
+# ---- 5. jobs/commshare (quick): every workload at 1 and 2 ranks over shared memory and TCP
+expect 0 timeout 300 sh "$S/jobs/commshare" --quick --out "$T/cs" --dpopt "$DPOPT"
+check "commshare: 12 CSV rows" [ "$(tail -n +2 "$T/cs/commshare.csv" | wc -l)" -eq 12 ]
+badrow=$(awk -F, 'NR > 1 && !($5 > 0 && $6 >= 0 && $7 >= 0 && $7 <= 1.0001) {print}' "$T/cs/commshare.csv")
+check "commshare: times > 0, shares in [0, 1] ($badrow)" [ -z "$badrow" ]
+check "commshare: both transports, three workloads" [ "$(tail -n +2 "$T/cs/commshare.csv" | cut -d, -f1,2 | sort -u | wc -l)" -eq 6 ]
+
+# ---- 6. the benchmarks of jobs/bench still run (tiny sizes; nothing timed is asserted, only
 # that every RESULT line is there with a positive finite ratio): jobs/bench/minibatch was broken
 # for a while when Poisson batches started to need a public size
 rs() { grep -c "^RESULT .*ratio=[0-9.]*[1-9]" "$T/out"; }
