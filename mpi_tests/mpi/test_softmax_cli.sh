@@ -72,8 +72,9 @@ awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "dp-sgd-rdp softmax eps 1
 # the Fashion-MNIST recipe's keys
 expect 0 $MPI -np 2 "$DPOPT" train $G $(echo "$P" | sed 's/--delta 1e-5//') --eps 1 --out "$T/dp"
 grep -q "^algo.name = dp-nag-opt " "$T/dp/config.ini" && grep -q "^privacy.clip = l1:0.375 " "$T/dp/config.ini" &&
-  grep -q "^algo.iters = 10 " "$T/dp/config.ini" && grep -q "^algo.choose_T = 0 " "$T/dp/config.ini" && ok ||
-  bad "softmax, delta = 0: the default is dp-nag-opt, clip l1:B1/16, T = 10 fixed"
+  grep -q "^algo.iters = 10 " "$T/dp/config.ini" && grep -q "^algo.choose_T = 0 " "$T/dp/config.ini" &&
+  grep -q "^algo.c = 600 " "$T/dp/config.ini" && ok ||
+  bad "softmax, delta = 0: the default is dp-nag-opt, clip l1:B1/16, T = 10 fixed, step 600/L"
 check "softmax, delta = 0: 10 steps ran" [ "$(js "$T/dp" .iterations_done)" = 10 ]
 a=$(js "$T/dp" .test_accuracy)
 awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "default pure-eps softmax eps 1: accuracy $a < 0.80"

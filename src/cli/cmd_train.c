@@ -164,14 +164,20 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
           !dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) && B1 > 0 && isfinite(B1)) {
         snprintf(clip, sizeof clip, "l1:%.17g", B1 / 16);
         dpo_config_set(cfg, "privacy.clip", clip, src);
-        if (!dpo_config_get(cfg, "algo.c")) dpo_config_set(cfg, "algo.c", "150", src);
+        /* under add-remove (half the noise) longer steps pay: 600/L below eps 0.3 (on T = 2)
+         * and from eps 1 (validation split, 3 runs a cell, README) */
+        const int ar = !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "add-remove");
+        const char *c = ar && (eps < 0.3 || eps >= 1) ? "600" : "150";
+        if (!dpo_config_get(cfg, "algo.c")) dpo_config_set(cfg, "algo.c", c, src);
+        if (ar && eps < 0.3 && !dpo_config_get(cfg, "algo.iters"))
+          dpo_config_set(cfg, "algo.iters", "2", src);
       }
       dpo_config_set(cfg, "algo.name", "dp-nag-opt", src);
       if (!dpo_config_get(cfg, "algo.choose_T")) dpo_config_set(cfg, "algo.choose_T", "0", src);
       if (!dpo_config_get(cfg, "algo.iters"))
         dpo_config_set(cfg, "algo.iters", eps < 0.3 ? "5" : eps < 3 ? "10" : "30", src);
-      why = "delta = 0, softmax: DP-NAG-opt on a short fixed schedule (T = 5, 10 or 30, step 150/L, "
-            "clip l1:B1/16) is the most accurate measured pure-eps method";
+      why = "delta = 0, softmax: DP-NAG-opt on a short fixed schedule (T = 2 to 30, step 150/L or "
+            "600/L, clip l1:B1/16) is the most accurate measured pure-eps method";
       goto say;
     }
     if (!dpo_config_get(cfg, "privacy.clip") &&
