@@ -89,6 +89,10 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_c
                      "(001 (3.3), disjoint buckets) is proved for replace-one neighbours: set "
                      "privacy.neighbours = replace-one (add-remove: the full-batch methods, or "
                      "dp-sgd-rdp with Poisson batches)", algo);
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && dpo_config_get(cfg, "algo.m"))
+    return dpo_err(DPO_EINVAL, "algo.m = %s: under add-remove neighbours this algorithm runs on "
+                   "the full batch (the papers' amplification by sampling m of n is proved for "
+                   "replace-one; Poisson batches: dp-sgd-rdp)", dpo_config_get(cfg, "algo.m"));
   int64_t every = 0, stop = 0;
   if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_config_get(cfg, "privacy.public_n") &&
       (dpo_config_get(cfg, "run.resume") ||
@@ -166,14 +170,6 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
                             &dp->count_b, src, sizeof src)))
       goto fail;
     dp->eps -= dp->count_eps;
-    if (cfg && dpo_config_get(cfg, "algo.m")) {
-      int64_t m = 0;
-      if ((rc = dpo_config_get_int(cfg, "algo.m", 0, &m))) goto fail;
-      rc = dpo_err(DPO_EINVAL, "algo.m = %lld: under add-remove neighbours this algorithm runs "
-                   "on the full batch (the papers' amplification by sampling m of n is proved "
-                   "for replace-one; Poisson batches: dp-sgd-rdp)", (long long)m);
-      goto fail;
-    }
   }
   if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
       (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
