@@ -61,6 +61,8 @@ check "broken one-step dp-gd (add-remove): bound $(lb) above $(claim)" below "$(
 # the papers' amplification of m-of-n batches is for replace-one: no batch under add-remove
 expect 1 "$DPOPT" audit --algo dp-gd $AR $LAP --batch 10 --trials 10
 has "$T/err" "full batch" "dp-gd --batch under add-remove is refused"
+expect 1 "$DPOPT" audit --algo dp-sgdws $AR $LAP --batch 10 --trials 10
+has "$T/err" "replace-one neighbours" "dp-sgdws (m of n batches) under add-remove is refused by name"
 
 # dp-sgd-rdp with Poisson batches on the (default) pld ledger: z = 6.9 is below the RDP
 # multiplier of this plan (7.53 by `dpopt calibrate`), so only the PLD bound accepts its 20 steps

@@ -40,6 +40,8 @@ grep -q "^algo.c = 1 " "$T/s2/config.ini" && ok || bad "a key the user set is ke
 grep -q "^privacy.clip = l1:2 " "$T/s2/config.ini" && ok || bad "a key the user set is kept (--clip)"
 expect 0 $MPI -np 2 "$DPOPT" train $A9 --eps 1 --set privacy.neighbours=replace-one --seed 11 --out "$T/r1"
 grep -q "^privacy.neighbours = replace-one " "$T/r1/config.ini" && ok || bad "a relation the user set is kept"
+expect 0 "$DPOPT" train $A9 --eps 0.1 --set privacy.neighbours=Add-Remove --seed 11 --out "$T/r2"
+grep -q "^algo.iters = 8 " "$T/r2/config.ini" && ok || bad "the relation is read case-insensitively (add-remove schedule)"
 jq -e '.n == 32561' "$T/r1/summary.json" > /dev/null && ok || bad "replace-one: n is public"
 # add-remove on a noisy count: a resume would draw (and charge) a second count, so checkpoints
 # are refused before anything runs; with a declared size the resume is byte-identical

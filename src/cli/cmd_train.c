@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "dpopt/optim.h"
@@ -119,7 +120,7 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
     for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
       if (def[i][1] && !dpo_config_get(cfg, def[i][0]) && !(rel && i == 2))
         dpo_config_set(cfg, def[i][0], def[i][1], "default (--eps without --algo)");
-    if (rel && !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "replace-one") &&
+    if (rel && !strcasecmp(dpo_config_get(cfg, "privacy.neighbours"), "replace-one") &&
         !strcmp(dpo_config_get(cfg, "algo.sampling") ? dpo_config_get(cfg, "algo.sampling") : "", "poisson"))
       dpo_config_set(cfg, "algo.sampling", "wor", "default (--eps without --algo)");
     why = sm3 ? "delta > 0, softmax, eps >= 3: DP-SGD with Poisson batches (512 rows, 40 epochs, step eta 5 "
@@ -152,6 +153,7 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
      * eps unless --public-n is given).  A user's replace-one is kept. */
     if (!dpo_config_get(cfg, "privacy.neighbours"))
       dpo_config_set(cfg, "privacy.neighbours", "add-remove", src);
+    const int ar = !strcasecmp(dpo_config_get(cfg, "privacy.neighbours"), "add-remove");
     if (softmax) {
       /* Softmax on raw pixels (Fashion-MNIST: d = K (p + 1) = 7850, L = B2^2/2 = 395): (4.6)
        * picks T' = 1 and steps of c/L barely move.  A fixed short schedule, T = 5 / 10 / 30
@@ -166,7 +168,6 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
         dpo_config_set(cfg, "privacy.clip", clip, src);
         /* under add-remove (half the noise) longer steps pay: 600/L below eps 0.3 (on T = 2)
          * and from eps 1 (validation split, 3 runs a cell, README) */
-        const int ar = !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "add-remove");
         const char *c = ar && (eps < 0.3 || eps >= 1) ? "600" : "150";
         if (!dpo_config_get(cfg, "algo.c")) dpo_config_set(cfg, "algo.c", c, src);
         if (ar && eps < 0.3 && !dpo_config_get(cfg, "algo.iters"))
@@ -186,7 +187,6 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
     /* the short schedule's range and lengths: under add-remove the noise of a step is half
      * that of replace-one at the same eps, and the long schedule wins from eps 0.15 (validation
      * split, 10 runs a cell: T = 5 below 0.075, 8 below 0.15) */
-    const int ar = !strcmp(dpo_config_get(cfg, "privacy.neighbours"), "add-remove");
     const int short_T = eps < (ar ? 0.15 : 1);
     const char *c = short_T ? (clip[0] ? "12" : "4") : (clip[0] ? "4" : NULL);
     dpo_config_set(cfg, "algo.name", "dp-nag-opt", src);
@@ -216,8 +216,7 @@ say:;
   if (ctx->rank == 0 && !quiet)
     fprintf(stderr, "dpopt train: no --algo: using %s (%s; %s neighbours; README \"Choosing a "
             "private method\")\n", dpo_config_get(cfg, "algo.name"), why,
-            dpo_config_get(cfg, "privacy.neighbours") ? dpo_config_get(cfg, "privacy.neighbours")
-                                                      : "replace-one");
+            dpo_config_get(cfg, "privacy.neighbours")); /* both branches set it */
 }
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {

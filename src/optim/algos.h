@@ -29,6 +29,9 @@ extern const dpo_algo_t dpo__algo_dp_masg_opt;
 extern const dpo_algo_t dpo__algo_dp_mag;
 extern const dpo_algo_t dpo__algo_dp_smag;
 
+/* The name of the solver's algorithm (its table's name). */
+const char *dpo__solver_algo_name(const dpo_solver_t *s);
+
 /* A step size: algo.<key> if given, else c / L with L from the declared row bound (so L is
  * only required when the user did not set the step).  *L_out gets L or NAN. */
 int dpo__optim_step(const dpo_solver_t *s, const char *key, double c, double *alpha,

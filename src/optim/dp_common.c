@@ -83,7 +83,8 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_c
   if (rc) return rc;
   /* the minibatch methods sample m of n or split n into buckets: replace-one analyses */
   static const char *const batched[] = {"dp-sgdws", "dp-onlinegdws", "dp-smag"};
-  for (size_t i = 0; rel == DPO_NEIGHBOURS_ADD_REMOVE && algo && i < 3; i++)
+  const size_t nb = sizeof batched / sizeof *batched;
+  for (size_t i = 0; rel == DPO_NEIGHBOURS_ADD_REMOVE && algo && i < nb; i++)
     if (!strcmp(algo, batched[i]))
       return dpo_err(DPO_EINVAL, "%s samples batches of m of the n rows, whose amplification "
                      "(001 (3.3), disjoint buckets) is proved for replace-one neighbours: set "
@@ -157,7 +158,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
    * charged first when it is a noisy count; the steps then share what is left of eps. */
   dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if ((rc = dpo__dp_check(cfg, model, clip, dp->rel, NULL))) goto fail;
+  if ((rc = dpo__dp_check(cfg, model, clip, dp->rel, dpo__solver_algo_name(s)))) goto fail;
   dp->n_held = dp->n;
   if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
     char src[96];

@@ -84,10 +84,6 @@ static int gdws_create_mode(dpo_solver_t *s, void **state, int mode) {
    * the common reader's default is the full batch (its arrays hold n >= m ids) */
   if (mode != GDWS && !(dpo_solver_config(s) && dpo_config_get(dpo_solver_config(s), "algo.m")))
     dp->m = (int64_t)ceil(sqrt((double)dp->n));
-  if (dp->m < dp->n && dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) { /* dpo__dp_check refused it */
-    rc = dpo_err(DPO_EINVAL, "batches of m < n rows need replace-one neighbours");
-    goto fail;
-  }
   if (mode == SGDWS && dp->m >= dp->n) {
     rc = dpo_err(DPO_EINVAL, "dp-sgdws samples minibatches: give algo.m (--batch) < n = %lld",
                  (long long)dp->n);

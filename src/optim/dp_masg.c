@@ -182,10 +182,6 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
   /* default batch ceil(sqrt n) (public, as dp-sgdws); the common default is the full batch */
   if (mode == SMAG && !(dpo_solver_config(s) && dpo_config_get(dpo_solver_config(s), "algo.m")))
     dp->m = (int64_t)ceil(sqrt((double)dp->n));
-  if (dp->m < dp->n && dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) { /* dpo__dp_check refused it */
-    rc = dpo_err(DPO_EINVAL, "batches of m < n rows need replace-one neighbours");
-    goto fail;
-  }
   if (mode == SMAG && dp->m >= dp->n) {
     rc = dpo_err(DPO_EINVAL, "dp-smag samples minibatches: give algo.m (--batch) < n = %lld",
                  (long long)dp->n);

@@ -716,6 +716,10 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   return rc;
 }
 
+const char *dpo__solver_algo_name(const dpo_solver_t *s) {
+  return s && s->algo ? s->algo->name : NULL;
+}
+
 int dpo__optim_step(const dpo_solver_t *s, const char *key, double c, double *alpha,
                     double *L_out) {
   double a = NAN, L = NAN;
