@@ -268,24 +268,31 @@ DPO__TGT static void F(dpo__dense_pf)(const dpo__pass_t *a, int64_t r0, int64_t 
   F(dpo__dense_body)(a, r0, r1, lsum, g, 1);
 }
 
-/* CSR pass over rows [r0, r1) of the row list (or of the shard): blocks of 8 rows, the dots
- * (two accumulators a row, rows independent so the core overlaps them), the 8 loss lanes
- * inline, then the scatters g[col] += c v.  perf: the time is in the gathers of x and the
- * scatters into g (latency of L1 for a9a-like rows, of L2/L3 for 1e5 columns).  A software
+/* CSR pass over rows [r0, r1) of the row list (or of the shard), in superblocks of 32 rows:
+ * the dots (two accumulators a row, rows independent so the core overlaps them), the loss
+ * lanes of the four 8-row groups back to back, then the scatters g[col] += c v.  perf: the
+ * time is in the gathers of x and the scatters into g (latency of L1 for a9a-like rows, of
+ * L2/L3 for 1e5 columns), and the pass is as fast from memory as from cache.  A software
  * prefetch of x[col] and g[col] one to four blocks ahead ran 1.3-1.5x slower on both
- * (jobs/bench/csr, issue 16). */
+ * (jobs/bench/csr, issue 16).  One 8-row group's lanes are a latency chain (exp, log1p, two
+ * divisions) that the rows' short loops around it did not overlap: four independent chains
+ * back to back took a9a-like rows from 33 to 30 ns a row, the wide ones from 55 to 50.
+ * Rows with no loop whose trip count is their length (products in one flat loop, masked
+ * 16-lane sums) ran faster from L3 but not from memory. */
+#define DPO__CSR_SB 32
 DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, double *lsum,
                                  double *g) {
   const dpo_shard_t *s = a->s;
   const int64_t *rp = s->rowptr;
   const int32_t *ci = s->colind;
   const double *val = s->val, *x = a->x;
-  double t[8] __attribute__((aligned(64))), c[8] __attribute__((aligned(64))), yb[8];
-  int64_t ib[8];
+  double t[DPO__CSR_SB] __attribute__((aligned(64))), c[DPO__CSR_SB] __attribute__((aligned(64)));
+  double yb[DPO__CSR_SB];
+  int64_t ib[DPO__CSR_SB];
   double L = *lsum;
-  for (int64_t b0 = r0; b0 < r1; b0 += 8) {
-    int nb = r1 - b0 < 8 ? (int)(r1 - b0) : 8;
-    for (int k = 0; k < 8; k++) {
+  for (int64_t b0 = r0; b0 < r1; b0 += DPO__CSR_SB) {
+    int nb = r1 - b0 < DPO__CSR_SB ? (int)(r1 - b0) : DPO__CSR_SB;
+    for (int k = 0; k < DPO__CSR_SB; k++) {
       if (k >= nb) { /* padding lanes: masked out of the sum, c = 0 */
         t[k] = yb[k] = 0.0;
         ib[k] = -1;
@@ -303,7 +310,9 @@ DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, d
       t[k] = s0 + s1;
       yb[k] = s->y[i];
     }
-    L += F(dpo__lanes)(a->loss, t, yb, dpo__live8[nb], c);
+    /* the loss sum in the order of the 8-row blocks, as before the superblocks */
+    for (int g0 = 0; g0 < nb; g0 += 8)
+      L += F(dpo__lanes)(a->loss, t + g0, yb + g0, dpo__live8[nb - g0 < 8 ? nb - g0 : 8], c + g0);
     if (a->C > 0) dpo__clip_lanes(a, ib, nb, c);
     for (int k = 0; k < nb; k++) {
       double ck = c[k];
@@ -314,6 +323,7 @@ DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, d
   }
   *lsum = L;
 }
+#undef DPO__CSR_SB
 
 #if W > 2 /* the baseline build (16 xmm registers) spills the tiles: softmax.c uses dgemm */
 #include "kern_softmax_body.h"
