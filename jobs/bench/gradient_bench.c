@@ -9,7 +9,12 @@
  *       (serial time on the same pages; in-run speedup = (c) / kernel time of (b)), and
  *   (d) with --classes K > 0 (default 10), the softmax model's local gradient pass
  *       (dpo_model_local_grad, model "softmax", class = global row mod K) on the same X, in
- *       views of 256 rows as the gradient oracle calls it.
+ *       views of 256 rows as the gradient oracle calls it, and
+ *   (e) with --classes K > 0, the core's floating-point peak as OpenBLAS's dgemm reaches it
+ *       on 256 x 256 matrices held in cache: the softmax pass does 4 K d flops a row (K d
+ *       multiply-adds for the logits, K d for the gradient) against 8 d bytes, so at K = 10
+ *       one core's pass is bound by arithmetic, not memory; its ceiling is the larger of the
+ *       read loop's time and flops / peak (the "roofline"), printed beside the read-loop ratio.
  * Prints a human-readable summary and one machine-readable line starting with "RESULT".
  *
  *   mpirun -np P gradient_bench [--n 1e6] [--d 100] [--reps 7] [--seed 1] [--classes 10]
@@ -21,10 +26,16 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
+
 #include "dpopt/kernels.h"
 #include "dpopt/model.h"
 #include "dpopt/status.h"
 #include "bench_common.h"
+
+/* OpenBLAS (the project's BLAS, linked by configure): the dgemm peak is one core's, whatever
+ * OPENBLAS_NUM_THREADS says; declared here, as Debian's cblas.h may be another BLAS's. */
+void openblas_set_num_threads(int num_threads);
 
 /* Receive the token from rank `from`, sleeping between polls so a waiting rank leaves its
  * core (and memory bandwidth) to the rank that is measuring. */
@@ -210,6 +221,31 @@ int main(int argc, char **argv) {
     free(W);
     free(gk);
   }
+  /* (e) the dgemm peak, every rank at once (as the passes ran), best of reps, min over ranks */
+  double peak = 0;
+  if (K > 0 && !rc) {
+    const int q = 256, calls = 16;
+    double *A = malloc(sizeof(double) * 3 * (size_t)q * q), best = 1e300;
+    openblas_set_num_threads(1);
+    if (!A) {
+      rc = 1;
+    } else {
+      uint64_t sd = seed + 7;
+      for (int64_t k = 0; k < 3 * (int64_t)q * q; k++) A[k] = 2 * xs_unif(&sd) - 1;
+      for (int r = 0; r < reps + 1; r++) { /* the first call warms the caches */
+        MPI_Barrier(comm);
+        double t0 = MPI_Wtime();
+        for (int c = 0; c < calls; c++)
+          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, q, q, q, 1e-3, A, q,
+                      A + (size_t)q * q, q, 0.5, A + 2 * (size_t)q * q, q);
+        double tl = MPI_Wtime() - t0;
+        if (r > 0 && tl < best) best = tl;
+      }
+      double gf = 2.0 * q * q * (double)q * calls / best / 1e9;
+      MPI_Allreduce(&gf, &peak, 1, MPI_DOUBLE, MPI_MIN, comm);
+      free(A);
+    }
+  }
   int anyfail;
   MPI_Allreduce(&rc, &anyfail, 1, MPI_INT, MPI_MAX, comm);
   if (anyfail) {
@@ -233,9 +269,18 @@ int main(int argc, char **argv) {
            "%.6f)\n",
            best_gr, gr, best_comp, loss);
     printf("  ratio gradient/bandwidth %.3f\n", gr / bw);
-    if (K > 0)
+    /* per rank: its rows' flops at the peak one core reached, against its share of the read */
+    double sm_flops = 4.0 * K * (double)d * (double)n / size, sm_roof = 0;
+    if (K > 0) {
+      double t_flop = peak > 0 ? sm_flops / (peak * 1e9) : 0;
+      sm_roof = (t_flop > best_bw ? t_flop : best_bw) / best_sm;
       printf("  softmax pass, %d classes %9.4f s  %7.2f GB/s   ratio to the read loop %.3f\n", K,
              best_sm, bytes / best_sm / 1e9, best_bw / best_sm);
+      printf("  softmax arithmetic      %7.2f GFLOP/s a rank (4 K d flops a row); dgemm peak of\n"
+             "  one core in this run %.2f GFLOP/s: flops at that peak take %.4f s, the read loop\n"
+             "  %.4f s; ratio to that ceiling (roofline) %.3f\n",
+             sm_flops / best_sm / 1e9, peak, t_flop, best_bw, sm_roof);
+    }
     if (size > 1)
       printf("  same shards one rank at a time: kernel %.4f s, read loop %.4f s\n"
              "  in-run speedup %.2f (the read loop's own in-run scaling, the ceiling for a\n"
@@ -243,10 +288,10 @@ int main(int argc, char **argv) {
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
            "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%ld "
-           "t_softmax=%.6f ratio_softmax=%.4f\n",
+           "t_softmax=%.6f ratio_softmax=%.4f gflops_peak=%.3f roofline_softmax=%.4f\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
            size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
-           (long)dpo_kern_prefetch_bytes(), K > 0 ? best_sm : 0.0, K > 0 ? best_bw / best_sm : 0.0);
+           (long)dpo_kern_prefetch_bytes(), K > 0 ? best_sm : 0.0, K > 0 ? best_bw / best_sm : 0.0, peak, sm_roof);
   }
 out:
   free(s.X);

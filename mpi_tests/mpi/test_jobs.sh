@@ -175,4 +175,6 @@ check "bench/csr: both problems (got $(rs))" [ "$(rs)" -eq 2 ]
 expect 0 timeout 120 sh "$S/jobs/bench/gradient" --n 2e4 --d 10 --reps 1 --np 1 --classes 3 \
   --bin "$B/jobs/bench/gradient_bench"
 check "bench/gradient: a RESULT line (got $(rs))" [ "$(rs)" -eq 1 ]
+check "bench/gradient: the softmax roofline (a dgemm peak and a ratio > 0)" \
+  grep -q "^RESULT .*gflops_peak=[0-9.]*[1-9].*roofline_softmax=[0-9.]*[1-9]" "$T/out"
 finish test_jobs
