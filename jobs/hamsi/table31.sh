@@ -13,7 +13,7 @@
 # 1 s per run, 1 rank, deterministic schedule, STRATA-B only; seconds, not minutes).
 # Environment: DPOPT (default ./dpopt or dpopt), SIZE (ml-1m; ml-100k, ml-10m, ml-20m), RUN_SECONDS
 # per run (default 10 for ml-1m and smaller, 25 for ml-10m, 50 for ml-20m: the thesis gave
-# 25 / 250 / 500 s to 16 threads; at rank 50 these take about 15 / 40 / 80 min on 2 idle cores
+# 25 / 250 / 500 s to 16 threads; at rank 50 these take about 15 / 40 / 60 min on 2 idle cores
 # (ml-10m at load average 20-50: 23 of its 40 runs in 53 min);
 # every run evaluates every epoch, outside its training time, for Fig. 3.5), RANK (50, the
 # thesis's; the factorization rank and the generated signal's),
