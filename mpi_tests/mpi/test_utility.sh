@@ -25,6 +25,8 @@ grep -q "^privacy.neighbours = add-remove " "$T/p/config.ini" && ok || bad "pure
 has "$T/p/ledger.jsonl" '"step":-1,"mechanism":"laplace".*"sensitivity":1,"dim":1' "pure eps: the noisy count charged first"
 jq -e '.n == null and .n_nonprivate == 32561' "$T/p/summary.json" > /dev/null && ok ||
   bad "add-remove: the exact row count is labelled non-private in summary.json"
+has "$T/err" "loaded .*: 32561 rows \[non-private diagnostic: under add-remove" "add-remove: the load line labels the row count"
+has "$T/out" "32561 rows \[non-private diagnostic: private under add-remove\]" "add-remove: the report labels the row count"
 grep -q "^privacy.clip = l1:4.66666" "$T/p/config.ini" && ok || bad "pure eps: clip l1:B1/3 (B1 = 14)"
 a=$(jq -r .test_accuracy "$T/p/summary.json")
 awk -v a="$a" 'BEGIN {exit !(a >= 0.835)}' && ok || bad "default pure-eps method, a9a eps 1: accuracy $a < 0.835"

@@ -272,9 +272,12 @@ void dpo_run_print(const dpo_run_t *r, FILE *out) {
   const dpo_plan_t *plan = dpo_solver_plan(r->solver);
   double F = r->tr_loss + r->lambda * dpo__xx(r);
   fprintf(out, "run directory   %s\n", r->dir);
-  fprintf(out, "algorithm       %s (%s, lambda=%g) on %d rank%s, %lld rows x %d features\n",
+  fprintf(out, "algorithm       %s (%s, lambda=%g) on %d rank%s, %lld rows%s x %d features\n",
           r->algo->name, r->model_name, r->lambda, r->size, r->size > 1 ? "s" : "",
-          (long long)r->train->n_global, r->train->d);
+          (long long)r->train->n_global,
+          dpo__run_priv_n_private(r->priv) && !r->train->n_public
+              ? " [non-private diagnostic: private under add-remove]" : "",
+          r->train->d);
   fprintf(out, "status          %s\n",
           r->run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
   dpo__run_priv_print(r->priv, out);

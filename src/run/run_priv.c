@@ -154,6 +154,10 @@ const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p) {
 dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p) { return p->rng; }
 struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p) { return p->ledger; }
 
+int dpo__run_priv_n_private(const dpo__run_priv_t *p) {
+  return p && p->is_private && p->rel == DPO_NEIGHBOURS_ADD_REMOVE;
+}
+
 static double dpo__spent(void *arg) {
   double e = NAN, d;
   if (arg && dpo_ledger_spent(arg, &e, &d)) return NAN;

@@ -29,6 +29,9 @@ int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
                         const dpo_config_t *cfg, const dpo_model_t *model);
 dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p);
 struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p);
+/* 1: a private run under add-remove neighbours, whose exact row count is itself private
+ * (printed only as a labelled non-private diagnostic, released nowhere). */
+int dpo__run_priv_n_private(const dpo__run_priv_t *p);
 /* Let the trace's eps_spent column read the ledger. */
 void dpo__run_priv_attach(dpo__run_priv_t *p, dpo_solver_t *s);
 /* "# ..." lines at the top of trace.csv saying what is private and what is not. */
