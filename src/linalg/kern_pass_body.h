@@ -276,7 +276,7 @@ DPO__TGT static void F(dpo__dense_pf)(const dpo__pass_t *a, int64_t r0, int64_t 
  * prefetch of x[col] and g[col] one to four blocks ahead ran 1.3-1.5x slower on both
  * (jobs/bench/csr, issue 16).  One 8-row group's lanes are a latency chain (exp, log1p, two
  * divisions) that the rows' short loops around it did not overlap: four independent chains
- * back to back took a9a-like rows from 33 to 30 ns a row, the wide ones from 55 to 50.
+ * back to back took a9a-like rows from 33 to 32 ns a row, the wide ones from 55 to 51.
  * Rows with no loop whose trip count is their length (products in one flat loop, masked
  * 16-lane sums) ran faster from L3 but not from memory. */
 #define DPO__CSR_SB 32
