@@ -316,7 +316,7 @@ int dpo_run_load(dpo_run_t *r) {
     dpo_msg("loaded %s: public size %lld (privacy.public_n; the parties' row counts are "
             "private) x %d features on %d rank%s", r->train_path, (long long)r->train->n_global,
             r->train->d, r->size, r->size > 1 ? "s" : "");
-  else if (dpo__run_priv_n_private(r->priv)) /* rule 2: the count is the data owner's only */
+  else if (dpo__run_n_private(r)) /* rule 2: the count is the data owner's only */
     dpo_msg("loaded %s: %lld rows [non-private diagnostic: under add-remove neighbours the row "
             "count is private and released nowhere] x %d features on %d rank%s", r->train_path,
             (long long)r->train->n_global, r->train->d, r->size, r->size > 1 ? "s" : "");

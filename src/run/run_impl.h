@@ -91,5 +91,8 @@ void dpo__run_mark_failed(const dpo_run_t *r);
 void dpo__run_unmark_failed(const dpo_run_t *r);
 /* Collective: the final outputs of dpo_run_write. */
 int dpo__run_write_outputs(dpo_run_t *r);
+/* 1: the exact training row count is private (a private run under add-remove neighbours
+ * with no declared public size): every output labels it a non-private diagnostic. */
+int dpo__run_n_private(const dpo_run_t *r);
 
 #endif

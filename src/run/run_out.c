@@ -164,13 +164,9 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "lambda", dpo_json_double(r->lambda));
   json_object_object_add(sum, "ranks", json_object_new_int(r->size));
   json_object_object_add(sum, "train", json_object_new_string(r->train_path));
-  { /* under add-remove the exact row count is private: a non-private diagnostic (rule 6),
-     * unless it is the public size the parties declared */
-    struct dpo_ledger *L = dpo__run_priv_ledger(r->priv);
-    int hide = L && dpo_ledger_neighbours(L) == DPO_NEIGHBOURS_ADD_REMOVE && !r->train->n_public;
-    json_object_object_add(sum, hide ? "n_nonprivate" : "n",
-                           json_object_new_int64(r->train->n_global));
-  }
+  /* under add-remove the exact row count is private: a non-private diagnostic (rule 6) */
+  json_object_object_add(sum, dpo__run_n_private(r) ? "n_nonprivate" : "n",
+                         json_object_new_int64(r->train->n_global));
   json_object_object_add(sum, "d", json_object_new_int(r->train->d));
   json_object_object_add(sum, "intercept", json_object_new_boolean(dpo_model_intercept(r->model)));
   if (dpo_model_multiclass(r->model))
@@ -266,6 +262,10 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   return DPO_OK;
 }
 
+int dpo__run_n_private(const dpo_run_t *r) {
+  return dpo__run_priv_n_private(r->priv) && r->train && !r->train->n_public;
+}
+
 void dpo_run_print(const dpo_run_t *r, FILE *out) {
   if (!r || r->rank != 0 || r->state != DPO__RUN_WRITTEN) return;
   const char *metric = dpo_model_metric(r->model);
@@ -275,8 +275,7 @@ void dpo_run_print(const dpo_run_t *r, FILE *out) {
   fprintf(out, "algorithm       %s (%s, lambda=%g) on %d rank%s, %lld rows%s x %d features\n",
           r->algo->name, r->model_name, r->lambda, r->size, r->size > 1 ? "s" : "",
           (long long)r->train->n_global,
-          dpo__run_priv_n_private(r->priv) && !r->train->n_public
-              ? " [non-private diagnostic: private under add-remove]" : "",
+          dpo__run_n_private(r) ? " [non-private diagnostic: private under add-remove]" : "",
           r->train->d);
   fprintf(out, "status          %s\n",
           r->run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
