@@ -79,11 +79,11 @@ check "softmax, delta = 0: 10 steps ran" [ "$(js "$T/dp" .iterations_done)" = 10
 a=$(js "$T/dp" .test_accuracy)
 awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "default pure-eps softmax eps 1: accuracy $a < 0.80"
 expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 1 --iters 3 --out "$T/dd"
-grep -q "^algo.m = 512 " "$T/dd/config.ini" && grep -q "^algo.eta_rule = snr " "$T/dd/config.ini" &&
+grep -q "^algo.m = 512 " "$T/dd/config.ini" && grep -q "^algo.eta_rule = snr2 " "$T/dd/config.ini" &&
   grep -q "^algo.eta = 5 " "$T/dd/config.ini" && ok || bad "softmax, delta > 0: the recipe's keys"
 expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 3 --iters 3 --out "$T/d3"
 grep -q "^privacy.clip = l2:3 " "$T/d3/config.ini" && grep -q "^algo.epochs = 40 " "$T/d3/config.ini" &&
-  grep -q "^algo.eta_rule = snr " "$T/d3/config.ini" && ok || bad "softmax, delta > 0, eps >= 3: clip l2:3, 40 epochs"
+  grep -q "^algo.eta_rule = snr2 " "$T/d3/config.ini" && ok || bad "softmax, delta > 0, eps >= 3: clip l2:3, 40 epochs"
 
 expect 1 $MPI -np 2 "$DPOPT" train --data "$T/tr" --model softmax --out "$T/nok" --quiet
 has "$T/err" "classes" "softmax without --classes"

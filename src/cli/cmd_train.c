@@ -102,7 +102,7 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
      * noise no longer limits the run, its length does: eta 4 (eps >= 1) and 20 epochs
      * (eps >= 3), picked on a validation split of a9a's training rows (README).  Softmax
      * (K classes, d = K (p + 1) coordinates): the Fashion-MNIST recipe jobs/acceps/fmnist.ini
-     * (512 rows, 20 epochs, eta 5 with the snr rule, whose step also shrinks with the
+     * (512 rows, 20 epochs, eta 5 with the snr2 rule, whose step also shrinks with the
      * noise share d sigma^2/m^2 of G^2, which grows with K d).  Public settings only. */
     /* Softmax from eps 3: clip l2:3 and 40 epochs, where the recipe is limited by clipping
      * and length, not by noise (validation split, eps scaled by 60000/50000, 2 runs a cell:
@@ -115,7 +115,7 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
     const char *def[][2] = {{"algo.name", "dp-sgd-rdp"}, {"privacy.neighbours", "add-remove"},
                             {"algo.sampling", "poisson"}, {"algo.m", m},
                             {"algo.epochs", ep}, {"privacy.clip", sm3 ? "l2:3" : "l2:1"},
-                            {"algo.eta", eta}, {"algo.eta_rule", softmax ? "snr" : NULL}};
+                            {"algo.eta", eta}, {"algo.eta_rule", softmax ? "snr2" : NULL}};
     int rel = dpo_config_get(cfg, "privacy.neighbours") != NULL;
     for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
       if (def[i][1] && !dpo_config_get(cfg, def[i][0]) && !(rel && i == 2))
@@ -124,8 +124,8 @@ static void dpo__auto_algo(const dpo_cli_ctx_t *ctx, dpo_config_t *cfg) {
         !strcmp(dpo_config_get(cfg, "algo.sampling") ? dpo_config_get(cfg, "algo.sampling") : "", "poisson"))
       dpo_config_set(cfg, "algo.sampling", "wor", "default (--eps without --algo)");
     why = sm3 ? "delta > 0, softmax, eps >= 3: DP-SGD with Poisson batches (512 rows, 40 epochs, step eta 5 "
-                "by the snr rule, clip l2:3) is the most accurate measured method"
-        : softmax ? "delta > 0, softmax: DP-SGD with Poisson batches (512 rows, 20 epochs, step eta 5 by the snr "
+                "by the snr2 rule, clip l2:3) is the most accurate measured method"
+        : softmax ? "delta > 0, softmax: DP-SGD with Poisson batches (512 rows, 20 epochs, step eta 5 by the snr2 "
                     "rule, clip l2:1; jobs/acceps/fmnist.ini) is the most accurate measured method"
         : eps >= 3 ? "delta > 0, eps >= 3: DP-SGD with Poisson batches (256 rows, 20 epochs, step eta 4, clip l2:1, "
                      "noise from the PLD accountant) is the most accurate measured method"
