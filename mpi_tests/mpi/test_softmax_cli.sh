@@ -84,6 +84,18 @@ grep -q "^algo.m = 512 " "$T/dd/config.ini" && grep -q "^algo.eta_rule = snr2 " 
 expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 3 --iters 3 --out "$T/d3"
 grep -q "^privacy.clip = l2:3 " "$T/d3/config.ini" && grep -q "^algo.epochs = 40 " "$T/d3/config.ini" &&
   grep -q "^algo.eta_rule = snr2 " "$T/d3/config.ini" && ok || bad "softmax, delta > 0, eps >= 3: clip l2:3, 40 epochs"
+# the three step rules on one seeded run: plan.lr = eta (1 - 0.9) (L/G)^k / G, k = 0, 1, 2
+# (d = 3 x (5 + 1) = 18, m = 16 so that the noise share of G^2 tells the rules apart, L = the
+# clip 1, z the run's own noise multiplier)
+for rule in g snr snr2; do
+  expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 1 --iters 3 --batch 16 --set algo.eta_rule=$rule --out "$T/r_$rule"
+  z=$(js "$T/r_$rule" .plan.noise_multiplier)
+  k=$(echo "$rule" | sed 's/^g$/0/; s/^snr$/1/; s/^snr2$/2/')
+  want=$(awk -v z="$z" -v k="$k" 'BEGIN {g = sqrt(1 + 18 * z * z / (16 * 16)); printf "%.12g", 5 * 0.1 / g / g ^ k}')
+  close "$(js "$T/r_$rule" .plan.lr)" "$want" 1e-9 "algo.eta_rule = $rule: lr = eta (1 - momentum) (L/G)^$k / G"
+done
+expect 1 $MPI -np 2 "$DPOPT" train $G $P --eps 1 --iters 3 --set algo.eta_rule=snr3 --out "$T/r_bad"
+has "$T/err" "g | snr | snr2" "an unknown step rule is refused with the valid ones"
 
 expect 1 $MPI -np 2 "$DPOPT" train --data "$T/tr" --model softmax --out "$T/nok" --quiet
 has "$T/err" "classes" "softmax without --classes"

@@ -49,10 +49,11 @@
  *             by test accuracy (issue 13 report): like the defaults of Opacus's examples it is
  *             a documented constant, not tuned per data set or budget (that tuning would have
  *             to be charged).  A recipe may set another eta, and algo.eta_rule = snr
- *             (lr = ETA (1 - beta) L / G^2) shrinks the step once more by the signal fraction
- *             L^2/G^2 of E||g_t||^2, so it falls faster where the noise dominates (small eps);
- *             snr2 (lr = ETA (1 - beta) L^2 / G^3) falls faster still: in units of 1/L the
- *             step is ETA s^(1/2), s, s^(3/2) under g, snr, snr2 (s = L^2/G^2).  On
+ *             (lr = ETA (1 - beta) L / G^2) shrinks the step once more, by L/G (the square root
+ *             of the signal fraction L^2/G^2 of E||g_t||^2), so it falls faster where the noise
+ *             dominates (small eps); snr2 (lr = ETA (1 - beta) L^2 / G^3) shrinks it by L^2/G^2
+ *             and falls faster still: in units of 1/L the step is ETA s^(1/2), s, s^(3/2)
+ *             under g, snr, snr2 (s = L^2/G^2).  On
  *             Fashion-MNIST snr's step was twice the best at eps 0.1 and right at eps 1
  *             (validation split, jobs/acceps/README); jobs/acceps/fmnist.ini uses eta 5 with snr2.
  * Every step charges its Gaussian release (sampling as drawn) before x_{t+1} is broadcast.
