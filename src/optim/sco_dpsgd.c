@@ -53,9 +53,9 @@
  *             of the signal fraction L^2/G^2 of E||g_t||^2), so it falls faster where the noise
  *             dominates (small eps); snr2 (lr = ETA (1 - beta) L^2 / G^3) shrinks it by L^2/G^2
  *             and falls faster still: in units of 1/L the step is ETA s^(1/2), s, s^(3/2)
- *             under g, snr, snr2 (s = L^2/G^2).  On
- *             Fashion-MNIST snr's step was twice the best at eps 0.1 and right at eps 1
- *             (validation split, jobs/acceps/README); jobs/acceps/fmnist.ini uses eta 5 with snr2.
+ *             under g, snr, snr2 (s = L^2/G^2).  On Fashion-MNIST snr's step was about 2.5
+ *             times the best at eps 0.1 and right at eps 1 (validation split,
+ *             jobs/acceps/README); jobs/acceps/fmnist.ini uses eta 5 with snr2.
  * Every step charges its Gaussian release (sampling as drawn) before x_{t+1} is broadcast.
  *
  * Multi-party runs (sco_common.h): every step is charged to the global account and to every
@@ -402,11 +402,10 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.eta_rule = '%s': g | snr | snr2", who, rule);
     goto fail;
   }
-  const double G = sqrt(G2), lg = a->c.L / G;
-  double lr0 = a->sched == SCHED_THEORY ? a->c.D / sqrt((double)a->T * G2)
-               : k == 1                  ? eta * (1 - a->beta) * a->c.L / G2
-               : k == 2                  ? eta * (1 - a->beta) / G * lg * lg
-                                         : eta * (1 - a->beta) / G;
+  const double G = sqrt(G2);
+  double lr0 = eta * (1 - a->beta) / G;
+  for (int i = 0; i < k; i++) lr0 *= a->c.L / G;
+  if (a->sched == SCHED_THEORY) lr0 = a->c.D / sqrt((double)a->T * G2);
   if ((rc = dpo_solver_param(s, "lr", lr0, &a->lr))) goto fail;
   if (!(a->lr > 0) || !isfinite(a->lr)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.lr = %g must be finite and > 0", who, a->lr);
