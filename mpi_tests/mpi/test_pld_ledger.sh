@@ -5,7 +5,7 @@
 #  - the ledger's spent eps for the plan at `dpopt calibrate --accountant pld`'s multiplier is
 #    calibrate's achieved eps (same PLD code and grid), charged by the PLD bound; it is below the
 #    RDP ledger's eps for the same run (privacy.accountant = rdp, budget 2 so RDP accepts);
-#  - the default training calibrates its multiplier on its own ledger: 3-6% below the RDP
+#  - the default training calibrates its multiplier on its own ledger: 5-8% below the RDP
 #    multiplier of `dpopt calibrate`, and the ledger accepts exactly the plan (1272 charges,
 #    1272 planned, spent <= 1, bound pld);
 #  - `dpopt ledger` replays the journal to the same spent eps and names the bound;
@@ -43,7 +43,7 @@ expect 0 "$DPOPT" train $COMMON --eps 1 --delta 1e-5 --out "$T/def"
 z=$(jget "$T/def/summary.json" noise_multiplier)
 sd=$(jget "$T/def/summary.json" eps_spent)
 echo "default training: z = $z (ratio to rdp $(awk -v a="$z" -v b="$zr" 'BEGIN {print a / b}')), eps spent $sd"
-check "multiplier $z 3-6% below rdp $zr" awk -v a="$z" -v b="$zr" 'BEGIN {exit !(a != "" && a / b >= 0.94 && a / b <= 0.97)}'
+check "multiplier $z 5-8% below rdp $zr (6.4%; 4.4% when losses were rounded up to the grid)" awk -v a="$z" -v b="$zr" 'BEGIN {exit !(a != "" && a / b >= 0.92 && a / b <= 0.95)}'
 check "spent $sd <= 1" awk -v a="$sd" 'BEGIN {exit !(a != "" && a + 0 <= 1 && a + 0 > 0.99)}'
 has "$T/def/summary.json" '"charges": *1272,' "the ledger accepted all 1272 charges"
 has "$T/def/summary.json" '"steps": *1272,' "1272 planned"

@@ -1,7 +1,9 @@
 /* PLD accountant (src/privacy/pld.c) against independent references:
  *  - the Gaussian: k releases of multiplier z are one release of z / sqrt(k); its exact
- *    profile (Balle-Wang 2018 Thm 8, re-derived here).  Pessimistic rounding moves every
- *    step's loss up by less than h, so exact(eps) <= pld(eps) <= exact(eps - k h) + slack;
+ *    profile (Balle-Wang 2018 Thm 8, re-derived here).  Connecting the dots is below rounding
+ *    every step's loss up (by less than h), so exact(eps) <= pld(eps) <= exact(eps - k h) +
+ *    slack; and it is second order: its eps is within 0.05 k h of the exact one, where
+ *    rounding up was about 0.5 k h;
  *  - the Poisson-subsampled Gaussian, one step: the hockey-stick divergence of both dominating
  *    pairs (add/remove) integrated numerically, same sandwich with k = 1;
  *  - compositions: PLD eps never above the RDP accountant's for the same releases. */
@@ -45,7 +47,7 @@ Test(pld, gaussian_compositions_match_exact_curve) {
       }
       double ep, ex = exact_eps(zc, 1e-5);
       cr_assert_eq(dpo_pld_eps("none", 0, 0, z, ks[j], 1e-5, h, &ep), DPO_OK);
-      cr_assert(ep >= ex && ep <= ex + k * h + 1e-6, "z=%g k=%g: pld eps %.9g vs exact %.9g", z,
+      cr_assert(ep >= ex && ep <= ex + 0.05 * k * h, "z=%g k=%g: pld eps %.9g vs exact %.9g", z,
                 k, ep, ex);
       /* poisson at q = 1 is the plain Gaussian */
       double eq;
@@ -84,7 +86,8 @@ Test(pld, poisson_one_step_matches_integration) {
         double hi = numeric_delta(qs[i], zs[k], es[e] - h);
         cr_assert(d >= lo * (1 - 1e-6), "q=%g z=%g eps=%g: %.10g below %.10g", qs[i], zs[k],
                   es[e], d, lo);
-        cr_assert(d <= hi * (1 + 1e-6) + 1e-12, "q=%g z=%g eps=%g: %.10g above %.10g", qs[i],
+        /* + the bins' rounding slack (pld.c: ~1e-11 a step, dominant at delta ~ 1e-10) */
+        cr_assert(d <= hi * (1 + 1e-6) + 3e-11, "q=%g z=%g eps=%g: %.10g above %.10g", qs[i],
                   zs[k], es[e], d, hi);
       }
 }
@@ -120,10 +123,13 @@ Test(pld, calibrate_meets_target_below_rdp) {
 /* Published values: Google dp_accounting, pld/pld_privacy_accountant_test.py (its default grid
  * 1e-4, pessimistic, add/remove):
  *  test_gaussian_basic: Gaussian sigma sqrt(3), 3 releases: delta(1) = 0.126936 (exact: one
- *    Gaussian of sigma 1), eps(0.126936) = 1;
+ *    Gaussian of sigma 1, 0.12693674), eps(0.126936) = 1;
  *  test_poisson_subsampled_gaussian: q 0.2, sigma 0.5, 3 releases: delta(1) = 0.15594,
  *    eps(0.15594) = 1 (their tolerance 1e-3).
- * Ours on the same grid: never below the published value, within their tolerance. */
+ * The second is an upper bound from rounding losses up on their grid: that rounding, run here
+ * at h = 1e-3 / 4^j, gave 0.1560777, 0.1559689, 0.1559418, 0.1559350, 0.1559333 (errors
+ * falling 4x a step, so the limit is 0.1559328).  Ours: never below the exact Gaussian value
+ * nor that limit, never above the published pessimistic values, within their tolerance. */
 Test(pld, published_dp_accounting_values) {
   double d, e, h = 1e-4;
   cr_assert_eq(dpo_pld_delta("none", 0, 0, sqrt(3.0), 3, 1.0, h, &d), DPO_OK);
@@ -131,9 +137,9 @@ Test(pld, published_dp_accounting_values) {
   cr_assert_eq(dpo_pld_eps("none", 0, 0, sqrt(3.0), 3, 0.126936, h, &e), DPO_OK);
   cr_assert(e >= 1.0 && e <= 1.0 + 1e-3, "gaussian eps %.7f", e);
   cr_assert_eq(dpo_pld_delta("poisson", 2, 10, 0.5, 3, 1.0, h, &d), DPO_OK);
-  cr_assert(d >= 0.15594 && d <= 0.15594 + 1e-3, "poisson delta %.7f", d);
+  cr_assert(d >= 0.1559327 && d <= 0.15594, "poisson delta %.7f", d);
   cr_assert_eq(dpo_pld_eps("poisson", 2, 10, 0.5, 3, 0.15594, h, &e), DPO_OK);
-  cr_assert(e >= 1.0 && e <= 1.0 + 1e-3, "poisson eps %.7f", e);
+  cr_assert(e >= 1.0 - 1e-3 && e <= 1.0, "poisson eps %.7f", e);
 }
 
 /* ---- the "pld" ledger accountant (src/privacy/acct_pld.c) */

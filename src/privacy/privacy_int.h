@@ -104,7 +104,7 @@ typedef struct {
   double z;
   int64_t count;
 } dpo__pld_rel_t;
-/* eps at delta of the composition of k kinds (pld.c; grid h, pessimistic as dpo_pld_eps). */
+/* eps at delta of the composition of k kinds (pld.c; grid h, dominating as dpo_pld_eps). */
 int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, double *eps);
 
 /* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
