@@ -27,6 +27,10 @@ for m in $methods "lbfgs (non-private)"; do has "$T/q/table.md" "^| $m |" "table
 if command -v gnuplot >/dev/null; then
   check "PNG written" [ "$(head -c 4 "$T/q/acceps.png" | tail -c 3)" = PNG ]
 fi
+# --merge runs nothing and tables the rows of both directories: the runs column counts them
+expect 0 sh "$S/jobs/acceps/run" --merge "$T/q $T/q" --no-plot --out "$T/m"
+has "$T/m/table.md" '^| default | 1e-5 | [0-9.]* | [0-9.]* | 2 | ' "merged table: 2 runs a cell"
+has "$T/m/table.md" '^| dp-gd | 0 | [0-9.]* | [0-9.]* | 2 | ' "merged table: 2 runs a cell (dp-gd)"
 # method tune: dpopt tune on the split training rows, the chosen model evaluated on the test rows
 expect 0 env MPIRUN="$MPI" timeout 120 sh "$S/jobs/acceps/run" --quick --methods tune --eps 1 --no-plot \
   --dpopt "$DPOPT" --out "$T/t"
