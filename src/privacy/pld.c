@@ -92,8 +92,9 @@ static double dpo__mass(double a, double b, double w, double z, double *err) {
  *   b = (P(I) - e^e_lo Q(I)) / (1 - e^-h)   (in [0, P(I)]: e^e_lo <= dP/dQ <= e^e_hi on I).
  * Losses at or below the first grid point are rounded up to it; those above the last go to
  * +inf (the tails beyond Phi(-8.3)).  The profile is exact at the grid points, so the bins'
- * rounding errors are added to the +inf mass: an error e in P(I) moves delta by at most e,
- * and one in b by at most e (1 - e^-h) / (1 - e^-h) = e, whatever the grid point. */
+ * rounding errors are added to the +inf mass: an error e_P in P(I) moves delta by at most e_P,
+ * and the error (e_P + e^e_lo e_Q) / (1 - e^-h) it makes in b with Q(I)'s moves that much mass
+ * one grid step, which moves delta by at most 1 - e^-h times it. */
 static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   double olo = -DPO__PLD_CUT * z, ohi = 1 + DPO__PLD_CUT * z;
   double tlo = dir ? -dpo__g(ohi, q, z) : dpo__g(olo, q, z);
