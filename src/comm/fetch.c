@@ -10,7 +10,7 @@
 #include "dpopt/status.h"
 
 /* The collective part (request, packing on the owners, gather) is dpo__serve_rows in
- * src/comm/oracle.c; here rank 0 unpacks the records into a shard and evaluates batches of
+ * src/comm/oracle_rows.c; here rank 0 unpacks the records into a shard and evaluates batches of
  * it.  The rows stay on rank 0 (central trust: the coordinator already sees exact sums of
  * them; nothing is released). */
 void dpo_oracle_rows_free(dpo_oracle_rows_t *r) {

@@ -49,14 +49,16 @@ struct dpo_oracle {
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }
+/* oracle_rows.c (below oracle.c and fetch.c, which both use it): */
 /* First local failure of this rank (its detail kept for the end of the run). */
 void dpo__note_local_fail(dpo_oracle_t *o, int rc);
 /* o->ids / o->lrows hold at least m ids. */
 int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
-/* Rank 0: the checks before a request is broadcast (x finite, rank 0, reopens a session). */
-int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x);
 /* Every rank: body of a ROWS request, the ids already in o->ids on rank 0, which gets the
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
+/* oracle.c: rank 0's checks before a request is broadcast (x finite, rank 0, reopens a
+ * session). */
+int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x);
 
 #endif
