@@ -43,7 +43,8 @@ expect 0 "$DPOPT" train $COMMON --eps 1 --delta 1e-5 --out "$T/def"
 z=$(jget "$T/def/summary.json" noise_multiplier)
 sd=$(jget "$T/def/summary.json" eps_spent)
 echo "default training: z = $z (ratio to rdp $(awk -v a="$z" -v b="$zr" 'BEGIN {print a / b}')), eps spent $sd"
-check "multiplier $z 5-8% below rdp $zr (6.4%; 4.4% when losses were rounded up to the grid)" awk -v a="$z" -v b="$zr" 'BEGIN {exit !(a != "" && a / b >= 0.92 && a / b <= 0.95)}'
+# (6.4%; 4.4% when every loss was rounded up to the grid instead of connecting the dots)
+check "multiplier $z 5-8% below rdp $zr" awk -v a="$z" -v b="$zr" 'BEGIN {exit !(a != "" && a / b >= 0.92 && a / b <= 0.95)}'
 check "spent $sd <= 1" awk -v a="$sd" 'BEGIN {exit !(a != "" && a + 0 <= 1 && a + 0 > 0.99)}'
 has "$T/def/summary.json" '"charges": *1272,' "the ledger accepted all 1272 charges"
 has "$T/def/summary.json" '"steps": *1272,' "1272 planned"

@@ -84,8 +84,8 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
     fprintf(out, " (%s %lld of %lld, q = %.6g)", strcmp(sampling, "poisson") ? "m" : "expected",
             (long long)m, (long long)n, (double)m / (double)n);
   fprintf(out, "\n# Renyi accountant: orders 1.25..256, conversion min(classic, Balle et al. 2020 "
-               "Thm 21); PLD accountant: connect-the-dots grid h=%g, FFT composition; noise rounded "
-               "up\n", dpo_pld_auto_h(eps, steps));
+               "Thm 21); PLD accountant: connect-the-dots grid h=%g, FFT composition; noise "
+               "rounded up\n", dpo_pld_auto_h(eps, steps));
   fprintf(out, "accountant        %s\n", pld_wins ? "pld" : "rdp");
   fprintf(out, "neighbours        %s\n", dpo_neighbours_name(rel));
   fprintf(out, "noise_multiplier  %.9g\n", z);

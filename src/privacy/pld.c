@@ -7,8 +7,8 @@
  * convolution.  Each step's PLD is put on the grid h Z by connecting the dots (dpo__pmf_step):
  * a discrete pair that dominates the true one, so the delta of the discrete composition bounds
  * the true one, for every eps.  (Rounding every loss up to the grid, Meiser-Mohammadi 2018, is
- * valid too, and was used here first: it costs about h per step of composed loss, 3% of noise
- * at the Fashion-MNIST recipe's plan, where connecting the dots costs O(h^2).)
+ * valid too, and was used here first: it costs about h per step of composed loss, about 4% of
+ * noise at the Fashion-MNIST recipe's plan, where connecting the dots costs O(h^2).)
  *
  * Tails: the loss range of one step is cut where the remaining mass is below DPO__PLD_TAU; mass
  * below the range is moved up to its first point (rounding up) and mass above it goes to
@@ -478,7 +478,7 @@ out:
 
 double dpo_pld_auto_h(double eps, int64_t steps) {
   /* steps * h <= eps / 10 (the bound of rounding every loss up; connecting the dots is far
-   * tighter there: at the recipe's plans eps moves by < 2e-5 relative from h to h / 4);
+   * tighter there: at the recipe's plans eps moves by < 5e-5 relative from h to h / 4);
    * above eps = 1 the cap grows with eps (the same relative resolution: at eps 10 the losses
    * of a small multiplier span ~10x more, and a 5e-5 grid would cost ~10 s of FFTs a run) */
   double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
