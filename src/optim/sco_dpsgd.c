@@ -403,9 +403,10 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   const double G = sqrt(G2);
-  double lr0 = eta * (1 - a->beta) / G;
-  for (int i = 0; i < k; i++) lr0 *= a->c.L / G;
-  if (a->sched == SCHED_THEORY) lr0 = a->c.D / sqrt((double)a->T * G2);
+  double lr0 = a->sched == SCHED_THEORY ? a->c.D / sqrt((double)a->T * G2)
+                                        : eta * (1 - a->beta) / G;
+  if (a->sched != SCHED_THEORY) /* the theory schedule's step is the 003 baseline's */
+    for (int i = 0; i < k; i++) lr0 *= a->c.L / G;
   if ((rc = dpo_solver_param(s, "lr", lr0, &a->lr))) goto fail;
   if (!(a->lr > 0) || !isfinite(a->lr)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.lr = %g must be finite and > 0", who, a->lr);
