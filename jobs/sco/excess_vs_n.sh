@@ -163,9 +163,11 @@ run_set() {
       for algo in $ALGOS; do
         extra=""; a=$algo
         # dp-sgd-rdp: dpopt's default public schedule, projected onto K, EPOCHS epochs of
-        # m = ceil(sqrt n) (algo.T = EPOCHS ceil(n / m): --iters would be its plan length)
+        # m = ceil(sqrt n) (algo.T = EPOCHS ceil(n / m): --iters would be its plan length), the
+        # mean of the last half of the iterates (algo.avg 0.5: the default, a tenth since
+        # 2026-11-25, came after jobs/sco/out was measured)
         tE=$(awk -v n=$n -v e=$EPOCHS 'BEGIN{m=int(sqrt(n)); if (m*m<n) m++; print e*int((n+m-1)/m)}')
-        base="--set algo.T=$tE"
+        base="--set algo.T=$tE --set algo.avg=0.5"
         case $algo in
           phased-sgd-cal) a=phased-sgd; extra="--set algo.calibrate=ledger" ;;
           # n is the experiment's public design variable: declared (add-remove keeps it private)

@@ -10,7 +10,9 @@
  *  - the ledger's spent eps equals the guarantee recomputed from the charged multipliers and
  *    never exceeds the budget;
  *  - dp-sgd-rdp: with a fixed multiplier the ledger accepts exactly the number of steps the
- *    RDP curve allows (wor and poisson); calibrated, T steps run and fit the budget. */
+ *    RDP curve allows (wor and poisson); calibrated, T steps run and fit the budget; its
+ *    output is the mean of the last ceil(algo.avg T) iterates (default a tenth), against the
+ *    iterates the run released (same seed, same trajectory). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +48,18 @@ typedef struct {
 
 static result_t res[5];
 
+/* iterates x_1 .. x_{T-1} released by the last run (rank 0; x_T is replaced by the output) */
+#define MAXIT 64
+static double iter_x[MAXIT + 1][D];
+static int64_t iter_n;
+static int rec_iter(void *arg, const double *x, int64_t iters, int64_t charges) {
+  (void)arg;
+  (void)charges;
+  if (iters <= MAXIT) memcpy(iter_x[iters], x, sizeof iter_x[0]);
+  iter_n = iters;
+  return 0;
+}
+
 static double jnum(const char *line, const char *key) {
   char k[64];
   snprintf(k, sizeof k, "\"%s\":", key);
@@ -77,6 +91,8 @@ static void run(int k, const char *algo, double lambda, const char *const *kv, r
     dpo_run_opts_default(&op);
     op.max_iter = 1000000;
     op.quiet = 1;
+    op.on_release = rec_iter;
+    iter_n = 0;
     rc = dpo_solver_run(f.sv, &op);
     if (f.rank == 0 && (!rc || rc == DPO_EBUDGET)) {
       memcpy(out->x, dpo_solver_x(f.sv), sizeof out->x);
@@ -378,6 +394,43 @@ static void check_dpsgd(int poisson) {
   }
 }
 
+/* The output is the mean of the last ceil(avg T) iterates: T = 20, avg 0.05 gives x_20 itself,
+ * the default 0.1 the mean of x_19 and x_20, 0.5 that of x_11 .. x_20, 1 all of them. */
+static void check_dpsgd_avg(void) {
+  enum { T = 20 };
+  static const char *const tails[] = {"0.05", NULL, "0.5", "1"};
+  static const int kept[] = {1, 2, 10, 20};
+  double xs[T + 1][D], out[4][D];
+  for (int v = 0; v < 4; v++) {
+    const char *kv[] = {"algo.sampling", "wor", "algo.m", "40", "algo.T", "20",
+                        tails[v] ? "algo.avg" : NULL, tails[v], NULL};
+    result_t r;
+    run(1, "dp-sgd-rdp", 0.01, kv, &r);
+    if (world_rank() != 0) continue;
+    T_CHECK(r.rc == DPO_OK && r.iters == T && iter_n == T, "dp-sgd-rdp avg %s: rc %d, %lld "
+            "steps, %lld released", tails[v] ? tails[v] : "default", r.rc, (long long)r.iters,
+            (long long)iter_n);
+    memcpy(out[v], r.x, sizeof out[v]);
+    for (int t = 1; t < T; t++) {
+      if (v == 0) memcpy(xs[t], iter_x[t], sizeof xs[t]);
+      else T_CHECK(memcmp(xs[t], iter_x[t], sizeof xs[t]) == 0, "dp-sgd-rdp avg %s: iterate "
+                   "%d differs from the first run's (same seed)", tails[v], t);
+    }
+  }
+  if (world_rank() != 0) return;
+  memcpy(xs[T], out[0], sizeof xs[T]); /* one iterate kept: x_T */
+  for (int v = 1; v < 4; v++) {
+    double mean[D] = {0};
+    for (int t = T - kept[v] + 1; t <= T; t++)
+      for (int j = 0; j < D; j++) mean[j] += xs[t][j] / kept[v];
+    T_CHECK(dpo_t_reldiff(out[v], mean, D) <= 1e-12, "dp-sgd-rdp avg %s: output differs from "
+            "the mean of the last %d iterates by %g", tails[v] ? tails[v] : "default", kept[v],
+            dpo_t_reldiff(out[v], mean, D));
+  }
+  T_CHECK(dpo_t_reldiff(out[1], xs[T], D) > 1e-6, "dp-sgd-rdp: the mean of the last 2 "
+          "iterates equals the last one (nothing was averaged)");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   check_erm_solver(DIAM);
@@ -388,5 +441,6 @@ int main(int argc, char **argv) {
   check_sc_reduce();
   check_dpsgd(0);
   check_dpsgd(1);
+  check_dpsgd_avg();
   return dpo_t_finish("test_sco2");
 }

@@ -79,11 +79,13 @@ check "softmax, delta = 0: 10 steps ran" [ "$(js "$T/dp" .iterations_done)" = 10
 a=$(js "$T/dp" .test_accuracy)
 awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "default pure-eps softmax eps 1: accuracy $a < 0.80"
 expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 1 --iters 3 --out "$T/dd"
-grep -q "^algo.m = 512 " "$T/dd/config.ini" && grep -q "^algo.eta_rule = snr2 " "$T/dd/config.ini" &&
-  grep -q "^algo.eta = 5 " "$T/dd/config.ini" && ok || bad "softmax, delta > 0: the recipe's keys"
+grep -q "^algo.m = 1024 " "$T/dd/config.ini" && grep -q "^algo.epochs = 40 " "$T/dd/config.ini" &&
+  grep -q "^algo.eta_rule = snr2 " "$T/dd/config.ini" && grep -q "^algo.eta = 5 " "$T/dd/config.ini" &&
+  ok || bad "softmax, delta > 0: the recipe's keys (1024 rows, 40 epochs, eta 5, snr2)"
 expect 0 $MPI -np 2 "$DPOPT" train $G $P --eps 3 --iters 3 --out "$T/d3"
 grep -q "^privacy.clip = l2:3 " "$T/d3/config.ini" && grep -q "^algo.epochs = 40 " "$T/d3/config.ini" &&
-  grep -q "^algo.eta_rule = snr2 " "$T/d3/config.ini" && ok || bad "softmax, delta > 0, eps >= 3: clip l2:3, 40 epochs"
+  grep -q "^algo.m = 512 " "$T/d3/config.ini" &&
+  grep -q "^algo.eta_rule = snr2 " "$T/d3/config.ini" && ok || bad "softmax, delta > 0, eps >= 3: clip l2:3, 512 rows, 40 epochs"
 # the three step rules on one seeded run: plan.lr = eta (1 - 0.9) (L/G)^k / G, k = 0, 1, 2
 # (d = 3 x (5 + 1) = 18, m = 16 so that the noise share of G^2 tells the rules apart, L = the
 # clip 1, z the run's own noise multiplier)

@@ -43,9 +43,13 @@
  *             d sigma^2/m^2 >> L^2); s(t) = (1 + cos(pi t / T)) / 2 (cosine), 1, 0.1 and 0.01
  *             on the three thirds (step), 1 (constant); beta = algo.momentum (default 0.9);
  *             K = R^d (algo.D default inf: DP-SGD's privacy does not depend on K); output the
- *             average of the last half of the iterates (suffix averaging, Rakhlin, Shamir,
- *             Sridharan 2012).  ETA = algo.eta, default 2, a fixed constant picked once from
- *             {0.5, 1, 2, 4} on a9a at eps = 1, delta = 1e-5, clip l2:1, batch 256, 10 epochs,
+ *             average of the last algo.avg (default a tenth) of the iterates (suffix
+ *             averaging, Rakhlin, Shamir, Sridharan 2012).  A tenth, not the last half: under
+ *             the cosine decay the middle iterates still carry the larger steps' noise and
+ *             bias; same seeds, paired, on a validation split of Fashion-MNIST (50000 fit,
+ *             10000 scored): +0.08 points at eps 1.2 (6 seeds), +0.15 at eps 0.12, 0 at
+ *             eps 12 (4 seeds); a9a within 0.05 points at eps 0.05 .. 10 (8 seeds).
+ *             ETA = algo.eta, default 2, a fixed constant picked once from {0.5, 1, 2, 4} on a9a at eps = 1, delta = 1e-5, clip l2:1, batch 256, 10 epochs,
  *             by test accuracy (issue 13 report): like the defaults of Opacus's examples it is
  *             a documented constant, not tuned per data set or budget (that tuning would have
  *             to be charged).  A recipe may set another eta, and algo.eta_rule = snr
@@ -268,7 +272,7 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   int64_t m0 = -1, iters = -1, T0 = -1;
-  double epochs = 1;
+  double epochs = 1, tail = 0.1;
   if ((rc = dpo_solver_param_int(s, "m", -1, &m0)) ||
       (rc = dpo_solver_param(s, "epochs", 1.0, &epochs)) ||
       (rc = dpo_solver_param_int(s, "iters", -1, &iters)) ||
@@ -296,6 +300,12 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   }
   if (a->sched != SCHED_THEORY) { /* K = R^d unless algo.D is given */
     if ((rc = dpo_solver_param(s, "D", INFINITY, &a->c.D))) goto fail;
+  }
+  if ((rc = dpo_solver_param(s, "avg", a->sched == SCHED_THEORY ? 1.0 : 0.1, &tail))) goto fail;
+  if (!(tail > 0 && tail <= 1)) {
+    rc = dpo_err(DPO_EINVAL, "%s: algo.avg = %g must be in (0, 1]: the fraction of the last "
+                 "iterates averaged into the output", who, tail);
+    goto fail;
   }
   if ((rc = dpo_solver_param(s, "momentum", a->sched == SCHED_THEORY ? 0.0 : 0.9, &a->beta)))
     goto fail;
@@ -330,7 +340,9 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
                  ">= 1", who);
     goto fail;
   }
-  a->T0 = a->sched == SCHED_THEORY ? 0 : a->T / 2;
+  /* output: the mean of x_{T0+1} .. x_T, the last ceil(tail T) iterates */
+  a->T0 = a->T - (int64_t)ceil(tail * (double)a->T - 1e-9);
+  if (a->T0 < 0) a->T0 = 0;
   a->sens = dpo_sens(a->c.rel, a->c.L);
   double gamma = 0;
   /* party-local sampling: the charge's sensitivity includes the randomized rounding at the
@@ -533,6 +545,7 @@ static const dpo_algo_param_t dpsgd_params[] = {
     {"eta_rule", "g", "g: lr = eta (1 - momentum)/G | snr: lr = eta (1 - momentum) L/G^2 | snr2: lr = eta (1 - momentum) L^2/G^3 (the step falls faster as the noise share of G^2 grows)"},
     {"momentum", "0.9 (theory: 0)", "heavy-ball momentum beta"},
     {"D", "inf (theory: 2)", "diameter of the ball K the iterates are projected on"},
+    {"avg", "0.1 (theory: 1)", "fraction of the last iterates whose mean is the output (suffix averaging)"},
     {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
