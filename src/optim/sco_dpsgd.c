@@ -49,7 +49,8 @@
  *             bias; same seeds, paired, on a validation split of Fashion-MNIST (50000 fit,
  *             10000 scored): +0.08 points at eps 1.2 (6 seeds), +0.15 at eps 0.12, 0 at
  *             eps 12 (4 seeds); a9a within 0.05 points at eps 0.05 .. 10 (8 seeds).
- *             ETA = algo.eta, default 2, a fixed constant picked once from {0.5, 1, 2, 4} on a9a at eps = 1, delta = 1e-5, clip l2:1, batch 256, 10 epochs,
+ *             ETA = algo.eta, default 2, a fixed constant picked once from {0.5, 1, 2, 4}
+ *             on a9a at eps = 1, delta = 1e-5, clip l2:1, batch 256, 10 epochs,
  *             by test accuracy (issue 13 report): like the defaults of Opacus's examples it is
  *             a documented constant, not tuned per data set or budget (that tuning would have
  *             to be charged).  A recipe may set another eta, and algo.eta_rule = snr
