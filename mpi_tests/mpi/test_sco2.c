@@ -395,13 +395,15 @@ static void check_dpsgd(int poisson) {
 }
 
 /* The output is the mean of the last ceil(avg T) iterates: T = 20, avg 0.05 gives x_20 itself,
- * the default 0.1 the mean of x_19 and x_20, 0.5 that of x_11 .. x_20, 1 all of them. */
+ * the default 0.1 the mean of x_19 and x_20, 0.5 that of x_11 .. x_20, 1 all of them, and an
+ * avg below 1/T still x_20 (at least one iterate). */
 static void check_dpsgd_avg(void) {
   enum { T = 20 };
-  static const char *const tails[] = {"0.05", NULL, "0.5", "1"};
-  static const int kept[] = {1, 2, 10, 20};
-  double xs[T + 1][D], out[4][D];
-  for (int v = 0; v < 4; v++) {
+  static const char *const tails[] = {"0.05", NULL, "0.5", "1", "1e-12"};
+  static const int kept[] = {1, 2, 10, 20, 1};
+  enum { NV = 5 };
+  double xs[T + 1][D], out[NV][D];
+  for (int v = 0; v < NV; v++) {
     const char *kv[] = {"algo.sampling", "wor", "algo.m", "40", "algo.T", "20",
                         tails[v] ? "algo.avg" : NULL, tails[v], NULL};
     result_t r;
@@ -419,7 +421,7 @@ static void check_dpsgd_avg(void) {
   }
   if (world_rank() != 0) return;
   memcpy(xs[T], out[0], sizeof xs[T]); /* one iterate kept: x_T */
-  for (int v = 1; v < 4; v++) {
+  for (int v = 1; v < NV; v++) {
     double mean[D] = {0};
     for (int t = T - kept[v] + 1; t <= T; t++)
       for (int j = 0; j < D; j++) mean[j] += xs[t][j] / kept[v];

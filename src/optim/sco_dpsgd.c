@@ -341,9 +341,10 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
                  ">= 1", who);
     goto fail;
   }
-  /* output: the mean of x_{T0+1} .. x_T, the last ceil(tail T) iterates */
-  a->T0 = a->T - (int64_t)ceil(tail * (double)a->T - 1e-9);
-  if (a->T0 < 0) a->T0 = 0;
+  /* output: the mean of x_{T0+1} .. x_T, the last ceil(tail T) iterates, at least x_T (the
+   * 1e-9: 0.1 x 20 is 2.0000000000000004 in binary) */
+  int64_t kept = (int64_t)ceil(tail * (double)a->T - 1e-9);
+  a->T0 = a->T - (kept > 1 ? kept : 1);
   a->sens = dpo_sens(a->c.rel, a->c.L);
   double gamma = 0;
   /* party-local sampling: the charge's sensitivity includes the randomized rounding at the
@@ -416,10 +417,11 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     goto fail;
   }
   const double G = sqrt(G2);
-  double lr0 = a->sched == SCHED_THEORY ? a->c.D / sqrt((double)a->T * G2)
-                                        : eta * (1 - a->beta) / G;
-  if (a->sched != SCHED_THEORY) /* the theory schedule's step is the 003 baseline's */
+  double lr0 = a->c.D / sqrt((double)a->T * G2); /* theory: the 003 baseline's step */
+  if (a->sched != SCHED_THEORY) {
+    lr0 = eta * (1 - a->beta) / G;
     for (int i = 0; i < k; i++) lr0 *= a->c.L / G;
+  }
   if ((rc = dpo_solver_param(s, "lr", lr0, &a->lr))) goto fail;
   if (!(a->lr > 0) || !isfinite(a->lr)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.lr = %g must be finite and > 0", who, a->lr);
