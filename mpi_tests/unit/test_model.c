@@ -403,7 +403,7 @@ Test(kernels, block_tails) {
  * with libm exp/log, for every ISA build this CPU runs: every class-chunk path (K = 2, 3, 7, 10), widths under and over a
  * vector with padding (d = 3, 13, 100), short and several blocks (n = 1, 15, 17, 40), score
  * spreads up to ~60 (exp deep into its range), unclipped and clipped per example in L2 and
- * L1 (with and without precomputed row norms). */
+ * L1 (with and without precomputed row norms); each also as a row list (minibatch path). */
 static void naive_softmax(int32_t K, int32_t d, int64_t n, const double *U, const double *y,
                           const double *Wt, const dpo_clip_t *clip, double *loss, double *g) {
   double t[10], r[10];
@@ -438,7 +438,8 @@ static void naive_softmax(int32_t K, int32_t d, int64_t n, const double *U, cons
 Test(kernels, softmax_blocks_vs_naive) {
   static const int32_t Ks[] = {2, 3, 7, 10}, ds[] = {3, 13, 100};
   static const int64_t ns[] = {1, 15, 17, 40};
-  double Wt[1000], g[1000], gr[1000], rown[40];
+  double Wt[1000], g[1000], gr[1000], rown[40], Ug[43 * 100], yg[43];
+  int64_t rl[43];
   for (int isa = 0; isa < N_ISA; isa++) {
     if (!force_isa(isa)) continue;
     for (int ki = 0; ki < 4; ki++)
@@ -472,6 +473,22 @@ Test(kernels, softmax_blocks_vs_naive) {
                            "grad", dpo_kern_isa(), K, d, (long)n, c, pre);
               cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "%s K=%d d=%d n=%ld clip=%d loss %.17g "
                            "vs %.17g", dpo_kern_isa(), K, d, (long)n, c, l, lr);
+              /* a row list (the minibatch path: rows gathered block by block), out of order
+               * and with repeats, against the naive loop over the same rows copied out */
+              const int64_t nl = n + 3;
+              for (int64_t k = 0; k < nl; k++) {
+                rl[k] = (k * 7 + 3) % n;
+                memcpy(Ug + k * d, p.U + rl[k] * d, (size_t)d * sizeof(double));
+                yg[k] = p.dense.y[rl[k]];
+              }
+              l = 0;
+              naive_softmax(K, d, nl, Ug, yg, Wt, cl, &lr, gr);
+              cr_assert_eq(dpo_model_local_grad(m, &p.dense, Wt, rl, nl, cl, pre ? rown : NULL,
+                                                &l, g), DPO_OK);
+              cr_expect_lt(rel2(g, gr, (int64_t)K * d), 1e-12, "%s K=%d d=%d rows=%ld clip=%d "
+                           "pre=%d grad", dpo_kern_isa(), K, d, (long)nl, c, pre);
+              cr_expect_lt(fabs(l - lr), 1e-12 * fabs(lr), "%s K=%d d=%d rows=%ld clip=%d loss",
+                           dpo_kern_isa(), K, d, (long)nl, c);
             }
           dpo_model_destroy(m);
           free_pair(&p);

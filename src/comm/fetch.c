@@ -133,7 +133,7 @@ int dpo_oracle_eval_rows(dpo_oracle_t *o, const dpo_oracle_rows_t *r, const int6
       return dpo_err(DPO_EINVAL, "%s: position %ld out of range or ids not increasing", fn,
                      (long)k);
   /* The groups dpo__local_sums forms on the owner ranks: consecutive ids of one owner and one
-   * DPO__CHUNK, each summed by the model's kernel, the group sums added in double-double. */
+   * DPO__ROWS_CHUNK, each summed by the model's kernel, the group sums added in double-double. */
   const int32_t d = o->d;
   const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
   double t0 = dpo__now();
@@ -141,14 +141,14 @@ int dpo_oracle_eval_rows(dpo_oracle_t *o, const dpo_oracle_rows_t *r, const int6
   int owner = 0;
   int64_t end = o->rank_n[0];
   for (int64_t k = 0; k < m;) {
-    int64_t id = r->gid[pos[k]], c = id / DPO__CHUNK, e = k + 1;
+    int64_t id = r->gid[pos[k]], c = id / DPO__ROWS_CHUNK, e = k + 1;
     while (id >= end) end += o->rank_n[++owner];
-    while (e < m && r->gid[pos[e]] / DPO__CHUNK == c && r->gid[pos[e]] < end) e++;
+    while (e < m && r->gid[pos[e]] / DPO__ROWS_CHUNK == c && r->gid[pos[e]] < end) e++;
     double loss = 0.0;
     rc = dpo_model_local_grad(o->model, &r->rows, x, pos + k, e - k, clip,
                               o->clipping ? r->rownorm : NULL, &loss, o->g);
     if (rc) return rc;
-    for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+    dpo__dd_add_vec(o->acc, o->g, d);
     dpo__dd_add(&o->acc[d], loss);
     k = e;
   }

@@ -33,14 +33,14 @@ static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
   const int32_t d = o->d;
   const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
   for (int64_t k = 0; k < used;) {
-    int64_t c = (lrows[k] + s->row0) / DPO__CHUNK, e = k + 1;
-    while (e < used && (lrows[e] + s->row0) / DPO__CHUNK == c) e++;
+    int64_t c = (lrows[k] + s->row0) / DPO__ROWS_CHUNK, e = k + 1;
+    while (e < used && (lrows[e] + s->row0) / DPO__ROWS_CHUNK == c) e++;
     double loss = 0.0;
     memset(o->g, 0, (size_t)d * sizeof *o->g);
     int rc = dpo_model_local_grad(o->model, s, o->x, lrows + k, e - k, clip, o->rownorm, &loss,
                                   o->g);
     if (rc) return rc;
-    for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+    dpo__dd_add_vec(o->acc, o->g, d);
     dpo__dd_add(&o->acc[d], loss);
     k = e;
   }
@@ -69,7 +69,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
       rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
                                 o->rownorm ? o->rownorm + i : NULL, &loss, o->g);
       if (rc) return rc;
-      for (int j = 0; j < d; j++) dpo__dd_add(&o->acc[j], o->g[j]);
+      dpo__dd_add_vec(o->acc, o->g, d);
       dpo__dd_add(&o->acc[d], loss);
       i = e;
     }

@@ -5,6 +5,27 @@
 
 #include "dpopt/status.h"
 
+/* One build per x86-64 level, picked by the loader (as src/mf's rating loops): the library
+ * is compiled for baseline x86-64.  Only additions and subtractions, so no FMA contraction
+ * can change a bit between the builds; the pairs are split into hi and lo vectors by the
+ * compiler (omp simd over the array of structs). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void dpo__dd_add_vec(dpo__dd_t *a, const double *x, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) {
+    double hi = a[j].hi, xj = x[j];
+    double s = hi + xj;
+    double bb = s - hi;
+    double e = (hi - (s - bb)) + (xj - bb);
+    e += a[j].lo;
+    double h = s + e;
+    a[j].hi = h;
+    a[j].lo = e - (h - s);
+  }
+}
+
 static MPI_Op dpo__dd_op = MPI_OP_NULL;
 
 /* MPI user op over one element = a whole buffer of (k + 1) pairs: pairs 0..k-1 are summed

@@ -147,11 +147,12 @@ const dpo__pass_isa_t *dpo__pass_isa(void) {
   return &dpo__isas[dpo__isa_cur];
 }
 
-int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, double C,
-                            dpo_clipnorm_t norm, const double *rownorm, double *loss_sum,
-                            double *g) {
+int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, const int64_t *rows,
+                            int64_t nrows, double C, dpo_clipnorm_t norm, const double *rownorm,
+                            double *loss_sum, double *g) {
   const int32_t d = s->d, dp = (d + 7) / 8 * 8;
-  if (s->n <= 0 || d <= 0) return DPO_OK;
+  const int64_t n = rows ? nrows : s->n;
+  if (n <= 0 || d <= 0) return DPO_OK;
   /* one allocation, each piece a multiple of 64 bytes: Wp, Gp (K x dp), Xp, T */
   size_t nw = (size_t)K * (size_t)dp, nx = (size_t)DPO__SM_BLK * (size_t)dp,
          nt = (size_t)K * DPO__SM_BLK;
@@ -161,8 +162,8 @@ int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, do
   memset(buf, 0, 2 * nw * sizeof(double));
   for (int32_t k = 0; k < K; k++)
     memcpy(Wp + (size_t)k * dp, W + (size_t)k * d, (size_t)d * sizeof(double));
-  dpo__softmax_t a = {K, d, dp, s->n, s->X, s->y, Wp, C, norm, rownorm, Gp, buf + 2 * nw,
-                      buf + 2 * nw + nx};
+  dpo__softmax_t a = {K,  d,      dp,      n,  rows,         s->X,
+                      s->y, Wp, C, norm, rownorm, Gp, buf + 2 * nw, buf + 2 * nw + nx};
   *loss_sum += dpo__pass_isa()->softmax(&a);
   for (int32_t k = 0; k < K; k++)
     for (int32_t j = 0; j < d; j++) g[(size_t)k * d + j] += Gp[(size_t)k * dp + j];

@@ -41,6 +41,7 @@ typedef void (*dpo__pass_fn)(const dpo__pass_t *a, int64_t r0, int64_t r1, doubl
 typedef struct {
   int32_t K, d, dp;
   int64_t n;
+  const int64_t *rows; /* NULL: rows 0..n-1 of X; else rows[0..n) (y and rownorm alike) */
   const double *X, *y, *Wp;
   double C;
   dpo_clipnorm_t norm;
@@ -61,9 +62,9 @@ const dpo__pass_isa_t *dpo__pass_isa(void);
  * must have a softmax pass; through
  * 64-byte aligned padded copies): *loss_sum += the loss, g (K x d) += the gradient.  clip:
  * C > 0 clips each row's gradient r_i u_i' at C in norm (rownorm[] or computed). */
-int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, double C,
-                            dpo_clipnorm_t norm, const double *rownorm, double *loss_sum,
-                            double *g);
+int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, const int64_t *rows,
+                            int64_t nrows, double C, dpo_clipnorm_t norm, const double *rownorm,
+                            double *loss_sum, double *g);
 
 /* Norm of one row matching the clip norm (kern_pass.c). */
 double dpo__kern_row_norm(const dpo_shard_t *s, int64_t i, dpo_clipnorm_t norm);

@@ -100,8 +100,9 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     /* the block into the padded scratch (padding rows and columns zero) */
     for (int r = 0; r < B; r++) {
       double *dst = Xp + r * (int64_t)dp;
+      const int64_t i = a->rows ? (r < nb ? a->rows[b0 + r] : 0) : b0 + r;
       if (r < nb) { /* inline: a memcpy call a row took 10% of the pass */
-        const double *src = a->X + (b0 + r) * (int64_t)d;
+        const double *src = a->X + i * (int64_t)d;
         int32_t j = 0;
         for (; j + W <= d; j += W) STV(dst + j, LDV(src + j));
         for (; j < d; j++) dst[j] = src[j];
@@ -112,17 +113,24 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
          * gradient; 1, 2 or 4 blocks ahead ran the same, into L1 no faster than without).
          * Addresses as integers: past the view's last row is past its array (a prefetch of
          * any address is harmless, a pointer beyond the array is not defined C). */
-        uintptr_t nxt = (uintptr_t)src + (uintptr_t)B * (uintptr_t)d * sizeof(double);
+        uintptr_t nxt = !a->rows ? (uintptr_t)src + (uintptr_t)B * (uintptr_t)d * sizeof(double)
+                        : b0 + B + r < a->n ? (uintptr_t)(a->X + a->rows[b0 + B + r] * (int64_t)d)
+                                            : (uintptr_t)src;
         for (int32_t q = 0; q < d; q += 8)
           __builtin_prefetch((const void *)(nxt + (uintptr_t)q * sizeof(double)), 0, 1);
       } else if (b0 + B > a->n) {
         memset(dst, 0, (size_t)dp * sizeof(double));
       }
-      yb[r] = r < nb ? a->y[b0 + r] : 0.0;
+      yb[r] = r < nb ? a->y[i] : 0.0;
       lv[r] = r < nb;
     }
-    /* T = X_blk W' (class-major: T[k B + r]) */
-    for (int r0 = 0; r0 < B; r0 += 4) {
+    /* T = X_blk W' (class-major: T[k B + r]) over the 4-row tiles that hold live rows; the
+     * rest of T is 0, what the zero padding rows give (a short block, e.g. a minibatch's
+     * rows in one chunk, computed all 16) */
+    const int nb4 = (nb + 3) / 4 * 4;
+    if (nb4 < B)
+      for (int32_t k = 0; k < K; k++) memset(T + k * B + nb4, 0, (size_t)(B - nb4) * sizeof(double));
+    for (int r0 = 0; r0 < nb4; r0 += 4) {
       const double *Xr = Xp + r0 * (int64_t)dp;
       int32_t k = 0;
       for (; k + 4 <= K; k += 4) F(dpo__sm_fwd)(Xr, dp, a->Wp + k * (int64_t)dp, 4, T + k * B + r0);
@@ -158,7 +166,7 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     for (int r = 0; r < B; r++) {
       double sc = lv[r];
       if (clip && r < nb) {
-        double un = a->rownorm ? a->rownorm[b0 + r] : 0.0;
+        double un = a->rownorm ? a->rownorm[a->rows ? a->rows[b0 + r] : b0 + r] : 0.0;
         if (!a->rownorm) {
           const double *u = Xp + r * (int64_t)dp;
           for (int32_t j = 0; j < d; j++) un += l1 ? fabs(u[j]) : u[j] * u[j];

@@ -46,7 +46,7 @@ static int dpo__nt_eval(dpo__nt_t *c, const double *x, double *F, double *g) {
     memset(c->g, 0, (size_t)d * sizeof *c->g);
     rc = dpo_model_local_grad(c->m, &v, x, NULL, 0, NULL, NULL, &loss, c->g);
     if (!rc) {
-      for (int j = 0; j < d; j++) dpo__dd_add(&c->acc[j], c->g[j]);
+      dpo__dd_add_vec(c->acc, c->g, d);
       dpo__dd_add(&c->acc[d], loss);
     }
     i = e;
@@ -235,7 +235,7 @@ int dpo_hessian_lmax(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s, 
       memset(tmp, 0, (size_t)d * sizeof *tmp);
       lrc = dpo_kern_hessvec(dpo_model_loss(m), &w, x, v, tmp);
       if (!lrc)
-        for (int32_t j = 0; j < d; j++) dpo__dd_add(&acc[j], tmp[j]);
+        dpo__dd_add_vec(acc, tmp, d);
       i = e;
     }
     acc[d].hi = (double)lrc;
