@@ -145,10 +145,19 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
   for (int32_t a = 0; a < ntu; a++) memset(h->g1s + (int64_t)tu[a] * r, 0, sizeof(double) * (size_t)r);
   for (int32_t a = 0; a < nti; a++) memset(h->g2s + (int64_t)ti[a] * r, 0, sizeof(double) * (size_t)r);
   double fs = 0;
-  for (int64_t k = off; k < off + n; k++) {
-    int64_t u = h->lu[k], i = h->li[k];
-    fs += dpo__mf_term(r, h->x1 + u * r, xc + i * r, h->y[k], h->o.lambda, h->wu[k], h->wi[k],
-                       h->g1s + u * r, h->g2s + i * r);
+  if (one < 0 && r <= 8 * DPO__MF_RV) { /* a grid block: its ratings by user runs */
+    for (int64_t k = off, e; k < off + n; k = e) {
+      int64_t u = h->lu[k];
+      for (e = k + 1; e < off + n && h->lu[e] == u;) e++;
+      fs += dpo__mf_run_terms(r, h->x1 + u * r, h->g1s + u * r, xc, h->g2s, h->li + k, h->y + k,
+                              h->wu + k, h->wi + k, h->o.lambda, e - k);
+    }
+  } else {
+    for (int64_t k = off; k < off + n; k++) {
+      int64_t u = h->lu[k], i = h->li[k];
+      fs += dpo__mf_term(r, h->x1 + u * r, xc + i * r, h->y[k], h->o.lambda, h->wu[k], h->wi[k],
+                         h->g1s + u * r, h->g2s + i * r);
+    }
   }
   if (h->o.biases) {
     /* the constant columns (X1 column r - 1, X2t column r - 2) stay 1: no gradient there, so
