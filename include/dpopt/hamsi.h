@@ -188,6 +188,12 @@ typedef struct {
    *              is more than reject_tol above its own (without early stopping). */
   double step_cap;
   double reject_tol;
+  /* STRATA* HAMSI on P > 1 ranks: every rank keeps a copy of every item block's history rows
+   * [S | Y] when all of them take at most cache_mb MB (with a P x B table), so a ring move
+   * sends the block's factor rows and only the history slots that changed since the
+   * receiving rank last held it (one a pair, instead of all 2M); the same bytes arrive, so the
+   * factors are the same.  Default 256; 0 = off (every move sends the whole history). */
+  double cache_mb;
   /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a
    * file and flushes it), so no progress is lost if the run fails later.  A non-zero return
    * stops the run with that status (the callback agrees on it itself if it differs by rank). */
@@ -253,6 +259,8 @@ typedef struct {
   dpo_hamsi_trace_t *trace;
   int64_t ntrace;
   dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */
+  double ring_mb;      /* MB of item blocks this rank sent in ring moves (STRATA* on P ranks;
+                          opts.cache_mb cuts it); the summary has the max over ranks */
 } dpo_hamsi_result_t;
 
 /* Collective: train on the ratings this rank holds (any split of the global set; they are

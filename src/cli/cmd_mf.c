@@ -14,6 +14,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--rank", "mf.rank", "R", "factor rank (default 10)"},
       {"--strata", "mf.strata", "K", "strata K (default: ranks for strata*, 20 otherwise)"},
       {"--memory", "mf.memory", "M", "L-BFGS memory (default 5)"},
+      {"--cache-mb", "mf.cache_mb", "MB", "STRATA* on P > 1 ranks: keep every item block's L-BFGS history on every rank when it fits in MB, so a ring move sends only the changed slots (default 256; 0 = off)"},
       {"--eta", "mf.eta", "E", "beta_t = (eta t)^gamma divides each step (default 1: beta_t >= 1)"},
       {"--gamma", "mf.gamma", "G", "(default 0.51)"},
       {"--sigma0", "mf.sigma0", "S", "degree-scaled gradient step before M pairs / mb-GD (default 0.2)"},

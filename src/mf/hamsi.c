@@ -39,6 +39,7 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->eval_every = 1;
   o->eval_budget = 0;
   o->step_cap = 30;
+  o->cache_mb = 256;
   o->reject_tol = 0.1;
 }
 
@@ -603,6 +604,7 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   res->t_update = dpo__hm_tick_seconds(h, h->k_update);
   res->t_hess = h->t_hess;
   res->t_comm = h->t_comm;
+  res->ring_mb = 8e-6 * (double)h->ring_sent;
   res->ratings_per_sec = t_train > 0 ? (double)h->processed / t_train : 0;
   res->pairs_accepted = h->hamsi ? h->lb.accepted : 0;
   res->pairs_rejected = h->hamsi ? h->lb.rejected : 0;

@@ -56,6 +56,16 @@ typedef struct {
   int32_t cur_k;
   MPI_Request *req;
   int nreq;
+  /* history cache (opts.cache_mb, hamsi_ring.c): pb[c] the buffer [x | S | Y] of block c on
+   * every rank (cbuf[c] = pb[c] while held; the x part is stale otherwise); hgen counts the
+   * accepted pairs, hlog[g % M] the slot pair g wrote; known[p B + c] the pair count up to
+   * which rank p's copy of block c's history is current (the same table on every rank);
+   * hin/hout: packed slots in flight, nin[c] and slin[c M ..] the slots block c receives */
+  int hcache;
+  double **pb, **hin, **hout;
+  int64_t hgen, *known;
+  int32_t *hlog, *nin, *slin, tr_from;
+  int64_t ring_sent;     /* doubles this rank sent in ring moves */
   /* training ratings, sorted by block */
   int64_t n, ntest;
   int32_t *lu, *li;     /* user - u0, item - col_cut[block] */
@@ -171,6 +181,9 @@ int dpo__hm_travel_send(dpo__hm_t *h, int32_t c, int32_t kto);
 int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto);
 /* All three at once: move the blocks from stratum h->cur_k to kto (no-op if equal). */
 int dpo__hm_travel(dpo__hm_t *h, int32_t kto);
+/* History cache: an accepted pair wrote slot ns of every block (on the rank holding it at
+ * stratum cur_k).  Local, called identically on every rank. */
+void dpo__hm_hist_pair(dpo__hm_t *h, int32_t ns);
 
 /* ---- hamsi_step.c ---- */
 /* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows

@@ -42,13 +42,23 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->s1);
   free(h->y1);
   for (int32_t c = 0; c < h->B; c++) {
-    if (h->cbuf) free(h->cbuf[c]);
+    if (h->cbuf && !h->hcache) free(h->cbuf[c]); /* with the cache it is pb[c] */
+    if (h->pb) free(h->pb[c]);
+    if (h->hin) free(h->hin[c]);
+    if (h->hout) free(h->hout[c]);
     if (h->xbc) free(h->xbc[c]);
     if (h->gbc) free(h->gbc[c]);
     if (h->sc) free(h->sc[c]);
     if (h->yc) free(h->yc[c]);
   }
   free(h->cbuf);
+  free(h->pb);
+  free(h->hin);
+  free(h->hout);
+  free(h->known);
+  free(h->hlog);
+  free(h->nin);
+  free(h->slin);
   free(h->cnext);
   free(h->csend);
   free(h->xbc);
@@ -523,6 +533,19 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
     DPO__ALLOC(h->s1, h->nvr);
     DPO__ALLOC(h->y1, h->nvr);
   }
+  /* the history cache: every block's [x | S | Y] on every rank, and the P x B table */
+  double cache_bytes = 8.0 * ((1.0 + 2.0 * M) * (double)h->ni * r + (double)h->size * h->B);
+  h->hcache = h->grid && h->hamsi && h->size > 1 && h->o.cache_mb > 0 &&
+              cache_bytes <= h->o.cache_mb * 1e6;
+  if (h->hcache) {
+    DPO__ALLOC(h->pb, h->B);
+    DPO__ALLOC(h->hin, h->B);
+    DPO__ALLOC(h->hout, h->B);
+    DPO__ALLOC(h->known, (int64_t)h->size * h->B); /* 0: all start with zero histories */
+    DPO__ALLOC(h->hlog, M);
+    DPO__ALLOC(h->nin, h->B);
+    DPO__ALLOC(h->slin, (int64_t)h->B * M);
+  }
   DPO__ALLOC(h->cbuf, h->B);
   DPO__ALLOC(h->cnext, h->B);
   DPO__ALLOC(h->csend, h->B);
@@ -535,8 +558,12 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   for (int32_t c = 0; c < h->B; c++) {
     if (dpo__nvc(h, c) > maxc) maxc = dpo__nvc(h, c);
     /* home: stratum 0, block c at the owner of user interval c */
+    if (h->hcache) DPO__ALLOC(h->pb[c], dpo__cbsize(h, c));
     if (h->grid && h->owner[c] != h->rank) continue; /* generic: X2 replicated */
-    DPO__ALLOC(h->cbuf[c], dpo__cbsize(h, c));
+    if (h->hcache)
+      h->cbuf[c] = h->pb[c];
+    else
+      DPO__ALLOC(h->cbuf[c], dpo__cbsize(h, c));
     for (int64_t v = 0; v < dpo__nvc(h, c); v++) {
       int32_t q = (int32_t)(v % r);
       h->cbuf[c][v] =

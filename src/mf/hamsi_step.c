@@ -328,6 +328,8 @@ int dpo__hm_pair(dpo__hm_t *h) {
         Y[v * M + ns] = h->yc[c][v];
       }
     }
+    if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */
+      dpo__hm_hist_pair(h, ns);
   }
 out:
   free(part);
@@ -342,6 +344,10 @@ void dpo__hm_reset_memory(dpo__hm_t *h) {
   /* stale rows would only meet zero entries of N, but 0 * inf is NaN: clear them */
   memset(h->S1, 0, sizeof(double) * (size_t)(h->nvr * M));
   memset(h->Y1, 0, sizeof(double) * (size_t)(h->nvr * M));
-  for (int32_t c = 0; c < h->B; c++)
-    if (h->cbuf[c]) memset(h->cbuf[c] + dpo__nvc(h, c), 0, sizeof(double) * (size_t)(2 * M * dpo__nvc(h, c)));
+  for (int32_t c = 0; c < h->B; c++) {
+    double *b = h->hcache ? h->pb[c] : h->cbuf[c]; /* cached copies too: all current again */
+    if (b) memset(b + dpo__nvc(h, c), 0, sizeof(double) * (size_t)(2 * M * dpo__nvc(h, c)));
+  }
+  if (h->hcache)
+    for (int64_t q = 0; q < (int64_t)h->size * h->B; q++) h->known[q] = h->hgen;
 }

@@ -17,7 +17,8 @@
 #include "dpopt/status.h"
 
 /* summary.json: the run's settings, final RMSEs and the phase times of Fig. 3.7 as the
- * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers). */
+ * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers; ph[4]:
+ * MB sent in ring moves). */
 static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, const dpo_hamsi_opts_t *o,
                            const char *method, const char *part, const double *ph, int nranks) {
   json_object *j = json_object_new_object();
@@ -55,8 +56,9 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "test_rmse", dpo_json_double(res->test_rmse));
   json_object_object_add(j, "t_train", dpo_json_double(res->t_train));
   json_object_object_add(j, "t_wall", dpo_json_double(res->t_wall));
-  static const char *nm[4] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max"};
-  for (int k = 0; k < 4; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
+  static const char *nm[5] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max",
+                              "ring_mb_max"};
+  for (int k = 0; k < 5; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
   json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
   json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
   json_object_object_add(j, "step_cap", dpo_json_double(o->step_cap));
@@ -206,6 +208,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
       (rc = dpo_config_get_double(cfg, "mf.step_cap", o.step_cap, &o.step_cap)) ||
+      (rc = dpo_config_get_double(cfg, "mf.cache_mb", o.cache_mb, &o.cache_mb)) ||
       (rc = dpo_config_get_double(cfg, "mf.reject_tol", o.reject_tol, &o.reject_tol)) ||
       (rc = dpo_config_get_double(cfg, "mf.init", o.init_scale, &o.init_scale)) ||
       (rc = dpo_config_get_double(cfg, "mf.time", 0, &o.time_limit)) ||
@@ -239,7 +242,7 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   o.epochs = T;
   o.eval_every = (int)ev;
   o.seed = (uint64_t)seed;
-  double ph[4] = {0};
+  double ph[5] = {0};
   /* --out DIR: a NEW directory, claimed before the ratings are loaded (one mkdir plus an
    * exclusive trace.csv), so an existing run's files are never overwritten */
   if (outdir) {
@@ -269,7 +272,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       ph[1] = res->t_update;
       ph[2] = res->t_hess;
       ph[3] = res->t_comm;
-      MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, comm);
+      ph[4] = res->ring_mb;
+      MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm);
       (void)dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph, rc0));
       rc = rc0;
     }
@@ -280,7 +284,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   ph[1] = res->t_update;
   ph[2] = res->t_hess;
   ph[3] = res->t_comm;
-  if (MPI_Allreduce(MPI_IN_PLACE, ph, 4, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
+  ph[4] = res->ring_mb;
+  if (MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
     rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
   if ((rc = dpo_agree(comm, rc)) ||
       (outdir && (rc = dpo_agree(comm, dpo__mf_trace_close(&tw)))) ||
