@@ -131,9 +131,38 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   return dpo__lbfgs_build_n(l);
 }
 
+/* wtg and wmul run once per row a block step touches, 2M products a variable: with the memory
+ * M a run-time count, u[j] went through memory every product (u may alias S) and the short
+ * j loop did not unroll; for M = 1..8 the loops below have a compile-time M, the 2M sums in
+ * registers (wtg adds them to u at the end of the run, wmul's order is unchanged). */
+#define DPO__WTG(MM)                                                                      \
+  do {                                                                                    \
+    double a_[2 * (MM)] = {0};                                                            \
+    for (int64_t v = 0; v < nvar; v++) {                                                  \
+      double gv = g[v], wg = w ? w[v] * gv : gv;                                          \
+      const double *s = S + v * (MM), *y = Y + v * (MM);                                  \
+      _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                           \
+        a_[j] += s[j] * gv;                                                               \
+        a_[(MM) + j] += y[j] * wg;                                                        \
+      }                                                                                   \
+    }                                                                                     \
+    _Pragma("GCC unroll 16") for (int j = 0; j < 2 * (MM); j++) u[j] += a_[j];            \
+  } while (0)
+
 DPO__MF_CLONES void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                     const double *w, const double *g, double *u) {
   int M = l->M;
+  switch (M) {
+  case 1: DPO__WTG(1); return;
+  case 2: DPO__WTG(2); return;
+  case 3: DPO__WTG(3); return;
+  case 4: DPO__WTG(4); return;
+  case 5: DPO__WTG(5); return;
+  case 6: DPO__WTG(6); return;
+  case 7: DPO__WTG(7); return;
+  case 8: DPO__WTG(8); return;
+  default: break;
+  }
   for (int64_t v = 0; v < nvar; v++) {
     double gv = g[v], wg = w ? w[v] * gv : gv;
     const double *s = S + v * M, *y = Y + v * M;
@@ -143,6 +172,7 @@ DPO__MF_CLONES void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const do
     }
   }
 }
+#undef DPO__WTG
 
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   int M = l->M, M2 = 2 * M;
@@ -155,20 +185,36 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   }
 }
 
+#define DPO__WMUL(MM)                                                                     \
+  do {                                                                                    \
+    for (int64_t k = 0; k < nvar; k++) {                                                  \
+      const double *s = S + k * (MM), *y = Y + k * (MM);                                  \
+      double a = 0, b = 0;                                                                \
+      _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                           \
+        a += s[j] * v[j];                                                                 \
+        b += y[j] * v[(MM) + j];                                                          \
+      }                                                                                   \
+      out[k] = a + sg * (w ? w[k] : 1.0) * (g[k] + b); /* H0 g + S v1 + sigma diag(w) Y v2 */ \
+    }                                                                                     \
+  } while (0)
+
 DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                      const double *w, const double *g, const double *v, double *out) {
   int M = l->M;
   double sg = l->sigma;
-  for (int64_t k = 0; k < nvar; k++) {
-    const double *s = S + k * M, *y = Y + k * M;
-    double a = 0, b = 0;
-    for (int j = 0; j < M; j++) {
-      a += s[j] * v[j];
-      b += y[j] * v[M + j];
-    }
-    out[k] = a + sg * (w ? w[k] : 1.0) * (g[k] + b); /* H0 g + S v1 + sigma diag(w) Y v2 */
+  switch (M) {
+  case 1: DPO__WMUL(1); return;
+  case 2: DPO__WMUL(2); return;
+  case 3: DPO__WMUL(3); return;
+  case 4: DPO__WMUL(4); return;
+  case 5: DPO__WMUL(5); return;
+  case 6: DPO__WMUL(6); return;
+  case 7: DPO__WMUL(7); return;
+  case 8: DPO__WMUL(8); return;
+  default: DPO__WMUL(M); return;
   }
 }
+#undef DPO__WMUL
 
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                       const double *w, const double *g, double *out) {
