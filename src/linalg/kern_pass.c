@@ -162,8 +162,9 @@ int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, co
   memset(buf, 0, 2 * nw * sizeof(double));
   for (int32_t k = 0; k < K; k++)
     memcpy(Wp + (size_t)k * dp, W + (size_t)k * d, (size_t)d * sizeof(double));
-  dpo__softmax_t a = {K,  d,      dp,      n,  rows,         s->X,
-                      s->y, Wp, C, norm, rownorm, Gp, buf + 2 * nw, buf + 2 * nw + nx};
+  dpo__softmax_t a = {.K = K, .d = d, .dp = dp, .n = n, .rows = rows, .X = s->X, .y = s->y,
+                      .Wp = Wp, .C = C, .norm = norm, .rownorm = rownorm, .Gp = Gp,
+                      .Xp = buf + 2 * nw, .T = buf + 2 * nw + nx};
   *loss_sum += dpo__pass_isa()->softmax(&a);
   for (int32_t k = 0; k < K; k++)
     for (int32_t j = 0; j < d; j++) g[(size_t)k * d + j] += Gp[(size_t)k * dp + j];

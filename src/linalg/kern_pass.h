@@ -58,10 +58,11 @@ typedef struct {
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);
 
-/* The softmax loss sum and gradient of consecutive dense rows (the ISA build in use, which
- * must have a softmax pass; through
- * 64-byte aligned padded copies): *loss_sum += the loss, g (K x d) += the gradient.  clip:
- * C > 0 clips each row's gradient r_i u_i' at C in norm (rownorm[] or computed). */
+/* The softmax loss sum and gradient of the dense rows of s (all of them, or rows[0..nrows)
+ * in that order when rows is set: a minibatch), in the ISA build in use, which must have a
+ * softmax pass, through 64-byte aligned padded copies: *loss_sum += the loss, g (K x d) +=
+ * the gradient.  clip: C > 0 clips each row's gradient r_i u_i' at C in norm (rownorm[],
+ * indexed by shard row, or computed). */
 int dpo__kern_softmax_dense(int32_t K, const dpo_shard_t *s, const double *W, const int64_t *rows,
                             int64_t nrows, double C, dpo_clipnorm_t norm, const double *rownorm,
                             double *loss_sum, double *g);
