@@ -135,6 +135,20 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
  * M a run-time count, u[j] went through memory every product (u may alias S) and the short
  * j loop did not unroll; for M = 1..8 the loops below have a compile-time M, the 2M sums in
  * registers (wtg adds them to u at the end of the run, wmul's order is unchanged). */
+/* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
+#define DPO__BY_M(X)                                                                      \
+  switch (M) {                                                                            \
+  case 1: X(1); return;                                                                   \
+  case 2: X(2); return;                                                                   \
+  case 3: X(3); return;                                                                   \
+  case 4: X(4); return;                                                                   \
+  case 5: X(5); return;                                                                   \
+  case 6: X(6); return;                                                                   \
+  case 7: X(7); return;                                                                   \
+  case 8: X(8); return;                                                                   \
+  default: break;                                                                         \
+  }
+
 #define DPO__WTG(MM)                                                                      \
   do {                                                                                    \
     double a_[2 * (MM)] = {0};                                                            \
@@ -152,17 +166,7 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
 DPO__MF_CLONES void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                     const double *w, const double *g, double *u) {
   int M = l->M;
-  switch (M) {
-  case 1: DPO__WTG(1); return;
-  case 2: DPO__WTG(2); return;
-  case 3: DPO__WTG(3); return;
-  case 4: DPO__WTG(4); return;
-  case 5: DPO__WTG(5); return;
-  case 6: DPO__WTG(6); return;
-  case 7: DPO__WTG(7); return;
-  case 8: DPO__WTG(8); return;
-  default: break;
-  }
+  DPO__BY_M(DPO__WTG)
   for (int64_t v = 0; v < nvar; v++) {
     double gv = g[v], wg = w ? w[v] * gv : gv;
     const double *s = S + v * M, *y = Y + v * M;
@@ -202,19 +206,11 @@ DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const d
                      const double *w, const double *g, const double *v, double *out) {
   int M = l->M;
   double sg = l->sigma;
-  switch (M) {
-  case 1: DPO__WMUL(1); return;
-  case 2: DPO__WMUL(2); return;
-  case 3: DPO__WMUL(3); return;
-  case 4: DPO__WMUL(4); return;
-  case 5: DPO__WMUL(5); return;
-  case 6: DPO__WMUL(6); return;
-  case 7: DPO__WMUL(7); return;
-  case 8: DPO__WMUL(8); return;
-  default: DPO__WMUL(M); return;
-  }
+  DPO__BY_M(DPO__WMUL)
+  DPO__WMUL(M);
 }
 #undef DPO__WMUL
+#undef DPO__BY_M
 
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                       const double *w, const double *g, double *out) {
