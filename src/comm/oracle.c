@@ -36,7 +36,6 @@ static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
     int64_t c = (lrows[k] + s->row0) / DPO__ROWS_CHUNK, e = k + 1;
     while (e < used && (lrows[e] + s->row0) / DPO__ROWS_CHUNK == c) e++;
     double loss = 0.0;
-    memset(o->g, 0, (size_t)d * sizeof *o->g);
     int rc = dpo_model_local_grad(o->model, s, o->x, lrows + k, e - k, clip, o->rownorm, &loss,
                                   o->g);
     if (rc) return rc;
@@ -65,8 +64,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
       dpo_shard_t v;
       dpo__shard_view(s, i, e - i, &v);
       double loss = 0.0;
-      memset(o->g, 0, (size_t)d * sizeof *o->g);
-      rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
+        rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
                                 o->rownorm ? o->rownorm + i : NULL, &loss, o->g);
       if (rc) return rc;
       dpo__dd_add_vec(o->acc, o->g, d);

@@ -14,16 +14,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void dpo__dd_add_vec(dpo__dd_t *a, const double *x, int64_t n) {
 #pragma omp simd
-  for (int64_t j = 0; j < n; j++) {
-    double hi = a[j].hi, xj = x[j];
-    double s = hi + xj;
-    double bb = s - hi;
-    double e = (hi - (s - bb)) + (xj - bb);
-    e += a[j].lo;
-    double h = s + e;
-    a[j].hi = h;
-    a[j].lo = e - (h - s);
-  }
+  for (int64_t j = 0; j < n; j++) dpo__dd_add(&a[j], x[j]);
 }
 
 static MPI_Op dpo__dd_op = MPI_OP_NULL;

@@ -140,23 +140,18 @@ int dpo__softmax_grad(int32_t K, const dpo_shard_t *s, const double *W, const in
   const int64_t n = rows ? nrows : s->n;
   const int32_t d = s->d;
   if (n <= 0) return DPO_OK;
-  if (!rows && !s->sparse) {
-    for (int64_t i = 0; i < n; i++)
-      if (dpo__label(K, s, i) < 0) return dpo__bad_label(s, K);
-    /* consecutive dense rows: blocked T = X W', R = s .* (P - Y), G += R' X in the AVX2 or
-     * AVX-512 build (src/linalg/kern_softmax_body.h), else two dgemms */
-    if (dpo__pass_isa()->softmax)
-      return dpo__kern_softmax_dense(K, s, W, NULL, 0, clipping ? clip->C : 0.0,
+  const int blocked = !s->sparse && dpo__pass_isa()->softmax;
+  if (blocked || (!rows && !s->sparse)) {
+    for (int64_t k = 0; k < n; k++)
+      if (dpo__label(K, s, rows ? rows[k] : k) < 0) return dpo__bad_label(s, K);
+    /* dense rows, all or a row list (a minibatch, gathered block by block; one dgemv and one
+     * dger a row took 2/3 of a Fashion-MNIST DP-SGD run): blocked T = X W', R = s .* (P - Y),
+     * G += R' X in the AVX2 or AVX-512 build (src/linalg/kern_softmax_body.h), else for all
+     * rows two dgemms */
+    if (blocked)
+      return dpo__kern_softmax_dense(K, s, W, rows, n, clipping ? clip->C : 0.0,
                                      clipping ? clip->norm : DPO_CLIP_NONE, rownorm, loss_sum, g);
     return dpo__softmax_gemm(K, s, W, clipping ? clip : NULL, rownorm, loss_sum, g);
-  }
-  if (!s->sparse && dpo__pass_isa()->softmax) {
-    /* a row list (minibatch): the same blocked pass, its rows gathered block by block (one
-     * dgemv and one dger a row took 2/3 of a Fashion-MNIST DP-SGD run) */
-    for (int64_t k = 0; k < n; k++)
-      if (dpo__label(K, s, rows[k]) < 0) return dpo__bad_label(s, K);
-    return dpo__kern_softmax_dense(K, s, W, rows, n, clipping ? clip->C : 0.0,
-                                   clipping ? clip->norm : DPO_CLIP_NONE, rownorm, loss_sum, g);
   }
   double *r = malloc((size_t)K * sizeof *r);
   if (!r) return dpo_err(DPO_ENOMEM, "model softmax: out of memory");

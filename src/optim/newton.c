@@ -43,7 +43,6 @@ static int dpo__nt_eval(dpo__nt_t *c, const double *x, double *F, double *g) {
     dpo_shard_t v;
     dpo__shard_view(s, i, e - i, &v);
     double loss = 0.0;
-    memset(c->g, 0, (size_t)d * sizeof *c->g);
     rc = dpo_model_local_grad(c->m, &v, x, NULL, 0, NULL, NULL, &loss, c->g);
     if (!rc) {
       dpo__dd_add_vec(c->acc, c->g, d);
