@@ -178,7 +178,7 @@ static void explicit_h(int n, int m, double *S, double *Y, double sigma, const d
  * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs. */
 static void compact_vs_explicit(int weighted) {
   enum { n = 9, M = 3, NP = 5 };
-  double A[n * n], wv[n], *w = weighted ? wv : NULL, Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* rows per variable, slot order */
+  double A[n * n], wv[n], *w = weighted ? wv : NULL, Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* slot-major panels */
   double Sa[NP * n], Ya[NP * n], g[n], hc[n], he[n];
   /* SPD A so y = A s has s'y > 0 */
   for (int i = 0; i < n; i++)
@@ -196,15 +196,15 @@ static void compact_vs_explicit(int weighted) {
     int ns = dpo__lbfgs_next_slot(&l), acc;
     for (int j = 0; j < M; j++)
       for (int i = 0; i < n; i++) {
-        double sj = j == ns ? s[i] : Ssl[i * M + j], yj = j == ns ? y[i] : Ysl[i * M + j];
+        double sj = j == ns ? s[i] : Ssl[j * n + i], yj = j == ns ? y[i] : Ysl[j * n + i];
         dots[j] += sj * y[i];
         dots[M + j] += yj * (w ? w[i] : 1.0) * y[i];
       }
     cr_assert_eq(dpo__lbfgs_push(&l, dots, &acc), DPO_OK);
     cr_assert_eq(acc, 1);
     for (int i = 0; i < n; i++) {
-      Ssl[i * M + ns] = s[i];
-      Ysl[i * M + ns] = y[i];
+      Ssl[ns * n + i] = s[i];
+      Ysl[ns * n + i] = y[i];
     }
     /* compare with the explicit inverse from the last min(k+1, M) pairs, after each push
      * (exercises the circular buffer once it wraps) */

@@ -38,18 +38,20 @@ static int dpo__hm_lacks(const dpo__hm_t *h, int p, int32_t c, int32_t *sl) {
   return n;
 }
 
-/* Slots sl[0..n) of the history H = [S | Y] (nv rows of M) to or from the packed buf
- * [S slots | Y slots] (nv rows of n). */
-static void dpo__hm_pack(double *H, int64_t nv, int M, const int32_t *sl, int n, double *buf,
-                         int unpack) {
+/* Slots sl[0..n) of the history H = [S | Y] (rows of r variables, each with M slot-major
+ * panels; nv variables) to or from the packed buf [S slots | Y slots] (rows of n panels). */
+static void dpo__hm_pack(double *H, int64_t nv, int r, int M, const int32_t *sl, int n,
+                         double *buf, int unpack) {
+  size_t rb = sizeof(double) * (size_t)r;
   for (int part = 0; part < 2; part++) {
     double *A = H + part * nv * M, *P = buf + part * nv * n;
-    for (int64_t v = 0; v < nv; v++)
+    for (int64_t o = 0; o < nv; o += r)
       for (int j = 0; j < n; j++) {
+        double *a = A + o * M + (int64_t)sl[j] * r, *p = P + o * n + (int64_t)j * r;
         if (unpack)
-          A[v * M + sl[j]] = P[v * n + j];
+          memcpy(a, p, rb);
         else
-          P[v * n + j] = A[v * M + sl[j]];
+          memcpy(p, a, rb);
       }
   }
 }
@@ -69,7 +71,7 @@ static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
   }
   if (!(h->hout[c] = malloc(sizeof(double) * (size_t)(2 * n * nv))))
     return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
-  dpo__hm_pack(h->cbuf[c] + nv, nv, h->M, sl, n, h->hout[c], 0);
+  dpo__hm_pack(h->cbuf[c] + nv, nv, h->r, h->M, sl, n, h->hout[c], 0);
   DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(2 * n * nv), MPI_DOUBLE, dst, DPO__TAG_H(c), h->comm,
                           &h->req[h->nreq++]));
   return DPO_OK;
@@ -135,7 +137,7 @@ int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto) {
   for (int32_t c = 0; c < h->B; c++) {
     if (h->hin && h->hin[c]) { /* the slots received into this rank's copy */
       int64_t nv = dpo__nvc(h, c);
-      dpo__hm_pack(h->pb[c] + nv, nv, h->M, h->slin + (int64_t)c * h->M, h->nin[c], h->hin[c],
+      dpo__hm_pack(h->pb[c] + nv, nv, h->r, h->M, h->slin + (int64_t)c * h->M, h->nin[c], h->hin[c],
                    1);
       free(h->hin[c]);
       h->hin[c] = NULL;

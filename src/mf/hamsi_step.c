@@ -58,7 +58,20 @@ static double dpo__hm_rating_cap(const dpo__hm_t *h, int64_t one, const double *
  * ML-100K-sized data) gives H an eigenvalue hundreds of times sigma along s, and the first
  * quasi-Newton epoch then steps ~400x the gradient step and diverges; on healthy runs
  * ||d|| stays below ~15 gradient steps, so the cap does not act. */
-static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int32_t ntu,
+/* sum_q w_q g_q^2 (inv = 0) or g_q^2 / w_q (inv = 1) over r entries, in 8 fixed lanes */
+static inline double dpo__hm_wsq(int32_t r, const double *w, const double *g, int inv) {
+  dpo__mf_v8 a = {0};
+  int32_t q = 0;
+  for (; q + 8 <= r; q += 8) {
+    dpo__mf_v8 g8 = DPO__MF_LD8(g + q), w8 = DPO__MF_LD8(w + q);
+    a += inv ? g8 * g8 / w8 : w8 * g8 * g8;
+  }
+  double t = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  for (; q < r; q++) t += inv ? g[q] * g[q] / w[q] : w[q] * g[q] * g[q];
+  return t;
+}
+
+DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int32_t ntu,
                               const int32_t *ti, int32_t nti, double *xc, const double *Sc,
                               const double *Yc, const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
@@ -77,17 +90,17 @@ static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int3
     int64_t o = (int64_t)tu[a] * r;
     double *g = h->g1s + o;
     const double *w = h->w1 + o;
-    for (int32_t q = 0; q < r; q++) gn += w[q] * g[q] * g[q];
+    gn += dpo__hm_wsq(r, w, g, 0);
     dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, w, g, v, g);
-    for (int32_t q = 0; q < r; q++) dn += g[q] * g[q] / w[q];
+    dn += dpo__hm_wsq(r, w, g, 1);
   }
   for (int32_t a = 0; a < nti; a++) {
     int64_t o = (int64_t)ti[a] * r;
     double *g = h->g2s + o;
     const double *w = w2c + o;
-    for (int32_t q = 0; q < r; q++) gn += w[q] * g[q] * g[q];
+    gn += dpo__hm_wsq(r, w, g, 0);
     dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w, g, v, g);
-    for (int32_t q = 0; q < r; q++) dn += g[q] * g[q] / w[q];
+    dn += dpo__hm_wsq(r, w, g, 1);
   }
   double lim = h->o.step_cap * h->o.sigma0;
   if (h->o.step_cap > 0 && !(dn <= lim * lim * gn)) {
@@ -255,20 +268,19 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
   return DPO_OK;
 }
 
-/* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables */
-DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
+/* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables: rows
+ * of r, each with its slot-major panels of S and Y */
+static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
                            const double *w, const double *s, const double *y, int ns,
                            double *out) {
-  int M = h->M;
-  for (int64_t v = 0; v < nv; v++) {
-    double yv = y[v], wy = w[v] * yv;
+  int M = h->M, r = h->r;
+  const double *P[256], *Q[256];
+  for (int64_t o = 0; o < nv; o += r) {
     for (int j = 0; j < M; j++) {
-      if (j == ns) continue;
-      out[j] += S[v * M + j] * yv;
-      out[M + j] += Y[v * M + j] * wy;
+      P[j] = j == ns ? s + o : S + o * M + (int64_t)j * r;
+      Q[j] = j == ns ? y + o : Y + o * M + (int64_t)j * r;
     }
-    out[ns] += s[v] * yv;
-    out[M + ns] += yv * wy;
+    dpo__lbfgs_dots(M, r, P, Q, w + o, y + o, out);
   }
 }
 
@@ -315,17 +327,18 @@ int dpo__hm_pair(dpo__hm_t *h) {
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
   if (acc) {
     h->sigma = h->lb.sigma;
-    for (int64_t v = 0; v < h->nvr; v++) {
-      h->S1[v * M + ns] = h->s1[v];
-      h->Y1[v * M + ns] = h->y1[v];
+    size_t rb = sizeof(double) * (size_t)h->r;
+    for (int64_t o = 0; o < h->nvr; o += h->r) { /* slot ns of each row's panels */
+      memcpy(h->S1 + o * M + (int64_t)ns * h->r, h->s1 + o, rb);
+      memcpy(h->Y1 + o * M + (int64_t)ns * h->r, h->y1 + o, rb);
     }
     for (int32_t c = 0; c < h->B; c++) {
       if (!h->cbuf[c]) continue;
       int64_t nv = dpo__nvc(h, c);
       double *S = h->cbuf[c] + nv, *Y = S + nv * M;
-      for (int64_t v = 0; v < nv; v++) {
-        S[v * M + ns] = h->sc[c][v];
-        Y[v * M + ns] = h->yc[c][v];
+      for (int64_t o = 0; o < nv; o += h->r) {
+        memcpy(S + o * M + (int64_t)ns * h->r, h->sc[c] + o, rb);
+        memcpy(Y + o * M + (int64_t)ns * h->r, h->yc[c] + o, rb);
       }
     }
     if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */

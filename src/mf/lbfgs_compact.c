@@ -131,10 +131,12 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   return dpo__lbfgs_build_n(l);
 }
 
-/* wtg and wmul run once per row a block step touches, 2M products a variable: with the memory
- * M a run-time count, u[j] went through memory every product (u may alias S) and the short
- * j loop did not unroll; for M = 1..8 the loops below have a compile-time M, the 2M sums in
- * registers (wtg adds them to u at the end of the run, wmul's order is unchanged). */
+/* The products with W run once per row a block step touches (r variables, 2M panels).  The
+ * panels are slot-major (S[j * nvar + v]), so every loop runs along the variables, 8 lanes at
+ * a time: with rows of M slots (S[v * M + j]) the loops ran across short strided slot rows,
+ * and wmul (out = g in place) fell back to scalar code on the aliasing check.  M = 1..8 get a
+ * compile-time M (the 2M accumulators in registers).  Fixed lanes and a fixed final sum: the
+ * same bits wherever the panels sit in memory, so at every rank count and cache setting. */
 /* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
 #define DPO__BY_M(X)                                                                      \
   switch (M) {                                                                            \
@@ -149,34 +151,52 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   default: break;                                                                         \
   }
 
-#define DPO__WTG(MM)                                                                      \
+static inline double dpo__hsum8(dpo__mf_v8 a) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+#define DPO__DOTS(MM)                                                                     \
   do {                                                                                    \
-    double a_[2 * (MM)] = {0};                                                            \
-    for (int64_t v = 0; v < nvar; v++) {                                                  \
+    dpo__mf_v8 a_[2 * (MM)];                                                              \
+    double t_[2 * (MM)];                                                                  \
+    for (int j = 0; j < 2 * (MM); j++) {                                                  \
+      a_[j] = (dpo__mf_v8){0};                                                            \
+      t_[j] = 0;                                                                          \
+    }                                                                                     \
+    int64_t v = 0, n8 = nvar & ~(int64_t)7;                                               \
+    _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++)                               \
+      for (v = 0; v < n8; v += 8) {                                                       \
+        dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8;       \
+        a_[j] += DPO__MF_LD8(P[j] + v) * g8;                                              \
+        a_[(MM) + j] += DPO__MF_LD8(Q[j] + v) * wg8;                                      \
+      }                                                                                   \
+    for (v = n8; v < nvar; v++) {                                                         \
       double gv = g[v], wg = w ? w[v] * gv : gv;                                          \
-      const double *s = S + v * (MM), *y = Y + v * (MM);                                  \
-      _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                           \
-        a_[j] += s[j] * gv;                                                               \
-        a_[(MM) + j] += y[j] * wg;                                                        \
+      for (int j = 0; j < (MM); j++) {                                                    \
+        t_[j] += P[j][v] * gv;                                                            \
+        t_[(MM) + j] += Q[j][v] * wg;                                                     \
       }                                                                                   \
     }                                                                                     \
-    _Pragma("GCC unroll 16") for (int j = 0; j < 2 * (MM); j++) u[j] += a_[j];            \
+    for (int j = 0; j < 2 * (MM); j++) u[j] += dpo__hsum8(a_[j]) + t_[j];                 \
   } while (0)
 
-DPO__MF_CLONES void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                    const double *w, const double *g, double *u) {
-  int M = l->M;
-  DPO__BY_M(DPO__WTG)
-  for (int64_t v = 0; v < nvar; v++) {
-    double gv = g[v], wg = w ? w[v] * gv : gv;
-    const double *s = S + v * M, *y = Y + v * M;
-    for (int j = 0; j < M; j++) {
-      u[j] += s[j] * gv;
-      u[M + j] += y[j] * wg;
-    }
-  }
+DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
+                                    const double *const *Q, const double *w, const double *g,
+                                    double *u) {
+  DPO__BY_M(DPO__DOTS)
+  DPO__DOTS(M);
 }
-#undef DPO__WTG
+#undef DPO__DOTS
+
+void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
+                    const double *w, const double *g, double *u) {
+  const double *P[256], *Q[256];
+  for (int j = 0; j < l->M; j++) {
+    P[j] = S + j * nvar;
+    Q[j] = Y + j * nvar;
+  }
+  dpo__lbfgs_dots(l->M, nvar, P, Q, w, g, u);
+}
 
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   int M = l->M, M2 = 2 * M;
@@ -189,16 +209,43 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   }
 }
 
+/* out = H0 g + S v1 + sigma diag(w) Y v2 (out may be g), in runs of up to 64 variables: the
+ * sums a = S v1, b = Y v2 a panel at a time (each read front to back), then out.  Per
+ * variable the order is that of the formula: a = s_0 v_0 + s_1 v_1 + ..., out = a + sigma w
+ * (g + b). */
 #define DPO__WMUL(MM)                                                                     \
   do {                                                                                    \
-    for (int64_t k = 0; k < nvar; k++) {                                                  \
-      const double *s = S + k * (MM), *y = Y + k * (MM);                                  \
-      double a = 0, b = 0;                                                                \
-      _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                           \
-        a += s[j] * v[j];                                                                 \
-        b += y[j] * v[(MM) + j];                                                          \
+    for (int64_t k0 = 0; k0 < nvar; k0 += 64) {                                           \
+      int64_t nk = nvar - k0 < 64 ? nvar - k0 : 64, n8 = nk & ~(int64_t)7;                 \
+      dpo__mf_v8 a_[8], b_[8];                                                            \
+      double at_[8], bt_[8];                                                              \
+      const double *s_ = S + k0, *y_ = Y + k0;                                            \
+      for (int64_t c = 0; c < n8; c += 8) {                                               \
+        a_[c / 8] = DPO__MF_LD8(s_ + c) * v[0];                                           \
+        b_[c / 8] = DPO__MF_LD8(y_ + c) * v[(MM)];                                        \
       }                                                                                   \
-      out[k] = a + sg * (w ? w[k] : 1.0) * (g[k] + b); /* H0 g + S v1 + sigma diag(w) Y v2 */ \
+      for (int64_t c = n8; c < nk; c++) {                                                 \
+        at_[c - n8] = s_[c] * v[0];                                                       \
+        bt_[c - n8] = y_[c] * v[(MM)];                                                    \
+      }                                                                                   \
+      _Pragma("GCC unroll 8") for (int j = 1; j < (MM); j++) {                           \
+        const double *sj = s_ + j * nvar, *yj = y_ + j * nvar;                            \
+        for (int64_t c = 0; c < n8; c += 8) {                                             \
+          a_[c / 8] += DPO__MF_LD8(sj + c) * v[j];                                        \
+          b_[c / 8] += DPO__MF_LD8(yj + c) * v[(MM) + j];                                 \
+        }                                                                                 \
+        for (int64_t c = n8; c < nk; c++) {                                               \
+          at_[c - n8] += sj[c] * v[j];                                                    \
+          bt_[c - n8] += yj[c] * v[(MM) + j];                                             \
+        }                                                                                 \
+      }                                                                                   \
+      const double *g_ = g + k0, *w_ = w ? w + k0 : NULL;                                 \
+      for (int64_t c = 0; c < n8; c += 8) {                                               \
+        dpo__mf_v8 w8 = w_ ? DPO__MF_LD8(w_ + c) : (dpo__mf_v8){0} + 1.0;                 \
+        DPO__MF_ST8(out + k0 + c, a_[c / 8] + sg * w8 * (DPO__MF_LD8(g_ + c) + b_[c / 8])); \
+      }                                                                                   \
+      for (int64_t c = n8; c < nk; c++)                                                   \
+        out[k0 + c] = at_[c - n8] + sg * (w_ ? w_[c] : 1.0) * (g_[c] + bt_[c - n8]);     \
     }                                                                                     \
   } while (0)
 

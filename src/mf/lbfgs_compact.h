@@ -6,9 +6,9 @@
  * inverse is H0 = sigma diag(w) instead of sigma I, i.e. Alg. 3 run in the coordinates
  * z = diag(w)^-1/2 x.  Then W = [S, sigma diag(w) Y], C = Y' diag(w) Y and sigma = s'y / y'diag(w)y
  * (line 16 in those coordinates; s'y, hence the acceptance test of line 15, is unchanged).
- * Pairs live in a circular buffer of M slots; the rows of S and Y (one row per variable, M
- * entries, slot order) are stored by the caller next to the variables, so they can travel
- * with them.  This object holds only the small M x M matrices, sigma and N, identical on
+ * Pairs live in a circular buffer of M slots; S and Y are stored by the caller next to the
+ * variables, so they can travel with them, slot-major over a run of nvar variables (HAMSI:
+ * one factor row of r): S[j * nvar + v] is slot j of variable v.  This object holds only the small M x M matrices, sigma and N, identical on
  * every rank.  Local, not collective. */
 #ifndef DPO_MF_LBFGS_COMPACT_H
 #define DPO_MF_LBFGS_COMPACT_H
@@ -39,13 +39,17 @@ int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l);
  * (line 18) and N rebuilt (line 19).  *accepted says which.  The caller writes s, y into the
  * slot's entries of its S and Y rows when accepted.  Returns DPO_ELAPACK if R is singular. */
 int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted);
-/* u[2M] += [S'g; Y'diag(w)g] over nvar variables with rows S, Y (nvar x M) and weights w
- * (NULL: 1); call it on each contiguous run of a block's variables, starting from u = 0. */
+/* u[j] += P_j'g, u[M + j] += Q_j'diag(w)g (j < M) for panels P_j, Q_j of nvar variables and
+ * weights w (NULL: 1).  Fixed lanes and order: the same bits wherever the panels are. */
+void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P, const double *const *Q,
+                     const double *w, const double *g, double *u);
+/* u[2M] += [S'g; Y'diag(w)g] over nvar variables with slot-major S, Y (M x nvar) and weights w
+ * (NULL: 1); call it on each run of a block's variables, starting from u = 0. */
 void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                     const double *w, const double *g, double *u);
 /* v[2M] = N W'g = N [u1; sigma u2] for u from dpo__lbfgs_wtg. */
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v);
-/* out = sigma diag(w) g + W v (rows S, Y; w NULL: 1), evaluated variable by variable. */
+/* out = sigma diag(w) g + W v (slot-major S, Y; w NULL: 1), variable by variable (out may be g). */
 void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                      const double *w, const double *g, const double *v, double *out);
 /* out = H g = sigma diag(w) g + W (N (W' g)), right to left (tests, single-process use). */

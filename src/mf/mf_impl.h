@@ -80,6 +80,9 @@ static inline double dpo__mf_term(int32_t r, const double *restrict x1,
  * order of operations: the same bits at every rank count. */
 typedef double dpo__mf_v8 __attribute__((vector_size(64)));
 #define DPO__MF_RV 8
+#ifndef DPO__MF_PFD
+#define DPO__MF_PFD 4
+#endif
 /* loads and stores as statement macros: no function takes or returns a vector */
 #define DPO__MF_LD8(p) ({ dpo__mf_v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define DPO__MF_ST8(p, v) do { dpo__mf_v8 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
@@ -100,6 +103,13 @@ dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
   for (int64_t k = 0; k < n; k++) {
     const double *x2 = X2 + (int64_t)it[k] * r;
     double *g2 = G2 + (int64_t)it[k] * r;
+    if (k + DPO__MF_PFD < n) {
+      const double *xn = X2 + (int64_t)it[k + DPO__MF_PFD] * r, *gn = G2 + (int64_t)it[k + DPO__MF_PFD] * r;
+      for (int32_t q = 0; q < r; q += 8) {
+        __builtin_prefetch(xn + q, 0, 3);
+        __builtin_prefetch(gn + q, 1, 3);
+      }
+    }
     dpo__mf_v8 s0 = {0}, s1 = {0};
 #pragma GCC unroll 8
     for (int v = 0; v < DPO__MF_RV; v += 2) {
