@@ -254,15 +254,26 @@ static int dpo__mark(dpo__hm_t *h, int first, int last) {
   return st;
 }
 
+/* Does any of x[0, n) have the all-ones exponent (inf, NaN)?  The largest exponent field, a
+ * reduction that vectorizes (the isfinite loop with an early exit did not: 2% of an epoch). */
+DPO__MF_CLONES static int dpo__bad_any(const double *x, int64_t n) {
+  const uint64_t e = 0x7ff0000000000000ULL;
+  uint64_t mx = 0;
+#pragma omp simd reduction(max : mx)
+  for (int64_t v = 0; v < n; v++) {
+    uint64_t b;
+    memcpy(&b, x + v, sizeof b);
+    b &= e;
+    mx = b > mx ? b : mx;
+  }
+  return mx == e;
+}
+
 /* Does any factor this rank holds have a non-finite entry? */
 static int dpo__nonfinite(const dpo__hm_t *h) {
-  int bad = 0;
-  for (int64_t v = 0; v < h->nvr && !bad; v++) bad = !isfinite(h->x1[v]);
-  for (int32_t c = 0; c < h->B && !bad; c++) {
-    if (!h->cbuf[c]) continue;
-    int64_t nv = dpo__nvc(h, c);
-    for (int64_t v = 0; v < nv && !bad; v++) bad = !isfinite(h->cbuf[c][v]);
-  }
+  int bad = dpo__bad_any(h->x1, h->nvr);
+  for (int32_t c = 0; c < h->B && !bad; c++)
+    if (h->cbuf[c]) bad = dpo__bad_any(h->cbuf[c], dpo__nvc(h, c));
   return bad;
 }
 
