@@ -137,8 +137,8 @@ int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto) {
   for (int32_t c = 0; c < h->B; c++) {
     if (h->hin && h->hin[c]) { /* the slots received into this rank's copy */
       int64_t nv = dpo__nvc(h, c);
-      dpo__hm_pack(h->pb[c] + nv, nv, h->r, h->M, h->slin + (int64_t)c * h->M, h->nin[c], h->hin[c],
-                   1);
+      dpo__hm_pack(h->pb[c] + nv, nv, h->r, h->M, h->slin + (int64_t)c * h->M, h->nin[c],
+                   h->hin[c], 1);
       free(h->hin[c]);
       h->hin[c] = NULL;
     }

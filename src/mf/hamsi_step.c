@@ -66,14 +66,15 @@ static inline double dpo__hm_wsq(int32_t r, const double *w, const double *g, in
     dpo__mf_v8 g8 = DPO__MF_LD8(g + q), w8 = DPO__MF_LD8(w + q);
     a += inv ? g8 * g8 / w8 : w8 * g8 * g8;
   }
-  double t = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  double t = DPO__MF_HSUM8(a);
   for (; q < r; q++) t += inv ? g[q] * g[q] / w[q] : w[q] * g[q] * g[q];
   return t;
 }
 
-DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu, int32_t ntu,
-                              const int32_t *ti, int32_t nti, double *xc, const double *Sc,
-                              const double *Yc, const double *w2c, double *dx2) {
+DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu,
+                                             int32_t ntu, const int32_t *ti, int32_t nti,
+                                             double *xc, const double *Sc, const double *Yc,
+                                             const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
   double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
   memset(u, 0, sizeof(double) * 2 * (size_t)M);

@@ -151,10 +151,6 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   default: break;                                                                         \
   }
 
-static inline double dpo__hsum8(dpo__mf_v8 a) {
-  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
 /* a panel at a time, each read front to back: per panel one vector sum over the 8-entry
  * steps, then its scalar tail (no accumulator array: zeroing one per row cost 8% of the pass) */
 DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
@@ -175,8 +171,8 @@ DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
       ta += p[v] * gv;
       tb += q[v] * wg;
     }
-    u[j] += dpo__hsum8(a) + ta;
-    u[M + j] += dpo__hsum8(b) + tb;
+    u[j] += DPO__MF_HSUM8(a) + ta;
+    u[M + j] += DPO__MF_HSUM8(b) + tb;
   }
 }
 

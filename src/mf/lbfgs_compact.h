@@ -8,8 +8,8 @@
  * (line 16 in those coordinates; s'y, hence the acceptance test of line 15, is unchanged).
  * Pairs live in a circular buffer of M slots; S and Y are stored by the caller next to the
  * variables, so they can travel with them, slot-major over a run of nvar variables (HAMSI:
- * one factor row of r): S[j * nvar + v] is slot j of variable v.  This object holds only the small M x M matrices, sigma and N, identical on
- * every rank.  Local, not collective. */
+ * one factor row of r): S[j * nvar + v] is slot j of variable v.  This object holds only the
+ * small M x M matrices, sigma and N, identical on every rank.  Local, not collective. */
 #ifndef DPO_MF_LBFGS_COMPACT_H
 #define DPO_MF_LBFGS_COMPACT_H
 

@@ -80,12 +80,18 @@ static inline double dpo__mf_term(int32_t r, const double *restrict x1,
  * order of operations: the same bits at every rank count. */
 typedef double dpo__mf_v8 __attribute__((vector_size(64)));
 #define DPO__MF_RV 8
-#ifndef DPO__MF_PFD
+/* item rows are prefetched this many ratings ahead: they come from L2 in no order the
+ * hardware prefetcher sees (rank 50: gradient phase 2.1 -> 1.7 ms an epoch; 2 and 4 alike) */
 #define DPO__MF_PFD 4
-#endif
 /* loads and stores as statement macros: no function takes or returns a vector */
 #define DPO__MF_LD8(p) ({ dpo__mf_v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define DPO__MF_ST8(p, v) do { dpo__mf_v8 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
+/* the sum of a vector's 8 lanes, in one fixed order */
+#define DPO__MF_HSUM8(v)                                                                  \
+  ({                                                                                      \
+    dpo__mf_v8 h_ = (v);                                                                  \
+    ((h_[0] + h_[1]) + (h_[2] + h_[3])) + ((h_[4] + h_[5]) + (h_[6] + h_[7]));            \
+  })
 /* always inlined, so it runs in the caller's clone (a call would run baseline code) */
 static inline __attribute__((always_inline)) double
 dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
@@ -104,7 +110,8 @@ dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
     const double *x2 = X2 + (int64_t)it[k] * r;
     double *g2 = G2 + (int64_t)it[k] * r;
     if (k + DPO__MF_PFD < n) {
-      const double *xn = X2 + (int64_t)it[k + DPO__MF_PFD] * r, *gn = G2 + (int64_t)it[k + DPO__MF_PFD] * r;
+      const double *xn = X2 + (int64_t)it[k + DPO__MF_PFD] * r;
+      const double *gn = G2 + (int64_t)it[k + DPO__MF_PFD] * r;
       for (int32_t q = 0; q < r; q += 8) {
         __builtin_prefetch(xn + q, 0, 3);
         __builtin_prefetch(gn + q, 1, 3);
@@ -116,8 +123,7 @@ dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
       if (v < nf) s0 += xa[v] * DPO__MF_LD8(x2 + 8 * v);
       if (v + 1 < nf) s1 += xa[v + 1] * DPO__MF_LD8(x2 + 8 * v + 8);
     }
-    s0 += s1;
-    double p = ((s0[0] + s0[1]) + (s0[2] + s0[3])) + ((s0[4] + s0[5]) + (s0[6] + s0[7]));
+    double p = DPO__MF_HSUM8(s0 + s1);
     for (int32_t q = 8 * nf; q < r; q++) p += x1[q] * x2[q];
     double e = p - y[k], f = e * e;
     double a = 2 * e, bu = 2 * lambda * wu[k], bi = 2 * lambda * wi[k];
