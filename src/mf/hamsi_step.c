@@ -116,12 +116,15 @@ DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const in
       h->capped++;
     }
   }
+  /* the step, a row at a time (x and d are different arrays: simd, the -O2 build would not) */
   for (int32_t a = 0; a < ntu; a++) {
     int64_t o = (int64_t)tu[a] * r;
+#pragma omp simd
     for (int32_t q = 0; q < r; q++) h->x1[o + q] -= f * h->g1s[o + q];
   }
   for (int32_t a = 0; a < nti; a++) {
     int64_t o = (int64_t)ti[a] * r;
+#pragma omp simd
     for (int32_t q = 0; q < r; q++) {
       double sq = f * h->g2s[o + q];
       xc[o + q] -= sq;
