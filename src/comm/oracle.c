@@ -64,7 +64,7 @@ static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
       dpo_shard_t v;
       dpo__shard_view(s, i, e - i, &v);
       double loss = 0.0;
-        rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
+      rc = dpo_model_local_grad(o->model, &v, o->x, NULL, 0, clip,
                                 o->rownorm ? o->rownorm + i : NULL, &loss, o->g);
       if (rc) return rc;
       dpo__dd_add_vec(o->acc, o->g, d);

@@ -93,6 +93,7 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
   const int clip = a->C > 0, l1 = a->norm == DPO_CLIP_L1;
   double *Xp = a->Xp, *T = a->T, *G = a->Gp;
   double yb[B] __attribute__((aligned(64))), lv[B] __attribute__((aligned(64)));
+  int64_t ib[B]; /* the block's rows in X (a row list's or consecutive) */
   double rn[B] __attribute__((aligned(64)));
   double L = 0.0;
   for (int64_t b0 = 0; b0 < a->n; b0 += B) {
@@ -100,7 +101,7 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     /* the block into the padded scratch (padding rows and columns zero) */
     for (int r = 0; r < B; r++) {
       double *dst = Xp + r * (int64_t)dp;
-      const int64_t i = a->rows ? (r < nb ? a->rows[b0 + r] : 0) : b0 + r;
+      const int64_t i = ib[r] = a->rows ? (r < nb ? a->rows[b0 + r] : 0) : b0 + r;
       if (r < nb) { /* inline: a memcpy call a row took 10% of the pass */
         const double *src = a->X + i * (int64_t)d;
         int32_t j = 0;
@@ -129,7 +130,8 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
      * rows in one chunk, computed all 16) */
     const int nb4 = (nb + 3) / 4 * 4;
     if (nb4 < B)
-      for (int32_t k = 0; k < K; k++) memset(T + k * B + nb4, 0, (size_t)(B - nb4) * sizeof(double));
+      for (int32_t k = 0; k < K; k++)
+        memset(T + k * B + nb4, 0, (size_t)(B - nb4) * sizeof(double));
     for (int r0 = 0; r0 < nb4; r0 += 4) {
       const double *Xr = Xp + r0 * (int64_t)dp;
       int32_t k = 0;
@@ -166,7 +168,7 @@ DPO__TGT static double F(dpo__softmax)(const dpo__softmax_t *a) {
     for (int r = 0; r < B; r++) {
       double sc = lv[r];
       if (clip && r < nb) {
-        double un = a->rownorm ? a->rownorm[a->rows ? a->rows[b0 + r] : b0 + r] : 0.0;
+        double un = a->rownorm ? a->rownorm[ib[r]] : 0.0;
         if (!a->rownorm) {
           const double *u = Xp + r * (int64_t)dp;
           for (int32_t j = 0; j < d; j++) un += l1 ? fabs(u[j]) : u[j] * u[j];

@@ -180,6 +180,19 @@ static int dpo__mf_x0(MPI_Comm comm, const char *dir, const dpo_ratings_t *rt, i
   return st;
 }
 
+/* ph[0..4] of the summary (Fig. 3.7 phases, ring MB): the slowest rank sets the pace, so the
+ * maximum over ranks (collective) */
+static int dpo__mf_phases(MPI_Comm comm, const dpo_hamsi_result_t *res, double ph[5]) {
+  ph[0] = res->t_grad;
+  ph[1] = res->t_update;
+  ph[2] = res->t_hess;
+  ph[3] = res->t_comm;
+  ph[4] = res->ring_mb;
+  if (MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
+  return DPO_OK;
+}
+
 int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report) {
   dpo_ratings_t *rt = NULL;
   dpo_hamsi_result_t *res = NULL;
@@ -268,25 +281,13 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
     if (rc == DPO_ENOCONV && res && outdir) {
       int rc0 = rc;
       (void)dpo__mf_trace_close(&tw);
-      ph[0] = res->t_grad;
-      ph[1] = res->t_update;
-      ph[2] = res->t_hess;
-      ph[3] = res->t_comm;
-      ph[4] = res->ring_mb;
-      MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm);
+      (void)dpo__mf_phases(comm, res, ph);
       (void)dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph, rc0));
       rc = rc0;
     }
     goto out;
   }
-  /* phases (Fig. 3.7): the slowest rank sets the pace, so report the maximum over ranks */
-  ph[0] = res->t_grad;
-  ph[1] = res->t_update;
-  ph[2] = res->t_hess;
-  ph[3] = res->t_comm;
-  ph[4] = res->ring_mb;
-  if (MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
-    rc = dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
+  rc = dpo__mf_phases(comm, res, ph);
   if ((rc = dpo_agree(comm, rc)) ||
       (outdir && (rc = dpo_agree(comm, dpo__mf_trace_close(&tw)))) ||
       (outdir && (rc = dpo_agree(comm, dpo__mf_write(rank, size, outdir, res, &o, method, part, ph, 0)))))
