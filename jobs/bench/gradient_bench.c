@@ -260,8 +260,11 @@ int main(int argc, char **argv) {
       printf("  kernels: %s build, software prefetch not measured (pass under 64 MB)\n",
              dpo_kern_isa());
     else
-      printf("  kernels: %s build, software prefetch %ld bytes ahead (chosen at run time; 0: "
-             "none)\n", dpo_kern_isa(), (long)dpo_kern_prefetch_bytes());
+      printf("  kernels: %s build, software prefetch %ld bytes ahead%s (chosen at run time; 0: "
+             "none)\n", dpo_kern_isa(), (long)dpo_kern_prefetch_bytes(),
+             dpo_kern_prefetch_touch() == 1   ? " on the first touch"
+             : dpo_kern_prefetch_touch() == 2 ? " on the second touch"
+                                              : "");
     printf("  read-bandwidth loop     %9.4f s  %7.2f GB/s   (checksum %.6g)\n", best_bw, bw,
            chk / reps);
     printf("  fused logistic gradient %9.4f s  %7.2f GB/s   (kernel only %.4f s; mean loss "
@@ -287,10 +290,11 @@ int main(int argc, char **argv) {
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
            "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%ld "
-           "t_softmax=%.6f ratio_softmax=%.4f gflops_peak=%.3f roofline_softmax=%.4f\n",
+           "pf_touch=%d t_softmax=%.6f ratio_softmax=%.4f gflops_peak=%.3f roofline_softmax=%.4f\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
            size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
-           (long)dpo_kern_prefetch_bytes(), K > 0 ? best_sm : 0.0, K > 0 ? best_bw / best_sm : 0.0, peak, sm_roof);
+           (long)dpo_kern_prefetch_bytes(), dpo_kern_prefetch_touch(), K > 0 ? best_sm : 0.0,
+           K > 0 ? best_bw / best_sm : 0.0, peak, sm_roof);
   }
 out:
   free(s.X);

@@ -13,8 +13,9 @@
  * row norms rownorm[] (precomputed or NULL: computed here with norm).  Accumulates the loss
  * into *lsum (in row order, one block at a time, so splitting a pass at block boundaries
  * gives the same bits) and the gradient into g.  pf_bytes: software prefetch distance of the
- * dense pass (0: none).  xpad: scratch of DPO__GRAD_BLK * d doubles for a dense pass whose
- * last block is short (NULL otherwise). */
+ * dense pass (0: none), issued on a row block's first touch (pf_touch 1) or its second (2).
+ * xpad: scratch of DPO__GRAD_BLK * d doubles for a dense pass whose last block is short (NULL
+ * otherwise). */
 typedef struct {
   dpo_loss_t loss;
   const dpo_shard_t *s;
@@ -24,6 +25,7 @@ typedef struct {
   dpo_clipnorm_t norm;
   const double *rownorm;
   int64_t pf_bytes;
+  int pf_touch;
   double *xpad;
 } dpo__pass_t;
 

@@ -38,16 +38,29 @@ static int64_t dpo__blk_rows(int32_t d) {
  * of the read loop and an 8 KB prefetch raised it to 0.86; on another (23-30 GB/s) that
  * prefetch lowered it from 0.66 to 0.49, and of the prefetches spread over the second touch
  * (kern_pass_body.h) 1-4 KB ahead gained 0-5%, 8 KB lost 10-40%, 16 KB and more lost 30-50%
- * (issue 16).  So the pass times the candidates on its first large call (dpo__dense_pass) and
- * keeps the fastest.  A prefetch changes no arithmetic: results do not depend on the choice. */
-static const int64_t dpo__pf_dist[] = {0, 1024, 2048, 4096, 8192};
-#define DPO__PF_NCAND ((int)(sizeof dpo__pf_dist / sizeof dpo__pf_dist[0]))
+ * (issue 16); on an Intel Xeon (read loop 9.3-9.8 GB/s) none of those gained, while the same
+ * distances on the FIRST touch (prefetcht0 into L1 with the block's own misses) took the pass
+ * from 0.76-0.81 to 0.91-0.95 of the read loop, and both touches at once to 0.87-0.89.  So the
+ * candidates are a distance on one touch or the other, and the pass times them on its first
+ * large call (dpo__dense_pass) and keeps the fastest.  A prefetch changes no arithmetic:
+ * results do not depend on the choice. */
+static const struct {
+  int touch; /* 1: first touch (dots), 2: second touch (axpys), 0: none */
+  int64_t bytes;
+} dpo__pf_cand[] = {{0, 0},    {1, 1024}, {1, 2048}, {1, 4096},
+                    {1, 8192}, {2, 1024}, {2, 2048}, {2, 4096}};
+#define DPO__PF_NCAND ((int)(sizeof dpo__pf_cand / sizeof dpo__pf_cand[0]))
 
-/* The choice, measured once per process: -1 not yet, else an index into dpo__pf_dist. */
+/* The choice, measured once per process: -1 not yet, else an index into dpo__pf_cand. */
 static int dpo__pf_mode = -1;
 
 int dpo_kern_prefetch_mode(void) { return dpo__pf_mode; }
-int64_t dpo_kern_prefetch_bytes(void) { return dpo__pf_mode > 0 ? dpo__pf_dist[dpo__pf_mode] : 0; }
+int dpo_kern_prefetch_touch(void) {
+  return dpo__pf_mode > 0 ? dpo__pf_cand[dpo__pf_mode].touch : 0;
+}
+int64_t dpo_kern_prefetch_bytes(void) {
+  return dpo__pf_mode > 0 ? dpo__pf_cand[dpo__pf_mode].bytes : 0;
+}
 
 /* The measurement, on the first full pass over at least DPO__PF_MIN_BYTES (data that comes
  * from memory, not cache): segments of ~1 MB cycle through the candidates in an order that
@@ -77,14 +90,16 @@ static void dpo__dense_pass(const dpo__pass_isa_t *isa, dpo__pass_t *a, int64_t 
   int nseg = DPO__PF_ROUNDS * DPO__PF_NCAND;
   if (dpo__pf_mode >= 0 || cnt * row_bytes < DPO__PF_MIN_BYTES || seg_rows * nseg > cnt) {
     a->pf_bytes = dpo_kern_prefetch_bytes();
-    (a->pf_bytes ? isa->dense_pf : isa->dense)(a, 0, cnt, lsum, g);
+    a->pf_touch = dpo_kern_prefetch_touch();
+    (a->pf_touch ? isa->dense_pf : isa->dense)(a, 0, cnt, lsum, g);
     return;
   }
   double best[DPO__PF_NCAND];
   for (int k = 0; k < DPO__PF_NCAND; k++) best[k] = INFINITY;
   for (int seg = 0; seg < nseg; seg++) {
     int m = dpo__pf_seg_mode(seg);
-    a->pf_bytes = dpo__pf_dist[m];
+    a->pf_bytes = dpo__pf_cand[m].bytes;
+    a->pf_touch = dpo__pf_cand[m].touch;
     double t0 = dpo__mono();
     (m ? isa->dense_pf : isa->dense)(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
     double dt = dpo__mono() - t0;
@@ -94,7 +109,8 @@ static void dpo__dense_pass(const dpo__pass_isa_t *isa, dpo__pass_t *a, int64_t 
   for (int k = 1; k < DPO__PF_NCAND; k++)
     if (best[k] < 0.97 * best[0] && best[k] < best[pick]) pick = k;
   dpo__pf_mode = pick;
-  a->pf_bytes = dpo__pf_dist[pick];
+  a->pf_bytes = dpo__pf_cand[pick].bytes;
+  a->pf_touch = dpo__pf_cand[pick].touch;
   (pick ? isa->dense_pf : isa->dense)(a, nseg * seg_rows, cnt, lsum, g);
 }
 
@@ -180,7 +196,8 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
   const double C = clipping ? clip->C : 0.0;
   double lsum = 0.0;
 
-  dpo__pass_t pa = {loss, s, x, rows, C, clipping ? clip->norm : DPO_CLIP_NONE, rownorm, 0, NULL};
+  dpo__pass_t pa = {loss, s, x, rows, C, clipping ? clip->norm : DPO_CLIP_NONE, rownorm, 0, 0,
+                    NULL};
   if (s->sparse) { /* all rows or the listed ones, in list order (kern_pass.c) */
     dpo__pass_isa()->csr(&pa, 0, cnt, &lsum, g);
     *loss_sum += lsum;
