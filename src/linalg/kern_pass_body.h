@@ -18,6 +18,10 @@ typedef long long F(dpo__vi) __attribute__((vector_size(8 * W)));
 #define SPLAT(c) ((c) - (V){0})
 /* Lane select m ? a : b for a lane mask m (all ones or zeros) from a vector comparison. */
 #define SEL(m, a, b) ((V)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
+/* Prefetch of p + k doubles, the address as an integer: near the end of the rows it lies past
+ * the array, which a prefetch may touch but a pointer may not point to (C). */
+#define PFA(p, k, loc) \
+  __builtin_prefetch((const void *)((uintptr_t)(p) + (uintptr_t)(k) * 8u), 0, loc)
 #if W > 2
 typedef double F(dpo__h) __attribute__((vector_size(4 * W)));
 #define H F(dpo__h)
@@ -147,8 +151,8 @@ DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x
     int32_t j = 0;
     for (; j + 2 * W <= d; j += 2 * W) {
       if (pf_on && (W == 8 || (j & 7) == 0)) {
-        __builtin_prefetch(u + j + pfd, 0, 3);
-        if (W == 8) __builtin_prefetch(u + j + pfd + 8, 0, 3);
+        PFA(u + j, pfd, 3);
+        if (W == 8) PFA(u + j + 8, pfd, 3);
       }
       a0 += LDV(u + j) * LDV(x + j);
       a1 += LDV(u + j + W) * LDV(x + j + W);
@@ -183,7 +187,7 @@ DPO__TGT DPO__AI void F(dpo__dots8)(int32_t d, const double *Xb, const double *x
  * loads of this second touch hit L1, so without it memory would idle while the block is
  * computed on (the hardware prefetcher runs ahead of demand misses only).  Spread over the
  * loads: a burst of a block's prefetches at once ran slower. */
-#define PFX(q) do { if (pf_on) __builtin_prefetch((q) + pfd, 0, 1); } while (0)
+#define PFX(q) do { if (pf_on) PFA(q, pfd, 1); } while (0)
 DPO__TGT DPO__AI void F(dpo__axpys8)(int32_t d, const double *Xb, const double *c, double *g,
                                      const int pf_on, int64_t pfd) {
   const int64_t ld = d;
@@ -355,6 +359,7 @@ DPO__TGT static void F(dpo__csr)(const dpo__pass_t *a, int64_t r0, int64_t r1, d
 #undef STH
 #undef SPLAT
 #undef SEL
+#undef PFA
 #undef W
 #undef F
 #undef DPO__VW
