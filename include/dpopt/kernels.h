@@ -68,6 +68,10 @@ int dpo_kern_set_isa(const char *name);
 int dpo_kern_prefetch_mode(void);
 int64_t dpo_kern_prefetch_bytes(void);
 int dpo_kern_prefetch_touch(void);
+/* The same for the CSR gradient pass (full passes; a row list never prefetches): -1, 0 none,
+ * k > 0 values dpo_kern_csr_prefetch_bytes() ahead, their column indices as many entries. */
+int dpo_kern_csr_prefetch_mode(void);
+int64_t dpo_kern_csr_prefetch_bytes(void);
 
 #ifdef __cplusplus
 }

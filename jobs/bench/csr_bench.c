@@ -165,11 +165,12 @@ int main(int argc, char **argv) {
       printf("    read loop (values+indices) %9.4f s  %7.2f GB/s\n", best_rd, br);
       printf("    CSR logistic gradient      %9.4f s  %7.2f GB/s  (%.1f ns/row)\n", best_gr, bg,
              best_gr / (double)n * size * 1e9);
-      printf("    ratio gradient/read %.3f\n", bg / br);
+      printf("    ratio gradient/read %.3f (software prefetch %ld bytes of values ahead, chosen at "
+             "run time; 0: none)\n", bg / br, (long)dpo_kern_csr_prefetch_bytes());
       printf("RESULT problem=%s ranks=%d n=%ld d=%d nnz=%ld t_read=%.6f t_grad=%.6f "
-             "gbs_read=%.3f gbs_grad=%.3f ratio=%.4f kernels=%s\n",
+             "gbs_read=%.3f gbs_grad=%.3f ratio=%.4f kernels=%s prefetch=%ld\n",
              name, size, (long)n, (int)d, (long)gnnz, best_rd, best_gr, br, bg, bg / br,
-             dpo_kern_isa());
+             dpo_kern_isa(), (long)dpo_kern_csr_prefetch_bytes());
     }
     unmake(&s);
     free(x);

@@ -497,45 +497,6 @@ Test(kernels, softmax_blocks_vs_naive) {
   dpo_kern_set_isa(NULL);
 }
 
-/* The dense pass's first call over >= 64 MB times its prefetch distances on interleaved
- * segments, then keeps one: the choice changes no arithmetic, so the measuring pass and the
- * next give the same bits (and agree with the row-list path to rounding). */
-Test(kernels, prefetch_choice_same_bits) {
-  const int32_t d = 100;
-  const int64_t n = 84000; /* 67.2 MB: just over the 64 MiB that triggers the measurement */
-  dpo_shard_t s = {0};
-  s.n = s.n_global = n;
-  s.d = d;
-  s.labels = DPO_LABELS_BINARY;
-  s.X = malloc((size_t)(n * d) * sizeof(double));
-  s.y = malloc((size_t)n * sizeof(double));
-  int64_t *rows = malloc((size_t)n * sizeof(int64_t));
-  cr_assert(s.X && s.y && rows);
-  rng_state = 4242;
-  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
-  for (int64_t i = 0; i < n; i++) {
-    s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
-    rows[i] = i;
-  }
-  double x[100], g1[100] = {0}, g2[100] = {0}, g3[100] = {0}, l1 = 0, l2 = 0, l3 = 0;
-  rand_vec(x, d, 0.1);
-  int before = dpo_kern_prefetch_mode();
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
-  int mode = dpo_kern_prefetch_mode();
-  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_prefetch_bytes() == 0),
-            "prefetch mode %d (%ld bytes) after a 67 MB pass", mode,
-            (long)dpo_kern_prefetch_bytes());
-  cr_expect(before == -1 || before == mode, "a decided mode changed");
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
-  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
-  cr_expect_lt(rel2(g1, g3, d), 1e-12, "full pass vs row-list pass");
-  cr_expect_lt(fabs(l1 - l3), 1e-12 * fabs(l3));
-  free(s.X);
-  free(s.y);
-  free(rows);
-}
-
 /* ---- Hessian vs FD of the gradient and vs hessvec ---- */
 
 Test(kernels, hessian) {

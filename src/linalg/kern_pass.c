@@ -108,12 +108,13 @@ static inline const double *dpo__blk_src(const dpo__pass_t *a, int64_t b0, int n
 
 static const dpo__pass_isa_t dpo__isas[] = {
 #ifdef DPO__X86_BUILDS
-    {"AVX-512", dpo__dense_avx512, dpo__dense_pf_avx512, dpo__csr_avx512,
+    {"AVX-512", dpo__dense_avx512, dpo__dense_pf_avx512, dpo__csr_avx512, dpo__csr_pf_avx512,
      dpo__softmax_avx512},
-    {"AVX2", dpo__dense_avx2, dpo__dense_pf_avx2, dpo__csr_avx2,
+    {"AVX2", dpo__dense_avx2, dpo__dense_pf_avx2, dpo__csr_avx2, dpo__csr_pf_avx2,
      dpo__softmax_avx2},
 #endif
-    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic, NULL},
+    {"generic", dpo__dense_generic, dpo__dense_pf_generic, dpo__csr_generic,
+     dpo__csr_pf_generic, NULL},
 };
 #define DPO__NISA ((int)(sizeof dpo__isas / sizeof dpo__isas[0]))
 

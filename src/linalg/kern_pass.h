@@ -7,6 +7,8 @@
 
 /* Rows per block of the passes (and lanes of the vector logistic). */
 #define DPO__GRAD_BLK 8
+/* Rows per superblock of the CSR pass: a pass split at multiples of it gives the same bits. */
+#define DPO__CSR_SB 32
 
 /* One pass over rows [r0, r1) of a shard (dense: all rows, r0 a multiple of DPO__GRAD_BLK;
  * CSR: rows[r0..r1) if rows is set, else rows r0..r1-1).  Clip: C > 0 clips at C with the
@@ -55,7 +57,7 @@ typedef double (*dpo__softmax_fn)(const dpo__softmax_t *a);
 /* The ISA builds in use: set once from the CPU, or by dpo_kern_set_isa. */
 typedef struct {
   const char *name;
-  dpo__pass_fn dense, dense_pf, csr; /* dense_pf: with the software prefetch (pf_bytes > 0) */
+  dpo__pass_fn dense, dense_pf, csr, csr_pf; /* _pf: with the software prefetch */
   dpo__softmax_fn softmax; /* NULL: none (the baseline build; softmax.c uses dgemm) */
 } dpo__pass_isa_t;
 const dpo__pass_isa_t *dpo__pass_isa(void);

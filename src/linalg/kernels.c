@@ -32,7 +32,7 @@ static int64_t dpo__blk_rows(int32_t d) {
   return b;
 }
 
-/* ---- software prefetch of the dense pass, chosen at run time ----
+/* ---- software prefetch of the dense and CSR passes, chosen at run time ----
  * Whether a software prefetch helps, and how far ahead, depends on the machine: on one 2-core
  * EPYC VM (read loop 33 GB/s) the hardware prefetcher alone left an earlier pass at 0.52-0.66
  * of the read loop and an 8 KB prefetch raised it to 0.86; on another (23-30 GB/s) that
@@ -42,25 +42,35 @@ static int64_t dpo__blk_rows(int32_t d) {
  * distances on the FIRST touch (prefetcht0 into L1 with the block's own misses) took the pass
  * from 0.76-0.81 to 0.91-0.95 of the read loop, and both touches at once to 0.87-0.89.  So the
  * candidates are a distance on one touch or the other, and the pass times them on its first
- * large call (dpo__dense_pass) and keeps the fastest.  A prefetch changes no arithmetic:
+ * large call (dpo__timed_pass) and keeps the fastest.  A prefetch changes no arithmetic:
  * results do not depend on the choice. */
-static const struct {
-  int touch; /* 1: first touch (dots), 2: second touch (axpys), 0: none */
+typedef struct {
+  int touch; /* 1: first touch (dense: the dots; CSR: the row's stream), 2: second, 0: none */
   int64_t bytes;
-} dpo__pf_cand[] = {{0, 0},    {1, 1024}, {1, 2048}, {1, 4096},
-                    {1, 8192}, {2, 1024}, {2, 2048}, {2, 4096}};
-#define DPO__PF_NCAND ((int)(sizeof dpo__pf_cand / sizeof dpo__pf_cand[0]))
+} dpo__pf_cand_t;
+static const dpo__pf_cand_t dpo__pf_dense_cand[] = {
+    {0, 0}, {1, 1024}, {1, 2048}, {1, 4096}, {1, 8192}, {2, 1024}, {2, 2048}, {2, 4096}};
+/* CSR: values this far ahead (indices the same entries ahead), see kern_pass_body.h */
+static const dpo__pf_cand_t dpo__pf_csr_cand[] = {{0, 0}, {1, 1024}, {1, 4096}, {1, 16384}};
 
-/* The choice, measured once per process: -1 not yet, else an index into dpo__pf_cand. */
-static int dpo__pf_mode = -1;
+/* One pass kind's choice, measured once per process: mode -1 not yet, else an index into
+ * cand (0: no prefetch). */
+typedef struct {
+  const dpo__pf_cand_t *cand;
+  int ncand, mode;
+} dpo__pf_choice_t;
+#define DPO__PF_CHOICE(c) {c, (int)(sizeof c / sizeof c[0]), -1}
+static dpo__pf_choice_t dpo__pf_dense = DPO__PF_CHOICE(dpo__pf_dense_cand),
+                        dpo__pf_csr = DPO__PF_CHOICE(dpo__pf_csr_cand);
 
-int dpo_kern_prefetch_mode(void) { return dpo__pf_mode; }
-int dpo_kern_prefetch_touch(void) {
-  return dpo__pf_mode > 0 ? dpo__pf_cand[dpo__pf_mode].touch : 0;
+static const dpo__pf_cand_t *dpo__pf_cur(const dpo__pf_choice_t *ch) {
+  return &ch->cand[ch->mode > 0 ? ch->mode : 0];
 }
-int64_t dpo_kern_prefetch_bytes(void) {
-  return dpo__pf_mode > 0 ? dpo__pf_cand[dpo__pf_mode].bytes : 0;
-}
+int dpo_kern_prefetch_mode(void) { return dpo__pf_dense.mode; }
+int dpo_kern_prefetch_touch(void) { return dpo__pf_cur(&dpo__pf_dense)->touch; }
+int64_t dpo_kern_prefetch_bytes(void) { return dpo__pf_cur(&dpo__pf_dense)->bytes; }
+int dpo_kern_csr_prefetch_mode(void) { return dpo__pf_csr.mode; }
+int64_t dpo_kern_csr_prefetch_bytes(void) { return dpo__pf_cur(&dpo__pf_csr)->bytes; }
 
 /* The measurement, on the first full pass over at least DPO__PF_MIN_BYTES (data that comes
  * from memory, not cache): segments of ~1 MB cycle through the candidates in an order that
@@ -76,42 +86,47 @@ static double dpo__mono(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int dpo__pf_seg_mode(int seg) {
-  int r = seg / DPO__PF_NCAND, k = seg % DPO__PF_NCAND;
-  return r & 1 ? DPO__PF_NCAND - 1 - k : k;
+static int dpo__pf_seg_mode(int seg, int n) {
+  int r = seg / n, k = seg % n;
+  return r & 1 ? n - 1 - k : k;
 }
 
-/* Runs the dense pass over all rows: as DPO__PF_ROUNDS * DPO__PF_NCAND timed segments then
- * the rest when this is the deciding pass, in one go otherwise. */
-static void dpo__dense_pass(const dpo__pass_isa_t *isa, dpo__pass_t *a, int64_t cnt,
+static void dpo__pf_set(dpo__pass_t *a, const dpo__pf_cand_t *c) {
+  a->pf_bytes = c->bytes;
+  a->pf_touch = c->touch;
+}
+
+/* Runs a full pass (plain, or pf with the prefetch) over rows [0, cnt) of row_bytes bytes each
+ * on average: as DPO__PF_ROUNDS * ncand timed segments of a multiple of blk rows (where the
+ * pass splits into the same bits) then the rest when this is the deciding pass, in one go
+ * with the chosen prefetch otherwise. */
+static void dpo__timed_pass(dpo__pf_choice_t *ch, dpo__pass_fn plain, dpo__pass_fn pf,
+                            dpo__pass_t *a, int64_t cnt, double row_bytes, int64_t blk,
                             double *lsum, double *g) {
-  int64_t row_bytes = (int64_t)a->s->d * (int64_t)sizeof(double);
-  int64_t seg_rows = ((((int64_t)1 << 20) / row_bytes) / DPO__GRAD_BLK + 1) * DPO__GRAD_BLK;
-  int nseg = DPO__PF_ROUNDS * DPO__PF_NCAND;
-  if (dpo__pf_mode >= 0 || cnt * row_bytes < DPO__PF_MIN_BYTES || seg_rows * nseg > cnt) {
-    a->pf_bytes = dpo_kern_prefetch_bytes();
-    a->pf_touch = dpo_kern_prefetch_touch();
-    (a->pf_touch ? isa->dense_pf : isa->dense)(a, 0, cnt, lsum, g);
+  const int nc = ch->ncand, nseg = DPO__PF_ROUNDS * nc;
+  const int64_t seg_rows = row_bytes > 0 ? ((int64_t)((1 << 20) / row_bytes) / blk + 1) * blk : cnt;
+  if (ch->mode >= 0 || (double)cnt * row_bytes < (double)DPO__PF_MIN_BYTES ||
+      seg_rows * nseg > cnt) {
+    dpo__pf_set(a, dpo__pf_cur(ch));
+    (a->pf_touch ? pf : plain)(a, 0, cnt, lsum, g);
     return;
   }
-  double best[DPO__PF_NCAND];
-  for (int k = 0; k < DPO__PF_NCAND; k++) best[k] = INFINITY;
+  double best[16]; /* ncand <= 16 */
+  for (int k = 0; k < nc; k++) best[k] = INFINITY;
   for (int seg = 0; seg < nseg; seg++) {
-    int m = dpo__pf_seg_mode(seg);
-    a->pf_bytes = dpo__pf_cand[m].bytes;
-    a->pf_touch = dpo__pf_cand[m].touch;
+    int m = dpo__pf_seg_mode(seg, nc);
+    dpo__pf_set(a, &ch->cand[m]);
     double t0 = dpo__mono();
-    (m ? isa->dense_pf : isa->dense)(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
+    (m ? pf : plain)(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
     double dt = dpo__mono() - t0;
     if (dt < best[m]) best[m] = dt;
   }
   int pick = 0;
-  for (int k = 1; k < DPO__PF_NCAND; k++)
+  for (int k = 1; k < nc; k++)
     if (best[k] < 0.97 * best[0] && best[k] < best[pick]) pick = k;
-  dpo__pf_mode = pick;
-  a->pf_bytes = dpo__pf_cand[pick].bytes;
-  a->pf_touch = dpo__pf_cand[pick].touch;
-  (pick ? isa->dense_pf : isa->dense)(a, nseg * seg_rows, cnt, lsum, g);
+  ch->mode = pick;
+  dpo__pf_set(a, &ch->cand[pick]);
+  (pick ? pf : plain)(a, nseg * seg_rows, cnt, lsum, g);
 }
 
 /* Stable logistic pieces at margin m = y t, with e = exp(-|m|) in (0, 1] (never overflows):
@@ -199,7 +214,13 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
   dpo__pass_t pa = {loss, s, x, rows, C, clipping ? clip->norm : DPO_CLIP_NONE, rownorm, 0, 0,
                     NULL};
   if (s->sparse) { /* all rows or the listed ones, in list order (kern_pass.c) */
-    dpo__pass_isa()->csr(&pa, 0, cnt, &lsum, g);
+    const dpo__pass_isa_t *isa = dpo__pass_isa();
+    if (rows || cnt == 0) /* a row list is no stream: no prefetch */
+      isa->csr(&pa, 0, cnt, &lsum, g);
+    else /* 12 bytes a nonzero; the pass splits at superblocks into the same bits */
+      dpo__timed_pass(&dpo__pf_csr, isa->csr, isa->csr_pf, &pa, cnt,
+                      12.0 * (double)(s->rowptr[cnt] - s->rowptr[0]) / (double)cnt,
+                      DPO__CSR_SB, &lsum, g);
     *loss_sum += lsum;
     return DPO_OK;
   }
@@ -227,7 +248,9 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
     pa.xpad = malloc((size_t)DPO__GRAD_BLK * (size_t)d * sizeof(double));
     if (!pa.xpad) return dpo_err(DPO_ENOMEM, "%s: cannot allocate an 8 x %d block", fn, d);
   }
-  dpo__dense_pass(dpo__pass_isa(), &pa, cnt, &lsum, g);
+  const dpo__pass_isa_t *isa = dpo__pass_isa();
+  dpo__timed_pass(&dpo__pf_dense, isa->dense, isa->dense_pf, &pa, cnt,
+                  (double)d * (double)sizeof(double), DPO__GRAD_BLK, &lsum, g);
   free(pa.xpad);
   *loss_sum += lsum;
   return DPO_OK;

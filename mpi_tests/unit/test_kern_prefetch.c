@@ -1,0 +1,123 @@
+/* Unit tests of the gradient passes' software prefetch (src/linalg/kernels.c): the first full
+ * pass over >= 64 MB times the candidates on interleaved segments and keeps one.  A prefetch
+ * changes no arithmetic and the segments split the pass where it splits into the same bits,
+ * so the measuring pass, the next pass (with the choice) and the row-list path must agree
+ * (issue 16). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/kernels.h"
+#include "dpopt/status.h"
+
+static uint64_t rng_state;
+static double urand(void) { /* xorshift64*, uniform in [0, 1) */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 2685821657736338717ULL) >> 11) * 0x1.0p-53;
+}
+static double nrand(void) { return urand() * 2.0 - 1.0; }
+static void rand_vec(double *x, int n, double sc) {
+  for (int i = 0; i < n; i++) x[i] = sc * nrand();
+}
+static double rel2(const double *a, const double *b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
+}
+
+/* The dense pass's first call over >= 64 MB times its prefetch distances on interleaved
+ * segments, then keeps one: the choice changes no arithmetic, so the measuring pass and the
+ * next give the same bits (and agree with the row-list path to rounding). */
+Test(kernels, prefetch_choice_same_bits) {
+  const int32_t d = 100;
+  const int64_t n = 84000; /* 67.2 MB: just over the 64 MiB that triggers the measurement */
+  dpo_shard_t s = {0};
+  s.n = s.n_global = n;
+  s.d = d;
+  s.labels = DPO_LABELS_BINARY;
+  s.X = malloc((size_t)(n * d) * sizeof(double));
+  s.y = malloc((size_t)n * sizeof(double));
+  int64_t *rows = malloc((size_t)n * sizeof(int64_t));
+  cr_assert(s.X && s.y && rows);
+  rng_state = 4242;
+  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
+  for (int64_t i = 0; i < n; i++) {
+    s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+    rows[i] = i;
+  }
+  double x[100], g1[100] = {0}, g2[100] = {0}, g3[100] = {0}, l1 = 0, l2 = 0, l3 = 0;
+  rand_vec(x, d, 0.1);
+  int before = dpo_kern_prefetch_mode();
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
+  int mode = dpo_kern_prefetch_mode();
+  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_prefetch_bytes() == 0),
+            "prefetch mode %d (%ld bytes) after a 67 MB pass", mode,
+            (long)dpo_kern_prefetch_bytes());
+  cr_expect(before == -1 || before == mode, "a decided mode changed");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
+  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
+  cr_expect_lt(rel2(g1, g3, d), 1e-12, "full pass vs row-list pass");
+  cr_expect_lt(fabs(l1 - l3), 1e-12 * fabs(l3));
+  free(s.X);
+  free(s.y);
+  free(rows);
+}
+
+/* The same for the CSR pass (a9a-like rows, >= 64 MB of values and indices): the measuring
+ * pass runs its candidates on segments of whole superblocks, so it, the next pass (with the
+ * chosen prefetch) and the row-list pass (never a prefetch) give the same bits. */
+Test(kernels, csr_prefetch_choice_same_bits) {
+  const int32_t d = 123;
+  const int64_t n = 450000, cap = n * 20;
+  dpo_shard_t s = {0};
+  s.n = s.n_global = n;
+  s.d = d;
+  s.sparse = 1;
+  s.labels = DPO_LABELS_BINARY;
+  s.rowptr = malloc((size_t)(n + 1) * sizeof(int64_t));
+  s.colind = malloc((size_t)cap * sizeof(int32_t));
+  s.val = malloc((size_t)cap * sizeof(double));
+  s.y = malloc((size_t)n * sizeof(double));
+  int64_t *rows = malloc((size_t)n * sizeof(int64_t));
+  cr_assert(s.rowptr && s.colind && s.val && s.y && rows);
+  rng_state = 777;
+  int64_t nnz = 0;
+  s.rowptr[0] = 0;
+  for (int64_t i = 0; i < n; i++) { /* 6-20 increasing columns a row */
+    int32_t len = 6 + (int32_t)(urand() * 15), j = (int32_t)(urand() * 4);
+    for (int32_t k = 0; k < len && j < d && nnz < cap; k++, j += 1 + (int32_t)(urand() * 8)) {
+      s.colind[nnz] = j;
+      s.val[nnz++] = nrand();
+    }
+    s.rowptr[i + 1] = nnz;
+    s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+    rows[i] = i;
+  }
+  cr_assert_gt(12 * nnz, (int64_t)64 << 20, "%ld nonzeros: under the 64 MB that trigger it",
+               (long)nnz);
+  double x[123], g1[123] = {0}, g2[123] = {0}, g3[123] = {0}, l1 = 0, l2 = 0, l3 = 0;
+  rand_vec(x, d, 0.3);
+  int before = dpo_kern_csr_prefetch_mode();
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
+  int mode = dpo_kern_csr_prefetch_mode();
+  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_csr_prefetch_bytes() == 0),
+            "CSR prefetch mode %d (%ld bytes)", mode, (long)dpo_kern_csr_prefetch_bytes());
+  cr_expect(before == -1 || before == mode, "a decided mode changed");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
+  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
+  cr_expect(memcmp(g1, g3, sizeof g1) == 0 && l1 == l3, "full pass and row-list pass differ");
+  free(s.rowptr);
+  free(s.colind);
+  free(s.val);
+  free(s.y);
+  free(rows);
+}
