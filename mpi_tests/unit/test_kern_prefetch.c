@@ -121,3 +121,42 @@ Test(kernels, csr_prefetch_choice_same_bits) {
   free(s.y);
   free(rows);
 }
+
+/* The oracle's way (comm/oracle.c): a pass in 256-row views, each call too small to time in
+ * segments of its own.  The calls take turns as segments (6 rounds of the 8 candidates: 48
+ * calls of 200 KB), so the choice is made within the first pass, and the views of the next
+ * pass (with it) give the same bits. */
+Test(kernels, prefetch_choice_across_views) {
+  const int32_t d = 100;
+  const int64_t n = 64 * 256;
+  dpo_shard_t s = {0};
+  s.n = s.n_global = n;
+  s.d = d;
+  s.labels = DPO_LABELS_BINARY;
+  s.X = malloc((size_t)(n * d) * sizeof(double));
+  s.y = malloc((size_t)n * sizeof(double));
+  cr_assert(s.X && s.y);
+  rng_state = 99;
+  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
+  for (int64_t i = 0; i < n; i++) s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+  double x[100], g[2][100] = {{0}}, l[2] = {0, 0};
+  rand_vec(x, d, 0.1);
+  cr_assert_eq(dpo_kern_prefetch_mode(), -1);
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t i = 0; i < n; i += 256) {
+      dpo_shard_t v = s;
+      v.n = 256;
+      v.row0 = i;
+      v.X = s.X + i * (int64_t)d;
+      v.y = s.y + i;
+      cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &v, x, NULL, 0, NULL, NULL, &l[pass],
+                                      g[pass]),
+                   DPO_OK);
+    }
+    if (pass == 0)
+      cr_expect(dpo_kern_prefetch_mode() >= 0, "no choice after a pass of 64 views of 200 KB");
+  }
+  cr_expect(memcmp(g[0], g[1], sizeof g[0]) == 0 && l[0] == l[1], "the two passes differ");
+  free(s.X);
+  free(s.y);
+}

@@ -54,12 +54,14 @@ static const dpo__pf_cand_t dpo__pf_dense_cand[] = {
 static const dpo__pf_cand_t dpo__pf_csr_cand[] = {{0, 0}, {1, 1024}, {1, 4096}, {1, 16384}};
 
 /* One pass kind's choice, measured once per process: mode -1 not yet, else an index into
- * cand (0: no prefetch). */
+ * cand (0: no prefetch); while calls too small to measure in themselves take turns, best[]
+ * holds each candidate's least seconds a byte and seen how many have been timed. */
 typedef struct {
   const dpo__pf_cand_t *cand;
-  int ncand, mode;
+  int ncand, mode, seen;
+  double best[16]; /* ncand <= 16 */
 } dpo__pf_choice_t;
-#define DPO__PF_CHOICE(c) {c, (int)(sizeof c / sizeof c[0]), -1}
+#define DPO__PF_CHOICE(c) {c, (int)(sizeof c / sizeof c[0]), -1, 0, {0}}
 static dpo__pf_choice_t dpo__pf_dense = DPO__PF_CHOICE(dpo__pf_dense_cand),
                         dpo__pf_csr = DPO__PF_CHOICE(dpo__pf_csr_cand);
 
@@ -72,12 +74,15 @@ int64_t dpo_kern_prefetch_bytes(void) { return dpo__pf_cur(&dpo__pf_dense)->byte
 int dpo_kern_csr_prefetch_mode(void) { return dpo__pf_csr.mode; }
 int64_t dpo_kern_csr_prefetch_bytes(void) { return dpo__pf_cur(&dpo__pf_csr)->bytes; }
 
-/* The measurement, on the first full pass over at least DPO__PF_MIN_BYTES (data that comes
- * from memory, not cache): segments of ~1 MB cycle through the candidates in an order that
- * alternates direction each round (0 1 2 3 4 4 3 2 1 0 ...), so a drift of the machine's
- * speed hits all alike; the smallest of each candidate's segment times (the least disturbed
- * by other load) decides, a prefetch only when it beats none by 3%. */
+/* The measurement: segments of at least DPO__PF_SEG_MIN bytes cycle through the candidates in
+ * an order that alternates direction each round (0 1 2 3 4 4 3 2 1 0 ...), so a drift of the
+ * machine's speed hits all alike; after DPO__PF_ROUNDS rounds each candidate's least time a
+ * byte (the least disturbed by other load) decides, a prefetch only when it beats none by 3%.
+ * A full pass over at least DPO__PF_MIN_BYTES is cut into ~1 MB segments and decides at once;
+ * smaller calls of at least DPO__PF_SEG_MIN bytes are one segment each, in turn, so the
+ * oracle's passes in 256-row views (comm/oracle.c) decide within their first few MB. */
 #define DPO__PF_MIN_BYTES ((int64_t)64 << 20)
+#define DPO__PF_SEG_MIN ((double)(64 << 10))
 #define DPO__PF_ROUNDS 6
 
 static double dpo__mono(void) {
@@ -86,47 +91,54 @@ static double dpo__mono(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int dpo__pf_seg_mode(int seg, int n) {
-  int r = seg / n, k = seg % n;
-  return r & 1 ? n - 1 - k : k;
-}
-
 static void dpo__pf_set(dpo__pass_t *a, const dpo__pf_cand_t *c) {
   a->pf_bytes = c->bytes;
   a->pf_touch = c->touch;
 }
 
+/* Runs rows [r0, r1) as the next timed segment of the measurement; decides after the last. */
+static void dpo__pf_segment(dpo__pf_choice_t *ch, dpo__pass_fn plain, dpo__pass_fn pf,
+                            dpo__pass_t *a, int64_t r0, int64_t r1, double bytes, double *lsum,
+                            double *g) {
+  const int nc = ch->ncand, r = ch->seen / nc, k = ch->seen % nc;
+  const int m = r & 1 ? nc - 1 - k : k;
+  if (ch->seen == 0)
+    for (int j = 0; j < nc; j++) ch->best[j] = INFINITY;
+  dpo__pf_set(a, &ch->cand[m]);
+  double t0 = dpo__mono();
+  (m ? pf : plain)(a, r0, r1, lsum, g);
+  double dt = (dpo__mono() - t0) / bytes;
+  if (dt < ch->best[m]) ch->best[m] = dt;
+  if (++ch->seen < DPO__PF_ROUNDS * nc) return;
+  int pick = 0;
+  for (int j = 1; j < nc; j++)
+    if (ch->best[j] < 0.97 * ch->best[0] && ch->best[j] < ch->best[pick]) pick = j;
+  ch->mode = pick;
+}
+
 /* Runs a full pass (plain, or pf with the prefetch) over rows [0, cnt) of row_bytes bytes each
- * on average: as DPO__PF_ROUNDS * ncand timed segments of a multiple of blk rows (where the
- * pass splits into the same bits) then the rest when this is the deciding pass, in one go
- * with the chosen prefetch otherwise. */
+ * on average, with the chosen prefetch, or as segments of the measurement: segments are whole
+ * multiples of blk rows, where the pass splits into the same bits. */
 static void dpo__timed_pass(dpo__pf_choice_t *ch, dpo__pass_fn plain, dpo__pass_fn pf,
                             dpo__pass_t *a, int64_t cnt, double row_bytes, int64_t blk,
                             double *lsum, double *g) {
-  const int nc = ch->ncand, nseg = DPO__PF_ROUNDS * nc;
-  const int64_t seg_rows = row_bytes > 0 ? ((int64_t)((1 << 20) / row_bytes) / blk + 1) * blk : cnt;
-  if (ch->mode >= 0 || (double)cnt * row_bytes < (double)DPO__PF_MIN_BYTES ||
-      seg_rows * nseg > cnt) {
-    dpo__pf_set(a, dpo__pf_cur(ch));
-    (a->pf_touch ? pf : plain)(a, 0, cnt, lsum, g);
+  const double bytes = (double)cnt * row_bytes;
+  if (ch->mode < 0 && bytes >= (double)DPO__PF_MIN_BYTES && ch->seen == 0) {
+    const int64_t seg_rows = ((int64_t)((1 << 20) / row_bytes) / blk + 1) * blk;
+    int64_t r0 = 0;
+    for (; ch->mode < 0 && r0 + seg_rows <= cnt; r0 += seg_rows)
+      dpo__pf_segment(ch, plain, pf, a, r0, r0 + seg_rows, (double)seg_rows * row_bytes, lsum,
+                      g);
+    dpo__pf_set(a, dpo__pf_cur(ch)); /* the rest with the choice */
+    (a->pf_touch ? pf : plain)(a, r0, cnt, lsum, g);
     return;
   }
-  double best[16]; /* ncand <= 16 */
-  for (int k = 0; k < nc; k++) best[k] = INFINITY;
-  for (int seg = 0; seg < nseg; seg++) {
-    int m = dpo__pf_seg_mode(seg, nc);
-    dpo__pf_set(a, &ch->cand[m]);
-    double t0 = dpo__mono();
-    (m ? pf : plain)(a, seg * seg_rows, (seg + 1) * seg_rows, lsum, g);
-    double dt = dpo__mono() - t0;
-    if (dt < best[m]) best[m] = dt;
+  if (ch->mode < 0 && bytes >= DPO__PF_SEG_MIN) {
+    dpo__pf_segment(ch, plain, pf, a, 0, cnt, bytes, lsum, g);
+    return;
   }
-  int pick = 0;
-  for (int k = 1; k < nc; k++)
-    if (best[k] < 0.97 * best[0] && best[k] < best[pick]) pick = k;
-  ch->mode = pick;
-  dpo__pf_set(a, &ch->cand[pick]);
-  (pick ? pf : plain)(a, nseg * seg_rows, cnt, lsum, g);
+  dpo__pf_set(a, dpo__pf_cur(ch));
+  (a->pf_touch ? pf : plain)(a, 0, cnt, lsum, g);
 }
 
 /* Stable logistic pieces at margin m = y t, with e = exp(-|m|) in (0, 1] (never overflows):
