@@ -307,10 +307,12 @@ int main(int argc, char **argv) {
              best_solo, best_rsolo, best_solo / best_comp, best_rsolo / best_bw);
     printf("RESULT ranks=%d n=%ld d=%d t_read=%.6f t_grad=%.6f t_kernel=%.6f gbs_read=%.3f "
            "gbs_grad=%.3f ratio=%.4f t_solo=%.6f t_read_solo=%.6f kernels=%s prefetch=%ld "
-           "pf_touch=%d t_views=%.6f ratio_views=%.4f t_softmax=%.6f ratio_softmax=%.4f gflops_peak=%.3f roofline_softmax=%.4f\n",
+           "pf_touch=%d t_views=%.6f ratio_views=%.4f t_softmax=%.6f ratio_softmax=%.4f "
+           "gflops_peak=%.3f roofline_softmax=%.4f\n",
            size, (long)n, d, best_bw, best_gr, best_comp, bw, gr, gr / bw,
            size > 1 ? best_solo : best_comp, size > 1 ? best_rsolo : best_bw, dpo_kern_isa(),
-           (long)dpo_kern_prefetch_bytes(), dpo_kern_prefetch_touch(), best_views, best_bw / best_views, K > 0 ? best_sm : 0.0,
+           (long)dpo_kern_prefetch_bytes(), dpo_kern_prefetch_touch(), best_views,
+           best_bw / best_views, K > 0 ? best_sm : 0.0,
            K > 0 ? best_bw / best_sm : 0.0, peak, sm_roof);
   }
 out:
