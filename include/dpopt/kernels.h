@@ -64,7 +64,7 @@ int dpo_kern_set_isa(const char *name);
  * prefetcher alone), k > 0 the k-th candidate: dpo_kern_prefetch_bytes() ahead on the row
  * block's first touch (dpo_kern_prefetch_touch() 1) or its second (2; 0 with none).  Decided
  * by timing the candidates in turn: on ~1 MB segments of the process's first pass over
- * >= 64 MB, or on its first full passes of >= 64 KB each (the oracle's 256-row views), 6
+ * >= 64 MB, or on its first full passes of >= 32 KB each (the oracle's 256-row views), 6
  * rounds (the choice changes speed only, never a result). */
 int dpo_kern_prefetch_mode(void);
 int64_t dpo_kern_prefetch_bytes(void);

@@ -80,9 +80,10 @@ int64_t dpo_kern_csr_prefetch_bytes(void) { return dpo__pf_cur(&dpo__pf_csr)->by
  * byte (the least disturbed by other load) decides, a prefetch only when it beats none by 3%.
  * A full pass over at least DPO__PF_MIN_BYTES is cut into ~1 MB segments and decides at once;
  * smaller calls of at least DPO__PF_SEG_MIN bytes are one segment each, in turn, so the
- * oracle's passes in 256-row views (comm/oracle.c) decide within their first few MB. */
+ * oracle's passes in 256-row views (comm/oracle.c) decide within their first few MB (32 KB:
+ * a view of dense rows of d >= 16, or of CSR rows of >= 11 nonzeros). */
 #define DPO__PF_MIN_BYTES ((int64_t)64 << 20)
-#define DPO__PF_SEG_MIN ((double)(64 << 10))
+#define DPO__PF_SEG_MIN ((double)(32 << 10))
 #define DPO__PF_ROUNDS 6
 
 static double dpo__mono(void) {
