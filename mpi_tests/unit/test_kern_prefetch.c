@@ -1,8 +1,8 @@
-/* Unit tests of the gradient passes' software prefetch (src/linalg/kernels.c): the first full
- * pass over >= 64 MB times the candidates on interleaved segments and keeps one.  A prefetch
- * changes no arithmetic and the segments split the pass where it splits into the same bits,
- * so the measuring pass, the next pass (with the choice) and the row-list path must agree
- * (issue 16). */
+/* Unit tests of the gradient passes' software prefetch (src/linalg/kernels.c): the candidates
+ * are timed in turn, on segments of the first full pass over >= 64 MB or on the first calls of
+ * a pass in views, and one is kept.  A prefetch changes no arithmetic and the segments split
+ * the pass where it splits into the same bits, so the measuring pass, the next pass (with the
+ * choice) and the row-list path must agree (issue 16). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,25 +11,21 @@
 
 #include "dpopt/kernels.h"
 #include "dpopt/status.h"
+#include "../t_rand.h"
 
-static uint64_t rng_state;
-static double urand(void) { /* xorshift64*, uniform in [0, 1) */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return (double)((rng_state * 2685821657736338717ULL) >> 11) * 0x1.0p-53;
-}
-static double nrand(void) { return urand() * 2.0 - 1.0; }
-static void rand_vec(double *x, int n, double sc) {
-  for (int i = 0; i < n; i++) x[i] = sc * nrand();
-}
-static double rel2(const double *a, const double *b, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; i++) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
+/* n x d dense rows, entries uniform in [-1, 1), labels +-1, from seed */
+static dpo_shard_t dense_shard(int64_t n, int32_t d, uint64_t seed) {
+  dpo_shard_t s = {0};
+  s.n = s.n_global = n;
+  s.d = d;
+  s.labels = DPO_LABELS_BINARY;
+  s.X = malloc((size_t)(n * d) * sizeof(double));
+  s.y = malloc((size_t)n * sizeof(double));
+  cr_assert(s.X && s.y);
+  rng_state = seed;
+  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
+  for (int64_t i = 0; i < n; i++) s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+  return s;
 }
 
 /* The dense pass's first call over >= 64 MB times its prefetch distances on interleaved
@@ -38,20 +34,10 @@ static double rel2(const double *a, const double *b, int64_t n) {
 Test(kernels, prefetch_choice_same_bits) {
   const int32_t d = 100;
   const int64_t n = 84000; /* 67.2 MB: just over the 64 MiB that triggers the measurement */
-  dpo_shard_t s = {0};
-  s.n = s.n_global = n;
-  s.d = d;
-  s.labels = DPO_LABELS_BINARY;
-  s.X = malloc((size_t)(n * d) * sizeof(double));
-  s.y = malloc((size_t)n * sizeof(double));
+  dpo_shard_t s = dense_shard(n, d, 4242);
   int64_t *rows = malloc((size_t)n * sizeof(int64_t));
-  cr_assert(s.X && s.y && rows);
-  rng_state = 4242;
-  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
-  for (int64_t i = 0; i < n; i++) {
-    s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
-    rows[i] = i;
-  }
+  cr_assert(rows);
+  for (int64_t i = 0; i < n; i++) rows[i] = i;
   double x[100], g1[100] = {0}, g2[100] = {0}, g3[100] = {0}, l1 = 0, l2 = 0, l3 = 0;
   rand_vec(x, d, 0.1);
   int before = dpo_kern_prefetch_mode();
@@ -129,16 +115,7 @@ Test(kernels, csr_prefetch_choice_same_bits) {
 Test(kernels, prefetch_choice_across_views) {
   const int32_t d = 100;
   const int64_t n = 64 * 256;
-  dpo_shard_t s = {0};
-  s.n = s.n_global = n;
-  s.d = d;
-  s.labels = DPO_LABELS_BINARY;
-  s.X = malloc((size_t)(n * d) * sizeof(double));
-  s.y = malloc((size_t)n * sizeof(double));
-  cr_assert(s.X && s.y);
-  rng_state = 99;
-  for (int64_t i = 0; i < n * d; i++) s.X[i] = nrand();
-  for (int64_t i = 0; i < n; i++) s.y[i] = urand() < 0.5 ? -1.0 : 1.0;
+  dpo_shard_t s = dense_shard(n, d, 99);
   double x[100], g[2][100] = {{0}}, l[2] = {0, 0};
   rand_vec(x, d, 0.1);
   cr_assert_eq(dpo_kern_prefetch_mode(), -1);

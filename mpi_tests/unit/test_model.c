@@ -10,6 +10,7 @@
 #include "dpopt/kernels.h"
 #include "dpopt/model.h"
 #include "dpopt/status.h"
+#include "../t_rand.h"
 
 /* LAPACK symmetric eigensolver (Fortran symbol). */
 extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
@@ -17,14 +18,6 @@ extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, 
 
 /* ---- test data: the same rows stored dense and CSR ---- */
 
-static uint64_t rng_state;
-static double urand(void) { /* xorshift64*, uniform in [0, 1) */
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return (double)((rng_state * 2685821657736338717ULL) >> 11) * 0x1.0p-53;
-}
-static double nrand(void) { return urand() * 2.0 - 1.0; }
 
 typedef struct {
   dpo_shard_t dense, csr;
@@ -83,14 +76,6 @@ static void free_pair(pair_t *p) {
   free(p->U);
 }
 
-static double rel2(const double *a, const double *b, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; i++) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
-}
 
 /* Independent per-row loss value and derivative (textbook formulas; fine for |t| < 30). */
 static double naive_phi(dpo_loss_t loss, double t, double y) {
@@ -138,9 +123,6 @@ static void model_Fg(const dpo_model_t *m, const dpo_shard_t *s, const double *x
   dpo_model_finish(m, s->d, s->n, x, F, g);
 }
 
-static void rand_vec(double *x, int n, double sc) {
-  for (int i = 0; i < n; i++) x[i] = sc * nrand();
-}
 
 /* ---- gradient vs central finite differences of F ---- */
 
