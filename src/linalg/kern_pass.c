@@ -14,7 +14,8 @@
  * block's dots ahead of this block's lanes, a burst of prefetches per block, prefetches
  * further than 8 KB ahead.  On an Intel Xeon (read loop 9.3-10.5 GB/s, the pass 34 ns a row
  * from L2) a prefetch on the first touch, 2-4 KB ahead, keeps memory busy through the block's
- * arithmetic: 0.76-0.81 -> 0.91-0.97 of the read loop (kernels.c picks it at run time).  The builds' from-cache speeds (ns a row, logistic / squared):
+ * arithmetic: 0.76-0.81 -> 0.91-0.97 of the read loop (kernels.c picks it at run time).  The
+ * builds' from-cache speeds (ns a row, logistic / squared):
  * AVX-512 20-22 / 14-17, AVX2 20-22 / 16-18 (the generic 8-wide vectors this file replaced
  * went through the stack in the AVX2 build: 50-160), baseline 40 / 30.
  *
