@@ -2,6 +2,7 @@
 #include "mf/lbfgs_compact.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,7 +137,14 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
  * a time: with rows of M slots (S[v * M + j]) the loops ran across short strided slot rows,
  * and wmul (out = g in place) fell back to scalar code on the aliasing check.  wmul gets a
  * compile-time M = 1..8.  Fixed lanes and a fixed final sum: the same bits wherever the
- * panels sit in memory, so at every rank count and cache setting. */
+ * panels sit in memory, so at every rank count and cache setting.  Each 64 bytes of a panel
+ * read come with a prefetch DPO__LB_PFD bytes further on: the panels of a block's rows (5.2
+ * MB at rank 50 on ML-100K-sized data, twice a step) come from L3 or memory, and on the Intel
+ * host (1 MB of L2) the products ran at ~14 GB/s against a 25 GB/s read bound; with it the
+ * update phase took 15-20% less (2 or 4 KB ahead alike; prefetches of a whole row's panels at
+ * once gained half that). */
+#define DPO__LB_PFD 4096
+#define DPO__LB_PF(p) __builtin_prefetch((const void *)((uintptr_t)(p) + DPO__LB_PFD), 0, 3)
 /* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
 #define DPO__BY_M(X)                                                                      \
   switch (M) {                                                                            \
@@ -161,6 +169,8 @@ DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
     const double *p = P[j], *q = Q[j];
     dpo__mf_v8 a = {0}, b = {0};
     for (int64_t v = 0; v < n8; v += 8) {
+      DPO__LB_PF(p + v);
+      DPO__LB_PF(q + v);
       dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8;
       a += DPO__MF_LD8(p + v) * g8;
       b += DPO__MF_LD8(q + v) * wg8;
@@ -210,6 +220,8 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
       double at_[8], bt_[8];                                                              \
       const double *s_ = S + k0, *y_ = Y + k0;                                            \
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                  \
+        DPO__LB_PF(s_ + 8 * c);                                                           \
+        DPO__LB_PF(y_ + 8 * c);                                                           \
         a_[c] = DPO__MF_LD8(s_ + 8 * c) * v[0];                                           \
         b_[c] = DPO__MF_LD8(y_ + 8 * c) * v[(MM)];                                        \
       }                                                                                   \
@@ -220,6 +232,8 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
       for (int j = 1; j < (MM); j++) {                                                    \
         const double *sj = s_ + j * nvar, *yj = y_ + j * nvar;                            \
         _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                \
+          DPO__LB_PF(sj + 8 * c);                                                         \
+          DPO__LB_PF(yj + 8 * c);                                                         \
           a_[c] += DPO__MF_LD8(sj + 8 * c) * v[j];                                        \
           b_[c] += DPO__MF_LD8(yj + 8 * c) * v[(MM) + j];                                 \
         }                                                                                 \
@@ -247,6 +261,8 @@ DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const d
 }
 #undef DPO__WMUL
 #undef DPO__BY_M
+#undef DPO__LB_PF
+#undef DPO__LB_PFD
 
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
                       const double *w, const double *g, double *out) {
