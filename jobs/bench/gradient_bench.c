@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
            "ranks)\n",
            size, (long)n, d, bytes / 1e6, reps);
     if (dpo_kern_prefetch_mode() < 0)
-      printf("  kernels: %s build, software prefetch not measured (pass under 64 MB)\n",
+      printf("  kernels: %s build, software prefetch not measured (passes too small)\n",
              dpo_kern_isa());
     else
       printf("  kernels: %s build, software prefetch %ld bytes ahead%s (chosen at run time; 0: "
@@ -286,8 +286,8 @@ int main(int argc, char **argv) {
            "%.6f)\n",
            best_gr, gr, best_comp, loss);
     printf("  ratio gradient/bandwidth %.3f\n", gr / bw);
-    printf("  the same in 256-row views, as the oracle runs it %9.4f s  %7.2f GB/s   ratio %.3f\n",
-           best_views, bytes / best_views / 1e9, best_bw / best_views);
+    printf("  the same in 256-row views, as the oracle runs it %9.4f s  %7.2f GB/s   ratio "
+           "%.3f\n", best_views, bytes / best_views / 1e9, best_bw / best_views);
     /* per rank: its rows' flops at the peak one core reached, against its share of the read */
     double sm_flops = 4.0 * K * (double)d * (double)n / size, sm_roof = 0;
     if (K > 0) {

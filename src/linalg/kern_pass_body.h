@@ -18,10 +18,10 @@ typedef long long F(dpo__vi) __attribute__((vector_size(8 * W)));
 #define SPLAT(c) ((c) - (V){0})
 /* Lane select m ? a : b for a lane mask m (all ones or zeros) from a vector comparison. */
 #define SEL(m, a, b) ((V)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
-/* Prefetch of p + k doubles, the address as an integer: near the end of the rows it lies past
+/* Prefetch of p + k elements, the address as an integer: near the end of the rows it lies past
  * the array, which a prefetch may touch but a pointer may not point to (C). */
 #define PFA(p, k, loc) \
-  __builtin_prefetch((const void *)((uintptr_t)(p) + (uintptr_t)(k) * 8u), 0, loc)
+  __builtin_prefetch((const void *)((uintptr_t)(p) + (uintptr_t)(k) * sizeof *(p)), 0, loc)
 #if W > 2
 typedef double F(dpo__h) __attribute__((vector_size(4 * W)));
 #define H F(dpo__h)
@@ -311,6 +311,7 @@ DPO__TGT DPO__AI void F(dpo__csr_body)(const dpo__pass_t *a, int64_t r0, int64_t
   const int32_t *ci = s->colind;
   const double *val = s->val, *x = a->x;
   double t[DPO__CSR_SB] __attribute__((aligned(64))), c[DPO__CSR_SB] __attribute__((aligned(64)));
+  const int64_t ahead = a->pf_bytes / (int64_t)sizeof(double); /* entries, for the prefetch */
   double yb[DPO__CSR_SB];
   int64_t ib[DPO__CSR_SB];
   double L = *lsum;
@@ -325,10 +326,9 @@ DPO__TGT DPO__AI void F(dpo__csr_body)(const dpo__pass_t *a, int64_t r0, int64_t
       int64_t i = a->rows ? a->rows[b0 + k] : b0 + k;
       int64_t p = rp[i], e = rp[i + 1];
       if (pf_on) {
-        const int64_t ahead = a->pf_bytes / (int64_t)sizeof(double); /* entries */
         PFA(val + p, ahead, 3);
         PFA(val + p + 8, ahead, 3);
-        __builtin_prefetch((const void *)((uintptr_t)(ci + p) + (uintptr_t)ahead * 4u), 0, 3);
+        PFA(ci + p, ahead, 3);
       }
       double s0 = 0.0, s1 = 0.0;
       for (; p + 2 <= e; p += 2) {
