@@ -163,12 +163,27 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
   for (int32_t a = 0; a < nti; a++) memset(h->g2s + (int64_t)ti[a] * r, 0, sizeof(double) * (size_t)r);
   double fs = 0;
   if (one < 0 && r <= 8 * DPO__MF_RV) { /* a grid block: its ratings by user runs */
-    for (int64_t k = off, e; k < off + n; k = e) {
-      int64_t u = h->lu[k];
-      for (e = k + 1; e < off + n && h->lu[e] == u;) e++;
-      fs += dpo__mf_run_terms(r, h->x1 + u * r, h->g1s + u * r, xc, h->g2s, h->li + k, h->y + k,
-                              h->wu + k, h->wi + k, h->o.lambda, e - k);
+    /* one copy of the loop per number of full 8-wide vectors in a row (r / 8 a constant):
+     * no run-time test per vector and rating */
+#define DPO__HM_RUNS(NF)                                                                  \
+  for (int64_t k = off, e; k < off + n; k = e) {                                          \
+    int64_t u = h->lu[k];                                                                 \
+    for (e = k + 1; e < off + n && h->lu[e] == u;) e++;                                  \
+    fs += dpo__mf_run_terms(r, NF, h->x1 + u * r, h->g1s + u * r, xc, h->g2s, h->li + k,  \
+                            h->y + k, h->wu + k, h->wi + k, h->o.lambda, e - k);          \
+  }
+    switch (r / 8) {
+    case 0: DPO__HM_RUNS(0) break;
+    case 1: DPO__HM_RUNS(1) break;
+    case 2: DPO__HM_RUNS(2) break;
+    case 3: DPO__HM_RUNS(3) break;
+    case 4: DPO__HM_RUNS(4) break;
+    case 5: DPO__HM_RUNS(5) break;
+    case 6: DPO__HM_RUNS(6) break;
+    case 7: DPO__HM_RUNS(7) break;
+    default: DPO__HM_RUNS(8) break;
     }
+#undef DPO__HM_RUNS
   } else {
     for (int64_t k = off; k < off + n; k++) {
       int64_t u = h->lu[k], i = h->li[k];

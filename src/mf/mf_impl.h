@@ -94,11 +94,10 @@ typedef double dpo__mf_v8 __attribute__((vector_size(64)));
   })
 /* always inlined, so it runs in the caller's clone (a call would run baseline code) */
 static inline __attribute__((always_inline)) double
-dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
+dpo__mf_run_terms(int32_t r, const int32_t nf, const double *restrict x1, double *restrict g1,
                   const double *restrict X2, double *restrict G2, const int32_t *restrict it,
                   const double *restrict y, const double *restrict wu, const double *restrict wi,
                   double lambda, int64_t n) {
-  const int32_t nf = r / 8;
   dpo__mf_v8 xa[DPO__MF_RV], ga[DPO__MF_RV];
 #pragma GCC unroll 8
   for (int v = 0; v < DPO__MF_RV; v++) {
@@ -112,10 +111,12 @@ dpo__mf_run_terms(int32_t r, const double *restrict x1, double *restrict g1,
     if (k + DPO__MF_PFD < n) {
       const double *xn = X2 + (int64_t)it[k + DPO__MF_PFD] * r;
       const double *gn = G2 + (int64_t)it[k + DPO__MF_PFD] * r;
-      for (int32_t q = 0; q < r; q += 8) {
-        __builtin_prefetch(xn + q, 0, 3);
-        __builtin_prefetch(gn + q, 1, 3);
-      }
+#pragma GCC unroll 9
+      for (int v = 0; v <= DPO__MF_RV; v++)
+        if (v < nf || (v == nf && 8 * nf < r)) {
+          __builtin_prefetch(xn + 8 * v, 0, 3);
+          __builtin_prefetch(gn + 8 * v, 1, 3);
+        }
     }
     dpo__mf_v8 s0 = {0}, s1 = {0};
 #pragma GCC unroll 8
