@@ -153,6 +153,11 @@ typedef struct {
                           20 (others) */
   int32_t memory;      /* L-BFGS memory M (default 5) */
   double eta, gamma;   /* beta_t = (eta t)^gamma (thesis Alg. 3, line 5) */
+  double eta_late;     /* > 0: after epoch eta_from, beta_t = (eta T + eta_late (t - T))^gamma,
+                          T = eta_from: the same class of sequence (increasing, >= beta_T,
+                          (eta_late t)^gamma in the end), with longer late steps for
+                          eta_late < eta (default 0: off) */
+  int64_t eta_from;    /* T (default 30) */
   double sigma0;       /* step scale before M pairs exist (and mb-GD): x -= sigma0 D^-1 g / beta_t
                           (default 0.2; eta default 1, gamma 0.51) */
   double lambda;       /* L2 weight */

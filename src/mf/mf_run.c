@@ -31,6 +31,10 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "r", json_object_new_int(res->r));
   json_object_object_add(j, "eta", dpo_json_double(o->eta));
   json_object_object_add(j, "gamma", dpo_json_double(o->gamma));
+  if (o->eta_late > 0) {
+    json_object_object_add(j, "eta_late", dpo_json_double(o->eta_late));
+    json_object_object_add(j, "eta_from", json_object_new_int64(o->eta_from));
+  }
   json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
   json_object_object_add(j, "lambda", dpo_json_double(o->lambda));
   json_object_object_add(j, "biases", json_object_new_boolean(res->biases));
@@ -219,6 +223,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_int(cfg, "mf.seed", 1, &seed)) ||
       (rc = dpo_config_get_double(cfg, "mf.eta", o.eta, &o.eta)) ||
       (rc = dpo_config_get_double(cfg, "mf.gamma", o.gamma, &o.gamma)) ||
+      (rc = dpo_config_get_double(cfg, "mf.eta_late", o.eta_late, &o.eta_late)) ||
+      (rc = dpo_config_get_int(cfg, "mf.eta_from", o.eta_from, &o.eta_from)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o.sigma0, &o.sigma0)) ||
       (rc = dpo_config_get_double(cfg, "mf.step_cap", o.step_cap, &o.step_cap)) ||
       (rc = dpo_config_get_double(cfg, "mf.cache_mb", o.cache_mb, &o.cache_mb)) ||
