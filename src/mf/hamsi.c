@@ -45,18 +45,6 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->reject_tol = 0.1;
 }
 
-/* eta t of beta_t = (eta t)^gamma (Alg. 3 line 5), or past the knee T = eta_from the
- * continuation eta T + eta_late (t - T).  Why a knee: with eta = 1 the late quasi-Newton steps
- * are short (beta = 53 at epoch 2400); rank 50, ML-100K-sized ratings from N(0, 1) factors,
- * 2400 epochs: training RMSE 0.207 with eta = 1, 0.174 with eta_late = 0.1 after T = 30,
- * the first 30 epochs unchanged.  A constant smaller eta lengthens the early steps too and
- * the safeguard undoes epoch after epoch (eta 0.25-0.5).  Not the default: at rank 10 the
- * same knee ends higher (0.723-0.726 against 0.710 after 1000 epochs, 24-97 epochs undone). */
-static double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
-  if (!(o->eta_late > 0) || t <= o->eta_from) return o->eta * (double)t;
-  return o->eta * (double)o->eta_from + o->eta_late * (double)(t - o->eta_from);
-}
-
 void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r) {
   if (!r) return;
   free(r->X1);
