@@ -175,10 +175,13 @@ static void explicit_h(int n, int m, double *S, double *Y, double sigma, const d
 }
 
 /* The compact product with H0 = sigma diag(w) (HAMSI's degree metric; w = NULL is the thesis's
- * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs. */
+ * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs.  The
+ * panels are single precision, so the pairs are rounded to float first (as HAMSI's pair
+ * does); the explicit inverse gets the same rounded values. */
 static void compact_vs_explicit(int weighted) {
   enum { n = 9, M = 3, NP = 5 };
-  double A[n * n], wv[n], *w = weighted ? wv : NULL, Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* slot-major panels */
+  double A[n * n], wv[n], *w = weighted ? wv : NULL;
+  dpo__hist_t Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* slot-major panels */
   double Sa[NP * n], Ya[NP * n], g[n], hc[n], he[n];
   /* SPD A so y = A s has s'y > 0 */
   for (int i = 0; i < n; i++)
@@ -188,10 +191,11 @@ static void compact_vs_explicit(int weighted) {
   cr_assert_eq(dpo__lbfgs_init(&l, M, 1.0), DPO_OK);
   for (int k = 0; k < NP; k++) {
     double *s = Sa + k * n, *y = Ya + k * n, dots[2 * M] = {0};
-    for (int i = 0; i < n; i++) s[i] = urand() - 0.5;
+    for (int i = 0; i < n; i++) s[i] = (dpo__hist_t)(urand() - 0.5);
     for (int i = 0; i < n; i++) {
       y[i] = 0;
       for (int j = 0; j < n; j++) y[i] += A[i * n + j] * s[j];
+      y[i] = (dpo__hist_t)y[i];
     }
     int ns = dpo__lbfgs_next_slot(&l), acc;
     for (int j = 0; j < M; j++)
@@ -203,8 +207,8 @@ static void compact_vs_explicit(int weighted) {
     cr_assert_eq(dpo__lbfgs_push(&l, dots, &acc), DPO_OK);
     cr_assert_eq(acc, 1);
     for (int i = 0; i < n; i++) {
-      Ssl[ns * n + i] = s[i];
-      Ysl[ns * n + i] = y[i];
+      Ssl[ns * n + i] = (dpo__hist_t)s[i]; /* exact: s, y are floats */
+      Ysl[ns * n + i] = (dpo__hist_t)y[i];
     }
     /* compare with the explicit inverse from the last min(k+1, M) pairs, after each push
      * (exercises the circular buffer once it wraps) */

@@ -505,11 +505,11 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
   h->ni = mx[1];
   h->K = o->nblocks > 0 ? o->nblocks : (h->grid ? h->size : 20);
   h->B = h->grid ? h->K : 1;
-  if (o->r < 1 || o->r > 1024 || (h->hamsi && (o->memory < 1 || o->memory > 256)) ||
+  if (o->r < 1 || o->r > DPO__HM_RMAX || (h->hamsi && (o->memory < 1 || o->memory > 256)) ||
       !(o->eta > 0) || !(o->gamma > 0) || !(o->sigma0 > 0) || o->lambda < 0 || o->epochs < 0 ||
       !(o->eta_late >= 0) || o->eta_from < 0 ||
       o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B ||
-      o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > 1024 || !(o->eval_budget >= 0) ||
+      o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > DPO__HM_RMAX || !(o->eval_budget >= 0) ||
       o->eval_budget >= 1)
     st = dpo_err(DPO_EINVAL, "hamsi: bad options (r 1..1024 with the bias columns, memory 1..256, "
                              "eta, gamma, sigma0 > 0, eta_late, eta_from, lambda >= 0, holdout and eval_budget in [0, 1), early_stop >= 0)");
@@ -618,7 +618,7 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   res->t_update = dpo__hm_tick_seconds(h, h->k_update);
   res->t_hess = h->t_hess;
   res->t_comm = h->t_comm;
-  res->ring_mb = 8e-6 * (double)h->ring_sent;
+  res->ring_mb = 1e-6 * (double)h->ring_sent;
   res->ratings_per_sec = t_train > 0 ? (double)h->processed / t_train : 0;
   res->pairs_accepted = h->hamsi ? h->lb.accepted : 0;
   res->pairs_rejected = h->hamsi ? h->lb.rejected : 0;

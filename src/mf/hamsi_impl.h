@@ -52,7 +52,8 @@ typedef struct {
   int32_t *row_cut, *col_cut, *owner, *uint_of; /* uint_of: user -> interval */
   int32_t i0, i1, u0, u1;
   int64_t nvr;           /* row-part variables */
-  double *x1, *S1, *Y1, *xb1, *gb1, *s1, *y1;
+  double *x1, *xb1, *gb1, *s1, *y1;
+  dpo__hist_t *S1, *Y1; /* the user rows' L-BFGS panels (lbfgs_compact.h) */
   double **cbuf, **cnext, **csend, **xbc, **gbc, **sc, **yc;
   int32_t cur_k;
   MPI_Request *req;
@@ -63,10 +64,11 @@ typedef struct {
    * which rank p's copy of block c's history is current (the same table on every rank);
    * hin/hout: packed slots in flight, nin[c] and slin[c M ..] the slots block c receives */
   int hcache;
-  double **pb, **hin, **hout;
+  double **pb;
+  dpo__hist_t **hin, **hout;
   int64_t hgen, *known;
   int32_t *hlog, *nin, *slin, tr_from;
-  int64_t ring_sent;     /* doubles this rank sent in ring moves */
+  int64_t ring_sent;     /* bytes this rank sent in ring moves */
   /* training ratings, sorted by block */
   int64_t n, ntest;
   int32_t *lu, *li;     /* user - u0, item - col_cut[block] */
@@ -147,14 +149,24 @@ static inline double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
   return o->eta * (double)o->eta_from + o->eta_late * (double)(t - o->eta_from);
 }
 
+/* the largest row: r with the bias columns (dpo__hm_init checks) */
+#define DPO__HM_RMAX 1024
+/* the MPI type of a panel entry (dpo__hist_t) */
+#define DPO__HIST_MPI MPI_FLOAT
+
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
 #define DPO__MF_NCHUNK 64
 
 static inline int64_t dpo__nvc(const dpo__hm_t *h, int32_t c) {
   return (int64_t)(h->col_cut[c + 1] - h->col_cut[c]) * h->r;
 }
+/* an item block's buffer [x | S | Y]: nv doubles, then 2 M nv single-precision panel entries
+ * (as many bytes as M nv doubles); its size in doubles, and its panels */
 static inline int64_t dpo__cbsize(const dpo__hm_t *h, int32_t c) {
-  return dpo__nvc(h, c) * (1 + 2 * (int64_t)h->M);
+  return dpo__nvc(h, c) * (1 + (int64_t)h->M);
+}
+static inline dpo__hist_t *dpo__cbhist(const dpo__hm_t *h, double *cb, int32_t c) {
+  return (dpo__hist_t *)(cb + dpo__nvc(h, c));
 }
 static inline int32_t dpo__mod(int64_t a, int32_t b) { return (int32_t)(((a % b) + b) % b); }
 

@@ -1,8 +1,8 @@
 /* Item-block ring of HAMSI on the STRATA* grid (see hamsi_impl.h): between two strata every
  * item block moves, with its rows of S and Y, from the rank that used it to the rank whose
- * user interval meets it next.  Nonblocking, in two parts: the history rows [S | Y] (2M of
- * every 2M + 1 doubles) are not changed by a stratum's steps (only by the pair, between
- * epochs), so they are sent as soon as the stratum starts and travel while its blocks compute;
+ * user interval meets it next.  Nonblocking, in two parts: the history rows [S | Y] (2M
+ * single-precision entries to every double of x) are not changed by a stratum's steps (only
+ * by the pair, between epochs), so they are sent as soon as the stratum starts and travel while its blocks compute;
  * the factor rows x are sent right after the block's last use.  The caller posts the receives
  * (dpo__hm_travel_begin, which also sends the histories), sends x (dpo__hm_travel_send) and
  * waits once (dpo__hm_travel_end).  The bytes are the same, so the results are too.
@@ -40,14 +40,14 @@ static int dpo__hm_lacks(const dpo__hm_t *h, int p, int32_t c, int32_t *sl) {
 
 /* Slots sl[0..n) of the history H = [S | Y] (rows of r variables, each with M slot-major
  * panels; nv variables) to or from the packed buf [S slots | Y slots] (rows of n panels). */
-static void dpo__hm_pack(double *H, int64_t nv, int r, int M, const int32_t *sl, int n,
-                         double *buf, int unpack) {
-  size_t rb = sizeof(double) * (size_t)r;
+static void dpo__hm_pack(dpo__hist_t *H, int64_t nv, int r, int M, const int32_t *sl, int n,
+                         dpo__hist_t *buf, int unpack) {
+  size_t rb = sizeof(dpo__hist_t) * (size_t)r;
   for (int part = 0; part < 2; part++) {
-    double *A = H + part * nv * M, *P = buf + part * nv * n;
+    dpo__hist_t *A = H + part * nv * M, *P = buf + part * nv * n;
     for (int64_t o = 0; o < nv; o += r)
       for (int j = 0; j < n; j++) {
-        double *a = A + o * M + (int64_t)sl[j] * r, *p = P + o * n + (int64_t)j * r;
+        dpo__hist_t *a = A + o * M + (int64_t)sl[j] * r, *p = P + o * n + (int64_t)j * r;
         if (unpack)
           memcpy(a, p, rb);
         else
@@ -59,21 +59,21 @@ static void dpo__hm_pack(double *H, int64_t nv, int r, int M, const int32_t *sl,
 /* The history part of block c (held here, going to dst): all of it, its lacking slots
  * packed, or nothing. */
 static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
-  int64_t nv = dpo__nvc(h, c), sz = dpo__cbsize(h, c);
+  int64_t nv = dpo__nvc(h, c), nh = 2 * (int64_t)h->M * nv; /* panel entries */
   int32_t sl[256];
   int n = h->hcache ? dpo__hm_lacks(h, dst, c, sl) : -1;
-  if (sz <= nv || n == 0) return DPO_OK;
-  h->ring_sent += n < 0 ? sz - nv : 2 * n * nv;
+  if (nh == 0 || n == 0) return DPO_OK;
+  h->ring_sent += sizeof(dpo__hist_t) * (size_t)(n < 0 ? nh : 2 * n * nv);
   if (n < 0) {
-    DPO_MPI_CHECK(MPI_Isend(h->cbuf[c] + nv, (int)(sz - nv), MPI_DOUBLE, dst, DPO__TAG_H(c),
-                            h->comm, &h->req[h->nreq++]));
+    DPO_MPI_CHECK(MPI_Isend(dpo__cbhist(h, h->cbuf[c], c), (int)nh, DPO__HIST_MPI, dst,
+                            DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
     return DPO_OK;
   }
-  if (!(h->hout[c] = malloc(sizeof(double) * (size_t)(2 * n * nv))))
+  if (!(h->hout[c] = malloc(sizeof(dpo__hist_t) * (size_t)(2 * n * nv))))
     return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
-  dpo__hm_pack(h->cbuf[c] + nv, nv, h->r, h->M, sl, n, h->hout[c], 0);
-  DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(2 * n * nv), MPI_DOUBLE, dst, DPO__TAG_H(c), h->comm,
-                          &h->req[h->nreq++]));
+  dpo__hm_pack(dpo__cbhist(h, h->cbuf[c], c), nv, h->r, h->M, sl, n, h->hout[c], 0);
+  DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(2 * n * nv), DPO__HIST_MPI, dst, DPO__TAG_H(c),
+                          h->comm, &h->req[h->nreq++]));
   return DPO_OK;
 }
 
@@ -87,7 +87,7 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
       h->cnext[c] = h->cbuf[c];
       continue;
     }
-    int64_t sz = dpo__cbsize(h, c), nv = dpo__nvc(h, c);
+    int64_t sz = dpo__cbsize(h, c), nv = dpo__nvc(h, c), nh = 2 * (int64_t)h->M * nv;
     int n = -1;
     if (h->hcache) {
       h->cnext[c] = h->pb[c];
@@ -97,16 +97,16 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
     }
     DPO_MPI_CHECK(MPI_Irecv(h->cnext[c], (int)nv, MPI_DOUBLE, src, DPO__TAG_X(c), h->comm,
                             &h->req[h->nreq++]));
-    if (sz <= nv || n == 0) continue;
+    if (nh == 0 || n == 0) continue;
     if (n < 0) {
-      DPO_MPI_CHECK(MPI_Irecv(h->cnext[c] + nv, (int)(sz - nv), MPI_DOUBLE, src, DPO__TAG_H(c),
-                              h->comm, &h->req[h->nreq++]));
+      DPO_MPI_CHECK(MPI_Irecv(dpo__cbhist(h, h->cnext[c], c), (int)nh, DPO__HIST_MPI, src,
+                              DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
       continue;
     }
-    if (!(h->hin[c] = malloc(sizeof(double) * (size_t)(2 * n * nv))))
+    if (!(h->hin[c] = malloc(sizeof(dpo__hist_t) * (size_t)(2 * n * nv))))
       return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
-    DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(2 * n * nv), MPI_DOUBLE, src, DPO__TAG_H(c), h->comm,
-                            &h->req[h->nreq++]));
+    DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(2 * n * nv), DPO__HIST_MPI, src, DPO__TAG_H(c),
+                            h->comm, &h->req[h->nreq++]));
   }
   /* the histories of the blocks held now, to where stratum kto needs them (read-only until
    * the wait: the steps read S and Y, MPI allows reading a buffer being sent) */
@@ -124,7 +124,7 @@ int dpo__hm_travel_send(dpo__hm_t *h, int32_t c, int32_t kto) {
   int dst = h->owner[dpo__mod(c - kto, h->B)];
   if (dst == h->rank) return DPO_OK;
   h->csend[c] = h->cbuf[c];
-  h->ring_sent += dpo__nvc(h, c);
+  h->ring_sent += sizeof(double) * (size_t)dpo__nvc(h, c);
   DPO_MPI_CHECK(MPI_Isend(h->cbuf[c], (int)dpo__nvc(h, c), MPI_DOUBLE, dst, DPO__TAG_X(c),
                           h->comm, &h->req[h->nreq++]));
   return DPO_OK;
@@ -137,8 +137,8 @@ int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto) {
   for (int32_t c = 0; c < h->B; c++) {
     if (h->hin && h->hin[c]) { /* the slots received into this rank's copy */
       int64_t nv = dpo__nvc(h, c);
-      dpo__hm_pack(h->pb[c] + nv, nv, h->r, h->M, h->slin + (int64_t)c * h->M, h->nin[c],
-                   h->hin[c], 1);
+      dpo__hm_pack(dpo__cbhist(h, h->pb[c], c), nv, h->r, h->M, h->slin + (int64_t)c * h->M,
+                   h->nin[c], h->hin[c], 1);
       free(h->hin[c]);
       h->hin[c] = NULL;
     }

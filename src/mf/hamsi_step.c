@@ -73,7 +73,8 @@ static inline double dpo__hm_wsq(int32_t r, const double *w, const double *g, in
 
 DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu,
                                              int32_t ntu, const int32_t *ti, int32_t nti,
-                                             double *xc, const double *Sc, const double *Yc,
+                                             double *xc, const dpo__hist_t *Sc,
+                                             const dpo__hist_t *Yc,
                                              const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
   double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
@@ -140,7 +141,7 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
                    double *acc2, double *dx2, double *fsum) {
   int32_t r = h->r, M = h->M;
   int64_t nvc = dpo__nvc(h, b->cb);
-  double *Sc = xc + nvc, *Yc = Sc + nvc * M;
+  dpo__hist_t *Sc = (dpo__hist_t *)(xc + nvc), *Yc = Sc + nvc * M;
   const int32_t *tu, *ti;
   int32_t ntu, nti;
   int64_t off, n;
@@ -288,18 +289,37 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
 }
 
 /* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables: rows
- * of r, each with its slot-major panels of S and Y */
-static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const double *S, const double *Y,
-                           const double *w, const double *s, const double *y, int ns,
+ * of r, each with its slot-major panels of S and Y.  s and y are rounded to the panels'
+ * precision first (in place: the rounded pair is the one the panels get, and every product
+ * here is of stored values, so R and C are those of the stored pairs). */
+static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
+                           const dpo__hist_t *Y, const double *w, double *s, double *y, int ns,
                            double *out) {
   int M = h->M, r = h->r;
-  const double *P[256], *Q[256];
+  const dpo__hist_t *P[256], *Q[256];
+  dpo__hist_t sf[DPO__HM_RMAX], yf[DPO__HM_RMAX];
   for (int64_t o = 0; o < nv; o += r) {
+    for (int32_t q = 0; q < r; q++) {
+      s[o + q] = sf[q] = (dpo__hist_t)s[o + q];
+      y[o + q] = yf[q] = (dpo__hist_t)y[o + q];
+    }
     for (int j = 0; j < M; j++) {
-      P[j] = j == ns ? s + o : S + o * M + (int64_t)j * r;
-      Q[j] = j == ns ? y + o : Y + o * M + (int64_t)j * r;
+      P[j] = j == ns ? sf : S + o * M + (int64_t)j * r;
+      Q[j] = j == ns ? yf : Y + o * M + (int64_t)j * r;
     }
     dpo__lbfgs_dots(M, r, P, Q, w + o, y + o, out);
+  }
+}
+
+/* slot ns of the panels of nv variables (rows of r) from s and y, already rounded */
+static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S, dpo__hist_t *Y,
+                            const double *s, const double *y) {
+  for (int64_t o = 0; o < nv; o += r) {
+    dpo__hist_t *a = S + o * M + (int64_t)ns * r, *b = Y + o * M + (int64_t)ns * r;
+    for (int32_t q = 0; q < r; q++) {
+      a[q] = (dpo__hist_t)s[o + q];
+      b[q] = (dpo__hist_t)y[o + q];
+    }
   }
 }
 
@@ -338,7 +358,7 @@ int dpo__hm_pair(dpo__hm_t *h) {
     int64_t nv = dpo__nvc(h, c);
     for (int64_t v = 0; v < nv; v++) h->yc[c][v] -= h->gbc[c][v];
     if (!h->grid && h->rank != 0) continue; /* replicated: counted once */
-    dpo__pair_dots(h, nv, h->cbuf[c] + nv, h->cbuf[c] + nv + nv * M,
+    dpo__pair_dots(h, nv, dpo__cbhist(h, h->cbuf[c], c), dpo__cbhist(h, h->cbuf[c], c) + nv * M,
                    h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c], h->yc[c], ns,
                    part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
   }
@@ -346,19 +366,12 @@ int dpo__hm_pair(dpo__hm_t *h) {
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
   if (acc) {
     h->sigma = h->lb.sigma;
-    size_t rb = sizeof(double) * (size_t)h->r;
-    for (int64_t o = 0; o < h->nvr; o += h->r) { /* slot ns of each row's panels */
-      memcpy(h->S1 + o * M + (int64_t)ns * h->r, h->s1 + o, rb);
-      memcpy(h->Y1 + o * M + (int64_t)ns * h->r, h->y1 + o, rb);
-    }
+    dpo__pair_store(h->nvr, h->r, M, ns, h->S1, h->Y1, h->s1, h->y1);
     for (int32_t c = 0; c < h->B; c++) {
       if (!h->cbuf[c]) continue;
       int64_t nv = dpo__nvc(h, c);
-      double *S = h->cbuf[c] + nv, *Y = S + nv * M;
-      for (int64_t o = 0; o < nv; o += h->r) {
-        memcpy(S + o * M + (int64_t)ns * h->r, h->sc[c] + o, rb);
-        memcpy(Y + o * M + (int64_t)ns * h->r, h->yc[c] + o, rb);
-      }
+      dpo__hist_t *S = dpo__cbhist(h, h->cbuf[c], c);
+      dpo__pair_store(nv, h->r, M, ns, S, S + nv * M, h->sc[c], h->yc[c]);
     }
     if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */
       dpo__hm_hist_pair(h, ns);
@@ -374,11 +387,11 @@ void dpo__hm_reset_memory(dpo__hm_t *h) {
   dpo__lbfgs_reset(&h->lb, h->o.sigma0);
   h->sigma = h->o.sigma0;
   /* stale rows would only meet zero entries of N, but 0 * inf is NaN: clear them */
-  memset(h->S1, 0, sizeof(double) * (size_t)(h->nvr * M));
-  memset(h->Y1, 0, sizeof(double) * (size_t)(h->nvr * M));
+  memset(h->S1, 0, sizeof(dpo__hist_t) * (size_t)(h->nvr * M));
+  memset(h->Y1, 0, sizeof(dpo__hist_t) * (size_t)(h->nvr * M));
   for (int32_t c = 0; c < h->B; c++) {
     double *b = h->hcache ? h->pb[c] : h->cbuf[c]; /* cached copies too: all current again */
-    if (b) memset(b + dpo__nvc(h, c), 0, sizeof(double) * (size_t)(2 * M * dpo__nvc(h, c)));
+    if (b) memset(dpo__cbhist(h, b, c), 0, sizeof(dpo__hist_t) * (size_t)(2 * M * dpo__nvc(h, c)));
   }
   if (h->hcache)
     for (int64_t q = 0; q < (int64_t)h->size * h->B; q++) h->known[q] = h->hgen;

@@ -139,12 +139,20 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
  * compile-time M = 1..8.  Fixed lanes and a fixed final sum: the same bits wherever the
  * panels sit in memory, so at every rank count and cache setting.  Each 64 bytes of a panel
  * read come with a prefetch DPO__LB_PFD bytes further on: the panels of a block's rows (5.2
- * MB at rank 50 on ML-100K-sized data, twice a step) come from L3 or memory, and on the Intel
+ * MB at rank 50 on ML-100K-sized data in double, 2.6 in single precision, twice a step) come from L3 or memory, and on the Intel
  * host (1 MB of L2) the products ran at ~14 GB/s against a 25 GB/s read bound; with it the
  * update phase took 15-20% less (2 or 4 KB ahead alike; prefetches of a whole row's panels at
  * once gained half that). */
 #define DPO__LB_PFD 4096
 #define DPO__LB_PF(p) __builtin_prefetch((const void *)((uintptr_t)(p) + DPO__LB_PFD), 0, 3)
+/* 8 panel entries as 8 doubles */
+typedef float dpo__lb_v8f __attribute__((vector_size(32)));
+#define DPO__LB_LD8(p)                                                                    \
+  ({                                                                                      \
+    dpo__lb_v8f f_;                                                                       \
+    memcpy(&f_, (p), sizeof f_);                                                          \
+    __builtin_convertvector(f_, dpo__mf_v8);                                              \
+  })
 /* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
 #define DPO__BY_M(X)                                                                      \
   switch (M) {                                                                            \
@@ -161,19 +169,19 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
 
 /* a panel at a time, each read front to back: per panel one vector sum over the 8-entry
  * steps, then its scalar tail (no accumulator array: zeroing one per row cost 8% of the pass) */
-DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
-                                    const double *const *Q, const double *w, const double *g,
-                                    double *u) {
+DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
+                                    const dpo__hist_t *const *Q, const double *w,
+                                    const double *g, double *u) {
   int64_t n8 = nvar & ~(int64_t)7;
   for (int j = 0; j < M; j++) {
-    const double *p = P[j], *q = Q[j];
+    const dpo__hist_t *p = P[j], *q = Q[j];
     dpo__mf_v8 a = {0}, b = {0};
     for (int64_t v = 0; v < n8; v += 8) {
       DPO__LB_PF(p + v);
       DPO__LB_PF(q + v);
       dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8;
-      a += DPO__MF_LD8(p + v) * g8;
-      b += DPO__MF_LD8(q + v) * wg8;
+      a += DPO__LB_LD8(p + v) * g8;
+      b += DPO__LB_LD8(q + v) * wg8;
     }
     double ta = 0, tb = 0;
     for (int64_t v = n8; v < nvar; v++) {
@@ -186,9 +194,9 @@ DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const double *const *P,
   }
 }
 
-void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                    const double *w, const double *g, double *u) {
-  const double *P[256], *Q[256];
+void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
+                    const dpo__hist_t *Y, const double *w, const double *g, double *u) {
+  const dpo__hist_t *P[256], *Q[256];
   for (int j = 0; j < l->M; j++) {
     P[j] = S + j * nvar;
     Q[j] = Y + j * nvar;
@@ -218,24 +226,24 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
       int nc = (int)(n8 / 8);                                                             \
       dpo__mf_v8 a_[8] = {{0}}, b_[8] = {{0}}; /* fully unrolled: registers */           \
       double at_[8], bt_[8];                                                              \
-      const double *s_ = S + k0, *y_ = Y + k0;                                            \
+      const dpo__hist_t *s_ = S + k0, *y_ = Y + k0;                                       \
       _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                  \
         DPO__LB_PF(s_ + 8 * c);                                                           \
         DPO__LB_PF(y_ + 8 * c);                                                           \
-        a_[c] = DPO__MF_LD8(s_ + 8 * c) * v[0];                                           \
-        b_[c] = DPO__MF_LD8(y_ + 8 * c) * v[(MM)];                                        \
+        a_[c] = DPO__LB_LD8(s_ + 8 * c) * v[0];                                           \
+        b_[c] = DPO__LB_LD8(y_ + 8 * c) * v[(MM)];                                        \
       }                                                                                   \
       for (int64_t c = n8; c < nk; c++) {                                                 \
         at_[c - n8] = s_[c] * v[0];                                                       \
         bt_[c - n8] = y_[c] * v[(MM)];                                                    \
       }                                                                                   \
       for (int j = 1; j < (MM); j++) {                                                    \
-        const double *sj = s_ + j * nvar, *yj = y_ + j * nvar;                            \
+        const dpo__hist_t *sj = s_ + j * nvar, *yj = y_ + j * nvar;                       \
         _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                \
           DPO__LB_PF(sj + 8 * c);                                                         \
           DPO__LB_PF(yj + 8 * c);                                                         \
-          a_[c] += DPO__MF_LD8(sj + 8 * c) * v[j];                                        \
-          b_[c] += DPO__MF_LD8(yj + 8 * c) * v[(MM) + j];                                 \
+          a_[c] += DPO__LB_LD8(sj + 8 * c) * v[j];                                        \
+          b_[c] += DPO__LB_LD8(yj + 8 * c) * v[(MM) + j];                                 \
         }                                                                                 \
         for (int64_t c = n8; c < nk; c++) {                                               \
           at_[c - n8] += sj[c] * v[j];                                                    \
@@ -252,8 +260,9 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
     }                                                                                     \
   } while (0)
 
-DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                     const double *w, const double *g, const double *v, double *out) {
+DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
+                                    const dpo__hist_t *Y, const double *w, const double *g,
+                                    const double *v, double *out) {
   int M = l->M;
   double sg = l->sigma;
   DPO__BY_M(DPO__WMUL)
@@ -263,9 +272,10 @@ DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const d
 #undef DPO__BY_M
 #undef DPO__LB_PF
 #undef DPO__LB_PFD
+#undef DPO__LB_LD8
 
-void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const double *S, const double *Y,
-                      const double *w, const double *g, double *out) {
+void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
+                      const dpo__hist_t *Y, const double *w, const double *g, double *out) {
   double u[512] = {0}, v[512];
   dpo__lbfgs_wtg(l, nvar, S, Y, w, g, u);
   dpo__lbfgs_nmul(l, u, v);
