@@ -90,6 +90,7 @@ typedef struct {
   double *ty;
   double *g1s, *g2s, *d;
   double *tn1, *tn2;     /* gradient steps: per touched row, sum of the partners' squared norms */
+  double *nn1, *nn2;     /* and the touched rows' own squared norms */
   double *w1, *w2;       /* metric weights 1/deg of each variable: row part, all item rows */
   dpo__lbfgs_t lb;
   double sigma;          /* step scale in use (sigma0 until a pair is accepted) */

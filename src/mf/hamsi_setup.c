@@ -92,6 +92,8 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->g2s);
   free(h->tn1);
   free(h->tn2);
+  free(h->nn1);
+  free(h->nn2);
   free(h->d);
   free(h->w1);
   free(h->w2);
@@ -578,6 +580,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->g2s, maxc);
   DPO__ALLOC(h->tn1, h->nvr / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->tn2, maxc / (h->r > 0 ? h->r : 1) + 1);
+  DPO__ALLOC(h->nn1, h->nvr / (h->r > 0 ? h->r : 1) + 1);
+  DPO__ALLOC(h->nn2, maxc / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->d, r);
   DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;

@@ -233,14 +233,21 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
      * no more gradient epoch that raises the RMSE), as dpo__hm_rating_cap does for the
      * quasi-Newton steps. */
     int gcap = h->hamsi && h->o.step_cap > 0, cut = 0;
-    if (gcap) {
-      for (int32_t a = 0; a < ntu; a++) h->tn1[tu[a]] = 0;
-      for (int32_t a = 0; a < nti; a++) h->tn2[ti[a]] = 0;
+    if (gcap) { /* each row's squared norm once, not once a rating (the same sums) */
+      for (int32_t a = 0; a < ntu; a++) {
+        const double *a1 = h->x1 + (int64_t)tu[a] * r;
+        h->tn1[tu[a]] = 0;
+        h->nn1[tu[a]] = dpo__mf_dot(r, a1, a1);
+      }
+      for (int32_t a = 0; a < nti; a++) {
+        const double *a2 = xc + (int64_t)ti[a] * r;
+        h->tn2[ti[a]] = 0;
+        h->nn2[ti[a]] = dpo__mf_dot(r, a2, a2);
+      }
       for (int64_t k = off; k < off + n; k++) {
         int64_t u = h->lu[k], i = h->li[k];
-        const double *a1 = h->x1 + u * r, *a2 = xc + i * r;
-        h->tn1[u] += dpo__mf_dot(r, a2, a2) + h->o.lambda * h->wu[k];
-        h->tn2[i] += dpo__mf_dot(r, a1, a1) + h->o.lambda * h->wi[k];
+        h->tn1[u] += h->nn2[i] + h->o.lambda * h->wu[k];
+        h->tn2[i] += h->nn1[u] + h->o.lambda * h->wi[k];
       }
     }
     for (int32_t a = 0; a < ntu; a++) {
