@@ -92,6 +92,18 @@ typedef double dpo__mf_v8 __attribute__((vector_size(64)));
     dpo__mf_v8 h_ = (v);                                                                  \
     ((h_[0] + h_[1]) + (h_[2] + h_[3])) + ((h_[4] + h_[5]) + (h_[6] + h_[7]));            \
   })
+/* the same by halves (lanes i and i + 4, then i and i + 2): three vector adds, a short
+ * chain for the rating loop's dot product */
+typedef double dpo__mf_v4 __attribute__((vector_size(32)));
+typedef double dpo__mf_v2 __attribute__((vector_size(16)));
+#define DPO__MF_HSUM8H(v)                                                                 \
+  ({                                                                                      \
+    dpo__mf_v8 h_ = (v);                                                                  \
+    dpo__mf_v4 q_ = __builtin_shufflevector(h_, h_, 0, 1, 2, 3) +                         \
+                    __builtin_shufflevector(h_, h_, 4, 5, 6, 7);                          \
+    dpo__mf_v2 d_ = __builtin_shufflevector(q_, q_, 0, 1) + __builtin_shufflevector(q_, q_, 2, 3); \
+    d_[0] + d_[1];                                                                        \
+  })
 /* always inlined, so it runs in the caller's clone (a call would run baseline code) */
 static inline __attribute__((always_inline)) double
 dpo__mf_run_terms(int32_t r, const int32_t nf, const double *restrict x1, double *restrict g1,
@@ -124,8 +136,9 @@ dpo__mf_run_terms(int32_t r, const int32_t nf, const double *restrict x1, double
       if (v < nf) s0 += xa[v] * DPO__MF_LD8(x2 + 8 * v);
       if (v + 1 < nf) s1 += xa[v + 1] * DPO__MF_LD8(x2 + 8 * v + 8);
     }
-    double p = DPO__MF_HSUM8(s0 + s1);
-    for (int32_t q = 8 * nf; q < r; q++) p += x1[q] * x2[q];
+    double t = 0; /* the entries past the last 8, apart from the vector sum's chain */
+    for (int32_t q = 8 * nf; q < r; q++) t += x1[q] * x2[q];
+    double p = DPO__MF_HSUM8H(s0 + s1) + t;
     double e = p - y[k], f = e * e;
     double a = 2 * e, bu = 2 * lambda * wu[k], bi = 2 * lambda * wi[k];
     if (lambda != 0) f += lambda * (wu[k] * n1 + wi[k] * dpo__mf_dot(r, x2, x2));
