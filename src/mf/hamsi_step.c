@@ -299,13 +299,14 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
  * of r, each with its slot-major panels of S and Y.  s and y are rounded to the panels'
  * precision first (in place: the rounded pair is the one the panels get, and every product
  * here is of stored values, so R and C are those of the stored pairs). */
-static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
+DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
                            const dpo__hist_t *Y, const double *w, double *s, double *y, int ns,
                            double *out) {
   int M = h->M, r = h->r;
   const dpo__hist_t *P[256], *Q[256];
   dpo__hist_t sf[DPO__HM_RMAX], yf[DPO__HM_RMAX];
   for (int64_t o = 0; o < nv; o += r) {
+#pragma omp simd
     for (int32_t q = 0; q < r; q++) {
       s[o + q] = sf[q] = (dpo__hist_t)s[o + q];
       y[o + q] = yf[q] = (dpo__hist_t)y[o + q];
@@ -319,10 +320,11 @@ static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
 }
 
 /* slot ns of the panels of nv variables (rows of r) from s and y, already rounded */
-static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S, dpo__hist_t *Y,
-                            const double *s, const double *y) {
+DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S,
+                                           dpo__hist_t *Y, const double *s, const double *y) {
   for (int64_t o = 0; o < nv; o += r) {
     dpo__hist_t *a = S + o * M + (int64_t)ns * r, *b = Y + o * M + (int64_t)ns * r;
+#pragma omp simd
     for (int32_t q = 0; q < r; q++) {
       a[q] = (dpo__hist_t)s[o + q];
       b[q] = (dpo__hist_t)y[o + q];
@@ -332,7 +334,7 @@ static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S, dp
 
 /* Lines 14-19 after the last inner step: y = g - g-bar, the 2M inner products in ONE
  * Allreduce (2M per part with repro), acceptance, and the new S, Y rows. */
-int dpo__hm_pair(dpo__hm_t *h) {
+DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
   int st = DPO_OK, M = h->M, ns = dpo__lbfgs_next_slot(&h->lb), acc = 0;
   /* y = g - g-bar is the gradient difference of the repeated stratum alone (line 14), not
    * rescaled to the whole f: H then models the curvature of one stratum's function, which is
@@ -344,6 +346,7 @@ int dpo__hm_pair(dpo__hm_t *h) {
   double t = MPI_Wtime();
   double *part = calloc((size_t)nparts * 2 * M, sizeof(double)), dots[512];
   if (!part) return dpo_err(DPO_ENOMEM, "pair dots");
+#pragma omp simd
   for (int64_t v = 0; v < h->nvr; v++) h->y1[v] -= h->gb1[v];
   if (h->grid) {
     for (int32_t i = h->i0; i < h->i1; i++) {
@@ -363,7 +366,10 @@ int dpo__hm_pair(dpo__hm_t *h) {
   for (int32_t c = 0; c < h->B; c++) {
     if (!h->cbuf[c]) continue;
     int64_t nv = dpo__nvc(h, c);
-    for (int64_t v = 0; v < nv; v++) h->yc[c][v] -= h->gbc[c][v];
+    double *yc = h->yc[c];
+    const double *gbc = h->gbc[c];
+#pragma omp simd
+    for (int64_t v = 0; v < nv; v++) yc[v] -= gbc[v];
     if (!h->grid && h->rank != 0) continue; /* replicated: counted once */
     dpo__pair_dots(h, nv, dpo__cbhist(h, h->cbuf[c], c), dpo__cbhist(h, h->cbuf[c], c) + nv * M,
                    h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c], h->yc[c], ns,
