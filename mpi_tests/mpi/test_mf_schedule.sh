@@ -34,7 +34,8 @@ check "epoch 6 after the knee differs" test "$(rmse plain 6)" != "$(rmse knee 6)
 check "epoch 20 differs" test "$(rmse plain 20)" != "$(rmse knee 20)"
 check "summary records eta_late" test "$(jq -r .eta_late "$T/knee/summary.json")" = 0.1
 check "summary records eta_from" test "$(jq -r .eta_from "$T/knee/summary.json")" = 5
-check "no eta_late in a plain run's summary" test "$(jq -r .eta_late "$T/plain/summary.json")" = null
+check "no eta_late in a plain run's summary" \
+  test "$(jq -r .eta_late "$T/plain/summary.json")" = null
 for bad in "--eta-late -1" "--eta-from -2"; do
   expect 1 $MPI -np 2 "$DPOPT" mf --rank 20 --epochs 5 --holdout 0 $bad "$R"
   has "$T/err" "eta_late, eta_from" "$bad refused"

@@ -28,6 +28,24 @@ static dpo_shard_t dense_shard(int64_t n, int32_t d, uint64_t seed) {
   return s;
 }
 
+/* Two full passes over s with x: the first decides the prefetch (mode() goes from -1 to a
+ * choice, or keeps the one made before; bytes() is 0 exactly when the choice is none), the
+ * second runs with it; both give the same bits in g1 and *l1. */
+static void two_passes(const dpo_shard_t *s, const double *x, double *g1, double *l1,
+                       int (*mode_fn)(void), int64_t (*bytes_fn)(void)) {
+  double g2[256] = {0}, l2 = 0;
+  cr_assert_leq(s->d, 256);
+  int before = mode_fn();
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, s, x, NULL, 0, NULL, NULL, l1, g1), DPO_OK);
+  int mode = mode_fn();
+  cr_expect(mode >= 0 && (mode == 0) == (bytes_fn() == 0), "prefetch mode %d (%ld bytes)", mode,
+            (long)bytes_fn());
+  cr_expect(before == -1 || before == mode, "a decided mode changed");
+  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
+  cr_expect(memcmp(g1, g2, sizeof(double) * (size_t)s->d) == 0 && *l1 == l2,
+            "measuring pass and next pass differ");
+}
+
 /* The dense pass's first call over >= 64 MB times its prefetch distances on interleaved
  * segments, then keeps one: the choice changes no arithmetic, so the measuring pass and the
  * next give the same bits (and agree with the row-list path to rounding). */
@@ -38,17 +56,9 @@ Test(kernels, prefetch_choice_same_bits) {
   int64_t *rows = malloc((size_t)n * sizeof(int64_t));
   cr_assert(rows);
   for (int64_t i = 0; i < n; i++) rows[i] = i;
-  double x[100], g1[100] = {0}, g2[100] = {0}, g3[100] = {0}, l1 = 0, l2 = 0, l3 = 0;
+  double x[100], g1[100] = {0}, g3[100] = {0}, l1 = 0, l3 = 0;
   rand_vec(x, d, 0.1);
-  int before = dpo_kern_prefetch_mode();
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
-  int mode = dpo_kern_prefetch_mode();
-  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_prefetch_bytes() == 0),
-            "prefetch mode %d (%ld bytes) after a 67 MB pass", mode,
-            (long)dpo_kern_prefetch_bytes());
-  cr_expect(before == -1 || before == mode, "a decided mode changed");
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
-  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
+  two_passes(&s, x, g1, &l1, dpo_kern_prefetch_mode, dpo_kern_prefetch_bytes);
   cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
   cr_expect_lt(rel2(g1, g3, d), 1e-12, "full pass vs row-list pass");
   cr_expect_lt(fabs(l1 - l3), 1e-12 * fabs(l3));
@@ -89,16 +99,9 @@ Test(kernels, csr_prefetch_choice_same_bits) {
   }
   cr_assert_gt(12 * nnz, (int64_t)64 << 20, "%ld nonzeros: under the 64 MB that trigger it",
                (long)nnz);
-  double x[123], g1[123] = {0}, g2[123] = {0}, g3[123] = {0}, l1 = 0, l2 = 0, l3 = 0;
+  double x[123], g1[123] = {0}, g3[123] = {0}, l1 = 0, l3 = 0;
   rand_vec(x, d, 0.3);
-  int before = dpo_kern_csr_prefetch_mode();
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l1, g1), DPO_OK);
-  int mode = dpo_kern_csr_prefetch_mode();
-  cr_expect(mode >= 0 && (mode == 0) == (dpo_kern_csr_prefetch_bytes() == 0),
-            "CSR prefetch mode %d (%ld bytes)", mode, (long)dpo_kern_csr_prefetch_bytes());
-  cr_expect(before == -1 || before == mode, "a decided mode changed");
-  cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, NULL, 0, NULL, NULL, &l2, g2), DPO_OK);
-  cr_expect(memcmp(g1, g2, sizeof g1) == 0 && l1 == l2, "measuring pass and next pass differ");
+  two_passes(&s, x, g1, &l1, dpo_kern_csr_prefetch_mode, dpo_kern_csr_prefetch_bytes);
   cr_assert_eq(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &s, x, rows, n, NULL, NULL, &l3, g3), DPO_OK);
   cr_expect(memcmp(g1, g3, sizeof g1) == 0 && l1 == l3, "full pass and row-list pass differ");
   free(s.rowptr);

@@ -511,8 +511,10 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
       o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B ||
       o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > DPO__HM_RMAX || !(o->eval_budget >= 0) ||
       o->eval_budget >= 1)
-    st = dpo_err(DPO_EINVAL, "hamsi: bad options (r 1..1024 with the bias columns, memory 1..256, "
-                             "eta, gamma, sigma0 > 0, eta_late, eta_from, lambda >= 0, holdout and eval_budget in [0, 1), early_stop >= 0)");
+    st = dpo_err(DPO_EINVAL,
+                 "hamsi: bad options (r 1..%d with the bias columns, memory 1..256, eta, gamma, "
+                 "sigma0 > 0, eta_late, eta_from, lambda >= 0, holdout and eval_budget in "
+                 "[0, 1), early_stop >= 0)", DPO__HM_RMAX);
   else if (o->early_stop > 0 && (o->holdout <= 0 || o->eval_every < 1))
     st = dpo_err(DPO_EINVAL, "hamsi: early stopping needs a held-out split (holdout > 0) and "
                              "evaluations (eval_every >= 1)");

@@ -152,8 +152,10 @@ static inline double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
 
 /* the largest row: r with the bias columns (dpo__hm_init checks) */
 #define DPO__HM_RMAX 1024
-/* the MPI type of a panel entry (dpo__hist_t) */
+/* the MPI type of a panel entry (dpo__hist_t); dpo__cbsize counts two entries a double */
 #define DPO__HIST_MPI MPI_FLOAT
+_Static_assert(sizeof(dpo__hist_t) == sizeof(float) && 2 * sizeof(float) == sizeof(double),
+               "dpo__hist_t must be float: DPO__HIST_MPI and dpo__cbsize assume it");
 
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
 #define DPO__MF_NCHUNK 64

@@ -2,7 +2,8 @@
  * item block moves, with its rows of S and Y, from the rank that used it to the rank whose
  * user interval meets it next.  Nonblocking, in two parts: the history rows [S | Y] (2M
  * single-precision entries to every double of x) are not changed by a stratum's steps (only
- * by the pair, between epochs), so they are sent as soon as the stratum starts and travel while its blocks compute;
+ * by the pair, between epochs), so they are sent as soon as the stratum starts and travel
+ * while its blocks compute;
  * the factor rows x are sent right after the block's last use.  The caller posts the receives
  * (dpo__hm_travel_begin, which also sends the histories), sends x (dpo__hm_travel_send) and
  * waits once (dpo__hm_travel_end).  The bytes are the same, so the results are too.

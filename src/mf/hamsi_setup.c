@@ -536,7 +536,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
     DPO__ALLOC(h->y1, h->nvr);
   }
   /* the history cache: every block's [x | S | Y] on every rank, and the P x B table */
-  double cache_bytes = (8.0 + 2.0 * M * sizeof(dpo__hist_t)) * (double)h->ni * r + 8.0 * h->size * h->B;
+  double cache_bytes =
+      (8.0 + 2.0 * M * sizeof(dpo__hist_t)) * (double)h->ni * r + 8.0 * h->size * h->B;
   h->hcache = h->grid && h->hamsi && h->size > 1 && h->o.cache_mb > 0 &&
               cache_bytes <= h->o.cache_mb * 1e6;
   if (h->hcache) {

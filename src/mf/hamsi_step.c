@@ -297,18 +297,18 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
 
 /* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables: rows
  * of r, each with its slot-major panels of S and Y.  s and y are rounded to the panels'
- * precision first (in place: the rounded pair is the one the panels get, and every product
- * here is of stored values, so R and C are those of the stored pairs). */
+ * precision first (y in place, as it is also the vector the panels are multiplied by), so
+ * every product here is of stored values and R and C are those of the stored pairs. */
 DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
-                           const dpo__hist_t *Y, const double *w, double *s, double *y, int ns,
-                           double *out) {
+                                          const dpo__hist_t *Y, const double *w, const double *s,
+                                          double *y, int ns, double *out) {
   int M = h->M, r = h->r;
   const dpo__hist_t *P[256], *Q[256];
   dpo__hist_t sf[DPO__HM_RMAX], yf[DPO__HM_RMAX];
   for (int64_t o = 0; o < nv; o += r) {
 #pragma omp simd
     for (int32_t q = 0; q < r; q++) {
-      s[o + q] = sf[q] = (dpo__hist_t)s[o + q];
+      sf[q] = (dpo__hist_t)s[o + q];
       y[o + q] = yf[q] = (dpo__hist_t)y[o + q];
     }
     for (int j = 0; j < M; j++) {
@@ -319,7 +319,7 @@ DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const 
   }
 }
 
-/* slot ns of the panels of nv variables (rows of r) from s and y, already rounded */
+/* slot ns of the panels of nv variables (rows of r) from s and y (the rounding of pair_dots) */
 DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S,
                                            dpo__hist_t *Y, const double *s, const double *y) {
   for (int64_t o = 0; o < nv; o += r) {
@@ -371,9 +371,9 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
 #pragma omp simd
     for (int64_t v = 0; v < nv; v++) yc[v] -= gbc[v];
     if (!h->grid && h->rank != 0) continue; /* replicated: counted once */
-    dpo__pair_dots(h, nv, dpo__cbhist(h, h->cbuf[c], c), dpo__cbhist(h, h->cbuf[c], c) + nv * M,
-                   h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c], h->yc[c], ns,
-                   part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
+    const dpo__hist_t *S = dpo__cbhist(h, h->cbuf[c], c);
+    dpo__pair_dots(h, nv, S, S + nv * M, h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c],
+                   h->yc[c], ns, part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
   }
   if ((st = dpo__hm_reduce_parts(h, part, nparts, 2 * M, dots))) goto out;
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
