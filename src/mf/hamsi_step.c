@@ -166,12 +166,18 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
   if (one < 0 && r <= 8 * DPO__MF_RV) { /* a grid block: its ratings by user runs */
     /* one copy of the loop per number of full 8-wide vectors in a row (r / 8 a constant):
      * no run-time test per vector and rating */
-#define DPO__HM_RUNS(NF)                                                                  \
+#define DPO__HM_RUNS1(NF, LAM)                                                            \
   for (int64_t k = off, e; k < off + n; k = e) {                                          \
     int64_t u = h->lu[k];                                                                 \
     for (e = k + 1; e < off + n && h->lu[e] == u;) e++;                                  \
-    fs += dpo__mf_run_terms(r, NF, h->x1 + u * r, h->g1s + u * r, xc, h->g2s, h->li + k,  \
-                            h->y + k, h->wu + k, h->wi + k, h->o.lambda, e - k);          \
+    fs += dpo__mf_run_terms(r, NF, LAM, h->x1 + u * r, h->g1s + u * r, xc, h->g2s,        \
+                            h->li + k, h->y + k, h->wu + k, h->wi + k, h->o.lambda, e - k); \
+  }
+#define DPO__HM_RUNS(NF)                                                                  \
+  if (h->o.lambda != 0) {                                                                 \
+    DPO__HM_RUNS1(NF, 1)                                                                  \
+  } else {                                                                                \
+    DPO__HM_RUNS1(NF, 0)                                                                  \
   }
     switch (r / 8) {
     case 0: DPO__HM_RUNS(0) break;
@@ -185,6 +191,7 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
     default: DPO__HM_RUNS(8) break;
     }
 #undef DPO__HM_RUNS
+#undef DPO__HM_RUNS1
   } else {
     for (int64_t k = off; k < off + n; k++) {
       int64_t u = h->lu[k], i = h->li[k];

@@ -71,13 +71,7 @@ static inline double dpo__mf_term(int32_t r, const double *restrict x1,
   return f;
 }
 
-/* The terms of one user's run of ratings in a grid block (ratings sorted by user; r <= 8 *
- * DPO__MF_RV): dpo__mf_term for each, with the user's row x1 and its gradient sum g1 held in
- * 8-wide vectors for the whole run, and the item rows read and updated 8 entries at a time
- * (entries past the last 8: scalar).  dpo__mf_term per rating, in 2-wide vectors with g1 read
- * and written back through memory each time, ran at 37 ns a rating at rank 50 (AMD EPYC,
- * AVX-512 build); this at 24 (issue 15).  Items it[k], ratings y, wu, wi [0, n).  A fixed
- * order of operations: the same bits at every rank count. */
+/* The grid blocks' rating loop (dpo__mf_run_terms below) in 8-wide vectors. */
 typedef double dpo__mf_v8 __attribute__((vector_size(64)));
 #define DPO__MF_RV 8
 /* item rows are prefetched this many ratings ahead: they come from L2 in no order the
@@ -104,25 +98,88 @@ typedef double dpo__mf_v2 __attribute__((vector_size(16)));
     dpo__mf_v2 d_ = __builtin_shufflevector(q_, q_, 0, 1) + __builtin_shufflevector(q_, q_, 2, 3); \
     d_[0] + d_[1];                                                                        \
   })
-/* always inlined, so it runs in the caller's clone (a call would run baseline code) */
+/* One rating's residual x1'x2 - y: the first nf 8-wide products in two chains summed by
+ * halves, the entries past the last 8 apart from that chain.  Always inlined (as the helpers
+ * below), so it runs in the caller's clone (a call would run baseline code). */
 static inline __attribute__((always_inline)) double
-dpo__mf_run_terms(int32_t r, const int32_t nf, const double *restrict x1, double *restrict g1,
-                  const double *restrict X2, double *restrict G2, const int32_t *restrict it,
-                  const double *restrict y, const double *restrict wu, const double *restrict wi,
-                  double lambda, int64_t n) {
+dpo__mf_resid(int32_t r, const int32_t nf, const dpo__mf_v8 *xa, const double *restrict x1,
+              const double *restrict x2, double y) {
+  dpo__mf_v8 s0 = {0}, s1 = {0};
+#pragma GCC unroll 8
+  for (int v = 0; v < DPO__MF_RV; v += 2) {
+    if (v < nf) s0 += xa[v] * DPO__MF_LD8(x2 + 8 * v);
+    if (v + 1 < nf) s1 += xa[v + 1] * DPO__MF_LD8(x2 + 8 * v + 8);
+  }
+  double t = 0;
+  for (int32_t q = 8 * nf; q < r; q++) t += x1[q] * x2[q];
+  return DPO__MF_HSUM8H(s0 + s1) + t - y;
+}
+
+/* One rating's gradient, a = 2 e: g1 += a x2 + bu x1 (its vector part in ga), g2 += a x1 +
+ * bi x2.  lam = 0 (a constant): no L2 terms, and a x2 is fused into the sums. */
+static inline __attribute__((always_inline)) void
+dpo__mf_grad(int32_t r, const int32_t nf, const int lam, dpo__mf_v8 *ga, const dpo__mf_v8 *xa,
+             const double *restrict x1, double *restrict g1, const double *restrict x2,
+             double *restrict g2, double a, double bu, double bi) {
+#pragma GCC unroll 8
+  for (int v = 0; v < DPO__MF_RV; v++)
+    if (v < nf) {
+      dpo__mf_v8 xb = DPO__MF_LD8(x2 + 8 * v);
+      if (lam) {
+        ga[v] += a * xb + bu * xa[v];
+        DPO__MF_ST8(g2 + 8 * v, DPO__MF_LD8(g2 + 8 * v) + (a * xa[v] + bi * xb));
+      } else {
+        ga[v] += a * xb;
+        DPO__MF_ST8(g2 + 8 * v, DPO__MF_LD8(g2 + 8 * v) + a * xa[v]);
+      }
+    }
+  for (int32_t q = 8 * nf; q < r; q++) {
+    double x1q = x1[q], x2q = x2[q];
+    g1[q] += lam ? a * x2q + bu * x1q : a * x2q;
+    g2[q] += lam ? a * x1q + bi * x2q : a * x1q;
+  }
+}
+
+/* One rating's term f (thesis eq. 3.2, e = its residual) returned and its gradient added. */
+static inline __attribute__((always_inline)) double
+dpo__mf_rate(int32_t r, const int32_t nf, const int lam, dpo__mf_v8 *ga, const dpo__mf_v8 *xa,
+             const double *restrict x1, double *restrict g1, const double *restrict x2,
+             double *restrict g2, double e, double lambda, double n1, const double *wu,
+             const double *wi) {
+  double f = e * e, bu = 0, bi = 0;
+  if (lam) {
+    bu = 2 * lambda * *wu;
+    bi = 2 * lambda * *wi;
+    f += lambda * (*wu * n1 + *wi * dpo__mf_dot(r, x2, x2));
+  }
+  dpo__mf_grad(r, nf, lam, ga, xa, x1, g1, x2, g2, 2 * e, bu, bi);
+  return f;
+}
+
+/* The terms of one user's run of ratings in a grid block (ratings sorted by user; r <= 8 *
+ * DPO__MF_RV): dpo__mf_term for each, with the user's row x1 and its gradient sum g1 held in
+ * 8-wide vectors for the whole run, and the item rows read and updated 8 entries at a time.
+ * Items it[k], ratings y, wu, wi [0, n) (wu, wi read only if lam).  Two ratings a turn: a
+ * rating's chain (products, sum, residual, gradient) is ~60 cycles and ~100 instructions, so
+ * one at a time left the core waiting on it (perf: the samples on the sum and residual;
+ * with the item rows in L1 the loop ran no faster).  The order of operations is fixed
+ * (ratings in order): the same bits at every rank count. */
+static inline __attribute__((always_inline)) double
+dpo__mf_run_terms(int32_t r, const int32_t nf, const int lam, const double *restrict x1,
+                  double *restrict g1, const double *restrict X2, double *restrict G2,
+                  const int32_t *restrict it, const double *restrict y,
+                  const double *restrict wu, const double *restrict wi, double lambda,
+                  int64_t n) {
   dpo__mf_v8 xa[DPO__MF_RV], ga[DPO__MF_RV];
 #pragma GCC unroll 8
   for (int v = 0; v < DPO__MF_RV; v++) {
     xa[v] = v < nf ? DPO__MF_LD8(x1 + 8 * v) : (dpo__mf_v8){0};
     ga[v] = v < nf ? DPO__MF_LD8(g1 + 8 * v) : (dpo__mf_v8){0};
   }
-  double n1 = lambda != 0 ? dpo__mf_dot(r, x1, x1) : 0, fs = 0;
-  for (int64_t k = 0; k < n; k++) {
-    const double *x2 = X2 + (int64_t)it[k] * r;
-    double *g2 = G2 + (int64_t)it[k] * r;
-    if (k + DPO__MF_PFD < n) {
-      const double *xn = X2 + (int64_t)it[k + DPO__MF_PFD] * r;
-      const double *gn = G2 + (int64_t)it[k + DPO__MF_PFD] * r;
+  double n1 = lam ? dpo__mf_dot(r, x1, x1) : 0, fs = 0;
+  for (int64_t k = 0; k < n; k += 2) {
+    for (int64_t j = k + DPO__MF_PFD; j < k + DPO__MF_PFD + 2 && j < n; j++) {
+      const double *xn = X2 + (int64_t)it[j] * r, *gn = G2 + (int64_t)it[j] * r;
 #pragma GCC unroll 9
       for (int v = 0; v <= DPO__MF_RV; v++)
         if (v < nf || (v == nf && 8 * nf < r)) {
@@ -130,31 +187,15 @@ dpo__mf_run_terms(int32_t r, const int32_t nf, const double *restrict x1, double
           __builtin_prefetch(gn + 8 * v, 1, 3);
         }
     }
-    dpo__mf_v8 s0 = {0}, s1 = {0};
-#pragma GCC unroll 8
-    for (int v = 0; v < DPO__MF_RV; v += 2) {
-      if (v < nf) s0 += xa[v] * DPO__MF_LD8(x2 + 8 * v);
-      if (v + 1 < nf) s1 += xa[v + 1] * DPO__MF_LD8(x2 + 8 * v + 8);
-    }
-    double t = 0; /* the entries past the last 8, apart from the vector sum's chain */
-    for (int32_t q = 8 * nf; q < r; q++) t += x1[q] * x2[q];
-    double p = DPO__MF_HSUM8H(s0 + s1) + t;
-    double e = p - y[k], f = e * e;
-    double a = 2 * e, bu = 2 * lambda * wu[k], bi = 2 * lambda * wi[k];
-    if (lambda != 0) f += lambda * (wu[k] * n1 + wi[k] * dpo__mf_dot(r, x2, x2));
-    fs += f;
-#pragma GCC unroll 8
-    for (int v = 0; v < DPO__MF_RV; v++)
-      if (v < nf) {
-        dpo__mf_v8 xb = DPO__MF_LD8(x2 + 8 * v);
-        ga[v] += a * xb + bu * xa[v];
-        DPO__MF_ST8(g2 + 8 * v, DPO__MF_LD8(g2 + 8 * v) + (a * xa[v] + bi * xb));
-      }
-    for (int32_t q = 8 * nf; q < r; q++) {
-      double x1q = x1[q], x2q = x2[q];
-      g1[q] += a * x2q + bu * x1q;
-      g2[q] += a * x1q + bi * x2q;
-    }
+    int two = k + 1 < n;
+    const double *xp = X2 + (int64_t)it[k] * r, *xq = X2 + (int64_t)it[k + two] * r;
+    double ep = dpo__mf_resid(r, nf, xa, x1, xp, y[k]);
+    double eq = two ? dpo__mf_resid(r, nf, xa, x1, xq, y[k + 1]) : 0;
+    fs += dpo__mf_rate(r, nf, lam, ga, xa, x1, g1, xp, G2 + (int64_t)it[k] * r, ep, lambda,
+                       n1, wu + k, wi + k);
+    if (two)
+      fs += dpo__mf_rate(r, nf, lam, ga, xa, x1, g1, xq, G2 + (int64_t)it[k + 1] * r, eq,
+                         lambda, n1, wu + k + 1, wi + k + 1);
   }
 #pragma GCC unroll 8
   for (int v = 0; v < DPO__MF_RV; v++)
