@@ -176,12 +176,12 @@ static void explicit_h(int n, int m, double *S, double *Y, double sigma, const d
 
 /* The compact product with H0 = sigma diag(w) (HAMSI's degree metric; w = NULL is the thesis's
  * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs.  The
- * panels are single precision, so the pairs are rounded to float first (as HAMSI's pair
- * does); the explicit inverse gets the same rounded values. */
+ * panels hold bfloat16, so the pairs are rounded to it first (as HAMSI's pair does); the
+ * explicit inverse gets the same rounded values. */
 static void compact_vs_explicit(int weighted) {
   enum { n = 9, M = 3, NP = 5 };
   double A[n * n], wv[n], *w = weighted ? wv : NULL;
-  dpo__hist_t Ssl[n * M] = {0}, Ysl[n * M] = {0}; /* slot-major panels */
+  dpo__hist_t Hsl[n * M] = {{0}}; /* slot-major (s, y) panel */
   double Sa[NP * n], Ya[NP * n], g[n], hc[n], he[n];
   /* SPD A so y = A s has s'y > 0 */
   for (int i = 0; i < n; i++)
@@ -191,30 +191,30 @@ static void compact_vs_explicit(int weighted) {
   cr_assert_eq(dpo__lbfgs_init(&l, M, 1.0), DPO_OK);
   for (int k = 0; k < NP; k++) {
     double *s = Sa + k * n, *y = Ya + k * n, dots[2 * M] = {0};
-    for (int i = 0; i < n; i++) s[i] = (dpo__hist_t)(urand() - 0.5);
+    for (int i = 0; i < n; i++) s[i] = dpo__bf16_val(dpo__bf16(urand() - 0.5));
     for (int i = 0; i < n; i++) {
       y[i] = 0;
       for (int j = 0; j < n; j++) y[i] += A[i * n + j] * s[j];
-      y[i] = (dpo__hist_t)y[i];
+      y[i] = dpo__bf16_val(dpo__bf16(y[i]));
     }
     int ns = dpo__lbfgs_next_slot(&l), acc;
     for (int j = 0; j < M; j++)
       for (int i = 0; i < n; i++) {
-        double sj = j == ns ? s[i] : Ssl[j * n + i], yj = j == ns ? y[i] : Ysl[j * n + i];
+        double sj = j == ns ? s[i] : dpo__hist_s(Hsl[j * n + i]);
+        double yj = j == ns ? y[i] : dpo__hist_y(Hsl[j * n + i]);
         dots[j] += sj * y[i];
         dots[M + j] += yj * (w ? w[i] : 1.0) * y[i];
       }
     cr_assert_eq(dpo__lbfgs_push(&l, dots, &acc), DPO_OK);
     cr_assert_eq(acc, 1);
     for (int i = 0; i < n; i++) {
-      Ssl[ns * n + i] = (dpo__hist_t)s[i]; /* exact: s, y are floats */
-      Ysl[ns * n + i] = (dpo__hist_t)y[i];
+      Hsl[ns * n + i] = dpo__hist_put(s[i], y[i]); /* exact: s, y are bfloat16 values */
     }
     /* compare with the explicit inverse from the last min(k+1, M) pairs, after each push
      * (exercises the circular buffer once it wraps) */
     int m = k + 1 < M ? k + 1 : M;
     for (int i = 0; i < n; i++) g[i] = urand() - 0.5;
-    dpo__lbfgs_apply(&l, n, Ssl, Ysl, w, g, hc);
+    dpo__lbfgs_apply(&l, n, Hsl, w, g, hc);
     explicit_h(n, m, Sa + (k + 1 - m) * n, Ya + (k + 1 - m) * n, l.sigma, w, g, he);
     double err = 0, nrm = 0;
     for (int i = 0; i < n; i++) {
@@ -225,6 +225,31 @@ static void compact_vs_explicit(int weighted) {
     cr_assert_eq(l.m, m);
   }
   dpo__lbfgs_free(&l);
+}
+
+/* The panels' rounding: bfloat16 keeps 8 significant bits, ties go to the even one, float's
+ * range is kept (1e-30 survives), inf and NaN stay so; s and y share a word and keep apart. */
+Test(mf, hist_bfloat16_rounding) {
+  struct { double x; uint32_t b; } c[] = {
+      {1.0, 0x3f80},        {-2.5, 0xc020},       {1 + 0x1p-8, 0x3f80}, /* tie: even */
+      {1 + 3 * 0x1p-8, 0x3f82},                   {1 + 0x1p-8 + 0x1p-20, 0x3f81},
+      {0.0, 0x0000},        {INFINITY, 0x7f80},   {-INFINITY, 0xff80},  {3.4e38, 0x7f80},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    cr_assert_eq(dpo__bf16(c[i].x), c[i].b, "%a -> %#x, not %#x", c[i].x, dpo__bf16(c[i].x),
+                 c[i].b);
+    dpo__hist_t h = dpo__hist_put(c[i].x, -c[i].x);
+    cr_assert_eq(h.b, c[i].b << 16 | dpo__bf16(-c[i].x));
+    cr_assert_eq(dpo__hist_s(h), dpo__bf16_val(c[i].b));
+    cr_assert_eq(dpo__hist_y(h), -dpo__bf16_val(c[i].b));
+  }
+  cr_assert(isnan(dpo__hist_s(dpo__hist_put(NAN, 1))) && dpo__hist_y(dpo__hist_put(NAN, 1)) == 1);
+  cr_assert(isnan(dpo__hist_y(dpo__hist_put(1, NAN))) && dpo__hist_s(dpo__hist_put(1, NAN)) == 1);
+  for (double x = 1e-30; x < 1e30; x *= 7.3) { /* relative error at most 2^-8 */
+    double back = dpo__bf16_val(dpo__bf16(x));
+    cr_assert(fabs(back - x) <= 0x1p-8 * x * (1 + 1e-6), "%g -> %g", x, back);
+    cr_assert_eq(dpo__bf16_val(dpo__bf16(back)), back); /* stored values are exact */
+  }
 }
 
 Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) { compact_vs_explicit(0); }

@@ -9,7 +9,7 @@
  *   lbfgs_compact.c, partition.c, objective.c  below all of them
  *
  * Variables: rank p keeps the rows of X1 of its user intervals [i0, i1) with their rows of
- * S and Y (row part); item block c travels as one buffer [x | S | Y].  In stratum k, user
+ * the (s, y) history H (row part); item block c travels as one buffer [x | H].  In stratum k, user
  * interval i meets item block (i + k) mod B, so block c sits at the owner of interval
  * (c - k) mod B; changing stratum is a permutation of the item blocks between ranks.
  * x-bar and g-bar of an item block (line 12) stay on the rank that held it at the first inner
@@ -53,7 +53,7 @@ typedef struct {
   int32_t i0, i1, u0, u1;
   int64_t nvr;           /* row-part variables */
   double *x1, *xb1, *gb1, *s1, *y1;
-  dpo__hist_t *S1, *Y1; /* the user rows' L-BFGS panels (lbfgs_compact.h) */
+  dpo__hist_t *H1; /* the user rows' L-BFGS (s, y) panels (lbfgs_compact.h) */
   double **cbuf, **cnext, **csend, **xbc, **gbc, **sc, **yc;
   int32_t cur_k;
   MPI_Request *req;
@@ -152,10 +152,9 @@ static inline double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
 
 /* the largest row: r with the bias columns (dpo__hm_init checks) */
 #define DPO__HM_RMAX 1024
-/* the MPI type of a panel entry (dpo__hist_t); dpo__cbsize counts two entries a double */
-#define DPO__HIST_MPI MPI_FLOAT
-_Static_assert(sizeof(dpo__hist_t) == sizeof(float) && 2 * sizeof(float) == sizeof(double),
-               "dpo__hist_t must be float: DPO__HIST_MPI and dpo__cbsize assume it");
+/* the MPI type of a panel entry (dpo__hist_t: one 32-bit word) */
+#define DPO__HIST_MPI MPI_UINT32_T
+_Static_assert(sizeof(dpo__hist_t) == sizeof(uint32_t), "DPO__HIST_MPI assumes 32-bit entries");
 
 /* user chunks of the generic partitionings (fixed reduction slots; also the most ranks) */
 #define DPO__MF_NCHUNK 64
@@ -163,10 +162,11 @@ _Static_assert(sizeof(dpo__hist_t) == sizeof(float) && 2 * sizeof(float) == size
 static inline int64_t dpo__nvc(const dpo__hm_t *h, int32_t c) {
   return (int64_t)(h->col_cut[c + 1] - h->col_cut[c]) * h->r;
 }
-/* an item block's buffer [x | S | Y]: nv doubles, then 2 M nv single-precision panel entries
- * (as many bytes as M nv doubles); its size in doubles, and its panels */
+/* an item block's buffer [x | H]: nv doubles, then M nv (s, y) panel entries (dpo__hist_t,
+ * rounded up to whole doubles); its size in doubles, and its panel */
 static inline int64_t dpo__cbsize(const dpo__hm_t *h, int32_t c) {
-  return dpo__nvc(h, c) * (1 + (int64_t)h->M);
+  int64_t nv = dpo__nvc(h, c), hb = (int64_t)h->M * nv * (int64_t)sizeof(dpo__hist_t);
+  return nv + (hb + (int64_t)sizeof(double) - 1) / (int64_t)sizeof(double);
 }
 static inline dpo__hist_t *dpo__cbhist(const dpo__hm_t *h, double *cb, int32_t c) {
   return (dpo__hist_t *)(cb + dpo__nvc(h, c));

@@ -1,7 +1,7 @@
 /* Item-block ring of HAMSI on the STRATA* grid (see hamsi_impl.h): between two strata every
- * item block moves, with its rows of S and Y, from the rank that used it to the rank whose
- * user interval meets it next.  Nonblocking, in two parts: the history rows [S | Y] (2M
- * single-precision entries to every double of x) are not changed by a stratum's steps (only
+ * item block moves, with its rows of the (s, y) history H, from the rank that used it to the
+ * rank whose user interval meets it next.  Nonblocking, in two parts: the history rows H (M bfloat16
+ * (s, y) pairs, 4 bytes each, to every double of x) are not changed by a stratum's steps (only
  * by the pair, between epochs), so they are sent as soon as the stratum starts and travel
  * while its blocks compute;
  * the factor rows x are sent right after the block's last use.  The caller posts the receives
@@ -39,41 +39,38 @@ static int dpo__hm_lacks(const dpo__hm_t *h, int p, int32_t c, int32_t *sl) {
   return n;
 }
 
-/* Slots sl[0..n) of the history H = [S | Y] (rows of r variables, each with M slot-major
- * panels; nv variables) to or from the packed buf [S slots | Y slots] (rows of n panels). */
+/* Slots sl[0..n) of the history H (rows of r variables, each with M slot-major (s, y)
+ * panels; nv variables) to or from the packed buf (rows of n panels). */
 static void dpo__hm_pack(dpo__hist_t *H, int64_t nv, int r, int M, const int32_t *sl, int n,
                          dpo__hist_t *buf, int unpack) {
   size_t rb = sizeof(dpo__hist_t) * (size_t)r;
-  for (int part = 0; part < 2; part++) {
-    dpo__hist_t *A = H + part * nv * M, *P = buf + part * nv * n;
-    for (int64_t o = 0; o < nv; o += r)
-      for (int j = 0; j < n; j++) {
-        dpo__hist_t *a = A + o * M + (int64_t)sl[j] * r, *p = P + o * n + (int64_t)j * r;
-        if (unpack)
-          memcpy(a, p, rb);
-        else
-          memcpy(p, a, rb);
-      }
-  }
+  for (int64_t o = 0; o < nv; o += r)
+    for (int j = 0; j < n; j++) {
+      dpo__hist_t *a = H + o * M + (int64_t)sl[j] * r, *p = buf + o * n + (int64_t)j * r;
+      if (unpack)
+        memcpy(a, p, rb);
+      else
+        memcpy(p, a, rb);
+    }
 }
 
 /* The history part of block c (held here, going to dst): all of it, its lacking slots
  * packed, or nothing. */
 static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
-  int64_t nv = dpo__nvc(h, c), nh = 2 * (int64_t)h->M * nv; /* panel entries */
+  int64_t nv = dpo__nvc(h, c), nh = (int64_t)h->M * nv; /* panel entries */
   int32_t sl[256];
   int n = h->hcache ? dpo__hm_lacks(h, dst, c, sl) : -1;
   if (nh == 0 || n == 0) return DPO_OK;
-  h->ring_sent += sizeof(dpo__hist_t) * (size_t)(n < 0 ? nh : 2 * n * nv);
+  h->ring_sent += sizeof(dpo__hist_t) * (size_t)(n < 0 ? nh : n * nv);
   if (n < 0) {
     DPO_MPI_CHECK(MPI_Isend(dpo__cbhist(h, h->cbuf[c], c), (int)nh, DPO__HIST_MPI, dst,
                             DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
     return DPO_OK;
   }
-  if (!(h->hout[c] = malloc(sizeof(dpo__hist_t) * (size_t)(2 * n * nv))))
+  if (!(h->hout[c] = malloc(sizeof(dpo__hist_t) * (size_t)(n * nv))))
     return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
   dpo__hm_pack(dpo__cbhist(h, h->cbuf[c], c), nv, h->r, h->M, sl, n, h->hout[c], 0);
-  DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(2 * n * nv), DPO__HIST_MPI, dst, DPO__TAG_H(c),
+  DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(n * nv), DPO__HIST_MPI, dst, DPO__TAG_H(c),
                           h->comm, &h->req[h->nreq++]));
   return DPO_OK;
 }
@@ -88,7 +85,7 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
       h->cnext[c] = h->cbuf[c];
       continue;
     }
-    int64_t sz = dpo__cbsize(h, c), nv = dpo__nvc(h, c), nh = 2 * (int64_t)h->M * nv;
+    int64_t sz = dpo__cbsize(h, c), nv = dpo__nvc(h, c), nh = (int64_t)h->M * nv;
     int n = -1;
     if (h->hcache) {
       h->cnext[c] = h->pb[c];
@@ -104,13 +101,13 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
                               DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
       continue;
     }
-    if (!(h->hin[c] = malloc(sizeof(dpo__hist_t) * (size_t)(2 * n * nv))))
+    if (!(h->hin[c] = malloc(sizeof(dpo__hist_t) * (size_t)(n * nv))))
       return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
-    DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(2 * n * nv), DPO__HIST_MPI, src, DPO__TAG_H(c),
+    DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(n * nv), DPO__HIST_MPI, src, DPO__TAG_H(c),
                             h->comm, &h->req[h->nreq++]));
   }
   /* the histories of the blocks held now, to where stratum kto needs them (read-only until
-   * the wait: the steps read S and Y, MPI allows reading a buffer being sent) */
+   * the wait: the steps read H, MPI allows reading a buffer being sent) */
   int st;
   for (int32_t i = h->i0; i < h->i1; i++) {
     int32_t c = dpo__mod(i + kfrom, h->B), dst = h->owner[dpo__mod(c - kto, h->B)];

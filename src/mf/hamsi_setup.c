@@ -35,8 +35,7 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->owner);
   free(h->uint_of);
   free(h->x1);
-  free(h->S1);
-  free(h->Y1);
+  free(h->H1);
   free(h->xb1);
   free(h->gb1);
   free(h->s1);
@@ -528,16 +527,15 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
                : sc * (dpo__mf_unit(dpo__mf_mix(iseed + (uint64_t)((int64_t)h->u0 * r + v))) - sh);
   }
   if (h->hamsi) {
-    DPO__ALLOC(h->S1, h->nvr * M);
-    DPO__ALLOC(h->Y1, h->nvr * M);
+    DPO__ALLOC(h->H1, h->nvr * M);
     DPO__ALLOC(h->xb1, h->nvr);
     DPO__ALLOC(h->gb1, h->nvr);
     DPO__ALLOC(h->s1, h->nvr);
     DPO__ALLOC(h->y1, h->nvr);
   }
-  /* the history cache: every block's [x | S | Y] on every rank, and the P x B table */
+  /* the history cache: every block's [x | H] on every rank, and the P x B table */
   double cache_bytes =
-      (8.0 + 2.0 * M * sizeof(dpo__hist_t)) * (double)h->ni * r + 8.0 * h->size * h->B;
+      (8.0 + M * (double)sizeof(dpo__hist_t)) * (double)h->ni * r + 8.0 * h->size * h->B;
   h->hcache = h->grid && h->hamsi && h->size > 1 && h->o.cache_mb > 0 &&
               cache_bytes <= h->o.cache_mb * 1e6;
   if (h->hcache) {

@@ -73,27 +73,20 @@ static inline double dpo__hm_wsq(int32_t r, const double *w, const double *g, in
 
 DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu,
                                              int32_t ntu, const int32_t *ti, int32_t nti,
-                                             double *xc, const dpo__hist_t *Sc,
-                                             const dpo__hist_t *Yc,
+                                             double *xc, const dpo__hist_t *Hc,
                                              const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
   double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
   memset(u, 0, sizeof(double) * 2 * (size_t)M);
-  for (int32_t a = 0; a < ntu; a++) {
-    int64_t o = (int64_t)tu[a] * r;
-    dpo__lbfgs_wtg(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->g1s + o, u);
-  }
-  for (int32_t a = 0; a < nti; a++) {
-    int64_t o = (int64_t)ti[a] * r;
-    dpo__lbfgs_wtg(&h->lb, r, Sc + o * M, Yc + o * M, w2c + o, h->g2s + o, u);
-  }
+  dpo__lbfgs_wtg_rows(&h->lb, r, h->H1, h->w1, h->g1s, tu, ntu, u);
+  dpo__lbfgs_wtg_rows(&h->lb, r, Hc, w2c, h->g2s, ti, nti, u);
   dpo__lbfgs_nmul(&h->lb, u, v);
   for (int32_t a = 0; a < ntu; a++) {
     int64_t o = (int64_t)tu[a] * r;
     double *g = h->g1s + o;
     const double *w = h->w1 + o;
     gn += dpo__hm_wsq(r, w, g, 0);
-    dpo__lbfgs_wmul(&h->lb, r, h->S1 + o * M, h->Y1 + o * M, w, g, v, g);
+    dpo__lbfgs_wmul(&h->lb, r, h->H1 + o * M, w, g, v, g);
     dn += dpo__hm_wsq(r, w, g, 1);
   }
   for (int32_t a = 0; a < nti; a++) {
@@ -101,7 +94,7 @@ DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const in
     double *g = h->g2s + o;
     const double *w = w2c + o;
     gn += dpo__hm_wsq(r, w, g, 0);
-    dpo__lbfgs_wmul(&h->lb, r, Sc + o * M, Yc + o * M, w, g, v, g);
+    dpo__lbfgs_wmul(&h->lb, r, Hc + o * M, w, g, v, g);
     dn += dpo__hm_wsq(r, w, g, 1);
   }
   double lim = h->o.step_cap * h->o.sigma0;
@@ -139,9 +132,8 @@ DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const in
  * the point where it starts), accumulation for lines 12/14, update (line 13). */
 DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
                    double *acc2, double *dx2, double *fsum) {
-  int32_t r = h->r, M = h->M;
-  int64_t nvc = dpo__nvc(h, b->cb);
-  dpo__hist_t *Sc = (dpo__hist_t *)(xc + nvc), *Yc = Sc + nvc * M;
+  int32_t r = h->r;
+  const dpo__hist_t *Hc = dpo__cbhist(h, xc, b->cb);
   const int32_t *tu, *ti;
   int32_t ntu, nti;
   int64_t off, n;
@@ -220,7 +212,7 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
   h->k_grad += k1 - k0;
   const double *w2c = h->w2 + (int64_t)h->col_cut[b->cb] * r;
   if (h->hamsi && h->lb.m >= dpo__hm_qn_pairs(h)) {
-    dpo__hm_qn_update(h, one, tu, ntu, ti, nti, xc, Sc, Yc, w2c, dx2);
+    dpo__hm_qn_update(h, one, tu, ntu, ti, nti, xc, Hc, w2c, dx2);
   } else {
     /* gradient step x -= (sigma / beta) D^-1 g until M pairs exist; mb-GD always (sigma stays
      * sigma0).  D^-1: a row's gradient is a sum over its ratings, so dividing by its degree
@@ -303,39 +295,33 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
 }
 
 /* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables: rows
- * of r, each with its slot-major panels of S and Y.  s and y are rounded to the panels'
- * precision first (y in place, as it is also the vector the panels are multiplied by), so
- * every product here is of stored values and R and C are those of the stored pairs. */
-DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *S,
-                                          const dpo__hist_t *Y, const double *w, const double *s,
-                                          double *y, int ns, double *out) {
+ * of r, each with its slot-major (s, y) panels.  s and y are rounded to the panels' precision
+ * first (y in place, as it is also the vector the panels are multiplied by), so every product
+ * here is of stored values and R and C are those of the stored pairs. */
+DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *H,
+                                          const double *w, const double *s, double *y, int ns,
+                                          double *out) {
   int M = h->M, r = h->r;
-  const dpo__hist_t *P[256], *Q[256];
-  dpo__hist_t sf[DPO__HM_RMAX], yf[DPO__HM_RMAX];
+  const dpo__hist_t *P[256];
+  dpo__hist_t hf[DPO__HM_RMAX];
   for (int64_t o = 0; o < nv; o += r) {
 #pragma omp simd
     for (int32_t q = 0; q < r; q++) {
-      sf[q] = (dpo__hist_t)s[o + q];
-      y[o + q] = yf[q] = (dpo__hist_t)y[o + q];
+      hf[q] = dpo__hist_put(s[o + q], y[o + q]);
+      y[o + q] = dpo__hist_y(hf[q]);
     }
-    for (int j = 0; j < M; j++) {
-      P[j] = j == ns ? sf : S + o * M + (int64_t)j * r;
-      Q[j] = j == ns ? yf : Y + o * M + (int64_t)j * r;
-    }
-    dpo__lbfgs_dots(M, r, P, Q, w + o, y + o, out);
+    for (int j = 0; j < M; j++) P[j] = j == ns ? hf : H + o * M + (int64_t)j * r;
+    dpo__lbfgs_dots(M, r, P, w + o, y + o, out);
   }
 }
 
-/* slot ns of the panels of nv variables (rows of r) from s and y (the rounding of pair_dots) */
-DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *S,
-                                           dpo__hist_t *Y, const double *s, const double *y) {
+/* slot ns of the panel of nv variables (rows of r) from s and y (the rounding of pair_dots) */
+DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *H,
+                                           const double *s, const double *y) {
   for (int64_t o = 0; o < nv; o += r) {
-    dpo__hist_t *a = S + o * M + (int64_t)ns * r, *b = Y + o * M + (int64_t)ns * r;
+    dpo__hist_t *a = H + o * M + (int64_t)ns * r;
 #pragma omp simd
-    for (int32_t q = 0; q < r; q++) {
-      a[q] = (dpo__hist_t)s[o + q];
-      b[q] = (dpo__hist_t)y[o + q];
-    }
+    for (int32_t q = 0; q < r; q++) a[q] = dpo__hist_put(s[o + q], y[o + q]);
   }
 }
 
@@ -358,7 +344,7 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
   if (h->grid) {
     for (int32_t i = h->i0; i < h->i1; i++) {
       int64_t o = (int64_t)(h->row_cut[i] - h->u0) * h->r, nv = (int64_t)(h->row_cut[i + 1] - h->row_cut[i]) * h->r;
-      dpo__pair_dots(h, nv, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
+      dpo__pair_dots(h, nv, h->H1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
                      part + (int64_t)i * 2 * M);
     }
   } else {
@@ -366,7 +352,7 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
       int32_t a0 = h->chunk_cut[j], a1 = h->chunk_cut[j + 1];
       if (a0 < h->u0 || a1 > h->u1) continue; /* rank cuts are chunk boundaries */
       int64_t o = (int64_t)(a0 - h->u0) * h->r, nv = (int64_t)(a1 - a0) * h->r;
-      dpo__pair_dots(h, nv, h->S1 + o * M, h->Y1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
+      dpo__pair_dots(h, nv, h->H1 + o * M, h->w1 + o, h->s1 + o, h->y1 + o, ns,
                      part + (int64_t)j * 2 * M);
     }
   }
@@ -378,20 +364,18 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
 #pragma omp simd
     for (int64_t v = 0; v < nv; v++) yc[v] -= gbc[v];
     if (!h->grid && h->rank != 0) continue; /* replicated: counted once */
-    const dpo__hist_t *S = dpo__cbhist(h, h->cbuf[c], c);
-    dpo__pair_dots(h, nv, S, S + nv * M, h->w2 + (int64_t)h->col_cut[c] * h->r, h->sc[c],
-                   h->yc[c], ns, part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
+    dpo__pair_dots(h, nv, dpo__cbhist(h, h->cbuf[c], c), h->w2 + (int64_t)h->col_cut[c] * h->r,
+                   h->sc[c], h->yc[c], ns, part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
   }
   if ((st = dpo__hm_reduce_parts(h, part, nparts, 2 * M, dots))) goto out;
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
   if (acc) {
     h->sigma = h->lb.sigma;
-    dpo__pair_store(h->nvr, h->r, M, ns, h->S1, h->Y1, h->s1, h->y1);
+    dpo__pair_store(h->nvr, h->r, M, ns, h->H1, h->s1, h->y1);
     for (int32_t c = 0; c < h->B; c++) {
       if (!h->cbuf[c]) continue;
       int64_t nv = dpo__nvc(h, c);
-      dpo__hist_t *S = dpo__cbhist(h, h->cbuf[c], c);
-      dpo__pair_store(nv, h->r, M, ns, S, S + nv * M, h->sc[c], h->yc[c]);
+      dpo__pair_store(nv, h->r, M, ns, dpo__cbhist(h, h->cbuf[c], c), h->sc[c], h->yc[c]);
     }
     if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */
       dpo__hm_hist_pair(h, ns);
@@ -407,11 +391,10 @@ void dpo__hm_reset_memory(dpo__hm_t *h) {
   dpo__lbfgs_reset(&h->lb, h->o.sigma0);
   h->sigma = h->o.sigma0;
   /* stale rows would only meet zero entries of N, but 0 * inf is NaN: clear them */
-  memset(h->S1, 0, sizeof(dpo__hist_t) * (size_t)(h->nvr * M));
-  memset(h->Y1, 0, sizeof(dpo__hist_t) * (size_t)(h->nvr * M));
+  memset(h->H1, 0, sizeof(dpo__hist_t) * (size_t)(h->nvr * M));
   for (int32_t c = 0; c < h->B; c++) {
     double *b = h->hcache ? h->pb[c] : h->cbuf[c]; /* cached copies too: all current again */
-    if (b) memset(dpo__cbhist(h, b, c), 0, sizeof(dpo__hist_t) * (size_t)(2 * M * dpo__nvc(h, c)));
+    if (b) memset(dpo__cbhist(h, b, c), 0, sizeof(dpo__hist_t) * (size_t)(M * dpo__nvc(h, c)));
   }
   if (h->hcache)
     for (int64_t q = 0; q < (int64_t)h->size * h->B; q++) h->known[q] = h->hgen;

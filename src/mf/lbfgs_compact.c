@@ -133,26 +133,34 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
 }
 
 /* The products with W run once per row a block step touches (r variables, 2M panels).  The
- * panels are slot-major (S[j * nvar + v]), so every loop runs along the variables, 8 lanes at
- * a time: with rows of M slots (S[v * M + j]) the loops ran across short strided slot rows,
+ * panels are slot-major (H[j * nvar + v]), so every loop runs along the variables, 8 lanes at
+ * a time: with rows of M slots (H[v * M + j]) the loops ran across short strided slot rows,
  * and wmul (out = g in place) fell back to scalar code on the aliasing check.  wmul gets a
  * compile-time M = 1..8.  Fixed lanes and a fixed final sum: the same bits wherever the
  * panels sit in memory, so at every rank count and cache setting.  Each 64 bytes of a panel
  * read come with a prefetch DPO__LB_PFD bytes further on: the panels of a block's rows (5.2
- * MB at rank 50 on ML-100K-sized data in double, 2.6 in single precision, twice a step) come from L3 or memory, and on the Intel
- * host (1 MB of L2) the products ran at ~14 GB/s against a 25 GB/s read bound; with it the
- * update phase took 15-20% less (2 or 4 KB ahead alike; prefetches of a whole row's panels at
+ * MB at rank 50 on ML-100K-sized data in double, 1.3 in bfloat16, twice a step) come from L3
+ * or memory, and on the Intel host (1 MB of L2) the products (double panels) ran at ~14
+ * GB/s against a 25 GB/s read bound; with it the update phase took 15-20% less (2 or 4 KB ahead alike; prefetches of a whole row's panels at
  * once gained half that). */
 #define DPO__LB_PFD 4096
 #define DPO__LB_PF(p) __builtin_prefetch((const void *)((uintptr_t)(p) + DPO__LB_PFD), 0, 3)
-/* 8 panel entries as 8 doubles */
+/* 8 (s, y) panel entries as two vectors of 8 doubles: s, the high halves, masked; y, the low
+ * halves, shifted up */
+typedef uint32_t dpo__lb_v8u __attribute__((vector_size(32)));
 typedef float dpo__lb_v8f __attribute__((vector_size(32)));
-#define DPO__LB_LD8(p)                                                                    \
-  ({                                                                                      \
-    dpo__lb_v8f f_;                                                                       \
-    memcpy(&f_, (p), sizeof f_);                                                          \
-    __builtin_convertvector(f_, dpo__mf_v8);                                              \
-  })
+#define DPO__LB_LD8(p, s8, y8)                                                            \
+  do {                                                                                    \
+    dpo__lb_v8u u_, a_, b_;                                                               \
+    memcpy(&u_, (p), sizeof u_);                                                          \
+    a_ = u_ & 0xffff0000u;                                                                \
+    b_ = u_ << 16;                                                                        \
+    dpo__lb_v8f fa_, fb_;                                                                 \
+    memcpy(&fa_, &a_, sizeof fa_);                                                        \
+    memcpy(&fb_, &b_, sizeof fb_);                                                        \
+    (s8) = __builtin_convertvector(fa_, dpo__mf_v8);                                      \
+    (y8) = __builtin_convertvector(fb_, dpo__mf_v8);                                      \
+  } while (0)
 /* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
 #define DPO__BY_M(X)                                                                      \
   switch (M) {                                                                            \
@@ -170,39 +178,87 @@ typedef float dpo__lb_v8f __attribute__((vector_size(32)));
 /* a panel at a time, each read front to back: per panel one vector sum over the 8-entry
  * steps, then its scalar tail (no accumulator array: zeroing one per row cost 8% of the pass) */
 DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
-                                    const dpo__hist_t *const *Q, const double *w,
-                                    const double *g, double *u) {
+                                    const double *w, const double *g, double *u) {
   int64_t n8 = nvar & ~(int64_t)7;
   for (int j = 0; j < M; j++) {
-    const dpo__hist_t *p = P[j], *q = Q[j];
+    const dpo__hist_t *p = P[j];
     dpo__mf_v8 a = {0}, b = {0};
     for (int64_t v = 0; v < n8; v += 8) {
       DPO__LB_PF(p + v);
-      DPO__LB_PF(q + v);
-      dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8;
-      a += DPO__LB_LD8(p + v) * g8;
-      b += DPO__LB_LD8(q + v) * wg8;
+      dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8, s8, y8;
+      DPO__LB_LD8(p + v, s8, y8);
+      a += s8 * g8;
+      b += y8 * wg8;
     }
     double ta = 0, tb = 0;
     for (int64_t v = n8; v < nvar; v++) {
       double gv = g[v], wg = w ? w[v] * gv : gv;
-      ta += p[v] * gv;
-      tb += q[v] * wg;
+      ta += dpo__hist_s(p[v]) * gv;
+      tb += dpo__hist_y(p[v]) * wg;
     }
     u[j] += DPO__MF_HSUM8(a) + ta;
     u[M + j] += DPO__MF_HSUM8(b) + tb;
   }
 }
 
-void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                    const dpo__hist_t *Y, const double *w, const double *g, double *u) {
-  const dpo__hist_t *P[256], *Q[256];
-  for (int j = 0; j < l->M; j++) {
-    P[j] = S + j * nvar;
-    Q[j] = Y + j * nvar;
-  }
-  dpo__lbfgs_dots(l->M, nvar, P, Q, w, g, u);
+void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, const double *w,
+                    const double *g, double *u) {
+  const dpo__hist_t *P[256];
+  for (int j = 0; j < l->M; j++) P[j] = H + j * nvar;
+  dpo__lbfgs_dots(l->M, nvar, P, w, g, u);
 }
+
+/* wtg over a block's rows: the vector sums run across all of them and are reduced once (the
+ * per-row reductions, 2M of them a row, were a third of the products' instructions at r =
+ * 50), and each 8 entries of g and w g are loaded once for all M slots. */
+#define DPO__DOTR(MM)                                                                     \
+  do {                                                                                    \
+    dpo__mf_v8 a_[(MM)], b_[(MM)];                                                        \
+    double ta_[(MM)], tb_[(MM)];                                                          \
+    for (int j = 0; j < (MM); j++) {                                                      \
+      a_[j] = b_[j] = (dpo__mf_v8){0};                                                    \
+      ta_[j] = tb_[j] = 0;                                                                \
+    }                                                                                     \
+    for (int32_t t = 0; t < n; t++) {                                                     \
+      int64_t o = (int64_t)rows[t] * r;                                                   \
+      const dpo__hist_t *p_ = H + o * (MM);                                               \
+      const double *g_ = g + o, *w_ = w ? w + o : NULL;                                   \
+      for (int32_t v = 0; v < n8; v += 8) {                                               \
+        dpo__mf_v8 g8 = DPO__MF_LD8(g_ + v), wg8 = w_ ? DPO__MF_LD8(w_ + v) * g8 : g8;    \
+        _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                         \
+          dpo__mf_v8 s8, y8;                                                              \
+          DPO__LB_PF(p_ + j * r + v);                                                     \
+          DPO__LB_LD8(p_ + j * r + v, s8, y8);                                            \
+          a_[j] += s8 * g8;                                                               \
+          b_[j] += y8 * wg8;                                                              \
+        }                                                                                 \
+      }                                                                                   \
+      for (int32_t v = n8; v < r; v++) {                                                  \
+        double gv = g_[v], wg = w_ ? w_[v] * gv : gv;                                     \
+        for (int j = 0; j < (MM); j++) {                                                  \
+          ta_[j] += dpo__hist_s(p_[j * r + v]) * gv;                                      \
+          tb_[j] += dpo__hist_y(p_[j * r + v]) * wg;                                      \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+    for (int j = 0; j < (MM); j++) {                                                      \
+      u[j] += DPO__MF_HSUM8(a_[j]) + ta_[j];                                              \
+      u[(MM) + j] += DPO__MF_HSUM8(b_[j]) + tb_[j];                                       \
+    }                                                                                     \
+  } while (0)
+
+DPO__MF_CLONES void dpo__lbfgs_wtg_rows(const dpo__lbfgs_t *l, int32_t r, const dpo__hist_t *H,
+                                        const double *w, const double *g, const int32_t *rows,
+                                        int32_t n, double *u) {
+  int M = l->M;
+  int32_t n8 = r & ~7;
+  DPO__BY_M(DPO__DOTR)
+  for (int32_t t = 0; t < n; t++) { /* M > 8: a row at a time */
+    int64_t o = (int64_t)rows[t] * r;
+    dpo__lbfgs_wtg(l, r, H + o * M, w ? w + o : NULL, g + o, u);
+  }
+}
+#undef DPO__DOTR
 
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
   int M = l->M, M2 = 2 * M;
@@ -226,28 +282,19 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
       int nc = (int)(n8 / 8);                                                             \
       dpo__mf_v8 a_[8] = {{0}}, b_[8] = {{0}}; /* fully unrolled: registers */           \
       double at_[8], bt_[8];                                                              \
-      const dpo__hist_t *s_ = S + k0, *y_ = Y + k0;                                       \
-      _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                  \
-        DPO__LB_PF(s_ + 8 * c);                                                           \
-        DPO__LB_PF(y_ + 8 * c);                                                           \
-        a_[c] = DPO__LB_LD8(s_ + 8 * c) * v[0];                                           \
-        b_[c] = DPO__LB_LD8(y_ + 8 * c) * v[(MM)];                                        \
-      }                                                                                   \
-      for (int64_t c = n8; c < nk; c++) {                                                 \
-        at_[c - n8] = s_[c] * v[0];                                                       \
-        bt_[c - n8] = y_[c] * v[(MM)];                                                    \
-      }                                                                                   \
-      for (int j = 1; j < (MM); j++) {                                                    \
-        const dpo__hist_t *sj = s_ + j * nvar, *yj = y_ + j * nvar;                       \
+      for (int j = 0; j < (MM); j++) {                                                    \
+        const dpo__hist_t *hj = H + k0 + j * nvar;                                        \
         _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++) if (c < nc) {                \
-          DPO__LB_PF(sj + 8 * c);                                                         \
-          DPO__LB_PF(yj + 8 * c);                                                         \
-          a_[c] += DPO__LB_LD8(sj + 8 * c) * v[j];                                        \
-          b_[c] += DPO__LB_LD8(yj + 8 * c) * v[(MM) + j];                                 \
+          dpo__mf_v8 s8, y8;                                                              \
+          DPO__LB_PF(hj + 8 * c);                                                         \
+          DPO__LB_LD8(hj + 8 * c, s8, y8);                                                \
+          a_[c] = j ? a_[c] + s8 * v[j] : s8 * v[0];                                      \
+          b_[c] = j ? b_[c] + y8 * v[(MM) + j] : y8 * v[(MM)];                            \
         }                                                                                 \
         for (int64_t c = n8; c < nk; c++) {                                               \
-          at_[c - n8] += sj[c] * v[j];                                                    \
-          bt_[c - n8] += yj[c] * v[(MM) + j];                                             \
+          double sv = dpo__hist_s(hj[c]) * v[j], yv = dpo__hist_y(hj[c]) * v[(MM) + j];  \
+          at_[c - n8] = j ? at_[c - n8] + sv : sv;                                        \
+          bt_[c - n8] = j ? bt_[c - n8] + yv : yv;                                        \
         }                                                                                 \
       }                                                                                   \
       const double *g_ = g + k0, *w_ = w ? w + k0 : NULL;                                 \
@@ -260,9 +307,9 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
     }                                                                                     \
   } while (0)
 
-DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                                    const dpo__hist_t *Y, const double *w, const double *g,
-                                    const double *v, double *out) {
+DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
+                                    const double *w, const double *g, const double *v,
+                                    double *out) {
   int M = l->M;
   double sg = l->sigma;
   DPO__BY_M(DPO__WMUL)
@@ -274,10 +321,10 @@ DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const d
 #undef DPO__LB_PFD
 #undef DPO__LB_LD8
 
-void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                      const dpo__hist_t *Y, const double *w, const double *g, double *out) {
+void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
+                      const double *w, const double *g, double *out) {
   double u[512] = {0}, v[512];
-  dpo__lbfgs_wtg(l, nvar, S, Y, w, g, u);
+  dpo__lbfgs_wtg(l, nvar, H, w, g, u);
   dpo__lbfgs_nmul(l, u, v);
-  dpo__lbfgs_wmul(l, nvar, S, Y, w, g, v, out);
+  dpo__lbfgs_wmul(l, nvar, H, w, g, v, out);
 }

@@ -7,21 +7,56 @@
  * z = diag(w)^-1/2 x.  Then W = [S, sigma diag(w) Y], C = Y' diag(w) Y and sigma = s'y / y'diag(w)y
  * (line 16 in those coordinates; s'y, hence the acceptance test of line 15, is unchanged).
  * Pairs live in a circular buffer of M slots; S and Y are stored by the caller next to the
- * variables, so they can travel with them, slot-major over a run of nvar variables (HAMSI:
- * one factor row of r): S[j * nvar + v] is slot j of variable v.  This object holds only the
+ * variables, so they can travel with them, in one panel H of (s, y) entries (dpo__hist_t),
+ * slot-major over a run of nvar variables (HAMSI: one factor row of r): H[j * nvar + v] is
+ * slot j of variable v.  This object holds only the
  * small M x M matrices, sigma and N, identical on every rank.  Local, not collective.
- * The panels are single precision (dpo__hist_t): the products read every panel of a block's
- * rows twice a step, and the bytes decide their time; the sums are in double, and the pair's
- * inner products (dots of push) are those of the rounded s and y that the panels hold, so H
- * is the exact compact inverse of the stored pairs.  Rank 50, ML-100K-sized, 2 ranks, 300
- * epochs (Intel host): update phase 0.76-0.83 -> 0.53-0.56 s, ring 0.33-0.37 -> 0.23-0.26 s;
- * the same epochs to RMSE 0.9 / 0.8 / 0.7 / 0.5 as with double panels. */
+ * The panels hold bfloat16 (dpo__hist_t): the products read every panel of a block's rows
+ * twice a step, and the bytes decide their time; the sums are in double, and the pair's inner
+ * products (dots of push) are those of the rounded s and y that the panels hold, so H is the
+ * exact compact inverse of the stored pairs.  Rank 50, ML-100K-sized, 2 ranks, 300 epochs
+ * (Intel host): double -> float panels, update phase 0.76-0.83 -> 0.53-0.56 s, ring 0.33-0.37
+ * -> 0.23-0.26 s; float -> bfloat16: see the README of jobs/bench/hamsi-results.  Epochs to
+ * RMSE 0.9 / 0.8 / 0.7 / 0.5 stayed 14 / 16 / 22 / 48 with each. */
 #ifndef DPO_MF_LBFGS_COMPACT_H
 #define DPO_MF_LBFGS_COMPACT_H
 
 #include <stdint.h>
+#include <string.h>
 
-typedef float dpo__hist_t; /* an entry of an S or Y panel */
+/* Rounded to the nearest bfloat16 (float's top 16 bits: 8 significant bits, float's range)
+ * by way of float (ties to even; inf stays inf, a NaN stays a NaN): its 16 bits. */
+static inline uint32_t dpo__bf16(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40; /* NaN: a quiet one */
+  u += 0x7fffu + ((u >> 16) & 1);
+  return u >> 16;
+}
+static inline double dpo__bf16_val(uint32_t b) {
+  uint32_t u = b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* One variable's entry of one stored pair: s_j[v] and y_j[v] as bfloat16, s in the high half
+ * of the word, y in the low one.  The products read s_j and y_j of the same variables
+ * together, and two bit operations widen both to float.  Why bfloat16: half of float's bytes
+ * and float's range (s = x - x-bar reaches 1e-8 late in a run; half precision would flush
+ * it).  Why one word for both: with two 16-bit panels the widening cost more instructions
+ * than the halved bytes saved (rank 50, 300 epochs: update phase 0.53 -> 0.78 s).  A struct,
+ * so no arithmetic on the bits compiles; dpo__hist_put / _s / _y convert. */
+typedef struct {
+  uint32_t b;
+} dpo__hist_t;
+
+static inline dpo__hist_t dpo__hist_put(double s, double y) {
+  return (dpo__hist_t){dpo__bf16(s) << 16 | dpo__bf16(y)};
+}
+static inline double dpo__hist_s(dpo__hist_t h) { return dpo__bf16_val(h.b >> 16); }
+static inline double dpo__hist_y(dpo__hist_t h) { return dpo__bf16_val(h.b & 0xffffu); }
 
 typedef struct {
   int M;          /* memory */
@@ -47,21 +82,24 @@ int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l);
  * (line 18) and N rebuilt (line 19).  *accepted says which.  The caller writes s, y into the
  * slot's entries of its S and Y rows when accepted.  Returns DPO_ELAPACK if R is singular. */
 int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted);
-/* u[j] += P_j'g, u[M + j] += Q_j'diag(w)g (j < M) for panels P_j, Q_j of nvar variables and
- * weights w (NULL: 1).  Fixed lanes and order: the same bits wherever the panels are. */
-void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
-                     const dpo__hist_t *const *Q, const double *w, const double *g, double *u);
-/* u[2M] += [S'g; Y'diag(w)g] over nvar variables with slot-major S, Y (M x nvar) and weights w
- * (NULL: 1); call it on each run of a block's variables, starting from u = 0. */
-void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                    const dpo__hist_t *Y, const double *w, const double *g, double *u);
+/* u[j] += s_j'g, u[M + j] += y_j'diag(w)g (j < M) for the (s, y) panels P_j of nvar variables
+ * and weights w (NULL: 1).  Fixed lanes and order: the same bits wherever the panels are. */
+void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P, const double *w,
+                     const double *g, double *u);
+/* u[2M] += [S'g; Y'diag(w)g] over nvar variables with the slot-major panel H (M x nvar) and
+ * weights w (NULL: 1); call it on each run of a block's variables, starting from u = 0. */
+void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, const double *w,
+                    const double *g, double *u);
+/* The same over the rows rows[0..n) of r variables each (row k: H + k r M, w + k r, g + k r),
+ * with one reduction for all of them: a fixed order for a given row list. */
+void dpo__lbfgs_wtg_rows(const dpo__lbfgs_t *l, int32_t r, const dpo__hist_t *H, const double *w,
+                         const double *g, const int32_t *rows, int32_t n, double *u);
 /* v[2M] = N W'g = N [u1; sigma u2] for u from dpo__lbfgs_wtg. */
 void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v);
-/* out = sigma diag(w) g + W v (slot-major S, Y; w NULL: 1), variable by variable (out may be g). */
-void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                     const dpo__hist_t *Y, const double *w, const double *g, const double *v,
-                     double *out);
+/* out = sigma diag(w) g + W v (slot-major H; w NULL: 1), variable by variable (out may be g). */
+void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, const double *w,
+                     const double *g, const double *v, double *out);
 /* out = H g = sigma diag(w) g + W (N (W' g)), right to left (tests, single-process use). */
-void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *S,
-                      const dpo__hist_t *Y, const double *w, const double *g, double *out);
+void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
+                      const double *w, const double *g, double *out);
 #endif
