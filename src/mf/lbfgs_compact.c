@@ -141,8 +141,8 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
  * read come with a prefetch DPO__LB_PFD bytes further on: the panels of a block's rows (5.2
  * MB at rank 50 on ML-100K-sized data in double, 1.3 in bfloat16, twice a step) come from L3
  * or memory, and on the Intel host (1 MB of L2) the products (double panels) ran at ~14
- * GB/s against a 25 GB/s read bound; with it the update phase took 15-20% less (2 or 4 KB ahead alike; prefetches of a whole row's panels at
- * once gained half that). */
+ * GB/s against a 25 GB/s read bound; with it the update phase took 15-20% less (2 or 4 KB
+ * ahead alike; prefetches of a whole row's panels at once gained half that). */
 #define DPO__LB_PFD 4096
 #define DPO__LB_PF(p) __builtin_prefetch((const void *)((uintptr_t)(p) + DPO__LB_PFD), 0, 3)
 /* 8 (s, y) panel entries as two vectors of 8 doubles: s, the high halves, masked; y, the low
