@@ -279,18 +279,6 @@ static int dpo__nonfinite(const dpo__hm_t *h) {
   return bad;
 }
 
-static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
-static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn);
-
-/* An epoch passed its safeguard: its start becomes the last accepted epoch's start (the
- * snapshots swap buffers, no copy) and the run of rejections ends. */
-static void dpo__sg_accept(dpo__hm_t *h) {
-  dpo__snap_t sw = h->sg_prev;
-  h->sg_prev = h->sg_start;
-  h->sg_start = sw;
-  h->sg_rejects = 0;
-}
-
 /* The epoch's safeguard sums (collective): out[0], out[1] the objective parts the epoch
  * accumulated in fpart, out[2] the number of ranks with a non-finite factor; fpart is cleared. */
 static int dpo__check_sums(dpo__hm_t *h, double out[3]) {
@@ -315,10 +303,7 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
   int st = dpo__check_sums(h, out);
   *undone = 0;
   if (st) return st;
-  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) {
-    dpo__sg_accept(h);
-    return DPO_OK;
-  }
+  if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return dpo__hm_sg_accept(h);
   *undone = 1;
   h->undone++;
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
@@ -331,43 +316,13 @@ static int dpo__check(dpo__hm_t *h, int *undone) {
    * gradient step took the RMSE from 8 to 40), and retrying from there only undoes epoch
    * after epoch.  So the second rejection in a row goes back to the start of the last
    * accepted epoch. */
-  if (++h->sg_rejects == 2 && h->sg_prev.x1) return dpo__restore(h, &h->sg_prev);
+  if (++h->sg_rejects == 2 && h->sg_prev.x1) return dpo__hm_restore(h, &h->sg_prev);
   memcpy(h->x1, h->xb1, sizeof(double) * (size_t)h->nvr);
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c]) memcpy(h->cbuf[c], h->xbc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
   return DPO_OK;
 }
 
-/* Copy the current point (after epoch t) into sn: the last good one (it passed the
- * divergence check) or the best one (early stopping). */
-static int dpo__keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t) {
-  if (!sn->x1 && !(sn->x1 = malloc(sizeof(double) * (size_t)(h->nvr ? h->nvr : 1))))
-    return dpo_err(DPO_ENOMEM, "hamsi: saved point");
-  if (!sn->c && !(sn->c = calloc((size_t)h->B, sizeof *sn->c)))
-    return dpo_err(DPO_ENOMEM, "hamsi: saved point");
-  memcpy(sn->x1, h->x1, sizeof(double) * (size_t)h->nvr);
-  for (int32_t c = 0; c < h->B; c++) {
-    if (!h->cbuf[c]) continue;
-    int64_t nv = dpo__nvc(h, c);
-    if (!sn->c[c] && !(sn->c[c] = malloc(sizeof(double) * (size_t)(nv ? nv : 1))))
-      return dpo_err(DPO_ENOMEM, "hamsi: saved point");
-    memcpy(sn->c[c], h->cbuf[c], sizeof(double) * (size_t)nv);
-  }
-  sn->k = h->cur_k;
-  sn->t = t;
-  return DPO_OK;
-}
-
-/* Back to a saved point (collective: the item blocks first travel back to the ranks that
- * held them then). */
-static int dpo__restore(dpo__hm_t *h, const dpo__snap_t *sn) {
-  int st = dpo__hm_travel(h, sn->k);
-  if (st) return st;
-  memcpy(h->x1, sn->x1, sizeof(double) * (size_t)h->nvr);
-  for (int32_t c = 0; c < h->B; c++)
-    if (h->cbuf[c]) memcpy(h->cbuf[c], sn->c[c], sizeof(double) * (size_t)dpo__nvc(h, c));
-  return DPO_OK;
-}
 
 /* Safeguard of mb-GD after an epoch (collective).  mb-GD visits each stratum once, so there
  * is no repeated stratum to compare; instead F, the sum over the epoch's strata of each
@@ -389,7 +344,7 @@ static int dpo__check_gd(dpo__hm_t *h) {
   if (st) return st;
   int finite = out[2] == 0 && isfinite(out[0]);
   if (finite && (out[0] <= (1 + h->o.reject_tol) * h->gd_fref || h->sg_rejects >= DPO__GD_FORCE)) {
-    dpo__sg_accept(h);
+    if ((st = dpo__hm_sg_accept(h))) return st;
     h->gd_fref_prev = h->gd_fref;
     h->gd_fref = out[0];
     return DPO_OK;
@@ -398,9 +353,9 @@ static int dpo__check_gd(dpo__hm_t *h) {
   h->damp *= 0.5;
   if (++h->sg_rejects == 2 && h->sg_prev.x1) {
     h->gd_fref = h->gd_fref_prev;
-    return dpo__restore(h, &h->sg_prev);
+    return dpo__hm_restore(h, &h->sg_prev);
   }
-  return dpo__restore(h, &h->sg_start);
+  return dpo__hm_restore(h, &h->sg_start);
 }
 
 /* One outer iteration over the schedule seq[0..L) (thesis Alg. 3, lines 7-19). */
@@ -408,7 +363,7 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   int st = DPO_OK, guard = h->o.reject_tol >= 0;
   if (h->grid && seq[0] != h->cur_k) h->exchanges++;
   if ((st = dpo__hm_travel(h, seq[0]))) return st;
-  if (guard && (st = dpo__keep(h, &h->sg_start, 0))) return st;
+  if (guard && !h->hamsi && (st = dpo__hm_keep(h, &h->sg_start, 0))) return st;
   for (int l = 0; l < L; l++) {
     int32_t k = seq[l], next = l + 1 < L ? seq[l + 1] : -1;
     int first = h->hamsi && l == 0, last = h->hamsi && l == L - 1;
@@ -468,12 +423,12 @@ static int dpo__diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
 static int dpo__final_check(dpo__hm_t *h, double *x2full, int64_t ntr) {
   double r_end, r_prev, te;
   int st = dpo__eval(h, x2full, ntr, 0, 1, &r_end, &te, NULL);
-  if (!st) st = dpo__keep(h, &h->sg_start, 0);
-  if (!st) st = dpo__restore(h, &h->sg_prev);
+  if (!st) st = dpo__hm_keep(h, &h->sg_start, 0);
+  if (!st) st = dpo__hm_restore(h, &h->sg_prev);
   if (!st) st = dpo__eval(h, x2full, ntr, 0, 1, &r_prev, &te, NULL);
   if ((st = dpo_agree(h->comm, st))) return st;
   int back = isfinite(r_prev) && (!isfinite(r_end) || r_end > (1 + h->o.reject_tol) * r_prev);
-  if (!back) return dpo_agree(h->comm, dpo__restore(h, &h->sg_start)); /* the end stays */
+  if (!back) return dpo_agree(h->comm, dpo__hm_restore(h, &h->sg_start)); /* the end stays */
   h->undone++;
   return DPO_OK;
 }
@@ -689,7 +644,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
   st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0, &res->test_rmse0, NULL);
   if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
-  if (!st) st = dpo__keep(h, &h->good, 0);
+  if (!st) st = dpo__hm_keep(h, &h->good, 0);
   if ((st = dpo_agree(comm, st))) goto out;
   c_eval = MPI_Wtime() - t_start;
   for (t = 1;; t++) {
@@ -754,7 +709,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
         if (v[0] < best) {
           best = v[0];
           best_rsm = v[1];
-          if ((st = dpo_agree(comm, dpo__keep(h, &h->best, t)))) break;
+          if ((st = dpo_agree(comm, dpo__hm_keep(h, &h->best, t)))) break;
         }
         /* patience runs out only once the fit has moved on without the held-out RMSE
          * following: the sampled training RMSE fell DPO__ES_PROGRESS below its value at the
@@ -765,12 +720,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       }
       c_eval = MPI_Wtime() - te;
     }
-    if ((st = dpo_agree(comm, dpo__keep(h, &h->good, t)))) break;
+    if ((st = dpo_agree(comm, dpo__hm_keep(h, &h->good, t)))) break;
   }
   if (st == DPO_ENOCONV && o->result_on_failure) {
     /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */
     res->failed_epoch = t;
-    int st2 = dpo_agree(comm, dpo__restore(h, &h->good));
+    int st2 = dpo_agree(comm, dpo__hm_restore(h, &h->good));
     /* the last good point's factors are finite; its RMSE may not be (overflow): still
      * returned, without the divergence check */
     if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good.t, t_start, t_train, 0);
@@ -788,7 +743,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
     /* early stopping: the best evaluated point (its held-out RMSE is the best in the trace) */
     if (o->early_stop > 0 && h->best.x1) {
       res->best_epoch = h->best.t;
-      st = dpo_agree(comm, dpo__restore(h, &h->best));
+      st = dpo_agree(comm, dpo__hm_restore(h, &h->best));
     }
     if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train, 1);
     if (!st && res->best_epoch > 0) res->best_test_rmse = res->test_rmse;

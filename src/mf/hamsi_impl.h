@@ -6,6 +6,7 @@
  *                  ratings, blocks / generic units, metric weights, initial point, buffers
  *   hamsi_step.c   one block's gradient and update (lines 10-13) and the L-BFGS pair (14-19)
  *   hamsi_ring.c   item-block ring transfer between strata (STRATA*)
+ *   hamsi_snap.c   saved points (last good, best, the safeguard's epoch starts)
  *   lbfgs_compact.c, partition.c, objective.c  below all of them
  *
  * Variables: rank p keeps the rows of X1 of its user intervals [i0, i1) with their rows of
@@ -216,6 +217,14 @@ int dpo__hm_travel(dpo__hm_t *h, int32_t kto);
 /* History cache: an accepted pair wrote slot ns of every block (on the rank holding it at
  * stratum cur_k).  Local, called identically on every rank. */
 void dpo__hm_hist_pair(dpo__hm_t *h, int32_t ns);
+
+/* ---- hamsi_snap.c (local) ---- */
+/* Copy the factor rows held now (after epoch t) into sn. */
+int dpo__hm_keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
+/* Back to sn (collective: the item blocks first travel back to where they were then). */
+int dpo__hm_restore(dpo__hm_t *h, const dpo__snap_t *sn);
+/* The epoch passed its safeguard: its start becomes sg_prev (buffer swaps, no copy). */
+int dpo__hm_sg_accept(dpo__hm_t *h);
 
 /* ---- hamsi_step.c ---- */
 /* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows
