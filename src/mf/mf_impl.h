@@ -74,9 +74,6 @@ static inline double dpo__mf_term(int32_t r, const double *restrict x1,
 /* The grid blocks' rating loop (dpo__mf_run_terms below) in 8-wide vectors. */
 typedef double dpo__mf_v8 __attribute__((vector_size(64)));
 #define DPO__MF_RV 8
-/* item rows are prefetched this many ratings ahead: they come from L2 in no order the
- * hardware prefetcher sees (rank 50: gradient phase 2.1 -> 1.7 ms an epoch; 2 and 4 alike) */
-#define DPO__MF_PFD 4
 /* loads and stores as statement macros: no function takes or returns a vector */
 #define DPO__MF_LD8(p) ({ dpo__mf_v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define DPO__MF_ST8(p, v) do { dpo__mf_v8 w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
@@ -162,8 +159,11 @@ dpo__mf_rate(int32_t r, const int32_t nf, const int lam, dpo__mf_v8 *ga, const d
  * Items it[k], ratings y, wu, wi [0, n) (wu, wi read only if lam).  Two ratings a turn: a
  * rating's chain (products, sum, residual, gradient) is ~60 cycles and ~100 instructions, so
  * one at a time left the core waiting on it (perf: the samples on the sum and residual;
- * with the item rows in L1 the loop ran no faster).  The order of operations is fixed
- * (ratings in order): the same bits at every rank count. */
+ * with the item rows in L1 the loop ran no faster).  No software prefetch of the item rows
+ * (4 ratings ahead it had paid with one rating a turn): with two, dropping it took the
+ * gradient phase from 0.96-1.28 to 0.72-1.03 s (2 ranks) and 2.8-3.6 to 2.1-2.4 s (1 rank),
+ * rank 50, 300 epochs, alternated.  The order of operations is fixed (ratings in order): the
+ * same bits at every rank count. */
 static inline __attribute__((always_inline)) double
 dpo__mf_run_terms(int32_t r, const int32_t nf, const int lam, const double *restrict x1,
                   double *restrict g1, const double *restrict X2, double *restrict G2,
@@ -178,15 +178,6 @@ dpo__mf_run_terms(int32_t r, const int32_t nf, const int lam, const double *rest
   }
   double n1 = lam ? dpo__mf_dot(r, x1, x1) : 0, fs = 0;
   for (int64_t k = 0; k < n; k += 2) {
-    for (int64_t j = k + DPO__MF_PFD; j < k + DPO__MF_PFD + 2 && j < n; j++) {
-      const double *xn = X2 + (int64_t)it[j] * r, *gn = G2 + (int64_t)it[j] * r;
-#pragma GCC unroll 9
-      for (int v = 0; v <= DPO__MF_RV; v++)
-        if (v < nf || (v == nf && 8 * nf < r)) {
-          __builtin_prefetch(xn + 8 * v, 0, 3);
-          __builtin_prefetch(gn + 8 * v, 1, 3);
-        }
-    }
     int two = k + 1 < n;
     const double *xp = X2 + (int64_t)it[k] * r, *xq = X2 + (int64_t)it[k + two] * r;
     double ep = dpo__mf_resid(r, nf, xa, x1, xp, y[k]);
