@@ -145,43 +145,38 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
  * ahead alike; prefetches of a whole row's panels at once gained half that). */
 #define DPO__LB_PFD 4096
 #define DPO__LB_PF(p) __builtin_prefetch((const void *)((uintptr_t)(p) + DPO__LB_PFD), 0, 3)
-/* 8 (s, y) panel entries as two vectors of 8 doubles: s, the high halves, masked; y, the low
- * halves, shifted up */
-typedef uint32_t dpo__lb_v8u __attribute__((vector_size(32)));
-typedef float dpo__lb_v8f __attribute__((vector_size(32)));
-#define DPO__LB_LD8(p, s8, y8)                                                            \
+/* Panel entries widened to doubles: the words at p as a VU vector, s (the high halves,
+ * masked) and y (the low halves, shifted up) as VF floats, converted to VD doubles ds, dy. */
+#define DPO__LB_WIDEN(VU, VF, VD, p, ds, dy)                                              \
   do {                                                                                    \
-    dpo__lb_v8u u_, a_, b_;                                                               \
+    VU u_, a_, b_;                                                                        \
+    VF fa_, fb_;                                                                          \
     memcpy(&u_, (p), sizeof u_);                                                          \
     a_ = u_ & 0xffff0000u;                                                                \
     b_ = u_ << 16;                                                                        \
-    dpo__lb_v8f fa_, fb_;                                                                 \
     memcpy(&fa_, &a_, sizeof fa_);                                                        \
     memcpy(&fb_, &b_, sizeof fb_);                                                        \
-    (s8) = __builtin_convertvector(fa_, dpo__mf_v8);                                      \
-    (y8) = __builtin_convertvector(fb_, dpo__mf_v8);                                      \
+    (ds) = __builtin_convertvector(fa_, VD);                                              \
+    (dy) = __builtin_convertvector(fb_, VD);                                              \
   } while (0)
-/* 16 entries as four vectors of 8 doubles (entries 0-7 and 8-15 of s, then of y): widened
- * from 64 bytes at once, GCC 12 emits the 8-wide float -> double conversion of AVX-512; from
- * 32 bytes it splits each into four instructions (the products were compute-bound on them) */
+typedef uint32_t dpo__lb_v8u __attribute__((vector_size(32)));
+typedef float dpo__lb_v8f __attribute__((vector_size(32)));
 typedef uint32_t dpo__lb_v16u __attribute__((vector_size(64)));
 typedef float dpo__lb_v16f __attribute__((vector_size(64)));
 typedef double dpo__lb_v16d __attribute__((vector_size(128)));
+/* 8 entries: s8, y8 */
+#define DPO__LB_LD8(p, s8, y8) DPO__LB_WIDEN(dpo__lb_v8u, dpo__lb_v8f, dpo__mf_v8, p, s8, y8)
+/* 16 entries as four vectors of 8 doubles (entries 0-7 and 8-15 of s, then of y): widened
+ * from 64 bytes at once, GCC 12 emits the 8-wide float -> double conversion of AVX-512; from
+ * 32 bytes it splits each into four instructions (the products were compute-bound on them) */
 #define DPO__LB_LD16(p, s0, s1, y0, y1)                                                   \
   do {                                                                                    \
-    dpo__lb_v16u u_, a_, b_;                                                              \
-    memcpy(&u_, (p), sizeof u_);                                                          \
-    a_ = u_ & 0xffff0000u;                                                                \
-    b_ = u_ << 16;                                                                        \
-    dpo__lb_v16f fa_, fb_;                                                                \
-    memcpy(&fa_, &a_, sizeof fa_);                                                        \
-    memcpy(&fb_, &b_, sizeof fb_);                                                        \
-    dpo__lb_v16d da_ = __builtin_convertvector(fa_, dpo__lb_v16d);                        \
-    dpo__lb_v16d db_ = __builtin_convertvector(fb_, dpo__lb_v16d);                        \
-    (s0) = __builtin_shufflevector(da_, da_, 0, 1, 2, 3, 4, 5, 6, 7);                     \
-    (s1) = __builtin_shufflevector(da_, da_, 8, 9, 10, 11, 12, 13, 14, 15);               \
-    (y0) = __builtin_shufflevector(db_, db_, 0, 1, 2, 3, 4, 5, 6, 7);                     \
-    (y1) = __builtin_shufflevector(db_, db_, 8, 9, 10, 11, 12, 13, 14, 15);               \
+    dpo__lb_v16d ds_, dy_;                                                                \
+    DPO__LB_WIDEN(dpo__lb_v16u, dpo__lb_v16f, dpo__lb_v16d, p, ds_, dy_);                 \
+    (s0) = __builtin_shufflevector(ds_, ds_, 0, 1, 2, 3, 4, 5, 6, 7);                     \
+    (s1) = __builtin_shufflevector(ds_, ds_, 8, 9, 10, 11, 12, 13, 14, 15);               \
+    (y0) = __builtin_shufflevector(dy_, dy_, 0, 1, 2, 3, 4, 5, 6, 7);                     \
+    (y1) = __builtin_shufflevector(dy_, dy_, 8, 9, 10, 11, 12, 13, 14, 15);               \
   } while (0)
 /* X(1) .. X(8) for the memory M at hand, each returning; other M fall through */
 #define DPO__BY_M(X)                                                                      \
@@ -374,6 +369,8 @@ DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const d
 #undef DPO__LB_PF
 #undef DPO__LB_PFD
 #undef DPO__LB_LD8
+#undef DPO__LB_LD16
+#undef DPO__LB_WIDEN
 
 void dpo__lbfgs_apply(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
                       const double *w, const double *g, double *out) {
