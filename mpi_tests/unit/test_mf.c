@@ -177,15 +177,17 @@ static void explicit_h(int n, int m, double *S, double *Y, double sigma, const d
 /* The compact product with H0 = sigma diag(w) (HAMSI's degree metric; w = NULL is the thesis's
  * H0 = sigma I) equals the explicit BFGS inverse from B0 = H0^-1 and the same pairs.  The
  * panels hold bfloat16, so the pairs are rounded to it first (as HAMSI's pair does); the
- * explicit inverse gets the same rounded values. */
-static void compact_vs_explicit(int weighted) {
-  enum { n = 9, M = 3, NP = 5 };
+ * explicit inverse gets the same rounded values.  n = 9 runs the 8-entry and scalar paths of the
+ * products; n = 41 also the 16-entry ones (two, then one of 8, then one entry). */
+static void compact_vs_explicit(int weighted, int n) {
+  enum { M = 3, NP = 5 };
   double A[n * n], wv[n], *w = weighted ? wv : NULL;
-  dpo__hist_t Hsl[n * M] = {{0}}; /* slot-major (s, y) panel */
+  dpo__hist_t Hsl[n * M]; /* slot-major (s, y) panel */
+  memset(Hsl, 0, sizeof Hsl);
   double Sa[NP * n], Ya[NP * n], g[n], hc[n], he[n];
   /* SPD A so y = A s has s'y > 0 */
   for (int i = 0; i < n; i++)
-    for (int j = 0; j <= i; j++) A[i * n + j] = A[j * n + i] = (i == j ? n : 0) + urand() - 0.5;
+    for (int j = 0; j <= i; j++) A[i * n + j] = A[j * n + i] = (i == j ? 9 : 0) + urand() - 0.5;
   for (int i = 0; i < n; i++) wv[i] = 1.0 / (1 + (i * 7) % 50); /* 1 / degree */
   dpo__lbfgs_t l;
   cr_assert_eq(dpo__lbfgs_init(&l, M, 1.0), DPO_OK);
@@ -252,9 +254,56 @@ Test(mf, hist_bfloat16_rounding) {
   }
 }
 
-Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) { compact_vs_explicit(0); }
+Test(mf, compact_lbfgs_equals_explicit_bfgs_inverse) {
+  compact_vs_explicit(0, 9);
+  compact_vs_explicit(0, 41);
+}
 
-Test(mf, compact_lbfgs_degree_metric_equals_explicit) { compact_vs_explicit(1); }
+Test(mf, compact_lbfgs_degree_metric_equals_explicit) {
+  compact_vs_explicit(1, 9);
+  compact_vs_explicit(1, 41);
+}
+
+/* W'g over a block's rows at once (HAMSI's update: one reduction a block) equals the sum of
+ * the per-row products, for row lengths with every path (r = 20: 16 + 4 scalar; 24: 16 + 8;
+ * 50: 3 x 16 + 2), memories with a compiled body (5) and without (10), with and without the
+ * metric; rows taken out of order and not all of them. */
+Test(mf, wtg_over_rows_equals_sum_of_rows) {
+  enum { NR = 37 };
+  int rs[3] = {20, 24, 50}, Ms[2] = {5, 10};
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 2; b++)
+      for (int weighted = 0; weighted < 2; weighted++) {
+        int r = rs[a], M = Ms[b];
+        dpo__hist_t *H = malloc(sizeof *H * (size_t)NR * r * M);
+        double *g = malloc(sizeof(double) * NR * r), *w = malloc(sizeof(double) * NR * r);
+        int32_t rows[NR];
+        int n = 0;
+        for (int64_t i = 0; i < (int64_t)NR * r * M; i++)
+          H[i] = dpo__hist_put(urand() - 0.5, urand() - 0.5);
+        for (int i = 0; i < NR * r; i++) {
+          g[i] = urand() - 0.5;
+          w[i] = 1.0 / (1 + i / r % 7);
+        }
+        for (int i = NR - 1; i >= 0; i -= 1 + i % 3) rows[n++] = i;
+        dpo__lbfgs_t l;
+        cr_assert_eq(dpo__lbfgs_init(&l, M, 1.0), DPO_OK);
+        double u[20] = {0}, ref[20] = {0}, *wp = weighted ? w : NULL;
+        dpo__lbfgs_wtg_rows(&l, r, H, wp, g, rows, n, u);
+        for (int t = 0; t < n; t++) {
+          int64_t o = (int64_t)rows[t] * r;
+          dpo__lbfgs_wtg(&l, r, H + o * M, wp ? wp + o : NULL, g + o, ref);
+        }
+        for (int j = 0; j < 2 * M; j++)
+          cr_assert(fabs(u[j] - ref[j]) <= 1e-12 * (1 + fabs(ref[j])),
+                    "r %d M %d w %d: u[%d] %.17g, per row %.17g", r, M, weighted, j, u[j],
+                    ref[j]);
+        dpo__lbfgs_free(&l);
+        free(H);
+        free(g);
+        free(w);
+      }
+}
 
 Test(mf, sigma_and_pair_acceptance) {
   enum { M = 2 };
