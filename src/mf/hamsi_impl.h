@@ -5,8 +5,8 @@
  *   hamsi_setup.c  layout and partition set-up: held-out split, degrees, cuts, routing of the
  *                  ratings, blocks / generic units, metric weights, initial point, buffers
  *   hamsi_step.c   one block's gradient and update (lines 10-13) and the L-BFGS pair (14-19)
- *   hamsi_ring.c   item-block ring transfer between strata (STRATA*)
  *   hamsi_snap.c   saved points (last good, best, the safeguard's epoch starts)
+ *   hamsi_ring.c   item-block ring transfer between strata (STRATA*)
  *   lbfgs_compact.c, partition.c, objective.c  below all of them
  *
  * Variables: rank p keeps the rows of X1 of its user intervals [i0, i1) with their rows of
