@@ -10,8 +10,8 @@
  *   lbfgs_compact.c, partition.c, objective.c  below all of them
  *
  * Variables: rank p keeps the rows of X1 of its user intervals [i0, i1) with their rows of
- * the (s, y) history H (row part); item block c travels as one buffer [x | H].  In stratum k, user
- * interval i meets item block (i + k) mod B, so block c sits at the owner of interval
+ * the (s, y) history H (row part); item block c travels as one buffer [x | H].  In stratum k,
+ * user interval i meets item block (i + k) mod B, so block c sits at the owner of interval
  * (c - k) mod B; changing stratum is a permutation of the item blocks between ranks.
  * x-bar and g-bar of an item block (line 12) stay on the rank that held it at the first inner
  * step: the first and last strata of an epoch are the same (K = [k, ..., k]), so the block is
@@ -144,8 +144,10 @@ static inline int dpo__hm_qn_pairs(const dpo__hm_t *h) {
  * are short (beta = 53 at epoch 2400); rank 50, ML-100K-sized ratings from N(0, 1) factors,
  * 2400 epochs: training RMSE 0.207 with eta = 1, 0.174 with eta_late = 0.1 after T = 30,
  * the first 30 epochs unchanged.  A constant smaller eta lengthens the early steps too and
- * the safeguard undoes epoch after epoch (eta 0.25-0.5).  Not the default: at rank 10 the
- * same knee ends higher (0.723-0.726 against 0.710 after 1000 epochs, 24-97 epochs undone). */
+ * the safeguard undoes epoch after epoch (eta 0.25-0.5).  Not the default: with 0.1 rank 10
+ * ends higher, and with 0.3 (no worse at rank 10, 0.209 -> 0.181 at rank 50) the biased,
+ * regularized model does (--biases --lambda 10: training RMSE 0.643 -> 0.929, 31 epochs
+ * undone); see jobs/bench/hamsi-results. */
 static inline double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
   if (!(o->eta_late > 0) || t <= o->eta_from) return o->eta * (double)t;
   return o->eta * (double)o->eta_from + o->eta_late * (double)(t - o->eta_from);

@@ -1,12 +1,12 @@
 /* Item-block ring of HAMSI on the STRATA* grid (see hamsi_impl.h): between two strata every
  * item block moves, with its rows of the (s, y) history H, from the rank that used it to the
- * rank whose user interval meets it next.  Nonblocking, in two parts: the history rows H (M bfloat16
- * (s, y) pairs, 4 bytes each, to every double of x) are not changed by a stratum's steps (only
- * by the pair, between epochs), so they are sent as soon as the stratum starts and travel
- * while its blocks compute;
- * the factor rows x are sent right after the block's last use.  The caller posts the receives
- * (dpo__hm_travel_begin, which also sends the histories), sends x (dpo__hm_travel_send) and
- * waits once (dpo__hm_travel_end).  The bytes are the same, so the results are too.
+ * rank whose user interval meets it next.  Nonblocking, in two parts: the history rows H (M
+ * bfloat16 (s, y) pairs, 4 bytes each, to every double of x) are not changed by a stratum's
+ * steps (only by the pair, between epochs), so they are sent as soon as the stratum starts and
+ * travel while its blocks compute; the factor rows x are sent right after the block's last
+ * use.  The caller posts the receives (dpo__hm_travel_begin, which also sends the histories),
+ * sends x (dpo__hm_travel_send) and waits once (dpo__hm_travel_end).  The bytes are the
+ * same, so the results are too.
  *
  * History cache (h->hcache, opts.cache_mb): every rank keeps a buffer for every block, so
  * after a move the sender still has the history it sent.  A pair writes one slot of every

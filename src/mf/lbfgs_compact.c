@@ -192,37 +192,44 @@ typedef double dpo__lb_v16d __attribute__((vector_size(128)));
   default: break;                                                                         \
   }
 
-/* a panel at a time, each read front to back: per panel one vector sum over the 8-entry
- * steps, then its scalar tail (no accumulator array: zeroing one per row cost 8% of the pass) */
+/* One panel row p[0..nvar) against g: a += s g and b += y (w g) over the 8-entry steps (16 at
+ * a time, then 8: the same sums in the same order), ta and tb over the entries past them.
+ * Always inlined: the accumulators stay in the caller's registers. */
+static inline __attribute__((always_inline)) void
+dpo__lb_row(const dpo__hist_t *p, const double *g, const double *w, int64_t nvar,
+            dpo__mf_v8 *a, dpo__mf_v8 *b, double *ta, double *tb) {
+  int64_t n8 = nvar & ~(int64_t)7, v = 0;
+  for (; v + 16 <= n8; v += 16) {
+    DPO__LB_PF(p + v);
+    dpo__mf_v8 g0 = DPO__MF_LD8(g + v), g1 = DPO__MF_LD8(g + v + 8), s0, s1, y0, y1;
+    dpo__mf_v8 wg0 = w ? DPO__MF_LD8(w + v) * g0 : g0, wg1 = w ? DPO__MF_LD8(w + v + 8) * g1 : g1;
+    DPO__LB_LD16(p + v, s0, s1, y0, y1);
+    *a += s0 * g0;
+    *a += s1 * g1;
+    *b += y0 * wg0;
+    *b += y1 * wg1;
+  }
+  if (v < n8) {
+    dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8, s8, y8;
+    DPO__LB_LD8(p + v, s8, y8);
+    *a += s8 * g8;
+    *b += y8 * wg8;
+  }
+  for (v = n8; v < nvar; v++) {
+    double gv = g[v], wg = w ? w[v] * gv : gv;
+    *ta += dpo__hist_s(p[v]) * gv;
+    *tb += dpo__hist_y(p[v]) * wg;
+  }
+}
+
+/* a panel at a time, each read front to back: per panel one vector sum, then its scalar tail
+ * (no accumulator array: zeroing one per row cost 8% of the pass) */
 DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
                                     const double *w, const double *g, double *u) {
-  int64_t n8 = nvar & ~(int64_t)7;
   for (int j = 0; j < M; j++) {
-    const dpo__hist_t *p = P[j];
     dpo__mf_v8 a = {0}, b = {0};
-    int64_t v = 0;
-    for (; v + 16 <= n8; v += 16) { /* the same sums as 8 at a time, in the same order */
-      DPO__LB_PF(p + v);
-      dpo__mf_v8 g0 = DPO__MF_LD8(g + v), g1 = DPO__MF_LD8(g + v + 8), s0, s1, y0, y1;
-      dpo__mf_v8 wg0 = w ? DPO__MF_LD8(w + v) * g0 : g0, wg1 = w ? DPO__MF_LD8(w + v + 8) * g1 : g1;
-      DPO__LB_LD16(p + v, s0, s1, y0, y1);
-      a += s0 * g0;
-      a += s1 * g1;
-      b += y0 * wg0;
-      b += y1 * wg1;
-    }
-    if (v < n8) {
-      dpo__mf_v8 g8 = DPO__MF_LD8(g + v), wg8 = w ? DPO__MF_LD8(w + v) * g8 : g8, s8, y8;
-      DPO__LB_LD8(p + v, s8, y8);
-      a += s8 * g8;
-      b += y8 * wg8;
-    }
     double ta = 0, tb = 0;
-    for (int64_t v = n8; v < nvar; v++) {
-      double gv = g[v], wg = w ? w[v] * gv : gv;
-      ta += dpo__hist_s(p[v]) * gv;
-      tb += dpo__hist_y(p[v]) * wg;
-    }
+    dpo__lb_row(P[j], g, w, nvar, &a, &b, &ta, &tb);
     u[j] += DPO__MF_HSUM8(a) + ta;
     u[M + j] += DPO__MF_HSUM8(b) + tb;
   }
@@ -237,7 +244,7 @@ void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, c
 
 /* wtg over a block's rows: the vector sums run across all of them and are reduced once (the
  * per-row reductions, 2M of them a row, were a third of the products' instructions at r =
- * 50), and each 8 entries of g and w g are loaded once for all M slots. */
+ * 50). */
 #define DPO__DOTR(MM)                                                                     \
   do {                                                                                    \
     dpo__mf_v8 a_[(MM)], b_[(MM)];                                                        \
@@ -248,39 +255,9 @@ void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, c
     }                                                                                     \
     for (int32_t t = 0; t < n; t++) {                                                     \
       int64_t o = (int64_t)rows[t] * r;                                                   \
-      const dpo__hist_t *p_ = H + o * (MM);                                               \
-      const double *g_ = g + o, *w_ = w ? w + o : NULL;                                   \
-      int32_t v = 0;                                                                      \
-      for (; v + 16 <= n8; v += 16) {                                                     \
-        dpo__mf_v8 g0 = DPO__MF_LD8(g_ + v), g1 = DPO__MF_LD8(g_ + v + 8);                \
-        dpo__mf_v8 wg0 = w_ ? DPO__MF_LD8(w_ + v) * g0 : g0;                              \
-        dpo__mf_v8 wg1 = w_ ? DPO__MF_LD8(w_ + v + 8) * g1 : g1;                          \
-        _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                         \
-          dpo__mf_v8 s0, s1, y0, y1;                                                      \
-          DPO__LB_PF(p_ + j * r + v);                                                     \
-          DPO__LB_LD16(p_ + j * r + v, s0, s1, y0, y1);                                   \
-          a_[j] += s0 * g0;                                                               \
-          a_[j] += s1 * g1;                                                               \
-          b_[j] += y0 * wg0;                                                              \
-          b_[j] += y1 * wg1;                                                              \
-        }                                                                                 \
-      }                                                                                   \
-      if (v < n8) {                                                                       \
-        dpo__mf_v8 g8 = DPO__MF_LD8(g_ + v), wg8 = w_ ? DPO__MF_LD8(w_ + v) * g8 : g8;    \
-        _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++) {                         \
-          dpo__mf_v8 s8, y8;                                                              \
-          DPO__LB_LD8(p_ + j * r + v, s8, y8);                                            \
-          a_[j] += s8 * g8;                                                               \
-          b_[j] += y8 * wg8;                                                              \
-        }                                                                                 \
-      }                                                                                   \
-      for (int32_t v = n8; v < r; v++) {                                                  \
-        double gv = g_[v], wg = w_ ? w_[v] * gv : gv;                                     \
-        for (int j = 0; j < (MM); j++) {                                                  \
-          ta_[j] += dpo__hist_s(p_[j * r + v]) * gv;                                      \
-          tb_[j] += dpo__hist_y(p_[j * r + v]) * wg;                                      \
-        }                                                                                 \
-      }                                                                                   \
+      _Pragma("GCC unroll 8") for (int j = 0; j < (MM); j++)                             \
+        dpo__lb_row(H + o * (MM) + j * r, g + o, w ? w + o : NULL, r, &a_[j], &b_[j],     \
+                    &ta_[j], &tb_[j]);                                                    \
     }                                                                                     \
     for (int j = 0; j < (MM); j++) {                                                      \
       u[j] += DPO__MF_HSUM8(a_[j]) + ta_[j];                                              \
@@ -292,7 +269,6 @@ DPO__MF_CLONES void dpo__lbfgs_wtg_rows(const dpo__lbfgs_t *l, int32_t r, const 
                                         const double *w, const double *g, const int32_t *rows,
                                         int32_t n, double *u) {
   int M = l->M;
-  int32_t n8 = r & ~7;
   DPO__BY_M(DPO__DOTR)
   for (int32_t t = 0; t < n; t++) { /* M > 8: a row at a time */
     int64_t o = (int64_t)rows[t] * r;

@@ -86,7 +86,6 @@ typedef double dpo__mf_v8 __attribute__((vector_size(64)));
 /* the same by halves (lanes i and i + 4, then i and i + 2): three vector adds, a short
  * chain for the rating loop's dot product */
 typedef double dpo__mf_v4 __attribute__((vector_size(32)));
-typedef double dpo__mf_v2 __attribute__((vector_size(16)));
 #define DPO__MF_HSUM8H(v)                                                                 \
   ({                                                                                      \
     dpo__mf_v8 h_ = (v);                                                                  \
