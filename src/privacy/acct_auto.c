@@ -48,11 +48,15 @@ static void dpo__close_rdp(dpo__rdpacct_t *s) {
   dpo__rdpacct_add(s, &zero, "none", 0);
 }
 
-/* totals of s at budget delta D: eps, delta, and whether they fit (beps, D) */
-static int dpo__auto_total(const dpo__auto_t *s, double beps, double D, double *eps,
-                           double *delta, int *fits) {
+/* totals of s at budget delta D: eps, delta, whether they fit (beps, D), and which bound gave
+ * them (*bound, may be NULL: "basic" composition, or "rdp" when an RDP curve did) */
+static int dpo__auto_total_b(const dpo__auto_t *s, double beps, double D, double *eps,
+                             double *delta, int *fits, const char **bound) {
   double eb, db;
   int st;
+  const char *dummy;
+  if (!bound) bound = &dummy;
+  *bound = "basic";
   dpo__acct_basic.spent(&s->basic, &eb, &db);
   if (s->n_rdp == 0 && (s->n_approx > 0 || s->n_pure == 0 || !(D > 0))) {
     /* only (A) applies and it is the basic accountant: exact comparison */
@@ -76,6 +80,7 @@ static int dpo__auto_total(const dpo__auto_t *s, double beps, double D, double *
     if ((st = dpo_rdp_eps(&R, dR, &eR, NULL))) return st;
     eA = dpo__add_up(eb, eR);
     dA = D;
+    *bound = "rdp";
   }
   *eps = eA;
   *delta = dA;
@@ -84,13 +89,19 @@ static int dpo__auto_total(const dpo__auto_t *s, double beps, double D, double *
     dpo__rdpacct_total(&s->pconv, &P);
     for (int i = 0; i < R.n; i++) R.rdp[i] = dpo__add_up(R.rdp[i], P.rdp[i]);
     if ((st = dpo_rdp_eps(&R, D, &eB, NULL))) return st;
-    if (eB < eA) {
+    if (eB < eA) { /* the pure releases' RDP conversion (B) is the smaller: it is charged */
       *eps = eB;
       *delta = D;
+      *bound = "rdp";
     }
   }
   *fits = *eps <= beps && *delta <= D;
   return DPO_OK;
+}
+
+static int dpo__auto_total(const dpo__auto_t *s, double beps, double D, double *eps,
+                           double *delta, int *fits) {
+  return dpo__auto_total_b(s, beps, D, eps, delta, fits, NULL);
 }
 
 static int dpo__auto_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
@@ -159,5 +170,14 @@ static void dpo__auto_spent(const void *state, double *eps, double *delta) {
   if (delta) *delta = d;
 }
 
+const char *dpo__auto_bound(const void *state) {
+  const dpo__auto_t *s = state;
+  double e, d;
+  int f;
+  const char *b = "basic";
+  if (dpo__auto_total_b(s, INFINITY, s->bdelta, &e, &d, &f, &b)) return s->n_rdp ? "rdp" : "basic";
+  return b;
+}
+
 const dpo__acct_ops_t dpo__acct_auto = {"auto", sizeof(dpo__auto_t), dpo__auto_init,
-                                        dpo__auto_charge, dpo__auto_spent, NULL, NULL};
+                                        dpo__auto_charge, dpo__auto_spent, NULL, dpo__auto_bound};

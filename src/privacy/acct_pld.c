@@ -170,7 +170,7 @@ static void dpo__pldacct_plan(void *state, int64_t steps, int strict) {
 
 static const char *dpo__pldacct_bound(const void *state) {
   const dpo__pldacct_t *s = state;
-  return s->by_pld ? "pld" : s->a.n_rdp > 0 ? "rdp" : "basic";
+  return s->by_pld ? "pld" : dpo__auto_bound(&s->a); /* rdp also when (B) converted the pure part */
 }
 
 const dpo__acct_ops_t dpo__acct_pld = {"pld",

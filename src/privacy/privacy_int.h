@@ -91,6 +91,9 @@ typedef struct {
   double bdelta; /* the budget's delta, remembered at each charge (for spent) */
 } dpo__auto_t;
 extern const dpo__acct_ops_t dpo__acct_auto;
+/* Which bound gave auto's totals: "basic", or "rdp" (an RDP curve: Gaussian releases, or the
+ * pure releases' RDP conversion when it is the smaller). */
+const char *dpo__auto_bound(const void *state);
 
 /* The "pld" accountant (acct_pld.c): "auto", plus a PLD bound (pld.c) on the Gaussian releases
  * when every release of the ledger is a Gaussian one with sampling none or poisson. */

@@ -284,10 +284,14 @@ void dpo_run_print(const dpo_run_t *r, FILE *out) {
     fprintf(out, "release plan    %s: %s; %lld of %lld steps ran\n", dpo_plan_kind_name(plan->kind),
             plan->what, (long long)dpo_solver_iters(r->solver), (long long)plan->steps);
   dpo__run_parties_print(r->parties, dpo__run_priv_ledger(r->priv), out);
-  fprintf(out, "train data loss %.6f   [non-private diagnostic]\n", r->tr_loss);
-  fprintf(out, "train objective F %.6f   [non-private diagnostic; data loss + lambda ||x||^2]\n",
-          F);
-  fprintf(out, "train %-9s %.4f   [non-private diagnostic]\n", metric, r->tr_metric);
+  if (dpo__run_parties_hide_train(r->parties)) /* never computed: not a nan */
+    fprintf(out, "train metrics   withheld (the coordinator receives no exact training sums)\n");
+  else {
+    fprintf(out, "train data loss %.6f   [non-private diagnostic]\n", r->tr_loss);
+    fprintf(out, "train objective F %.6f   [non-private diagnostic; data loss + lambda "
+            "||x||^2]\n", F);
+    fprintf(out, "train %-9s %.4f   [non-private diagnostic]\n", metric, r->tr_metric);
+  }
   if (!isnan(r->fstar))
     fprintf(out, "F(x) - F*       %.6e   [non-private diagnostic]\n", F - r->fstar);
   if (r->test) {
