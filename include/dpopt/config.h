@@ -60,6 +60,13 @@ int dpo_config_warn_typos(const dpo_config_t *cfg, FILE *out);
  * when one is close) to out for each key dpo_config_unused lists (out NULL: nothing). */
 int dpo_config_warn_unused(const dpo_config_t *cfg, FILE *out);
 /* Iterate over all keys in insertion order (for writing the effective config). */
+/* Fail closed: DPO_EINVAL naming the origin (file:line or flag) of the first set key that
+ * nothing has read and that is not declared, with "did you mean" when one is close and the
+ * count of others; `what` names the reader ("dpopt train").  Call once every key the caller
+ * will read is read or declared, before anything is written: a misspelt privacy.eps must stop
+ * the run, not train without privacy. */
+int dpo_config_check_known(const dpo_config_t *cfg, const char *what);
+
 void dpo_config_foreach(const dpo_config_t *cfg,
                         void (*fn)(const char *key, const char *value, const char *origin,
                                    void *arg),

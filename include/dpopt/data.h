@@ -85,6 +85,12 @@ typedef struct {
   const char *idx_labels; /* IDX: labels file (NULL: derive "...-labels-idx1-ubyte[.gz]") */
   int idx_class;        /* IDX, binary labels: this class is +1, all others -1 (one-vs-rest) */
   double idx_scale;     /* IDX: pixel scale (default 1/255) */
+  /* 1 (private runs): a row outside the declared schema is projected onto it, never refused:
+   * feature indices above d are dropped, a binary label other than +1/-1/0/1 becomes sign(y)
+   * (+1 if y > 0, else -1), a negative or fractional class label becomes max(0, floor(y)).
+   * A refusal would end the run on a fact about one row that no charge covers.  Needs d > 0
+   * for sparse files (dpo_shard_width_declared).  0: such rows are refused (file:line). */
+  int project;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */
@@ -94,11 +100,30 @@ void dpo_load_opts_default(dpo_load_opts_t *o);
  * data.idx_scale; unset keys keep the defaults.  DPO_EINVAL names the key's origin.  The
  * strings in *o point into cfg (keep cfg alive while o is used). */
 int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o);
+/* Not collective: the declared width from the schema file `path`.schema, if there is one
+ * ("[schema]" section, "features = D"; any other key is an error): o->d = D (DPO_EINVAL if
+ * o->d was set to another value).  No schema file: o unchanged. */
+int dpo_load_opts_schema(const char *path, dpo_load_opts_t *o);
+/* Not collective: the load options of a private run on `path`: the schema file first, then
+ * DPO_EINVAL (saying what to declare) unless the width is declared (dpo_shard_width_declared);
+ * then o->project = 1, so that a row outside the schema is projected onto it instead of
+ * ending the run. */
+int dpo_load_opts_private(const char *path, dpo_load_opts_t *o);
+/* Not collective: write `path`.schema declaring d features (for writers that know d from a
+ * public parameter, e.g. the generators; never from the rows). */
+int dpo_schema_write(const char *path, int32_t d);
 
 /* Collective: load this rank's shard of `path`. */
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
                    dpo_shard_t **shard);
 void dpo_shard_destroy(dpo_shard_t *shard);
+
+/* Not collective: *declared = 1 if the width (number of features) of every data set `path`
+ * could hold is fixed by a declaration rather than read from the rows: opts->d > 0, or a
+ * format whose header or column count fixes it (IDX, CSV, a dense dpopt binary file).  A
+ * sparse file (LIBSVM, a sparse dpopt binary) without opts->d gives 0: its largest index is a
+ * fact about the rows.  Reads at most the file's header. */
+int dpo_shard_width_declared(const char *path, const dpo_load_opts_t *opts, int *declared);
 
 /* Row i's (local) L1 and L2 norms, computed in one pass into caller arrays of length n. */
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2);

@@ -99,6 +99,7 @@ if awk -v s="$spent" 'BEGIN {exit !(s > 0 && s <= 0.5)}'; then ok; else bad "spe
 # and the u0 release), and the ledger's spent eps equals calibrate's achieved eps for them; the
 # RDP ledger (privacy.accountant = rdp) refuses the same noise before the last (exit 3).
 head -n 2000 "$S/data/a9a" > "$T/a2k"
+cp "$S/data/a9a.schema" "$T/a2k.schema" # the public schema (123 features) of the rows taken
 expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 21 --sensitivity 0.001 --accountant pld
 sg=$(sed -n 's/^sigma  *\([0-9.eE+-]*\).*/\1/p' "$T/out")
 ce=$(sed -n 's/^achieved_eps  *\([0-9.eE+-]*\).*/\1/p' "$T/out")

@@ -64,8 +64,9 @@ expect 1 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-
 has "$T/err" "did you mean 'data.row_l2_bound'" "typo hint when the algorithm refuses"
 has "$T/err" "declare data.row_l2_bound" "the refusal names the missing bound"
 check "a refusal from the settings leaves no run directory" test ! -e "$T/noL"
-# a run that fails after its directory exists leaves FAILED there (stage, reason, exit status)
-expect 2 "$DPOPT" train --data "$S/data/a9a" --quiet --algo dp-gd --eps 1 --row-l1-bound 14 \
+# a run that fails after its directory exists leaves FAILED there (stage, reason, exit status);
+# a non-private one (a private run clips rows over the bound instead: test_private_output.sh)
+expect 2 "$DPOPT" train --data "$S/data/a9a" --quiet --algo gd --row-l1-bound 14 \
   --row-l2-bound 1 --out "$T/bigrow"
 has "$T/bigrow/FAILED" "over the declared bound 1" "FAILED names the reason"
 has "$T/bigrow/FAILED" "loading data" "FAILED names the stage"

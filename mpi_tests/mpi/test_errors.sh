@@ -69,8 +69,10 @@ check "key typo warning before the error: $(cat "$T/err")" \
   test "$(grep -n 'did you mean' "$T/err" | cut -d: -f1)" -lt "$(grep -n 'error:' "$T/err" | cut -d: -f1)"
 check "key typo warned once" test "$(grep -c 'row_l2_bnd' "$T/err")" = 1
 printf '[algo]\nname = gd\niter = 3\n' >"$T/c.ini"
-expect 0 "$DPOPT" train --config "$T/c.ini" --data "$A" --row-l2-bound 3.75 --iters 2 --quiet --out "$T/ini"
+# fail closed (a typo is an error, not a warning): exit 1, nothing written
+expect 1 "$DPOPT" train --config "$T/c.ini" --data "$A" --row-l2-bound 3.75 --iters 2 --quiet --out "$T/ini"
 has "$T/err" "c.ini:3: unknown setting 'algo.iter': did you mean 'algo.iters'?" "key typo in a config file"
+check "a refused typo writes no run directory" test ! -e "$T/ini"
 # a real key of an algorithm, read only after the data are loaded, is no typo
 expect 0 "$DPOPT" train $COMMON --algo phased-erm --eps 1 --delta 1e-5 --set algo.D=2 --out "$T/D"
 hasnot "$T/err" "algo.D" "algo.D is not reported"

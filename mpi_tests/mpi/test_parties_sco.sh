@@ -13,6 +13,7 @@
 . "$(dirname "$0")/testlib.sh"
 
 head -n 4000 "$S/data/a9a" > "$T/a9a"
+cp "$S/data/a9a.schema" "$T/a9a.schema" # the public schema (123 features) of the rows taken
 COMMON="--data $T/a9a --row-l2-bound 3.75 --clip l2:1 --eps 2 --delta 1e-5 --seed 3 \
   --set parties.count=2"
 num() { sed -n "s/.*$1 \([0-9.e+-]*\)[ ;:,].*/\1/p" "$2" | head -n 1; }

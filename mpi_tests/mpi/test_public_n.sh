@@ -12,6 +12,7 @@
 #    the ledger, not a calibration per trial, decides what fits).
 . "$(dirname "$0")/testlib.sh"
 head -n 32560 "$S/data/a9a" > "$T/a9a-1"
+cp "$S/data/a9a.schema" "$T/a9a-1.schema" # the public schema (123 features) of the rows taken
 C="--row-l2-bound 3.75 --eps 1 --delta 1e-5 --algo dp-sgd-rdp --set privacy.neighbours=add-remove --set algo.sampling=poisson --batch 256 --epochs 0.2 --seed 7 --quiet --no-trace-loss"
 
 # declared public size: identical plans and charges on D and D'

@@ -142,6 +142,7 @@ has "$T/err" "under privacy.trust = local the coordinator draws the batch" "loca
 expect 0 "$DPOPT" simulate --parties 2 --seed 2 "$S/data/a9a" "$T/pc.%d"
 cp "$T/pc.0" "$T/pd.0"
 sed '$d' "$T/pc.1" > "$T/pd.1"
+for k in 0 1; do cp "$T/pc.$k.schema" "$T/pd.$k.schema"; done # the parties' public schema
 PC="$(echo "$AR" | sed "s|--data [^ ]*||") --iters 20 --set parties.count=2 \
   --set privacy.trust=secagg"
 strip() { tr ',' '\n' < "$1" | grep -v 'time_s\|"test_\|journal\|"train"\|"data"\|"dir"'; }

@@ -57,6 +57,7 @@ softmax3_data() {
       z = sqrt(-2 * log(1 - u1)) * cos(6.283185307179586 * u2);
       printf " %d:%.6f", j, (j == c + 1 ? 1.2 : 0) + (j == 4 ? 0.5 : 0) + 0.6 * z }
     printf "\n" } }' > "$3"
+  printf '[schema]\nfeatures = 5\n' > "$3.schema" # the generator's public width
 }
 # idx_head SRC-PREFIX N OUT-PREFIX: the first N images / labels of an IDX set (gzipped
 # SRC-PREFIX-{images-idx3,labels-idx1}-ubyte.gz) as IDX files: the header with count N, the bytes

@@ -485,6 +485,10 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
       (rc = dpo_load_opts_from_config(cfg, &lo)))
     goto out;
   lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+  /* a private run's width is declared, never read from the rows (dpo_load_opts_private) */
+  if ((s.priv || !strcmp(s.meth, "dpadmm") || !strcmp(s.meth, "dpaccadmm")) &&
+      (rc = dpo_load_opts_private(data, &lo)))
+    goto out;
   if ((rc = dpo_shard_load(comm, data, &lo, &sh))) goto out;
   lo.d = sh->d;
   if (s.testp && (rc = dpo_shard_load(comm, s.testp, &lo, &te))) goto out;

@@ -81,7 +81,10 @@ int dpo_cli_parse(const dpo_cli_ctx_t *ctx, int argc, char **argv, const dpo_cli
       }
       char key[256];
       snprintf(key, sizeof key, "%.*s", (int)(e2 - val), val);
-      if (dpo_config_set(cfg, key, e2 + 1, "--set") != DPO_OK) return -1;
+      if (dpo_config_set(cfg, key, e2 + 1, "--set") != DPO_OK) {
+        if (ctx->rank == 0) fprintf(stderr, "dpopt: error: %s\n", dpo_errmsg());
+        return -1;
+      }
       continue;
     }
     const dpo_cli_opt_t *o = opts;
@@ -234,7 +237,7 @@ int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg) {
 
 const dpo_cli_opt_t dpo_cli_data_opts[] = {
     {"--format", "data.format", "F", "auto|libsvm|csv|idx|bin (default auto)"},
-    {"--dim", "data.dim", "D", "declared number of features (default: inferred)"},
+    {"--dim", "data.dim", "D", "declared number of features; a private run on a sparse file needs it or FILE.schema ([schema] features = D beside the data); non-private runs infer it from the rows"},
     {"--dense", "data.dense", NULL, "store rows dense even if the file is sparse"},
     {"--labels", "data.labels", "KIND", "binary (+1/-1, 0/1), real or class (0..K-1); train/eval/predict: from --model"},
     {"--idx-class", "data.idx_class", "K", "IDX images, binary labels: class K is +1, the rest -1 (one-vs-rest; default 0)"},
@@ -248,6 +251,15 @@ void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const
   memset(&out[k], 0, sizeof out[k]);
 }
 
+/* Keys a command reads that have no flag (every flag's key is declared by its table).  tune
+ * and audit are checked later, once the runs they drive have read their keys (dpo_run_setup;
+ * cmd_audit.c), still before anything is written. */
+static const struct {
+  const char *cmd, *keys[8];
+} dpo__cli_extra[] = {
+    {"admm", {"privacy.accountant", "privacy.collude", "privacy.trust", "parties.count", NULL}},
+    {NULL, {NULL}}};
+
 int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **argv,
                   const dpo_cli_opt_t *opts, const char *usage, const char *more,
                   dpo_config_t **cfg, char **pos, int maxpos, int *npos, const char *npos_err) {
@@ -258,5 +270,15 @@ int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **ar
     if (ctx->rank == 0) fprintf(stderr, "dpopt %s: error: %s\n", cmd, npos_err);
     return DPO_EXIT_USAGE;
   }
+  if (!strcmp(cmd, "tune") || !strcmp(cmd, "audit")) return -1;
+  dpo_config_declare(*cfg, "run.expect_ranks"); /* the batch scripts set it for any command */
+  for (int i = 0; dpo__cli_extra[i].cmd; i++)
+    if (!strcmp(dpo__cli_extra[i].cmd, cmd))
+      for (int k = 0; dpo__cli_extra[i].keys[k]; k++)
+        dpo_config_declare(*cfg, dpo__cli_extra[i].keys[k]);
+  char what[64];
+  snprintf(what, sizeof what, "dpopt %s", cmd);
+  /* fail closed: a key nothing reads stops the command before it writes anything */
+  if ((rc = dpo_config_check_known(*cfg, what))) return dpo_cli_fail(ctx, cmd, rc);
   return -1;
 }

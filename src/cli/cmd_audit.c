@@ -109,6 +109,9 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (keepall) dpo__test_keep_all_rows(1);
   if (seeded) dpo__test_audit_seed(1, (uint64_t)seed);
   if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
+  /* fail closed: a key the audited run never read stops it before anything is printed */
+  dpo_config_get(cfg, "audit.json");
+  if ((rc = dpo_agree(ctx->comm, dpo_config_check_known(cfg, "dpopt audit")))) goto fail;
   rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken | dropped << 1 | seeded << 2 | keepall << 3) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
   ex = res.violation ? DPO_EXIT_AUDIT : 0;

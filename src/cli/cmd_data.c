@@ -69,6 +69,9 @@ int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
            st.l2_max, st.l2_mean);
     printf("ranks     %d (rows per rank %lld..%lld)\n", ctx->size, (long long)(st.n / ctx->size),
            (long long)((st.n + ctx->size - 1) / ctx->size));
+    printf("NON-PRIVATE: every figure above is read from the rows (no noise, no charge). Do not "
+           "take a private run's schema (--dim, FILE.schema) or row bounds from them: declare "
+           "them from the data's public description.\n");
   }
 out:
   dpo_shard_destroy(sh);
@@ -92,8 +95,12 @@ int dpo_cmd_convert(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   ex = 0;
   dpo_load_opts_t lo;
-  if ((rc = dpo_load_opts_from_config(cfg, &lo)) || (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh)) ||
-      (rc = dpo_shard_write_bin(ctx->comm, sh, pos[1]))) {
+  /* a declared width (--dim or IN.schema) stays declared: OUT.schema beside a sparse OUT */
+  if ((rc = dpo_load_opts_from_config(cfg, &lo)) || (rc = dpo_load_opts_schema(pos[0], &lo)) ||
+      (rc = dpo_shard_load(ctx->comm, pos[0], &lo, &sh)) ||
+      (rc = dpo_shard_write_bin(ctx->comm, sh, pos[1])) ||
+      (rc = dpo_agree(ctx->comm, ctx->rank == 0 && lo.d > 0 && sh->sparse
+                                     ? dpo_schema_write(pos[1], lo.d) : DPO_OK))) {
     ex = dpo_cli_fail(ctx, "convert", rc);
     goto out;
   }

@@ -73,7 +73,34 @@ static dpo__kv_t *dpo__find(const dpo_config_t *cfg, const char *key) {
   return NULL;
 }
 
+/* A run writes its settings to config.ini and --resume reads them back: refuse what would not
+ * read back as written (a line break, a control character, an inline " ;" comment, spaces the
+ * reader strips, a key the INI syntax cannot hold). */
+static int dpo__check_kv(const char *key, const char *value, const char *origin) {
+  const char *o = origin ? origin : "?";
+  if (!*key) return dpo_err(DPO_EINVAL, "%s: empty setting name", o);
+  for (const char *p = key; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '-'))
+      return dpo_err(DPO_EINVAL, "%s: setting name '%.60s' has a character other than letters, "
+                     "digits, '_', '-' and '.'", o, key);
+  size_t n = strlen(value);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)value[i];
+    if (c < 0x20 || c == 0x7f)
+      return dpo_err(DPO_EINVAL, "%s: %s: the value holds a control character (line break, tab, "
+                     "...), which config.ini could not hold", o, key);
+    if (c == ';' && i > 0 && (value[i - 1] == ' '))
+      return dpo_err(DPO_EINVAL, "%s: %s: ' ;' in a value starts a comment in config.ini", o, key);
+  }
+  if (n && (value[0] == ' ' || value[n - 1] == ' '))
+    return dpo_err(DPO_EINVAL, "%s: %s = '%s': leading or trailing spaces would be lost in "
+                   "config.ini", o, key, value);
+  return DPO_OK;
+}
+
 int dpo_config_set(dpo_config_t *cfg, const char *key, const char *value, const char *origin) {
+  int rc = dpo__check_kv(key, value, origin);
+  if (rc) return rc;
   dpo__kv_t *e = dpo__find(cfg, key);
   char *v = strdup(value), *o = strdup(origin ? origin : "?");
   if (!v || !o) {
@@ -336,6 +363,30 @@ int dpo_config_warn_typos(const dpo_config_t *cfg, FILE *out) {
   int c = dpo_config_typos(cfg, out ? dpo__warn_typo : NULL, out);
   if (out) fflush(out);
   return c;
+}
+
+int dpo_config_check_known(const dpo_config_t *cfg, const char *what) {
+  if (!cfg) return DPO_OK;
+  char list[1536];
+  size_t off = 0;
+  int nbad = 0;
+  for (int i = 0; i < cfg->n; i++) {
+    dpo__kv_t *e = &cfg->kv[i];
+    if (e->used || dpo__is_known(cfg, e->key)) continue;
+    const char *sug = dpo_config_suggest(cfg, e->key);
+    e->warned = 1; /* named here: no warning repeats it */
+    if (off < sizeof list) {
+      int k = sug ? snprintf(list + off, sizeof list - off, "%s%s: unknown setting '%s': did you "
+                             "mean '%s'?", nbad ? "; " : "", e->origin, e->key, sug)
+                  : snprintf(list + off, sizeof list - off, "%s%s: setting '%s' is not used by "
+                             "%s", nbad ? "; " : "", e->origin, e->key, what);
+      off += k > 0 ? (size_t)k : 0;
+    }
+    nbad++;
+  }
+  if (!nbad) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "%s (%s reads no such key: a misspelling, or a key of another "
+                 "command, see --help; nothing was run or written)", list, what);
 }
 
 static void dpo__warn_unused(const char *key, const char *origin, void *arg) {

@@ -65,6 +65,21 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
   return DPO_OK;
 }
 
+/* Private runs on a sparse file: the declared width d replaces the header's (which may have
+ * been read from the rows); entries at columns >= d are dropped (dpo_load_opts_t.project). */
+static int dpo__bin_project(dpo_shard_t *s, int32_t d) {
+  int64_t w = 0;
+  for (int64_t i = 0; i < s->n; i++) {
+    int64_t k0 = s->rowptr[i], k1 = s->rowptr[i + 1];
+    s->rowptr[i] = w;
+    for (int64_t k = k0; k < k1; k++)
+      if (s->colind[k] < d) s->colind[w] = s->colind[k], s->val[w++] = s->val[k];
+  }
+  s->rowptr[s->n] = w;
+  s->d = d;
+  return DPO_OK;
+}
+
 static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
   int rank, size, st = DPO_OK, fd = -1;
   dpo__binhdr_t h = {0};
@@ -92,7 +107,7 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
              h.d < 0 || h.nnz < 0 || (!h.sparse && h.nnz != 0))
       st = dpo_err(DPO_EFORMAT, "%s: corrupt header (n=%lld d=%d sparse=%d nnz=%lld labels=%d)", path,
                    (long long)h.n, (int)h.d, (int)h.sparse, (long long)h.nnz, (int)h.labels);
-    else if (o->d > 0 && o->d != h.d)
+    else if (o->d > 0 && o->d != h.d && !(o->project && h.sparse))
       st = dpo_err(DPO_EFORMAT, "%s: file has dimension %d, declared %d", path, (int)h.d, (int)o->d);
     else {
       int64_t want = dpo__bin_size(&h, (int64_t)sb.st_size);
@@ -120,6 +135,8 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
   if (!st) st = dpo__read_at(fd, path, s->y, (size_t)cnt * 8, DPO__BIN_HDR + 8 * row0);
   for (int64_t i = 0; !st && i < cnt; i++) {
     double v = s->y[i];
+    if (o->project && isfinite(v)) dpo__project_label((dpo_labels_t)h.labels, 1, &s->y[i]);
+    v = s->y[i];
     if (!isfinite(v)) st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite label", path, (long long)(row0 + i + 1));
     else if (h.labels == DPO_LABELS_CLASS && !(v >= 0 && v == floor(v)))
       st = dpo_err(DPO_EFORMAT, "%s: row %lld: class label %g is not an integer >= 0", path,
@@ -161,6 +178,7 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
         else if (!isfinite(s->val[k]))
           st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path, (long long)(row0 + i + 1));
       }
+    if (!st && o->project && o->d > 0) st = dpo__bin_project(s, o->d);
   }
   st = dpo_agree(comm, st);
 out:
@@ -172,7 +190,23 @@ static int dpo__probe_bin(const char *path, const unsigned char *head, size_t le
   return len == 8 && memcmp(head, "DPOBIN01", 8) == 0;
 }
 
-const dpo__format_t dpo__format_bin = {DPO_FMT_BIN, "bin", dpo__probe_bin, dpo__load_bin};
+/* A dense file's header fixes the width of every data set it could hold; a sparse file's header
+ * d was possibly inferred from the rows (dpopt convert without --dim): not a declaration. */
+static int dpo__fixed_bin(const char *path, int *fixed) {
+  unsigned char b[24];
+  int fd = open(path, O_RDONLY), st = DPO_OK;
+  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
+  int32_t sparse = 1;
+  if (dpo__pread_full(fd, b, sizeof b, 0) != (ssize_t)sizeof b)
+    st = dpo_err(DPO_EFORMAT, "%s: truncated file: no full header", path);
+  else memcpy(&sparse, b + 20, 4);
+  close(fd);
+  *fixed = !st && sparse == 0;
+  return st;
+}
+
+const dpo__format_t dpo__format_bin = {DPO_FMT_BIN, "bin", dpo__probe_bin, dpo__load_bin,
+                                       dpo__fixed_bin};
 
 /* MPI_File_write_at in pieces whose element count fits an int. */
 static int dpo__mpi_write(MPI_File fh, int64_t off, const void *buf, int64_t count, MPI_Datatype t, int esz) {

@@ -58,8 +58,13 @@ int dpo__dvec_push(dpo__dvec_t *a, double x);
 int dpo__ivec_push(dpo__ivec_t *a, int32_t x);
 int dpo__lvec_push(dpo__lvec_t *a, int64_t x);
 
-/* Parse a label token (whole string) by the label kind; 0 ok, else reason in why. */
-int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, size_t wl);
+/* Parse a label token (whole string) by the label kind; 0 ok, else reason in why.  project:
+ * a label outside the kind's set is projected onto it (dpo_load_opts_t.project). */
+int dpo__parse_label(const char *tok, dpo_labels_t kind, int project, double *y, char *why,
+                     size_t wl);
+/* A finite label *y checked against the kind's set: 0 ok (0/1 binary labels mapped to -1/+1),
+ * -1 outside it; with project, moved onto the set instead (sign, or max(0, floor)). */
+int dpo__project_label(dpo_labels_t kind, int project, double *y);
 
 /* A file format: one const struct in the loader's file, one line in the table in shard.c,
  * which walks it (auto-detection: the first entry whose probe says yes; an explicit
@@ -72,6 +77,9 @@ typedef struct {
   int (*probe)(const char *path, const unsigned char *head, size_t len);
   /* Collective: fill s (n, d, row0, n_global, storage, y); return the agreed status. */
   int (*load)(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
+  /* Local: *fixed = 1 if the format fixes the width of every data set the file could hold
+   * (header or column count), 0 if the width would be read from the rows (sparse). */
+  int (*fixed_width)(const char *path, int *fixed);
 } dpo__format_t;
 
 extern const dpo__format_t dpo__format_bin;    /* bin.c: magic "DPOBIN01" */

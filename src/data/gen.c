@@ -121,6 +121,8 @@ static int dpo__gen_regr(const char *path, int kind, int64_t n, int32_t d, doubl
       }
     }
   }
+  /* d is a public parameter here: declare it beside the text file for private runs */
+  if (!bin) st = dpo_schema_write(path, d);
 out:
   if (f && fclose(f) != 0 && !st) st = dpo_err(DPO_EIO, "%s: write failed: %s", path, strerror(errno));
   if (fd >= 0 && close(fd) != 0 && !st) st = dpo_err(DPO_EIO, "%s: close failed: %s", path, strerror(errno));

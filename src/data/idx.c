@@ -160,4 +160,8 @@ static int dpo__probe_idx(const char *path, const unsigned char *m, size_t k) {
                              "first)", path);
 }
 
-const dpo__format_t dpo__format_idx = {DPO_FMT_IDX, "idx", dpo__probe_idx, dpo__load_idx};
+/* An IDX header gives the image size: the width of every data set the file could hold. */
+static int dpo__fixed_idx(const char *path, int *fixed) { return (void)path, *fixed = 1, DPO_OK; }
+
+const dpo__format_t dpo__format_idx = {DPO_FMT_IDX, "idx", dpo__probe_idx, dpo__load_idx,
+                                       dpo__fixed_idx};

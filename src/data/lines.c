@@ -210,7 +210,8 @@ int dpo__dvec_push(dpo__dvec_t *a, double x) { DPO__PUSH(double, a, x); }
 int dpo__ivec_push(dpo__ivec_t *a, int32_t x) { DPO__PUSH(int32_t, a, x); }
 int dpo__lvec_push(dpo__lvec_t *a, int64_t x) { DPO__PUSH(int64_t, a, x); }
 
-int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, size_t wl) {
+int dpo__parse_label(const char *tok, dpo_labels_t kind, int project, double *y, char *why,
+                     size_t wl) {
   char *end;
   errno = 0;
   double v = strtod(tok, &end);
@@ -222,18 +223,28 @@ int dpo__parse_label(const char *tok, dpo_labels_t kind, double *y, char *why, s
     snprintf(why, wl, "non-finite label '%.40s'", tok);
     return -1;
   }
-  if (kind == DPO_LABELS_BINARY) {
-    if (v == 1.0) v = 1.0;
-    else if (v == -1.0 || v == 0.0) v = -1.0; /* 0/1 labels: 0 -> -1 */
-    else {
-      snprintf(why, wl, "unknown label '%.40s' (binary labels are +1/-1 or 0/1)", tok);
-      return -1;
-    }
-  } else if (kind == DPO_LABELS_CLASS && !(v >= 0 && v <= 1e9 && v == floor(v))) {
-    snprintf(why, wl, "unknown label '%.40s' (class labels are integers 0, 1, 2, ...)", tok);
+  if (dpo__project_label(kind, project, &v)) {
+    snprintf(why, wl, kind == DPO_LABELS_BINARY
+                          ? "unknown label '%.40s' (binary labels are +1/-1 or 0/1)"
+                          : "unknown label '%.40s' (class labels are integers 0, 1, 2, ...)",
+             tok);
     return -1;
   }
   *y = v;
+  return 0;
+}
+
+int dpo__project_label(dpo_labels_t kind, int project, double *y) {
+  double v = *y;
+  if (kind == DPO_LABELS_BINARY) {
+    if (v == 1.0 || v == -1.0) return 0;
+    if (v == 0.0) return *y = -1.0, 0; /* 0/1 labels: 0 -> -1 */
+    if (!project) return -1;
+    *y = v > 0 ? 1.0 : -1.0; /* the declared label set {-1, +1}: by sign */
+  } else if (kind == DPO_LABELS_CLASS && !(v >= 0 && v <= 1e9 && v == floor(v))) {
+    if (!project) return -1;
+    *y = v > 0 ? floor(fmin(v, 1e9)) : 0.0;
+  }
   return 0;
 }
 

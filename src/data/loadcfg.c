@@ -1,5 +1,10 @@
 /* Data-loading options from config keys (dpo_load_opts_from_config in dpopt/data.h): the
  * one reading of data.* keys shared by every command and by programs that embed a config. */
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "dpopt/config.h"
@@ -40,4 +45,81 @@ int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o) {
   if ((rc = dpo_config_get_double(cfg, "data.idx_scale", 1.0 / 255.0, &dv))) return rc;
   o->idx_scale = dv;
   return DPO_OK;
+}
+
+/* The schema file PATH.schema: a declaration the data holder writes once beside the data,
+ *   [schema]
+ *   features = D
+ * read only for its declared width; any other key is refused (a typo must not pass). */
+typedef struct {
+  const char *path;
+  int64_t features;
+  int line, status;
+} dpo__schema_t;
+
+static int dpo__schema_handler(void *arg, const char *sec, const char *key, const char *val,
+                               int line) {
+  dpo__schema_t *sc = arg;
+  char *end;
+  if (sc->status) return 1;
+  if (strcasecmp(sec, "schema") || strcasecmp(key, "features")) {
+    sc->status = dpo_err(DPO_EINVAL, "%s:%d: unknown setting '%s.%s' (a schema file holds "
+                         "[schema] features = D)", sc->path, line, sec, key);
+    return 1;
+  }
+  long long v = strtoll(val, &end, 10);
+  if (end == val || *end || v < 1 || v > (1 << 30))
+    sc->status = dpo_err(DPO_EINVAL, "%s:%d: features = '%s': expected an integer in [1, 2^30]",
+                         sc->path, line, val);
+  sc->features = v;
+  sc->line = line;
+  return 1;
+}
+
+int dpo_load_opts_schema(const char *path, dpo_load_opts_t *o) {
+  char sp[4096];
+  if (!path) return dpo_err(DPO_EINVAL, "no data file");
+  if (snprintf(sp, sizeof sp, "%s.schema", path) >= (int)sizeof sp)
+    return dpo_err(DPO_EINVAL, "%s: path too long", path);
+  FILE *f = fopen(sp, "r");
+  if (!f) return errno == ENOENT ? DPO_OK : dpo_err(DPO_EIO, "%s: %s", sp, strerror(errno));
+  dpo__schema_t sc = {sp, 0, 0, DPO_OK};
+  int e = ini_parse_file(f, dpo__schema_handler, &sc);
+  fclose(f);
+  if (sc.status) return sc.status;
+  if (e) return dpo_err(DPO_EINVAL, "%s:%d: malformed line", sp, e);
+  if (!sc.features) return dpo_err(DPO_EINVAL, "%s: no '[schema] features = D'", sp);
+  if (o->d > 0 && o->d != sc.features)
+    return dpo_err(DPO_EINVAL, "%s:%d: features = %lld, but data.dim = %d", sp, sc.line,
+                   (long long)sc.features, (int)o->d);
+  o->d = (int32_t)sc.features;
+  return DPO_OK;
+}
+
+int dpo_load_opts_private(const char *path, dpo_load_opts_t *o) {
+  int declared = 0, rc = dpo_load_opts_schema(path, o);
+  if (!rc) rc = dpo_shard_width_declared(path, o, &declared);
+  if (rc) return rc;
+  if (!declared)
+    return dpo_err(DPO_EINVAL, "%s: a private run needs the number of features declared: --dim D "
+                   "(data.dim = D), or a schema file %s.schema holding '[schema] features = D' "
+                   "written once beside the data.  A sparse file's largest feature index is a "
+                   "fact about its rows (one row can change it), so it is never read from them.  "
+                   "Take D from the data's public description (its documentation; a9a: 123), not "
+                   "from `dpopt info`, whose statistics are private.  Nothing was run or written",
+                   path, path);
+  o->project = 1;
+  return DPO_OK;
+}
+
+int dpo_schema_write(const char *path, int32_t d) {
+  char sp[4096];
+  if (!path || d < 1) return dpo_err(DPO_EINVAL, "dpo_schema_write: need a path and d >= 1");
+  if (snprintf(sp, sizeof sp, "%s.schema", path) >= (int)sizeof sp)
+    return dpo_err(DPO_EINVAL, "%s: path too long", path);
+  FILE *f = fopen(sp, "w");
+  if (!f) return dpo_err(DPO_EIO, "%s: cannot create: %s", sp, strerror(errno));
+  fprintf(f, "# public schema, declared by the program that wrote %s (not read from its rows)\n"
+          "[schema]\nfeatures = %d\n", path, (int)d);
+  return fclose(f) ? dpo_err(DPO_EIO, "%s: write error", sp) : DPO_OK;
 }

@@ -55,6 +55,24 @@ static int dpo__detect(const char *path, const dpo__format_t **fmt) {
   return dpo_err(DPO_EUNSUP, "%s: no loader recognises this file", path);
 }
 
+/* Local: the table entry for opts->format (explicit or detected). */
+static int dpo__format_of(const char *path, const dpo_load_opts_t *o, const dpo__format_t **f) {
+  *f = NULL;
+  if (o->format == DPO_FMT_AUTO) return dpo__detect(path, f);
+  for (int i = 0; dpo__formats[i]; i++)
+    if (dpo__formats[i]->format == o->format) *f = dpo__formats[i];
+  return *f ? DPO_OK : dpo_err(DPO_EINVAL, "%s: unknown format %d", path, (int)o->format);
+}
+
+int dpo_shard_width_declared(const char *path, const dpo_load_opts_t *opts, int *declared) {
+  const dpo__format_t *f;
+  *declared = 0;
+  if (!path || !opts) return dpo_err(DPO_EINVAL, "dpo_shard_width_declared: NULL argument");
+  if (opts->d > 0) return *declared = 1, DPO_OK;
+  int rc = dpo__format_of(path, opts, &f);
+  return rc ? rc : f->fixed_width(path, declared);
+}
+
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
                    dpo_shard_t **shard) {
   dpo_load_opts_t o;
@@ -73,13 +91,7 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   if (!st) {
     snprintf(s->source, sizeof s->source, "%s", path);
     s->labels = o.labels;
-    if (o.format == DPO_FMT_AUTO) {
-      st = dpo__detect(path, &f);
-    } else {
-      for (int i = 0; dpo__formats[i]; i++)
-        if (dpo__formats[i]->format == o.format) f = dpo__formats[i];
-      if (!f) st = dpo_err(DPO_EINVAL, "%s: unknown format %d", path, (int)o.format);
-    }
+    st = dpo__format_of(path, &o, &f);
   }
   st = dpo_agree(comm, st);
   if (st) goto fail;

@@ -26,7 +26,7 @@ static int dpo__libsvm_line(char *p, int64_t ln, const dpo_load_opts_t *o, dpo__
   char save = *p;
   *p = '\0';
   double lab;
-  if (dpo__parse_label(t, o->labels, &lab, why, sizeof why)) {
+  if (dpo__parse_label(t, o->labels, o->project, &lab, why, sizeof why)) {
     dpo__perr_set(e, DPO_EFORMAT, ln, "%s", why);
     return -1;
   }
@@ -64,7 +64,7 @@ static int dpo__libsvm_line(char *p, int64_t ln, const dpo_load_opts_t *o, dpo__
       dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld < 1 (indices are 1-based)", idx);
       return -1;
     }
-    if (o->d > 0 && idx > o->d) {
+    if (o->d > 0 && idx > o->d && !o->project) {
       dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld > declared dimension %d", idx, (int)o->d);
       return -1;
     }
@@ -81,6 +81,7 @@ static int dpo__libsvm_line(char *p, int64_t ln, const dpo_load_opts_t *o, dpo__
       return -1;
     }
     prev = idx;
+    if (o->project && idx > o->d) continue; /* outside the declared schema: dropped */
     if (idx > *maxidx) *maxidx = idx;
     if (dpo__ivec_push(ci, (int32_t)(idx - 1)) || dpo__dvec_push(va, v))
       return dpo__perr_set(e, DPO_ENOMEM, 0, "oom"), -1;
@@ -99,6 +100,9 @@ static int dpo__load_libsvm(MPI_Comm comm, const char *path, const dpo_load_opts
   int lr_open = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  if (o->project && o->d <= 0) /* the caller skipped dpo_shard_width_declared */
+    return dpo_err(DPO_EINVAL, "%s: a private run needs the number of features declared "
+                   "(data.dim): a sparse file's largest index is a fact about its rows", path);
   st = dpo__lr_open(&lr, path, rank, size);
   if (st) e.code = st; /* detail already recorded (line 0) */
   else lr_open = 1;
@@ -238,7 +242,7 @@ static int dpo__load_csv(MPI_Comm comm, const char *path, const dpo_load_opts_t 
       break;
     }
     double lab;
-    if (dpo__parse_label(f[0], o->labels, &lab, why, sizeof why)) {
+    if (dpo__parse_label(f[0], o->labels, o->project, &lab, why, sizeof why)) {
       dpo__perr_set(&e, DPO_EFORMAT, lr.nlines, "%s", why);
       break;
     }
@@ -303,6 +307,12 @@ static int dpo__probe_csv(const char *path, const unsigned char *head, size_t le
 
 static int dpo__probe_libsvm(const char *path, const unsigned char *head, size_t len) { return 1; }
 
-const dpo__format_t dpo__format_csv = {DPO_FMT_CSV, "csv", dpo__probe_csv, dpo__load_csv};
+/* A CSV file's column count is the same on every row (else it is refused), so it fixes the
+ * width of every data set the file could hold; a LIBSVM file's largest index does not. */
+static int dpo__fixed_csv(const char *path, int *fixed) { return (void)path, *fixed = 1, DPO_OK; }
+static int dpo__fixed_libsvm(const char *path, int *fixed) { return (void)path, *fixed = 0, DPO_OK; }
+
+const dpo__format_t dpo__format_csv = {DPO_FMT_CSV, "csv", dpo__probe_csv, dpo__load_csv,
+                                       dpo__fixed_csv};
 const dpo__format_t dpo__format_libsvm = {DPO_FMT_LIBSVM, "libsvm", dpo__probe_libsvm,
-                                          dpo__load_libsvm};
+                                          dpo__load_libsvm, dpo__fixed_libsvm};

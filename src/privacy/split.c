@@ -16,6 +16,7 @@
 #include "dpopt/parties.h"
 #include "dpopt/rng.h"
 #include "dpopt/runout.h"
+#include "dpopt/data.h"
 #include "dpopt/status.h"
 
 typedef struct {
@@ -229,6 +230,16 @@ int dpo_parties_split(const char *in, const char *pattern, const dpo_split_opts_
     if (out[k] && fclose(out[k]) != 0 && !rc) rc = dpo_err(DPO_EIO, "cannot write party %d", k);
   free(out);
   out = NULL;
+  { /* the source's declared schema holds for every party's file: copied beside each */
+    dpo_load_opts_t so;
+    dpo_load_opts_default(&so);
+    if (!rc) rc = dpo_load_opts_schema(in, &so);
+    for (int k = 0; k < P && !rc && so.d > 0; k++) {
+      char fn[1100];
+      snprintf(fn, sizeof fn, pat, k);
+      rc = dpo_schema_write(fn, so.d);
+    }
+  }
   if (!rc) {
     fprintf(report, "# dpopt simulate: %s, %lld rows -> %lld parties (%s split, seed %lld)\n", in,
            (long long)t.n, (long long)P, o->split, (long long)o->seed);

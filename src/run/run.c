@@ -80,6 +80,21 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   return DPO_OK;
 }
 
+/* A request for privacy in any form (a privacy.* or parties.* key) with an algorithm that adds
+ * no noise is refused: it must never end as a non-private run.  Not collective. */
+static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *algo) {
+  if (algo->is_private) return DPO_OK;
+  static const char *const ask[] = {"privacy.eps", "privacy.delta", "privacy.trust",
+                                    "privacy.clip", "privacy.neighbours", "privacy.accountant",
+                                    "parties.n", "parties.data", "parties.count", NULL};
+  for (int i = 0; ask[i]; i++)
+    if (dpo_config_get(cfg, ask[i]))
+      return dpo_err(DPO_EINVAL, "%s: %s asks for privacy but algorithm '%s' adds no noise: "
+                     "choose a private algorithm (dp-*, or no --algo with --eps) or drop %s",
+                     dpo_config_origin(cfg, ask[i]), ask[i], algo->name, ask[i]);
+  return DPO_OK;
+}
+
 /* Every setting, read and checked (stage "train"): nothing touched yet.  Not collective. */
 static int dpo__run_settings(dpo_run_t *r) {
   const dpo_config_t *cfg = r->cfg;
@@ -91,7 +106,7 @@ static int dpo__run_settings(dpo_run_t *r) {
   const char *algo_name;
   dpo_config_get_str(cfg, "algo.name", "gd", &algo_name);
   dpo_config_get_str(cfg, "run.fstar", "none", &r->fstar_s);
-  dpo_config_get_str(cfg, "data.row_bound_action", "reject", &action);
+  dpo_config_get_str(cfg, "data.row_bound_action", NULL, &action);
   dpo_config_get_str(cfg, "algo.x0", "0", &x0s);
   { /* algo.x0 = a number, or a model file: warm start from its coefficients */
     char *end;
@@ -131,10 +146,23 @@ static int dpo__run_settings(dpo_run_t *r) {
     return dpo_err(DPO_EINVAL, "%s: algo.gtol = %g stops %s on the gradient of the private "
                    "data, a decision no charge covers: drop --gtol (private algorithms run their "
                    "planned steps)", dpo_config_origin(cfg, "algo.gtol"), gtol, algo->name);
+  if ((rc = dpo__run_privacy_asked(cfg, algo))) return rc;
+  /* a private run clips rows over a declared bound (a public map of each row); refusing the
+   * file would release, uncharged, whether some row exceeds the bound */
+  if (!action) action = algo->is_private ? "clip" : "reject";
   r->clip_rows = !strcasecmp(action, "clip");
   if (!r->clip_rows && strcasecmp(action, "reject"))
     return dpo_err(DPO_EINVAL, "%s: data.row_bound_action = '%s': expected reject or clip",
                    dpo_config_origin(cfg, "data.row_bound_action"), action);
+  if (algo->is_private && !r->clip_rows)
+    return dpo_err(DPO_EINVAL, "%s: data.row_bound_action = reject: a private run cannot stop on "
+                   "a row over the declared bound (whether one exists is a fact about the data "
+                   "that no charge covers); private runs clip such rows (the default)",
+                   dpo_config_origin(cfg, "data.row_bound_action"));
+  if (algo->is_private && r->report_rows)
+    return dpo_err(DPO_EINVAL, "%s: data.report_rows prints which rows were over a bound, a fact "
+                   "about the private data that no charge covers: drop --report-rows (a private "
+                   "run says nothing about single rows)", dpo_config_origin(cfg, "data.report_rows"));
   if (r->iters < 0 || r->trace_every < 0 || r->lambda < 0 || !(isnan(r->b1) || r->b1 > 0) ||
       !(isnan(r->b2) || r->b2 > 0))
     return dpo_err(DPO_EINVAL, "iters, trace_every, lambda must be >= 0 and row bounds > 0");
@@ -214,6 +242,9 @@ int dpo_run_setup(dpo_run_t *r) {
    * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
    * relation or budget that differs from the run's) say more about an edited config.ini */
   if (!rc && !r->resuming) rc = dpo__run_check(r);
+  /* the public schema: a private run's width is declared, never read from the rows */
+  if (!rc && r->algo->is_private)
+    rc = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
   if (rc) return dpo__run_failed(r, rc);
   /* the algorithm's own keys are read only in create(), after the data: known from its tables */
   const dpo_algo_param_t *tabs[2] = {r->algo->params, r->algo->shared};
@@ -223,7 +254,13 @@ int dpo_run_setup(dpo_run_t *r) {
       snprintf(k, sizeof k, "algo.%s", q->key);
       dpo_config_declare(r->cfg, k);
     }
-  dpo_config_warn_typos(r->cfg, r->rank == 0 ? stderr : NULL); /* every key is known by now */
+  /* keys read later than here, outside the algorithm's tables (the solver, the DP layer) */
+  static const char *const later[] = {"privacy.calibrate", "privacy.count_eps",
+                                      "privacy.public_n", "run.dir", NULL};
+  for (int i = 0; later[i]; i++) dpo_config_declare(r->cfg, later[i]);
+  /* every key is known by now: one nothing reads is refused before anything is written */
+  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt train"))))
+    return dpo__run_failed(r, rc);
   if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
     return dpo__run_failed(r, rc);
   r->state = DPO__RUN_SETUP;
@@ -308,6 +345,13 @@ int dpo_run_load(dpo_run_t *r) {
     lo.d = r->train->d; /* the test set must live in the training feature space */
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
+  /* private: a class label above the declared K - 1 is moved onto it (the loader already
+   * moved negative and fractional ones), like every other row outside the schema */
+  const int32_t K = dpo_model_classes(r->model);
+  for (dpo_shard_t *sh = r->lo.project && K > 0 ? r->train : NULL; sh;
+       sh = sh == r->train ? r->test : NULL)
+    for (int64_t i = 0; i < sh->n; i++)
+      if (sh->y[i] > K - 1) sh->y[i] = K - 1;
   /* the bias column, after the declared bounds were checked on the features themselves */
   if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
       (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))

@@ -112,8 +112,13 @@ static void dpo__ini_line(const char *key, const char *value, const char *origin
     b->buf = q;
     b->cap = nc;
   }
-  b->len += (size_t)snprintf(b->buf + b->len, b->cap - b->len, "%s = %s    ; %s\n", key, value,
-                             origin);
+  size_t at = b->len + (size_t)snprintf(b->buf + b->len, b->cap - b->len, "%s = %s    ; ", key,
+                                        value);
+  b->len = at + (size_t)snprintf(b->buf + at, b->cap - at, "%s\n", origin);
+  /* keys and values are checked when set (config.c); an origin is a path or a flag, and a
+   * path may hold anything: its control characters would break the line */
+  for (size_t i = at; i + 1 < b->len; i++)
+    if ((unsigned char)b->buf[i] < 0x20) b->buf[i] = '?';
 }
 
 int dpo__run_write_config(const dpo_config_t *cfg, const char *run_dir) {

@@ -100,6 +100,25 @@ int dpo__run_parties_hide_train(const dpo__run_parties_t *tp) {
   return tp && tp->p && tp->p->trust != DPO_TRUST_CENTRAL;
 }
 
+int dpo__run_parties_schema(const dpo__run_parties_t *tp, const char *path,
+                            dpo_load_opts_t *lo) {
+  const dpo_parties_t *p = tp->p;
+  if (!p || !p->data[0]) return dpo_load_opts_private(path, lo);
+  /* every party's file declares the same width (data.dim, or each file's schema) */
+  dpo_load_opts_t first = *lo;
+  for (int k = 0; k < p->count; k++) {
+    dpo_load_opts_t o = *lo;
+    int rc = dpo_load_opts_private(p->data[k], &o);
+    if (rc) return rc;
+    if (k == 0) first = o;
+    else if (o.d != first.d)
+      return dpo_err(DPO_EINVAL, "%s declares %d features, %s %d: the parties must declare one "
+                     "schema", p->data[0], (int)first.d, p->data[k], (int)o.d);
+  }
+  *lo = first;
+  return DPO_OK;
+}
+
 int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *path,
                           const dpo_load_opts_t *lo, dpo_shard_t **train) {
   const dpo_parties_t *p = tp->p;

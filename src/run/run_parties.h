@@ -27,6 +27,9 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
                             dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace);
 /* 1 when the coordinator must not receive exact training-data sums (local / shares): the
  * non-private training diagnostics are then skipped. */
+/* Not collective: the load options of a private run (dpo_load_opts_private) on `path`, or on
+ * every party's file, which must declare the same width. */
+int dpo__run_parties_schema(const dpo__run_parties_t *tp, const char *path, dpo_load_opts_t *lo);
 int dpo__run_parties_hide_train(const dpo__run_parties_t *tp);
 const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp);
 /* Rank 0: privacy.trust + privacy.trust_protects, and a "parties" block. */

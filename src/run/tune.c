@@ -247,6 +247,11 @@ static void copy_key(const char *k, const char *v, const char *o, void *arg) {
   dpo_config_set(a->to, k, v, o);
 }
 
+static void declare_run_key(const char *k, const char *v, const char *o, void *cfg) {
+  (void)v, (void)o;
+  if (strncmp(k, "tune.", 5)) dpo_config_declare(cfg, k);
+}
+
 /* The configuration of repetition r (candidate k). */
 static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out) {
   dpo_config_t *c;
@@ -447,6 +452,8 @@ static int count_rows(dpo__tune_t *t, const char *key, int64_t *n, int32_t *d) {
   int rc = dpo_load_opts_from_config(t->cfg, &lo);
   lo.labels = t->multi ? DPO_LABELS_CLASS : DPO_LABELS_BINARY; /* as the runs load them */
   if (*d > 0) lo.d = *d; /* the held-out data in the training feature space, as the runs load it */
+  /* every repetition is private: the width is declared, never read from the rows */
+  if (!rc) rc = dpo_load_opts_private(dpo_config_get(t->cfg, key), &lo);
   if (!rc) rc = dpo_shard_load(t->comm, dpo_config_get(t->cfg, key), &lo, &sh);
   if (!rc) *n = sh->n_global, *d = sh->d;
   dpo_shard_destroy(sh);
@@ -464,6 +471,12 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   MPI_Comm_rank(comm, &t->rank);
   int64_t seed = 0;
   rc = tune_settings(t);
+  /* fail closed: a tune.* key tune_settings did not read is refused here; every other key is
+   * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
+  if (!rc) {
+    dpo_config_foreach(cfg, declare_run_key, (void *)cfg);
+    rc = dpo_config_check_known(cfg, "dpopt tune");
+  }
   if (!rc && dpo_config_get(cfg, "run.seed")) {
     seeded = 1;
     rc = dpo_config_get_int(cfg, "run.seed", 0, &seed);
