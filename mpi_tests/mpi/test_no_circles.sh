@@ -54,9 +54,11 @@ END {
 }
 EOF
 
-# ---- 1. the call graph of libdpopt's objects
+# ---- 1. the call graph of libdpopt's objects (those of libdpopt_common.la and libdpopt.la; the
+# test builds of the switch files, libdpopt_test_la-*.lo and dpopt_test-*.o, are the same files
+# compiled again with -DDPO_TEST_SWITCHES and are left out: their symbols would be duplicates)
 : >"$T/objs"
-find "$B/src" -name '*.lo' | sort | while read -r lo; do
+find "$B/src" -name '*.lo' ! -name 'libdpopt_test_la-*' | sort | while read -r lo; do
   rel=${lo#"$B"/}
   src=$(dirname "$rel")/$(basename "$rel" .lo | sed 's/^libdpopt_la-//').c
   [ -f "$S/$src" ] || continue # stale object of a removed file
@@ -68,7 +70,8 @@ nobj=$(wc -l <"$T/objs")
 check "found libdpopt's objects under $B/src ($nobj)" test "$nobj" -ge 20
 # the dpopt tool's objects (plain .o, no .lo beside them) join the graph: the tool calls the
 # library, and a library file that used a symbol of the tool would be a circle through it
-find "$B/src" -name '*.o' ! -path '*/.libs/*' | sort | while read -r o; do
+find "$B/src" -name '*.o' ! -path '*/.libs/*' ! -name 'dpopt_test-*' ! -name 'libdpopt_test_la-*' |
+  sort | while read -r o; do
   [ -f "${o%.o}.lo" ] && continue # the non-PIC twin of a library object
   rel=${o#"$B"/}
   src=$(dirname "$rel")/$(basename "$rel" .o | sed 's/^dpopt-//').c
