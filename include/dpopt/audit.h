@@ -83,30 +83,8 @@ typedef struct {
  * same status on every rank. */
 int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip, int quiet,
                   dpo_audit_result_t *res);
-/* Not collective: write *res as JSON to path (atomically); test_break_noise is recorded. */
-int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int test_break_noise);
-
-/* TEST ONLY (dpopt audit --test-break-noise): multiply every noise scale of the exact
- * Laplace/Gaussian mechanisms by `factor` (1 = normal).  A factor < 1 breaks privacy on
- * purpose so that the audit's own test can check it is caught; no config key or train option
- * reaches it. */
-void dpo__test_noise_factor(double factor);
-/* The factor in force (secure aggregation scales its integer shares' sigma by it). */
-double dpo__test_noise_factor_get(void);
-/* TEST ONLY (dpopt audit --test-drop-share): on = 1 makes every privacy.trust = secagg audit
- * trial add one party's noise share fewer (audit.secagg_parties = P parties, P - 1 shares), a
- * fault the audit must catch when the shares are sized for all P (privacy.collude = 0).  No
- * config key or train option reaches it. */
-void dpo__test_drop_share(int on);
-/* TEST ONLY (dpopt audit --test-seed S): on = 1 draws every trial's noise from a seeded stream
- * (seed S, stream = the rank), so a test's audit outcome is reproducible (the table says
- * "[TEST: seeded]": such a run shows nothing about secure noise).  No config key reaches it. */
-void dpo__test_audit_seed(int on, uint64_t seed);
-/* TEST ONLY (dpopt audit --test-keep-all-rows): on = 1 makes every privacy.trust = secagg audit
- * trial with party-local Poisson sampling keep every row while the ledger charges the rate
- * m / n_pub (dpo__oracle_test_keep_all): the defect an audit at q < 1 must catch.  No config
- * key or train option reaches it. */
-void dpo__test_keep_all_rows(int on);
+/* Not collective: write *res as JSON to path (atomically). */
+int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res);
 
 #ifdef __cplusplus
 }

@@ -100,9 +100,6 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
  * travel and no row count comes back.  g_sum = the decoded noised sum. */
 int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_oracle_noise_t *noise,
                                  int64_t m, int64_t n, double *g_sum);
-/* TEST ONLY (dpopt audit --test-keep-all-rows): this oracle's party-local sampling keeps every
- * row (rate n / n) while the caller charges m / n: the defect the audit at q < 1 must catch. */
-void dpo__oracle_test_keep_all(dpo_oracle_t *o, int on);
 /* Not collective: this rank's secure-aggregation state (borrowed; dpopt/parties.h). */
 struct dpo_secagg;
 int dpo_oracle_set_secagg(dpo_oracle_t *o, struct dpo_secagg *sa);

@@ -7,9 +7,11 @@
 #  - power: one Laplace release at eps = 1 with the DEFAULT trial count gives a bound >= 0.5
 #    at --alpha 1e-4 (measured: 0.68 .. 0.84 over 12 runs). The claim is tight here, so the
 #    default alpha 0.05 would report a false violation in up to 5% of runs: CI saw one;
-#  - a mechanism broken on purpose (--test-break-noise: noise halved, true eps 2) is caught:
-#    bound > claim, exit status 6, "VIOLATION"; also on dp-gd with one step, on 2 ranks;
-#  - the hidden switch is not an option of dpopt train, nor listed in dpopt audit --help.
+#  - a mechanism broken on purpose (dpopt-test audit --test-break-noise: noise halved, true
+#    eps 2) is caught: bound > claim, exit status 6, "VIOLATION"; also on dp-gd with one step,
+#    on 2 ranks;
+#  - the test switch exists only in dpopt-test: dpopt audit and dpopt train refuse it, and
+#    dpopt audit --help does not list it.
 . "$(dirname "$0")/testlib.sh"
 
 # the eps_lb column of the table's data line
@@ -56,7 +58,7 @@ done
 AR="--iters 1 --set privacy.neighbours=add-remove --public-n 50"
 expect 0 "$DPOPT" audit --algo dp-gd $AR $LAP --trials 2000 --alpha 1e-4
 check "one-step dp-gd (add-remove): bound $(lb) below $(claim)" below "$(lb)" "$(claim)"
-expect 6 "$DPOPT" audit --algo dp-gd $AR $LAP --trials 2000 --alpha 0.05 --test-break-noise
+expect 6 "$DPOPT_TEST" audit --algo dp-gd $AR $LAP --trials 2000 --alpha 0.05 --test-break-noise
 check "broken one-step dp-gd (add-remove): bound $(lb) above $(claim)" below "$(claim)" "$(lb)"
 # the papers' amplification of m-of-n batches is for replace-one: no batch under add-remove
 expect 1 "$DPOPT" audit --algo dp-gd $AR $LAP --batch 10 --trials 10
@@ -83,17 +85,20 @@ has "$T/out" "^laplace  *1  *0  *[0-9.]*  *5000 " "table line: claimed 1, delta 
 check "power: bound $(lb) >= 0.5 at eps = 1" below 0.5 "$(lb)"
 
 # --- a broken mechanism is caught
-expect 6 "$DPOPT" audit --mechanism laplace --eps 1 --quiet --test-break-noise --json "$T/broken.json"
+expect 6 "$DPOPT_TEST" audit --mechanism laplace --eps 1 --quiet --test-break-noise --json "$T/broken.json"
 check "broken Laplace: bound $(lb) above the claim 1" below 1 "$(lb)"
 has "$T/out" "VIOLATION" "broken Laplace: reported"
 has "$T/broken.json" '"violation":true' "broken Laplace: json"
-expect 6 $MPI -np 2 "$DPOPT" audit --algo dp-gd --iters 1 $LAP --trials 2000 --alpha 0.05 --test-break-noise
+has "$T/broken.json" '"test_break_noise":true' "broken Laplace: json says the noise was halved"
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --algo dp-gd --iters 1 $LAP --trials 2000 --alpha 0.05 --test-break-noise
 check "broken dp-gd: bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 # the same one-step dp-gd, not broken: close to tight (0.59 .. 0.75 at alpha 1e-4), still below
 expect 0 "$DPOPT" audit --algo dp-gd --iters 1 $LAP --trials 2000 --alpha 1e-4
 check "one-step dp-gd: bound $(lb) below $(claim)" below "$(lb)" "$(claim)"
 
-# --- the switch exists nowhere else
+# --- the switch exists nowhere else: dpopt-test only
+expect 1 "$DPOPT" audit --mechanism laplace --eps 1 --quiet --test-break-noise
+has "$T/err" "unknown option" "dpopt audit refuses --test-break-noise (dpopt-test only)"
 expect 1 "$DPOPT" train --algo dp-gd --eps 1 --test-break-noise --data "$S/data/a9a"
 has "$T/err" "unknown option" "train refuses --test-break-noise"
 expect 0 "$DPOPT" audit --help

@@ -6,7 +6,7 @@
 #    (lambda = 0: (x_1, y_1) is an invertible map of both noised gradients, the whole
 #    mechanism) and T = 20 (DP-AccADMM's momentum and its restart every 10);
 #  - --sigma-rule ledger spends the whole eps (claim 1) and still passes;
-#  - noise halved on purpose (--test-break-noise) is caught on DP-ADMM, DP-AccADMM and
+#  - noise halved on purpose (dpopt-test's --test-break-noise) is caught on DP-ADMM, DP-AccADMM and
 #    consensus: exit 6, VIOLATION.  Gaussian claims convert RDP to (eps, delta), which is loose,
 #    so the broken runs use delta = 0.1 and eps = 4, where the halved noise lifts the bound
 #    0.5-0.8 above the claim at 40000 trials (measured; 10000 trials are not enough);
@@ -37,12 +37,12 @@ close "$(claim)" 1 1e-6 "dpadmm --sigma-rule ledger: claims all of eps"
 check "dpadmm --sigma-rule ledger: bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
 
 # noise halved: caught
-expect 6 $MPI -np 2 "$DPOPT" audit --admm dpadmm --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --admm dpadmm --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
 check "broken dpadmm: bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 has "$T/out" "VIOLATION" "broken dpadmm: reported"
-expect 6 $MPI -np 2 "$DPOPT" audit --admm dpaccadmm --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --admm dpaccadmm --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
 check "broken dpaccadmm: bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
-expect 6 $MPI -np 2 "$DPOPT" audit --admm consensus --rho 0.01 --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --admm consensus --rho 0.01 --eps 4 --delta 0.1 $C --iters 1 --lambda 0 --trials 40000 --test-break-noise
 check "broken consensus: bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 
 # usage

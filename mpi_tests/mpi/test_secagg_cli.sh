@@ -10,7 +10,7 @@
 #    (Gaussian only) at delta = 0, accountant basic, an algorithm whose release is not a sum (phased-sgd);
 #  - dpopt audit with privacy.trust = secagg passes (bound below the charge), also at pure eps
 #    with 2 simulated parties, and FAILS (VIOLATION) when one party's noise share is dropped
-#    (--test-drop-share, an audit-only hidden switch; collude 0), for the pure-eps Polya shares
+#    (dpopt-test's --test-drop-share, a test switch; collude 0), for the pure-eps Polya shares
 #    and for the discrete Gaussian shares (dp-sgd-rdp with party-local Poisson batches, seeded);
 #  - a party's rank killed mid-run (SIGKILL): Open MPI's fatal error handler ends the job on
 #    every rank (no hang, non-zero exit) and the journal stays intact and replayable (every
@@ -97,7 +97,7 @@ check "secagg audit: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
 # pure eps, 2 simulated parties (--secagg-parties 2) with collude 0: each Polya share is sized
 # for 2 honest parties.  The audit passes with both shares (measured eps_lb 0.66 .. 0.85 over
 # 12 runs at 4000 trials, alpha 1e-4) and reports a VIOLATION when one party's share is
-# dropped (--test-drop-share, hidden, audit only: 1.27 .. 1.46 over 12 runs); with collude 1
+# dropped (--test-drop-share, dpopt-test only: 1.27 .. 1.46 over 12 runs); with collude 1
 # each share alone carries the whole discrete Laplace, so a dropped share is still covered
 # (0.66 .. 0.77 over 6 runs).
 PA="--algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 4 --trials 4000 \
@@ -106,54 +106,59 @@ expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "pure secagg audit, 2 parties: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.99)}'
-expect 6 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0 --test-drop-share
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit $PA --set privacy.collude=0 --test-drop-share
 has "$T/out" "VIOLATION" "a dropped noise share is caught"
 has "$T/out" "TEST: one noise share dropped" "the table says so"
-expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=1 --test-drop-share
+expect 0 $MPI -np 2 "$DPOPT_TEST" audit $PA --set privacy.collude=1 --test-drop-share
 hasnot "$T/out" "VIOLATION" "collude 1: one dropped share is within the honest-minority guarantee"
 # Gaussian shares (distributed discrete Gaussian), 2 simulated parties, collude 0: dp-sgd-rdp
 # with party-local Poisson batches (q = 1 here: m = n_pub = 10), whose charge is a PLD-accounted
 # Gaussian of the honest shares' noise (tight, unlike the rdp-rho charges, whose RDP conversion
 # hides a sqrt(2) loss of noise).  algo.z = 0.84 (claimed eps 0.989 at delta 0.2: the large delta
-# puts the violation where 8000 trials see it).  Seeded (--test-seed, hidden): reproducible, so
-# not flaky; unseeded, 8000 trials: intact eps_lb 0.61 .. 0.75 over 6 runs, one share dropped
-# 1.39 .. 1.49 over 6 runs (alpha 1e-4).
+# puts the violation where 8000 trials see it).  Seeded (--test-seed, dpopt-test only):
+# reproducible, so not flaky; unseeded, 8000 trials: intact eps_lb 0.61 .. 0.75 over 6 runs, one
+# share dropped 1.39 .. 1.49 over 6 runs (alpha 1e-4).
 GA="--algo dp-sgd-rdp --iters 1 --clip l2:1 --row-l2-bound 4 --trials 8000 --alpha 1e-4 --quiet \
   --set privacy.trust=secagg --secagg-parties 2 --set privacy.collude=0 --set algo.sampling=poisson \
   --set privacy.neighbours=add-remove --set privacy.public_n=10 --set algo.m=10 --eps 1 \
   --delta 0.2 --set algo.z=0.84 --test-seed 12"
-expect 0 $MPI -np 2 "$DPOPT" audit $GA
+expect 0 $MPI -np 2 "$DPOPT_TEST" audit $GA
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "Gaussian secagg audit, 2 parties: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.95)}'
 has "$T/out" "TEST: seeded" "a seeded audit says so"
-expect 6 $MPI -np 2 "$DPOPT" audit $GA --test-drop-share
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit $GA --test-drop-share
 has "$T/out" "VIOLATION" "a dropped discrete Gaussian share is caught"
 echo "Gaussian shares: eps_lb intact $lb, dropped $(awk 'NR == 2 {print $4}' "$T/out") (claim $cl)"
 # The same at q = m / n_pub = 2/10 < 1, where the sampling itself is audited: the charge is the
-# subsampled Gaussian's (claim 0.130 at delta 0.2).  --test-keep-all-rows (hidden, audit only)
+# subsampled Gaussian's (claim 0.130 at delta 0.2).  --test-keep-all-rows (dpopt-test only)
 # makes every party keep every row while the ledger still charges q: the defect of 2ae5d84,
 # which an audit at q = 1 cannot see.  Unseeded, 8000 trials: intact eps_lb -0.22 .. -0.23 over
 # 3 runs, every row kept 0.63 .. 0.77 (VIOLATION), alpha 1e-4.
 GQ=$(echo "$GA" | sed 's/algo\.m=10/algo.m=2/')
-expect 0 $MPI -np 2 "$DPOPT" audit $GQ
+expect 0 $MPI -np 2 "$DPOPT_TEST" audit $GQ
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "party-local sampling audit at q = 0.2: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.12 && b + 0 < 0.14)}'
-expect 6 $MPI -np 2 "$DPOPT" audit $GQ --test-keep-all-rows
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit $GQ --test-keep-all-rows
 has "$T/out" "VIOLATION" "every row kept while q = 0.2 is charged: caught"
 has "$T/out" "TEST: every row kept" "the table says so"
 echo "party-local sampling at q = 0.2: eps_lb intact $lb, every row kept $(awk 'NR == 2 {print $4}' "$T/out") (claim $cl)"
-expect 1 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
+expect 1 "$DPOPT_TEST" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
   --quiet --test-keep-all-rows
 has "$T/err" "needs privacy.trust = secagg" "--test-keep-all-rows outside secagg refused"
 expect 1 "$DPOPT" train --algo dp-sgd-rdp --eps 1 --test-keep-all-rows --data "$S/data/a9a"
 has "$T/err" "unknown option" "train refuses --test-keep-all-rows"
-expect 1 "$DPOPT" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
+expect 1 "$DPOPT_TEST" audit --algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --trials 10 \
   --quiet --test-drop-share
 has "$T/err" "needs privacy.trust = secagg" "--test-drop-share outside secagg refused"
 expect 1 "$DPOPT" train --algo dp-gd --eps 1 --test-drop-share --data "$S/data/a9a"
 has "$T/err" "unknown option" "train refuses --test-drop-share"
+for sw in --test-drop-share --test-keep-all-rows "--test-seed 12"; do
+  # shellcheck disable=SC2086
+  expect 1 "$DPOPT" audit $PA $sw
+  has "$T/err" "unknown option" "dpopt audit refuses $sw (dpopt-test only)"
+done
 expect 0 "$DPOPT" audit --help
 hasnot "$T/out" "drop-share" "audit --help does not list the test switch"
 hasnot "$T/out" "test-seed" "audit --help does not list the seed switch"

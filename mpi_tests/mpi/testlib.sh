@@ -1,6 +1,7 @@
 # Shared preamble of the shell tests in mpi_tests/mpi/, sourced first thing:
 #   . "$(dirname "$0")/testlib.sh"
-# Sets B and S (absolute build and source directories), DPOPT, MPIRUN, MPI (mpirun with
+# Sets B and S (absolute build and source directories), DPOPT, DPOPT_TEST (dpopt-test: dpopt
+# with the audit's test switches, built by make check, never installed), MPIRUN, MPI (mpirun with
 # --oversubscribe), a temporary directory T removed at exit, the counters pass and fail, and:
 #   ok / bad MSG               count a passed / failed check (bad prints "FAIL: MSG")
 #   expect STATUS CMD...       run CMD with stdout, stderr in $T/out, $T/err; check its status
@@ -14,6 +15,7 @@ set -u
 B=$(cd "${top_builddir:-.}" && pwd)
 S=$(cd "${top_srcdir:-..}" && pwd)
 DPOPT="$B/dpopt"
+DPOPT_TEST="$B/dpopt-test"
 MPIRUN=${MPIRUN:-mpirun}
 MPI="$MPIRUN --oversubscribe"
 T=$(mktemp -d)

@@ -12,6 +12,9 @@
 #include "dpopt/audit.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+#endif
 
 static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--algo", "algo.name", "NAME", "private algorithm to audit (see dpopt train --help)"},
@@ -52,78 +55,105 @@ static const char dpo__audit_more[] =
     "dpaccadmm release (x_T, y_T) with A = I and --lambda the l1 weight; consensus one party's\n"
     "noised, clipped messages (z_T).\n"
     "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure,\n"
-    "6 the lower bound exceeds the claimed eps (privacy violation found).\n";
+    "6 the lower bound exceeds the claimed eps (privacy violation found).\n"
+#ifdef DPO_TEST_SWITCHES
+    "dpopt-test (make check's build of dpopt, never installed) also takes the test switches\n"
+    "that plant a fault the audit must catch: --test-break-noise (every noise scale halved),\n"
+    "--test-drop-share (secagg: one party's share fewer), --test-keep-all-rows (secagg:\n"
+    "party-local sampling keeps every row, the sampled rate charged), --test-seed S (the\n"
+    "trials' noise from a seeded stream, so the outcome is reproducible).\n"
+#endif
+    ;
 
-/* rank 0: the result table (and --json FILE) */
+/* rank 0: the result table (and --json FILE); test: the faults dpopt-test planted (bits; 0 in
+ * dpopt) */
 static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
-                            const dpo_audit_result_t *r, int broken) {
+                            const dpo_audit_result_t *r, int test) {
   const char *jpath;
   printf("%-14s %-11s %-11s %-10s %-8s %s\n", "algorithm", "claimed_eps", "delta", "eps_lb",
          "trials", "statistic");
-  printf("%-14s %-11.6g %-11.3g %-10.4f %-8lld %s %s %.6g%s%s%s\n", r->algorithm, r->claimed_eps,
+  printf("%-14s %-11.6g %-11.3g %-10.4f %-8lld %s %s %.6g%s", r->algorithm, r->claimed_eps,
          r->claimed_delta, isfinite(r->lb) ? r->lb : 0.0, (long long)r->trials, r->stat,
-         r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "",
-         broken & 1 ? "  [TEST: noise halved]" : broken & 2 ? "  [TEST: one noise share dropped]"
-         : broken & 8 ? "  [TEST: every row kept, the sampled rate charged]" : "",
-         broken & 4 ? "  [TEST: seeded]" : "");
+         r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "");
+#ifdef DPO_TEST_SWITCHES
+  printf("%s%s", test & 1 ? "  [TEST: noise halved]"
+                 : test & 2 ? "  [TEST: one noise share dropped]"
+                 : test & 8 ? "  [TEST: every row kept, the sampled rate charged]" : "",
+         test & 4 ? "  [TEST: seeded]" : "");
+#endif
+  printf("\n");
   if (r->violation)
     printf("VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n", r->lb,
            r->claimed_eps, 1 - r->alpha);
   dpo_config_get_str(cfg, "audit.json", NULL, &jpath);
   dpo_cli_warn_unused(ctx, cfg);
-  return jpath ? dpo_audit_write_json(jpath, r, broken) : DPO_OK;
+  return jpath ? dpo_audit_write_json(jpath, r) : DPO_OK;
 }
+
+#ifdef DPO_TEST_SWITCHES
+/* dpopt-test only (privacy/test_switches.h): the planted faults, taken out of argv before
+ * parsing (so no config key reaches them) and set for this one audit; returns their bits. */
+static int dpo__audit_test_args(int argc, char **argv, char **args, int *nargs) {
+  int test = 0;
+  *nargs = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--test-break-noise")) test |= 1;
+    else if (!strcmp(argv[i], "--test-drop-share")) test |= 2;
+    else if (!strcmp(argv[i], "--test-keep-all-rows")) test |= 8;
+    else if (!strcmp(argv[i], "--test-seed") && i + 1 < argc) {
+      test |= 4;
+      dpo__test_audit_seed(1, (uint64_t)strtoull(argv[++i], NULL, 10));
+    } else args[(*nargs)++] = argv[i];
+  }
+  args[*nargs] = NULL;
+  if (test & 1) dpo__test_noise_factor(0.5);
+  if (test & 2) dpo__test_drop_share(1);
+  if (test & 8) dpo__test_keep_all_rows(1);
+  return test;
+}
+static void dpo__audit_test_reset(void) {
+  dpo__test_noise_factor(1.0);
+  dpo__test_drop_share(0);
+  dpo__test_keep_all_rows(0);
+  dpo__test_audit_seed(0, 0);
+}
+#endif
 
 int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
-  char **args = NULL;
   char *pos[1];
-  int npos, rc, ex, broken = 0, dropped = 0, keepall = 0, seeded = 0, quiet = 0, has_clip = 0;
-  unsigned long long seed = 0;
+  int npos, rc, ex, test = 0, quiet = 0, has_clip = 0;
   dpo_clip_t clip;
   dpo_audit_result_t res;
 
-  /* the hidden test hook: taken out of argv before parsing, so no config key reaches it */
-  if (!(args = malloc((size_t)(argc + 1) * sizeof *args))) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
-  int nargs = 0;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--test-break-noise")) broken = 1;
-    else if (!strcmp(argv[i], "--test-drop-share")) dropped = 1;
-    else if (!strcmp(argv[i], "--test-keep-all-rows")) keepall = 1;
-    else if (!strcmp(argv[i], "--test-seed") && i + 1 < argc) {
-      seeded = 1;
-      seed = strtoull(argv[++i], NULL, 10);
-    }
-    else args[nargs++] = argv[i];
-  }
-  args[nargs] = NULL;
-  if ((ex = dpo_cli_start(ctx, "audit", nargs, args, dpo__audit_opts,
+#ifdef DPO_TEST_SWITCHES
+  char **args = malloc((size_t)(argc + 1) * sizeof *args);
+  if (!args) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
+  test = dpo__audit_test_args(argc, argv, args, &argc);
+  argv = args;
+#endif
+  if ((ex = dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
                           "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]",
                           dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
   if ((rc = dpo_run_parse_clip(cfg, &clip, &has_clip))) goto fail;
-  if (broken) dpo__test_noise_factor(0.5);
-  if (dropped) dpo__test_drop_share(1);
-  if (keepall) dpo__test_keep_all_rows(1);
-  if (seeded) dpo__test_audit_seed(1, (uint64_t)seed);
   if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
   /* fail closed: a key the audited run never read stops it before anything is printed */
   dpo_config_get(cfg, "audit.json");
   if ((rc = dpo_agree(ctx->comm, dpo_config_check_known(cfg, "dpopt audit")))) goto fail;
-  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, broken | dropped << 1 | seeded << 2 | keepall << 3) : DPO_OK;
+  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, test) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
   ex = res.violation ? DPO_EXIT_AUDIT : 0;
   goto out;
 fail:
   ex = dpo_cli_fail(ctx, "audit", rc);
 out:
-  dpo__test_noise_factor(1.0);
-  dpo__test_drop_share(0);
-  dpo__test_keep_all_rows(0);
-  dpo__test_audit_seed(0, 0);
+#ifdef DPO_TEST_SWITCHES
+  dpo__audit_test_reset();
   free(args);
+#endif
   dpo_config_destroy(cfg);
   return ex;
 }

@@ -26,6 +26,9 @@
 
 #include "comm/oracle_int.h"
 #include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+#endif
 
 /* acc += the sums over the sorted local rows lrows[0..used), in chunks of global ids. */
 static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
@@ -514,16 +517,21 @@ int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batc
   return dpo__eval_sums(o, x, batch, noise, want_loss, 0, 0, loss_sum, g_sum, n_used);
 }
 
+#ifdef DPO_TEST_SWITCHES
+/* Test builds only (privacy/test_switches.h; dpopt-test audit --test-keep-all-rows). */
+static int dpo__keep_all = 0;
+void dpo__oracle_test_keep_all(int on) { dpo__keep_all = on ? 1 : 0; }
+#endif
+
 int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_oracle_noise_t *noise,
                                  int64_t m, int64_t n, double *g_sum) {
   if (!o || !noise || noise->kind != DPO_ONOISE_SECAGG || !(n > 0))
     return dpo_err(DPO_EINVAL, "dpo_oracle_eval_sums_sampled: needs a secure-aggregation spec "
                    "and n > 0");
-  return dpo__eval_sums(o, x, NULL, noise, 0, o->test_keep_all ? n : m, n, NULL, g_sum, NULL);
-}
-
-void dpo__oracle_test_keep_all(dpo_oracle_t *o, int on) {
-  if (o) o->test_keep_all = on ? 1 : 0;
+#ifdef DPO_TEST_SWITCHES
+  if (dpo__keep_all) m = n;
+#endif
+  return dpo__eval_sums(o, x, NULL, noise, 0, m, n, NULL, g_sum, NULL);
 }
 
 int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,

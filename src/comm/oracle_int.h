@@ -45,7 +45,6 @@ struct dpo_oracle {
   const dpo_parties_t *parties; /* rank 0, borrowed */
   dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
   int64_t *lids, lcap;      /* party-local Poisson sample of this rank's rows (local ids) */
-  int test_keep_all;          /* TEST ONLY: dpo__oracle_test_keep_all */
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

@@ -37,24 +37,35 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+#endif
 
 #define DPO__AUDIT_MAXD 2
 #define DPO__AUDIT_MAXP 64 /* audit.secagg_parties */
 
-/* TEST ONLY (dpopt audit --test-drop-share; dpopt/audit.h): a secagg trial adds one party's
- * noise share fewer.  Only cmd_audit.c sets it; dpopt train has no way to. */
+/* The audit's test switches (privacy/test_switches.h): in test builds (-DDPO_TEST_SWITCHES:
+ * libdpopt_test.la, dpopt-test) only; set only by dpopt-test's cmd_audit.c.  Elsewhere they
+ * are the constants 0: libdpopt.so has no way to set them. */
+#ifdef DPO_TEST_SWITCHES
+/* --test-drop-share: a secagg trial adds one party's noise share fewer */
 static int dpo__audit_drop_share = 0;
 void dpo__test_drop_share(int on) { dpo__audit_drop_share = on ? 1 : 0; }
-/* TEST ONLY (dpopt audit --test-keep-all-rows; dpopt/audit.h) */
+/* --test-keep-all-rows: a secagg trial's party-local sampling keeps every row */
 static int dpo__audit_keep_all = 0;
 void dpo__test_keep_all_rows(int on) { dpo__audit_keep_all = on ? 1 : 0; }
-/* TEST ONLY (dpopt audit --test-seed S; dpopt/audit.h) */
+/* --test-seed S: every trial's noise from a seeded stream */
 static int dpo__audit_seeded = 0;
 static uint64_t dpo__audit_seed = 0;
 void dpo__test_audit_seed(int on, uint64_t seed) {
   dpo__audit_seeded = on ? 1 : 0;
   dpo__audit_seed = seed;
 }
+#else
+#define dpo__audit_drop_share 0
+#define dpo__audit_seeded 0
+#define dpo__audit_seed ((uint64_t)0)
+#endif
 
 typedef struct {
   const char *algo_name; /* NULL: --mechanism laplace */
@@ -239,8 +250,8 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
    * test_secagg, and do not change the release) as audit.secagg_parties = P parties (default
    * 1): party 0 holds the rows, the rank adds the P parties' noise shares, each sized for the
    * P - k honest (privacy.collude = k), so the fixed-point encoding, the shares and the charge
-   * are audited.  dpopt audit --test-drop-share adds only P - 1 of them (the fault the audit
-   * must catch when k = 0). */
+   * are audited.  dpopt-test audit --test-drop-share adds only P - 1 of them (the fault the
+   * audit must catch when k = 0). */
   if (!rc && (rc = dpo_parties_from_config(cfg, (int)a->sparties, &pt)) == DPO_OK && pt) {
     if (pt->trust != DPO_TRUST_SECAGG)
       rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
@@ -258,11 +269,14 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     if (!rc) rc = dpo_oracle_set_noise_rng(o, rng);
     if (!rc) rc = dpo_oracle_set_parties(o, pt);
     if (!rc) rc = dpo_ledger_set_parties(L, pt->count, pe, pd);
-    if (!rc) dpo__oracle_test_keep_all(o, dpo__audit_keep_all);
-  } else if (!rc && (dpo__audit_drop_share || dpo__audit_keep_all || a->sparties > 1)) {
+#ifdef DPO_TEST_SWITCHES
+    if (!rc) dpo__oracle_test_keep_all(dpo__audit_keep_all); /* reset after the trial */
+  } else if (!rc && (dpo__audit_drop_share || dpo__audit_keep_all)) {
     rc = dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
-                 dpo__audit_drop_share ? "--test-drop-share"
-                 : dpo__audit_keep_all ? "--test-keep-all-rows" : "--secagg-parties");
+                 dpo__audit_drop_share ? "--test-drop-share" : "--test-keep-all-rows");
+#endif
+  } else if (!rc && a->sparties > 1) {
+    rc = dpo_err(DPO_EINVAL, "dpopt audit --secagg-parties needs privacy.trust = secagg");
   }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
   if (!rc) {
@@ -284,6 +298,9 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   dpo_secagg_destroy(sa);
   dpo_parties_destroy(pt);
   dpo_ledger_close(L);
+#ifdef DPO_TEST_SWITCHES
+  dpo__oracle_test_keep_all(0);
+#endif
   return rc;
 }
 
@@ -589,7 +606,7 @@ out:
   return rc;
 }
 
-int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int test_break_noise) {
+int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
   json_object *j = json_object_new_object();
   if (!j) return dpo_err(DPO_ENOMEM, "out of memory");
   json_object_object_add(j, "algorithm", json_object_new_string(res->algorithm));
@@ -606,7 +623,13 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res, int te
   json_object_object_add(j, "threshold", json_object_new_double(res->ev.thr));
   json_object_object_add(j, "side", json_object_new_string(res->ev.above ? ">" : "<="));
   json_object_object_add(j, "violation", json_object_new_boolean(res->violation));
-  json_object_object_add(j, "test_break_noise", json_object_new_boolean(test_break_noise));
+#ifdef DPO_TEST_SWITCHES /* dpopt-test: which faults were planted */
+  json_object_object_add(j, "test_break_noise",
+                         json_object_new_boolean(dpo__test_noise_factor_get() != 1.0));
+  json_object_object_add(j, "test_drop_share", json_object_new_boolean(dpo__audit_drop_share));
+  json_object_object_add(j, "test_keep_all_rows", json_object_new_boolean(dpo__audit_keep_all));
+  json_object_object_add(j, "test_seeded", json_object_new_boolean(dpo__audit_seeded));
+#endif
   const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
   int rc = dpo_write_atomic(path, js, strlen(js));
   json_object_put(j);

@@ -16,12 +16,15 @@
  */
 #include "rounding.h"
 
-#include "dpopt/audit.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
 #include <math.h>
 #include <string.h>
+
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+#endif
 
 /* ------------------------------------------------------------ random bits */
 
@@ -388,16 +391,20 @@ int dpo_mech_grid(double scale, double *lambda) {
   return DPO_OK;
 }
 
-/* TEST ONLY: dpopt audit --test-break-noise sets this below 1 to check that the audit catches
- * a broken mechanism (dpopt/audit.h); nothing else writes it. */
+#ifdef DPO_TEST_SWITCHES
+/* Test builds only (privacy/test_switches.h): dpopt-test audit --test-break-noise sets this
+ * below 1 to check that the audit catches a broken mechanism.  Not in libdpopt.so. */
 static double dpo__noise_factor = 1.0;
 void dpo__test_noise_factor(double factor) { dpo__noise_factor = factor > 0 ? factor : 1.0; }
 double dpo__test_noise_factor_get(void) { return dpo__noise_factor; }
+#endif
 
 /* Shared body: check inputs first (so a failure modifies nothing), then add Lambda * K. */
 static int dpo__mech_grid_add(dpo_rng_t *rng, double scale, int gauss, double *v, int64_t d) {
   double lam;
+#ifdef DPO_TEST_SWITCHES
   scale *= dpo__noise_factor;
+#endif
   int st = dpo_mech_grid(scale, &lam);
   if (st) return st;
   if (!rng) return dpo_err(DPO_EINVAL, "mechanism: NULL rng");

@@ -95,9 +95,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpopt/audit.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+#endif
 #include "rounding.h"
 
 struct dpo_secagg {
@@ -407,12 +409,14 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
     sa->cap = d;
   }
   uint64_t *x = sa->buf;
-  const double nf = dpo__test_noise_factor_get(); /* 1 except under audit --test-break-noise */
+#ifdef DPO_TEST_SWITCHES /* dpopt-test audit --test-break-noise: the shares' sigma scaled too */
+  const double nf = dpo__test_noise_factor_get();
   if (nf != 1.0) sigma = (uint64_t)fmax(1.0, floor((double)sigma * nf));
+#endif
   if (ok) rc = dpo_secagg_encode(sa->rng, v, gamma, d, x);
   if (!ok || rc) memset(x, 0, (size_t)d * sizeof *x); /* the collective still runs */
   /* this rank's party shares: 1 for a party leader in a run, 0 for its other ranks; dpopt
-   * audit's virtual parties: one per party (dpo__secagg_test_shares) */
+   * audit's virtual parties: one per party (the share count given to dpo_secagg_create) */
   for (int sh = 0; sh < sa->noise && !rc && ok; sh++)
     for (int64_t j = 0; j < d && !rc; j++) {
       int64_t z;

@@ -1,0 +1,44 @@
+/* Test switches (issue 36): faults planted on purpose, so that the empirical audit's own tests
+ * can check that it catches them (a sound audit of a broken mechanism must report a
+ * VIOLATION).  They exist only in objects compiled with -DDPO_TEST_SWITCHES: libdpopt_test.la
+ * and the test tool dpopt-test (`dpopt-test audit --test-break-noise | --test-drop-share |
+ * --test-keep-all-rows | --test-seed S`), built by make check and never installed.  libdpopt.so,
+ * the installed headers and the installed dpopt hold none of them, so no
+ * program that links the library can shrink a noise scale while its outputs say PRIVATE.
+ *
+ * Defined in the files that read them: mechanism.c, secagg.c (the noise factor), oracle.c
+ * (keep every row), audit_run.c (the audit's switches).  Not thread-safe; process-wide. */
+#ifndef DPO_PRIVACY_TEST_SWITCHES_H
+#define DPO_PRIVACY_TEST_SWITCHES_H
+#ifndef DPO_TEST_SWITCHES
+#error "privacy/test_switches.h is for the test builds (-DDPO_TEST_SWITCHES) only"
+#endif
+
+#include <stdint.h>
+
+/* mechanism.c (--test-break-noise): multiply every noise scale of the exact grid Laplace /
+ * Gaussian mechanisms by `factor` (1 = normal; <= 0 resets to 1).  A factor < 1 breaks privacy
+ * on purpose. */
+void dpo__test_noise_factor(double factor);
+/* The factor in force (secagg.c scales its integer shares' sigma by it). */
+double dpo__test_noise_factor_get(void);
+
+/* oracle.c (--test-keep-all-rows): on = 1 makes the party-local sampling of every oracle
+ * (dpo_oracle_eval_sums_sampled) keep every row (rate n / n) while the caller charges m / n:
+ * the defect an audit at q < 1 must catch. */
+void dpo__oracle_test_keep_all(int on);
+
+/* audit_run.c (--test-drop-share): on = 1 makes every privacy.trust = secagg audit trial add
+ * one party's noise share fewer (audit.secagg_parties = P parties, P - 1 shares), a fault the
+ * audit must catch when the shares are sized for all P (privacy.collude = 0). */
+void dpo__test_drop_share(int on);
+/* audit_run.c (--test-keep-all-rows): on = 1 makes every privacy.trust = secagg audit trial with
+ * party-local Poisson sampling keep every row while the ledger charges the rate m / n_pub
+ * (dpo__oracle_test_keep_all). */
+void dpo__test_keep_all_rows(int on);
+/* audit_run.c (--test-seed S): on = 1 draws every trial's noise from a seeded stream (seed S,
+ * stream = the rank), so a test's audit outcome is reproducible (the table says
+ * "[TEST: seeded]": such a run shows nothing about secure noise). */
+void dpo__test_audit_seed(int on, uint64_t seed);
+
+#endif
