@@ -11,7 +11,7 @@
 #    eps 2) is caught: bound > claim, exit status 6, "VIOLATION"; also on dp-gd with one step,
 #    on 2 ranks;
 #  - the test switch exists only in dpopt-test: dpopt audit and dpopt train refuse it, and
-#    dpopt audit --help does not list it.
+#    dpopt audit --help does not list it (test_switches_out.sh checks the installed files).
 . "$(dirname "$0")/testlib.sh"
 
 # the eps_lb column of the table's data line

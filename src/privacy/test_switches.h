@@ -3,7 +3,7 @@
  * VIOLATION).  They exist only in objects compiled with -DDPO_TEST_SWITCHES: libdpopt_test.la
  * and the test tool dpopt-test (`dpopt-test audit --test-break-noise | --test-drop-share |
  * --test-keep-all-rows | --test-seed S`), built by make check and never installed.  libdpopt.so,
- * the installed headers and the installed dpopt hold none of them, so no
+ * the installed headers and the installed dpopt hold none of them (test_switches_out.sh), so no
  * program that links the library can shrink a noise scale while its outputs say PRIVATE.
  *
  * Defined in the files that read them: mechanism.c, secagg.c (the noise factor), oracle.c
