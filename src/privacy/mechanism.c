@@ -1,4 +1,4 @@
-/* Laplace and Gaussian mechanisms sampled exactly on a power-of-two grid.
+/* Laplace and Gaussian mechanisms sampled exactly on a power-of-two grid, in fixed work.
  *
  * Why: textbook samplers (b * log(u), Box-Muller) produce doubles whose set of reachable values
  * depends on the true value they are added to, which Mironov (2012) used to recover the true
@@ -13,7 +13,36 @@
  * sigma_Z = ceil(sigma/Lambda)): the noise is at most 2^-39 relatively larger than asked, never
  * smaller.  The only inexact step is the one rounding double(n + K) of the exact 128-bit integer
  * when |n + K| > 2^53; it is a function of the exact mechanism's output only (post-processing).
+ *
+ * Constant-time release (issue 35; Jin, McMurtry, Rubinstein & Ohrimenko, IEEE S&P 2022): the
+ * samplers of K (discrete Laplace, discrete Gaussian, Polya shares) are those of mech_ct.c,
+ * whose work does not depend on the value drawn.
+ *  CONSTANT: every accepted round of a rejection loop (CKS Alg. 2 and 3) does a fixed sequence
+ *  of operations on a fixed number of random words: U uniform on [0, t) by masking (no
+ *  division); Bernoulli(exp(-U/t)) as CKS Alg. 1 run exactly 21 times (K = the first failure,
+ *  P(K > 21) < 2^-65); the geometric V (a loop of length V in CKS) as ONE 128-bit uniform
+ *  compared with all of e^-1 .. e^-47 (certified 255-bit constants); the sign from one word; the
+ *  Gaussian's Bernoulli(exp(-gamma)) as e^-floor(gamma) from the table times the 21-step loop on
+ *  the fraction.  Each rational Bernoulli is one word compared by multiplication (no lazy bit
+ *  loop), plus one word per batch that settles an undecided one.  Rejected rounds and the number
+ *  of rounds are independent of the value finally kept (i.i.d. trials), so they reveal nothing
+ *  about it.  Polya variate: every coin is fixed work, and the coins are padded to public
+ *  bounds from (t, n) (Chernoff, exceeded with probability < 2^-65 per variate).
+ *  NOT CONSTANT: the number of rounds (random, value-independent, so a release's time is
+ *  random but carries no information on the noise); the work when a fallback is taken: two
+ *  undecided atoms in a batch or an undecided extra word (< 2^-118 a batch), K > 21 (< 2^-65
+ *  a loop), V >= 47 (e^-47 < 2^-67), a 128-bit constant comparison undecided (< 2^-121),
+ *  the Polya coins beyond their bounds (< 2^-65); in all, below 2^-62 per Laplace or Gaussian
+ *  draw (2^-63 per Polya variate).  Then the draw takes longer and its time may depend on the
+ *  noise: for the timing channel that probability adds to delta (d 2^-62 per release of d
+ *  draws).  The law of K is never changed: every fallback continues the same exact comparison.
+ *  Micro-architectural effects (caches, branch predictors shared with an attacker on the same
+ *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1)) are in L1.
+ *  FAILURE: an error (never a biased sample) if a constant comparison is undecided after 256
+ *  bits (< 2^-180), or V, the Polya marks or counts overflow (< 2^-1000).
+ * Seeded runs draw other noise than before issue 35 (other random words are consumed).
  */
+#include "mech_ct.h"
 #include "rounding.h"
 
 #include "dpopt/privacy.h"
@@ -91,21 +120,6 @@ static dpo__u256 u256_mul64(const dpo__u256 *a, uint64_t k) {
     r.w[i] = (uint64_t)p;
     carry = p >> 64;
   }
-  return r;
-}
-
-/* full 128 x 128 -> 256 product */
-static dpo__u256 u256_mul128(dpo__u128 a, dpo__u128 b) {
-  uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
-  dpo__u128 p00 = (dpo__u128)a0 * b0, p01 = (dpo__u128)a0 * b1, p10 = (dpo__u128)a1 * b0,
-            p11 = (dpo__u128)a1 * b1;
-  dpo__u256 r;
-  r.w[0] = (uint64_t)p00;
-  dpo__u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
-  r.w[1] = (uint64_t)mid;
-  dpo__u128 hi = (mid >> 64) + (p01 >> 64) + (p10 >> 64) + (uint64_t)p11;
-  r.w[2] = (uint64_t)hi;
-  r.w[3] = (uint64_t)((hi >> 64) + (p11 >> 64));
   return r;
 }
 
@@ -188,51 +202,13 @@ int dpo_mech_bernoulli_exp(dpo_rng_t *rng, uint64_t num, uint64_t den, int *out)
 /* ------------------------------------------------------------ discrete Laplace / Gaussian */
 
 #define DPO__TMAX ((uint64_t)1 << 50)
-#define DPO__VMAX ((uint64_t)1 << 12) /* P(V >= 2^12) = e^-4096: never, but bounds X < 2^63 */
-
-/* P(k) ~ exp(-|k|/t), CKS 2020 Alg. 2 with s = 1. */
-static int dpo__dlap(dpo_rng_t *rng, dpo__bits_t *bits, uint64_t t, int64_t *out) {
-  for (;;) {
-    uint64_t U = dpo_rng_below(rng, t);
-    if (!dpo__bern_exp(bits, u256_from(U), u256_from(t))) continue;
-    uint64_t V = 0;
-    while (dpo__bern_exp(bits, u256_from(1), u256_from(1)))
-      if (++V >= DPO__VMAX)
-        return dpo_err(DPO_EUNSUP, "discrete Laplace: geometric overflow (probability e^-4096)");
-    uint64_t X = U + t * V;
-    int B = dpo__bit(bits);
-    if (B && X == 0) continue; /* -0 and +0 would double-count 0 */
-    *out = B ? -(int64_t)X : (int64_t)X;
-    return DPO_OK;
-  }
-}
-
-/* P(k) ~ exp(-k^2/(2 s^2)), CKS 2020 Alg. 3 with sigma^2 = s^2 (integer), t = s + 1. */
-static int dpo__dgauss(dpo_rng_t *rng, dpo__bits_t *bits, uint64_t s, int64_t *out) {
-  uint64_t t = s + 1;
-  dpo__u128 s2 = (dpo__u128)s * s;
-  /* gamma = (|Y| - s^2/t)^2 / (2 s^2) = (|Y| t - s^2)^2 / (2 s^2 t^2) */
-  dpo__u256 D = u256_mul128(2 * s2, (dpo__u128)t * t); /* 2 s^2 t^2 < 2^178 for s <= 2^44 */
-  for (;;) {
-    int64_t Y;
-    int st = dpo__dlap(rng, bits, t, &Y);
-    if (st) return st;
-    dpo__u128 a = (dpo__u128)(Y < 0 ? -(uint64_t)Y : (uint64_t)Y) * t; /* < 2^63 * 2^45 */
-    dpo__u128 diff = a >= s2 ? a - s2 : s2 - a;
-    dpo__u256 N = u256_mul128(diff, diff);
-    if (dpo__bern_exp(bits, N, D)) {
-      *out = Y;
-      return DPO_OK;
-    }
-  }
-}
 
 int dpo_mech_discrete_laplace(dpo_rng_t *rng, uint64_t t, int64_t *k) {
   if (!rng || !k || t < 1 || t > DPO__TMAX)
     return dpo_err(DPO_EINVAL, "discrete Laplace: scale t=%llu must be in [1, 2^50]",
                    (unsigned long long)t);
-  dpo__bits_t bits = {rng, 0, 0};
-  return dpo__dlap(rng, &bits, t, k);
+  dpo__ws_t ws = DPO__WS_INIT(rng);
+  return dpo__ct_dlap(&ws, t, k);
 }
 
 #define DPO__SMAX ((uint64_t)1 << 44)
@@ -241,8 +217,8 @@ int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k) {
   if (!rng || !k || sigma < 1 || sigma > DPO__SMAX)
     return dpo_err(DPO_EINVAL, "discrete Gaussian: sigma=%llu must be in [1, 2^44]",
                    (unsigned long long)sigma);
-  dpo__bits_t bits = {rng, 0, 0};
-  return dpo__dgauss(rng, &bits, sigma, k);
+  dpo__ws_t ws = DPO__WS_INIT(rng);
+  return dpo__ct_dgauss(&ws, sigma, k);
 }
 
 /* ------------------------------------------------------------ Polya (negative binomial) shares
@@ -276,105 +252,33 @@ int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k) {
  *     Bernoulli-factory Poisson generator of Flajolet, Pelletier & Soria 2011, "On Buffon
  *     machines and numbers", SODA).  Expected work O(J) coin flips per variate (J ~ log2 t).
  * n = 1: the share is one discrete Laplace (CKS Alg. 2), the same law.  The only failure is
- * an error (never a biased sample) with probability < 2^-1000 (m or the mark sum too large). */
-
-static int dpo__bern_q(dpo__bits_t *b, uint64_t num, uint64_t den) {
-  dpo__u256 D = u256_from(den);
-  return dpo__bern_frac(b, u256_from(num), &D);
-}
-
-static int dpo__bern_2e(dpo__bits_t *b) { /* Bernoulli(2/e) */
-  uint64_t k = 1;
-  while (dpo__bern_q(b, 1, k)) k++;
-  if (k & 1u) return 1;
-  return dpo__bern_q(b, k, (k + 1) * (k - 1));
-}
-
-/* One coin of region j (j < J: a block; j == J: the tail); *k = the mark on success. */
-static int dpo__polya_coin(dpo_rng_t *rng, dpo__bits_t *b, uint64_t t, uint64_t n, int j, int J,
-                           uint64_t *k, int *ok) {
-  *ok = 0;
-  if (j < J) {
-    const uint64_t lo = (uint64_t)1 << j;
-    *k = lo + dpo_rng_below(rng, lo);
-    *ok = dpo__bern_q(b, 1, n) && dpo__bern_q(b, lo, *k) &&
-          dpo__bern_exp(b, u256_from(*k), u256_from(t));
-    return DPO_OK;
-  }
-  const uint64_t K0 = (uint64_t)1 << J;
-  uint64_t m = 0;
-  while (!dpo__bit(b))
-    if (++m > 1000) return dpo_err(DPO_EUNSUP, "Polya share: tail overflow (probability 2^-1000)");
-  const uint64_t u = dpo_rng_below(rng, t);
-  *k = K0 + m * t + u; /* < 2^51 + 1001 * 2^50 < 2^61 */
-  if (!dpo__bern_q(b, 1, n) || !dpo__bern_q(b, t, *k) || !dpo__bern_2e(b) ||
-      !dpo__bern_exp(b, u256_from(K0 - t), u256_from(t)))
-    return DPO_OK;
-  for (uint64_t i = 0; i < m; i++)
-    if (!dpo__bern_2e(b)) return DPO_OK;
-  *ok = dpo__bern_exp(b, u256_from(u), u256_from(t));
-  return DPO_OK;
-}
-
-/* X ~ NB(1/n, exp(-1/t)), n >= 2 */
-static int dpo__polya(dpo_rng_t *rng, dpo__bits_t *b, uint64_t t, uint64_t n, int64_t *x) {
-  int J = 0;
-  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
-  unsigned __int128 sum = 0;
-  for (int j = 0; j <= J; j++) {
-    for (;;) { /* Poisson(lambda_j) points by coin + 1/N! acceptance */
-      unsigned __int128 acc = 0;
-      uint64_t N = 0, k;
-      int ok, rc;
-      for (;;) {
-        if ((rc = dpo__polya_coin(rng, b, t, n, j, J, &k, &ok))) return rc;
-        if (!ok) break;
-        N++;
-        acc += k;
-        if (N > 1000) return dpo_err(DPO_EUNSUP, "Polya share: too many points (probability "
-                                     "below 2^-1000)");
-      }
-      int keep = 1;
-      for (uint64_t i = 2; i <= N && keep; i++) keep = dpo__bern_q(b, 1, i);
-      if (keep) {
-        sum += acc;
-        break;
-      }
-    }
-  }
-  if (sum >= ((unsigned __int128)1 << 62))
-    return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
-  *x = (int64_t)sum;
-  return DPO_OK;
-}
+ * an error (never a biased sample) with probability < 2^-1000 (m or the mark sum too large).
+ * The code (mech_ct.c, dpo__ct_polya) draws every part of every coin and pads the number of
+ * coins to a public bound: the same law, in work independent of the variate. */
 
 int dpo_mech_polya(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *x) {
   if (!rng || !x || t < 1 || t > DPO__TMAX || n < 1 || n > ((uint64_t)1 << 32))
     return dpo_err(DPO_EINVAL, "Polya: need 1 <= t <= 2^50 and 1 <= n <= 2^32 (t %llu, n %llu)",
                    (unsigned long long)t, (unsigned long long)n);
-  dpo__bits_t bits = {rng, 0, 0};
+  dpo__ws_t ws = DPO__WS_INIT(rng);
   if (n == 1) { /* NB(1, q) = Geometric(q) = U + t V as in CKS Alg. 2 (no sign) */
-    for (;;) {
-      uint64_t U = dpo_rng_below(rng, t), V = 0;
-      if (!dpo__bern_exp(&bits, u256_from(U), u256_from(t))) continue;
-      while (dpo__bern_exp(&bits, u256_from(1), u256_from(1)))
-        if (++V >= DPO__VMAX) return dpo_err(DPO_EUNSUP, "Polya: geometric overflow");
-      *x = (int64_t)(U + t * V);
-      return DPO_OK;
-    }
+    uint64_t g;
+    int rc = dpo__ct_geom(&ws, t, &g);
+    if (!rc) *x = (int64_t)g;
+    return rc;
   }
-  return dpo__polya(rng, &bits, t, n, x);
+  return dpo__ct_polya(&ws, t, n, x);
 }
 
 int dpo_mech_dlaplace_polya_share(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_t *z) {
   if (!rng || !z || t < 1 || t > DPO__TMAX || n < 1 || n > ((uint64_t)1 << 32))
     return dpo_err(DPO_EINVAL, "Polya share: need 1 <= t <= 2^50 and 1 <= n <= 2^32 (t %llu, "
                    "n %llu)", (unsigned long long)t, (unsigned long long)n);
-  dpo__bits_t bits = {rng, 0, 0};
-  if (n == 1) return dpo__dlap(rng, &bits, t, z); /* G1 - G2 itself */
+  dpo__ws_t ws = DPO__WS_INIT(rng);
+  if (n == 1) return dpo__ct_dlap(&ws, t, z); /* G1 - G2 itself */
   int64_t x, y;
-  int rc = dpo__polya(rng, &bits, t, n, &x);
-  if (!rc) rc = dpo__polya(rng, &bits, t, n, &y);
+  int rc = dpo__ct_polya(&ws, t, n, &x);
+  if (!rc) rc = dpo__ct_polya(&ws, t, n, &y);
   if (!rc) *z = x - y;
   return rc;
 }
@@ -417,11 +321,11 @@ static int dpo__mech_grid_add(dpo_rng_t *rng, double scale, int gauss, double *v
       return dpo_err(DPO_EINVAL, "mechanism: |v[%lld]| = %g is too large for noise scale %g",
                      (long long)i, fabs(v[i]), scale);
   }
-  dpo__bits_t bits = {rng, 0, 0};
+  dpo__ws_t ws = DPO__WS_INIT(rng);
   for (int64_t i = 0; i < d; i++) {
     __int128 n = (__int128)rint(v[i] / lam); /* exact snapping to the grid */
     int64_t K;
-    st = gauss ? dpo__dgauss(rng, &bits, t, &K) : dpo__dlap(rng, &bits, t, &K);
+    st = gauss ? dpo__ct_dgauss(&ws, t, &K) : dpo__ct_dlap(&ws, t, &K);
     if (st) return st;
     /* the exact integer n + K, rounded once to double (post-processing of the exact output:
      * never fl(n + fl(K)), whose double rounding would depend on n and K separately) */

@@ -9,6 +9,7 @@
 
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
+#include "mech_ct.h"
 
 void dpo_parties_destroy(dpo_parties_t *p) {
   if (!p) return;
@@ -302,7 +303,9 @@ int dpo_mech_gamma_sample(dpo_rng_t *rng, double shape, double scale, double *x)
  *     bit C and Bernoulli(x) (CKS Alg. 1, dpo_mech_bernoulli_exp): C = 0 -> 0; C = 1 and
  *     Bernoulli(x) -> 1; else retry; P(1) = (x/2) / (1/2 + x/2) = x/(1+x).  h counts the
  *     successes of Bernoulli(exp(-2^J/t)) before the first failure.  J is the smallest with
- *     2^J >= 2t, so x_J <= e^-2 and h is small.
+ *     2^J >= 2t, so x_J <= e^-2 and h is small.  In fixed work (issue 35): Bernoulli(x) is
+ *     mech_ct.c's dpo__ct_bexp_small, and h is read off 23 draws (more only if all 23 succeed,
+ *     probability <= e^-46).
  * On the grid: Lambda = dpo_mech_grid(b) and t = ceil(b/Lambda), exactly as the central
  * mechanism; each rank snaps its own sum (rint(v/Lambda)) and adds its integer share, so the
  * released total is Lambda (sum_k rint(v_k/Lambda) + K): one example moves one rank's snapped
@@ -313,18 +316,17 @@ int dpo_mech_gamma_sample(dpo_rng_t *rng, double shape, double scale, double *x)
  * partial sum (the coordinator, ranks on the reduction path); see dpo_trust_protects.
  */
 
-/* Bernoulli(x/(1+x)), x = exp(-num/t) */
-static int dpo__bern_logistic(dpo_rng_t *rng, uint64_t num, uint64_t t, int *out) {
+/* Bernoulli(x/(1+x)), x = exp(-num/t), num < 4t: each round a fair bit and a fixed-work
+ * Bernoulli(x) (mech_ct.c), both always drawn; the number of rounds is independent of the
+ * result (P(1 at round r) / P(0 at round r) is the same for every r), so the work reveals
+ * nothing of it */
+static int dpo__bern_logistic(dpo__ws_t *ws, uint64_t num, uint64_t t, int *out) {
   for (;;) {
-    if (!(dpo_rng_u64(rng) & 1u)) {
-      *out = 0;
-      return DPO_OK;
-    }
-    int b;
-    int rc = dpo_mech_bernoulli_exp(rng, num, t, &b);
+    int b, c = dpo__ct_bit(ws);
+    int rc = dpo__ct_bexp_small(ws, num, t, &b);
     if (rc) return rc;
-    if (b) {
-      *out = 1;
+    if ((!c) | b) {
+      *out = c & b;
       return DPO_OK;
     }
   }
@@ -342,20 +344,22 @@ int dpo_mech_dlaplace_share(dpo_rng_t *rng, uint64_t t, int share, int nshares, 
     return dpo_err(DPO_EINVAL, "dlaplace_share: bad argument (t=%llu, share %d of %d)",
                    (unsigned long long)t, share, nshares);
   const int J = dpo__share_J(t);
+  dpo__ws_t ws = DPO__WS_INIT(rng);
   int64_t sum = 0;
   for (int p = share; p < 2 * (J + 1); p += nshares) {
     const int sign = p <= J ? 1 : -1, i = p <= J ? p : p - (J + 1);
     int64_t piece = 0;
     int rc, b;
     if (i < J) {
-      if ((rc = dpo__bern_logistic(rng, (uint64_t)1 << i, t, &b))) return rc;
+      if ((rc = dpo__bern_logistic(&ws, (uint64_t)1 << i, t, &b))) return rc;
       piece = b ? (int64_t)1 << i : 0;
-    } else { /* h ~ Geometric(exp(-2^J/t)) */
-      int64_t h = 0;
-      for (;;) {
-        if ((rc = dpo_mech_bernoulli_exp(rng, (uint64_t)1 << J, t, &b))) return rc;
-        if (!b) break;
-        if (++h > 1024) /* keeps h 2^J < 2^62 for every t <= 2^50 */
+    } else { /* h ~ Geometric(x_J), x_J <= e^-2: 23 Bernoulli(x_J) always (P(h >= 23) <=
+              * e^-46 < 2^-66), h = the first failure; past 23 the loop goes on (exact) */
+      int64_t h = -1;
+      for (int r = 0; r < 23 || h < 0; r++) {
+        if ((rc = dpo__ct_bexp_small(&ws, (uint64_t)1 << J, t, &b))) return rc;
+        h = h < 0 && !b ? r : h;
+        if (r > 1024) /* keeps h 2^J < 2^62 for every t <= 2^50 */
           return dpo_err(DPO_EUNSUP, "dlaplace_share: geometric overflow (probability e^-2048)");
       }
       piece = h << J;

@@ -1,0 +1,175 @@
+/* Unit tests of the fixed-work samplers (src/privacy/mech_ct.c, issue 35): the laws are the
+ * exact ones (pmf chi-square and moments beside test_privacy.c's), the work does not follow
+ * the value (random words consumed, independent of |noise|), the fixed-work path is the one
+ * taken (no fallback, the Polya padding used and never exceeded), the constants certified. */
+#include "dpopt/privacy.h"
+#include "dpopt/rng.h"
+#include "dpopt/status.h"
+#include "privacy/mech_ct.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+
+static dpo_rng_t *seeded(uint64_t seed) {
+  dpo_rng_t *r = NULL;
+  cr_assert_eq(dpo_rng_create(1, seed, 11, &r), DPO_OK);
+  return r;
+}
+
+/* bytes of the stream consumed (64-byte blocks of the refill counter + position) */
+static uint64_t used(dpo_rng_t *r) {
+  dpo_rng_state_t st;
+  dpo_rng_get_state(r, &st);
+  return 64 * st.counter + st.pos;
+}
+
+static double chi2_crit(int dof) { /* Wilson-Hilferty, upper tail ~ 1e-6 */
+  double h = 2.0 / (9.0 * dof), z = 4.75;
+  return dof * pow(1 - h + z * sqrt(h), 3);
+}
+
+/* chi-square of a histogram over the bins with >= 20 expected (the rest pooled) */
+static void check_chi2(const long *cnt, const double *p, int nb, long N, const char *what) {
+  double x2 = 0, pool = 1;
+  long opool = N;
+  int bins = 0;
+  for (int i = 0; i < nb; i++) {
+    if (N * p[i] < 20) continue;
+    x2 += (cnt[i] - N * p[i]) * (cnt[i] - N * p[i]) / (N * p[i]);
+    pool -= p[i];
+    opool -= cnt[i];
+    bins++;
+  }
+  if (N * pool >= 20) {
+    x2 += (opool - N * pool) * (opool - N * pool) / (N * pool);
+    bins++;
+  }
+  cr_expect(bins >= 4 && x2 < chi2_crit(bins - 1), "%s: chi2 %.1f, %d dof (crit %.1f)", what, x2,
+            bins - 1, chi2_crit(bins - 1));
+}
+
+Test(mech_ct, constants_certified) { cr_expect(dpo__ct_tables_ok()); }
+
+/* discrete Laplace at t = 1, 2, 10: exact pmf (1-q)/(1+q) q^|k| */
+Test(mech_ct, discrete_laplace_pmf) {
+  const uint64_t ts[] = {1, 2, 10};
+  for (int c = 0; c < 3; c++) {
+    dpo_rng_t *r = seeded(100 + c);
+    enum { W = 60 };
+    long cnt[2 * W + 1] = {0}, N = 200000;
+    double p[2 * W + 1], q = exp(-1.0 / ts[c]);
+    for (int k = -W; k <= W; k++) p[k + W] = (1 - q) / (1 + q) * pow(q, abs(k));
+    for (long i = 0; i < N; i++) {
+      int64_t k;
+      cr_assert_eq(dpo_mech_discrete_laplace(r, ts[c], &k), DPO_OK);
+      if (k >= -W && k <= W) cnt[k + W]++;
+    }
+    check_chi2(cnt, p, 2 * W + 1, N, "discrete Laplace");
+    dpo_rng_destroy(r);
+  }
+}
+
+/* discrete Gaussian at sigma = 1, 3, 7 (the acceptance at gamma of several units) */
+Test(mech_ct, discrete_gaussian_pmf) {
+  const uint64_t ss[] = {1, 3, 7};
+  for (int c = 0; c < 3; c++) {
+    dpo_rng_t *r = seeded(110 + c);
+    enum { W = 60 };
+    long cnt[2 * W + 1] = {0}, N = 200000;
+    double p[2 * W + 1], z = 0, s = (double)ss[c];
+    for (int k = -400; k <= 400; k++) z += exp(-(double)k * k / (2 * s * s));
+    for (int k = -W; k <= W; k++) p[k + W] = exp(-(double)k * k / (2 * s * s)) / z;
+    for (long i = 0; i < N; i++) {
+      int64_t k;
+      cr_assert_eq(dpo_mech_discrete_gaussian(r, ss[c], &k), DPO_OK);
+      if (k >= -W && k <= W) cnt[k + W]++;
+    }
+    check_chi2(cnt, p, 2 * W + 1, N, "discrete Gaussian");
+    dpo_rng_destroy(r);
+  }
+}
+
+/* at the grid mechanism's scale (t ~ 2^40): variance 2 q / (1 - q)^2 ~ 2 t^2 and sigma^2 */
+Test(mech_ct, moments_at_large_scale) {
+  dpo_rng_t *r = seeded(120);
+  const uint64_t t = (uint64_t)1 << 40;
+  const long N = 100000;
+  double s1 = 0, s2 = 0, g2 = 0;
+  for (long i = 0; i < N; i++) {
+    int64_t k, g;
+    cr_assert_eq(dpo_mech_discrete_laplace(r, t, &k), DPO_OK);
+    cr_assert_eq(dpo_mech_discrete_gaussian(r, t, &g), DPO_OK);
+    double x = (double)k / (double)t, y = (double)g / (double)t;
+    s1 += x;
+    s2 += x * x;
+    g2 += y * y;
+  }
+  /* Var(x^2) = E x^4 - 4 = 24 - 4 (Laplace), 2 (Gaussian) */
+  cr_expect(fabs(s1 / N) < 5 * sqrt(2.0 / N), "Laplace mean %g", s1 / N);
+  cr_expect(fabs(s2 / N - 2) < 5 * sqrt(20.0 / N), "Laplace E x^2 %g (2)", s2 / N);
+  cr_expect(fabs(g2 / N - 1) < 5 * sqrt(2.0 / N), "Gaussian E x^2 %g (1)", g2 / N);
+  dpo_rng_destroy(r);
+}
+
+/* the work (words consumed) does not follow |noise|: mean bytes in the lower and upper half
+ * of |noise| agree within 5 standard errors, and no draw left the fixed-work path */
+static void check_work(int kind, uint64_t t, long N, uint64_t seed) {
+  dpo_rng_t *r = seeded(seed);
+  double *b = malloc((size_t)N * sizeof *b);
+  uint64_t *m = malloc((size_t)N * sizeof *m), *srt = malloc((size_t)N * sizeof *srt);
+  cr_assert(b && m && srt);
+  dpo__ct_stats_reset();
+  for (long i = 0; i < N; i++) {
+    uint64_t u0 = used(r);
+    int64_t k;
+    int rc = kind == 0   ? dpo_mech_discrete_laplace(r, t, &k)
+             : kind == 1 ? dpo_mech_discrete_gaussian(r, t, &k)
+                         : dpo_mech_dlaplace_polya_share(r, t, (uint64_t)kind, &k);
+    cr_assert_eq(rc, DPO_OK);
+    b[i] = (double)(used(r) - u0);
+    m[i] = srt[i] = (uint64_t)(k < 0 ? -k : k);
+  }
+  for (long i = 1; i < N; i++) /* median of |noise| by insertion into a sorted copy */
+    for (long j = i; j > 0 && srt[j - 1] > srt[j]; j--) {
+      uint64_t x = srt[j];
+      srt[j] = srt[j - 1];
+      srt[j - 1] = x;
+    }
+  const uint64_t med = srt[N / 2];
+  double s[2] = {0}, q[2] = {0};
+  long n[2] = {0};
+  for (long i = 0; i < N; i++) {
+    int h = m[i] > med;
+    s[h] += b[i];
+    q[h] += b[i] * b[i];
+    n[h]++;
+  }
+  double mu0 = s[0] / n[0], mu1 = s[1] / n[1];
+  double se = sqrt((q[0] / n[0] - mu0 * mu0) / n[0] + (q[1] / n[1] - mu1 * mu1) / n[1]);
+  cr_expect(fabs(mu1 - mu0) <= 5 * se + 1e-9, "kind %d: bytes %.2f (low |noise|) vs %.2f (high)",
+            kind, mu0, mu1);
+  dpo__ct_stats_t st;
+  dpo__ct_stats(&st);
+  cr_expect_eq(st.fallbacks, 0, "kind %d: %llu fallbacks", kind, (unsigned long long)st.fallbacks);
+  cr_expect_eq(st.polya_over, 0);
+  if (kind >= 2) cr_expect(st.polya_pad > 0, "the Polya coins are padded");
+  free(b);
+  free(m);
+  free(srt);
+  dpo_rng_destroy(r);
+}
+
+Test(mech_ct, work_independent_of_noise) {
+  check_work(0, (uint64_t)1 << 40, 4000, 130);
+  check_work(1, (uint64_t)1 << 40, 4000, 131);
+  check_work(2, 1000, 1500, 132);
+  check_work(3, 1000, 1500, 133);
+}
+
+/* a Polya share's coins never exceed the public bounds, and the bounds exceed the mean */
+Test(mech_ct, polya_bounds) {
+  int bB, bT;
+  cr_assert_eq(dpo__ct_polya_bounds((uint64_t)1 << 20, 2, &bB, &bT), DPO_OK);
+  cr_expect(bB > 21 && bB < 400 && bT >= 2 && bT < 100, "bounds %d, %d", bB, bT);
+}

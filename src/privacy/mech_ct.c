@@ -1,0 +1,584 @@
+/* Fixed-work exact samplers: what mechanism.c's header comment promises (constant work per
+ * draw, exact law).  Everything is built from three kinds of exact Bernoulli "atoms", each one
+ * random word and a few integer multiplies and compares, without branches on the values:
+ *  - rational F/D (64 or 256 bits): the word w decides U < F/D unless F/D lies in w's own cell
+ *    [w, w+1) / 2^64 (probability 2^-64); then U's next word decides against the residue;
+ *  - a certified constant (e^-n, (2/e)^i): two words (128 bits) against a 255-bit interval
+ *    that holds the constant, computed once with directed rounding; 3 or 4 words if undecided;
+ *  - exp(-F/D) with F/D in [0, 1): CKS 2020 Alg. 1 with its loop run exactly KL = 21 times
+ *    (K = the first k with Bernoulli(F/(D k)) = 0, answer K odd; P(K > 21) <= 1/21! < 2^-65).
+ * A batch of rational atoms draws one extra word that settles its one undecided atom, if any,
+ * so the work changes only if two atoms of a batch, or the extra word, are undecided
+ * (probability < 2^-118 a batch).  Every fallback continues the same exact comparison, so no
+ * event changes the law; the fallbacks are counted (dpo__ct_stats, for the tests). */
+#include "mech_ct.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+typedef struct {
+  uint64_t w[4]; /* little-endian limbs */
+} u256;
+
+static dpo__ct_stats_t dpo__st;
+void dpo__ct_stats(dpo__ct_stats_t *s) { *s = dpo__st; }
+void dpo__ct_stats_reset(void) { memset(&dpo__st, 0, sizeof dpo__st); }
+
+static inline uint64_t dpo__w(dpo__ws_t *s) {
+  if (!s->left) {
+    dpo_rng_bytes(s->rng, s->w, sizeof s->w);
+    s->left = 8;
+  }
+  return s->w[--s->left];
+}
+
+int dpo__ct_bit(dpo__ws_t *ws) { return (int)(dpo__w(ws) & 1u); }
+
+/* ------------------------------------------------------------ 256-bit, branch-free */
+
+static inline u256 u_from(u128 x) {
+  u256 r = {{(uint64_t)x, (uint64_t)(x >> 64), 0, 0}};
+  return r;
+}
+static inline uint64_t u_sub(u256 a, u256 b, u256 *r) { /* r = a - b; returns the borrow */
+  uint64_t br = 0;
+  for (int i = 0; i < 4; i++) {
+    u128 d = (u128)a.w[i] - b.w[i] - br;
+    r->w[i] = (uint64_t)d;
+    br = (uint64_t)(d >> 127);
+  }
+  return br;
+}
+static inline int u_lt(u256 a, u256 b) { u256 r; return (int)u_sub(a, b, &r); }
+static inline u256 u_add(u256 a, u256 b) {
+  u128 c = 0;
+  for (int i = 0; i < 4; i++) {
+    c += (u128)a.w[i] + b.w[i];
+    a.w[i] = (uint64_t)c;
+    c >>= 64;
+  }
+  return a;
+}
+static inline u256 u_mul64(u256 a, uint64_t k) { /* a k mod 2^256 */
+  u128 c = 0;
+  for (int i = 0; i < 4; i++) {
+    c += (u128)a.w[i] * k;
+    a.w[i] = (uint64_t)c;
+    c >>= 64;
+  }
+  return a;
+}
+static inline u256 u_shl64(u256 a, uint64_t low) {
+  u256 r = {{low, a.w[0], a.w[1], a.w[2]}};
+  return r;
+}
+static u256 u_mul128(u128 a, u128 b) {
+  u256 x = u_from(a), r = u_mul64(x, (uint64_t)b), h = u_mul64(x, (uint64_t)(b >> 64));
+  return u_add(r, u_shl64(h, 0));
+}
+static inline u256 u_sel(u256 a, u256 b, uint64_t m) { /* m all-ones: b, else a */
+  for (int i = 0; i < 4; i++) a.w[i] = (a.w[i] & ~m) | (b.w[i] & m);
+  return a;
+}
+static double u_dbl(u256 a) {
+  return ((double)a.w[3] * 0x1p64 + (double)a.w[2]) * 0x1p128 + (double)a.w[1] * 0x1p64 +
+         (double)a.w[0];
+}
+
+/* ------------------------------------------------------------ certified constants */
+
+/* [lo, hi] (units 2^-255) holds the constant; L = floor(lo / 2^127), H = ceil(hi / 2^127) */
+typedef struct {
+  u128 L, H;
+  u256 lo, hi;
+  int one; /* the constant is 1 */
+} dpo__tab_t;
+
+#define DPO__NE 90  /* e^-n, n < 90 (e^-89 < 2^-128) */
+#define DPO__N2E 65 /* (2/e)^i, i < 65 */
+#define DPO__VN 47  /* the geometric V by one scan up to 47: P(V >= 47) = e^-47 < 2^-67 */
+static dpo__tab_t dpo__E[DPO__NE], dpo__T2E[DPO__N2E];
+static pthread_once_t dpo__once = PTHREAD_ONCE_INIT;
+
+static u256 dpo__mul_dn(u256 a, u256 b) { /* floor(a b / 2^255) for a, b <= 2^255 */
+  uint64_t p[8] = {0};
+  for (int i = 0; i < 4; i++) {
+    u128 c = 0;
+    for (int j = 0; j < 4; j++) {
+      c += (u128)a.w[i] * b.w[j] + p[i + j];
+      p[i + j] = (uint64_t)c;
+      c >>= 64;
+    }
+    p[i + 4] = (uint64_t)c;
+  }
+  u256 r;
+  for (int i = 0; i < 4; i++) r.w[i] = (p[i + 3] >> 63) | (p[i + 4] << 1);
+  return r;
+}
+
+static void dpo__tab_set(dpo__tab_t *e, u256 lo, u256 hi) {
+  e->lo = lo;
+  e->hi = hi;
+  e->one = hi.w[3] >> 63 && !(hi.w[3] << 1) && !hi.w[2] && !hi.w[1] && !hi.w[0] &&
+           !u_lt(lo, hi); /* exactly 2^255 */
+  e->L = ((u128)((lo.w[3] << 1) | (lo.w[2] >> 63)) << 64) | ((lo.w[2] << 1) | (lo.w[1] >> 63));
+  u128 h = ((u128)((hi.w[3] << 1) | (hi.w[2] >> 63)) << 64) | ((hi.w[2] << 1) | (hi.w[1] >> 63));
+  e->H = h + ((hi.w[1] << 1) || hi.w[0]); /* never overflows but for the constant 1 */
+}
+
+static void dpo__tab_init(void) {
+  /* e^-1 = sum_k (-1)^k / k!: T_k = floor(T_{k-1} / k) is within 2 units of 2^255 / k!, so
+   * 70 terms (70! > 2^255 + ...) are within 141 units; the interval is +-256 units */
+  u256 T = {{0, 0, 0, (uint64_t)1 << 63}}, pos = T, neg = {{0}};
+  for (uint64_t k = 1; k <= 70; k++) {
+    u128 rem = 0;
+    for (int i = 3; i >= 0; i--) {
+      u128 cur = (rem << 64) | T.w[i];
+      T.w[i] = (uint64_t)(cur / k);
+      rem = cur % k;
+    }
+    if (k & 1u) neg = u_add(neg, T);
+    else pos = u_add(pos, T);
+  }
+  u256 s, m = u_from(256), lo1, hi1;
+  u_sub(pos, neg, &s);
+  u_sub(s, m, &lo1);
+  hi1 = u_add(s, m);
+  u256 one = {{0, 0, 0, (uint64_t)1 << 63}}, lo = one, hi = one;
+  for (int n = 0; n < DPO__NE; n++) {
+    dpo__tab_set(&dpo__E[n], lo, hi);
+    lo = dpo__mul_dn(lo, lo1);
+    hi = u_add(dpo__mul_dn(hi, hi1), u_from(1));
+  }
+  u256 lo2 = u_add(lo1, lo1), hi2 = u_add(hi1, hi1); /* 2/e */
+  lo = hi = one;
+  for (int i = 0; i < DPO__N2E; i++) {
+    dpo__tab_set(&dpo__T2E[i], lo, hi);
+    lo = dpo__mul_dn(lo, lo2);
+    hi = u_add(dpo__mul_dn(hi, hi2), u_from(1));
+  }
+}
+
+static inline void dpo__tabs(void) { pthread_once(&dpo__once, dpo__tab_init); }
+
+/* U (words uw[0..3], uw[2..3] drawn here) against e, when 128 bits did not decide */
+static int dpo__tab_slow(dpo__ws_t *ws, const dpo__tab_t *e, const uint64_t uw[2], int *rc) {
+  dpo__st.fallbacks++;
+  u256 U = {{dpo__w(ws), uw[1], uw[0], 0}}, lo = e->lo, hi = e->hi, Lc, Hc;
+  /* 192 bits: 1 if U < floor(lo / 2^63), 0 if U >= ceil(hi / 2^63) */
+  Lc = (u256){{(lo.w[1] >> 63) | (lo.w[2] << 1), (lo.w[2] >> 63) | (lo.w[3] << 1), lo.w[3] >> 63, 0}};
+  Hc = (u256){{(hi.w[1] >> 63) | (hi.w[2] << 1), (hi.w[2] >> 63) | (hi.w[3] << 1), hi.w[3] >> 63, 0}};
+  if (hi.w[0] || (hi.w[1] << 1)) Hc = u_add(Hc, u_from(1));
+  if (u_lt(U, Lc)) return 1;
+  if (!u_lt(U, Hc)) return 0;
+  U = u_shl64(U, dpo__w(ws)); /* 256 bits against 2 lo, 2 hi */
+  if (u_lt(U, u_add(lo, lo))) return 1;
+  if (!u_lt(U, u_add(hi, hi))) return 0;
+  *rc = dpo_err(DPO_EUNSUP, "exact sampler: a Bernoulli undecided after 256 bits (probability "
+                "below 2^-180)");
+  return 0;
+}
+
+/* Bernoulli(constant e): two words */
+static inline int dpo__tab_atom(dpo__ws_t *ws, const dpo__tab_t *e, int *rc) {
+  uint64_t uw[2] = {dpo__w(ws), dpo__w(ws)};
+  u128 U = ((u128)uw[0] << 64) | uw[1];
+  int r1 = U < e->L, r0 = U >= e->H;
+  if (!(r1 | r0 | e->one)) return dpo__tab_slow(ws, e, uw, rc);
+  return r1 | e->one;
+}
+
+/* ------------------------------------------------------------ rational atoms */
+
+/* one word w against F/D, F <= D < 2^64: 1, 0, or 2 (undecided: *R = F 2^64 - w D in (0, D),
+ * and U's next word decides against R/D) */
+static inline int dpo__at64(uint64_t w, uint64_t F, uint64_t D, uint64_t *R) {
+  u128 wd = (u128)w * D, f = (u128)F << 64;
+  int one = wd + D <= f, zero = wd >= f;
+  *R = (uint64_t)(f - wd);
+  return one + 2 * (1 - one - zero);
+}
+/* the same for F <= D < 2^190 (w D < 2^254) */
+static inline int dpo__at256(uint64_t w, u256 F, u256 D, u256 *R) {
+  u256 wd = u_mul64(D, w), f = u_shl64(F, 0);
+  int one = !u_lt(f, u_add(wd, D)), zero = !u_lt(wd, f);
+  u_sub(f, wd, R);
+  return one + 2 * (1 - one - zero);
+}
+
+static int dpo__lazy64(dpo__ws_t *ws, uint64_t R, uint64_t D) {
+  uint64_t R2;
+  for (;;) {
+    int s = dpo__at64(dpo__w(ws), R, D, &R2);
+    if (s < 2) return s;
+    R = R2;
+  }
+}
+static int dpo__lazy256(dpo__ws_t *ws, u256 R, u256 D) {
+  u256 R2;
+  for (;;) {
+    int s = dpo__at256(dpo__w(ws), R, D, &R2);
+    if (s < 2) return s;
+    R = R2;
+  }
+}
+
+/* n <= 32 atoms F[i]/D[i]; bit i of the result = atom i.  n + 1 words. */
+static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint64_t *D) {
+  uint32_t A = 0, M = 0;
+  uint64_t R[32], Rs = 0, Ds = 1;
+  for (int i = 0; i < n; i++) {
+    int s = dpo__at64(dpo__w(ws), F[i], D[i], &R[i]);
+    uint64_t amb = (uint64_t)(s >> 1), m = -amb;
+    A |= (uint32_t)(s & 1) << i;
+    M |= (uint32_t)amb << i;
+    Rs = (Rs & ~m) | (R[i] & m);
+    Ds = (Ds & ~m) | (D[i] & m);
+  }
+  uint64_t R2;
+  int s = dpo__at64(dpo__w(ws), Rs, Ds, &R2); /* settles the undecided atom, if one */
+  if (!(M & (M - 1)) && s < 2) {
+    int j = __builtin_ctz(M | (1u << 31));
+    return A | ((uint32_t)(s & (M != 0)) << j);
+  }
+  dpo__st.fallbacks++; /* two undecided, or the extra word undecided: < 2^-118 */
+  int j = __builtin_ctz(M);
+  A |= (uint32_t)(s < 2 ? s : dpo__lazy64(ws, R2, Ds)) << j;
+  for (int i = j + 1; i < n; i++)
+    if (M >> i & 1u) A |= (uint32_t)dpo__lazy64(ws, R[i], D[i]) << i;
+  return A;
+}
+
+#define DPO__KL 21
+
+/* Bernoulli(exp(-F/D)), F < D, 21 D < 2^64: CKS Alg. 1, 21 atoms + 1 word */
+static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D) {
+  uint64_t Fa[DPO__KL], Da[DPO__KL];
+  for (int k = 0; k < DPO__KL; k++) {
+    Fa[k] = F;
+    Da[k] = D * (uint64_t)(k + 1);
+  }
+  uint32_t Z = ~dpo__batch64(ws, DPO__KL, Fa, Da) & ((1u << DPO__KL) - 1);
+  if (Z) return (__builtin_ctz(Z) + 1) & 1; /* K = the first failure */
+  dpo__st.fallbacks++;                       /* K > 21: P <= 1/21! */
+  uint64_t k = DPO__KL + 1;
+  while (dpo__lazy64(ws, F, D * k)) k++; /* D k < 2^64 while P(k) > 2^-1000 */
+  return (int)(k & 1u);
+}
+
+/* the same for F < D < 2^178 (the discrete Gaussian's 2 s^2 t^2) */
+static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D) {
+  uint32_t A = 0, M = 0;
+  u256 R[DPO__KL], Dk[DPO__KL], Rs = {{0}}, Ds = u_from(1), R2;
+  for (int k = 0; k < DPO__KL; k++) {
+    Dk[k] = u_mul64(D, (uint64_t)(k + 1));
+    int s = dpo__at256(dpo__w(ws), F, Dk[k], &R[k]);
+    uint64_t amb = (uint64_t)(s >> 1), m = -amb;
+    A |= (uint32_t)(s & 1) << k;
+    M |= (uint32_t)amb << k;
+    Rs = u_sel(Rs, R[k], m);
+    Ds = u_sel(Ds, Dk[k], m);
+  }
+  int s = dpo__at256(dpo__w(ws), Rs, Ds, &R2);
+  if (!(M & (M - 1)) && s < 2) {
+    A |= (uint32_t)(s & (M != 0)) << __builtin_ctz(M | (1u << 31));
+  } else {
+    dpo__st.fallbacks++;
+    int j = __builtin_ctz(M);
+    A |= (uint32_t)(s < 2 ? s : dpo__lazy256(ws, R2, Ds)) << j;
+    for (int i = j + 1; i < DPO__KL; i++)
+      if (M >> i & 1u) A |= (uint32_t)dpo__lazy256(ws, R[i], Dk[i]) << i;
+  }
+  uint32_t Z = ~A & ((1u << DPO__KL) - 1);
+  if (Z) return (__builtin_ctz(Z) + 1) & 1;
+  dpo__st.fallbacks++;
+  uint64_t k = DPO__KL + 1;
+  while (dpo__lazy256(ws, F, u_mul64(D, k))) k++;
+  return (int)(k & 1u);
+}
+
+/* uniform on [0, t) by masking and rejection: each round one word, and the number of rounds
+ * is independent of the value (no division, whose latency depends on its operands) */
+static inline uint64_t dpo__below(dpo__ws_t *ws, uint64_t t) {
+  const uint64_t mask = t > 1 ? ~(uint64_t)0 >> __builtin_clzll(t - 1) : 0;
+  for (;;) {
+    uint64_t u = dpo__w(ws) & mask;
+    if (u < t) return u;
+  }
+}
+
+/* Bernoulli(exp(-g/t)), g < 4t: e^-floor and the fraction, 2 + 22 words */
+int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out) {
+  dpo__tabs();
+  int rc = DPO_OK;
+  const uint64_t n = (uint64_t)(g >= t) + (g >= 2 * t) + (g >= 3 * t);
+  int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
+  int r2 = dpo__kloop64(ws, g - n * t, t);
+  *out = r1 & r2;
+  return rc;
+}
+
+/* ------------------------------------------------------------ discrete Laplace */
+
+/* V ~ Geometric(e^-1) by one 128-bit uniform against e^-1 .. e^-47 (V >= v iff U < e^-v) */
+static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
+  uint64_t uw[2] = {dpo__w(ws), dpo__w(ws)};
+  const u128 U = ((u128)uw[0] << 64) | uw[1];
+  uint64_t cnt = 0, amb = 0;
+  for (int v = 1; v <= DPO__VN; v++) {
+    cnt += U < dpo__E[v].L;
+    amb |= (uint64_t)(U >= dpo__E[v].L) & (U < dpo__E[v].H);
+  }
+  int rc = DPO_OK;
+  if (amb) { /* probability < 2^-121: the scan again with more of U's bits */
+    cnt = 0;
+    for (int v = 1; v <= DPO__VN && !rc; v++) {
+      uint64_t wv[2] = {uw[0], uw[1]};
+      int r = U < dpo__E[v].L ? 1 : U >= dpo__E[v].H ? 0 : dpo__tab_slow(ws, &dpo__E[v], wv, &rc);
+      cnt += (uint64_t)r;
+    }
+  }
+  if (cnt == DPO__VN) { /* V >= 47 (e^-47): memoryless, count on */
+    dpo__st.fallbacks++;
+    while (!rc && dpo__tab_atom(ws, &dpo__E[1], &rc))
+      if (++cnt >= 4096) return dpo_err(DPO_EUNSUP, "discrete Laplace: geometric overflow "
+                                        "(probability e^-4096)");
+  }
+  *V = cnt;
+  return rc;
+}
+
+/* X ~ Geometric(e^{-1/t}): X = U + t V (CKS Alg. 2), U uniform on [0, t) kept with
+ * probability exp(-U/t) (rejected rounds are independent of the value kept) */
+int dpo__ct_geom(dpo__ws_t *ws, uint64_t t, uint64_t *x) {
+  dpo__tabs();
+  for (;;) {
+    const uint64_t U = dpo__below(ws, t);
+    if (!dpo__kloop64(ws, U, t)) continue;
+    uint64_t V = 0;
+    int rc = dpo__geom_e(ws, &V);
+    if (!rc) *x = U + t * V;
+    return rc;
+  }
+}
+
+int dpo__ct_dlap(dpo__ws_t *ws, uint64_t t, int64_t *out) {
+  for (;;) {
+    uint64_t X;
+    int rc = dpo__ct_geom(ws, t, &X);
+    if (rc) return rc;
+    const uint64_t B = dpo__w(ws) & 1u;
+    if (B & (X == 0)) continue; /* -0 and +0 would double-count 0: a new independent round */
+    *out = (int64_t)((X ^ -B) + B);
+    return DPO_OK;
+  }
+}
+
+/* ------------------------------------------------------------ discrete Gaussian */
+
+/* Bernoulli(exp(-N/D)) when N/D >= 89 or not near a small integer estimate: rare */
+static int dpo__bexp_big(dpo__ws_t *ws, u256 N, u256 D, int *rc) {
+  dpo__st.fallbacks++;
+  const u256 D89 = u_mul64(D, 89);
+  while (!u_lt(N, D89)) {
+    if (!dpo__tab_atom(ws, &dpo__E[89], rc) || *rc) return 0;
+    u_sub(N, D89, &N);
+  }
+  uint64_t n = 0;
+  while (!u_lt(N, u_mul64(D, n + 1))) n++;
+  u256 F;
+  u_sub(N, u_mul64(D, n), &F);
+  int r1 = dpo__tab_atom(ws, &dpo__E[n], rc);
+  return r1 & dpo__kloop256(ws, F, D);
+}
+
+int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
+  dpo__tabs();
+  const uint64_t t = s + 1;
+  const u128 s2 = (u128)s * s;
+  /* gamma = (|Y| t - s^2)^2 / (2 s^2 t^2) (CKS Alg. 3 with sigma^2 = s^2, t = s + 1) */
+  const u256 D = u_mul128(2 * s2, (u128)t * t); /* < 2^178 for s <= 2^44 */
+  const double Dd = u_dbl(D);
+  for (;;) {
+    int64_t Y;
+    int rc = dpo__ct_dlap(ws, t, &Y);
+    if (rc) return rc;
+    const uint64_t ay = (uint64_t)((Y ^ (Y >> 63)) - (Y >> 63));
+    const u128 a = (u128)ay * t, ge = -(u128)(a >= s2);
+    const u128 diff = ((a - s2) & ge) | ((s2 - a) & ~ge);
+    const u256 N = u_mul128(diff, diff);
+    const double g = u_dbl(N) / Dd;
+    int acc;
+    if (g < 88.0) { /* the double is within 1 of N/D: floor(N/D) among c0 .. c0 + 2 */
+      const uint64_t nc = (uint64_t)g, c0 = nc - (nc > 0);
+      const uint64_t n = c0 + (uint64_t)!u_lt(N, u_mul64(D, c0 + 1)) +
+                         (uint64_t)!u_lt(N, u_mul64(D, c0 + 2));
+      u256 F;
+      u_sub(N, u_mul64(D, n), &F);
+      int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
+      acc = r1 & dpo__kloop256(ws, F, D);
+    } else { /* accepted with probability < e^-87: a rejected round (time independent) */
+      acc = dpo__bexp_big(ws, N, D, &rc);
+    }
+    if (rc) return rc;
+    if (acc) {
+      *out = Y;
+      return DPO_OK;
+    }
+  }
+}
+
+/* ------------------------------------------------------------ Polya variate, padded coins
+ *
+ * The compound-Poisson sampler of mechanism.c (regions: dyadic blocks j < J and the tail
+ * [K0, oo)), every coin of fixed work, and the number of coins padded to a public bound.
+ * A coin of region j succeeds with probability lambda_j = nu(region) and then carries a mark
+ * k ~ nu|region; its parts are all drawn, whatever their values:
+ *   block: k = 2^j + uniform(2^j); atoms 1/n, 2^j/k; Bernoulli(exp(-k/t)) (k < 2^J < 4t);
+ *   tail:  m = the zeros of a word before its first 1 (Geometric(1/2)), k = K0 + m t + u, u
+ *          uniform(t); atoms 1/n, t/k; (2/e)^(m+1) from the table; Bernoulli(exp(-(K0 - t +
+ *          u)/t)): the product is mechanism.c's ratio (1/n)(t/k) 2 e^{-K0/t} (2/e)^m e^{-u/t}.
+ * Each coin also draws the atom 1/i of the 1/N! acceptance (i = the success it would be), so a
+ * trial is rejected as soon as one of them fails (the accepted trials keep their law).  The
+ * coins of a variate are counted and, at the end, dummy coins are drawn up to the bounds
+ * B_block, B_tail: Chernoff bounds on the coin counts with P(count > B) < 2^-66 each (for
+ * lambda_j above its upper bound, which only adds coins).  Beyond a bound the variate is still
+ * exact but takes longer (counted: polya_over). */
+
+/* one coin; i = the index of the success it would be (its acceptance atom is 1/i) */
+static int dpo__coin(dpo__ws_t *ws, uint64_t t, uint64_t n, int j, int J, uint64_t i,
+                     uint64_t *k, int *ok, int *acc) {
+  int rc = DPO_OK, e, r = 1;
+  uint64_t F[3] = {1, 0, 1}, D[3] = {n, 0, i};
+  if (j < J) {
+    const uint64_t lo = (uint64_t)1 << j;
+    *k = lo + dpo__below(ws, lo);
+    F[1] = lo;
+    D[1] = *k;
+    rc = dpo__ct_bexp_small(ws, *k, t, &e);
+  } else {
+    const uint64_t K0 = (uint64_t)1 << J;
+    uint64_t w = dpo__w(ws), m = (uint64_t)__builtin_ctzll(w | ((uint64_t)1 << 63));
+    if (!w) { /* 64 zeros (probability 2^-64): count on */
+      dpo__st.fallbacks++;
+      for (m = 64; !(w = dpo__w(ws)) && m <= 1000; m += 64) {}
+      m += (uint64_t)__builtin_ctzll(w | ((uint64_t)1 << 63));
+    }
+    if (m > 1000) return dpo_err(DPO_EUNSUP, "Polya share: tail overflow (probability 2^-1000)");
+    const uint64_t u = dpo__below(ws, t);
+    *k = K0 + m * t + u; /* < 2^51 + 1001 * 2^50 < 2^61 */
+    F[1] = t;
+    D[1] = *k;
+    for (uint64_t p = m + 1; p > 0 && !rc;) { /* (2/e)^(m+1), 64 powers at a time (rare) */
+      const uint64_t q = p < DPO__N2E ? p : DPO__N2E - 1;
+      r &= dpo__tab_atom(ws, &dpo__T2E[q], &rc);
+      p -= q;
+    }
+    if (!rc) rc = dpo__ct_bexp_small(ws, K0 - t + u, t, &e);
+  }
+  const uint32_t A = dpo__batch64(ws, 3, F, D);
+  *ok = (int)(A & (A >> 1) & 1u) & r & e;
+  *acc = (int)(A >> 2 & 1u);
+  return rc;
+}
+
+/* smallest c with P(coins of the regions > c) <= 2^-66 (Chernoff, z over a grid): a region's
+ * coins have generating function f / (1 - g), f = (1 - l) z e^{l z} (accepted trial),
+ * g = (l z - 1)(e^{l z} - 1) + l z (a trial rejected at its i-th success, i >= 2) */
+static int dpo__pbound(const double *lam, int m) {
+  double best = 1e300;
+  for (double z = 1.005; z < 64; z *= 1.01) {
+    double sum = 0;
+    int ok = 1;
+    for (int j = 0; j < m && ok; j++) {
+      const double x = lam[j] * z, g = (x - 1) * expm1(x) + x, f = (1 - lam[j]) * z * exp(x);
+      if (!(g < 1)) ok = 0;
+      else sum += log(f / (1 - g));
+    }
+    if (ok) best = fmin(best, (sum + 66 * M_LN2) / log(z));
+  }
+  return (int)ceil(best * 1.01) + 2;
+}
+
+static _Thread_local struct {
+  uint64_t t, n;
+  int bB, bT;
+} dpo__pb;
+
+int dpo__ct_polya_bounds(uint64_t t, uint64_t n, int *bB, int *bT) {
+  if (dpo__pb.t != t || dpo__pb.n != n) {
+    int J = 0;
+    while (((uint64_t)1 << J) < 2 * t) J++;
+    double lam[64];
+    const double r = 1.0 / (double)n, td = (double)t, K0 = ldexp(1.0, J);
+    for (int j = 0; j < J; j++) /* nu(block) <= r min(1, 2^-j + ln 2) e^{-2^j/t} */
+      lam[j] = r * fmin(1.0, ldexp(1.0, -j) + M_LN2) * exp(-ldexp(1.0, j) / td) * (1 + 1e-9);
+    /* nu(tail) <= r q^K0 / (K0 (1 - q)), 1 - q >= (1/t)(1 - 1/(2t)) */
+    double lt = r * exp(-K0 / td) * td / K0 / (1 - 0.5 / td) * (1 + 1e-9);
+    dpo__pb.bB = dpo__pbound(lam, J);
+    dpo__pb.bT = dpo__pbound(&(double){fmin(r, lt)}, 1);
+    dpo__pb.t = t;
+    dpo__pb.n = n;
+  }
+  *bB = dpo__pb.bB;
+  *bT = dpo__pb.bT;
+  return DPO_OK;
+}
+
+int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
+  dpo__tabs();
+  int J = 0, bB, bT, rc = DPO_OK, ok, acc;
+  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
+  dpo__ct_polya_bounds(t, n, &bB, &bT);
+  int cB = 0, cT = 0;
+  u128 sum = 0;
+  for (int j = 0; j <= J; j++) {
+    for (;;) { /* trials: coins until a failure; kept if every acceptance atom passed */
+      u128 marks = 0;
+      uint64_t N = 0, k;
+      int keep = 1;
+      for (;;) {
+        if ((rc = dpo__coin(ws, t, n, j, J, N + 1, &k, &ok, &acc))) return rc;
+        if (j < J) cB++;
+        else cT++;
+        if (!ok) break;
+        N++;
+        marks += k;
+        keep &= acc;
+        if (!keep) break;
+        if (N > 1000)
+          return dpo_err(DPO_EUNSUP, "Polya share: too many points (probability below 2^-1000)");
+      }
+      if (!keep) continue; /* rejected: one of the N atoms 1/i (1/N! in all) failed */
+      sum += marks;
+      break;
+    }
+  }
+  if (cB > bB || cT > bT) dpo__st.polya_over++;
+  dpo__st.polya_pad += (uint64_t)(cB < bB ? bB - cB : 0) + (uint64_t)(cT < bT ? bT - cT : 0);
+  for (uint64_t k; cB < bB && !rc; cB++) rc = dpo__coin(ws, t, n, J - 1, J, 2, &k, &ok, &acc);
+  for (uint64_t k; cT < bT && !rc; cT++) rc = dpo__coin(ws, t, n, J, J, 2, &k, &ok, &acc);
+  if (rc) return rc;
+  if (sum >= ((u128)1 << 62)) return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
+  *x = (int64_t)sum;
+  return DPO_OK;
+}
+
+/* TEST ONLY: every table interval is narrow (< 2^-137) and its lower end is the long double value to 1e-15 */
+int dpo__ct_tables_ok(void) {
+  dpo__tabs();
+  for (int i = 0; i < DPO__NE + DPO__N2E; i++) {
+    const dpo__tab_t *e = i < DPO__NE ? &dpo__E[i] : &dpo__T2E[i - DPO__NE];
+    const int p = i < DPO__NE ? i : i - DPO__NE;
+    const long double v = i < DPO__NE ? expl(-(long double)p) : powl(2.0L / expl(1.0L), p);
+    u256 w;
+    if (u_sub(e->hi, e->lo, &w) || w.w[3] || w.w[2] || w.w[1] >> 54) return 0;
+    const long double lo = (long double)u_dbl(e->lo) * 0x1p-255L;
+    if (fabsl(lo - v) > 1e-15L * v) return 0; /* u_dbl: 53 bits */
+  }
+  return 1;
+}
