@@ -1,11 +1,11 @@
 /* Data-loading options from config keys (dpo_load_opts_from_config in dpopt/data.h): the
  * one reading of data.* keys shared by every command and by programs that embed a config. */
 #include <errno.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "dpopt/config.h"
 #include "dpopt/data.h"
@@ -50,50 +50,31 @@ int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o) {
 /* The schema file PATH.schema: a declaration the data holder writes once beside the data,
  *   [schema]
  *   features = D
- * read only for its declared width; any other key is refused (a typo must not pass). */
-typedef struct {
-  const char *path;
-  int64_t features;
-  int line, status;
-} dpo__schema_t;
-
-static int dpo__schema_handler(void *arg, const char *sec, const char *key, const char *val,
-                               int line) {
-  dpo__schema_t *sc = arg;
-  char *end;
-  if (sc->status) return 1;
-  if (strcasecmp(sec, "schema") || strcasecmp(key, "features")) {
-    sc->status = dpo_err(DPO_EINVAL, "%s:%d: unknown setting '%s.%s' (a schema file holds "
-                         "[schema] features = D)", sc->path, line, sec, key);
-    return 1;
-  }
-  long long v = strtoll(val, &end, 10);
-  if (end == val || *end || v < 1 || v > (1 << 30))
-    sc->status = dpo_err(DPO_EINVAL, "%s:%d: features = '%s': expected an integer in [1, 2^30]",
-                         sc->path, line, val);
-  sc->features = v;
-  sc->line = line;
-  return 1;
-}
-
+ * read by the config reader (origins "file:line"); any other key is refused, a typo must not
+ * pass (dpo_config_check_known). */
 int dpo_load_opts_schema(const char *path, dpo_load_opts_t *o) {
   char sp[4096];
   if (!path) return dpo_err(DPO_EINVAL, "no data file");
   if (snprintf(sp, sizeof sp, "%s.schema", path) >= (int)sizeof sp)
     return dpo_err(DPO_EINVAL, "%s: path too long", path);
-  FILE *f = fopen(sp, "r");
-  if (!f) return errno == ENOENT ? DPO_OK : dpo_err(DPO_EIO, "%s: %s", sp, strerror(errno));
-  dpo__schema_t sc = {sp, 0, 0, DPO_OK};
-  int e = ini_parse_file(f, dpo__schema_handler, &sc);
-  fclose(f);
-  if (sc.status) return sc.status;
-  if (e) return dpo_err(DPO_EINVAL, "%s:%d: malformed line", sp, e);
-  if (!sc.features) return dpo_err(DPO_EINVAL, "%s: no '[schema] features = D'", sp);
-  if (o->d > 0 && o->d != sc.features)
-    return dpo_err(DPO_EINVAL, "%s:%d: features = %lld, but data.dim = %d", sp, sc.line,
-                   (long long)sc.features, (int)o->d);
-  o->d = (int32_t)sc.features;
-  return DPO_OK;
+  if (access(sp, F_OK) != 0)
+    return errno == ENOENT ? DPO_OK : dpo_err(DPO_EIO, "%s: %s", sp, strerror(errno));
+  dpo_config_t *sc = NULL;
+  int64_t D = 0;
+  int rc = dpo_config_create(&sc);
+  if (!rc) rc = dpo_config_load_ini(sc, sp);
+  if (!rc) rc = dpo_config_get_int(sc, "schema.features", 0, &D);
+  if (!rc) rc = dpo_config_check_known(sc, "a schema file ([schema] features = D)");
+  if (!rc && (D < 1 || D > (1 << 30)))
+    rc = D ? dpo_err(DPO_EINVAL, "%s: features = %lld: expected an integer in [1, 2^30]",
+                     dpo_config_origin(sc, "schema.features"), (long long)D)
+           : dpo_err(DPO_EINVAL, "%s: no '[schema] features = D'", sp);
+  if (!rc && o->d > 0 && o->d != D)
+    rc = dpo_err(DPO_EINVAL, "%s: features = %lld, but data.dim = %d",
+                 dpo_config_origin(sc, "schema.features"), (long long)D, (int)o->d);
+  if (!rc) o->d = (int32_t)D;
+  dpo_config_destroy(sc);
+  return rc;
 }
 
 int dpo_load_opts_private(const char *path, dpo_load_opts_t *o) {
