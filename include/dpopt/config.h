@@ -67,6 +67,9 @@ int dpo_config_warn_unused(const dpo_config_t *cfg, FILE *out);
  * the run, not train without privacy. */
 int dpo_config_check_known(const dpo_config_t *cfg, const char *what);
 
+/* A new config holding cfg's keys, values, origins and declared keys (none marked read). */
+int dpo_config_copy(const dpo_config_t *cfg, dpo_config_t **out);
+
 void dpo_config_foreach(const dpo_config_t *cfg,
                         void (*fn)(const char *key, const char *value, const char *origin,
                                    void *arg),

@@ -268,6 +268,18 @@ int dpo_config_unused(const dpo_config_t *cfg, void (*fn)(const char *, const ch
   return c;
 }
 
+int dpo_config_copy(const dpo_config_t *cfg, dpo_config_t **out) {
+  int rc = dpo_config_create(out);
+  for (int i = 0; !rc && i < cfg->n; i++)
+    rc = dpo_config_set(*out, cfg->kv[i].key, cfg->kv[i].value, cfg->kv[i].origin);
+  for (int i = 0; !rc && i < cfg->nknown; i++) dpo__add_known(*out, cfg->known[i]);
+  if (rc) {
+    dpo_config_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
 void dpo_config_foreach(const dpo_config_t *cfg,
                         void (*fn)(const char *, const char *, const char *, void *), void *arg) {
   for (int i = 0; i < cfg->n; i++) fn(cfg->kv[i].key, cfg->kv[i].value, cfg->kv[i].origin, arg);

@@ -59,6 +59,13 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
     r->resuming = 1;
     if (!(rc = dpo__run_resume_config(cfg, res, &r->merged))) r->cfg = r->merged;
   }
+  /* privacy.eps without algo.name: the method best at that budget, on a copy of the settings */
+  const char *why = NULL;
+  if (!rc && !res && dpo_config_get(cfg, "privacy.eps") && !dpo_config_get(cfg, "algo.name") &&
+      !(rc = dpo_config_copy(cfg, &r->merged))) {
+    r->cfg = r->merged;
+    why = dpo_run_auto_algo(r->merged);
+  }
   if (!rc) rc = dpo_config_get_int(r->cfg, "run.checkpoint_every", 0, &r->ckpt_every);
   if (!rc) rc = dpo_config_get_int(r->cfg, "run.stop_after", 0, &r->stop_after);
   if (!rc && (r->ckpt_every < 0 || r->stop_after < 0))
@@ -71,6 +78,9 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
     rc = dpo_err(DPO_EINVAL, "run.keep_every must be >= 0 and run.keep_seconds >= 0");
   if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
   if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
+  if (!rc && why)
+    dpo_msg("no --algo: using %s (%s; %s neighbours; README \"Choosing a private method\")",
+            dpo_config_get(r->cfg, "algo.name"), why, dpo_config_get(r->cfg, "privacy.neighbours"));
   if ((rc = dpo_agree(r->comm, rc))) {
     dpo__run_failed(r, rc);
     dpo_run_destroy(r);
