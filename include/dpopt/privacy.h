@@ -177,10 +177,18 @@ typedef struct dpo_ledger dpo_ledger_t;
  *  eps_budget > 0 (finite), delta_budget in [0, 1).
  *  journal_path: JSON Lines file, NULL for an in-memory ledger (no crash safety).
  *  resume = 0: the journal must not exist (refusing to restart a spent budget from zero).
- *  resume = 1: the journal must exist; it is verified line by line, a torn last line (crash
- *    while writing it: no newline or unparsable) is truncated away and reported by
- *    dpo_ledger_repaired(), the totals are recomputed from the charges, and the budget given
- *    here must equal the journal's (a larger budget is DPO_EBUDGET, any other DPO_EINVAL).
+ *  resume = 1: the journal must exist; it is verified line by line (its keyed hash chain, then
+ *    every charge recomputed; a bad line is DPO_EFORMAT naming path:line), a torn last line
+ *    (crash while writing it: no newline or unparsable) is dropped (cut from the file at the
+ *    first write, so a refused resume writes nothing) and reported by dpo_ledger_repaired(),
+ *    the totals are recomputed from the charges, and the budget given here must equal the
+ *    journal's (a larger budget is DPO_EBUDGET, any other DPO_EINVAL).  A version 1 journal
+ *    (no chain) is refused (DPO_EFORMAT).
+ *  Journal lines carry a keyed BLAKE2b chain (doc/design.md, "The ledger journal"): the key is
+ *  the file $DPOPT_JOURNAL_KEY, else $XDG_CONFIG_HOME/dpopt/journal.key, else
+ *  $HOME/.config/dpopt/journal.key, created (0600, 32 random bytes) when a new journal needs it
+ *  and missing; never created on resume.  No key, no journal: the open fails.  Symlinked
+ *  journals are refused (O_NOFOLLOW).
  * *L is owned by the caller: dpo_ledger_close(). */
 int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                     const char *journal_path, int resume, dpo_ledger_t **L);
@@ -208,6 +216,19 @@ int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
 int dpo_ledger_open_ex(MPI_Comm comm, double eps_budget, double delta_budget,
                        const char *journal_path, int resume, const char *accountant,
                        dpo_neighbours_t rel, dpo_ledger_t **L);
+/* dpo_ledger_open_ex with the journal key read from key_file (NULL or "": the environment or
+ * the default above; a run passes privacy.journal_key). */
+int dpo_ledger_open_key(MPI_Comm comm, double eps_budget, double delta_budget,
+                        const char *journal_path, int resume, const char *accountant,
+                        dpo_neighbours_t rel, const char *key_file, dpo_ledger_t **L);
+/* Rank 0: the journal's position: its complete lines (header included; -1 without a journal)
+ * and the last line's chain tag (32 bytes).  A checkpoint records both. */
+int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char head[32]);
+/* Rank 0: does the journal reach line `lines` with chain tag `head` there?  DPO_EFORMAT naming
+ * path:line if not (lines deleted, journal truncated or replaced).  what names the record
+ * ("the checkpoint") in the message.  OK without a journal. */
+int dpo_ledger_verify_position(const dpo_ledger_t *L, const char *what, int64_t lines,
+                               const unsigned char head[32]);
 /* The relation the ledger was opened with (rank 0 and elsewhere); its accountant's name. */
 dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L);
 const char *dpo_ledger_accountant(const dpo_ledger_t *L);
@@ -279,9 +300,13 @@ int dpo_ledger_party_event(dpo_ledger_t *L, const char *event, int party, int64_
 int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, int64_t steps,
                            const char *what);
 
-/* Human-readable account of a journal (for `dpopt ledger RUN`): one row per charge with the
- * recomputed totals, then budget / spent / remaining.  Read-only: a torn last line is reported,
- * not repaired. */
+/* Human-readable account of a journal (for `dpopt ledger RUN`): the chain verified (with the
+ * key of key_file, NULL: the environment or the default; never created), then, if all, one row
+ * per charge with the recomputed totals, then budget / spent / remaining / bound / plan.
+ * Read-only: a torn last line is reported, not repaired; a journal that fails verification
+ * prints nothing (DPO_EFORMAT naming path:line).  A version 1 journal (no chain) is printed
+ * with a line saying it is not verified.  dpo_ledger_print = (NULL key file, all). */
+int dpo_ledger_print_ex(const char *journal_path, const char *key_file, int all, FILE *out);
 int dpo_ledger_print(const char *journal_path, FILE *out);
 
 /* ================================================================ Renyi DP (issue 4: rdp.c)

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -31,11 +32,27 @@
 static int dpo__append(dpo_ledger_t *L, json_object *o) {
   size_t n;
   const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
-  if (!s) return dpo_err(DPO_ENOMEM, "ledger: cannot serialize a journal line");
-  char *line = malloc(n + 1);
+  if (!s || n < 2 || s[n - 1] != '}')
+    return dpo_err(DPO_ENOMEM, "ledger: cannot serialize a journal line");
+  /* a resumed journal's torn last line goes only now, at the first write: a refused resume
+   * writes nothing */
+  if (L->torn) {
+    if (ftruncate(L->fd, L->end) != 0 || fsync(L->fd) != 0)
+      return dpo_err(DPO_EIO, "ledger: cannot truncate the torn last line: %s", strerror(errno));
+    L->torn = 0;
+  }
+  /* the line as serialized, its closing brace replaced by ,"chain":"<tag>"} and a newline */
+  size_t b = n - 1, total = b + DPO__CHAIN_SUFFIX_LEN + 1;
+  unsigned char tag[DPO__CHAIN_BYTES];
+  char hex[2 * DPO__CHAIN_BYTES + 1];
+  char *line = malloc(total);
   if (!line) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
-  memcpy(line, s, n);
-  line[n] = '\n';
+  dpo__chain_tag(L->key, L->head, s, b, tag);
+  dpo__chain_hex(tag, hex);
+  memcpy(line, s, b);
+  snprintf(line + b, total - b, ",\"chain\":\"%s\"}", hex);
+  line[total - 1] = '\n';
+  n = total - 1; /* the loop below writes n + 1 bytes */
   size_t off = 0;
   int st = DPO_OK;
   while (off < n + 1) {
@@ -57,6 +74,8 @@ static int dpo__append(dpo_ledger_t *L, json_object *o) {
     return st;
   }
   L->end += (off_t)(n + 1);
+  memcpy(L->head, tag, sizeof tag); /* only a durable line moves the chain */
+  L->lines++;
   return DPO_OK;
 }
 
@@ -64,11 +83,14 @@ static json_object *dpo__header(const dpo_ledger_t *L) {
   json_object *o = json_object_new_object();
   if (!o) return NULL;
   json_object_object_add(o, "kind", json_object_new_string("dpopt-ledger"));
-  json_object_object_add(o, "version", json_object_new_int(1));
+  json_object_object_add(o, "version", json_object_new_int(2)); /* 2: chained lines */
   json_object_object_add(o, "accountant", json_object_new_string(L->ops->name));
   json_object_object_add(o, "neighbours", json_object_new_string(dpo_neighbours_name(L->rel)));
   json_object_object_add(o, "budget_eps", dpo__jd(L->beps));
   json_object_object_add(o, "budget_delta", dpo__jd(L->bdelta));
+  char hex[2 * DPO__CHAIN_BYTES + 1];
+  dpo__chain_hex(L->head, hex); /* the chain starts from this journal's own nonce */
+  json_object_object_add(o, "nonce", json_object_new_string(hex));
   return o;
 }
 
@@ -126,101 +148,121 @@ static void dpo__fsync_dir(const char *path) {
 
 /* ------------------------------------------------------------ open / close */
 
-static int dpo__open0(dpo_ledger_t *L, const char *path, int resume, const char *acct) {
-  int st = DPO_OK;
+/* --resume: the journal verified (chain, header, every charge recomputed) and its settings
+ * compared with the run's.  Writes nothing: a refusal leaves the file as it was, and a torn
+ * last line is cut only at the first append (dpo__append). */
+static int dpo__resume0(dpo_ledger_t *L, const char *path) {
   char *buf = NULL;
   size_t len = 0;
   dpo__replay_t R = {0};
+  int st;
+  if ((st = dpo__read_all(L->fd, path, &buf, &len))) goto out;
+  if ((st = dpo__replay(path, buf, len, L->key, NULL, &R))) goto out;
+  if (!R.have_header) {
+    st = dpo_err(DPO_EFORMAT, "%s: the journal has no complete header: nothing to resume", path);
+    goto out;
+  }
+  if (R.version != 2) {
+    st = dpo_err(DPO_EFORMAT, "%s: a version 1 journal (written before journals were chained): "
+                 "its lines cannot be verified, so --resume refuses it (`dpopt ledger` still "
+                 "prints it); start a new run", path);
+    goto out;
+  }
+  /* A torn last line is a crash inside its one write(2): it was never fsynced, so
+   * dpo_ledger_charge never returned for it and its release never happened; dropping it
+   * loses no spent budget.  Every line before it is complete and chained, so nothing else can
+   * hide behind this tolerance (a cut inside an earlier line breaks the chain or leaves the
+   * journal short of the checkpoint's position, dpo_ledger_verify_position). */
+  if (R.torn_len > 0) {
+    L->torn = 1;
+    L->repaired = (int64_t)R.torn_len;
+  }
+  L->end = (off_t)R.good_len;
+  L->lines = R.lines;
+  memcpy(L->head, R.head, sizeof L->head);
+  if (L->beps > R.beps || L->bdelta > R.bdelta) {
+    st = dpo_err(DPO_EBUDGET,
+                 "%s: resume with budget (%.17g, %.17g) larger than the journal's (%.17g, "
+                 "%.17g): that would re-spend privacy",
+                 path, L->beps, L->bdelta, R.beps, R.bdelta);
+    goto out;
+  }
+  if (R.rel != L->rel) {
+    st = dpo_err(DPO_EINVAL, "%s: the journal's neighbouring relation is %s, not %s: a "
+                 "budget spent under one relation cannot be continued under another (set "
+                 "privacy.neighbours = %s)", path, dpo_neighbours_name(R.rel),
+                 dpo_neighbours_name(L->rel), dpo_neighbours_name(R.rel));
+    goto out;
+  }
+  /* auto and pld (the defaults) follow the journal: a budget continues as it was spent */
+  if (R.ops != L->ops && L->ops != &dpo__acct_auto && L->ops != &dpo__acct_pld) {
+    st = dpo_err(DPO_EINVAL, "%s: the journal's accountant is '%s', not '%s'", path,
+                 R.ops->name, L->ops->name);
+    goto out;
+  }
+  if (L->beps != R.beps || L->bdelta != R.bdelta) {
+    st = dpo_err(DPO_EINVAL, "%s: resume budget (%.17g, %.17g) differs from the journal's "
+                             "(%.17g, %.17g)",
+                 path, L->beps, L->bdelta, R.beps, R.bdelta);
+    goto out;
+  }
+  free(L->state);
+  L->ops = R.ops;
+  L->state = R.state;
+  R.state = NULL;
+  L->count = R.count;
+  L->nparties = R.nparties;
+  L->pbeps = R.pbeps;
+  L->pbdelta = R.pbdelta;
+  L->pstate = R.pstate;
+  R.nparties = 0;
+  R.pbeps = R.pbdelta = NULL;
+  R.pstate = NULL;
+out:
+  dpo__replay_free(&R);
+  free(buf);
+  return st;
+}
+
+static int dpo__open0(dpo_ledger_t *L, const char *path, int resume, const char *acct,
+                      const char *key_file) {
+  int st = DPO_OK;
   L->ops = dpo__acct_find(acct);
   L->state = calloc(1, L->ops->state_size);
   if (!L->state) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   L->ops->init(L->state);
   if (!path) return DPO_OK;
-
+  if (!(L->path = strdup(path))) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  /* the key first: a journal is never written unkeyed, and a resume never creates a key */
+  if ((st = dpo__journal_key_load(key_file, !resume, L->key, NULL, 0))) return st;
+  /* O_NOFOLLOW: a symlinked journal could make the ledger append to (or a resume truncate)
+   * a file outside the run */
   if (!resume) {
-    L->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    L->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (L->fd < 0)
       return dpo_err(DPO_EIO, "%s: cannot create the ledger journal: %s%s", path,
                      strerror(errno),
                      errno == EEXIST ? " (it exists: resume it, or choose a new run directory)"
                                      : "");
   } else {
-    L->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    L->fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (L->fd < 0)
-      return dpo_err(DPO_EIO, "%s: cannot open the ledger journal to resume: %s", path,
-                     strerror(errno));
+      return dpo_err(errno == ELOOP ? DPO_EFORMAT : DPO_EIO,
+                     "%s: cannot open the ledger journal to resume: %s", path,
+                     errno == ELOOP ? "it is a symbolic link (refused: the journal must be the "
+                                      "run's own file)" : strerror(errno));
   }
   /* two processes spending one budget would double-spend it */
   if (flock(L->fd, LOCK_EX | LOCK_NB) != 0)
     return dpo_err(DPO_EIO, "%s: journal is locked by another process (%s)", path,
                    strerror(errno));
-  if (resume) {
-    if ((st = dpo__read_all(L->fd, path, &buf, &len))) goto out;
-    if ((st = dpo__replay(path, buf, len, NULL, &R))) goto out;
-    if (R.torn_len > 0) {
-      /* the torn line's fsync never completed, so its release never happened */
-      if (ftruncate(L->fd, (off_t)R.good_len) != 0 || fsync(L->fd) != 0) {
-        st = dpo_err(DPO_EIO, "%s: cannot truncate the torn last line: %s", path,
-                     strerror(errno));
-        goto out;
-      }
-      L->repaired = (int64_t)R.torn_len;
-    }
-    L->end = (off_t)R.good_len;
-    if (R.have_header) {
-      if (L->beps > R.beps || L->bdelta > R.bdelta) {
-        st = dpo_err(DPO_EBUDGET,
-                     "%s: resume with budget (%.17g, %.17g) larger than the journal's (%.17g, "
-                     "%.17g): that would re-spend privacy",
-                     path, L->beps, L->bdelta, R.beps, R.bdelta);
-        goto out;
-      }
-      if (R.rel != L->rel) {
-        st = dpo_err(DPO_EINVAL, "%s: the journal's neighbouring relation is %s, not %s: a "
-                     "budget spent under one relation cannot be continued under another (set "
-                     "privacy.neighbours = %s)", path, dpo_neighbours_name(R.rel),
-                     dpo_neighbours_name(L->rel), dpo_neighbours_name(R.rel));
-        goto out;
-      }
-      /* auto and pld (the defaults) follow the journal: a budget continues as it was spent */
-      if (R.ops != L->ops && L->ops != &dpo__acct_auto && L->ops != &dpo__acct_pld) {
-        st = dpo_err(DPO_EINVAL, "%s: the journal's accountant is '%s', not '%s'", path,
-                     R.ops->name, L->ops->name);
-        goto out;
-      }
-      if (L->beps != R.beps || L->bdelta != R.bdelta) {
-        st = dpo_err(DPO_EINVAL, "%s: resume budget (%.17g, %.17g) differs from the journal's "
-                                 "(%.17g, %.17g)",
-                     path, L->beps, L->bdelta, R.beps, R.bdelta);
-        goto out;
-      }
-      free(L->state);
-      L->ops = R.ops;
-      L->state = R.state;
-      R.state = NULL;
-      L->count = R.count;
-      L->nparties = R.nparties;
-      L->pbeps = R.pbeps;
-      L->pbdelta = R.pbdelta;
-      L->pstate = R.pstate;
-      R.nparties = 0;
-      R.pbeps = R.pbdelta = NULL;
-      R.pstate = NULL;
-      goto out;
-    }
-    /* no complete header (crash while creating): start the journal afresh */
-  }
+  if (resume) return dpo__resume0(L, path);
+  dpo__chain_nonce(L->head);
   json_object *h = dpo__header(L);
-  if (!h) {
-    st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
-    goto out;
-  }
+  if (!h) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   st = dpo__append(L, h);
   json_object_put(h);
-  if (st == DPO_OK && !resume) dpo__fsync_dir(path);
-out:
-  dpo__replay_free(&R);
-  free(buf);
+  if (st == DPO_OK) dpo__fsync_dir(path);
   return st;
 }
 
@@ -230,13 +272,15 @@ static void dpo__free(dpo_ledger_t *L) {
   free(L->pbeps);
   free(L->pbdelta);
   if (L->fd >= 0) close(L->fd); /* also drops the flock */
+  sodium_memzero(L->key, sizeof L->key);
+  free(L->path);
   free(L->state);
   free(L);
 }
 
 static int dpo__ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                             const char *journal_path, int resume, const char *acct,
-                            dpo_neighbours_t rel, dpo_ledger_t **Lout) {
+                            dpo_neighbours_t rel, const char *key_file, dpo_ledger_t **Lout) {
   int rank = 0, st = DPO_OK;
   dpo_ledger_t *L = NULL;
   if (comm != MPI_COMM_NULL) DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -258,7 +302,7 @@ static int dpo__ledger_open(MPI_Comm comm, double eps_budget, double delta_budge
     L->beps = eps_budget;
     L->bdelta = delta_budget;
     L->rel = rel;
-    if (rank == 0) st = dpo__open0(L, journal_path, resume, acct);
+    if (rank == 0) st = dpo__open0(L, journal_path, resume, acct, key_file);
   }
   if (comm != MPI_COMM_NULL) st = dpo_agree(comm, st);
   if (st != DPO_OK) {
@@ -273,14 +317,14 @@ static int dpo__ledger_open(MPI_Comm comm, double eps_budget, double delta_budge
 int dpo_ledger_open(MPI_Comm comm, double eps_budget, double delta_budget,
                     const char *journal_path, int resume, dpo_ledger_t **Lout) {
   return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, "basic",
-                          DPO_NEIGHBOURS_REPLACE_ONE, Lout);
+                          DPO_NEIGHBOURS_REPLACE_ONE, NULL, Lout);
 }
 
 /* (eps, delta) budget under the Renyi accountant (rdp.c); delta must be > 0 for the
  * conversion.  Validated on every rank before the collective open (same inputs everywhere). */
 static int dpo__ledger_open_rdp(MPI_Comm comm, double eps_budget, double delta_budget,
                                 const char *journal_path, int resume, dpo_neighbours_t rel,
-                                dpo_ledger_t **Lout) {
+                                const char *key_file, dpo_ledger_t **Lout) {
   if (!(delta_budget > 0)) {
     int st = dpo_err(DPO_EINVAL, "ledger_open_rdp: the RDP ledger needs a delta budget in (0, 1) "
                                  "(got %g)", delta_budget);
@@ -288,23 +332,73 @@ static int dpo__ledger_open_rdp(MPI_Comm comm, double eps_budget, double delta_b
     if (Lout) *Lout = NULL;
     return st;
   }
-  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, "rdp", rel, Lout);
+  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, "rdp", rel,
+                          key_file, Lout);
 }
 
 int dpo_ledger_open_rdp(MPI_Comm comm, double eps_budget, double delta_budget,
                         const char *journal_path, int resume, dpo_ledger_t **Lout) {
   return dpo__ledger_open_rdp(comm, eps_budget, delta_budget, journal_path, resume,
-                              DPO_NEIGHBOURS_REPLACE_ONE, Lout);
+                              DPO_NEIGHBOURS_REPLACE_ONE, NULL, Lout);
+}
+
+int dpo_ledger_open_key(MPI_Comm comm, double eps_budget, double delta_budget,
+                        const char *journal_path, int resume, const char *accountant,
+                        dpo_neighbours_t rel, const char *key_file, dpo_ledger_t **Lout) {
+  if (!accountant) accountant = "auto";
+  if (!strcmp(accountant, "rdp"))
+    return dpo__ledger_open_rdp(comm, eps_budget, delta_budget, journal_path, resume, rel,
+                                key_file, Lout);
+  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, accountant, rel,
+                          key_file, Lout);
 }
 
 int dpo_ledger_open_ex(MPI_Comm comm, double eps_budget, double delta_budget,
                        const char *journal_path, int resume, const char *accountant,
                        dpo_neighbours_t rel, dpo_ledger_t **Lout) {
-  if (!accountant) accountant = "auto";
-  if (!strcmp(accountant, "rdp"))
-    return dpo__ledger_open_rdp(comm, eps_budget, delta_budget, journal_path, resume, rel, Lout);
-  return dpo__ledger_open(comm, eps_budget, delta_budget, journal_path, resume, accountant, rel,
-                          Lout);
+  return dpo_ledger_open_key(comm, eps_budget, delta_budget, journal_path, resume, accountant,
+                             rel, NULL, Lout);
+}
+
+static int dpo__rank0(const dpo_ledger_t *L, const char *fn);
+
+int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char head[32]) {
+  int st = dpo__rank0(L, "ledger_position");
+  if (st) return st;
+  if (lines) *lines = L->fd >= 0 ? L->lines : -1;
+  if (head) memcpy(head, L->head, DPO__CHAIN_BYTES);
+  return DPO_OK;
+}
+
+/* The chain is re-walked from the file (the ledger keeps only its last tag): the journal must
+ * reach line `lines` and its tag there must be `head`. */
+int dpo_ledger_verify_position(const dpo_ledger_t *L, const char *what, int64_t lines,
+                               const unsigned char head[32]) {
+  int st = dpo__rank0(L, "ledger_verify_position");
+  if (st || L->fd < 0) return st;
+  if (!what) what = "the checkpoint";
+  if (lines < 1 || lines > L->lines)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: missing: the journal has %lld complete lines "
+                   "but %s follows line %lld (lines were deleted or the journal was truncated "
+                   "or replaced by an older copy)", L->path, (long long)(L->lines + 1),
+                   (long long)L->lines, what, (long long)lines);
+  char *buf = NULL;
+  size_t len = 0, pos = 0;
+  unsigned char h[DPO__CHAIN_BYTES] = {0};
+  if ((st = dpo__read_all(L->fd, L->path, &buf, &len))) return st;
+  /* the lines were verified when the ledger opened (or written by it): only the tags matter */
+  for (int64_t i = 1; i <= lines && pos < len; i++) {
+    const char *nl = memchr(buf + pos, '\n', len - pos);
+    size_t bl;
+    if (!nl || !dpo__chain_split(buf + pos, (size_t)(nl - buf) - pos, &bl, h)) break;
+    pos = (size_t)(nl - buf) + 1;
+  }
+  free(buf);
+  if (sodium_memcmp(h, head, DPO__CHAIN_BYTES) != 0)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: the journal's chain there differs from the one %s "
+                   "recorded: the journal was replaced (by an older copy or another run's) or "
+                   "rewritten", L->path, (long long)lines, what);
+  return DPO_OK;
 }
 
 dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L) {

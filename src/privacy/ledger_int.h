@@ -3,6 +3,7 @@
 #ifndef DPO_LEDGER_INT_H
 #define DPO_LEDGER_INT_H
 
+#include "journal_chain.h"
 #include "privacy_int.h"
 
 #include <json-c/json.h>
@@ -17,10 +18,15 @@ struct dpo_ledger {
   const dpo__acct_ops_t *ops;
   void *state;
   int fd;           /* journal, -1 if none or not rank 0 */
+  char *path;       /* the journal's path (messages name path:line) */
   off_t end;        /* journal length after the last complete line */
   int failed;       /* a journal write failed: refuse every further charge */
   int64_t count;    /* charges recorded */
   int64_t repaired; /* bytes of a torn last line removed on resume */
+  int torn;         /* resumed with a torn last line: cut at the first append (no write before) */
+  /* the keyed chain (journal_chain.h): the key, the last line's tag, lines written */
+  unsigned char key[DPO__CHAIN_BYTES], head[DPO__CHAIN_BYTES];
+  int64_t lines;
   /* per-party accounts (multi-party runs): same accountant, own budgets and state */
   int nparties;
   double *pbeps, *pbdelta;
@@ -48,6 +54,9 @@ typedef struct {
   const dpo__acct_ops_t *ops;
   void *state;
   int64_t count;
+  int version;      /* 2: chained; 1: written before the chain (cannot be verified) */
+  int64_t lines;    /* complete lines verified (header included) */
+  unsigned char head[DPO__CHAIN_BYTES]; /* the last verified line's tag */
   size_t good_len;  /* bytes up to and including the last good line */
   size_t torn_len;  /* bytes of a torn last line (0 if none) */
   int nparties;     /* from a {"kind":"parties"} line */
@@ -58,9 +67,11 @@ typedef struct {
 } dpo__replay_t;
 
 void dpo__replay_free(dpo__replay_t *R);
-/* Verify the journal text buf[0, len) line by line and recompute the totals into R (whose
+/* Verify the journal text buf[0, len) line by line (the chain with key; a version 1 journal
+ * has none and is read unverified, R->version says so) and recompute the totals into R (whose
  * state is allocated here; dpo__replay_free).  If out != NULL print one row per charge. */
-int dpo__replay(const char *path, const char *buf, size_t len, FILE *out, dpo__replay_t *R);
+int dpo__replay(const char *path, const char *buf, size_t len, const unsigned char *key,
+                FILE *out, dpo__replay_t *R);
 int dpo__read_all(int fd, const char *path, char **buf, size_t *len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -98,8 +99,25 @@ static int dpo__close_rel(double a, double b) {
   return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
 }
 
-int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
-                       dpo__replay_t *R) {
+/* The chain check of one complete line (n bytes, newline excluded); the header's starts from
+ * its own nonce.  A v1 journal has no chain (R->version 1: read, never trusted for resume). */
+static int dpo__replay_chain(const char *path, int64_t lineno, const char *line, size_t n,
+                             json_object *o, const unsigned char *key, dpo__replay_t *R) {
+  if (R->version != 2) return DPO_OK;
+  if (!key) return dpo_err(DPO_EINVAL, "%s: no key to verify the journal's chain", path);
+  if (lineno == 1 && !dpo__chain_unhex(dpo__jget_s(o, "nonce"), R->head))
+    return dpo_err(DPO_EFORMAT, "%s:1: the header has no valid nonce (journal edited)", path);
+  if (!dpo__chain_verify(key, R->head, line, n, R->head))
+    return dpo_err(DPO_EFORMAT, "%s:%lld: journal line fails its chain check: it was edited, "
+                   "or a line before it was deleted, reordered or duplicated, or the journal "
+                   "was written with another key (the journal is not as the ledger wrote it)",
+                   path, (long long)lineno);
+  R->lines = lineno;
+  return DPO_OK;
+}
+
+int dpo__replay(const char *path, const char *buf, size_t len, const unsigned char *key,
+                FILE *out, dpo__replay_t *R) {
   int st = DPO_OK;
   size_t pos = 0;
   int64_t lineno = 0;
@@ -131,17 +149,26 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
                    path, (long long)lineno);
       goto done;
     }
+    if (lineno == 1) { /* the header says whether there is a chain to check */
+      int64_t ver = 0;
+      R->version = dpo__jget_i(o, "version", &ver) ? (int)ver : 0;
+    }
+    if ((st = dpo__replay_chain(path, lineno, buf + pos, n, o, key, R))) {
+      json_object_put(o);
+      goto done;
+    }
     if (!R->have_header) {
       const char *kind = dpo__jget_s(o, "kind"), *acct = dpo__jget_s(o, "accountant");
       int64_t ver = 0;
       if (!kind || strcmp(kind, "dpopt-ledger") != 0 || !dpo__jget_i(o, "version", &ver) ||
-          ver != 1 || !dpo__jget_d(o, "budget_eps", &R->beps) ||
+          (ver != 1 && ver != 2) || !dpo__jget_d(o, "budget_eps", &R->beps) ||
           !dpo__jget_d(o, "budget_delta", &R->bdelta) || !(R->ops = dpo__acct_find(acct)) ||
           dpo_neighbours_parse(dpo__jget_s(o, "neighbours"), &R->rel) != DPO_OK) {
         json_object_put(o);
-        st = dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 header", path);
+        st = dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 or 2 header", path);
         goto done;
       }
+      R->version = (int)ver;
       R->state = calloc(1, R->ops->state_size);
       if (!R->state) {
         json_object_put(o);
@@ -151,9 +178,6 @@ int dpo__replay(const char *path, const char *buf, size_t len, FILE *out,
       R->ops->init(R->state);
       R->have_header = 1;
       if (out) {
-        fprintf(out, "privacy ledger %s (accountant %s, %s neighbours)\nbudget: eps = %.17g, "
-                     "delta = %.17g\n\n", path, R->ops->name, dpo_neighbours_name(R->rel),
-                R->beps, R->bdelta);
         fprintf(out, "%8s %-9s %-9s %-13s %14s %12s %12s %12s %12s\n", "step", "mechanism",
                 "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
                 "total_delta");
@@ -297,25 +321,59 @@ int dpo__read_all(int fd, const char *path, char **buf, size_t *len) {
 
 /* ------------------------------------------------------------ printing */
 
-int dpo_ledger_print(const char *path, FILE *out) {
-  if (!path || !out) return dpo_err(DPO_EINVAL, "ledger_print: NULL argument");
-  int fd = open(path, O_RDONLY | O_CLOEXEC), st;
-  if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot open: %s", path, strerror(errno));
-  char *buf = NULL;
+/* The journal read through no symlink, its key loaded (never created: reading writes nothing)
+ * and replayed; rows printed to rows (NULL: none). */
+static int dpo__print_load(const char *path, const char *key_file, FILE *rows, char **buf,
+                           dpo__replay_t *R, char *kpath, size_t kcap) {
+  unsigned char key[DPO__CHAIN_BYTES];
   size_t len = 0;
-  dpo__replay_t R = {0};
-  st = dpo__read_all(fd, path, &buf, &len);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), st;
+  if (fd < 0)
+    return dpo_err(DPO_EIO, "%s: cannot open: %s%s", path, strerror(errno),
+                   errno == ELOOP ? " (a symbolic link: a journal is read only as itself)" : "");
+  st = dpo__read_all(fd, path, buf, &len);
   close(fd);
   if (st) return st;
-  if ((st = dpo__replay(path, buf, len, out, &R))) goto out;
-  if (!R.have_header) {
-    st = dpo_err(DPO_EFORMAT, "%s: no ledger header (empty or torn journal)", path);
-    goto out;
+  /* a version 1 journal (no chain) needs no key: a missing key matters only for version 2 */
+  char kmsg[768] = "";
+  int kst = dpo__journal_key_load(key_file, 0, key, kpath, kcap);
+  if (kst) {
+    snprintf(kmsg, sizeof kmsg, "%s", dpo_errmsg());
+    dpo_errclear();
   }
+  st = dpo__replay(path, *buf, len, kst ? NULL : key, rows, R);
+  if (st && kst && R->version == 2) st = dpo_err(kst, "%s: cannot verify the journal: %s", path, kmsg);
+  sodium_memzero(key, sizeof key);
+  if (!st && !R->have_header)
+    st = dpo_err(DPO_EFORMAT, "%s: no ledger header (empty or torn journal)", path);
+  return st;
+}
+
+int dpo_ledger_print_ex(const char *path, const char *key_file, int all, FILE *out) {
+  if (!path || !out) return dpo_err(DPO_EINVAL, "ledger_print: NULL argument");
+  char *buf = NULL, kpath[1024] = "";
+  dpo__replay_t R = {0};
+  int st;
+  /* the rows go to a memory stream first: nothing is printed of a journal that fails */
+  char *rows = NULL;
+  size_t rlen = 0;
+  FILE *rf = all ? open_memstream(&rows, &rlen) : NULL;
+  if (all && !rf) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  st = dpo__print_load(path, key_file, rf, &buf, &R, kpath, sizeof kpath);
+  if (rf) fclose(rf);
+  if (st) goto out;
   double se, sd;
   R.ops->spent(R.state, &se, &sd);
   /* remaining is an allowance: round it down */
   double re = dpo__add_down(R.beps, -se), rd = dpo__add_down(R.bdelta, -sd);
+  fprintf(out, "privacy ledger %s (accountant %s, %s neighbours)\nbudget: eps = %.17g, "
+               "delta = %.17g\n", path, R.ops->name, dpo_neighbours_name(R.rel), R.beps, R.bdelta);
+  if (R.version == 2)
+    fprintf(out, "chain:     verified, %lld lines (key %s)\n", (long long)R.lines, kpath);
+  else
+    fprintf(out, "chain:     NONE: a version 1 journal (written before journals were chained); "
+                 "its lines are NOT verified and --resume refuses it\n");
+  if (all) fprintf(out, "\n%s", rows ? rows : "");
   fprintf(out, "\ncharges: %lld\nspent:     eps = %.17g, delta = %.17g\n", (long long)R.count,
           se, sd);
   fprintf(out, "remaining: eps = %.17g, delta = %.17g\n", re > 0 ? re : 0.0, rd > 0 ? rd : 0.0);
@@ -334,8 +392,12 @@ int dpo_ledger_print(const char *path, FILE *out) {
   if (R.torn_len > 0)
     fprintf(out, "note: torn last line of %zu bytes (crash while writing it; its release never "
                  "happened; resuming the run removes it)\n", R.torn_len);
+  if (!all) fprintf(out, "(dpopt ledger --all lists every charge)\n");
 out:
+  free(rows);
   dpo__replay_free(&R);
   free(buf);
   return st;
 }
+
+int dpo_ledger_print(const char *path, FILE *out) { return dpo_ledger_print_ex(path, NULL, 1, out); }
