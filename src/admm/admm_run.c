@@ -18,7 +18,7 @@
 #include "dpopt/status.h"
 
 typedef struct {
-  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *testp, *tracep, *mout;
+  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp, *tracep, *mout;
   const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
   double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
   int64_t maxit, tev, seed;
@@ -44,6 +44,7 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   dpo_config_get_str(cfg, "admm.graph_from", NULL, &s->gfrom);
   dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &s->srule);
   dpo_config_get_str(cfg, "privacy.journal", NULL, &s->journal);
+  dpo_config_get_str(cfg, "privacy.journal_key", NULL, &s->jkey);
   dpo_config_get_str(cfg, "data.test", NULL, &s->testp);
   dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
   dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
@@ -134,8 +135,8 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
     pv.accounting = "rdp";
     if ((rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, (uint64_t)s->rank, &rng))) goto out;
     pv.rng = rng;
-    if ((rc = dpo_ledger_open_ex(comm, s->eps, s->delta, s->journal, 0, s->acct,
-                                 DPO_NEIGHBOURS_REPLACE_ONE, &L)))
+    if ((rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
+                                  DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L)))
       goto out;
     pv.ledger = L;
     o.priv = &pv;
@@ -340,8 +341,8 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     rc = dpo_agree(comm, rc);
     if (!rc && (!(s->eps > 0) || !(s->clip > 0)))
       rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
-    if (!rc) rc = dpo_ledger_open_ex(comm, s->eps, s->delta, s->journal, 0, s->acct,
-                                     DPO_NEIGHBOURS_REPLACE_ONE, &L);
+    if (!rc) rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
+                                      DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L);
     if (rc) goto out;
     o.rng = rng;
     o.ledger = L;

@@ -38,6 +38,9 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
+    {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default "
+     "$DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key, made on first use); never saved in "
+     "the run: give it again with --resume"},
     {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default: every one up to 200, else about 200 rows; each row evaluates F on the training data unless --no-trace-loss)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},

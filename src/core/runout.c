@@ -63,7 +63,7 @@ int dpo_mkdir_new(const char *path, const char *claim, int *exists) {
   /* the claim, exclusive even in an empty directory that existed: one run per directory */
   char cp[4096 + 256];
   snprintf(cp, sizeof cp, "%s/%s", buf, claim);
-  int fd = open(cp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = open(cp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) {
     if (errno != EEXIST) return dpo_err(DPO_EIO, "%s: cannot create: %s", cp, strerror(errno));
     *exists = 1;
@@ -77,7 +77,9 @@ int dpo_write_atomic(const char *path, const void *buf, size_t len) {
   char tmp[4096], dir[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
     return dpo_err(DPO_EINVAL, "%s: path too long", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  /* O_NOFOLLOW: a symlink planted at the temporary's name must not redirect the write (the
+   * rename below replaces a symlink at path itself, never its target) */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot create: %s", tmp, strerror(errno));
   const char *p = buf;
   size_t left = len;

@@ -351,7 +351,7 @@ int dpo_algo_can_checkpoint(const dpo_algo_t *a) { return a && a->save && a->loa
 int64_t dpo_solver_start_iter(const dpo_solver_t *s) { return s->t0; }
 int64_t dpo_solver_resume_orphans(const dpo_solver_t *s) { return s->orphans; }
 
-#define DPO__CKPT_FORMAT 1
+#define DPO__CKPT_FORMAT 2 /* 2: the journal position (lines, chain tag) */
 
 /* Rank 0: the full state at the top of iteration t (see optim.h, "checkpoints"). */
 static int dpo__ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
@@ -374,15 +374,22 @@ static int dpo__ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
       (rc = dpo_ckpt_put_int(c, "trace_offset", toff)))
     goto out;
   /* ledger position: charges recorded and the exact totals at this point */
-  int64_t cnt = -1;
+  int64_t cnt = -1, lines = -1;
   double se = 0.0, sd = 0.0;
+  unsigned char head[32] = {0};
   if (s->ledger) {
     cnt = dpo_ledger_count(s->ledger);
-    if ((rc = dpo_ledger_spent(s->ledger, &se, &sd))) goto out;
+    if ((rc = dpo_ledger_spent(s->ledger, &se, &sd)) ||
+        (rc = dpo_ledger_position(s->ledger, &lines, head)))
+      goto out;
   }
+  /* the journal's line count and chain tag here: a resume refuses a journal that does not
+   * reach this line with this tag (cut back, or replaced by an older copy) */
   if ((rc = dpo_ckpt_put_int(c, "ledger_count", cnt)) ||
       (rc = dpo_ckpt_put_double(c, "ledger_eps", se)) ||
-      (rc = dpo_ckpt_put_double(c, "ledger_delta", sd)))
+      (rc = dpo_ckpt_put_double(c, "ledger_delta", sd)) ||
+      (rc = dpo_ckpt_put_int(c, "ledger_lines", lines)) ||
+      (rc = dpo_ckpt_put_bytes(c, "ledger_chain", head, sizeof head)))
     goto out;
   /* RNG position: only a seeded stream's (an OS key is a secret, never written) */
   int seeded = s->rng ? dpo_rng_is_seeded(s->rng) : -1;
@@ -409,15 +416,17 @@ static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
   int rc = dpo_ckpt_read(path, &c), size = 1;
   if (rc) return rc;
   MPI_Comm_size(dpo_oracle_comm(s->oracle), &size);
-  int64_t fmt = 0, d = 0, n = 0, ranks = 0, t = 0, cnt = 0, seeded = 0;
+  int64_t fmt = 0, d = 0, n = 0, ranks = 0, t = 0, cnt = 0, seeded = 0, lines = -1;
+  unsigned char head[32];
   double se = 0, sd = 0;
   char name[128] = "";
   dpo_ckpt_set_prefix(c, "solver.");
   int64_t nl = dpo_ckpt_len(c, "algo");
   if ((rc = dpo_ckpt_get_int(c, "format", &fmt))) goto out;
   if (fmt != DPO__CKPT_FORMAT) {
-    rc = dpo_err(DPO_EFORMAT, "%s: checkpoint format %lld, this dpopt reads %d", path,
-                 (long long)fmt, DPO__CKPT_FORMAT);
+    rc = dpo_err(DPO_EFORMAT, "%s: checkpoint format %lld, this dpopt reads %d%s", path,
+                 (long long)fmt, DPO__CKPT_FORMAT,
+                 fmt == 1 ? " (format 1 predates chained journals: start a new run)" : "");
     goto out;
   }
   if (nl < 0 || nl >= (int64_t)sizeof name) {
@@ -437,6 +446,8 @@ static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
       (rc = dpo_ckpt_get_int(c, "ledger_count", &cnt)) ||
       (rc = dpo_ckpt_get_double(c, "ledger_eps", &se)) ||
       (rc = dpo_ckpt_get_double(c, "ledger_delta", &sd)) ||
+      (rc = dpo_ckpt_get_int(c, "ledger_lines", &lines)) ||
+      (rc = dpo_ckpt_get_bytes(c, "ledger_chain", head, sizeof head)) ||
       (rc = dpo_ckpt_get_int(c, "rng_seeded", &seeded)))
     goto out;
   if (d != s->d || n != s->n || t < 0) {
@@ -456,7 +467,10 @@ static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
   if (s->ledger) {
     int64_t jc = dpo_ledger_count(s->ledger);
     double je = 0, jd = 0;
-    if ((rc = dpo_ledger_spent(s->ledger, &je, &jd))) goto out;
+    /* first the chain: the journal must reach the checkpoint's line with its tag */
+    if ((rc = dpo_ledger_verify_position(s->ledger, "the checkpoint", lines, head)) ||
+        (rc = dpo_ledger_spent(s->ledger, &je, &jd)))
+      goto out;
     if (jc < cnt || (jc == cnt && (je != se || jd != sd)) || je < se || jd < sd) {
       rc = dpo_err(DPO_EFORMAT, "%s: the ledger journal (%lld charges, eps %.17g) is behind or "
                    "differs from the checkpoint (%lld charges, eps %.17g): refusing to resume "

@@ -1,10 +1,13 @@
 /* The run API (dpopt/run.h): create, setup, load, accessors, destroy.  Every check that can
  * refuse a run comes before the run directory is claimed and before the data are loaded, so a
  * refused run leaves nothing behind. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -212,14 +215,17 @@ static int dpo__run_open(dpo_run_t *r) {
   if ((rc = dpo__run_dir(r))) return rc;
   snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/checkpoint", r->dir);
   snprintf(r->keep_path, sizeof r->keep_path, "%s/last_release.txt", r->dir);
-  r->dir_ready = !r->resuming; /* created by this run */
+  r->dir_ready = !r->resuming; /* created by this run; a resumed one: dpo__resume */
   rc = DPO_OK;
   if (r->rank == 0) {
     char p[1024];
     snprintf(p, sizeof p, "%s/trace.csv", r->dir);
+    /* through no symlink: the resume truncates the trace (dpo__run_trace_rewind) */
+    int fd = open(p, (r->resuming ? O_RDWR : O_WRONLY | O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && !(r->trace = fdopen(fd, r->resuming ? "r+" : "w"))) close(fd);
     if (r->resuming) { /* appended to after the checkpoint's offset (dpo__run_trace_rewind) */
-      if (!(r->trace = fopen(p, "r+"))) rc = dpo_err(DPO_EIO, "%s: cannot open to resume", p);
-    } else if (!(r->trace = fopen(p, "w"))) rc = dpo_err(DPO_EIO, "%s: cannot create", p);
+      if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot open to resume: %s", p, strerror(errno));
+    } else if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot create: %s", p, strerror(errno));
     else rc = dpo__run_priv_trace_note(r->priv, r->trace);
     /* config.ini now, not only at the end: --resume needs it after an interruption */
     if (!rc && !r->resuming) rc = dpo__run_write_config(r->cfg, r->dir);
@@ -228,7 +234,10 @@ static int dpo__run_open(dpo_run_t *r) {
   if ((rc = r->resuming ? dpo__run_priv_reopen_ledger(r->priv, r->dir)
                         : dpo__run_priv_open_ledger(r->priv, r->dir)))
     return rc;
-  r->dir_ready = 1; /* resuming: the run's checkpoint and journal are there, it is this run's */
+  /* resuming: the directory becomes this run's (FAILED may be written there) only when the
+   * checkpoint and the journal agree (run_solve.c, dpo__resume): a refused resume writes
+   * nothing */
+  r->dir_ready = !r->resuming;
   return DPO_OK;
 }
 

@@ -49,6 +49,9 @@ typedef struct {
 
 /* keys a resumed run may change: how it runs, never what it computes or spends */
 static int dpo__resume_may_change(const char *key) {
+  /* where the journal key is, not what is computed: never read from the run directory, whose
+   * config.ini could otherwise point a resume at a key the editor of the journal made */
+  if (!strcmp(key, "privacy.journal_key")) return 1;
   if (strncmp(key, "run.", 4) != 0) return 0;
   return strcmp(key, "run.seed") != 0 && strcmp(key, "run.dir") != 0;
 }
@@ -79,6 +82,10 @@ int dpo__run_resume_config(const dpo_config_t *given, const char *run, dpo_confi
   int rc = dpo_config_create(&m.cfg);
   if (rc) return rc;
   if ((rc = dpo_config_load_ini(m.cfg, p))) goto fail;
+  /* a hand-added key file in config.ini is ignored (see dpo__resume_may_change) */
+  if (dpo_config_get(m.cfg, "privacy.journal_key") &&
+      (rc = dpo_config_set(m.cfg, "privacy.journal_key", "", "--resume (config.ini's ignored)")))
+    goto fail;
   /* the journal's own run directory, whatever the original run.dir said */
   if ((rc = dpo_config_set(m.cfg, "run.dir", run, "--resume"))) goto fail;
   dpo_config_foreach(given, dpo__merge_one, &m);
@@ -99,7 +106,9 @@ typedef struct {
 static void dpo__ini_line(const char *key, const char *value, const char *origin, void *arg) {
   dpo__sbuf_t *b = arg;
   /* one-shot instructions, not settings of the run */
-  if (b->oom || !strcmp(key, "run.resume") || !strcmp(key, "run.stop_after")) return;
+  if (b->oom || !strcmp(key, "run.resume") || !strcmp(key, "run.stop_after") ||
+      !strcmp(key, "privacy.journal_key")) /* a resume must be given the key's place again */
+    return;
   size_t need = strlen(key) + strlen(value) + strlen(origin) + 16;
   if (b->len + need > b->cap) {
     size_t nc = b->cap ? b->cap : 4096;

@@ -23,6 +23,7 @@ struct dpo__run_priv {
   dpo_rng_t *rng;   /* rank 0 */
   dpo_ledger_t *ledger;
   char journal[1024];
+  char key_file[1024]; /* privacy.journal_key ("": DPOPT_JOURNAL_KEY or the default) */
   char label[256];
 };
 
@@ -68,7 +69,9 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
       (rc = dpo_run_parse_clip(cfg, &p->clip, &p->has_clip)))
     goto out;
-  const char *acct_s = NULL, *rel_s = NULL;
+  const char *acct_s = NULL, *rel_s = NULL, *key_s = NULL;
+  dpo_config_get_str(cfg, "privacy.journal_key", "", &key_s);
+  snprintf(p->key_file, sizeof p->key_file, "%s", key_s ? key_s : "");
   dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct_s);
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rel_s);
   /* pld (the default): auto's composition, and for all-Gaussian ledgers (none/poisson) the
@@ -136,16 +139,16 @@ out:
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
-                            &p->ledger);
+  return dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
+                             p->key_file, &p->ledger);
 }
 
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
 int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  return dpo_ledger_open_ex(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
-                            &p->ledger);
+  return dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
+                             p->key_file, &p->ledger);
 }
 
 const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p) {

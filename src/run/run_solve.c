@@ -52,11 +52,37 @@ static int dpo__newton_ref(dpo_run_t *r) {
   return DPO_OK;
 }
 
-/* --resume: the solver's state from the checkpoint, the trace cut back to its length then. */
+/* Rank 0: last_release.txt names the journal line (and its chain tag) of the last kept
+ * release, usually after the checkpoint: a journal cut back behind it lost charges whose
+ * releases happened.  (The file itself is not keyed: deleting it hides the cut; see
+ * doc/design.md.)  No file, or none of that line (an older run): nothing to check. */
+static int dpo__resume_check_keep(const dpo_run_t *r) {
+  const dpo_ledger_t *L = dpo__run_priv_ledger(r->priv);
+  FILE *f = L ? fopen(r->keep_path, "r") : NULL;
+  char line[512], hex[65];
+  long long n = -1;
+  unsigned char head[32];
+  if (!f) return DPO_OK;
+  while (n < 0 && fgets(line, sizeof line, f))
+    if (sscanf(line, "# journal line %lld chain %64[0-9a-f]", &n, hex) != 2) n = -1;
+  fclose(f);
+  if (n < 0 || strlen(hex) != 64) return DPO_OK;
+  for (int i = 0; i < 32; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    head[i] = (unsigned char)v;
+  }
+  return dpo_ledger_verify_position(L, "last_release.txt", n, head);
+}
+
+/* --resume: the solver's state from the checkpoint, the trace cut back to its length then.
+ * Every check comes before the first write (the trace's truncation, FAILED). */
 static int dpo__resume(dpo_run_t *r) {
   int64_t toff = -1;
   int rc = dpo_solver_resume(r->solver, r->ckpt_path, &toff);
-  if (rc) return rc;
+  if (!rc && r->rank == 0) rc = dpo__resume_check_keep(r);
+  if ((rc = dpo_agree(r->comm, rc))) return rc;
+  r->dir_ready = 1; /* accepted: from here a failure is this run's (FAILED) */
   if (r->rank == 0) {
     char tp[1024];
     snprintf(tp, sizeof tp, "%s/trace.csv", r->dir);
@@ -118,14 +144,21 @@ static int dpo__keep_release(void *arg, const double *x, int64_t iters, int64_t 
   if (!(r->keep_last < 0 || (r->keep_every > 0 && r->keep_pending >= r->keep_every) ||
         now - r->keep_last >= r->keep_seconds))
     return DPO_OK;
-  char cm[1024];
+  char cm[1200], hex[65];
   const int icpt = dpo_model_intercept(r->model);
+  int64_t lines = -1;
+  unsigned char head[32];
+  /* the journal's position after this release's charge: a resume refuses a journal cut
+   * back behind it (dpo__resume_check_keep) */
+  int rc = dpo_ledger_position(dpo__run_priv_ledger(r->priv), &lines, head);
+  if (rc) return rc;
+  for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", head[i]);
   snprintf(cm, sizeof cm, "dpopt last released iterate: the run had not finished (no "
            "summary.json yet): iteration %lld, after ledger charge %lld\n"
-           "dpopt %s model, algo %s, %s, d=%d\n%s", (long long)iters, (long long)charges,
-           r->model_name, r->algo->name, r->train_path, r->train->d,
-           dpo__run_priv_label(r->priv));
-  int rc = dpo_model_write_k(r->keep_path, x, r->train->d - icpt, icpt,
+           "dpopt %s model, algo %s, %s, d=%d\n%s\njournal line %lld chain %s",
+           (long long)iters, (long long)charges, r->model_name, r->algo->name, r->train_path,
+           r->train->d, dpo__run_priv_label(r->priv), (long long)lines, hex);
+  rc = dpo_model_write_k(r->keep_path, x, r->train->d - icpt, icpt,
                              dpo_model_classes(r->model), cm);
   r->keep_pending = 0;
   r->keep_last = dpo_wtime();

@@ -508,7 +508,10 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   }
   char jp[600], what[256];
   snprintf(jp, sizeof jp, "%s/ledger.jsonl", t->dir);
-  if ((rc = dpo_ledger_open_ex(comm, t->eps, t->delta, jp, 0, "basic", t->rel, &L))) goto out;
+  const char *jkey = NULL;
+  dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
+  if ((rc = dpo_ledger_open_key(comm, t->eps, t->delta, jp, 0, "basic", t->rel, jkey, &L)))
+    goto out;
   /* the one charge: before any candidate runs or anything is released */
   snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
            t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
