@@ -84,24 +84,39 @@ out:
 }
 
 int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
-  static const dpo_cli_opt_t opts[] = {{NULL, NULL, NULL, NULL}};
+  static const dpo_cli_opt_t opts[] = {
+      {"--all", "ledger.all", NULL, "list every charge (step, mechanism, sampling, m/n, cost, "
+                                    "running totals) before the summary"},
+      {"--journal-key", "privacy.journal_key", "FILE", "the key the journal was written with "
+                        "(default: $DPOPT_JOURNAL_KEY, else $XDG_CONFIG_HOME/dpopt/journal.key "
+                        "or ~/.config/dpopt/journal.key)"},
+      {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   char *pos[1];
-  int npos, rc, ex = 0;
-  if ((ex = dpo_cli_start(ctx, "ledger", argc, argv, opts, "usage: dpopt ledger RUN_DIR | JOURNAL.jsonl",
-                          "Prints the privacy account of a run: every accepted charge with the running\n"
-                          "totals recomputed from the journal, then budget, spent and remaining.\n",
+  int npos, rc, ex = 0, all = 0;
+  const char *key = NULL;
+  if ((ex = dpo_cli_start(ctx, "ledger", argc, argv, opts, "usage: dpopt ledger [--all] RUN_DIR | JOURNAL.jsonl",
+                          "Prints the privacy account of a run: plan, budget, spent, remaining,\n"
+                          "accountant and bound, the number of charges, all recomputed from the\n"
+                          "journal after its keyed hash chain was verified (a missing, edited,\n"
+                          "reordered, duplicated or cut line is refused, exit 2, naming the line).\n"
+                          "--all also lists every accepted charge with the running totals.\n",
                           &cfg, pos, 1, &npos,
                           "RUN_DIR expected (see --help)")) >= 0)
     goto out;
   ex = 0;
+  if ((rc = dpo_config_get_bool(cfg, "ledger.all", 0, &all))) {
+    ex = dpo_cli_fail(ctx, "ledger", dpo_agree(ctx->comm, rc));
+    goto out;
+  }
+  dpo_config_get_str(cfg, "privacy.journal_key", NULL, &key);
   char path[2048];
   size_t L = strlen(pos[0]);
   if (L > 6 && !strcmp(pos[0] + L - 6, ".jsonl"))
     snprintf(path, sizeof path, "%s", pos[0]);
   else
     snprintf(path, sizeof path, "%s/ledger.jsonl", pos[0]);
-  rc = ctx->rank == 0 ? dpo_ledger_print(path, stdout) : DPO_OK;
+  rc = ctx->rank == 0 ? dpo_ledger_print_ex(path, key, all, stdout) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) ex = dpo_cli_fail(ctx, "ledger", rc);
 out:
   dpo_config_destroy(cfg);
