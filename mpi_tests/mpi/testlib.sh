@@ -11,6 +11,8 @@
 #   check MSG CMD...           CMD succeeds
 #   close A B TOL MSG          |A - B| <= TOL, both numbers present
 #   finish NAME                print the tally; the exit status is 0 only if nothing failed
+#   unchained JOURNAL          the journal without its per-journal nonce and chain tags (two
+#                              runs' journals differ in those even when their charges agree)
 set -u
 B=$(cd "${top_builddir:-.}" && pwd)
 S=$(cd "${top_srcdir:-..}" && pwd)
@@ -47,6 +49,7 @@ close() {
     bad "$4: '$1' vs '$2' (tolerance $3)"
   fi
 }
+unchained() { sed 's/,"nonce":"[0-9a-f]*"//; s/,"chain":"[0-9a-f]*"}$/}/' "$1"; }
 finish() {
   echo "$1: $pass passed, $fail failed"
   [ "$fail" = 0 ]

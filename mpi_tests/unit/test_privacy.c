@@ -662,16 +662,32 @@ Test(journal, torn_and_tampered_lines) {
   cr_expect_eq(e, e0);
   dpo_ledger_close(L);
   struct stat sb;
-  stat(path, &sb);
-  cr_expect_eq((size_t)sb.st_size, len0, "torn bytes not truncated");
+  stat(path, &sb); /* a resume that charges nothing writes nothing (a refused one neither) */
+  cr_expect_eq((size_t)sb.st_size, len0 + strlen(torn), "a resume without a charge wrote");
+  /* the torn bytes go at the first append: the new line follows the last good one */
+  cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-6, path, 1, &L), DPO_OK);
+  {
+    dpo_charge_t c = mix(3);
+    cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK, "%s", dpo_errmsg());
+  }
+  dpo_ledger_spent(L, &e0, NULL);
+  dpo_ledger_close(L);
+  cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-6, path, 1, &L), DPO_OK, "%s",
+               dpo_errmsg());
+  cr_expect_eq(dpo_ledger_repaired(L), 0);
+  cr_expect_eq(dpo_ledger_count(L), 4);
+  dpo_ledger_close(L);
 
   /* torn: a last line that is complete garbage */
+  stat(path, &sb);
   append_raw(path, "\x01\x02garbage\n");
   cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-6, path, 1, &L), DPO_OK);
   cr_expect_eq(dpo_ledger_repaired(L), 10);
   dpo_ledger_close(L);
+  cr_assert_eq(truncate(path, sb.st_size), 0); /* (no charge followed: still there) */
 
-  /* a stored total is not trusted: set the last line's total_eps to 0, the totals stay */
+  /* a stored total edited (the last line's total_eps set to 0): the chain refuses it, naming
+   * the line (the totals are recomputed from the params in any case) */
   {
     size_t n;
     char *b = slurp(path, &n);
@@ -687,10 +703,9 @@ Test(journal, torn_and_tampered_lines) {
     json_object_put(o);
     free(b);
   }
-  cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-6, path, 1, &L), DPO_OK);
-  dpo_ledger_spent(L, &e, NULL);
-  cr_expect_eq(e, e0);
-  dpo_ledger_close(L);
+  cr_expect_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-6, path, 1, &L), DPO_EFORMAT);
+  cr_expect(strstr(dpo_errmsg(), "ledger.jsonl:5: journal line fails its chain check") != NULL,
+            "%s", dpo_errmsg());
 
   /* a tampered charge, or garbage in the middle, is corruption, not a crash */
   {
@@ -739,7 +754,7 @@ Test(journal, sigkill_mid_loop_leaves_a_prefix) {
   /* wait until the child has recorded a good number of charges, then kill it mid-loop */
   struct stat sb;
   for (int w = 0; w < 6000; w++) {
-    if (stat(path, &sb) == 0 && sb.st_size > 40000) break;
+    if (stat(path, &sb) == 0 && sb.st_size > 60000) break; /* ~150 chained lines */
     usleep(5000);
   }
   cr_assert_eq(kill(pid, SIGKILL), 0);
