@@ -194,7 +194,8 @@ int64_t dpo_solver_max_iter(const dpo_solver_t *s);
 /* ---- checkpoints ----
  * dpo_solver_run writes, at the top of iteration t (before its trace row), the file
  *   solver.*  format, algorithm name, d, n, ranks, t, the iterate x_t, the trace file offset,
- *             the ledger position (charges and spent totals) and, for seeded runs only, the
+ *             the ledger position (charges, spent totals, the journal's line count and
+ *             chain tag: dpo_ledger_position) and, for seeded runs only, the
  *             RNG position (an unseeded run's key is a secret and is never written: a resumed
  *             unseeded run draws fresh noise from a new OS key);
  *   algo.*    whatever the algorithm's save() writes.
@@ -204,7 +205,9 @@ int64_t dpo_solver_max_iter(const dpo_solver_t *s);
  * after the checkpoint are charged again when they are redone (never re-spend budget that
  * the journal does not hold; a disjoint pass is closed, so a redone bucket is not counted
  * as parallel composition with its first release).  A journal with FEWER charges than the
- * checkpoint, or different totals at the same count, is refused (DPO_EFORMAT). */
+ * checkpoint, different totals at the same count, or a chain that does not reach the
+ * checkpoint's line with its tag (cut back, replaced by an older copy) is refused
+ * (DPO_EFORMAT, dpo_ledger_verify_position). */
 int dpo_ckpt_create(dpo_ckpt_t **c);
 void dpo_ckpt_destroy(dpo_ckpt_t *c);
 /* Atomic (temp file, fsync, rename, fsync of the directory). */

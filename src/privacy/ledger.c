@@ -3,15 +3,19 @@
  *
  * Journal format (one JSON object per line, each line written with one write(2) and fsync'ed
  * before dpo_ledger_charge returns, i.e. before the release it records):
- *   {"kind":"dpopt-ledger","version":1,"accountant":"pld"|"auto"|"basic"|"rdp",
- *    "neighbours":"replace-one"|"add-remove","budget_eps":..,"budget_delta":..}
- *   (a header without "neighbours" was written before the relation was journalled: replace-one)
+ *   {"kind":"dpopt-ledger","version":2,"accountant":"pld"|"auto"|"basic"|"rdp",
+ *    "neighbours":"replace-one"|"add-remove","budget_eps":..,"budget_delta":..,"nonce":hex}
+ *   (a header without "neighbours" was written before the relation was journalled: replace-one;
+ *   version 1 journals have no chain: printed unverified, never resumed)
  *   {"step":..,"mechanism":..,"sampling":..,"accounting":..,"params":{eps,delta,noise_scale,
  *    sensitivity,dim,m,n,group},"cost_eps":..,"cost_delta":..,"charge_eps":..,"charge_delta":..,
  *    "total_eps":..,"total_delta":..,"budget_eps":..,"budget_delta":..}
+ * Every line (version 2) ends in ,"chain":"<hex>"}, its keyed hash chain tag
+ * (journal_chain.h): an edit by someone without the key breaks the chain at that line.
  * Doubles are written with 17 significant digits, so they read back bit-identically.
  * A crash can only tear the LAST line (no newline / unparsable): that charge's fsync never
- * completed, so its release never happened; resume truncates it away.  Totals are always
+ * completed, so its release never happened; resume drops it (cut at the first append, so a
+ * refused resume writes nothing).  Totals are always
  * recomputed from the params by the accountant, never read from the journal.
  */
 #include "ledger_int.h"
