@@ -7,8 +7,8 @@
 #    and the refused resume leaves the run directory byte-identical (sha256 of every file);
 #  - a symlinked ledger.jsonl is refused (and the file it points to is untouched);
 #  - `dpopt ledger` verifies the chain (summary by default, --all lists every charge) and
-#    refuses a tampered journal naming the line; a journal needs its key (another key, or
-#    none, is refused), and a run cannot start without one;
+#    refuses a tampered journal naming the line; a journal needs its key (another key, none,
+#    a symlinked key or one others can read is refused), and a run cannot start without one;
 #  - a torn last line (crash inside its write) is still tolerated: resume drops it;
 #  - an old (version 1, unchained) journal is refused by --resume with a clear message.
 . "$(dirname "$0")/testlib.sh"
@@ -52,6 +52,13 @@ expect 2 "$DPOPT" ledger --journal-key "$T/other.key" "$T/s6"
 has "$T/err" "ledger.jsonl:1" "another key: refused at line 1"
 expect 2 env DPOPT_JOURNAL_KEY="$T/none.key" "$DPOPT" ledger "$T/s6"
 [ ! -e "$T/none.key" ] && ok || bad "dpopt ledger created a key"
+# the key file itself: a symlink, or one others can read, is refused
+ln -s "$KEY" "$T/sym.key"
+expect 2 "$DPOPT" ledger --journal-key "$T/sym.key" "$T/s6"
+has "$T/err" "symbolic link" "a symlinked key is refused"
+cp "$KEY" "$T/open.key"; chmod 644 "$T/open.key"
+expect 2 "$DPOPT" ledger --journal-key "$T/open.key" "$T/s6"
+has "$T/err" "readable or writable by others" "a key others can read is refused"
 
 # ---- tampering, each refused by --resume naming the first bad line, the directory unchanged
 fresh "$T/s6"; sed -i 4d "$T/x/ledger.jsonl"

@@ -342,7 +342,8 @@ static int dpo__print_load(const char *path, const char *key_file, FILE *rows, c
     dpo_errclear();
   }
   st = dpo__replay(path, *buf, len, kst ? NULL : key, rows, R);
-  if (st && kst && R->version == 2) st = dpo_err(kst, "%s: cannot verify the journal: %s", path, kmsg);
+  if (st && kst && R->version == 2)
+    st = dpo_err(kst, "%s: cannot verify the journal: %s", path, kmsg);
   sodium_memzero(key, sizeof key);
   if (!st && !R->have_header)
     st = dpo_err(DPO_EFORMAT, "%s: no ledger header (empty or torn journal)", path);
@@ -400,4 +401,6 @@ out:
   return st;
 }
 
-int dpo_ledger_print(const char *path, FILE *out) { return dpo_ledger_print_ex(path, NULL, 1, out); }
+int dpo_ledger_print(const char *path, FILE *out) {
+  return dpo_ledger_print_ex(path, NULL, 1, out);
+}
