@@ -88,6 +88,13 @@ expect 5 $MPI -np 2 "$DPOPT" train --resume "$T/x" --quiet --set run.stop_after=
 cp "$T/ck6" "$T/x/checkpoint"; sed -i '9,$d' "$T/x/ledger.jsonl"
 refused "$T/x" 9 "the charges after the checkpoint deleted"
 
+# an emptied journal (it used to get a new header on resume): refused, nothing written
+fresh "$T/s6"; : >"$T/x/ledger.jsonl"
+sums "$T/x" >"$T/before"
+expect 2 $MPI -np 2 "$DPOPT" train --resume "$T/x" --quiet
+has "$T/err" "no complete header" "an empty journal: the message says why"
+sums "$T/x" >"$T/after"; cmp -s "$T/before" "$T/after" && ok || bad "empty journal: directory changed"
+
 # ---- a symlinked journal is refused; its target is untouched
 fresh "$T/s6"; mv "$T/x/ledger.jsonl" "$T/outside.jsonl"; ln -s "$T/outside.jsonl" "$T/x/ledger.jsonl"
 sha256sum "$T/outside.jsonl" >"$T/o1"
