@@ -15,9 +15,11 @@ check "the base rows hold no index 123 (the test needs it)" sh -c "! grep -q ' 1
 { cat "$T/base"; echo "-1 1:1"; } >"$T/d2"
 { cat "$T/base"; echo "2 3:1 40:1"; } >"$T/d3"        # label 2: outside {-1, +1, 0, 1}
 { cat "$T/base"; echo "-1 3:1 40:1"; } >"$T/d4"
-PRIV="--row-l1-bound 14 --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --iters 5 --seed 7"
+PRIV="--row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --iters 5 --seed 7"
 # every released file with its floating-point numbers masked (noise, losses, times)
-mask() { sed -E 's/-?[0-9]+\.[0-9]+(e[-+]?[0-9]+)?/F/g; s/-?[0-9]+e[-+]?[0-9]+/F/g' "$@"; }
+# (and the journal's per-run nonce and keyed chain tags, random by design)
+mask() { sed -E 's/"(nonce|chain)":"[0-9a-f]*"/"\1":H/g; s/-?[0-9]+\.[0-9]+(e[-+]?[0-9]+)?/F/g;
+  s/-?[0-9]+e[-+]?[0-9]+/F/g' "$@"; }
 released() { # DIR: stdout, model shape, summary, journal, trace header, config
   { mask "$T/$1.out"; wc -l <"$T/$1/model.txt"; sed -n 1,2p "$T/$1/model.txt";
     mask "$T/$1/summary.json"; mask "$T/$1/ledger.jsonl"; grep '^#' "$T/$1/trace.csv";
