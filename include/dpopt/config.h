@@ -66,6 +66,8 @@ int dpo_config_warn_unused(const dpo_config_t *cfg, FILE *out);
  * will read is read or declared, before anything is written: a misspelt privacy.eps must stop
  * the run, not train without privacy. */
 int dpo_config_check_known(const dpo_config_t *cfg, const char *what);
+/* 1 if key is set and something has read it. */
+int dpo_config_is_used(const dpo_config_t *cfg, const char *key);
 
 /* A new config holding cfg's keys, values, origins and declared keys (none marked read). */
 int dpo_config_copy(const dpo_config_t *cfg, dpo_config_t **out);

@@ -78,6 +78,8 @@ refused "--set data.row_l2_bnd" "unknown setting 'data.row_l2_bnd': did you mean
   --dim 123 --algo dp-gd --eps 1 --row-l2-bound 3 --set data.row_l2_bnd=3
 refused "a key of another command" "setting 'mf.rank' is not used by dpopt train" \
   --algo gd --set mf.rank=3
+refused "a flag the algorithm does not read" "algo.lr is not read by algorithm gd" \
+  --algo gd --row-l2-bound 3.75 --lr 0.1
 refused "a newline in a value" "control character" --algo gd --set "run.fstar=1
 x = 2"
 # a request for privacy with an algorithm that adds no noise never runs non-private

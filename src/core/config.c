@@ -377,6 +377,11 @@ int dpo_config_warn_typos(const dpo_config_t *cfg, FILE *out) {
   return c;
 }
 
+int dpo_config_is_used(const dpo_config_t *cfg, const char *key) {
+  const dpo__kv_t *e = cfg ? dpo__find(cfg, key) : NULL;
+  return e && e->used;
+}
+
 int dpo_config_check_known(const dpo_config_t *cfg, const char *what) {
   if (!cfg) return DPO_OK;
   char list[1536];

@@ -93,6 +93,26 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   return DPO_OK;
 }
 
+struct dpo__algo_keys_arg {
+  const dpo_algo_t *algo;
+  const dpo_config_t *cfg;
+  int rc;
+};
+
+static void dpo__algo_key_check(const char *key, const char *v, const char *origin, void *arg) {
+  struct dpo__algo_keys_arg *a = arg;
+  (void)v;
+  if (a->rc || strncmp(key, "algo.", 5) || dpo_config_is_used(a->cfg, key) ||
+      !strcmp(key, "algo.m") || !strcmp(key, "algo.release"))
+    return;
+  const dpo_algo_param_t *tabs[2] = {a->algo->params, a->algo->shared};
+  for (int i = 0; i < 2; i++)
+    for (const dpo_algo_param_t *q = tabs[i]; q && q->key; q++)
+      if (!strcmp(q->key, key + 5)) return;
+  a->rc = dpo_err(DPO_EINVAL, "%s: %s is not read by algorithm %s (its keys: dpopt train "
+                  "--help; nothing was run or written)", origin, key, a->algo->name);
+}
+
 /* A request for privacy in any form (a privacy.* or parties.* key) with an algorithm that adds
  * no noise is refused: it must never end as a non-private run.  Not collective. */
 static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *algo) {
@@ -277,6 +297,12 @@ int dpo_run_setup(dpo_run_t *r) {
   static const char *const later[] = {"privacy.calibrate", "privacy.count_eps",
                                       "privacy.public_n", "run.dir", NULL};
   for (int i = 0; later[i]; i++) dpo_config_declare(r->cfg, later[i]);
+  /* an algo.* key the chosen algorithm does not read (a flag of dpopt train, say --lr with
+   * gd) is refused too: its tables list every key it reads (algo.m and algo.release are read
+   * by the DP layer outside them) */
+  struct dpo__algo_keys_arg ak = {r->algo, r->cfg, DPO_OK};
+  dpo_config_foreach(r->cfg, dpo__algo_key_check, &ak);
+  if ((rc = dpo_agree(r->comm, ak.rc))) return dpo__run_failed(r, rc);
   /* every key is known by now: one nothing reads is refused before anything is written */
   if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt train"))))
     return dpo__run_failed(r, rc);
