@@ -7,7 +7,7 @@
  *    that holds the constant, computed once with directed rounding; 3 or 4 words if undecided;
  *  - exp(-F/D) with F/D in [0, 1): CKS 2020 Alg. 1 with its loop run exactly KL = 21 times
  *    (K = the first k with Bernoulli(F/(D k)) = 0, answer K odd; P(K > 21) <= 1/21! < 2^-65).
- * A batch of rational atoms draws one extra word that settles its one undecided atom, if any,
+ * A batch of rational atoms draws one extra word that settles its first undecided atom, if any,
  * so the work changes only if two atoms of a batch, or the extra word, are undecided
  * (probability < 2^-118 a batch).  Every fallback continues the same exact comparison, so no
  * event changes the law; the fallbacks are counted (dpo__ct_stats, for the tests). */
@@ -233,7 +233,7 @@ static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint
   uint64_t R[32], Rs = 0, Ds = 1;
   for (int i = 0; i < n; i++) {
     int s = dpo__at64(dpo__w(ws), F[i], D[i], &R[i]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -amb;
+    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (uint64_t)(M == 0)); /* the first undecided */
     A |= (uint32_t)(s & 1) << i;
     M |= (uint32_t)amb << i;
     Rs = (Rs & ~m) | (R[i] & m);
@@ -277,7 +277,7 @@ static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D) {
   for (int k = 0; k < DPO__KL; k++) {
     Dk[k] = u_mul64(D, (uint64_t)(k + 1));
     int s = dpo__at256(dpo__w(ws), F, Dk[k], &R[k]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -amb;
+    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (uint64_t)(M == 0)); /* the first undecided */
     A |= (uint32_t)(s & 1) << k;
     M |= (uint32_t)amb << k;
     Rs = u_sel(Rs, R[k], m);
