@@ -312,64 +312,40 @@ int dpo_run_setup(dpo_run_t *r) {
   return DPO_OK;
 }
 
-/* Declared row bounds are public facts about the data domain (privacy rule 1).  Rows over a
- * bound are rejected or scaled onto the bound.  Which row, its norm and how many rows were
- * scaled are facts about the private data that no charge covers: for a private algorithm they
- * are printed only when asked (report = data.report_rows) and labelled NON-PRIVATE; by default
- * a rejection says only that some row of the file exceeds the bound (the same message on every
- * rank, so not even the rank holding the row shows), and clipping is silent.  Non-private
- * algorithms always get the details. */
+/* Declared row bounds are public facts about the data domain (privacy rule 1).  A private run
+ * scales rows over a bound onto it, silently: which row, its norm, how many rows, or a refusal
+ * would be facts about the private data that no charge covers (dpo__run_settings refuses
+ * reject and data.report_rows for private runs).  A non-private run rejects the first such row
+ * (file and row named) or scales them and says how many. */
 static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double bound, int clip,
-                              int is_private, int report) {
-  int rc = DPO_OK, detail = !is_private || report;
-  const char *tag = is_private ? "NON-PRIVATE (data.report_rows): " : "";
-  double *nrm1 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm1);
-  double *nrm2 = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm2);
-  int64_t nclip = 0, nclip_all = 0, nover = 0, nover_all = 0;
-  if (!nrm1 || !nrm2) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
-  dpo_shard_row_norms(s, nrm1, nrm2);
-  for (int64_t i = 0; i < s->n && rc == DPO_OK; i++) {
-    double nv = l1 ? nrm1[i] : nrm2[i];
-    if (nv <= bound) continue;
+                              int is_private) {
+  int rc = DPO_OK;
+  double *nrm = malloc((size_t)(s->n ? s->n : 1) * sizeof *nrm);
+  int64_t nclip = 0, nclip_all = 0;
+  if (!nrm) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  else dpo_shard_row_norms(s, l1 ? nrm : NULL, l1 ? NULL : nrm);
+  for (int64_t i = 0; rc == DPO_OK && i < s->n; i++) {
+    if (nrm[i] <= bound) continue;
     if (!clip) {
-      nover++;
-      if (detail)
-        rc = dpo_err(DPO_EFORMAT,
-                     "%s%s: row %lld has L%d norm %.6g over the declared bound %.6g "
-                     "(use --row-bound-action clip to scale such rows)",
-                     tag, s->source, (long long)(s->row0 + i + 1), l1 ? 1 : 2, nv, bound);
+      rc = dpo_err(DPO_EFORMAT, "%s: row %lld has L%d norm %.6g over the declared bound %.6g "
+                   "(use --row-bound-action clip to scale such rows)", s->source,
+                   (long long)(s->row0 + i + 1), l1 ? 1 : 2, nrm[i], bound);
       break;
     }
-    double sc = bound / nv;
+    double sc = bound / nrm[i];
     if (s->sparse)
       for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) s->val[k] *= sc;
     else
       for (int32_t j = 0; j < s->d; j++) s->X[i * (int64_t)s->d + j] *= sc;
     nclip++;
   }
-out:
-  free(nrm1);
-  free(nrm2);
-  if (!detail && (rc = dpo_agree(comm, rc)) == DPO_OK) {
-    MPI_Allreduce(&nover, &nover_all, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (nover_all > 0)
-      return dpo_err(DPO_EFORMAT,
-                     "%s: a row has an L%d norm over the declared bound %.6g (which row is not "
-                     "shown: the algorithm is private; --report-rows shows it, NON-PRIVATE): "
-                     "fix the data or the bound, or use --row-bound-action clip",
-                     s->source, l1 ? 1 : 2, bound);
-  }
-  rc = dpo_agree(comm, rc);
-  if (rc == DPO_OK && detail) {
-    MPI_Allreduce(&nclip, &nclip_all, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (dpo__rank(comm) == 0 && nclip_all > 0)
-      dpo_msg("%s%lld rows scaled onto the declared L%d bound %g", tag, (long long)nclip_all,
-              l1 ? 1 : 2, bound);
-  }
-  return rc;
+  free(nrm);
+  if ((rc = dpo_agree(comm, rc)) || is_private) return rc;
+  MPI_Allreduce(&nclip, &nclip_all, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (dpo__rank(comm) == 0 && nclip_all > 0)
+    dpo_msg("%lld rows scaled onto the declared L%d bound %g", (long long)nclip_all, l1 ? 1 : 2,
+            bound);
+  return DPO_OK;
 }
 
 int dpo_run_load(dpo_run_t *r) {
@@ -379,11 +355,9 @@ int dpo_run_load(dpo_run_t *r) {
   int priv = r->algo->is_private;
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &r->lo, &r->train)))
     return dpo__run_failed(r, rc);
-  if (!isnan(r->b1) && (rc = dpo__enforce_bound(r->comm, r->train, 1, r->b1, r->clip_rows, priv,
-                                                r->report_rows)))
+  if (!isnan(r->b1) && (rc = dpo__enforce_bound(r->comm, r->train, 1, r->b1, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
-  if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv,
-                                                r->report_rows)))
+  if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
   if (r->test_path) {
     dpo_load_opts_t lo = r->lo;
