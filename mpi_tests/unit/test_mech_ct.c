@@ -172,4 +172,7 @@ Test(mech_ct, polya_bounds) {
   int bB, bT;
   cr_assert_eq(dpo__ct_polya_bounds((uint64_t)1 << 20, 2, &bB, &bT), DPO_OK);
   cr_expect(bB > 21 && bB < 400 && bT >= 2 && bT < 100, "bounds %d, %d", bB, bT);
+  int pB, pT; /* a share's two variates padded together: more than one's, less than two's */
+  cr_assert_eq(dpo__ct_polya2_bounds((uint64_t)1 << 20, 2, &pB, &pT), DPO_OK);
+  cr_expect(pB > bB && pB < 2 * bB && pT >= bT && pT < 2 * bT, "pair bounds %d, %d", pB, pT);
 }

@@ -6,7 +6,9 @@
  *  - a certified constant (e^-n, (2/e)^i): two words (128 bits) against a 255-bit interval
  *    that holds the constant, computed once with directed rounding; 3 or 4 words if undecided;
  *  - exp(-F/D) with F/D in [0, 1): CKS 2020 Alg. 1 with its loop run exactly KL = 21 times
- *    (K = the first k with Bernoulli(F/(D k)) = 0, answer K odd; P(K > 21) <= 1/21! < 2^-65).
+ *    (K = the first k with Bernoulli(F/(D k)) = 0, answer K odd; P(K > 21) <= 1/21! < 2^-65);
+ *    its 21 atoms are 64-bit compares of the words with floor(c/k), c = floor(F 2^64 / D) once
+ *    a loop (dpo__kl_atoms: the same decisions as the rational atom, without 256-bit work).
  * A batch of rational atoms draws one extra word that settles its first undecided atom, if any,
  * so the work changes only if two atoms of a batch, or the extra word, are undecided
  * (probability < 2^-118 a batch).  Every fallback continues the same exact comparison, so no
@@ -233,7 +235,7 @@ static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint
   uint64_t R[32], Rs = 0, Ds = 1;
   for (int i = 0; i < n; i++) {
     int s = dpo__at64(dpo__w(ws), F[i], D[i], &R[i]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (uint64_t)(M == 0)); /* the first undecided */
+    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (M == 0)); /* the first undecided */
     A |= (uint32_t)(s & 1) << i;
     M |= (uint32_t)amb << i;
     Rs = (Rs & ~m) | (R[i] & m);
@@ -255,46 +257,155 @@ static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint
 
 #define DPO__KL 21
 
+/* The CKS loop's atom k is U < F/(D k) with U's word w: dpo__at64/256(w, F, D k).  With
+ * c = floor(F 2^64 / D) computed once and a_k = floor(c / k) (k a constant: a multiply), it
+ * is 1 if w < a_k ((w + 1) k <= c), 0 if w > a_k; w = a_k (probability 2^-64) is settled
+ * exactly by dpo__at64/256 on the first such atom and the extra word, as before: the same
+ * decisions and words as the atom by atom comparison, with two 64-bit compares an atom. */
+typedef struct {
+  uint64_t c;      /* floor(F 2^64 / D) */
+  uint32_t A, M;   /* atoms that are 1, atoms with w = a_k */
+  uint64_t ws, ks; /* the first such atom's word and k */
+  uint64_t W[DPO__KL + 1]; /* + the extra word */
+} dpo__kl_t;
+
+static inline void dpo__kl_atoms(dpo__ws_t *ws, dpo__kl_t *kl) {
+  uint32_t A = 0, M = 0;
+  uint64_t wsel = 0;
+  dpo_rng_bytes(ws->rng, kl->W, sizeof kl->W); /* one copy of 22 fresh words */
+#pragma GCC unroll 21
+  for (int i = 0; i < DPO__KL; i++) {
+    const uint64_t w = kl->W[i], a = kl->c / (uint64_t)(i + 1); /* unrolled: no division */
+    A |= (uint32_t)(w < a) << i;
+    M |= (uint32_t)(w == a) << i;
+  }
+  const uint64_t j = (uint64_t)__builtin_ctz(M | (1u << DPO__KL)); /* the first, or 21 */
+  for (uint64_t i = 0; i < DPO__KL; i++) wsel |= kl->W[i] & -(uint64_t)(i == j); /* no index */
+  kl->A = A;
+  kl->M = M;
+  kl->ws = wsel;
+  kl->ks = j + 1;
+}
+
+/* the answer from the atoms: K = the first failure, odd; fallback counted by the caller */
+static inline int dpo__kl_ans(uint32_t A, int *done) {
+  const uint32_t Z = ~A & ((1u << DPO__KL) - 1);
+  *done = Z != 0;
+  return (__builtin_ctz(Z | (1u << 31)) + 1) & 1;
+}
+
+/* c = floor(F 2^64 / D), F < D < 2^64: q from v = floor((2^128 - 1) / D) is c or c - 1 */
+static inline u128 dpo__qr64(dpo__ws_t *ws, uint64_t F, uint64_t D, uint64_t *r) {
+  if (ws->rD != D) { /* public: one division per scale and call */
+    ws->rv = ~(u128)0 / D;
+    ws->rD = D;
+  }
+  const u128 v = ws->rv;
+  u128 q = (u128)F * (uint64_t)(v >> 64) + (((u128)F * (uint64_t)v) >> 64);
+  u128 rr = ((u128)F << 64) - q * D;
+  const u128 ge = -(u128)(rr >= D);
+  q += ge & 1;
+  rr -= (u128)D & ge;
+  *r = (uint64_t)rr;
+  return q;
+}
+
 /* Bernoulli(exp(-F/D)), F < D, 21 D < 2^64: CKS Alg. 1, 21 atoms + 1 word */
 static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D) {
-  uint64_t Fa[DPO__KL], Da[DPO__KL];
-  for (int k = 0; k < DPO__KL; k++) {
-    Fa[k] = F;
-    Da[k] = D * (uint64_t)(k + 1);
+  dpo__kl_t kl;
+  uint64_t r, R1, R2;
+  kl.c = (uint64_t)dpo__qr64(ws, F, D, &r);
+  dpo__kl_atoms(ws, &kl);
+  const uint64_t m = -(uint64_t)(kl.M != 0), Ds = (D * kl.ks & m) | (1 & ~m);
+  /* w = a_k: residue F 2^64 - w D k = (c - w k) D + r in [0, D k): 0 if none, else undecided */
+  R1 = (kl.c - kl.ws * kl.ks) * D + r;
+  const int s1 = 2 * (int)((R1 & m) != 0);
+  const int s = dpo__at64(kl.W[DPO__KL], R1 & -(uint64_t)(s1 == 2), Ds, &R2); /* settles it */
+  uint32_t A = kl.A;
+  if (!(kl.M & (kl.M - 1)) && s < 2) {
+    A |= (uint32_t)(s & (s1 == 2)) << (kl.ks - 1);
+  } else { /* two atoms with w = a_k, or the extra word undecided: < 2^-118 */
+    dpo__st.fallbacks++;
+    if (s1 == 2) A |= (uint32_t)(s < 2 ? s : dpo__lazy64(ws, R2, Ds)) << (kl.ks - 1);
+    for (uint64_t k = kl.ks + 1; k <= DPO__KL; k++)
+      if (kl.M >> (k - 1) & 1u) {
+        uint64_t R;
+        const int sk = dpo__at64(kl.W[k - 1], F, D * k, &R);
+        A |= (uint32_t)(sk < 2 ? sk : dpo__lazy64(ws, R, D * k)) << (k - 1);
+      }
   }
-  uint32_t Z = ~dpo__batch64(ws, DPO__KL, Fa, Da) & ((1u << DPO__KL) - 1);
-  if (Z) return (__builtin_ctz(Z) + 1) & 1; /* K = the first failure */
-  dpo__st.fallbacks++;                       /* K > 21: P <= 1/21! */
+  int done, ans = dpo__kl_ans(A, &done);
+  if (done) return ans;
+  dpo__st.fallbacks++; /* K > 21: P <= 1/21! */
   uint64_t k = DPO__KL + 1;
   while (dpo__lazy64(ws, F, D * k)) k++; /* D k < 2^64 while P(k) > 2^-1000 */
   return (int)(k & 1u);
 }
 
+/* c = floor(F 2^64 / D), r = the remainder, F < D < 2^190.  Public, cached in ws: D's top 64
+ * bits Dh (D = Dh 2^sh + low), v = floor((2^128 - 1) / (Dh + [sh > 0])).  q = floor(Fh v / 2^64) with
+ * Fh = F >> sh <= Dh: q <= F 2^64 / D and, as F/D - Fh/(Dh + 1) < 2/Dh <= 2^-62 and v
+ * loses < 1, q > c - 6; so at most 5 of the 6 branch-free corrections apply. */
+static u128 dpo__qr256(dpo__ws_t *ws, u256 F, u256 D, u256 *r) {
+  if (memcmp(ws->qD, D.w, sizeof D)) { /* public: once per scale and call */
+    int L = 256;
+    while (L > 0 && !(D.w[(L - 1) / 64] >> ((L - 1) % 64) & 1u)) L--;
+    const int sh = L > 64 ? L - 64 : 0;
+    u128 Dh = 0;
+    for (int b = 0; b < 64 && sh + b < 256; b++)
+      Dh |= (u128)(D.w[(sh + b) / 64] >> ((sh + b) % 64) & 1u) << b;
+    ws->qv = ~(u128)0 / (Dh + (sh > 0));
+    ws->qsh = sh;
+    memcpy(ws->qD, D.w, sizeof D);
+  }
+  const int sh = ws->qsh, i = sh / 64, b = sh % 64;
+  const u128 v = ws->qv;
+  /* Fh = F >> sh (F < 2^190: the limbs i, i + 1 suffice, sh <= 126) */
+  const uint64_t Fh = b ? (F.w[i] >> b) | (F.w[i + 1] << (64 - b)) : F.w[i];
+  u128 q = (u128)Fh * (uint64_t)(v >> 64) + (((u128)Fh * (uint64_t)v) >> 64);
+  u256 R;
+  u_sub(u_shl64(F, 0), u_mul64(D, (uint64_t)q), &R);
+  for (int j = 0; j < 6; j++) {
+    u256 T;
+    const uint64_t br = u_sub(R, D, &T);
+    R = u_sel(T, R, -br);
+    q += 1 - br;
+  }
+  while (!u_lt(R, D)) { /* never (the bound above); kept so that c is exact regardless */
+    dpo__st.fallbacks++;
+    u_sub(R, D, &R);
+    q++;
+  }
+  *r = R;
+  return q;
+}
+
 /* the same for F < D < 2^178 (the discrete Gaussian's 2 s^2 t^2) */
 static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D) {
-  uint32_t A = 0, M = 0;
-  u256 R[DPO__KL], Dk[DPO__KL], Rs = {{0}}, Ds = u_from(1), R2;
-  for (int k = 0; k < DPO__KL; k++) {
-    Dk[k] = u_mul64(D, (uint64_t)(k + 1));
-    int s = dpo__at256(dpo__w(ws), F, Dk[k], &R[k]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (uint64_t)(M == 0)); /* the first undecided */
-    A |= (uint32_t)(s & 1) << k;
-    M |= (uint32_t)amb << k;
-    Rs = u_sel(Rs, R[k], m);
-    Ds = u_sel(Ds, Dk[k], m);
-  }
-  int s = dpo__at256(dpo__w(ws), Rs, Ds, &R2);
-  if (!(M & (M - 1)) && s < 2) {
-    A |= (uint32_t)(s & (M != 0)) << __builtin_ctz(M | (1u << 31));
+  dpo__kl_t kl;
+  u256 r, R1, R2;
+  kl.c = (uint64_t)dpo__qr256(ws, F, D, &r);
+  dpo__kl_atoms(ws, &kl);
+  const uint64_t m = -(uint64_t)(kl.M != 0);
+  const u256 zero = {{0}}, Ds = u_sel(u_from(1), u_mul64(D, kl.ks), m);
+  R1 = u_add(u_mul64(D, kl.c - kl.ws * kl.ks), r); /* as in dpo__kloop64 */
+  const int s1 = 2 * (int)(((R1.w[0] | R1.w[1] | R1.w[2] | R1.w[3]) & m) != 0);
+  const int s = dpo__at256(kl.W[DPO__KL], u_sel(zero, R1, -(uint64_t)(s1 == 2)), Ds, &R2);
+  uint32_t A = kl.A;
+  if (!(kl.M & (kl.M - 1)) && s < 2) {
+    A |= (uint32_t)(s & (s1 == 2)) << (kl.ks - 1);
   } else {
     dpo__st.fallbacks++;
-    int j = __builtin_ctz(M);
-    A |= (uint32_t)(s < 2 ? s : dpo__lazy256(ws, R2, Ds)) << j;
-    for (int i = j + 1; i < DPO__KL; i++)
-      if (M >> i & 1u) A |= (uint32_t)dpo__lazy256(ws, R[i], Dk[i]) << i;
+    if (s1 == 2) A |= (uint32_t)(s < 2 ? s : dpo__lazy256(ws, R2, Ds)) << (kl.ks - 1);
+    for (uint64_t k = kl.ks + 1; k <= DPO__KL; k++)
+      if (kl.M >> (k - 1) & 1u) {
+        u256 R, Dk = u_mul64(D, k);
+        const int sk = dpo__at256(kl.W[k - 1], F, Dk, &R);
+        A |= (uint32_t)(sk < 2 ? sk : dpo__lazy256(ws, R, Dk)) << (k - 1);
+      }
   }
-  uint32_t Z = ~A & ((1u << DPO__KL) - 1);
-  if (Z) return (__builtin_ctz(Z) + 1) & 1;
+  int done, ans = dpo__kl_ans(A, &done);
+  if (done) return ans;
   dpo__st.fallbacks++;
   uint64_t k = DPO__KL + 1;
   while (dpo__lazy256(ws, F, u_mul64(D, k))) k++;
@@ -328,11 +439,12 @@ int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out) {
 static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
   uint64_t uw[2] = {dpo__w(ws), dpo__w(ws)};
   const u128 U = ((u128)uw[0] << 64) | uw[1];
-  uint64_t cnt = 0, amb = 0;
-  for (int v = 1; v <= DPO__VN; v++) {
-    cnt += U < dpo__E[v].L;
-    amb |= (uint64_t)(U >= dpo__E[v].L) & (U < dpo__E[v].H);
+  uint64_t cnt = 0, cntH = 0;
+  for (int v = 1; v <= DPO__VN; v++) { /* [L_v, H_v) disjoint, decreasing: U in one iff */
+    cnt += U < dpo__E[v].L;            /* the counts differ */
+    cntH += U < dpo__E[v].H;
   }
+  const uint64_t amb = cnt != cntH;
   int rc = DPO_OK;
   if (amb) { /* probability < 2^-121: the scan again with more of U's bits */
     cnt = 0;
@@ -445,7 +557,8 @@ int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
  * Each coin also draws the atom 1/i of the 1/N! acceptance (i = the success it would be), so a
  * trial is rejected as soon as one of them fails (the accepted trials keep their law).  The
  * coins of a variate are counted and, at the end, dummy coins are drawn up to the bounds
- * B_block, B_tail: Chernoff bounds on the coin counts with P(count > B) < 2^-66 each (for
+ * B_block, B_tail (for a share's X and Y together: dpo__ct_polya2, about 1.5x fewer coins
+ * than two paddings): Chernoff bounds on the coin counts with P(count > B) < 2^-66 each (for
  * lambda_j above its upper bound, which only adds coins).  Beyond a bound the variate is still
  * exact but takes longer (counted: polya_over). */
 
@@ -506,35 +619,48 @@ static int dpo__pbound(const double *lam, int m) {
 
 static _Thread_local struct {
   uint64_t t, n;
-  int bB, bT;
+  int b[4]; /* block, tail coins: one variate, two variates */
 } dpo__pb;
 
+static void dpo__pbounds(uint64_t t, uint64_t n) {
+  if (dpo__pb.t == t && dpo__pb.n == n) return;
+  int J = 0;
+  while (((uint64_t)1 << J) < 2 * t) J++;
+  double lam[128];
+  const double r = 1.0 / (double)n, td = (double)t, K0 = ldexp(1.0, J);
+  /* nu(block) <= r min(1, ln 2 + 2^-(j+1)) e^{-2^j/t}: sum_{a <= k < 2a} 1/k = H_2a - H_a +
+   * 1/(2a) < ln 2 + 1/(2a) */
+  for (int j = 0; j < J; j++)
+    lam[j] = lam[J + j] =
+        r * fmin(1.0, ldexp(1.0, -j - 1) + M_LN2) * exp(-ldexp(1.0, j) / td) * (1 + 1e-9);
+  /* nu(tail) <= r q^K0 / (K0 (1 - q)), 1 - q >= (1/t)(1 - 1/(2t)) */
+  const double lt = fmin(r, r * exp(-K0 / td) * td / K0 / (1 - 0.5 / td) * (1 + 1e-9));
+  dpo__pb.b[0] = dpo__pbound(lam, J);
+  dpo__pb.b[1] = dpo__pbound(&lt, 1);
+  dpo__pb.b[2] = dpo__pbound(lam, 2 * J); /* the coins of two variates, counted together */
+  dpo__pb.b[3] = dpo__pbound((double[]){lt, lt}, 2);
+  dpo__pb.t = t;
+  dpo__pb.n = n;
+}
+
 int dpo__ct_polya_bounds(uint64_t t, uint64_t n, int *bB, int *bT) {
-  if (dpo__pb.t != t || dpo__pb.n != n) {
-    int J = 0;
-    while (((uint64_t)1 << J) < 2 * t) J++;
-    double lam[64];
-    const double r = 1.0 / (double)n, td = (double)t, K0 = ldexp(1.0, J);
-    for (int j = 0; j < J; j++) /* nu(block) <= r min(1, 2^-j + ln 2) e^{-2^j/t} */
-      lam[j] = r * fmin(1.0, ldexp(1.0, -j) + M_LN2) * exp(-ldexp(1.0, j) / td) * (1 + 1e-9);
-    /* nu(tail) <= r q^K0 / (K0 (1 - q)), 1 - q >= (1/t)(1 - 1/(2t)) */
-    double lt = r * exp(-K0 / td) * td / K0 / (1 - 0.5 / td) * (1 + 1e-9);
-    dpo__pb.bB = dpo__pbound(lam, J);
-    dpo__pb.bT = dpo__pbound(&(double){fmin(r, lt)}, 1);
-    dpo__pb.t = t;
-    dpo__pb.n = n;
-  }
-  *bB = dpo__pb.bB;
-  *bT = dpo__pb.bT;
+  dpo__pbounds(t, n);
+  *bB = dpo__pb.b[0];
+  *bT = dpo__pb.b[1];
   return DPO_OK;
 }
 
-int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
-  dpo__tabs();
-  int J = 0, bB, bT, rc = DPO_OK, ok, acc;
-  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
-  dpo__ct_polya_bounds(t, n, &bB, &bT);
-  int cB = 0, cT = 0;
+int dpo__ct_polya2_bounds(uint64_t t, uint64_t n, int *bB, int *bT) {
+  dpo__pbounds(t, n);
+  *bB = dpo__pb.b[2];
+  *bT = dpo__pb.b[3];
+  return DPO_OK;
+}
+
+/* one variate, its coins counted in *cB (blocks), *cT (tail); no padding */
+static int dpo__polya_draw(dpo__ws_t *ws, uint64_t t, uint64_t n, int J, int *cB, int *cT,
+                           int64_t *x) {
+  int rc, ok, acc;
   u128 sum = 0;
   for (int j = 0; j <= J; j++) {
     for (;;) { /* trials: coins until a failure; kept if every acceptance atom passed */
@@ -543,8 +669,8 @@ int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
       int keep = 1;
       for (;;) {
         if ((rc = dpo__coin(ws, t, n, j, J, N + 1, &k, &ok, &acc))) return rc;
-        if (j < J) cB++;
-        else cT++;
+        if (j < J) ++*cB;
+        else ++*cT;
         if (!ok) break;
         N++;
         marks += k;
@@ -558,14 +684,48 @@ int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
       break;
     }
   }
+  if (sum >= ((u128)1 << 62)) return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
+  *x = (int64_t)sum;
+  return DPO_OK;
+}
+
+/* dummy coins up to the public bounds */
+static int dpo__polya_pad(dpo__ws_t *ws, uint64_t t, uint64_t n, int J, int cB, int cT, int bB,
+                          int bT) {
+  int rc = DPO_OK, ok, acc;
   if (cB > bB || cT > bT) dpo__st.polya_over++;
   dpo__st.polya_pad += (uint64_t)(cB < bB ? bB - cB : 0) + (uint64_t)(cT < bT ? bT - cT : 0);
   for (uint64_t k; cB < bB && !rc; cB++) rc = dpo__coin(ws, t, n, J - 1, J, 2, &k, &ok, &acc);
   for (uint64_t k; cT < bT && !rc; cT++) rc = dpo__coin(ws, t, n, J, J, 2, &k, &ok, &acc);
-  if (rc) return rc;
-  if (sum >= ((u128)1 << 62)) return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
-  *x = (int64_t)sum;
-  return DPO_OK;
+  return rc;
+}
+
+int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
+  dpo__tabs();
+  int J = 0, bB, bT, cB = 0, cT = 0;
+  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
+  dpo__ct_polya_bounds(t, n, &bB, &bT);
+  int64_t v;
+  int rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &v);
+  if (!rc) rc = dpo__polya_pad(ws, t, n, J, cB, cT, bB, bT);
+  if (!rc) *x = v;
+  return rc;
+}
+
+int dpo__ct_polya2(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x, int64_t *y) {
+  dpo__tabs();
+  int J = 0, bB, bT, cB = 0, cT = 0;
+  while (((uint64_t)1 << J) < 2 * t) J++;
+  dpo__ct_polya2_bounds(t, n, &bB, &bT);
+  int64_t u, v;
+  int rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &u);
+  if (!rc) rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &v);
+  if (!rc) rc = dpo__polya_pad(ws, t, n, J, cB, cT, bB, bT);
+  if (!rc) {
+    *x = u;
+    *y = v;
+  }
+  return rc;
 }
 
 /* TEST ONLY: every table interval is narrow (< 2^-137) and its lower end is the long double value to 1e-15 */

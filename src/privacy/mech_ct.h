@@ -9,14 +9,18 @@
 
 #include <stdint.h>
 
-/* random words, fetched 8 at a time (the fetch pattern is fixed by the work, not the values) */
+/* random words, fetched 8 at a time (the fetch pattern is fixed by the work, not the values),
+ * and the public reciprocals of the scale (mech_ct.c: dpo__qr64, dpo__qr256), once a call */
 typedef struct {
   dpo_rng_t *rng;
   uint64_t w[8];
   int left;
+  uint64_t rD, qD[4];
+  unsigned __int128 rv, qv;
+  int qsh;
 } dpo__ws_t;
 
-#define DPO__WS_INIT(r) {(r), {0}, 0}
+#define DPO__WS_INIT(r) {(r), {0}, 0, 0, {0}, 0, 0, 0}
 
 /* P(x) ~ exp(-x/t), x >= 0, 1 <= t <= 2^50 */
 int dpo__ct_geom(dpo__ws_t *ws, uint64_t t, uint64_t *x);
@@ -26,6 +30,8 @@ int dpo__ct_dlap(dpo__ws_t *ws, uint64_t t, int64_t *out);
 int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out);
 /* X ~ NB(1/n, exp(-1/t)), 1 <= t <= 2^50, 2 <= n <= 2^32 */
 int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x);
+/* two independent such X, Y, their coins padded together (fewer than twice one's bound) */
+int dpo__ct_polya2(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x, int64_t *y);
 /* Bernoulli(exp(-g/t)), g < 4t, t <= 2^50: fixed work */
 int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out);
 /* one fair bit (one word) */
@@ -41,5 +47,7 @@ void dpo__ct_stats_reset(void);
 int dpo__ct_tables_ok(void);
 /* TEST ONLY: the Polya padding bounds (block coins, tail coins) for (t, n) */
 int dpo__ct_polya_bounds(uint64_t t, uint64_t n, int *bound_block, int *bound_tail);
+/* TEST ONLY: the same for dpo__ct_polya2 (the coins of both variates) */
+int dpo__ct_polya2_bounds(uint64_t t, uint64_t n, int *bound_block, int *bound_tail);
 
 #endif

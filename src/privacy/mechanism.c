@@ -24,23 +24,27 @@
  *  compared with all of e^-1 .. e^-47 (certified 255-bit constants); the sign from one word; the
  *  Gaussian's Bernoulli(exp(-gamma)) as e^-floor(gamma) from the table times the 21-step loop on
  *  the fraction.  Each rational Bernoulli is one word compared by multiplication (no lazy bit
- *  loop), plus one word per batch that settles an undecided one.  Rejected rounds and the number
+ *  loop; the 21 of a loop against floor(c/k), c = floor(2^64 F/D) computed once by a public
+ *  reciprocal), plus one word per batch that settles an undecided one.  Rejected rounds and the number
  *  of rounds are independent of the value finally kept (i.i.d. trials), so they reveal nothing
  *  about it.  Polya variate: every coin is fixed work, and the coins are padded to public
- *  bounds from (t, n) (Chernoff, exceeded with probability < 2^-65 per variate).
+ *  bounds from (t, n) (Chernoff, exceeded with probability < 2^-65 per variate; a share's two
+ *  variates X, Y are padded together, < 2^-65 per share).
  *  NOT CONSTANT: the number of rounds (random, value-independent, so a release's time is
  *  random but carries no information on the noise); the work when a fallback is taken: two
  *  undecided atoms in a batch or an undecided extra word (< 2^-118 a batch), K > 21 (< 2^-65
  *  a loop), V >= 47 (e^-47 < 2^-67), a 128-bit constant comparison undecided (< 2^-121),
  *  the Polya coins beyond their bounds (< 2^-65); in all, below 2^-62 per Laplace or Gaussian
- *  draw (2^-63 per Polya variate).  Then the draw takes longer and its time may depend on the
+ *  draw (2^-63 per Polya variate, 2^-62 per share of two).  Then the draw takes longer and its time may depend on the
  *  noise: for the timing channel that probability adds to delta (d 2^-62 per release of d
  *  draws).  The law of K is never changed: every fallback continues the same exact comparison.
  *  Micro-architectural effects (caches, branch predictors shared with an attacker on the same
  *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1)) are in L1.
  *  FAILURE: an error (never a biased sample) if a constant comparison is undecided after 256
  *  bits (< 2^-180), or V, the Polya marks or counts overflow (< 2^-1000).
- * Seeded runs draw other noise than before issue 35 (other random words are consumed).
+ * Seeded runs draw other noise than before issue 35 (other random words are consumed), and
+ * than before the ct-speed commits (a CKS loop's 22 words are one copy; a share's X and Y are
+ * drawn before their common padding).
  */
 #include "mech_ct.h"
 #include "rounding.h"
@@ -277,8 +281,7 @@ int dpo_mech_dlaplace_polya_share(dpo_rng_t *rng, uint64_t t, uint64_t n, int64_
   dpo__ws_t ws = DPO__WS_INIT(rng);
   if (n == 1) return dpo__ct_dlap(&ws, t, z); /* G1 - G2 itself */
   int64_t x, y;
-  int rc = dpo__ct_polya(&ws, t, n, &x);
-  if (!rc) rc = dpo__ct_polya(&ws, t, n, &y);
+  int rc = dpo__ct_polya2(&ws, t, n, &x, &y);
   if (!rc) *z = x - y;
   return rc;
 }
