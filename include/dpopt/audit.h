@@ -54,6 +54,24 @@ int64_t dpo_audit_count(const dpo_audit_event_t *ev, const double *t, int64_t n)
 double dpo_audit_event_lb(const dpo_audit_event_t *ev, const double *t0, int64_t n0,
                           const double *t1, int64_t n1, double delta, double alpha);
 
+/* Gaussian differential privacy (Dong, Roth & Su 2019): the standard normal CDF and its
+ * inverse; delta(eps) of mu-GDP (Cor. 2.13: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2));
+ * the smallest eps >= 0 with delta(eps) <= delta. */
+double dpo_audit_phi(double x);
+double dpo_audit_phi_inv(double p);
+double dpo_audit_gdp_delta(double mu, double eps);
+double dpo_audit_gdp_eps(double mu, double delta);
+/* Lower confidence bound (level 1 - alpha) on mu from a test with kfp false positives among
+ * n1 runs on D' and kfn false negatives among n0 runs on D: Phi^-1(1 - FPR_hi) -
+ * Phi^-1(FNR_hi), each a Clopper-Pearson upper bound at alpha/2 (a mu-GDP mechanism has
+ * FNR >= Phi(Phi^-1(1 - FPR) - mu) for every test). */
+double dpo_audit_mu_lb(int64_t kfp, int64_t n1, int64_t kfn, int64_t n0, double alpha);
+/* The threshold thr of the test {T > thr} (T larger on D: t0) that maximizes that bound on
+ * these samples (scored at a Bonferroni level over the candidates), and its mu_lb at alpha.
+ * Choose on one half of the trials, evaluate with dpo_audit_mu_lb on the other. */
+int dpo_audit_best_mu(const double *t0, int64_t n0, const double *t1, int64_t n1, double alpha,
+                      double *thr, double *mu_lb);
+
 /* ---- the audit run (src/optim/audit_run.c) ---- */
 
 #define DPO_AUDIT_TRIALS 5000 /* default trials per data set (README: power at eps = 1) */
@@ -70,6 +88,16 @@ typedef struct {
   char stat[64];        /* the statistic the test uses ("x[0]", "projection on ...") */
   dpo_audit_event_t ev; /* the chosen event */
   int violation;        /* lb > claimed_eps */
+  /* white-box audit (audit.white_box; src/optim/audit_wb.c): every release is observed */
+  int white_box;
+  char method[16];      /* "gdp" | "per-release" | "summed": which test gave lb */
+  char assumption[200]; /* what the bound assumes beyond the releases being observed */
+  int64_t releases;     /* releases per run */
+  double lb_summed;     /* distribution-free bound of the summed statistic (always valid) */
+  double mu_lb, mu_claim; /* gdp: the GDP parameter, bound and claim */
+  double rel_lb, rel_claim; /* per-release: pure eps of one release, bound and largest charge */
+  double z_ub, z_claim; /* psg: the noise multiplier, upper bound and charge */
+  double saturated;     /* fraction of releases in which the canary was at full sensitivity */
 } dpo_audit_result_t;
 
 /* Collective on comm: audit one private algorithm (config algo.name, model.lambda,

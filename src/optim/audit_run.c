@@ -37,11 +37,11 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "optim/audit_int.h"
 #ifdef DPO_TEST_SWITCHES
 #include "privacy/test_switches.h"
 #endif
 
-#define DPO__AUDIT_MAXD 2
 #define DPO__AUDIT_MAXP 64 /* audit.secagg_parties */
 
 /* The audit's test switches (privacy/test_switches.h): in test builds (-DDPO_TEST_SWITCHES:
@@ -67,32 +67,6 @@ void dpo__test_audit_seed(int on, uint64_t seed) {
 #define dpo__audit_seed ((uint64_t)0)
 #endif
 
-typedef struct {
-  const char *algo_name; /* NULL: --mechanism laplace */
-  const char *admm;      /* audit.admm: dpadmm | dpaccadmm | consensus (dpopt admm), or NULL */
-  int laplace;
-  int clip_mode;         /* 1: clipping construction (d = 1) */
-  int add_remove;
-  int32_t d;            /* features of the data sets */
-  int32_t dout;         /* length of the released vector the tests read (d, or d + p for
-                           DP-(Acc)ADMM: x_T and y_T) */
-  int64_t n;
-  int64_t row;           /* index of the audited row (audit.row) */
-  int64_t sparties;      /* audit.secagg_parties: parties simulated by a secagg trial */
-  double B;              /* norm of the audited row */
-  double x0;
-  double eps, delta;
-  const char *acct; /* privacy.accountant (default pld, as in train) */
-  dpo_clip_t clip;
-  int has_clip;
-  const char *model_name;
-  double lambda;
-  int64_t iters;
-  /* dpopt admm's keys (audit.admm): the run's defaults */
-  double rho, mu, eta, sigma_fixed;
-  int64_t restart;
-  const char *sigma_rule;
-} dpo__audit_t;
 
 /* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
  * an algorithm that visits rows in a public order may touch it early or late), absent from
@@ -230,7 +204,7 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
 /* One run of the algorithm on s (MPI_COMM_SELF); the released model into out[0..d). */
 static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
                             const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
-                            double *dspent) {
+                            double *dspent, dpo__wb_obs_t *obs) {
   if (a->laplace) {
     *dspent = 0;
     return dpo__audit_laplace(a, s, rng, out, spent);
@@ -279,6 +253,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     rc = dpo_err(DPO_EINVAL, "dpopt audit --secagg-parties needs privacy.trust = secagg");
   }
   if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
+  if (!rc && obs) dpo_solver_set_release_observer(sv, dpo__wb_observe, obs); /* white box */
   if (!rc) {
     dpo_run_opts_t ro;
     dpo_run_opts_default(&ro);
@@ -290,7 +265,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is the output */
   }
   if (!rc) {
-    memcpy(out, dpo_solver_x(sv), (size_t)a->dout * sizeof *out);
+    if (out) memcpy(out, dpo_solver_x(sv), (size_t)a->dout * sizeof *out);
     rc = dpo_ledger_spent(L, spent, dspent);
   }
   dpo_solver_destroy(sv);
@@ -326,8 +301,12 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
       (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
       (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
       (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) ||
-      (rc = dpo_config_get_int(cfg, "audit.secagg_parties", 1, &a->sparties)))
+      (rc = dpo_config_get_int(cfg, "audit.secagg_parties", 1, &a->sparties)) ||
+      (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)))
     return rc;
+  if (a->white_box && (mech || a->admm || dpo_config_get(cfg, "privacy.trust")))
+    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box observes the releases of a central run "
+                   "of dpopt train's algorithms (not --mechanism, --admm or privacy.trust)");
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
                    DPO__AUDIT_MAXP);
@@ -501,7 +480,8 @@ static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const d
       memcpy(all[t % 2] + (t / 2) * a->dout, buf + displs[r] + k * a->dout, (size_t)a->dout * sizeof *buf);
   /* the claim under test is what the ledger spent: (eps, delta) = sp */
   a->delta = sp[1];
-  int rc = dpo__audit_analyse(a, all, N, alpha, res);
+  int rc = a->white_box ? dpo__wb_analyse(a, all, N, a->dout - DPO__WB_HDR, alpha, sp[1], sp[0], res)
+                        : dpo__audit_analyse(a, all, N, alpha, res);
   if (rc) return rc;
   snprintf(res->algorithm, sizeof res->algorithm, "%s",
            a->laplace ? "laplace" : a->admm ? a->admm : a->algo_name);
@@ -523,6 +503,7 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   int *counts = NULL, *displs = NULL;
   int rank, size, rc;
   dpo__audit_t a;
+  dpo__wb_obs_t obs = {0}; /* the white-box observer (audit_wb.c) */
   int64_t N = DPO_AUDIT_TRIALS;
   double alpha = 0.05;
   MPI_Comm_rank(comm, &rank);
@@ -542,6 +523,22 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
       (rc = dpo_rng_create(dpo__audit_seeded, dpo__audit_seed, (uint64_t)rank, &rng)))
     goto out;
 
+  /* white box: a pilot run on D tells the number of releases K (the plan's; the same in
+   * every run), and each trial's output is its record of DPO__WB_HDR + K numbers */
+  dpo__wb_obs_t *wb = a.white_box ? &obs : NULL;
+  if (wb) {
+    double sp = 0, dsp = 0, kmm[2];
+    dpo__wb_begin(wb, &a);
+    rc = dpo__audit_trial(&a, cfg, model, sh[0], rng, NULL, &sp, &dsp, wb);
+    if ((rc = dpo_agree(comm, rc))) goto out;
+    double kl[2] = {(double)obs.nrel, -(double)obs.nrel};
+    MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, comm);
+    if (kmm[0] != -kmm[1] || kmm[0] < 1)
+      rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases (ranks differ or "
+                   "none)", a.algo_name, kmm[0]);
+    if ((rc = dpo_agree(comm, rc))) goto out;
+    a.dout = DPO__WB_HDR + (int32_t)kmm[0];
+  }
   /* trial t of 2N (set t % 2, index t / 2) runs on rank t % P */
   int64_t T2 = 2 * N, nmine = 0;
   for (int64_t t = rank; t < T2; t += size) nmine++;
@@ -553,7 +550,10 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   int64_t done = 0;
   for (int64_t t = rank; t < T2 && !rc; t += size, done++) {
     double sp = NAN, dsp = NAN;
-    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, mine + done * a.dout, &sp, &dsp);
+    if (wb) dpo__wb_begin(wb, &a);
+    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, wb ? NULL : mine + done * a.dout, &sp,
+                          &dsp, wb);
+    if (!rc && wb) rc = dpo__wb_record(wb, a.dout - DPO__WB_HDR, mine + done * a.dout);
     if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a.admm ? a.admm : a.algo_name);
     if (!rc) {
       spent_max = fmax(spent_max, sp);
@@ -593,6 +593,7 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
   if ((rc = dpo_agree(comm, rc))) goto out;
   MPI_Bcast(&res->violation, 1, MPI_INT, 0, comm);
 out:
+  dpo__wb_free(&obs);
   free(mine);
   free(buf);
   free(all[0]);
@@ -623,6 +624,28 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
   json_object_object_add(j, "threshold", json_object_new_double(res->ev.thr));
   json_object_object_add(j, "side", json_object_new_string(res->ev.above ? ">" : "<="));
   json_object_object_add(j, "violation", json_object_new_boolean(res->violation));
+  json_object_object_add(j, "white_box", json_object_new_boolean(res->white_box));
+  if (res->white_box) {
+    json_object_object_add(j, "method", json_object_new_string(res->method));
+    json_object_object_add(j, "assumption", json_object_new_string(res->assumption));
+    json_object_object_add(j, "releases", json_object_new_int64(res->releases));
+    json_object_object_add(j, "saturated", json_object_new_double(res->saturated));
+    json_object_object_add(j, "eps_lb_summed",
+                           json_object_new_double(isfinite(res->lb_summed) ? res->lb_summed : 0));
+    if (isfinite(res->mu_claim)) {
+      json_object_object_add(j, "mu_lb", json_object_new_double(isfinite(res->mu_lb) ? res->mu_lb : 0));
+      json_object_object_add(j, "mu_claim", json_object_new_double(res->mu_claim));
+    }
+    if (isfinite(res->z_claim)) {
+      json_object_object_add(j, "z_ub", json_object_new_double(isfinite(res->z_ub) ? res->z_ub : -1));
+      json_object_object_add(j, "z_claim", json_object_new_double(res->z_claim));
+    }
+    if (isfinite(res->rel_claim)) {
+      json_object_object_add(j, "release_eps_lb",
+                             json_object_new_double(isfinite(res->rel_lb) ? res->rel_lb : 0));
+      json_object_object_add(j, "release_eps_claim", json_object_new_double(res->rel_claim));
+    }
+  }
 #ifdef DPO_TEST_SWITCHES /* dpopt-test: which faults were planted */
   json_object_object_add(j, "test_break_noise",
                          json_object_new_boolean(dpo__test_noise_factor_get() != 1.0));

@@ -754,6 +754,12 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
                    (long long)used, (long long)(batch.ids ? dp->m : dp->n_held));
   for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)dp->m);
   if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+  {
+    const double q = dp->sampling == DPO__DP_SAMPLE_DISJOINT ? 0.0
+                     : batch.ids ? (double)dp->m / (double)dp->n : 1.0;
+    dpo_release_t rel = {t, "laplace", b, delta1, q, eps0, c.sampling, dp->m, dp->n, d, g, x};
+    if ((rc = dpo_solver_release(s, &rel))) return rc;
+  }
   /* the regularizer's gradient is public given x: added after the noise */
   memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
   dpo_model_finish(dpo_oracle_model(dpo_solver_oracle(s)), d, 1, x, NULL, dp->gs);

@@ -30,6 +30,8 @@ struct dpo_solver {
   void *state;
   double (*spent)(void *);
   void *spent_arg;
+  dpo_release_fn release_fn; /* the white-box audit's observer, or NULL */
+  void *release_arg;
   int64_t iters;
   /* one-entry cache of the last full-batch evaluation: the gtol test and the trace evaluate
    * at x_t, which most algorithms evaluate anyway */
@@ -137,6 +139,13 @@ int64_t dpo_solver_n(const dpo_solver_t *s) { return s->n; }
 double *dpo_solver_x(dpo_solver_t *s) { return s->x; }
 dpo_oracle_t *dpo_solver_oracle(dpo_solver_t *s) { return s->oracle; }
 dpo_rng_t *dpo_solver_rng(dpo_solver_t *s) { return s->rng; }
+void dpo_solver_set_release_observer(dpo_solver_t *s, dpo_release_fn fn, void *arg) {
+  s->release_fn = fn;
+  s->release_arg = arg;
+}
+int dpo_solver_release(dpo_solver_t *s, const dpo_release_t *r) {
+  return s->release_fn ? s->release_fn(s->release_arg, r) : DPO_OK;
+}
 struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s) { return s->ledger; }
 const dpo_config_t *dpo_solver_config(const dpo_solver_t *s) { return s->cfg; }
 int64_t dpo_solver_iters(const dpo_solver_t *s) { return s->iters; }

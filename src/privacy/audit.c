@@ -169,3 +169,92 @@ double dpo_audit_event_lb(const dpo_audit_event_t *ev, const double *t0, int64_t
   return ev->swap ? dpo_audit_eps_lb(k1, n1, k0, n0, delta, alpha)
                   : dpo_audit_eps_lb(k0, n0, k1, n1, delta, alpha);
 }
+
+/* ---- Gaussian differential privacy (Dong, Roth & Su 2019) ---- */
+
+double dpo_audit_phi(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+double dpo_audit_phi_inv(double p) {
+  if (!(p > 0)) return -INFINITY;
+  if (!(p < 1)) return INFINITY;
+  double lo = -40, hi = 40; /* Phi is monotone: bisection to ~1e-14 is enough here */
+  for (int i = 0; i < 200 && hi - lo > 1e-14; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (dpo_audit_phi(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+/* Dong, Roth & Su 2019, Cor. 2.13: mu-GDP is (eps, delta(eps))-DP for every eps >= 0 with
+ * delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2). */
+double dpo_audit_gdp_delta(double mu, double eps) {
+  if (!(mu > 0)) return 0;
+  if (isinf(mu)) return 1;
+  return dpo_audit_phi(-eps / mu + mu / 2) - exp(eps) * dpo_audit_phi(-eps / mu - mu / 2);
+}
+
+/* delta(eps) decreases in eps: bisection for the smallest eps with delta(eps) <= delta */
+double dpo_audit_gdp_eps(double mu, double delta) {
+  if (!(mu > 0)) return 0;
+  if (isinf(mu)) return INFINITY;
+  if (dpo_audit_gdp_delta(mu, 0) <= delta) return 0;
+  double lo = 0, hi = 1;
+  while (dpo_audit_gdp_delta(mu, hi) > delta && hi < 1e6) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (dpo_audit_gdp_delta(mu, mid) > delta) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+/* A mu-GDP mechanism's every test has FNR >= Phi(Phi^-1(1 - FPR) - mu) (the tradeoff curve
+ * G_mu, Dong, Roth & Su 2019, Def. 2.6), so mu >= Phi^-1(1 - FPR) - Phi^-1(FNR); with the
+ * upper Clopper-Pearson bounds on FPR and FNR (each at level alpha/2) the bound holds with
+ * confidence 1 - alpha (Nasr et al. 2023, Sec. 4). */
+double dpo_audit_mu_lb(int64_t kfp, int64_t n1, int64_t kfn, int64_t n0, double alpha) {
+  double fpr = dpo_audit_cp_upper(kfp, n1, alpha / 2), fnr = dpo_audit_cp_upper(kfn, n0, alpha / 2);
+  double mu = dpo_audit_phi_inv(1 - fpr) - dpo_audit_phi_inv(fnr);
+  return isnan(mu) ? -INFINITY : mu;
+}
+
+/* Counts of {t > thr}: k0 in t0 (D: true positives), k1 in t1 (D': false positives). */
+static double dpo__mu_at(double thr, const double *a, int64_t n0, const double *b, int64_t n1,
+                         double alpha) {
+  int64_t tp = n0 - dpo__count_le(a, n0, thr), fp = n1 - dpo__count_le(b, n1, thr);
+  return dpo_audit_mu_lb(fp, n1, n0 - tp, n0, alpha);
+}
+
+int dpo_audit_best_mu(const double *t0, int64_t n0, const double *t1, int64_t n1, double alpha,
+                      double *thr, double *mu_lb) {
+  if (n0 <= 0 || n1 <= 0 || !t0 || !t1) return dpo_err(DPO_EINVAL, "audit: empty sample");
+  double *a = malloc((size_t)n0 * sizeof *a), *b = malloc((size_t)n1 * sizeof *b);
+  if (!a || !b) {
+    free(a);
+    free(b);
+    return dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  memcpy(a, t0, (size_t)n0 * sizeof *a);
+  memcpy(b, t1, (size_t)n1 * sizeof *b);
+  qsort(a, (size_t)n0, sizeof *a, dpo__cmp);
+  qsort(b, (size_t)n1, sizeof *b, dpo__cmp);
+  /* up to 256 quantiles of the pooled sample, scored at a Bonferroni level (the winner's
+   * curse, as in dpo_audit_best_event) */
+  int64_t nc = n0 + n1 < 256 ? n0 + n1 : 256;
+  double alpha_sel = alpha / (double)nc, best = -INFINITY;
+  *thr = a[0];
+  for (int64_t c = 0; c < nc; c++) {
+    int64_t i = (c * (n0 + n1)) / nc;
+    double th = i < n0 ? a[i] : b[i - n0]; /* a sample value of either set */
+    double v = dpo__mu_at(th, a, n0, b, n1, alpha_sel);
+    if (v > best) {
+      best = v;
+      *thr = th;
+    }
+  }
+  *mu_lb = dpo__mu_at(*thr, a, n0, b, n1, alpha);
+  free(a);
+  free(b);
+  return DPO_OK;
+}

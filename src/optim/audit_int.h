@@ -1,0 +1,74 @@
+/* The audit's private state, shared by audit_run.c (the construction and the trials) and
+ * audit_wb.c (the white-box observer and its analysis), which calls nothing in audit_run.c. */
+#ifndef DPO_OPTIM_AUDIT_INT_H
+#define DPO_OPTIM_AUDIT_INT_H
+
+#include <stdint.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/kernels.h"
+#include "dpopt/optim.h"
+
+#define DPO__AUDIT_MAXD 2
+
+typedef struct {
+  const char *algo_name; /* NULL: --mechanism laplace */
+  const char *admm;      /* audit.admm: dpadmm | dpaccadmm | consensus (dpopt admm), or NULL */
+  int laplace;
+  int clip_mode;         /* 1: clipping construction (d = 1) */
+  int add_remove;
+  int32_t d;            /* features of the data sets */
+  int32_t dout;         /* length of the released vector the tests read (d, or d + p for
+                           DP-(Acc)ADMM: x_T and y_T) */
+  int64_t n;
+  int64_t row;           /* index of the audited row (audit.row) */
+  int64_t sparties;      /* audit.secagg_parties: parties simulated by a secagg trial */
+  double B;              /* norm of the audited row */
+  double x0;
+  double eps, delta;
+  const char *acct; /* privacy.accountant (default pld, as in train) */
+  dpo_clip_t clip;
+  int has_clip;
+  const char *model_name;
+  double lambda;
+  int64_t iters;
+  /* dpopt admm's keys (audit.admm): the run's defaults */
+  double rho, mu, eta, sigma_fixed;
+  int64_t restart;
+  const char *sigma_rule;
+  int white_box; /* audit.white_box: observe every release (audit_wb.c) */
+} dpo__audit_t;
+
+/* ---- white-box audit (audit_wb.c) ---- */
+
+/* A trial's record: DPO__WB_HDR numbers, then one per release (the release's log-likelihood
+ * ratio, over its charged pure eps for Laplace releases). */
+#define DPO__WB_HDR 10
+enum { DPO__WB_S = 0, DPO__WB_NREL, DPO__WB_NSAT, DPO__WB_MU2, DPO__WB_EPSMAX, DPO__WB_FLAGS,
+       DPO__WB_M, DPO__WB_N, DPO__WB_Z };
+/* flags: mechanisms seen; subsampled; not independent (disjoint); Poisson; the noise
+ * multiplier sigma / sensitivity varies over the releases */
+enum { DPO__WB_GAUSS = 1, DPO__WB_LAP = 2, DPO__WB_SUB = 4, DPO__WB_DEP = 8, DPO__WB_POIS = 16,
+       DPO__WB_ZVAR = 32 };
+
+typedef struct {
+  const dpo__audit_t *a;
+  double S, nsat, mu2, epsmax, z, m, n;
+  int flags;
+  int64_t nrel, cap;
+  double *l; /* per-release values */
+} dpo__wb_obs_t;
+
+/* Start a trial (frees nothing: the buffer is reused). */
+void dpo__wb_begin(dpo__wb_obs_t *o, const dpo__audit_t *a);
+/* The solver's release observer (dpo_release_fn): arg is a dpo__wb_obs_t. */
+int dpo__wb_observe(void *arg, const dpo_release_t *r);
+/* The trial's record into rec[0 .. DPO__WB_HDR + K); DPO_EINVAL if it made a number of
+ * releases other than K. */
+int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec);
+void dpo__wb_free(dpo__wb_obs_t *o);
+/* Rank 0: the analysis of N records of each set (rec[set][trial * (HDR + K) + j]). */
+int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int64_t K,
+                    double alpha, double delta, double claimed, dpo_audit_result_t *res);
+
+#endif

@@ -1,0 +1,346 @@
+/* White-box audit (dpopt audit --white-box, audit.white_box = 1): the adversary sees every
+ * release of the run, not only the final model.  Threat model: the coordinator's broadcasts
+ * are the releases (a worker, or anyone on the wire, sees each noised gradient sum and each
+ * iterate), so the audit reads each release through the solver's observer
+ * (dpo_solver_set_release_observer), right after its noise.
+ *
+ * The canary is the audited row of audit_run.c's construction: every other row is the zero
+ * vector (gradient 0 at every iterate), so the noiseless release in world w is the canary's
+ * own clipped gradient c_w(x_t), scaled to the release's units (sensitivity / per-example
+ * sensitivity), and 0 in D' under add-remove.  Knowing x_t (a function of the earlier
+ * releases) the adversary computes c_D(x_t) and c_D'(x_t) exactly, so the log-likelihood
+ * ratio of release v_t is
+ *   l_t = log p_D(v_t | x_t) - log p_D'(v_t | x_t),
+ *   p_w(v) = (1 - q) f(v; 0) + q f(v; c_w)   (q: the row's chance to be in the step's sample)
+ * with f the Laplace (-|v - c|_1 / b) or Gaussian (-|v - c|^2 / (2 s^2)) density at the
+ * CHARGED scale.  The sum S = sum_t l_t is the Neyman-Pearson statistic of the whole
+ * transcript (Nasr, Hayes, Steinke, Balle, Tramer, Jagielski, Carlini, Terzis 2023, "Tight
+ * auditing of differentially private machine learning", Sec. 4-5: Dirac canary, every step
+ * observed).  Three tests (audit_wb's analysis):
+ *  - gdp (every release Gaussian, full batch): the run is an adaptive composition of Gaussian
+ *    mechanisms, mu_claim-GDP with mu_claim = sqrt(sum_t (sens_t / sigma_t)^2) (Dong, Roth &
+ *    Su 2019, Cor. 3.3); a threshold test on S bounds mu from below (dpo_audit_mu_lb) and
+ *    eps_lb is the eps of mu_lb-GDP at the claimed delta (Cor. 2.13).
+ *  - per-release (every release Laplace, full batch, the canary at full sensitivity in every
+ *    release of every trial): each release is its centre plus fresh noise, independent of the
+ *    past, so the releases are T independent draws per trial of the per-release mechanisms;
+ *    pooled, their normalized l_t give a pure-eps bound on one release (largest charge
+ *    eps_max), and a release above its charge breaks the ledger's composition of the charges.
+ *    eps_lb = claimed eps * rel_lb / eps_max (a fault that scales every release alike).
+ *  - summed (otherwise, and always reported): the distribution-free Clopper-Pearson bound of a
+ *    threshold on S (dpo_audit_best_event), valid with no assumption.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+#include "optim/audit_int.h"
+
+void dpo__wb_begin(dpo__wb_obs_t *o, const dpo__audit_t *a) {
+  o->a = a;
+  o->S = o->nsat = o->mu2 = o->epsmax = o->z = o->m = o->n = 0;
+  o->flags = 0;
+  o->nrel = 0;
+}
+
+void dpo__wb_free(dpo__wb_obs_t *o) {
+  free(o->l);
+  o->l = NULL;
+  o->cap = 0;
+}
+
+static double dpo__sigmoid(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
+
+/* The canary's per-example gradient in world w (0: D, 1: D') at x, clipped as the run clips,
+ * into g[0..d); returns 0 when the canary is absent (D' under add-remove).  The logistic
+ * gradient of (u, y) is -y u sigmoid(-y x'u). */
+static int dpo__wb_canary(const dpo__audit_t *a, int w, const double *x, double *g) {
+  for (int32_t j = 0; j < a->d; j++) g[j] = 0;
+  if (w == 1 && a->add_remove) return 0;
+  if (a->clip_mode) { /* d = 1: u = B, y = +1 in D, -1 in D' */
+    double y = w ? -1.0 : 1.0, v = -y * a->B * dpo__sigmoid(-y * a->B * x[0]);
+    if (a->has_clip && fabs(v) > a->clip.C) v = copysign(a->clip.C, v);
+    g[0] = v;
+  } else { /* d = 2: B e_w, label +1 */
+    g[w] = -a->B * dpo__sigmoid(-a->B * x[w]);
+  }
+  return 1;
+}
+
+/* log f(v; c) up to the constant both worlds share */
+static double dpo__wb_logf(int gauss, double s, const double *v, const double *c, int32_t d) {
+  double r = 0;
+  for (int32_t j = 0; j < d; j++) r += gauss ? (v[j] - c[j]) * (v[j] - c[j]) : fabs(v[j] - c[j]);
+  return gauss ? -r / (2 * s * s) : -r / s;
+}
+
+/* log p_w(v): the mixture over the canary's presence in the step's sample */
+static double dpo__wb_logp(int gauss, double s, double q, const double *v, const double *c,
+                           int present, int32_t d) {
+  static const double zero[DPO__AUDIT_MAXD] = {0};
+  double l0 = dpo__wb_logf(gauss, s, v, zero, d);
+  if (!present) return l0;
+  double l1 = dpo__wb_logf(gauss, s, v, c, d);
+  if (q >= 1) return l1;
+  double a = log1p(-q) + l0, b = log(q) + l1, m = fmax(a, b);
+  return m + log(exp(a - m) + exp(b - m));
+}
+
+int dpo__wb_observe(void *arg, const dpo_release_t *r) {
+  dpo__wb_obs_t *o = arg;
+  const dpo__audit_t *a = o->a;
+  int gauss = !strcmp(r->mechanism, "gaussian");
+  if (!gauss && strcmp(r->mechanism, "laplace"))
+    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: a '%s' release", r->mechanism);
+  if (r->d != a->d) return dpo_err(DPO_EINVAL, "dpopt audit --white-box: a release of length %d", r->d);
+  /* the release's units: sensitivity / the construction's per-example sensitivity */
+  const dpo_neighbours_t rel = a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE;
+  const double S1 = dpo_sens(rel, a->has_clip ? a->clip.C : a->B), k = r->sensitivity / S1;
+  double c[2][DPO__AUDIT_MAXD];
+  int pres[2];
+  for (int w = 0; w < 2; w++) {
+    pres[w] = dpo__wb_canary(a, w, r->x, c[w]);
+    for (int32_t j = 0; j < a->d; j++) c[w][j] *= k;
+  }
+  double l = dpo__wb_logp(gauss, r->noise_scale, r->q, r->v, c[0], pres[0], a->d) -
+             dpo__wb_logp(gauss, r->noise_scale, r->q, r->v, c[1], pres[1], a->d);
+  /* full sensitivity: |c_D - c_D'|_1 is the release's sensitivity (to rounding) */
+  double dist = 0;
+  for (int32_t j = 0; j < a->d; j++) dist += fabs(c[0][j] - c[1][j]);
+  if (dist >= r->sensitivity * (1 - 1e-9)) o->nsat += 1;
+  if (gauss) {
+    o->flags |= DPO__WB_GAUSS;
+    o->mu2 += (r->sensitivity / r->noise_scale) * (r->sensitivity / r->noise_scale);
+  } else {
+    o->flags |= DPO__WB_LAP;
+    o->epsmax = fmax(o->epsmax, r->eps);
+    if (r->eps > 0) l /= r->eps; /* in [-1, 1] at full sensitivity: steps pool alike */
+  }
+  if (r->q < 1) o->flags |= r->q > 0 ? DPO__WB_SUB : DPO__WB_DEP;
+  if (r->sampling && !strcmp(r->sampling, "poisson")) o->flags |= DPO__WB_POIS;
+  const double z = r->noise_scale / r->sensitivity;
+  if (o->nrel > 0 && (z != o->z || (double)r->m != o->m || (double)r->n != o->n))
+    o->flags |= DPO__WB_ZVAR;
+  o->z = z;
+  o->m = (double)r->m;
+  o->n = (double)r->n;
+  o->S += gauss || !(r->eps > 0) ? l : l * r->eps;
+  if (o->nrel == o->cap) {
+    int64_t nc = o->cap ? 2 * o->cap : 64;
+    double *nl = realloc(o->l, (size_t)nc * sizeof *nl);
+    if (!nl) return dpo_err(DPO_ENOMEM, "out of memory");
+    o->l = nl;
+    o->cap = nc;
+  }
+  o->l[o->nrel++] = l;
+  return DPO_OK;
+}
+
+int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec) {
+  if (o->nrel != K)
+    return dpo_err(DPO_EINVAL, "dpopt audit --white-box: a run made %lld releases, another %lld "
+                   "(the plan must not depend on the noise)", (long long)o->nrel, (long long)K);
+  memset(rec, 0, DPO__WB_HDR * sizeof *rec);
+  rec[DPO__WB_S] = o->S;
+  rec[DPO__WB_NREL] = (double)o->nrel;
+  rec[DPO__WB_NSAT] = o->nsat;
+  rec[DPO__WB_MU2] = o->mu2;
+  rec[DPO__WB_EPSMAX] = o->epsmax;
+  rec[DPO__WB_FLAGS] = o->flags;
+  rec[DPO__WB_M] = o->m;
+  rec[DPO__WB_N] = o->n;
+  rec[DPO__WB_Z] = o->z;
+  memcpy(rec + DPO__WB_HDR, o->l, (size_t)K * sizeof *rec);
+  return DPO_OK;
+}
+
+/* The per-release test: pool the K values of each trial, choose on the even trials, bound on
+ * the odd ones (pure eps of one release: delta 0). */
+static int dpo__wb_per_release(double *const rec[2], int64_t N, int64_t K, double alpha,
+                               dpo_audit_result_t *res) {
+  const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2, ne = N / 2;
+  double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
+  int rc = DPO_OK;
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++)
+      if (!(t[h][w] = calloc((size_t)((ns + 1) * K), sizeof(double)))) rc = DPO_ENOMEM;
+  if (rc) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++)
+      memcpy(t[i % 2][w] + (i / 2) * K, rec[w] + i * R + DPO__WB_HDR, (size_t)K * sizeof(double));
+  dpo_audit_event_t ev;
+  if ((rc = dpo_audit_best_event(t[0][0], ns * K, t[0][1], ns * K, 0.0, alpha, &ev))) goto out;
+  res->ev = ev;
+  res->lb_select = ev.eps_lb;
+  res->rel_lb = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne * K, t[1][1], ne * K, 0.0, alpha)
+                       : -INFINITY;
+out:
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++) free(t[h][w]);
+  return rc;
+}
+
+/* The summed statistic S of each trial: the distribution-free bound, and for Gaussian runs
+ * the GDP bound. */
+static int dpo__wb_summed(double *const rec[2], int64_t N, int64_t K, double alpha, double delta,
+                          int gdp, int64_t cnt[3], dpo_audit_result_t *res) {
+  const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2, ne = N / 2;
+  double *t[2][2] = {{NULL, NULL}, {NULL, NULL}};
+  int rc = DPO_OK;
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++)
+      if (!(t[h][w] = calloc((size_t)(ns + 1), sizeof(double)))) rc = DPO_ENOMEM;
+  if (rc) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) t[i % 2][w][i / 2] = rec[w][i * R + DPO__WB_S];
+  dpo_audit_event_t ev;
+  if ((rc = dpo_audit_best_event(t[0][0], ns, t[0][1], ns, delta, alpha, &ev))) goto out;
+  res->ev = ev;
+  res->lb_select = ev.eps_lb;
+  res->lb_summed = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne, t[1][1], ne, delta, alpha)
+                          : -INFINITY;
+  if (gdp && ne > 0) {
+    double thr, mu_sel;
+    if ((rc = dpo_audit_best_mu(t[0][0], ns, t[0][1], ns, alpha, &thr, &mu_sel))) goto out;
+    int64_t fp = 0, fn = 0;
+    for (int64_t i = 0; i < ne; i++) {
+      fp += t[1][1][i] > thr;
+      fn += t[1][0][i] <= thr;
+    }
+    res->mu_lb = dpo_audit_mu_lb(fp, ne, fn, ne, alpha);
+    cnt[0] = fp;
+    cnt[1] = fn;
+    cnt[2] = ne;
+    res->ev.thr = thr;
+    res->ev.above = 1;
+    res->ev.swap = 0;
+    res->lb_select = mu_sel > 0 ? dpo_audit_gdp_eps(mu_sel, delta) : -INFINITY;
+  }
+out:
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++) free(t[h][w]);
+  return rc;
+}
+
+/* Does a test with TPR >= tpr and FPR <= fpr rule out that the run is the T-fold composition
+ * of the Poisson-subsampled Gaussian at multiplier z, rate m / n (add-remove)?  An (eps,
+ * delta(eps))-DP run has TPR <= e^eps FPR + delta(eps) and 1 - FPR <= e^eps (1 - TPR) +
+ * delta(eps) for every eps; delta(eps) is the PLD accountant's (an upper bound: the test
+ * only errs towards accepting). */
+static int dpo__wb_psg_rejects(int64_t m, int64_t n, int64_t T, double z, double tpr, double fpr,
+                               int *rej) {
+  *rej = 0;
+  double emax = fmax(log(tpr / fpr), log((1 - fpr) / (1 - tpr)));
+  for (int i = 0; i <= 8 && emax > 0; i++) { /* a coarse grid: each point is one PLD */
+    double eps = emax * i / 8.0, dl;
+    double need = fmax(tpr - exp(eps) * fpr, (1 - fpr) - exp(eps) * (1 - tpr));
+    if (!(need > 0)) continue;
+    int rc = dpo_pld_delta("poisson", m, n, z, T, eps, 0, &dl);
+    if (rc) return rc;
+    if (need > dl) {
+      *rej = 1;
+      return DPO_OK;
+    }
+  }
+  return DPO_OK;
+}
+
+/* The largest multiplier z* the test does not rule out (bisection on log z): the run's
+ * releases carry at most z* sigma-units of noise, so eps_lb = the PLD eps at z* and delta. */
+static int dpo__wb_psg(int64_t m, int64_t n, int64_t T, double zc, double tpr, double fpr,
+                       double delta, double *zs, double *eps_lb) {
+  double lo = zc / 8, hi = zc * 16; /* below zc / 8 the PLD grows costly, and eps is large */
+  int rej = 0, rc;
+  *zs = INFINITY;
+  *eps_lb = -INFINITY;
+  if ((rc = dpo__wb_psg_rejects(m, n, T, hi, tpr, fpr, &rej)) || !rej) return rc;
+  if ((rc = dpo__wb_psg_rejects(m, n, T, lo, tpr, fpr, &rej))) return rc;
+  if (!rej) {
+    for (int i = 0; i < 10; i++) { /* z* to 0.5%: below the test's own resolution */
+      double mid = sqrt(lo * hi);
+      if ((rc = dpo__wb_psg_rejects(m, n, T, mid, tpr, fpr, &rej))) return rc;
+      if (rej) hi = mid;
+      else lo = mid;
+    }
+  }
+  *zs = lo;
+  return dpo_pld_eps("poisson", m, n, lo, T, delta, 0, eps_lb);
+}
+
+int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int64_t K,
+                    double alpha, double delta, double claimed, dpo_audit_result_t *res) {
+  const int64_t R = DPO__WB_HDR + K;
+  int flags = 0;
+  double nsat = 0, mu2 = 0, epsmax = 0;
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) {
+      const double *r = rec[w] + i * R;
+      flags |= (int)r[DPO__WB_FLAGS];
+      nsat += r[DPO__WB_NSAT];
+      mu2 = fmax(mu2, r[DPO__WB_MU2]);
+      epsmax = fmax(epsmax, r[DPO__WB_EPSMAX]);
+    }
+  if (flags & DPO__WB_DEP)
+    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: the releases are not independent "
+                   "samples (disjoint buckets): audit without --white-box");
+  res->white_box = 1;
+  res->releases = K;
+  res->saturated = K > 0 ? nsat / (2.0 * (double)N * (double)K) : 0;
+  res->mu_lb = res->mu_claim = res->rel_lb = res->rel_claim = res->z_ub = res->z_claim = NAN;
+  const int gdp = flags == DPO__WB_GAUSS;
+  const int psg = flags == (DPO__WB_GAUSS | DPO__WB_SUB | DPO__WB_POIS) && a->add_remove;
+  const int per_rel = flags == DPO__WB_LAP && res->saturated == 1 && epsmax > 0;
+  int64_t cnt[3] = {0, 0, 0};
+  int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg, cnt, res);
+  if (rc) return rc;
+  snprintf(res->stat, sizeof res->stat, "sum of %lld releases' LLR", (long long)K);
+  if (gdp) {
+    res->mu_claim = sqrt(mu2);
+    res->lb = res->mu_lb > 0 ? dpo_audit_gdp_eps(res->mu_lb, delta) : -INFINITY;
+    snprintf(res->method, sizeof res->method, "gdp");
+    snprintf(res->assumption, sizeof res->assumption,
+             "Gaussian releases: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP at "
+             "delta (Dong-Roth-Su 2019)", res->mu_claim);
+  } else if (psg && cnt[2] > 0) {
+    const double *r0 = rec[0];
+    const int64_t m = (int64_t)r0[DPO__WB_M], n = (int64_t)r0[DPO__WB_N];
+    double tpr = dpo_audit_cp_lower(cnt[2] - cnt[1], cnt[2], alpha / 2);
+    double fpr = dpo_audit_cp_upper(cnt[0], cnt[2], alpha / 2), zs;
+    res->mu_lb = res->mu_claim = NAN;
+    if ((rc = dpo__wb_psg(m, n, K, r0[DPO__WB_Z], tpr, fpr, delta, &zs, &res->lb))) return rc;
+    res->z_ub = zs;
+    res->z_claim = r0[DPO__WB_Z];
+    res->lb_select = -INFINITY; /* the threshold was chosen by the GDP proxy */
+    snprintf(res->method, sizeof res->method, "psg");
+    snprintf(res->assumption, sizeof res->assumption,
+             "Poisson-subsampled Gaussian releases at rate %lld/%lld: the run's profile is the PLD "
+             "of %lld of them at some multiplier; eps_lb = PLD eps at the largest one not ruled out",
+             (long long)m, (long long)n, (long long)K);
+  } else if (per_rel) {
+    if ((rc = dpo__wb_per_release(rec, N, K, alpha, res))) return rc;
+    res->rel_claim = epsmax;
+    res->lb = isfinite(res->rel_lb) ? claimed * res->rel_lb / epsmax : -INFINITY;
+    res->lb_select = isfinite(res->lb_select) ? claimed * res->lb_select / epsmax : -INFINITY;
+    snprintf(res->stat, sizeof res->stat, "one release's LLR / eps_t (%lld a run)", (long long)K);
+    snprintf(res->method, sizeof res->method, "per-release");
+    snprintf(res->assumption, sizeof res->assumption,
+             "canary at full sensitivity in every release: releases are independent draws; "
+             "eps_lb = claim * release bound / largest release charge %.4g", epsmax);
+  } else {
+    res->lb = res->lb_summed;
+    snprintf(res->method, sizeof res->method, "summed");
+    snprintf(res->assumption, sizeof res->assumption,
+             "none (distribution-free: Clopper-Pearson on a threshold of the summed LLR)");
+  }
+  return DPO_OK;
+}
