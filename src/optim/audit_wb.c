@@ -21,11 +21,12 @@
  *    mechanisms, mu_claim-GDP with mu_claim = sqrt(sum_t (sens_t / sigma_t)^2) (Dong, Roth &
  *    Su 2019, Cor. 3.3); a threshold test on S bounds mu from below (dpo_audit_mu_lb) and
  *    eps_lb is the eps of mu_lb-GDP at the claimed delta (Cor. 2.13).
- *  - per-release (every release Laplace, full batch, the canary at full sensitivity in every
- *    release of every trial): each release is its centre plus fresh noise, independent of the
- *    past, so the releases are T independent draws per trial of the per-release mechanisms;
- *    pooled, their normalized l_t give a pure-eps bound on one release (largest charge
- *    eps_max), and a release above its charge breaks the ledger's composition of the charges.
+ *  - per-release (every release Laplace, full batch): a release whose canary is at full
+ *    sensitivity (known from x_t before its noise is drawn) is its centre plus fresh noise,
+ *    independent of the past, so those releases are independent draws of the per-release
+ *    mechanisms; pooled, their normalized l_t give a pure-eps bound on one release (largest
+ *    charge eps_max), and a release above its charge breaks the ledger's composition of the
+ *    charges.
  *    eps_lb = claimed eps * rel_lb / eps_max (a fault that scales every release alike).
  *  - summed (otherwise, and always reported): the distribution-free Clopper-Pearson bound of a
  *    threshold on S (dpo_audit_best_event), valid with no assumption.
@@ -111,7 +112,8 @@ int dpo__wb_observe(void *arg, const dpo_release_t *r) {
   /* full sensitivity: |c_D - c_D'|_1 is the release's sensitivity (to rounding) */
   double dist = 0;
   for (int32_t j = 0; j < a->d; j++) dist += fabs(c[0][j] - c[1][j]);
-  if (dist >= r->sensitivity * (1 - 1e-9)) o->nsat += 1;
+  const int sat = dist >= r->sensitivity * (1 - 1e-9);
+  o->nsat += sat;
   if (gauss) {
     o->flags |= DPO__WB_GAUSS;
     o->mu2 += (r->sensitivity / r->noise_scale) * (r->sensitivity / r->noise_scale);
@@ -128,7 +130,8 @@ int dpo__wb_observe(void *arg, const dpo_release_t *r) {
   o->z = z;
   o->m = (double)r->m;
   o->n = (double)r->n;
-  o->S += gauss || !(r->eps > 0) ? l : l * r->eps;
+  const double lraw = gauss || !(r->eps > 0) ? l : l * r->eps;
+  o->S += lraw;
   if (o->nrel == o->cap) {
     int64_t nc = o->cap ? 2 * o->cap : 64;
     double *nl = realloc(o->l, (size_t)nc * sizeof *nl);
@@ -136,7 +139,10 @@ int dpo__wb_observe(void *arg, const dpo_release_t *r) {
     o->l = nl;
     o->cap = nc;
   }
-  o->l[o->nrel++] = l;
+  /* the per-release test pools only the releases whose canary is at full sensitivity: x_t
+   * decides that before the noise is drawn, so the kept releases are still independent draws
+   * of the per-release mechanism (Doob's optional skipping) */
+  o->l[o->nrel++] = sat ? l : NAN;
   return DPO_OK;
 }
 
@@ -162,7 +168,7 @@ int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec) {
  * the odd ones (pure eps of one release: delta 0). */
 static int dpo__wb_per_release(double *const rec[2], int64_t N, int64_t K, double alpha,
                                dpo_audit_result_t *res) {
-  const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2, ne = N / 2;
+  const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2;
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
   int rc = DPO_OK;
   for (int h = 0; h < 2; h++)
@@ -172,15 +178,20 @@ static int dpo__wb_per_release(double *const rec[2], int64_t N, int64_t K, doubl
     rc = dpo_err(DPO_ENOMEM, "out of memory");
     goto out;
   }
+  int64_t cnt[2][2] = {{0, 0}, {0, 0}}; /* [half][set]: the kept releases */
   for (int w = 0; w < 2; w++)
     for (int64_t i = 0; i < N; i++)
-      memcpy(t[i % 2][w] + (i / 2) * K, rec[w] + i * R + DPO__WB_HDR, (size_t)K * sizeof(double));
+      for (int64_t j = 0; j < K; j++) {
+        double v = rec[w][i * R + DPO__WB_HDR + j];
+        if (isfinite(v)) t[i % 2][w][cnt[i % 2][w]++] = v;
+      }
+  res->rel_lb = -INFINITY;
+  if (!cnt[0][0] || !cnt[0][1] || !cnt[1][0] || !cnt[1][1]) goto out; /* nothing to pool */
   dpo_audit_event_t ev;
-  if ((rc = dpo_audit_best_event(t[0][0], ns * K, t[0][1], ns * K, 0.0, alpha, &ev))) goto out;
+  if ((rc = dpo_audit_best_event(t[0][0], cnt[0][0], t[0][1], cnt[0][1], 0.0, alpha, &ev))) goto out;
   res->ev = ev;
   res->lb_select = ev.eps_lb;
-  res->rel_lb = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne * K, t[1][1], ne * K, 0.0, alpha)
-                       : -INFINITY;
+  res->rel_lb = dpo_audit_event_lb(&ev, t[1][0], cnt[1][0], t[1][1], cnt[1][1], 0.0, alpha);
 out:
   for (int h = 0; h < 2; h++)
     for (int w = 0; w < 2; w++) free(t[h][w]);
@@ -297,9 +308,10 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
   res->releases = K;
   res->saturated = K > 0 ? nsat / (2.0 * (double)N * (double)K) : 0;
   res->mu_lb = res->mu_claim = res->rel_lb = res->rel_claim = res->z_ub = res->z_claim = NAN;
-  const int gdp = flags == DPO__WB_GAUSS;
+  const int base = flags & ~DPO__WB_ZVAR; /* gdp and per-release allow varying scales */
+  const int gdp = base == DPO__WB_GAUSS;
   const int psg = flags == (DPO__WB_GAUSS | DPO__WB_SUB | DPO__WB_POIS) && a->add_remove;
-  const int per_rel = flags == DPO__WB_LAP && res->saturated == 1 && epsmax > 0;
+  const int per_rel = base == DPO__WB_LAP && res->saturated > 0 && epsmax > 0;
   int64_t cnt[3] = {0, 0, 0};
   int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg, cnt, res);
   if (rc) return rc;
@@ -334,8 +346,8 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
     snprintf(res->stat, sizeof res->stat, "one release's LLR / eps_t (%lld a run)", (long long)K);
     snprintf(res->method, sizeof res->method, "per-release");
     snprintf(res->assumption, sizeof res->assumption,
-             "canary at full sensitivity in every release: releases are independent draws; "
-             "eps_lb = claim * release bound / largest release charge %.4g", epsmax);
+             "the releases with the canary at full sensitivity are independent draws; eps_lb = "
+             "claim * release bound / largest release charge %.4g", epsmax);
   } else {
     res->lb = res->lb_summed;
     snprintf(res->method, sizeof res->method, "summed");
