@@ -61,3 +61,25 @@ Test(audit, best_event) {
   cr_assert_eq(dpo_audit_best_event(a, 100, a, 100, 0, 0.05, &ev), 0);
   cr_expect(!(ev.eps_lb > 0));
 }
+
+/* Gaussian DP (issue 39's white-box audit): closed forms of Dong, Roth & Su 2019. */
+Test(audit, gdp_closed_forms) {
+  /* Phi and its inverse: Phi(1.959963985) = 0.975 */
+  cr_assert(fabs(dpo_audit_phi(1.959963985) - 0.975) < 1e-9);
+  cr_assert(fabs(dpo_audit_phi_inv(0.975) - 1.959963985) < 1e-8);
+  /* delta(0) of mu-GDP is the total variation 2 Phi(mu/2) - 1: 0.382924922548 at mu = 1 */
+  cr_assert(fabs(dpo_audit_gdp_delta(1.0, 0.0) - 0.382924922548) < 1e-10);
+  /* eps(delta) inverts delta(eps) */
+  for (double mu = 0.25; mu <= 4; mu *= 2) {
+    double e = dpo_audit_gdp_eps(mu, 1e-5);
+    cr_assert(fabs(dpo_audit_gdp_delta(mu, e) - 1e-5) < 1e-9, "mu %g eps %g", mu, e);
+  }
+  /* more noise, less eps */
+  cr_assert(dpo_audit_gdp_eps(0.5, 1e-5) < dpo_audit_gdp_eps(1.0, 1e-5));
+  /* mu bound of a test: FPR = FNR = Phi(-1) on huge samples is mu = 2 from below */
+  int64_t n = 100000000, k = (int64_t)(n * dpo_audit_phi(-1.0));
+  double mu = dpo_audit_mu_lb(k, n, k, n, 0.05);
+  cr_assert(mu < 2 && mu > 1.99, "mu_lb %g", mu);
+  /* no test: FPR = 1 - FNR gives no positive bound */
+  cr_assert(dpo_audit_mu_lb(500, 1000, 500, 1000, 0.05) < 0);
+}
