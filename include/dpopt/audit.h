@@ -36,6 +36,13 @@ double dpo_audit_cp_upper(int64_t k, int64_t n, double a);
  * the numerator is <= 0. */
 double dpo_audit_eps_lb(int64_t k0, int64_t n0, int64_t k1, int64_t n1, double delta, double alpha);
 
+/* The one-run audit (Steinke, Nasr and Jagielski 2023; src/privacy/audit1.c): m canaries each
+ * included with probability 1/2, r guesses, v right.  The p-value of v under (eps, delta)-DP
+ * (P[Bin(r, q) >= v] plus the delta term, q = e^eps / (1 + e^eps)), and the largest eps whose
+ * p-value is below beta (0 if none; NaN for arguments out of range). */
+double dpo_audit1_pvalue(int64_t m, int64_t r, int64_t v, double eps, double delta);
+double dpo_audit1_eps_lb(int64_t m, int64_t r, int64_t v, double delta, double beta);
+
 /* Best threshold event of one scalar statistic: t0[0..n0) from D, t1[0..n1) from D'.  Events
  * S = {T > thr} or {T <= thr} with thr at every observed value, and either set in the role of
  * D in eps_lb; the one maximizing eps_lb(counts, delta, alpha) on these samples is returned

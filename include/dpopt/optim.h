@@ -201,6 +201,7 @@ typedef struct {
   int64_t m, n;         /* q = m / n */
   int32_t d;
   const double *v, *x;
+  double unit; /* one example's (clipped) gradient in the units of v (e.g. w / m for a mean) */
 } dpo_release_t;
 typedef int (*dpo_release_fn)(void *arg, const dpo_release_t *r);
 /* Rank 0: observe every release of the run (fn NULL: none).  The observer only reads what

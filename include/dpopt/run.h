@@ -146,6 +146,22 @@ int dpo_run_result(const dpo_run_t *run, dpo_run_result_t *res);
 /* Rank 0, after dpo_run_write: summary.json's text, else NULL. */
 const char *dpo_run_summary_json(const dpo_run_t *run);
 
+/* The one-run audit (dpopt audit --one-run; Steinke, Nasr and Jagielski 2023): the run that cfg
+ * describes (its data, algorithm, budget, schedule; logistic regression, one data holder) with
+ * `canaries` canary rows added, each included with probability 1/2, observed release by
+ * release; the eps lower bound holds with confidence 1 - beta.  Collective; the run's
+ * directory is a temporary one, removed afterwards.  src/run/run_canary.c says how. */
+typedef struct {
+  char algorithm[32];
+  double claimed_eps, claimed_delta, eps_lb;
+  int64_t canaries, included, guesses, correct, releases;
+  int64_t grid_r[4], grid_v[4]; /* each guess count tried and its right guesses */
+  int k;                        /* ones per canary row */
+  int add_remove, gaussian, seeded, violation;
+} dpo_audit1_result_t;
+int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t canaries, double beta,
+                   dpo_audit1_result_t *res);
+
 /* Not collective: privacy.clip = none | l1:C | l2:C (C > 0) into *c; *has = 0 for none. */
 int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has);
 

@@ -83,3 +83,25 @@ Test(audit, gdp_closed_forms) {
   /* no test: FPR = 1 - FNR gives no positive bound */
   cr_assert(dpo_audit_mu_lb(500, 1000, 500, 1000, 0.05) < 0);
 }
+
+/* The one-run audit's bound (Steinke, Nasr and Jagielski 2023): against an independent
+ * computation (Python, the binomial tail by direct summation of lgamma pmf terms instead of the
+ * incomplete beta; the reference algorithm's binary search) at beta = 0.05. */
+Test(audit, one_run_bound) {
+  static const struct { int64_t m, r, v; double delta, lb, p1; } c[] = {
+      {1000, 600, 600, 1e-5, 5.2703994635, 0.000106928576747},
+      {100, 100, 100, 1e-5, 3.4902159553, 5.6330898432e-05},
+      {1000, 100, 70, 0, 0.4716718616, 0.793631818552},
+      {1000, 200, 150, 1e-5, 0.8199729122, 0.304422512435},
+      {500, 500, 500, 0, 5.1144221700, 9.46430787651e-69},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    double lb = dpo_audit1_eps_lb(c[i].m, c[i].r, c[i].v, c[i].delta, 0.05);
+    double p1 = dpo_audit1_pvalue(c[i].m, c[i].r, c[i].v, 1.0, c[i].delta);
+    cr_assert(fabs(lb - c[i].lb) < 1e-8, "case %zu: eps_lb %.10f, expected %.10f", i, lb, c[i].lb);
+    cr_assert(fabs(p1 - c[i].p1) <= 1e-9 * c[i].p1, "case %zu: p(1) %.12g vs %.12g", i, p1, c[i].p1);
+  }
+  /* half right is no evidence; out-of-range arguments are refused */
+  cr_assert_eq(dpo_audit1_eps_lb(1000, 100, 50, 0, 0.05), 0.0);
+  cr_assert(isnan(dpo_audit1_eps_lb(10, 20, 5, 0, 0.05)));
+}

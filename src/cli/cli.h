@@ -87,6 +87,10 @@ int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_eval(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
+/* dpopt train's own option rows (cmd_train.c; dpopt audit --one-run takes them too). */
+extern const dpo_cli_opt_t dpo_cli_train_opts[];
+/* dpopt audit --one-run (cmd_audit1.c): test = the dpopt-test faults in force (0 in dpopt). */
+int dpo_cmd_audit1(const dpo_cli_ctx_t *ctx, int argc, char **argv, int test);
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */

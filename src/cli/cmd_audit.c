@@ -61,6 +61,8 @@ static const char dpo__audit_more[] =
     "through Gaussian DP (mu, Dong-Roth-Su 2019), Laplace runs per release when the canary is\n"
     "at full sensitivity in every release, otherwise distribution-free.  The line 'white box:'\n"
     "states the test and what it assumes.\n"
+    "--one-run with dpopt train's options audits one real training run instead, with canary\n"
+    "rows (dpopt audit --one-run --help).\n"
     "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure,\n"
     "6 the lower bound exceeds the claimed eps (privacy violation found).\n"
 #ifdef DPO_TEST_SWITCHES
@@ -68,7 +70,8 @@ static const char dpo__audit_more[] =
     "that plant a fault the audit must catch: --test-break-noise (every noise scale halved),\n"
     "--test-drop-share (secagg: one party's share fewer), --test-keep-all-rows (secagg:\n"
     "party-local sampling keeps every row, the sampled rate charged), --test-seed S (the\n"
-    "trials' noise from a seeded stream, so the outcome is reproducible).\n"
+    "trials' noise from a seeded stream, so the outcome is reproducible), --test-noise-factor F\n"
+    "(every noise scale times F).\n"
 #endif
     ;
 
@@ -119,6 +122,10 @@ static int dpo__audit_test_args(int argc, char **argv, char **args, int *nargs) 
     if (!strcmp(argv[i], "--test-break-noise")) test |= 1;
     else if (!strcmp(argv[i], "--test-drop-share")) test |= 2;
     else if (!strcmp(argv[i], "--test-keep-all-rows")) test |= 8;
+    else if (!strcmp(argv[i], "--test-noise-factor") && i + 1 < argc) {
+      test |= 16;
+      dpo__test_noise_factor(strtod(argv[++i], NULL));
+    }
     else if (!strcmp(argv[i], "--test-seed") && i + 1 < argc) {
       test |= 4;
       dpo__test_audit_seed(1, (uint64_t)strtoull(argv[++i], NULL, 10));
@@ -151,6 +158,11 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   test = dpo__audit_test_args(argc, argv, args, &argc);
   argv = args;
 #endif
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--one-run")) { /* a real training run, audited once: cmd_audit1.c */
+      ex = dpo_cmd_audit1(ctx, argc, argv, test);
+      goto out;
+    }
   if ((ex = dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
                           "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]",
                           dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)

@@ -12,7 +12,7 @@
 
 #define DPO__MAXOPTS 64
 
-static const dpo_cli_opt_t dpo__train_opts[] = {
+const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--data", "data.train", "FILE", "training data (libsvm, csv, idx[.gz], bin)"},
     {"--test", "data.test", "FILE", "held-out data for accuracy/loss reports"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
@@ -86,7 +86,7 @@ static void dpo__algo_help(char *buf, size_t cap) {
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[DPO__MAXOPTS];
-  dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__train_opts, dpo_cli_data_opts);
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo_cli_train_opts, dpo_cli_data_opts);
   static char more[32768]; /* the algorithm table with every key (dpo__algo_help) */
   dpo__algo_help(more, sizeof more);
   dpo_config_t *cfg = NULL;

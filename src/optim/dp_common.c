@@ -757,7 +757,8 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
   {
     const double q = dp->sampling == DPO__DP_SAMPLE_DISJOINT ? 0.0
                      : batch.ids ? (double)dp->m / (double)dp->n : 1.0;
-    dpo_release_t rel = {t, "laplace", b, delta1, q, eps0, c.sampling, dp->m, dp->n, d, g, x};
+    dpo_release_t rel = {t,  "laplace", b, delta1, q,    eps0,
+                         c.sampling, dp->m, dp->n, d, g, x, w / (double)dp->m};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   /* the regularizer's gradient is public given x: added after the noise */

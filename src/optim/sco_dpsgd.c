@@ -518,7 +518,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     }
     if ((rc = dpo_mech_gaussian(rng, a->sigma, a->g, d))) return rc;
     dpo_release_t rel = {t, "gaussian", a->sigma, a->sens, (double)a->m / (double)a->npub,
-                         0, ch.sampling, a->m, a->npub, d, a->g, x};
+                         0, ch.sampling, a->m, a->npub, d, a->g, x, 1.0};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   double f = (double)t / (double)a->T, lr = a->lr; /* the schedule: public (t, T) only */

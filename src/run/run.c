@@ -364,6 +364,8 @@ int dpo_run_load(dpo_run_t *r) {
     lo.d = r->train->d; /* the test set must live in the training feature space */
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
+  if (r->rows_hook && (rc = dpo_agree(r->comm, r->rows_hook(r->rows_arg, r))))
+    return dpo__run_failed(r, rc);
   /* private: a class label above the declared K - 1 is moved onto it (the loader already
    * moved negative and fractional ones), like every other row outside the schema */
   const int32_t K = dpo_model_classes(r->model);

@@ -74,6 +74,12 @@ struct dpo_run {
   double tr_loss, tr_metric, te_loss, te_metric, wall;
   int64_t *confusion; /* softmax with a test set: K x K on the test rows (rank 0) */
   char *summary; /* rank 0: summary.json text */
+  /* the one-run audit (run_canary.c): rows added after the data are loaded (before the bias
+   * column), and the observer of every release (rank 0); NULL in every other run */
+  int (*rows_hook)(void *arg, struct dpo_run *r);
+  void *rows_arg;
+  dpo_release_fn release_fn;
+  void *release_arg;
 };
 
 /* Record a failing status of a lifecycle call (stage, detail) for FAILED and print the typo

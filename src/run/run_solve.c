@@ -123,6 +123,7 @@ static int dpo__make_solver(dpo_run_t *r) {
   free(x0);
   if (rc) return rc;
   dpo__run_priv_attach(r->priv, r->solver);
+  if (r->release_fn) dpo_solver_set_release_observer(r->solver, r->release_fn, r->release_arg);
   return r->resuming ? dpo__resume(r) : DPO_OK;
 }
 

@@ -1,0 +1,323 @@
+/* The one-run audit (dpopt audit --one-run): Steinke, Nasr and Jagielski, "Privacy auditing
+ * with one (1) training run" (NeurIPS 2023), on the data holder's own run.
+ *
+ * The run is the real one (its data, algorithm, budget and schedule) with m canary rows added,
+ * each included independently with probability 1/2 (the secret bits S).  Canary i is a row with one
+ * nonzero, in a feature column of its own beyond the declared schema (no real row and no other
+ * canary touches it), at the largest value the declared row bounds allow, label +1.  Excluded, it is absent (add-remove neighbours) or the
+ * same row with label -1 (replace-one: the two are neighbours, and their logistic gradients on
+ * the canary's columns differ by exactly a = sigma(z) + sigma(-z) per column at every point,
+ * half the replace-one sensitivity 2 B unless clipping saturates both).  The auditor sees
+ * every release (the white box of the threat model: each noised gradient the coordinator
+ * broadcasts) and scores each canary by the log-likelihood ratio of its own columns summed over
+ * the releases; it guesses the r/2 highest scores included and the r/2 lowest excluded, for r
+ * in a fixed grid (a Bonferroni split of beta over the grid), and converts the number of right
+ * guesses into a lower bound on eps (dpo_audit1_eps_lb).  Any score gives a valid bound; the
+ * likelihood ratio only gives it power. */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/privacy.h"
+#include "dpopt/rng.h"
+#include "dpopt/status.h"
+#include "run_impl.h"
+#include "run_priv.h"
+
+#define DPO__A1_GRID 4
+
+typedef struct {
+  int64_t m;
+  int k, bias, add_remove;
+  double a;           /* the canary's value in each of its k columns */
+  int32_t d0, dtot;   /* declared features; with the canaries' columns */
+  dpo_clip_t clip;
+  int has_clip;
+  unsigned char *in;  /* S: canary i included (every rank, for the last rank's rows) */
+  double *score;      /* rank 0 */
+  int64_t nrel;
+  int gauss, lap;
+} dpo__a1_t;
+
+static double dpo__sigm(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
+
+/* Widen a shard to dtot columns (dense rows are moved to the wider stride). */
+static int dpo__a1_widen(dpo_shard_t *s, int32_t dtot) {
+  if (!s->sparse && s->n > 0) {
+    double *X = realloc(s->X, (size_t)s->n * (size_t)dtot * sizeof *X);
+    if (!X) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+    for (int64_t i = s->n - 1; i >= 0; i--) {
+      memmove(X + i * dtot, X + i * s->d, (size_t)s->d * sizeof *X);
+      memset(X + i * dtot + s->d, 0, (size_t)(dtot - s->d) * sizeof *X);
+    }
+    s->X = X;
+  }
+  s->d = dtot;
+  return DPO_OK;
+}
+
+/* The last rank appends the canaries (included ones; under replace-one the excluded ones too,
+ * labelled -1), so no other rank's global row ids move. */
+static int dpo__a1_append(dpo__a1_t *c, dpo_shard_t *s, int last) {
+  int64_t add = 0;
+  for (int64_t i = 0; i < c->m; i++) add += c->in[i] || !c->add_remove;
+  s->n_global += add;
+  if (!last || add == 0) return DPO_OK;
+  const int64_t n = s->n, n1 = n + add;
+  double *y = realloc(s->y, (size_t)n1 * sizeof *y);
+  if (!y) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+  s->y = y;
+  if (s->sparse) {
+    const int64_t nnz = n > 0 ? s->rowptr[n] : 0, nnz1 = nnz + add * c->k;
+    int64_t *rp = realloc(s->rowptr, (size_t)(n1 + 1) * sizeof *rp);
+    if (rp) s->rowptr = rp;
+    int32_t *ci = rp ? realloc(s->colind, (size_t)nnz1 * sizeof *ci) : NULL;
+    if (ci) s->colind = ci;
+    double *v = ci ? realloc(s->val, (size_t)nnz1 * sizeof *v) : NULL;
+    if (!v) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+    s->val = v;
+    if (n == 0) s->rowptr[0] = 0;
+    int64_t row = n, p = nnz;
+    for (int64_t i = 0; i < c->m; i++) {
+      if (!c->in[i] && c->add_remove) continue;
+      for (int j = 0; j < c->k; j++, p++) {
+        s->colind[p] = c->d0 + (int32_t)(i * c->k + j);
+        s->val[p] = c->a;
+      }
+      s->y[row++] = c->in[i] ? 1 : -1;
+      s->rowptr[row] = p;
+    }
+  } else {
+    double *X = realloc(s->X, (size_t)n1 * (size_t)s->d * sizeof *X);
+    if (!X) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+    s->X = X;
+    memset(X + n * s->d, 0, (size_t)add * (size_t)s->d * sizeof *X);
+    int64_t row = n;
+    for (int64_t i = 0; i < c->m; i++) {
+      if (!c->in[i] && c->add_remove) continue;
+      for (int j = 0; j < c->k; j++) X[row * s->d + c->d0 + i * c->k + j] = c->a;
+      s->y[row++] = c->in[i] ? 1 : -1;
+    }
+  }
+  s->n = n1;
+  return DPO_OK;
+}
+
+/* dpo_run_t.rows_hook: widen the shards, add the canaries (before the bias column). */
+static int dpo__a1_rows(void *arg, dpo_run_t *r) {
+  dpo__a1_t *c = arg;
+  if (r->train->labels != DPO_LABELS_BINARY || r->train->n_public)
+    return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: binary labels and one data holder only");
+  c->d0 = r->train->d;
+  if ((int64_t)c->d0 + c->m * c->k > INT32_MAX / 2)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: too many canary columns");
+  c->dtot = c->d0 + (int32_t)(c->m * c->k);
+  int rc = dpo__a1_widen(r->train, c->dtot);
+  if (!rc && r->test) rc = dpo__a1_widen(r->test, c->dtot);
+  if (!rc) rc = dpo__a1_append(c, r->train, r->rank == r->size - 1);
+  return rc;
+}
+
+/* The canary's clipped logistic gradient coefficient for label y at margin z (the gradient is
+ * g a on each of its k columns and g on the bias column). */
+static double dpo__a1_coef(const dpo__a1_t *c, double z, double y) {
+  double g = -y * dpo__sigm(-y * z);
+  if (c->has_clip) {
+    double nrm = c->clip.norm == DPO_CLIP_L1 ? fabs(g) * (c->k * c->a + c->bias)
+                                             : fabs(g) * sqrt(c->k * c->a * c->a + c->bias);
+    if (nrm > c->clip.C) g *= c->clip.C / nrm;
+  }
+  return g;
+}
+
+/* log f(v; mu) on the canary's k columns, up to what both hypotheses share */
+static double dpo__a1_logf(int gauss, double s, const double *v, double mu, int k) {
+  double l = 0;
+  for (int j = 0; j < k; j++)
+    l += gauss ? -(v[j] - mu) * (v[j] - mu) / (2 * s * s) : -fabs(v[j] - mu) / s;
+  return l;
+}
+
+/* dpo_release_fn (rank 0): each canary's log-likelihood ratio on its own columns, included
+ * (label +1) against excluded (label -1 under replace-one, absent under add-remove), at x_t
+ * in the release's units, mixed over the row's presence in the step's sample when q < 1. */
+static int dpo__a1_observe(void *arg, const dpo_release_t *r) {
+  dpo__a1_t *c = arg;
+  const int gauss = !strcmp(r->mechanism, "gaussian");
+  if (!gauss && strcmp(r->mechanism, "laplace"))
+    return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: a '%s' release", r->mechanism);
+  if (r->d != c->dtot + c->bias)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: a release of length %d", r->d);
+  c->gauss |= gauss;
+  c->lap |= !gauss;
+  c->nrel++;
+  const double s = r->noise_scale, unit = r->unit > 0 ? r->unit : 1;
+  const double b = c->bias ? r->x[c->dtot] : 0;
+  for (int64_t i = 0; i < c->m; i++) {
+    const double *x = r->x + c->d0 + i * c->k, *v = r->v + c->d0 + i * c->k;
+    double z = b;
+    for (int j = 0; j < c->k; j++) z += c->a * x[j];
+    const double mu1 = dpo__a1_coef(c, z, 1) * c->a * unit;
+    const double mu0 = c->add_remove ? 0 : dpo__a1_coef(c, z, -1) * c->a * unit;
+    double l1 = dpo__a1_logf(gauss, s, v, mu1, c->k), l0 = dpo__a1_logf(gauss, s, v, mu0, c->k);
+    if (r->q < 1 && r->q > 0) { /* the row in the sample with probability q */
+      const double e = dpo__a1_logf(gauss, s, v, 0, c->k), lq = log(r->q), lp = log1p(-r->q);
+      l1 = fmax(lq + l1, lp + e) + log1p(exp(-fabs((lq + l1) - (lp + e))));
+      l0 = fmax(lq + l0, lp + e) + log1p(exp(-fabs((lq + l0) - (lp + e))));
+    }
+    const double l = l1 - l0;
+    c->score[i] += l;
+  }
+  return DPO_OK;
+}
+
+static const double *dpo__a1_sort_key;
+static int dpo__a1_cmp(const void *pa, const void *pb) {
+  double a = dpo__a1_sort_key[*(const int64_t *)pa], b = dpo__a1_sort_key[*(const int64_t *)pb];
+  return a < b ? 1 : a > b ? -1 : 0; /* descending */
+}
+
+/* Rank 0: the guesses and the bound (the largest over the grid, each at beta / grid). */
+static int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audit1_result_t *res) {
+  int64_t *ord = malloc((size_t)c->m * sizeof *ord);
+  if (!ord) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+  for (int64_t i = 0; i < c->m; i++) ord[i] = i;
+  dpo__a1_sort_key = c->score;
+  qsort(ord, (size_t)c->m, sizeof *ord, dpo__a1_cmp);
+  static const double frac[DPO__A1_GRID] = {0.1, 0.2, 0.5, 1.0};
+  res->eps_lb = 0;
+  for (int g = 0; g < DPO__A1_GRID; g++) {
+    int64_t h = (int64_t)(frac[g] * (double)c->m / 2), v = 0;
+    if (h < 1) continue;
+    for (int64_t t = 0; t < h; t++) v += c->in[ord[t]] + !c->in[ord[c->m - 1 - t]];
+    double lb = dpo_audit1_eps_lb(c->m, 2 * h, v, delta, beta / DPO__A1_GRID);
+    res->grid_r[g] = 2 * h;
+    res->grid_v[g] = v;
+    if (lb > res->eps_lb || g == 0) {
+      res->eps_lb = lb;
+      res->guesses = 2 * h;
+      res->correct = v;
+    }
+  }
+  free(ord);
+  return DPO_OK;
+}
+
+static int dpo__a1_rm(const char *p, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  return remove(p);
+}
+
+/* the audit's own keys (audit.*) are read by the command, not by the run */
+static void dpo__a1_mark(const char *key, const char *value, const char *origin, void *arg) {
+  (void)value, (void)origin;
+  if (!strncmp(key, "audit.", 6)) dpo_config_get(arg, key);
+}
+
+/* Settings of the audit's copy of the run's config: its own temporary run directory. */
+static int dpo__a1_config(MPI_Comm comm, const dpo_config_t *cfg, dpo_config_t **out,
+                          char tmp[256]) {
+  int rc = DPO_OK;
+  if (dpo__rank(comm) == 0) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp, 256, "%s/dpopt-audit1-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp)) rc = dpo_err(DPO_EIO, "dpopt audit --one-run: cannot make %s", tmp);
+  }
+  MPI_Bcast(tmp, 256, MPI_CHAR, 0, comm);
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/run", tmp);
+  if ((rc = dpo_config_copy(cfg, out)) ||
+      (rc = dpo_config_set(*out, "run.dir", dir, "dpopt audit --one-run")))
+    return rc;
+  dpo_config_foreach(*out, dpo__a1_mark, *out);
+  return DPO_OK;
+}
+
+/* Canary shape: one column at the largest value both declared row bounds allow (the clip's
+ * size without bounds).  One column costs the run one coordinate a canary; spreading a
+ * canary over k columns would not help: a release's log-likelihood ratio grows with the L2
+ * size of the canary's gradient, which the L2 bound caps either way. */
+static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
+  double a = fmin(isnan(r->b1) ? INFINITY : r->b1, isnan(r->b2) ? INFINITY : r->b2);
+  c->k = 1;
+  c->a = isfinite(a) ? a : c->has_clip ? c->clip.C : 1;
+}
+
+int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t m, double beta,
+                   dpo_audit1_result_t *res) {
+  dpo__a1_t c = {0};
+  dpo_config_t *copy = NULL;
+  dpo_run_t *r = NULL;
+  char tmp[256] = "";
+  memset(res, 0, sizeof *res);
+  if (m < 2 || !(beta > 0 && beta < 1))
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: need at least 2 canaries and 0 < alpha < 1");
+  int rc = dpo__a1_config(comm, cfg, &copy, tmp);
+  if (!rc) rc = dpo_run_create(comm, copy, &r);
+  if (!rc) rc = dpo_run_setup(r);
+  if (!rc && !r->algo->is_private)
+    rc = dpo_err(DPO_EINVAL, "dpopt audit --one-run: %s is not a private algorithm", r->algo->name);
+  if (!rc && (dpo_model_classes(r->model) > 0 || strcmp(r->model_name, "logreg")))
+    rc = dpo_err(DPO_EUNSUP, "dpopt audit --one-run: logistic regression (--model logreg) only");
+  if (rc) goto out;
+  c.m = m;
+  c.bias = dpo_model_intercept(r->model); /* the last column, value DPO_MODEL_ICPT = 1 */
+  c.add_remove = dpo_ledger_neighbours(dpo__run_priv_ledger(r->priv)) == DPO_NEIGHBOURS_ADD_REMOVE;
+  const dpo_clip_t *clip = dpo__run_priv_clip(r->priv);
+  if ((c.has_clip = clip != NULL)) c.clip = *clip;
+  dpo__a1_shape(&c, r);
+  c.in = malloc((size_t)m);
+  c.score = calloc((size_t)m, sizeof *c.score);
+  if (!c.in || !c.score) {
+    rc = dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+    goto out;
+  }
+  if (r->rank == 0) { /* S: the secret bits (from the run's own noise stream) */
+    dpo_rng_t *rng = dpo__run_priv_rng(r->priv);
+    for (int64_t i = 0; i < m; i += 64) {
+      uint64_t w = dpo_rng_u64(rng);
+      for (int64_t j = i; j < m && j < i + 64; j++) c.in[j] = (unsigned char)((w >> (j - i)) & 1);
+    }
+  }
+  MPI_Bcast(c.in, (int)m, MPI_UNSIGNED_CHAR, 0, comm); /* the last rank writes the rows */
+  r->rows_hook = dpo__a1_rows;
+  r->rows_arg = &c;
+  r->release_fn = dpo__a1_observe;
+  r->release_arg = &c;
+  if ((rc = dpo_run_load(r))) goto out;
+  rc = dpo_run_solve(r);
+  if (rc == DPO_EBUDGET) rc = DPO_OK;
+  if (!rc) rc = dpo_agree(comm, r->rank == 0 && c.nrel == 0
+                                    ? dpo_err(DPO_EUNSUP, "dpopt audit --one-run: %s makes no "
+                                              "release the audit can observe", r->algo->name)
+                                    : DPO_OK);
+  if (rc) goto out;
+  double eps = 0, delta = 0;
+  dpo_ledger_budget(dpo__run_priv_ledger(r->priv), &eps, &delta);
+  if (r->rank == 0 && (rc = dpo__a1_bound(&c, delta, beta, res))) goto out;
+  snprintf(res->algorithm, sizeof res->algorithm, "%s", r->algo->name);
+  res->claimed_eps = eps;
+  res->claimed_delta = delta;
+  res->canaries = m;
+  res->k = c.k;
+  res->releases = c.nrel;
+  res->add_remove = c.add_remove;
+  res->gaussian = c.gauss;
+  res->seeded = !dpo__run_priv_guaranteed(r->priv);
+  for (int64_t i = 0; i < m; i++) res->included += c.in[i];
+  res->violation = res->eps_lb > eps;
+  MPI_Bcast(res, (int)sizeof *res, MPI_BYTE, 0, comm);
+out:
+  rc = dpo_agree(comm, rc);
+  dpo_run_destroy(r);
+  dpo_config_destroy(copy);
+  free(c.in);
+  free(c.score);
+  if (tmp[0] && dpo__rank(comm) == 0) nftw(tmp, dpo__a1_rm, 16, FTW_DEPTH | FTW_PHYS);
+  return rc;
+}
