@@ -427,7 +427,7 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   if (s->rank == 0) {
     double *ax = malloc((size_t)A->p * sizeof *ax);
     dpo_admm_A_mul(A, x, ax);
-    fprintf(rep, "method      %s (%s)%s\n", s->meth, acc ? "004 Alg. 3" : "004 Alg. 2",
+    fprintf(rep, "method      %s (%s)%s\n", s->meth, acc ? "Xu et al. 2020, Alg. 3" : "Xu et al. 2020, Alg. 2",
             dp ? (s->seeded ? " seeded: NOT private" : " private") : " NON-PRIVATE (no noise)");
     fprintf(rep, "iterations  %lld   time %.3f s   gamma %.6g   ||A'A|| %.6g   p %d\n",
             (long long)inf.iters, el, inf.gamma, inf.AtA_norm, A->p);

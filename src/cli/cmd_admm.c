@@ -15,7 +15,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--method", "admm.method", "M", "consensus | dpadmm | dpaccadmm | admm | accadmm (default consensus)"},
       {"--model", "model.name", "NAME", "lsq | logreg (default logreg)"},
       {"--reg", "admm.reg", "G", "consensus regularizer: l1 | l2 | none (default l1)"},
-      {"--lambda", "admm.lambda", "L", "regularization weight (default 1e-5, 004 Table I)"},
+      {"--lambda", "admm.lambda", "L", "regularization weight (default 1e-5, Xu et al. 2020, Table I)"},
       {"--rho", "admm.rho", "R", "penalty rho (default 1)"},
       {"--alpha", "admm.alpha", "A", "consensus over-relaxation in [1, 1.8] (default 1)"},
       {"--xupdate", "admm.xupdate", "K", "consensus x-update: auto | exact | lbfgs | linear"},
@@ -25,16 +25,16 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-3, Boyd Sec. 3.3.1)"},
       {"--maxit", "admm.maxit", "K", "iterations: max (non-private consensus, default 1000) or T (private / DP-ADMM, default 200)"},
       {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; --set admm.adapt_rho=false turns it off)"},
-      {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (004 eq. (11)); default A = I"},
+      {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (Xu et al. 2020, eq. (11)); default A = I"},
       {"--graph-from", "admm.graph_from", "PUBFILE", "build the graph from this PUBLIC data set (|corr| >= --graph-thresh), write it to --graph"},
       {"--graph-thresh", "admm.graph_thresh", "C", "correlation threshold for --graph-from (default 0.3)"},
       {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2 (sets the default eta)"},
       {"--eps", "privacy.eps", "E", "privacy budget eps (private methods)"},
-      {"--delta", "privacy.delta", "D", "privacy delta (default 1e-3, 004 Sec. V-B)"},
-      {"--mu", "privacy.mu", "MU", "004 Thm 1 split mu (default 0.5)"},
+      {"--delta", "privacy.delta", "D", "privacy delta (default 1e-3, Xu et al. 2020, Sec. V-B)"},
+      {"--mu", "privacy.mu", "MU", "Xu et al. 2020, Thm 1 split mu (default 0.5)"},
       {"--clip", "privacy.clip", "C", "L2 clip of per-example gradients / consensus messages"},
       {"--sigma", "privacy.sigma", "S", "fixed noise std instead of calibrating from --eps (the ledger refuses past the budget: exit 3)"},
-      {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (004 Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
+      {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
       {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
       {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory"},
@@ -55,7 +55,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "iteration forms z = prox_g(mean(x_i + u_i)); stops on primal/dual residuals\n"
                           "(Boyd et al. 2011 Sec. 3.3).  With --private each party clips and noises its\n"
                           "message and is charged in the ledger (fixed --maxit iterations).\n"
-                          "dpadmm / dpaccadmm: 004 Alg. 2 / 3 for min f(x) + lambda ||y||_1 s.t. Ax = y, the\n"
+                          "dpadmm / dpaccadmm: Xu et al. 2020, Alg. 2 / 3 for min f(x) + lambda ||y||_1 s.t. Ax = y, the\n"
                           "coordinator noises the clipped gradient (sigma from eq. (8), RDP or the ledger) and charges\n"
                           "an RDP ledger.  admm / accadmm: the same iterations without noise and without\n"
                           "clipping (NON-PRIVATE references).\n"

@@ -38,7 +38,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C (--admm: l2:C)"},
     {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
     {"--rho", "admm.rho", "R", "--admm: ADMM penalty rho (default 1)"},
-    {"--mu", "privacy.mu", "M", "--admm dpadmm|dpaccadmm: mu of 004 Thm 1 (default 0.5)"},
+    {"--mu", "privacy.mu", "M", "--admm dpadmm|dpaccadmm: mu of Xu et al. 2020, Thm 1 (default 0.5)"},
     {"--sigma-rule", "privacy.sigma_rule", "R", "--admm dpadmm|dpaccadmm: eq8 (default), rdp or ledger"},
     {"--restart", "admm.restart", "K", "--admm dpaccadmm: momentum restart every K iterations (default 50)"},
     {"--quiet", "run.quiet", NULL, "no progress on stderr"},

@@ -30,7 +30,7 @@ int dpo_cmd_calibrate(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--accountant", "calibrate.accountant", "A",
        "rdp | pld | auto (default: the smaller noise of the two; pld: none/poisson only)"},
       {"--admm-mu", "calibrate.admm_mu", "MU",
-       "also print the DP-ADMM noise of 004 eq. (8) with this split mu in (0, 1)"},
+       "also print the DP-ADMM noise of Xu et al. 2020, eq. (8) with this split mu in (0, 1)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   char *pos[1];

@@ -128,7 +128,7 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   static const dpo_cli_opt_t opts[] = {
       {"--n", "gen.n", "N", "rows (logistic default 100000, ridge default 10000)"},
       {"--d", "gen.d", "D", "features (default 20)"},
-      {"--l1-bound", "gen.l1_bound", "B", "logistic: rows have ||u||_1 <= B (default 20, 001 Sec. 5)"},
+      {"--l1-bound", "gen.l1_bound", "B", "logistic: rows have ||u||_1 <= B (default 20, Kuru et al. 2022, Sec. 5)"},
       {"--l2-bound", "gen.l2_bound", "B", "ridge: rows have ||u||_2 <= B (default 1)"},
       {"--noise", "gen.noise", "S", "ridge: target noise standard deviation (default 0.1)"},
       {"--size", "gen.size", "NAME", "ratings: ml-100k | ml-1m | ml-10m | ml-20m (default ml-100k)"},
@@ -138,14 +138,14 @@ int dpo_cmd_gen(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--rank", "gen.rank", "R", "ratings: rank of the signal (default 10)"},
       {"--realistic", "gen.realistic", NULL, "ratings: MovieLens-like statistics: user/item biases, >= 20 ratings per user, more noise"},
       {"--seed", "gen.seed", "S", "random seed (default 1)"},
-      {"--sign01", "gen.sign01", NULL, "logistic: 001 Sec. 5 as the authors ran it: rows uniform in [0,1]^d, y = sign(u'w) (declare data.row_l2_bound = sqrt(d))"},
+      {"--sign01", "gen.sign01", NULL, "logistic: Kuru et al. 2022, Sec. 5 as the authors ran it: rows uniform in [0,1]^d, y = sign(u'w) (declare data.row_l2_bound = sqrt(d))"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
   char *pos[2];
   int npos, rc, ex = 0;
   if ((ex = dpo_cli_start(ctx, "gen", argc, argv, opts, "usage: dpopt gen KIND [options] OUT",
                           "KIND is one of:\n"
-                          "  logistic  synthetic logistic regression of 001 Sec. 5 (n=1e5, d=20, ||u||_1<=20)\n"
+                          "  logistic  synthetic logistic regression of Kuru et al. 2022, Sec. 5 (n=1e5, d=20, ||u||_1<=20)\n"
                           "  ridge     linear model with Gaussian noise\n"
                           "  ratings   MovieLens-shaped ratings (power-law degrees, low rank + noise, 1..5)\n"
                           "An OUT ending in .bin is written in the dpopt binary format (logistic, ridge).\n",

@@ -37,7 +37,7 @@ const char *dpo__solver_algo_name(const dpo_solver_t *s);
 int dpo__optim_step(const dpo_solver_t *s, const char *key, double c, double *alpha,
                     double *L_out);
 
-/* M-ASG stage schedule of (001, (4.7)): stage k (1-based) and its step size and length for
+/* M-ASG stage schedule of (Kuru et al. 2022, (4.7)): stage k (1-based) and its step size and length for
  * iteration t (0-based), stage 1 of length n1, then n_k = 2^k ceil(sqrt(kappa) ln 2^(p+2)),
  * alpha_k = alpha1 / 2^(2k) (k >= 2).  *first = 1 when t starts a stage. */
 void dpo__masg_schedule(int64_t t, int64_t n1, double kappa, double p, double alpha1,

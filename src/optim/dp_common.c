@@ -65,7 +65,7 @@ const dpo_algo_param_t dpo__dp_params[] = {
     {"iters", "100", "T (--iters): the budget is split over T steps"},
     {"c", "1", "step scale, alpha = c/L"},
     {"noise", "0 (split eps)", "> 0: fixed Laplace scale; the run stops when the ledger refuses"},
-    {"accounting", "subsampled", "subsampled (001 (3.5)) | thesis-2gamma (000 Thm 4.1.5)"},
+    {"accounting", "subsampled", "subsampled (Kuru et al. 2022, (3.5)) | thesis-2gamma (Kuru 2019, Thm 4.1.5)"},
     {NULL, NULL, NULL}};
 
 /* The L1 sensitivity of one example's data-term gradient from the row bound B1: the model's
@@ -87,7 +87,7 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_c
   for (size_t i = 0; rel == DPO_NEIGHBOURS_ADD_REMOVE && algo && i < nb; i++)
     if (!strcmp(algo, batched[i]))
       return dpo_err(DPO_EINVAL, "%s samples batches of m of the n rows, whose amplification "
-                     "(001 (3.3), disjoint buckets) is proved for replace-one neighbours: set "
+                     "(Kuru et al. 2022, (3.3), disjoint buckets) is proved for replace-one neighbours: set "
                      "privacy.neighbours = replace-one (add-remove: the full-batch methods, or "
                      "dp-sgd-rdp with Poisson batches)", algo);
   if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && dpo_config_get(cfg, "algo.m"))

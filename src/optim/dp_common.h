@@ -142,7 +142,7 @@ int64_t dpo__dp_best_T(int64_t Tmax, double E0, int32_t d, double S1, int64_t n,
  * (1 - sqrt(mu alpha))^{T-t} alpha (1 + alpha L) (t >= 1).  arg: double[3] = {alpha, mu, L}. */
 double dpo__dp_nag_loga(int64_t T, int64_t t, void *arg);
 
-/* Multistage schedule of (001, (4.7)) with the stage of every iteration precomputed for
+/* Multistage schedule of (Kuru et al. 2022, (4.7)) with the stage of every iteration precomputed for
  * (001, Thm 4.3): stage[i], alpha[i] for i = 1..Tmax (paper indexing; iteration i of the paper
  * is step i - 1 of the driver). */
 typedef struct {

@@ -94,6 +94,6 @@ static const dpo_algo_param_t dpgd_params[] = {
     {"schedule", "invsqrt", "invsqrt (alpha0/sqrt(t+1)) | const"},
     {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (000 Sec. 4.4)",
+const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (Kuru 2019, Sec. 4.4)",
                                     1, dpgd_create, dpgd_step, dpgd_destroy, dpgd_save,
                                     dpgd_load, dpgd_params, dpo__dp_params, "alpha", NULL};

@@ -168,8 +168,8 @@ static int gdws_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
 }
 
 #define GDWS_PARAMS                                                                          \
-  {"beta", "0.1", "smoothing weight of the fresh gradient (000 Sec. 4.4.1)"},                \
-  {"alpha", "noise-aware (000 (4.21) / (4.55))", "step size"}
+  {"beta", "0.1", "smoothing weight of the fresh gradient (Kuru 2019, Sec. 4.4.1)"},                \
+  {"alpha", "noise-aware (Kuru 2019, (4.21) / (4.55))", "step size"}
 static const dpo_algo_param_t gdws_params[] = {GDWS_PARAMS, {NULL, NULL, NULL}};
 static const dpo_algo_param_t sgdws_params[] = {
     GDWS_PARAMS, {"m", "ceil(sqrt n)", "minibatch size (--batch), < n"}, {NULL, NULL, NULL}};
@@ -178,16 +178,16 @@ static const dpo_algo_param_t online_params[] = {
     {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_dp_gdws = {"dp-gdws",
-                                      "DP smoothed gradient descent (000 Alg. 4/6, (4.21))", 1,
+                                      "DP smoothed gradient descent (Kuru 2019, Alg. 4/6, (4.21))", 1,
                                       gdws_create, gdws_step, gdws_destroy,
                                       gdws_save, gdws_load, gdws_params, dpo__dp_params, NULL,
                                       NULL};
 const dpo_algo_t dpo__algo_dp_sgdws = {"dp-sgdws",
-                                       "DP smoothed SGD on minibatches (000 Alg. 6, (4.55))", 1,
+                                       "DP smoothed SGD on minibatches (Kuru 2019, Alg. 6, (4.55))", 1,
                                        sgdws_create, gdws_step, gdws_destroy,
                                        gdws_save, gdws_load, sgdws_params, dpo__dp_params, NULL,
                                        NULL};
 const dpo_algo_t dpo__algo_dp_onlinegdws = {
-    "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (000 Sec. 4.3.1)", 1,
+    "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (Kuru 2019, Sec. 4.3.1)", 1,
     online_create, gdws_step, gdws_destroy, gdws_save, gdws_load, online_params, dpo__dp_params,
     NULL, NULL};

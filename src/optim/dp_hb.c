@@ -129,14 +129,14 @@ static int dphb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
 
 static const dpo_algo_param_t dphb_params[] = {
     {"alpha", "c/L", "step size"},
-    {"beta", "(1 - sqrt(alpha mu))/(1 + sqrt(alpha mu))", "momentum (001 Sec. 5)"},
+    {"beta", "(1 - sqrt(alpha mu))/(1 + sqrt(alpha mu))", "momentum (Kuru et al. 2022, Sec. 5)"},
     {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_dp_hb = {"dp-hb", "DP heavy ball (001 (3.1)), alpha c/L", 1, dphb_create,
+const dpo_algo_t dpo__algo_dp_hb = {"dp-hb", "DP heavy ball (Kuru et al. 2022, (3.1)), alpha c/L", 1, dphb_create,
                                     dphb_step, dphb_destroy, dphb_save, dphb_load,
                                     dphb_params, dpo__dp_params, "alpha", "beta"};
 const dpo_algo_t dpo__algo_dp_shb = {"dp-shb",
-                                     "DP-SHB as smoothed noisy gradients (001 (3.6)-(3.7))", 1,
+                                     "DP-SHB as smoothed noisy gradients (Kuru et al. 2022, (3.6)-(3.7))", 1,
                                      dpshb_create, dphb_step, dphb_destroy,
                                      dphb_save, dphb_load, dphb_params, dpo__dp_params, "alpha",
                                      "beta"};

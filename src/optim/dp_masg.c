@@ -1,6 +1,6 @@
 /* Multistage private methods: DP-MASG and DP-MASG-opt (001, Sec. 4.2), DP-MAG and DP-SMAG
  * (000, Sec. 4.2.2 Alg. 5 and Sec. 4.3.2 Alg. 7).  All run NAG in stages with the lengths of
- * (001, (4.7)) = (000, (4.38)): n_1 (algo.n1, default ceil(2 sqrt(kappa) ln sqrt(kappa)) as in
+ * (Kuru et al. 2022, (4.7)) = (000, (4.38)): n_1 (algo.n1, default ceil(2 sqrt(kappa) ln sqrt(kappa)) as in
  * masg.c), n_k = 2^k ceil(sqrt(kappa) ln 2^(p+2)) (algo.p, default 1), restarting the momentum
  * at each stage (x_{-1}^k = x_0^k = last iterate of stage k - 1).
  *  dp-masg      steps alpha_1 = c/L, alpha_k = c/(2^{2k} L) (4.7), beta_k = (1 - sqrt(mu
@@ -92,7 +92,7 @@ static int plan_opt(dpo__dpmasg_t *a, dpo_solver_t *s) {
   if (dp->fixed_b > 0)
     return dpo_err(DPO_EINVAL, "dp-masg-opt allocates the budget itself: drop algo.noise");
   if (!(a->alpha1 * dp->L <= 1.0 + 1e-12))
-    return dpo_err(DPO_EINVAL, "dp-masg-opt: Thm 4.3 of 001 needs alpha^{(k)} <= 1/L (c <= 1)");
+    return dpo_err(DPO_EINVAL, "dp-masg-opt: Thm 4.3 of Kuru et al. 2022 needs alpha^{(k)} <= 1/L (c <= 1)");
   if ((rc = dpo__dp_stages_create(dp->T, a->n1, a->kappa, a->p, a->alpha1, dp->mu, dp->L, &st)))
     return rc;
   a->Tuse = choose ? dpo__dp_best_T(dp->T, E0, dp->d, dp->S1, dp->n, dp->eps, dpo__dp_masg_loga,
@@ -176,7 +176,7 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
   if ((rc = dpo__dp_create(s, 1, &a->dp))) goto fail;
   dpo__dp_t *dp = a->dp;
   if (!(dp->mu > 0)) {
-    rc = dpo_err(DPO_EINVAL, "the stages of (001, (4.7)) need mu > 0 (lambda > 0)");
+    rc = dpo_err(DPO_EINVAL, "the stages of (Kuru et al. 2022, (4.7)) need mu > 0 (lambda > 0)");
     goto fail;
   }
   /* default batch ceil(sqrt n) (public, as dp-sgdws); the common default is the full batch */
@@ -191,7 +191,7 @@ static int dpmasg_create_mode(dpo_solver_t *s, void **state, int mode) {
   if ((rc = dpo__optim_step(s, "alpha", dp->c, &a->alpha1, NULL))) goto fail;
   if ((rc = dpo_solver_param(s, "p", 1.0, &a->p))) goto fail;
   if (!(a->p >= 1) || !isfinite(a->p)) {
-    rc = dpo_err(DPO_EINVAL, "algo.p = %g must be >= 1 (001, (4.7))", a->p);
+    rc = dpo_err(DPO_EINVAL, "algo.p = %g must be >= 1 (Kuru et al. 2022, (4.7))", a->p);
     goto fail;
   }
   n1d = ceil(2.0 * sqrt(a->kappa) * log(sqrt(a->kappa)));
@@ -299,29 +299,29 @@ static int dpmasg_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
 
 #define DPMASG_PARAMS                                                                        \
   {"alpha", "c/L", "first-stage step alpha_1 (stage k: alpha_1/2^(2k))"},                     \
-  {"p", "1", "stage-length exponent p >= 1 of (001, (4.7))"},                                 \
+  {"p", "1", "stage-length exponent p >= 1 of (Kuru et al. 2022, (4.7))"},                                 \
   {"n1", "ceil(2 sqrt(kappa) ln sqrt(kappa))", "length of stage 1"}
 static const dpo_algo_param_t dpmasg_params[] = {DPMASG_PARAMS, {NULL, NULL, NULL}};
 static const dpo_algo_param_t dpmasgopt_params[] = {
-    DPMASG_PARAMS, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
+    DPMASG_PARAMS, {"E0", "10", "public guess of F(x_0) - F* for T' (Kuru et al. 2022, Remark 4.1)"},
     {"choose_T", "1", "1: run the T' <= T minimising the bound; 0: keep T"}, {NULL, NULL, NULL}};
 static const dpo_algo_param_t dpsmag_params[] = {
     DPMASG_PARAMS, {"m", "ceil(sqrt n)", "minibatch size (--batch), < n"}, {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (001 (4.7))",
+const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (Kuru et al. 2022, (4.7))",
                                       1, masg_create, dpmasg_step, dpmasg_destroy,
                                       dpmasg_save, dpmasg_load, dpmasg_params, dpo__dp_params, "",
                                       ""};
 const dpo_algo_t dpo__algo_dp_masg_opt = {
-    "dp-masg-opt", "DP-MASG with optimal noise from the weights of (001 Thm 4.3)", 1,
+    "dp-masg-opt", "DP-MASG with optimal noise from the weights of (Kuru et al. 2022, Thm 4.3)", 1,
     masgopt_create, dpmasg_step, dpmasg_destroy, dpmasg_save, dpmasg_load, dpmasgopt_params,
     dpo__dp_params, "", ""};
 const dpo_algo_t dpo__algo_dp_mag = {"dp-mag",
-                                     "DP-MAG: per-stage budget, step (000 (4.40)-(4.43))", 1,
+                                     "DP-MAG: per-stage budget, step (Kuru 2019, (4.40)-(4.43))", 1,
                                      mag_create, dpmasg_step, dpmasg_destroy, dpmasg_save,
                                      dpmasg_load, dpmasg_params, dpo__dp_params, "", ""};
 const dpo_algo_t dpo__algo_dp_smag = {"dp-smag",
-                                      "DP-SMAG: DP-MAG on minibatches (000 Alg. 7, (4.57)-(4.59))",
+                                      "DP-SMAG: DP-MAG on minibatches (Kuru 2019, Alg. 7, (4.57)-(4.59))",
                                       1, smag_create, dpmasg_step, dpmasg_destroy,
                                       dpmasg_save, dpmasg_load, dpsmag_params, dpo__dp_params, "",
                                       ""};

@@ -57,7 +57,7 @@ static int dpnag_opt_plan(dpo__dpnag_t *a, dpo_solver_t *s) {
     return rc;
   if (!(dp->mu > 0) || !(dp->L > 0) || !(a->alpha * dp->mu < 1))
     return dpo_err(DPO_EINVAL, "dp-nag-opt needs mu > 0, a declared L (data.row_l2_bound) and "
-                   "alpha mu < 1 for the weights a_{T,t} of (001, Thm 4.1)");
+                   "alpha mu < 1 for the weights a_{T,t} of (Kuru et al. 2022, Thm 4.1)");
   if (!(E0 >= 0) || !isfinite(E0)) return dpo_err(DPO_EINVAL, "algo.E0 = %g must be >= 0", E0);
   if (dp->fixed_b > 0)
     return dpo_err(DPO_EINVAL, "dp-nag-opt allocates the budget itself: drop algo.noise");
@@ -179,13 +179,13 @@ static int dpnag_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
 static const dpo_algo_param_t dpnag_params[] = {DPNAG_PARAMS, {NULL, NULL, NULL}};
 static const dpo_algo_param_t dpnagopt_params[] = {
     {"alpha", "c/L", "step size"},
-    {"beta", "min(0.9, (1 - sqrt(alpha mu))/(1 + sqrt(alpha mu))); mu = 0: t/(t+3)", "momentum"}, {"E0", "10", "public guess of F(x_0) - F* for T' (001 Remark 4.1)"},
+    {"beta", "min(0.9, (1 - sqrt(alpha mu))/(1 + sqrt(alpha mu))); mu = 0: t/(t+3)", "momentum"}, {"E0", "10", "public guess of F(x_0) - F* for T' (Kuru et al. 2022, Remark 4.1)"},
     {"choose_T", "1", "1: run the T' <= T minimising (4.6); 0: keep T"}, {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (001 (4.1))", 1,
+const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (Kuru et al. 2022, (4.1))", 1,
                                      dpnag_create, dpnag_step, dpnag_destroy, dpnag_save,
                                      dpnag_load, dpnag_params, dpo__dp_params, "alpha", NULL};
 const dpo_algo_t dpo__algo_dp_nag_opt = {
-    "dp-nag-opt", "DP-NAG with the optimal noise b_t of (001 Prop. 4.2) and T of (4.6)", 1,
+    "dp-nag-opt", "DP-NAG with the optimal noise b_t of (Kuru et al. 2022, Prop. 4.2) and T of (4.6)", 1,
     dpnagopt_create, dpnag_step, dpnag_destroy, dpnag_save, dpnag_load, dpnagopt_params,
     dpo__dp_params, "", ""};

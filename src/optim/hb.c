@@ -104,9 +104,9 @@ static int hb_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
 static const dpo_algo_param_t hb_params[] = {
     {"alpha", "1/L (polyak: 4/(sqrt L + sqrt mu)^2)", "step size"},
     {"beta", "((sqrt kappa - 1)/(sqrt kappa + 1))^2", "momentum, kappa = L/mu"},
-    {"params", "thesis", "thesis | polyak: which default pair (000 Sec. 4.4)"},
+    {"params", "thesis", "thesis | polyak: which default pair (Kuru 2019, Sec. 4.4)"},
     {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (000 Sec. 4.4)", 0,
+const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (Kuru 2019, Sec. 4.4)", 0,
                                  hb_create, hb_step, hb_destroy, hb_save, hb_load, hb_params,
                                  NULL, NULL, NULL};

@@ -58,7 +58,7 @@ static int masg_create(dpo_solver_t *s, void **state) {
   if (!a) return dpo_err(DPO_ENOMEM, "masg: out of memory");
   if ((rc = dpo_solver_constants(s, &L, &mu))) goto fail;
   if (!(mu > 0)) {
-    rc = dpo_err(DPO_EINVAL, "masg: the schedule (001, (4.7)) needs mu > 0 (lambda > 0)");
+    rc = dpo_err(DPO_EINVAL, "masg: the schedule (Kuru et al. 2022, (4.7)) needs mu > 0 (lambda > 0)");
     goto fail;
   }
   if ((rc = dpo_solver_param(s, "c", 1.0, &c))) goto fail;
@@ -74,7 +74,7 @@ static int masg_create(dpo_solver_t *s, void **state) {
   }
   if ((rc = dpo_solver_param(s, "p", 1.0, &a->p))) goto fail;
   if (!(a->p >= 1) || !isfinite(a->p)) {
-    rc = dpo_err(DPO_EINVAL, "masg: algo.p = %g must be >= 1 (001, (4.7))", a->p);
+    rc = dpo_err(DPO_EINVAL, "masg: algo.p = %g must be >= 1 (Kuru et al. 2022, (4.7))", a->p);
     goto fail;
   }
   a->kappa = L / mu;
@@ -147,10 +147,10 @@ static const dpo_algo_param_t masg_params[] = {
     {"c", "1", "step scale, alpha_1 = c/L"},
     {"alpha", "c/L", "first-stage step alpha_1 (stage k: alpha_1/2^(2k))"},
     {"beta", "(1 - sqrt(mu alpha_k))/(1 + sqrt(mu alpha_k))", "momentum (fixed for all stages if set)"},
-    {"p", "1", "stage-length exponent p >= 1 of (001, (4.7))"},
+    {"p", "1", "stage-length exponent p >= 1 of (Kuru et al. 2022, (4.7))"},
     {"n1", "ceil(2 sqrt(kappa) ln sqrt(kappa))", "length of stage 1"},
     {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_masg = {"masg", "multistage accelerated gradient M-ASG (001 (4.7))", 0,
+const dpo_algo_t dpo__algo_masg = {"masg", "multistage accelerated gradient M-ASG (Kuru et al. 2022, (4.7))", 0,
                                    masg_create, masg_step, masg_destroy, masg_save,
                                    masg_load, masg_params, NULL, NULL, NULL};

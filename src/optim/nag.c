@@ -95,6 +95,6 @@ static const dpo_algo_param_t nag_params[] = {
     {"beta", "(sqrt kappa - 1)/(sqrt kappa + 1); mu = 0: t/(t+3)", "momentum"},
     {NULL, NULL, NULL}};
 
-const dpo_algo_t dpo__algo_nag = {"nag", "Nesterov accelerated gradient, alpha 1/L (000 Sec. 4.4)",
+const dpo_algo_t dpo__algo_nag = {"nag", "Nesterov accelerated gradient, alpha 1/L (Kuru 2019, Sec. 4.4)",
                                   0, nag_create, nag_step, nag_destroy, nag_save, nag_load,
                                   nag_params, NULL, NULL, NULL};

@@ -108,7 +108,7 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
   if (multi && a->shared == dpo__sco_params && strcmp(a->name, "dp-sgd-rdp") != 0 &&
       strcmp(a->name, "pnsgd") != 0)
     return dpo_err(DPO_EUNSUP, "privacy.trust = %s with parties: %s releases only a noised "
-                   "phase output (output perturbation, 003 Alg. 2/3), computed by the "
+                   "phase output (output perturbation, Feldman, Koren and Talwar 2020, Alg. 2/3), computed by the "
                    "coordinator from many UNNOISED gradients (one example at a time in the SGD "
                    "phases of phased-sgd / phased-sc, the batch at every step of the ERM solve "
                    "of phased-erm; sc-reduce runs one of them) at iterates every party "

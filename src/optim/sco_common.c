@@ -96,12 +96,12 @@ int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, 
                                "data.row_l2_bound with model logreg or softmax", who);
   if (!(B2 > 0) || !isfinite(B2))
     return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "
-                               "beta must be public to check eta <= 2/beta (003 Thm 3.1)", who);
+                               "beta must be public to check eta <= 2/beta (Feldman, Koren and Talwar 2020, Thm 3.1)", who);
   if (!(delta > 0))
     return dpo_err(DPO_EINVAL, "%s: Gaussian noise needs an (eps, delta) budget with delta > 0: "
                                "give --delta D", who);
   if (rel != DPO_NEIGHBOURS_REPLACE_ONE && strcmp(who, "dp-sgd-rdp") != 0)
-    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (003) is for replace-one neighbours; "
+    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (Feldman, Koren and Talwar 2020) is for replace-one neighbours; "
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
   return DPO_OK;
@@ -133,7 +133,7 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   double beta;
   if (dpo_solver_constants(s, &beta, NULL) != DPO_OK)
     return dpo_err(DPO_EINVAL, "%s: declare data.row_l2_bound (--row-l2-bound): the smoothness "
-                               "beta must be public to check eta <= 2/beta (003 Thm 3.1)", who);
+                               "beta must be public to check eta <= 2/beta (Feldman, Koren and Talwar 2020, Thm 3.1)", who);
   c->beta = beta;
   if ((rc = dpo_solver_param(s, "D", 2.0, &c->D))) return rc;
   if (!(c->D > 0) || !isfinite(c->D))
@@ -149,7 +149,7 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
    * Poisson batches has an add/remove analysis (MTZ 2019). */
   c->rel = dpo_ledger_neighbours(led);
   if (c->rel != DPO_NEIGHBOURS_REPLACE_ONE && strcmp(who, "dp-sgd-rdp") != 0)
-    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (003) is for replace-one neighbours; "
+    return dpo_err(DPO_EINVAL, "%s: its privacy analysis (Feldman, Koren and Talwar 2020) is for replace-one neighbours; "
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
   if ((rc = dpo_solver_param(s, "rho", NAN, &c->rho))) return rc;

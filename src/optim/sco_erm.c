@@ -61,7 +61,7 @@ int dpo__sco_erm_iters(double beta, double reg, double mu_model, double D, doubl
   double T = r <= 1 ? 0 : q >= 1 ? 1 : ceil(log(r) / -log1p(-q));
   if (!(T <= (double)maxit))
     return dpo_err(DPO_EINVAL, "phased-erm: a phase needs %.0f gradient steps for the accuracy "
-                               "%g of 003 Alg. 3 (kappa = %g), above algo.erm_maxit = %lld: "
+                               "%g of Feldman, Koren and Talwar 2020, Alg. 3 (kappa = %g), above algo.erm_maxit = %lld: "
                                "raise algo.erm_maxit or lower algo.D",
                    T, target, M / mu, (long long)maxit);
   *iters = (int64_t)T;
@@ -196,7 +196,7 @@ static int perm_create(dpo_solver_t *s, void **state) {
     total += T;
   }
   dpo_msg("phased-erm: %lld projected-GD steps over the phases, fixed by the public constants "
-          "(003 Alg. 3 line 4 accuracy)", (long long)total);
+          "(Feldman, Koren and Talwar 2020, Alg. 3 line 4 accuracy)", (long long)total);
   dpo_msg("phased-erm: k=%d phases, eta=%g, noise multiplier z=%g (Alg. 3: %g, RDP: %g), L=%g, "
           "D=%g (Thm 4.8 rate L D (1/sqrt n + sqrt(d ln(1/delta))/(eps n)) = %g)",
           a->k, a->eta, a->z, sqrt(log(1 / delta)) / eps, zr, a->c.L, a->c.D,
@@ -237,5 +237,5 @@ static const dpo_algo_param_t perm_params[] = {
     {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_phased_erm = {
-    "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (003 Alg. 3, Thm 4.8)",
+    "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (Feldman, Koren and Talwar 2020, Alg. 3, Thm 4.8)",
     1, perm_create, perm_step, perm_destroy, NULL, NULL, perm_params, dpo__sco_params, NULL, NULL};

@@ -127,7 +127,7 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   if (pt) {
     if (!a->release_all && dpo_config_get(dpo_solver_config(s), "algo.release")) {
       rc = dpo_err(DPO_EUNSUP, "pnsgd: algo.release = final is not private under privacy.trust "
-                   "= %s with parties: every party receives every iterate, and 003 Thm 3.1 "
+                   "= %s with parties: every party receives every iterate, and Feldman, Koren and Talwar 2020, Thm 3.1 "
                    "covers only the final one; use algo.release = all (the default with "
                    "parties)", dpo_trust_name(pt->trust));
       goto fail;
@@ -193,7 +193,7 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
   for (int64_t t = 0; t < T; t++) {
     a->sig[t] = a->sigma;
     if (isfinite(a->c.beta) && !(a->eta[t] <= 2 / a->c.beta)) {
-      rc = dpo_err(DPO_EINVAL, "pnsgd: step eta_%lld = %g exceeds 2/beta = %g (003 Thm 3.1 needs "
+      rc = dpo_err(DPO_EINVAL, "pnsgd: step eta_%lld = %g exceeds 2/beta = %g (Feldman, Koren and Talwar 2020, Thm 3.1 needs "
                                "it): use more steps or a smaller algo.D",
                    (long long)t + 1, a->eta[t], 2 / a->c.beta);
       goto fail;
@@ -231,7 +231,7 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
                                 .accounting = "rdp", .m = a->used, .n = n, .step = 0,
                                 .neighbours = a->c.rel};
     snprintf(plan.what, sizeof plan.what, "one charge rho = %.6g for the final iterate of the "
-             "full %lld-step pass (003 Thm 3.1)", a->rho_charged, (long long)T);
+             "full %lld-step pass (Feldman, Koren and Talwar 2020, Thm 3.1)", a->rho_charged, (long long)T);
   }
   if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
   *state = a;
@@ -324,6 +324,6 @@ static const dpo_algo_param_t pnsgd_params[] = {
     {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_pnsgd = {
-    "pnsgd", "PNSGD with Snowball batches, amplification by iteration (003 Alg. 1; algo.schedule)",
+    "pnsgd", "PNSGD with Snowball batches, amplification by iteration (Feldman, Koren and Talwar 2020, Alg. 1; algo.schedule)",
     1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL, pnsgd_params, dpo__sco_params, NULL,
     NULL};

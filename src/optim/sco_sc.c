@@ -238,8 +238,8 @@ static const dpo_algo_param_t psc_params[] = {
     SC_MAXIT, {NULL, NULL, NULL}};
 
 const dpo_algo_t dpo__algo_sc_reduce = {
-    "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (003 Sec. 5.1)", 1,
+    "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (Feldman, Koren and Talwar 2020, Sec. 5.1)", 1,
     reduce_create, sc_step, sc_destroy, NULL, NULL, reduce_params, dpo__sco_params, NULL, ""};
 const dpo_algo_t dpo__algo_phased_sc = {
-    "phased-sc", "Phased-SGD for strongly convex losses (003 Thm 5.3, Lemma 5.2 averaging)", 1,
+    "phased-sc", "Phased-SGD for strongly convex losses (Feldman, Koren and Talwar 2020, Thm 5.3, Lemma 5.2 averaging)", 1,
     psc_create, sc_step, sc_destroy, NULL, NULL, psc_params, dpo__sco_params, NULL, ""};

@@ -266,7 +266,7 @@ int dpo__charge_relation(const dpo_charge_t *c, dpo_neighbours_t rel) {
     return dpo_err(DPO_EINVAL, "charge: %s is a replace-one analysis (fixed public n); under "
                    "privacy.neighbours = add-remove use Poisson sampling (dp-sgd-rdp "
                    "algo.sampling = poisson), or set privacy.neighbours = replace-one",
-                   dpo__streq(c->mechanism, "rdp-rho") ? "amplification by iteration (003 "
+                   dpo__streq(c->mechanism, "rdp-rho") ? "amplification by iteration (Feldman, Koren and Talwar 2020, "
                    "Thm 3.1)" : dpo__streq(c->sampling, "wor") ? "sampling without replacement"
                    : "a disjoint-batch pass");
   return DPO_OK;

@@ -104,7 +104,7 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
     if (sampled) return dpo_err(DPO_EINVAL, "--admm-mu compares full-batch steps: --sampling none");
     /* 004 eq. (8) with c/n = sensitivity */
     if ((rc = dpo_admm_thm1_sigma(sens, 1, steps, eps, delta, mu, &s8, &a8))) return rc;
-    fprintf(out, "admm_eq8_sigma    %.9g   (004 Thm 1 eq. (8), mu=%g, alpha=%g; ratio to RDP "
+    fprintf(out, "admm_eq8_sigma    %.9g   (Xu et al. 2020, Thm 1 eq. (8), mu=%g, alpha=%g; ratio to RDP "
                  "%.4g)\n", s8, mu, a8, s8 / (z * sens));
   }
   return DPO_OK;
