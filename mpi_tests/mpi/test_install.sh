@@ -2,7 +2,9 @@
 # Issue 14: `make install prefix=DIR` installs a dpopt.pc that points into DIR (not the
 # configure-time prefix) and an umbrella header that is enough on its own: examples/ex1_train.c
 # (includes only dpopt/dpopt.h) is compiled with mpicc and `pkg-config --cflags --libs dpopt`
-# against the temporary install and run under mpirun on data/a9a.
+# against the temporary install and run under mpirun on data/a9a.  Both the installed dpopt and
+# that program start with a clean environment (no LD_LIBRARY_PATH, no ldconfig): the binary
+# carries a RUNPATH relative to itself, dpopt.pc an rpath to its libdir.
 . "$(dirname "$0")/testlib.sh"
 P="$T/p"
 expect 0 make -C "$B" install prefix="$P"
@@ -17,8 +19,11 @@ export PKG_CONFIG_PATH="$P/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 flags=$(pkg-config --cflags --libs dpopt)
 check "pkg-config knows dpopt" test -n "$flags"
 # shellcheck disable=SC2086
-expect 0 mpicc -std=gnu11 "$S/examples/ex1_train.c" $flags -Wl,-rpath,"$P/lib" -o "$T/ex1_train"
-expect 0 $MPI -np 2 "$T/ex1_train" "$S/data/a9a" 10
+expect 0 mpicc -std=gnu11 "$S/examples/ex1_train.c" $flags -o "$T/ex1_train"
+clean="env -i PATH=$PATH HOME=$T OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+expect 0 $clean "$P/bin/dpopt" --version
+has "$T/out" "^dpopt " "the installed dpopt starts without LD_LIBRARY_PATH"
+expect 0 $clean $MPI -np 2 "$T/ex1_train" "$S/data/a9a" 10
 acc=$(sed -n 's/.*accuracy \([0-9.]*\).*/\1/p' "$T/out")
 if awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }'; then ok; else bad "ex1_train accuracy '$acc' (want > 0.8)"; cat "$T/out"; fi
 expect 0 make -C "$B" uninstall prefix="$P"
