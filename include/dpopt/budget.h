@@ -36,6 +36,10 @@ int dpo_budget_add(const char *store, const char *const *files, int nfiles,
 /* Print budget, spent (composed), remaining, registered files and one line per run. */
 int dpo_budget_show(const char *store, const char *key_file, FILE *out);
 
+/* The store's budget and spent (eps, delta), composed (what show prints); any may be NULL. */
+int dpo_budget_spent(const char *store, const char *key_file, double *budget_eps,
+                     double *budget_delta, double *eps, double *delta);
+
 /* A run's handle on a store: the key loaded (never created), the files it will read hashed
  * and each checked to be registered (DPO_EINVAL naming the file and how to register it). */
 int dpo_budget_open(const char *store, const char *key_file, const char *const *files,

@@ -592,6 +592,27 @@ out:
   return st;
 }
 
+int dpo_budget_spent(const char *store, const char *key_file, double *budget_eps,
+                     double *budget_delta, double *eps, double *delta) {
+  unsigned char key[DPO__CHAIN_BYTES];
+  dpo__bstate_t s;
+  int fd = -1, st;
+  double e, d;
+  if ((st = dpo__journal_key_load(key_file, 0, key, NULL, 0))) return st;
+  st = dpo__bopen(store, key, 0, &fd, &s);
+  sodium_memzero(key, sizeof key);
+  if (st) return st;
+  close(fd);
+  if (!(st = dpo__budget_total(s.runs, s.nruns, NULL, s.bdelta, &e, &d, NULL))) {
+    if (budget_eps) *budget_eps = s.beps;
+    if (budget_delta) *budget_delta = s.bdelta;
+    if (eps) *eps = e;
+    if (delta) *delta = d;
+  }
+  dpo__bstate_free(&s);
+  return st;
+}
+
 int dpo_budget_show(const char *store, const char *key_file, FILE *out) {
   unsigned char key[DPO__CHAIN_BYTES];
   dpo__bstate_t s;
