@@ -47,9 +47,13 @@ int dpo_budget_open(const char *store, const char *key_file, const char *const *
 /* Would a run of budget (eps, delta) fit?  With dry = 1 nothing is written (the check made
  * before a run claims anything); with dry = 0 the reservation is appended under the lock
  * (run_id: dpo_ledger_run_id; a run id whose reservation is still open is not charged again,
- * so a resumed run never pays twice).  DPO_EBUDGET if it does not fit. */
+ * so a resumed run never pays twice).  DPO_EBUDGET if it does not fit.  A settled run resumed
+ * (its journal reopened) passes its ledger's parts now: a journal that holds less than the
+ * store settled for the run was rolled back, and is refused (DPO_EFORMAT). */
 int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
                        const char *what, int dry);
+int dpo_budget_reserve_resumed(dpo_budget_t *B, const char *run_id, double eps, double delta,
+                               const char *what, const dpo_ledger_parts_t *now);
 /* Settle run_id's reservation to the parts of its ledger (NULL: nothing was released). */
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p);
 void dpo_budget_close(dpo_budget_t *B);

@@ -11,8 +11,12 @@
 #    record's keyed BLAKE2b chain tag;
 #  - an edited record is refused (exit 2) by show and by a run;
 #  - a run stopped early and resumed is one account (one run id), and a killed run's
-#    reservation stays spent whole; resuming it charges nothing again;
+#    reservation stays spent whole; resuming it charges nothing again; a run directory rolled
+#    back behind what the store settled for it is refused on resume (exit 2);
 #  - two runs started at once on a store with room for one: exactly one passes;
+#  - dpopt tune reserves its whole budget once (its repetitions charge nothing more), composes
+#    with a train on the same store, and is refused like a train;
+#  - dpopt admm (DP-ADMM, with its journal) charges the same account;
 #  - a seeded (not private) run naming a store is refused.
 . "$(dirname "$0")/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
@@ -113,9 +117,15 @@ expect 0 "$DPOPT" budget init "$T/rs" --eps 3 --delta 1e-5 --data "$S/data/a9a"
 expect 5 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/rs" --eps 1 $P --out "$T/q" --set run.stop_after=10
 expect 0 "$DPOPT" budget show "$T/rs"
 has "$T/out" "settled  eps = " "a run stopped early is settled"
+cp -a "$T/q" "$T/q10"
 expect 0 "$DPOPT" train --resume "$T/q" --quiet
 expect 0 "$DPOPT" budget show "$T/rs"
 has "$T/out" "runs            1" "a resumed run is the same account"
+# the run directory rolled back to its stop at step 10 (journal behind the settlement): refused
+sha256sum "$T/rs/records.jsonl" >"$T/rs0"
+expect 2 "$DPOPT" train --resume "$T/q10" --quiet
+has "$T/err" "rolled back" "a rolled-back run directory"
+sha256sum -c --quiet "$T/rs0" && ok || bad "the refused resume changed the store"
 # a reservation left open (the run killed after it reserved): the resume does not add to it
 id=$(head -n 1 "$T/q/ledger.jsonl" | sed 's/.*"nonce":"\([0-9a-f]*\)".*/\1/')
 expect 5 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/rs" --eps 1 $P --out "$T/k" --set run.stop_after=10
@@ -134,6 +144,34 @@ expect 0 "$DPOPT" budget show "$T/rs"
 has "$T/out" "runs            2" "two runs"
 hasnot "$T/out" "reserved" "every run settled after the resume"
 [ -n "$id" ] && ok || bad "no journal nonce"
+
+# ---- dpopt tune charges the store once (its repetitions do not); a train after it composes
+C="--data $S/data/a9a --test $S/data/a9a.t --dim 123 --row-l1-bound 14 --row-l2-bound 3.75 --quiet"
+expect 0 "$DPOPT" budget init "$T/tn" --eps 4 --data "$S/data/a9a"
+expect 1 "$DPOPT" tune $C --eps 3 --algos dp-nag-opt,dp-gd --mean 2 --budget-store "$T/tn" --out "$T/t0"
+has "$T/err" "a9a.t: is not registered" "tune: the held-out file must be registered too"
+expect 0 "$DPOPT" budget add "$T/tn" "$S/data/a9a.t"
+expect 0 "$DPOPT" tune $C --eps 3 --algos dp-nag-opt,dp-gd --mean 2 --budget-store "$T/tn" --out "$T/t1"
+expect 3 "$DPOPT" tune $C --eps 3 --algos dp-nag-opt,dp-gd --mean 2 --budget-store "$T/tn" --out "$T/t2"
+[ ! -e "$T/t2" ] && ok || bad "a refused tune left its directory"
+expect 0 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/tn" --eps 1 $P --out "$T/t3"
+expect 3 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/tn" --eps 0.5 $P --out "$T/t4"
+expect 0 "$DPOPT" budget show "$T/tn"
+has "$T/out" "tune   settled  eps = 3, delta = 0" "the tune's one charge"
+has "$T/out" "runs            2" "a tune and a train in one account"
+
+# ---- dpopt admm (DP-ADMM) charges the same account; it needs its journal for the run id
+A="--method dpadmm --clip 1 --delta 1e-6 --maxit 10 --row-l2-bound 3.75 --lambda 1e-4"
+expect 0 "$DPOPT" budget init "$T/ad" --eps 1.5 --delta 1e-5 --data "$S/data/a9a"
+expect 1 "$DPOPT" admm "$S/data/a9a" $A --eps 1 --budget-store "$T/ad"
+has "$T/err" "journal" "admm with a store and no journal"
+expect 0 "$DPOPT" admm "$S/data/a9a" $A --eps 1 --budget-store "$T/ad" --journal "$T/ad1.jsonl"
+expect 3 "$DPOPT" admm "$S/data/a9a" $A --eps 1 --budget-store "$T/ad" --journal "$T/ad2.jsonl"
+[ ! -e "$T/ad2.jsonl" ] && ok || bad "a refused admm wrote its journal"
+expect 0 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/ad" --eps 0.4 $R --out "$T/ad3"
+expect 0 "$DPOPT" budget show "$T/ad"
+has "$T/out" "admm   settled  eps = " "the admm run settled"
+has "$T/out" "runs            2" "admm and train in one account"
 
 # ---- concurrency: room for one run of eps 1, two start at once
 for i in 1 2 3; do

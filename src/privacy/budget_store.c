@@ -517,8 +517,8 @@ void dpo_budget_close(dpo_budget_t *B) {
   free(B);
 }
 
-int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
-                       const char *what, int dry) {
+static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
+                         const char *what, int dry, const dpo_ledger_parts_t *now) {
   dpo__bstate_t s;
   int fd = -1, st;
   if (!(eps > 0) || !isfinite(eps) || !(delta >= 0 && delta < 1))
@@ -526,6 +526,14 @@ int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double d
   if ((st = dpo__bopen(B->dir, B->key, !dry, &fd, &s))) return st;
   int i = run_id ? dpo__bfind_run(&s, run_id) : -1;
   if (i >= 0 && !s.runs[i].settled) goto out; /* reserved and not settled: a resumed run */
+  if (i >= 0 && (!now || now->eps < s.runs[i].eps || now->delta < s.runs[i].delta)) {
+    /* a journal only grows: one behind the store's settlement was cut or replaced */
+    st = dpo_err(DPO_EFORMAT, "budget store %s: run %.12s was settled at eps = %.17g, delta = "
+                 "%.3g, but its journal now holds eps = %.17g: the run directory was rolled back "
+                 "or replaced; refused", B->dir, run_id, s.runs[i].eps, s.runs[i].delta,
+                 now ? now->eps : 0.0);
+    goto out;
+  }
   dpo__brun_t r;
   memset(&r, 0, sizeof r);
   r.eps = eps;
@@ -557,6 +565,16 @@ out:
   close(fd);
   dpo__bstate_free(&s);
   return st;
+}
+
+int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
+                       const char *what, int dry) {
+  return dpo__breserve(B, run_id, eps, delta, what, dry, NULL);
+}
+
+int dpo_budget_reserve_resumed(dpo_budget_t *B, const char *run_id, double eps, double delta,
+                               const char *what, const dpo_ledger_parts_t *now) {
+  return dpo__breserve(B, run_id, eps, delta, what, 0, now);
 }
 
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p) {

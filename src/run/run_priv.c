@@ -174,8 +174,10 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
  * resumed run whose reservation is still open is not charged again) */
 static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
+  dpo_ledger_parts_t now; /* what the (reopened) journal holds: never less than settled */
   if (p->bud && p->rank == 0 && !(rc = dpo_ledger_run_id(p->ledger, p->run_id)) &&
-      !(rc = dpo_budget_reserve(p->bud, p->run_id, p->eps, p->delta, "train", 0)))
+      !(rc = dpo_ledger_parts(p->ledger, &now)) &&
+      !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now)))
     p->reserved = 1;
   return dpo_agree(p->comm, rc);
 }
