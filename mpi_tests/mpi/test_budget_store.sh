@@ -10,7 +10,8 @@
 #    Thm 21 at the store's delta) and is below the sum of their eps; python3 also verifies every
 #    record's keyed BLAKE2b chain tag;
 #  - an edited record is refused (exit 2) by show and by a run;
-#  - a run stopped early and resumed is one account (one run id), and a killed run's
+#  - a run stopped early and resumed is one account (one run id), a warm start (--x0) is
+#    another run on it, and a killed run's
 #    reservation stays spent whole; resuming it charges nothing again; a run directory rolled
 #    back behind what the store settled for it is refused on resume (exit 2);
 #  - two runs started at once on a store with room for one: exactly one passes;
@@ -60,6 +61,8 @@ has "$T/err" "before the data were loaded" "refused before loading"
 [ ! -e "$T/r2" ] && ok || bad "the refused run left $T/r2"
 sums "$T/st" | cmp -s - "$T/s1" && ok || bad "the refused run changed the store"
 expect 0 "$DPOPT" train --data "$T/a9a.copy" --dim 123 --budget-store "$T/st" --eps 0.5 $R --out "$T/r3"
+has "$T/out" "data set budget eps = .* of 1.5, .* (budget store $T/st)" "the run prints the data set's account"
+[ "$(jq -r .privacy.budget_store.settled "$T/r3/summary.json")" = true ] && ok || bad "summary.json: budget_store.settled"
 expect 0 "$DPOPT" budget show "$T/st"
 has "$T/out" "runs            2" "two runs in one account (the copy is the same data)"
 [ "$(grep -c 'settled' "$T/out")" = 2 ] && ok || bad "both runs settled"
@@ -128,7 +131,8 @@ has "$T/err" "rolled back" "a rolled-back run directory"
 sha256sum -c --quiet "$T/rs0" && ok || bad "the refused resume changed the store"
 # a reservation left open (the run killed after it reserved): the resume does not add to it
 id=$(head -n 1 "$T/q/ledger.jsonl" | sed 's/.*"nonce":"\([0-9a-f]*\)".*/\1/')
-expect 5 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/rs" --eps 1 $P --out "$T/k" --set run.stop_after=10
+# (a warm start from the first run's model: another run on the same account)
+expect 5 "$DPOPT" train --data "$S/data/a9a" --budget-store "$T/rs" --eps 1 $P --x0 "$T/q/model.txt" --out "$T/k" --set run.stop_after=10
 kid=$(head -n 1 "$T/k/ledger.jsonl" | sed 's/.*"nonce":"\([0-9a-f]*\)".*/\1/')
 grep "\"run\":\"$kid\"" "$T/rs/records.jsonl" | grep -q '"kind":"reserve"' && ok || bad "no reservation under the journal's nonce"
 # the store as a kill after the reservation leaves it: without the run's settle line (its last)

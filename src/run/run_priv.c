@@ -31,7 +31,7 @@ struct dpo__run_priv {
   const char *store;
   dpo_budget_t *bud;
   char run_id[65];
-  int reserved;
+  int reserved, settled;
 };
 
 int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
@@ -262,6 +262,18 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
     if (bd_s) json_object_object_add(o, "eps_bound", json_object_new_string(bd_s));
     json_object_object_add(o, "journal", json_object_new_string(p->journal));
   }
+  double se, sd, be, bd; /* the data set's account, after this run's settlement */
+  if (p->bud && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd)) {
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "store", json_object_new_string(p->store));
+    json_object_object_add(b, "run", json_object_new_string(p->run_id));
+    json_object_object_add(b, "settled", json_object_new_boolean(p->settled));
+    json_object_object_add(b, "eps_budget", dpo_json_double(be));
+    json_object_object_add(b, "delta_budget", dpo_json_double(bd));
+    json_object_object_add(b, "eps_spent", dpo_json_double(se));
+    json_object_object_add(b, "delta_spent", dpo_json_double(sd));
+    json_object_object_add(o, "budget_store", b);
+  }
   json_object_object_add(sum, "privacy", o);
 }
 
@@ -277,17 +289,28 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
             (long long)dpo_ledger_count(p->ledger), a ? a : p->acct, bs ? bs : "-",
             dpo_neighbours_name(p->rel), p->journal);
   }
+  double se, sd, be, bd;
+  if (p->bud && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd))
+    fprintf(out, "data set budget eps = %.6g of %.6g, delta = %.3g of %.3g spent by every run "
+                 "on the data, composed (budget store %s%s)\n", se, be, sd, bd, p->store,
+            p->settled ? "" : "; this run counted whole");
+}
+
+void dpo__run_priv_settle(dpo__run_priv_t *p) {
+  /* the releases are over (finished, failed or stopped): the reservation becomes what the
+   * ledger composed; if this fails the whole reservation stays spent */
+  dpo_ledger_parts_t parts;
+  if (!p || !p->reserved) return;
+  p->reserved = 0;
+  if (dpo_ledger_parts(p->ledger, &parts) || dpo_budget_settle(p->bud, p->run_id, &parts))
+    fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
+            "%s\n", p->store, dpo_errmsg());
+  else p->settled = 1;
 }
 
 void dpo__run_priv_destroy(dpo__run_priv_t *p) {
   if (!p) return;
-  /* the run is over (finished, failed or stopped): its reservation becomes what its ledger
-   * composed; if this fails the whole reservation stays spent */
-  dpo_ledger_parts_t parts;
-  if (p->reserved && (dpo_ledger_parts(p->ledger, &parts) ||
-                      dpo_budget_settle(p->bud, p->run_id, &parts)))
-    fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
-            "%s\n", p->store, dpo_errmsg());
+  dpo__run_priv_settle(p); /* a run that ended before its solver did */
   dpo_budget_close(p->bud);
   dpo_ledger_close(p->ledger);
   dpo_rng_destroy(p->rng);

@@ -48,6 +48,9 @@ const char *dpo__run_priv_label(const dpo__run_priv_t *p);
 int dpo__run_priv_guaranteed(const dpo__run_priv_t *p);
 void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum);
 void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
+/* Rank 0, not collective: after the last release, settle the budget store's reservation to
+ * what the ledger composed (a warning if that fails: the reservation then stays whole). */
+void dpo__run_priv_settle(dpo__run_priv_t *p);
 void dpo__run_priv_destroy(dpo__run_priv_t *p);
 
 #endif
