@@ -54,6 +54,10 @@ int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double d
                        const char *what, int dry);
 int dpo_budget_reserve_resumed(dpo_budget_t *B, const char *run_id, double eps, double delta,
                                const char *what, const dpo_ledger_parts_t *now);
+/* Take the store's exclusive lock now and keep it until the next dpo_budget_reserve* with
+ * dry = 0 (or dpo_budget_close): a run checks (dry = 1) and reserves under one lock, so no other
+ * run can reserve in between and a run refused at its reservation has written nothing. */
+int dpo_budget_lock(dpo_budget_t *B);
 /* Settle run_id's reservation to the parts of its ledger (NULL: nothing was released). */
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p);
 void dpo_budget_close(dpo_budget_t *B);

@@ -14,7 +14,8 @@
 #    another run on it, and a killed run's
 #    reservation stays spent whole; resuming it charges nothing again; a run directory rolled
 #    back behind what the store settled for it is refused on resume (exit 2);
-#  - two runs started at once on a store with room for one: exactly one passes;
+#  - two runs started at once on a store with room for one: exactly one passes, and the other
+#    (checked and refused under the same lock) leaves no run directory;
 #  - dpopt tune reserves its whole budget once (its repetitions charge nothing more), composes
 #    with a train on the same store, and is refused like a train;
 #  - dpopt admm (DP-ADMM, with its journal) charges the same account;
@@ -189,6 +190,9 @@ for i in 1 2 3; do
   wait $p2; s2=$?
   [ "$s1$s2" = 03 ] || [ "$s1$s2" = 30 ] && ok || { bad "two concurrent runs: exits $s1 and $s2 (want 0 and 3)"; cat "$T/c1.out" "$T/c2.out" | tail -n 5; }
   [ "$(grep -c '"kind":"reserve"' "$T/cc/records.jsonl")" = 1 ] && ok || bad "two concurrent runs: not exactly one reservation"
+  # checked and reserved under one lock: the loser is refused before it claims anything
+  n=0; [ -e "$T/c1" ] && n=$((n + 1)); [ -e "$T/c2" ] && n=$((n + 1))
+  [ $n = 1 ] && ok || bad "two concurrent runs: $n run directories (want 1: the refused one writes nothing)"
 done
 
 finish test_budget_store.sh

@@ -529,7 +529,8 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
                    "with a journal: %s", dpo_config_origin(cfg, "privacy.store"),
                    !dp ? "this method adds no noise" : s.seeded ? "--seed makes the run NOT private"
                    : "give the run's journal with --journal FILE");
-    else if (s.rank == 0 && !(rc = dpo_budget_open(s.store, s.jkey, files, s.testp ? 2 : 1, &s.bud)))
+    else if (s.rank == 0 && !(rc = dpo_budget_open(s.store, s.jkey, files, s.testp ? 2 : 1, &s.bud)) &&
+             !(rc = dpo_budget_lock(s.bud))) /* held until the reservation */
       rc = dpo_budget_reserve(s.bud, NULL, s.eps, s.delta, "admm", 1);
     if ((rc = dpo_agree(comm, rc))) goto out;
   }

@@ -41,12 +41,6 @@ typedef struct {
   char hash[65];
 } dpo__bfile_t;
 
-struct dpo_budget {
-  char dir[1024], path[1100];
-  unsigned char key[DPO__CHAIN_BYTES];
-  int nf;
-  dpo__bfile_t *f; /* the files the run reads, hashed */
-};
 
 /* the store's contents, verified */
 typedef struct {
@@ -58,6 +52,17 @@ typedef struct {
   unsigned char head[DPO__CHAIN_BYTES];
   size_t good_len, torn_len;
 } dpo__bstate_t;
+
+struct dpo_budget {
+  char dir[1024], path[1100];
+  unsigned char key[DPO__CHAIN_BYTES];
+  int nf;
+  dpo__bfile_t *f; /* the files the run reads, hashed */
+  /* the exclusive lock held from a run's check to its reservation (dpo_budget_lock), so no
+   * other run reserves in between: held_fd >= 0 and the store as read under it */
+  int held_fd;
+  dpo__bstate_t held;
+};
 
 static void dpo__bstate_free(dpo__bstate_t *s) {
   free(s->files);
@@ -272,6 +277,14 @@ static int dpo__bappend(int fd, const char *path, const unsigned char *key, dpo_
     json_object_put(o);
     return dpo_err(DPO_ENOMEM, "budget store: out of memory");
   }
+  if (s->torn_len) { /* a crash inside the last write: cut it before appending */
+    if (ftruncate(fd, (off_t)s->good_len) != 0 || fsync(fd) != 0) {
+      json_object_put(o);
+      free(line);
+      return dpo_err(DPO_EIO, "%s: cannot cut the torn last line: %s", path, strerror(errno));
+    }
+    s->torn_len = 0;
+  }
   dpo__chain_tag(key, s->head, js, b, tag);
   dpo__chain_hex(tag, hex);
   memcpy(line, js, b);
@@ -290,7 +303,7 @@ static int dpo__bappend(int fd, const char *path, const unsigned char *key, dpo_
 }
 
 /* open records.jsonl (no symlink), lock it, verify it; excl: for writing (a torn last line is
- * cut now) */
+ * cut at the first append: a refusal writes nothing) */
 static int dpo__bopen(const char *dir, const unsigned char *key, int excl, int *fdp,
                       dpo__bstate_t *s) {
   char path[1100];
@@ -306,10 +319,7 @@ static int dpo__bopen(const char *dir, const unsigned char *key, int excl, int *
       close(fd);
       return dpo_err(DPO_EIO, "%s: cannot lock: %s", path, strerror(errno));
     }
-  if (!(st = dpo__bload(fd, path, key, s)) && excl && s->torn_len &&
-      (ftruncate(fd, (off_t)s->good_len) != 0 || fsync(fd) != 0))
-    st = dpo_err(DPO_EIO, "%s: cannot cut the torn last line: %s", path, strerror(errno));
-  if (st) {
+  if ((st = dpo__bload(fd, path, key, s))) {
     close(fd); /* closing releases the lock */
     return st;
   }
@@ -482,6 +492,7 @@ int dpo_budget_open(const char *store, const char *key_file, const char *const *
     free(B);
     return dpo_err(DPO_ENOMEM, "budget store: out of memory");
   }
+  B->held_fd = -1;
   snprintf(B->dir, sizeof B->dir, "%s", store);
   snprintf(B->path, sizeof B->path, "%s/%s", store, DPO__BS_FILE);
   B->nf = nfiles;
@@ -512,6 +523,10 @@ fail:
 
 void dpo_budget_close(dpo_budget_t *B) {
   if (!B) return;
+  if (B->held_fd >= 0) { /* a run that stopped between its check and its reservation */
+    close(B->held_fd);
+    dpo__bstate_free(&B->held);
+  }
   sodium_memzero(B->key, sizeof B->key);
   free(B->f);
   free(B);
@@ -523,7 +538,12 @@ static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double
   int fd = -1, st;
   if (!(eps > 0) || !isfinite(eps) || !(delta >= 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "budget store: a reservation needs eps > 0 and delta in [0, 1)");
-  if ((st = dpo__bopen(B->dir, B->key, !dry, &fd, &s))) return st;
+  int held = B->held_fd >= 0;
+  if (held) { /* under the lock taken by dpo_budget_lock: the store as read then */
+    fd = B->held_fd;
+    s = B->held;
+  } else if ((st = dpo__bopen(B->dir, B->key, !dry, &fd, &s)))
+    return st;
   int i = run_id ? dpo__bfind_run(&s, run_id) : -1;
   if (i >= 0 && !s.runs[i].settled) goto out; /* reserved and not settled: a resumed run */
   if (i >= 0 && (!now || now->eps < s.runs[i].eps || now->delta < s.runs[i].delta)) {
@@ -562,9 +582,20 @@ static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double
   json_object_object_add(o, "delta", dpo__bjd(delta));
   st = dpo__bappend(fd, B->path, B->key, &s, o);
 out:
+  if (held && dry && st == DPO_OK) { /* checked: keep the lock for the reservation */
+    B->held = s;
+    return st;
+  }
+  B->held_fd = -1; /* a reservation made or refused: the lock goes */
+  memset(&B->held, 0, sizeof B->held);
   close(fd);
   dpo__bstate_free(&s);
   return st;
+}
+
+int dpo_budget_lock(dpo_budget_t *B) {
+  if (B->held_fd >= 0) return DPO_OK;
+  return dpo__bopen(B->dir, B->key, 1, &B->held_fd, &B->held);
 }
 
 int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double delta,

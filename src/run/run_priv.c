@@ -163,7 +163,10 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
   if (!p->store || !p->is_private) return DPO_OK;
   if (p->rank == 0) {
     const char *files[2] = {train, test};
-    rc = dpo_budget_open(p->store, p->key_file, files, test ? 2 : 1, &p->bud);
+    /* checked and (once the journal names the run) reserved under one lock: no other run
+     * reserves in between, and a refusal writes nothing */
+    if (!(rc = dpo_budget_open(p->store, p->key_file, files, test ? 2 : 1, &p->bud)))
+      rc = dpo_budget_lock(p->bud);
     /* a resumed run's id is its journal's, known once the journal is reopened */
     if (!rc && !resuming) rc = dpo_budget_reserve(p->bud, NULL, p->eps, p->delta, "train", 1);
   }

@@ -503,7 +503,8 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
                    "budget store %s", store);
     else if (!files[0] || !files[1])
       rc = dpo_err(DPO_EINVAL, "tune: --data and --test are both needed");
-    else if (!(rc = dpo_budget_open(store, jkey, files, 2, &bud)))
+    else if (!(rc = dpo_budget_open(store, jkey, files, 2, &bud)) &&
+             !(rc = dpo_budget_lock(bud))) /* held until the reservation */
       rc = dpo_budget_reserve(bud, NULL, t->eps, t->delta, "tune", 1);
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
