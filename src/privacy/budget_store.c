@@ -535,7 +535,7 @@ void dpo_budget_close(dpo_budget_t *B) {
 static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
                          const char *what, int dry, const dpo_ledger_parts_t *now) {
   dpo__bstate_t s;
-  int fd = -1, st;
+  int fd = -1, st = DPO_OK;
   if (!(eps > 0) || !isfinite(eps) || !(delta >= 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "budget store: a reservation needs eps > 0 and delta in [0, 1)");
   int held = B->held_fd >= 0;

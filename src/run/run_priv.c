@@ -266,7 +266,7 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
     json_object_object_add(o, "journal", json_object_new_string(p->journal));
   }
   double se, sd, be, bd; /* the data set's account, after this run's settlement */
-  if (p->bud && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd)) {
+  if ((p->reserved || p->settled) && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd)) {
     json_object *b = json_object_new_object();
     json_object_object_add(b, "store", json_object_new_string(p->store));
     json_object_object_add(b, "run", json_object_new_string(p->run_id));
@@ -293,7 +293,7 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
             dpo_neighbours_name(p->rel), p->journal);
   }
   double se, sd, be, bd;
-  if (p->bud && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd))
+  if ((p->reserved || p->settled) && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd))
     fprintf(out, "data set budget eps = %.6g of %.6g, delta = %.3g of %.3g spent by every run "
                  "on the data, composed (budget store %s%s)\n", se, be, sd, bd, p->store,
             p->settled ? "" : "; this run counted whole");
