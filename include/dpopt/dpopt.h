@@ -10,6 +10,7 @@
 #include "dpopt/kernels.h"
 #include "dpopt/model.h"
 #include "dpopt/privacy.h"
+#include "dpopt/budget.h"
 #include "dpopt/comm.h"
 #include "dpopt/optim.h"
 #include "dpopt/hamsi.h"

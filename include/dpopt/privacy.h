@@ -426,6 +426,23 @@ double dpo_pld_auto_h(double eps, int64_t steps);
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z);
 
+/* A ledger's composition in parts, the form a budget store (dpopt/budget.h) keeps of a run
+ * and composes with other runs' as the "auto" accountant composes releases: the pure releases
+ * (basic sum, and as an RDP curve min(eps, alpha eps^2/2)), the (eps, delta) releases (basic
+ * sum) and the Gaussian (RDP) releases' curve on the grid dpo_rdp_default_orders.  A pure and
+ * an (eps, delta) part that the accountant summed together are given as one (eps, delta) part.
+ * eps, delta: the ledger's own spent bound (dpo_ledger_spent).  Rank 0 only. */
+typedef struct {
+  double eps, delta;
+  double pure_eps, approx_eps, approx_delta;
+  int64_t n_pure, n_approx, n_rdp;
+  dpo_rdp_curve_t rdp, pure_rdp;
+} dpo_ledger_parts_t;
+int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p);
+/* Rank 0: the journal's nonce (64 hex + NUL): a run's id in a budget store, the same when the
+ * run is resumed.  DPO_EINVAL without a journal. */
+int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]);
+
 /* Open a ledger whose accountant is "rdp": the budget is (eps_budget, delta_budget) with
  * delta_budget in (0, 1); charges compose per order and the spent eps is dpo_rdp_eps at
  * delta_budget (spent delta reported = delta_budget once anything is charged).  Charges:

@@ -15,6 +15,7 @@
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
+#include "dpopt/budget.h"
 #include "dpopt/status.h"
 
 typedef struct {
@@ -29,6 +30,8 @@ typedef struct {
   int secagg, local;
   int64_t nparties; /* party accounts, one party per rank (0: none) */
   int rank, size;
+  const char *store;  /* privacy.store: the data set's budget store */
+  dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */
 } dpo__arun_t;
 
 /* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
@@ -49,6 +52,8 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
   dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
   dpo_config_get_str(cfg, "privacy.trust", "central", &s->trust);
+  dpo_config_get_str(cfg, "privacy.store", NULL, &s->store);
+  if (s->store && !*s->store) s->store = NULL;
   /* the training default: the releases of DP-ADMM (Gaussian, sampling none, replace-one) are
    * what the PLD accountant bounds; the consensus' disjoint and DP-AccADMM-secagg's rdp-rho
    * charges are mixed ledgers, which pld charges exactly as auto (their RDP) */
@@ -99,11 +104,31 @@ static int dpo__arun_model_out(MPI_Comm comm, const dpo__arun_t *s, const double
   return dpo_agree(comm, s->rank == 0 ? dpo_model_write(s->mout, x, d, cm) : DPO_OK);
 }
 
+/* The data set's budget store: the run's whole budget reserved under its journal's id once
+ * the ledger is open (before the first release); rid[0] = 0 when nothing was reserved. */
+static int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]) {
+  int rc = DPO_OK;
+  rid[0] = '\0';
+  if (s->bud && s->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)))
+    rc = dpo_budget_reserve(s->bud, rid, s->eps, s->delta, "admm", 0);
+  if (rc) rid[0] = '\0';
+  return dpo_agree(comm, rc);
+}
+
+/* ... and settled to what the ledger composed when the run ends (else it stays spent whole) */
+static void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid) {
+  dpo_ledger_parts_t p;
+  if (rid[0] && s->rank == 0 && (dpo_ledger_parts(L, &p) || dpo_budget_settle(s->bud, rid, &p)))
+    fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
+            "%s\n", s->store, dpo_errmsg());
+}
+
 static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t *m,
                                const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
                                FILE *rep, int *stop) {
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
+  char rid[65] = "";
   int32_t d = sh->d;
   int rc;
   dpo_admm_opts_t o;
@@ -136,7 +161,8 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
     if ((rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, (uint64_t)s->rank, &rng))) goto out;
     pv.rng = rng;
     if ((rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
-                                  DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L)))
+                                  DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L)) ||
+        (rc = dpo__arun_reserve(comm, s, L, rid)))
       goto out;
     pv.ledger = L;
     o.priv = &pv;
@@ -187,6 +213,7 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
   if (*stop == DPO_ENOCONV && s->rank == 0)
     fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
 out:
+  dpo__arun_settle(s, L, rid);
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
   return rc;
@@ -298,6 +325,7 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   dpo_admm_A_t *A = NULL;
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL, *prng = NULL;
+  char rid[65] = "";
   dpo_secagg_t *sa = NULL;
   FILE *tf = NULL;
   double *Ax = NULL;
@@ -343,6 +371,7 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
       rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
     if (!rc) rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
                                       DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L);
+    if (!rc) rc = dpo__arun_reserve(comm, s, L, rid);
     if (rc) goto out;
     o.rng = rng;
     o.ledger = L;
@@ -465,6 +494,7 @@ out:
   dpo_secagg_destroy(sa);
   dpo_rng_destroy(prng);
   dpo_admm_A_destroy(A);
+  dpo__arun_settle(s, L, rid);
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
   return rc;
@@ -490,6 +520,20 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
   if ((s.priv || !strcmp(s.meth, "dpadmm") || !strcmp(s.meth, "dpaccadmm")) &&
       (rc = dpo_load_opts_private(data, &lo)))
     goto out;
+  /* the data set's budget store: the files registered and the budget left, before loading */
+  if (s.store) {
+    int dp = s.priv || !strcmp(s.meth, "dpadmm") || !strcmp(s.meth, "dpaccadmm");
+    const char *files[2] = {data, s.testp};
+    if (!dp || s.seeded || !s.journal)
+      rc = dpo_err(DPO_EINVAL, "%s: a budget store (privacy.store) is charged by private runs "
+                   "with a journal: %s", dpo_config_origin(cfg, "privacy.store"),
+                   !dp ? "this method adds no noise" : s.seeded ? "--seed makes the run NOT private"
+                   : "give the run's journal with --journal FILE");
+    else if (s.rank == 0 && !(rc = dpo_budget_open(s.store, s.jkey, files, s.testp ? 2 : 1, &s.bud)) &&
+             !(rc = dpo_budget_lock(s.bud))) /* held until the reservation */
+      rc = dpo_budget_reserve(s.bud, NULL, s.eps, s.delta, "admm", 1);
+    if ((rc = dpo_agree(comm, rc))) goto out;
+  }
   if ((rc = dpo_shard_load(comm, data, &lo, &sh))) goto out;
   lo.d = sh->d;
   if (s.testp && (rc = dpo_shard_load(comm, s.testp, &lo, &te))) goto out;
@@ -507,6 +551,7 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
   else
     rc = dpo__arun_dp(comm, &s, &lo, m, sh, te, x, report, stop);
 out:
+  dpo_budget_close(s.bud);
   free(x);
   dpo_shard_destroy(sh);
   dpo_shard_destroy(te);

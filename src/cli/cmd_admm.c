@@ -38,6 +38,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
       {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory"},
+      {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget; needs --journal): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
       {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
       {"--test", "data.test", "FILE", "held-out data for test accuracy"},
       {"--trace", "admm.trace", "FILE", "DP-ADMM: CSV iter,time,objective(NON-PRIVATE),train_acc,test_acc"},

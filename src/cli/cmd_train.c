@@ -38,6 +38,9 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
+    {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): "
+     "the run's budget is reserved there before the data are loaded, refused (exit 3) if it does "
+     "not fit what is left, and settled to what the run composed when it ends"},
     {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default "
      "$DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key, made on first use); never saved in "
      "the run: give it again with --resume"},

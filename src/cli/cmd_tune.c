@@ -27,6 +27,7 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--delta", "privacy.delta", "D", "total delta (default 0: pure eps, Liu-Talwar; > 0: RDP, Papernot-Steinke)"},
     {"--clip", "privacy.clip", "N:C", "per-example clipping of every candidate"},
     {"--public-n", "privacy.public_n", "N", "add-remove: the public training set size for dp-sgd-rdp's rate m/N and steps (required there: the row count is private)"},
+    {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): the tune's whole budget is reserved there before the data are read, refused (exit 3) if it does not fit what is left, and settled to its one charge"},
     {"--seed", "run.seed", "S", "reproducible randomness: the tune is then NOT private"},
     {"--out", "run.dir", "DIR", "tune directory (default runs/tune-YYYYmmdd-HHMMSS)"},
     {"--quiet", "run.quiet", NULL, "no messages on stderr"},

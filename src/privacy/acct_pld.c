@@ -39,7 +39,7 @@
 #include <string.h>
 
 typedef struct {
-  dpo__auto_t a;  /* every release, composed as under "auto" */
+  dpo__auto_t a;  /* every release, composed as under "auto" (first: dpo_ledger_parts reads it) */
   int mixed;      /* some release is not a PLD kind: no PLD bound */
   int nk;
   dpo__pld_rel_t k[DPO__PLD_KINDS];

@@ -184,6 +184,7 @@ static int dpo__resume0(dpo_ledger_t *L, const char *path) {
   L->end = (off_t)R.good_len;
   L->lines = R.lines;
   memcpy(L->head, R.head, sizeof L->head);
+  memcpy(L->nonce, R.nonce, sizeof L->nonce);
   if (L->beps > R.beps || L->bdelta > R.bdelta) {
     st = dpo_err(DPO_EBUDGET,
                  "%s: resume with budget (%.17g, %.17g) larger than the journal's (%.17g, "
@@ -262,6 +263,7 @@ static int dpo__open0(dpo_ledger_t *L, const char *path, int resume, const char 
                    strerror(errno));
   if (resume) return dpo__resume0(L, path);
   dpo__chain_nonce(L->head);
+  memcpy(L->nonce, L->head, sizeof L->nonce);
   json_object *h = dpo__header(L);
   if (!h) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   st = dpo__append(L, h);

@@ -26,6 +26,7 @@ struct dpo_ledger {
   int torn;         /* resumed with a torn last line: cut at the first append (no write before) */
   /* the keyed chain (journal_chain.h): the key, the last line's tag, lines written */
   unsigned char key[DPO__CHAIN_BYTES], head[DPO__CHAIN_BYTES];
+  unsigned char nonce[DPO__CHAIN_BYTES]; /* the header's nonce: the run's id in a budget store */
   int64_t lines;
   /* per-party accounts (multi-party runs): same accountant, own budgets and state */
   int nparties;
@@ -57,6 +58,7 @@ typedef struct {
   int version;      /* 2: chained; 1: written before the chain (cannot be verified) */
   int64_t lines;    /* complete lines verified (header included) */
   unsigned char head[DPO__CHAIN_BYTES]; /* the last verified line's tag */
+  unsigned char nonce[DPO__CHAIN_BYTES]; /* the header's nonce */
   size_t good_len;  /* bytes up to and including the last good line */
   size_t torn_len;  /* bytes of a torn last line (0 if none) */
   int nparties;     /* from a {"kind":"parties"} line */

@@ -107,6 +107,7 @@ static int dpo__replay_chain(const char *path, int64_t lineno, const char *line,
   if (!key) return dpo_err(DPO_EINVAL, "%s: no key to verify the journal's chain", path);
   if (lineno == 1 && !dpo__chain_unhex(dpo__jget_s(o, "nonce"), R->head))
     return dpo_err(DPO_EFORMAT, "%s:1: the header has no valid nonce (journal edited)", path);
+  if (lineno == 1) memcpy(R->nonce, R->head, sizeof R->nonce);
   if (!dpo__chain_verify(key, R->head, line, n, R->head))
     return dpo_err(DPO_EFORMAT, "%s:%lld: journal line fails its chain check: it was edited, "
                    "or a line before it was deleted, reordered or duplicated, or the journal "
@@ -403,4 +404,55 @@ out:
 
 int dpo_ledger_print(const char *path, FILE *out) {
   return dpo_ledger_print_ex(path, NULL, 1, out);
+}
+
+/* ------------------------------------------------------------ parts (budget stores) */
+
+/* the pure and (eps, delta) parts of a basic state: summed together, so one (eps, delta) part
+ * unless one kind is absent (known from the counts) */
+static void dpo__parts_basic(const dpo__basic_t *b, int64_t n_pure, int64_t n_approx,
+                             dpo_ledger_parts_t *p) {
+  double e, d;
+  dpo__acct_basic.spent(b, &e, &d);
+  if (n_approx == 0 && n_pure > 0 && d == 0) {
+    p->pure_eps = e;
+    p->n_pure = n_pure;
+  } else if (n_pure + n_approx > 0 && (e > 0 || d > 0)) {
+    p->approx_eps = e;
+    p->approx_delta = d;
+    p->n_approx = n_pure + n_approx;
+  }
+}
+
+static void dpo__parts_auto(const dpo__auto_t *a, dpo_ledger_parts_t *p) {
+  dpo__parts_basic(&a->basic, a->n_pure, a->n_approx, p);
+  if (p->n_pure) dpo__rdpacct_total(&a->pconv, &p->pure_rdp);
+  if (a->n_rdp) {
+    dpo__rdpacct_total(&a->rdp, &p->rdp);
+    p->n_rdp = a->n_rdp;
+  }
+}
+
+int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p) {
+  if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_parts: NULL argument");
+  if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_parts: rank 0 only");
+  memset(p, 0, sizeof *p);
+  dpo_rdp_curve_init(&p->rdp);
+  dpo_rdp_curve_init(&p->pure_rdp);
+  L->ops->spent(L->state, &p->eps, &p->delta);
+  if (L->ops == &dpo__acct_auto) dpo__parts_auto(L->state, p);
+  else if (L->ops == &dpo__acct_pld) dpo__parts_auto(L->state, p); /* auto is its first member */
+  else if (L->ops == &dpo__acct_rdp) {
+    dpo__rdpacct_total(L->state, &p->rdp);
+    p->n_rdp = L->count;
+  } else /* basic: pure and (eps, delta) releases in one sum */
+    dpo__parts_basic(L->state, 0, L->count, p);
+  return DPO_OK;
+}
+
+int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]) {
+  if (!L || L->rank != 0 || L->fd < 0)
+    return dpo_err(DPO_EINVAL, "ledger_run_id: no journal (rank 0 of a journalled ledger only)");
+  dpo__chain_hex(L->nonce, id);
+  return DPO_OK;
 }

@@ -306,6 +306,11 @@ int dpo_run_setup(dpo_run_t *r) {
   /* every key is known by now: one nothing reads is refused before anything is written */
   if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt train"))))
     return dpo__run_failed(r, rc);
+  /* the data set's budget store: the files registered and the budget left, before anything
+   * is claimed or loaded */
+  r->stage = "train (budget store)";
+  if ((rc = dpo__run_priv_store_check(r->priv, r->train_path, r->test_path, r->resuming)))
+    return dpo__run_failed(r, rc);
   if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
     return dpo__run_failed(r, rc);
   r->state = DPO__RUN_SETUP;

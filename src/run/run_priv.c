@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dpopt/budget.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -25,6 +26,12 @@ struct dpo__run_priv {
   char journal[1024];
   char key_file[1024]; /* privacy.journal_key ("": DPOPT_JOURNAL_KEY or the default) */
   char label[256];
+  /* the data set's budget store (privacy.store; rank 0): reserved before the first release,
+   * settled to the ledger's parts when the run ends */
+  const char *store;
+  dpo_budget_t *bud;
+  char run_id[65];
+  int reserved, settled;
 };
 
 int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
@@ -72,6 +79,8 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
   const char *acct_s = NULL, *rel_s = NULL, *key_s = NULL;
   dpo_config_get_str(cfg, "privacy.journal_key", "", &key_s);
   snprintf(p->key_file, sizeof p->key_file, "%s", key_s ? key_s : "");
+  dpo_config_get_str(cfg, "privacy.store", NULL, &p->store);
+  if (p->store && !*p->store) p->store = NULL;
   dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct_s);
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rel_s);
   /* pld (the default): auto's composition, and for all-Gaussian ledgers (none/poisson) the
@@ -113,6 +122,18 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
     rc = dpo_err(DPO_EINVAL, "privacy.delta must be in [0, 1)");
     goto out;
   }
+  if (p->store && p->seeded) { /* a seeded run is not private: no eps describes what it spends */
+    rc = dpo_err(DPO_EINVAL, "%s: --seed makes the run NOT private, so it cannot charge the "
+                 "budget store %s: drop --seed (or the store)",
+                 dpo_config_origin(cfg, "privacy.store"), p->store);
+    goto out;
+  }
+  if (p->store && dpo_config_get(cfg, "parties.data")) {
+    rc = dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with a budget store are not "
+                 "supported yet: the store accounts for one data set",
+                 dpo_config_origin(cfg, "privacy.store"));
+    goto out;
+  }
   /* Rank 0 draws all noise and samples.  Unseeded: key from the OS (private).  Seeded:
    * reproducible, and every output says the run is not private. */
   if (dpo__rank(comm) == 0) rc = dpo_rng_create(p->seeded, (uint64_t)seed, 0, &p->rng);
@@ -136,19 +157,49 @@ out:
   return DPO_OK;
 }
 
+int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char *test,
+                              int resuming) {
+  int rc = DPO_OK;
+  if (!p->store || !p->is_private) return DPO_OK;
+  if (p->rank == 0) {
+    const char *files[2] = {train, test};
+    /* checked and (once the journal names the run) reserved under one lock: no other run
+     * reserves in between, and a refusal writes nothing */
+    if (!(rc = dpo_budget_open(p->store, p->key_file, files, test ? 2 : 1, &p->bud)))
+      rc = dpo_budget_lock(p->bud);
+    /* a resumed run's id is its journal's, known once the journal is reopened */
+    if (!rc && !resuming) rc = dpo_budget_reserve(p->bud, NULL, p->eps, p->delta, "train", 1);
+  }
+  return dpo_agree(p->comm, rc);
+}
+
+/* after the journal: the run's whole budget reserved in the store under the journal's id (a
+ * resumed run whose reservation is still open is not charged again) */
+static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
+  int rc = DPO_OK;
+  dpo_ledger_parts_t now; /* what the (reopened) journal holds: never less than settled */
+  if (p->bud && p->rank == 0 && !(rc = dpo_ledger_run_id(p->ledger, p->run_id)) &&
+      !(rc = dpo_ledger_parts(p->ledger, &now)) &&
+      !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now)))
+    p->reserved = 1;
+  return dpo_agree(p->comm, rc);
+}
+
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  return dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
-                             p->key_file, &p->ledger);
+  int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
+                               p->key_file, &p->ledger);
+  return rc ? rc : dpo__run_priv_reserve(p);
 }
 
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
 int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  return dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
-                             p->key_file, &p->ledger);
+  int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
+                               p->key_file, &p->ledger);
+  return rc ? rc : dpo__run_priv_reserve(p);
 }
 
 const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p) {
@@ -214,6 +265,18 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
     if (bd_s) json_object_object_add(o, "eps_bound", json_object_new_string(bd_s));
     json_object_object_add(o, "journal", json_object_new_string(p->journal));
   }
+  double se, sd, be, bd; /* the data set's account, after this run's settlement */
+  if ((p->reserved || p->settled) && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd)) {
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "store", json_object_new_string(p->store));
+    json_object_object_add(b, "run", json_object_new_string(p->run_id));
+    json_object_object_add(b, "settled", json_object_new_boolean(p->settled));
+    json_object_object_add(b, "eps_budget", dpo_json_double(be));
+    json_object_object_add(b, "delta_budget", dpo_json_double(bd));
+    json_object_object_add(b, "eps_spent", dpo_json_double(se));
+    json_object_object_add(b, "delta_spent", dpo_json_double(sd));
+    json_object_object_add(o, "budget_store", b);
+  }
   json_object_object_add(sum, "privacy", o);
 }
 
@@ -229,10 +292,29 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
             (long long)dpo_ledger_count(p->ledger), a ? a : p->acct, bs ? bs : "-",
             dpo_neighbours_name(p->rel), p->journal);
   }
+  double se, sd, be, bd;
+  if ((p->reserved || p->settled) && p->rank == 0 && !dpo_budget_spent(p->store, p->key_file, &be, &bd, &se, &sd))
+    fprintf(out, "data set budget eps = %.6g of %.6g, delta = %.3g of %.3g spent by every run "
+                 "on the data, composed (budget store %s%s)\n", se, be, sd, bd, p->store,
+            p->settled ? "" : "; this run counted whole");
+}
+
+void dpo__run_priv_settle(dpo__run_priv_t *p) {
+  /* the releases are over (finished, failed or stopped): the reservation becomes what the
+   * ledger composed; if this fails the whole reservation stays spent */
+  dpo_ledger_parts_t parts;
+  if (!p || !p->reserved) return;
+  p->reserved = 0;
+  if (dpo_ledger_parts(p->ledger, &parts) || dpo_budget_settle(p->bud, p->run_id, &parts))
+    fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
+            "%s\n", p->store, dpo_errmsg());
+  else p->settled = 1;
 }
 
 void dpo__run_priv_destroy(dpo__run_priv_t *p) {
   if (!p) return;
+  dpo__run_priv_settle(p); /* a run that ended before its solver did */
+  dpo_budget_close(p->bud);
   dpo_ledger_close(p->ledger);
   dpo_rng_destroy(p->rng);
   free(p);

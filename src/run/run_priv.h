@@ -18,6 +18,12 @@ typedef struct dpo__run_priv dpo__run_priv_t;
 int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
                         const dpo_shard_t *train, const dpo_model_t *model,
                         dpo__run_priv_t **out);
+/* Collective, before the run directory is claimed: with privacy.store, check that the files
+ * the run reads (train, test: may be NULL) are registered in the store and (unless resuming)
+ * that the run's budget fits what is left; writes nothing.  The reservation itself is made
+ * when the journal is opened (below), under the run's id. */
+int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char *test,
+                              int resuming);
 /* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
 /* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
@@ -42,6 +48,9 @@ const char *dpo__run_priv_label(const dpo__run_priv_t *p);
 int dpo__run_priv_guaranteed(const dpo__run_priv_t *p);
 void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum);
 void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
+/* Rank 0, not collective: after the last release, settle the budget store's reservation to
+ * what the ledger composed (a warning if that fails: the reservation then stays whole). */
+void dpo__run_priv_settle(dpo__run_priv_t *p);
 void dpo__run_priv_destroy(dpo__run_priv_t *p);
 
 #endif

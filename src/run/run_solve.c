@@ -207,6 +207,7 @@ int dpo_run_solve(dpo_run_t *r) {
   double t = dpo_wtime(); /* the iterations alone, without loading and set-up */
   rc = dpo_solver_run(r->solver, &ro);
   r->t_solve = dpo_wtime() - t;
+  dpo__run_priv_settle(r->priv); /* the releases are over: the budget store gets what ran */
   if (rc == DPO_EINTR) {
     /* every rank stopped at the same step; the journal is fsynced charge by charge: the run
      * is not failed, it continues with run.resume */

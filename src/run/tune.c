@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dpopt/budget.h"
 #include "dpopt/data.h"
 #include "dpopt/optim.h"
 #include "dpopt/run.h"
@@ -243,7 +244,10 @@ struct copy_arg {
 };
 static void copy_key(const char *k, const char *v, const char *o, void *arg) {
   struct copy_arg *a = arg;
-  if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name")) return;
+  /* the tune, not each repetition, charges the data set's budget store: one reservation */
+  if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
+      !strcmp(k, "privacy.store"))
+    return;
   dpo_config_set(a->to, k, v, o);
 }
 
@@ -464,7 +468,11 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
-  int rc, seeded = 0;
+  dpo_budget_t *bud = NULL; /* the data set's budget store (privacy.store), rank 0 */
+  dpo_ledger_parts_t parts;
+  char rid[65];
+  const char *store = NULL, *jkey = NULL;
+  int rc, seeded = 0, reserved = 0;
   if (!t) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
   t->comm = comm;
   t->cfg = cfg;
@@ -480,6 +488,24 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if (!rc && dpo_config_get(cfg, "run.seed")) {
     seeded = 1;
     rc = dpo_config_get_int(cfg, "run.seed", 0, &seed);
+  }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  /* the data set's budget store: the files registered and the tune's budget left, before the
+   * data are read (the row counts below) or anything is written */
+  dpo_config_get_str(cfg, "privacy.store", NULL, &store);
+  dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
+  if (store && *store && t->rank == 0) {
+    const char *files[2] = {NULL, NULL};
+    dpo_config_get_str(cfg, "data.train", NULL, &files[0]);
+    dpo_config_get_str(cfg, "data.test", NULL, &files[1]);
+    if (seeded)
+      rc = dpo_err(DPO_EINVAL, "--seed makes the tune NOT private, so it cannot charge the "
+                   "budget store %s", store);
+    else if (!files[0] || !files[1])
+      rc = dpo_err(DPO_EINVAL, "tune: --data and --test are both needed");
+    else if (!(rc = dpo_budget_open(store, jkey, files, 2, &bud)) &&
+             !(rc = dpo_budget_lock(bud))) /* held until the reservation */
+      rc = dpo_budget_reserve(bud, NULL, t->eps, t->delta, "tune", 1);
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
   /* the sizes (public under replace-one), then the calibration: all before the directory */
@@ -508,10 +534,13 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   }
   char jp[600], what[256];
   snprintf(jp, sizeof jp, "%s/ledger.jsonl", t->dir);
-  const char *jkey = NULL;
-  dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
   if ((rc = dpo_ledger_open_key(comm, t->eps, t->delta, jp, 0, "basic", t->rel, jkey, &L)))
     goto out;
+  /* the store's reservation under the journal's id, before the charge and any repetition */
+  if (bud && t->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)) &&
+      !(rc = dpo_budget_reserve(bud, rid, t->eps, t->delta, "tune", 0)))
+    reserved = 1;
+  if ((rc = dpo_agree(comm, rc))) goto out;
   /* the one charge: before any candidate runs or anything is released */
   snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
            t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
@@ -537,6 +566,11 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if (t->rank == 0) rc = write_summary(t, &t->c[bestk], best, label, out);
   rc = dpo_agree(comm, rc);
 out:
+  /* the reservation becomes the tune's one charge (a failed settle leaves it spent whole) */
+  if (reserved && (dpo_ledger_parts(L, &parts) || dpo_budget_settle(bud, rid, &parts)))
+    fprintf(stderr, "dpopt: warning: budget store %s: the tune's reservation stays spent "
+            "whole: %s\n", store, dpo_errmsg());
+  dpo_budget_close(bud);
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
   free(t);
