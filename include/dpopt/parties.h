@@ -190,8 +190,10 @@ int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[
  * rank's secure stream. */
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
 void dpo_secagg_destroy(dpo_secagg_t *sa);
-/* Collective: one release.  v = this rank's sum (ok = 0: a rank that failed sends zeros so the
- * reduce still completes; the caller fails the release everywhere).  On rank 0 total[d] =
+/* Collective: one release.  v = this rank's sum.  ok = 0 (this rank failed, or refused the
+ * request): the round is withheld on every rank -- a failure flag is all-reduced first, nothing
+ * is reduced or decoded, the ranks that did not fail return DPO_EREMOTE (no message set; the
+ * failing rank's status says why) and total is left untouched.  Otherwise on rank 0 total[d] =
  * gamma * (the decoded sum of every rank's encoding + noise shares).  masked (may be NULL):
  * this rank's masked vector, what the coordinator receives (tests).  Masks use the release
  * counter, which advances on every call. */

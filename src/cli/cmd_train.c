@@ -9,6 +9,11 @@
 #include "dpopt/optim.h"
 #include "dpopt/run.h"
 #include "dpopt/status.h"
+#ifdef DPO_TEST_SWITCHES
+#include <stdlib.h>
+
+#include "privacy/test_switches.h"
+#endif
 
 #define DPO__MAXOPTS 64
 
@@ -84,6 +89,35 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
 
+#ifdef DPO_TEST_SWITCHES
+/* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
+ * (--test-coordinator sigma|gamma|shares|extra[:N]) and a party that fails in its N-th secure-
+ * aggregation release (--test-party-fail N), taken out of argv before parsing. */
+static int dpo__train_test_args(int argc, char **argv, int *nargs) {
+  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
+  int k = 0, bad = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--test-coordinator") && i + 1 < argc) {
+      char kind[16];
+      long long at = 1;
+      snprintf(kind, sizeof kind, "%s", argv[++i]);
+      char *colon = strchr(kind, ':');
+      if (colon) *colon = 0, at = atoll(colon + 1);
+      int found = 0;
+      for (int j = 1; j < 5; j++)
+        if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
+      bad |= !found;
+    } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
+      dpo__oracle_test_party_fail(atoll(argv[++i]));
+    } else {
+      argv[k++] = argv[i];
+    }
+  }
+  *nargs = k;
+  return bad;
+}
+#endif
+
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[DPO__MAXOPTS];
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__train_opts, dpo_cli_data_opts);
@@ -95,6 +129,13 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   int npos, rc, ex = 0;
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
+#ifdef DPO_TEST_SWITCHES
+  if (dpo__train_test_args(argc, argv, &argc)) {
+    dpo_config_destroy(cfg);
+    return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
+                                              "shares or extra[:N]"));
+  }
+#endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt train [options]", more, cfg,
                      pos, 0, &npos);

@@ -15,6 +15,9 @@
  * the public keys are allgathered once per run, and k_{rs} = BLAKE2b(X25519(sk_r, pk_s) ||
  * pk_min || pk_max) (libsodium's recommended hashing of a raw scalarmult).  The nonce is the
  * release counter kept by each rank (not sent by the coordinator), so a mask is never reused.
+ * The allgather is not authenticated: the MPI transport is trusted not to substitute keys
+ * (doc/design.md, "Threat model").  A round in which any rank failed is withheld (step (4) is
+ * not run): a sum without one rank's data or noise share is not the release that was charged.
  * What the coordinator sees: y_r, each uniform on Z_{2^64}^d because it carries at least one
  * mask with a key it does not know (any P >= 2), and Y.  Ranks on a reduction-tree path see
  * partial sums, which carry the masks to the ranks outside the subtree: uniform as well.
@@ -431,6 +434,15 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
       rc = dpo_secagg_mask(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x, sa->mask);
   if (rc) memset(x, 0, (size_t)d * sizeof *x);
   if (masked) memcpy(masked, x, (size_t)d * sizeof *x);
+  /* A round in which any rank failed (or refused) is withheld: its sum would lack that rank's
+   * data or noise share, one honest share fewer than was charged.  So every rank learns of a
+   * failure before anything is reduced, and nothing is reduced or decoded. */
+  int bad = !ok || rc, anybad = 0;
+  if (MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, sa->comm) != MPI_SUCCESS) {
+    if (!rc) rc = dpo_err(DPO_EMPI, "secagg: MPI_Allreduce failed");
+    return rc;
+  }
+  if (anybad) return bad ? rc : DPO_EREMOTE; /* another rank's status says why */
   if (MPI_Reduce(sa->rank == 0 ? MPI_IN_PLACE : x, x, (int)d, MPI_UINT64_T, MPI_SUM, 0,
                  sa->comm) != MPI_SUCCESS && !rc)
     rc = dpo_err(DPO_EMPI, "secagg: MPI_Reduce failed");
