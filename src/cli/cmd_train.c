@@ -41,6 +41,7 @@ static const dpo_cli_opt_t dpo__train_opts[] = {
     {"--calibrate", "privacy.calibrate", "HOW", "ledger (default: with delta > 0, scale a pure-eps algorithm's per-step budgets to the ledger's composition) | basic (the papers' split by basic composition)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
     {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
+    {"--trust-coordinator", "privacy.trust_coordinator", NULL, "secagg with privacy.collude = 0: acknowledge that the coordinator is then trusted (its party's noise share is counted as honest); refused without it"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
     {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default "
