@@ -16,6 +16,9 @@
 # party-local Poisson sampling (multiplier below the charged one); a party that fails in
 # release 2 (the round withheld, never decoded); and parties whose settings differ
 # (algo.iters, parties.eps): refused before the first release, naming the key and both values.
+# Authenticated keys (dpopt party-key, party.K.public_key, parties.key): a run completes; a
+# key-agreement key other than the one a party signed (--test-coordinator key), a listed key
+# that is not the party's, a secret key others may read, keys for some parties only: refused.
 . "$(dirname "$0")/testlib.sh"
 
 C="--data $S/data/a9a --row-l2-bound 3.75 --clip l2:1 --eps 1 --set privacy.trust=secagg \
@@ -77,5 +80,36 @@ has "$T/err" "parties.eps is '0.5' here, unset at the coordinator" "plan: a part
 # one number in two spellings is one plan
 expect 0 $MPI -np 2 "$DPOPT" train $C --delta 0 --out "$T/p3" : -np 1 "$DPOPT" train $C \
   --delta 0.0 --out "$T/p3"
+
+# authenticated keys: dpopt party-key makes each party's identity key; every party lists all
+# public keys (part of the plan) and its own secret key file; each rank signs its per-run
+# key-agreement key over the plan digest and a run nonce
+for k in 0 1 2; do
+  expect 0 "$DPOPT" party-key "$T/party$k.key"
+  check "party $k: secret key 0600" test "$(stat -c %a "$T/party$k.key")" = 600
+done
+expect 2 "$DPOPT" party-key "$T/party0.key"
+has "$T/err" "cannot create" "an existing key is never overwritten"
+K="--set parties.key=$T/party%d.key"
+for k in 0 1 2; do K="$K --set party.$k.public_key=$(cat "$T/party$k.key.pub")"; done
+expect 0 $MPI -np 3 "$DPOPT_TEST" train $C --delta 0 $K --out "$T/k1"
+check "authenticated keys: the run completes" test -f "$T/k1/model.txt"
+# a substituted key (rank 0 publishes another key than the one it signed): every party stops
+expect 1 $MPI -np 3 "$DPOPT_TEST" train $C --delta 0 $K --out "$T/k2" --test-coordinator key
+has "$T/err" "rank 0's key-agreement key is not signed by the identity key listed for its party (party.0.public_key) over this plan and run: a substituted or unsigned key; the run stops before any release" "substituted key refused"
+[ "$(charges "$T/k2")" = 0 ] && ok || bad "substituted key: $(charges "$T/k2") charges (want 0)"
+# party 2 listed with party 1's public key: its own secret key does not match
+K2=$(echo "$K" | sed "s/party.2.public_key=[0-9a-f]*/party.2.public_key=$(cat "$T/party1.key.pub")/")
+expect 1 $MPI -np 3 "$DPOPT" train $C --delta 0 $K2 --out "$T/k3"
+has "$T/err" "is not party 2's: its public half differs from party.2.public_key" "a wrong listed key"
+# a secret key others may read is refused
+chmod 644 "$T/party1.key"
+expect 1 $MPI -np 3 "$DPOPT" train $C --delta 0 $K --out "$T/k4"
+has "$T/err" "readable by others" "a world-readable secret key"
+chmod 600 "$T/party1.key"
+# only some parties list a key: refused
+expect 1 $MPI -np 3 "$DPOPT" train $C --delta 0 --set party.0.public_key="$(cat "$T/party0.key.pub")" \
+  --set parties.key="$T/party%d.key" --out "$T/k5"
+has "$T/err" "1 of 3 parties list an identity key" "keys for some parties only"
 
 finish test_party_guard

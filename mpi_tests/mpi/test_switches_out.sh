@@ -78,7 +78,8 @@ expect 0 make -C "$B" uninstall prefix="$P"
 check "dpopt-test built (make check)" test -x "$DPOPT_TEST"
 nm "$DPOPT_TEST" >"$T/tnm" 2>&1
 for s in dpo__test_noise_factor dpo__test_drop_share dpo__test_keep_all_rows dpo__test_audit_seed \
-    dpo__oracle_test_keep_all dpo__oracle_test_deviate dpo__oracle_test_party_fail; do
+    dpo__oracle_test_keep_all dpo__oracle_test_deviate dpo__oracle_test_party_fail \
+    dpo__secagg_test_substitute_key; do
   has "$T/tnm" " T $s\$" "dpopt-test defines $s (the pattern would see it)"
 done
 strings "$DPOPT_TEST" >"$T/tstr"

@@ -86,6 +86,7 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_eval(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];

@@ -92,7 +92,7 @@ static void dpo__algo_help(char *buf, size_t cap) {
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
- * (--test-coordinator sigma|gamma|shares|extra[:N]) and a party that fails in its N-th secure-
+ * (--test-coordinator sigma|gamma|shares|extra[:N] | key) and a party that fails in its N-th secure-
  * aggregation release (--test-party-fail N), taken out of argv before parsing. */
 static int dpo__train_test_args(int argc, char **argv, int *nargs) {
   static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
@@ -104,7 +104,8 @@ static int dpo__train_test_args(int argc, char **argv, int *nargs) {
       snprintf(kind, sizeof kind, "%s", argv[++i]);
       char *colon = strchr(kind, ':');
       if (colon) *colon = 0, at = atoll(colon + 1);
-      int found = 0;
+      int found = !strcmp(kind, "key"); /* a substituted key-agreement key */
+      if (found) dpo__secagg_test_substitute_key(1);
       for (int j = 1; j < 5; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
       bad |= !found;
@@ -134,7 +135,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (dpo__train_test_args(argc, argv, &argc)) {
     dpo_config_destroy(cfg);
     return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                              "shares or extra[:N]"));
+                                              "shares or extra[:N], or key"));
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */

@@ -3,10 +3,15 @@
  * model").  The prices are the ones secagg.c derives, computed from the party's own plan. */
 #include "privacy/guard.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dpopt/parties.h"
 #include "dpopt/status.h"
@@ -196,13 +201,14 @@ static void dpo__first_diff(const char *a, const char *b, char *out, size_t len)
   snprintf(out, len, "the texts hold the same settings but their digests differ");
 }
 
-int dpo_plan_agree(MPI_Comm comm, const char *plan) {
+int dpo_plan_agree(MPI_Comm comm, const char *plan, unsigned char digest[32]) {
   int rank = 0, size = 1, rc = DPO_OK;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   unsigned char mine[32], *all = malloc((size_t)size * 32);
   if (sodium_init() < 0) rc = dpo_err(DPO_EUNSUP, "libsodium failed to initialize");
   crypto_generichash(mine, sizeof mine, (const unsigned char *)plan, strlen(plan), NULL, 0);
+  if (digest) memcpy(digest, mine, sizeof mine);
   if (!all) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "plan: out of memory"));
   if (MPI_Allgather(mine, 32, MPI_BYTE, all, 32, MPI_BYTE, comm) != MPI_SUCCESS)
     rc = dpo_err(DPO_EMPI, "plan: MPI_Allgather failed");
@@ -236,4 +242,81 @@ int dpo_plan_agree(MPI_Comm comm, const char *plan) {
                              rank, what)
                    : DPO_OK;
   return dpo_agree(comm, st);
+}
+
+/* ---------------------------------------------------------------- party identity keys */
+
+static void dpo__hex(const unsigned char *b, size_t n, char *out) {
+  sodium_bin2hex(out, 2 * n + 1, b, n);
+}
+
+static int dpo__unhex(const char *s, unsigned char *b, size_t n) {
+  size_t got = 0;
+  const char *end = NULL;
+  if (sodium_hex2bin(b, n, s, strlen(s), " \t\r\n", &got, &end) != 0 || got != n) return -1;
+  while (end && *end && strchr(" \t\r\n", *end)) end++;
+  return end && *end ? -1 : 0;
+}
+
+int dpo_party_key_create(const char *path) {
+  if (!path || !path[0]) return dpo_err(DPO_EINVAL, "party-key: no path");
+  if (sodium_init() < 0) return dpo_err(DPO_EUNSUP, "libsodium failed to initialize");
+  char pub[4096];
+  if (snprintf(pub, sizeof pub, "%s.pub", path) >= (int)sizeof pub)
+    return dpo_err(DPO_EINVAL, "party-key: path too long");
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES], sk[crypto_sign_SECRETKEYBYTES];
+  char hsk[2 * sizeof sk + 1], hpk[2 * sizeof pk + 1];
+  crypto_sign_keypair(pk, sk);
+  dpo__hex(sk, sizeof sk, hsk);
+  dpo__hex(pk, sizeof pk, hpk);
+  sodium_memzero(sk, sizeof sk);
+  int rc = DPO_OK;
+  /* never overwrite a key: a party's identity is what the others list */
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  if (fd < 0) rc = dpo_err(DPO_EIO, "party-key: cannot create %s: %s", path, strerror(errno));
+  else {
+    char buf[sizeof hsk + 64];
+    int n = snprintf(buf, sizeof buf, "dpopt party key 1\n%s\n", hsk);
+    if (write(fd, buf, (size_t)n) != n || fsync(fd) != 0)
+      rc = dpo_err(DPO_EIO, "party-key: cannot write %s: %s", path, strerror(errno));
+    sodium_memzero(buf, sizeof buf);
+    close(fd);
+  }
+  sodium_memzero(hsk, sizeof hsk);
+  if (!rc) {
+    FILE *f = fopen(pub, "wx");
+    if (!f || fprintf(f, "%s\n", hpk) < 0 || fclose(f) != 0) {
+      rc = dpo_err(DPO_EIO, "party-key: cannot create %s: %s", pub, strerror(errno));
+      unlink(path);
+    }
+  }
+  return rc;
+}
+
+int dpo_party_key_load(const char *path, unsigned char sk[64]) {
+  struct stat st;
+  char buf[512] = "";
+  int fd = open(path, O_RDONLY | O_NOFOLLOW);
+  if (fd < 0) return dpo_err(DPO_EIO, "party key %s: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+    close(fd);
+    return dpo_err(DPO_EINVAL, "party key %s: readable by others (mode %o): chmod 600 it", path,
+                   (unsigned)(st.st_mode & 0777));
+  }
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  const char *hdr = "dpopt party key 1\n";
+  int bad = n <= 0 || strncmp(buf, hdr, strlen(hdr)) ||
+            dpo__unhex(buf + strlen(hdr), sk, crypto_sign_SECRETKEYBYTES);
+  sodium_memzero(buf, sizeof buf);
+  if (bad)
+    return dpo_err(DPO_EFORMAT, "party key %s: not a key written by dpopt party-key", path);
+  return DPO_OK;
+}
+
+int dpo_party_pub_parse(const char *hex, unsigned char pk[32]) {
+  if (!hex || dpo__unhex(hex, pk, crypto_sign_PUBLICKEYBYTES))
+    return dpo_err(DPO_EINVAL, "'%s' is not a party public key (64 hex digits, the .pub file "
+                   "dpopt party-key writes)", hex ? hex : "");
+  return DPO_OK;
 }

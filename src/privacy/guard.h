@@ -61,7 +61,8 @@ int dpo_guard_spent(const dpo_guard_t *g, double *eps, double *delta, int64_t *r
  * BLAKE2b-256 and the digests are compared on every rank.  Equal: DPO_OK.  Otherwise rank 0's
  * text is broadcast so each rank can name the first line that differs, and every rank returns
  * DPO_EINVAL (the agreed message of the first rank that differs).  Rank 0's text is only used
- * to name the difference: the decision is the digests'. */
-int dpo_plan_agree(MPI_Comm comm, const char *plan);
+ * to name the difference: the decision is the digests'.  digest (may be NULL): this rank's. */
+int dpo_plan_agree(MPI_Comm comm, const char *plan, unsigned char digest[32]);
+
 
 #endif

@@ -22,6 +22,9 @@ void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */
 void dpo__oracle_test_party_fail(int64_t at);
+/* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
+ * another key-agreement key than the one it signed (a substituted key); every party must stop. */
+void dpo__secagg_test_substitute_key(int on);
 
 #endif
 
@@ -61,5 +64,8 @@ void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */
 void dpo__oracle_test_party_fail(int64_t at);
+/* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
+ * another key-agreement key than the one it signed (a substituted key); every party must stop. */
+void dpo__secagg_test_substitute_key(int on);
 
 #endif

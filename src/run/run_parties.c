@@ -4,6 +4,7 @@
 #include "run/run_parties.h"
 
 #include <math.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -85,10 +86,15 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
   }
   rc = dpo_agree(comm, rc);
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
-    /* pairwise keys once per run; each party's first rank adds the party's noise share */
-    const dpo_parties_t *p = tp->p;
-    int r = dpo__rank(comm);
-    rc = dpo_secagg_create(comm, p->first_rank[p->rank_party[r]] == r, tp->rng, &tp->sa);
+    /* read when the pairwise keys are made (dpo__run_parties_attach, after the plan) */
+    char key[48];
+    dpo_config_declare(cfg, "parties.key");
+    for (int k = 0; k < tp->p->count; k++) {
+      snprintf(key, sizeof key, "party.%d.key", k);
+      dpo_config_declare(cfg, key);
+      snprintf(key, sizeof key, "party.%d.public_key", k);
+      dpo_config_declare(cfg, key);
+    }
   }
   if (rc) {
     dpo__run_parties_destroy(tp);
@@ -222,7 +228,8 @@ static void dpo__plan_key(const char *key, const char *value, const char *origin
   for (size_t i = 0; i < sizeof pre / sizeof *pre; i++) in |= !strncmp(key, pre[i], strlen(pre[i]));
   for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
   const char *dot = strrchr(key, '.');
-  if (!strcmp(key, "privacy.journal_key") || (dot && !strcmp(dot, ".data") &&
+  if (!strcmp(key, "privacy.journal_key") || (dot && (!strcmp(dot, ".data") ||
+                                                      !strcmp(dot, ".key")) &&
                                               (!strncmp(key, "parties.", 8) ||
                                                !strncmp(key, "party.", 6))))
     in = 0;
@@ -269,16 +276,82 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
   return text;
 }
 
+/* Collective (secagg): the pairwise keys.  With party.K.public_key listed for every party (the
+ * .pub files of dpopt party-key; part of the agreed plan), every rank signs its key-agreement
+ * key with its party's secret identity key (party.K.key, or parties.key with %d = K: a local
+ * path) over the plan digest and a run nonce, and a key that does not verify stops the run. */
+static int dpo__run_parties_keys(dpo__run_parties_t *tp, MPI_Comm comm,
+                                 const unsigned char digest[32]) {
+  const dpo_parties_t *p = tp->p;
+  const int r = tp->rank, k = p->rank_party[r], adds = p->first_rank[k] == r;
+  char key[48], path[2048];
+  int rc = DPO_OK, listed = 0;
+  unsigned char *pks = calloc((size_t)p->nranks, 32), sk[64], nonce[32];
+  unsigned char *ppk = calloc((size_t)p->count, 32);
+  if (!pks || !ppk) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  for (int j = 0; j < p->count && !rc; j++) {
+    snprintf(key, sizeof key, "party.%d.public_key", j);
+    const char *v = dpo_config_get(tp->cfg, key);
+    if (v) listed++, rc = dpo_party_pub_parse(v, ppk + 32 * j);
+    if (rc) {
+      char why[300];
+      snprintf(why, sizeof why, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "%s: %s: %s", dpo_config_origin(tp->cfg, key), key, why);
+    }
+  }
+  if (!rc && listed && listed != p->count)
+    rc = dpo_err(DPO_EINVAL, "%d of %d parties list an identity key (party.K.public_key): list "
+                 "one for every party, or none", listed, p->count);
+  if (!rc && listed) { /* this rank's party's secret key */
+    const char *kp = NULL;
+    snprintf(key, sizeof key, "party.%d.key", k);
+    if (!(kp = dpo_config_get(tp->cfg, key))) {
+      const char *pat = dpo_config_get(tp->cfg, "parties.key");
+      if (pat && strstr(pat, "%d")) {
+        const char *at = strstr(pat, "%d");
+        snprintf(path, sizeof path, "%.*s%d%s", (int)(at - pat), pat, k, at + 2);
+        kp = path;
+      } else {
+        kp = pat;
+      }
+    }
+    if (!kp)
+      rc = dpo_err(DPO_EINVAL, "the parties list identity keys, but party %d has no secret key "
+                   "here: give party.%d.key (or parties.key with %%d) = the file dpopt party-key "
+                   "wrote", k, k);
+    else if (!(rc = dpo_party_key_load(kp, sk)) && memcmp(sk + 32, ppk + 32 * k, 32))
+      rc = dpo_err(DPO_EINVAL, "the key %s is not party %d's: its public half differs from "
+                   "party.%d.public_key", kp, k, k);
+  }
+  rc = dpo_agree(comm, rc);
+  if (!rc && listed) {
+    for (int s = 0; s < p->nranks; s++) memcpy(pks + 32 * s, ppk + 32 * p->rank_party[s], 32);
+    dpo_secagg_auth_t au = {sk, pks, p->rank_party, digest, nonce};
+    rc = dpo_secagg_create_auth(comm, adds, tp->rng, &au, &tp->sa);
+  } else if (!rc) {
+    rc = dpo_secagg_create(comm, adds, tp->rng, &tp->sa);
+  }
+  sodium_memzero(sk, sizeof sk);
+  free(pks);
+  free(ppk);
+  return rc;
+}
+
 /* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
  * builds its party's guard from its own configuration and hands it to the oracle. */
 static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o) {
   const dpo_parties_t *p = tp->p;
   const int64_t d = dpo_oracle_dim(o);
+  unsigned char digest[32];
   char *plan = dpo__plan_text(tp, comm, d);
   int rc = plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   rc = dpo_agree(comm, rc);
-  if (!rc) rc = dpo_plan_agree(comm, plan);
+  if (!rc) rc = dpo_plan_agree(comm, plan, digest);
   free(plan);
+  /* pairwise keys once per run (authenticated when the parties list identity keys); each
+   * party's first rank adds the party's noise share */
+  if (!rc) rc = dpo__run_parties_keys(tp, comm, digest);
+  if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
   const char *acct = "pld", *nb = NULL;
   double B1 = NAN, B2 = NAN;
@@ -308,9 +381,9 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
-  if (!rc && tp->sa) rc = dpo_oracle_set_secagg(oracle, tp->sa);
   rc = dpo_agree(comm, rc);
-  if (!rc && tp->sa && (rc = dpo__run_parties_guard(tp, comm, oracle))) return rc;
+  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle)))
+    return rc;
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;
     rc = dpo_oracle_set_parties(oracle, p);
