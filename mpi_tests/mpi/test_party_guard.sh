@@ -19,6 +19,8 @@
 # Authenticated keys (dpopt party-key, party.K.public_key, parties.key): a run completes; a
 # key-agreement key other than the one a party signed (--test-coordinator key), a listed key
 # that is not the party's, a secret key others may read, keys for some parties only: refused.
+# A party dropped on exhaustion is not charged for releases its rows are not in (the run goes
+# on without it).
 . "$(dirname "$0")/testlib.sh"
 
 C="--data $S/data/a9a --row-l2-bound 3.75 --clip l2:1 --eps 1 --set privacy.trust=secagg \
@@ -56,6 +58,13 @@ for dl in 0 1e-5; do
     test -f "$T/f$dl/FAILED" -a ! -f "$T/f$dl/model.txt"
   expect 0 "$DPOPT" ledger "$T/f$dl"
 done
+
+# a party dropped on exhaustion (on_party_exhausted = drop) is not charged by its own account
+# for the releases its rows are no longer in: the others go on and the run completes
+expect 0 $MPI -np 3 "$DPOPT_TEST" train $C --delta 0 --iters 10 --set party.1.eps=0.5 \
+  --set privacy.on_party_exhausted=drop --out "$T/drop"
+has "$T/drop/ledger.jsonl" '"event":"party_dropped","party":1,"step":5' "drop: party 1 leaves at step 5"
+check "drop: the run completes" test -f "$T/drop/model.txt"
 
 # pure eps: the Polya shares are sized for the P - k honest parties of every party's own plan
 expect 1 $MPI -np 3 "$DPOPT_TEST" train $C --delta 0 --out "$T/h" --test-coordinator shares

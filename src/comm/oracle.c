@@ -242,7 +242,12 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
                                o->rank);
   /* the party guard: this party prices the announced noise from its own plan and charges its
    * own account before anything of its rows is encoded (privacy/guard.h) */
-  if (!rc && !lrc && o->guard) {
+  /* ... for the releases its rows are in: a rank none of whose rows is in the batch (a party
+   * dropped on exhaustion, a batch elsewhere) adds only its noise share and masks, so its data
+   * are not in the release and nothing is charged to it (party-local samples always count) */
+  const int64_t used = (int64_t)o->acc[d + 1].hi;
+  const int mine = hdr[2] == DPO__M_LOCAL || (hdr[2] == DPO__M_ALL ? o->shard->n > 0 : used > 0);
+  if (!rc && !lrc && o->guard && mine) {
     dpo_guard_req_t q = {gamma, (uint64_t)hdr[7], hdr[5], hdr[2] == DPO__M_LOCAL ? hdr[8] : 0,
                          hdr[2] == DPO__M_LOCAL ? hdr[9] : 0, claim, hdr[11] - 1};
     rc = hdr[11] > 0 ? dpo__guard_pass(o, hdr) : DPO_OK;
