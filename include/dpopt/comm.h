@@ -89,6 +89,11 @@ typedef struct {
   int nshares;   /* shares: number of ranks adding one (the communicator's size) */
   uint64_t sigma; /* SECAGG only */
   int lap_honest;  /* SECAGG only: 0 = discrete Gaussian shares; n > 0 = Polya shares (n honest) */
+  double claim;    /* SECAGG only: the charge journalled for the release (rho; eps with Polya
+                    * shares; the noise multiplier sigma_h / sens_c with party-local sampling):
+                    * every party's guard prices the noise itself and refuses a larger price */
+  int64_t pass;    /* SECAGG only: g + 1 when the charge is a batch of disjoint pass g (each
+                    * party's guard checks that none of its rows repeats within the pass) */
 } dpo_oracle_noise_t;
 /* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
 int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
@@ -103,6 +108,10 @@ int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_ora
 /* Not collective: this rank's secure-aggregation state (borrowed; dpopt/parties.h). */
 struct dpo_secagg;
 int dpo_oracle_set_secagg(dpo_oracle_t *o, struct dpo_secagg *sa);
+/* Not collective: the party guard (borrowed; internal to the library, built by the run API) a
+ * rank other than 0 consults before it contributes to a secure-aggregation release. */
+struct dpo_guard;
+int dpo_oracle_set_guard(dpo_oracle_t *o, struct dpo_guard *g);
 /* Not collective: this rank's own noise stream (borrowed; rank-specific stream id). */
 int dpo_oracle_set_noise_rng(dpo_oracle_t *o, dpo_rng_t *rng);
 /* Global row range [row0, row0 + n) of a rank's shard (known on every rank). */

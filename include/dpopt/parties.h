@@ -189,9 +189,31 @@ int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[
  * its other ranks; dpopt audit simulates P parties on one rank with P); rng (borrowed) = this
  * rank's secure stream. */
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
+/* Party identity keys (Ed25519, libsodium crypto_sign).  create: a new key pair, the secret in
+ * PATH (0600, never overwritten), the public key as 64 hex digits in PATH.pub (what the other
+ * parties list as party.K.public_key).  load: the secret key of PATH (refused when others may
+ * read it).  pub_parse: 64 hex digits.  Not collective (src/privacy/guard.c). */
+int dpo_party_key_create(const char *path);
+int dpo_party_key_load(const char *path, unsigned char sk[64]);
+int dpo_party_pub_parse(const char *hex, unsigned char pk[32]);
+/* dpo_secagg_create with authenticated keys: every rank signs (its X25519 public key, the plan digest,
+ * a run nonce every rank contributed random bytes to, its rank) with its party's Ed25519
+ * identity key, and every rank verifies every other rank's signature with the public key
+ * listed for that rank's party; a key that does not verify stops the run on every rank. */
+typedef struct {
+  const unsigned char *sk;     /* 64 bytes: this rank's party identity secret key */
+  const unsigned char *pks;    /* [size][32]: the identity public key of each rank's party */
+  const int *rank_party;       /* [size]: each rank's party (messages; may be NULL) */
+  const unsigned char *digest; /* 32 bytes: the agreed plan (dpo_plan_agree) */
+  unsigned char *nonce_out;    /* 32 bytes: receives the run nonce */
+} dpo_secagg_auth_t;
+int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
+                           const dpo_secagg_auth_t *auth, dpo_secagg_t **out);
 void dpo_secagg_destroy(dpo_secagg_t *sa);
-/* Collective: one release.  v = this rank's sum (ok = 0: a rank that failed sends zeros so the
- * reduce still completes; the caller fails the release everywhere).  On rank 0 total[d] =
+/* Collective: one release.  v = this rank's sum.  ok = 0 (this rank failed, or refused the
+ * request): the round is withheld on every rank -- a failure flag is all-reduced first, nothing
+ * is reduced or decoded, the ranks that did not fail return DPO_EREMOTE (no message set; the
+ * failing rank's status says why) and total is left untouched.  Otherwise on rank 0 total[d] =
  * gamma * (the decoded sum of every rank's encoding + noise shares).  masked (may be NULL):
  * this rank's masked vector, what the coordinator receives (tests).  Masks use the release
  * counter, which advances on every call. */

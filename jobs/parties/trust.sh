@@ -83,7 +83,7 @@ for data in $DATAS; do
       for trust in $TRUSTS; do
         tr=$trust k=$COLLUDE
         [ "$trust" = secagg0 ] && { tr=secagg; k=0; }
-        kset="--set privacy.collude=$k"; [ "$tr" = secagg ] || { kset=""; k=""; }
+        kset="--set privacy.collude=$k"; [ "$k" = 0 ] && kset="$kset --set privacy.trust_coordinator=1"; [ "$tr" = secagg ] || { kset=""; k=""; }
         s=1
         while [ "$s" -le "$REPS" ]; do
           run=$out/run-$data-$split-P$P-$trust-$s

@@ -50,8 +50,9 @@ PURE="--data $S/data/a9a --test $S/data/a9a.t --row-l1-bound 14 --row-l2-bound 3
 expect 0 $MPI -np 3 "$DPOPT" train $PURE --out "$T/pc"
 cp "$T/out" "$T/pc.out"
 for k in 1 0; do
+  ack=""; [ "$k" = 0 ] && ack="--trust-coordinator" # collude 0 trusts the coordinator
   expect 0 $MPI -np 3 "$DPOPT" train $PURE --set privacy.trust=secagg --set privacy.collude=$k \
-    --out "$T/p$k"
+    $ack --out "$T/p$k"
   cp "$T/out" "$T/p$k.out"
   close "$(acc "$T/pc.out")" "$(acc "$T/p$k.out")" 0.015 "pure eps, collude $k: secagg vs central accuracy"
   echo "pure eps, 3 parties, collude $k: test accuracy central $(acc "$T/pc.out"), secagg $(acc "$T/p$k.out")"
@@ -79,6 +80,13 @@ expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set priv
 has "$T/err" "privacy.collude = 2: need 0 <= k < parties" "collude >= P refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.collude=1 --set parties.count=2 --out "$T/r2"
 has "$T/err" "privacy.collude applies to privacy.trust = secagg" "collude without secagg"
+# collude 0 counts the coordinator's own share as honest: refused unless acknowledged
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=0 --out "$T/r3"
+has "$T/err" "privacy.collude = 0 counts the coordinator's own party's noise share as honest" "collude 0 refused"
+has "$T/err" "privacy.trust_coordinator = 1 (--trust-coordinator)" "collude 0: how to acknowledge"
+check "collude 0 refused: no run directory" test ! -d "$T/r3"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --trust-coordinator --out "$T/r4"
+has "$T/err" "privacy.trust_coordinator applies to privacy.collude = 0" "acknowledgement with collude 1"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --clip l2:1 --delta 0 --set privacy.trust=secagg --out "$T/r3"
 has "$T/err" "needs an (eps, delta) budget with delta > 0" "Gaussian-only dp-sgd-rdp at delta 0 refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --out "$T/r4"
@@ -102,11 +110,12 @@ check "secagg audit: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
 # (0.66 .. 0.77 over 6 runs).
 PA="--algo dp-gd --iters 1 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 4 --trials 4000 \
   --alpha 1e-4 --quiet --set privacy.trust=secagg --secagg-parties 2"
-expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0
+expect 0 $MPI -np 2 "$DPOPT" audit $PA --set privacy.collude=0 --set privacy.trust_coordinator=1
 lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
 check "pure secagg audit, 2 parties: bound $lb below the claim $cl" awk -v a="$lb" -v b="$cl" \
   'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0 && b + 0 > 0.99)}'
-expect 6 $MPI -np 2 "$DPOPT_TEST" audit $PA --set privacy.collude=0 --test-drop-share
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit $PA --set privacy.collude=0 \
+  --set privacy.trust_coordinator=1 --test-drop-share
 has "$T/out" "VIOLATION" "a dropped noise share is caught"
 has "$T/out" "TEST: one noise share dropped" "the table says so"
 expect 0 $MPI -np 2 "$DPOPT_TEST" audit $PA --set privacy.collude=1 --test-drop-share
@@ -119,7 +128,7 @@ hasnot "$T/out" "VIOLATION" "collude 1: one dropped share is within the honest-m
 # reproducible, so not flaky; unseeded, 8000 trials: intact eps_lb 0.61 .. 0.75 over 6 runs, one
 # share dropped 1.39 .. 1.49 over 6 runs (alpha 1e-4).
 GA="--algo dp-sgd-rdp --iters 1 --clip l2:1 --row-l2-bound 4 --trials 8000 --alpha 1e-4 --quiet \
-  --set privacy.trust=secagg --secagg-parties 2 --set privacy.collude=0 --set algo.sampling=poisson \
+  --set privacy.trust=secagg --secagg-parties 2 --set privacy.collude=0 --set privacy.trust_coordinator=1 --set algo.sampling=poisson \
   --set privacy.neighbours=add-remove --set privacy.public_n=10 --set algo.m=10 --eps 1 \
   --delta 0.2 --set algo.z=0.84 --test-seed 12"
 expect 0 $MPI -np 2 "$DPOPT_TEST" audit $GA

@@ -16,7 +16,7 @@
 if ! command -v nm >/dev/null 2>&1; then echo "SKIP: no nm (binutils)"; exit 77; fi
 # a test switch's symbols and declarations; its option names and build flag
 SYM='dpo__test_|dpo__oracle_test|test_noise|noise_factor|drop_share|keep_all|audit_seed'
-OPT='--test-(break-noise|drop-share|keep-all-rows|seed)|test_switches|DPO_TEST_SWITCHES'
+OPT='--test-(break-noise|drop-share|keep-all-rows|seed|coordinator|party-fail)|test_switches|DPO_TEST_SWITCHES'
 none() { # none FILE PATTERN MSG: no line of FILE matches the extended regular expression
   if grep -Eq -- "$2" "$1"; then bad "$3:"; grep -E -- "$2" "$1" | sed 's/^/    /' | head -n 10
   else ok; fi
@@ -54,6 +54,12 @@ for sw in --test-break-noise --test-drop-share --test-keep-all-rows "--test-seed
   expect 1 "$D" audit --mechanism laplace --eps 1 --trials 10 --quiet $sw
   has "$T/err" "unknown option" "installed dpopt audit refuses $sw"
 done
+# train's: a coordinator that deviates from the agreed plan, a party that fails (test_party_guard.sh)
+for sw in "--test-coordinator sigma" "--test-party-fail 1"; do
+  # shellcheck disable=SC2086
+  expect 1 "$D" train --data "$S/data/a9a" --iters 1 --quiet --out "$T/r" $sw
+  has "$T/err" "unknown option" "installed dpopt train refuses $sw"
+done
 strings "$D" >"$T/str"
 none "$T/str" "$OPT|$SYM" "test option named in the installed dpopt"
 expect 0 "$D" audit --help
@@ -72,11 +78,13 @@ expect 0 make -C "$B" uninstall prefix="$P"
 check "dpopt-test built (make check)" test -x "$DPOPT_TEST"
 nm "$DPOPT_TEST" >"$T/tnm" 2>&1
 for s in dpo__test_noise_factor dpo__test_drop_share dpo__test_keep_all_rows dpo__test_audit_seed \
-    dpo__oracle_test_keep_all; do
+    dpo__oracle_test_keep_all dpo__oracle_test_deviate dpo__oracle_test_party_fail \
+    dpo__secagg_test_substitute_key; do
   has "$T/tnm" " T $s\$" "dpopt-test defines $s (the pattern would see it)"
 done
 strings "$DPOPT_TEST" >"$T/tstr"
 has "$T/tstr" "--test-break-noise" "dpopt-test names its option (the pattern would see it)"
+has "$T/tstr" "--test-coordinator" "dpopt-test names train's option (the pattern would see it)"
 # ... and still catches halved noise (true eps 2 against a claim of 1), while the intact
 # mechanism passes (the claim is tight there: alpha 1e-4, as in test_audit.sh)
 expect 6 "$DPOPT_TEST" audit --mechanism laplace --eps 1 --quiet --test-break-noise

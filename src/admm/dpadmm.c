@@ -77,7 +77,7 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
                        .accounting = "rdp", .m = c->n, .n = c->n, .step = step,
                        .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
     if ((st = charge(c, &ch))) return st;
-    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, 0, 0};
     int64_t used = 0;
     if ((st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used))) return st;
     if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
@@ -99,7 +99,7 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   double loss = 0.0;
   int64_t used = 0;
   if (local) {
-    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0, 0, 0};
     st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used);
   } else {
     st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used);

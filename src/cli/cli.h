@@ -87,6 +87,7 @@ int dpo_cmd_predict(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_eval(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_budget(const dpo_cli_ctx_t *ctx, int argc, char **argv);
+int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 /* dpopt train's own option rows (cmd_train.c; dpopt audit --one-run takes them too). */
 extern const dpo_cli_opt_t dpo_cli_train_opts[];

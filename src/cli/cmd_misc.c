@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -118,6 +119,36 @@ int dpo_cmd_ledger(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     snprintf(path, sizeof path, "%s/ledger.jsonl", pos[0]);
   rc = ctx->rank == 0 ? dpo_ledger_print_ex(path, key, all, stdout) : DPO_OK;
   if ((rc = dpo_agree(ctx->comm, rc))) ex = dpo_cli_fail(ctx, "ledger", rc);
+out:
+  dpo_config_destroy(cfg);
+  return ex;
+}
+
+/* dpopt party-key PATH: a party's long-term identity key (Ed25519) for authenticated secure
+ * aggregation; the library writes it (privacy/guard.h), this prints what to do with it. */
+int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
+  static const dpo_cli_opt_t opts[] = {{NULL, NULL, NULL, NULL}};
+  dpo_config_t *cfg = NULL;
+  char *pos[1];
+  int npos, rc, ex;
+  if ((ex = dpo_cli_start(ctx, "party-key", argc, argv, opts, "usage: dpopt party-key PATH",
+                          "Creates a party's identity key pair for privacy.trust = secagg: the\n"
+                          "secret key in PATH (mode 0600, never overwritten) and the public key\n"
+                          "in PATH.pub (64 hex digits).  Every party lists every party's public\n"
+                          "key in the configuration (party.K.public_key = the contents of party K's\n"
+                          ".pub file) and its own secret key file (party.K.key = PATH, or\n"
+                          "parties.key = a path with %d for K).  Each party then signs its per-run\n"
+                          "key-agreement key with it, over the agreed plan and a run nonce, and a\n"
+                          "key that does not verify (a substituted key) stops the run before any\n"
+                          "release.\n",
+                          &cfg, pos, 1, &npos, "PATH expected (see --help)")) >= 0)
+    goto out;
+  ex = 0;
+  rc = ctx->rank == 0 ? dpo_party_key_create(pos[0]) : DPO_OK;
+  if ((rc = dpo_agree(ctx->comm, rc))) ex = dpo_cli_fail(ctx, "party-key", rc);
+  else if (ctx->rank == 0)
+    printf("secret key  %s (keep it: only this party's ranks read it)\n"
+           "public key  %s.pub (give it to every party: party.K.public_key)\n", pos[0], pos[0]);
 out:
   dpo_config_destroy(cfg);
   return ex;

@@ -9,6 +9,11 @@
 #include "dpopt/optim.h"
 #include "dpopt/run.h"
 #include "dpopt/status.h"
+#ifdef DPO_TEST_SWITCHES
+#include <stdlib.h>
+
+#include "privacy/test_switches.h"
+#endif
 
 #define DPO__MAXOPTS 64
 
@@ -36,6 +41,7 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--calibrate", "privacy.calibrate", "HOW", "ledger (default: with delta > 0, scale a pure-eps algorithm's per-step budgets to the ledger's composition) | basic (the papers' split by basic composition)"},
     {"--clip", "privacy.clip", "N:C", "per-example gradient clipping, l1:C or l2:C"},
     {"--public-n", "privacy.public_n", "N", "add-remove: a public data set size (dp-sgd-rdp: the Poisson rate m/N, the steps and the default batch; the DP-GD family: the mean's denominator) (default: a noisy row count, charged privacy.count_eps = eps/100 first)"},
+    {"--trust-coordinator", "privacy.trust_coordinator", NULL, "secagg with privacy.collude = 0: acknowledge that the coordinator is then trusted (its party's noise share is counted as honest); refused without it"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
     {"--out", "run.dir", "DIR", "run directory (default runs/ALGO-YYYYmmdd-HHMMSS)"},
     {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): "
@@ -87,6 +93,36 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
 
+#ifdef DPO_TEST_SWITCHES
+/* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
+ * (--test-coordinator sigma|gamma|shares|extra[:N] | key) and a party that fails in its N-th secure-
+ * aggregation release (--test-party-fail N), taken out of argv before parsing. */
+static int dpo__train_test_args(int argc, char **argv, int *nargs) {
+  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
+  int k = 0, bad = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--test-coordinator") && i + 1 < argc) {
+      char kind[16];
+      long long at = 1;
+      snprintf(kind, sizeof kind, "%s", argv[++i]);
+      char *colon = strchr(kind, ':');
+      if (colon) *colon = 0, at = atoll(colon + 1);
+      int found = !strcmp(kind, "key"); /* a substituted key-agreement key */
+      if (found) dpo__secagg_test_substitute_key(1);
+      for (int j = 1; j < 5; j++)
+        if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
+      bad |= !found;
+    } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
+      dpo__oracle_test_party_fail(atoll(argv[++i]));
+    } else {
+      argv[k++] = argv[i];
+    }
+  }
+  *nargs = k;
+  return bad;
+}
+#endif
+
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[DPO__MAXOPTS];
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo_cli_train_opts, dpo_cli_data_opts);
@@ -98,6 +134,13 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   int npos, rc, ex = 0;
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
+#ifdef DPO_TEST_SWITCHES
+  if (dpo__train_test_args(argc, argv, &argc)) {
+    dpo_config_destroy(cfg);
+    return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
+                                              "shares or extra[:N], or key"));
+  }
+#endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt train [options]", more, cfg,
                      pos, 0, &npos);

@@ -26,6 +26,7 @@ static const struct {
     {"simulate", dpo_cmd_simulate, "split one data set into P parties' files (iid or skewed by label)"},
     {"ledger", dpo_cmd_ledger, "print the privacy account of a run directory"},
     {"budget", dpo_cmd_budget, "a data set's budget store: init, add data files, show what is spent"},
+    {"party-key", dpo_cmd_party_key, "create a party's identity key pair for authenticated secure aggregation"},
     {"tune", dpo_cmd_tune, "private hyperparameter selection: the best of K private trainings, one charge"},
     {"audit", dpo_cmd_audit, "empirical lower bound on a private algorithm's eps (neighbouring data)"},
     {"calibrate", dpo_cmd_calibrate, "Gaussian noise for a target (eps, delta) by the RDP or PLD accountant"},

@@ -25,9 +25,46 @@
 #include "dpopt/status.h"
 
 #include "comm/oracle_int.h"
+#include "privacy/guard.h"  /* the party guard (secagg) */
 #include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
 #ifdef DPO_TEST_SWITCHES
 #include "privacy/test_switches.h"
+#endif
+
+#ifdef DPO_TEST_SWITCHES
+/* Test builds only (privacy/test_switches.h; dpopt-test train --test-coordinator KIND,
+ * --test-party-fail N): a coordinator that deviates from the plan from its secure-aggregation
+ * request `at` on, and a party (the last rank) that fails in release N.  Process-wide. */
+static int dpo__test_dev_kind = 0;
+static int64_t dpo__test_dev_at = 1, dpo__test_dev_seen = 0, dpo__test_fail_at = 0;
+static int64_t dpo__test_last[DPO__HDR];
+static int dpo__test_have_last = 0;
+void dpo__oracle_test_deviate(int kind, int64_t at) {
+  dpo__test_dev_kind = kind;
+  dpo__test_dev_at = at > 0 ? at : 1;
+  dpo__test_dev_seen = 0;
+  dpo__test_have_last = 0;
+}
+void dpo__oracle_test_party_fail(int64_t at) { dpo__test_fail_at = at; }
+/* rank 0: the header it announces instead of the plan's */
+static void dpo__test_deviate(int64_t hdr[DPO__HDR]) {
+  if (!dpo__test_dev_kind || ++dpo__test_dev_seen < dpo__test_dev_at) return;
+  double gamma;
+  switch (dpo__test_dev_kind) {
+  case 1: /* a smaller noise: the share sigma (or Laplace scale) halved, the same charge */
+    hdr[7] = hdr[7] / 2 > 0 ? hdr[7] / 2 : 1;
+    break;
+  case 2: /* a finer encoding: gamma halved (the same integer noise is half the noise) */
+    memcpy(&gamma, &hdr[6], sizeof gamma);
+    gamma /= 2;
+    memcpy(&hdr[6], &gamma, sizeof gamma);
+    break;
+  case 3: /* pure eps: shares sized for one honest party more (each smaller) */
+    if (hdr[5] > 0) hdr[5] += 1;
+    break;
+  default: break;
+  }
+}
 #endif
 
 /* acc += the sums over the sorted local rows lrows[0..used), in chunks of global ids. */
@@ -167,17 +204,61 @@ static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
   return DPO_OK;
 }
 
+/* The party guard's check of a batch charged as one of a disjoint pass (parallel composition):
+ * none of this rank's rows may have been in an earlier batch of the same pass. */
+static int dpo__guard_pass(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
+  const int64_t n = o->shard->n;
+  if (hdr[2] == DPO__M_LOCAL)
+    return dpo_err(DPO_EINVAL, "party guard: a party-local sample charged as a disjoint pass");
+  if (!o->pass_used && !(o->pass_used = calloc((size_t)(n > 0 ? n : 1), 1)))
+    return dpo_err(DPO_ENOMEM, "party guard: out of memory");
+  if (hdr[11] != o->pass) memset(o->pass_used, 0, (size_t)(n > 0 ? n : 1)), o->pass = hdr[11];
+  const int64_t used = (int64_t)o->acc[o->d + 1].hi;
+  for (int64_t k = 0; k < (hdr[2] == DPO__M_ALL ? n : used); k++) {
+    int64_t i = hdr[2] == DPO__M_ALL ? k : o->lrows[k];
+    if (o->pass_used[i])
+      return dpo_err(DPO_EINVAL, "rank %d refuses: row %lld of its shard was in an earlier "
+                     "batch of the pass the coordinator charges as disjoint (parallel "
+                     "composition); nothing contributed, the round is withheld",
+                     o->rank, (long long)(i + o->shard->row0));
+    o->pass_used[i] = 1;
+  }
+  return DPO_OK;
+}
+
 /* Secure aggregation (src/privacy/secagg.c): every rank, whatever its status lrc, takes part
- * in the masked integer reduce (a failed rank sends zeros; its status still fails the request
- * in the reduction below); rank 0 puts the decoded noised total in its accumulators, the
- * others zeros, so the double-double reduce below carries it unchanged with the row count. */
+ * in the round; a rank that failed (or whose party guard refused the request) sends nothing
+ * decodable and the round is withheld everywhere (secagg.c: a failure flag is all-reduced
+ * before the reduce).  Then only the failing rank reports a status, so the run's message is
+ * its own.  Rank 0 puts the decoded noised total in its accumulators, the others zeros, so the
+ * double-double reduce below carries it unchanged with the row count. */
 static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lrc) {
   const int32_t d = o->d;
-  double gamma;
+  double gamma, claim;
   memcpy(&gamma, &hdr[6], sizeof gamma);
+  memcpy(&claim, &hdr[10], sizeof claim);
   int rc = o->secagg ? DPO_OK
                      : dpo_err(DPO_EINVAL, "oracle: rank %d has no secure-aggregation state",
                                o->rank);
+  /* the party guard: this party prices the announced noise from its own plan and charges its
+   * own account before anything of its rows is encoded (privacy/guard.h) */
+  /* ... for the releases its rows are in: a rank none of whose rows is in the batch (a party
+   * dropped on exhaustion, a batch elsewhere) adds only its noise share and masks, so its data
+   * are not in the release and nothing is charged to it (party-local samples always count) */
+  const int64_t used = (int64_t)o->acc[d + 1].hi;
+  const int mine = hdr[2] == DPO__M_LOCAL || (hdr[2] == DPO__M_ALL ? o->shard->n > 0 : used > 0);
+  if (!rc && !lrc && o->guard && mine) {
+    dpo_guard_req_t q = {gamma, (uint64_t)hdr[7], hdr[5], hdr[2] == DPO__M_LOCAL ? hdr[8] : 0,
+                         hdr[2] == DPO__M_LOCAL ? hdr[9] : 0, claim, hdr[11] - 1};
+    rc = hdr[11] > 0 ? dpo__guard_pass(o, hdr) : DPO_OK;
+    if (!rc) rc = dpo_guard_admit(o->guard, &q);
+  }
+#ifdef DPO_TEST_SWITCHES
+  if (!rc && !lrc && dpo__test_fail_at > 0 && o->rank == o->size - 1 &&
+      o->secagg && (int64_t)dpo_secagg_releases(o->secagg) + 1 == dpo__test_fail_at)
+    rc = dpo_err(DPO_EINVAL, "rank %d: [TEST] a planted local failure in release %lld", o->rank,
+                 (long long)dpo__test_fail_at);
+#endif
   for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
   if (o->secagg) {
     /* hdr[5] > 0: pure eps, Polya shares for hdr[5] honest parties, hdr[7] = t */
@@ -185,7 +266,8 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
                                                 (int)hdr[5], !lrc && !rc, o->g, NULL)
                          : dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7],
                                             !lrc && !rc, o->g, NULL);
-    if (!rc) rc = src;
+    if (!rc && src != DPO_EREMOTE) rc = src; /* withheld for another rank: its status says why */
+    if (src == DPO_EREMOTE) memset(o->g, 0, (size_t)d * sizeof *o->g);
   }
   for (int32_t j = 0; j <= d; j++) {
     o->acc[j].hi = o->rank == 0 && j < d ? o->g[j] : 0.0;
@@ -398,6 +480,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->lrows);
   free(o->lids);
   free(o->rank_n);
+  free(o->pass_used);
   free(o);
 }
 
@@ -466,6 +549,8 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
   int64_t hdr[DPO__HDR] = {DPO__REQ_SUMS, want_loss ? 1 : 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
   if (noise && noise->kind == DPO_ONOISE_SECAGG) {
+    memcpy(&hdr[10], &noise->claim, sizeof noise->claim);
+    hdr[11] = noise->pass;
     if (!o->secagg || !(noise->scale > 0) || !isfinite(noise->scale) || noise->sigma < 1 ||
         noise->sigma > ((uint64_t)1 << 62) || noise->lap_honest < 0)
       return dpo_err(DPO_EINVAL, "%s: bad secure-aggregation spec (gamma %g, sigma %llu)%s", fn,
@@ -497,12 +582,19 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
     memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
     want_loss = 0;
   }
+#ifdef DPO_TEST_SWITCHES
+  if (hdr[4] == DPO_ONOISE_SECAGG) dpo__test_deviate(hdr);
+#endif
   double t0 = dpo__now();
   DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
   if ((rc = dpo__req_status(o, fn, lrc, o->d + 2))) return rc;
+#ifdef DPO_TEST_SWITCHES
+  if (hdr[4] == DPO_ONOISE_SECAGG && dpo__test_dev_kind == 4) /* an extra release, later */
+    memcpy(dpo__test_last, hdr, sizeof dpo__test_last), dpo__test_have_last = 1;
+#endif
   for (int32_t j = 0; j < o->d; j++) g_sum[j] = o->acc[j].hi;
   if (loss_sum) *loss_sum = want_loss ? o->acc[o->d].hi : NAN;
   int64_t used = hdr[2] == DPO__M_LOCAL ? -1 : (int64_t)o->acc[o->d + 1].hi;
@@ -572,6 +664,17 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
   if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_finish: NULL oracle");
   if (o->rank != 0) return dpo_err(DPO_EINVAL, "dpo_oracle_finish: rank 0 only");
   if (o->finished) return status;
+#ifdef DPO_TEST_SWITCHES
+  if (status == DPO_OK && dpo__test_dev_kind == 4 && dpo__test_have_last) {
+    /* a coordinator that asks for one release more than the plan, at its end */
+    int lrc = DPO_OK;
+    dpo__test_have_last = 0;
+    DPO_MPI_CHECK(MPI_Bcast(dpo__test_last, DPO__HDR, MPI_INT64_T, 0, o->comm));
+    int mrc = dpo__serve_one(o, dpo__test_last, &lrc);
+    if (mrc) return mrc;
+    status = dpo__req_status(o, "dpo_oracle_finish", lrc, o->d + 2);
+  }
+#endif
   o->finished = 1;
   /* remote = 1: the failure was a worker's; its rank supplies code and detail in dpo_agree */
   int remote = status != DPO_OK && o->remote_fail != 0;
@@ -626,6 +729,12 @@ void dpo_oracle_get_stats(const dpo_oracle_t *o, dpo_oracle_stats_t *st) {
 int dpo_oracle_set_secagg(dpo_oracle_t *o, dpo_secagg_t *sa) {
   if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_secagg: NULL oracle");
   o->secagg = sa;
+  return DPO_OK;
+}
+
+int dpo_oracle_set_guard(dpo_oracle_t *o, struct dpo_guard *g) {
+  if (!o) return dpo_err(DPO_EINVAL, "dpo_oracle_set_guard: NULL oracle");
+  o->guard = g;
   return DPO_OK;
 }
 

@@ -13,8 +13,10 @@
 
 enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3, DPO__REQ_ROWS = 4 };
 /* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), sigma,
- * local sampling m, local sampling n} (m = DPO__M_LOCAL: party-local Poisson sampling) */
-#define DPO__HDR 10
+ * local sampling m, local sampling n, the coordinator's charge (bits; secagg: what the party
+ * guard compares its own price with), its disjoint pass + 1 (0: none)} (m = DPO__M_LOCAL:
+ * party-local Poisson sampling) */
+#define DPO__HDR 12
 #define DPO__M_ALL (-1)   /* m: every row of every rank (the full pass) */
 #define DPO__M_LOCAL (-2) /* m: party-local Poisson sampling */
 
@@ -45,6 +47,9 @@ struct dpo_oracle {
   const dpo_parties_t *parties; /* rank 0, borrowed */
   dpo_secagg_t *secagg;     /* every rank, borrowed (trust secagg) */
   int64_t *lids, lcap;      /* party-local Poisson sample of this rank's rows (local ids) */
+  struct dpo_guard *guard;  /* ranks other than 0, borrowed (trust secagg): the party guard */
+  unsigned char *pass_used; /* guard: local rows used in the current disjoint pass */
+  int64_t pass;             /* guard: that pass + 1 (0: none yet) */
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

@@ -118,6 +118,30 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_c
   return DPO_OK;
 }
 
+void dpo__dp_public_sens(const dpo_model_t *model, const dpo_clip_t *clip,
+                         dpo_neighbours_t rel, double B1, double B2, int64_t d, double *S1,
+                         double *S2) {
+  *S1 = INFINITY;
+  *S2 = INFINITY;
+  if (clip && clip->norm == DPO_CLIP_L1) {
+    *S1 = dpo_sens(rel, clip->C);
+    *S2 = dpo_sens(rel, clip->C);
+  } else if (clip && clip->norm == DPO_CLIP_L2) {
+    *S1 = dpo_sens(rel, clip->C * sqrt((double)d));
+    *S2 = dpo_sens(rel, clip->C);
+  }
+  if (!isnan(B1)) {
+    double s1 = dpo__dp_row_sens(model, B1, rel);
+    if (s1 > 0 && s1 < *S1) *S1 = s1;
+    if (s1 > 0 && s1 < *S2) *S2 = s1; /* ||u||_2 <= ||u||_1 */
+  }
+  { /* the argument of (5.2) in L2: the model's per-example gradient bound (logistic ||u~||_2,
+     * softmax sqrt(2) ||u~||_2, with an intercept u~ = (u, 1); model.h) */
+    double g2 = isnan(B2) ? -1 : dpo_model_grad_l2_bound(model, B2);
+    if (g2 > 0 && dpo_sens(rel, g2) < *S2) *S2 = dpo_sens(rel, g2);
+  }
+}
+
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   int rc = DPO_OK;
   const dpo_config_t *cfg = dpo_solver_config(s);
@@ -210,26 +234,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
    * These algorithms average over a public n or sample m of n without replacement (001 (3.3)):
    * replace-one analyses, so the per-example bounds double (dpo_sens); under add-remove (full
    * batch, n = n_pub) the sum moves by the bound itself. */
-  const dpo_neighbours_t rel = dp->rel;
-  dp->S1 = INFINITY;
-  dp->S2 = INFINITY;
-  if (clip && clip->norm == DPO_CLIP_L1) {
-    dp->S1 = dpo_sens(rel, clip->C);
-    dp->S2 = dpo_sens(rel, clip->C);
-  } else if (clip && clip->norm == DPO_CLIP_L2) {
-    dp->S1 = dpo_sens(rel, clip->C * sqrt((double)dp->d));
-    dp->S2 = dpo_sens(rel, clip->C);
-  }
-  if (!isnan(B1)) {
-    double s1 = dpo__dp_row_sens(model, B1, rel);
-    if (s1 > 0 && s1 < dp->S1) dp->S1 = s1;
-    if (s1 > 0 && s1 < dp->S2) dp->S2 = s1; /* ||u||_2 <= ||u||_1 */
-  }
-  { /* the argument of (5.2) in L2: the model's per-example gradient bound (logistic ||u~||_2,
-     * softmax sqrt(2) ||u~||_2, with an intercept u~ = (u, 1); model.h) */
-    double g2 = isnan(B2) ? -1 : dpo_model_grad_l2_bound(model, B2);
-    if (g2 > 0 && dpo_sens(rel, g2) < dp->S2) dp->S2 = dpo_sens(rel, g2);
-  }
+  dpo__dp_public_sens(model, clip, dp->rel, B1, B2, dp->d, &dp->S1, &dp->S2);
   if (!isfinite(dp->S1)) { /* dpo__dp_check passed: a clip bound C that is not finite */
     rc = dpo_err(DPO_EINVAL, "no finite public sensitivity for model %s", dpo_model_name(model));
     goto fail;
@@ -390,6 +395,7 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
     nz->nshares = size;
     nz->sigma = t;
     nz->lap_honest = pt->count - pt->collude;
+    nz->claim = *lap_eps; /* what the parties' guards compare their own price with */
     *rho = NAN;
     return DPO_OK;
   }
@@ -415,6 +421,7 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   nz->nshares = size;
   nz->sigma = sigma;
   nz->lap_honest = 0;
+  nz->claim = *rho;
   *lap_eps = NAN;
   return DPO_OK;
 }
@@ -489,7 +496,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
     tmp.m = central ? m : na;
     tmp.n = na;
-    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
+    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
       if ((rc = dpo__dp_secagg_rho(dp, na, m, eps_target, &sz, &rc2rho, &eps0))) return rc;
       sens = sz.lap_honest ? dp->S1 : dp->S2;
@@ -568,7 +575,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dp->last_charged = charged;
     dp->last_delta1 = central ? sens : w * sens / (double)m;
     dp->last_b = central ? b : w * b / (double)m; /* the scale seen in the mean */
-    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
       nz = sz;
       /* the Laplace scale with the same variance as the total noise (trace column only) */

@@ -80,6 +80,12 @@ typedef struct {
  * algo.m, algo.iters, algo.c, algo.noise, algo.accounting; need_L = 1 fails without a
  * declared L2 row bound.  Rank 0 (called from an algorithm's create()). */
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **dp);
+/* Public sensitivities of one rank's gradient sum (privacy rule 1): L1 *S1 and L2 *S2 from the
+ * clip, the declared row bounds B1, B2 (NAN: none) and the relation; INFINITY when none
+ * applies.  The DP-GD family's, and every party's own under secagg (the party guard). */
+void dpo__dp_public_sens(const dpo_model_t *model, const dpo_clip_t *clip,
+                         dpo_neighbours_t rel, double B1, double B2, int64_t d, double *S1,
+                         double *S2);
 /* The refusals of dpo__dp_create that need no data (dpo_algo_check): the relation (add-remove:
  * one owner, and not the minibatch methods of algo, may be NULL) and a public sensitivity
  * source.  Not collective. */

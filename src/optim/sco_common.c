@@ -318,7 +318,7 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
   dpo_ledger_t *L = dpo_solver_ledger(s);
   dpo_oracle_t *o = dpo_solver_oracle(s);
   dpo_charge_t c = *ch;
-  dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0};
+  dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
   int rc = DPO_OK;
   if (sa->trust == DPO_TRUST_SECAGG && sa->local) {
     /* party-local Poisson sampling: charged as central's subsampled Gaussian with the honest
@@ -329,14 +329,16 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
                        .sensitivity = sa->sens, .dim = sa->d, .sampling = "poisson",
                        .accounting = "rdp", .m = sa->lm, .n = sa->ln, .step = ch->step,
                        .neighbours = dpo_ledger_neighbours(L)};
-    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0,
+                              sa->sigma_h / sa->sens, 0};
   } else if (sa->trust == DPO_TRUST_SECAGG) {
     /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
     if ((rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size))) return rc;
     c = (dpo_charge_t){.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d,
                        .sampling = ch->sampling, .accounting = "rdp", .group = ch->group,
                        .m = b->m, .n = ch->n, .step = ch->step, .neighbours = dpo_ledger_neighbours(L)};
-    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0, sa->rho,
+                              strcmp(c.sampling, "disjoint") ? 0 : c.group + 1};
   } else if (sa->trust == DPO_TRUST_LOCAL) {
     /* the coordinator draws the batch: a local charge amplified by sampling would not hold
      * against it (refused here as a guard; the callers charge sampling none or disjoint) */
@@ -344,7 +346,7 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
       return dpo_err(DPO_EINVAL, "privacy.trust = local: a release charged with sampling %s "
                      "would be amplified against the coordinator that drew the batch",
                      ch->sampling);
-    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0, 0, 0};
   }
   double charged = 0;
   int refused = -2;

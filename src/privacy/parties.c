@@ -145,6 +145,30 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
       goto fail;
     }
     p->collude = (int)k;
+    /* k = 0 counts every party's share as honest, the coordinator's own party's too: the
+     * coordinator is then trusted with the guarantee, which must be said explicitly */
+    int trusted = 0;
+    if ((rc = dpo_config_get_bool(cfg, "privacy.trust_coordinator", 0, &trusted))) goto fail;
+    if (k == 0 && count > 1 && !trusted) {
+      rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = 0 counts the coordinator's own party's "
+                   "noise share as honest, so the guarantee then holds only if the coordinator "
+                   "(rank 0) adds its share and does not collude with anyone: the coordinator "
+                   "is trusted.  Acknowledge it with privacy.trust_coordinator = 1 "
+                   "(--trust-coordinator), or keep privacy.collude >= 1",
+                   dpo_config_origin(cfg, "privacy.collude") ? dpo_config_origin(cfg,
+                   "privacy.collude") : "privacy.collude");
+      goto fail;
+    }
+    if (trusted && k != 0) {
+      rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.collude = 0 "
+                   "(here %lld)", dpo_config_origin(cfg, "privacy.trust_coordinator"),
+                   (long long)k);
+      goto fail;
+    }
+  } else if (dpo_config_get(cfg, "privacy.trust_coordinator")) {
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.trust = secagg",
+                 dpo_config_origin(cfg, "privacy.trust_coordinator"));
+    goto fail;
   } else if (dpo_config_get(cfg, "privacy.collude")) {
     rc = dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg",
                  dpo_config_origin(cfg, "privacy.collude"));

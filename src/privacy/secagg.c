@@ -15,6 +15,11 @@
  * the public keys are allgathered once per run, and k_{rs} = BLAKE2b(X25519(sk_r, pk_s) ||
  * pk_min || pk_max) (libsodium's recommended hashing of a raw scalarmult).  The nonce is the
  * release counter kept by each rank (not sent by the coordinator), so a mask is never reused.
+ * Without party identity keys the allgather is not authenticated: the MPI transport is trusted
+ * not to substitute keys (doc/design.md, "Threat model"); with them (dpo_secagg_create_auth)
+ * every rank's public key travels with its party's Ed25519 signature over (the key, the plan
+ * digest, a run nonce, the rank), checked by every other rank before any key is used.  A round in which any rank failed is withheld (step (4) is
+ * not run): a sum without one rank's data or noise share is not the release that was charged.
  * What the coordinator sees: y_r, each uniform on Z_{2^64}^d because it carries at least one
  * mask with a key it does not know (any P >= 2), and Y.  Ranks on a reduction-tree path see
  * partial sums, which carry the masks to the ranks outside the subtree: uniform as well.
@@ -338,33 +343,99 @@ void dpo_secagg_destroy(dpo_secagg_t *sa) {
   free(sa);
 }
 
+#ifdef DPO_TEST_SWITCHES
+/* Test builds only (privacy/test_switches.h; dpopt-test train --test-coordinator key). */
+static int dpo__test_sub_key = 0;
+void dpo__secagg_test_substitute_key(int on) { dpo__test_sub_key = on ? 1 : 0; }
+#endif
+
+/* What a rank signs with its party's identity key: its key-agreement public key, bound to the
+ * agreed plan, to this run (a nonce every rank contributed to, so no old signature replays)
+ * and to its rank. */
+enum { DPO__KEYMSG = 20 + 32 + 32 + 32 + 4 };
+static void dpo__key_msg(const unsigned char pk[32], const unsigned char digest[32],
+                         const unsigned char nonce[32], int rank, unsigned char *m) {
+  memcpy(m, "dpopt secagg key 1\n", 20);
+  memcpy(m + 20, pk, 32);
+  memcpy(m + 52, digest, 32);
+  memcpy(m + 84, nonce, 32);
+  for (int i = 0; i < 4; i++) m[116 + i] = (unsigned char)((unsigned)rank >> (8 * i));
+}
+
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out) {
+  return dpo_secagg_create_auth(comm, adds_noise, rng, NULL, out);
+}
+
+/* Authenticated exchange: the run nonce (every rank's random contribution, hashed), then every
+ * rank's signature over its public key; each rank verifies every other's with the identity
+ * key listed for that rank's party.  Collective; returns this rank's local status. */
+static int dpo__secagg_sign(MPI_Comm comm, int rank, int size, const dpo_secagg_auth_t *auth,
+                            unsigned char pk[32], unsigned char sk[32], unsigned char sig[64],
+                            int rc) {
+  unsigned char mine[32], nonce[32], msg[DPO__KEYMSG];
+  /* size * 32 bytes: small enough that the key table above (the same size) fails first */
+  unsigned char *all = calloc((size_t)size, 32);
+  randombytes_buf(mine, sizeof mine);
+  if (!all) return dpo_err(DPO_ENOMEM, "secagg: out of memory for the run nonce");
+  if (MPI_Allgather(mine, 32, MPI_BYTE, all, 32, MPI_BYTE, comm) != MPI_SUCCESS && !rc)
+    rc = dpo_err(DPO_EMPI, "secagg: nonce exchange failed");
+  crypto_generichash(nonce, sizeof nonce, all, (size_t)size * 32, NULL, 0);
+  free(all);
+  dpo__key_msg(pk, auth->digest, nonce, rank, msg);
+  crypto_sign_detached(sig, NULL, msg, sizeof msg, auth->sk);
+#ifdef DPO_TEST_SWITCHES
+  if (rank == 0 && dpo__test_sub_key) crypto_box_keypair(pk, sk); /* publishes another key */
+#else
+  (void)sk;
+#endif
+  memcpy(auth->nonce_out, nonce, 32);
+  return rc;
+}
+
+int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
+                           const dpo_secagg_auth_t *auth, dpo_secagg_t **out) {
   int rc = DPO_OK;
   dpo_secagg_t *sa = calloc(1, sizeof *sa);
-  unsigned char sk[32], pk[32], *all = NULL;
+  unsigned char sk[32], pk[96], *all = NULL;
   *out = NULL;
   if (!sa) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
   else if (sodium_init() < 0) rc = dpo_err(DPO_EUNSUP, "libsodium failed to initialize");
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  const int item = auth ? 96 : 32; /* public key, and its signature when authenticated */
   if (!rc) {
-    MPI_Comm_rank(comm, &sa->rank);
-    MPI_Comm_size(comm, &sa->size);
+    sa->rank = rank;
+    sa->size = size;
     sa->comm = comm;
     sa->noise = adds_noise;
     sa->rng = rng;
     sa->keys = calloc((size_t)sa->size, 32);
-    all = calloc((size_t)sa->size, 32);
+    all = calloc((size_t)sa->size, (size_t)item);
     if (!sa->keys || !all) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
     if (!rng) rc = dpo_err(DPO_EINVAL, "secagg: no noise stream");
   }
+  memset(pk, 0, sizeof pk);
   if (!rc) crypto_box_keypair(pk, sk); /* X25519 key pair from the OS CSPRNG */
-  else memset(pk, 0, sizeof pk);
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  unsigned char *dst = all ? all : malloc((size_t)size * 32); /* the collective must run */
-  if (MPI_Allgather(pk, 32, MPI_BYTE, dst, 32, MPI_BYTE, comm) != MPI_SUCCESS && !rc)
+  else memset(sk, 0, sizeof sk);
+  if (auth) rc = dpo__secagg_sign(comm, rank, size, auth, pk, sk, pk + 32, rc);
+  unsigned char *dst = all ? all : malloc((size_t)size * (size_t)item); /* the collective runs */
+  if (MPI_Allgather(pk, item, MPI_BYTE, dst, item, MPI_BYTE, comm) != MPI_SUCCESS && !rc)
     rc = dpo_err(DPO_EMPI, "secagg: key exchange failed");
+  for (int s = 0; s < size && !rc && auth; s++) {
+    unsigned char msg[DPO__KEYMSG];
+    if (s == rank) continue;
+    dpo__key_msg(all + (size_t)item * s, auth->digest, auth->nonce_out, s, msg);
+    if (crypto_sign_verify_detached(all + (size_t)item * s + 32, msg, sizeof msg,
+                                    auth->pks + 32 * s) != 0)
+      rc = dpo_err(DPO_EINVAL, "rank %d's key-agreement key is not signed by the identity key "
+                   "listed for its party (party.%d.public_key) over this plan and run: a "
+                   "substituted or unsigned key; the run stops before any release", s,
+                   auth->rank_party ? auth->rank_party[s] : s);
+  }
   for (int s = 0; s < size && !rc; s++)
-    if (s != sa->rank) rc = dpo_secagg_pair_key(sk, pk, all + 32 * s, sa->keys + 32 * s);
+    if (s != sa->rank)
+      rc = dpo_secagg_pair_key(sk, pk, all + (size_t)item * s, sa->keys + 32 * s);
   sodium_memzero(sk, sizeof sk);
   if (dst != all) free(dst);
   free(all);
@@ -431,6 +502,15 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
       rc = dpo_secagg_mask(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x, sa->mask);
   if (rc) memset(x, 0, (size_t)d * sizeof *x);
   if (masked) memcpy(masked, x, (size_t)d * sizeof *x);
+  /* A round in which any rank failed (or refused) is withheld: its sum would lack that rank's
+   * data or noise share, one honest share fewer than was charged.  So every rank learns of a
+   * failure before anything is reduced, and nothing is reduced or decoded. */
+  int bad = !ok || rc, anybad = 0;
+  if (MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, sa->comm) != MPI_SUCCESS) {
+    if (!rc) rc = dpo_err(DPO_EMPI, "secagg: MPI_Allreduce failed");
+    return rc;
+  }
+  if (anybad) return bad ? rc : DPO_EREMOTE; /* another rank's status says why */
   if (MPI_Reduce(sa->rank == 0 ? MPI_IN_PLACE : x, x, (int)d, MPI_UINT64_T, MPI_SUM, 0,
                  sa->comm) != MPI_SUCCESS && !rc)
     rc = dpo_err(DPO_EMPI, "secagg: MPI_Reduce failed");

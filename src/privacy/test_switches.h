@@ -7,11 +7,25 @@
  * program that links the library can shrink a noise scale while its outputs say PRIVATE.
  *
  * Defined in the files that read them: mechanism.c, secagg.c (the noise factor), oracle.c
- * (keep every row), audit_run.c (the audit's switches).  Not thread-safe; process-wide. */
+ * (keep every row; a deviating coordinator and a failing party for dpopt-test train),
+ * audit_run.c (the audit's switches).  Not thread-safe; process-wide. */
 #ifndef DPO_PRIVACY_TEST_SWITCHES_H
 #define DPO_PRIVACY_TEST_SWITCHES_H
 #ifndef DPO_TEST_SWITCHES
 #error "privacy/test_switches.h is for the test builds (-DDPO_TEST_SWITCHES) only"
+/* oracle.c (dpopt-test train --test-coordinator KIND[:N]): rank 0 deviates from the plan in
+ * its secure-aggregation requests from the N-th on (default 1): kind 1 halves the announced
+ * noise share sigma (or Laplace scale), 2 halves the fixed-point step gamma, 3 (pure eps)
+ * announces one honest share more, 4 asks for one release more than the plan at its end; the
+ * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse. */
+void dpo__oracle_test_deviate(int kind, int64_t at);
+/* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
+ * aggregation release (0: never); the round must be withheld, never decoded. */
+void dpo__oracle_test_party_fail(int64_t at);
+/* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
+ * another key-agreement key than the one it signed (a substituted key); every party must stop. */
+void dpo__secagg_test_substitute_key(int on);
+
 #endif
 
 #include <stdint.h>
@@ -40,5 +54,18 @@ void dpo__test_keep_all_rows(int on);
  * stream = the rank), so a test's audit outcome is reproducible (the table says
  * "[TEST: seeded]": such a run shows nothing about secure noise). */
 void dpo__test_audit_seed(int on, uint64_t seed);
+
+/* oracle.c (dpopt-test train --test-coordinator KIND[:N]): rank 0 deviates from the plan in
+ * its secure-aggregation requests from the N-th on (default 1): kind 1 halves the announced
+ * noise share sigma (or Laplace scale), 2 halves the fixed-point step gamma, 3 (pure eps)
+ * announces one honest share more, 4 asks for one release more than the plan at its end; the
+ * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse. */
+void dpo__oracle_test_deviate(int kind, int64_t at);
+/* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
+ * aggregation release (0: never); the round must be withheld, never decoded. */
+void dpo__oracle_test_party_fail(int64_t at);
+/* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
+ * another key-agreement key than the one it signed (a substituted key); every party must stop. */
+void dpo__secagg_test_substitute_key(int on);
 
 #endif

@@ -1,0 +1,68 @@
+/* The party guard (privacy.trust = secagg; doc/design.md, "Threat model").  Internal to the
+ * library: the oracle consults it on every rank but the coordinator, the run builds it.
+ *
+ * A party does not take the coordinator's word for the noise.  Before any release the parties
+ * agree on the public plan (dpo_plan_agree: a BLAKE2b digest of each party's own canonical
+ * plan, compared everywhere).  Then, for every secure-aggregation request, each party prices
+ * the announced noise itself -- from the header's gamma, share sigma (or Laplace scale t),
+ * honest share count and sampling rate, and from its OWN plan: P, k, d, its own public
+ * sensitivity bounds and relation -- and refuses (nothing contributed) when
+ *  - the announced honest share count is not its P - k,
+ *  - the announced noise costs more than the charge the coordinator says it journals,
+ *  - the sampling rate's denominator is not its declared public n,
+ *  - or its own in-memory account (its own budget, accountant and relation) refuses the charge.
+ * A release it admits is charged to that account first.  So what a coalition of the
+ * coordinator and up to k parties learns about the party's rows is bounded by what the party's
+ * own account has charged; the coordinator's ledger is a view, not the guard. */
+#ifndef DPO_PRIVACY_GUARD_H
+#define DPO_PRIVACY_GUARD_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "dpopt/privacy.h"
+
+typedef struct dpo_guard dpo_guard_t;
+
+typedef struct {
+  int parties, collude;   /* P, k of the party's own configuration */
+  int party;              /* this rank's party (messages) */
+  int64_t d;              /* model dimension */
+  double S1, S2;          /* the party's own public sensitivities of one rank's sum (L1, L2) */
+  double eps, delta;      /* the party's own budget */
+  const char *accountant; /* privacy.accountant */
+  dpo_neighbours_t rel;
+  int64_t public_n;       /* > 0: the declared public size (party-local sampling's denominator) */
+} dpo_guard_spec_t;
+
+/* One announced secure-aggregation release (the oracle's request header). */
+typedef struct {
+  double gamma;       /* fixed-point step */
+  uint64_t sigma;     /* share sigma (Gaussian) or the Laplace scale t (lap_honest > 0) */
+  int64_t lap_honest; /* > 0: pure-eps Polya shares for this many honest parties */
+  int64_t sm, sn;     /* > 0: party-local Poisson sampling at rate sm / sn */
+  double claim;       /* the coordinator's charge: rho (Gaussian), eps (Laplace) or the noise
+                       * multiplier sigma_h / sens_c (party-local sampling); 0: none */
+  int64_t pass;       /* >= 0: a batch of disjoint pass `pass` (the oracle checked that none of
+                       * the party's rows repeats in it); -1: none */
+} dpo_guard_req_t;
+
+/* Not collective.  Opens the party's in-memory account. */
+int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);
+void dpo_guard_destroy(dpo_guard_t *g);
+/* Not collective.  DPO_OK: the release is in the plan and charged to the party's account; else
+ * DPO_EINVAL naming what differed, or the account's refusal (an honest coordinator's ledger,
+ * which charges every party's account too, refuses such a release before it asks). */
+int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r);
+/* The party's account: spent (eps, delta) and releases admitted. */
+int dpo_guard_spent(const dpo_guard_t *g, double *eps, double *delta, int64_t *releases);
+
+/* Collective: every rank hashes its own canonical plan text (lines "key = value\n") with
+ * BLAKE2b-256 and the digests are compared on every rank.  Equal: DPO_OK.  Otherwise rank 0's
+ * text is broadcast so each rank can name the first line that differs, and every rank returns
+ * DPO_EINVAL (the agreed message of the first rank that differs).  Rank 0's text is only used
+ * to name the difference: the decision is the digests'.  digest (may be NULL): this rank's. */
+int dpo_plan_agree(MPI_Comm comm, const char *plan, unsigned char digest[32]);
+
+
+#endif
