@@ -417,6 +417,15 @@ int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t 
                   double eps, double h, double *delta);
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps);
+/* The white-box audit's construction under sampling without replacement (replace-one; the
+ * releases' only signal a Dirac canary at +C or -C, in the batch with probability q each
+ * step, independently): the pair P = (1 - q) N(0, z^2) + q N(1/2, z^2) and its mirror Q (z =
+ * sigma / (2 C), the replace-one sensitivity 2 C), composed `steps` times.  The profile of
+ * that construction, not a dominating pair of a relation (no ledger uses it); losses rounded
+ * up to the grid h (h <= 0: DPO_PLD_H), so delta(eps) and eps(delta) are upper bounds.  Either
+ * output may be NULL; *eps is INFINITY when no eps reaches delta. */
+int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta, double h,
+                     double *delta_at_eps, double *eps_at_delta);
 /* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
  * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it. */
 /* The grid dpo_pld_calibrate (and the pld ledger) uses: min(DPO_PLD_H max(1, eps),

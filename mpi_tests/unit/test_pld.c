@@ -274,3 +274,36 @@ Test(pld, ledger_poisson_accepts_more_than_rdp) {
   dpo_ledger_close(L);
   dpo_ledger_close(R);
 }
+
+/* The white-box audit's wor pair: at q = 1 it is N(1/2, z^2) against N(-1/2, z^2), and T of
+ * them compose to the Gaussian with mu = sqrt(T) / z, whose profile is closed form (Dong, Roth
+ * and Su 2019): delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).  The grid
+ * rounds every loss up by < h a step, so delta lies between the closed form at eps and at
+ * eps - T h.  Below q = 1 the profile only shrinks. */
+static double gdp_delta(double mu, double eps) {
+  return 0.5 * erfc((eps / mu - mu / 2) / M_SQRT2) -
+         exp(eps) * 0.5 * erfc((eps / mu + mu / 2) / M_SQRT2);
+}
+Test(pld, wor_pair) {
+  const double h = 1e-4;
+  for (int64_t T = 1; T <= 16; T *= 4)
+    for (double z = 0.8; z <= 3.3; z *= 2) {
+      double mu = sqrt((double)T) / z;
+      for (double eps = 0.25; eps <= 2; eps *= 2) {
+        double d, e;
+        cr_assert_eq(dpo_pld_wor_pair(1.0, z, T, eps, 1e-5, h, &d, &e), 0);
+        cr_assert(d >= gdp_delta(mu, eps) - 1e-12, "T %lld z %g eps %g: %g < %g", (long long)T,
+                  z, eps, d, gdp_delta(mu, eps));
+        cr_assert(d <= gdp_delta(mu, eps - 2.0 * (double)T * h) + 1e-9,
+                  "T %lld z %g eps %g: %g > %g", (long long)T, z, eps, d,
+                  gdp_delta(mu, eps - 2.0 * (double)T * h));
+      }
+      double e, d0;
+      cr_assert_eq(dpo_pld_wor_pair(1.0, z, T, 0, 1e-5, h, NULL, &e), 0);
+      cr_assert(gdp_delta(mu, e) <= 1e-5 * (1 + 1e-6), "eps(delta) %g", e);
+      cr_assert_eq(dpo_pld_wor_pair(0.1, z, T, 0.5, 1e-5, h, &d0, NULL), 0);
+      double d1;
+      cr_assert_eq(dpo_pld_wor_pair(1.0, z, T, 0.5, 1e-5, h, &d1, NULL), 0);
+      cr_assert(d0 < d1, "q = 0.1 (%g) below q = 1 (%g)", d0, d1);
+    }
+}

@@ -97,7 +97,7 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
            "sensitivity in %.1f%% of them; test %s", (long long)r->releases, 100 * r->saturated,
            r->method);
     if (!strcmp(r->method, "gdp")) printf(": mu_lb %.4f vs mu_claim %.4f", r->mu_lb, r->mu_claim);
-    if (!strcmp(r->method, "psg"))
+    if (!strcmp(r->method, "psg") || !strcmp(r->method, "wsg"))
       printf(": noise multiplier at most %.4g vs %.4g charged", r->z_ub, r->z_claim);
     if (!strcmp(r->method, "per-release"))
       printf(": one release's eps_lb %.5f vs its charge %.5f", r->rel_lb, r->rel_claim);

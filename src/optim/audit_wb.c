@@ -248,15 +248,22 @@ out:
  * delta(eps))-DP run has TPR <= e^eps FPR + delta(eps) and 1 - FPR <= e^eps (1 - TPR) +
  * delta(eps) for every eps; delta(eps) is the PLD accountant's (an upper bound: the test
  * only errs towards accepting). */
-static int dpo__wb_psg_rejects(int64_t m, int64_t n, int64_t T, double z, double tpr, double fpr,
-                               int *rej) {
+static int dpo__wb_profile(int wor, int64_t m, int64_t n, int64_t T, double z, double eps,
+                           double *dl) {
+  /* wor: the construction's own pair under replace-one (sampling without replacement) */
+  return wor ? dpo_pld_wor_pair((double)m / (double)n, z, T, eps, 0, 0, dl, NULL)
+             : dpo_pld_delta("poisson", m, n, z, T, eps, 0, dl);
+}
+
+static int dpo__wb_psg_rejects(int wor, int64_t m, int64_t n, int64_t T, double z, double tpr,
+                               double fpr, int *rej) {
   *rej = 0;
   double emax = fmax(log(tpr / fpr), log((1 - fpr) / (1 - tpr)));
   for (int i = 0; i <= 8 && emax > 0; i++) { /* a coarse grid: each point is one PLD */
     double eps = emax * i / 8.0, dl;
     double need = fmax(tpr - exp(eps) * fpr, (1 - fpr) - exp(eps) * (1 - tpr));
     if (!(need > 0)) continue;
-    int rc = dpo_pld_delta("poisson", m, n, z, T, eps, 0, &dl);
+    int rc = dpo__wb_profile(wor, m, n, T, z, eps, &dl);
     if (rc) return rc;
     if (need > dl) {
       *rej = 1;
@@ -268,24 +275,25 @@ static int dpo__wb_psg_rejects(int64_t m, int64_t n, int64_t T, double z, double
 
 /* The largest multiplier z* the test does not rule out (bisection on log z): the run's
  * releases carry at most z* sigma-units of noise, so eps_lb = the PLD eps at z* and delta. */
-static int dpo__wb_psg(int64_t m, int64_t n, int64_t T, double zc, double tpr, double fpr,
-                       double delta, double *zs, double *eps_lb) {
+static int dpo__wb_psg(int wor, int64_t m, int64_t n, int64_t T, double zc, double tpr,
+                       double fpr, double delta, double *zs, double *eps_lb) {
   double lo = zc / 8, hi = zc * 16; /* below zc / 8 the PLD grows costly, and eps is large */
   int rej = 0, rc;
   *zs = INFINITY;
   *eps_lb = -INFINITY;
-  if ((rc = dpo__wb_psg_rejects(m, n, T, hi, tpr, fpr, &rej)) || !rej) return rc;
-  if ((rc = dpo__wb_psg_rejects(m, n, T, lo, tpr, fpr, &rej))) return rc;
+  if ((rc = dpo__wb_psg_rejects(wor, m, n, T, hi, tpr, fpr, &rej)) || !rej) return rc;
+  if ((rc = dpo__wb_psg_rejects(wor, m, n, T, lo, tpr, fpr, &rej))) return rc;
   if (!rej) {
     for (int i = 0; i < 10; i++) { /* z* to 0.5%: below the test's own resolution */
       double mid = sqrt(lo * hi);
-      if ((rc = dpo__wb_psg_rejects(m, n, T, mid, tpr, fpr, &rej))) return rc;
+      if ((rc = dpo__wb_psg_rejects(wor, m, n, T, mid, tpr, fpr, &rej))) return rc;
       if (rej) hi = mid;
       else lo = mid;
     }
   }
   *zs = lo;
-  return dpo_pld_eps("poisson", m, n, lo, T, delta, 0, eps_lb);
+  return wor ? dpo_pld_wor_pair((double)m / (double)n, lo, T, 0, delta, 0, NULL, eps_lb)
+             : dpo_pld_eps("poisson", m, n, lo, T, delta, 0, eps_lb);
 }
 
 int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int64_t K,
@@ -311,9 +319,11 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
   const int base = flags & ~DPO__WB_ZVAR; /* gdp and per-release allow varying scales */
   const int gdp = base == DPO__WB_GAUSS;
   const int psg = flags == (DPO__WB_GAUSS | DPO__WB_SUB | DPO__WB_POIS) && a->add_remove;
+  /* batches without replacement under replace-one: the construction's own pair (pld.c) */
+  const int wsg = flags == (DPO__WB_GAUSS | DPO__WB_SUB) && !a->add_remove;
   const int per_rel = base == DPO__WB_LAP && res->saturated > 0 && epsmax > 0;
   int64_t cnt[3] = {0, 0, 0};
-  int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg, cnt, res);
+  int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg || wsg, cnt, res);
   if (rc) return rc;
   snprintf(res->stat, sizeof res->stat, "sum of %lld releases' LLR", (long long)K);
   if (gdp) {
@@ -323,21 +333,28 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
     snprintf(res->assumption, sizeof res->assumption,
              "Gaussian releases: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP at "
              "delta (Dong-Roth-Su 2019)", res->mu_claim);
-  } else if (psg && cnt[2] > 0) {
+  } else if ((psg || wsg) && cnt[2] > 0) {
     const double *r0 = rec[0];
     const int64_t m = (int64_t)r0[DPO__WB_M], n = (int64_t)r0[DPO__WB_N];
     double tpr = dpo_audit_cp_lower(cnt[2] - cnt[1], cnt[2], alpha / 2);
     double fpr = dpo_audit_cp_upper(cnt[0], cnt[2], alpha / 2), zs;
     res->mu_lb = res->mu_claim = NAN;
-    if ((rc = dpo__wb_psg(m, n, K, r0[DPO__WB_Z], tpr, fpr, delta, &zs, &res->lb))) return rc;
+    if ((rc = dpo__wb_psg(wsg, m, n, K, r0[DPO__WB_Z], tpr, fpr, delta, &zs, &res->lb)))
+      return rc;
     res->z_ub = zs;
     res->z_claim = r0[DPO__WB_Z];
     res->lb_select = -INFINITY; /* the threshold was chosen by the GDP proxy */
-    snprintf(res->method, sizeof res->method, "psg");
-    snprintf(res->assumption, sizeof res->assumption,
-             "Poisson-subsampled Gaussian releases at rate %lld/%lld: the run's profile is the PLD "
-             "of %lld of them at some multiplier; eps_lb = PLD eps at the largest one not ruled out",
-             (long long)m, (long long)n, (long long)K);
+    snprintf(res->method, sizeof res->method, wsg ? "wsg" : "psg");
+    if (wsg)
+      snprintf(res->assumption, sizeof res->assumption,
+               "wor batches of %lld of %lld, canary +-C (replace-one): the run is that pair's PLD "
+               "over %lld releases at some multiplier; eps_lb = its eps at the largest not ruled out",
+               (long long)m, (long long)n, (long long)K);
+    else
+      snprintf(res->assumption, sizeof res->assumption,
+               "Poisson-subsampled Gaussian releases at rate %lld/%lld: the run's profile is the "
+               "PLD of %lld of them at some multiplier; eps_lb = PLD eps at the largest one not "
+               "ruled out", (long long)m, (long long)n, (long long)K);
   } else if (per_rel) {
     if ((rc = dpo__wb_per_release(rec, N, K, alpha, res))) return rc;
     res->rel_claim = epsmax;

@@ -425,6 +425,66 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
   return DPO_OK;
 }
 
+/* The audit's wor pair (privacy.h): one step's losses L(o) = log P(o) / Q(o), increasing in
+ * o, on cells of o narrow enough that L moves by at most h across one; each cell's P-mass goes
+ * to the grid point at or above L at its right end (every loss rounded up: an upper bound). */
+static double dpo__wor_loss(double o, double q, double z) {
+  double a = (o - 0.25) / (2 * z * z), b = (-o - 0.25) / (2 * z * z), m = fmax(fmax(a, b), 0);
+  /* log((1 - q) + q e^a) - log((1 - q) + q e^b), each by log-sum-exp */
+  return log((1 - q) * exp(-m) + q * exp(a - m)) - log((1 - q) * exp(-m) + q * exp(b - m));
+}
+
+/* P(o <= x) for o ~ P = (1 - q) N(0, z^2) + q N(1/2, z^2) */
+static double dpo__wor_cdf(double x, double q, double z) {
+  return (1 - q) * dpo__Phi_(x / z) + q * dpo__Phi_((x - 0.5) / z);
+}
+
+static int dpo__wor_step(double q, double z, double h, dpo__pmf_t *r) {
+  const double olo = -0.5 - DPO__PLD_CUT * z, ohi = 0.5 + DPO__PLD_CUT * z;
+  const double lmax = dpo__wor_loss(ohi, q, z);
+  const int64_t ilo = (int64_t)ceil(-lmax / h) - 1, ihi = (int64_t)ceil(lmax / h);
+  const double w = h * z * z; /* 0 <= dL/do <= 1 / z^2 */
+  const int64_t cells = (int64_t)ceil((ohi - olo) / w);
+  if (cells > 50000000 || ihi - ilo > 50000000)
+    return dpo_err(DPO_EINVAL, "pld: the wor pair needs %lld cells (raise h=%g)",
+                   (long long)cells, h);
+  r->off = ilo;
+  r->len = ihi - ilo + 1;
+  r->p = calloc((size_t)r->len, sizeof(double));
+  if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
+  double prev = dpo__wor_cdf(olo, q, z);
+  r->p[0] += prev; /* losses below L(olo), rounded up to the first grid point */
+  for (int64_t c = 1; c <= cells; c++) {
+    double o = c == cells ? ohi : olo + (double)c * w;
+    double cur = dpo__wor_cdf(o, q, z), l = dpo__wor_loss(o, q, z);
+    int64_t i = (int64_t)ceil(l / h) - ilo;
+    if (i < 0) i = 0;
+    if (i >= r->len) i = r->len - 1;
+    r->p[i] += cur - prev > 0 ? cur - prev : 0;
+    prev = cur;
+  }
+  r->inf = (1 - prev) + 1e-12; /* beyond ohi, plus the cells' rounding (generous) */
+  return DPO_OK;
+}
+
+int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta, double h,
+                     double *delta_at_eps, double *eps_at_delta) {
+  if (!(q > 0 && q <= 1) || !(z > 0) || !isfinite(z) || steps < 1)
+    return dpo_err(DPO_EINVAL, "pld_wor_pair: need q in (0, 1], z > 0, steps >= 1");
+  struct dpo__pld_comp c = {.ndir = 1, .h = h > 0 ? h : DPO_PLD_H};
+  dpo__pmf_t one;
+  int st = dpo__wor_step(q, z, c.h, &one);
+  if (!st) st = dpo__pmf_pow(&one, steps, &c.dir[0]);
+  if (st) return st;
+  if (delta_at_eps) {
+    double d = dpo__comp_delta(&c, eps >= 0 ? eps : 0);
+    *delta_at_eps = d < 1 ? d : 1;
+  }
+  if (eps_at_delta) *eps_at_delta = dpo__comp_eps(&c, delta);
+  dpo__pld_free(&c);
+  return DPO_OK;
+}
+
 int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, double *eps) {
   /* each kind's k-fold power, then their product per direction: the remove pairs compose with
    * the remove pairs, the add pairs with the add pairs; an unsampled kind's pair is symmetric
