@@ -88,7 +88,8 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
 #ifdef DPO_TEST_SWITCHES
   printf("%s%s", test & 1 ? "  [TEST: noise halved]"
                  : test & 2 ? "  [TEST: one noise share dropped]"
-                 : test & 8 ? "  [TEST: every row kept, the sampled rate charged]" : "",
+                 : test & 8 ? "  [TEST: every row kept, the sampled rate charged]"
+                 : test & 16 ? "  [TEST: noise scaled]" : "",
          test & 4 ? "  [TEST: seeded]" : "");
 #endif
   printf("\n");
