@@ -224,21 +224,26 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
   return dpsgd_first_fit(a, s, best, 1 + 1e-4, 3, z, fits);
 }
 
-static int dpsgd_create(dpo_solver_t *s, void **state) {
-  int rc;
-  const char *who = "dp-sgd-rdp", *samp = NULL;
+/* dpsgd_create's parts, in order; each returns a status (a refusal names the key). */
+typedef struct {
+  const dpo_parties_t *pt;
+  int secagg, sampled, unamp; /* trust modes (the header) */
+  const char *sch, *zfrom;
+  double tail, gamma;
   char nsrc[160];
-  dpo__dpsgd_t *a = calloc(1, sizeof *a);
-  if (!a) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
-  if ((rc = dpo__sco_init(s, &a->c, who))) goto fail;
-  int64_t n = a->c.n;
-  int32_t d = a->c.d;
-  /* every data-free refusal first: under add-remove the noisy count below is a charge */
-  if ((rc = dpo_solver_param_str(s, "sampling", "wor", &samp))) goto fail;
+} dpo__dpsgd_setup_t;
+
+/* algo.sampling against the relation and the trust mode (every data-free refusal first:
+ * under add-remove the noisy count is a charge) */
+static int dpsgd_setup_sampling(dpo_solver_t *s, dpo__dpsgd_t *a, const char *who,
+                                dpo__dpsgd_setup_t *u) {
+  int rc;
+  const char *samp = NULL;
+  if ((rc = dpo_solver_param_str(s, "sampling", "wor", &samp))) return rc;
   if (!strcmp(samp, "poisson")) a->poisson = 1;
   else if (strcmp(samp, "wor")) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = '%s': wor | poisson", who, samp);
-    goto fail;
+    return rc;
   }
   if (a->poisson != (a->c.rel == DPO_NEIGHBOURS_ADD_REMOVE)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
@@ -247,21 +252,21 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
                  a->poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
                  dpo_neighbours_name(a->c.rel), a->poisson ? "wor" : "poisson",
                  a->poisson ? "add-remove" : "replace-one");
-    goto fail;
+    return rc;
   }
-  const dpo_parties_t *pt = dpo_oracle_parties(dpo_solver_oracle(s));
-  const int secagg = pt && pt->trust == DPO_TRUST_SECAGG;
+  const dpo_parties_t *pt = u->pt = dpo_oracle_parties(dpo_solver_oracle(s));
+  const int secagg = u->secagg = pt && pt->trust == DPO_TRUST_SECAGG;
   /* secagg + Poisson: every party samples its own rows (the header, secagg.c), amplified */
-  const int sampled = secagg && a->poisson;
+  const int sampled = u->sampled = secagg && a->poisson;
   /* local, and secagg with wor: the coordinator draws the batch, so nothing is amplified
    * against it */
-  const int unamp = pt && pt->trust != DPO_TRUST_CENTRAL && !sampled;
+  u->unamp = pt && pt->trust != DPO_TRUST_CENTRAL && !sampled;
   if (pt && pt->trust == DPO_TRUST_LOCAL && a->poisson) {
     rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = local the coordinator draws the batch "
                  "and the charge is not amplified (a replace-one analysis): set "
                  "privacy.neighbours = replace-one (algo.sampling = wor), or use "
                  "privacy.trust = secagg, where every party samples its own rows", who);
-    goto fail;
+    return rc;
   }
   if (sampled && !dpo_config_get(dpo_solver_config(s), "privacy.public_n")) {
     /* the noisy count would be the sum of the parties' private counts: a release of its own
@@ -270,26 +275,34 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
                  "(Poisson batches drawn by every party) declare the public data set size "
                  "(privacy.public_n, --public-n N): the rate m/N, the steps and the "
                  "normalisation come from it, and no party's row count is released", who);
-    goto fail;
+    return rc;
   }
+  return DPO_OK;
+}
+
+/* batch, length, schedule, averaging and momentum; the public size */
+static int dpsgd_setup_schedule(dpo_solver_t *s, dpo__dpsgd_t *a, const char *who,
+                                dpo__dpsgd_setup_t *u) {
+  int rc;
   int64_t m0 = -1, iters = -1, T0 = -1;
   double epochs = 1, tail = 0.1;
   if ((rc = dpo_solver_param_int(s, "m", -1, &m0)) ||
       (rc = dpo_solver_param(s, "epochs", 1.0, &epochs)) ||
       (rc = dpo_solver_param_int(s, "iters", -1, &iters)) ||
       (rc = dpo_solver_param_int(s, "T", -1, &T0)))
-    goto fail;
+    return rc;
   if (dpo_config_get(dpo_solver_config(s), "algo.m") && m0 < 1) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.m = %lld must be >= 1", who, (long long)m0);
-    goto fail;
+    return rc;
   }
   if (!(epochs > 0) || !(epochs < 1e12)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.epochs = %g must be > 0 (and give < 1e12 steps)", who,
                  epochs);
-    goto fail;
+    return rc;
   }
   const char *sch = NULL;
-  if ((rc = dpo_solver_param_str(s, "schedule", "cosine", &sch))) goto fail;
+  if ((rc = dpo_solver_param_str(s, "schedule", "cosine", &sch))) return rc;
+  u->sch = sch;
   if (!strcmp(sch, "theory")) a->sched = SCHED_THEORY;
   else if (!strcmp(sch, "constant")) a->sched = SCHED_CONSTANT;
   else if (!strcmp(sch, "cosine")) a->sched = SCHED_COSINE;
@@ -297,91 +310,102 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   else {
     rc = dpo_err(DPO_EINVAL, "%s: algo.schedule = '%s': cosine | step | constant | theory", who,
                  sch);
-    goto fail;
+    return rc;
   }
   if (a->sched != SCHED_THEORY) { /* K = R^d unless algo.D is given */
-    if ((rc = dpo_solver_param(s, "D", INFINITY, &a->c.D))) goto fail;
+    if ((rc = dpo_solver_param(s, "D", INFINITY, &a->c.D))) return rc;
   }
-  if ((rc = dpo_solver_param(s, "avg", a->sched == SCHED_THEORY ? 1.0 : 0.1, &tail))) goto fail;
+  if ((rc = dpo_solver_param(s, "avg", a->sched == SCHED_THEORY ? 1.0 : 0.1, &tail))) return rc;
   if (!(tail > 0 && tail <= 1)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.avg = %g must be in (0, 1]: the fraction of the last "
                  "iterates averaged into the output", who, tail);
-    goto fail;
+    return rc;
   }
   if ((rc = dpo_solver_param(s, "momentum", a->sched == SCHED_THEORY ? 0.0 : 0.9, &a->beta)))
-    goto fail;
+    return rc;
   if (!(a->beta >= 0 && a->beta < 1)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.momentum = %g must be in [0, 1)", who, a->beta);
-    goto fail;
+    return rc;
   }
   /* the public size: n under replace-one; under add-remove declared or a charged noisy count */
-  if ((rc = dpo__sco_public_n(s, &a->c, who, &a->npub, &a->count_eps, &a->count_b, nsrc,
-                              sizeof nsrc)))
-    goto fail;
+  if ((rc = dpo__sco_public_n(s, &a->c, who, &a->npub, &a->count_eps, &a->count_b, u->nsrc,
+                              sizeof u->nsrc)))
+    return rc;
   a->m = m0 >= 1 ? m0 : (int64_t)ceil(sqrt((double)a->npub));
   if (a->m > a->npub && a->count_eps > 0) {
     /* a noisy count below the batch: q = 1 (post-processing of the count) */
     a->npub = a->m;
-    snprintf(nsrc + strlen(nsrc), sizeof nsrc - strlen(nsrc), ", raised to the batch m");
+    snprintf(u->nsrc + strlen(u->nsrc), sizeof u->nsrc - strlen(u->nsrc), ", raised to the batch m");
   }
   if (a->m > a->npub) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.m = %lld must be in [1, n=%lld]", who, (long long)a->m,
                  (long long)a->npub);
-    goto fail;
+    return rc;
   }
   /* the plan's length: algo.T (older configs), else --iters, else --epochs, from public n */
   if (!(epochs * (double)a->npub / (double)a->m < 1e12)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.epochs = %g gives >= 1e12 steps", who, epochs);
-    goto fail;
+    return rc;
   }
   a->T = T0 >= 0 ? T0 : iters >= 0 ? iters
                                    : (int64_t)ceil(epochs * (double)a->npub / (double)a->m - 1e-9);
   if (a->T < 1) {
     rc = dpo_err(DPO_EINVAL, "%s: the number of steps (algo.T / --iters / --epochs) must be "
                  ">= 1", who);
-    goto fail;
+    return rc;
   }
   /* output: the mean of x_{T0+1} .. x_T, the last ceil(tail T) iterates, at least x_T (the
    * 1e-9: 0.1 x 20 is 2.0000000000000004 in binary) */
   int64_t kept = (int64_t)ceil(tail * (double)a->T - 1e-9);
   a->T0 = a->T - (kept > 1 ? kept : 1);
+  return DPO_OK;
+}
+
+/* the noise multiplier (given, RDP, or the ledger's PLD), sigma and the parties' shares */
+static int dpsgd_setup_noise(dpo_solver_t *s, dpo__dpsgd_t *a, const char *who,
+                             dpo__dpsgd_setup_t *u) {
+  int rc;
+  const int64_t n = a->c.n;
+  const int32_t d = a->c.d;
+  const int sampled = u->sampled, unamp = u->unamp, secagg = u->secagg;
+  const dpo_parties_t *pt = u->pt;
   a->sens = dpo_sens(a->c.rel, a->c.L);
   double gamma = 0;
   /* party-local sampling: the charge's sensitivity includes the randomized rounding at the
    * fine step gamma (secagg.c), so the calibration below works with it (<= 0.1% above L) */
-  if (sampled && (rc = dpo_secagg_fine_step(a->sens, d, &gamma, &a->sens))) goto fail;
-  if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) goto fail;
+  if (sampled && (rc = dpo_secagg_fine_step(a->sens, d, &gamma, &a->sens))) return rc;
+  if ((rc = dpo_solver_param(s, "z", NAN, &a->z))) return rc;
   const char *zfrom = "given";
   if (isnan(a->z) && unamp) {
     /* not amplified: the coordinator draws the batch (see the header) */
-    if ((rc = dpo_rdp_calibrate("none", n, n, a->T, a->c.eps, a->c.delta, &a->z))) goto fail;
+    if ((rc = dpo_rdp_calibrate("none", n, n, a->T, a->c.eps, a->c.delta, &a->z))) return rc;
     zfrom = "RDP, not amplified";
   } else if (isnan(a->z)) {
     /* RDP for the Gaussian part of the budget (the noisy count takes count_eps: auto's basic
      * composition (A)), then the ledger's own PLD bound; the ledger confirms either */
     if ((rc = dpo_rdp_calibrate(a->poisson ? "poisson" : "wor", a->m, a->npub, a->T,
                                 a->c.eps - a->count_eps, a->c.delta, &a->z)))
-      goto fail;
+      return rc;
     double zr = a->z;
     int fits = 0;
-    if ((rc = dpsgd_ledger_z(a, s, &a->z, &fits))) goto fail;
+    if ((rc = dpsgd_ledger_z(a, s, &a->z, &fits))) return rc;
     zfrom = a->z < zr ? "PLD, the ledger's accountant" : "RDP";
     /* with the noisy count, RDP's multiplier for eps - count_eps fits by auto's bound (A); the
      * ledger's own arithmetic confirms it (steps of 0.1% up otherwise) */
     if (a->count_eps > 0 && !fits) {
       double z0 = a->z;
-      if ((rc = dpsgd_first_fit(a, s, z0, 1.001, 64, &a->z, &fits))) goto fail;
+      if ((rc = dpsgd_first_fit(a, s, z0, 1.001, 64, &a->z, &fits))) return rc;
       if (!fits) {
         rc = dpo_err(DPO_EBUDGET, "%s: no noise multiplier from %g to %g fits the noisy count "
                      "and %lld steps in the budget", who, z0, z0 * pow(1.001, 63),
                      (long long)a->T);
-        goto fail;
+        return rc;
       }
     }
   }
   if (!(a->z > 0) || !isfinite(a->z)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.z must be > 0", who);
-    goto fail;
+    return rc;
   }
   a->sigma = dpo__sco_sigma(a->z, a->sens, d);
   /* parties: secagg's rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of
@@ -390,31 +414,39 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     /* the honest shares carry >= sigma (the central noise at this multiplier) */
     if ((rc = dpo__sco_parties_setup_sampled(s, gamma, a->sens, a->sigma, a->m, a->npub,
                                              &a->sa)))
-      goto fail;
+      return rc;
     a->sigma = a->sa.sigma_h;
   } else if (pt && (rc = dpo__sco_parties_setup(s, a->sens, nextafter(1 / a->z, 0), &a->sa))) {
-    goto fail;
+    return rc;
   }
   a->sd = a->sigma; /* the std of the noise on the released sum */
   if (secagg) a->sd = a->sa.sd;
   /* local: every rank with rows adds sigma, each alone carrying the charge against the
    * coordinator; the sum carries up to sqrt(ranks) sigma (the bound the step size uses) */
   else if (unamp) a->sd = a->sigma * sqrt((double)a->sa.size);
+  u->zfrom = zfrom;
+  return DPO_OK;
+}
+
+/* the step size: algo.lr, else the schedule's rule from eta and the public G */
+static int dpsgd_setup_lr(dpo_solver_t *s, dpo__dpsgd_t *a, const char *who) {
+  int rc;
+  const int32_t d = a->c.d;
   double G2 = a->c.L * a->c.L + (double)d * a->sd * a->sd / ((double)a->m * (double)a->m);
   double eta = DPO__DPSGD_ETA; /* algo.eta: the default lr's step in units of G (public) */
-  if ((rc = dpo_solver_param(s, "eta", DPO__DPSGD_ETA, &eta))) goto fail;
+  if ((rc = dpo_solver_param(s, "eta", DPO__DPSGD_ETA, &eta))) return rc;
   if (!(eta > 0) || !isfinite(eta)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.eta = %g must be finite and > 0", who, eta);
-    goto fail;
+    return rc;
   }
   /* algo.eta_rule: the g rule's step times (L/G)^k, k = 0 (g), 1 (snr), 2 (snr2): in units of
    * 1/L the step is eta s^(1/2 + k/2) with s = L^2/G^2 the signal fraction of E||g_t||^2 */
   const char *rule = NULL;
-  if ((rc = dpo_solver_param_str(s, "eta_rule", "g", &rule))) goto fail;
+  if ((rc = dpo_solver_param_str(s, "eta_rule", "g", &rule))) return rc;
   const int k = !strcmp(rule, "g") ? 0 : !strcmp(rule, "snr") ? 1 : !strcmp(rule, "snr2") ? 2 : -1;
   if (k < 0) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.eta_rule = '%s': g | snr | snr2", who, rule);
-    goto fail;
+    return rc;
   }
   const double G = sqrt(G2);
   double lr0 = a->c.D / sqrt((double)a->T * G2); /* theory: the 003 baseline's step */
@@ -422,11 +454,28 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     lr0 = eta * (1 - a->beta) / G;
     for (int i = 0; i < k; i++) lr0 *= a->c.L / G;
   }
-  if ((rc = dpo_solver_param(s, "lr", lr0, &a->lr))) goto fail;
+  if ((rc = dpo_solver_param(s, "lr", lr0, &a->lr))) return rc;
   if (!(a->lr > 0) || !isfinite(a->lr)) {
     rc = dpo_err(DPO_EINVAL, "%s: algo.lr = %g must be finite and > 0", who, a->lr);
-    goto fail;
+    return rc;
   }
+  return DPO_OK;
+}
+
+static int dpsgd_create(dpo_solver_t *s, void **state) {
+  int rc;
+  const char *who = "dp-sgd-rdp";
+  dpo__dpsgd_setup_t u = {0};
+  dpo__dpsgd_t *a = calloc(1, sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
+  if ((rc = dpo__sco_init(s, &a->c, who)) || (rc = dpsgd_setup_sampling(s, a, who, &u)) ||
+      (rc = dpsgd_setup_schedule(s, a, who, &u)) || (rc = dpsgd_setup_noise(s, a, who, &u)) ||
+      (rc = dpsgd_setup_lr(s, a, who)))
+    goto fail;
+  const int64_t n = a->c.n;
+  const int32_t d = a->c.d;
+  const char *nsrc = u.nsrc, *sch = u.sch, *zfrom = u.zfrom;
+  const int sampled = u.sampled, secagg = u.secagg, unamp = u.unamp;
   if ((rc = dpo_solver_constants(s, NULL, &a->mu))) goto fail;
   a->pool = malloc((size_t)n * sizeof *a->pool);
   a->ids = malloc((size_t)n * sizeof *a->ids);
