@@ -142,13 +142,116 @@ void dpo__dp_public_sens(const dpo_model_t *model, const dpo_clip_t *clip,
   }
 }
 
+/* dpo__dp_create's settings: eps, the declared bounds, calibration, the relation and public
+ * size, batch, length, step scale, fixed noise and accounting (each refusal names its key). */
+static int dpo__dp_settings(dpo_solver_t *s, dpo__dp_t *dp, double *B1, double *B2) {
+  int rc;
+  const dpo_config_t *cfg = dpo_solver_config(s);
+  dpo_oracle_t *o = dpo_solver_oracle(s);
+  const char *acc = "subsampled";
+  if (cfg) {
+    if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &dp->eps)) ||
+        (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, B1)) ||
+        (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, B2)))
+      return rc;
+  }
+  if ((rc = dpo_solver_param_str(s, "accounting", "subsampled", &acc))) return rc;
+  {
+    const char *cal = "ledger";
+    if (cfg && (rc = dpo_config_get_str(cfg, "privacy.calibrate", "ledger", &cal))) return rc;
+    if (!strcasecmp(cal, "ledger")) dp->calibrate = 1;
+    else if (!strcasecmp(cal, "basic")) dp->calibrate = 0;
+    else {
+      rc = dpo_err(DPO_EINVAL, "privacy.calibrate = '%s': expected ledger (scale the per-step "
+                   "budgets to the ledger's composition) or basic (the papers' eps/T split)", cal);
+      return rc;
+    }
+  }
+  /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
+   * charged first when it is a noisy count; the steps then share what is left of eps. */
+  dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
+  if ((rc = dpo__dp_check(cfg, dpo_oracle_model(o), dpo_oracle_clip(o), dp->rel, dpo__solver_algo_name(s)))) return rc;
+  dp->n_held = dp->n;
+  if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
+    char src[96];
+    if (dpo_oracle_parties(o)) {
+      rc = dpo_err(DPO_EINVAL, "add-remove neighbours with parties: dp-sgd-rdp only (this "
+                   "algorithm takes them with one data owner)");
+      return rc;
+    }
+    if ((rc = dpo__public_n(s, dp->rel, dp->n, dp->eps, "dp", &dp->n, &dp->count_eps,
+                            &dp->count_b, src, sizeof src)))
+      return rc;
+    dp->eps -= dp->count_eps;
+  }
+  if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
+      (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
+      (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||
+      (rc = dpo_solver_param(s, "noise", 0.0, &dp->fixed_b)))
+    return rc;
+  if (dp->m < 1 || dp->m > dp->n) {
+    rc = dpo_err(DPO_EINVAL, "algo.m = %lld: the batch size must be in [1, n = %lld]",
+                 (long long)dp->m, (long long)dp->n);
+    return rc;
+  }
+  if (dp->T < 1) {
+    rc = dpo_err(DPO_EINVAL, "algo.iters = %lld must be >= 1 (the budget is split over it)",
+                 (long long)dp->T);
+    return rc;
+  }
+  if (!(dp->c > 0) || !isfinite(dp->c)) {
+    rc = dpo_err(DPO_EINVAL, "algo.c = %g must be finite and > 0", dp->c);
+    return rc;
+  }
+  if (!(dp->fixed_b >= 0) || !isfinite(dp->fixed_b)) {
+    rc = dpo_err(DPO_EINVAL, "algo.noise = %g must be finite and >= 0", dp->fixed_b);
+    return rc;
+  }
+  if (dp->fixed_b == 0 && !(dp->eps > 0 && isfinite(dp->eps))) {
+    rc = dpo_err(DPO_EINVAL, "privacy.eps must be given (> 0): the algorithm splits it over its "
+                 "iterations");
+    return rc;
+  }
+  if (!strcasecmp(acc, "subsampled")) dp->accounting = DPO__DP_ACC_SUBSAMPLED;
+  else if (!strcasecmp(acc, "thesis-2gamma")) dp->accounting = DPO__DP_ACC_THESIS2G;
+  else {
+    rc = dpo_err(DPO_EINVAL, "algo.accounting = '%s': expected subsampled or thesis-2gamma", acc);
+    return rc;
+  }
+  return DPO_OK;
+}
+
+/* The plan dpo__dp_create declares: every step charges its release before making it. */
+static int dpo__dp_plan(dpo_solver_t *s, const dpo__dp_t *dp) {
+  /* any prefix of the steps is covered */
+  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = dp->T};
+  double beps = NAN, bdelta = NAN;
+  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG &&
+      !dpo_ledger_budget(dpo_solver_ledger(s), &beps, &bdelta) && !(bdelta > 0))
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
+             "aggregated distributed discrete Laplace release (Polya shares) before it is made "
+             "(pure eps, budget split over the steps)", (long long)dp->T);
+  else if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
+             "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
+             "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
+  else if (dp->count_eps > 0)
+    snprintf(plan.what, sizeof plan.what, "a noisy row count (Laplace, eps %.6g; add-remove "
+             "neighbours), then up to %lld steps, each charged for its Laplace release before it "
+             "is made (pure eps, the rest of the budget split over the steps)", dp->count_eps,
+             (long long)dp->T);
+  else
+    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
+             "release before it is made (pure eps, budget split over the steps)",
+             (long long)dp->T);
+  return dpo_solver_declare_plan(s, &plan);
+}
+
 int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   int rc = DPO_OK;
-  const dpo_config_t *cfg = dpo_solver_config(s);
   dpo_oracle_t *o = dpo_solver_oracle(s);
   const dpo_model_t *model = dpo_oracle_model(o);
   const dpo_clip_t *clip = dpo_oracle_clip(o);
-  const char *acc = "subsampled";
   double B1 = NAN, B2 = NAN;
   dpo__dp_t *dp = calloc(1, sizeof *dp);
   *out = NULL;
@@ -161,75 +264,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
     rc = dpo_err(DPO_EINVAL, "a private algorithm needs the privacy ledger and a noise stream");
     goto fail;
   }
-  if (cfg) {
-    if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &dp->eps)) ||
-        (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
-        (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)))
-      goto fail;
-  }
-  if ((rc = dpo_solver_param_str(s, "accounting", "subsampled", &acc))) goto fail;
-  {
-    const char *cal = "ledger";
-    if (cfg && (rc = dpo_config_get_str(cfg, "privacy.calibrate", "ledger", &cal))) goto fail;
-    if (!strcasecmp(cal, "ledger")) dp->calibrate = 1;
-    else if (!strcasecmp(cal, "basic")) dp->calibrate = 0;
-    else {
-      rc = dpo_err(DPO_EINVAL, "privacy.calibrate = '%s': expected ledger (scale the per-step "
-                   "budgets to the ledger's composition) or basic (the papers' eps/T split)", cal);
-      goto fail;
-    }
-  }
-  /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
-   * charged first when it is a noisy count; the steps then share what is left of eps. */
-  dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if ((rc = dpo__dp_check(cfg, model, clip, dp->rel, dpo__solver_algo_name(s)))) goto fail;
-  dp->n_held = dp->n;
-  if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
-    char src[96];
-    if (dpo_oracle_parties(o)) {
-      rc = dpo_err(DPO_EINVAL, "add-remove neighbours with parties: dp-sgd-rdp only (this "
-                   "algorithm takes them with one data owner)");
-      goto fail;
-    }
-    if ((rc = dpo__public_n(s, dp->rel, dp->n, dp->eps, "dp", &dp->n, &dp->count_eps,
-                            &dp->count_b, src, sizeof src)))
-      goto fail;
-    dp->eps -= dp->count_eps;
-  }
-  if ((rc = dpo_solver_param_int(s, "m", dp->n, &dp->m)) ||
-      (rc = dpo_solver_param_int(s, "iters", 100, &dp->T)) ||
-      (rc = dpo_solver_param(s, "c", 1.0, &dp->c)) ||
-      (rc = dpo_solver_param(s, "noise", 0.0, &dp->fixed_b)))
-    goto fail;
-  if (dp->m < 1 || dp->m > dp->n) {
-    rc = dpo_err(DPO_EINVAL, "algo.m = %lld: the batch size must be in [1, n = %lld]",
-                 (long long)dp->m, (long long)dp->n);
-    goto fail;
-  }
-  if (dp->T < 1) {
-    rc = dpo_err(DPO_EINVAL, "algo.iters = %lld must be >= 1 (the budget is split over it)",
-                 (long long)dp->T);
-    goto fail;
-  }
-  if (!(dp->c > 0) || !isfinite(dp->c)) {
-    rc = dpo_err(DPO_EINVAL, "algo.c = %g must be finite and > 0", dp->c);
-    goto fail;
-  }
-  if (!(dp->fixed_b >= 0) || !isfinite(dp->fixed_b)) {
-    rc = dpo_err(DPO_EINVAL, "algo.noise = %g must be finite and >= 0", dp->fixed_b);
-    goto fail;
-  }
-  if (dp->fixed_b == 0 && !(dp->eps > 0 && isfinite(dp->eps))) {
-    rc = dpo_err(DPO_EINVAL, "privacy.eps must be given (> 0): the algorithm splits it over its "
-                 "iterations");
-    goto fail;
-  }
-  if (!strcasecmp(acc, "subsampled")) dp->accounting = DPO__DP_ACC_SUBSAMPLED;
-  else if (!strcasecmp(acc, "thesis-2gamma")) dp->accounting = DPO__DP_ACC_THESIS2G;
-  else {
-    rc = dpo_err(DPO_EINVAL, "algo.accounting = '%s': expected subsampled or thesis-2gamma", acc);
-    goto fail;
-  }
+  if ((rc = dpo__dp_settings(s, dp, &B1, &B2))) goto fail;
   /* Public sensitivities (privacy rule 1): from clipping or declared bounds, never the data.
    * These algorithms average over a public n or sample m of n without replacement (001 (3.3)):
    * replace-one analyses, so the per-example bounds double (dpo_sens); under add-remove (full
@@ -259,28 +294,7 @@ int dpo__dp_create(dpo_solver_t *s, int need_L, dpo__dp_t **out) {
   }
   if (dpo_oracle_parties(o) && (rc = dpo__dp_parties_init(dp, o, dpo_oracle_parties(o))))
     goto fail;
-  /* every step charges its Laplace release before making it: any prefix is covered */
-  dpo_plan_t plan = {.kind = DPO_PLAN_PER_STEP, .steps = dp->T};
-  double beps = NAN, bdelta = NAN;
-  if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG &&
-      !dpo_ledger_budget(dpo_solver_ledger(s), &beps, &bdelta) && !(bdelta > 0))
-    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
-             "aggregated distributed discrete Laplace release (Polya shares) before it is made "
-             "(pure eps, budget split over the steps)", (long long)dp->T);
-  else if (dp->parties && dp->parties->trust == DPO_TRUST_SECAGG)
-    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its securely "
-             "aggregated distributed discrete Gaussian release before it is made (rdp-rho, "
-             "schedule scaled to fit the budget by RDP composition)", (long long)dp->T);
-  else if (dp->count_eps > 0)
-    snprintf(plan.what, sizeof plan.what, "a noisy row count (Laplace, eps %.6g; add-remove "
-             "neighbours), then up to %lld steps, each charged for its Laplace release before it "
-             "is made (pure eps, the rest of the budget split over the steps)", dp->count_eps,
-             (long long)dp->T);
-  else
-    snprintf(plan.what, sizeof plan.what, "up to %lld steps, each charged for its Laplace "
-             "release before it is made (pure eps, budget split over the steps)",
-             (long long)dp->T);
-  if ((rc = dpo_solver_declare_plan(s, &plan))) goto fail;
+  if ((rc = dpo__dp_plan(s, dp))) goto fail;
   *out = dp;
   return DPO_OK;
 fail:
