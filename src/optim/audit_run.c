@@ -617,7 +617,11 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
   json_object_object_add(j, "algorithm", json_object_new_string(res->algorithm));
   json_object_object_add(j, "claimed_eps", json_object_new_double(res->claimed_eps));
   json_object_object_add(j, "claimed_delta", json_object_new_double(res->claimed_delta));
-  json_object_object_add(j, "eps_lb", json_object_new_double(isfinite(res->lb) ? res->lb : 0));
+  /* eps_lb as the table shows it (a negative bound says nothing: 0); the raw one beside */
+  json_object_object_add(j, "eps_lb",
+                         json_object_new_double(isfinite(res->lb) && res->lb > 0 ? res->lb : 0));
+  json_object_object_add(j, "eps_lb_raw",
+                         isfinite(res->lb) ? json_object_new_double(res->lb) : NULL);
   json_object_object_add(j, "eps_lb_selection_half",
                          json_object_new_double(isfinite(res->lb_select) ? res->lb_select : 0));
   json_object_object_add(j, "trials", json_object_new_int64(res->trials));
