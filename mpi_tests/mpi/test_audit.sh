@@ -107,6 +107,9 @@ hasnot "$T/out" "break" "audit --help does not list the test switch"
 has "$T/out" "Exit status" "audit --help: exit statuses"
 expect 1 "$DPOPT" audit --algo gd --eps 1 --row-l1-bound 1
 has "$T/err" "private algorithms" "a non-private algorithm is refused"
+hasnot "$T/err" "did you mean" "a real non-private name gets no suggestion"
+expect 1 "$DPOPT" audit --algo dp-ngd-opt --eps 1 --row-l1-bound 1
+has "$T/err" "--algo 'dp-ngd-opt': did you mean 'dp-nag-opt'?" "algorithm typo: the nearest private name"
 # --- a negative bound says nothing: the table shows 0, the JSON eps_lb too, the raw value
 # only as eps_lb_raw.  One Laplace release at eps = 0.05, 2000 trials: the raw bound is
 # negative (measured -0.0072 .. -0.0037 over 10 runs)
