@@ -206,8 +206,10 @@ typedef struct {
 } dpo_eval_result_t;
 /* Collective over comm: apply the model file `model_file` (read on rank 0, broadcast) with
  * the objective m to the data file `data`, loaded in shards with *lo in the model's feature
- * space (a dense file without the last features is reloaded with d; a sparse one is widened;
- * any other dimension mismatch is DPO_EFORMAT).  Fills *res on every rank; with pred_out
+ * space.  The file must match the model: a declared width (lo->d, the schema file
+ * `data`.schema, or a dense format's columns / header) equal to the model's d, or, for a
+ * sparse file without one, no row with a feature index above d (a file whose rows leave the
+ * last features unused is fine); DPO_EFORMAT names both files otherwise.  Fills *res on every rank; with pred_out
  * (not NULL) also writes the predictions there (dpo_model_write_predictions).  The values
  * are functions of the data: non-private outputs if the data are private.  m's intercept
  * setting and number of classes are set from the file (a multiclass file needs a multiclass

@@ -79,6 +79,11 @@ expect 1 "$DPOPT" admm "$S/data/a9a" --private --maxit 5
 has "$T/err" "eps" "--private without a budget"
 expect 1 "$DPOPT" admm "$S/data/a9a" --method dpadmm --eps 1 --clip 1
 has "$T/err" "eta" "DP-ADMM without a public smoothness bound"
+expect 1 "$DPOPT" admm "$S/data/a9a" --method dpadmm --eps 1 --row-l2-bound 3.75
+has "$T/err" "dpadmm needs a clip: --clip C > 0" "DP-ADMM without --clip says which flag"
+hasnot "$T/err" "nan" "no NaN in the message"
+expect 1 "$DPOPT" admm "$S/data/a9a" --method dpaccadmm --row-l2-bound 3.75
+has "$T/err" "dpaccadmm needs a clip: .* and a budget: --eps E > 0" "without --clip and --eps: both named"
 
 # --- DP-ADMM, fixed noise too small for eps = 0.5: the ledger refuses, exit 3
 expect 3 $MPI -np 2 "$DPOPT" admm "$S/data/a9a" --method dpadmm --clip 1 --eps 0.5 --sigma 6e-4 \

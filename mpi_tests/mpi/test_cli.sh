@@ -16,10 +16,20 @@ expect 1 "$DPOPT" train
 has "$T/err" "no training data" "missing --data"
 expect 1 "$DPOPT" train --data "$S/data/a9a" --algo nosuch
 has "$T/err" "unknown algorithm 'nosuch'" "unknown algorithm"
+hasnot "$T/err" "did you mean" "no suggestion for a name close to none"
+expect 1 "$DPOPT" train --data "$S/data/a9a" --algo dp-ngd-opt
+has "$T/err" "unknown algorithm 'dp-ngd-opt': did you mean 'dp-nag-opt'?" "algorithm typo: nearest name"
+n=$(grep -c . "$T/err")
+check "algorithm typo: one line (got $n)" [ "$n" = 1 ]
 expect 1 "$DPOPT" train --data "$S/data/a9a" --iters ten
 has "$T/err" "is not an integer" "bad integer"
 expect 1 "$DPOPT" frobnicate
 has "$T/err" "unknown command" "unknown command"
+hasnot "$T/err" "did you mean" "no suggestion for a command close to none"
+expect 1 "$DPOPT" trian
+has "$T/err" "unknown command 'trian': did you mean 'train'?" "command typo: nearest name"
+n=$(grep -c . "$T/err")
+check "command typo: one line (got $n)" [ "$n" = 1 ]
 printf '[algo]\nname = gd\nthis line is broken\n' > "$T/bad.ini"
 expect 1 "$DPOPT" train --config "$T/bad.ini"
 has "$T/err" "bad.ini:3" "config error names file:line"

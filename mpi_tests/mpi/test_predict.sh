@@ -1,6 +1,7 @@
 #!/bin/sh
 # dpopt predict / eval (issue 14): a saved model applied to sharded data gives exactly train's
-# test metric at 1 and 3 ranks; prediction files; dimension checks; --x0 FILE warm start;
+# test metric at 1 and 3 ranks; prediction files; dimension checks (a file that does not
+# match the model: rows beyond it, a schema or dense file of another width); --x0 FILE warm start;
 # --progress / --quiet under mpirun; the names "data loss" and "objective F".
 . "$(dirname "$0")/testlib.sh"
 A="$S/data/a9a" AT="$S/data/a9a.t"
@@ -43,7 +44,32 @@ check "rewritten predictions: $n lines" [ "$n" = 16281 ]
 
 printf '# three coefficients\n3\n1\n2\n3\n' > "$T/m3.txt"
 expect 2 $MPI -np 2 "$DPOPT" eval --model-file "$T/m3.txt" --data "$AT"
-has "$T/err" "m3.txt has 3 coefficients but data .*a9a.t has 123 features" "mismatch names both"
+has "$T/err" "m3.txt has 3 coefficients but data .*a9a.t has 123 features (declared by .*a9a.t.schema)" \
+  "mismatch names both, and where the data's width came from"
+# A data file that does not match the model is refused (exit 2), one message naming both:
+# a sparse file whose rows go beyond the model (the first such row named), a schema or a
+# dense file of another width.  A sparse file whose rows leave the last features unused fits.
+awk 'NR <= 50' "$AT" > "$T/head.svm" # no schema beside it
+awk 'BEGIN {print 20; for (j = 1; j <= 20; j++) print 0.01 * j}' > "$T/m20.txt"
+expect 2 $MPI -np 2 "$DPOPT" eval --model-file "$T/m20.txt" --data "$T/head.svm"
+has "$T/err" "data .*head.svm does not match model .*m20.txt (d=20.*head.svm:1: feature index 21 > " \
+  "a row beyond a 20-feature model: both files and the first such row"
+n=$(grep -c "error:" "$T/err")
+check "one message for the mismatch (got $n)" [ "$n" = 1 ]
+awk '{printf "%s", $1; for (i = 2; i <= NF; i++) {split($i, f, ":"); if (f[1] + 0 <= 20) printf " %s", $i}
+      print ""}' "$T/head.svm" > "$T/w20.svm"
+expect 0 "$DPOPT" eval --run "$T/r1" --data "$T/w20.svm"
+has "$T/out" "w20.svm: 50 rows x 123 features" "sparse rows within the model's first 20 features fit"
+printf '[schema]\nfeatures = 20\n' > "$T/w20.svm.schema"
+expect 2 $MPI -np 2 "$DPOPT" predict --run "$T/r1" --data "$T/w20.svm" --out "$T/p20.txt"
+has "$T/err" "model .*r1/model.txt has 123 coefficients but data .*w20.svm has 20 features (declared by .*w20.svm.schema)" \
+  "a schema of another width is refused"
+check "no predictions written" [ ! -e "$T/p20.txt" ]
+awk 'NR <= 30 {printf "%d", ($1 > 0); for (j = 1; j <= 20; j++) printf ",%d", (NR + j) % 2; print ""}' \
+  "$AT" > "$T/w20.csv"
+expect 2 "$DPOPT" eval --run "$T/r1" --data "$T/w20.csv"
+has "$T/err" "123 coefficients but data .*w20.csv has 20 features (fixed by the file's columns or header)" \
+  "a dense 20-column file vs the a9a model"
 expect 1 "$DPOPT" predict --run "$T/r1" --data "$AT"
 has "$T/err" "needs --out FILE" "predict needs --out"
 

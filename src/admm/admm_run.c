@@ -335,6 +335,13 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   int acc = strcmp(s->meth, "dpaccadmm") == 0 || strcmp(s->meth, "accadmm") == 0;
   if (!dp && strcmp(s->meth, "admm") != 0 && strcmp(s->meth, "accadmm") != 0)
     return dpo_err(DPO_EINVAL, "--method: consensus | dpadmm | dpaccadmm | admm | accadmm (got '%s')", s->meth);
+  /* before the oracle, which would refuse the unset clip (NaN) without saying which flag */
+  if (dp && (!(s->clip > 0) || !(s->eps > 0)))
+    return dpo_err(DPO_EINVAL, "%s needs %s%s%s", s->meth,
+                   s->clip > 0 ? "" : "a clip: --clip C > 0 (each example's gradient is clipped "
+                                      "to L2 norm C)",
+                   !(s->clip > 0) && !(s->eps > 0) ? " and " : "",
+                   s->eps > 0 ? "" : "a budget: --eps E > 0");
   if (!(s->eta > 0))
     return dpo_err(DPO_EINVAL, "DP-ADMM needs --eta or --row-l2-bound (a public smoothness bound)");
   if ((rc = dpo__arun_graph(comm, s, *lo, d, &A))) goto out;

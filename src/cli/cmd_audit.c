@@ -50,7 +50,8 @@ static const char dpo__audit_more[] =
     "the released model on half the runs and reports the one-sided Clopper-Pearson lower bound\n"
     "eps_lb = ln((P[S|D]_lo - delta) / P[S|D']_hi) from the other half, beside the eps the\n"
     "ledger charged.  A lower bound, not a proof: eps_lb <= claimed eps is what a correct\n"
-    "implementation gives; eps_lb > claimed eps means the charge does not hold.\n"
+    "implementation gives; eps_lb > claimed eps means the charge does not hold.  A negative\n"
+    "bound says nothing and is shown as 0 (--json keeps it as eps_lb_raw).\n"
     "--admm METHOD audits dpopt admm's private methods the same way (replace-one, --clip l2:C,\n"
     "--delta default 1e-3, --iters T default 200, eta = 1/L from --row-l2-bound): dpadmm and\n"
     "dpaccadmm release (x_T, y_T) with A = I and --lambda the l1 weight; consensus one party's\n"
@@ -75,6 +76,10 @@ static const char dpo__audit_more[] =
 #endif
     ;
 
+/* A lower bound below 0 says nothing (every eps >= 0 is consistent with it): the table shows
+ * 0, the JSON keeps the raw value beside (eps_lb_raw). */
+static double dpo__lb0(double v) { return isfinite(v) && v > 0 ? v : 0.0; }
+
 /* rank 0: the result table (and --json FILE); test: the faults dpopt-test planted (bits; 0 in
  * dpopt) */
 static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
@@ -83,7 +88,7 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
   printf("%-14s %-11s %-11s %-10s %-8s %s\n", "algorithm", "claimed_eps", "delta", "eps_lb",
          "trials", "statistic");
   printf("%-14s %-11.6g %-11.3g %-10.4f %-8lld %s %s %.6g%s", r->algorithm, r->claimed_eps,
-         r->claimed_delta, isfinite(r->lb) ? r->lb : 0.0, (long long)r->trials, r->stat,
+         r->claimed_delta, dpo__lb0(r->lb), (long long)r->trials, r->stat,
          r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "");
 #ifdef DPO_TEST_SWITCHES
   printf("%s%s", test & 1 ? "  [TEST: noise halved]"
@@ -97,13 +102,13 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
     printf("white box: %lld releases a run observed (the coordinator's broadcasts); canary at full "
            "sensitivity in %.1f%% of them; test %s", (long long)r->releases, 100 * r->saturated,
            r->method);
-    if (!strcmp(r->method, "gdp")) printf(": mu_lb %.4f vs mu_claim %.4f", r->mu_lb, r->mu_claim);
+    if (!strcmp(r->method, "gdp")) printf(": mu_lb %.4f vs mu_claim %.4f", dpo__lb0(r->mu_lb), r->mu_claim);
     if (!strcmp(r->method, "psg") || !strcmp(r->method, "wsg"))
       printf(": noise multiplier at most %.4g vs %.4g charged", r->z_ub, r->z_claim);
     if (!strcmp(r->method, "per-release"))
-      printf(": one release's eps_lb %.5f vs its charge %.5f", r->rel_lb, r->rel_claim);
+      printf(": one release's eps_lb %.5f vs its charge %.5f", dpo__lb0(r->rel_lb), r->rel_claim);
     printf("; distribution-free bound of the summed statistic %.4f\nassumes: %s\n",
-           isfinite(r->lb_summed) ? r->lb_summed : 0.0, r->assumption);
+           dpo__lb0(r->lb_summed), r->assumption);
   }
   if (r->violation)
     printf("VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n", r->lb,

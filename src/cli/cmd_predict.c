@@ -40,8 +40,10 @@ static const char dpo__pred_more[] =
     "Prediction lines (predict): logreg \"LABEL PROB\" (LABEL +1 or -1, PROB = P(y = +1) =\n"
     "1 / (1 + exp(-u'x))); softmax \"CLASS PROB\" (class 0..K-1 and its probability); ridge\n"
     "and lsq \"VALUE\" (u'x).\n"
-    "The model's dimension must match the data's (a sparse file that does not use the last\n"
-    "features is fine); --dim D declares the data's dimension.\n";
+    "The data must match the model: a declared width (--dim D, a FILE.schema beside the data\n"
+    "holding '[schema] features = D', a dense file's columns) must be the model's dimension,\n"
+    "and no row of a sparse file may use a feature index above it (rows that leave the last\n"
+    "features unused are fine); otherwise exit 2.\n";
 
 /* Settings the command line did not give come from RUN/config.ini (model.name,
  * model.lambda; the run used train's default lambda when its config.ini has none). */

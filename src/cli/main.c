@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dpopt/config.h"
 #include "dpopt/kernels.h"
 #include "config.h"
 
@@ -80,7 +81,14 @@ int main(int argc, char **argv) {
     for (; i < DPO__NCMDS; i++)
       if (!strcmp(argv[1], dpo__cmds[i].name)) break;
     if (i == DPO__NCMDS) {
-      if (ctx.rank == 0) {
+      const char *names[DPO__NCMDS];
+      for (int k = 0; k < DPO__NCMDS; k++) names[k] = dpo__cmds[k].name;
+      const char *sug = dpo_config_nearest(argv[1], names, DPO__NCMDS);
+      /* a likely typo gets one line; anything else the command list */
+      if (ctx.rank == 0 && sug)
+        fprintf(stderr, "dpopt: unknown command '%s': did you mean '%s'? (dpopt --help lists "
+                "the commands)\n", argv[1], sug);
+      else if (ctx.rank == 0) {
         fprintf(stderr, "dpopt: unknown command '%s'\n\n", argv[1]);
         dpo__usage(stderr);
       }

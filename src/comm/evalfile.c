@@ -116,27 +116,60 @@ int dpo_model_read_bcast(MPI_Comm comm, const char *path, double **x, int32_t *d
                  path, (int)K);
 }
 
-/* the data in the model's space of d features (--dim, data.dim, declares the data's own) */
+/* The data in the model's space of d features.  A data file matches the model when its
+ * declared width (--dim, FILE.schema, or the columns / header of a dense format) is d, or,
+ * for a sparse file without a declaration, when no row has an index above d: such a file
+ * may legitimately leave the last features unused.  When a row goes beyond d the file is
+ * read again with the model's d, so that the loader names the first such row (the lowest
+ * failing rank holds the earliest rows). */
 static int dpo__load_in_model_space(MPI_Comm comm, const char *mfile, int32_t d, const char *dpath,
                                     dpo_load_opts_t lo, dpo_shard_t **data) {
-  int rc;
-  if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
-  if ((*data)->d < d && !(*data)->sparse && lo.d == 0) {
-    /* dense storage of a file without the last features: reload in the model's space */
+  char sp[1100], whence[1200];
+  int rc, declared = 0, dim_given = lo.d > 0;
+  snprintf(sp, sizeof sp, "%s.schema", dpath);
+  /* not collective, the same answer on every rank */
+  rc = dpo_load_opts_schema(dpath, &lo);
+  if (!rc) rc = dpo_shard_width_declared(dpath, &lo, &declared);
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  if (!declared) {
+    if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
+    if ((*data)->d <= d) {
+      if ((*data)->sparse) (*data)->d = d; /* unused trailing features */
+      else { /* --dense: store it again in the model's width */
+        dpo_shard_destroy(*data);
+        *data = NULL;
+        lo.d = d;
+        rc = dpo_shard_load(comm, dpath, &lo, data);
+      }
+      return rc;
+    }
+    /* a row beyond the model: reload with its d, which names the first such row */
     dpo_shard_destroy(*data);
     *data = NULL;
     lo.d = d;
-    if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
+    rc = dpo_shard_load(comm, dpath, &lo, data);
+    if (rc == DPO_EFORMAT) {
+      /* same agreed detail on every rank: one message naming both files */
+      const char *am = NULL;
+      char why[700];
+      snprintf(why, sizeof why, "%s", dpo_err_agreed(NULL, NULL, NULL, &am) ? am : dpo_errmsg());
+      return dpo_err(DPO_EFORMAT,
+                     "data %s does not match model %s (d=%d, its number of coefficients): %s; "
+                     "apply a model to data in its training feature space",
+                     dpath, mfile, (int)d, why);
+    }
+    return rc;
   }
-  if ((*data)->d < d && (*data)->sparse && lo.d == 0) (*data)->d = d; /* unused trailing features */
-  if ((*data)->d != d)
-    /* every rank sees the same (global) dimensions */
-    return dpo_err(DPO_EFORMAT,
-                   "dimension mismatch: model %s has %d coefficients but data %s has %d features "
-                   "(%s): apply a model to data in its training feature space",
-                   mfile, (int)d, dpath, (int)(*data)->d,
-                   lo.d ? "declared by --dim" : "inferred from the file; --dim D declares it");
-  return DPO_OK;
+  if ((rc = dpo_shard_load(comm, dpath, &lo, data))) return rc;
+  if ((*data)->d == d) return DPO_OK;
+  if (dim_given) snprintf(whence, sizeof whence, "declared by --dim");
+  else if (lo.d > 0) snprintf(whence, sizeof whence, "declared by %s", sp);
+  else snprintf(whence, sizeof whence, "fixed by the file's columns or header");
+  /* every rank sees the same (global) dimensions */
+  return dpo_err(DPO_EFORMAT,
+                 "dimension mismatch: model %s has %d coefficients but data %s has %d features "
+                 "(%s): apply a model to data in its training feature space",
+                 mfile, (int)d, dpath, (int)(*data)->d, whence);
 }
 
 int dpo_model_eval_file(MPI_Comm comm, dpo_model_t *m, const char *model_file,

@@ -338,9 +338,19 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
   }
   if (a->admm) return dpo__audit_setup_admm(cfg, B2, Bd, a);
   const dpo_algo_t *algo = a->algo_name ? dpo_algo_find(a->algo_name) : NULL;
-  if (!algo || !algo->is_private)
-    return dpo_err(DPO_EINVAL, "--algo '%s': give one of the private algorithms of dpopt train "
-                   "--help (or --mechanism laplace)", a->algo_name ? a->algo_name : "");
+  if (!algo || !algo->is_private) {
+    /* a typo of a private algorithm's name gets that name */
+    const dpo_algo_t *const *al = dpo_algo_list();
+    const char *names[64], *sug = NULL;
+    int n = 0;
+    for (int i = 0; al[i] && n < 64; i++)
+      if (al[i]->is_private) names[n++] = al[i]->name;
+    if (!algo && a->algo_name) sug = dpo_config_nearest(a->algo_name, names, n);
+    char hint[96] = "";
+    if (sug) snprintf(hint, sizeof hint, "did you mean '%s'? ", sug);
+    return dpo_err(DPO_EINVAL, "--algo '%s': %sgive one of the private algorithms of dpopt train "
+                   "--help (or --mechanism laplace)", a->algo_name ? a->algo_name : "", hint);
+  }
   if (a->has_clip) {
     a->clip_mode = 1;
     a->d = 1;
@@ -617,7 +627,11 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
   json_object_object_add(j, "algorithm", json_object_new_string(res->algorithm));
   json_object_object_add(j, "claimed_eps", json_object_new_double(res->claimed_eps));
   json_object_object_add(j, "claimed_delta", json_object_new_double(res->claimed_delta));
-  json_object_object_add(j, "eps_lb", json_object_new_double(isfinite(res->lb) ? res->lb : 0));
+  /* eps_lb as the table shows it (a negative bound says nothing: 0); the raw one beside */
+  json_object_object_add(j, "eps_lb",
+                         json_object_new_double(isfinite(res->lb) && res->lb > 0 ? res->lb : 0));
+  json_object_object_add(j, "eps_lb_raw",
+                         isfinite(res->lb) ? json_object_new_double(res->lb) : NULL);
   json_object_object_add(j, "eps_lb_selection_half",
                          json_object_new_double(isfinite(res->lb_select) ? res->lb_select : 0));
   json_object_object_add(j, "trials", json_object_new_int64(res->trials));

@@ -165,11 +165,19 @@ static int dpo__run_settings(dpo_run_t *r) {
   if (!r->train_path)
     return dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
   const dpo_algo_t *algo = r->algo = dpo_algo_find(algo_name);
-  if (!algo)
-    return dpo_err(DPO_EINVAL, "%s: unknown algorithm '%s' (see dpopt train --help)",
+  if (!algo) {
+    const dpo_algo_t *const *al = dpo_algo_list();
+    const char *names[64];
+    int n = 0;
+    for (; al[n] && n < 64; n++) names[n] = al[n]->name;
+    const char *sug = dpo_config_nearest(algo_name, names, n);
+    char hint[96] = "";
+    if (sug) snprintf(hint, sizeof hint, ": did you mean '%s'?", sug);
+    return dpo_err(DPO_EINVAL, "%s: unknown algorithm '%s'%s (see dpopt train --help)",
                    dpo_config_origin(cfg, "algo.name") ? dpo_config_origin(cfg, "algo.name")
                                                        : "--algo",
-                   algo_name);
+                   algo_name, hint);
+  }
   if ((r->ckpt_every > 0 || r->stop_after > 0 || r->resuming) && !dpo_algo_can_checkpoint(algo))
     return dpo_err(DPO_EUNSUP, "algorithm %s cannot write or resume checkpoints: drop "
                    "--checkpoint-every / --resume / run.stop_after", algo->name);
