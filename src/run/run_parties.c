@@ -229,7 +229,8 @@ static void dpo__plan_key(const char *key, const char *value, const char *origin
   for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
   const char *dot = strrchr(key, '.');
   if (!strcmp(key, "privacy.journal_key") || (dot && (!strcmp(dot, ".data") ||
-                                                      !strcmp(dot, ".key")) &&
+                                                      !strcmp(dot, ".key") ||
+                                                      !strcmp(dot, ".budget_store")) &&
                                               (!strncmp(key, "parties.", 8) ||
                                                !strncmp(key, "party.", 6))))
     in = 0;
