@@ -228,7 +228,7 @@ static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   return dpo_agree(p->comm, rc);
 }
 
-void dpo__run_priv_settle_parties(dpo__run_priv_t *p) {
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]) {
   if (!p || !p->pt) return;
   const dpo_parties_t *pt = p->pt;
   double v[2] = {NAN, NAN}; /* party k's spent (eps, delta): only to party k's first rank */
@@ -246,6 +246,9 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p) {
   dpo_ledger_parts_t parts;
   /* the ledger composes each party's account apart: the store gets it as one (eps, delta)
    * mechanism, never more than the party's budget */
+  /* under secagg the party takes its own guard's account when the coordinator says less */
+  for (int i = 0; i < 2; i++)
+    if (own[i] > v[i]) v[i] = own[i];
   if (!(v[0] >= 0 && v[1] >= 0)) {
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
             "spent whole: the party's account is unknown\n", p->party);

@@ -58,9 +58,10 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
  * what the ledger composed (a warning if that fails: the reservation then stays whole). */
 void dpo__run_priv_settle(dpo__run_priv_t *p);
 /* Collective, after the last release: rank 0 sends each party's first rank what the ledger
- * charged that party, which settles its store's reservation to it (a run that never gets here
- * leaves every party's reservation spent whole). */
-void dpo__run_priv_settle_parties(dpo__run_priv_t *p);
+ * charged that party, which settles its store's reservation to it, or to own (eps, delta),
+ * the party's own account under secagg (NAN: none), when that is larger.  A run that never
+ * gets here leaves every party's reservation spent whole. */
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]);
 void dpo__run_priv_destroy(dpo__run_priv_t *p);
 
 #endif
