@@ -8,6 +8,10 @@
 #  - a party whose store does not register its file is refused (exit 1, naming the party);
 #  - the stores compose per party: a third, smaller run fits party 1 and each store holds
 #    its own two runs;
+#  - under secure aggregation (the stores' paths differ between parties: not in the agreed
+#    plan) each store is settled to its party's eps;
+#  - a run killed midway (SIGKILL to every rank) leaves each party's reservation open,
+#    counted whole;
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
 #    unsupported), and so is a seeded run with party stores (exit 1).
 . "$(dirname "$0")/testlib.sh"
@@ -21,8 +25,9 @@ expect 0 "$DPOPT" simulate --parties 3 --seed 4 "$S/data/a9a" "$T/parts/p%d"
 expect 0 "$DPOPT" budget init "$T/st0" --eps 5 --delta 1e-5 --data "$T/parts/p0"
 expect 0 "$DPOPT" budget init "$T/st1" --eps 1.5 --delta 1e-5 --data "$T/parts/p1"
 expect 0 "$DPOPT" budget init "$T/st2" --eps 5 --delta 1e-5 --data "$T/parts/p2"
-P="--dim 123 --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 10 --quiet \
+P0="--dim 123 --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --quiet \
   --set parties.count=3 --set parties.data=$T/parts/p%d"
+P="$P0 --iters 10"
 
 # ---- a run at eps 1 per party: each store holds one run, settled to the party's account
 expect 0 $MPI -np 3 "$DPOPT" train $P --eps 1 --set "parties.budget_store=$T/st%d" --out "$T/r1"
@@ -64,6 +69,34 @@ done
 # party 0's store has room for another eps 1 run, party 1's has not: party 1 is refused
 expect 3 $MPI -np 3 "$DPOPT" train $P --eps 1 --set "parties.budget_store=$T/st%d" --out "$T/r5"
 has "$T/err" "party 1: its budget store refused" "party 1 refused on its own account"
+
+# ---- secure aggregation: the plan the parties agree leaves the stores (local paths) out
+for k in 0 1 2; do
+  expect 0 "$DPOPT" budget init "$T/sa$k" --eps 50 --data "$T/parts/p$k"
+done
+expect 0 $MPI -np 3 "$DPOPT" train $P --eps 1 --clip l2:1 --set privacy.trust=secagg \
+  --set "parties.budget_store=$T/sa%d" --set party.2.budget_store="$T/sa2/" --out "$T/sa"
+for k in 0 1 2; do
+  close "$(spent "$T/sa$k")" 1 1e-5 "secagg: store $k settled to the party's eps"
+done
+
+# ---- a run killed midway (every rank, SIGKILL) leaves each party's reservation spent whole
+setsid $MPI -np 3 "$DPOPT" train $P0 --iters 200000 --eps 2 \
+  --set "parties.budget_store=$T/sa%d" --out "$T/kill" >/dev/null 2>&1 &
+pid=$!
+n=0
+while [ $n -lt 150 ] && ! grep -qs '"mechanism"' "$T/kill/ledger.jsonl"; do
+  sleep 0.2
+  n=$((n + 1))
+done
+kill -9 -- -$pid 2>/dev/null || kill -9 $pid
+wait $pid 2>/dev/null
+has "$T/kill/ledger.jsonl" '"mechanism"' "the killed run had released"
+for k in 0 1 2; do
+  tail -n 1 "$T/sa$k/records.jsonl" >"$T/last"
+  has "$T/last" '"kind":"reserve"' "killed: store $k's reservation is open"
+  close "$(spent "$T/sa$k")" 3 1e-5 "killed: store $k counts the reservation whole"
+done
 
 # ---- one store for per-party files; seeded runs
 expect 4 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --budget-store "$T/st0" --out "$T/r6"
