@@ -13,7 +13,8 @@
 #  - a run killed midway (SIGKILL to every rank) leaves each party's reservation open,
 #    counted whole;
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
-#    unsupported), and so is a seeded run with party stores (exit 1).
+#    unsupported), and so are a seeded run with party stores (exit 1) and dpopt tune with
+#    party stores (exit 4).
 . "$(dirname "$0")/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 sums() { cat "$T"/st0/records.jsonl "$T"/st1/records.jsonl "$T"/st2/records.jsonl | sha256sum; }
@@ -104,4 +105,10 @@ has "$T/err" "give each party its own store" "one store for per-party files"
 expect 1 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --seed 3 --set "parties.budget_store=$T/st%d" \
   --out "$T/r7"
 has "$T/err" "NOT private" "a seeded run with party stores"
+# dpopt tune charges one store, not yet party stores: refused, not ignored
+expect 4 $MPI -np 3 "$DPOPT" tune --data "$S/data/a9a" --test "$S/data/a9a.t" --eps 1 \
+  --row-l1-bound 14 --row-l2-bound 3.75 --set parties.count=3 --set "parties.data=$T/parts/p%d" \
+  --set "parties.budget_store=$T/st%d" --out "$T/tu"
+has "$T/err" "not yet by dpopt tune" "tune with party stores"
+[ ! -e "$T/tu" ] && ok || bad "a refused tune left a directory"
 finish test_budget_parties
