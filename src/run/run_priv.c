@@ -245,8 +245,8 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]) {
   p->preserved = 0;
   dpo_ledger_parts_t parts;
   /* the ledger composes each party's account apart: the store gets it as one (eps, delta)
-   * mechanism, never more than the party's budget */
-  /* under secagg the party takes its own guard's account when the coordinator says less */
+   * mechanism, never more than the party's budget; under secagg the party takes its own
+   * guard's account where the coordinator says less */
   for (int i = 0; i < 2; i++)
     if (own[i] > v[i]) v[i] = own[i];
   if (!(v[0] >= 0 && v[1] >= 0)) {
