@@ -6,6 +6,7 @@
  *   [parties]
  *   count = P                  ; number of parties (default: none declared)
  *   data  = parts/a9a.%d       ; optional: party K loads the file with %d replaced by K
+ *   budget_store = st/%d       ; optional: party K's budget store (needs data; dpopt/budget.h)
  *   eps   = 1.0                ; default per-party budget (default privacy.eps)
  *   delta = 0                  ; default per-party delta (default privacy.delta)
  *   [party.K]                  ; optional per-party overrides
@@ -81,6 +82,8 @@ typedef struct {
   double *eps;        /* [count] budgets */
   double *delta;      /* [count] */
   char **data;        /* [count] data file of each party, or NULL (data.train split by ranks) */
+  char **store;       /* [count] budget store of each party (opened by the party's first rank
+                       * only; dpopt/budget.h), or NULL */
   dpo_trust_t trust;
   dpo_exhaust_t on_exhausted;
   int collude;        /* secagg: privacy.collude = k, the largest coalition of parties (the

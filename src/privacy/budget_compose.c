@@ -14,6 +14,7 @@
 #include "budget_int.h"
 #include "privacy_int.h"
 
+#include "dpopt/budget.h"
 #include "dpopt/status.h"
 
 #include <math.h>
@@ -46,6 +47,22 @@ static void dpo__bacc_whole(dpo__bacc_t *a, double eps, double delta) {
     double z = dpo__mul_up(dpo__mul_up(0.5 * a->P.alpha[i], eps), eps);
     a->P.rdp[i] = dpo__add_up(a->P.rdp[i], z < eps ? z : eps);
   }
+}
+
+void dpo_budget_parts_whole(double eps, double delta, dpo_ledger_parts_t *p) {
+  dpo__bacc_t a;
+  dpo__bacc_init(&a);
+  dpo__bacc_whole(&a, eps, delta);
+  memset(p, 0, sizeof *p);
+  p->eps = eps;
+  p->delta = delta;
+  p->pure_eps = a.pure;
+  p->approx_eps = a.aeps;
+  p->approx_delta = a.adelta;
+  p->n_pure = a.npure;
+  p->n_approx = a.napprox;
+  p->rdp = a.R;
+  p->pure_rdp = a.P;
 }
 
 static void dpo__bacc_parts(dpo__bacc_t *a, const dpo_ledger_parts_t *p) {

@@ -16,6 +16,9 @@ void dpo_parties_destroy(dpo_parties_t *p) {
   if (p->data)
     for (int k = 0; k < p->count; k++) free(p->data[k]);
   free(p->data);
+  if (p->store)
+    for (int k = 0; k < p->count; k++) free(p->store[k]);
+  free(p->store);
   free(p->rank_party);
   free(p->first_rank);
   free(p->nranks_of);
@@ -83,10 +86,45 @@ static int dpo__parse_range(const char *s, int *a, int *b) {
   return 1;
 }
 
+/* party k's path for key `what` (data, budget_store): party.K.WHAT, else the pattern
+ * parties.WHAT with its one %d replaced by k; *out = NULL when neither is given */
+static int dpo__party_path(const dpo_config_t *cfg, const char *what, const char *pat, int k,
+                           char **out) {
+  char key[128], buf[1024];
+  const char *ds = NULL;
+  snprintf(key, sizeof key, "party.%d.%s", k, what);
+  dpo_config_get_str(cfg, key, NULL, &ds);
+  if (!ds && pat) {
+    const char *pc = strstr(pat, "%d");
+    if (!pc || strchr(pc + 2, '%') || strchr(pat, '%') != pc) {
+      snprintf(key, sizeof key, "parties.%s", what);
+      return dpo_err(DPO_EINVAL, "%s: %s = '%s' must contain exactly one %%d",
+                     dpo_config_origin(cfg, key), key, pat);
+    }
+    snprintf(buf, sizeof buf, pat, k);
+    ds = buf;
+  }
+  if (ds && !(*out = strdup(ds))) return dpo_err(DPO_ENOMEM, "parties: out of memory");
+  return DPO_OK;
+}
+
+/* every party names its WHAT or none does (then the array is all NULL) */
+static int dpo__party_all_or_none(char **v, int n, const char *what) {
+  int some = 0, all = 1;
+  for (int k = 0; k < n; k++) {
+    some |= v[k] != NULL;
+    all &= v[k] != NULL;
+  }
+  if (some && !all)
+    return dpo_err(DPO_EINVAL, "parties: either every party names its %s (parties.%s or "
+                   "party.K.%s) or none does", what, what, what);
+  return DPO_OK;
+}
+
 int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t **out) {
   int rc = DPO_OK;
   dpo_parties_t *p = NULL;
-  const char *trust = "central", *pol = "stop", *pat = NULL;
+  const char *trust = "central", *pol = "stop", *pat = NULL, *spat = NULL;
   int64_t count = 0;
   double geps = NAN, gdelta = 0.0;
   char key[128];
@@ -95,6 +133,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   dpo_config_get_str(cfg, "privacy.trust", "central", &trust);
   dpo_config_get_str(cfg, "privacy.on_party_exhausted", "stop", &pol);
   dpo_config_get_str(cfg, "parties.data", NULL, &pat);
+  dpo_config_get_str(cfg, "parties.budget_store", NULL, &spat);
   if ((rc = dpo_config_get_int(cfg, "parties.count", 0, &count)) ||
       (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &geps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &gdelta)) ||
@@ -180,9 +219,10 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   p->eps = calloc((size_t)count, sizeof *p->eps);
   p->delta = calloc((size_t)count, sizeof *p->delta);
   p->data = calloc((size_t)count, sizeof *p->data);
+  p->store = calloc((size_t)count, sizeof *p->store);
   p->dropped_step = malloc((size_t)count * sizeof *p->dropped_step);
   if (!p->rank_party || !p->first_rank || !p->nranks_of || !p->eps || !p->delta || !p->data ||
-      !p->dropped_step) {
+      !p->store || !p->dropped_step) {
     rc = dpo_err(DPO_ENOMEM, "parties: out of memory");
     goto fail;
   }
@@ -195,7 +235,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   }
   int next = 0;
   for (int k = 0; k < p->count; k++) {
-    const char *rs = NULL, *ds = NULL;
+    const char *rs = NULL;
     snprintf(key, sizeof key, "party.%d.ranks", k);
     dpo_config_get_str(cfg, key, NULL, &rs);
     if (rs) {
@@ -217,23 +257,9 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
     if ((rc = dpo_config_get_double(cfg, key, geps, &p->eps[k]))) goto fail;
     snprintf(key, sizeof key, "party.%d.delta", k);
     if ((rc = dpo_config_get_double(cfg, key, gdelta, &p->delta[k]))) goto fail;
-    snprintf(key, sizeof key, "party.%d.data", k);
-    dpo_config_get_str(cfg, key, NULL, &ds);
-    char buf[1024];
-    if (!ds && pat) {
-      const char *pc = strstr(pat, "%d");
-      if (!pc || strchr(pc + 2, '%') || strchr(pat, '%') != pc) {
-        rc = dpo_err(DPO_EINVAL, "%s: parties.data = '%s' must contain exactly one %%d",
-                     dpo_config_origin(cfg, "parties.data"), pat);
-        goto fail;
-      }
-      snprintf(buf, sizeof buf, pat, k);
-      ds = buf;
-    }
-    if (ds && !(p->data[k] = strdup(ds))) {
-      rc = dpo_err(DPO_ENOMEM, "parties: out of memory");
+    if ((rc = dpo__party_path(cfg, "data", pat, k, &p->data[k])) ||
+        (rc = dpo__party_path(cfg, "budget_store", spat, k, &p->store[k])))
       goto fail;
-    }
     if (!(p->delta[k] >= 0 && p->delta[k] < 1) || (!isnan(p->eps[k]) && !(p->eps[k] > 0))) {
       rc = dpo_err(DPO_EINVAL, "party %d: budget eps = %g, delta = %g: need eps > 0, delta in "
                    "[0, 1)", k, p->eps[k], p->delta[k]);
@@ -247,21 +273,15 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
                  "party", next - 1, nranks - 1);
     goto fail;
   }
-  int some = 0, all = 1;
-  for (int k = 0; k < p->count; k++) {
-    some |= p->data[k] != NULL;
-    all &= p->data[k] != NULL;
-  }
-  if (some && !all) {
-    rc = dpo_err(DPO_EINVAL, "parties: either every party names its data (parties.data or "
-                 "party.K.data) or none does");
+  if ((rc = dpo__party_all_or_none(p->data, p->count, "data")) ||
+      (rc = dpo__party_all_or_none(p->store, p->count, "budget_store")))
     goto fail;
-  }
-  if (!some) {
-    for (int k = 0; k < p->count; k++) {
-      free(p->data[k]);
-      p->data[k] = NULL;
-    }
+  /* a party's store accounts for the file the party registered in it */
+  if (p->store[0] && !p->data[0]) {
+    rc = dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
+                 "party.K.budget_store) needs the party's own data file (parties.data or "
+                 "party.K.data)");
+    goto fail;
   }
   *out = p;
   return DPO_OK;

@@ -317,7 +317,9 @@ int dpo_run_setup(dpo_run_t *r) {
   /* the data set's budget store: the files registered and the budget left, before anything
    * is claimed or loaded */
   r->stage = "train (budget store)";
-  if ((rc = dpo__run_priv_store_check(r->priv, r->train_path, r->test_path, r->resuming)))
+  if ((rc = dpo__run_priv_store_check(r->priv, r->train_path, r->test_path, r->resuming)) ||
+      (rc = dpo__run_priv_party_check(r->priv, dpo__run_parties_table(r->parties),
+                                      r->resuming)))
     return dpo__run_failed(r, rc);
   if ((rc = dpo__run_open(r)) || (r->resuming && (rc = dpo__run_check(r))))
     return dpo__run_failed(r, rc);

@@ -108,6 +108,13 @@ const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp) {
   return tp ? tp->p : NULL;
 }
 
+void dpo__run_parties_own_spent(const dpo__run_parties_t *tp, double own[2]) {
+  int64_t n;
+  own[0] = own[1] = NAN;
+  if (tp && tp->guard && dpo_guard_spent(tp->guard, &own[0], &own[1], &n))
+    own[0] = own[1] = NAN;
+}
+
 int dpo__run_parties_hide_train(const dpo__run_parties_t *tp) {
   return tp && tp->p && tp->p->trust != DPO_TRUST_CENTRAL;
 }
@@ -229,7 +236,8 @@ static void dpo__plan_key(const char *key, const char *value, const char *origin
   for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
   const char *dot = strrchr(key, '.');
   if (!strcmp(key, "privacy.journal_key") || (dot && (!strcmp(dot, ".data") ||
-                                                      !strcmp(dot, ".key")) &&
+                                                      !strcmp(dot, ".key") ||
+                                                      !strcmp(dot, ".budget_store")) &&
                                               (!strncmp(key, "parties.", 8) ||
                                                !strncmp(key, "party.", 6))))
     in = 0;

@@ -32,6 +32,9 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
 int dpo__run_parties_schema(const dpo__run_parties_t *tp, const char *path, dpo_load_opts_t *lo);
 int dpo__run_parties_hide_train(const dpo__run_parties_t *tp);
 const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp);
+/* Not collective: under secagg, on ranks other than 0, what this rank's party guard has charged
+ * its own account (own[0] eps, own[1] delta); NAN elsewhere. */
+void dpo__run_parties_own_spent(const dpo__run_parties_t *tp, double own[2]);
 /* Rank 0: privacy.trust + privacy.trust_protects, and a "parties" block. */
 void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
                               json_object *sum);

@@ -32,6 +32,13 @@ struct dpo__run_priv {
   dpo_budget_t *bud;
   char run_id[65];
   int reserved, settled;
+  /* multi-party runs with per-party stores (parties.budget_store): on a party's first rank,
+   * that party's store, reserved for its budget and settled to its account; the coordinator
+   * opens no other party's store */
+  const dpo_parties_t *pt;
+  int party;         /* this rank's party when it is the party's first rank, else -1 */
+  dpo_budget_t *pbud;
+  int preserved;
 };
 
 int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
@@ -67,6 +74,7 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
   if (!p) return dpo_err(DPO_ENOMEM, "out of memory");
   p->comm = comm;
   p->rank = dpo__rank(comm);
+  p->party = -1;
   p->is_private = algo->is_private;
   int64_t seed = 0;
   const char *seed_s = dpo_config_get(cfg, "run.seed");
@@ -129,8 +137,9 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
     goto out;
   }
   if (p->store && dpo_config_get(cfg, "parties.data")) {
-    rc = dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with a budget store are not "
-                 "supported yet: the store accounts for one data set",
+    rc = dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with one budget store: "
+                 "the store accounts for one data set; give each party its own store "
+                 "(parties.budget_store = DIR%%d or party.K.budget_store)",
                  dpo_config_origin(cfg, "privacy.store"));
     goto out;
   }
@@ -173,6 +182,84 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
   return dpo_agree(p->comm, rc);
 }
 
+int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming) {
+  int rc = DPO_OK;
+  if (!pt || !pt->store || !pt->store[0] || !p->is_private) return DPO_OK;
+  p->pt = pt;
+  int k = pt->rank_party[p->rank];
+  if (p->seeded) /* not private: no eps describes what it spends */
+    rc = dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the parties' "
+                 "budget stores: drop --seed (or parties.budget_store)");
+  else if (resuming) /* each party's reservation stays spent whole */
+    rc = dpo_err(DPO_EUNSUP, "resuming a run whose parties have budget stores is not supported "
+                 "yet: start a new run");
+  else if (p->rank == pt->first_rank[k]) {
+    const char *files[1] = {pt->data[k]};
+    char why[400];
+    p->party = k;
+    if (!(pt->eps[k] > 0))
+      rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
+                   "party.%d.eps", k, k);
+    else if (!(rc = dpo_budget_open(pt->store[k], p->key_file, files, 1, &p->pbud)) &&
+             !(rc = dpo_budget_lock(p->pbud)))
+      rc = dpo_budget_reserve(p->pbud, NULL, pt->eps[k], pt->delta[k], "train", 1);
+    /* the amounts stay with the party: the others learn only that its store refused */
+    if (rc == DPO_EBUDGET)
+      rc = dpo_err(rc, "party %d: its budget store refused the run (the party's budget for "
+                   "this run does not fit what its store has left); nothing was written", k);
+    else if (rc) {
+      snprintf(why, sizeof why, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "party %d: its budget store refused the run: %s", k, why);
+    }
+  }
+  return dpo_agree(p->comm, rc);
+}
+
+/* after the journal: each party's whole budget reserved in its store under the run's id */
+static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
+  int rc = DPO_OK;
+  if (!p->pt) return DPO_OK;
+  if (p->rank == 0) rc = dpo_ledger_run_id(p->ledger, p->run_id);
+  if ((rc = dpo_agree(p->comm, rc))) return rc;
+  MPI_Bcast(p->run_id, (int)sizeof p->run_id, MPI_CHAR, 0, p->comm);
+  if (p->pbud && !(rc = dpo_budget_reserve(p->pbud, p->run_id, p->pt->eps[p->party],
+                                           p->pt->delta[p->party], "train", 0)))
+    p->preserved = 1;
+  return dpo_agree(p->comm, rc);
+}
+
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]) {
+  if (!p || !p->pt) return;
+  const dpo_parties_t *pt = p->pt;
+  double v[2] = {NAN, NAN}; /* party k's spent (eps, delta): only to party k's first rank */
+  if (p->rank == 0) {
+    for (int k = 0; k < pt->count; k++) {
+      double w[2] = {NAN, NAN};
+      if (p->ledger && dpo_ledger_party_spent(p->ledger, k, &w[0], &w[1])) w[0] = w[1] = NAN;
+      if (pt->first_rank[k] == 0) v[0] = w[0], v[1] = w[1];
+      else MPI_Send(w, 2, MPI_DOUBLE, pt->first_rank[k], 0, p->comm);
+    }
+  } else if (p->party >= 0)
+    MPI_Recv(v, 2, MPI_DOUBLE, 0, 0, p->comm, MPI_STATUS_IGNORE);
+  if (!p->preserved) return;
+  p->preserved = 0;
+  dpo_ledger_parts_t parts;
+  /* the ledger composes each party's account apart: the store gets it as one (eps, delta)
+   * mechanism, never more than the party's budget; under secagg the party takes its own
+   * guard's account where the coordinator says less */
+  for (int i = 0; i < 2; i++)
+    if (own[i] > v[i]) v[i] = own[i];
+  if (!(v[0] >= 0 && v[1] >= 0)) {
+    fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
+            "spent whole: the party's account is unknown\n", p->party);
+    return;
+  }
+  dpo_budget_parts_whole(v[0], v[1], &parts);
+  if (dpo_budget_settle(p->pbud, p->run_id, &parts))
+    fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
+            "spent whole: %s\n", p->party, dpo_errmsg());
+}
+
 /* after the journal: the run's whole budget reserved in the store under the journal's id (a
  * resumed run whose reservation is still open is not charged again) */
 static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
@@ -182,7 +269,8 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
       !(rc = dpo_ledger_parts(p->ledger, &now)) &&
       !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now)))
     p->reserved = 1;
-  return dpo_agree(p->comm, rc);
+  rc = dpo_agree(p->comm, rc);
+  return rc ? rc : dpo__run_priv_party_reserve(p);
 }
 
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
@@ -315,6 +403,7 @@ void dpo__run_priv_destroy(dpo__run_priv_t *p) {
   if (!p) return;
   dpo__run_priv_settle(p); /* a run that ended before its solver did */
   dpo_budget_close(p->bud);
+  dpo_budget_close(p->pbud); /* a party's open reservation stays spent whole */
   dpo_ledger_close(p->ledger);
   dpo_rng_destroy(p->rng);
   free(p);

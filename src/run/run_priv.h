@@ -9,6 +9,7 @@
 #include "dpopt/config.h"
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
+#include "dpopt/parties.h"
 #include "dpopt/run.h"
 
 typedef struct dpo__run_priv dpo__run_priv_t;
@@ -24,6 +25,11 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
  * when the journal is opened (below), under the run's id. */
 int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char *test,
                               int resuming);
+/* Collective, multi-party runs whose parties name their own budget stores: each party's first
+ * rank opens its party's store (the party's file registered and unchanged) and checks, under
+ * the store's lock, that the party's budget fits; writes nothing.  A refusal is agreed and
+ * names the party, not what its store has left.  pt is borrowed for the run's life. */
+int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming);
 /* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
 /* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
@@ -51,6 +57,11 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
 /* Rank 0, not collective: after the last release, settle the budget store's reservation to
  * what the ledger composed (a warning if that fails: the reservation then stays whole). */
 void dpo__run_priv_settle(dpo__run_priv_t *p);
+/* Collective, after the last release: rank 0 sends each party's first rank what the ledger
+ * charged that party, which settles its store's reservation to it, or to own (eps, delta),
+ * the party's own account under secagg (NAN: none), when that is larger.  A run that never
+ * gets here leaves every party's reservation spent whole. */
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]);
 void dpo__run_priv_destroy(dpo__run_priv_t *p);
 
 #endif

@@ -251,6 +251,15 @@ static void copy_key(const char *k, const char *v, const char *o, void *arg) {
   dpo_config_set(a->to, k, v, o);
 }
 
+/* parties.budget_store, party.K.budget_store */
+static void party_store_key(const char *k, const char *v, const char *o, void *arg) {
+  (void)v, (void)o;
+  const char *dot = strrchr(k, '.');
+  if (dot && !strcmp(dot, ".budget_store") && (!strncmp(k, "parties.", 8) ||
+                                               !strncmp(k, "party.", 6)))
+    *(int *)arg = 1;
+}
+
 static void declare_run_key(const char *k, const char *v, const char *o, void *cfg) {
   (void)v, (void)o;
   if (strncmp(k, "tune.", 5)) dpo_config_declare(cfg, k);
@@ -492,6 +501,14 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if ((rc = dpo_agree(comm, rc))) goto out;
   /* the data set's budget store: the files registered and the tune's budget left, before the
    * data are read (the row counts below) or anything is written */
+  /* the repetitions are not runs of their own: party stores would be charged per repetition,
+   * not by the tune's one charge */
+  int pstores = 0;
+  dpo_config_foreach(cfg, party_store_key, &pstores);
+  if (pstores)
+    rc = dpo_err(DPO_EUNSUP, "per-party budget stores (parties.budget_store, "
+                 "party.K.budget_store) are charged by dpopt train, not yet by dpopt tune");
+  if ((rc = dpo_agree(comm, rc))) goto out;
   dpo_config_get_str(cfg, "privacy.store", NULL, &store);
   dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
   if (store && *store && t->rank == 0) {
