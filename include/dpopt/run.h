@@ -156,7 +156,6 @@ typedef struct {
   double claimed_eps, claimed_delta, eps_lb;
   int64_t canaries, included, guesses, correct, releases;
   int64_t grid_r[4], grid_v[4]; /* each guess count tried and its right guesses */
-  int k;                        /* ones per canary row */
   int add_remove, gaussian, seeded, violation;
 } dpo_audit1_result_t;
 int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t canaries, double beta,

@@ -41,10 +41,10 @@ static int dpo__audit1_json(const char *path, const dpo_audit1_result_t *r, doub
   if (!f) return dpo_err(DPO_EIO, "%s: cannot write", path);
   fprintf(f, "{\"audit\":\"one-run\",\"algorithm\":\"%s\",\"claimed_eps\":%.17g,"
              "\"claimed_delta\":%.17g,\"eps_lb\":%.17g,\"alpha\":%.17g,\"canaries\":%lld,"
-             "\"ones_per_canary\":%d,\"guesses\":%lld,\"correct\":%lld,\"releases\":%lld,"
+             "\"guesses\":%lld,\"correct\":%lld,\"releases\":%lld,"
              "\"neighbours\":\"%s\",\"seeded\":%s,\"violation\":%s}\n",
           r->algorithm, r->claimed_eps, r->claimed_delta, r->eps_lb, alpha,
-          (long long)r->canaries, r->k, (long long)r->guesses, (long long)r->correct,
+          (long long)r->canaries, (long long)r->guesses, (long long)r->correct,
           (long long)r->releases, r->add_remove ? "add-remove" : "replace-one",
           r->seeded ? "true" : "false", r->violation ? "true" : "false");
   return fclose(f) ? dpo_err(DPO_EIO, "%s: write failed", path) : DPO_OK;

@@ -463,7 +463,8 @@ static int dpo__wor_step(double q, double z, double h, dpo__pmf_t *r) {
     r->p[i] += cur - prev > 0 ? cur - prev : 0;
     prev = cur;
   }
-  r->inf = (1 - prev) + 1e-12; /* beyond ohi, plus the cells' rounding (generous) */
+  /* beyond ohi, plus each cell's rounding: a difference of two CDF values in [0, 1] */
+  r->inf = (1 - prev) + (double)(cells + 1) * 4 * DBL_EPSILON;
   return DPO_OK;
 }
 

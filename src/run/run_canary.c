@@ -32,8 +32,8 @@
 
 typedef struct {
   int64_t m;
-  int k, bias, add_remove;
-  double a;           /* the canary's value in each of its k columns */
+  int bias, add_remove;
+  double a;           /* the canary's one value, in column d0 + i (dpo__a1_shape) */
   int32_t d0, dtot;   /* declared features; with the canaries' columns */
   dpo_clip_t clip;
   int has_clip;
@@ -72,7 +72,7 @@ static int dpo__a1_append(dpo__a1_t *c, dpo_shard_t *s, int last) {
   if (!y) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
   s->y = y;
   if (s->sparse) {
-    const int64_t nnz = n > 0 ? s->rowptr[n] : 0, nnz1 = nnz + add * c->k;
+    const int64_t nnz = n > 0 ? s->rowptr[n] : 0, nnz1 = nnz + add;
     int64_t *rp = realloc(s->rowptr, (size_t)(n1 + 1) * sizeof *rp);
     if (rp) s->rowptr = rp;
     int32_t *ci = rp ? realloc(s->colind, (size_t)nnz1 * sizeof *ci) : NULL;
@@ -84,10 +84,8 @@ static int dpo__a1_append(dpo__a1_t *c, dpo_shard_t *s, int last) {
     int64_t row = n, p = nnz;
     for (int64_t i = 0; i < c->m; i++) {
       if (!c->in[i] && c->add_remove) continue;
-      for (int j = 0; j < c->k; j++, p++) {
-        s->colind[p] = c->d0 + (int32_t)(i * c->k + j);
-        s->val[p] = c->a;
-      }
+      s->colind[p] = c->d0 + (int32_t)i;
+      s->val[p++] = c->a;
       s->y[row++] = c->in[i] ? 1 : -1;
       s->rowptr[row] = p;
     }
@@ -99,7 +97,7 @@ static int dpo__a1_append(dpo__a1_t *c, dpo_shard_t *s, int last) {
     int64_t row = n;
     for (int64_t i = 0; i < c->m; i++) {
       if (!c->in[i] && c->add_remove) continue;
-      for (int j = 0; j < c->k; j++) X[row * s->d + c->d0 + i * c->k + j] = c->a;
+      X[row * s->d + c->d0 + i] = c->a;
       s->y[row++] = c->in[i] ? 1 : -1;
     }
   }
@@ -113,9 +111,9 @@ static int dpo__a1_rows(void *arg, dpo_run_t *r) {
   if (r->train->labels != DPO_LABELS_BINARY || r->train->n_public)
     return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: binary labels and one data holder only");
   c->d0 = r->train->d;
-  if ((int64_t)c->d0 + c->m * c->k > INT32_MAX / 2)
+  if ((int64_t)c->d0 + c->m > INT32_MAX / 2)
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run: too many canary columns");
-  c->dtot = c->d0 + (int32_t)(c->m * c->k);
+  c->dtot = c->d0 + (int32_t)c->m;
   int rc = dpo__a1_widen(r->train, c->dtot);
   if (!rc && r->test) rc = dpo__a1_widen(r->test, c->dtot);
   if (!rc) rc = dpo__a1_append(c, r->train, r->rank == r->size - 1);
@@ -123,23 +121,20 @@ static int dpo__a1_rows(void *arg, dpo_run_t *r) {
 }
 
 /* The canary's clipped logistic gradient coefficient for label y at margin z (the gradient is
- * g a on each of its k columns and g on the bias column). */
+ * g a on its column and g on the bias column). */
 static double dpo__a1_coef(const dpo__a1_t *c, double z, double y) {
   double g = -y * dpo__sigm(-y * z);
   if (c->has_clip) {
-    double nrm = c->clip.norm == DPO_CLIP_L1 ? fabs(g) * (c->k * c->a + c->bias)
-                                             : fabs(g) * sqrt(c->k * c->a * c->a + c->bias);
+    double nrm = c->clip.norm == DPO_CLIP_L1 ? fabs(g) * (c->a + c->bias)
+                                             : fabs(g) * sqrt(c->a * c->a + c->bias);
     if (nrm > c->clip.C) g *= c->clip.C / nrm;
   }
   return g;
 }
 
-/* log f(v; mu) on the canary's k columns, up to what both hypotheses share */
-static double dpo__a1_logf(int gauss, double s, const double *v, double mu, int k) {
-  double l = 0;
-  for (int j = 0; j < k; j++)
-    l += gauss ? -(v[j] - mu) * (v[j] - mu) / (2 * s * s) : -fabs(v[j] - mu) / s;
-  return l;
+/* log f(v; mu) on the canary's column, up to what both hypotheses share */
+static double dpo__a1_logf(int gauss, double s, double v, double mu) {
+  return gauss ? -(v - mu) * (v - mu) / (2 * s * s) : -fabs(v - mu) / s;
 }
 
 /* dpo_release_fn (rank 0): each canary's log-likelihood ratio on its own columns, included
@@ -158,14 +153,12 @@ static int dpo__a1_observe(void *arg, const dpo_release_t *r) {
   const double s = r->noise_scale, unit = r->unit > 0 ? r->unit : 1;
   const double b = c->bias ? r->x[c->dtot] : 0;
   for (int64_t i = 0; i < c->m; i++) {
-    const double *x = r->x + c->d0 + i * c->k, *v = r->v + c->d0 + i * c->k;
-    double z = b;
-    for (int j = 0; j < c->k; j++) z += c->a * x[j];
+    const double v = r->v[c->d0 + i], z = b + c->a * r->x[c->d0 + i];
     const double mu1 = dpo__a1_coef(c, z, 1) * c->a * unit;
     const double mu0 = c->add_remove ? 0 : dpo__a1_coef(c, z, -1) * c->a * unit;
-    double l1 = dpo__a1_logf(gauss, s, v, mu1, c->k), l0 = dpo__a1_logf(gauss, s, v, mu0, c->k);
+    double l1 = dpo__a1_logf(gauss, s, v, mu1), l0 = dpo__a1_logf(gauss, s, v, mu0);
     if (r->q < 1 && r->q > 0) { /* the row in the sample with probability q */
-      const double e = dpo__a1_logf(gauss, s, v, 0, c->k), lq = log(r->q), lp = log1p(-r->q);
+      const double e = dpo__a1_logf(gauss, s, v, 0), lq = log(r->q), lp = log1p(-r->q);
       l1 = fmax(lq + l1, lp + e) + log1p(exp(-fabs((lq + l1) - (lp + e))));
       l0 = fmax(lq + l0, lp + e) + log1p(exp(-fabs((lq + l0) - (lp + e))));
     }
@@ -244,7 +237,6 @@ static int dpo__a1_config(MPI_Comm comm, const dpo_config_t *cfg, dpo_config_t *
  * size of the canary's gradient, which the L2 bound caps either way. */
 static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
   double a = fmin(isnan(r->b1) ? INFINITY : r->b1, isnan(r->b2) ? INFINITY : r->b2);
-  c->k = 1;
   c->a = isfinite(a) ? a : c->has_clip ? c->clip.C : 1;
 }
 
@@ -304,7 +296,6 @@ int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t m, double bet
   res->claimed_eps = eps;
   res->claimed_delta = delta;
   res->canaries = m;
-  res->k = c.k;
   res->releases = c.nrel;
   res->add_remove = c.add_remove;
   res->gaussian = c.gauss;
