@@ -238,6 +238,10 @@ typedef struct {
   /* rank 0, optional: after each iteration t (x_t, y_t released) */
   void (*trace)(void *arg, int64_t t, const double *x, const double *y);
   void *trace_arg;
+  /* rank 0, optional: every central noised gradient as released (dpopt/privacy.h), its
+   * regularizer term taken out; a nonzero return stops the run (the white-box audit) */
+  dpo_release_fn observe;
+  void *observe_arg;
 } dpo_dpadmm_opts_t;
 
 void dpo_dpadmm_opts_default(dpo_dpadmm_opts_t *o);

@@ -186,24 +186,7 @@ int dpo_solver_constants(const dpo_solver_t *s, double *L, double *mu);
 /* Rank 0: hook for the trace's eps_spent column: spent(arg) returns the privacy budget
  * spent so far (e.g. from the ledger).  Without a hook the column is "nan". */
 void dpo_solver_set_spent(dpo_solver_t *s, double (*spent)(void *arg), void *arg);
-/* A release of a private algorithm as the coordinator broadcasts it (rank 0, after its charge
- * and its noise): v[0..d) is the noised vector before any public term (the regularizer's
- * gradient) is added; mechanism "laplace" | "gaussian" with noise_scale and sensitivity in
- * the units of v; q the probability that a given row is in the step's sample (1: full batch,
- * 0: not an independent sample, e.g. disjoint buckets); eps the pure eps the release was
- * charged (laplace; 0 otherwise); sampling, m and n as charged; x the point the gradient was
- * taken at.  The white-box audit (src/optim/audit_wb.c) reads every release through it. */
-typedef struct {
-  int64_t step;
-  const char *mechanism;
-  double noise_scale, sensitivity, q, eps;
-  const char *sampling; /* "none" | "wor" | "poisson" | "disjoint": how the step's rows were drawn */
-  int64_t m, n;         /* q = m / n */
-  int32_t d;
-  const double *v, *x;
-  double unit; /* one example's (clipped) gradient in the units of v (e.g. w / m for a mean) */
-} dpo_release_t;
-typedef int (*dpo_release_fn)(void *arg, const dpo_release_t *r);
+/* dpo_release_t and dpo_release_fn: dpopt/privacy.h */
 /* Rank 0: observe every release of the run (fn NULL: none).  The observer only reads what
  * is released anyway; a nonzero return stops the run with that status. */
 void dpo_solver_set_release_observer(dpo_solver_t *s, dpo_release_fn fn, void *arg);

@@ -75,10 +75,29 @@ has "$T/out" "^assumes: wor batches of 4 of 10" "dp-sgd-rdp wor: its assumption"
 expect 6 "$DPOPT_TEST" audit --algo dp-sgd-rdp $WOR --test-seed 39 --test-noise-factor 0.1
 check "dp-sgd-rdp wor (noise x 0.1): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 
+# --- DP-ADMM and DP-AccADMM (dpopt admm --method dpadmm | dpaccadmm): every noised gradient
+# (T + 1 of them, u0's included) is a full-batch Gaussian release, observed through
+# dpo_dpadmm_opts_t.observe: the GDP test.  A small step (admm.eta, public) keeps the canary at
+# the clip, so each release's log-likelihood ratio is the canary's full sensitivity.  The claim
+# is the ledger's RDP charge of eq. (8)'s noise (0.813 of eps 1); its GDP eps is lower still
+ADM="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 4 --iters 20 --lambda 0 --trials 5000 --white-box --quiet --set admm.eta=0.001"
+for m in dpadmm dpaccadmm; do
+  expect 0 "$DPOPT_TEST" audit --admm $m $ADM --test-seed 39 --json "$T/$m.json"
+  check "$m (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+  check "$m (white box, intact): bound $(lb) >= 0.15 (power)" below 0.15 "$(lb)"
+  has "$T/out" "test gdp: mu_lb" "$m: the GDP test"
+  has "$T/out" "21 releases a run observed" "$m: T + 1 releases observed"
+  has "$T/out" "full sensitivity in 100.0%" "$m: canary saturated in every release"
+  expect 6 "$DPOPT_TEST" audit --admm $m $ADM --test-seed 39 --test-break-noise
+  check "$m (white box, noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
+done
+
 # --- refused: what the observer cannot see as independent central releases
 expect 1 "$DPOPT" audit --mechanism laplace --eps 1 --white-box --trials 10
 has "$T/err" "white-box" "--white-box with --mechanism is refused"
 expect 4 "$DPOPT" audit --algo dp-onlinegdws --eps 1 --clip l1:1 --row-l1-bound 4 --white-box \
   --trials 10 --batch 2
 has "$T/err" "not independent" "--white-box with disjoint buckets is refused"
+expect 1 "$DPOPT" audit --admm consensus --eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 4 --white-box --trials 10
+has "$T/err" "not --mechanism, --admm consensus" "--white-box with --admm consensus is refused"
 finish test_audit_wb

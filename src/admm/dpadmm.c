@@ -69,6 +69,20 @@ static int charge(ctx_t *c, const dpo_charge_t *ch) {
   return st;
 }
 
+/* Rank 0: show the release g (the noised mean gradient at x) to the observer without its
+ * public regularizer term 2 lambda x (dpo_model_finish of no rows is that term). */
+static int observe(ctx_t *c, const double *x, int64_t step, const double *g) {
+  double *v = calloc((size_t)c->d, sizeof *v);
+  if (!v) return dpo_err(DPO_ENOMEM, "dpadmm: out of memory");
+  dpo_model_finish(dpo_oracle_model(c->o), c->d, 0, x, NULL, v);
+  for (int32_t j = 0; j < c->d; j++) v[j] = g[j] - v[j];
+  dpo_release_t r = {step, "gaussian", c->sigma, c->sens, 1.0, 0.0, "none", c->n, c->n, c->d,
+                     v, x, 1.0 / (double)c->n};
+  int st = c->op->observe(c->op->observe_arg, &r);
+  free(v);
+  return st;
+}
+
 /* Rank 0: g = grad f(x) + P (P = 0 without noise).  The charge comes first. */
 static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   int st;
@@ -110,7 +124,7 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   if (c->op->noise && !local && (st = dpo_mech_gaussian(c->op->rng, c->sigma, g, c->d)))
     return st;
   c->releases++;
-  return DPO_OK;
+  return c->op->noise && !local && c->op->observe ? observe(c, x, step, g) : DPO_OK;
 }
 
 /* The run's charges: R Gaussian releases of std sigma, sensitivity sens, dimension d. */

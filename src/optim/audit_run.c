@@ -143,12 +143,15 @@ static int dpo__audit_laplace(const dpo__audit_t *a, const dpo_shard_t *s, dpo_r
  *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T. */
 static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
                                  const dpo_shard_t *s, dpo_rng_t *rng, double *out,
-                                 double *spent, double *dspent) {
+                                 double *spent, double *dspent, dpo__wb_obs_t *obs) {
   dpo_ledger_t *L = NULL;
   dpo_oracle_t *o = NULL;
   dpo_admm_A_t *A = NULL;
+  double own[2 * DPO__AUDIT_MAXD]; /* white box: the released pair is not the output */
+  const int32_t nout = out ? a->dout : 2 * a->d;
+  if (!out) out = own;
   int rc = dpo__audit_ledger(a, &L);
-  for (int32_t j = 0; j < a->dout; j++) out[j] = j < a->d ? a->x0 : 0.0;
+  for (int32_t j = 0; j < nout; j++) out[j] = j < a->d ? a->x0 : 0.0;
   if (!rc && !strcmp(a->admm, "consensus")) {
     dpo_admm_opts_t op;
     dpo_admm_info_t inf;
@@ -189,6 +192,10 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
                                                        : DPO_DPADMM_SIGMA_EQ8;
     op.rng = rng;
     op.ledger = L;
+    if (obs) {
+      op.observe = dpo__wb_observe;
+      op.observe_arg = obs;
+    }
     rc = dpo_oracle_create(MPI_COMM_SELF, m, s, &a->clip, &o);
     if (!rc) rc = dpo_admm_A_identity(a->d, &A);
     if (!rc) rc = dpo_dpadmm_run(o, A, &op, out, out + a->d, &inf);
@@ -209,7 +216,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
     *dspent = 0;
     return dpo__audit_laplace(a, s, rng, out, spent);
   }
-  if (a->admm) return dpo__audit_admm_trial(a, m, s, rng, out, spent, dspent);
+  if (a->admm) return dpo__audit_admm_trial(a, m, s, rng, out, spent, dspent, obs);
   dpo_ledger_t *L = NULL;
   dpo_oracle_t *o = NULL;
   dpo_solver_t *sv = NULL;
@@ -304,9 +311,11 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
       (rc = dpo_config_get_int(cfg, "audit.secagg_parties", 1, &a->sparties)) ||
       (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)))
     return rc;
-  if (a->white_box && (mech || a->admm || dpo_config_get(cfg, "privacy.trust")))
-    return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the releases of a central run "
-                   "of dpopt train's algorithms (not --mechanism, --admm or privacy.trust)");
+  if (a->white_box && (mech || (a->admm && !strcmp(a->admm, "consensus")) ||
+                       dpo_config_get(cfg, "privacy.trust")))
+    return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the noised gradients of a "
+                   "central run of dpopt train's algorithms or of --admm dpadmm | dpaccadmm "
+                   "(not --mechanism, --admm consensus or privacy.trust)");
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
                    DPO__AUDIT_MAXP);
@@ -545,11 +554,11 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
     MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, comm);
     if (kmm[0] < 1)
       rc = dpo_err(DPO_EUNSUP, "dpopt audit --white-box: %s reports no release to the observer "
-                   "(observed: the DP-GD family and dp-sgd-rdp); audit it without --white-box",
-                   a.algo_name);
+                   "(observed: the DP-GD family, dp-sgd-rdp, dpadmm and dpaccadmm); audit it "
+                   "without --white-box", a.admm ? a.admm : a.algo_name);
     else if (kmm[0] != -kmm[1])
       rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases on one rank, %g on "
-                   "another", a.algo_name, kmm[0], -kmm[1]);
+                   "another", a.admm ? a.admm : a.algo_name, kmm[0], -kmm[1]);
     if ((rc = dpo_agree(comm, rc))) goto out;
     a.dout = DPO__WB_HDR + (int32_t)kmm[0];
   }
