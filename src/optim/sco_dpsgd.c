@@ -196,14 +196,48 @@ static int dpsgd_first_fit(const dpo__dpsgd_t *a, dpo_solver_t *s, double z, dou
  * towards the budget (a few PLD evaluations instead of a bisection's ten), then
  * dpsgd_first_fit decides; *z (the RDP multiplier, which fits by its own bound) is kept when the
  * ledger accepts nothing smaller.  *fits = 1: the ledger accepted *z. */
+static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double beps,
+                                 double bdelta, double *z, int *fits);
+
+/* The search's answer is a function of public numbers only (the plan's charges and the
+ * budget of an empty ledger), so a process that sets up the same plan again (dpopt audit's
+ * trials, tune's repetitions) reuses it: a PLD composition of T steps costs seconds. */
+typedef struct {
+  double key[10], z;
+  int fits;
+} dpsgd_zmemo_t;
+static dpsgd_zmemo_t dpsgd_zmemo[8];
+static int dpsgd_zmemo_n;
+
 static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int *fits) {
   const dpo_ledger_t *L = dpo_solver_ledger(s);
   const char *acct = dpo_ledger_accountant(L);
-  double beps, bdelta, z0 = *z, z1 = 0.96 * *z, e0, e1, best = NAN;
+  double beps, bdelta;
   int rc;
   *fits = 0;
   if (!a->poisson || !acct || strcmp(acct, "pld")) return DPO_OK;
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
+  const int memo = dpo_ledger_count(L) == 0 && dpo_ledger_nparties(L) == 0;
+  const double key[10] = {(double)a->m, (double)a->npub, (double)a->T, a->sens, (double)a->c.d,
+                          a->count_eps, (double)a->c.rel, beps, bdelta, *z};
+  for (int i = 0; memo && i < dpsgd_zmemo_n; i++)
+    if (!memcmp(dpsgd_zmemo[i].key, key, sizeof key)) {
+      *z = dpsgd_zmemo[i].z;
+      *fits = dpsgd_zmemo[i].fits;
+      return DPO_OK;
+    }
+  if ((rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits)) || !memo) return rc;
+  dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];
+  memcpy(e->key, key, sizeof key);
+  e->z = *z;
+  e->fits = *fits;
+  return DPO_OK;
+}
+
+static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double beps,
+                                 double bdelta, double *z, int *fits) {
+  double z0 = *z, z1 = 0.96 * *z, e0, e1, best = NAN;
+  int rc;
   /* the Gaussian part's target: the ledger adds the noisy count's eps to its PLD bound */
   const double tgt = beps - a->count_eps;
   if ((rc = dpsgd_pld_eps(a, z0, beps, bdelta, &e0)) ||

@@ -370,8 +370,43 @@ int dpo_gauss_analytic_sigma(double sens, double eps, double delta, double *sigm
 
 /* ------------------------------------------------------------ calibration */
 
+static int dpo__rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
+                              double eps, double delta, double *z);
+
+/* A calibration is a function of its public arguments only; a process that calibrates the
+ * same plan again (dpopt audit's thousands of trials, tune's repetitions) reuses the answer:
+ * a Poisson plan's bisection costs about a second of lgamma/log1p. */
+typedef struct {
+  char sampling[16];
+  int64_t m, n, steps;
+  double eps, delta, z;
+} dpo__zmemo_t;
+static dpo__zmemo_t dpo__zmemo[8];
+static int dpo__zmemo_n;
+
 int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z) {
+  dpo__zmemo_t k;
+  memset(&k, 0, sizeof k);
+  if (sampling && strlen(sampling) < sizeof k.sampling) strcpy(k.sampling, sampling);
+  k.m = m, k.n = n, k.steps = steps, k.eps = eps, k.delta = delta;
+  const int memo = z && sampling && k.sampling[0];
+  for (int i = 0; memo && i < dpo__zmemo_n; i++) {
+    k.z = dpo__zmemo[i].z;
+    if (!memcmp(&dpo__zmemo[i], &k, sizeof k)) {
+      *z = k.z;
+      return DPO_OK;
+    }
+  }
+  int st = dpo__rdp_calibrate(sampling, m, n, steps, eps, delta, z);
+  if (st || !memo) return st;
+  k.z = *z;
+  dpo__zmemo[dpo__zmemo_n < 8 ? dpo__zmemo_n++ : 7] = k;
+  return DPO_OK;
+}
+
+static int dpo__rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
+                              double eps, double delta, double *z) {
   int st;
   if (!z) return dpo_err(DPO_EINVAL, "rdp_calibrate: NULL output");
   if ((st = dpo__check_delta(delta))) return st;
