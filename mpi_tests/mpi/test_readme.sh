@@ -3,7 +3,8 @@
 # README.md is run command by command, as a user would run it from the top of the source tree
 # (here a scratch directory holding data/ and build/dpopt, so nothing is written to the tree),
 # with the build's dpopt and the harness's mpirun flags substituted.  Every command must
-# succeed and leave what the README says it leaves; doc/tutorial.md must show the same commands.
+# succeed and leave what the README says it leaves; doc/tutorial.md must show the same commands,
+# and its own commands (the README's and more) must run in order too.
 . "$(dirname "$0")/testlib.sh"
 
 # readme_block FILE: the lines of the first ```sh block after <!-- tutorial -->
@@ -11,9 +12,10 @@ readme_block() {
   awk '/^<!-- tutorial -->$/ { t = 1; next } t == 1 && /^```sh$/ { t = 2; next }
        t == 2 && /^```$/ { exit } t == 2 { print }' "$1"
 }
-# sh_commands FILE: every command of the ```sh blocks of FILE, continuation lines joined
+# sh_commands FILE: every command of the ```sh blocks of FILE (indented ones too), continuation
+# lines joined
 sh_commands() {
-  awk '/^```sh$/ { on = 1; next } /^```$/ { on = 0; next }
+  awk '/^ *```sh$/ { on = 1; next } /^ *```$/ { on = 0; next }
        on { sub(/^ +/, ""); if (sub(/ *\\$/, " ")) { c = c $0; next } print c $0; c = "" }' "$1"
 }
 
@@ -59,4 +61,23 @@ check "3: the store exists" test -d "$W/a9a-budget"
 has "$T/out.4" '^data set budget  *eps = .* of 3' "4: the run charged the store"
 has "$T/out.5" '^runs  *1$' "5: budget show lists the one run"
 has "$T/out.5" '^remaining  *eps = ' "5: budget show says what is left"
+
+# doc/tutorial.md's own commands, in order, in a fresh scratch directory: each must succeed
+W="$T/w2"
+mkdir -p "$W/build"
+ln -s "$S/data" "$W/data"
+ln -s "$DPOPT" "$W/build/dpopt"
+sh_commands "$S/doc/tutorial.md" >"$T/tcmds"
+check "doc/tutorial.md has commands" [ "$(grep -c 'build/dpopt' "$T/tcmds")" -ge 6 ]
+i=0
+while IFS= read -r c; do
+  i=$((i + 1))
+  run=$(printf %s "$c" | sed "s#^mpirun #$MPI #")
+  (cd "$W" && sh -c "$run") </dev/null >"$T/tout.$i" 2>"$T/terr.$i"
+  s=$?
+  if [ "$s" = 0 ]; then ok; else
+    bad "doc/tutorial.md command $i exits $s: $c"
+    sed 's/^/    /' "$T/terr.$i" "$T/tout.$i" | tail -n 20
+  fi
+done <"$T/tcmds"
 finish test_readme
