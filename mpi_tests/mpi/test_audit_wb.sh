@@ -8,7 +8,7 @@
 #    (exit 0).  Every run is seeded (--test-seed, dpopt-test only), so the outcome is
 #    reproducible; unseeded, the intact checks would fail with probability <= alpha = 0.05
 #    (the bound's confidence level; the tests' alpha), the broken ones were measured far above
-#    the claim (README, audit section);
+#    the claim (doc/howto/audit.md);
 #  - the test and its assumption are printed ("white box:", "assumes:") and in the JSON;
 #  - what it cannot audit is refused by name.
 . "$(dirname "$0")/testlib.sh"

@@ -6,7 +6,7 @@
 #  - SIGTERM to the ranks (what a scheduler's walltime warning does): exit status 5, a valid
 #    journal, a loadable checkpoint, and --resume finishes with the uninterrupted model;
 #    (Open MPI 4.1's mpirun does not forward a SIGTERM it receives itself: it aborts the job,
-#    see README "Checkpoints and signals"; so the signal goes to the rank processes here)
+#    see doc/reference.md "Checkpoints and signals"; so the signal goes to the rank processes here)
 #  - charges journaled after the last checkpoint (a kill -9 between a charge and the next
 #    checkpoint) stay spent: the resumed journal keeps them, and the total never exceeds the
 #    budget (the run stops with status 3 instead);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Errors (issue 14, "One error, once" and "Small defects found by fuzzing and bad input"):
-#  - every exit status of the README's table, one case each (0 ok, 1 usage, 2 data, 3 budget,
+#  - every exit status of doc/reference.md's table, one case each (0 ok, 1 usage, 2 data, 3 budget,
 #    4 runtime, 5 interrupted); a missing data file is 2, a usage error with bad data is 1;
 #  - an error every rank has is printed once (rank 0), an agreed one names the rank that found
 #    it, one only a single rank knows is printed by it and ends the job (no hang);

@@ -82,7 +82,7 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
   if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
   if (!rc && why)
-    dpo_msg("no --algo: using %s (%s; %s neighbours; README \"Choosing a private method\")",
+    dpo_msg("no --algo: using %s (%s; %s neighbours; doc/howto/choose-method.md)",
             dpo_config_get(r->cfg, "algo.name"), why, dpo_config_get(r->cfg, "privacy.neighbours"));
   if ((rc = dpo_agree(r->comm, rc))) {
     dpo__run_failed(r, rc);
