@@ -61,9 +61,10 @@ int dpo_budget_lock(dpo_budget_t *B);
 /* Settle run_id's reservation to the parts of its ledger (NULL: nothing was released). */
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p);
 void dpo_budget_close(dpo_budget_t *B);
-/* The parts of a run known only as one (eps, delta) mechanism (a party's account in a
- * multi-party run): pure when delta = 0 (with its RDP form), else an (eps, delta) part. */
-void dpo_budget_parts_whole(double eps, double delta, dpo_ledger_parts_t *p);
+/* a = the per-part (and per-order) larger of a and b: parts that bound both accounts (each part
+ * of the composition only grows), so valid when either is.  DPO_EINVAL if the order grids
+ * differ. */
+int dpo_budget_parts_max(dpo_ledger_parts_t *a, const dpo_ledger_parts_t *b);
 
 #ifdef __cplusplus
 }

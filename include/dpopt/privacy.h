@@ -448,6 +448,9 @@ typedef struct {
   dpo_rdp_curve_t rdp, pure_rdp;
 } dpo_ledger_parts_t;
 int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p);
+/* Rank 0: the same parts of party k's account (multi-party runs, dpo_ledger_set_parties): what
+ * a party's own budget store keeps of the run. */
+int dpo_ledger_party_parts(const dpo_ledger_t *L, int party, dpo_ledger_parts_t *p);
 /* Rank 0: the journal's nonce (64 hex + NUL): a run's id in a budget store, the same when the
  * run is resumed.  DPO_EINVAL without a journal. */
 int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]);

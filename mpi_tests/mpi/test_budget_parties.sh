@@ -12,6 +12,10 @@
 #    plan) each store is settled to its party's eps;
 #  - a run killed midway (SIGKILL to every rank) leaves each party's reservation open,
 #    counted whole;
+#  - a party's Gaussian runs compose by their RDP curves, like one auto ledger: two dp-sgd-rdp
+#    runs (central) and one under secure aggregation (the guard's parts) settle each party's
+#    store to the party's RDP curve; python3 verifies the chain and recomputes the composition
+#    (per-order sums, Mironov 2017 Prop. 3 / Balle et al. 2020 Thm 21), below the runs' sum;
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
 #    unsupported), and so are a seeded run with party stores (exit 1) and dpopt tune with
 #    party stores (exit 4).
@@ -97,6 +101,53 @@ for k in 0 1 2; do
   tail -n 1 "$T/sa$k/records.jsonl" >"$T/last"
   has "$T/last" '"kind":"reserve"' "killed: store $k's reservation is open"
   close "$(spent "$T/sa$k")" 3 1e-5 "killed: store $k counts the reservation whole"
+done
+
+# ---- a party's Gaussian runs compose by their RDP curves (not by adding their eps)
+G="--dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp --batch 256 --iters 50 \
+  --delta 1e-6 --quiet --set parties.count=2 --set parties.data=$T/parts/p%d \
+  --set parties.budget_store=$T/g%d"
+for k in 0 1; do
+  expect 0 "$DPOPT" budget init "$T/g$k" --eps 3 --delta 1e-5 --data "$T/parts/p$k"
+done
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --out "$T/g_r1"
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --out "$T/g_r2"
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --set privacy.trust=secagg --out "$T/g_r3"
+for k in 0 1; do
+  e=$(spent "$T/g$k")
+  check "store $k: three eps-1 runs compose below 3 (spent $e)" awk -v e="$e" \
+    'BEGIN { exit !(e > 0.5 && e < 2) }'
+  py=$(python3 - "$T/g$k/records.jsonl" "$DPOPT_JOURNAL_KEY" <<'EOF'
+import hashlib, json, math, sys
+lines = open(sys.argv[1], 'rb').read().split(b'\n')[:-1]
+key = open(sys.argv[2], 'rb').read()
+runs = {}
+for i, ln in enumerate(lines):
+    body, tag = ln[:-(10 + 64 + 2)], ln[-(64 + 2):-2].decode()
+    o = json.loads(ln)
+    if i == 0:
+        head = bytes.fromhex(o['nonce'])
+        orders, D = o['orders'], o['budget_delta']
+    h = hashlib.blake2b(head + body + b'}', key=key, digest_size=32).digest()
+    if h.hex() != tag:
+        print('chain-bad', i + 1); sys.exit(0)
+    head = h
+    if o['kind'] in ('reserve', 'settle'):
+        runs[o['run']] = o
+R = [0.0] * len(orders)
+for o in runs.values():
+    if o['kind'] != 'settle' or o['n_rdp'] != 50 or o['n_pure'] or o['n_approx']:
+        print('not-rdp', o['kind']); sys.exit(0)
+    R = [a + b for a, b in zip(R, o['rdp'])]
+print('%d %.17g' % (len(runs), min(min(r + math.log(1 / D) / (a - 1),
+      r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
+      for a, r in zip(orders, R))))
+EOF
+)
+  case $py in
+    3\ *) close "$e" "${py#3 }" 1e-8 "store $k: spent = the RDP composition of its three runs (its conversion rounds up by 1e-9 relative)" ;;
+    *) bad "store $k: python3 says $py" ;;
+  esac
 done
 
 # ---- one store for per-party files; seeded runs

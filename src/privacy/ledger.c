@@ -220,9 +220,11 @@ static int dpo__resume0(dpo_ledger_t *L, const char *path) {
   L->pbeps = R.pbeps;
   L->pbdelta = R.pbdelta;
   L->pstate = R.pstate;
+  L->pcount = R.pcount;
   R.nparties = 0;
   R.pbeps = R.pbdelta = NULL;
   R.pstate = NULL;
+  R.pcount = NULL;
 out:
   dpo__replay_free(&R);
   free(buf);
@@ -277,6 +279,7 @@ static void dpo__free(dpo_ledger_t *L) {
   dpo__free_pstates(L->ops, L->nparties, L->pstate);
   free(L->pbeps);
   free(L->pbdelta);
+  free(L->pcount);
   if (L->fd >= 0) close(L->fd); /* also drops the flock */
   sodium_memzero(L->key, sizeof L->key);
   free(L->path);
@@ -573,7 +576,9 @@ int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
   L->pbeps = malloc((size_t)n * sizeof *L->pbeps);
   L->pbdelta = malloc((size_t)n * sizeof *L->pbdelta);
   L->pstate = calloc((size_t)n, sizeof *L->pstate);
-  if (!L->pbeps || !L->pbdelta || !L->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  L->pcount = calloc((size_t)n, sizeof *L->pcount);
+  if (!L->pbeps || !L->pbdelta || !L->pstate || !L->pcount)
+    return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   for (int k = 0; k < n; k++) {
     L->pbeps[k] = eps_budget[k];
     L->pbdelta[k] = delta_budget[k];
@@ -682,6 +687,7 @@ int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np,
   for (int i = 0; i < np; i++) {
     int k = parties[i];
     if ((st = L->ops->charge(L->pstate[k], c, L->pbeps[k], L->pbdelta[k], 1, &pr))) goto out;
+    L->pcount[k]++;
   }
   L->count++;
   if (charged) *charged = r.charge_eps;

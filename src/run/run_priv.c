@@ -228,34 +228,32 @@ static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   return dpo_agree(p->comm, rc);
 }
 
-void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]) {
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *own) {
   if (!p || !p->pt) return;
   const dpo_parties_t *pt = p->pt;
-  double v[2] = {NAN, NAN}; /* party k's spent (eps, delta): only to party k's first rank */
+  /* party k's account in parts (the ledger composes each party's account apart), sent only
+   * to party k's first rank; eps = NAN: unknown */
+  dpo_ledger_parts_t v, w;
+  v.eps = NAN;
   if (p->rank == 0) {
     for (int k = 0; k < pt->count; k++) {
-      double w[2] = {NAN, NAN};
-      if (p->ledger && dpo_ledger_party_spent(p->ledger, k, &w[0], &w[1])) w[0] = w[1] = NAN;
-      if (pt->first_rank[k] == 0) v[0] = w[0], v[1] = w[1];
-      else MPI_Send(w, 2, MPI_DOUBLE, pt->first_rank[k], 0, p->comm);
+      if (!p->ledger || dpo_ledger_party_parts(p->ledger, k, &w)) w.eps = NAN;
+      if (pt->first_rank[k] == 0) v = w;
+      else MPI_Send(&w, (int)sizeof w, MPI_BYTE, pt->first_rank[k], 0, p->comm);
     }
   } else if (p->party >= 0)
-    MPI_Recv(v, 2, MPI_DOUBLE, 0, 0, p->comm, MPI_STATUS_IGNORE);
+    MPI_Recv(&v, (int)sizeof v, MPI_BYTE, 0, 0, p->comm, MPI_STATUS_IGNORE);
   if (!p->preserved) return;
   p->preserved = 0;
-  dpo_ledger_parts_t parts;
-  /* the ledger composes each party's account apart: the store gets it as one (eps, delta)
-   * mechanism, never more than the party's budget; under secagg the party takes its own
-   * guard's account where the coordinator says less */
-  for (int i = 0; i < 2; i++)
-    if (own[i] > v[i]) v[i] = own[i];
-  if (!(v[0] >= 0 && v[1] >= 0)) {
+  /* settled like a single store, to the parts; under secagg the party does not take the
+   * coordinator's word for less than its own guard charged: the larger per part and order */
+  const char *why = "the party's account is unknown";
+  if (!(v.eps >= 0) || (own && dpo_budget_parts_max(&v, own) && (why = dpo_errmsg()))) {
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: the party's account is unknown\n", p->party);
+            "spent whole: %s\n", p->party, why);
     return;
   }
-  dpo_budget_parts_whole(v[0], v[1], &parts);
-  if (dpo_budget_settle(p->pbud, p->run_id, &parts))
+  if (dpo_budget_settle(p->pbud, p->run_id, &v))
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
             "spent whole: %s\n", p->party, dpo_errmsg());
 }
