@@ -80,7 +80,10 @@ static int dpo__append(dpo_ledger_t *L, json_object *o) {
   L->end += (off_t)(n + 1);
   memcpy(L->head, tag, sizeof tag); /* only a durable line moves the chain */
   L->lines++;
-  return DPO_OK;
+  /* the position kept outside the run (a budget store's head) moves before the caller
+   * releases: if it cannot, nothing more is charged or released (the line stays: counted) */
+  if (L->on_append && (st = L->on_append(L->on_append_arg, L->lines, L->head))) L->failed = 1;
+  return st;
 }
 
 static json_object *dpo__header(const dpo_ledger_t *L) {
@@ -376,6 +379,15 @@ int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char hea
   if (st) return st;
   if (lines) *lines = L->fd >= 0 ? L->lines : -1;
   if (head) memcpy(head, L->head, DPO__CHAIN_BYTES);
+  return DPO_OK;
+}
+
+int dpo_ledger_on_append(dpo_ledger_t *L, int (*fn)(void *, int64_t, const unsigned char[32]),
+                         void *arg) {
+  int st = dpo__rank0(L, "ledger_on_append");
+  if (st) return st;
+  L->on_append = fn;
+  L->on_append_arg = arg;
   return DPO_OK;
 }
 

@@ -33,6 +33,9 @@ struct dpo_ledger {
   double *pbeps, *pbdelta;
   void **pstate;
   int64_t *pcount; /* charges to each party (its parts' release count) */
+  /* told each new durable line's position (dpo_ledger_on_append): a budget store's head */
+  int (*on_append)(void *arg, int64_t lines, const unsigned char head[32]);
+  void *on_append_arg;
 };
 
 #define DPO__MAX_PARTIES 4096
