@@ -127,33 +127,7 @@ for k in 0 1; do
   e=$(spent "$T/g$k")
   check "store $k: three eps-1 runs compose below 3 (spent $e)" awk -v e="$e" \
     'BEGIN { exit !(e > 0.5 && e < 2) }'
-  py=$(python3 - "$T/g$k/records.jsonl" "$DPOPT_JOURNAL_KEY" <<'EOF'
-import hashlib, json, math, sys
-lines = open(sys.argv[1], 'rb').read().split(b'\n')[:-1]
-key = open(sys.argv[2], 'rb').read()
-runs = {}
-for i, ln in enumerate(lines):
-    body, tag = ln[:-(10 + 64 + 2)], ln[-(64 + 2):-2].decode()
-    o = json.loads(ln)
-    if i == 0:
-        head = bytes.fromhex(o['nonce'])
-        orders, D = o['orders'], o['budget_delta']
-    h = hashlib.blake2b(head + body + b'}', key=key, digest_size=32).digest()
-    if h.hex() != tag:
-        print('chain-bad', i + 1); sys.exit(0)
-    head = h
-    if o['kind'] in ('reserve', 'settle'):
-        runs[o['run']] = o
-R = [0.0] * len(orders)
-for o in runs.values():
-    if o['kind'] != 'settle' or o['n_rdp'] != 50 or o['n_pure'] or o['n_approx']:
-        print('not-rdp', o['kind']); sys.exit(0)
-    R = [a + b for a, b in zip(R, o['rdp'])]
-print('%d %.17g' % (len(runs), min(min(r + math.log(1 / D) / (a - 1),
-      r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
-      for a, r in zip(orders, R))))
-EOF
-)
+  py=$(store_compose "$T/g$k/records.jsonl" "$DPOPT_JOURNAL_KEY")
   case $py in
     3\ *) close "$e" "${py#3 }" 1e-8 "store $k: spent = the RDP composition of its three runs (its conversion rounds up by 1e-9 relative)" ;;
     *) bad "store $k: python3 says $py" ;;

@@ -76,37 +76,10 @@ awk -v e="$e" 'BEGIN { exit !(e > 0.5 && e < 1.5) }' && ok || bad "spent $e not 
 
 # independent: the chain and the composition of the stored curves, in python3
 if command -v python3 >/dev/null; then
-  py=$(python3 - "$T/st/records.jsonl" "$DPOPT_JOURNAL_KEY" <<'EOF'
-import hashlib, json, math, sys
-lines = open(sys.argv[1], 'rb').read().split(b'\n')[:-1]
-key = open(sys.argv[2], 'rb').read()
-head = None
-runs = {}
-for i, ln in enumerate(lines):
-    body, tag = ln[:-(10 + 64 + 2)], ln[-(64 + 2):-2].decode()
-    o = json.loads(ln)
-    if i == 0:
-        head = bytes.fromhex(o['nonce'])
-        orders, D = o['orders'], o['budget_delta']
-    h = hashlib.blake2b(head + body + b'}', key=key, digest_size=32).digest()
-    if h.hex() != tag:
-        print('chain-bad', i + 1); sys.exit(0)
-    head = h
-    if o['kind'] in ('reserve', 'settle'):
-        runs[o['run']] = o
-R = [0.0] * len(orders)
-for o in runs.values():
-    assert o['kind'] == 'settle' and o['n_pure'] == 0 and o['n_approx'] == 0
-    R = [a + b for a, b in zip(R, o['rdp'])]
-best = min(min(r + math.log(1 / D) / (a - 1),
-               r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
-           for a, r in zip(orders, R))
-print('%.17g' % best)
-EOF
-)
+  py=$(store_compose "$T/st/records.jsonl" "$DPOPT_JOURNAL_KEY")
   case $py in
-    chain-bad*) bad "python3: the chain does not verify at line ${py#chain-bad }" ;;
-    *) close "$e" "$py" 1e-9 "spent = the RDP composition of the two runs' curves" ;;
+    2\ *) close "$e" "${py#2 }" 1e-9 "spent = the RDP composition of the two runs' curves" ;;
+    *) bad "python3 (store_compose): $py" ;;
   esac
 fi
 
