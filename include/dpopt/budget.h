@@ -61,9 +61,21 @@ int dpo_budget_lock(dpo_budget_t *B);
 /* Settle run_id's reservation to the parts of its ledger (NULL: nothing was released). */
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p);
 void dpo_budget_close(dpo_budget_t *B);
-/* The parts of a run known only as one (eps, delta) mechanism (a party's account in a
- * multi-party run): pure when delta = 0 (with its RDP form), else an (eps, delta) part. */
-void dpo_budget_parts_whole(double eps, double delta, dpo_ledger_parts_t *p);
+/* A run's journal head in the store (STORE/head-RUNID): the journal's line count and chain
+ * tag, keyed, rewritten in place (pwrite + fdatasync) after every journal line, before the
+ * release it charges (dpo_ledger_on_append), so a journal cut back at a line boundary is
+ * refused on resume.  read: *lines = -1 if the run has no head yet; DPO_EFORMAT if the head
+ * fails its keyed check.  write has dpo_ledger_on_append's signature (arg: the head). */
+typedef struct dpo_budget_head dpo_budget_head_t;
+int dpo_budget_head_open(const char *store, const char *key_file, const char *run_id,
+                         dpo_budget_head_t **H);
+int dpo_budget_head_read(dpo_budget_head_t *H, int64_t *lines, unsigned char tag[32]);
+int dpo_budget_head_write(void *H, int64_t lines, const unsigned char tag[32]);
+void dpo_budget_head_close(dpo_budget_head_t *H);
+/* a = the per-part (and per-order) larger of a and b: parts that bound both accounts (each part
+ * of the composition only grows), so valid when either is.  DPO_EINVAL if the order grids
+ * differ. */
+int dpo_budget_parts_max(dpo_ledger_parts_t *a, const dpo_ledger_parts_t *b);
 
 #ifdef __cplusplus
 }

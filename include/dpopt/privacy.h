@@ -246,6 +246,11 @@ int dpo_ledger_open_key(MPI_Comm comm, double eps_budget, double delta_budget,
 /* Rank 0: the journal's position: its complete lines (header included; -1 without a journal)
  * and the last line's chain tag (32 bytes).  A checkpoint records both. */
 int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char head[32]);
+/* Rank 0: call fn(arg, lines, head) after every journal line is durable, before the charge
+ * returns (a budget store's journal head, dpo_budget_head_write); if fn fails the charge fails
+ * and the ledger charges nothing more.  fn = NULL: none. */
+int dpo_ledger_on_append(dpo_ledger_t *L, int (*fn)(void *, int64_t, const unsigned char[32]),
+                         void *arg);
 /* Rank 0: does the journal reach line `lines` with chain tag `head` there?  DPO_EFORMAT naming
  * path:line if not (lines deleted, journal truncated or replaced).  what names the record
  * ("the checkpoint") in the message.  OK without a journal. */
@@ -470,6 +475,9 @@ typedef struct {
   dpo_rdp_curve_t rdp, pure_rdp;
 } dpo_ledger_parts_t;
 int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p);
+/* Rank 0: the same parts of party k's account (multi-party runs, dpo_ledger_set_parties): what
+ * a party's own budget store keeps of the run. */
+int dpo_ledger_party_parts(const dpo_ledger_t *L, int party, dpo_ledger_parts_t *p);
 /* Rank 0: the journal's nonce (64 hex + NUL): a run's id in a budget store, the same when the
  * run is resumed.  DPO_EINVAL without a journal. */
 int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]);

@@ -11,7 +11,12 @@
 #  - under secure aggregation (the stores' paths differ between parties: not in the agreed
 #    plan) each store is settled to its party's eps;
 #  - a run killed midway (SIGKILL to every rank) leaves each party's reservation open,
-#    counted whole;
+#    counted whole; resuming it is refused (exit 4: multi-party runs write no checkpoint) and
+#    changes no store and nothing in the run directory;
+#  - a party's Gaussian runs compose by their RDP curves, like one auto ledger: two dp-sgd-rdp
+#    runs (central) and one under secure aggregation (the guard's parts) settle each party's
+#    store to the party's RDP curve; python3 verifies the chain and recomputes the composition
+#    (per-order sums, Mironov 2017 Prop. 3 / Balle et al. 2020 Thm 21), below the runs' sum;
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
 #    unsupported), and so are a seeded run with party stores (exit 1) and dpopt tune with
 #    party stores (exit 4).
@@ -97,6 +102,36 @@ for k in 0 1 2; do
   tail -n 1 "$T/sa$k/records.jsonl" >"$T/last"
   has "$T/last" '"kind":"reserve"' "killed: store $k's reservation is open"
   close "$(spent "$T/sa$k")" 3 1e-5 "killed: store $k counts the reservation whole"
+done
+# resuming it is refused (multi-party runs write no checkpoint yet), before anything is written
+cat "$T"/sa0/records.jsonl "$T"/sa1/records.jsonl "$T"/sa2/records.jsonl | sha256sum >"$T/sa.sum"
+(cd "$T/kill" && find . -type f | sort | xargs sha256sum) >"$T/kill.sum"
+expect 4 $MPI -np 3 "$DPOPT" train --resume "$T/kill" --quiet
+has "$T/err" "resuming a multi-party run is not supported" "killed: the resume is refused"
+cat "$T"/sa0/records.jsonl "$T"/sa1/records.jsonl "$T"/sa2/records.jsonl | sha256sum |
+  cmp -s - "$T/sa.sum" && ok || bad "a refused resume changed a store"
+(cd "$T/kill" && find . -type f | sort | xargs sha256sum) | cmp -s - "$T/kill.sum" && ok ||
+  bad "a refused resume changed the run directory"
+
+# ---- a party's Gaussian runs compose by their RDP curves (not by adding their eps)
+G="--dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp --batch 256 --iters 50 \
+  --delta 1e-6 --quiet --set parties.count=2 --set parties.data=$T/parts/p%d \
+  --set parties.budget_store=$T/g%d"
+for k in 0 1; do
+  expect 0 "$DPOPT" budget init "$T/g$k" --eps 3 --delta 1e-5 --data "$T/parts/p$k"
+done
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --out "$T/g_r1"
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --out "$T/g_r2"
+expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --set privacy.trust=secagg --out "$T/g_r3"
+for k in 0 1; do
+  e=$(spent "$T/g$k")
+  check "store $k: three eps-1 runs compose below 3 (spent $e)" awk -v e="$e" \
+    'BEGIN { exit !(e > 0.5 && e < 2) }'
+  py=$(store_compose "$T/g$k/records.jsonl" "$DPOPT_JOURNAL_KEY")
+  case $py in
+    3\ *) close "$e" "${py#3 }" 1e-8 "store $k: spent = the RDP composition of its three runs (its conversion rounds up by 1e-9 relative)" ;;
+    *) bad "store $k: python3 says $py" ;;
+  esac
 done
 
 # ---- one store for per-party files; seeded runs

@@ -14,6 +14,10 @@
 #    another run on it, and a killed run's
 #    reservation stays spent whole; resuming it charges nothing again; a run directory rolled
 #    back behind what the store settled for it is refused on resume (exit 2);
+#  - the store keeps each run's journal head (line count and chain tag, keyed): a journal cut
+#    back to its checkpoint (last_release.txt deleted: a consistent, validly chained directory)
+#    is refused on resume naming the line, run directory and store byte-identical after; an
+#    edited head is refused; the run resumed from where it was completes;
 #  - two runs started at once on a store with room for one: exactly one passes, and the other
 #    (checked and refused under the same lock) leaves no run directory;
 #  - dpopt tune reserves its whole budget once (its repetitions charge nothing more), composes
@@ -72,37 +76,10 @@ awk -v e="$e" 'BEGIN { exit !(e > 0.5 && e < 1.5) }' && ok || bad "spent $e not 
 
 # independent: the chain and the composition of the stored curves, in python3
 if command -v python3 >/dev/null; then
-  py=$(python3 - "$T/st/records.jsonl" "$DPOPT_JOURNAL_KEY" <<'EOF'
-import hashlib, json, math, sys
-lines = open(sys.argv[1], 'rb').read().split(b'\n')[:-1]
-key = open(sys.argv[2], 'rb').read()
-head = None
-runs = {}
-for i, ln in enumerate(lines):
-    body, tag = ln[:-(10 + 64 + 2)], ln[-(64 + 2):-2].decode()
-    o = json.loads(ln)
-    if i == 0:
-        head = bytes.fromhex(o['nonce'])
-        orders, D = o['orders'], o['budget_delta']
-    h = hashlib.blake2b(head + body + b'}', key=key, digest_size=32).digest()
-    if h.hex() != tag:
-        print('chain-bad', i + 1); sys.exit(0)
-    head = h
-    if o['kind'] in ('reserve', 'settle'):
-        runs[o['run']] = o
-R = [0.0] * len(orders)
-for o in runs.values():
-    assert o['kind'] == 'settle' and o['n_pure'] == 0 and o['n_approx'] == 0
-    R = [a + b for a, b in zip(R, o['rdp'])]
-best = min(min(r + math.log(1 / D) / (a - 1),
-               r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
-           for a, r in zip(orders, R))
-print('%.17g' % best)
-EOF
-)
+  py=$(store_compose "$T/st/records.jsonl" "$DPOPT_JOURNAL_KEY")
   case $py in
-    chain-bad*) bad "python3: the chain does not verify at line ${py#chain-bad }" ;;
-    *) close "$e" "$py" 1e-9 "spent = the RDP composition of the two runs' curves" ;;
+    2\ *) close "$e" "${py#2 }" 1e-9 "spent = the RDP composition of the two runs' curves" ;;
+    *) bad "python3 (store_compose): $py" ;;
   esac
 fi
 
@@ -128,8 +105,37 @@ has "$T/out" "runs            1" "a resumed run is the same account"
 # the run directory rolled back to its stop at step 10 (journal behind the settlement): refused
 sha256sum "$T/rs/records.jsonl" >"$T/rs0"
 expect 2 "$DPOPT" train --resume "$T/q10" --quiet
-has "$T/err" "rolled back" "a rolled-back run directory"
+has "$T/err" "ledger.jsonl:[0-9]*: missing: .* the budget store's journal head follows line" \
+  "a rolled-back run directory (behind the store's journal head)"
 sha256sum -c --quiet "$T/rs0" && ok || bad "the refused resume changed the store"
+# the journal cut back to its checkpoint (with last_release.txt, which is not keyed): the
+# directory is consistent and the chain valid, but the store's journal head is further on
+expect 0 "$DPOPT" budget init "$T/hs" --eps 5 --delta 1e-5 --data "$S/data/a9a"
+H="--data $S/data/a9a --budget-store $T/hs --eps 1 $P --checkpoint-every 10"
+expect 5 "$DPOPT" train $H --out "$T/h" --set run.stop_after=25
+ls "$T/hs"/head-* >/dev/null 2>&1 && ok || bad "no journal head in the store"
+cp -a "$T/h" "$T/h25"
+expect 5 "$DPOPT" train --resume "$T/h" --quiet --set run.stop_after=28
+n=$(grep -c . "$T/h/ledger.jsonl")
+mv "$T/h" "$T/h28" && cp -a "$T/h25" "$T/h" && rm "$T/h/last_release.txt"
+(cd "$T/h" && sha256sum *) >"$T/h.sum"
+sha256sum "$T/hs"/* >"$T/hs.sum"
+expect 2 "$DPOPT" train --resume "$T/h" --quiet
+m=$(($(grep -c . "$T/h25/ledger.jsonl") + 1))
+has "$T/err" "ledger.jsonl:$m: missing: .* the budget store's journal head follows line $n" \
+  "a journal cut back to its checkpoint is refused, naming the line"
+(cd "$T/h" && sha256sum *) | cmp -s - "$T/h.sum" && ok || bad "the refused resume changed the run"
+sha256sum "$T/hs"/* | cmp -s - "$T/hs.sum" && ok || bad "the refused resume changed the store"
+# an edited head is refused; the run resumed from where it really was completes
+cp "$T/hs"/head-* "$T/head.bak"
+printf '\001' | dd of="$(ls "$T/hs"/head-*)" bs=1 seek=40 conv=notrunc 2>/dev/null
+rm -rf "$T/h" && cp -a "$T/h25" "$T/h"
+expect 2 "$DPOPT" train --resume "$T/h" --quiet
+has "$T/err" "fails its keyed check" "an edited journal head"
+cp "$T/head.bak" "$(ls "$T/hs"/head-*)"
+expect 0 "$DPOPT" train --resume "$T/h28" --quiet
+expect 0 "$DPOPT" budget show "$T/hs"
+hasnot "$T/out" "reserved" "the run resumed to its end is settled"
 # a reservation left open (the run killed after it reserved): the resume does not add to it
 id=$(head -n 1 "$T/q/ledger.jsonl" | sed 's/.*"nonce":"\([0-9a-f]*\)".*/\1/')
 # (a warm start from the first run's model: another run on the same account)

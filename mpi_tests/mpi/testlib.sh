@@ -74,3 +74,35 @@ idx_head() {
   { printf '\000\000\010\001'; printf "$h"
     gzip -dc "$1-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$3-labels-idx1-ubyte"
 }
+# store_compose RECORDS KEY: independently of dpopt (python3), verify a budget store's keyed
+# BLAKE2b chain and compose its runs' settled Gaussian RDP curves (per-order sums, the min over
+# orders of Mironov 2017 Prop. 3 and Balle et al. 2020 Thm 21 at the store's delta).  Prints
+# "RUNS EPS", "chain-bad LINE" or "not-rdp KIND" (a run not settled to an RDP curve alone).
+store_compose() {
+  python3 - "$1" "$2" <<'EOF'
+import hashlib, json, math, sys
+lines = open(sys.argv[1], 'rb').read().split(b'\n')[:-1]
+key = open(sys.argv[2], 'rb').read()
+runs = {}
+for i, ln in enumerate(lines):
+    body, tag = ln[:-(10 + 64 + 2)], ln[-(64 + 2):-2].decode()
+    o = json.loads(ln)
+    if i == 0:
+        head = bytes.fromhex(o['nonce'])
+        orders, D = o['orders'], o['budget_delta']
+    h = hashlib.blake2b(head + body + b'}', key=key, digest_size=32).digest()
+    if h.hex() != tag:
+        print('chain-bad', i + 1); sys.exit(0)
+    head = h
+    if o['kind'] in ('reserve', 'settle'):
+        runs[o['run']] = o
+R = [0.0] * len(orders)
+for o in runs.values():
+    if o['kind'] != 'settle' or not o['n_rdp'] or o['n_pure'] or o['n_approx']:
+        print('not-rdp', o['kind']); sys.exit(0)
+    R = [a + b for a, b in zip(R, o['rdp'])]
+print('%d %.17g' % (len(runs), min(min(r + math.log(1 / D) / (a - 1),
+      r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
+      for a, r in zip(orders, R))))
+EOF
+}

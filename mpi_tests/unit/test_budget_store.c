@@ -126,7 +126,7 @@ Test(budget, unregistered_or_changed_files_are_refused) {
   char other[320];
   cr_assert_eq(dpo_budget_init(store, 1, 0, files, 1, key), DPO_OK, "%s", dpo_errmsg());
   snprintf(other, sizeof other, "%s/copy/data.svm", dir);
-  char cmd[800];
+  char cmd[1000];
   snprintf(cmd, sizeof cmd, "mkdir -p '%s/copy' && cp '%s' '%s'", dir, data, other);
   cr_assert_eq(system(cmd), 0);
   const char *copy[1] = {other};
@@ -144,4 +144,56 @@ Test(budget, unregistered_or_changed_files_are_refused) {
   cr_assert_eq(dpo_budget_add(store, copy, 1, key, NULL), DPO_OK, "%s", dpo_errmsg());
   cr_assert_eq(dpo_budget_open(store, key, copy, 1, &B), DPO_OK, "%s", dpo_errmsg());
   dpo_budget_close(B);
+}
+
+static void same_parts(const dpo_ledger_parts_t *a, const dpo_ledger_parts_t *b) {
+  cr_assert_eq(a->eps, b->eps);
+  cr_assert_eq(a->delta, b->delta);
+  cr_assert_eq(a->pure_eps, b->pure_eps);
+  cr_assert_eq(a->approx_eps, b->approx_eps);
+  cr_assert_eq(a->n_pure, b->n_pure);
+  cr_assert_eq(a->n_approx, b->n_approx);
+  cr_assert_eq(a->n_rdp, b->n_rdp);
+  cr_assert_eq(a->rdp.n, b->rdp.n);
+  for (int i = 0; i < a->rdp.n; i++) {
+    cr_assert_eq(a->rdp.rdp[i], b->rdp.rdp[i], "order %g", a->rdp.alpha[i]);
+    cr_assert_eq(a->pure_rdp.rdp[i], b->pure_rdp.rdp[i], "order %g", a->rdp.alpha[i]);
+  }
+}
+
+/* a party's parts (what its own store keeps) are those of a ledger charged with only the
+ * releases that touched the party; the per-part max of two accounts bounds both */
+Test(budget, party_parts_are_the_party_releases_alone) {
+  dpo_ledger_t *L = ledger(50, 1e-6), *own[2] = {ledger(50, 1e-6), ledger(50, 1e-6)};
+  double be[2] = {50, 50}, bd[2] = {1e-6, 1e-6};
+  cr_assert_eq(dpo_ledger_set_parties(L, 2, be, bd), DPO_OK, "%s", dpo_errmsg());
+  int both[2] = {0, 1}, p0[1] = {0}, p1[1] = {1};
+  dpo_charge_t g1 = poisson(1.1), g2 = poisson(2), l = laplace(0.05);
+  for (int i = 0; i < 100; i++)
+    cr_assert_eq(dpo_ledger_charge_parties(L, &g1, 2, both, NULL, NULL), DPO_OK);
+  for (int i = 0; i < 50; i++)
+    cr_assert_eq(dpo_ledger_charge_parties(L, &g2, 1, p0, NULL, NULL), DPO_OK);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(dpo_ledger_charge_parties(L, &l, 1, p1, NULL, NULL), DPO_OK);
+  charge(own[0], g1, 100);
+  charge(own[0], g2, 50);
+  charge(own[1], g1, 100);
+  charge(own[1], l, 2);
+  dpo_ledger_parts_t pp[2], op[2];
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(dpo_ledger_party_parts(L, k, &pp[k]), DPO_OK, "%s", dpo_errmsg());
+    cr_assert_eq(dpo_ledger_parts(own[k], &op[k]), DPO_OK);
+    same_parts(&pp[k], &op[k]);
+  }
+  cr_assert_eq(pp[0].n_rdp, 150);
+  cr_assert_eq(pp[1].n_pure, 2);
+  cr_assert_eq(dpo_ledger_party_parts(L, 2, &pp[0]), DPO_EINVAL);
+  dpo_ledger_parts_t m = op[0];
+  cr_assert_eq(dpo_budget_parts_max(&m, &op[1]), DPO_OK);
+  cr_assert_eq(m.pure_eps, op[1].pure_eps);
+  cr_assert_eq(m.n_rdp, 150);
+  for (int i = 0; i < m.rdp.n; i++)
+    cr_assert_eq(m.rdp.rdp[i], fmax(op[0].rdp.rdp[i], op[1].rdp.rdp[i]));
+  for (int k = 0; k < 2; k++) dpo_ledger_close(own[k]);
+  dpo_ledger_close(L);
 }

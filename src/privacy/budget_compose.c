@@ -49,20 +49,25 @@ static void dpo__bacc_whole(dpo__bacc_t *a, double eps, double delta) {
   }
 }
 
-void dpo_budget_parts_whole(double eps, double delta, dpo_ledger_parts_t *p) {
-  dpo__bacc_t a;
-  dpo__bacc_init(&a);
-  dpo__bacc_whole(&a, eps, delta);
-  memset(p, 0, sizeof *p);
-  p->eps = eps;
-  p->delta = delta;
-  p->pure_eps = a.pure;
-  p->approx_eps = a.aeps;
-  p->approx_delta = a.adelta;
-  p->n_pure = a.npure;
-  p->n_approx = a.napprox;
-  p->rdp = a.R;
-  p->pure_rdp = a.P;
+static double dpo__dmax(double x, double y) { return x >= y || isnan(y) ? x : y; }
+
+int dpo_budget_parts_max(dpo_ledger_parts_t *a, const dpo_ledger_parts_t *b) {
+  if (a->rdp.n != b->rdp.n || a->pure_rdp.n != b->pure_rdp.n ||
+      memcmp(a->rdp.alpha, b->rdp.alpha, sizeof(double) * (size_t)a->rdp.n) ||
+      memcmp(a->pure_rdp.alpha, b->pure_rdp.alpha, sizeof(double) * (size_t)a->pure_rdp.n))
+    return dpo_err(DPO_EINVAL, "budget: two accounts on different RDP orders");
+  a->eps = dpo__dmax(a->eps, b->eps);
+  a->delta = dpo__dmax(a->delta, b->delta);
+  a->pure_eps = dpo__dmax(a->pure_eps, b->pure_eps);
+  a->approx_eps = dpo__dmax(a->approx_eps, b->approx_eps);
+  a->approx_delta = dpo__dmax(a->approx_delta, b->approx_delta);
+  a->n_pure = a->n_pure > b->n_pure ? a->n_pure : b->n_pure;
+  a->n_approx = a->n_approx > b->n_approx ? a->n_approx : b->n_approx;
+  a->n_rdp = a->n_rdp > b->n_rdp ? a->n_rdp : b->n_rdp;
+  for (int i = 0; i < a->rdp.n; i++) a->rdp.rdp[i] = dpo__dmax(a->rdp.rdp[i], b->rdp.rdp[i]);
+  for (int i = 0; i < a->pure_rdp.n; i++)
+    a->pure_rdp.rdp[i] = dpo__dmax(a->pure_rdp.rdp[i], b->pure_rdp.rdp[i]);
+  return DPO_OK;
 }
 
 static void dpo__bacc_parts(dpo__bacc_t *a, const dpo_ledger_parts_t *p) {

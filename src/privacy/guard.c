@@ -59,6 +59,11 @@ int dpo_guard_spent(const dpo_guard_t *g, double *eps, double *delta, int64_t *r
   return dpo_ledger_spent(g->acct, eps, delta);
 }
 
+int dpo_guard_parts(const dpo_guard_t *g, dpo_ledger_parts_t *p) {
+  if (!g) return dpo_err(DPO_EINVAL, "party guard: NULL");
+  return dpo_ledger_parts(g->acct, p);
+}
+
 static int dpo__refuse(const dpo_guard_t *g, const char *what) {
   return dpo_err(DPO_EINVAL, "party %d refuses release %lld of the coordinator: %s; nothing "
                  "contributed, the round is withheld", g->spec.party,

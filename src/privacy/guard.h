@@ -56,6 +56,8 @@ void dpo_guard_destroy(dpo_guard_t *g);
 int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r);
 /* The party's account: spent (eps, delta) and releases admitted. */
 int dpo_guard_spent(const dpo_guard_t *g, double *eps, double *delta, int64_t *releases);
+/* The party's account in parts (dpo_ledger_parts): what the party's budget store keeps. */
+int dpo_guard_parts(const dpo_guard_t *g, dpo_ledger_parts_t *p);
 
 /* Collective: every rank hashes its own canonical plan text (lines "key = value\n") with
  * BLAKE2b-256 and the digests are compared on every rank.  Equal: DPO_OK.  Otherwise rank 0's

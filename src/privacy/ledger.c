@@ -80,7 +80,10 @@ static int dpo__append(dpo_ledger_t *L, json_object *o) {
   L->end += (off_t)(n + 1);
   memcpy(L->head, tag, sizeof tag); /* only a durable line moves the chain */
   L->lines++;
-  return DPO_OK;
+  /* the position kept outside the run (a budget store's head) moves before the caller
+   * releases: if it cannot, nothing more is charged or released (the line stays: counted) */
+  if (L->on_append && (st = L->on_append(L->on_append_arg, L->lines, L->head))) L->failed = 1;
+  return st;
 }
 
 static json_object *dpo__header(const dpo_ledger_t *L) {
@@ -220,9 +223,11 @@ static int dpo__resume0(dpo_ledger_t *L, const char *path) {
   L->pbeps = R.pbeps;
   L->pbdelta = R.pbdelta;
   L->pstate = R.pstate;
+  L->pcount = R.pcount;
   R.nparties = 0;
   R.pbeps = R.pbdelta = NULL;
   R.pstate = NULL;
+  R.pcount = NULL;
 out:
   dpo__replay_free(&R);
   free(buf);
@@ -277,6 +282,7 @@ static void dpo__free(dpo_ledger_t *L) {
   dpo__free_pstates(L->ops, L->nparties, L->pstate);
   free(L->pbeps);
   free(L->pbdelta);
+  free(L->pcount);
   if (L->fd >= 0) close(L->fd); /* also drops the flock */
   sodium_memzero(L->key, sizeof L->key);
   free(L->path);
@@ -373,6 +379,15 @@ int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char hea
   if (st) return st;
   if (lines) *lines = L->fd >= 0 ? L->lines : -1;
   if (head) memcpy(head, L->head, DPO__CHAIN_BYTES);
+  return DPO_OK;
+}
+
+int dpo_ledger_on_append(dpo_ledger_t *L, int (*fn)(void *, int64_t, const unsigned char[32]),
+                         void *arg) {
+  int st = dpo__rank0(L, "ledger_on_append");
+  if (st) return st;
+  L->on_append = fn;
+  L->on_append_arg = arg;
   return DPO_OK;
 }
 
@@ -573,7 +588,9 @@ int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
   L->pbeps = malloc((size_t)n * sizeof *L->pbeps);
   L->pbdelta = malloc((size_t)n * sizeof *L->pbdelta);
   L->pstate = calloc((size_t)n, sizeof *L->pstate);
-  if (!L->pbeps || !L->pbdelta || !L->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  L->pcount = calloc((size_t)n, sizeof *L->pcount);
+  if (!L->pbeps || !L->pbdelta || !L->pstate || !L->pcount)
+    return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   for (int k = 0; k < n; k++) {
     L->pbeps[k] = eps_budget[k];
     L->pbdelta[k] = delta_budget[k];
@@ -682,6 +699,7 @@ int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np,
   for (int i = 0; i < np; i++) {
     int k = parties[i];
     if ((st = L->ops->charge(L->pstate[k], c, L->pbeps[k], L->pbdelta[k], 1, &pr))) goto out;
+    L->pcount[k]++;
   }
   L->count++;
   if (charged) *charged = r.charge_eps;

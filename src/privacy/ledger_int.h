@@ -32,6 +32,10 @@ struct dpo_ledger {
   int nparties;
   double *pbeps, *pbdelta;
   void **pstate;
+  int64_t *pcount; /* charges to each party (its parts' release count) */
+  /* told each new durable line's position (dpo_ledger_on_append): a budget store's head */
+  int (*on_append)(void *arg, int64_t lines, const unsigned char head[32]);
+  void *on_append_arg;
 };
 
 #define DPO__MAX_PARTIES 4096
@@ -64,6 +68,7 @@ typedef struct {
   int nparties;     /* from a {"kind":"parties"} line */
   double *pbeps, *pbdelta;
   void **pstate;
+  int64_t *pcount;
   int64_t plan_steps; /* the last {"kind":"plan"} line: steps planned (-1: none) */
   char plan_kind[16], plan_algo[64];
 } dpo__replay_t;

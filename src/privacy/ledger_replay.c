@@ -60,6 +60,8 @@ void dpo__replay_free(dpo__replay_t *R) {
   dpo__free_pstates(R->ops, R->nparties, R->pstate);
   free(R->pbeps);
   free(R->pbdelta);
+  free(R->pcount);
+  R->pcount = NULL;
   R->state = NULL;
   R->pstate = NULL;
   R->pbeps = R->pbdelta = NULL;
@@ -79,7 +81,9 @@ static int dpo__replay_parties(const char *path, int64_t lineno, json_object *o,
   R->pbeps = calloc((size_t)n, sizeof *R->pbeps);
   R->pbdelta = calloc((size_t)n, sizeof *R->pbdelta);
   R->pstate = calloc((size_t)n, sizeof *R->pstate);
-  if (!R->pbeps || !R->pbdelta || !R->pstate) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  R->pcount = calloc((size_t)n, sizeof *R->pcount);
+  if (!R->pbeps || !R->pbdelta || !R->pstate || !R->pcount)
+    return dpo_err(DPO_ENOMEM, "ledger: out of memory");
   R->nparties = n;
   for (int k = 0; k < n; k++) {
     R->pbeps[k] = json_object_get_double(json_object_array_get_idx(be, (size_t)k));
@@ -272,6 +276,7 @@ int dpo__replay(const char *path, const char *buf, size_t len, const unsigned ch
           okp = k >= 0 && k < R->nparties &&
                 R->ops->charge(R->pstate[k], &c, R->pbeps[k], R->pbdelta[k], 1, &pr) == DPO_OK &&
                 pr.fits;
+          if (okp) R->pcount[k]++;
         }
         if (!okp) {
           json_object_put(o);
@@ -433,20 +438,35 @@ static void dpo__parts_auto(const dpo__auto_t *a, dpo_ledger_parts_t *p) {
   }
 }
 
-int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p) {
-  if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_parts: NULL argument");
-  if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_parts: rank 0 only");
+/* the parts of one account (the ledger's, or a party's: same accountant) of `count` charges */
+static void dpo__parts_of(const dpo_ledger_t *L, const void *state, int64_t count,
+                          dpo_ledger_parts_t *p) {
   memset(p, 0, sizeof *p);
   dpo_rdp_curve_init(&p->rdp);
   dpo_rdp_curve_init(&p->pure_rdp);
-  L->ops->spent(L->state, &p->eps, &p->delta);
-  if (L->ops == &dpo__acct_auto) dpo__parts_auto(L->state, p);
-  else if (L->ops == &dpo__acct_pld) dpo__parts_auto(L->state, p); /* auto is its first member */
+  L->ops->spent(state, &p->eps, &p->delta);
+  if (L->ops == &dpo__acct_auto) dpo__parts_auto(state, p);
+  else if (L->ops == &dpo__acct_pld) dpo__parts_auto(state, p); /* auto is its first member */
   else if (L->ops == &dpo__acct_rdp) {
-    dpo__rdpacct_total(L->state, &p->rdp);
-    p->n_rdp = L->count;
+    dpo__rdpacct_total(state, &p->rdp);
+    p->n_rdp = count;
   } else /* basic: pure and (eps, delta) releases in one sum */
-    dpo__parts_basic(L->state, 0, L->count, p);
+    dpo__parts_basic(state, 0, count, p);
+}
+
+int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p) {
+  if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_parts: NULL argument");
+  if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_parts: rank 0 only");
+  dpo__parts_of(L, L->state, L->count, p);
+  return DPO_OK;
+}
+
+int dpo_ledger_party_parts(const dpo_ledger_t *L, int k, dpo_ledger_parts_t *p) {
+  if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_party_parts: NULL argument");
+  if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_party_parts: rank 0 only");
+  if (k < 0 || k >= L->nparties)
+    return dpo_err(DPO_EINVAL, "ledger_party_parts: party %d of %d", k, L->nparties);
+  dpo__parts_of(L, L->pstate[k], L->pcount[k], p);
   return DPO_OK;
 }
 

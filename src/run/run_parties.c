@@ -108,11 +108,8 @@ const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp) {
   return tp ? tp->p : NULL;
 }
 
-void dpo__run_parties_own_spent(const dpo__run_parties_t *tp, double own[2]) {
-  int64_t n;
-  own[0] = own[1] = NAN;
-  if (tp && tp->guard && dpo_guard_spent(tp->guard, &own[0], &own[1], &n))
-    own[0] = own[1] = NAN;
+int dpo__run_parties_own_parts(const dpo__run_parties_t *tp, dpo_ledger_parts_t *own) {
+  return tp && tp->guard && !dpo_guard_parts(tp->guard, own);
 }
 
 int dpo__run_parties_hide_train(const dpo__run_parties_t *tp) {

@@ -9,6 +9,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/data.h"
 #include "dpopt/parties.h"
+#include "dpopt/privacy.h"
 
 typedef struct dpo__run_parties dpo__run_parties_t;
 struct dpo_ledger;
@@ -33,8 +34,8 @@ int dpo__run_parties_schema(const dpo__run_parties_t *tp, const char *path, dpo_
 int dpo__run_parties_hide_train(const dpo__run_parties_t *tp);
 const dpo_parties_t *dpo__run_parties_table(const dpo__run_parties_t *tp);
 /* Not collective: under secagg, on ranks other than 0, what this rank's party guard has charged
- * its own account (own[0] eps, own[1] delta); NAN elsewhere. */
-void dpo__run_parties_own_spent(const dpo__run_parties_t *tp, double own[2]);
+ * its own account, in parts (1); 0 elsewhere (no guard). */
+int dpo__run_parties_own_parts(const dpo__run_parties_t *tp, dpo_ledger_parts_t *own);
 /* Rank 0: privacy.trust + privacy.trust_protects, and a "parties" block. */
 void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *ledger,
                               json_object *sum);

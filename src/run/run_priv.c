@@ -32,6 +32,8 @@ struct dpo__run_priv {
   dpo_budget_t *bud;
   char run_id[65];
   int reserved, settled;
+  int sresume;              /* --resume: the journal must reach the store's head for the run */
+  dpo_budget_head_t *head;  /* the journal's head kept in the store, moved at every line */
   /* multi-party runs with per-party stores (parties.budget_store): on a party's first rank,
    * that party's store, reserved for its budget and settled to its account; the coordinator
    * opens no other party's store */
@@ -170,6 +172,7 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
                               int resuming) {
   int rc = DPO_OK;
   if (!p->store || !p->is_private) return DPO_OK;
+  p->sresume = resuming;
   if (p->rank == 0) {
     const char *files[2] = {train, test};
     /* checked and (once the journal names the run) reserved under one lock: no other run
@@ -190,9 +193,10 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
   if (p->seeded) /* not private: no eps describes what it spends */
     rc = dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the parties' "
                  "budget stores: drop --seed (or parties.budget_store)");
-  else if (resuming) /* each party's reservation stays spent whole */
-    rc = dpo_err(DPO_EUNSUP, "resuming a run whose parties have budget stores is not supported "
-                 "yet: start a new run");
+  else if (resuming) /* multi-party runs write no checkpoint (dp_ckpt.c): doc/design.md */
+    rc = dpo_err(DPO_EUNSUP, "resuming a multi-party run is not supported (multi-party runs "
+                 "write no checkpoint yet), so neither is resuming one with party budget stores: "
+                 "start a new run; each party's store keeps the stopped run's record");
   else if (p->rank == pt->first_rank[k]) {
     const char *files[1] = {pt->data[k]};
     char why[400];
@@ -228,36 +232,62 @@ static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   return dpo_agree(p->comm, rc);
 }
 
-void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]) {
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *own) {
   if (!p || !p->pt) return;
   const dpo_parties_t *pt = p->pt;
-  double v[2] = {NAN, NAN}; /* party k's spent (eps, delta): only to party k's first rank */
+  /* party k's account in parts (the ledger composes each party's account apart), sent only
+   * to party k's first rank; eps = NAN: unknown */
+  dpo_ledger_parts_t v, w;
+  v.eps = NAN;
   if (p->rank == 0) {
     for (int k = 0; k < pt->count; k++) {
-      double w[2] = {NAN, NAN};
-      if (p->ledger && dpo_ledger_party_spent(p->ledger, k, &w[0], &w[1])) w[0] = w[1] = NAN;
-      if (pt->first_rank[k] == 0) v[0] = w[0], v[1] = w[1];
-      else MPI_Send(w, 2, MPI_DOUBLE, pt->first_rank[k], 0, p->comm);
+      if (!p->ledger || dpo_ledger_party_parts(p->ledger, k, &w)) w.eps = NAN;
+      if (pt->first_rank[k] == 0) v = w;
+      else MPI_Send(&w, (int)sizeof w, MPI_BYTE, pt->first_rank[k], 0, p->comm);
     }
   } else if (p->party >= 0)
-    MPI_Recv(v, 2, MPI_DOUBLE, 0, 0, p->comm, MPI_STATUS_IGNORE);
+    MPI_Recv(&v, (int)sizeof v, MPI_BYTE, 0, 0, p->comm, MPI_STATUS_IGNORE);
   if (!p->preserved) return;
   p->preserved = 0;
-  dpo_ledger_parts_t parts;
-  /* the ledger composes each party's account apart: the store gets it as one (eps, delta)
-   * mechanism, never more than the party's budget; under secagg the party takes its own
-   * guard's account where the coordinator says less */
-  for (int i = 0; i < 2; i++)
-    if (own[i] > v[i]) v[i] = own[i];
-  if (!(v[0] >= 0 && v[1] >= 0)) {
+  /* settled like a single store, to the parts; under secagg the party does not take the
+   * coordinator's word for less than its own guard charged: the larger per part and order */
+  const char *why = "the party's account is unknown";
+  if (!(v.eps >= 0) || (own && dpo_budget_parts_max(&v, own) && (why = dpo_errmsg()))) {
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: the party's account is unknown\n", p->party);
+            "spent whole: %s\n", p->party, why);
     return;
   }
-  dpo_budget_parts_whole(v[0], v[1], &parts);
-  if (dpo_budget_settle(p->pbud, p->run_id, &parts))
+  if (dpo_budget_settle(p->pbud, p->run_id, &v))
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
             "spent whole: %s\n", p->party, dpo_errmsg());
+}
+
+/* Rank 0, resuming: the reopened journal must reach the head the store keeps for the run (a
+ * journal cut back at a line boundary keeps a valid chain); a run with charges and no head
+ * lost it (deleted).  Before anything is written. */
+static int dpo__run_priv_head_check(dpo__run_priv_t *p) {
+  int64_t lines;
+  unsigned char tag[32];
+  int rc = dpo_budget_head_open(p->store, p->key_file, p->run_id, &p->head);
+  if (!rc) rc = dpo_budget_head_read(p->head, &lines, tag);
+  if (!rc && lines >= 0)
+    return dpo_ledger_verify_position(p->ledger, "the budget store's journal head", lines, tag);
+  if (!rc && dpo_ledger_count(p->ledger) > 0)
+    rc = dpo_err(DPO_EFORMAT, "%s: the run has charges but budget store %s keeps no journal "
+                 "head for it (head-%.12s... deleted?): refusing to resume", p->journal,
+                 p->store, p->run_id);
+  return rc;
+}
+
+/* Rank 0, once reserved: the head follows every journal line from now on (a new run's
+ * starts at its journal's current position; a resumed run's moves at its next line) */
+static int dpo__run_priv_head_start(dpo__run_priv_t *p) {
+  int64_t lines;
+  unsigned char tag[32];
+  int rc = p->head ? DPO_OK : dpo_budget_head_open(p->store, p->key_file, p->run_id, &p->head);
+  if (!rc && !p->sresume && !(rc = dpo_ledger_position(p->ledger, &lines, tag)))
+    rc = dpo_budget_head_write(p->head, lines, tag);
+  return rc ? rc : dpo_ledger_on_append(p->ledger, dpo_budget_head_write, p->head);
 }
 
 /* after the journal: the run's whole budget reserved in the store under the journal's id (a
@@ -266,9 +296,11 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
   dpo_ledger_parts_t now; /* what the (reopened) journal holds: never less than settled */
   if (p->bud && p->rank == 0 && !(rc = dpo_ledger_run_id(p->ledger, p->run_id)) &&
+      (!p->sresume || !(rc = dpo__run_priv_head_check(p))) &&
       !(rc = dpo_ledger_parts(p->ledger, &now)) &&
       !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now)))
     p->reserved = 1;
+  if (p->reserved && !rc) rc = dpo__run_priv_head_start(p);
   rc = dpo_agree(p->comm, rc);
   return rc ? rc : dpo__run_priv_party_reserve(p);
 }
@@ -405,6 +437,7 @@ void dpo__run_priv_destroy(dpo__run_priv_t *p) {
   dpo_budget_close(p->bud);
   dpo_budget_close(p->pbud); /* a party's open reservation stays spent whole */
   dpo_ledger_close(p->ledger);
+  dpo_budget_head_close(p->head); /* after the ledger, which wrote through it */
   dpo_rng_destroy(p->rng);
   free(p);
 }

@@ -57,11 +57,11 @@ void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
 /* Rank 0, not collective: after the last release, settle the budget store's reservation to
  * what the ledger composed (a warning if that fails: the reservation then stays whole). */
 void dpo__run_priv_settle(dpo__run_priv_t *p);
-/* Collective, after the last release: rank 0 sends each party's first rank what the ledger
- * charged that party, which settles its store's reservation to it, or to own (eps, delta),
- * the party's own account under secagg (NAN: none), when that is larger.  A run that never
- * gets here leaves every party's reservation spent whole. */
-void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const double own[2]);
+/* Collective, after the last release: rank 0 sends each party's first rank the parts of what
+ * the ledger charged that party (dpo_ledger_party_parts), which settles its store's
+ * reservation to them, each part and order at least own's, the party's own account under
+ * secagg (NULL: none).  A run that never gets here leaves every party's reservation whole. */
+void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *own);
 void dpo__run_priv_destroy(dpo__run_priv_t *p);
 
 #endif

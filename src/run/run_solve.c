@@ -208,9 +208,9 @@ int dpo_run_solve(dpo_run_t *r) {
   rc = dpo_solver_run(r->solver, &ro);
   r->t_solve = dpo_wtime() - t;
   dpo__run_priv_settle(r->priv); /* the releases are over: the budget store gets what ran */
-  double own[2]; /* secagg: the party's own account, never less than the coordinator's word */
-  dpo__run_parties_own_spent(r->parties, own);
-  dpo__run_priv_settle_parties(r->priv, own); /* and each party's store what it spent */
+  dpo_ledger_parts_t own; /* secagg: the party's own account, not the coordinator's word */
+  int has_own = dpo__run_parties_own_parts(r->parties, &own);
+  dpo__run_priv_settle_parties(r->priv, has_own ? &own : NULL); /* each party's store */
   if (rc == DPO_EINTR) {
     /* every rank stopped at the same step; the journal is fsynced charge by charge: the run
      * is not failed, it continues with run.resume */
