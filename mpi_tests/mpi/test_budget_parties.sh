@@ -18,8 +18,9 @@
 #    store to the party's RDP curve; python3 verifies the chain and recomputes the composition
 #    (per-order sums, Mironov 2017 Prop. 3 / Balle et al. 2020 Thm 21), below the runs' sum;
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
-#    unsupported), and so are a seeded run with party stores (exit 1) and dpopt tune with
-#    party stores (exit 4).
+#    unsupported), and so is a seeded run with party stores (exit 1);
+#  - dpopt tune charges each party's store once, for its one charge (the repetitions charge
+#    none); a tune that does not fit party 1's store is refused (exit 3) naming only party 1.
 . "$(dirname "$0")/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 sums() { cat "$T"/st0/records.jsonl "$T"/st1/records.jsonl "$T"/st2/records.jsonl | sha256sum; }
@@ -140,10 +141,30 @@ has "$T/err" "give each party its own store" "one store for per-party files"
 expect 1 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --seed 3 --set "parties.budget_store=$T/st%d" \
   --out "$T/r7"
 has "$T/err" "NOT private" "a seeded run with party stores"
-# dpopt tune charges one store, not yet party stores: refused, not ignored
-expect 4 $MPI -np 3 "$DPOPT" tune --data "$S/data/a9a" --test "$S/data/a9a.t" --eps 1 \
-  --row-l1-bound 14 --row-l2-bound 3.75 --set parties.count=3 --set "parties.data=$T/parts/p%d" \
-  --set "parties.budget_store=$T/st%d" --out "$T/tu"
-has "$T/err" "not yet by dpopt tune" "tune with party stores"
-[ ! -e "$T/tu" ] && ok || bad "a refused tune left a directory"
+# ---- dpopt tune with party stores: the tune's one charge bounds every party's rows, so each
+# party's first rank reserves the tune's (eps, delta) in its own store and settles it to the
+# tune ledger's parts; its repetitions charge no store.  Party 1's store (1.5) then refuses a
+# second tune at eps 1 before anything is read or written, naming only party 1
+TU="--data $S/data/a9a --test $S/data/a9a.t --row-l1-bound 14 --row-l2-bound 3.75 --quiet \
+  --set parties.count=3 --set parties.data=$T/parts/p%d --set parties.budget_store=$T/tu%d"
+expect 0 "$DPOPT" budget init "$T/tu0" --eps 3 --delta 1e-5 --data "$T/parts/p0"
+expect 0 "$DPOPT" budget init "$T/tu1" --eps 1.5 --delta 1e-5 --data "$T/parts/p1"
+expect 0 "$DPOPT" budget init "$T/tu2" --eps 3 --delta 1e-5 --data "$T/parts/p2"
+expect 0 $MPI -np 3 "$DPOPT" tune $TU --eps 1 --out "$T/tu_r1"
+led=$("$DPOPT" ledger "$T/tu_r1" | awk '/^spent:/ { print $4 }' | tr -d ,)
+for k in 0 1 2; do
+  [ "$(runs "$T/tu$k")" = 1 ] && ok || bad "tune store $k: $(runs "$T/tu$k") runs after one tune"
+  "$DPOPT" budget show "$T/tu$k" >"$T/show"
+  has "$T/show" " tune  *settled" "tune store $k: the tune's record, settled"
+  close "$(spent "$T/tu$k")" "$led" 1e-9 "tune store $k: spent = the tune ledger's eps ($led)"
+done
+cat "$T"/tu0/records.jsonl "$T"/tu1/records.jsonl "$T"/tu2/records.jsonl | sha256sum >"$T/tu.sum"
+expect 3 $MPI -np 3 "$DPOPT" tune $TU --eps 1 --out "$T/tu_r2"
+has "$T/err" "party 1: its budget store refused the tune" "tune: the refusal names party 1"
+hasnot "$T/err" "party 0" "tune: the refusal names no other party"
+[ ! -e "$T/tu_r2" ] && ok || bad "a refused tune left a directory"
+cat "$T"/tu0/records.jsonl "$T"/tu1/records.jsonl "$T"/tu2/records.jsonl | sha256sum |
+  cmp -s - "$T/tu.sum" && ok || bad "a refused tune changed a store"
+expect 1 $MPI -np 3 "$DPOPT" tune $TU --eps 0.1 --seed 3 --out "$T/tu_r3"
+has "$T/err" "NOT private" "a seeded tune with party stores"
 finish test_budget_parties

@@ -19,6 +19,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "dpopt/tune.h"
+#include "run/tune_store.h"
 
 #define DPO__TUNE_MAXC 64
 #define DPO__TUNE_MAXV 16
@@ -246,18 +247,9 @@ static void copy_key(const char *k, const char *v, const char *o, void *arg) {
   struct copy_arg *a = arg;
   /* the tune, not each repetition, charges the data set's budget store: one reservation */
   if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
-      !strcmp(k, "privacy.store"))
+      !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
     return;
   dpo_config_set(a->to, k, v, o);
-}
-
-/* parties.budget_store, party.K.budget_store */
-static void party_store_key(const char *k, const char *v, const char *o, void *arg) {
-  (void)v, (void)o;
-  const char *dot = strrchr(k, '.');
-  if (dot && !strcmp(dot, ".budget_store") && (!strncmp(k, "parties.", 8) ||
-                                               !strncmp(k, "party.", 6)))
-    *(int *)arg = 1;
 }
 
 static void declare_run_key(const char *k, const char *v, const char *o, void *cfg) {
@@ -478,6 +470,7 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
   dpo_budget_t *bud = NULL; /* the data set's budget store (privacy.store), rank 0 */
+  dpo__tune_pstore_t *pst = NULL; /* the parties' own stores (tune_store.h) */
   dpo_ledger_parts_t parts;
   char rid[65];
   const char *store = NULL, *jkey = NULL;
@@ -501,16 +494,11 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if ((rc = dpo_agree(comm, rc))) goto out;
   /* the data set's budget store: the files registered and the tune's budget left, before the
    * data are read (the row counts below) or anything is written */
-  /* the repetitions are not runs of their own: party stores would be charged per repetition,
-   * not by the tune's one charge */
-  int pstores = 0;
-  dpo_config_foreach(cfg, party_store_key, &pstores);
-  if (pstores)
-    rc = dpo_err(DPO_EUNSUP, "per-party budget stores (parties.budget_store, "
-                 "party.K.budget_store) are charged by dpopt train, not yet by dpopt tune");
-  if ((rc = dpo_agree(comm, rc))) goto out;
   dpo_config_get_str(cfg, "privacy.store", NULL, &store);
   dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
+  /* each party's own store, checked by the party's first rank (the repetitions are not runs
+   * of their own: the tune's one charge is what every party's rows are released under) */
+  if ((rc = dpo__tune_pstore_check(comm, cfg, jkey, t->eps, t->delta, seeded, &pst))) goto out;
   if (store && *store && t->rank == 0) {
     const char *files[2] = {NULL, NULL};
     dpo_config_get_str(cfg, "data.train", NULL, &files[0]);
@@ -557,7 +545,7 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   if (bud && t->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)) &&
       !(rc = dpo_budget_reserve(bud, rid, t->eps, t->delta, "tune", 0)))
     reserved = 1;
-  if ((rc = dpo_agree(comm, rc))) goto out;
+  if ((rc = dpo_agree(comm, rc)) || (rc = dpo__tune_pstore_reserve(pst, L))) goto out;
   /* the one charge: before any candidate runs or anything is released */
   snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
            t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
@@ -588,6 +576,7 @@ out:
     fprintf(stderr, "dpopt: warning: budget store %s: the tune's reservation stays spent "
             "whole: %s\n", store, dpo_errmsg());
   dpo_budget_close(bud);
+  dpo__tune_pstore_finish(pst, L); /* collective: every rank gets here */
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
   free(t);
