@@ -30,8 +30,37 @@ typedef enum {
   DPO_SPEC_ON_EXHAUSTED,     /* privacy.on_party_exhausted */
   DPO_SPEC_COLLUDE,          /* privacy.collude */
   DPO_SPEC_TRUST_COORDINATOR, /* privacy.trust_coordinator */
+  /* dpopt admm's (Xu et al. 2020) and its audit's */
+  DPO_SPEC_SIGMA_RULE,       /* privacy.sigma_rule */
+  DPO_SPEC_MU,               /* privacy.mu */
+  DPO_SPEC_SIGMA,            /* privacy.sigma */
+  /* dpopt admm's files (a training run keeps its journal in its run directory) */
+  DPO_SPEC_JOURNAL,          /* privacy.journal */
+  DPO_SPEC_JOURNAL_KEY,      /* privacy.journal_key */
+  DPO_SPEC_STORE,            /* privacy.store */
   DPO_SPEC_NKEYS
 } dpo_spec_key_t;
+
+/* Which command's settings to read: each reads only the keys it uses, so a key the command
+ * does not use stays unread and is refused as such (dpo_config_check_known).
+ *  TRAIN       the run API, dpopt train / tune: the keys eps .. trust_coordinator
+ *  AUDIT       dpopt audit of a training algorithm: the same
+ *  AUDIT_ADMM  dpopt audit --admm: eps, delta, neighbours, accountant, clip, sigma_rule, mu,
+ *              sigma
+ *  ADMM        dpopt admm: eps, delta, trust, accountant, collude, clip (a number C: the L2
+ *              clip), sigma_rule, mu, sigma, journal, journal_key, store */
+typedef enum {
+  DPO_SPEC_FOR_TRAIN = 0,
+  DPO_SPEC_FOR_AUDIT = 1,
+  DPO_SPEC_FOR_AUDIT_ADMM = 2,
+  DPO_SPEC_FOR_ADMM = 3
+} dpo_spec_for_t;
+
+/* DP-ADMM's noise (Xu et al. 2020): EQ8 their Thm 1 (eq. (8)), RDP the RDP calibration, LEDGER
+ * the smallest sigma the run's ledger accepts for all releases. */
+typedef enum { DPO_SIGMA_EQ8 = 0, DPO_SIGMA_RDP = 1, DPO_SIGMA_LEDGER = 2 } dpo_sigma_rule_t;
+/* "eq8" | "rdp" | "ledger" */
+const char *dpo_sigma_rule_name(dpo_sigma_rule_t r);
 
 /* How the DP-GD family splits its budget over the steps: LEDGER scales the per-step budgets
  * to the ledger's composition, BASIC is the papers' eps/T split. */
@@ -50,15 +79,22 @@ typedef struct dpo_privacy_spec {
   dpo_exhaust_t on_exhausted;  /* stop */
   int64_t collude;             /* -1: the default (1 with several parties, else 0) */
   int trust_coordinator;       /* 0 */
+  dpo_sigma_rule_t sigma_rule; /* eq8 */
+  double mu;                   /* 0.5: the split of Xu et al. 2020, Thm 1 */
+  double sigma;                /* 0: calibrate; > 0 a fixed noise std */
+  /* dpopt admm's files (borrowed from the config; NULL: none) */
+  const char *journal, *journal_key, *store;
   unsigned given;              /* bit DPO_SPEC_*: the setting was given */
   char origin[DPO_SPEC_NKEYS][96]; /* where each given setting came from ("run.ini:12", "--eps") */
 } dpo_privacy_spec_t;
 
 /* Defaults: nothing given (no budget, replace-one, pld, central, no clipping). */
 void dpo_privacy_spec_default(dpo_privacy_spec_t *s);
-/* Not collective: read and check every privacy.* setting above from cfg (values that do not
- * parse, unknown names, eps <= 0, a malformed clip: DPO_EINVAL naming the origin).  Reads no
- * other key.  On error *s holds the defaults. */
+/* Not collective: read and check the privacy.* settings of command `what` from cfg (values that
+ * do not parse, unknown names, a malformed clip: DPO_EINVAL naming the origin).  Reads no other
+ * key.  On error *s holds the defaults. */
+int dpo_privacy_spec_read(const dpo_config_t *cfg, dpo_spec_for_t what, dpo_privacy_spec_t *s);
+/* dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_TRAIN, s): what the run API reads. */
 int dpo_privacy_spec_from_config(const dpo_config_t *cfg, dpo_privacy_spec_t *s);
 /* Mark k given, from origin (NULL: the key's name). */
 void dpo_privacy_spec_set(dpo_privacy_spec_t *s, dpo_spec_key_t k, const char *origin);

@@ -175,7 +175,10 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
-  if ((rc = dpo_privacy_spec_from_config(cfg, &spec))) goto fail;
+  /* --admm audits dpopt admm's methods: their sigma rule, mu and sigma are read too */
+  if ((rc = dpo_privacy_spec_read(cfg, dpo_config_get(cfg, "audit.admm") ? DPO_SPEC_FOR_AUDIT_ADMM
+                                  : DPO_SPEC_FOR_AUDIT, &spec)))
+    goto fail;
   if ((rc = dpo_audit_run(ctx->comm, cfg, &spec, quiet, &res))) goto fail;
   /* fail closed: a key the audited run never read stops it before anything is printed */
   dpo_config_get(cfg, "audit.json");

@@ -385,12 +385,11 @@ static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, 
   if (!dpo_privacy_spec_given(a->spec, DPO_SPEC_DELTA)) a->delta = 1e-3; /* dpopt admm's default */
   if (!(a->delta > 0))
     return dpo_err(DPO_EINVAL, "the private methods of dpopt admm need --delta > 0");
-  dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &a->sigma_rule);
-  if (strcmp(a->sigma_rule, "eq8") && strcmp(a->sigma_rule, "rdp") && strcmp(a->sigma_rule, "ledger"))
-    return dpo_err(DPO_EINVAL, "privacy.sigma_rule: eq8 | rdp | ledger (got '%s')", a->sigma_rule);
+  /* the spec was read with DPO_SPEC_FOR_AUDIT_ADMM (dpopt/spec.h): sigma rule, mu, sigma */
+  a->sigma_rule = dpo_sigma_rule_name(a->spec->sigma_rule);
+  a->mu = a->spec->mu;
+  a->sigma_fixed = a->spec->sigma;
   if ((rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &a->rho)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &a->mu)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &a->sigma_fixed)) ||
       (rc = dpo_config_get_double(cfg, "admm.eta", 0.0, &a->eta)) ||
       (rc = dpo_config_get_int(cfg, "admm.restart", !strcmp(M, "dpaccadmm") ? 50 : 0, &a->restart)))
     return rc;

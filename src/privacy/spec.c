@@ -18,7 +18,18 @@ static const char *const dpo__spec_keys[DPO_SPEC_NKEYS] = {
     [DPO_SPEC_COUNT_EPS] = "privacy.count_eps",
     [DPO_SPEC_ON_EXHAUSTED] = "privacy.on_party_exhausted",
     [DPO_SPEC_COLLUDE] = "privacy.collude",
-    [DPO_SPEC_TRUST_COORDINATOR] = "privacy.trust_coordinator"};
+    [DPO_SPEC_TRUST_COORDINATOR] = "privacy.trust_coordinator",
+    [DPO_SPEC_SIGMA_RULE] = "privacy.sigma_rule",
+    [DPO_SPEC_MU] = "privacy.mu",
+    [DPO_SPEC_SIGMA] = "privacy.sigma",
+    [DPO_SPEC_JOURNAL] = "privacy.journal",
+    [DPO_SPEC_JOURNAL_KEY] = "privacy.journal_key",
+    [DPO_SPEC_STORE] = "privacy.store"};
+
+const char *dpo_sigma_rule_name(dpo_sigma_rule_t r) {
+  static const char *const names[] = {"eq8", "rdp", "ledger"};
+  return (int)r >= 0 && (int)r < 3 ? names[r] : NULL;
+}
 
 const char *dpo_privacy_spec_key(dpo_spec_key_t k) {
   return (int)k >= 0 && k < DPO_SPEC_NKEYS ? dpo__spec_keys[k] : "privacy.?";
@@ -36,6 +47,8 @@ void dpo_privacy_spec_default(dpo_privacy_spec_t *s) {
   s->count_eps = NAN;
   s->on_exhausted = DPO_EXHAUST_STOP;
   s->collude = -1;
+  s->sigma_rule = DPO_SIGMA_EQ8;
+  s->mu = 0.5;
 }
 
 void dpo_privacy_spec_set(dpo_privacy_spec_t *s, dpo_spec_key_t k, const char *origin) {

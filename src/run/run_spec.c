@@ -36,15 +36,37 @@ int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
   return DPO_OK;
 }
 
-/* the names of the enum settings: trust, on_party_exhausted, calibrate, relation, accountant */
-static int dpo__spec_names(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
+#define DPO__K(k) (1u << (k))
+/* the keys each command reads (dpo_spec_for_t) */
+static unsigned dpo__spec_mask(dpo_spec_for_t what) {
+  const unsigned train = DPO__K(DPO_SPEC_TRUST_COORDINATOR + 1) - 1; /* eps .. trust_coordinator */
+  const unsigned admm3 = DPO__K(DPO_SPEC_SIGMA_RULE) | DPO__K(DPO_SPEC_MU) | DPO__K(DPO_SPEC_SIGMA);
+  switch (what) {
+  case DPO_SPEC_FOR_TRAIN:
+  case DPO_SPEC_FOR_AUDIT: return train;
+  case DPO_SPEC_FOR_AUDIT_ADMM: /* what audit_run.c's ADMM trials use */
+    return DPO__K(DPO_SPEC_EPS) | DPO__K(DPO_SPEC_DELTA) | DPO__K(DPO_SPEC_NEIGHBOURS) |
+           DPO__K(DPO_SPEC_ACCOUNTANT) | DPO__K(DPO_SPEC_CLIP) | admm3;
+  case DPO_SPEC_FOR_ADMM:
+    return DPO__K(DPO_SPEC_EPS) | DPO__K(DPO_SPEC_DELTA) | DPO__K(DPO_SPEC_TRUST) |
+           DPO__K(DPO_SPEC_ACCOUNTANT) | DPO__K(DPO_SPEC_COLLUDE) | DPO__K(DPO_SPEC_CLIP) |
+           admm3 | DPO__K(DPO_SPEC_JOURNAL) | DPO__K(DPO_SPEC_JOURNAL_KEY) |
+           DPO__K(DPO_SPEC_STORE);
+  }
+  return 0;
+}
+
+/* the names of the enum settings in mask: trust, on_party_exhausted, calibrate, relation,
+ * accountant, sigma_rule (one not read stays NULL: the default) */
+static int dpo__spec_names(const dpo_config_t *cfg, unsigned mask, dpo_privacy_spec_t *s) {
   const char *v[DPO_SPEC_NKEYS] = {0};
-  static const dpo_spec_key_t named[] = {DPO_SPEC_TRUST, DPO_SPEC_ON_EXHAUSTED,
-                                         DPO_SPEC_CALIBRATE, DPO_SPEC_NEIGHBOURS,
-                                         DPO_SPEC_ACCOUNTANT};
-  for (size_t i = 0; i < sizeof named / sizeof *named; i++)
-    dpo_config_get_str(cfg, dpo_privacy_spec_key(named[i]), NULL, &v[named[i]]);
+  for (dpo_spec_key_t k = 0; k < DPO_SPEC_NKEYS; k++)
+    if (mask & DPO__K(k) && (k == DPO_SPEC_TRUST || k == DPO_SPEC_ON_EXHAUSTED ||
+                             k == DPO_SPEC_CALIBRATE || k == DPO_SPEC_NEIGHBOURS ||
+                             k == DPO_SPEC_ACCOUNTANT || k == DPO_SPEC_SIGMA_RULE))
+      dpo_config_get_str(cfg, dpo_privacy_spec_key(k), NULL, &v[k]);
   const char *t = v[DPO_SPEC_TRUST], *x = v[DPO_SPEC_ON_EXHAUSTED], *c = v[DPO_SPEC_CALIBRATE];
+  const char *r = v[DPO_SPEC_SIGMA_RULE];
   if (!t || !strcasecmp(t, "central")) s->trust = DPO_TRUST_CENTRAL;
   else if (!strcasecmp(t, "local")) s->trust = DPO_TRUST_LOCAL;
   else if (!strcasecmp(t, "shares")) s->trust = DPO_TRUST_SHARES;
@@ -63,6 +85,12 @@ static int dpo__spec_names(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
     return dpo_err(DPO_EINVAL, "%s: privacy.calibrate = '%s': expected ledger (scale the "
                    "per-step budgets to the ledger's composition) or basic (the papers' eps/T "
                    "split)", dpo_privacy_spec_origin(s, DPO_SPEC_CALIBRATE), c);
+  if (!r || !strcmp(r, "eq8")) s->sigma_rule = DPO_SIGMA_EQ8;
+  else if (!strcmp(r, "rdp")) s->sigma_rule = DPO_SIGMA_RDP;
+  else if (!strcmp(r, "ledger")) s->sigma_rule = DPO_SIGMA_LEDGER;
+  else
+    return dpo_err(DPO_EINVAL, "%s: privacy.sigma_rule = '%s': expected eq8 (Xu et al. 2020, "
+                   "Thm 1), rdp or ledger", dpo_privacy_spec_origin(s, DPO_SPEC_SIGMA_RULE), r);
   if (dpo_neighbours_parse(v[DPO_SPEC_NEIGHBOURS], &s->rel))
     return dpo_err(DPO_EINVAL, "%s: privacy.neighbours = '%s': expected replace-one or "
                    "add-remove", dpo_privacy_spec_origin(s, DPO_SPEC_NEIGHBOURS),
@@ -77,20 +105,40 @@ static int dpo__spec_names(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
   return DPO_OK;
 }
 
-static int dpo__spec_read(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
-  int rc, has_clip = 0;
+/* the clip: l1:C / l2:C, or for dpopt admm a number C (its L2 clip) */
+static int dpo__spec_clip(const dpo_config_t *cfg, dpo_spec_for_t what, dpo_privacy_spec_t *s) {
+  int has = 0, rc;
+  if (what != DPO_SPEC_FOR_ADMM) return dpo_run_parse_clip(cfg, &s->clip, &has);
+  double C = NAN;
+  if ((rc = dpo_config_get_double(cfg, "privacy.clip", NAN, &C))) return rc;
+  if (dpo_privacy_spec_given(s, DPO_SPEC_CLIP)) s->clip = (dpo_clip_t){DPO_CLIP_L2, C};
+  return DPO_OK;
+}
+
+static int dpo__spec_read(const dpo_config_t *cfg, dpo_spec_for_t what, dpo_privacy_spec_t *s) {
+  const unsigned m = dpo__spec_mask(what);
+  int rc = DPO_OK;
   for (dpo_spec_key_t k = 0; k < DPO_SPEC_NKEYS; k++)
-    if (dpo_config_get(cfg, dpo_privacy_spec_key(k)))
+    if (m & DPO__K(k) && dpo_config_get(cfg, dpo_privacy_spec_key(k)))
       dpo_privacy_spec_set(s, k, dpo_config_origin(cfg, dpo_privacy_spec_key(k)));
-  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &s->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &s->delta)) ||
-      (rc = dpo_run_parse_clip(cfg, &s->clip, &has_clip)) ||
-      (rc = dpo_config_get_int(cfg, "privacy.public_n", -1, &s->public_n)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.count_eps", NAN, &s->count_eps)) ||
-      (rc = dpo_config_get_int(cfg, "privacy.collude", -1, &s->collude)) ||
-      (rc = dpo_config_get_bool(cfg, "privacy.trust_coordinator", 0, &s->trust_coordinator)) ||
-      (rc = dpo__spec_names(cfg, s)))
-    return rc;
+#define DPO__RD(k, call) \
+  if (!rc && (m & DPO__K(k))) rc = (call)
+  DPO__RD(DPO_SPEC_EPS, dpo_config_get_double(cfg, "privacy.eps", NAN, &s->eps));
+  DPO__RD(DPO_SPEC_DELTA, dpo_config_get_double(cfg, "privacy.delta", 0.0, &s->delta));
+  DPO__RD(DPO_SPEC_CLIP, dpo__spec_clip(cfg, what, s));
+  DPO__RD(DPO_SPEC_PUBLIC_N, dpo_config_get_int(cfg, "privacy.public_n", -1, &s->public_n));
+  DPO__RD(DPO_SPEC_COUNT_EPS, dpo_config_get_double(cfg, "privacy.count_eps", NAN, &s->count_eps));
+  DPO__RD(DPO_SPEC_COLLUDE, dpo_config_get_int(cfg, "privacy.collude", -1, &s->collude));
+  DPO__RD(DPO_SPEC_TRUST_COORDINATOR,
+          dpo_config_get_bool(cfg, "privacy.trust_coordinator", 0, &s->trust_coordinator));
+  DPO__RD(DPO_SPEC_MU, dpo_config_get_double(cfg, "privacy.mu", 0.5, &s->mu));
+  DPO__RD(DPO_SPEC_SIGMA, dpo_config_get_double(cfg, "privacy.sigma", 0.0, &s->sigma));
+  DPO__RD(DPO_SPEC_JOURNAL, dpo_config_get_str(cfg, "privacy.journal", NULL, &s->journal));
+  DPO__RD(DPO_SPEC_JOURNAL_KEY,
+          dpo_config_get_str(cfg, "privacy.journal_key", NULL, &s->journal_key));
+  DPO__RD(DPO_SPEC_STORE, dpo_config_get_str(cfg, "privacy.store", NULL, &s->store));
+#undef DPO__RD
+  if (rc || (rc = dpo__spec_names(cfg, m, s))) return rc;
   /* the secagg-only settings (dpo_parties_from_config checks their values against the parties) */
   for (dpo_spec_key_t k = DPO_SPEC_COLLUDE; k <= DPO_SPEC_TRUST_COORDINATOR; k++)
     if (dpo_privacy_spec_given(s, k) && s->trust != DPO_TRUST_SECAGG)
@@ -99,10 +147,14 @@ static int dpo__spec_read(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
   return DPO_OK;
 }
 
-int dpo_privacy_spec_from_config(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
+int dpo_privacy_spec_read(const dpo_config_t *cfg, dpo_spec_for_t what, dpo_privacy_spec_t *s) {
   dpo_privacy_spec_default(s);
   if (!cfg) return DPO_OK;
-  int rc = dpo__spec_read(cfg, s);
+  int rc = dpo__spec_read(cfg, what, s);
   if (rc) dpo_privacy_spec_default(s);
   return rc;
+}
+
+int dpo_privacy_spec_from_config(const dpo_config_t *cfg, dpo_privacy_spec_t *s) {
+  return dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_TRAIN, s);
 }
