@@ -27,6 +27,7 @@
 #include "dpopt/model.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -275,16 +276,17 @@ int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g,
 /* ---- a whole run from a configuration (src/admm/admm_run.c; what dpopt admm does) ---- */
 
 /* Collective on comm: load `data` (data.* keys, data.test for held-out data) and run
- * admm.method = consensus | dpadmm | dpaccadmm | admm | accadmm with the admm.*, model.name,
- * privacy.* and run.seed keys of dpopt admm --help.  The private variants open an RDP ledger
+ * admm.method = consensus | dpadmm | dpaccadmm | admm | accadmm with the admm.*, model.name
+ * and run.seed keys of dpopt admm --help and the privacy settings of spec (dpopt/spec.h, read
+ * with DPO_SPEC_FOR_ADMM).  The private variants open an RDP ledger
  * (privacy.journal, else in memory) and draw their noise from the secure stream unless
  * run.seed is set (then the run is NOT private and says so on stderr).  Rank 0 writes the
  * report (method, iterations, NON-PRIVATE training objective, held-out metric) to `report`,
  * and the model to admm.model_out.  *stop tells how the iterations ended: DPO_OK, DPO_ENOCONV
  * (consensus hit admm.maxit; the last z is reported and written) or DPO_EBUDGET (the ledger
  * refused a step; the last released iterate is).  Returns the same status on every rank. */
-int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data, FILE *report,
-                        int *stop);
+int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                        const char *data, FILE *report, int *stop);
 
 #ifdef __cplusplus
 }

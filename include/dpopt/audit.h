@@ -18,6 +18,7 @@
 
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
+#include "dpopt/spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,16 +109,16 @@ typedef struct {
 } dpo_audit_result_t;
 
 /* Collective on comm: audit one private algorithm (config algo.name, model.lambda,
- * algo.iters, algo.m, algo.x0, privacy.eps, privacy.delta, privacy.neighbours,
- * privacy.accountant, data.row_l1_bound / data.row_l2_bound) or one Laplace release
- * (audit.mechanism = laplace).  Builds the two worst-case neighbouring data sets from the
- * declared bounds or from clip (NULL: no clipping; the caller parses privacy.clip), runs
+ * algo.iters, algo.m, algo.x0, data.row_l1_bound / data.row_l2_bound; the budget, relation,
+ * accountant, trust mode and clipping from spec, the privacy specification the caller read,
+ * dpopt/spec.h) or one Laplace release (audit.mechanism = laplace).  Builds the two
+ * worst-case neighbouring data sets from the declared bounds or from the clipping, runs
  * audit.trials (default DPO_AUDIT_TRIALS) trials on each, spread over the ranks (each on
  * MPI_COMM_SELF, secure unseeded noise, an in-memory ledger with the run's accountant), and
  * fills *res on rank 0 (res->violation on every rank).  quiet: no progress on stderr.  The
  * same status on every rank. */
-int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip, int quiet,
-                  dpo_audit_result_t *res);
+int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                  int quiet, dpo_audit_result_t *res);
 /* Not collective: write *res as JSON to path (atomically). */
 int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res);
 

@@ -17,6 +17,7 @@
 #include "dpopt/mf.h"
 #include "dpopt/admm.h"
 #include "dpopt/parties.h"
+#include "dpopt/spec.h"
 #include "dpopt/audit.h"
 #include "dpopt/run.h"
 #include "dpopt/tune.h"

@@ -21,6 +21,7 @@
 #include "dpopt/config.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,11 +74,12 @@ const dpo_algo_t *dpo_algo_find(const char *name);
  * sensitivity source for the dp-* family (privacy.clip, or data.row_l1_bound for a model with
  * an L1 gradient bound), a public Lipschitz bound and smoothness for the SCO family
  * (privacy.clip = l2:C or data.row_l2_bound with logreg; data.row_l2_bound), delta > 0 for
- * Gaussian noise, the neighbouring relation of the analysis -- with the messages create()
+ * Gaussian noise, the neighbouring relation of the analysis, from spec (NULL: nothing
+ * given) and cfg's data.* and algo.* keys -- with the messages create()
  * gives.  create() runs only once the data are loaded; a front end calls this first, so a
  * refused run loads and writes nothing.  DPO_OK for non-private algorithms. */
-int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
-                   const dpo_clip_t *clip, dpo_neighbours_t rel, double delta);
+int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                   const dpo_model_t *m);
 /* NULL-terminated table, for --help listings. */
 const dpo_algo_t *const *dpo_algo_list(void);
 
@@ -153,6 +155,12 @@ struct dpo_ledger;
 int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
                       dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                       dpo_solver_t **s);
+/* The same with the run's privacy specification (copied; NULL: nothing given), which the
+ * private algorithms read (dpo_solver_privacy) instead of any privacy.* key. */
+int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
+                           const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                           dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                           dpo_solver_t **s);
 void dpo_solver_destroy(dpo_solver_t *s);
 
 /* Collective: run to completion.  Returns DPO_OK, DPO_EBUDGET (ledger refused: the last
@@ -167,6 +175,8 @@ dpo_oracle_t *dpo_solver_oracle(dpo_solver_t *s);
 dpo_rng_t *dpo_solver_rng(dpo_solver_t *s);
 struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s);
 const dpo_config_t *dpo_solver_config(const dpo_solver_t *s);
+/* The privacy specification the solver was created with (never NULL). */
+const dpo_privacy_spec_t *dpo_solver_privacy(const dpo_solver_t *s);
 /* Parameter lookups in section "algo" of the config, with defaults; errors name the key. */
 int dpo_solver_param(const dpo_solver_t *s, const char *key, double def, double *out);
 int dpo_solver_param_int(const dpo_solver_t *s, const char *key, int64_t def, int64_t *out);

@@ -94,11 +94,14 @@ typedef struct {
                           * rank 0 by the private algorithm (drop policy) */
 } dpo_parties_t;
 
-/* Parse parties.*, party.K.* and privacy.trust / privacy.on_party_exhausted for a run of
- * nranks ranks.  Not collective (every rank gets the same answer from the same config).
- * *out = NULL (and DPO_OK) when no parties are declared and trust is central: a single data
- * holder, the pre-party behaviour.  Errors name the key. */
-int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t **out);
+/* Parse parties.* and party.K.* for a run of nranks ranks, with the trust mode, the policy on
+ * an exhausted party, the budget and the collusion settings of the run's privacy specification
+ * (dpopt/spec.h; NULL: nothing given).  Not collective (every rank gets the same answer from
+ * the same config).  *out = NULL (and DPO_OK) when no parties are declared and trust is
+ * central: a single data holder, the pre-party behaviour.  Errors name the key. */
+struct dpo_privacy_spec;
+int dpo_parties_from_config(const dpo_config_t *cfg, const struct dpo_privacy_spec *spec,
+                            int nranks, dpo_parties_t **out);
 void dpo_parties_destroy(dpo_parties_t *p);
 
 const char *dpo_trust_name(dpo_trust_t t);

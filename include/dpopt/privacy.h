@@ -147,6 +147,19 @@ typedef enum { DPO_NEIGHBOURS_REPLACE_ONE = 0, DPO_NEIGHBOURS_ADD_REMOVE = 1 } d
 const char *dpo_neighbours_name(dpo_neighbours_t rel);
 /* Parse "replace-one" | "add-remove" (NULL = the default, replace-one); DPO_EINVAL otherwise. */
 int dpo_neighbours_parse(const char *s, dpo_neighbours_t *rel);
+/* The accountants (privacy.accountant): one table (src/privacy/acct_table.c) names them for the
+ * run, the ledger and the audit alike.
+ *  PLD (default): AUTO, plus the privacy loss distribution bound of all-Gaussian ledgers
+ *  AUTO: pure and Gaussian releases composed in one budget (the min of two valid bounds)
+ *  BASIC: sequential composition of (eps, delta)
+ *  RDP: Renyi DP per order, converted at the budget's delta */
+typedef enum { DPO_ACCT_PLD = 0, DPO_ACCT_AUTO = 1, DPO_ACCT_BASIC = 2, DPO_ACCT_RDP = 3 } dpo_acct_t;
+/* "pld" | "auto" | "basic" | "rdp" (the names the journal records); NULL for no accountant. */
+const char *dpo_acct_name(dpo_acct_t a);
+/* Parse a name, ignoring case (NULL = the default, pld); DPO_EINVAL otherwise (no message:
+ * the caller names its key and origin). */
+int dpo_acct_parse(const char *s, dpo_acct_t *a);
+
 /* The sensitivity of a sum of per-example terms each bounded by b (in the norm the mechanism
  * uses) under rel: replacing one row moves the sum by <= 2b (both terms), adding or removing
  * one row by <= b.  b >= 0; the result is exact (a doubling is exact in binary). */

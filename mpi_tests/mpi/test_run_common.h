@@ -12,6 +12,7 @@
 #include "dpopt/optim.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/spec.h"
 #include "mpitest.h"
 #include "test_optim_common.h"
 
@@ -44,11 +45,14 @@ static inline int t_run_open(t_run_t *f, int k, int64_t n, int32_t d, uint64_t s
   return 0;
 }
 
-/* The oracle and a solver of alg from x0, charging L (NULL for non-private algorithms). */
+/* The oracle and a solver of alg from x0, charging L (NULL for non-private algorithms), with
+ * the privacy specification read from the config as a run reads it (dpopt/spec.h). */
 static inline int t_run_solver(t_run_t *f, const dpo_algo_t *alg, dpo_ledger_t *L,
                                const double *x0) {
-  int rc = dpo_oracle_create(f->sub, f->m, f->s, NULL, &f->o);
-  if (!rc) rc = dpo_solver_create(f->o, alg, f->cfg, f->rng, L, x0, &f->sv);
+  dpo_privacy_spec_t spec;
+  int rc = dpo_privacy_spec_from_config(f->cfg, &spec);
+  if (!rc) rc = dpo_oracle_create(f->sub, f->m, f->s, NULL, &f->o);
+  if (!rc) rc = dpo_solver_create_spec(f->o, alg, f->cfg, &spec, f->rng, L, x0, &f->sv);
   return rc;
 }
 

@@ -21,6 +21,7 @@
 typedef struct {
   const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp, *tracep, *mout;
   const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
+  const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
   double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
   int64_t maxit, tev, seed;
   int adapt, priv, seeded;
@@ -37,7 +38,8 @@ typedef struct {
 /* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
 #define DPO__ARUN_PARTY_STREAM 0x70000000ULL
 
-static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
+static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                          dpo__arun_t *s) {
   int rc;
   dpo_config_get_str(cfg, "admm.method", "consensus", &s->meth);
   dpo_config_get_str(cfg, "model.name", "logreg", &s->mname);
@@ -45,22 +47,32 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   dpo_config_get_str(cfg, "admm.xupdate", "auto", &s->xup);
   dpo_config_get_str(cfg, "admm.graph", NULL, &s->graph);
   dpo_config_get_str(cfg, "admm.graph_from", NULL, &s->gfrom);
-  dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &s->srule);
-  dpo_config_get_str(cfg, "privacy.journal", NULL, &s->journal);
-  dpo_config_get_str(cfg, "privacy.journal_key", NULL, &s->jkey);
+  s->spec = spec;
+  s->srule = dpo_sigma_rule_name(spec->sigma_rule);
+  s->journal = spec->journal;
+  s->jkey = spec->journal_key;
   dpo_config_get_str(cfg, "data.test", NULL, &s->testp);
   dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
   dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
-  dpo_config_get_str(cfg, "privacy.trust", "central", &s->trust);
-  dpo_config_get_str(cfg, "privacy.store", NULL, &s->store);
+  s->trust = dpo_trust_name(spec->trust);
+  s->store = spec->store;
   if (s->store && !*s->store) s->store = NULL;
   /* the training default: the releases of DP-ADMM (Gaussian, sampling none, replace-one) are
    * what the PLD accountant bounds; the consensus' disjoint and DP-AccADMM-secagg's rdp-rho
    * charges are mixed ledgers, which pld charges exactly as auto (their RDP) */
-  dpo_config_get_str(cfg, "privacy.accountant", "pld", &s->acct);
-  if (strcmp(s->acct, "pld") && strcmp(s->acct, "auto") && strcmp(s->acct, "rdp"))
+  s->acct = dpo_acct_name(spec->accountant);
+  if (spec->accountant == DPO_ACCT_BASIC)
     return dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': dpopt admm takes pld (the "
-                   "default), auto or rdp", dpo_config_origin(cfg, "privacy.accountant"), s->acct);
+                   "default), auto or rdp", dpo_privacy_spec_origin(spec, DPO_SPEC_ACCOUNTANT),
+                   s->acct);
+  /* dpopt admm's defaults where the settings give none: delta 1e-3 (Xu et al. 2020, Sec. V-B),
+   * collude 1 (the coordinator's own party may be curious) */
+  s->eps = spec->eps;
+  s->delta = dpo_privacy_spec_given(spec, DPO_SPEC_DELTA) ? spec->delta : 1e-3;
+  s->mu = spec->mu;
+  s->clip = spec->clip.norm == DPO_CLIP_L2 ? spec->clip.C : NAN;
+  s->sigfix = spec->sigma;
+  s->collude = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE) ? spec->collude : 1;
   s->seeded = dpo_config_get(cfg, "run.seed") != NULL;
   if ((rc = dpo_config_get_double(cfg, "admm.lambda", 1e-5, &s->lambda)) ||
       (rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &s->rho)) ||
@@ -70,11 +82,6 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
       (rc = dpo_config_get_double(cfg, "admm.eps_abs", 1e-5, &s->eabs)) ||
       (rc = dpo_config_get_double(cfg, "admm.eps_rel", 1e-3, &s->erel)) ||
       (rc = dpo_config_get_double(cfg, "admm.graph_thresh", 0.3, &s->gth)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &s->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 1e-3, &s->delta)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &s->mu)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.clip", NAN, &s->clip)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &s->sigfix)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &s->b2)) ||
       (rc = dpo_config_get_int(cfg, "admm.maxit", 200, &s->maxit)) ||
       (rc = dpo_config_get_int(cfg, "admm.trace_every", 1, &s->tev)) ||
@@ -82,7 +89,6 @@ static int dpo__arun_read(const dpo_config_t *cfg, dpo__arun_t *s) {
       (rc = dpo_config_get_bool(cfg, "admm.adapt_rho", 1, &s->adapt)) ||
       (rc = dpo_config_get_bool(cfg, "admm.private", 0, &s->priv)) ||
       (rc = dpo_config_get_int(cfg, "admm.restart", 0, &s->restart)) ||
-      (rc = dpo_config_get_int(cfg, "privacy.collude", 1, &s->collude)) ||
       (rc = dpo_config_get_int(cfg, "parties.count", 0, &s->nparties)))
     return rc;
   /* non-private consensus stops on its residuals: room to converge (a private run pays for
@@ -268,7 +274,7 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
     return dpo_err(DPO_EINVAL, "parties.count = %lld: dpopt admm keeps one party per rank (%d) "
                    "and only for --method dpadmm / dpaccadmm", (long long)s->nparties, s->size);
   if (!strcmp(s->trust, "central")) {
-    if (dpo_config_get(cfg, "privacy.collude"))
+    if (dpo_privacy_spec_given(s->spec, DPO_SPEC_COLLUDE))
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
     return DPO_OK; /* with parties.count: party accounts, rank 0 noises as without */
   }
@@ -278,7 +284,7 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
     if (s->tracep)
       return dpo_err(DPO_EUNSUP, "privacy.trust = local: --trace reports the exact training "
                      "objective and accuracy, which the coordinator must not see");
-    if (dpo_config_get(cfg, "privacy.collude"))
+    if (dpo_privacy_spec_given(s->spec, DPO_SPEC_COLLUDE))
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
     s->local = 1;
     s->nparties = s->size;
@@ -300,7 +306,8 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   if (strcmp(s->meth, "dpadmm") != 0 && strcmp(s->meth, "dpaccadmm") != 0)
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg applies to the private methods "
                    "(--method dpadmm / dpaccadmm)");
-  if (s->sigfix > 0 || (dpo_config_get(cfg, "privacy.sigma_rule") && strcmp(s->srule, "rdp")))
+  if (s->sigfix > 0 ||
+      (dpo_privacy_spec_given(s->spec, DPO_SPEC_SIGMA_RULE) && s->spec->sigma_rule != DPO_SIGMA_RDP))
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg calibrates its own noise (rdp: the "
                    "distributed discrete Gaussian for T + 1 releases): drop --sigma and "
                    "--sigma-rule");
@@ -507,8 +514,8 @@ out:
   return rc;
 }
 
-int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data, FILE *report,
-                        int *stop) {
+int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                        const char *data, FILE *report, int *stop) {
   dpo__arun_t s = {0};
   dpo_shard_t *sh = NULL, *te = NULL;
   dpo_model_t *m = NULL;
@@ -518,7 +525,7 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
   *stop = DPO_OK;
   MPI_Comm_rank(comm, &s.rank);
   MPI_Comm_size(comm, &s.size);
-  if ((rc = dpo__arun_read(cfg, &s)) || (rc = dpo__arun_trust(cfg, &s)) ||
+  if ((rc = dpo__arun_read(cfg, spec, &s)) || (rc = dpo__arun_trust(cfg, &s)) ||
       (rc = dpo_model_create(s.mname, 0.0, &m)) ||
       (rc = dpo_load_opts_from_config(cfg, &lo)))
     goto out;
@@ -533,7 +540,7 @@ int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *data
     const char *files[2] = {data, s.testp};
     if (!dp || s.seeded || !s.journal)
       rc = dpo_err(DPO_EINVAL, "%s: a budget store (privacy.store) is charged by private runs "
-                   "with a journal: %s", dpo_config_origin(cfg, "privacy.store"),
+                   "with a journal: %s", dpo_privacy_spec_origin(spec, DPO_SPEC_STORE),
                    !dp ? "this method adds no noise" : s.seeded ? "--seed makes the run NOT private"
                    : "give the run's journal with --journal FILE");
     else if (s.rank == 0 && !(rc = dpo_budget_open(s.store, s.jkey, files, s.testp ? 2 : 1, &s.bud)) &&

@@ -50,6 +50,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char *pos[1];
   int npos, rc, ex, stop;
+  dpo_privacy_spec_t spec;
   if ((ex = dpo_cli_start(ctx, "admm", argc, argv, opts,
                           "usage: mpirun -np P dpopt admm [options] FILE",
                           "consensus: every rank is a data holder (x_i, u_i on its shard), one Allreduce per\n"
@@ -63,7 +64,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "The graph must be PUBLIC: --graph-from on private data leaks it.\n",
                           &cfg, pos, 1, &npos, "one FILE expected (see --help)")) >= 0)
     goto out;
-  if ((rc = dpo_admm_run_config(ctx->comm, cfg, pos[0], stdout, &stop))) {
+  if ((rc = dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_ADMM, &spec)) ||
+      (rc = dpo_admm_run_config(ctx->comm, cfg, &spec, pos[0], stdout, &stop))) {
     ex = dpo_cli_fail(ctx, "admm", rc);
     goto out;
   }

@@ -154,8 +154,8 @@ static void dpo__audit_test_reset(void) {
 int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   char *pos[1];
-  int npos, rc, ex, test = 0, quiet = 0, has_clip = 0;
-  dpo_clip_t clip;
+  int npos, rc, ex, test = 0, quiet = 0;
+  dpo_privacy_spec_t spec;
   dpo_audit_result_t res;
 
 #ifdef DPO_TEST_SWITCHES
@@ -175,8 +175,11 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
-  if ((rc = dpo_run_parse_clip(cfg, &clip, &has_clip))) goto fail;
-  if ((rc = dpo_audit_run(ctx->comm, cfg, has_clip ? &clip : NULL, quiet, &res))) goto fail;
+  /* --admm audits dpopt admm's methods: their sigma rule, mu and sigma are read too */
+  if ((rc = dpo_privacy_spec_read(cfg, dpo_config_get(cfg, "audit.admm") ? DPO_SPEC_FOR_AUDIT_ADMM
+                                  : DPO_SPEC_FOR_AUDIT, &spec)))
+    goto fail;
+  if ((rc = dpo_audit_run(ctx->comm, cfg, &spec, quiet, &res))) goto fail;
   /* fail closed: a key the audited run never read stops it before anything is printed */
   dpo_config_get(cfg, "audit.json");
   if ((rc = dpo_agree(ctx->comm, dpo_config_check_known(cfg, "dpopt audit")))) goto fail;

@@ -27,6 +27,7 @@ typedef struct {
   double x0;
   double eps, delta;
   const char *acct; /* privacy.accountant (default pld, as in train) */
+  const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
   dpo_clip_t clip;
   int has_clip;
   const char *model_name;

@@ -233,7 +233,7 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
    * P - k honest (privacy.collude = k), so the fixed-point encoding, the shares and the charge
    * are audited.  dpopt-test audit --test-drop-share adds only P - 1 of them (the fault the
    * audit must catch when k = 0). */
-  if (!rc && (rc = dpo_parties_from_config(cfg, (int)a->sparties, &pt)) == DPO_OK && pt) {
+  if (!rc && (rc = dpo_parties_from_config(cfg, a->spec, (int)a->sparties, &pt)) == DPO_OK && pt) {
     if (pt->trust != DPO_TRUST_SECAGG)
       rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
                    "secagg)", dpo_trust_name(pt->trust));
@@ -259,7 +259,8 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
   } else if (!rc && a->sparties > 1) {
     rc = dpo_err(DPO_EINVAL, "dpopt audit --secagg-parties needs privacy.trust = secagg");
   }
-  if (!rc) rc = dpo_solver_create(o, dpo_algo_find(a->algo_name), cfg, rng, L, x0, &sv);
+  if (!rc)
+    rc = dpo_solver_create_spec(o, dpo_algo_find(a->algo_name), cfg, a->spec, rng, L, x0, &sv);
   if (!rc && obs) dpo_solver_set_release_observer(sv, dpo__wb_observe, obs); /* white box */
   if (!rc) {
     dpo_run_opts_t ro;
@@ -289,20 +290,20 @@ static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, cons
 static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a);
 
 /* Settings and the worst-case construction from the configuration. */
-static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo__audit_t *a) {
+static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                            dpo__audit_t *a) {
   int rc;
-  const char *mech, *nb, *acct;
+  const char *mech;
   double B1, B2;
   memset(a, 0, sizeof *a);
+  a->spec = spec;
+  a->eps = spec->eps;
+  a->delta = spec->delta;
   dpo_config_get_str(cfg, "audit.mechanism", NULL, &mech);
   dpo_config_get_str(cfg, "algo.name", NULL, &a->algo_name);
   dpo_config_get_str(cfg, "audit.admm", NULL, &a->admm);
-  dpo_config_get_str(cfg, "privacy.neighbours", "replace-one", &nb);
-  dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
   dpo_config_get_str(cfg, "model.name", "logreg", &a->model_name);
-  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &a->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &a->delta)) ||
-      (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
+  if ((rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2)) ||
       (rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &a->lambda)) ||
       (rc = dpo_config_get_int(cfg, "algo.iters", DPO_ITERS_PLAN, &a->iters)) ||
@@ -312,21 +313,19 @@ static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_clip_t *clip, dpo
       (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)))
     return rc;
   if (a->white_box && (mech || (a->admm && !strcmp(a->admm, "consensus")) ||
-                       dpo_config_get(cfg, "privacy.trust")))
+                       dpo_privacy_spec_given(spec, DPO_SPEC_TRUST)))
     return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the noised gradients of a "
                    "central run of dpopt train's algorithms or of --admm dpadmm | dpaccadmm "
                    "(not --mechanism, --admm consensus or privacy.trust)");
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
                    DPO__AUDIT_MAXP);
-  if (clip) {
-    a->clip = *clip;
+  if (spec->clip.norm != DPO_CLIP_NONE) {
+    a->clip = spec->clip;
     a->has_clip = 1;
   }
-  a->acct = acct;
-  if (!strcasecmp(nb, "add-remove")) a->add_remove = 1;
-  else if (strcasecmp(nb, "replace-one"))
-    return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove", nb);
+  a->acct = dpo_acct_name(spec->accountant);
+  a->add_remove = spec->rel == DPO_NEIGHBOURS_ADD_REMOVE;
   if (!(a->eps > 0) || !isfinite(a->eps) || !(a->delta >= 0 && a->delta < 1))
     return dpo_err(DPO_EINVAL, "give the claimed budget: --eps E (E > 0) and --delta in [0, 1)");
   if (a->n < 2 || (a->iters < 1 && a->iters != DPO_ITERS_PLAN) || a->row < 0 || a->row >= a->n)
@@ -392,15 +391,14 @@ static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, 
                    "privacy.neighbours = replace-one");
   if (!a->has_clip || a->clip.norm != DPO_CLIP_L2)
     return dpo_err(DPO_EINVAL, "the private methods of dpopt admm clip in L2: give --clip l2:C");
-  if (!dpo_config_get(cfg, "privacy.delta")) a->delta = 1e-3; /* dpopt admm's default */
+  if (!dpo_privacy_spec_given(a->spec, DPO_SPEC_DELTA)) a->delta = 1e-3; /* dpopt admm's default */
   if (!(a->delta > 0))
     return dpo_err(DPO_EINVAL, "the private methods of dpopt admm need --delta > 0");
-  dpo_config_get_str(cfg, "privacy.sigma_rule", "eq8", &a->sigma_rule);
-  if (strcmp(a->sigma_rule, "eq8") && strcmp(a->sigma_rule, "rdp") && strcmp(a->sigma_rule, "ledger"))
-    return dpo_err(DPO_EINVAL, "privacy.sigma_rule: eq8 | rdp | ledger (got '%s')", a->sigma_rule);
+  /* the spec was read with DPO_SPEC_FOR_AUDIT_ADMM (dpopt/spec.h): sigma rule, mu, sigma */
+  a->sigma_rule = dpo_sigma_rule_name(a->spec->sigma_rule);
+  a->mu = a->spec->mu;
+  a->sigma_fixed = a->spec->sigma;
   if ((rc = dpo_config_get_double(cfg, "admm.rho", 1.0, &a->rho)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.mu", 0.5, &a->mu)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.sigma", 0.0, &a->sigma_fixed)) ||
       (rc = dpo_config_get_double(cfg, "admm.eta", 0.0, &a->eta)) ||
       (rc = dpo_config_get_int(cfg, "admm.restart", !strcmp(M, "dpaccadmm") ? 50 : 0, &a->restart)))
     return rc;
@@ -513,8 +511,8 @@ static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const d
   return DPO_OK;
 }
 
-int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip, int quiet,
-                  dpo_audit_result_t *res) {
+int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                  int quiet, dpo_audit_result_t *res) {
   dpo_model_t *model = NULL;
   dpo_shard_t *sh[2] = {NULL, NULL};
   dpo_rng_t *rng = NULL;
@@ -535,7 +533,7 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_clip_t *clip
     rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
     goto out;
   }
-  if ((rc = dpo__audit_setup(cfg, clip, &a))) goto out;
+  if ((rc = dpo__audit_setup(cfg, spec, &a))) goto out;
   /* dpopt admm puts lambda in g (l1), not in the model */
   if ((rc = dpo_model_create(a.model_name, a.admm ? 0.0 : a.lambda, &model)) ||
       (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||

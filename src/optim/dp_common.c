@@ -76,8 +76,9 @@ static double dpo__dp_row_sens(const dpo_model_t *model, double B1, dpo_neighbou
                                           : dpo_model_grad_l1_sens(model, B1);
 }
 
-int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
-                  dpo_neighbours_t rel, const char *algo) {
+int dpo__dp_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                  const dpo_model_t *model, const dpo_clip_t *clip, dpo_neighbours_t rel,
+                  const char *algo) {
   double B1 = NAN;
   int rc = cfg ? dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) : DPO_OK;
   if (rc) return rc;
@@ -95,7 +96,7 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_c
                    "the full batch (the papers' amplification by sampling m of n is proved for "
                    "replace-one; Poisson batches: dp-sgd-rdp)", dpo_config_get(cfg, "algo.m"));
   int64_t every = 0, stop = 0;
-  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_config_get(cfg, "privacy.public_n") &&
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
       (dpo_config_get(cfg, "run.resume") ||
        (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
        (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
@@ -147,30 +148,23 @@ void dpo__dp_public_sens(const dpo_model_t *model, const dpo_clip_t *clip,
 static int dpo__dp_settings(dpo_solver_t *s, dpo__dp_t *dp, double *B1, double *B2) {
   int rc;
   const dpo_config_t *cfg = dpo_solver_config(s);
+  const dpo_privacy_spec_t *spec = dpo_solver_privacy(s);
   dpo_oracle_t *o = dpo_solver_oracle(s);
   const char *acc = "subsampled";
   if (cfg) {
-    if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &dp->eps)) ||
-        (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, B1)) ||
+    if ((rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, B1)) ||
         (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, B2)))
       return rc;
   }
+  dp->eps = spec->eps;
   if ((rc = dpo_solver_param_str(s, "accounting", "subsampled", &acc))) return rc;
-  {
-    const char *cal = "ledger";
-    if (cfg && (rc = dpo_config_get_str(cfg, "privacy.calibrate", "ledger", &cal))) return rc;
-    if (!strcasecmp(cal, "ledger")) dp->calibrate = 1;
-    else if (!strcasecmp(cal, "basic")) dp->calibrate = 0;
-    else {
-      rc = dpo_err(DPO_EINVAL, "privacy.calibrate = '%s': expected ledger (scale the per-step "
-                   "budgets to the ledger's composition) or basic (the papers' eps/T split)", cal);
-      return rc;
-    }
-  }
+  dp->calibrate = spec->calibrate == DPO_CALIBRATE_LEDGER;
   /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
    * charged first when it is a noisy count; the steps then share what is left of eps. */
   dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if ((rc = dpo__dp_check(cfg, dpo_oracle_model(o), dpo_oracle_clip(o), dp->rel, dpo__solver_algo_name(s)))) return rc;
+  if ((rc = dpo__dp_check(cfg, spec, dpo_oracle_model(o), dpo_oracle_clip(o), dp->rel,
+                          dpo__solver_algo_name(s))))
+    return rc;
   dp->n_held = dp->n;
   if (dp->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
     char src[96];

@@ -2,7 +2,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "optim/algos.h"
 #include "optim/dp_common.h"
@@ -89,8 +88,8 @@ static int dpo__mu_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo
                  a->name);
 }
 
-int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
-                   const dpo_clip_t *clip, dpo_neighbours_t rel, double delta) {
+int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                   const dpo_model_t *m) {
   if (!a || !a->is_private) return DPO_OK;
   /* secure aggregation covers the algorithms whose every release is a noised SUM of per-party
    * contributions (each party encodes its part and adds a noise share): the DP-GD family of
@@ -100,11 +99,11 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
   /* the same holds in every multi-party run (parties.count, or a trust mode other than
    * central): under central and local every party would also receive the unnoised iterates
    * of the phase (the oracle's x), and no party could noise its own part of the output */
-  const char *trust = NULL;
+  if (!spec) return dpo_err(DPO_EINVAL, "dpo_algo_check: NULL privacy specification");
   int64_t pc = 0;
-  if (cfg) dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
   if (cfg && dpo_config_get_int(cfg, "parties.count", 0, &pc)) pc = 0;
-  const int multi = (trust && strcasecmp(trust, "central")) || pc != 0;
+  const char *trust = dpo_trust_name(spec->trust);
+  const int multi = spec->trust != DPO_TRUST_CENTRAL || pc != 0;
   if (multi && a->shared == dpo__sco_params && strcmp(a->name, "dp-sgd-rdp") != 0 &&
       strcmp(a->name, "pnsgd") != 0)
     return dpo_err(DPO_EUNSUP, "privacy.trust = %s with parties: %s releases only a noised "
@@ -117,8 +116,8 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
                    "and neither masking nor trusting the coordinator would hide those exact "
                    "gradients from the other parties.  Use dp-sgd-rdp, pnsgd or the DP-GD "
                    "family (dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*)",
-                   trust ? trust : "central", a->name);
-  if (trust && !strcasecmp(trust, "secagg") && a->shared != dpo__dp_params &&
+                   trust, a->name);
+  if (spec->trust == DPO_TRUST_SECAGG && a->shared != dpo__dp_params &&
       strcmp(a->name, "dp-sgd-rdp") != 0 && strcmp(a->name, "pnsgd") != 0) {
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is implemented for the releases that are "
                    "sums of per-party contributions (the DP-GD family, dp-sgd-rdp, pnsgd), not "
@@ -127,8 +126,10 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model
   /* the family's shared reader decides what its analysis needs (dp_common.c, sco_common.c);
    * a missing sensitivity is named before a missing step constant */
   int rc = DPO_OK;
-  if (a->shared == dpo__dp_params) rc = dpo__dp_check(cfg, m, clip, rel, a->name);
-  else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, rel, delta, a->name);
+  if (a->shared == dpo__dp_params)
+    rc = dpo__dp_check(cfg, spec, m, spec->clip.norm != DPO_CLIP_NONE ? &spec->clip : NULL,
+                       spec->rel, a->name);
+  else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, spec, a->name);
   if (!rc) rc = dpo__L_check(a, cfg, m);
   if (!rc) rc = dpo__mu_check(a, cfg, m);
   return rc;

@@ -81,14 +81,14 @@ const dpo_algo_param_t dpo__sco_params[] = {
     {"shuffle_seed", "1", "seed of the public example order (not the noise stream)"},
     {NULL, NULL, NULL}};
 
-int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, const char *who) {
-  const char *clip = NULL, *model = NULL;
-  double B2 = NAN, Cl = NAN;
+int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, const char *who) {
+  const char *model = NULL;
+  double B2 = NAN, Cl = spec->clip.norm == DPO_CLIP_L2 ? spec->clip.C : NAN;
+  const double delta = spec->delta;
+  const dpo_neighbours_t rel = spec->rel;
   int rc;
-  dpo_config_get_str(cfg, "privacy.clip", NULL, &clip);
   dpo_config_get_str(cfg, "model.name", "logreg", &model);
   if ((rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2))) return rc;
-  if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
   /* as dpo__sco_init: L from clipping or the declared row bound (logistic) */
   if (!(Cl > 0 && isfinite(Cl)) &&
       !(model && (!strcmp(model, "logreg") || !strcmp(model, "softmax")) && B2 > 0 && isfinite(B2)))
@@ -114,12 +114,11 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
   c->d = dpo_solver_dim(s);
   c->n = dpo_solver_n(s);
   /* L: per-example gradient bound from clipping or the declared row bound (logistic) */
-  const char *clip = NULL, *model = NULL;
-  double B2 = NAN, Cl = NAN;
-  dpo_config_get_str(cfg, "privacy.clip", NULL, &clip);
+  const dpo_privacy_spec_t *spec = dpo_solver_privacy(s);
+  const char *model = NULL;
+  double B2 = NAN, Cl = spec->clip.norm == DPO_CLIP_L2 ? spec->clip.C : NAN;
   dpo_config_get_str(cfg, "model.name", "logreg", &model);
   if ((rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &B2))) return rc;
-  if (clip && !strncasecmp(clip, "l2:", 3)) Cl = strtod(clip + 3, NULL);
   c->L = INFINITY;
   if (Cl > 0) c->L = Cl;
   /* the bound on the rows the model sees (with an intercept: sqrt(B2^2 + 1), model.h) */
@@ -184,9 +183,9 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
 
 int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,
                   int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap) {
-  const dpo_config_t *cfg = dpo_solver_config(s);
-  int64_t np = -1;
-  double ec = NAN;
+  const dpo_privacy_spec_t *spec = dpo_solver_privacy(s);
+  int64_t np = spec->public_n;
+  double ec = isnan(spec->count_eps) ? eps / 100 : spec->count_eps;
   int rc;
   *count_eps = 0, *count_b = 0;
   if (rel != DPO_NEIGHBOURS_ADD_REMOVE) {
@@ -194,8 +193,7 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
     snprintf(src, cap, "the row count: public under replace-one");
     return DPO_OK;
   }
-  if ((rc = dpo_config_get_int(cfg, "privacy.public_n", -1, &np))) return rc;
-  if (dpo_config_get(cfg, "privacy.public_n")) {
+  if (dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N)) {
     if (np < 1 || np > ((int64_t)1 << 53))
       return dpo_err(DPO_EINVAL, "%s: privacy.public_n = %lld must be in [1, 2^53]", who,
                      (long long)np);
@@ -209,7 +207,6 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
                    "as a noisy count (a Laplace release), which privacy.accountant = %s does not "
                    "take: declare a public size (privacy.public_n, --public-n N) or use "
                    "privacy.accountant = pld (the default) or auto", who, acct);
-  if ((rc = dpo_config_get_double(cfg, "privacy.count_eps", eps / 100, &ec))) return rc;
   if (!(ec > 0) || !(ec < eps))
     return dpo_err(DPO_EINVAL, "%s: privacy.count_eps = %g must be in (0, eps = %g): under "
                    "add-remove the row count is private, so either a noisy count is charged or "

@@ -42,8 +42,8 @@ void dpo__sco_free(dpo__sco_t *c);
 /* The keys dpo__sco_init reads: the `shared` table of the 003 algorithms (optim.h). */
 extern const dpo_algo_param_t dpo__sco_params[];
 /* The refusals of dpo__sco_init that need no data (dpo_algo_check): a public Lipschitz bound,
- * the declared smoothness bound, delta > 0, the relation.  Not collective. */
-int dpo__sco_check(const dpo_config_t *cfg, dpo_neighbours_t rel, double delta, const char *who);
+ * the declared smoothness bound, delta > 0, the relation (from spec).  Not collective. */
+int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, const char *who);
 /* The size n_pub that a Poisson sampling rate q = m / n_pub, a step count from epochs and a
  * default batch are computed from.  Under replace-one the neighbours have the same size, so the
  * exact n (c->n) is public and n_pub = n.  Under add-remove the row count itself changes

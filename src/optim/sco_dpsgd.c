@@ -302,7 +302,7 @@ static int dpsgd_setup_sampling(dpo_solver_t *s, dpo__dpsgd_t *a, const char *wh
                  "privacy.trust = secagg, where every party samples its own rows", who);
     return rc;
   }
-  if (sampled && !dpo_config_get(dpo_solver_config(s), "privacy.public_n")) {
+  if (sampled && !dpo_privacy_spec_given(dpo_solver_privacy(s), DPO_SPEC_PUBLIC_N)) {
     /* the noisy count would be the sum of the parties' private counts: a release of its own
      * through secure aggregation; a declared size keeps every count inside its party */
     rc = dpo_err(DPO_EINVAL, "%s: under privacy.trust = secagg with add-remove neighbours "

@@ -21,6 +21,7 @@ struct dpo_solver {
   dpo_oracle_t *oracle;
   const dpo_algo_t *algo;
   const dpo_config_t *cfg;
+  dpo_privacy_spec_t spec; /* a copy of the run's; without one, nothing given */
   dpo_rng_t *rng;
   struct dpo_ledger *ledger;
   int rank;
@@ -68,6 +69,13 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
 int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
                       dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                       dpo_solver_t **out) {
+  return dpo_solver_create_spec(oracle, algo, cfg, NULL, rng, ledger, x0, out);
+}
+
+int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
+                           const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                           dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                           dpo_solver_t **out) {
   if (!oracle) return dpo_err(DPO_EINVAL, "dpo_solver_create: NULL oracle");
   MPI_Comm comm = dpo_oracle_comm(oracle);
   int rc = DPO_OK;
@@ -85,6 +93,8 @@ int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_co
   s->oracle = oracle;
   s->algo = algo;
   s->cfg = cfg;
+  if (spec) s->spec = *spec;
+  else dpo_privacy_spec_default(&s->spec);
   s->rng = rng;
   s->ledger = ledger;
   s->rank = dpo_oracle_rank(oracle);
@@ -148,6 +158,7 @@ int dpo_solver_release(dpo_solver_t *s, const dpo_release_t *r) {
 }
 struct dpo_ledger *dpo_solver_ledger(dpo_solver_t *s) { return s->ledger; }
 const dpo_config_t *dpo_solver_config(const dpo_solver_t *s) { return s->cfg; }
+const dpo_privacy_spec_t *dpo_solver_privacy(const dpo_solver_t *s) { return &s->spec; }
 int64_t dpo_solver_iters(const dpo_solver_t *s) { return s->iters; }
 int64_t dpo_solver_max_iter(const dpo_solver_t *s) { return s->max_iter; }
 

@@ -94,8 +94,6 @@ int dpo_privacy_split(double total, int64_t T, double *per_step) {
 
 /* ------------------------------------------------------------ cost of one release */
 
-static int dpo__streq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
 int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta) {
   if (!c || !c->mechanism || !c->sampling || !c->accounting)
     return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");

@@ -33,11 +33,9 @@ static void dpo__auto_init(void *st) {
   dpo__acct_basic.init(&s->basic);
 }
 
-static int dpo__streq3(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
 static int dpo__is_rdp(const dpo_charge_t *c) {
-  return dpo__streq3(c->mechanism, "rdp-rho") ||
-         (dpo__streq3(c->mechanism, "gaussian") && dpo__streq3(c->accounting, "rdp"));
+  return dpo__streq(c->mechanism, "rdp-rho") ||
+         (dpo__streq(c->mechanism, "gaussian") && dpo__streq(c->accounting, "rdp"));
 }
 
 /* a charge in another part ends this part's disjoint pass (as it would in a single accountant:

@@ -55,19 +55,17 @@ static void dpo__pldacct_init(void *st) {
   dpo__acct_auto.init(&s->a);
 }
 
-static int dpo__streq4(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
 /* Is c a PLD kind?  Then *k = its kind (count 1), z as the RDP accountant computes it: the grid
  * mechanism's snapping inflates the sensitivity (privacy.h). */
 static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
   double lambda;
-  if (!dpo__streq4(c->mechanism, "gaussian") || !dpo__streq4(c->accounting, "rdp") ||
-      !(dpo__streq4(c->sampling, "none") || dpo__streq4(c->sampling, "poisson")))
+  if (!dpo__streq(c->mechanism, "gaussian") || !dpo__streq(c->accounting, "rdp") ||
+      !(dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "poisson")))
     return 0;
   if (dpo_mech_grid(c->noise_scale, &lambda)) return 0; /* auto has validated; be safe */
   double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
   memset(k, 0, sizeof *k);
-  k->poisson = dpo__streq4(c->sampling, "poisson");
+  k->poisson = dpo__streq(c->sampling, "poisson");
   k->m = k->poisson ? c->m : 0;
   k->n = k->poisson ? c->n : 0;
   k->z = dpo__div_down(c->noise_scale, s2);
@@ -110,7 +108,7 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if ((st = dpo__acct_auto.charge(&ns.a, c, INFINITY, bdelta, 1, &ra))) return st;
   *r = ra;
   if (!ra.fits) return DPO_OK; /* the (eps, delta) releases exhausted delta: refused */
-  const int pure = !dpo__streq4(c->mechanism, "gaussian") && !dpo__streq4(c->mechanism, "rdp-rho") &&
+  const int pure = !dpo__streq(c->mechanism, "gaussian") && !dpo__streq(c->mechanism, "rdp-rho") &&
                    ra.cost_delta == 0 && ns.a.n_approx == 0;
   if (!ns.mixed && pure) {
     /* part P of bound (C): composed by the auto part's basic accountant */

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "dpopt/privacy.h"
+#include "dpopt/spec.h"
 #include "dpopt/status.h"
 #include "mech_ct.h"
 
@@ -121,40 +122,29 @@ static int dpo__party_all_or_none(char **v, int n, const char *what) {
   return DPO_OK;
 }
 
-int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t **out) {
+int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                            int nranks, dpo_parties_t **out) {
   int rc = DPO_OK;
   dpo_parties_t *p = NULL;
-  const char *trust = "central", *pol = "stop", *pat = NULL, *spat = NULL;
+  const char *pat = NULL, *spat = NULL;
   int64_t count = 0;
-  double geps = NAN, gdelta = 0.0;
   char key[128];
+  dpo_privacy_spec_t none;
   *out = NULL;
   if (!cfg || nranks < 1) return dpo_err(DPO_EINVAL, "parties: NULL config or no ranks");
-  dpo_config_get_str(cfg, "privacy.trust", "central", &trust);
-  dpo_config_get_str(cfg, "privacy.on_party_exhausted", "stop", &pol);
+  if (!spec) { /* nothing given */
+    dpo_privacy_spec_default(&none);
+    spec = &none;
+  }
+  double geps = spec->eps, gdelta = spec->delta;
   dpo_config_get_str(cfg, "parties.data", NULL, &pat);
   dpo_config_get_str(cfg, "parties.budget_store", NULL, &spat);
   if ((rc = dpo_config_get_int(cfg, "parties.count", 0, &count)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &geps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &gdelta)) ||
       (rc = dpo_config_get_double(cfg, "parties.eps", geps, &geps)) ||
       (rc = dpo_config_get_double(cfg, "parties.delta", gdelta, &gdelta)))
     return rc;
-  dpo_trust_t tm;
-  if (!strcasecmp(trust, "central")) tm = DPO_TRUST_CENTRAL;
-  else if (!strcasecmp(trust, "local")) tm = DPO_TRUST_LOCAL;
-  else if (!strcasecmp(trust, "shares")) tm = DPO_TRUST_SHARES;
-  else if (!strcasecmp(trust, "secagg")) tm = DPO_TRUST_SECAGG;
-  else
-    return dpo_err(DPO_EINVAL, "%s: privacy.trust = '%s': expected central, local, shares or "
-                   "secagg",
-                   dpo_config_origin(cfg, "privacy.trust"), trust);
-  dpo_exhaust_t ex;
-  if (!strcasecmp(pol, "stop")) ex = DPO_EXHAUST_STOP;
-  else if (!strcasecmp(pol, "drop")) ex = DPO_EXHAUST_DROP;
-  else
-    return dpo_err(DPO_EINVAL, "%s: privacy.on_party_exhausted = '%s': expected stop or drop",
-                   dpo_config_origin(cfg, "privacy.on_party_exhausted"), pol);
+  const dpo_trust_t tm = spec->trust;
+  const dpo_exhaust_t ex = spec->on_exhausted;
   int declared = count != 0;
   if (!declared && tm == DPO_TRUST_CENTRAL) {
     if (pat)
@@ -173,44 +163,40 @@ int dpo_parties_from_config(const dpo_config_t *cfg, int nranks, dpo_parties_t *
   p->trust = tm;
   p->on_exhausted = ex;
   p->declared = declared;
+  const int given_k = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE);
+  const char *k_at = dpo_privacy_spec_origin(spec, DPO_SPEC_COLLUDE);
+  const char *tc_at = dpo_privacy_spec_origin(spec, DPO_SPEC_TRUST_COORDINATOR);
   if (tm == DPO_TRUST_SECAGG) {
-    int64_t k = 0;
     /* default: the coordinator's own party may be curious (k = 1), or 0 for a single party */
-    if ((rc = dpo_config_get_int(cfg, "privacy.collude", count > 1 ? 1 : 0, &k))) goto fail;
+    int64_t k = given_k ? spec->collude : count > 1 ? 1 : 0;
     if (k < 0 || k >= count) {
       rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = %lld: need 0 <= k < parties (%lld): at "
-                   "least one party must be honest", dpo_config_origin(cfg, "privacy.collude"),
-                   (long long)k, (long long)count);
+                   "least one party must be honest", k_at, (long long)k, (long long)count);
       goto fail;
     }
     p->collude = (int)k;
     /* k = 0 counts every party's share as honest, the coordinator's own party's too: the
      * coordinator is then trusted with the guarantee, which must be said explicitly */
-    int trusted = 0;
-    if ((rc = dpo_config_get_bool(cfg, "privacy.trust_coordinator", 0, &trusted))) goto fail;
+    const int trusted = spec->trust_coordinator;
     if (k == 0 && count > 1 && !trusted) {
       rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = 0 counts the coordinator's own party's "
                    "noise share as honest, so the guarantee then holds only if the coordinator "
                    "(rank 0) adds its share and does not collude with anyone: the coordinator "
                    "is trusted.  Acknowledge it with privacy.trust_coordinator = 1 "
-                   "(--trust-coordinator), or keep privacy.collude >= 1",
-                   dpo_config_origin(cfg, "privacy.collude") ? dpo_config_origin(cfg,
-                   "privacy.collude") : "privacy.collude");
+                   "(--trust-coordinator), or keep privacy.collude >= 1", k_at);
       goto fail;
     }
     if (trusted && k != 0) {
       rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.collude = 0 "
-                   "(here %lld)", dpo_config_origin(cfg, "privacy.trust_coordinator"),
-                   (long long)k);
+                   "(here %lld)", tc_at, (long long)k);
       goto fail;
     }
-  } else if (dpo_config_get(cfg, "privacy.trust_coordinator")) {
+  } else if (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST_COORDINATOR)) {
     rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.trust = secagg",
-                 dpo_config_origin(cfg, "privacy.trust_coordinator"));
+                 tc_at);
     goto fail;
-  } else if (dpo_config_get(cfg, "privacy.collude")) {
-    rc = dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg",
-                 dpo_config_origin(cfg, "privacy.collude"));
+  } else if (given_k) {
+    rc = dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg", k_at);
     goto fail;
   }
   p->rank_party = malloc((size_t)nranks * sizeof *p->rank_party);

@@ -6,6 +6,10 @@
 #include "rounding.h"
 
 #include <stdint.h>
+#include <string.h>
+
+/* A charge's string field equals a name (NULL equals none): the accountants' one compare. */
+static inline int dpo__streq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
 
 /* directed rounding and exact sums: rounding.h (the bottom of the room, calls nothing above) */
 /* ---- the cost of one release before composition (validated; eps and delta rounded up). */

@@ -23,8 +23,6 @@ static double dpo__rdp_up(double r) {
   return r + fabs(r) * DPO__RDP_REL + DPO__RDP_ABS;
 }
 
-static int dpo__streq2(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
 /* ------------------------------------------------------------ grid of orders */
 
 static const double dpo__orders[] = {
@@ -201,15 +199,15 @@ int dpo_rdp_wor_gaussian(int64_t m, int64_t n, double z, double alpha, double *r
 /* one release of the Gaussian with multiplier z under `sampling` at order alpha */
 static int dpo__rdp_one(const char *sampling, int64_t m, int64_t n, double z, double alpha,
                         double *r) {
-  if (dpo__streq2(sampling, "none") || dpo__streq2(sampling, "disjoint"))
+  if (dpo__streq(sampling, "none") || dpo__streq(sampling, "disjoint"))
     return dpo_rdp_gaussian(z, alpha, r);
-  if (dpo__streq2(sampling, "poisson")) {
+  if (dpo__streq(sampling, "poisson")) {
     if (m < 0 || n < 1 || m > n)
       return dpo_err(DPO_EINVAL, "rdp: poisson rate m/n needs 0 <= m <= n, n >= 1 (m=%lld, n=%lld)",
                      (long long)m, (long long)n);
     return dpo_rdp_poisson_gaussian((double)m / (double)n, z, alpha, r);
   }
-  if (dpo__streq2(sampling, "wor")) return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
+  if (dpo__streq(sampling, "wor")) return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
   return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
                  sampling ? sampling : "(null)");
 }
@@ -484,17 +482,17 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   dpo_rdp_curve_init(rc);
   if (!c || !c->mechanism || !c->sampling || !c->accounting)
     return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
-  if (dpo__streq2(c->mechanism, "rdp-rho")) {
-    if (!dpo__streq2(c->sampling, "none") && !dpo__streq2(c->sampling, "disjoint"))
+  if (dpo__streq(c->mechanism, "rdp-rho")) {
+    if (!dpo__streq(c->sampling, "none") && !dpo__streq(c->sampling, "disjoint"))
       return dpo_err(DPO_EINVAL, "charge: an rdp-rho release takes sampling none or disjoint");
     if (!(c->rho > 0) || !isfinite(c->rho))
       return dpo_err(DPO_EINVAL, "charge: rdp-rho needs rho > 0 (got %g)", c->rho);
     return dpo_rdp_curve_add_rho(rc, c->rho);
   }
-  if (!dpo__streq2(c->mechanism, "gaussian"))
+  if (!dpo__streq(c->mechanism, "gaussian"))
     return dpo_err(DPO_EINVAL, "charge: the rdp accountant takes gaussian or rdp-rho releases "
                                "(got '%s')", c->mechanism);
-  if (!dpo__streq2(c->accounting, "rdp"))
+  if (!dpo__streq(c->accounting, "rdp"))
     return dpo_err(DPO_EINVAL, "charge: the rdp ledger needs accounting 'rdp' (got '%s')",
                    c->accounting);
   if (!(c->noise_scale > 0) || !isfinite(c->noise_scale) || !(c->sensitivity > 0) ||
@@ -560,7 +558,7 @@ int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_
 
 void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
                       int64_t group) {
-  int disjoint = dpo__streq2(sampling, "disjoint");
+  int disjoint = dpo__streq(sampling, "disjoint");
   if (disjoint && s->open && s->group == group) {
     for (int i = 0; i < rc->n; i++) s->gmax[i] = fmax(s->gmax[i], rc->rdp[i]);
     return;

@@ -279,11 +279,14 @@ int dpo_run_setup(dpo_run_t *r) {
   int rc = dpo__run_expect(r, DPO__RUN_CREATED, "dpo_run_setup");
   if (rc) return rc;
   rc = dpo_agree(r->comm, dpo__run_settings(r));
-  if (!rc) rc = dpo__run_parties_setup(r->comm, r->cfg, r->algo->is_private, &r->parties);
+  /* the privacy specification: below the run nothing reads a privacy.* key */
+  if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
+  if (!rc)
+    rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private, &r->parties);
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {
     r->stage = "train (privacy set-up)";
-    rc = dpo__run_priv_setup(r->comm, r->cfg, r->algo, NULL, r->model, &r->priv);
+    rc = dpo__run_priv_setup(r->comm, r->cfg, &r->spec, r->algo, NULL, r->model, &r->priv);
   }
   /* the release plan's refusals that need no n: before any file or datum (same stage as when
    * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a

@@ -51,6 +51,7 @@ struct dpo_run {
   double keep_seconds, keep_last;
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
   dpo_load_opts_t lo;
+  dpo_privacy_spec_t spec; /* every privacy.* setting, read once (run_spec.c) */
   dpo_model_t *model;
   struct dpo__run_priv *priv;
   struct dpo__run_parties *parties;

@@ -28,10 +28,12 @@ struct dpo__run_parties {
   int64_t *rows;     /* rank 0: rows of each party */
   int64_t npub;      /* > 0: the parties' row counts are private (dpo__run_parties_load) */
   const dpo_config_t *cfg; /* borrowed: the run's */
+  const dpo_privacy_spec_t *spec; /* borrowed: the run's */
   dpo_guard_t *guard; /* secagg, ranks other than 0: this party's own guard and account */
 };
 
-int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
+int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
+                           const dpo_privacy_spec_t *spec, int is_private,
                            dpo__run_parties_t **out) {
   int rc = DPO_OK;
   dpo__run_parties_t *tp = calloc(1, sizeof *tp);
@@ -40,7 +42,8 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
   else {
     tp->rank = dpo__rank(comm);
     tp->cfg = cfg;
-    rc = dpo_parties_from_config(cfg, dpo__size(comm), &tp->p);
+    tp->spec = spec;
+    rc = dpo_parties_from_config(cfg, spec, dpo__size(comm), &tp->p);
   }
   if (!rc && tp->p && tp->p->trust != DPO_TRUST_CENTRAL) {
     if (!is_private) {
@@ -57,31 +60,23 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_privat
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
     /* data-free refusals: with delta > 0 the secagg release is an rdp-rho charge (needs an
      * accountant that composes RDP); delta = 0 is the pure-eps distributed discrete Laplace */
-    const char *acct = "auto";
-    double delta = 0;
-    dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct);
-    if (!(rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &delta))) {
-      if (delta > 0 && acct && !strcasecmp(acct, "basic"))
-        rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = pld, auto or rdp "
-                     "(its releases are charged in Renyi DP), not basic");
-    }
+    if (spec->delta > 0 && spec->accountant == DPO_ACCT_BASIC)
+      rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.accountant = pld, auto or rdp "
+                   "(its releases are charged in Renyi DP), not basic");
   }
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG && tp->p->data[0]) {
     /* Party counts.  Under add-remove neighbours a party's exact row count is private: its
      * data set and a neighbour differ in size.  With per-party files no rank may learn another
      * party's count before a charge, so the loader numbers rows within each party only and
      * everything that needs a size uses the declared public size (doc/design.md). */
-    const char *nb = NULL;
-    int64_t np = -1;
-    dpo_config_get_str(cfg, "privacy.neighbours", NULL, &nb);
-    if (nb && !strcasecmp(nb, "add-remove")) {
-      if (!dpo_config_get(cfg, "privacy.public_n"))
+    if (spec->rel == DPO_NEIGHBOURS_ADD_REMOVE) {
+      if (!dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N))
         rc = dpo_err(DPO_EINVAL, "privacy.trust = secagg with add-remove neighbours and per-party "
                      "data (parties.data): declare the public data set size (privacy.public_n, "
                      "--public-n N); the parties' row counts are private and are not exchanged");
-      else if (!(rc = dpo_config_get_int(cfg, "privacy.public_n", -1, &np)) && np < 1)
-        rc = dpo_err(DPO_EINVAL, "privacy.public_n = %lld must be >= 1", (long long)np);
-      if (!rc) tp->npub = np;
+      else if (spec->public_n < 1)
+        rc = dpo_err(DPO_EINVAL, "privacy.public_n = %lld must be >= 1", (long long)spec->public_n);
+      if (!rc) tp->npub = spec->public_n;
     }
   }
   rc = dpo_agree(comm, rc);
@@ -358,20 +353,15 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   if (!rc) rc = dpo__run_parties_keys(tp, comm, digest);
   if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
-  const char *acct = "pld", *nb = NULL;
   double B1 = NAN, B2 = NAN;
-  int64_t npub = 0;
   dpo_guard_spec_t sp = {p->count, p->collude, p->rank_party[tp->rank], d, NAN, NAN,
                          p->eps[p->rank_party[tp->rank]], p->delta[p->rank_party[tp->rank]],
                          NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0};
-  dpo_config_get_str(tp->cfg, "privacy.accountant", "pld", &acct);
-  dpo_config_get_str(tp->cfg, "privacy.neighbours", NULL, &nb);
   if (!(rc = dpo_config_get_double(tp->cfg, "data.row_l1_bound", NAN, &B1)) &&
-      !(rc = dpo_config_get_double(tp->cfg, "data.row_l2_bound", NAN, &B2)) &&
-      !(rc = dpo_config_get_int(tp->cfg, "privacy.public_n", 0, &npub)) &&
-      !(rc = nb ? dpo_neighbours_parse(nb, &sp.rel) : DPO_OK)) {
-    sp.accountant = acct;
-    sp.public_n = npub;
+      !(rc = dpo_config_get_double(tp->cfg, "data.row_l2_bound", NAN, &B2))) {
+    sp.rel = tp->spec->rel;
+    sp.accountant = dpo_acct_name(tp->spec->accountant);
+    sp.public_n = dpo_privacy_spec_given(tp->spec, DPO_SPEC_PUBLIC_N) ? tp->spec->public_n : 0;
     dpo__dp_public_sens(dpo_oracle_model(o), dpo_oracle_clip(o), sp.rel, B1, B2, d, &sp.S1,
                         &sp.S2);
     if ((rc = dpo_guard_create(&sp, &tp->guard)) == DPO_OK)

@@ -10,13 +10,15 @@
 #include "dpopt/data.h"
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
+#include "dpopt/spec.h"
 
 typedef struct dpo__run_parties dpo__run_parties_t;
 struct dpo_ledger;
 
 /* Collective: parse the party table and trust mode; local/shares: this rank's own noise
  * stream (rank-specific stream id; seeded with run.seed when given). */
-int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg, int is_private,
+int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
+                           const dpo_privacy_spec_t *spec, int is_private,
                            dpo__run_parties_t **out);
 /* Collective: load the training data: each party's own file over its ranks (parties.data /
  * party.K.data), or `path` split over all ranks. */

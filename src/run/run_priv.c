@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "dpopt/budget.h"
 #include "dpopt/privacy.h"
@@ -17,6 +16,7 @@ struct dpo__run_priv {
   int is_private;   /* the algorithm adds noise */
   int seeded;       /* --seed given: reproducible, NOT private */
   double eps, delta;
+  const dpo_privacy_spec_t *spec; /* the run's (borrowed) */
   const char *acct; /* privacy.accountant: pld (default) | auto | basic | rdp */
   dpo_neighbours_t rel; /* privacy.neighbours: replace-one (default) | add-remove */
   dpo_clip_t clip;
@@ -43,32 +43,9 @@ struct dpo__run_priv {
   int preserved;
 };
 
-int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has) {
-  const char *s;
-  dpo_config_get_str(cfg, "privacy.clip", NULL, &s);
-  *has = 0;
-  c->norm = DPO_CLIP_NONE;
-  c->C = 0;
-  if (!s || !strcasecmp(s, "none")) return DPO_OK;
-  const char *colon = strchr(s, ':');
-  char *end = NULL;
-  double C = colon ? strtod(colon + 1, &end) : NAN;
-  if (!colon || end == colon + 1 || *end || !(C > 0) || !isfinite(C))
-    return dpo_err(DPO_EINVAL, "%s: privacy.clip = '%s': expected l1:C or l2:C with C > 0",
-                   dpo_config_origin(cfg, "privacy.clip"), s);
-  if (!strncasecmp(s, "l1", 2) && colon == s + 2) c->norm = DPO_CLIP_L1;
-  else if (!strncasecmp(s, "l2", 2) && colon == s + 2) c->norm = DPO_CLIP_L2;
-  else
-    return dpo_err(DPO_EINVAL, "%s: privacy.clip = '%s': the norm must be l1 or l2",
-                   dpo_config_origin(cfg, "privacy.clip"), s);
-  c->C = C;
-  *has = 1;
-  return DPO_OK;
-}
-
-int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
-                        const dpo_shard_t *train, const dpo_model_t *model,
-                        dpo__run_priv_t **out) {
+int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                        const dpo_algo_t *algo, const dpo_shard_t *train,
+                        const dpo_model_t *model, dpo__run_priv_t **out) {
   (void)train;
   (void)model;
   int rc = DPO_OK;
@@ -81,46 +58,29 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t
   int64_t seed = 0;
   const char *seed_s = dpo_config_get(cfg, "run.seed");
   p->seeded = seed_s != NULL;
-  if ((rc = dpo_config_get_int(cfg, "run.seed", 0, &seed)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &p->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0.0, &p->delta)) ||
-      (rc = dpo_run_parse_clip(cfg, &p->clip, &p->has_clip)))
-    goto out;
-  const char *acct_s = NULL, *rel_s = NULL, *key_s = NULL;
+  if ((rc = dpo_config_get_int(cfg, "run.seed", 0, &seed))) goto out;
+  p->spec = spec;
+  p->eps = spec->eps;
+  p->delta = spec->delta;
+  p->clip = spec->clip;
+  p->has_clip = spec->clip.norm != DPO_CLIP_NONE;
+  p->acct = dpo_acct_name(spec->accountant);
+  p->rel = spec->rel;
+  const char *key_s = NULL;
   dpo_config_get_str(cfg, "privacy.journal_key", "", &key_s);
   snprintf(p->key_file, sizeof p->key_file, "%s", key_s ? key_s : "");
   dpo_config_get_str(cfg, "privacy.store", NULL, &p->store);
   if (p->store && !*p->store) p->store = NULL;
-  dpo_config_get_str(cfg, "privacy.accountant", "pld", &acct_s);
-  dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rel_s);
-  /* pld (the default): auto's composition, and for all-Gaussian ledgers (none/poisson) the
-   * smaller of its RDP bound and the PLD bound (src/privacy/acct_pld.c) */
-  if (!acct_s || !strcasecmp(acct_s, "pld")) p->acct = "pld";
-  else if (!strcasecmp(acct_s, "auto")) p->acct = "auto";
-  else if (!strcasecmp(acct_s, "rdp")) p->acct = "rdp";
-  else if (!strcasecmp(acct_s, "basic")) p->acct = "basic";
-  else {
-    rc = dpo_err(DPO_EINVAL, "%s: privacy.accountant = '%s': expected pld (the default: auto, "
-                 "plus the PLD bound on Gaussian compositions), auto (pure and Gaussian releases "
-                 "in one budget), basic or rdp",
-                 dpo_config_origin(cfg, "privacy.accountant"), acct_s);
-    goto out;
-  }
-  if ((rc = dpo_neighbours_parse(rel_s, &p->rel))) {
-    rc = dpo_err(rc, "%s: privacy.neighbours = '%s': expected replace-one or add-remove",
-                 dpo_config_origin(cfg, "privacy.neighbours"), rel_s);
-    goto out;
-  }
   if (!isnan(p->eps) && !(p->eps > 0 && isfinite(p->eps))) {
     rc = dpo_err(DPO_EINVAL, "%s: privacy.eps = %g: eps must be > 0 (and finite)",
-                 dpo_config_origin(cfg, "privacy.eps"), p->eps);
+                 dpo_privacy_spec_origin(spec, DPO_SPEC_EPS), p->eps);
     goto out;
   }
   if (!p->is_private && !isnan(p->eps)) {
     rc = dpo_err(DPO_EINVAL,
                  "%s: a privacy budget was given but algorithm '%s' adds no noise; choose a "
                  "private algorithm (dp-*) or drop privacy.eps",
-                 dpo_config_origin(cfg, "privacy.eps"), algo->name);
+                 dpo_privacy_spec_origin(spec, DPO_SPEC_EPS), algo->name);
     goto out;
   }
   if (p->is_private && !(p->eps > 0 && isfinite(p->eps))) {
@@ -351,7 +311,7 @@ int dpo__run_priv_trace_note(const dpo__run_priv_t *p, FILE *trace) {
 
 int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
                         const dpo_config_t *cfg, const dpo_model_t *model) {
-  return dpo_algo_check(algo, cfg, model, dpo__run_priv_clip(p), p->rel, p->delta);
+  return dpo_algo_check(algo, cfg, p->spec, model);
 }
 
 const char *dpo__run_priv_label(const dpo__run_priv_t *p) { return p->label; }

@@ -11,14 +11,16 @@
 #include "dpopt/optim.h"
 #include "dpopt/parties.h"
 #include "dpopt/run.h"
+#include "dpopt/spec.h"
 
 typedef struct dpo__run_priv dpo__run_priv_t;
 
-/* Collective: read privacy.* and run.seed, create rank 0's stream, check that a private
+/* Collective: from the run's privacy specification (spec, borrowed for the run's life),
+ * run.seed and the journal and store settings, create rank 0's stream, check that a private
  * algorithm has a budget and a public sensitivity source (clipping or a declared bound). */
-int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_algo_t *algo,
-                        const dpo_shard_t *train, const dpo_model_t *model,
-                        dpo__run_priv_t **out);
+int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                        const dpo_algo_t *algo, const dpo_shard_t *train,
+                        const dpo_model_t *model, dpo__run_priv_t **out);
 /* Collective, before the run directory is claimed: with privacy.store, check that the files
  * the run reads (train, test: may be NULL) are registered in the store and (unless resuming)
  * that the run's budget fits what is left; writes nothing.  The reservation itself is made

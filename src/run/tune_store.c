@@ -79,7 +79,7 @@ int dpo__tune_pstore_check(MPI_Comm comm, const dpo_config_t *cfg, const char *k
   if (seeded)
     rc = dpo_err(DPO_EINVAL, "--seed makes the tune NOT private, so it cannot charge the "
                  "parties' budget stores: drop --seed (or parties.budget_store)");
-  else if (!(rc = dpo_parties_from_config(cfg, size, &ps->pt)) && (!ps->pt || !ps->pt->store))
+  else if (!(rc = dpo_parties_from_config(cfg, NULL, size, &ps->pt)) && (!ps->pt || !ps->pt->store))
     rc = dpo_err(DPO_EINVAL, "parties.budget_store needs parties (parties.count)");
   if (!rc) {
     int k = ps->pt->rank_party[ps->rank];
