@@ -2,7 +2,8 @@
 # dpopt predict / eval (issue 14): a saved model applied to sharded data gives exactly train's
 # test metric at 1 and 3 ranks; prediction files; dimension checks (a file that does not
 # match the model: rows beyond it, a schema or dense file of another width); --x0 FILE warm start;
-# --progress / --quiet under mpirun; the names "data loss" and "objective F".
+# --progress / --quiet under mpirun; predictions on stdout; the
+# names "data loss" and "objective F".
 . "$(dirname "$0")/testlib.sh"
 A="$S/data/a9a" AT="$S/data/a9a.t"
 
@@ -70,8 +71,16 @@ awk 'NR <= 30 {printf "%d", ($1 > 0); for (j = 1; j <= 20; j++) printf ",%d", (N
 expect 2 "$DPOPT" eval --run "$T/r1" --data "$T/w20.csv"
 has "$T/err" "123 coefficients but data .*w20.csv has 20 features (fixed by the file's columns or header)" \
   "a dense 20-column file vs the a9a model"
-expect 1 "$DPOPT" predict --run "$T/r1" --data "$AT"
-has "$T/err" "needs --out FILE" "predict needs --out"
+# --out - or no --out: the predictions alone on stdout (in row order from every rank), the
+# metrics on stderr
+expect 0 $MPI -np 3 "$DPOPT" predict --run "$T/r1" --data "$AT" --out -
+same_file() { if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi; }
+same_file "$T/out" "$T/p.txt" "predict --out - (np 3) prints the prediction file"
+has "$T/err" "^accuracy" "--out -: the metrics on stderr"
+has "$T/err" "predictions *stdout (16281 lines" "--out -: stderr names stdout"
+expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/r1" --data "$AT" --quiet
+same_file "$T/out" "$T/p.txt" "predict without --out (np 2) prints the prediction file"
+check "--quiet: no metrics on stderr" [ ! -s "$T/err" ]
 
 # warm start: F at iteration 0 is the previous run's final F
 expect 0 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --quiet --x0 "$T/r1/model.txt" --out "$T/r2"
