@@ -187,7 +187,8 @@ int dpo_model_read_bcast_k(MPI_Comm comm, const char *path, double **x, int32_t 
 int dpo_model_confusion(MPI_Comm comm, const dpo_model_t *m, const dpo_shard_t *s,
                         const double *x, int64_t *cm);
 /* Collective over comm: write one prediction line per row of the distributed shards s, in
- * global row order, to `path` (created or truncated; MPI-IO, each rank at its byte offset).
+ * global row order, to `path` (created or truncated; MPI-IO, each rank at its byte offset;
+ * "-": rank 0 prints them all on stdout).
  * Binary models: "LABEL PROB" (LABEL +1 or -1 = sign of u'x, u'x = 0 gives +1; PROB =
  * P(y = +1) = 1 / (1 + exp(-u'x))); multiclass "CLASS PROB" (the most probable class and its
  * softmax probability); others "VALUE" (u'x).  %.17g throughout. */

@@ -91,12 +91,15 @@ typedef struct {
    * A refusal would end the run on a fact about one row that no charge covers.  Needs d > 0
    * for sparse files (dpo_shard_width_declared).  0: such rows are refused (file:line). */
   int project;
+  /* LIBSVM: 1 if feature indices start at 0 (scikit-learn's dump_svmlight_file writes them
+   * so by default): index k is feature k + 1 of the 1-based convention.  0: they start at 1. */
+  int zero_based;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */
 void dpo_load_opts_default(dpo_load_opts_t *o);
 /* Not collective: options from config keys data.format (auto | libsvm | csv | idx | bin),
- * data.dim, data.dense, data.labels (binary | real | class), data.idx_class, data.idx_labels,
+ * data.dim, data.dense, data.zero_based, data.labels (binary | real | class), data.idx_class, data.idx_labels,
  * data.idx_scale; unset keys keep the defaults.  DPO_EINVAL names the key's origin.  The
  * strings in *o point into cfg (keep cfg alive while o is used). */
 int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o);

@@ -21,10 +21,13 @@ int dpo_mkdirs(const char *path);
 int dpo_mkdir_new(const char *path, const char *claim, int *exists);
 /* Write `len` bytes to `path` atomically: write a temporary file, fsync, rename, fsync dir. */
 int dpo_write_atomic(const char *path, const void *buf, size_t len);
-/* Model file: '#' comment lines, then "d" and one coefficient per line (%.17g: round trips);
- * a model with an intercept adds one last line "intercept B" (x has d + 1 entries, the bias
- * last, as the solver holds it; d counts the features).  Files without that line (every file
- * written before it existed) read as models without intercept. */
+/* Model file (numpy.loadtxt reads it): '#' comment lines, among them the header
+ * "# dpopt model: dimension d, intercept yes|no[, classes K]", and numbers only otherwise
+ * (%.17g: round trips): one output, the d weights and then the intercept, one per line (x has
+ * d + 1 entries with an intercept, the bias last, as the solver holds it; d counts the
+ * features); K classes, K rows (class 0 first) of d weights and the intercept.  The readers
+ * also take the older format without the header: "d" then one coefficient per line and an
+ * optional last line "intercept B" (a file without it reads as a model without intercept). */
 int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment);
 int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int intercept,
                          const char *comment);
@@ -33,11 +36,12 @@ int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int inter
  * *d = features and *intercept (0/1), x still holding d + intercept entries. */
 int dpo_model_read(const char *path, double **x, int32_t *d);
 int dpo_model_read_icpt(const char *path, double **x, int32_t *d, int *intercept);
-/* Multiclass models (K >= 2 classes, model softmax): a line "classes K" before the dimension
- * line, then K blocks of d coefficients (class 0 first), and with an intercept one last line
- * "intercept b_0 ... b_{K-1}".  x holds K rows of d + intercept entries (class k's bias last
- * in its row: the solver's layout, dpo_model_dim).  K = 0 is the one-output format above
- * (dpo_model_write_icpt, bit for bit); dpo_model_read_k gives *K = 0 for such files, and
+/* Multiclass models (K >= 2 classes, model softmax): the header names the classes and the
+ * file holds a K x (d + intercept) matrix, one row per class (the older format: a line
+ * "classes K" before the dimension line, K blocks of d coefficients, and with an intercept one
+ * last line "intercept b_0 ... b_{K-1}").  x holds K rows of d + intercept entries (class k's
+ * bias last in its row: the solver's layout, dpo_model_dim).  K = 0 is the one-output format
+ * above (dpo_model_write_icpt, bit for bit); dpo_model_read_k gives *K = 0 for such files, and
  * dpo_model_read / dpo_model_read_icpt refuse a multiclass file. */
 int dpo_model_write_k(const char *path, const double *x, int32_t d, int intercept, int32_t K,
                       const char *comment);

@@ -38,7 +38,7 @@ close "$F1" "$FA" 1e-6 "consensus vs linearized ADMM (1 rank)"
 # smooth part, evaluated in awk from the model file and the libsvm data file
 kkt() { # model data -> "objective max_violation"
   awk -v lam="$LAM" '
-    NR == FNR { if ($1 ~ /^#/) next; if (!seen) { d = $1; seen = 1; next } z[++k] = $1; next }
+    NR == FNR { if ($1 ~ /^#/) next; z[++k] = $1; d = k; next }  # numbers only outside "#" lines
     { r = -$1; delete u; for (i = 2; i <= NF; i++) { split($i, a, ":"); u[a[1]] = a[2]; r += a[2] * z[a[1]] }
       n++; L += 0.5 * r * r; for (j in u) g[j] += u[j] * r }
     END { l1 = 0; v = 0
@@ -53,7 +53,7 @@ for k in 1 3; do
   close "$1" "$Fk" 1e-9 "awk objective of the $k-rank model vs the printed one"
   close "$2" 0 1e-7 "optimality conditions of the $k-rank model (max violation)"
 done
-nz=$(awk 'NR > 2 && $1 != 0' "$T/m1.txt" | wc -l)
+nz=$(awk '!/^#/ && $1 != 0' "$T/m1.txt" | wc -l)
 if [ "$nz" -ge 1 ] && [ "$nz" -lt 8 ]; then ok; else bad "lasso solution should be sparse, not zero: $nz nonzeros"; fi
 
 # --- l1-logistic on a9a, rho = 0.01: count the loss+gradient passes of 20 outer iterations

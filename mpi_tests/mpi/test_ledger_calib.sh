@@ -6,12 +6,12 @@
 #    0.375 with the basic eps/T split), for dp-gd (uniform), dp-nag-opt (optimal allocation,
 #    001 (4.4)), dp-gdws (weighted gradient), dp-smag (sampled, per-stage shares);
 #  - the summary's total is the ledger's replay of the journal (`dpopt ledger`);
-#  - stdout's release plan says "per-step budgets scaled by c = ...";
+#  - stdout's release plan (--verbose) says "per-step budgets scaled by c = ...";
 #  - privacy.calibrate = basic reproduces the papers' split (no scaling, 0.375 spent) and
 #    --delta 0 has nothing to gain (no scaling); a bad value is refused.
 . "$(dirname "$0")/testlib.sh"
 "$DPOPT" gen logistic --n 2000 --d 5 --l1-bound 5 --seed 4 "$T/g.txt" >/dev/null 2>&1 || bad "gen"
-C="--data $T/g.txt --row-l1-bound 5 --row-l2-bound 5 --lambda 0.01 --quiet --eps 1"
+C="--data $T/g.txt --row-l1-bound 5 --row-l2-bound 5 --lambda 0.01 --quiet --verbose --eps 1"
 js() { jq -r "$2" "$1/summary.json" 2>/dev/null; }
 in01() { awk -v s="$1" -v lo="$2" 'BEGIN {exit !(s != "" && s >= lo && s <= 1)}'; }
 

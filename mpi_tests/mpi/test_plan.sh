@@ -41,13 +41,14 @@ for a in $PURE $SCO; do
   extra=""
   case $a in dp-sgdws|dp-onlinegdws|dp-smag) extra="--batch 300";; phased-sc) extra="--lambda 0.1";; dp-masg*|dp-mag) extra="--set algo.n1=4";; esac
   # natural length
-  expect 0 $MPI -np 2 "$DPOPT" train $C $X $extra --algo $a --out "$T/$a-nat"
+  expect 0 $MPI -np 2 "$DPOPT" train $C $X $extra --algo $a --out "$T/$a-nat" --verbose
   N=$(js "$T/$a-nat" .plan.steps); kind=$(js "$T/$a-nat" .plan.kind)
   done_n=$(js "$T/$a-nat" .iterations_done); spent=$(js "$T/$a-nat" .privacy.eps_spent)
   if [ -n "$N" ] && [ "$N" != null ] && [ "$done_n" -le "$N" ] && [ "$done_n" -ge 1 ]; then ok; else
     bad "$a: natural run: plan steps '$N', iterations done '$done_n'"; continue; fi
   awk -v s="$spent" 'BEGIN {exit !(s > 0 && s <= 1)}' && ok || bad "$a: spent '$spent' not in (0, 1]"
-  has "$T/out" "release plan    $kind" "$a: the printed summary states the plan"
+  has "$T/out" "release plan    $kind" "$a: the printed summary states the plan (--verbose)"
+  has "$T/out" "^spent  *eps [0-9.]* of 1.* in $done_n steps* (" "$a: the plain line counts the steps that ran"
   expect 0 "$DPOPT" ledger "$T/$a-nat"
   has "$T/out" "plan:      $a, $kind charge, $N steps planned" "$a: dpopt ledger shows plan vs spent"
   case " $PURE " in *" $a "*)

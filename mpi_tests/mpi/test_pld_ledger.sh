@@ -66,7 +66,7 @@ hasnot "$T/lap/summary.json" '"eps_bound": *"pld"' "dp-gd: not the PLD bound"
 # 100 pure releases with delta > 0: the ledger's calibration spends the budget through the RDP
 # conversion of the pure part (auto's bound B), and the privacy line says so (it said "basic")
 expect 0 "$DPOPT" train $COMMON --algo dp-gd --clip l1:1 --row-l1-bound 15 --iters 100 --eps 1 \
-  --delta 1e-5 --out "$T/lap100"
+  --delta 1e-5 --out "$T/lap100" --verbose
 has "$T/out" "100 charges, accountant pld, bound rdp" "pure releases converted by RDP: bound rdp"
 has "$T/lap100/summary.json" '"eps_bound": *"rdp"' "summary: eps_bound rdp"
 finish test_pld_ledger

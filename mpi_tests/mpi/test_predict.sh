@@ -2,7 +2,8 @@
 # dpopt predict / eval (issue 14): a saved model applied to sharded data gives exactly train's
 # test metric at 1 and 3 ranks; prediction files; dimension checks (a file that does not
 # match the model: rows beyond it, a schema or dense file of another width); --x0 FILE warm start;
-# --progress / --quiet under mpirun; the names "data loss" and "objective F".
+# --progress / --quiet under mpirun; predictions on stdout; --zero-based svmlight files; the
+# names "data loss" and "objective F".
 . "$(dirname "$0")/testlib.sh"
 A="$S/data/a9a" AT="$S/data/a9a.t"
 
@@ -70,8 +71,35 @@ awk 'NR <= 30 {printf "%d", ($1 > 0); for (j = 1; j <= 20; j++) printf ",%d", (N
 expect 2 "$DPOPT" eval --run "$T/r1" --data "$T/w20.csv"
 has "$T/err" "123 coefficients but data .*w20.csv has 20 features (fixed by the file's columns or header)" \
   "a dense 20-column file vs the a9a model"
-expect 1 "$DPOPT" predict --run "$T/r1" --data "$AT"
-has "$T/err" "needs --out FILE" "predict needs --out"
+# --out - or no --out: the predictions alone on stdout (in row order from every rank), the
+# metrics on stderr
+expect 0 $MPI -np 3 "$DPOPT" predict --run "$T/r1" --data "$AT" --out -
+same_file() { if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi; }
+same_file "$T/out" "$T/p.txt" "predict --out - (np 3) prints the prediction file"
+has "$T/err" "^accuracy" "--out -: the metrics on stderr"
+has "$T/err" "predictions *stdout (16281 lines" "--out -: stderr names stdout"
+expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/r1" --data "$AT" --quiet
+same_file "$T/out" "$T/p.txt" "predict without --out (np 2) prints the prediction file"
+check "--quiet: no metrics on stderr" [ ! -s "$T/err" ]
+
+# svmlight files written zero-based (scikit-learn's dump_svmlight_file default): refused with
+# a hint, read with --zero-based as the same rows
+awk '{printf "%s", $1; for (i = 2; i <= NF; i++) {split($i, f, ":"); printf " %d:%s", f[1] - 1, f[2]}
+      print ""}' "$T/head.svm" > "$T/z.svm"
+expect 2 "$DPOPT" eval --run "$T/r1" --data "$T/z.svm"
+has "$T/err" "z.svm:[0-9]*: feature index 0 < 1 .*needs --zero-based" "index 0 suggests --zero-based"
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/r1" --data "$T/head.svm"
+cp "$T/out" "$T/e1"
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/r1" --data "$T/z.svm" --zero-based
+z=$(awk '$1 == "accuracy" || $2 == "loss" {print}' "$T/out")
+o=$(awk '$1 == "accuracy" || $2 == "loss" {print}' "$T/e1")
+check "--zero-based reads the rows of the one-based file (got '$z', want '$o')" [ -n "$z" -a "$z" = "$o" ]
+expect 0 "$DPOPT" predict --run "$T/r1" --data "$T/z.svm" --zero-based --out "$T/pz.txt"
+expect 0 "$DPOPT" predict --run "$T/r1" --data "$T/head.svm" --out "$T/p1.txt"
+same_file "$T/pz.txt" "$T/p1.txt" "zero-based predictions"
+printf -- '-1 0:1 123:1\n' > "$T/z123.svm"
+expect 2 "$DPOPT" eval --run "$T/r1" --data "$T/z123.svm" --zero-based
+has "$T/err" "feature index 123 " "zero-based: index 123 is beyond a 123-feature model"
 
 # warm start: F at iteration 0 is the previous run's final F
 expect 0 "$DPOPT" train --data "$A" --algo lbfgs --iters 3 --quiet --x0 "$T/r1/model.txt" --out "$T/r2"

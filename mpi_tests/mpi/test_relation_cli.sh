@@ -15,9 +15,10 @@
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet --no-intercept"
 
 for a in dp-sgd-rdp pnsgd phased-sgd; do
-  expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo $a --eps 1 --delta 1e-5 --out "$T/$a"
+  expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo $a --eps 1 --delta 1e-5 --out "$T/$a" --verbose
   has "$T/out" "^privacy .*replace-one neighbours" "$a: privacy line"
-  has "$T/out" "^privacy spent .*accountant pld, bound [a-z]*, replace-one neighbours" "$a: spent line"
+  has "$T/out" "^privacy spent .*accountant pld, bound [a-z]*, replace-one neighbours" "$a: --verbose spent line"
+  has "$T/out" "^spent  *eps [0-9.]* of 1 and delta [0-9.e-]* of 1e-05 in [0-9]* steps (" "$a: plain spent line"
   has "$T/$a/summary.json" '"neighbours": *"replace-one"' "$a: summary.json relation"
   has "$T/$a/ledger.jsonl" '"accountant":"pld","neighbours":"replace-one"' "$a: journal header"
 done

@@ -74,7 +74,7 @@ AR="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --ep
 # party-local sampling sums only the rows each party kept: one step of 8 rows of 32561 (noise
 # small at eps 10) moves the model as far as central's 8-row step, not as far as a full pass
 # (a full pass over every party's rows, charged as 8 sampled rows, moved it ~1000x farther)
-xnorm() { awk 'NR > 3 {s += $1 * $1} END {printf "%.9g", sqrt(s)}' "$1/model.txt"; }
+xnorm() { awk '!/^#/ {s += $1 * $1} END {printf "%.9g", sqrt(s)}' "$1/model.txt"; }
 ONE=$(echo "$AR" | sed 's/--eps 1 /--eps 10 /; s/--batch 256 --iters 50/--batch 8 --iters 1/')
 expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --out "$T/o1c"
 expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --set privacy.trust=secagg --out "$T/o1s"

@@ -34,11 +34,22 @@ done
 a=$(js "$T/lb2" .test_accuracy)
 awk -v a="$a" 'BEGIN {exit !(a >= 0.85)}' && ok || bad "lbfgs softmax test accuracy $a < 0.85"
 close "$(mdiff "$T/lb1/model.txt" "$T/lb2/model.txt")" 0 1e-9 "model at -np 1 vs -np 2"
-has "$T/lb2/model.txt" "^classes 3$" "model.txt: classes line"
-[ "$(grep -c '^intercept [^ ]* [^ ]* [^ ]*$' "$T/lb2/model.txt")" = 1 ] && ok ||
-  bad "model.txt: one intercept per class"
-[ "$(grep -v '^#' "$T/lb2/model.txt" | sed -n 2p)" = 5 ] && ok || bad "model.txt: d = 5 features"
-[ "$(grep -v '^#' "$T/lb2/model.txt" | wc -l)" = 18 ] && ok || bad "model.txt: 3 x 5 + 3 lines"
+has "$T/lb2/model.txt" "^# dpopt model: dimension 5, intercept yes, classes 3$" "model.txt: header"
+# numbers only outside '#' lines: a 3 x 6 matrix, one row per class (5 weights, the intercept),
+# as numpy.loadtxt reads it (or, without numpy, a float split of every line)
+if python3 -c "import numpy" 2>/dev/null; then
+  shape=$(python3 -c 'import sys, numpy; print(numpy.loadtxt(sys.argv[1]).shape)' "$T/lb2/model.txt")
+else
+  shape=$(python3 -c 'import sys
+rows = [[float(t) for t in l.split()] for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+print((len(rows), len(rows[0])) if len(set(map(len, rows))) == 1 else "ragged")' "$T/lb2/model.txt")
+fi
+[ "$shape" = "(3, 6)" ] && ok || bad "model.txt: shape $shape, want (3, 6)"
+# the older format (classes line, 3 blocks of 5, one intercept line) still reads the same
+grep -v '^#' "$T/lb2/model.txt" | awk '{for (k = 1; k < NF; k++) w[NR, k] = $k; b = b " " $NF; K = NR; d = NF - 1}
+  END {print "classes " K; print d; for (c = 1; c <= K; c++) for (k = 1; k <= d; k++) print w[c, k]
+       print "intercept" b}' > "$T/old3.txt"
+[ "$(grep -c '^intercept [^ ]* [^ ]* [^ ]*$' "$T/old3.txt")" = 1 ] && ok || bad "old-format copy"
 [ "$(js "$T/lb2" .classes)" = 3 ] && ok || bad "summary.json classes"
 awk -v a="$a" -v s="$(js "$T/lb2" '[.test_confusion[][]] | add')" \
   -v t="$(js "$T/lb2" '[range(3) as $i | .test_confusion[$i][$i]] | add')" \
@@ -47,6 +58,8 @@ expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/lb2" --data "$T/te"
 close "$(sed -n 's/^accuracy *//p' "$T/out")" "$a" 0 "eval accuracy = train's test accuracy"
 has "$T/out" "^confusion" "eval prints the confusion matrix"
 has "$T/out" "3 classes" "eval names the classes"
+expect 0 $MPI -np 2 "$DPOPT" eval --model-file "$T/old3.txt" --model softmax --data "$T/te"
+close "$(sed -n 's/^accuracy *//p' "$T/out")" "$a" 0 "an old-format softmax model evaluates the same"
 expect 0 $MPI -np 2 "$DPOPT" predict --run "$T/lb2" --data "$T/te" --out "$T/pred"
 [ "$(wc -l < "$T/pred")" = 1000 ] && ok || bad "predict: one line per row"
 awk 'NF != 2 || $1 !~ /^[012]$/ || !($2 >= 1/3 && $2 <= 1) {exit 1}' "$T/pred" && ok ||

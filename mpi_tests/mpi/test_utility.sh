@@ -33,11 +33,11 @@ awk -v a="$a" 'BEGIN {exit !(a >= 0.835)}' && ok || bad "default pure-eps method
 expect 0 $MPI -np 2 "$DPOPT" train $A9 --eps 0.1 --seed 11 --out "$T/s"
 has "$T/err" "small eps: DP-NAG-opt on a short fixed schedule" "small eps: the short schedule is named"
 has "$T/out" "NOT PRIVATE" "seeded pure-eps utility run labelled"
-has "$T/out" "8 of 8 steps ran" "eps 0.1: T = 8 fixed (not the T' of (4.6))"
+has "$T/out" "^spent  *eps [0-9.]* of 0.1 in 8 steps (T = 8, as planned)" "eps 0.1: T = 8 fixed (not the T' of (4.6))"
 a=$(jq -r .test_accuracy "$T/s/summary.json")
 awk -v a="$a" 'BEGIN {exit !(a >= 0.80)}' && ok || bad "default pure-eps method, a9a eps 0.1: accuracy $a < 0.80 (majority 0.7638)"
 expect 0 $MPI -np 2 "$DPOPT" train $A9 --eps 0.1 --iters 2 --set algo.c=1 --clip l1:2 --seed 11 --out "$T/s2"
-has "$T/out" "2 of 2 steps ran" "a key the user set is kept (--iters)"
+has "$T/out" "^spent  *eps [0-9.]* of 0.1 in 2 steps (T = 2, as planned)" "a key the user set is kept (--iters)"
 grep -q "^algo.c = 1 " "$T/s2/config.ini" && ok || bad "a key the user set is kept (algo.c)"
 grep -q "^privacy.clip = l1:2 " "$T/s2/config.ini" && ok || bad "a key the user set is kept (--clip)"
 expect 0 $MPI -np 2 "$DPOPT" train $A9 --eps 1 --set privacy.neighbours=replace-one --seed 11 --out "$T/r1"

@@ -239,6 +239,7 @@ const dpo_cli_opt_t dpo_cli_data_opts[] = {
     {"--format", "data.format", "F", "auto|libsvm|csv|idx|bin (default auto)"},
     {"--dim", "data.dim", "D", "declared number of features; a private run on a sparse file needs it or FILE.schema ([schema] features = D beside the data); non-private runs infer it from the rows"},
     {"--dense", "data.dense", NULL, "store rows dense even if the file is sparse"},
+    {"--zero-based", "data.zero_based", NULL, "LIBSVM/svmlight feature indices start at 0 (as scikit-learn's dump_svmlight_file writes them); default 1"},
     {"--labels", "data.labels", "KIND", "binary (+1/-1, 0/1), real or class (0..K-1); train/eval/predict: from --model"},
     {"--idx-class", "data.idx_class", "K", "IDX images, binary labels: class K is +1, the rest -1 (one-vs-rest; default 0)"},
     {"--idx-labels", "data.idx_labels", "FILE", "IDX labels file (default: derived from images)"},

@@ -1,6 +1,7 @@
 /* dpopt predict / dpopt eval: apply a saved model (model.txt) to a data file loaded in shards
  * like train's.  eval prints the metrics; predict also writes one prediction line per row, in
- * row order, to --out FILE (every rank writes its own rows at its byte offset, MPI-IO).
+ * row order, to --out FILE (every rank writes its own rows at its byte offset, MPI-IO), or
+ * with --out - or no --out to stdout (through rank 0; the metrics then go to stderr).
  * The numbers come from dpo_model_eval_shard, which sums exactly as train's held-out
  * evaluation does, so `dpopt eval` on train's --test file prints train's test metric.
  * The work is dpo_model_eval_file (dpopt/comm.h); this file parses and prints. */
@@ -28,7 +29,7 @@ static const dpo_cli_opt_t dpo__pred_opts[] = {
     {NULL, NULL, NULL, NULL}};
 
 static const dpo_cli_opt_t dpo__pred_out_opt[] = {
-    {"--out", "predict.out", "FILE", "write the predictions here, one line per row in file order (required)"},
+    {"--out", "predict.out", "FILE", "write the predictions here, one line per row in file order; - or no --out: stdout (the metrics then go to stderr, none with --quiet)"},
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__pred_more[] =
@@ -80,7 +81,7 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   int npos, rc, ex, quiet = 0, lambda_known = 0;
   snprintf(usage, sizeof usage,
            "usage: mpirun -np P dpopt %s (--run DIR | --model-file FILE) --data FILE%s [options]",
-           cmd, predict ? " --out FILE" : "");
+           cmd, predict ? " [--out FILE|-]" : "");
   if ((ex = dpo_cli_start(ctx, cmd, argc, argv, opts, usage, dpo__pred_more, &cfg, pos, 0, &npos,
                           NULL)) >= 0)
     goto out;
@@ -100,12 +101,14 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
     snprintf(mpath, sizeof mpath, "%s/model.txt", run);
     mfile = mpath;
   }
-  if (!mfile || !dpath || (predict && !opath)) {
-    rc = dpo_err(DPO_EINVAL, "%s needs%s%s%s (see dpopt %s --help)", cmd,
-                 mfile ? "" : " --run DIR or --model-file FILE", dpath ? "" : " --data FILE",
-                 predict && !opath ? " --out FILE" : "", cmd);
+  if (!mfile || !dpath) {
+    rc = dpo_err(DPO_EINVAL, "%s needs%s%s (see dpopt %s --help)", cmd,
+                 mfile ? "" : " --run DIR or --model-file FILE", dpath ? "" : " --data FILE", cmd);
     goto fail;
   }
+  if (predict && !opath) opath = "-";
+  /* predictions on stdout: stdout holds them alone, the metrics go to stderr */
+  FILE *mo = predict && !strcmp(opath, "-") ? (quiet ? NULL : stderr) : stdout;
   dpo_config_get_str(cfg, "model.name", "logreg", &mname);
   if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &lambda))) goto fail;
   if (!strcmp(mname, "lsq") && !dpo_config_get(cfg, "model.lambda")) lambda = 0, lambda_known = 1;
@@ -117,24 +120,25 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
 
   if ((rc = dpo_model_eval_file(ctx->comm, model, mfile, dpath, &lo, predict ? opath : NULL, &r)))
     goto fail;
-  if (ctx->rank == 0) {
+  if (ctx->rank == 0 && mo) {
     int binary = dpo_model_binary(model), multi = dpo_model_multiclass(model);
     char kc[32] = "";
     if (multi) snprintf(kc, sizeof kc, ", %d classes", (int)r.classes);
-    printf("model           %s (%s, d=%d%s%s%s)\n", mfile, mname, (int)r.d, kc,
+    fprintf(mo, "model           %s (%s, d=%d%s%s%s)\n", mfile, mname, (int)r.d, kc,
            r.intercept ? ", intercept" : "",
            lambda_known ? "" : ", lambda unknown: give --lambda or --run for F");
-    printf("data            %s: %lld rows x %d features on %d rank%s\n", dpath,
+    fprintf(mo, "data            %s: %lld rows x %d features on %d rank%s\n", dpath,
            (long long)r.n, (int)r.d, ctx->size, ctx->size > 1 ? "s" : "");
-    printf("data loss       %.17g   (mean %s loss, no regularizer)\n", r.loss,
+    fprintf(mo, "data loss       %.17g   (mean %s loss, no regularizer)\n", r.loss,
            multi ? "cross-entropy" : binary ? "logistic" : "squared");
     if (lambda_known)
-      printf("objective F     %.17g   (data loss + lambda ||x||^2, lambda=%g)\n",
+      fprintf(mo, "objective F     %.17g   (data loss + lambda ||x||^2, lambda=%g)\n",
              r.loss + lambda * r.xx, lambda);
-    printf("%-15s %.17g\n", dpo_model_metric(model), r.metric);
-    if (r.confusion) dpo_print_confusion(stdout, r.confusion, r.classes);
+    fprintf(mo, "%-15s %.17g\n", dpo_model_metric(model), r.metric);
+    if (r.confusion) dpo_print_confusion(mo, r.confusion, r.classes);
     if (predict)
-      printf("predictions     %s (%lld lines: %s)\n", opath, (long long)r.n,
+      fprintf(mo, "predictions     %s (%lld lines: %s)\n", strcmp(opath, "-") ? opath : "stdout",
+              (long long)r.n,
              multi ? "class probability" : binary ? "label probability" : "value");
   }
   ex = 0;

@@ -14,8 +14,47 @@
 /* bytes per MPI_File_write_at call (an int count) */
 #define DPO__WRITE_PIECE (1 << 28)
 
+/* path "-": rank 0 prints every rank's lines on stdout, in rank order (= row order), taking
+ * them one rank at a time in pieces of DPO__STDOUT_PIECE through one buffer. */
+#define DPO__STDOUT_PIECE (1 << 20)
+static int dpo__predictions_stdout(MPI_Comm comm, const char *buf, size_t len) {
+  int rank, size, rc = DPO_OK, werr = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  char *in = rank == 0 && size > 1 ? malloc(DPO__STDOUT_PIECE) : NULL;
+  if (rank == 0 && size > 1 && !in) rc = dpo_err(DPO_ENOMEM, "predictions: out of memory");
+  if ((rc = dpo_agree(comm, rc))) return rc; /* before any message: nobody is left sending */
+  if (rank != 0) {
+    long long mine = (long long)len;
+    int bad = MPI_Send(&mine, 1, MPI_LONG_LONG, 0, 0, comm) != MPI_SUCCESS;
+    for (size_t w = 0; !bad && w < len;) {
+      int k = len - w < DPO__STDOUT_PIECE ? (int)(len - w) : DPO__STDOUT_PIECE;
+      bad = MPI_Send(buf + w, k, MPI_CHAR, 0, 1, comm) != MPI_SUCCESS;
+      w += (size_t)k;
+    }
+    return dpo_agree(comm, bad ? dpo_err(DPO_EMPI, "predictions: MPI_Send failed") : DPO_OK);
+  }
+  werr = fwrite(buf, 1, len, stdout) != len;
+  for (int r = 1; !rc && r < size; r++) { /* received even after a failed write: no rank waits */
+    long long n = 0;
+    if (MPI_Recv(&n, 1, MPI_LONG_LONG, r, 0, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      rc = dpo_err(DPO_EMPI, "predictions: MPI_Recv from rank %d failed", r);
+    for (long long w = 0; !rc && w < n;) {
+      int k = n - w < DPO__STDOUT_PIECE ? (int)(n - w) : DPO__STDOUT_PIECE;
+      if (MPI_Recv(in, k, MPI_CHAR, r, 1, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        rc = dpo_err(DPO_EMPI, "predictions: MPI_Recv from rank %d failed", r);
+      else werr |= fwrite(in, 1, (size_t)k, stdout) != (size_t)k;
+      w += k;
+    }
+  }
+  free(in);
+  werr |= fflush(stdout) != 0;
+  if (!rc && werr) rc = dpo_err(DPO_EIO, "stdout: write failed");
+  return dpo_agree(comm, rc);
+}
+
 /* Each rank writes its own lines at its offset of `path` (ranks hold consecutive row ranges
- * in rank order, so rank order is row order). */
+ * in rank order, so rank order is row order); "-": on stdout through rank 0. */
 int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model_t *m,
                             const dpo_shard_t *s, const double *x) {
   double *t = malloc((size_t)(s->n ? s->n : 1) * sizeof *t);
@@ -40,6 +79,10 @@ int dpo_model_write_predictions(MPI_Comm comm, const char *path, const dpo_model
     }
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
+  if (!strcmp(path, "-")) {
+    rc = dpo__predictions_stdout(comm, buf, len);
+    goto out;
+  }
   long long mine = (long long)len, off = 0, total = 0;
   int rank;
   MPI_Comm_rank(comm, &rank);

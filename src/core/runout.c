@@ -123,10 +123,13 @@ int dpo_model_write_icpt(const char *path, const double *x, int32_t d, int inter
   return dpo_model_write_k(path, x, d, intercept, 0, comment);
 }
 
+/* The header line of the current model format (dpo_model_write_k). */
+#define DPO__MODEL_HDR "# dpopt model:"
+
 int dpo_model_write_k(const char *path, const double *x, int32_t d, int intercept, int32_t K,
                       const char *comment) {
   const int32_t nk = K > 0 ? K : 1, row = d + (intercept ? 1 : 0);
-  size_t cap = 256 + (comment ? strlen(comment) * 2 : 0) + ((size_t)row * (size_t)nk + 1) * 32;
+  size_t cap = 512 + (comment ? strlen(comment) * 2 : 0) + ((size_t)row * (size_t)nk + 1) * 32;
   char *buf = malloc(cap);
   if (!buf) return dpo_err(DPO_ENOMEM, "model write: out of memory");
   size_t off = 0;
@@ -140,17 +143,22 @@ int dpo_model_write_k(const char *path, const double *x, int32_t d, int intercep
       c += k + (nl ? 1 : 0);
     }
   }
-  if (K > 0) off += (size_t)snprintf(buf + off, cap - off, "classes %d\n", (int)K);
-  off += (size_t)snprintf(buf + off, cap - off, "%d\n", (int)d);
+  /* the metadata in '#' lines, numbers only otherwise (numpy.loadtxt reads the file) */
+  off += (size_t)snprintf(buf + off, cap - off, "%s dimension %d, intercept %s", DPO__MODEL_HDR,
+                          (int)d, intercept ? "yes" : "no");
+  if (K > 0) off += (size_t)snprintf(buf + off, cap - off, ", classes %d", (int)K);
+  if (K > 0)
+    off += (size_t)snprintf(buf + off, cap - off, "\n# layout: %d rows (one per class) of %d "
+                            "numbers (the %d feature weights%s)\n", (int)K, (int)row, (int)d,
+                            intercept ? ", then the intercept" : "");
+  else
+    off += (size_t)snprintf(buf + off, cap - off, "\n# layout: %d numbers, one per line (the %d "
+                            "feature weights%s)\n", (int)row, (int)d,
+                            intercept ? ", then the intercept" : "");
   for (int32_t k = 0; k < nk; k++)
-    for (int32_t j = 0; j < d; j++)
-      off += (size_t)snprintf(buf + off, cap - off, "%.17g\n", x[(int64_t)k * row + j]);
-  if (intercept) {
-    off += (size_t)snprintf(buf + off, cap - off, "intercept");
-    for (int32_t k = 0; k < nk; k++)
-      off += (size_t)snprintf(buf + off, cap - off, " %.17g", x[(int64_t)k * row + d]);
-    off += (size_t)snprintf(buf + off, cap - off, "\n");
-  }
+    for (int32_t j = 0; j < row; j++)
+      off += (size_t)snprintf(buf + off, cap - off, "%.17g%s", x[(int64_t)k * row + j],
+                              K > 0 && j + 1 < row ? " " : "\n");
   int rc = dpo_write_atomic(path, buf, off);
   free(buf);
   return rc;
@@ -172,6 +180,59 @@ int dpo_model_read_icpt(const char *path, double **xo, int32_t *d, int *intercep
                  path, (int)K);
 }
 
+/* The current format (dpo_model_write_k) after its header line hdr (line ln): the numbers as
+ * the header's layout says, x in the solver's layout already.  f is left open. */
+static int dpo__model_read_v2(FILE *f, const char *path, long ln, const char *hdr, double **xo,
+                              int32_t *d, int *intercept, int32_t *Kout) {
+  long dim = 0, K = 0, n = 0, per = 0;
+  char yn[8] = "";
+  const char *cl = strstr(hdr, ", classes ");
+  if (sscanf(hdr + strlen(DPO__MODEL_HDR), " dimension %ld, intercept %3[a-z]", &dim, yn) != 2 ||
+      (strcmp(yn, "yes") && strcmp(yn, "no")) || dim <= 0 || dim > (1L << 30) ||
+      (cl && (sscanf(cl, ", classes %ld", &K) != 1 || K < 2 || K > 65536)) ||
+      dim * (K ? K : 1) > (1L << 30))
+    return dpo_err(DPO_EFORMAT, "%s:%ld: expected \"%s dimension D, intercept yes|no[, classes "
+                   "K]\" (D >= 1, 2 <= K <= 65536)", path, ln, DPO__MODEL_HDR);
+  const long row = dim + (yn[0] == 'y'), total = row * (K ? K : 1);
+  double *x = malloc((size_t)total * sizeof *x);
+  char *line = NULL;
+  size_t cap = 0;
+  int rc = x ? DPO_OK : dpo_err(DPO_ENOMEM, "model read: out of memory");
+  while (!rc && getline(&line, &cap, f) > 0) {
+    ln++;
+    char *p = line, *end;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '#' || *p == '\n' || *p == '\r' || !*p) continue;
+    for (per = 0;; per++) {
+      while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+      if (!*p) break;
+      double v = strtod(p, &end);
+      if (end == p || !isfinite(v) || n >= total) {
+        rc = dpo_err(DPO_EFORMAT, "%s:%ld: %s", path, ln, n >= total ? "more numbers than the "
+                     "header's layout holds" : "not a finite number");
+        break;
+      }
+      x[n++] = v;
+      p = end;
+    }
+    if (!rc && K && per != row)
+      rc = dpo_err(DPO_EFORMAT, "%s:%ld: %ld numbers, a class's row holds %ld", path, ln, per,
+                   row);
+  }
+  if (!rc && n != total)
+    rc = dpo_err(DPO_EFORMAT, "%s: %ld numbers, the header's layout holds %ld", path, n, total);
+  free(line);
+  if (rc) {
+    free(x);
+    return rc;
+  }
+  *xo = x;
+  *d = (int32_t)dim;
+  *intercept = yn[0] == 'y';
+  *Kout = (int32_t)K;
+  return DPO_OK;
+}
+
 int dpo_model_read_k(const char *path, double **xo, int32_t *d, int *intercept, int32_t *Kout) {
   FILE *f = fopen(path, "r");
   if (!f) return dpo_err(DPO_EIO, "%s: cannot open model: %s", path, strerror(errno));
@@ -186,6 +247,10 @@ int dpo_model_read_k(const char *path, double **xo, int32_t *d, int *intercept, 
    * order, then interleave into rows of dim + 1 if there is an intercept */
   while (fgets(line, sizeof line, f)) {
     ln++;
+    if (dim < 0 && K == 0 && !strncmp(line, DPO__MODEL_HDR, strlen(DPO__MODEL_HDR))) {
+      rc = dpo__model_read_v2(f, path, ln, line, xo, d, intercept, Kout);
+      goto out; /* the current format; below, the older one */
+    }
     if (line[0] == '#' || line[0] == '\n') continue;
     char *end;
     if (icpt) {

@@ -32,6 +32,7 @@ int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o) {
                    dpo_config_origin(cfg, "data.dim"), (long long)v, 1 << 30);
   o->d = (int32_t)v;
   if ((rc = dpo_config_get_bool(cfg, "data.dense", 0, &o->dense))) return rc;
+  if ((rc = dpo_config_get_bool(cfg, "data.zero_based", 0, &o->zero_based))) return rc;
   dpo_config_get_str(cfg, "data.labels", "binary", &s);
   if (!strcasecmp(s, "binary")) o->labels = DPO_LABELS_BINARY;
   else if (!strcasecmp(s, "real")) o->labels = DPO_LABELS_REAL;

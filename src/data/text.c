@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,24 +61,36 @@ static int dpo__libsvm_line(char *p, int64_t ln, const dpo_load_opts_t *o, dpo__
       dpo__perr_set(e, DPO_EFORMAT, ln, "non-finite value (NaN/Inf) in token '%.*s'", tl > 40 ? 40 : tl, t);
       return -1;
     }
-    if (idx < 1) {
-      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld < 1 (indices are 1-based)", idx);
+    if (o->zero_based && idx < 0) {
+      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld < 0 (data.zero_based: indices "
+                    "start at 0)", idx);
       return -1;
     }
+    if (!o->zero_based && idx < 1) {
+      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld < 1 (indices are 1-based%s)", idx,
+                    idx == 0 ? "; a file whose indices start at 0, as scikit-learn's "
+                    "dump_svmlight_file writes them, needs --zero-based" : "");
+      return -1;
+    }
+    /* from here on idx is the 1-based index; messages quote the file's own (raw) */
+    const long long raw = idx, zb = o->zero_based ? 1 : 0;
+    if (zb && idx < LLONG_MAX) idx++;
     if (o->d > 0 && idx > o->d && !o->project) {
-      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld > declared dimension %d", idx, (int)o->d);
+      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld %s declared dimension %d%s", raw,
+                    zb ? ">=" : ">", (int)o->d, zb ? " (zero-based: indices 0 .. d - 1)" : "");
       return -1;
     }
     if (idx > INT32_MAX) {
-      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld too large", idx);
+      dpo__perr_set(e, DPO_EFORMAT, ln, "feature index %lld too large", raw);
       return -1;
     }
     if (idx == prev) {
-      dpo__perr_set(e, DPO_EFORMAT, ln, "duplicate feature index %lld", idx);
+      dpo__perr_set(e, DPO_EFORMAT, ln, "duplicate feature index %lld", raw);
       return -1;
     }
     if (idx < prev) {
-      dpo__perr_set(e, DPO_EFORMAT, ln, "feature indices not increasing (%lld after %lld)", idx, prev);
+      dpo__perr_set(e, DPO_EFORMAT, ln, "feature indices not increasing (%lld after %lld)", raw,
+                    prev - zb);
       return -1;
     }
     prev = idx;

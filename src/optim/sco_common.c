@@ -104,6 +104,15 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
     return dpo_err(DPO_EINVAL, "%s: its privacy analysis (Feldman, Koren and Talwar 2020) is for replace-one neighbours; "
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
+  int64_t every = 0, stop = 0;
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_config_get(cfg, "privacy.public_n") &&
+      (dpo_config_get(cfg, "run.resume") ||
+       (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
+       (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
+    /* a resumed run would draw (and charge) a second count, and its plan would differ */
+    return dpo_err(DPO_EINVAL, "%s: checkpoints and --resume under add-remove need a declared "
+                   "size (--public-n N): the noisy row count of a run is not kept for a resume",
+                   who);
   return DPO_OK;
 }
 

@@ -102,6 +102,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 #include "privacy/sample.h"
 #include "optim/sco_common.h"
 
@@ -621,6 +622,49 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: the momentum v, the running mean of the kept iterates, and the wor sampler's
+ * pool (its running permutation: an unseeded run's pool came from the OS key, so it is
+ * stored, not redrawn).  Everything create() derives from the config (the plan, z, sigma,
+ * lr) is recomputed and only checked.  A noisy row count (add-remove without a declared
+ * size) and multi-party runs are refused before anything runs (dpo__sco_check, run.c). */
+static int dpsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  const dpo__dpsgd_t *a = st;
+  const int32_t d = a->c.d;
+  int rc;
+  (void)s;
+  if (a->sa.on || a->count_eps > 0) /* unreachable: refused in dpo__sco_check / run.c */
+    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no checkpoint of a multi-party run or of a run on a "
+                   "noisy row count");
+  if ((rc = dpo_ckpt_put_int(w, "poisson", a->poisson)) || (rc = dpo_ckpt_put_int(w, "m", a->m)) ||
+      (rc = dpo_ckpt_put_int(w, "T", a->T)) || (rc = dpo_ckpt_put_int(w, "T0", a->T0)) ||
+      (rc = dpo_ckpt_put_int(w, "npub", a->npub)) || (rc = dpo_ckpt_put_double(w, "z", a->z)) ||
+      (rc = dpo_ckpt_put_double(w, "sigma", a->sigma)) ||
+      (rc = dpo_ckpt_put_double(w, "lr", a->lr)) || (rc = dpo_ckpt_put_double(w, "beta", a->beta)) ||
+      (rc = dpo_ckpt_put_f64(w, "v", a->v, d)) || (rc = dpo_ckpt_put_f64(w, "avg", a->avg, d)))
+    return rc;
+  return dpo_ckpt_put_i64(w, "pool", a->pool, a->poisson ? 0 : a->c.n);
+}
+
+static int dpsgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__dpsgd_t *a = st;
+  const int32_t d = a->c.d;
+  int rc;
+  (void)s;
+  if (a->sa.on || a->count_eps > 0)
+    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no resume of a multi-party run or of a run on a "
+                   "noisy row count");
+  if ((rc = dpo__ckpt_check_int(r, "poisson", a->poisson)) ||
+      (rc = dpo__ckpt_check_int(r, "m", a->m)) || (rc = dpo__ckpt_check_int(r, "T", a->T)) ||
+      (rc = dpo__ckpt_check_int(r, "T0", a->T0)) || (rc = dpo__ckpt_check_int(r, "npub", a->npub)) ||
+      (rc = dpo__ckpt_check_double(r, "z", a->z)) ||
+      (rc = dpo__ckpt_check_double(r, "sigma", a->sigma)) ||
+      (rc = dpo__ckpt_check_double(r, "lr", a->lr)) ||
+      (rc = dpo__ckpt_check_double(r, "beta", a->beta)) || (rc = dpo_ckpt_get_f64(r, "v", a->v, d)) ||
+      (rc = dpo_ckpt_get_f64(r, "avg", a->avg, d)))
+    return rc;
+  return dpo_ckpt_get_i64(r, "pool", a->pool, a->poisson ? 0 : a->c.n);
+}
+
 static const dpo_algo_param_t dpsgd_params[] = {
     {"sampling", "wor", "wor (replace-one) | poisson (add-remove)"},
     {"m", "ceil(sqrt n)", "batch size (--batch)"},
@@ -639,5 +683,5 @@ static const dpo_algo_param_t dpsgd_params[] = {
 
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
     "dp-sgd-rdp", "DP-SGD, Gaussian noise calibrated by the RDP accountant (wor/poisson batches)",
-    1, dpsgd_create, dpsgd_step, dpsgd_destroy, NULL, NULL, dpsgd_params, dpo__sco_params, NULL,
+    1, dpsgd_create, dpsgd_step, dpsgd_destroy, dpsgd_save, dpsgd_load, dpsgd_params, dpo__sco_params, NULL,
     NULL};

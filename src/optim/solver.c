@@ -676,16 +676,25 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
         int periodic = opts->checkpoint_every > 0 && t > s->t0 && t % opts->checkpoint_every == 0;
         if (intr || periodic) {
           if (tracing) fflush(opts->trace);
-          if (dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path &&
-              (rc = dpo__ckpt_save(s, opts, t)))
-            break;
+          int saved = 0;
+          char why[200] = "the algorithm cannot write one";
+          if (dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path) {
+            rc = dpo__ckpt_save(s, opts, t);
+            saved = !rc;
+            /* a run the algorithm cannot checkpoint (refused up front when asked for) still
+             * stops cleanly on a signal, without one */
+            if (rc == DPO_EUNSUP && intr) snprintf(why, sizeof why, "%s", dpo_errmsg()), rc = 0;
+            if (rc) break;
+          }
           if (intr) {
             s->iters = t;
-            rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: %s", (long)t,
-                         (long)max_iter,
-                         dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path
-                             ? "checkpoint written, continue with dpopt train --resume RUN"
-                             : "no checkpoint (the algorithm cannot write one)");
+            if (saved)
+              rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: checkpoint "
+                           "written, continue with dpopt train --resume RUN", (long)t,
+                           (long)max_iter);
+            else
+              rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: no checkpoint "
+                           "(%s)", (long)t, (long)max_iter, why);
             break;
           }
         }

@@ -128,6 +128,30 @@ static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *alg
   return DPO_OK;
 }
 
+/* Checkpoints asked for (--checkpoint-every, --resume, run.stop_after): a usage error, before
+ * anything is read or charged, when the algorithm cannot write them (naming the private
+ * methods that can) or the run is multi-party (the active-party set is not saved). */
+static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) {
+  const char *trust = NULL;
+  if (!dpo_algo_can_checkpoint(algo)) {
+    char can[512] = "";
+    for (const dpo_algo_t *const *al = dpo_algo_list(); *al; al++)
+      if ((*al)->is_private && dpo_algo_can_checkpoint(*al) && strlen(can) + 40 < sizeof can)
+        snprintf(can + strlen(can), sizeof can - strlen(can), "%s%s", *can ? ", " : "",
+                 (*al)->name);
+    return dpo_err(DPO_EINVAL, "--algo %s cannot write or resume checkpoints: drop "
+                   "--checkpoint-every / --resume / run.stop_after, or use a method that can "
+                   "(private: %s)", algo->name, can);
+  }
+  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  if (dpo_config_get(cfg, "parties.n") || dpo_config_get(cfg, "parties.data") ||
+      dpo_config_get(cfg, "parties.count") || (trust && strcasecmp(trust, "central")))
+    return dpo_err(DPO_EINVAL, "checkpoints of multi-party runs are not supported (the "
+                   "active-party set is not saved): drop --checkpoint-every / --resume / "
+                   "run.stop_after");
+  return DPO_OK;
+}
+
 /* Every setting, read and checked (stage "train"): nothing touched yet.  Not collective. */
 static int dpo__run_settings(dpo_run_t *r) {
   const dpo_config_t *cfg = r->cfg;
@@ -159,6 +183,7 @@ static int dpo__run_settings(dpo_run_t *r) {
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &r->iters)) ||
       (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &r->trace_every)) ||
       (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &r->no_trace_loss)) ||
+      (rc = dpo_config_get_bool(cfg, "run.verbose", 0, &r->verbose)) ||
       (rc = dpo_config_get_bool(cfg, "data.report_rows", 0, &r->report_rows)))
     return rc;
   if (!r->train_path) dpo_config_get_str(cfg, "parties.data", NULL, &r->train_path);
@@ -178,9 +203,9 @@ static int dpo__run_settings(dpo_run_t *r) {
                                                        : "--algo",
                    algo_name, hint);
   }
-  if ((r->ckpt_every > 0 || r->stop_after > 0 || r->resuming) && !dpo_algo_can_checkpoint(algo))
-    return dpo_err(DPO_EUNSUP, "algorithm %s cannot write or resume checkpoints: drop "
-                   "--checkpoint-every / --resume / run.stop_after", algo->name);
+  if ((r->ckpt_every > 0 || r->stop_after > 0 || r->resuming) &&
+      (rc = dpo__run_ckpt_check(cfg, algo)))
+    return rc;
   double gtol = 0; /* the driver refuses it too, but only after the data are loaded */
   if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &gtol))) return rc;
   if (algo->is_private && gtol > 0)

@@ -50,6 +50,7 @@ struct dpo_run {
   int64_t keep_every, keep_pending;
   double keep_seconds, keep_last;
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
+  int verbose; /* run.verbose: the accountant's and the plan's lines in the printed summary */
   dpo_load_opts_t lo;
   dpo_privacy_spec_t spec; /* every privacy.* setting, read once (run_spec.c) */
   dpo_model_t *model;

@@ -266,6 +266,26 @@ int dpo__run_n_private(const dpo_run_t *r) {
   return dpo__run_priv_n_private(r->priv) && r->train && !r->train->n_public;
 }
 
+/* The plain privacy line: what the run spent of its budget and in how many steps, and why
+ * that many (the plan's length, the method's own choice below its cap, or the budget).  The
+ * accountant, its bound and the plan's mechanics are --verbose's (dpo__run_priv_print). */
+static void dpo__run_print_spent(const dpo_run_t *r, FILE *out) {
+  const dpo_ledger_t *L = dpo__run_priv_ledger(r->priv);
+  const dpo_plan_t *plan = dpo_solver_plan(r->solver);
+  double e = NAN, d = NAN, be = NAN, bd = NAN;
+  if (!L || dpo_ledger_spent(L, &e, &d) || dpo_ledger_budget(L, &be, &bd)) return;
+  long long ran = (long long)dpo_solver_iters(r->solver), cap = (long long)plan->steps;
+  char dl[96] = "", why[160] = "";
+  if (bd > 0) snprintf(dl, sizeof dl, " and delta %.3g of %g", d, bd);
+  if (plan->kind == DPO_PLAN_NONE) snprintf(why, sizeof why, "no release plan");
+  else if (r->run_rc == DPO_EBUDGET)
+    snprintf(why, sizeof why, "stopped: the budget could not cover step %lld of %lld", ran + 1, cap);
+  else if (ran == cap) snprintf(why, sizeof why, "T = %lld, as planned", ran);
+  else snprintf(why, sizeof why, "T = %lld chosen by the method; cap %lld", ran, cap);
+  fprintf(out, "spent           eps %.3f of %g%s in %lld step%s (%s)\n", e, be, dl, ran,
+          ran == 1 ? "" : "s", why);
+}
+
 void dpo_run_print(const dpo_run_t *r, FILE *out) {
   if (!r || r->rank != 0 || r->state != DPO__RUN_WRITTEN) return;
   const char *metric = dpo_model_metric(r->model);
@@ -279,8 +299,9 @@ void dpo_run_print(const dpo_run_t *r, FILE *out) {
           r->train->d);
   fprintf(out, "status          %s\n",
           r->run_rc == DPO_EBUDGET ? "stopped: privacy budget exhausted" : "completed");
-  dpo__run_priv_print(r->priv, out);
-  if (plan->kind != DPO_PLAN_NONE)
+  dpo__run_priv_print(r->priv, out, r->verbose);
+  dpo__run_print_spent(r, out);
+  if (plan->kind != DPO_PLAN_NONE && r->verbose)
     fprintf(out, "release plan    %s: %s; %lld of %lld steps ran\n", dpo_plan_kind_name(plan->kind),
             plan->what, (long long)dpo_solver_iters(r->solver), (long long)plan->steps);
   dpo__run_parties_print(r->parties, dpo__run_priv_ledger(r->priv), out);

@@ -360,9 +360,9 @@ void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum) {
   json_object_object_add(sum, "privacy", o);
 }
 
-void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out) {
+void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out, int verbose) {
   fprintf(out, "privacy         %s\n", p->label);
-  if (p->ledger) {
+  if (p->ledger && verbose) {
     double e = NAN, d = NAN, be = NAN, bd = NAN;
     dpo_ledger_spent(p->ledger, &e, &d);
     dpo_ledger_budget(p->ledger, &be, &bd);

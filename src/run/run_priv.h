@@ -55,7 +55,9 @@ const char *dpo__run_priv_label(const dpo__run_priv_t *p);
 /* 1: a private algorithm with secure (unseeded) noise: the outputs carry the guarantee. */
 int dpo__run_priv_guaranteed(const dpo__run_priv_t *p);
 void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum);
-void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out);
+/* The privacy lines of the printed summary: the privacy setting, and with verbose the
+ * ledger's spent totals with the accountant, its bound, the relation and the journal. */
+void dpo__run_priv_print(const dpo__run_priv_t *p, FILE *out, int verbose);
 /* Rank 0, not collective: after the last release, settle the budget store's reservation to
  * what the ledger composed (a warning if that fails: the reservation then stays whole). */
 void dpo__run_priv_settle(dpo__run_priv_t *p);
