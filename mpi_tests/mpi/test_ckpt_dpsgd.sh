@@ -11,32 +11,18 @@
 #  - refusals, exit 1 before anything is written: a method without checkpoints (named, with
 #    the private methods that have them), add-remove on a noisy row count, multi-party runs.
 . "$(dirname "$0")/testlib.sh"
-same() { # same FILE1 FILE2 what
-  if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; diff "$1" "$2" | head -n 6; fi
-}
-notime() { sed 's/^\([^,]*\),[^,]*,/\1,/' "$1"; } # the trace without its time_s column
 COMMON="--data $S/data/a9a --row-l2-bound 3.75 --lambda 0.01 --quiet --algo dp-sgd-rdp --eps 1 --delta 1e-5"
 
-# ---- 1. resume == uninterrupted
-run_pair() { # np name args...
-  np=$1; name=$2; shift 2
-  expect 0 $MPI -np "$np" "$DPOPT" train $COMMON "$@" --seed 11 --out "$T/$name-full"
-  expect 5 $MPI -np "$np" "$DPOPT" train $COMMON "$@" --seed 11 --out "$T/$name-part" \
-    --checkpoint-every 4 --set run.stop_after=13
-  [ -f "$T/$name-part/checkpoint" ] && ok || bad "$name: no checkpoint after the stop"
-  [ ! -f "$T/$name-part/model.txt" ] && ok || bad "$name: an interrupted run wrote model.txt"
-  expect 0 $MPI -np "$np" "$DPOPT" train --resume "$T/$name-part" --quiet
-  same "$T/$name-full/model.txt" "$T/$name-part/model.txt" "$name (np $np) model"
-  notime "$T/$name-full/trace.csv" >"$T/a"; notime "$T/$name-part/trace.csv" >"$T/b"
-  same "$T/a" "$T/b" "$name (np $np) trace rows"
-  unchained "$T/$name-full/ledger.jsonl" >"$T/a"; unchained "$T/$name-part/ledger.jsonl" >"$T/b"
-  same "$T/a" "$T/b" "$name (np $np) journal"
-  c=$(grep -c '"step"' "$T/$name-part/ledger.jsonl")
-  [ "$c" -eq 30 ] && ok || bad "$name: $c charges in the journal, want 30 (one per step)"
+# ---- 1. resume == uninterrupted (ckptlib.sh), one charge per step
+. "$(dirname "$0")/ckptlib.sh"
+pair() { # np name args...
+  run_pair "$@"
+  c=$(grep -c '"step"' "$T/$2-part/ledger.jsonl")
+  [ "$c" -eq 30 ] && ok || bad "$2: $c charges in the journal, want 30 (one per step)"
 }
-run_pair 1 wor1 --iters 30 --batch 200
-run_pair 3 wor3 --iters 30 --batch 200
-run_pair 2 poi2 --iters 30 --batch 200 --set privacy.neighbours=add-remove \
+pair 1 wor1 --iters 30 --batch 200
+pair 3 wor3 --iters 30 --batch 200
+pair 2 poi2 --iters 30 --batch 200 --set privacy.neighbours=add-remove \
   --set algo.sampling=poisson --public-n 32561
 # a resumed model differs from a run with another seed (the comparison above can fail)
 expect 0 $MPI -np 1 "$DPOPT" train $COMMON --iters 30 --batch 200 --seed 12 --out "$T/seed12"

@@ -13,30 +13,10 @@
 #  - refusals: --checkpoint-every for an algorithm without checkpoints (exit 1), --resume changing
 #    privacy.eps or the algorithm, --resume of a completed run.
 . "$(dirname "$0")/testlib.sh"
-same() { # same FILE1 FILE2 what
-  if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; diff "$1" "$2" | head -n 6; fi
-}
-notime() { sed 's/^\([^,]*\),[^,]*,/\1,/' "$1"; } # the trace without its time_s column
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
 
-# ---- 1. resume == uninterrupted, per algorithm and rank count
-run_pair() { # np name args...
-  np=$1; name=$2; shift 2
-  expect 0 $MPI -np "$np" "$DPOPT" train $COMMON "$@" --seed 11 --out "$T/$name-full"
-  expect 5 $MPI -np "$np" "$DPOPT" train $COMMON "$@" --seed 11 --out "$T/$name-part" \
-    --checkpoint-every 4 --set run.stop_after=13
-  [ -f "$T/$name-part/checkpoint" ] && ok || bad "$name: no checkpoint after the stop"
-  [ ! -f "$T/$name-part/model.txt" ] && ok || bad "$name: an interrupted run wrote model.txt"
-  expect 0 $MPI -np "$np" "$DPOPT" train --resume "$T/$name-part" --quiet
-  same "$T/$name-full/model.txt" "$T/$name-part/model.txt" "$name (np $np) model"
-  notime "$T/$name-full/trace.csv" >"$T/a"; notime "$T/$name-part/trace.csv" >"$T/b"
-  same "$T/a" "$T/b" "$name (np $np) trace rows"
-  if [ -f "$T/$name-full/ledger.jsonl" ]; then # the same charges (each journal its own chain)
-    unchained "$T/$name-full/ledger.jsonl" >"$T/a"; unchained "$T/$name-part/ledger.jsonl" >"$T/b"
-    same "$T/a" "$T/b" "$name (np $np) journal"
-  fi
-  [ ! -f "$T/$name-part/checkpoint" ] && ok || bad "$name: checkpoint left after completion"
-}
+# ---- 1. resume == uninterrupted, per algorithm and rank count (ckptlib.sh)
+. "$(dirname "$0")/ckptlib.sh"
 for np in 1 3; do
   run_pair $np gd$np --algo gd --iters 30
   run_pair $np nag$np --algo nag --iters 30
