@@ -11,7 +11,7 @@
 #  - under secure aggregation (the stores' paths differ between parties: not in the agreed
 #    plan) each store is settled to its party's eps;
 #  - a run killed midway (SIGKILL to every rank) leaves each party's reservation open,
-#    counted whole; resuming it is refused (exit 4: multi-party runs write no checkpoint) and
+#    counted whole; resuming it is refused (exit 1: multi-party runs write no checkpoint) and
 #    changes no store and nothing in the run directory;
 #  - a party's Gaussian runs compose by their RDP curves, like one auto ledger: two dp-sgd-rdp
 #    runs (central) and one under secure aggregation (the guard's parts) settle each party's
@@ -107,8 +107,8 @@ done
 # resuming it is refused (multi-party runs write no checkpoint yet), before anything is written
 cat "$T"/sa0/records.jsonl "$T"/sa1/records.jsonl "$T"/sa2/records.jsonl | sha256sum >"$T/sa.sum"
 (cd "$T/kill" && find . -type f | sort | xargs sha256sum) >"$T/kill.sum"
-expect 4 $MPI -np 3 "$DPOPT" train --resume "$T/kill" --quiet
-has "$T/err" "resuming a multi-party run is not supported" "killed: the resume is refused"
+expect 1 $MPI -np 3 "$DPOPT" train --resume "$T/kill" --quiet
+has "$T/err" "checkpoints of multi-party runs are not supported" "killed: the resume is refused"
 cat "$T"/sa0/records.jsonl "$T"/sa1/records.jsonl "$T"/sa2/records.jsonl | sha256sum |
   cmp -s - "$T/sa.sum" && ok || bad "a refused resume changed a store"
 (cd "$T/kill" && find . -type f | sort | xargs sha256sum) | cmp -s - "$T/kill.sum" && ok ||

@@ -50,7 +50,7 @@ done <"$T/cmds" # (each command reads /dev/null: mpirun would eat the list)
 
 # what the README says each step leaves
 has "$T/out.1" '^privacy  *PRIVATE' "1: a private run"
-has "$T/out.1" '^privacy spent  *eps = 1 of 1' "1: the privacy line says eps 1 of 1 spent"
+has "$T/out.1" '^spent  *eps 1\.000 of 1 in [0-9]* steps' "1: the spent line says eps 1 of 1 spent"
 check "1: runs/first holds model.txt, summary.json, ledger.jsonl" \
   test -s "$W/runs/first/model.txt" -a -s "$W/runs/first/summary.json" -a -s "$W/runs/first/ledger.jsonl"
 acc=$(sed -n 's/^accuracy  *//p' "$T/out.2")
