@@ -105,7 +105,7 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
   int64_t every = 0, stop = 0;
-  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_config_get(cfg, "privacy.public_n") &&
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
       (dpo_config_get(cfg, "run.resume") ||
        (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
        (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
