@@ -49,8 +49,8 @@ typedef struct dpo_run dpo_run_t;
  * messages.  Charges nothing, writes nothing. */
 int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **run);
 
-/* Not collective: with privacy.eps and no algo.name (no run.resume, parties.n or
- * privacy.trust), set in cfg the keys of the method measured best at that budget (method,
+/* Not collective: with privacy.eps and no algo.name (no run.resume or parties.n; privacy.trust
+ * unset, central or secagg), set in cfg the keys of the method measured best at that budget (method,
  * relation, clip, batches, schedule; src/run/run_auto.c), never changing a key that is set,
  * and return why (one sentence); else NULL and cfg unchanged.  dpo_run_create calls it on its
  * own copy of the settings, so `dpopt train` and every embedding program get the same plan. */

@@ -8,6 +8,7 @@
 #    collude 1 and 0 of 3, within 1.5 points of central, pure un-amplified laplace charges;
 #  - data-free refusals (no run directory): collude >= P, collude without secagg, dp-sgd-rdp
 #    (Gaussian only) at delta = 0, accountant basic, an algorithm whose release is not a sum (phased-sgd);
+#  - --eps without --algo under secagg picks dp-sgd-rdp with party-local Poisson batches;
 #  - dpopt audit with privacy.trust = secagg passes (bound below the charge), also at pure eps
 #    with 2 simulated parties, and FAILS (VIOLATION) when one party's noise share is dropped
 #    (dpopt-test's --test-drop-share, a test switch; collude 0), for the pure-eps Polya shares
@@ -94,6 +95,14 @@ has "$T/err" "not basic" "basic accountant refused"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
 has "$T/err" "phased-sgd releases only a noised phase output" "phased-sgd refused under secagg"
 for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
+
+# the default method under secagg (--eps without --algo): dp-sgd-rdp with party-local Poisson
+# batches (add-remove, the declared public size), every charge an amplified Gaussian
+expect 0 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --row-l2-bound 3.75 --eps 1 --delta 1e-5 \
+  --public-n 32561 --iters 2 --seed 3 --set parties.count=2 --set privacy.trust=secagg --out "$T/auto"
+has "$T/err" "no --algo: using dp-sgd-rdp (delta > 0: DP-SGD with Poisson batches" "secagg: the default method"
+c=$(grep -c '"mechanism":"gaussian","sampling":"poisson".*"m":256,"n":32561' "$T/auto/ledger.jsonl")
+[ "$c" = 2 ] && ok || bad "secagg default: $c party-local Poisson charges (want 2)"
 
 # dpopt audit in secagg mode (one party per trial on MPI_COMM_SELF: encoding, share, rdp-rho
 # charge): the empirical lower bound stays below the charged eps (alpha 1e-4: no false alarm)

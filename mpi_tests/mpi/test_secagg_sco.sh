@@ -1,9 +1,10 @@
 #!/bin/sh
 # privacy.trust = secagg for the SCO algorithms whose release is a batch SUM (issue 12):
-#  - dp-sgd-rdp at 2, 3, 4 parties (seeded, so NOT private): every step is one un-amplified
-#    rdp-rho charge (sampling none) to the global account and to every party, the calibration
-#    spends the budget (>= 0.99 eps, <= eps), the journal replays, and the model learns (test
-#    accuracy above a9a's majority rate 0.7638);
+#  - dp-sgd-rdp with full batches (wor, m = n) at 2, 3, 4 parties (seeded, so NOT private):
+#    every step is one un-amplified rdp-rho charge (sampling none) to the global account and to
+#    every party, the calibration spends the budget (>= 0.99 eps, <= eps), the journal replays,
+#    and the model learns (test accuracy above a9a's majority rate 0.7638); subsampled wor
+#    batches (the coordinator draws them: no amplification) are refused naming what to set;
 #  - pnsgd at 2 parties: every step a disjoint-pass rdp-rho charge (parallel composition: the
 #    pass costs one step), an explicit algo.release = final refused (every party sees every
 #    iterate);
@@ -13,6 +14,9 @@
 #    the honest multiplier (central with algo.z = z_eff spends the same; dpopt calibrate gives
 #    the same multiplier on an RDP ledger); the charge is the same for 2 parties on 4 ranks and
 #    for 3 parties with collude 2 (one honest share each); no public n, or trust local: refused;
+#  - each party's own journal (ledger.partyK.jsonl, one a party, kept by its first rank after
+#    the coordinator) replays with `dpopt ledger` to the coordinator's party_total_eps[K] with
+#    as many charges (2 parties, 2 parties on 4 ranks, 3 parties);
 #  - party counts (per-party files, add-remove): runs whose parties' files differ by one row
 #    print and save the same (ledger, messages, trace, summary but the model's test metrics);
 #    without a public n refused;
@@ -20,7 +24,9 @@
 #  - dpopt admm --method dpaccadmm at 2 and 3 parties, dpadmm at 2 (one per rank): the journal says
 #    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
 #    central one times sqrt(P / (P - k)) (within 3%: integer sigma, rounding inflation), the
-#    test accuracy is central's within 0.01 and the training objective is withheld; consensus,
+#    test accuracy is central's within 0.01 and the training objective is withheld; every party's
+#    guard journals what it priced (JOURNAL.partyK.jsonl: 61 charges, the coordinator's total),
+#    and one that announces a smaller noise is refused by every party (dpopt-test); consensus,
 #    --sigma, --trace and consensus under trust local are refused with the reason.
 . "$(dirname "$0")/testlib.sh"
 
@@ -29,14 +35,20 @@ COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 
 acc() { sed -n 's/^test accuracy *\([0-9.]*\).*/\1/p' "$1"; }
 spent() { tail -n 1 "$1" | sed -n 's/.*"total_eps":\([0-9.e+-]*\).*/\1/p'; }
 
+# the default wor batch (m = 181 of 32561) drawn by the coordinator: refused before any release
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --set parties.count=2 --out "$T/sw"
+has "$T/err" "batches of m = 181 of n = 32561 rows drawn by the coordinator (algo.sampling = wor) get no amplification" "subsampled wor under secagg refused"
+has "$T/err" "privacy.neighbours = add-remove, algo.sampling = poisson and privacy.public_n" "the refusal says what to set"
+hasnot "$T/sw/ledger.jsonl" '"mechanism"' "refused wor: nothing charged"
 for np in 2 3 4; do
-  expect 0 $MPI -np $np "$DPOPT" train $COMMON --algo dp-sgd-rdp --set parties.count=$np --out "$T/s$np"
+  expect 0 $MPI -np $np "$DPOPT" train $COMMON --algo dp-sgd-rdp --set algo.m=32561 --iters 30 \
+    --lr 4 --set parties.count=$np --out "$T/s$np"
   a=$(acc "$T/out")
-  check "$np parties: dp-sgd-rdp test accuracy $a learns" awk -v a="$a" 'BEGIN {exit !(a > 0.77)}'
+  check "$np parties: dp-sgd-rdp test accuracy $a learns" awk -v a="$a" 'BEGIN {exit !(a > 0.8)}'
   c=$(grep -c '"mechanism":"rdp-rho","sampling":"none","accounting":"rdp"' "$T/s$np/ledger.jsonl")
-  [ "$c" = 180 ] && ok || bad "$np parties: $c un-amplified rdp-rho charges (want 180)"
+  [ "$c" = 30 ] && ok || bad "$np parties: $c un-amplified rdp-rho charges (want 30)"
   has "$T/s$np/ledger.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "collude label"
-  has "$T/s$np/ledger.jsonl" '"plan":"per-step","steps":180,"what":"180 steps, each charged for its securely aggregated' "plan"
+  has "$T/s$np/ledger.jsonl" '"plan":"per-step","steps":30,"what":"30 steps, each charged for its securely aggregated' "plan"
   has "$T/s$np/ledger.jsonl" '"party_total_eps":\[' "per-party accounts"
   e=$(spent "$T/s$np/ledger.jsonl")
   check "$np parties: spent $e of 10" awk -v e="$e" 'BEGIN {exit !(e >= 9.9 && e <= 10)}'
@@ -85,8 +97,24 @@ zeff() { grep -m1 '"mechanism":"gaussian","sampling":"poisson"' "$1" |
   sed -n 's/.*"noise_scale":\([0-9.e+-]*\),"sensitivity":\([0-9.e+-]*\),.*/\1 \2/p' |
   awk '{printf "%.17g", $1 / $2}'; }
 sdsum() { sed -n 's/.*noise sd on the sum \([0-9.e+-]*\)).*/\1/p' "$1"; }
+# each party's own journal (ledger.partyK.jsonl, written by the party's first rank after the
+# coordinator before it contributes) replays with `dpopt ledger` to the coordinator's view of
+# that party (party_total_eps[K]) and holds as many charges as the coordinator's journal
+pjournal() { # RUN PARTY LABEL
+  j="$1/ledger.party$2.jsonl"
+  expect 0 "$DPOPT" ledger "$j"
+  pe=$(sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p' "$T/out")
+  ce=$(tail -n 1 "$1/ledger.jsonl" | sed -n 's/.*"party_total_eps":\[\([^]]*\)\].*/\1/p' |
+    awk -F, -v k="$2" '{print $(k + 1)}')
+  close "$pe" "$ce" 1e-12 "$3: party $2's own journal replays to the coordinator's view"
+  pc=$(sed -n 's/^charges: *\([0-9]*\).*/\1/p' "$T/out")
+  cc=$(grep -c '"mechanism":"gaussian"' "$1/ledger.jsonl")
+  [ "$pc" = "$cc" ] && ok || bad "$3: party $2's journal has $pc charges, the coordinator's $cc"
+}
 expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps2"
 sd2=$(sdsum "$T/err")
+pjournal "$T/ps2" 1 "2 parties"
+[ ! -e "$T/ps2/ledger.party0.jsonl" ] && ok || bad "party 0 (the coordinator's rank only) has no journal of its own"
 c=$(grep -c '"mechanism":"gaussian","sampling":"poisson","accounting":"rdp".*"m":256,"n":32561' "$T/ps2/ledger.jsonl")
 [ "$c" = 50 ] && ok || bad "secagg poisson: $c amplified Gaussian charges (want 50)"
 hasnot "$T/ps2/ledger.jsonl" '"rdp-rho"' "secagg poisson: no un-amplified rdp-rho charge"
@@ -105,11 +133,16 @@ close "$e" "$ec" 1e-6 "secagg poisson charge (z_eff $z) = central's at the same 
 # the released sum carries the honest noise times sqrt(P / (P - k))
 expect 0 $MPI -np 4 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps4"
 close "$e" "$(spent "$T/ps4/ledger.jsonl")" 0 "secagg poisson: 2 parties on 4 ranks, the same charge"
+pjournal "$T/ps4" 0 "2 parties on 4 ranks"
+pjournal "$T/ps4" 1 "2 parties on 4 ranks"
+[ "$(ls "$T/ps4" | grep -c '^ledger\.party')" = 2 ] && ok || bad "4 ranks: one journal a party"
 expect 0 $MPI -np 3 "$DPOPT" train $AR --set parties.count=3 --set privacy.collude=2 \
   --set privacy.trust=secagg --out "$T/ps3"
 sd3=$(sdsum "$T/err")
 close "$z" "$(zeff "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same honest noise"
 close "$e" "$(spent "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same charge"
+pjournal "$T/ps3" 1 "3 parties"
+pjournal "$T/ps3" 2 "3 parties"
 check "secagg poisson: sd on the sum $sd2 (2 of 1 honest) / $sd3 (3 of 1 honest) = sqrt(2/3)" \
   awk -v a="$sd2" -v b="$sd3" 'BEGIN {r = a / b / sqrt(2 / 3); exit !(r > 1 - 1e-3 && r < 1 + 1e-3)}'
 # an independent calibration (dpopt calibrate, RDP ledger): the run's honest multiplier is the
@@ -172,7 +205,7 @@ has "$T/err" "the parties' row counts are private and are not exchanged" \
   "party counts: per-party data without a public n refused"
 
 # audits: one party per trial (MPI_COMM_SELF): encoding, share, rdp-rho charge
-for a in "dp-sgd-rdp --iters 1 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set algo.D=1"; do
+for a in "dp-sgd-rdp --iters 1 --set algo.m=10 --row-l2-bound 4" "pnsgd --row-l2-bound 1 --set algo.D=1"; do
   expect 0 $MPI -np 2 "$DPOPT" audit --algo $a --eps 4 --delta 1e-5 --clip l2:1 \
     --trials 2000 --alpha 1e-4 --quiet --set privacy.trust=secagg
   lb=$(awk 'NR == 2 {print $4}' "$T/out"); cl=$(awk 'NR == 2 {print $2}' "$T/out")
@@ -201,8 +234,27 @@ for m in dpadmm dpaccadmm; do
     has "$T/s$m$np.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "$m: journal label"
     c=$(grep -c '"mechanism":"rdp-rho","sampling":"none"' "$T/s$m$np.jsonl")
     [ "$c" = 61 ] && ok || bad "$m $np parties: $c rdp-rho charges (want 61)"
+    # each party's guard priced every release and journalled it next to the coordinator's
+    k=1
+    while [ $k -lt $np ]; do
+      expect 0 "$DPOPT" ledger "$T/s$m$np.party$k.jsonl"
+      has "$T/out" "^charges: *61$" "$m $np parties: party $k's own journal holds the 61 releases"
+      pe=$(sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p' "$T/out")
+      close "$pe" "$(spent "$T/s$m$np.jsonl")" 1e-12 "$m $np parties: party $k's journal = the coordinator's view"
+      k=$((k + 1))
+    done
     echo "$m $np parties: sigma central $sc secagg $ss; test accuracy central $ac secagg $as"
   done
+done
+# a coordinator that announces half the share sigma from release 3 on (dpopt-test's switch):
+# every party's guard refuses, the round is withheld, no party journals more than it admitted
+expect 1 $MPI -np 3 "$DPOPT_TEST" admm --test-coordinator sigma:3 --method dpadmm $ADMM \
+  --set privacy.trust=secagg --set privacy.journal="$T/dev.jsonl" "$S/data/a9a"
+has "$T/err" "party [12] refuses release 3 of the coordinator: its noise (share sigma" "admm: a smaller noise refused"
+has "$T/err" "nothing contributed, the round is withheld" "admm: the round withheld"
+for k in 1 2; do
+  expect 0 "$DPOPT" ledger "$T/dev.party$k.jsonl"
+  has "$T/out" "^charges: *2$" "admm: party $k admitted and journalled releases 1 and 2 only"
 done
 expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --sigma 0.1 $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "calibrates its own noise" "--sigma refused"

@@ -17,6 +17,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
+#include "privacy/guard.h" /* the party guard (secagg) */
 
 typedef struct {
   const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp, *tracep, *mout;
@@ -325,6 +326,25 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   return DPO_OK;
 }
 
+/* secagg, ranks other than 0 (one party per rank): the party's guard prices every announced
+ * release from its own settings (the sum's L2 sensitivity 2 clip, replace-one, its own budget
+ * and accountant) and charges its own account -- journalled next to privacy.journal as
+ * JOURNAL.partyK.jsonl when one is given -- before it contributes (privacy/guard.h). */
+static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo_oracle_t *orc) {
+  const double S2 = 2 * s->clip;
+  char path[1100];
+  dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
+                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
+  if (s->journal && s->journal[0]) {
+    size_t n = strlen(s->journal);
+    if (n > 6 && !strcmp(s->journal + n - 6, ".jsonl")) n -= 6;
+    snprintf(path, sizeof path, "%.*s.party%d.jsonl", (int)n, s->journal, s->rank);
+    sp.journal = path;
+  }
+  int rc = dpo_guard_create(&sp, g);
+  return rc ? rc : dpo_oracle_set_guard(orc, *g);
+}
+
 static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts_t *lo,
                         dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
                         FILE *rep, int *stop) {
@@ -334,6 +354,7 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   dpo_rng_t *rng = NULL, *prng = NULL;
   char rid[65] = "";
   dpo_secagg_t *sa = NULL;
+  dpo_guard_t *guard = NULL;
   FILE *tf = NULL;
   double *Ax = NULL;
   int32_t d = sh->d;
@@ -422,6 +443,8 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
                                         DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
     if (!rc) rc = dpo_secagg_create(comm, 1, prng, &sa);
     if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(orc, sa));
+    if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(orc), &guard, orc);
+    if (!rc) rc = dpo_agree(comm, rc);
     if (!rc && s->rank == 0) {
       char ev[600];
       snprintf(ev, sizeof ev, "trust secagg, collude %lld of %d: %s; distributed discrete "
@@ -505,6 +528,7 @@ out:
   if (tf) fclose(tf);
   free(Ax);
   dpo_oracle_destroy(orc);
+  dpo_guard_destroy(guard);
   dpo_secagg_destroy(sa);
   dpo_rng_destroy(prng);
   dpo_admm_A_destroy(A);

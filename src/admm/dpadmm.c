@@ -91,7 +91,8 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
                        .accounting = "rdp", .m = c->n, .n = c->n, .step = step,
                        .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
     if ((st = charge(c, &ch))) return st;
-    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, 0, 0};
+    /* the claim: every party's guard prices the noise itself and refuses a larger rho */
+    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, c->rho, 0};
     int64_t used = 0;
     if ((st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used))) return st;
     if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");

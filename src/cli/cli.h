@@ -98,4 +98,10 @@ extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */
 void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const dpo_cli_opt_t *b);
 
+#ifdef DPO_TEST_SWITCHES
+/* dpopt-test only (cmd_train.c): take --test-coordinator KIND[:N] and --test-party-fail N out
+ * of argv (*nargs: what is left) and plant them; nonzero for an unknown KIND. */
+int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs);
+#endif
+
 #endif

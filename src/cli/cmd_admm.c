@@ -37,7 +37,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
       {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
-      {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory"},
+      {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory; under privacy.trust = secagg each party K > 0 journals its own charges in FILE.partyK.jsonl"},
       {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget; needs --journal): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
       {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
       {"--test", "data.test", "FILE", "held-out data for test accuracy"},
@@ -51,6 +51,11 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex, stop;
   dpo_privacy_spec_t spec;
+#ifdef DPO_TEST_SWITCHES
+  if (dpo_cli_test_secagg_args(argc, argv, &argc))
+    return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
+                                             "shares or extra[:N], or key"));
+#endif
   if ((ex = dpo_cli_start(ctx, "admm", argc, argv, opts,
                           "usage: mpirun -np P dpopt admm [options] FILE",
                           "consensus: every rank is a data holder (x_i, u_i on its shard), one Allreduce per\n"

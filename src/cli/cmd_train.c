@@ -89,7 +89,8 @@ static void dpo__algo_help(char *buf, size_t cap) {
     snprintf(buf + off, cap - off,
              "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
              "the private training data and must not be released), model.txt, summary.json,\n"
-             "config.ini (the effective configuration) and, for private runs, ledger.jsonl.\n"
+             "config.ini (the effective configuration) and, for private runs, ledger.jsonl; under\n"
+             "privacy.trust = secagg also ledger.partyK.jsonl, party K's own journal of what it charged.\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
@@ -97,8 +98,9 @@ static void dpo__algo_help(char *buf, size_t cap) {
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
  * (--test-coordinator sigma|gamma|shares|extra[:N] | key) and a party that fails in its N-th secure-
- * aggregation release (--test-party-fail N), taken out of argv before parsing. */
-static int dpo__train_test_args(int argc, char **argv, int *nargs) {
+ * aggregation release (--test-party-fail N), taken out of argv before parsing; dpopt-test admm
+ * takes them too (cli.h). */
+int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
   static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
   int k = 0, bad = 0;
   for (int i = 0; i < argc; i++) {
@@ -136,7 +138,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
 #ifdef DPO_TEST_SWITCHES
-  if (dpo__train_test_args(argc, argv, &argc)) {
+  if (dpo_cli_test_secagg_args(argc, argv, &argc)) {
     dpo_config_destroy(cfg);
     return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
                                               "shares or extra[:N], or key"));

@@ -36,9 +36,13 @@ int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   dpo_guard_t *g = calloc(1, sizeof *g);
   if (!g) return dpo_err(DPO_ENOMEM, "party guard: out of memory");
   g->spec = *spec;
-  g->spec.accountant = NULL; /* not kept: the ledger copies what it needs */
-  int rc = dpo_ledger_open_ex(MPI_COMM_NULL, spec->eps, spec->delta, NULL, 0,
-                              spec->accountant ? spec->accountant : "pld", spec->rel, &g->acct);
+  g->spec.accountant = g->spec.journal = g->spec.key_file = NULL; /* the ledger copies them */
+  /* MPI_COMM_NULL: this rank alone writes the journal (the party's own, not the coordinator's) */
+  int rc = dpo_ledger_open_key(MPI_COMM_NULL, spec->eps, spec->delta, spec->journal,
+                               spec->journal ? spec->resume : 0,
+                               spec->accountant ? spec->accountant : "pld", spec->rel,
+                               spec->key_file && spec->key_file[0] ? spec->key_file : NULL,
+                               &g->acct);
   if (rc) {
     free(g);
     return rc;

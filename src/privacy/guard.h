@@ -33,6 +33,10 @@ typedef struct {
   const char *accountant; /* privacy.accountant */
   dpo_neighbours_t rel;
   int64_t public_n;       /* > 0: the declared public size (party-local sampling's denominator) */
+  const char *journal;    /* non-NULL: the party's own chained journal (each admitted release is
+                           * appended and synced before the party contributes); NULL: memory */
+  int resume;             /* 1: reopen the journal (its charges stay spent) */
+  const char *key_file;   /* the journal's chain key (NULL/"": as dpo_ledger_open_key) */
 } dpo_guard_spec_t;
 
 /* One announced secure-aggregation release (the oracle's request header). */
@@ -47,7 +51,7 @@ typedef struct {
                        * the party's rows repeats in it); -1: none */
 } dpo_guard_req_t;
 
-/* Not collective.  Opens the party's in-memory account. */
+/* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);
 void dpo_guard_destroy(dpo_guard_t *g);
 /* Not collective.  DPO_OK: the release is in the plan and charged to the party's account; else

@@ -339,7 +339,8 @@ static int dpo__run_parties_keys(dpo__run_parties_t *tp, MPI_Comm comm,
 
 /* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
  * builds its party's guard from its own configuration and hands it to the oracle. */
-static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o) {
+static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o,
+                                  const char *run_dir, int resuming) {
   const dpo_parties_t *p = tp->p;
   const int64_t d = dpo_oracle_dim(o);
   unsigned char digest[32];
@@ -353,10 +354,24 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   if (!rc) rc = dpo__run_parties_keys(tp, comm, digest);
   if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
+  const char *key = "";
   double B1 = NAN, B2 = NAN;
-  dpo_guard_spec_t sp = {p->count, p->collude, p->rank_party[tp->rank], d, NAN, NAN,
-                         p->eps[p->rank_party[tp->rank]], p->delta[p->rank_party[tp->rank]],
-                         NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0};
+  const int party = p->rank_party[tp->rank];
+  dpo_guard_spec_t sp = {p->count, p->collude, party, d, NAN, NAN, p->eps[party],
+                         p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL};
+  /* the party's first rank after the coordinator keeps the party's own journal: what it
+   * charged, each line synced before it contributes (doc/design.md, "Threat model") */
+  int first = 1;
+  for (int r = 1; r < tp->rank && first; r++)
+    if (p->rank_party[r] == party) first = 0;
+  char journal[1100];
+  if (first && run_dir && run_dir[0]) {
+    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", run_dir, party);
+    sp.journal = journal;
+    sp.resume = resuming;
+    dpo_config_get_str(tp->cfg, "privacy.journal_key", "", &key);
+    sp.key_file = key;
+  }
   if (!(rc = dpo_config_get_double(tp->cfg, "data.row_l1_bound", NAN, &B1)) &&
       !(rc = dpo_config_get_double(tp->cfg, "data.row_l2_bound", NAN, &B2))) {
     sp.rel = tp->spec->rel;
@@ -370,14 +385,15 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   return dpo_agree(comm, rc);
 }
 
-int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
-                            dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace) {
+int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
+                            struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
+                            int resuming) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
   rc = dpo_agree(comm, rc);
-  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle)))
+  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming)))
     return rc;
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;

@@ -25,9 +25,12 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
 int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *path,
                           const dpo_load_opts_t *lo, dpo_shard_t **train);
 /* Collective: hand the table to the oracle (rank 0), the noise stream to the oracle (every
- * rank), open the party accounts in the ledger (rank 0).  trace: rank 0's trace file. */
-int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm,
-                            dpo_oracle_t *oracle, struct dpo_ledger *ledger, FILE *trace);
+ * rank), open the party accounts in the ledger (rank 0).  trace: rank 0's trace file.
+ * Under secagg each party's first rank other than 0 journals its own account in
+ * run_dir/ledger.partyK.jsonl (reopened when resuming). */
+int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
+                            struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
+                            int resuming);
 /* 1 when the coordinator must not receive exact training-data sums (local / shares): the
  * non-private training diagnostics are then skipped. */
 /* Not collective: the load options of a private run (dpo_load_opts_private) on `path`, or on
