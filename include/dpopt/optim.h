@@ -150,7 +150,9 @@ typedef struct {
 void dpo_run_opts_default(dpo_run_opts_t *o);
 
 /* Collective.  cfg: parameters (borrowed); rng: rank 0's noise/sampling stream (borrowed, may
- * be NULL for non-private algorithms); ledger: rank 0's ledger (borrowed, may be NULL). */
+ * be NULL for non-private algorithms); ledger: rank 0's ledger (borrowed, may be NULL).  The
+ * privacy settings are the defaults: a cfg that sets any privacy.* key is refused (DPO_EINVAL
+ * naming it), since nothing would read it; use dpo_solver_create_spec. */
 struct dpo_ledger;
 int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
                       dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,

@@ -32,6 +32,7 @@
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
 #include "dpopt/privacy.h"
+#include "dpopt/spec.h"
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
 #include "bench_common.h"
@@ -103,7 +104,9 @@ static double run_dpsgd(MPI_Comm comm, const dpo_model_t *mdl, const dpo_shard_t
   dpo_solver_t *sv;
   double *x0 = calloc((size_t)s->d, sizeof *x0);
   CHECK(dpo_oracle_create(comm, mdl, s, NULL, &o));
-  CHECK(dpo_solver_create(o, dpo_algo_find("dp-sgd-rdp"), cfg, rng, L, x0, &sv));
+  dpo_privacy_spec_t spec;
+  CHECK(dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_TRAIN, &spec));
+  CHECK(dpo_solver_create_spec(o, dpo_algo_find("dp-sgd-rdp"), cfg, &spec, rng, L, x0, &sv));
   dpo_run_opts_t op;
   dpo_run_opts_default(&op);
   op.max_iter = steps + 10;

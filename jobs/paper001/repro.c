@@ -23,6 +23,7 @@
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
 #include "dpopt/privacy.h"
+#include "dpopt/spec.h"
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
 
@@ -177,7 +178,9 @@ int main(int argc, char **argv) {
         tr = open_memstream(&tbuf, &tlen);
       }
       rc = dpo_ledger_open(comm, eps, 0, NULL, 0, &L);
-      if (!rc) rc = dpo_solver_create(o, alg, cfg, rng, L, x0, &sv);
+      dpo_privacy_spec_t spec;
+      if (!rc) rc = dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_TRAIN, &spec);
+      if (!rc) rc = dpo_solver_create_spec(o, alg, cfg, &spec, rng, L, x0, &sv);
       if (!rc) {
         if (rank == 0) dpo_solver_set_spent(sv, spent_cb, L);
         dpo_run_opts_t op;

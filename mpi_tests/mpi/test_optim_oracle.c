@@ -112,6 +112,14 @@ static void fail_k(int k, int bad, int through_solver) {
     dpo_config_create(&cfg);
     dpo_config_set(cfg, "data.row_l2_bound", "1", "test");
     dpo_solver_t *sv = NULL;
+    /* a privacy setting without a specification would be ignored: refused, on every rank */
+    dpo_config_set(cfg, "privacy.public_n", "100", "test");
+    rc = dpo_solver_create(o, dpo_algo_find("gd"), cfg, NULL, NULL, NULL, &sv);
+    T_CHECK(rc == DPO_EINVAL && !sv && strstr(dpo_errmsg(), "privacy.public_n"),
+            "solver with privacy.public_n and no spec: %s (%s)", dpo_strerror(rc), dpo_errmsg());
+    dpo_config_destroy(cfg);
+    dpo_config_create(&cfg);
+    dpo_config_set(cfg, "data.row_l2_bound", "1", "test");
     rc = dpo_solver_create(o, dpo_algo_find("gd"), cfg, NULL, NULL, NULL, &sv);
     T_CHECK(rc == DPO_OK, "solver: %s", dpo_errmsg());
     dpo_run_opts_t op;

@@ -66,9 +66,26 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
   o->on_release_arg = NULL;
 }
 
+static void dpo__solver_privacy_key(const char *k, const char *v, const char *o, void *arg) {
+  (void)v, (void)o;
+  const char **first = arg;
+  if (!*first && !strncmp(k, "privacy.", 8)) *first = k;
+}
+
 int dpo_solver_create(dpo_oracle_t *oracle, const dpo_algo_t *algo, const dpo_config_t *cfg,
                       dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                       dpo_solver_t **out) {
+  /* without a specification the solver takes the defaults: a privacy setting in cfg would be
+   * ignored, so it is refused (fail closed) rather than read below the run API */
+  const char *key = NULL;
+  if (cfg) dpo_config_foreach(cfg, dpo__solver_privacy_key, &key);
+  if (key) {
+    if (out) *out = NULL;
+    return dpo_agree(oracle ? dpo_oracle_comm(oracle) : MPI_COMM_SELF,
+                     dpo_err(DPO_EINVAL, "dpo_solver_create: the configuration sets %s; pass the "
+                             "privacy settings as a specification (dpo_privacy_spec_read, then "
+                             "dpo_solver_create_spec)", key));
+  }
   return dpo_solver_create_spec(oracle, algo, cfg, NULL, rng, ledger, x0, out);
 }
 
