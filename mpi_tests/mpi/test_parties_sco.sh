@@ -5,7 +5,7 @@
 #  - each run exits 0, every charge names both parties, the per-party totals equal the global
 #    one (every party is in every batch), and `dpopt ledger` replays the journal;
 #  - local charges un-amplified (sampling none) where central charges the sampled batch, and
-#    carries sqrt(P) more noise: the sd on the sum in the plan line is sqrt(2) times the charged
+#    carries sqrt(P) more noise: the sd on the sum in the plan line (--verbose) is sqrt(2) times the charged
 #    sigma (dp-sgd-rdp), sqrt(2) times central's at the same multiplier (pnsgd), DP-ADMM's
 #    reported sigma is sqrt(2) times central's (same rdp calibration);
 #  - add-remove under central: the noisy count names the parties; under local refused;
@@ -14,7 +14,7 @@
 
 head -n 4000 "$S/data/a9a" > "$T/a9a"
 cp "$S/data/a9a.schema" "$T/a9a.schema" # the public schema (123 features) of the rows taken
-COMMON="--data $T/a9a --row-l2-bound 3.75 --clip l2:1 --eps 2 --delta 1e-5 --seed 3 \
+COMMON="--verbose --data $T/a9a --row-l2-bound 3.75 --clip l2:1 --eps 2 --delta 1e-5 --seed 3 \
   --set parties.count=2"
 num() { sed -n "s/.*$1 \([0-9.e+-]*\)[ ;:,].*/\1/p" "$2" | head -n 1; }
 # the last charge line: global total and the two party totals
