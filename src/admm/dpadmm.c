@@ -51,6 +51,7 @@ typedef struct {
   int64_t n;
   double sigma, sens;
   int64_t releases;
+  double *obs; /* rank 0, with an observer: the release without its regularizer term */
   /* secagg: fixed-point step, each party's share sigma, the charged rho, ranks */
   double gamma, rho;
   uint64_t isigma;
@@ -72,15 +73,13 @@ static int charge(ctx_t *c, const dpo_charge_t *ch) {
 /* Rank 0: show the release g (the noised mean gradient at x) to the observer without its
  * public regularizer term 2 lambda x (dpo_model_finish of no rows is that term). */
 static int observe(ctx_t *c, const double *x, int64_t step, const double *g) {
-  double *v = calloc((size_t)c->d, sizeof *v);
-  if (!v) return dpo_err(DPO_ENOMEM, "dpadmm: out of memory");
+  double *v = c->obs;
+  memset(v, 0, (size_t)c->d * sizeof *v);
   dpo_model_finish(dpo_oracle_model(c->o), c->d, 0, x, NULL, v);
   for (int32_t j = 0; j < c->d; j++) v[j] = g[j] - v[j];
   dpo_release_t r = {step, "gaussian", c->sigma, c->sens, 1.0, 0.0, "none", c->n, c->n, c->d,
                      v, x, 1.0 / (double)c->n};
-  int st = c->op->observe(c->op->observe_arg, &r);
-  free(v);
-  return st;
+  return c->op->observe(c->op->observe_arg, &r);
 }
 
 /* Rank 0: g = grad f(x) + P (P = 0 without noise).  The charge comes first. */
@@ -256,7 +255,9 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
   size_t D = (size_t)d, Pn = (size_t)p;
   g0 = calloc(D, sizeof *g0);
   u = calloc(Pn, sizeof *u);
-  if (!g0 || !u) st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
+  if (rank == 0 && op->noise && op->observe) c.obs = malloc(D * sizeof *c.obs);
+  if (!g0 || !u || (rank == 0 && op->noise && op->observe && !c.obs))
+    st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
   if ((st = dpo_agree(comm, st))) goto out;
 
   /* u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input) */
@@ -372,5 +373,6 @@ out:
   free(yl);
   free(w);
   free(g0);
+  free(c.obs);
   return dpo_agree(comm, st);
 }

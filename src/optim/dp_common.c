@@ -95,14 +95,7 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     return dpo_err(DPO_EINVAL, "algo.m = %s: under add-remove neighbours this algorithm runs on "
                    "the full batch (the papers' amplification by sampling m of n is proved for "
                    "replace-one; Poisson batches: dp-sgd-rdp)", dpo_config_get(cfg, "algo.m"));
-  int64_t every = 0, stop = 0;
-  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
-      (dpo_config_get(cfg, "run.resume") ||
-       (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
-       (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
-    /* a resumed run would draw (and charge) a second count, and its schedule would differ */
-    return dpo_err(DPO_EINVAL, "checkpoints and --resume under add-remove need a declared size "
-                   "(--public-n N): the noisy row count of a run is not kept for a resume");
+  if ((rc = dpo__public_n_ckpt_check(cfg, spec, rel, algo ? algo : "dp"))) return rc;
   if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && (dpo_config_get(cfg, "parties.n") ||
                                                    dpo_config_get(cfg, "parties.data")))
     return dpo_err(DPO_EINVAL, "this algorithm takes add-remove neighbours with one data owner "

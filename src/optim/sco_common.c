@@ -104,8 +104,14 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
     return dpo_err(DPO_EINVAL, "%s: its privacy analysis (Feldman, Koren and Talwar 2020) is for replace-one neighbours; "
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
+  return dpo__public_n_ckpt_check(cfg, spec, rel, who);
+}
+
+int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                             dpo_neighbours_t rel, const char *who) {
   int64_t every = 0, stop = 0;
-  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
+  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg &&
+      !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
       (dpo_config_get(cfg, "run.resume") ||
        (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
        (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))

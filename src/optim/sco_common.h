@@ -59,6 +59,11 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
                       double *count_eps, double *count_b, char *src, size_t cap);
 /* The same for any algorithm: relation rel, the exact row count n (returned only under
  * replace-one), the budget's eps (the default count_eps is eps / 100).  Rank 0. */
+/* Checkpoints or --resume (run.checkpoint_every, run.resume, run.stop_after) of an add-remove
+ * run without a declared size: refused before anything is read (a resume would draw and charge
+ * a second noisy count, and the plan built on the first would differ); who names the method. */
+int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                             dpo_neighbours_t rel, const char *who);
 int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,
                   int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap);
 /* The noisy count's charge (dpo__sco_public_n) on ledger F: for plan checks. */

@@ -158,25 +158,38 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
                  "write no checkpoint yet), so neither is resuming one with party budget stores: "
                  "start a new run; each party's store keeps the stopped run's record");
   else if (p->rank == pt->first_rank[k]) {
-    const char *files[1] = {pt->data[k]};
-    char why[400];
     p->party = k;
     if (!(pt->eps[k] > 0))
       rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
                    "party.%d.eps", k, k);
-    else if (!(rc = dpo_budget_open(pt->store[k], p->key_file, files, 1, &p->pbud)) &&
-             !(rc = dpo_budget_lock(p->pbud)))
-      rc = dpo_budget_reserve(p->pbud, NULL, pt->eps[k], pt->delta[k], "train", 1);
-    /* the amounts stay with the party: the others learn only that its store refused */
-    if (rc == DPO_EBUDGET)
-      rc = dpo_err(rc, "party %d: its budget store refused the run (the party's budget for "
-                   "this run does not fit what its store has left); nothing was written", k);
-    else if (rc) {
-      snprintf(why, sizeof why, "%s", dpo_errmsg());
-      rc = dpo_err(rc, "party %d: its budget store refused the run: %s", k, why);
-    }
+    else
+      rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
+                                      &p->pbud);
   }
   return dpo_agree(p->comm, rc);
+}
+
+int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_file, double eps,
+                               double delta, const char *kind, dpo_budget_t **bud) {
+  const char *files[1] = {pt->data[k]}, *what = strcmp(kind, "tune") ? "run" : "tune";
+  char why[400];
+  int rc;
+  if (!pt->data[k])
+    rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
+                 "party.%d.data)", k);
+  else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, bud)) &&
+           !(rc = dpo_budget_lock(*bud))) /* held until the reservation */
+    rc = dpo_budget_reserve(*bud, NULL, eps, delta, kind, 1);
+  /* the amounts stay with the party: the others learn only that its store refused */
+  if (rc == DPO_EBUDGET)
+    return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for "
+                   "this %s does not fit what its store has left); nothing was written", k, what,
+                   what);
+  if (rc) {
+    snprintf(why, sizeof why, "%s", dpo_errmsg());
+    return dpo_err(rc, "party %d: its budget store refused the %s: %s", k, what, why);
+  }
+  return DPO_OK;
 }
 
 /* after the journal: each party's whole budget reserved in its store under the run's id */

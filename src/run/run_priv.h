@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 
+#include "dpopt/budget.h"
 #include "dpopt/config.h"
 #include "dpopt/model.h"
 #include "dpopt/optim.h"
@@ -32,6 +33,12 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
  * the store's lock, that the party's budget fits; writes nothing.  A refusal is agreed and
  * names the party, not what its store has left.  pt is borrowed for the run's life. */
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming);
+/* Not collective, party k's first rank: open party k's store (its file registered and
+ * unchanged), take the store's lock (kept until the reservation) and check that (eps, delta)
+ * fits, writing nothing; kind is the record's ("train", "tune").  A refusal names the party,
+ * never what its store has left.  *bud is set once opened (close it on failure too). */
+int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_file, double eps,
+                               double delta, const char *kind, dpo_budget_t **bud);
 /* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
 /* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */

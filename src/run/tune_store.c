@@ -8,6 +8,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/parties.h"
 #include "dpopt/status.h"
+#include "run/run_priv.h"
 #include "run/tune_store.h"
 
 struct dpo__tune_pstore {
@@ -38,30 +39,6 @@ static void dpo__tune_pstore_free(dpo__tune_pstore_t *ps) {
   free(ps);
 }
 
-/* This rank, the first of party k: its file registered, (eps, delta) fits (dry run). */
-static int dpo__tune_pstore_open(dpo__tune_pstore_t *ps, int k, const char *key_file) {
-  const dpo_parties_t *pt = ps->pt;
-  const char *files[1] = {pt->data[k]};
-  char why[400];
-  int rc = DPO_OK;
-  ps->party = k;
-  if (!pt->data[k])
-    rc = dpo_err(DPO_EINVAL, "party %d: a party budget store needs the party's own file "
-                 "(parties.data or party.%d.data)", k, k);
-  else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, &ps->bud)) &&
-           !(rc = dpo_budget_lock(ps->bud))) /* held until the reservation */
-    rc = dpo_budget_reserve(ps->bud, NULL, ps->eps, ps->delta, "tune", 1);
-  /* the amounts stay with the party: the others learn only that its store refused */
-  if (rc == DPO_EBUDGET)
-    return dpo_err(rc, "party %d: its budget store refused the tune (the tune's budget does "
-                   "not fit what its store has left); nothing was written", k);
-  if (rc) {
-    snprintf(why, sizeof why, "%s", dpo_errmsg());
-    return dpo_err(rc, "party %d: its budget store refused the tune: %s", k, why);
-  }
-  return DPO_OK;
-}
-
 int dpo__tune_pstore_check(MPI_Comm comm, const dpo_config_t *cfg, const char *key_file,
                            double eps, double delta, int seeded, dpo__tune_pstore_t **out) {
   int any = 0, size, rc = DPO_OK;
@@ -83,8 +60,10 @@ int dpo__tune_pstore_check(MPI_Comm comm, const dpo_config_t *cfg, const char *k
     rc = dpo_err(DPO_EINVAL, "parties.budget_store needs parties (parties.count)");
   if (!rc) {
     int k = ps->pt->rank_party[ps->rank];
-    if (ps->rank == ps->pt->first_rank[k] && ps->pt->store[k] && ps->pt->store[k][0])
-      rc = dpo__tune_pstore_open(ps, k, key_file);
+    if (ps->rank == ps->pt->first_rank[k] && ps->pt->store[k] && ps->pt->store[k][0]) {
+      ps->party = k;
+      rc = dpo__run_party_store_check(ps->pt, k, key_file, eps, delta, "tune", &ps->bud);
+    }
   }
   if ((rc = dpo_agree(comm, rc))) {
     dpo__tune_pstore_free(ps);
