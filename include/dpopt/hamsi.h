@@ -171,7 +171,9 @@ typedef struct {
   double eval_budget;  /* > 0: an evaluation due by eval_every is made only when the time spent
                           evaluating stays <= this fraction of the wall time (rank 0's clock,
                           so which epochs appear in the trace depends on timing; the factors
-                          do not).  With early_stop the held-out RMSE of every due epoch is
+                          do not), except the first due epoch and every
+                          DPO_HAMSI_EVAL_FORCE-th due epoch after the last evaluated one,
+                          which are always evaluated (the trace is never empty).  With early_stop the held-out RMSE of every due epoch is
                           still computed (the training RMSE of a skipped one is NaN), so the
                           kept point does not depend on timing.  Default 0: every due epoch. */
   /* Safeguards (inactive on well-behaved runs; see src/mf/hamsi.c):
@@ -226,6 +228,8 @@ typedef struct {
 } dpo_hamsi_opts_t;
 
 void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o);
+/* eval_budget: at least every this many due epochs are evaluated in full */
+#define DPO_HAMSI_EVAL_FORCE 10
 
 typedef struct {
   int32_t n_users, n_items, r;
@@ -241,6 +245,8 @@ typedef struct {
   int32_t K;           /* strata */
   double train_rmse, test_rmse;  /* at the end; train_rmse is a NON-PRIVATE diagnostic */
   double train_rmse0, test_rmse0; /* at the initial factors (same caveat) */
+  double mean_test_rmse;         /* held-out RMSE of the mean training rating (the baseline a
+                                    model should beat; NaN without held-out ratings) */
   double t_wall, t_train;        /* with and without evaluation */
   double t_grad, t_update, t_hess, t_comm;  /* phases on this rank (Fig. 3.7) */
   double ratings_per_sec;        /* processed by this rank per second of training */

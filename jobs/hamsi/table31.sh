@@ -67,7 +67,7 @@ printf '%-6s %-7s %-9s %5s %12s %12s %8s\n' method sched part ranks rmse_train h
 run() { # method sched part np strata
   d="$OUT/$1-$2-$3-np$4"
   rm -rf "$d" # dpopt mf refuses to write into an existing directory
-  $MPIRUN -np "$4" $DPOPT mf --method "$1" --sched "$2" --part "$3" --rank "$RANK" \
+  $MPIRUN -np "$4" $DPOPT mf --plain --method "$1" --sched "$2" --part "$3" --rank "$RANK" \
     --epochs 0 --time "$SECONDS_RUN" --eval-budget 0 --eta "$ETA" --sigma0 "$SIGMA0" --strata "$5" \
     --seed 1 --out "$d" "$DATA" > "$d.log" 2>&1 || { echo "failed: $d (see $d.log)"; return 0; }
   tr=$(sed -n 's/^train RMSE  *\([-0-9.][^ ]*\).*/\1/p' "$d.log")

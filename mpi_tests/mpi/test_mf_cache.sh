@@ -13,9 +13,11 @@ jqv() { jq -r "$1" "$2/summary.json"; }
 
 same_run() { # NAME NP OPTIONS...: without and with the cache, same factors
   n=$1 np=$2; shift 2
-  expect 0 $MPI -np "$np" "$DPOPT" mf --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 \
+  M=--plain # the thesis's model unless the run asks for biases
+  case "$*" in *--biases*) M= ;; esac
+  expect 0 $MPI -np "$np" "$DPOPT" mf $M --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 \
     --cache-mb 0 --out "$T/$n-off" "$@" "$R"
-  expect 0 $MPI -np "$np" "$DPOPT" mf --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 \
+  expect 0 $MPI -np "$np" "$DPOPT" mf $M --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 \
     --out "$T/$n-on" "$@" "$R"
   check "$n: X1 identical with the cache" cmp -s "$T/$n-off/X1.txt" "$T/$n-on/X1.txt"
   check "$n: X2t identical with the cache" cmp -s "$T/$n-off/X2t.txt" "$T/$n-on/X2t.txt"
@@ -33,7 +35,7 @@ check "the run accepted pairs" test "$(jqv .pairs_accepted "$T/np2-on")" -gt 5
 off=$(jqv .ring_mb_max "$T/np2-off") on=$(jqv .ring_mb_max "$T/np2-on")
 check "ring MB with the cache ($on) under half of without ($off)" \
   awk -v a="$on" -v b="$off" 'BEGIN {exit !(a > 0 && b > 0 && a < 0.5 * b)}'
-expect 0 $MPI -np 2 "$DPOPT" mf --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 --rank 20 \
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --epochs 30 --holdout 0.1 --seed 5 --eval-every 0 --rank 20 \
   --cache-mb 0.001 --out "$T/tiny" "$R"
 check "a budget the histories exceed sends them whole" \
   test "$(jqv .ring_mb_max "$T/tiny")" = "$off"

@@ -57,7 +57,7 @@ cu=$(corr "$T/bu.true" "$T/bu.fit")
 ci=$(corr "$T/bi.true" "$T/bi.fit")
 check "user biases correlate with the true ones: $cu > 0.9" awk -v c="$cu" 'BEGIN {exit !(c > 0.9)}'
 check "item biases correlate with the true ones: $ci > 0.9" awk -v c="$ci" 'BEGIN {exit !(c > 0.9)}'
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 3 --epochs 60 --early-stop 5 --out "$T/nb" "$R"
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 3 --epochs 60 --early-stop 5 --out "$T/nb" "$R"
 check "without biases the held-out RMSE is worse" \
   awk -v a="$(jv .test_rmse "$S")" -v b="$(jv .test_rmse "$T/nb/summary.json")" 'BEGIN {exit !(a < b)}'
 check "without biases: no biases.txt" test ! -e "$T/nb/biases.txt"
@@ -92,6 +92,23 @@ for rn in b nb; do
   check "mf-predict ($rn): one line per pair" test "$(wc -l <"$T/pred")" -eq 24000
   close "$(pred_rmse "$T/pred" "$R")" "$(run_rmse "$T/$rn/summary.json")" 1e-9 "mf-predict ($rn): RMSE of the predictions = the run's"
 done
+# ---- factor files are matrices (numpy.loadtxt: '#' lines skipped, one row per user / item);
+# a run directory with the older one-number-per-line files predicts the same
+check "X1.txt: 400 rows of 3 numbers" awk '/^#/ {next} NF != 3 {exit 1} {n++} END {exit n != 400}' "$T/b/X1.txt"
+check "X2t.txt: 300 rows of 3 numbers" awk '/^#/ {next} NF != 3 {exit 1} {n++} END {exit n != 300}' "$T/b/X2t.txt"
+has "$T/b/X1.txt" "^# dpopt mf factors: 400 x 3" "X1.txt header names its shape"
+mkdir "$T/old"
+cp "$T/b/summary.json" "$T/b/biases.txt" "$T/old/"
+for f in X1 X2t; do
+  { echo "# $f (older layout)"; printf '# dpopt model: dimension %d, intercept no\n' "$(grep -v '^#' "$T/b/$f.txt" | wc -w)"
+    grep -v '^#' "$T/b/$f.txt" | tr ' ' '\n'; } >"$T/old/$f.txt"
+done
+expect 0 "$DPOPT" mf-predict --run "$T/b" --out "$T/pnew" "$R"
+expect 0 "$DPOPT" mf-predict --run "$T/old" --out "$T/pold" "$R"
+check "older one-per-line factor files: the same predictions" cmp -s "$T/pnew" "$T/pold"
+sed '$d' "$T/b/X1.txt" >"$T/old/X1.txt"
+expect 2 "$DPOPT" mf-predict --run "$T/old" "$R"
+has "$T/err" "X1.txt: 399 rows, the header says 400" "a truncated factor matrix is refused"
 expect 0 $MPI -np 2 "$DPOPT" mf-predict --run "$T/b" "$R"
 check "mf-predict to stdout (2 ranks, rank 0 writes)" test "$(wc -l <"$T/out")" -eq 24000
 printf '1 1\n# comment\n\n401 1\n' >"$T/pairs"
@@ -102,16 +119,16 @@ has "$T/err" "run DIR is required" "mf-predict needs --run"
 expect 1 "$DPOPT" mf --biases --early-stop 3 --holdout 0 "$R"
 has "$T/err" "early stopping needs a held-out split" "early stopping without a held-out split is refused"
 # ---- --x0: start from given factors (here a run's own output)
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 4 --epochs 3 --out "$T/x0src" "$R"
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 4 --epochs 3 --out "$T/x0src" "$R"
 for P in 1 2; do
-  for B in "" --biases; do
+  for B in --plain --biases; do
     expect 0 $MPI -np $P "$DPOPT" mf --rank 4 --epochs 0 $B --x0 "$T/x0src" --out "$T/x0$P$B" "$R"
     check "x0 np $P $B: zero epochs give X1 back" cmp -s "$T/x0src/X1.txt" "$T/x0$P$B/X1.txt"
     check "x0 np $P $B: zero epochs give X2t back" cmp -s "$T/x0src/X2t.txt" "$T/x0$P$B/X2t.txt"
   done
 done
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 4 --epochs 3 --x0 "$T/x0src" --out "$T/x0run" "$R"
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 4 --epochs 3 --x0 "$T/x0src" --out "$T/x0run" "$R"
 check "x0: training goes on from there" jq -e '.train_rmse_nonprivate < .train_rmse_initial_nonprivate' "$T/x0run/summary.json"
-expect 2 $MPI -np 2 "$DPOPT" mf --rank 5 --epochs 1 --x0 "$T/x0src" "$R"
+expect 2 $MPI -np 2 "$DPOPT" mf --plain --rank 5 --epochs 1 --x0 "$T/x0src" "$R"
 has "$T/err" "the ratings and --rank need" "x0 of the wrong shape is refused"
 finish test_mf_model

@@ -27,7 +27,7 @@ jqt() { jq -e "$1" "$2" >/dev/null; }
 finite() { jqt "$2 | (isnan or isinfinite or . == null) | not" "$1"; }
 
 # ---- the failing run first: it shows the case is real
-expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/off" "$R"
+expect 4 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/off" "$R"
 has "$T/err" "diverged at epoch 5" "rank 50 without safeguards diverges at epoch 5"
 check "FAILED left" test -s "$T/off/FAILED"
 has "$T/off/FAILED" "last good point (end of epoch 4)" "FAILED names the last good epoch"
@@ -46,15 +46,15 @@ check "trace.csv rows 1..4" test "$(tail -n +2 "$T/trace" | cut -d, -f1 | tr '\n
 check "trace.csv rows parse" awk -F, 'NR > 1 && (NF != 7 || $4 + 0 != $4) {exit 1}' "$T/trace"
 
 # ---- the same run with the defaults: no divergence
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --epochs 20 --out "$T/on" "$R"
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 --out "$T/on" "$R"
 check "rank 50 with safeguards: not failed" jqt '.failed == false and .epochs == 20' "$T/on/summary.json"
 check "rank 50 with safeguards: finite held-out RMSE" finite "$T/on/summary.json" .test_rmse
 check "no FAILED on success" test ! -e "$T/on/FAILED"
 
 # ---- aggressive steps
 for A in "--sigma0 50" "--eta 0.02"; do
-  expect 4 $MPI -np 2 "$DPOPT" mf --epochs 20 $A $OFF "$R"
-  expect 0 $MPI -np 2 "$DPOPT" mf --epochs 20 $A --out "$T/agg" "$R"
+  expect 4 $MPI -np 2 "$DPOPT" mf --plain --epochs 20 $A $OFF "$R"
+  expect 0 $MPI -np 2 "$DPOPT" mf --plain --epochs 20 $A --out "$T/agg" "$R"
   S="$T/agg/summary.json"
   check "$A: safeguard acted" jqt '.epochs_undone > 0 or .steps_capped > 0' "$S"
   check "$A: finite RMSE" finite "$S" .test_rmse
@@ -64,13 +64,13 @@ done
 # ---- mb-GD: the same aggressive step diverges without its safeguard and finishes with it
 # (epochs undone, step halved), also under a generic partitioning
 for PT in strata-b color; do
-  expect 4 $MPI -np 2 "$DPOPT" mf --method mbgd --part $PT --sigma0 50 --epochs 20 --reject-tol -1 --out "$T/gdoff" "$R"
+  expect 4 $MPI -np 2 "$DPOPT" mf --plain --method mbgd --part $PT --sigma0 50 --epochs 20 --reject-tol -1 --out "$T/gdoff" "$R"
   has "$T/err" "diverged at epoch" "mb-GD $PT --sigma0 50 without the safeguard diverges"
   # its last good point's factors are finite but their RMSE may overflow: still written
   check "mb-GD $PT diverged: summary.json parses, failed" jqt '.failed == true' "$T/gdoff/summary.json"
   check "mb-GD $PT diverged: FAILED and X1.txt" test -s "$T/gdoff/FAILED" -a -s "$T/gdoff/X1.txt"
   rm -rf "$T/gdoff"
-  expect 0 $MPI -np 2 "$DPOPT" mf --method mbgd --part $PT --sigma0 50 --epochs 20 --out "$T/gd" "$R"
+  expect 0 $MPI -np 2 "$DPOPT" mf --plain --method mbgd --part $PT --sigma0 50 --epochs 20 --out "$T/gd" "$R"
   S="$T/gd/summary.json"
   check "mb-GD $PT: safeguard acted" jqt '.epochs_undone > 0 and .failed == false' "$S"
   check "mb-GD $PT: finite RMSE" finite "$S" .test_rmse
@@ -80,13 +80,13 @@ done
 # ---- safeguard decisions are rank-independent: with --repro, K = 4 strata on 1 and 2 ranks
 # give the same factors bit for bit while steps are being capped or epochs undone
 for P in 1 2; do
-  expect 0 $MPI -np $P "$DPOPT" mf --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/rp$P" "$R"
+  expect 0 $MPI -np $P "$DPOPT" mf --plain --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/rp$P" "$R"
 done
 check "repro run: safeguards acted" jqt '.epochs_undone > 0 or .steps_capped > 0' "$T/rp1/summary.json"
 check "repro with safeguards: X1 identical on 1 and 2 ranks" cmp -s "$T/rp1/X1.txt" "$T/rp2/X1.txt"
 check "repro with safeguards: X2t identical on 1 and 2 ranks" cmp -s "$T/rp1/X2t.txt" "$T/rp2/X2t.txt"
 for P in 1 2; do
-  expect 0 $MPI -np $P "$DPOPT" mf --method mbgd --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/gp$P" "$R"
+  expect 0 $MPI -np $P "$DPOPT" mf --plain --method mbgd --strata 4 --sigma0 50 --epochs 10 --repro --out "$T/gp$P" "$R"
 done
 check "mb-GD repro run undid epochs" jqt '.epochs_undone > 0' "$T/gp1/summary.json"
 check "mb-GD repro with safeguard: X1 identical on 1 and 2 ranks" cmp -s "$T/gp1/X1.txt" "$T/gp2/X1.txt"
@@ -104,9 +104,9 @@ check "realistic: user bias spread $(cat "$T/usd") > 0.25" awk '{exit !($1 > 0.2
 # ---- rank 50, biased model, realistic ratings: long enough to have diverged before the
 # safeguards, then finite and improving held-out RMSE with the defaults
 RR="$T/real.txt"
-expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 $OFF "$RR"
+expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 $OFF "$RR"
 has "$T/err" "diverged at epoch" "rank 50 biased without safeguards diverges"
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --eval-budget 0 --out "$T/b50" "$RR"
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 --eval-budget 0 --out "$T/b50" "$RR"
 grep -v '^#' "$T/b50/trace.csv" | tail -n +2 | cut -d, -f1,5 >"$T/b50.tr"
 check "rank 50 biased: 60 trace rows" test "$(wc -l <"$T/b50.tr")" -eq 60
 check "rank 50 biased: every held-out RMSE finite" awk -F, '$2 + 0 != $2 || $2 != $2 + 0 || $2 > 10 {exit 1}' "$T/b50.tr"
@@ -121,16 +121,16 @@ check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
 # only the epoch check off; with summed steps of 2 ranks later).  With the curvature caps
 # alone (epoch check off) the training RMSE now falls in every epoch, at 1 rank and at 2
 # (items two ranks step in a quasi-Newton epoch get the average); also from --sigma0 50
-expect 4 "$DPOPT" mf --part color --rank 50 --epochs 12 $OFF "$RR"
+expect 4 "$DPOPT" mf --plain --part color --rank 50 --epochs 12 $OFF "$RR"
 has "$T/err" "diverged at epoch 7" "COLOR rank 50 without safeguards diverges at epoch 7"
 falls() { grep -v '^#' "$1/trace.csv" | tail -n +"$2" | cut -d, -f4 |
   awk 'NR > 1 && !($1 < p) {exit 1} {p = $1} END {exit NR < 5}'; }
 for P in 1 2; do
-  expect 0 $MPI -np $P "$DPOPT" mf --part color --rank 50 --epochs 12 --reject-tol -1 --eval-budget 0 --out "$T/qn$P" "$RR"
+  expect 0 $MPI -np $P "$DPOPT" mf --plain --part color --rank 50 --epochs 12 --reject-tol -1 --eval-budget 0 --out "$T/qn$P" "$RR"
   check "COLOR rank 50, $P rank(s), caps only: training RMSE falls every epoch" falls "$T/qn$P" 2
   check "COLOR rank 50, $P rank(s): quasi-Newton epochs ran" jqt '.pairs_accepted >= 10 and .epochs_undone == 0' "$T/qn$P/summary.json"
 done
-expect 0 "$DPOPT" mf --part color --rank 50 --epochs 10 --sigma0 50 --reject-tol -1 --eval-budget 0 --out "$T/qns" "$RR"
+expect 0 "$DPOPT" mf --plain --part color --rank 50 --epochs 10 --sigma0 50 --reject-tol -1 --eval-budget 0 --out "$T/qns" "$RR"
 check "COLOR --sigma0 50, caps only: falls every epoch after the first" falls "$T/qns" 3
 check "COLOR --sigma0 50: capped, improved" jqt '.steps_capped > 0 and .train_rmse_nonprivate < 0.5 * .train_rmse_initial_nonprivate' "$T/qns/summary.json"
 
@@ -138,7 +138,7 @@ check "COLOR --sigma0 50: capped, improved" jqt '.steps_capped > 0 and .train_rm
 # (COLOR, rank 50 without the step caps: epoch 6, the first quasi-Newton one, takes the RMSE
 # from 0.82 to 1.1), so the end is compared with the start of the last accepted epoch and
 # that point returned
-expect 0 "$DPOPT" mf --part color --rank 50 --epochs 6 --step-cap 0 --eval-budget 0 --out "$T/fc" "$RR"
+expect 0 "$DPOPT" mf --plain --part color --rank 50 --epochs 6 --step-cap 0 --eval-budget 0 --out "$T/fc" "$RR"
 grep -v '^#' "$T/fc/trace.csv" | tail -n +2 | cut -d, -f4 >"$T/fc.tr"
 jq .train_rmse_nonprivate "$T/fc/summary.json" >"$T/fc.end"
 check "final check: epoch 6 raised the RMSE 10% above epoch 5" awk 'NR == 5 {a = $1} NR == 6 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"
@@ -146,7 +146,7 @@ check "final check: the run returns epoch 5's point" awk 'NR == FNR {e = $1; nex
 check "final check: counted as undone" jqt '.epochs_undone >= 1 and .epochs == 6' "$T/fc/summary.json"
 # ---- evaluation budget: same factors with the default budget and with every epoch evaluated;
 # early stopping keeps the same epoch either way
-expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --epochs 60 --out "$T/b50d" "$RR"
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 --out "$T/b50d" "$RR"
 check "budget: X1 identical to every-epoch evaluation" cmp -s "$T/b50/X1.txt" "$T/b50d/X1.txt"
 check "budget: X2t identical to every-epoch evaluation" cmp -s "$T/b50/X2t.txt" "$T/b50d/X2t.txt"
 check "budget: at most one row per epoch" test "$(grep -vc '^#' "$T/b50d/trace.csv")" -le 61

@@ -12,7 +12,7 @@ R="$T/r.txt"
 expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$R"
 run() { # NAME OPTIONS...
   n=$1; shift
-  expect 0 $MPI -np 2 "$DPOPT" mf --rank 20 --epochs 20 --holdout 0 --seed 3 --eval-every 1 \
+  expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 20 --holdout 0 --seed 3 --eval-every 1 \
     --eval-budget 0 --out "$T/$n" "$@" "$R"
 }
 same() { # A B MSG
@@ -37,7 +37,7 @@ check "summary records eta_from" test "$(jq -r .eta_from "$T/knee/summary.json")
 check "no eta_late in a plain run's summary" \
   test "$(jq -r .eta_late "$T/plain/summary.json")" = null
 for bad in "--eta-late -1" "--eta-from -2"; do
-  expect 1 $MPI -np 2 "$DPOPT" mf --rank 20 --epochs 5 --holdout 0 $bad "$R"
+  expect 1 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 5 --holdout 0 $bad "$R"
   has "$T/err" "eta_late, eta_from" "$bad refused"
   check "$bad: refused once" test "$(grep -c 'bad options' "$T/err")" = 1
 done

@@ -639,7 +639,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
    * outside training (evaluations, the trace, the kept points, waiting at the schedule
    * broadcast): what t_wall - t_train of the trace shows. */
   double c_eval = 0, dt = 0, rsm = NAN, best_rsm = NAN;
-  int64_t t;
+  int64_t t, last_full = 0; /* rank 0: the last epoch with a full evaluation */
   int stop = 0; /* early stopping: no held-out improvement for early_stop epochs */
   /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
   st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0, &res->test_rmse0, NULL);
@@ -656,8 +656,13 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       /* budget: evaluating now keeps evaluation <= eval_budget of the wall time (the next
        * epoch is assumed to last as long as the last one) */
       double wall = MPI_Wtime() - t_start, over = wall - t_train;
-      int full = due && (o->eval_budget <= 0 ||
+      /* the budget never starves the trace: the first due epoch and every
+       * DPO_HAMSI_EVAL_FORCE-th due epoch since the last full evaluation are evaluated
+       * whatever the load (a busy machine's time outside training can exceed any budget) */
+      int full = due && (o->eval_budget <= 0 || !last_full ||
+                         t - last_full >= (int64_t)DPO_HAMSI_EVAL_FORCE * o->eval_every ||
                          over + c_eval <= o->eval_budget * (wall + dt + c_eval));
+      if (full) last_full = t;
       /* early stopping compares every due epoch (the kept point must not depend on the
        * clock): the held-out RMSE at least, the cheap part */
       int test = due && !full && o->early_stop > 0;

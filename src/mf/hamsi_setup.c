@@ -591,11 +591,13 @@ fail:
   return st;
 }
 
-/* Biased model: mu = mean training rating, summed in the fixed parts of the RMSE (grid: user
- * intervals; generic: user chunks), then subtracted from the training and held-out ratings. */
+/* mu = the mean training rating and res->mean_test_rmse, the held-out RMSE of predicting it
+ * (the baseline any model should beat), both summed in the fixed parts of the RMSE (grid: user
+ * intervals; generic: user chunks), so rank-independent.  Biased model: mu is subtracted from
+ * the training and held-out ratings. */
 static int dpo__hm_center(dpo__hm_t *h, dpo_hamsi_result_t *res) {
   int32_t nparts = h->grid ? h->B : h->nch;
-  double *part = calloc((size_t)nparts, sizeof(double)), tot = 0;
+  double *part = calloc((size_t)nparts, sizeof(double)), tot = 0, sse = 0;
   if (!part) return dpo_err(DPO_ENOMEM, "hamsi: mean");
   for (int64_t b = 0; b < h->nblk; b++) {
     const dpo__blk_t *bk = &h->blk[b];
@@ -603,9 +605,17 @@ static int dpo__hm_center(dpo__hm_t *h, dpo_hamsi_result_t *res) {
       part[h->grid ? h->i0 + (int32_t)(b / h->B) : h->chunk_of[h->u0 + h->lu[k]]] += h->y[k];
   }
   int st = dpo__hm_reduce_parts(h, part, nparts, 1, &tot);
+  double mu = res->n_train > 0 ? tot / (double)res->n_train : 0;
+  memset(part, 0, sizeof(double) * (size_t)nparts);
+  for (int64_t k = 0; k < h->ntest && !st; k++)
+    part[h->grid ? h->uint_of[h->tu_u[k]] : h->chunk_of[h->tu_u[k]]] +=
+        (h->ty[k] - mu) * (h->ty[k] - mu);
+  if (!st) st = dpo__hm_reduce_parts(h, part, nparts, 1, &sse);
   free(part);
   if (st) return st;
-  h->mu = res->n_train > 0 ? tot / (double)res->n_train : 0;
+  res->mean_test_rmse = res->n_test > 0 ? sqrt(sse / (double)res->n_test) : NAN;
+  if (!h->o.biases) return DPO_OK;
+  h->mu = mu;
   for (int64_t k = 0; k < h->n; k++) h->y[k] -= h->mu;
   for (int64_t k = 0; k < h->ntest; k++) h->ty[k] -= h->mu;
   return DPO_OK;
@@ -621,7 +631,8 @@ int dpo__hm_setup(dpo__hm_t *h, const dpo_ratings_t *in, dpo_hamsi_result_t *res
   DPO__ALLOC(istest, nin);
   if ((st = dpo__hm_degrees(h, in, istest, udeg, ideg)) || (st = dpo__hm_layout(h, udeg, ideg)) ||
       (st = dpo__hm_route(h, in, istest, udeg, ideg, &tr)) || (st = dpo__hm_blocks(h, tr, res)) ||
-      (!h->grid && (st = dpo__hm_generic(h, tr, res))) || (st = dpo__hm_vars(h, udeg, ideg, res)) || (h->o.biases && (st = dpo__hm_center(h, res))))
+      (!h->grid && (st = dpo__hm_generic(h, tr, res))) || (st = dpo__hm_vars(h, udeg, ideg, res)) || 
+      (st = dpo__hm_center(h, res)))
     goto fail;
 fail:
   free(udeg);

@@ -193,4 +193,12 @@ dpo__mf_run_terms(int32_t r, const int32_t nf, const int lam, const double *rest
   return fs;
 }
 
+/* Factor matrices of dpopt mf --out (mf_files.c): header "# dpopt mf factors: ROWS x COLS",
+ * the comment line, then ROWS lines of COLS numbers (%.17g; numpy.loadtxt reads the matrix).
+ * The reader also takes older one-number-per-line files (dpo_model_read); *x is malloc'ed,
+ * errors name the file (and line). */
+int dpo__mf_matrix_write(const char *path, const double *x, int32_t rows, int32_t cols,
+                         const char *comment);
+int dpo__mf_matrix_read(const char *path, int32_t rows, int32_t cols, double **x);
+
 #endif

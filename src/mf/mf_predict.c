@@ -12,6 +12,7 @@
 #include "dpopt/mf.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "mf/mf_impl.h"
 
 /* users, items, r and biases of the run from its summary.json */
 static int dpo__mfp_summary(const char *dir, dpo_hamsi_result_t *m) {
@@ -49,6 +50,13 @@ static int dpo__mfp_read(const char *dir, const char *name, int64_t n, double **
   return st;
 }
 
+/* dir/name, a factor matrix of rows x r (either layout, dpo__mf_matrix_read) */
+static int dpo__mfp_factors(const char *dir, const char *name, int32_t rows, int32_t r, double **x) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return dpo__mf_matrix_read(path, rows, r, x);
+}
+
 /* the first two fields of a line as ids; 1 if the line holds none (blank or '#') */
 static int dpo__mfp_pair(const char *line, long long *a, long long *b) {
   const char *p = line;
@@ -75,8 +83,8 @@ int dpo_mf_predict_file(const char *rundir, const char *pairs, int zero_based, F
   char line[4096];
   int64_t lineno = 0, np = 0;
   int st = dpo__mfp_summary(rundir, &m);
-  if (!st) st = dpo__mfp_read(rundir, "X1.txt", (int64_t)m.n_users * m.r, &m.X1);
-  if (!st) st = dpo__mfp_read(rundir, "X2t.txt", (int64_t)m.n_items * m.r, &m.X2t);
+  if (!st) st = dpo__mfp_factors(rundir, "X1.txt", m.n_users, m.r, &m.X1);
+  if (!st) st = dpo__mfp_factors(rundir, "X2t.txt", m.n_items, m.r, &m.X2t);
   double *b = NULL;
   if (!st && m.biases &&
       !(st = dpo__mfp_read(rundir, "biases.txt", 1 + (int64_t)m.n_users + m.n_items, &b))) {

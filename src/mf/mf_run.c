@@ -15,6 +15,7 @@
 #include "dpopt/model.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "mf/mf_impl.h"
 
 /* summary.json: the run's settings, final RMSEs and the phase times of Fig. 3.7 as the
  * MAXIMUM over ranks (ph[0..3]: gradient, update, Hessian approximation, transfers; ph[4]:
@@ -58,6 +59,7 @@ static int dpo__mf_summary(const char *path, const dpo_hamsi_result_t *res, cons
   json_object_object_add(j, "train_rmse_initial_nonprivate", dpo_json_double(res->train_rmse0));
   json_object_object_add(j, "train_rmse_nonprivate", dpo_json_double(res->train_rmse));
   json_object_object_add(j, "test_rmse", dpo_json_double(res->test_rmse));
+  json_object_object_add(j, "mean_test_rmse", dpo_json_double(res->mean_test_rmse));
   json_object_object_add(j, "t_train", dpo_json_double(res->t_train));
   json_object_object_add(j, "t_wall", dpo_json_double(res->t_wall));
   static const char *nm[5] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max",
@@ -117,14 +119,14 @@ static int dpo__mf_write(int rank, int nranks, const char *dir, const dpo_hamsi_
   int st = DPO_OK;
   char path[4096], cm[512];
   if (rank != 0) return DPO_OK;
-  snprintf(cm, sizeof cm, "X1: %d users x %d (row-major); %s %s%s", res->n_users, res->r, method,
-           part, o->seed ? "" : "");
+  snprintf(cm, sizeof cm, "X1: row u = the factors of user u (0-based; the ratings' ids minus "
+           "1 unless --zero-based); %s %s", method, part);
   snprintf(path, sizeof path, "%s/X1.txt", dir);
-  if ((st = dpo_model_write(path, res->X1, res->n_users * res->r, cm))) return st;
-  snprintf(cm, sizeof cm, "X2 transposed: %d items x %d (row-major); %s %s", res->n_items, res->r,
-           method, part);
+  if ((st = dpo__mf_matrix_write(path, res->X1, res->n_users, res->r, cm))) return st;
+  snprintf(cm, sizeof cm, "X2 transposed: row i = the factors of item i (0-based, as X1); "
+           "%s %s", method, part);
   snprintf(path, sizeof path, "%s/X2t.txt", dir);
-  if ((st = dpo_model_write(path, res->X2t, res->n_items * res->r, cm))) return st;
+  if ((st = dpo__mf_matrix_write(path, res->X2t, res->n_items, res->r, cm))) return st;
   if (res->biases) { /* mu, then b_u per user, then b_i per item (dpopt mf-predict reads it) */
     int64_t nb = 1 + (int64_t)res->n_users + res->n_items;
     double *b = malloc(sizeof(double) * (size_t)nb);
@@ -165,14 +167,10 @@ static int dpo__mf_x0(MPI_Comm comm, const char *dir, const dpo_ratings_t *rt, i
   double **x[2] = {x1, x2t};
   for (int k = 0; k < 2 && !st; k++) {
     int64_t want = (int64_t)n[k] * r;
-    int32_t d = 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name[k]);
     if (rank == 0) {
-      st = dpo_model_read(path, x[k], &d);
-      if (!st && d != want)
-        st = dpo_err(DPO_EFORMAT, "%s: %d entries, the ratings and --rank need %d x %d = %lld",
-                     path, d, n[k], r, (long long)want);
+      st = dpo__mf_matrix_read(path, n[k], r, x[k]);
     } else if (!(*x[k] = malloc(sizeof(double) * (size_t)(want ? want : 1)))) {
       st = dpo_err(DPO_ENOMEM, "mf.x0: %lld doubles", (long long)want);
     }
@@ -209,13 +207,14 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
   const char *method, *part, *sched, *outdir, *x0dir;
   double *x1i = NULL, *x2i = NULL;
   int64_t r, K, M, T, ev, seed;
-  int zb = 0, bz = 0;
+  int zb = 0, bz = 0, plain = 0;
   if ((rc = dpo_config_get_str(cfg, "mf.method", "hamsi", &method)) ||
       (rc = dpo_config_get_str(cfg, "mf.part", "strata-b", &part)) ||
       (rc = dpo_config_get_str(cfg, "mf.sched", "det", &sched)) ||
       (rc = dpo_config_get_str(cfg, "mf.out", NULL, &outdir)) ||
       (rc = dpo_config_get_str(cfg, "mf.x0", NULL, &x0dir)) ||
-      (rc = dpo_config_get_int(cfg, "mf.rank", o.r, &r)) ||
+      (rc = dpo_config_get_bool(cfg, "mf.plain", 0, &plain)) ||
+      (rc = dpo_config_get_int(cfg, "mf.rank", plain ? o.r : DPO_MF_RANK, &r)) ||
       (rc = dpo_config_get_int(cfg, "mf.strata", 0, &K)) ||
       (rc = dpo_config_get_int(cfg, "mf.memory", o.memory, &M)) ||
       (rc = dpo_config_get_int(cfg, "mf.epochs", o.epochs, &T)) ||
@@ -235,12 +234,21 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
       (rc = dpo_config_get_double(cfg, "mf.eval_budget", DPO_MF_EVAL_BUDGET, &o.eval_budget)) ||
       (rc = dpo_config_get_bool(cfg, "mf.repro", 0, &o.repro)) ||
       (rc = dpo_config_get_bool(cfg, "mf.zero_based", 0, &zb)) ||
-      (rc = dpo_config_get_bool(cfg, "mf.biases", 0, &bz)) ||
-      (rc = dpo_config_get_int(cfg, "mf.early_stop", 0, &o.early_stop)) ||
+      /* the default model is the one users of LIBMF and Surprise expect; --plain is the
+       * thesis's (eq. 3.1: factors only, no L2, the last epoch returned) */
+      (rc = dpo_config_get_bool(cfg, "mf.biases", !plain, &bz)) ||
+      (rc = dpo_config_get_int(cfg, "mf.early_stop",
+                               !plain && o.holdout > 0 && ev >= 1 ? DPO_MF_PATIENCE : 0,
+                               &o.early_stop)) ||
       /* the biased model is meant to be deployed: its default lambda generalizes */
       (rc = dpo_config_get_double(cfg, "mf.lambda", bz ? DPO_MF_LAMBDA_BIASED : o.lambda, &o.lambda)) ||
       (rc = dpo_mf_part_parse(part, &o.part)))
     goto out;
+  if (plain && bz) {
+    rc = dpo_err(DPO_EINVAL, "%s: mf.plain (the thesis's model, factors only) and mf.biases "
+                 "exclude each other: drop one", dpo_config_origin(cfg, "mf.biases"));
+    goto out;
+  }
   if (!strcasecmp(method, "hamsi")) o.method = DPO_MF_HAMSI;
   else if (!strcasecmp(method, "mbgd") || !strcasecmp(method, "mb-gd")) o.method = DPO_MF_MBGD;
   else rc = dpo_err(DPO_EINVAL, "%s: mf.method = '%s': expected hamsi or mbgd",
@@ -326,7 +334,8 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
     fprintf(report, "model           %s, lambda %g\n",
             res->biases ? "mean + user/item biases + factors" : "factors only", o.lambda);
     fprintf(report, "train RMSE      %.6g   (NON-PRIVATE diagnostic)\n", res->train_rmse);
-    fprintf(report, "held-out RMSE   %.6g\n", res->test_rmse);
+    fprintf(report, "held-out RMSE   %.6g (global mean: %.6g)\n", res->test_rmse,
+            res->mean_test_rmse);
     fprintf(report, "wall time       %.3f s (training without evaluation %.3f s)\n", res->t_wall, res->t_train);
     fprintf(report, "train RMSE init %.6g   (initial factors; NON-PRIVATE diagnostic)\n", res->train_rmse0);
     fprintf(report, "phases max/rank gradient %.3f s, update %.3f s, Hessian approx %.3f s, transfers %.3f s\n",
@@ -339,6 +348,11 @@ int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *rating
              (long long)res->epochs_undone, (long long)res->steps_capped);
     }
     fprintf(report, "privacy         none: seeded, reproducible, NOT private\n");
+    if (res->test_rmse > res->mean_test_rmse)
+      fprintf(stderr, "dpopt mf: warning: held-out RMSE %.4g is worse than predicting the mean "
+              "training rating (%.4g)%s\n", res->test_rmse, res->mean_test_rmse,
+              res->biases ? "" : "; the default model (biases, L2, early stopping) is the one "
+                                 "to deploy");
   }
 out:
   (void)dpo__mf_trace_close(&tw);
