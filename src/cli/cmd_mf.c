@@ -36,7 +36,7 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks (COLOR*: one exchange per color instead of per stratum)"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},
-      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt, trace.csv (as the run goes), summary.json into DIR; a diverged run leaves its last good point there and FAILED"},
+      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt (factor matrices: a row per user / item), trace.csv (as the run goes), summary.json into DIR; a diverged run leaves its last good point there and FAILED"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
