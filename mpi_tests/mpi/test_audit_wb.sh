@@ -92,6 +92,28 @@ for m in dpadmm dpaccadmm; do
   check "$m (white box, noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 done
 
+# --- hidden state (pnsgd, phased-sgd): only the final model is released, so the audit sees x_T
+# alone; the canary is the first row of the public order (its one step at the public start, the
+# crafted-gradient canary of Cebere, Bellet and Papernot 2024) and a threshold on x_T along its
+# direction bounds mu: the final-gdp test.  pnsgd on 40 rows runs T = 8 Snowball steps (rho_0 =
+# 0.236 = the charged Thm 3.1 rho); phased-sgd its k = 4 phases.  Measured over seeds 39..41
+# (20000 trials): pnsgd intact 0.31 .. 0.47, halved 1.63 .. 1.81 (claim 0.95); phased-sgd intact
+# 0.16 .. 0.19, halved 0.63 .. 0.73 (claim 0.472, Alg. 2's noise)
+FIN="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 2 --lambda 0 --trials 20000 --white-box --quiet"
+for a in pnsgd:40 phased-sgd:10; do
+  r=${a#*:} a=${a%:*}
+  expect 0 "$DPOPT_TEST" audit --algo "$a" --rows "$r" $FIN --test-seed 39 --json "$T/$a.json"
+  check "$a (final model, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+  check "$a (final model, intact): bound $(lb) >= 0.1 (power)" below 0.1 "$(lb)"
+  has "$T/out" "test final-gdp: mu_lb" "$a: the final-model GDP test"
+  has "$T/out" "^assumes: x_T only" "$a: its assumption"
+  has "$T/$a.json" '"method":"final-gdp"' "$a: json method"
+  expect 6 "$DPOPT_TEST" audit --algo "$a" --rows "$r" $FIN --test-seed 39 --test-break-noise
+  check "$a (final model, noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
+done
+expect 4 "$DPOPT" audit --algo phased-erm $FIN --trials 10
+has "$T/err" "phased-erm charges each phase for a sensitivity of 4 L eta_i" "phased-erm refused with its reason"
+
 # --- refused: what the observer cannot see as independent central releases
 expect 1 "$DPOPT" audit --mechanism laplace --eps 1 --white-box --trials 10
 has "$T/err" "white-box" "--white-box with --mechanism is refused"
