@@ -114,6 +114,24 @@ done
 expect 4 "$DPOPT" audit --algo phased-erm $FIN --trials 10
 has "$T/err" "phased-erm charges each phase for a sensitivity of 4 L eta_i" "phased-erm refused with its reason"
 
+# --- the secagg shares at pure eps (dp-gd, 2 simulated parties, collude 0): the coordinator's
+# view is the unmasked sum plus both parties' Polya shares, the discrete Laplace charged; the
+# per-release test.  Dropping one share (--test-drop-share) must be a VIOLATION.  Measured
+# (seeds 39, 40): 800 trials intact 0 and 0, dropped 2.37 and 2.14; 5000 trials intact 0.757,
+# dropped 2.96 (claim 1; about 20 s a run at 800 trials: the padded Polya sampler)
+SA="--algo dp-gd --iters 20 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 1000 --trials 800 \
+  --white-box --quiet --set privacy.trust=secagg --secagg-parties 2 --set privacy.collude=0 \
+  --set privacy.trust_coordinator=1"
+expect 0 "$DPOPT_TEST" audit $SA --test-seed 39
+check "secagg shares (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+has "$T/out" "test per-release" "secagg shares: the per-release test"
+has "$T/out" "20 releases a run observed" "secagg shares: every step observed"
+expect 6 "$DPOPT_TEST" audit $SA --test-seed 39 --test-drop-share
+check "secagg shares (white box, one share dropped): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
+expect 1 "$DPOPT" audit --algo dp-gd --eps 1 --clip l1:1 --row-l1-bound 4 --white-box --trials 10 \
+  --set privacy.trust=local
+has "$T/err" "privacy.trust = local" "--white-box with privacy.trust = local is refused"
+
 # --- refused: what the observer cannot see as independent central releases
 expect 1 "$DPOPT" audit --mechanism laplace --eps 1 --white-box --trials 10
 has "$T/err" "white-box" "--white-box with --mechanism is refused"
