@@ -92,6 +92,46 @@ for m in dpadmm dpaccadmm; do
   check "$m (white box, noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 done
 
+# --- hidden state (pnsgd, phased-sgd): only the final model is released, so the audit sees x_T
+# alone; the canary is the first row of the public order (its one step at the public start, the
+# crafted-gradient canary of Cebere, Bellet and Papernot 2024) and a threshold on x_T along its
+# direction bounds mu: the final-gdp test.  pnsgd on 40 rows runs T = 8 Snowball steps (rho_0 =
+# 0.236 = the charged Thm 3.1 rho); phased-sgd its k = 4 phases.  Measured over seeds 39..41
+# (20000 trials): pnsgd intact 0.31 .. 0.47, halved 1.63 .. 1.81 (claim 0.95); phased-sgd intact
+# 0.16 .. 0.19, halved 0.63 .. 0.73 (claim 0.472, Alg. 2's noise)
+FIN="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 2 --lambda 0 --trials 20000 --white-box --quiet"
+for a in pnsgd:40 phased-sgd:10; do
+  r=${a#*:} a=${a%:*}
+  expect 0 "$DPOPT_TEST" audit --algo "$a" --rows "$r" $FIN --test-seed 39 --json "$T/$a.json"
+  check "$a (final model, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+  check "$a (final model, intact): bound $(lb) >= 0.1 (power)" below 0.1 "$(lb)"
+  has "$T/out" "test final-gdp: mu_lb" "$a: the final-model GDP test"
+  has "$T/out" "^assumes: x_T only" "$a: its assumption"
+  has "$T/$a.json" '"method":"final-gdp"' "$a: json method"
+  expect 6 "$DPOPT_TEST" audit --algo "$a" --rows "$r" $FIN --test-seed 39 --test-break-noise
+  check "$a (final model, noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
+done
+expect 4 "$DPOPT" audit --algo phased-erm $FIN --trials 10
+has "$T/err" "phased-erm charges each phase for a sensitivity of 4 L eta_i" "phased-erm refused with its reason"
+
+# --- the secagg shares at pure eps (dp-gd, 2 simulated parties, collude 0): the coordinator's
+# view is the unmasked sum plus both parties' Polya shares, the discrete Laplace charged; the
+# per-release test.  Dropping one share (--test-drop-share) must be a VIOLATION.  Measured
+# (seeds 39, 40): 800 trials intact 0 and 0, dropped 2.37 and 2.14; 5000 trials intact 0.757,
+# dropped 2.96 (claim 1; about 20 s a run at 800 trials: the padded Polya sampler)
+SA="--algo dp-gd --iters 20 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 1000 --trials 800 \
+  --white-box --quiet --set privacy.trust=secagg --secagg-parties 2 --set privacy.collude=0 \
+  --set privacy.trust_coordinator=1"
+expect 0 "$DPOPT_TEST" audit $SA --test-seed 39
+check "secagg shares (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
+has "$T/out" "test per-release" "secagg shares: the per-release test"
+has "$T/out" "20 releases a run observed" "secagg shares: every step observed"
+expect 6 "$DPOPT_TEST" audit $SA --test-seed 39 --test-drop-share
+check "secagg shares (white box, one share dropped): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
+expect 1 "$DPOPT" audit --algo dp-gd --eps 1 --clip l1:1 --row-l1-bound 4 --white-box --trials 10 \
+  --set privacy.trust=local
+has "$T/err" "privacy.trust = local" "--white-box with privacy.trust = local is refused"
+
 # --- refused: what the observer cannot see as independent central releases
 expect 1 "$DPOPT" audit --mechanism laplace --eps 1 --white-box --trials 10
 has "$T/err" "white-box" "--white-box with --mechanism is refused"

@@ -60,8 +60,13 @@ static const char dpo__audit_more[] =
     "the sum over the releases of each one's log-likelihood ratio for the audited row (a\n"
     "canary whose clipped gradient is the only signal); Gaussian full-batch runs are bounded\n"
     "through Gaussian DP (mu, Dong-Roth-Su 2019), Laplace runs per release when the canary is\n"
-    "at full sensitivity in every release, otherwise distribution-free.  The line 'white box:'\n"
-    "states the test and what it assumes.\n"
+    "at full sensitivity in every release, otherwise distribution-free.  pnsgd and phased-sgd\n"
+    "release only their final model (hidden state): the canary is the first row of the public\n"
+    "order, its one step taken at the public start, and a threshold on the final model along\n"
+    "its direction bounds mu (test final-gdp); phased-erm is refused (its charge is 4x the\n"
+    "largest sensitivity one row can have).  Under privacy.trust = secagg the release is the\n"
+    "unmasked sum with the parties' noise shares (the DP-GD family at pure eps: Polya shares).\n"
+    "The line 'white box:' states the test and what it assumes.\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows (dpopt audit --one-run --help).\n"
     "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure,\n"
@@ -98,7 +103,12 @@ static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
          test & 4 ? "  [TEST: seeded]" : "");
 #endif
   printf("\n");
-  if (r->white_box) {
+  if (r->white_box && !strcmp(r->method, "final-gdp")) {
+    printf("white box: the final model only (its steps are not releases: hidden state); canary "
+           "at the first step; test final-gdp: mu_lb %.4f vs mu_claim %.4f (the claim's mu-GDP at "
+           "delta); distribution-free bound %.4f\nassumes: %s\n", dpo__lb0(r->mu_lb), r->mu_claim,
+           dpo__lb0(r->lb_summed), r->assumption);
+  } else if (r->white_box) {
     printf("white box: %lld releases a run observed (the coordinator's broadcasts); canary at full "
            "sensitivity in %.1f%% of them; test %s", (long long)r->releases, 100 * r->saturated,
            r->method);

@@ -38,6 +38,7 @@ typedef struct {
   int64_t restart;
   const char *sigma_rule;
   int white_box; /* audit.white_box: observe every release (audit_wb.c) */
+  int final_model; /* white box on pnsgd / phased-sgd: only x_T is released (dpo__wb_final) */
 } dpo__audit_t;
 
 /* ---- white-box audit (audit_wb.c) ---- */
@@ -71,5 +72,11 @@ void dpo__wb_free(dpo__wb_obs_t *o);
 /* Rank 0: the analysis of N records of each set (rec[set][trial * (HDR + K) + j]). */
 int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int64_t K,
                     double alpha, double delta, double claimed, dpo_audit_result_t *res);
+
+/* Rank 0, the hidden-state audit of the final model (audit.white_box on pnsgd and
+ * phased-sgd, whose steps are not releases): X[set][trial * d + j] are the final models; a
+ * threshold on x_T along the canary's direction bounds mu (the gdp test of one release). */
+int dpo__wb_final(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                  double delta, double claimed, dpo_audit_result_t *res);
 
 #endif

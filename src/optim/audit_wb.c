@@ -30,6 +30,13 @@
  *    eps_lb = claimed eps * rel_lb / eps_max (a fault that scales every release alike).
  *  - summed (otherwise, and always reported): the distribution-free Clopper-Pearson bound of a
  *    threshold on S (dpo_audit_best_event), valid with no assumption.
+ * And for the methods whose steps are not releases (pnsgd, phased-sgd: hidden state, only x_T
+ * leaves the run), final-gdp (dpo__wb_final): the canary is the first row of the public order,
+ * so its one step is taken at the public start with a known clipped gradient (the crafted-
+ * gradient canary of Cebere, Bellet and Papernot 2024, "Tighter privacy auditing of DP-SGD in
+ * the hidden state threat model", at the one step whose iterate is known: each row is used
+ * once); every later step sees zero rows, so x_T is a post-processing of one Gaussian release
+ * of the canary and a threshold on x_T along its direction bounds mu as gdp does.
  */
 #include <math.h>
 #include <stdio.h>
@@ -372,4 +379,70 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
              "none (distribution-free: Clopper-Pearson on a threshold of the summed LLR)");
   }
   return DPO_OK;
+}
+
+/* The mu of the claim: the mu whose GDP eps at delta is the claimed eps (bisection; the
+ * mu-GDP eps grows with mu). */
+static double dpo__wb_mu_of_eps(double eps, double delta) {
+  double lo = 0, hi = 1;
+  while (dpo_audit_gdp_eps(hi, delta) < eps && hi < 1e3) hi *= 2;
+  for (int i = 0; i < 60; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (dpo_audit_gdp_eps(mid, delta) < eps) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+int dpo__wb_final(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                  double delta, double claimed, dpo_audit_result_t *res) {
+  const int32_t d = a->d;
+  const int64_t ns = (N + 1) / 2, ne = N / 2;
+  double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
+  int rc = DPO_OK;
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++)
+      if (!(t[h][w] = calloc((size_t)(ns + 1), sizeof(double)))) rc = DPO_ENOMEM;
+  if (rc) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+  /* the canary's direction: D moves x[0] up (label +1 in d = 1; the row on e1 in d = 2), D'
+   * moves it down (label -1) or moves x[1] up */
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) {
+      const double *x = X[w] + i * d;
+      t[i % 2][w][i / 2] = d == 1 ? x[0] : x[0] - x[1];
+    }
+  res->white_box = 1;
+  res->releases = 0;
+  res->mu_lb = res->mu_claim = res->rel_lb = res->rel_claim = res->z_ub = res->z_claim = NAN;
+  dpo_audit_event_t ev;
+  if ((rc = dpo_audit_best_event(t[0][0], ns, t[0][1], ns, delta, alpha, &ev))) goto out;
+  res->lb_summed = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne, t[1][1], ne, delta, alpha)
+                          : -INFINITY;
+  double thr, mu_sel;
+  if ((rc = dpo_audit_best_mu(t[0][0], ns, t[0][1], ns, alpha, &thr, &mu_sel))) goto out;
+  int64_t fp = 0, fn = 0;
+  for (int64_t i = 0; i < ne; i++) {
+    fp += t[1][1][i] > thr;
+    fn += t[1][0][i] <= thr;
+  }
+  res->mu_lb = ne > 0 ? dpo_audit_mu_lb(fp, ne, fn, ne, alpha) : -INFINITY;
+  res->mu_claim = dpo__wb_mu_of_eps(claimed, delta);
+  res->lb = res->mu_lb > 0 ? dpo_audit_gdp_eps(res->mu_lb, delta) : -INFINITY;
+  res->lb_select = mu_sel > 0 ? dpo_audit_gdp_eps(mu_sel, delta) : -INFINITY;
+  res->ev = ev;
+  res->ev.thr = thr;
+  res->ev.above = 1;
+  res->ev.swap = 0;
+  snprintf(res->stat, sizeof res->stat, "%s (the canary's direction)", d == 1 ? "x[0]" : "x[0]-x[1]");
+  snprintf(res->method, sizeof res->method, "final-gdp");
+  snprintf(res->assumption, sizeof res->assumption,
+           "x_T only; the canary's one step at the public start: x_T is a post-processing of "
+           "a Gaussian release of it; eps_lb = eps of mu_lb-GDP at delta (Dong-Roth-Su 2019)");
+out:
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++) free(t[h][w]);
+  return rc;
 }

@@ -603,6 +603,13 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
                      (long long)used, (long long)m);
     for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)used);
     if (central && (rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+    if (pt->trust == DPO_TRUST_SECAGG && sz.lap_honest) {
+      /* the coordinator sees the unmasked sum plus the honest Polya shares: the discrete
+       * Laplace of scale b on the sum, charged eps0 (the white-box audit's release) */
+      const double u = w / (double)m, q = batch.ids && m < na ? (double)m / (double)na : 1.0;
+      dpo_release_t rel = {t, "laplace", u * b, u * sens, q, eps0, c.sampling, m, na, d, g, x, u};
+      if ((rc = dpo_solver_release(s, &rel))) return rc;
+    }
     memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
     dpo_model_finish(dpo_oracle_model(o), d, 1, x, NULL, dp->gs);
     for (int32_t j = 0; j < d; j++) g[j] += w * dp->gs[j];
