@@ -467,13 +467,21 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
 int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta, double h,
                      double *delta_at_eps, double *eps_at_delta);
 /* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
- * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it. */
+ * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it.
+ * (A bisection from the RDP multiplier, its probes decided by a secant bracket where they
+ * can be: ~5 PLD evaluations.) */
 /* The grid dpo_pld_calibrate (and the pld ledger) uses: min(DPO_PLD_H max(1, eps),
  * eps / (10 steps)), at least 1e-6 (each step rounds its loss up by < h, so the composition's
  * bias stays below eps / 10). */
 double dpo_pld_auto_h(double eps, int64_t steps);
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z);
+/* The multiplier the pld accountant composes for a Gaussian release of noise sigma,
+ * sensitivity sens and dimension dim: sigma / (sens + sqrt(dim) lambda), the grid
+ * mechanism's snapping lambda inflating the sensitivity, rounded down (acct_pld.c).  A caller
+ * that searches for the multiplier evaluates exactly what the ledger will (and hits
+ * dpo_pld_eps's memo).  0 when sigma has no grid. */
+double dpo_pld_charge_z(double sigma, double sens, int64_t dim);
 
 /* A ledger's composition in parts, the form a budget store (dpopt/budget.h) keeps of a run
  * and composes with other runs' as the "auto" accountant composes releases: the pure releases

@@ -121,6 +121,9 @@ static void check_grad(const char *name, double lambda) {
     int64_t e = sp.rowptr[i + 1] - 1;
     cr_assert(e >= sp.rowptr[i] && sp.colind[e] == D && sp.val[e] == DPO_MODEL_ICPT);
     for (int64_t p = sp.rowptr[i] + 1; p <= e; p++) cr_assert(sp.colind[p] > sp.colind[p - 1]);
+    /* the dense rows were widened in place: every entry where the sparse copy has it */
+    for (int64_t p = sp.rowptr[i]; p < e; p++)
+      cr_assert_eq(dn.X[i * (D + 1) + sp.colind[p]], sp.val[p], "row %d col %d", i, sp.colind[p]);
   }
   double x[D + 1], g[D + 1], gs[D + 1], gn[D + 1];
   for (int j = 0; j <= D; j++) x[j] = 0.7 * (2 * urand() - 1);

@@ -9,6 +9,7 @@
  *  - compositions: PLD eps never above the RDP accountant's for the same releases. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
@@ -306,4 +307,74 @@ Test(pld, wor_pair) {
       cr_assert_eq(dpo_pld_wor_pair(1.0, z, T, 0.5, 1e-5, h, &d1, NULL), 0);
       cr_assert(d0 < d1, "q = 0.1 (%g) below q = 1 (%g)", d0, d1);
     }
+}
+
+/* The calibration's faster search (secant bracket, replayed bisection, real FFTs) against the
+ * multipliers the first version (plain bisection, complex FFTs) gave for the same plans,
+ * dpo_pld_calibrate at revision ac0583b (printed with %.17g): never smaller (never
+ * less noise), at most one bisection step (1e-3) above, and its own PLD eps meets the target. */
+Test(pld, calibrate_matches_previous_search) {
+  static const struct {
+    const char *samp;
+    int64_t m, n, steps;
+    double eps, delta, z_prev;
+  } t[] = {
+      {"none", 0, 0, 1, 1, 1e-5, 3.7325003067031499},
+      {"none", 0, 0, 100, 1, 1e-5, 37.32500438690186},
+      {"none", 0, 0, 10, 8, 1e-6, 2.0651892002206296},
+      {"poisson", 256, 32561, 1272, 1, 1e-5, 1.2928247407078746},
+      {"poisson", 256, 32561, 1272, 0.1, 1e-5, 8.6967362068593506},
+      {"poisson", 1000, 1000000, 1000, 1, 1e-5, 0.64131095260106963},
+      {"poisson", 1024, 60000, 400, 3, 1e-5, 0.86266683712936931},
+      {"poisson", 100, 10000, 50, 0.5, 1e-6, 1.1596715458203106},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    double z, e;
+    cr_assert_eq(dpo_pld_calibrate(t[i].samp, t[i].m, t[i].n, t[i].steps, t[i].eps, t[i].delta,
+                                   &z), DPO_OK);
+    cr_expect(z >= t[i].z_prev && z <= t[i].z_prev * (1 + 1e-3),
+              "plan %zu: z %.9g, previous %.9g", i, z, t[i].z_prev);
+    cr_assert_eq(dpo_pld_eps(t[i].samp, t[i].m, t[i].n, z, t[i].steps, t[i].delta,
+                             dpo_pld_auto_h(t[i].eps, t[i].steps), &e), DPO_OK);
+    cr_expect(e <= t[i].eps, "plan %zu: eps %.9g at z %.9g over %g", i, e, z, t[i].eps);
+  }
+}
+
+/* The real-FFT convolution (pld_fft.c) against the direct sum, squares and products of
+ * unequal lengths, including lengths that are not powers of two. */
+int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c, int *lg);
+static double xs_unif(uint64_t *x) { /* xorshift64, in [0, 1) */
+  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+  return (double)(*x >> 11) / 9007199254740992.0;
+}
+Test(pld, fft_convolution_matches_direct_sum) {
+  static const int64_t lens[][2] = {{1, 1}, {3, 5}, {700, 700}, {1000, 333}, {4096, 4097}};
+  uint64_t x = 88172645463325252ULL;
+  for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
+    int64_t na = lens[t][0], nb = lens[t][1], nc = na + nb - 1;
+    double *a = malloc(sizeof(double) * (size_t)na), *b = malloc(sizeof(double) * (size_t)nb);
+    double *c = malloc(sizeof(double) * (size_t)nc), *s = malloc(sizeof(double) * (size_t)nc);
+    double *c2 = malloc(sizeof(double) * (size_t)(2 * na - 1));
+    for (int64_t i = 0; i < na; i++) a[i] = xs_unif(&x) / (double)na;
+    for (int64_t i = 0; i < nb; i++) b[i] = xs_unif(&x) / (double)nb;
+    int lg;
+    cr_assert_eq(dpo__pld_rconv(a, na, b, nb, c, &lg), DPO_OK);
+    cr_assert_eq(dpo__pld_rconv(a, na, a, na, c2, &lg), DPO_OK);
+    double err = 0, err2 = 0;
+    for (int64_t k = 0; k < nc; k++) {
+      s[k] = 0;
+      for (int64_t i = k - nb + 1 > 0 ? k - nb + 1 : 0; i < na && i <= k; i++)
+        s[k] += a[i] * b[k - i];
+      err = fmax(err, fabs(c[k] - s[k]));
+    }
+    for (int64_t k = 0; k < 2 * na - 1; k++) {
+      double q = 0;
+      for (int64_t i = k - na + 1 > 0 ? k - na + 1 : 0; i < na && i <= k; i++)
+        q += a[i] * a[k - i];
+      err2 = fmax(err2, fabs(c2[k] - q));
+    }
+    cr_expect(err < 1e-15 && err2 < 1e-15, "lengths %lld, %lld: errors %g, %g", (long long)na,
+              (long long)nb, err, err2);
+    free(a), free(b), free(c), free(s), free(c2);
+  }
 }

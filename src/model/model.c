@@ -230,13 +230,17 @@ int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s) {
     s->colind = ci;
     s->val = v;
   } else {
-    double *X = malloc((size_t)(s->n ? s->n : 1) * (size_t)d1 * sizeof *X);
+    /* widened in place: realloc (large blocks are remapped, not copied) and the rows moved
+     * up from the last one, each to an address at or above its own; a copy into a new block
+     * held the shard twice at once (issue 44: peak RSS 2x the shard) */
+    size_t cnt = (size_t)(s->n ? s->n : 1) * (size_t)d1;
+    double *X = cnt / (size_t)d1 == (size_t)(s->n ? s->n : 1) ? realloc(s->X, cnt * sizeof *X)
+                                                               : NULL;
     if (!X) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
-    for (int64_t i = 0; i < s->n; i++) {
-      if (d > 0) memcpy(X + i * d1, s->X + i * d, (size_t)d * sizeof *X);
+    for (int64_t i = s->n - 1; i >= 0; i--) {
+      if (d > 0) memmove(X + i * d1, X + i * d, (size_t)d * sizeof *X);
       X[i * d1 + d] = DPO_MODEL_ICPT;
     }
-    free(s->X);
     s->X = X;
   }
   s->d = d1;

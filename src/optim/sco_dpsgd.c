@@ -163,10 +163,8 @@ static int dpsgd_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
  * the snapped multiplier, grid dpo_pld_auto_h(budget, T)); a guess for the search below, which
  * the ledger itself then confirms. */
 static int dpsgd_pld_eps(const dpo__dpsgd_t *a, double z, double beps, double bdelta, double *e) {
-  double sigma = dpo__sco_sigma(z, a->sens, a->c.d), lambda;
-  int rc = dpo_mech_grid(sigma, &lambda);
-  if (rc) return rc;
-  double ze = sigma / (a->sens + sqrt((double)a->c.d) * lambda);
+  double ze = dpo_pld_charge_z(dpo__sco_sigma(z, a->sens, a->c.d), a->sens, a->c.d);
+  if (!(ze > 0)) return dpo_err(DPO_EINVAL, "dp-sgd-rdp: no grid for the multiplier %g", z);
   return dpo_pld_eps("poisson", a->m, a->npub, ze, a->T, bdelta, dpo_pld_auto_h(beps, a->T), e);
 }
 

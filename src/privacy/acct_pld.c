@@ -58,19 +58,26 @@ static void dpo__pldacct_init(void *st) {
 /* Is c a PLD kind?  Then *k = its kind (count 1), z as the RDP accountant computes it: the grid
  * mechanism's snapping inflates the sensitivity (privacy.h). */
 static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
-  double lambda;
   if (!dpo__streq(c->mechanism, "gaussian") || !dpo__streq(c->accounting, "rdp") ||
       !(dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "poisson")))
     return 0;
-  if (dpo_mech_grid(c->noise_scale, &lambda)) return 0; /* auto has validated; be safe */
-  double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
   memset(k, 0, sizeof *k);
   k->poisson = dpo__streq(c->sampling, "poisson");
   k->m = k->poisson ? c->m : 0;
   k->n = k->poisson ? c->n : 0;
-  k->z = dpo__div_down(c->noise_scale, s2);
+  k->z = dpo_pld_charge_z(c->noise_scale, c->sensitivity, c->dim); /* 0: auto validated it */
   k->count = 1;
   return k->z > 0 && isfinite(k->z);
+}
+
+double dpo_pld_charge_z(double sigma, double sens, int64_t dim) {
+  double lambda;
+  if (dpo_mech_grid(sigma, &lambda)) {
+    dpo_errclear();
+    return 0;
+  }
+  double s2 = dpo__add_up(sens, dpo__mul_up(dpo__sqrt_up((double)dim), lambda));
+  return dpo__div_down(sigma, s2);
 }
 
 static int dpo__same_kind(const dpo__pld_rel_t *a, const dpo__pld_rel_t *b) {

@@ -30,7 +30,6 @@
 
 #include "dpopt/status.h"
 
-#include <complex.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -135,41 +134,6 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   return DPO_OK;
 }
 
-/* ---- radix-2 FFT (in place, n a power of 2; w = the n/2 twiddles e^{-2 pi i k/n}, computed
- * once per convolution; inv = 1 uses their conjugates: the inverse transform, unscaled) */
-static double complex *dpo__twiddles(int64_t n) {
-  double complex *w = malloc(sizeof(double complex) * (size_t)(n / 2 + 1));
-  if (!w) return NULL;
-  for (int64_t k = 0; k < n / 2; k++) { /* computed directly (no recurrence): error O(u) each */
-    double ang = -2.0 * M_PI * (double)k / (double)n;
-    w[k] = cos(ang) + I * sin(ang);
-  }
-  return w;
-}
-
-static void dpo__fft(double complex *x, int64_t n, const double complex *w, int inv) {
-  for (int64_t i = 1, j = 0; i < n; i++) {
-    int64_t bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) {
-      double complex t = x[i];
-      x[i] = x[j];
-      x[j] = t;
-    }
-  }
-  for (int64_t len = 2; len <= n; len <<= 1) {
-    int64_t half = len >> 1, stride = n / len;
-    for (int64_t s = 0; s < n; s += len)
-      for (int64_t k = 0; k < half; k++) {
-        double complex tw = inv ? conj(w[k * stride]) : w[k * stride];
-        double complex u = x[s + k], v = x[s + k + half] * tw;
-        x[s + k] = u + v;
-        x[s + k + half] = u - v;
-      }
-  }
-}
-
 static double dpo__l2(const dpo__pmf_t *a) {
   double s = 0;
   for (int64_t i = 0; i < a->len; i++) s += a->p[i] * a->p[i];
@@ -201,47 +165,17 @@ static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
       for (int64_t j = 0; j < b->len; j++) p[i + j] += a->p[i] * b->p[j];
     slack = (double)len * 4e-16 * (double)(a->len + b->len) * dpo__l2(a) * dpo__l2(b);
   } else {
-    int64_t n = 1, lg = 0;
-    while (n < len) n <<= 1, lg++;
-    /* one complex transform of x = a + i b gives both spectra (a, b real):
-     * A_k = (X_k + conj X_{n-k}) / 2, B_k = (X_k - conj X_{n-k}) / (2i); a squaring (b == a)
-     * transforms a alone.  Then the product, and one inverse transform. */
-    double complex *x = calloc((size_t)n, sizeof(double complex)), *y = NULL;
-    double complex *w = dpo__twiddles(n);
-    int sq = a == b;
-    if (x && w && !sq) y = malloc(sizeof(double complex) * (size_t)n);
-    if (!x || !w || (!sq && !y)) {
-      free(x), free(y), free(w), free(p);
-      return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+    /* pld_fft.c: real transforms of length n = 2^lg >= len */
+    int lg = 0, st = dpo__pld_rconv(a->p, a->len, b->p, b->len, p, &lg);
+    if (st) {
+      free(p);
+      return st;
     }
-    for (int64_t i = 0; i < a->len; i++) x[i] = a->p[i];
-    if (!sq)
-      for (int64_t i = 0; i < b->len; i++) x[i] += I * b->p[i];
-    dpo__fft(x, n, w, 0);
-    if (sq) {
-      for (int64_t i = 0; i < n; i++) x[i] *= x[i];
-    } else {
-      for (int64_t k = 0; k < n; k++) {
-        double complex xk = x[k], xc = conj(x[(n - k) & (n - 1)]);
-        y[k] = (xk + xc) * 0.5 * ((xk - xc) * -0.5 * I);
-      }
-      double complex *t = x;
-      x = y;
-      y = t;
-    }
-    dpo__fft(x, n, w, 1);
-    for (int64_t i = 0; i < len; i++) {
-      double v = creal(x[i]) / (double)n;
-      p[i] = v > 0 ? v : 0;
-    }
-    free(x);
-    free(y);
-    free(w);
     /* ||error||_2 <= c u log2(N) (||a||_2 ||b||_1 + ||a||_1 ||b||_2) for the forward FFTs, the
      * product and the inverse (||A||_inf <= ||a||_1 <= 1); ||.||_1 <= sqrt(N) ||.||_2; c = 8,
-     * doubled for the packed transform (its input has norm <= ||a||_2 + ||b||_2, and the
-     * separation adds two roundings per coefficient) */
-    slack = sqrt((double)n) * 16.0 * 1.12e-16 * (double)(lg + 1) * (dpo__l2(a) + dpo__l2(b));
+     * doubled for the real transforms' split and merge (pld_fft.c) */
+    slack = sqrt((double)((int64_t)1 << lg)) * 16.0 * 1.12e-16 * (double)(lg + 1) *
+            (dpo__l2(a) + dpo__l2(b));
   }
   r->p = p;
   r->len = len;
@@ -546,33 +480,86 @@ double dpo_pld_auto_h(double eps, int64_t steps) {
   return fmax(1e-6, fmin(DPO_PLD_H * (eps > 1 ? eps : 1.0), h));
 }
 
+/* The bisection of dpo_pld_calibrate, replayed on a bracket.  The PLD eps is the bound of a
+ * dominating pair; the true eps of a Gaussian (plain or Poisson-subsampled) only falls as z
+ * grows (more noise is a post-processing of less), so a z >= zh, with eps_PLD(zh) <= target
+ * evaluated, meets the target by zh's bound.  The bisection below is the first version's,
+ * step for step; a probe z is evaluated only inside (zl, zh), where zl < z* <= zh come from a
+ * few secant steps first: the same answer from ~5 PLD evaluations instead of ~11. */
+typedef struct {
+  const char *sampling;
+  int64_t m, n, steps;
+  double eps, delta, h;
+  double zl, zh; /* eps(zl) > target (0: none yet), eps(zh) <= target, both evaluated */
+  double lz[2], le[2]; /* the last two evaluations: log z, log eps */
+  int nev;
+} dpo__pld_cal_t;
+
+static int dpo__cal_eval(dpo__pld_cal_t *c, double z, int *fits) {
+  double e;
+  int st = dpo_pld_eps(c->sampling, c->m, c->n, z, c->steps, c->delta, c->h, &e);
+  if (st) return st;
+  *fits = e <= c->eps;
+  if (*fits && z < c->zh) c->zh = z;
+  if (!*fits && z > c->zl) c->zl = z;
+  c->lz[0] = c->lz[1], c->le[0] = c->le[1];
+  c->lz[1] = log(z), c->le[1] = log(e > 0 ? e : DBL_MIN);
+  c->nev++;
+  return DPO_OK;
+}
+
+/* does z meet the target?  Decided by the bracket where it can be, else evaluated */
+static int dpo__cal_fits(dpo__pld_cal_t *c, double z, int *fits) {
+  if (z >= c->zh) return *fits = 1, DPO_OK;
+  if (z <= c->zl) return *fits = 0, DPO_OK;
+  return dpo__cal_eval(c, z, fits);
+}
+
+/* secant steps on log eps(log z) towards the target, each probe nudged 1e-6 to the side whose
+ * end is farther, until zh - zl <= 2e-6 zh (or 10 evaluations) */
+static int dpo__cal_bracket(dpo__pld_cal_t *c) {
+  int st, fits;
+  while (c->nev < 10 && !(c->zl > 0 && c->zh - c->zl <= 2e-6 * c->zh)) {
+    double sl = (c->le[1] - c->le[0]) / (c->lz[1] - c->lz[0]);
+    double z = exp(c->lz[1] + (log(c->eps) - c->le[1]) / sl);
+    if (!(sl < 0) || !isfinite(z) || !(z > c->zl && z < c->zh))
+      z = c->zl > 0 ? 0.5 * (c->zl + c->zh) : 0.7 * c->zh;
+    z *= c->zh - z > z - c->zl ? 1 + 1e-6 : 1 - 1e-6;
+    if (!(z > c->zl && z < c->zh)) z = 0.5 * (c->zl + c->zh);
+    if ((st = dpo__cal_eval(c, z, &fits))) return st;
+  }
+  return DPO_OK;
+}
+
 int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
                       double delta, double *z) {
-  int st;
-  double h = dpo_pld_auto_h(eps, steps);
+  int st, fits;
   if (!z || !(eps > 0) || !isfinite(eps) || !(delta > 0 && delta < 1) || steps < 1)
     return dpo_err(DPO_EINVAL, "pld_calibrate: need eps > 0, delta in (0, 1), steps >= 1");
+  dpo__pld_cal_t c = {sampling, m, n, steps, eps, delta, dpo_pld_auto_h(eps, steps),
+                      0, INFINITY, {0, 0}, {0, 0}, 0};
   /* the RDP multiplier meets the target (its bound is valid, PLD's is tighter): bisect below */
-  double hi, lo, e;
+  double hi, lo;
   if ((st = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &hi))) return st;
-  if ((st = dpo_pld_eps(sampling, m, n, hi, steps, delta, h, &e))) return st;
-  if (e > eps) { /* discretization coarser than the RDP slack: keep RDP's (valid) answer */
+  if ((st = dpo__cal_eval(&c, hi, &fits))) return st;
+  if (!fits) { /* discretization coarser than the RDP slack: keep RDP's (valid) answer */
     *z = hi;
     return DPO_OK;
   }
+  if ((st = dpo__cal_eval(&c, 0.93 * hi, &fits)) || (st = dpo__cal_bracket(&c))) return st;
   lo = 0.7 * hi; /* PLD gains at most ~30% over RDP here; widened below if not */
   for (;;) {
-    if ((st = dpo_pld_eps(sampling, m, n, lo, steps, delta, h, &e))) return st;
-    if (e > eps) break;
+    if ((st = dpo__cal_fits(&c, lo, &fits))) return st;
+    if (!fits) break;
     hi = lo;
     lo *= 0.7;
   }
   while (hi - lo > 1e-3 * hi) {
     double mid = 0.5 * (lo + hi);
-    if ((st = dpo_pld_eps(sampling, m, n, mid, steps, delta, h, &e))) return st;
-    if (e <= eps) hi = mid;
+    if ((st = dpo__cal_fits(&c, mid, &fits))) return st;
+    if (fits) hi = mid;
     else lo = mid;
   }
-  *z = hi; /* eps(hi) <= target was verified for this exact double */
+  *z = hi; /* hi >= zh, whose eps <= target was evaluated (the bracket's note above) */
   return DPO_OK;
 }

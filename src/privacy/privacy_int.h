@@ -113,6 +113,10 @@ typedef struct {
 } dpo__pld_rel_t;
 /* eps at delta of the composition of k kinds (pld.c; grid h, dominating as dpo_pld_eps). */
 int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, double *eps);
+/* c[0 .. na + nb - 2] = the linear convolution of a and b (real), by real FFTs of length
+ * 2^*lg (pld_fft.c); negative results are set to 0; b == a squares. */
+int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c,
+                   int *lg);
 
 /* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
  * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto; "pld": dpo__acct_pld. */

@@ -1,0 +1,145 @@
+/* Linear convolution of two real sequences by FFT, for the PLD accountant (pld.c).
+ *
+ * Each real sequence of (padded) length N = 2M is transformed by one complex FFT of length M
+ * (even samples as real parts, odd as imaginary parts, then the split below), the spectra are
+ * multiplied, and one complex inverse FFT of length M gives the real result: half the work of
+ * transforming the real input as complex numbers of length N, as the first version did.
+ * The twiddles e^{-2 pi i k / N} are computed directly (cos, sin: error O(u) each, no
+ * recurrence) into one process-wide table for the largest N met so far; a transform of
+ * length L reads every (Nmax / L)-th entry.  dpopt's processes are single-threaded.
+ *
+ * Error: the result's l2 error is bounded as for the complex transform of length N (pld.c's
+ * slack, c u log2(N) (||a||_2 + ||b||_2) sqrt(N)): the length-M transforms have one stage
+ * fewer, and the split and merge add at most three roundings per coefficient (one twiddle
+ * product, one sum, one halving), which the stage left over covers.
+ */
+#include "privacy_int.h"
+
+#include "dpopt/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double *dpo__tw;   /* tw[2k], tw[2k + 1] = cos, sin of -2 pi k / tw_n, k < tw_n / 2 */
+static int64_t dpo__tw_n;
+
+static int dpo__tw_need(int64_t n) {
+  if (n <= dpo__tw_n) return DPO_OK;
+  double *t = malloc(sizeof(double) * (size_t)n); /* n / 2 complex entries */
+  if (!t) return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
+  for (int64_t k = 0; k < n / 2; k++) {
+    double ang = -2.0 * M_PI * (double)k / (double)n;
+    t[2 * k] = cos(ang);
+    t[2 * k + 1] = sin(ang);
+  }
+  free(dpo__tw);
+  dpo__tw = t;
+  dpo__tw_n = n;
+  return DPO_OK;
+}
+
+#define DPO__FFT_BLOCK 4096 /* complex numbers: 64 KiB */
+
+/* one radix-2 stage: butterflies of span len over x[0 .. m) */
+static void dpo__stage(double *x, int64_t m, int64_t len, int inv) {
+  const double sg = inv ? -1.0 : 1.0;
+  const int64_t half = len >> 1, stride = dpo__tw_n / len;
+  for (int64_t s = 0; s < m; s += len)
+    for (int64_t k = 0; k < half; k++) {
+      const double wr = dpo__tw[2 * k * stride], wi = sg * dpo__tw[2 * k * stride + 1];
+      double *u = x + 2 * (s + k), *v = u + 2 * half;
+      double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
+      v[0] = u[0] - vr, v[1] = u[1] - vi;
+      u[0] += vr, u[1] += vi;
+    }
+}
+
+/* in-place radix-2 FFT of m complex numbers (interleaved re, im; m a power of 2); inv: the
+ * conjugate twiddles (the inverse transform, unscaled) */
+static void dpo__cfft(double *x, int64_t m, int inv) {
+  for (int64_t i = 1, j = 0; i < m; i++) {
+    int64_t bit = m >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      double r = x[2 * i], s = x[2 * i + 1];
+      x[2 * i] = x[2 * j], x[2 * i + 1] = x[2 * j + 1];
+      x[2 * j] = r, x[2 * j + 1] = s;
+    }
+  }
+  /* the stages of length <= DPO__FFT_BLOCK run block by block (each block's data stays in
+   * cache through them), the longer ones over the whole array */
+  const int64_t blk = m < DPO__FFT_BLOCK ? m : DPO__FFT_BLOCK;
+  for (int64_t b = 0; b < m; b += blk)
+    for (int64_t len = 2; len <= blk; len <<= 1) dpo__stage(x + 2 * b, blk, len, inv);
+  for (int64_t len = 2 * blk; len <= m; len <<= 1) dpo__stage(x, m, len, inv);
+}
+
+/* spectrum X[0..m] (m + 1 complex) of the real a (length na <= 2m, zero padded to 2m); z is
+ * scratch of m complex */
+static void dpo__rfft(const double *a, int64_t na, int64_t m, double *z, double *X) {
+  memset(z, 0, sizeof(double) * 2 * (size_t)m);
+  memcpy(z, a, sizeof(double) * (size_t)na); /* z_j = a_2j + i a_2j+1 */
+  dpo__cfft(z, m, 0);
+  const int64_t st = dpo__tw_n / (2 * m);
+  for (int64_t k = 0; k <= m; k++) {
+    const int64_t k1 = k % m, k2 = (m - k) % m;
+    double zr = z[2 * k1], zi = z[2 * k1 + 1], cr = z[2 * k2], ci = -z[2 * k2 + 1];
+    double er = 0.5 * (zr + cr), ei = 0.5 * (zi + ci);  /* even part */
+    double orr = 0.5 * (zi - ci), oi = -0.5 * (zr - cr); /* odd part: (z - conj) / 2i */
+    double wr = k < m ? dpo__tw[2 * k * st] : -1.0, wi = k < m ? dpo__tw[2 * k * st + 1] : 0.0;
+    X[2 * k] = er + wr * orr - wi * oi;
+    X[2 * k + 1] = ei + wr * oi + wi * orr;
+  }
+}
+
+/* the real c (length 2m, into z as m complex numbers, scaled by 1/m) from its spectrum
+ * X[0..m] */
+static void dpo__irfft(const double *X, int64_t m, double *z) {
+  const int64_t st = dpo__tw_n / (2 * m);
+  for (int64_t k = 0; k < m; k++) {
+    double xr = X[2 * k], xi = X[2 * k + 1], cr = X[2 * (m - k)], ci = -X[2 * (m - k) + 1];
+    double er = 0.5 * (xr + cr), ei = 0.5 * (xi + ci);
+    double dr = 0.5 * (xr - cr), di = 0.5 * (xi - ci); /* W^k Zo: divide by W^k */
+    double wr = dpo__tw[2 * k * st], wi = -dpo__tw[2 * k * st + 1];
+    double orr = dr * wr - di * wi, oi = dr * wi + di * wr;
+    z[2 * k] = er - oi; /* Ze + i Zo */
+    z[2 * k + 1] = ei + orr;
+  }
+  dpo__cfft(z, m, 1);
+  const double s = 1.0 / (double)m;
+  for (int64_t j = 0; j < 2 * m; j++) z[j] *= s;
+}
+
+int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c,
+                   int *lg_out) {
+  const int64_t len = na + nb - 1;
+  int64_t n = 4, lg = 2;
+  while (n < len) n <<= 1, lg++;
+  const int64_t m = n / 2;
+  int st = dpo__tw_need(n);
+  if (st) return st;
+  const int sq = a == b && na == nb;
+  double *z = malloc(sizeof(double) * 2 * (size_t)m);
+  double *X = malloc(sizeof(double) * 2 * (size_t)(m + 1));
+  double *Y = sq ? X : malloc(sizeof(double) * 2 * (size_t)(m + 1));
+  if (!z || !X || !Y) {
+    free(z), free(X);
+    if (!sq) free(Y);
+    return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+  }
+  dpo__rfft(a, na, m, z, X);
+  if (!sq) dpo__rfft(b, nb, m, z, Y);
+  for (int64_t k = 0; k <= m; k++) {
+    double xr = X[2 * k], xi = X[2 * k + 1], yr = Y[2 * k], yi = Y[2 * k + 1];
+    X[2 * k] = xr * yr - xi * yi;
+    X[2 * k + 1] = xr * yi + xi * yr;
+  }
+  dpo__irfft(X, m, z);
+  for (int64_t i = 0; i < len; i++) c[i] = z[i] > 0 ? z[i] : 0;
+  free(z), free(X);
+  if (!sq) free(Y);
+  *lg_out = (int)lg;
+  return DPO_OK;
+}
