@@ -257,6 +257,12 @@ static int dpo__run_settings(dpo_run_t *r) {
   }
   if ((rc = dpo_load_opts_from_config(cfg, &r->lo))) return rc;
   r->lo.labels = dpo_model_labels(r->model);
+  if (r->lo.valid_part) { /* the validation rows of data.train take the test file's place */
+    if (r->test_path)
+      return dpo_err(DPO_EINVAL, "%s: data.valid_fraction scores on rows of data.train: drop "
+                     "data.test (--test)", dpo_config_origin(cfg, "data.valid_fraction"));
+    r->test_path = r->train_path;
+  }
   return DPO_OK;
 }
 
@@ -405,6 +411,7 @@ int dpo_run_load(dpo_run_t *r) {
   if (r->test_path) {
     dpo_load_opts_t lo = r->lo;
     lo.d = r->train->d; /* the test set must live in the training feature space */
+    if (lo.valid_part) lo.valid_part = 2;
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
   if (r->rows_hook && (rc = dpo_agree(r->comm, r->rows_hook(r->rows_arg, r))))
