@@ -314,6 +314,7 @@ int dpo_run_setup(dpo_run_t *r) {
   if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
   if (!rc)
     rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private, &r->parties);
+  const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {
     r->stage = "train (privacy set-up)";
@@ -323,9 +324,23 @@ int dpo_run_setup(dpo_run_t *r) {
    * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
    * relation or budget that differs from the run's) say more about an edited config.ini */
   if (!rc && !r->resuming) rc = dpo__run_check(r);
-  /* the public schema: a private run's width is declared, never read from the rows */
-  if (!rc && r->algo->is_private)
-    rc = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
+  /* the public schema: a private run's width is declared, never read from the rows.  Checked
+   * after a refusal above too, so that one message names every missing declaration (a row
+   * bound and the width) instead of one failed run each */
+  if (parsed && r->algo->is_private) {
+    char first[1024] = "";
+    if (rc) snprintf(first, sizeof first, "%s", dpo_errmsg());
+    int rs = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
+    if (rs && rc) {
+      char second[1024];
+      snprintf(second, sizeof second, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "two requirements are missing: (1) %s; (2) %s", first, second);
+    }
+    else if (rs)
+      rc = rs;
+    else if (rc)
+      dpo_err(rc, "%s", first); /* the first refusal's message, as it was */
+  }
   if (rc) return dpo__run_failed(r, rc);
   /* the algorithm's own keys are read only in create(), after the data: known from its tables */
   const dpo_algo_param_t *tabs[2] = {r->algo->params, r->algo->shared};
