@@ -94,6 +94,13 @@ typedef struct {
   /* LIBSVM: 1 if feature indices start at 0 (scikit-learn's dump_svmlight_file writes them
    * so by default): index k is feature k + 1 of the 1-based convention.  0: they start at 1. */
   int zero_based;
+  /* A validation split by row content (data.valid_fraction): each row's part is a hash of its
+   * own label and features alone, so adding or removing one row moves that row only, into
+   * exactly one part (a split by position would shift every later row).  valid_part 0: no
+   * split; 1: keep the rows outside the fraction valid_frac (the fit part); 2: keep the
+   * validation rows.  Identical rows share their part. */
+  double valid_frac;
+  int valid_part;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */

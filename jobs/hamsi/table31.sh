@@ -50,7 +50,7 @@ case "$SIZE" in
 esac
 RANK=${RANK:-50}
 RANKS=${RANKS:-"1 2"}
-MPIRUN=${MPIRUN:-mpirun --oversubscribe}
+MPIRUN=${MPIRUN:-mpirun --quiet --oversubscribe}
 export OPENBLAS_NUM_THREADS=1
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 mkdir -p "$OUT"

@@ -10,6 +10,8 @@
  * in-memory ledger holding privacy.eps.  Writes
  *   PREFIX_curves.csv  label,iter,mean_ln_err,reps   mean over reps of ln(F(x_t) - F*)
  *   PREFIX_final.csv   label,iters_mean,final_err_mean,final_ln_err_mean,eps_spent_max
+ * A line that cannot be set up (unknown algorithm, a refused setting) is reported once as
+ * LIST:LINE: LABEL: reason and skipped; the other lines still run, and the exit status is 1.
  * All runs are SEEDED, hence NOT PRIVATE, and F(x_t) - F* is computed on the training data:
  * these are non-private diagnostics for reproducing the papers' figures. */
 #include <math.h>
@@ -139,7 +141,9 @@ int main(int argc, char **argv) {
   double *sum = malloc(MAXPTS * sizeof *sum);
   int *cnt = malloc(MAXPTS * sizeof *cnt);
   char line[2048];
+  int lineno = 0, failed = 0;
   while (fgets(line, sizeof line, rf)) {
+    lineno++;
     char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
     if (!tok || tok[0] == '#') continue;
     char label[256];
@@ -166,6 +170,7 @@ int main(int argc, char **argv) {
     memset(cnt, 0, MAXPTS * sizeof *cnt);
     double fin = 0, finln = 0, itsum = 0, spmax = 0;
     int ok = alg != NULL;
+    if (!ok && rank == 0) fprintf(stderr, "repro: %s:%d: %s: unknown algorithm '%s'\n", runs, lineno, label, an);
     for (int rep = 0; rep < reps && ok; rep++) {
       dpo_rng_t *rng = NULL;
       dpo_ledger_t *L = NULL;
@@ -192,12 +197,12 @@ int main(int argc, char **argv) {
         op.fstar = Fs;
         rc = dpo_solver_run(sv, &op);
       }
-      if (rc && rc != DPO_EBUDGET) {
-        if (rank == 0) fprintf(stderr, "repro: %s: %s\n", label, dpo_errmsg());
+      if (rc && (rc != DPO_EBUDGET || !sv)) {
+        if (rank == 0) fprintf(stderr, "repro: %s:%d: %s: %s\n", runs, lineno, label, dpo_errmsg());
         ok = 0;
       }
-      if (rank == 0 && tr) {
-        fclose(tr);
+      if (rank == 0 && tr) fclose(tr);
+      if (rank == 0 && tr && ok) { /* a solver that was never set up has no trace and no iterates */
         char *p = tbuf, *nl;
         double last = NAN;
         while (p && (nl = strchr(p, '\n'))) {
@@ -216,13 +221,14 @@ int main(int argc, char **argv) {
         fin += last;
         finln += log(last);
         itsum += (double)dpo_solver_iters(sv);
-        free(tbuf);
       }
+      if (rank == 0) free(tbuf);
       dpo_solver_destroy(sv);
       dpo_ledger_close(L);
       dpo_rng_destroy(rng);
       MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
     }
+    failed |= !ok;
     if (rank == 0 && ok) {
       for (int k = 0; k < MAXPTS; k++)
         if (cnt[k]) fprintf(fc, "%s,%ld,%.10g,%d\n", label, (long)k * every, sum[k] / cnt[k], cnt[k]);
@@ -248,5 +254,5 @@ int main(int argc, char **argv) {
   free(sum);
   free(cnt);
   MPI_Finalize();
-  return 0;
+  return failed;
 }

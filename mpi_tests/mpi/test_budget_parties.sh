@@ -148,7 +148,7 @@ has "$T/err" "NOT private" "a seeded run with party stores"
 # party's first rank reserves the tune's (eps, delta) in its own store and settles it to the
 # tune ledger's parts; its repetitions charge no store.  Party 1's store (1.5) then refuses a
 # second tune at eps 1 before anything is read or written, naming only party 1
-TU="--data $S/data/a9a --test $S/data/a9a.t --row-l1-bound 14 --row-l2-bound 3.75 --quiet \
+TU="--data $S/data/a9a --valid $S/data/a9a.t --algos dp-nag-opt --steps 1,2 --row-l1-bound 14 --row-l2-bound 3.75 --quiet \
   --set parties.count=3 --set parties.data=$T/parts/p%d --set parties.budget_store=$T/tu%d"
 expect 0 "$DPOPT" budget init "$T/tu0" --eps 3 --delta 1e-5 --data "$T/parts/p0"
 expect 0 "$DPOPT" budget init "$T/tu1" --eps 1.5 --delta 1e-5 --data "$T/parts/p1"

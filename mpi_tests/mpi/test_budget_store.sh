@@ -157,7 +157,7 @@ hasnot "$T/out" "reserved" "every run settled after the resume"
 [ -n "$id" ] && ok || bad "no journal nonce"
 
 # ---- dpopt tune charges the store once (its repetitions do not); a train after it composes
-C="--data $S/data/a9a --test $S/data/a9a.t --dim 123 --row-l1-bound 14 --row-l2-bound 3.75 --quiet"
+C="--data $S/data/a9a --valid $S/data/a9a.t --dim 123 --row-l1-bound 14 --row-l2-bound 3.75 --quiet"
 expect 0 "$DPOPT" budget init "$T/tn" --eps 4 --data "$S/data/a9a"
 expect 1 "$DPOPT" tune $C --eps 3 --algos dp-nag-opt,dp-gd --mean 2 --budget-store "$T/tn" --out "$T/t0"
 has "$T/err" "a9a.t: is not registered" "tune: the held-out file must be registered too"

@@ -77,6 +77,13 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "plot: PNG in --out" test -s "$T/pl/convergence.png"
   expect 0 env TMPDIR="$T/tmp" sh "$S/jobs/plot" "$T/slurm"
   check "plot: default output under \$TMPDIR" test -s "$T/tmp/dpopt-jobs/plot/convergence.png"
+  # one quantity on the y axis: a trace with F - F* and one without are both drawn as objectives
+  printf 'iter,time_s,objective_nonprivate,gradnorm_nonprivate,f_minus_fstar_nonprivate,eps_spent\n0,0,0.69,1,0.3,0\n1,0.1,0.5,1,0.1,0.5\n' >"$T/fs.csv"
+  printf 'iter,time_s,objective_nonprivate,gradnorm_nonprivate,f_minus_fstar_nonprivate,eps_spent\n0,0,0.69,1,nan,0\n1,0.1,0.6,1,nan,0.5\n' >"$T/nofs.csv"
+  expect 0 sh "$S/jobs/plot" -o "$T/mix.png" "$T/fs.csv" "$T/nofs.csv"
+  has "$T/err" "plotting objective_nonprivate for all" "plot: mixed traces plot one quantity"
+  expect 0 sh "$S/jobs/plot" -o "$T/same.png" "$T/fs.csv" "$T/fs.csv"
+  hasnot "$T/err" "plotting objective_nonprivate" "plot: traces that agree keep F - F*"
   mkdir "$T/ad"; cp "$S/jobs/admm/out/fig2_table.txt" "$T/ad/"
   expect 0 sh "$S/jobs/admm/dpadmm_fig12.sh" --out "$T/ad" --plot-only
   check "admm fig2 redrawn in --out" test -s "$T/ad/fig2.png"

@@ -22,7 +22,8 @@ sh_commands() {
 readme_block "$S/README.md" >"$T/cmds"
 n=$(grep -c . "$T/cmds")
 check "README has a tutorial block of 5 commands (found $n)" [ "$n" = 5 ]
-check "every tutorial command is a dpopt command" [ "$(grep -vc '^\(mpirun -np [0-9]* \)\{0,1\}build/dpopt ' "$T/cmds")" = 0 ]
+check "every tutorial command is a dpopt command" [ "$(grep -vc '^\(mpirun --quiet -np [0-9]* \)\{0,1\}build/dpopt ' "$T/cmds")" = 0 ]
+check "the tutorial's mpirun commands are quiet" [ "$(grep -c '^mpirun -np' "$T/cmds")" = 0 ]
 
 # doc/tutorial.md walks through the same commands
 sh_commands "$S/doc/tutorial.md" | sed 's/  */ /g' >"$T/tut"
@@ -80,4 +81,12 @@ while IFS= read -r c; do
     sed 's/^/    /' "$T/terr.$i" "$T/tout.$i" | tail -n 20
   fi
 done <"$T/tcmds"
+
+# the documented `mpirun --quiet`: a refused run prints dpopt's error once and none of Open MPI's
+# notice (the harness's flags, which the commands above ran with, plus --quiet)
+(cd "$W" && $MPI --quiet -np 2 build/dpopt train --data data/a9a --eps 1 --delta 1e-5 --out runs/x) \
+  </dev/null >"$T/qout" 2>"$T/qerr"
+check "mpirun --quiet: the refused run exits 1" [ $? = 1 ]
+check "mpirun --quiet: one error line" [ "$(grep -c 'error:' "$T/qerr")" = 1 ]
+hasnot "$T/qerr" "Primary job\|mpirun detected\|----------" "mpirun --quiet: no Open MPI notice"
 finish test_readme

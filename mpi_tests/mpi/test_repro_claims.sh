@@ -8,6 +8,7 @@
 #    (0.088 vs 0.738: DP-NAG's noise grows with T); one seeded repetition, the margins are wide;
 #  - thesis Fig. 4.3 (DP-GDwS, d = 10, n = 1e4, lambda = 0.01, L1 clip 2, T = 1000): at eps = 1
 #    beta = 0.1 ends below beta = 1 (plain DP-GD with the noise-aware step; 0.072 vs 0.287).
+#  - a run line that fails to set up is reported as LIST:LINE and skipped, exit 1, no crash.
 # (004's claim, AccADMM below ADMM in the same iterations: test_admm_ref.sh; 003's rate:
 # test_sco_slope.sh.)
 . "$(dirname "$0")/testlib.sh"
@@ -40,4 +41,18 @@ expect 0 $MPI -np 2 "$R" --data "$T/t.bin" --runs "$T/t.runs" --out "$T/t" --rep
   --lambda 0.01 --clip l1:2 --x0 1
 check "thesis: beta = 0.1 $(fin b0.1 t) below beta = 1 $(fin b1 t) at eps = 1" \
   below "$(fin b0.1 t)" "$(fin b1 t)"
+
+# a run line that cannot be set up is named (LIST:LINE), once, and skipped; the others still run
+# and the exit status is 1 (it used to crash reading the missing solver)
+cat > "$T/bad.runs" <<R
+good algo.name=dp-gd algo.iters=3 privacy.eps=1
+badc algo.name=dp-gd algo.iters=3 privacy.eps=1 algo.c=-1
+nope algo.name=dp-nope
+R
+expect 1 $MPI -np 2 "$R" --data "$T/t.bin" --runs "$T/bad.runs" --out "$T/bad" --clip l1:2 --l2 10
+has "$T/err" "bad.runs:2: badc: algo.c = -1" "the failed line named"
+has "$T/err" "bad.runs:3: nope: unknown algorithm 'dp-nope'" "an unknown algorithm named"
+[ "$(grep -c 'bad.runs:2' "$T/err")" = 1 ] && ok || bad "the failed line reported $(grep -c 'bad.runs:2' "$T/err") times"
+[ -n "$(fin good bad)" ] && ok || bad "the good line's result missing"
+[ -z "$(fin badc bad)" ] && ok || bad "a failed line has a result"
 finish test_repro_claims

@@ -68,6 +68,12 @@ refused() { # WHAT PATTERN ARGS...: exit 1, PATTERN in the message, no run direc
 }
 refused "private run, no declared width" "needs the number of features declared: --dim D" \
   --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1
+# every missing requirement in one message: the row bound dp-sgd-rdp needs and the width
+refused "no row bound, no width: both named" \
+  "two requirements are missing: (1) dp-sgd-rdp: declare data.row_l2_bound .*; (2) .*needs the number of features declared: --dim D" \
+  --eps 1 --delta 1e-5
+refused "pure eps: no sensitivity, no width: both named" \
+  "two requirements are missing: (1) no public sensitivity .*; (2) .*needs the number of features declared" --eps 1
 printf '[privacy]\nesp = 1\n' >"$T/c1.ini"
 refused "[privacy] esp" "c1.ini:2: unknown setting 'privacy.esp': did you mean 'privacy.eps'?" \
   --config "$T/c1.ini"

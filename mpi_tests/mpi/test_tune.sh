@@ -7,7 +7,7 @@
 #  - delta > 0 (Papernot-Steinke 2022 Thm 2 on the RDP curve; the formula itself is checked
 #    against its closed form in test_tune): one (eps, delta) charge within the budget, the
 #    summary's spent eps equal to the journal's; the chosen dp-sgd-rdp beats the majority class;
-#  - the score is a noisy COUNT of correct held-out predictions (sensitivity 1): under
+#  - (with --valid FILE) the score is a noisy COUNT of correct held-out predictions (sensitivity 1): under
 #    replace-one the summary also gives the noisy accuracy = count / rows of --test (public);
 #    under add-remove it does not (the held-out size is private there), and one held-out row
 #    added moves the released score by exactly 0 or 1 at the same seed (one repetition,
@@ -19,12 +19,18 @@
 #  - refusals before anything is charged or written: dp-sgd-rdp at delta = 0, a candidate
 #    without a public sensitivity (no row bound), a model without an accuracy (ridge): exit 1,
 #    no directory left.
+#  - the validation split by row content (data.valid_fraction): its two parts partition a file's
+#    rows, and one row appended moves exactly one part's count by one;
+#  - the default tune (no --algos) is centred on train's recipe (6 dp-sgd-rdp candidates, the
+#    recipe's batch; 3 step constants of dp-nag-opt at delta = 0), selects on a split of --data,
+#    prints no unused-setting line, and its reported --test accuracy is dpopt eval's on the
+#    chosen model; a one-candidate grid and a split under replace-one are refused.
 # The tunes are seeded (labelled NOT PRIVATE): the test checks the accounting and that the
 # selection works, not a private run.
 . "$(dirname "$0")/testlib.sh"
 head -n 10000 "$S/data/a9a" > "$T/tr"
 head -n 2000 "$S/data/a9a.t" > "$T/te"
-C="--data $T/tr --test $T/te --dim 123 --row-l1-bound 14 --row-l2-bound 3.7416573867739413 --quiet"
+C="--data $T/tr --valid $T/te --dim 123 --row-l1-bound 14 --row-l2-bound 3.7416573867739413 --quiet"
 js() { jq -r "$2" "$1/summary.json" 2>/dev/null; }
 maj=$(awk '{if ($1 > 0) p++; n++} END {m = p / n; if (1 - m > m) m = 1 - m; printf "%.6f", m}' "$T/te")
 
@@ -69,7 +75,7 @@ awk -v a="$a" -v m="$maj" 'BEGIN {exit !(a > m + 0.02)}' && ok || bad "rdp tune:
 # add-remove: one held-out row added moves the released score by 0 or 1 (same seed, one repetition)
 cp "$T/te" "$T/te1"; head -n 1 "$T/te" >> "$T/te1"
 for h in te te1; do
-  expect 0 $MPI -np 2 "$DPOPT" tune $C --test "$T/$h" --eps 1 $R --lrs 2 --mean 1 --seed 7 --out "$T/a$h"
+  expect 0 $MPI -np 2 "$DPOPT" tune $C --valid "$T/$h" --eps 1 $R --lrs 2,4 --mean 1 --seed 7 --out "$T/a$h"
 done
 dc=$(jq -n --argjson a "$(js "$T/ate" .heldout_correct_noisy)" --argjson b "$(js "$T/ate1" .heldout_correct_noisy)" '$b - $a')
 awk -v d="$dc" 'BEGIN {exit !((d > -1e-6 && d < 1e-6) || (d > 1 - 1e-6 && d < 1 + 1e-6))}' && ok ||
@@ -78,7 +84,7 @@ awk -v d="$dc" 'BEGIN {exit !((d > -1e-6 && d < 1e-6) || (d > 1 - 1e-6 && d < 1 
 # softmax: three Gaussian classes (labels 0..2), chance 1/3
 softmax3_data 1 3000 "$T/str"
 softmax3_data 2 1000 "$T/ste"
-K="--data $T/str --test $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
+K="--data $T/str --valid $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
 expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove --public-n 3000 \
   --lrs 0.5,2 --clips 1 --epochs 2 --batch 100 --mean 2 --seed 8 --out "$T/k"
 [ "$(grep -c '"step"' "$T/k/ledger.jsonl")" = 1 ] && ok || bad "softmax tune: one charge"
@@ -88,7 +94,7 @@ has "$T/k/config.ini" "^classes = 3$" "softmax tune: config.ini keeps the classe
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/k" --data "$T/ste"
 a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" 'BEGIN {exit !(a > 0.6)}' && ok || bad "softmax rdp tune: accuracy $a vs majority 1/3"
-expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 3 --algos dp-nag-opt --mean 2 --seed 9 --out "$T/kp"
+expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 3 --algos dp-nag-opt --steps 1,2 --mean 2 --seed 9 --out "$T/kp"
 cost=$(grep '"step"' "$T/kp/ledger.jsonl" | jq -r .cost_eps)
 close "$cost" "$(awk -v e="$(js "$T/kp" .privacy.per_repetition_eps)" 'BEGIN {printf "%.17g", 3 * e}')" \
   1e-15 "softmax pure tune: charge = 3 eps0"
@@ -100,6 +106,45 @@ expect 1 $MPI -np 2 "$DPOPT" tune $C --model ridge --eps 1 --algos dp-gd --out "
 [ -e "$T/x3" ] && bad "refused tune (ridge) left a directory" || ok
 expect 1 $MPI -np 2 "$DPOPT" tune $C --eps 1 --algos dp-sgd-rdp --out "$T/x1"
 [ -e "$T/x1" ] && bad "refused tune left a directory" || ok
-expect 1 $MPI -np 2 "$DPOPT" tune --data "$T/tr" --test "$T/te" --dim 123 --eps 1 --quiet --out "$T/x2"
+expect 1 $MPI -np 2 "$DPOPT" tune --data "$T/tr" --valid "$T/te" --dim 123 --eps 1 --algos dp-gd,dp-nag-opt --quiet --out "$T/x2"
 [ -e "$T/x2" ] && bad "refused tune (no bound) left a directory" || ok
+
+# the validation split by row content: the two parts of a file partition its rows (fit rows +
+# validation rows = all), and one row appended lands in exactly one part (one count moves by 1)
+for f in tr tr1; do
+  [ $f = tr1 ] && { cp "$T/tr" "$T/tr1"; sed -n 7p "$T/tr" | sed 's/^[-+]*1 /+1 /; s/ 3:1/ 3:1 120:1/' >> "$T/tr1"; }
+  expect 0 $MPI -np 2 "$DPOPT" train --data "$T/$f" --dim 123 --row-l2-bound 3.7416573867739413 --algo gd \
+    --iters 1 --set data.valid_fraction=0.2 --out "$T/sp$f"
+  eval "fit_$f=$(sed -n 's/^algorithm .* \([0-9]*\) rows x .*/\1/p' "$T/out")"
+  eval "val_$f=$(sed -n 's/^test data loss .*, \([0-9]*\) rows)$/\1/p' "$T/out")"
+done
+[ $((fit_tr + val_tr)) = 10000 ] && ok || bad "split: $fit_tr + $val_tr rows, not 10000"
+awk -v v="$val_tr" 'BEGIN {exit !(v > 1700 && v < 2300)}' && ok || bad "split: $val_tr validation rows of 10000 at 0.2"
+[ $(( (fit_tr1 - fit_tr) + (val_tr1 - val_tr) )) = 1 ] && [ $(( (fit_tr1 - fit_tr) * (val_tr1 - val_tr) )) = 0 ] && ok ||
+  bad "split: one row appended moved fit $fit_tr -> $fit_tr1 and validation $val_tr -> $val_tr1"
+
+# by default (no --algos) the grid is centred on train's recipe, scored on a split of --data;
+# --test is only reported: the reported accuracy is dpopt eval's on the chosen model
+D="--data $T/tr --dim 123 --row-l1-bound 14 --row-l2-bound 3.7416573867739413 --public-n 10000"
+expect 0 $MPI -np 2 "$DPOPT" tune $D --test "$T/te" --eps 3 --delta 1e-5 --mean 2 --seed 11 --out "$T/d"
+hasnot "$T/err" "unused setting" "default tune: no unused-setting lines"
+[ "$(js "$T/d" .candidates_in_grid)" = 6 ] && ok || bad "default dp-sgd-rdp grid: $(js "$T/d" .candidates_in_grid) candidates"
+has "$T/d/summary.json" '"grid_centre":"delta > 0' "default grid centred on train's recipe"
+has "$T/d/summary.json" '"selected_on":"a validation split' "selected on a split of --data"
+[ "$(js "$T/d" .chosen.batch)" = 256 ] && ok || bad "the recipe's batch 256 kept"
+t_acc=$(js "$T/d" .test_accuracy)
+expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/d" --data "$T/te" --dim 123
+close "$t_acc" "$(sed -n 's/^accuracy *//p' "$T/out")" 1e-12 "reported test accuracy = dpopt eval on --test"
+awk -v a="$t_acc" -v m="$maj" 'BEGIN {exit !(a > m + 0.02)}' && ok || bad "default tune: accuracy $t_acc vs majority $maj"
+expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 3 --mean 2 --seed 12 --out "$T/dp"
+[ "$(js "$T/dp" .candidates_in_grid)" = 3 ] && ok || bad "default pure-eps grid: 3 step constants"
+[ "$(js "$T/dp" .chosen.algo)" = dp-nag-opt ] && ok || bad "pure default: train's dp-nag-opt"
+# a one-candidate grid only splits eps: refused; a split under replace-one too (a replaced row
+# may change part)
+expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 3 --steps 4 --out "$T/x4"
+has "$T/err" "the grid holds one candidate" "one-candidate grid refused"
+[ -e "$T/x4" ] && bad "refused tune (one candidate) left a directory" || ok
+expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 3 --set privacy.neighbours=replace-one --out "$T/x5"
+has "$T/err" "validation split of --data needs add-remove" "replace-one split refused"
+[ -e "$T/x5" ] && bad "refused tune (replace-one split) left a directory" || ok
 finish test_tune

@@ -8,8 +8,10 @@
 #include "dpopt/tune.h"
 
 static const dpo_cli_opt_t dpo__tune_opts[] = {
-    {"--data", "data.train", "FILE", "training data (the candidates' trainings)"},
-    {"--test", "data.test", "FILE", "held-out data that score the candidates (counted as private)"},
+    {"--data", "data.train", "FILE", "training data (the candidates' trainings and, by default, their validation rows)"},
+    {"--test", "data.test", "FILE", "test data: the chosen model's accuracy on it is reported, never selected on"},
+    {"--valid", "tune.valid", "FILE", "validation data that score the candidates (counted as private; default: a split of --data)"},
+    {"--valid-fraction", "tune.valid_fraction", "F", "the fraction of --data's rows that score the candidates (default 0.1; add-remove)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
     {"--row-bound-action", "data.row_bound_action", "A", "reject | clip rows over a declared bound"},
@@ -17,11 +19,12 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--classes", "model.classes", "K", "softmax: the number of classes K (public)"},
     {"--lambda", "model.lambda", "L", "regularization lambda (default 1e-4)"},
     {"--no-intercept", "model.no_intercept", NULL, "no bias term (default: a bias, as in dpopt train)"},
-    {"--algos", "tune.algo", "A,B", "candidate algorithms (default dp-sgd-rdp with delta > 0, else dp-nag-opt)"},
+    {"--algos", "tune.algo", "A,B", "candidate algorithms (default: train's pick at --eps, --delta, with its recipe)"},
+    {"--steps", "tune.step", "X,Y", "candidate step constants: algo.eta of dp-sgd-rdp, algo.c of the others (default: the recipe's halved, kept, doubled)"},
     {"--lrs", "tune.lr", "X,Y", "dp-sgd-rdp candidate step sizes (default: its own)"},
     {"--clips", "tune.clip", "C,D", "dp-sgd-rdp candidate L2 clip norms (default: privacy.clip)"},
-    {"--epochs", "tune.epochs", "E,F", "dp-sgd-rdp candidate epochs (default algo.epochs, 1)"},
-    {"--batch", "algo.m", "M", "dp-sgd-rdp batch size (default ceil(sqrt n))"},
+    {"--epochs", "tune.epochs", "E,F", "dp-sgd-rdp candidate epochs (default: the recipe's halved and kept)"},
+    {"--batch", "algo.m", "M", "dp-sgd-rdp batch size (default: the recipe's, else ceil(sqrt n))"},
     {"--mean", "tune.mean", "K", "mean number of repetitions (geometric; integer, default 5)"},
     {"--eps", "privacy.eps", "E", "total budget epsilon: every repetition and the selection"},
     {"--delta", "privacy.delta", "D", "total delta (default 0: pure eps, Liu-Talwar; > 0: RDP, Papernot-Steinke)"},
@@ -34,14 +37,21 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__tune_more[] =
+    "Without --algos the grid is centred on the recipe dpopt train picks at the same --eps and\n"
+    "--delta (method, batch, epochs, clip, step): its step constant halved, kept and doubled\n"
+    "and, for dp-sgd-rdp, its epochs halved and kept.  A grid of one candidate is refused (it\n"
+    "would only split the budget of a plain train run).\n"
     "Runs K private trainings, K geometric with mean tune.mean (drawn on rank 0, never\n"
     "released), each with a configuration drawn uniformly from the grid (the product of the\n"
-    "lists), scores each on --test by the number of correct predictions plus Laplace noise\n"
-    "(sensitivity 1 under either neighbouring relation), and releases only the best:\n"
-    "model.txt, config.ini (the chosen settings; dpopt eval --run reads it), summary.json (the\n"
-    "noisy count; under replace-one also the noisy accuracy, count / rows of --test; under\n"
-    "add-remove the number of held-out rows is private and not released; the budget and its\n"
-    "proof).\n"
+    "lists), scores each by the number of correct predictions on the validation rows plus\n"
+    "Laplace noise (sensitivity 1 under either neighbouring relation), and releases only the\n"
+    "best.  The validation rows are --valid FILE, or by default a fraction (--valid-fraction,\n"
+    "0.1) of --data's rows picked by a hash of each row's content, so one row added or removed\n"
+    "changes one part only (add-remove neighbours); the candidates train on the other rows.\n"
+    "--test is only evaluated on the chosen model and reported.  Written: model.txt,\n"
+    "config.ini (the chosen settings; dpopt eval --run reads it), summary.json (the noisy count;\n"
+    "under replace-one also the noisy accuracy, count / rows of --valid; under add-remove the\n"
+    "number of validation rows is private and not released; the budget and its proof).\n"
     "The whole cost is ONE charge in ledger.jsonl, made before the first training:\n"
     "  delta = 0: every repetition eps0-DP, the tune 3 eps0-DP (Liu & Talwar 2019);\n"
     "  delta > 0: Papernot & Steinke 2022, Thm 2 (eta = 1) on the repetitions' RDP curve.\n"
@@ -55,7 +65,7 @@ int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex, quiet = 0;
   if ((ex = dpo_cli_start(ctx, "tune", argc, argv, opts,
-                          "usage: mpirun -np P dpopt tune --data FILE --test FILE --eps E [options]",
+                          "usage: mpirun -np P dpopt tune --data FILE --eps E [--test FILE] [options]",
                           dpo__tune_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;

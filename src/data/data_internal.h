@@ -92,6 +92,8 @@ extern const dpo__format_t dpo__format_libsvm; /* text.c: anything else (last in
 int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s);
 /* Convert a CSR shard to dense in place (local). */
 int dpo__densify(dpo_shard_t *s);
+/* Collective: keep the part o->valid_part of the rows (split.c); no-op if 0. */
+int dpo__shard_split(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s);
 
 /* Storage for a dense X of count doubles (at least one), 64-byte aligned so the gradient
  * kernel's vector loads of rows whose byte length is a multiple of 64 or 32 never straddle

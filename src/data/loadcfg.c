@@ -45,6 +45,14 @@ int dpo_load_opts_from_config(const dpo_config_t *cfg, dpo_load_opts_t *o) {
   dpo_config_get_str(cfg, "data.idx_labels", NULL, &o->idx_labels);
   if ((rc = dpo_config_get_double(cfg, "data.idx_scale", 1.0 / 255.0, &dv))) return rc;
   o->idx_scale = dv;
+  /* data.valid_fraction F: train on the rows outside a validation fraction F (split by row
+   * content, dpo_load_opts_t) and score on the others */
+  if ((rc = dpo_config_get_double(cfg, "data.valid_fraction", 0, &dv))) return rc;
+  if (dpo_config_get(cfg, "data.valid_fraction") && !(dv > 0 && dv < 1))
+    return dpo_err(DPO_EINVAL, "%s: data.valid_fraction = %g: expected a fraction in (0, 1)",
+                   dpo_config_origin(cfg, "data.valid_fraction"), dv);
+  o->valid_frac = dv;
+  o->valid_part = dv > 0;
   return DPO_OK;
 }
 

@@ -98,6 +98,7 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   st = f->load(comm, path, &o, s);
   if (st) goto fail;
   if (o.dense && s->sparse) st = dpo_agree(comm, dpo__densify(s));
+  if (!st) st = dpo__shard_split(comm, path, &o, s);
   if (st) goto fail;
   *shard = s;
   return DPO_OK;

@@ -257,6 +257,12 @@ static int dpo__run_settings(dpo_run_t *r) {
   }
   if ((rc = dpo_load_opts_from_config(cfg, &r->lo))) return rc;
   r->lo.labels = dpo_model_labels(r->model);
+  if (r->lo.valid_part) { /* the validation rows of data.train take the test file's place */
+    if (r->test_path)
+      return dpo_err(DPO_EINVAL, "%s: data.valid_fraction scores on rows of data.train: drop "
+                     "data.test (--test)", dpo_config_origin(cfg, "data.valid_fraction"));
+    r->test_path = r->train_path;
+  }
   return DPO_OK;
 }
 
@@ -308,6 +314,7 @@ int dpo_run_setup(dpo_run_t *r) {
   if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
   if (!rc)
     rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private, &r->parties);
+  const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {
     r->stage = "train (privacy set-up)";
@@ -317,9 +324,23 @@ int dpo_run_setup(dpo_run_t *r) {
    * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
    * relation or budget that differs from the run's) say more about an edited config.ini */
   if (!rc && !r->resuming) rc = dpo__run_check(r);
-  /* the public schema: a private run's width is declared, never read from the rows */
-  if (!rc && r->algo->is_private)
-    rc = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
+  /* the public schema: a private run's width is declared, never read from the rows.  Checked
+   * after a refusal above too, so that one message names every missing declaration (a row
+   * bound and the width) instead of one failed run each */
+  if (parsed && r->algo->is_private) {
+    char first[1024] = "";
+    if (rc) snprintf(first, sizeof first, "%s", dpo_errmsg());
+    int rs = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
+    if (rs && rc) {
+      char second[1024];
+      snprintf(second, sizeof second, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "two requirements are missing: (1) %s; (2) %s", first, second);
+    }
+    else if (rs)
+      rc = rs;
+    else if (rc)
+      dpo_err(rc, "%s", first); /* the first refusal's message, as it was */
+  }
   if (rc) return dpo__run_failed(r, rc);
   /* the algorithm's own keys are read only in create(), after the data: known from its tables */
   const dpo_algo_param_t *tabs[2] = {r->algo->params, r->algo->shared};
@@ -405,6 +426,7 @@ int dpo_run_load(dpo_run_t *r) {
   if (r->test_path) {
     dpo_load_opts_t lo = r->lo;
     lo.d = r->train->d; /* the test set must live in the training feature space */
+    if (lo.valid_part) lo.valid_part = 2;
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
   if (r->rows_hook && (rc = dpo_agree(r->comm, r->rows_hook(r->rows_arg, r))))

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "dpopt/budget.h"
+#include "dpopt/comm.h"
 #include "dpopt/data.h"
+#include "dpopt/model.h"
 #include "dpopt/optim.h"
 #include "dpopt/run.h"
 #include "dpopt/runout.h"
@@ -28,6 +30,7 @@ typedef struct {
   const char *algo;
   int gauss;              /* dp-sgd-rdp: Gaussian, RDP-accounted; else a pure-eps algorithm */
   double lr, clip, epochs; /* NAN: the algorithm's own default */
+  double step;             /* algo.eta (dp-sgd-rdp) or algo.c (pure eps); NAN: the recipe's */
   int64_t m, T;
   double z;
 } dpo__cand_t;
@@ -35,9 +38,12 @@ typedef struct {
 typedef struct {
   MPI_Comm comm;
   int rank;
-  const dpo_config_t *cfg;
+  dpo_config_t *cfg;       /* the user's settings and, by default, train's recipe (owned) */
   double eps, delta, mean, eb; /* budget; E[K]; per-repetition eps (training and score) */
   int rdp;                     /* delta > 0: Papernot-Steinke on the RDP curve */
+  double vfrac;                /* > 0: score on this fraction of data.train (split by row) */
+  const char *valid, *test;    /* tune.valid: the scoring file; data.test: reported only */
+  const char *recipe;          /* train's auto-pick the grid is centred on (NULL: none) */
   int multi;                   /* softmax: class labels 0..K-1 */
   dpo_neighbours_t rel;
   int64_t n, n_test;
@@ -74,6 +80,27 @@ static int num_list(const dpo_config_t *cfg, const char *key, double *v, int *nv
   return rc;
 }
 
+/* The default grid around train's recipe (t->recipe set it in t->cfg): the step (algo.eta of
+ * dp-sgd-rdp, default 2; algo.c of the pure-eps methods, default 1) halved, kept and doubled,
+ * and for dp-sgd-rdp the epochs halved and kept (each repetition runs at a fraction of the
+ * tune's eps, where train's own rule picks fewer epochs).  A list the user gave is kept. */
+static int recipe_grid(dpo__tune_t *t, const char *algo, double *ep, int *ne, double *st, int *ns) {
+  int rc, gauss = !strcmp(algo, "dp-sgd-rdp");
+  double s0 = 0, e0 = 0;
+  if ((rc = dpo_config_get_double(t->cfg, gauss ? "algo.eta" : "algo.c", gauss ? 2 : 1, &s0)))
+    return rc;
+  if (!dpo_config_get(t->cfg, "tune.step")) {
+    st[0] = s0 / 2, st[1] = s0, st[2] = 2 * s0;
+    *ns = 3;
+  }
+  if (gauss && !dpo_config_get(t->cfg, "tune.epochs")) {
+    if ((rc = dpo_config_get_double(t->cfg, "algo.epochs", 1, &e0))) return rc;
+    ep[0] = e0 / 2, ep[1] = e0;
+    *ne = 2;
+  }
+  return DPO_OK;
+}
+
 /* The candidate grid and the settings; data-free.  Not collective. */
 static int tune_settings(dpo__tune_t *t) {
   const dpo_config_t *cfg = t->cfg;
@@ -81,8 +108,8 @@ static int tune_settings(dpo__tune_t *t) {
   int rc;
   static char abuf[1024]; /* the algorithm names point into it (one tune per process) */
   const char *an[DPO__TUNE_MAXV];
-  double lr[DPO__TUNE_MAXV], clip[DPO__TUNE_MAXV], ep[DPO__TUNE_MAXV];
-  int na, nl, nk, ne;
+  double lr[DPO__TUNE_MAXV], clip[DPO__TUNE_MAXV], ep[DPO__TUNE_MAXV], st[DPO__TUNE_MAXV];
+  int na, nl, nk, ne, ns;
   if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &t->eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0, &t->delta)) ||
       (rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean)))
@@ -104,16 +131,31 @@ static int tune_settings(dpo__tune_t *t) {
   if (dpo_config_get(cfg, "run.resume"))
     return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
                    "checkpointed: a new tune is a new charge)");
+  /* no --algos: train's auto-picked recipe at the tune's budget (run_auto.c) is the centre of
+   * the grid; its settings reach every repetition like the user's */
+  if (!dpo_config_get(cfg, "tune.algo")) t->recipe = dpo_run_auto_algo(t->cfg);
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
   if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
-  if (!dpo_config_get(cfg, "data.train") || !dpo_config_get(cfg, "data.test"))
-    return dpo_err(DPO_EINVAL, "tune: give --data (the trainings) and --test (the held-out data "
-                   "that score them; counted as private)");
-  dpo_config_get_str(cfg, "tune.algo", t->rdp ? "dp-sgd-rdp" : "dp-nag-opt", &algos);
+  dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
+  dpo_config_get_str(cfg, "data.test", NULL, &t->test);
+  if ((rc = dpo_config_get_double(cfg, "tune.valid_fraction", 0.1, &t->vfrac))) return rc;
+  if (!dpo_config_get(cfg, "data.train"))
+    return dpo_err(DPO_EINVAL, "tune: give --data (the training rows)");
+  if (t->valid) t->vfrac = 0;
+  else if (!(t->vfrac > 0 && t->vfrac <= 0.5))
+    return dpo_err(DPO_EINVAL, "%s: tune.valid_fraction = %g: expected a fraction in (0, 0.5]",
+                   dpo_config_origin(cfg, "tune.valid_fraction"), t->vfrac);
+  else if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE) /* a replaced row may change part: two changes */
+    return dpo_err(DPO_EINVAL, "tune: the validation split of --data needs add-remove neighbours "
+                   "(under replace-one a replaced row may move from the training part to the "
+                   "validation part); give a separate validation file --valid FILE");
+  dpo_config_get_str(cfg, "tune.algo", t->recipe ? dpo_config_get(cfg, "algo.name")
+                                       : t->rdp ? "dp-sgd-rdp" : "dp-nag-opt", &algos);
   if ((rc = split_list(algos, abuf, sizeof abuf, an, &na)) ||
       (rc = num_list(cfg, "tune.lr", lr, &nl)) || (rc = num_list(cfg, "tune.clip", clip, &nk)) ||
-      (rc = num_list(cfg, "tune.epochs", ep, &ne)))
+      (rc = num_list(cfg, "tune.epochs", ep, &ne)) || (rc = num_list(cfg, "tune.step", st, &ns)))
     return rc;
+  if (t->recipe && (rc = recipe_grid(t, an[0], ep, &ne, st, &ns))) return rc;
   t->nc = 0;
   for (int a = 0; a < na; a++) {
     const dpo_algo_t *al = dpo_algo_find(an[a]);
@@ -125,15 +167,23 @@ static int tune_settings(dpo__tune_t *t) {
       return dpo_err(DPO_EINVAL, "tune.algo: dp-sgd-rdp needs delta > 0 (--delta)");
     for (int i = 0; i < (gauss ? nl : 1); i++)
       for (int j = 0; j < (gauss ? nk : 1); j++)
-        for (int k = 0; k < (gauss ? ne : 1); k++) {
-          if (t->nc == DPO__TUNE_MAXC)
-            return dpo_err(DPO_EINVAL, "tune: more than %d candidates", DPO__TUNE_MAXC);
-          dpo__cand_t *c = &t->c[t->nc++];
-          *c = (dpo__cand_t){al->name, gauss, gauss ? lr[i] : NAN, gauss ? clip[j] : NAN,
-                             gauss ? ep[k] : NAN, 0, 0, NAN};
-        }
+        for (int k = 0; k < (gauss ? ne : 1); k++)
+          for (int h = 0; h < ns; h++) {
+            if (t->nc == DPO__TUNE_MAXC)
+              return dpo_err(DPO_EINVAL, "tune: more than %d candidates", DPO__TUNE_MAXC);
+            dpo__cand_t *c = &t->c[t->nc++];
+            *c = (dpo__cand_t){al->name, gauss, gauss ? lr[i] : NAN, gauss ? clip[j] : NAN,
+                               gauss ? ep[k] : NAN, st[h], 0, 0, NAN};
+          }
   }
   if (t->nc == 0) return dpo_err(DPO_EINVAL, "tune.algo: no candidate");
+  /* one candidate: the repetitions and the selection would only split the budget of a plain
+   * train run of the same settings (Liu-Talwar: a third of eps) */
+  if (t->nc == 1)
+    return dpo_err(DPO_EINVAL, "tune: the grid holds one candidate (%s): a tune of it would "
+                   "spend the budget on repetitions and a selection and train with a fraction "
+                   "of eps; run dpopt train with these settings, or give more values (--algos, "
+                   "--steps, --lrs, --clips, --epochs)", t->c[0].algo);
   dpo_config_get_str(cfg, "run.dir", NULL, &dir);
   if (dir) snprintf(t->dir, sizeof t->dir, "%s", dir);
   else {
@@ -174,6 +224,9 @@ static int tune_public_n(dpo__tune_t *t) {
                    "size (--public-n N, privacy.public_n), e.g. the data set's published size");
   if ((rc = dpo_config_get_int(t->cfg, "privacy.public_n", 0, &t->n))) return rc;
   if (t->n < 1) return dpo_err(DPO_EINVAL, "tune: privacy.public_n must be >= 1");
+  /* the training part of a split: its expected public size */
+  if (t->vfrac > 0) t->n = (int64_t)llround((1 - t->vfrac) * (double)t->n);
+  if (t->n < 1) return dpo_err(DPO_EINVAL, "tune: privacy.public_n leaves no training rows");
   return DPO_OK;
 }
 
@@ -247,6 +300,7 @@ static void copy_key(const char *k, const char *v, const char *o, void *arg) {
   struct copy_arg *a = arg;
   /* the tune, not each repetition, charges the data set's budget store: one reservation */
   if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
+      !strcmp(k, "data.test") ||
       !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
     return;
   dpo_config_set(a->to, k, v, o);
@@ -272,6 +326,10 @@ static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_co
    * most of a minibatch run's time */
   dpo_config_set(c, "run.no_trace_loss", "1", "tune");
   dpo_config_set(c, "algo.name", k->algo, "tune");
+  /* the score's rows: the validation file, or the validation part of data.train */
+  if (t->valid) dpo_config_set(c, "data.test", t->valid, "tune");
+  else set(c, "data.valid_fraction", "%.17g", t->vfrac);
+  if (!isnan(k->step)) set(c, k->gauss ? "algo.eta" : "algo.c", "%.17g", k->step);
   const char *seed = dpo_config_get(t->cfg, "run.seed");
   if (seed) set(c, "run.seed", "%.0f", strtod(seed, NULL) + r + 1);
   if (k->gauss) {
@@ -304,6 +362,8 @@ static void cand_desc(const dpo__cand_t *k, char *b, size_t cap) {
   if (k->gauss && !isnan(k->lr)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " lr=%g", k->lr);
   if (k->gauss && !isnan(k->clip)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " clip=l2:%g", k->clip);
   if (k->gauss && !isnan(k->epochs)) n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " epochs=%g", k->epochs);
+  if (!isnan(k->step))
+    n = (int)strlen(b), snprintf(b + n, cap - (size_t)n, " %s=%g", k->gauss ? "eta" : "c", k->step);
 }
 
 /* Every candidate's data-free refusals (settings, privacy set-up, the algorithm's analysis),
@@ -373,7 +433,12 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
 }
 
 static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double score,
-                         const char *label, FILE *out) {
+                         double test_acc, const char *label, FILE *out) {
+  char sel[700];
+  if (t->valid) snprintf(sel, sizeof sel, "%s", t->valid);
+  else snprintf(sel, sizeof sel, "a validation split of %s (a fraction %g of its rows, by row "
+                "content; the candidates train on the rest)", dpo_config_get(t->cfg, "data.train"),
+                t->vfrac);
   char p[600], desc[256];
   cand_desc(k, desc, sizeof desc);
   json_object *s = json_object_new_object(), *pj = json_object_new_object(),
@@ -388,12 +453,19 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     if (!isnan(k->clip)) json_object_object_add(cj, "clip_l2", dpo_json_double(k->clip));
     if (!isnan(k->epochs)) json_object_object_add(cj, "epochs", dpo_json_double(k->epochs));
   }
+  if (!isnan(k->step)) json_object_object_add(cj, k->gauss ? "eta" : "c", dpo_json_double(k->step));
   json_object_object_add(s, "chosen", cj);
   /* the noisy count; its ratio to n_test only where n_test is public (replace-one) */
   json_object_object_add(s, "heldout_correct_noisy", dpo_json_double(score));
   if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
     json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score / (double)t->n_test));
   json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
+  json_object_object_add(s, "selected_on", json_object_new_string(sel));
+  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
+  if (t->test) { /* the chosen model on --test: reported, never selected on */
+    json_object_object_add(s, "test_data", json_object_new_string(t->test));
+    json_object_object_add(s, "test_accuracy", dpo_json_double(test_acc));
+  }
   json_object_object_add(pj, "label", json_object_new_string(label));
   json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
   json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
@@ -430,6 +502,8 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
       n += snprintf(ini + n, sizeof ini - (size_t)n, "m = %lld\nT = %lld\nz = %.17g\n",
                     (long long)k->m, (long long)k->T, k->z);
     if (k->gauss && !isnan(k->lr)) n += snprintf(ini + n, sizeof ini - (size_t)n, "lr = %.17g\n", k->lr);
+    if (!isnan(k->step))
+      n += snprintf(ini + n, sizeof ini - (size_t)n, "%s = %.17g\n", k->gauss ? "eta" : "c", k->step);
     if (k->gauss && !isnan(k->clip))
       n += snprintf(ini + n, sizeof ini - (size_t)n, "[privacy]\nclip = l2:%.17g\n", k->clip);
     snprintf(p, sizeof p, "%s/config.ini", t->dir);
@@ -443,6 +517,10 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
       fprintf(out, "held-out accuracy (noisy, released): %.4f of %lld rows\n",
               score / (double)t->n_test, (long long)t->n_test);
+    fprintf(out, "selected on: %s\n", sel);
+    if (t->test)
+      fprintf(out, "test accuracy   %.4f   (%s; the chosen model, not used for selection)\n",
+              test_acc, t->test);
   }
   json_object_put(s);
   return rc;
@@ -451,21 +529,51 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
 /* Rows of a file (collective; only the count is kept).  Public under replace-one; under
  * add-remove the held-out count only turns the run's accuracy back into a count of correct
  * predictions (run_rep) and is never released. */
-static int count_rows(dpo__tune_t *t, const char *key, int64_t *n, int32_t *d) {
+static int count_rows(dpo__tune_t *t, const char *path, int part, int64_t *n, int32_t *d) {
   dpo_load_opts_t lo;
   dpo_shard_t *sh = NULL;
   int rc = dpo_load_opts_from_config(t->cfg, &lo);
   lo.labels = t->multi ? DPO_LABELS_CLASS : DPO_LABELS_BINARY; /* as the runs load them */
   if (*d > 0) lo.d = *d; /* the held-out data in the training feature space, as the runs load it */
+  lo.valid_frac = t->vfrac, lo.valid_part = part;
   /* every repetition is private: the width is declared, never read from the rows */
-  if (!rc) rc = dpo_load_opts_private(dpo_config_get(t->cfg, key), &lo);
-  if (!rc) rc = dpo_shard_load(t->comm, dpo_config_get(t->cfg, key), &lo, &sh);
+  if (!rc) rc = dpo_load_opts_private(path, &lo);
+  if (!rc) rc = dpo_shard_load(t->comm, path, &lo, &sh);
   if (!rc) *n = sh->n_global, *d = sh->d;
   dpo_shard_destroy(sh);
   return rc;
 }
 
-int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
+/* The chosen model (DIR/model.txt) on --test: accuracy, for the report only.  Collective. */
+static int test_accuracy(dpo__tune_t *t, int32_t d, double *acc) {
+  dpo_model_t *m = NULL;
+  dpo_eval_result_t r = {0};
+  dpo_load_opts_t lo;
+  const char *mname = "logreg";
+  char mf[600];
+  double lambda = 1e-4;
+  *acc = NAN;
+  if (!t->test) return DPO_OK;
+  snprintf(mf, sizeof mf, "%s/model.txt", t->dir);
+  dpo_config_get_str(t->cfg, "model.name", "logreg", &mname);
+  int rc = dpo_config_get_double(t->cfg, "model.lambda", 1e-4, &lambda);
+  if (!rc) rc = dpo_load_opts_from_config(t->cfg, &lo);
+  if (!rc) rc = dpo_model_create(mname, lambda, &m);
+  if (!rc) {
+    lo.labels = dpo_model_labels(m);
+    lo.d = d;
+    lo.valid_part = 0;
+    rc = dpo_load_opts_private(t->test, &lo);
+  }
+  if ((rc = dpo_agree(t->comm, rc)) == DPO_OK &&
+      (rc = dpo_model_eval_file(t->comm, m, mf, t->test, &lo, NULL, &r)) == DPO_OK)
+    *acc = r.metric;
+  free(r.confusion);
+  dpo_model_destroy(m);
+  return rc;
+}
+
+int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
@@ -477,10 +585,11 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
   int rc, seeded = 0, reserved = 0;
   if (!t) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
   t->comm = comm;
-  t->cfg = cfg;
   MPI_Comm_rank(comm, &t->rank);
   int64_t seed = 0;
-  rc = tune_settings(t);
+  rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
+  dpo_config_t *cfg = t->cfg;
+  if (!rc) rc = tune_settings(t);
   /* fail closed: a tune.* key tune_settings did not read is refused here; every other key is
    * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
   if (!rc) {
@@ -500,23 +609,24 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
    * of their own: the tune's one charge is what every party's rows are released under) */
   if ((rc = dpo__tune_pstore_check(comm, cfg, jkey, t->eps, t->delta, seeded, &pst))) goto out;
   if (store && *store && t->rank == 0) {
-    const char *files[2] = {NULL, NULL};
+    const char *files[3] = {NULL, NULL, NULL};
+    int nf = 1;
     dpo_config_get_str(cfg, "data.train", NULL, &files[0]);
-    dpo_config_get_str(cfg, "data.test", NULL, &files[1]);
+    if (t->valid) files[nf++] = t->valid;
+    if (t->test) files[nf++] = t->test;
     if (seeded)
       rc = dpo_err(DPO_EINVAL, "--seed makes the tune NOT private, so it cannot charge the "
                    "budget store %s", store);
-    else if (!files[0] || !files[1])
-      rc = dpo_err(DPO_EINVAL, "tune: --data and --test are both needed");
-    else if (!(rc = dpo_budget_open(store, jkey, files, 2, &bud)) &&
+    else if (!(rc = dpo_budget_open(store, jkey, files, nf, &bud)) &&
              !(rc = dpo_budget_lock(bud))) /* held until the reservation */
       rc = dpo_budget_reserve(bud, NULL, t->eps, t->delta, "tune", 1);
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
   /* the sizes (public under replace-one), then the calibration: all before the directory */
   int32_t d = 0;
-  if ((rc = count_rows(t, "data.train", &t->n, &d)) ||
-      (rc = count_rows(t, "data.test", &t->n_test, &d)))
+  const char *train = dpo_config_get(cfg, "data.train");
+  if ((rc = count_rows(t, train, t->valid ? 0 : 1, &t->n, &d)) ||
+      (rc = count_rows(t, t->valid ? t->valid : train, t->valid ? 0 : 2, &t->n_test, &d)))
     goto out;
   /* under add-remove the training row count is private (sco_common.h, dpo__sco_public_n): the
    * Gaussian candidates' rate q = m/n, steps and default batch come from a declared public size,
@@ -568,7 +678,9 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
     if (t->rank == 0) stop = dpo_rng_below(rng, (uint64_t)t->mean) == 0;
     MPI_Bcast(&stop, 1, MPI_INT, 0, comm);
   }
-  if (t->rank == 0) rc = write_summary(t, &t->c[bestk], best, label, out);
+  double tacc = NAN;
+  if ((rc = test_accuracy(t, d, &tacc))) goto out;
+  if (t->rank == 0) rc = write_summary(t, &t->c[bestk], best, tacc, label, out);
   rc = dpo_agree(comm, rc);
 out:
   /* the reservation becomes the tune's one charge (a failed settle leaves it spent whole) */
@@ -579,6 +691,7 @@ out:
   dpo__tune_pstore_finish(pst, L); /* collective: every rank gets here */
   dpo_ledger_close(L);
   dpo_rng_destroy(rng);
+  dpo_config_destroy(t->cfg);
   free(t);
   return rc;
 }
