@@ -442,6 +442,8 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
                                         DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
     if (!rc) rc = dpo_secagg_create(comm, 1, prng, &sa);
+    /* one party per rank: a coalition holds at most `collude` ranks (the mask graph) */
+    if (!rc) rc = dpo_agree(comm, dpo_secagg_set_graph(sa, (int)s->collude));
     if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(orc, sa));
     if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(orc), &guard, orc);
     if (!rc) rc = dpo_agree(comm, rc);

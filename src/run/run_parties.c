@@ -240,12 +240,30 @@ static int dpo__plan_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The most ranks a coalition can hold: those of the privacy.collude largest parties (the
+ * coordinator's party among them); the mask graph keeps the other ranks connected. */
+static int dpo__corrupt_ranks(const dpo_parties_t *p) {
+  int c = 0;
+  char *used = calloc((size_t)p->count, 1);
+  for (int i = 0; i < p->collude && used; i++) {
+    int best = -1;
+    for (int k = 0; k < p->count; k++)
+      if (!used[k] && (best < 0 || p->nranks_of[k] > p->nranks_of[best])) best = k;
+    if (best < 0) break;
+    used[best] = 1;
+    c += p->nranks_of[best];
+  }
+  if (!used) c = p->nranks; /* no memory: assume the worst (the complete graph) */
+  free(used);
+  return c;
+}
+
 /* This rank's canonical plan: the plan keys of its own configuration, sorted, and what the run
  * derived from them (ranks, dimension, party table, encoding).  Caller frees. */
 static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d) {
   const dpo_parties_t *p = tp->p;
   dpo__plan_lines_t pl = {NULL, 0, 0};
-  char v[160];
+  char v[320];
   dpo_config_foreach(tp->cfg, dpo__plan_key, &pl);
   snprintf(v, sizeof v, "%d", dpo__size(comm));
   dpo__plan_add(&pl, "~ranks", v);
@@ -261,8 +279,11 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
              p->nranks_of[k], p->eps[k], p->delta[k]);
     dpo__plan_add(&pl, key, v);
   }
-  dpo__plan_add(&pl, "~encoding", "dpopt " PACKAGE_VERSION " secagg: fixed point mod 2^64, "
-                "randomized rounding, X25519 + ChaCha20 pairwise masks");
+  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " secagg: fixed point, randomized rounding, "
+           "words of 32 bits when dpo_secagg_word's public bound fits else 64, X25519 + "
+           "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
+           dpo__corrupt_ranks(p));
+  dpo__plan_add(&pl, "~encoding", v);
   qsort(pl.lines, (size_t)pl.n, sizeof *pl.lines, dpo__plan_cmp);
   size_t len = 1;
   for (int i = 0; i < pl.n; i++) len += strlen(pl.lines[i]);
@@ -352,6 +373,7 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   /* pairwise keys once per run (authenticated when the parties list identity keys); each
    * party's first rank adds the party's noise share */
   if (!rc) rc = dpo__run_parties_keys(tp, comm, digest);
+  if (!rc) rc = dpo_secagg_set_graph(tp->sa, dpo__corrupt_ranks(p)); /* same on every rank */
   if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
   const char *key = "";
