@@ -94,6 +94,7 @@ typedef struct {
                     * every party's guard prices the noise itself and refuses a larger price */
   int64_t pass;    /* SECAGG only: g + 1 when the charge is a batch of disjoint pass g (each
                     * party's guard checks that none of its rows repeats within the pass) */
+  int bits;        /* SECAGG only: the word width, 32 or 64 (dpo_secagg_word: public numbers) */
 } dpo_oracle_noise_t;
 /* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
 int dpo_oracle_eval_sums_noised(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,

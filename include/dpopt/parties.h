@@ -185,9 +185,23 @@ int dpo_secagg_sampled_share(double sigma_target, double gamma, int P, int collu
 /* The data-free range check of a release: m rows of L2 sensitivity delta2 at step gamma over
  * `ranks` encoders stay below 2^62 (no wrap of the data part); DPO_EINVAL otherwise. */
 int dpo_secagg_check_range(int64_t m, double delta2, double gamma, int ranks);
+/* The word width of a release (secagg.c, "cheaper rounds"), from public numbers only: *bits =
+ * 32 when the data bound m sens/gamma + ranks plus the noise bound of `shares` shares (Gaussian
+ * sigma, or lap_n > 0: Polya shares of scale sigma = t for lap_n honest parties), exceeded with
+ * probability <= 2^-64 a release, stays below 2^31; else 64.  Includes dpo_secagg_check_range. */
+int dpo_secagg_word(int64_t m, double sens, double gamma, int ranks, int shares, int64_t d,
+                    uint64_t sigma, int lap_n, int *bits);
+/* The mask graph (SecAgg+'s sparse graph; secagg.c): rank's neighbours among n ranks in the
+ * Harary graph C_n(1..h), h = corrupt/2 + 1 (complete when 2h >= n - 1), whose honest part
+ * stays connected when any `corrupt` ranks are removed.  nbr: room for n - 1; *deg: their
+ * count, ascending. */
+int dpo_secagg_graph(int n, int corrupt, int rank, int *nbr, int *deg);
 int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, uint64_t *x);
 int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
                     uint64_t *x, uint64_t *scratch);
+/* The same on 32-bit words (x mod 2^32; scratch: d words of 32 bits). */
+int dpo_secagg_mask32(const unsigned char key[32], uint64_t release, int sign, int64_t d,
+                      uint32_t *x, uint32_t *scratch);
 int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[32],
                         const unsigned char pk_other[32], unsigned char key[32]);
 /* Collective: X25519 key pairs (OS CSPRNG) and one allgather of the public keys; adds_noise =
@@ -216,19 +230,25 @@ typedef struct {
 int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
                            const dpo_secagg_auth_t *auth, dpo_secagg_t **out);
 void dpo_secagg_destroy(dpo_secagg_t *sa);
+/* Not collective, but every rank must call it with the same `corrupt` (the most ranks a
+ * coalition holds) before the first release: masks with the neighbours of dpo_secagg_graph
+ * only (the default is the complete graph).  degree: this rank's neighbour count. */
+int dpo_secagg_set_graph(dpo_secagg_t *sa, int corrupt);
+int dpo_secagg_degree(const dpo_secagg_t *sa);
 /* Collective: one release.  v = this rank's sum.  ok = 0 (this rank failed, or refused the
  * request): the round is withheld on every rank -- a failure flag is all-reduced first, nothing
  * is reduced or decoded, the ranks that did not fail return DPO_EREMOTE (no message set; the
  * failing rank's status says why) and total is left untouched.  Otherwise on rank 0 total[d] =
  * gamma * (the decoded sum of every rank's encoding + noise shares).  masked (may be NULL):
- * this rank's masked vector, what the coordinator receives (tests).  Masks use the release
- * counter, which advances on every call. */
+ * this rank's masked vector, what the coordinator receives (tests; 32-bit words zero-extended).
+ * Masks use the release counter, which advances on every call.  bits: the word width, 32 or 64
+ * (dpo_secagg_word), the same on every rank; another value withholds the round. */
 int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
-                     int ok, double *total, uint64_t *masked);
+                     int bits, int ok, double *total, uint64_t *masked);
 /* The same with the pure-eps noise: each share is dpo_mech_dlaplace_polya_share(t, honest),
  * so that any `honest` of the shares sum to the discrete Laplace(t). */
 int dpo_secagg_round_lap(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t t,
-                         int honest, int ok, double *total, uint64_t *masked);
+                         int honest, int bits, int ok, double *total, uint64_t *masked);
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa);
 
 #ifdef __cplusplus

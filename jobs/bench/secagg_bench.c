@@ -4,8 +4,10 @@
  *   central: MPI_Reduce of the doubles to rank 0, then rank 0 adds N(0, sigma_c^2) to every
  *            coordinate (dpo_mech_gaussian, the exact discrete sampler on the grid);
  *   secagg:  dpo_secagg_round: fixed-point encoding with randomized rounding, a discrete
- *            Gaussian share on every rank (one party per rank), pairwise ChaCha20 masks against
- *            the P - 1 other ranks, MPI_Reduce of uint64 mod 2^64, decoding on rank 0.
+ *            Gaussian share on every rank (one party per rank), pairwise ChaCha20 masks with
+ *            the rank's neighbours in the mask graph (dpo_secagg_set_graph against --collude),
+ *            MPI_Reduce of 32- or 64-bit words (dpo_secagg_word for a batch of every rank's
+ *            --rows), decoding on rank 0.
  * sigma_c is the central noise of the same rho (rho-zCDP: sigma_c = delta2 / sqrt(2 rho));
  * the secagg share comes from dpo_secagg_params(delta2, d, P, collude, rho).
  * (1) wall: each release timed between barriers (max over ranks); --reps releases each,
@@ -24,6 +26,9 @@
  *     oracle runs it, row norms precomputed) over a synthetic sparse shard of --rows rows
  *     (default 1e4 per party) x d columns with --nnz nonzeros per row at uniform columns
  *     (default 100, 1% dense; values uniform in [-1, 1]).
+ * (3) whole steps, wall time: every rank's gradient pass then the release (central: reduce
+ *     of doubles + rank 0's noise; secagg: dpo_secagg_round), between barriers, interleaved,
+ *     max over ranks; the median over --reps of the per-repeat ratio.
  * Keys are set up once (dpo_secagg_create) outside the timing, as in a run.
  * Prints one "RESULT" line.
  *
@@ -136,8 +141,9 @@ int main(int argc, char **argv) {
   const double delta2 = 1.0;
   double *v = malloc((size_t)d * sizeof *v), *tot = malloc((size_t)d * sizeof *tot);
   uint64_t *x = malloc((size_t)d * sizeof *x), *scr = malloc((size_t)d * sizeof *scr);
+  uint32_t *x32 = malloc((size_t)d * sizeof *x32);
   double *tc = malloc((size_t)reps * sizeof *tc), *ts = malloc((size_t)reps * sizeof *ts);
-  if (!v || !tot || !x || !scr || !tc || !ts) MPI_Abort(comm, 3);
+  if (!v || !tot || !x || !x32 || !scr || !tc || !ts) MPI_Abort(comm, 3);
   uint64_t s = 0x9e3779b97f4a7c15ULL ^ (uint64_t)(rank + 1);
   for (int64_t j = 0; j < d; j++) v[j] = (2 * xs_unif(&s) - 1) / sqrt((double)d);
 
@@ -149,9 +155,15 @@ int main(int argc, char **argv) {
   const double sigma_c = delta2 / sqrt(2 * rho);
   dpo_secagg_t *sa = NULL;
   CHECK(dpo_secagg_create(comm, 1, rng, &sa));
+  /* as a run sets them: the mask graph against `collude` corrupt ranks (one party per rank)
+   * and the word width of a batch of every rank's rows (run_parties.c, sco_common.c) */
+  CHECK(dpo_secagg_set_graph(sa, collude));
+  const int deg = dpo_secagg_degree(sa);
+  int bits = 64;
+  CHECK(dpo_secagg_word((int64_t)rows * P, delta2, gamma, P, P, d, sigma, 0, &bits));
 
   /* warm-up: one of each (page faults, MPI connections) */
-  CHECK(dpo_secagg_round(sa, v, d, gamma, sigma, 1, tot, NULL));
+  CHECK(dpo_secagg_round(sa, v, d, gamma, sigma, bits, 1, tot, NULL));
   MPI_Reduce(rank == 0 ? MPI_IN_PLACE : v, rank == 0 ? tot : NULL, (int)d, MPI_DOUBLE, MPI_SUM, 0,
              comm);
 
@@ -166,7 +178,7 @@ int main(int argc, char **argv) {
     /* secagg */
     MPI_Barrier(comm);
     t0 = MPI_Wtime();
-    CHECK(dpo_secagg_round(sa, v, d, gamma, sigma, 1, tot, NULL));
+    CHECK(dpo_secagg_round(sa, v, d, gamma, sigma, bits, 1, tot, NULL));
     ts[r] = tmax(comm, MPI_Wtime() - t0);
   }
   double ratios[2] = {0, 0};
@@ -212,12 +224,19 @@ int main(int argc, char **argv) {
       else if (k == MASK) {
         unsigned char key[32];
         memset(key, rank + 1, sizeof key); /* the cost of a mask does not depend on the key */
-        for (int q = 0; q < P - 1; q++) CHECK(dpo_secagg_mask(key, (uint64_t)r, 1, d, x, scr));
-      } else if (k == RED_U)
-        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : x, x, (int)d, MPI_UINT64_T, MPI_SUM, 0, comm);
-      else if (k == DEC) {
+        if (bits == 32)
+          for (int64_t j = 0; j < d; j++) x32[j] = (uint32_t)x[j];
+        for (int q = 0; q < deg; q++)
+          CHECK(bits == 32 ? dpo_secagg_mask32(key, (uint64_t)r, 1, d, x32, (uint32_t *)scr)
+                           : dpo_secagg_mask(key, (uint64_t)r, 1, d, x, scr));
+      } else if (k == RED_U) {
+        void *w = bits == 32 ? (void *)x32 : (void *)x;
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : w, w, (int)d, bits == 32 ? MPI_UINT32_T : MPI_UINT64_T,
+                   MPI_SUM, 0, comm);
+      } else if (k == DEC) {
         if (rank == 0)
-          for (int64_t j = 0; j < d; j++) tot[j] = (double)(int64_t)x[j] * gamma;
+          for (int64_t j = 0; j < d; j++)
+            tot[j] = (bits == 32 ? (double)(int32_t)x32[j] : (double)(int64_t)x[j]) * gamma;
       } else if (k == NOISE_C) {
         if (rank == 0) CHECK(dpo_mech_gaussian(rng, sigma_c, tot, d));
       } else if (k == RED_D)
@@ -229,6 +248,30 @@ int main(int argc, char **argv) {
       tp[k * reps + r] = cpu_now() - c0;
       tw[k * reps + r] = tmax(comm, MPI_Wtime() - t0);
     }
+  /* (3) whole steps, wall time between barriers (max over ranks), interleaved: central = the
+   * gradient pass + MPI_Reduce of doubles + rank 0's noise; secagg = the gradient pass +
+   * dpo_secagg_round (encode, share, masks, reduce, decode) */
+  double *wc = malloc((size_t)reps * sizeof *wc), *wsg = malloc((size_t)reps * sizeof *wsg);
+  if (!wc || !wsg) MPI_Abort(comm, 3);
+  for (int r = 0; r < reps; r++)
+    for (int k = 0; k < 2; k++) {
+      double L = 0;
+      memset(g, 0, (size_t)(d + 1) * sizeof *g);
+      MPI_Barrier(comm);
+      double t0 = MPI_Wtime();
+      CHECK(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &sh, xm, NULL, 0, &clip, l2, &L, g));
+      if (k == 0) {
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : g, g, (int)d, MPI_DOUBLE, MPI_SUM, 0, comm);
+        if (rank == 0) CHECK(dpo_mech_gaussian(rng, sigma_c, g, d));
+        wc[r] = tmax(comm, MPI_Wtime() - t0);
+      } else {
+        CHECK(dpo_secagg_round(sa, g, d, gamma, sigma, bits, 1, tot, NULL));
+        wsg[r] = tmax(comm, MPI_Wtime() - t0);
+      }
+    }
+  for (int r = 0; r < reps; r++) rr[r] = wsg[r] / wc[r];
+  const double sw_ratio = median(rr, reps), sw_c = median(wc, reps), sw_s = median(wsg, reps);
+  const double sw_best = wsg[0] / wc[0]; /* sorted by median() */
   for (int k = 0; k < NPH; k++) {
     cpu[k] = median(tp + k * reps, reps);
     wall[k] = median(tw + k * reps, reps);
@@ -256,11 +299,14 @@ int main(int argc, char **argv) {
            "cpu_mask=%.6e cpu_decode=%.6e cpu_noise_central=%.6e cpu_grad=%.6e rows=%lld "
            "nnz_row=%d nnz=%lld crit_central=%.6e crit_secagg=%.6e crit_ratio=%.4f "
            "step_central=%.6e step_secagg=%.6e step_ratio=%.4f t_reduce_u64_best=%.6e "
-           "t_reduce_f64_best=%.6e step_ratio_median_reduce=%.4f\n",
+           "t_reduce_f64_best=%.6e step_ratio_median_reduce=%.4f bits=%d degree=%d "
+           "wall_step_central=%.6e wall_step_secagg=%.6e wall_step_ratio=%.4f "
+           "wall_step_ratio_best=%.4f\n",
            P, (long long)d, reps, collude, rho, gamma, (unsigned long long)sigma, rho_sa, sigma_c,
            mc, ms, ratios[0], bc, bs, ratios[1], wall[RED_U], wall[RED_D],
            c_enc, c_share, c_mask, c_dec, c_noise, c_grad, (long long)nl, nnz, gnnz, cp_c, cp_s,
-           cp_s / cp_c, cps_c, cps_s, cps_s / cps_c, wbest[RED_U], wbest[RED_D], mps_s / mps_c);
+           cp_s / cp_c, cps_c, cps_s, cps_s / cps_c, wbest[RED_U], wbest[RED_D], mps_s / mps_c, bits, deg, sw_c,
+           sw_s, sw_ratio, sw_best);
   free(sh.rowptr);
   free(sh.y);
   free(sh.colind);
@@ -270,6 +316,9 @@ int main(int argc, char **argv) {
   free(l1);
   free(l2);
   free(tw);
+  free(wc);
+  free(wsg);
+  free(x32);
   dpo_secagg_destroy(sa);
   dpo_rng_destroy(rng);
   free(v);

@@ -10,6 +10,8 @@
 
 #include <cblas.h>
 
+#include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
+
 #include "dpopt/admm.h"
 #include "dpopt/comm.h"
 #include "dpopt/parties.h"
@@ -23,6 +25,7 @@ typedef struct {
   const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp, *tracep, *mout;
   const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
   const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
+  const dpo_config_t *cfg;        /* the caller's (borrowed): the plan's keys (secagg) */
   double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
   int64_t maxit, tev, seed;
   int adapt, priv, seeded;
@@ -49,6 +52,7 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
   dpo_config_get_str(cfg, "admm.graph", NULL, &s->graph);
   dpo_config_get_str(cfg, "admm.graph_from", NULL, &s->gfrom);
   s->spec = spec;
+  s->cfg = cfg;
   s->srule = dpo_sigma_rule_name(spec->sigma_rule);
   s->journal = spec->journal;
   s->jkey = spec->journal_key;
@@ -345,6 +349,43 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo
   return rc ? rc : dpo_oracle_set_guard(orc, *g);
 }
 
+/* Collective (secagg), before the first release: the parties agree on the plan by digest, as
+ * dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and model. keys,
+ * the schema, the seed, the ranks, d, the trust and the encoding), then
+ * make the pairwise keys, signed with the parties' identity keys when every party lists one
+ * (party.K.public_key), and the mask graph against `collude` ranks (one party per rank). */
+static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_rng_t *prng,
+                            dpo_secagg_t **sa) {
+  static const char *const pre[] = {"admm.", "privacy.", "parties.", "party.", "model."};
+  char v[320];
+  unsigned char digest[32];
+  dpo_plantext_t *pl = dpo_plantext_new();
+  dpo_plantext_config(pl, s->cfg, pre, (int)(sizeof pre / sizeof *pre));
+  snprintf(v, sizeof v, "%d", s->size);
+  dpo_plantext_add(pl, "~ranks", v);
+  snprintf(v, sizeof v, "%lld", (long long)d);
+  dpo_plantext_add(pl, "~dimension", v);
+  snprintf(v, sizeof v, "secagg, %d parties (one a rank), collude %lld", s->size,
+           (long long)s->collude);
+  dpo_plantext_add(pl, "~trust", v);
+  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm secagg: fixed point, randomized "
+           "rounding, words of 32 bits when dpo_secagg_word's public bound fits else 64, "
+           "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
+           (long long)s->collude);
+  dpo_plantext_add(pl, "~encoding", v);
+  char *plan = dpo_plantext_finish(pl);
+  int rc = dpo_agree(comm, plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
+  if (!rc) rc = dpo_plan_agree(comm, plan, digest);
+  free(plan);
+  int *rp = rc ? NULL : malloc((size_t)s->size * sizeof *rp);
+  if (!rc) rc = dpo_agree(comm, rp ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
+  for (int r = 0; r < s->size && !rc; r++) rp[r] = r;
+  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, 1, prng, digest, sa);
+  free(rp);
+  if (!rc) rc = dpo_agree(comm, dpo_secagg_set_graph(*sa, (int)s->collude));
+  return rc;
+}
+
 static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts_t *lo,
                         dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
                         FILE *rep, int *stop) {
@@ -441,7 +482,7 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
      * keys once (collective) */
     rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
                                         DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
-    if (!rc) rc = dpo_secagg_create(comm, 1, prng, &sa);
+    if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(orc), prng, &sa);
     if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(orc, sa));
     if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(orc), &guard, orc);
     if (!rc) rc = dpo_agree(comm, rc);

@@ -55,6 +55,7 @@ typedef struct {
   /* secagg: fixed-point step, each party's share sigma, the charged rho, ranks */
   double gamma, rho;
   uint64_t isigma;
+  int bits; /* secagg's word width (dpo_secagg_word) */
   int size;
 } ctx_t;
 
@@ -91,7 +92,8 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
                        .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
     if ((st = charge(c, &ch))) return st;
     /* the claim: every party's guard prices the noise itself and refuses a larger rho */
-    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, c->rho, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, c->rho, 0,
+                             c->bits};
     int64_t used = 0;
     if ((st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used))) return st;
     if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
@@ -113,7 +115,8 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   double loss = 0.0;
   int64_t used = 0;
   if (local) {
-    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0, 0, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0, 0, 0,
+                             0};
     st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used);
   } else {
     st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used);
@@ -223,7 +226,10 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
       if (!st)
         st = dpo_secagg_params(ssum, d, op->secagg_parties, op->secagg_collude,
                                nextafter(1 / z, 0), &c.gamma, &c.isigma, &c.rho, NULL);
-      if (!st) st = dpo_secagg_check_range(n, ssum, c.gamma, c.size);
+      if (!st)
+        st = dpo_secagg_word(n, ssum, c.gamma, c.size,
+                             op->secagg_parties > c.size ? op->secagg_parties : c.size, d,
+                             c.isigma, 0, &c.bits);
       /* the std of the noise on the mean gradient (reported) */
       c.sigma = c.gamma * (double)c.isigma * sqrt((double)op->secagg_parties) / (double)n;
     } else if (op->sigma_fixed > 0) {

@@ -262,9 +262,11 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
   for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
   if (o->secagg) {
     /* hdr[5] > 0: pure eps, Polya shares for hdr[5] honest parties, hdr[7] = t */
+    /* hdr[3]: the word width, public (32 or 64; any other withholds the round everywhere) */
+    const int bits = (int)hdr[3];
     int src = hdr[5] > 0 ? dpo_secagg_round_lap(o->secagg, o->g, d, gamma, (uint64_t)hdr[7],
-                                                (int)hdr[5], !lrc && !rc, o->g, NULL)
-                         : dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7],
+                                                (int)hdr[5], bits, !lrc && !rc, o->g, NULL)
+                         : dpo_secagg_round(o->secagg, o->g, d, gamma, (uint64_t)hdr[7], bits,
                                             !lrc && !rc, o->g, NULL);
     if (!rc && src != DPO_EREMOTE) rc = src; /* withheld for another rank: its status says why */
     if (src == DPO_EREMOTE) memset(o->g, 0, (size_t)d * sizeof *o->g);
@@ -552,10 +554,12 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
     memcpy(&hdr[10], &noise->claim, sizeof noise->claim);
     hdr[11] = noise->pass;
     if (!o->secagg || !(noise->scale > 0) || !isfinite(noise->scale) || noise->sigma < 1 ||
-        noise->sigma > ((uint64_t)1 << 62) || noise->lap_honest < 0)
-      return dpo_err(DPO_EINVAL, "%s: bad secure-aggregation spec (gamma %g, sigma %llu)%s", fn,
-                     noise->scale, (unsigned long long)noise->sigma,
-                     o->secagg ? "" : ": no dpo_oracle_set_secagg");
+        noise->sigma > ((uint64_t)1 << 62) || noise->lap_honest < 0 ||
+        (noise->bits != 32 && noise->bits != 64))
+      return dpo_err(DPO_EINVAL, "%s: bad secure-aggregation spec (gamma %g, sigma %llu, words "
+                     "of %d bits)%s", fn, noise->scale, (unsigned long long)noise->sigma,
+                     noise->bits, o->secagg ? "" : ": no dpo_oracle_set_secagg");
+    hdr[3] = noise->bits;
     hdr[4] = noise->kind;
     memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
     hdr[7] = (int64_t)noise->sigma;

@@ -12,7 +12,7 @@
 #define DPO__IDS_PIECE 65536
 
 enum { DPO__REQ_SUMS = 1, DPO__REQ_METRIC = 2, DPO__REQ_FINISH = 3, DPO__REQ_ROWS = 4 };
-/* request header: {type, flag, m, status, noise kind, noise shares, noise scale (bits), sigma,
+/* request header: {type, flag, m, status (FINISH; secagg SUMS: the word width), noise kind, noise shares, noise scale (bits), sigma,
  * local sampling m, local sampling n, the coordinator's charge (bits; secagg: what the party
  * guard compares its own price with), its disjoint pass + 1 (0: none)} (m = DPO__M_LOCAL:
  * party-local Poisson sampling) */

@@ -390,7 +390,9 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
     uint64_t t = 0;
     if ((rc = dpo_secagg_lap_params(dp->S1, dp->d, eps_target, &gamma, &t, lap_eps, NULL)))
       return rc;
-    if ((rc = dpo_secagg_check_range(m, dp->S1, gamma, size))) return rc;
+    if ((rc = dpo_secagg_word(m, dp->S1, gamma, size, pt->count > size ? pt->count : size,
+                              dp->d, t, pt->count - pt->collude, &nz->bits)))
+      return rc;
     nz->kind = DPO_ONOISE_SECAGG;
     nz->scale = gamma;
     nz->nshares = size;
@@ -416,7 +418,9 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   if ((rc = dpo_secagg_params(dp->S2, dp->d, pt->count, pt->collude, rt, &gamma, &sigma, rho,
                               NULL)))
     return rc;
-  if ((rc = dpo_secagg_check_range(m, dp->S2, gamma, size))) return rc;
+  if ((rc = dpo_secagg_word(m, dp->S2, gamma, size, pt->count > size ? pt->count : size, dp->d,
+                            sigma, 0, &nz->bits)))
+    return rc;
   nz->kind = DPO_ONOISE_SECAGG;
   nz->scale = gamma;
   nz->nshares = size;
@@ -497,7 +501,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
     tmp.m = central ? m : na;
     tmp.n = na;
-    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
+    dpo_oracle_noise_t sz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
       if ((rc = dpo__dp_secagg_rho(dp, na, m, eps_target, &sz, &rc2rho, &eps0))) return rc;
       sens = sz.lap_honest ? dp->S1 : dp->S2;
@@ -576,7 +580,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     dp->last_charged = charged;
     dp->last_delta1 = central ? sens : w * sens / (double)m;
     dp->last_b = central ? b : w * b / (double)m; /* the scale seen in the mean */
-    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
+    dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0, 0};
     if (pt->trust == DPO_TRUST_SECAGG) {
       nz = sz;
       /* the Laplace scale with the same variance as the total noise (trace column only) */

@@ -325,32 +325,46 @@ void dpo__sco_secagg_free(dpo__sco_sa_t *sa) {
   sa->on = 0;
 }
 
+/* The noise shares in a secagg sum: one per party (dpopt audit: the virtual parties of one
+ * rank), at most one per rank in a run: the larger of the two bounds it. */
+static int dpo__sco_shares(dpo_oracle_t *o, int size) {
+  const dpo_parties_t *pt = dpo_oracle_parties(o);
+  return pt && pt->count > size ? pt->count : size;
+}
+
 int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
                          const dpo_batch_t *b, const dpo_charge_t *ch, double *gsum) {
   dpo_ledger_t *L = dpo_solver_ledger(s);
   dpo_oracle_t *o = dpo_solver_oracle(s);
   dpo_charge_t c = *ch;
-  dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0};
+  dpo_oracle_noise_t nz = {DPO_ONOISE_NONE, 0.0, 1, 0, 0, 0, 0, 0};
   int rc = DPO_OK;
   if (sa->trust == DPO_TRUST_SECAGG && sa->local) {
     /* party-local Poisson sampling: charged as central's subsampled Gaussian with the honest
      * shares' noise (secagg.c); the range check at the public n_pub (a larger sample only
      * wraps: post-processing) */
-    if ((rc = dpo_secagg_check_range(sa->ln, sa->sens, sa->gamma, sa->size))) return rc;
+    int bits = 64, shares = dpo__sco_shares(o, sa->size);
+    if ((rc = dpo_secagg_word(sa->ln, sa->sens, sa->gamma, sa->size, shares, sa->d, sa->sigma, 0,
+                              &bits)))
+      return rc;
     c = (dpo_charge_t){.mechanism = "gaussian", .noise_scale = sa->sigma_h,
                        .sensitivity = sa->sens, .dim = sa->d, .sampling = "poisson",
                        .accounting = "rdp", .m = sa->lm, .n = sa->ln, .step = ch->step,
                        .neighbours = dpo_ledger_neighbours(L)};
     nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0,
-                              sa->sigma_h / sa->sens, 0};
+                              sa->sigma_h / sa->sens, 0, bits};
   } else if (sa->trust == DPO_TRUST_SECAGG) {
-    /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c) */
-    if ((rc = dpo_secagg_check_range(b->m, sa->sens, sa->gamma, sa->size))) return rc;
+    /* data-free range check: the encoded data part stays below 2^62 (no wrap; secagg.c), and
+     * the word width from public numbers (32 bits when the data and noise bounds fit) */
+    int bits = 64, shares = dpo__sco_shares(o, sa->size);
+    if ((rc = dpo_secagg_word(b->m, sa->sens, sa->gamma, sa->size, shares, sa->d, sa->sigma, 0,
+                              &bits)))
+      return rc;
     c = (dpo_charge_t){.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d,
                        .sampling = ch->sampling, .accounting = "rdp", .group = ch->group,
                        .m = b->m, .n = ch->n, .step = ch->step, .neighbours = dpo_ledger_neighbours(L)};
     nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0, sa->rho,
-                              strcmp(c.sampling, "disjoint") ? 0 : c.group + 1};
+                              strcmp(c.sampling, "disjoint") ? 0 : c.group + 1, bits};
   } else if (sa->trust == DPO_TRUST_LOCAL) {
     /* the coordinator draws the batch: a local charge amplified by sampling would not hold
      * against it (refused here as a guard; the callers charge sampling none or disjoint) */
@@ -358,7 +372,7 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
       return dpo_err(DPO_EINVAL, "privacy.trust = local: a release charged with sampling %s "
                      "would be amplified against the coordinator that drew the batch",
                      ch->sampling);
-    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0, 0, 0};
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0, 0, 0, 0};
   }
   double charged = 0;
   int refused = -2;

@@ -20,6 +20,8 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "dpopt/config.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 
 typedef struct dpo_guard dpo_guard_t;
@@ -69,6 +71,29 @@ int dpo_guard_parts(const dpo_guard_t *g, dpo_ledger_parts_t *p);
  * DPO_EINVAL (the agreed message of the first rank that differs).  Rank 0's text is only used
  * to name the difference: the decision is the digests'.  digest (may be NULL): this rank's. */
 int dpo_plan_agree(MPI_Comm comm, const char *plan, unsigned char digest[32]);
+
+/* The canonical plan text (plan.c), shared by dpopt train and dpopt admm.  new: an empty plan
+ * (NULL: out of memory; every call below takes NULL and finish returns NULL).  add: one line
+ * "key = value" (numbers in one spelling).  add_config: the configuration keys under the given
+ * prefixes plus the data schema's keys and run.seed, without local paths (data files, secret
+ * key files, per-party stores, the journal key).  finish: the lines sorted into one text
+ * (caller frees; NULL when out of memory) and the plan freed. */
+typedef struct dpo_plantext dpo_plantext_t;
+dpo_plantext_t *dpo_plantext_new(void);
+void dpo_plantext_add(dpo_plantext_t *pl, const char *key, const char *value);
+void dpo_plantext_config(dpo_plantext_t *pl, const dpo_config_t *cfg,
+                         const char *const *prefixes, int n);
+char *dpo_plantext_finish(dpo_plantext_t *pl);
+/* Collective (secagg), after dpo_plan_agree: the pairwise keys.  With party.K.public_key
+ * listed for every one of the nparties parties (the .pub files of dpopt party-key; part of the
+ * agreed plan), every rank signs its key-agreement key with its party's secret identity key
+ * (party.K.key, or parties.key with %d = K: a local path) over the plan digest and a run
+ * nonce, and a key that does not verify stops the run on every rank; without listed keys the
+ * exchange is unauthenticated (dpo_secagg_create).  rank_party: each rank's party; adds: the
+ * noise shares this rank adds. */
+int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const int *rank_party,
+                    int adds, dpo_rng_t *rng, const unsigned char digest[32],
+                    dpo_secagg_t **sa);
 
 
 #endif

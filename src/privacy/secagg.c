@@ -7,10 +7,11 @@
  * stream), Z_r in Z^d and the pairwise keys k_{rs}:
  *   (1) encode     x_r = floor(v_r / gamma + U_r)               (randomized rounding, unbiased)
  *   (2) noise      x_r += Z_r,  Z_r ~ N_Z(0, sigma^2)^d if r leads a party, else 0
- *   (3) mask       y_r = x_r + sum_{s > r} M_{rs} - sum_{s < r} M_{sr}   (mod 2^64)
+ *   (3) mask       y_r = x_r + sum_{s > r} M_{rs} - sum_{s < r} M_{sr}   (mod 2^w, w = 32 or 64;
+ *                  s over the neighbours of r in the mask graph: "cheaper rounds" below)
  *                  M_{rs} = ChaCha20-IETF(key k_{rs}, nonce = release number) as d words
- *   (4) reduce     rank 0 receives Y = sum_r y_r = sum_r x_r (mod 2^64): the masks cancel
- *   (5) decode     total = gamma * int64(Y)
+ *   (4) reduce     rank 0 receives Y = sum_r y_r = sum_r x_r (mod 2^w): the masks cancel
+ *   (5) decode     total = gamma * int_w(Y)  (two's complement)
  * Keys: every rank draws an X25519 key pair from libsodium's CSPRNG (never the seeded stream),
  * the public keys are allgathered once per run, and k_{rs} = BLAKE2b(X25519(sk_r, pk_s) ||
  * pk_min || pk_max) (libsodium's recommended hashing of a raw scalarmult).  The nonce is the
@@ -20,14 +21,15 @@
  * every rank's public key travels with its party's Ed25519 signature over (the key, the plan
  * digest, a run nonce, the rank), checked by every other rank before any key is used.  A round in which any rank failed is withheld (step (4) is
  * not run): a sum without one rank's data or noise share is not the release that was charged.
- * What the coordinator sees: y_r, each uniform on Z_{2^64}^d because it carries at least one
- * mask with a key it does not know (any P >= 2), and Y.  Ranks on a reduction-tree path see
- * partial sums, which carry the masks to the ranks outside the subtree: uniform as well.
+ * What a coalition sees: the honest ranks' y_r are uniform among the vectors with their sum
+ * (each carries masks with honest neighbours whose keys it does not know; the mask graph keeps
+ * the honest ranks connected: "cheaper rounds" below), and Y.  Ranks on a reduction-tree path
+ * see partial sums, sums of y_r: nothing more.
  *
- * Why Z_{2^64} rather than a prime field: the masked sum needs only a group in which the masks
- * are uniform; unsigned 64-bit arithmetic wraps natively (MPI_SUM on MPI_UINT64_T, C unsigned
- * overflow is defined), a ChaCha20 word is uniform on Z_{2^64}, and no modular reduction or
- * rejection sampling of masks is needed.  A field buys nothing for a sum.
+ * Why Z_{2^w} rather than a prime field: the masked sum needs only a group in which the masks
+ * are uniform; unsigned 32- and 64-bit arithmetic wraps natively (MPI_SUM on MPI_UINT32_T /
+ * MPI_UINT64_T, C unsigned overflow is defined), a ChaCha20 word is uniform on Z_{2^w}, and no
+ * modular reduction or rejection sampling of masks is needed.  A field buys nothing for a sum.
  *
  * Range (no wrap of the data): one example's clipped gradient has |coordinate| <= S2/2 <= S2,
  * so |sum_r x_r - sum_r Z_r| <= m S2 / gamma + ranks (the rounding adds < 1 per rank).  The
@@ -115,7 +117,9 @@ struct dpo_secagg {
   unsigned char *keys;       /* [size][32] pairwise keys (own slot unused) */
   uint64_t release;          /* releases made (the nonce of the next masks) */
   uint64_t *buf, *mask;      /* [d] */
+  uint32_t *buf32;           /* [d]: the words of a 32-bit round */
   int64_t cap;
+  int *nbr, nnbr;            /* the ranks this rank shares masks with (the mask graph) */
 };
 
 /* ---------------------------------------------------------------- parameters */
@@ -300,20 +304,128 @@ int dpo_secagg_encode(dpo_rng_t *rng, const double *v, double gamma, int64_t d, 
   return DPO_OK;
 }
 
-int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
-                    uint64_t *x, uint64_t *scratch) {
+/* the mask stream of (key, nonce = release): nbytes of ChaCha20-IETF into out; the IETF
+ * variant's 32-bit block counter covers 256 GiB per nonce: plenty for d words */
+static void dpo__mask_stream(const unsigned char key[32], uint64_t release, size_t nbytes,
+                             unsigned char *out) {
   unsigned char nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {0};
   for (int i = 0; i < 8; i++) nonce[i] = (unsigned char)(release >> (8 * i));
-  /* the IETF variant's 32-bit block counter covers 256 GiB per nonce: plenty for d words */
-  crypto_stream_chacha20_ietf((unsigned char *)scratch, (unsigned long long)d * 8, nonce, key);
+  crypto_stream_chacha20_ietf(out, (unsigned long long)nbytes, nonce, key);
+}
+
+/* word j of the stream, little-endian (endian-independent) */
+static inline uint64_t dpo__le(const unsigned char *b, int bytes) {
+  uint64_t w = 0;
+  for (int i = 0; i < bytes; i++) w |= (uint64_t)b[i] << (8 * i);
+  return w;
+}
+
+int dpo_secagg_mask(const unsigned char key[32], uint64_t release, int sign, int64_t d,
+                    uint64_t *x, uint64_t *scratch) {
+  const unsigned char *b = (const unsigned char *)scratch;
+  dpo__mask_stream(key, release, (size_t)d * 8, (unsigned char *)scratch);
   for (int64_t j = 0; j < d; j++) {
-    uint64_t w = 0;
-    const unsigned char *b = (const unsigned char *)&scratch[j];
-    for (int i = 0; i < 8; i++) w |= (uint64_t)b[i] << (8 * i); /* endian-independent */
+    const uint64_t w = dpo__le(b + 8 * j, 8);
     x[j] = sign > 0 ? x[j] + w : x[j] - w;
   }
   return DPO_OK;
 }
+
+int dpo_secagg_mask32(const unsigned char key[32], uint64_t release, int sign, int64_t d,
+                      uint32_t *x, uint32_t *scratch) {
+  const unsigned char *b = (const unsigned char *)scratch;
+  dpo__mask_stream(key, release, (size_t)d * 4, (unsigned char *)scratch);
+  for (int64_t j = 0; j < d; j++) {
+    const uint32_t w = (uint32_t)dpo__le(b + 4 * j, 4);
+    x[j] = sign > 0 ? x[j] + w : x[j] - w;
+  }
+  return DPO_OK;
+}
+
+/* ---------------------------------------------------------------- cheaper rounds
+ * Word width.  The masked sum needs a group in which the decoded total is unique: with words of
+ * w bits the reduce returns sum_r x_r mod 2^w, which equals the true integer total when
+ * |total| < 2^(w-1).  Kairouz, Liu and Steinke (2021) and TensorFlow Federated's distributed DP
+ * use a modulus of 2^32 or less; so does this when a DATA-FREE bound fits:
+ *   data:  |sum_r x_r - noise| <= m sens / gamma + ranks   (dpo_secagg_check_range's bound)
+ *   noise: Gaussian shares (n_s of them, sigma each): the sum is n_s sigma^2-subgaussian
+ *          (Canonne-Kamath-Steinke 2020, Cor. 9), P(|Z| >= B) <= 2 exp(-B^2 / (2 n_s sigma^2));
+ *          Polya shares X - Y, X, Y ~ NB(1/n, q), q = e^{-1/t}: the n_s shares' X sum to
+ *          NB(r, q), r = n_s / n, whose moment generating function at 1/(2t) is
+ *          ((1 - q) / (1 - q^{1/2}))^r = (1 + q^{1/2})^r <= 2^r, so by Markov
+ *          P(|Z| >= B) <= P(X >= B) + P(Y >= B) <= 2 2^r e^{-B/(2t)}.
+ *   B is chosen so that the union over the d coordinates is <= 2^-64 per release, and w = 32
+ *   when data + B + 2 <= 2^31, else 64.  The choice reads only public numbers (m, the public
+ *   sensitivity, gamma, the share parameters, d), so it is the same on every rank and says
+ *   nothing about the data; the rule is part of the agreed plan (run_parties.c, "~encoding").
+ *   A total outside the range (probability <= 2^-64 a release, or a party whose sample exceeds
+ *   the public bound) wraps: a deterministic function of the DP output sum mod 2^w, i.e.
+ *   post-processing, at no privacy cost (as for 2^64 above).  The masks are uniform on
+ *   Z_{2^32}^d (a ChaCha20 word of 32 bits), so the argument of the protocol is unchanged.
+ * Mask graph (SecAgg+, Bell, Bohler, Gascon, Lepoint, Raykova 2020).  A rank shares masks only
+ * with its neighbours in the circulant graph C_n(1, ..., h), rank r adjacent to r +- 1..h mod n,
+ * the Harary graph H_{2h,n}: its vertex connectivity is 2h (Harary 1962), so deleting any
+ * c <= 2h - 1 ranks leaves the rest connected.  With c the most ranks a coalition can hold (the
+ * ranks of the privacy.collude largest parties, the coordinator's among them), h = floor(c/2)+1
+ * (2h >= c + 1), and the complete graph when 2h >= n - 1.  Why connectivity suffices: the
+ * coalition sees (functions of) the masked vectors y_r; for the honest ranks H the masks on the
+ * edges of a spanning tree of H's induced graph (connected, its pairwise keys unknown to the
+ * coalition) are independent uniforms, and adding u to y_a and subtracting it from y_b for each
+ * tree edge (a, b) maps (y_r)_{r in H} bijectively onto the vectors with the same sum: so given
+ * the coalition's own keys, (y_r)_{r in H} is uniform among the vectors with sum
+ * sum_{r in H} x_r + (the masks to the coalition, known to it), and the coalition learns only
+ * that honest sum, as with the complete graph.  A disconnected honest graph would reveal each
+ * component's sum (a component of one party: its vector with one noise share), which is why
+ * the degree grows with c.  Partial sums on a reduction-tree path are sums of y_r: covered.
+ * Work per rank and release: 2h masks of d words instead of n - 1. */
+
+int dpo_secagg_word(int64_t m, double sens, double gamma, int ranks, int shares, int64_t d,
+                    uint64_t sigma, int lap_n, int *bits) {
+  int rc = dpo_secagg_check_range(m, sens, gamma, ranks);
+  if (rc) return rc;
+  if (shares < 0 || d < 1 || lap_n < 0 || !bits)
+    return dpo_err(DPO_EINVAL, "secagg word: %d shares, d %lld, lap_n %d", shares,
+                   (long long)d, lap_n);
+  const double data = (double)m * sens / gamma + ranks, L = log(2.0 * (double)d) + 64 * M_LN2;
+  double B = 0;
+  if (shares > 0 && lap_n > 0) {
+    const double r = (double)shares / lap_n;
+    B = 2.0 * (double)sigma * (L + r * M_LN2);
+  } else if (shares > 0) {
+    B = (double)sigma * sqrt(2.0 * shares * L);
+  }
+  *bits = data + B * (1 + 1e-9) + 2 <= 0x1p31 ? 32 : 64;
+  return DPO_OK;
+}
+
+int dpo_secagg_graph(int n, int corrupt, int rank, int *nbr, int *deg) {
+  if (n < 1 || corrupt < 0 || rank < 0 || rank >= n || !nbr || !deg)
+    return dpo_err(DPO_EINVAL, "secagg graph: %d ranks, %d corrupt, rank %d", n, corrupt, rank);
+  const int h = corrupt / 2 + 1;
+  int k = 0;
+  if (2 * h >= n - 1) { /* complete */
+    for (int s = 0; s < n; s++)
+      if (s != rank) nbr[k++] = s;
+  } else {
+    for (int s = 0; s < n; s++) {
+      int dist = s > rank ? s - rank : rank - s;
+      if (n - dist < dist) dist = n - dist;
+      if (dist >= 1 && dist <= h) nbr[k++] = s;
+    }
+  }
+  *deg = k;
+  return DPO_OK;
+}
+
+int dpo_secagg_set_graph(dpo_secagg_t *sa, int corrupt) {
+  if (!sa) return dpo_err(DPO_EINVAL, "secagg graph: NULL");
+  if (sa->release > 0)
+    return dpo_err(DPO_EINVAL, "secagg graph: set after %llu releases (every rank must mask "
+                   "with the same graph from the first)", (unsigned long long)sa->release);
+  return dpo_secagg_graph(sa->size, corrupt, sa->rank, sa->nbr, &sa->nnbr);
+}
+
+int dpo_secagg_degree(const dpo_secagg_t *sa) { return sa ? sa->nnbr : 0; }
 
 int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[32],
                         const unsigned char pk_other[32], unsigned char key[32]) {
@@ -338,7 +450,9 @@ void dpo_secagg_destroy(dpo_secagg_t *sa) {
   if (!sa) return;
   if (sa->keys) sodium_memzero(sa->keys, (size_t)sa->size * 32);
   free(sa->keys);
+  free(sa->nbr);
   free(sa->buf);
+  free(sa->buf32);
   free(sa->mask);
   free(sa);
 }
@@ -411,8 +525,11 @@ int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
     sa->noise = adds_noise;
     sa->rng = rng;
     sa->keys = calloc((size_t)sa->size, 32);
+    sa->nbr = calloc((size_t)sa->size, sizeof *sa->nbr);
     all = calloc((size_t)sa->size, (size_t)item);
-    if (!sa->keys || !all) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
+    if (!sa->keys || !sa->nbr || !all) rc = dpo_err(DPO_ENOMEM, "secagg: out of memory");
+    for (int s = 0; s < size && sa->nbr; s++) /* the complete graph until dpo_secagg_set_graph */
+      if (s != rank) sa->nbr[sa->nnbr++] = s;
     if (!rng) rc = dpo_err(DPO_EINVAL, "secagg: no noise stream");
   }
   memset(pk, 0, sizeof pk);
@@ -451,32 +568,38 @@ int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa) { return sa ? sa->release : 0; }
 
 static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
-                             uint64_t sigma, uint64_t lap_n, int ok, double *total,
+                             uint64_t sigma, uint64_t lap_n, int bits, int ok, double *total,
                              uint64_t *masked);
 
 int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t sigma,
-                     int ok, double *total, uint64_t *masked) {
-  return dpo__secagg_round(sa, v, d, gamma, sigma, 0, ok, total, masked);
+                     int bits, int ok, double *total, uint64_t *masked) {
+  return dpo__secagg_round(sa, v, d, gamma, sigma, 0, bits, ok, total, masked);
 }
 
 int dpo_secagg_round_lap(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t t,
-                         int honest, int ok, double *total, uint64_t *masked) {
+                         int honest, int bits, int ok, double *total, uint64_t *masked) {
   if (honest < 1) ok = 0; /* still runs the collective; the caller checked */
-  return dpo__secagg_round(sa, v, d, gamma, t, honest < 1 ? 1 : (uint64_t)honest, ok, total,
-                           masked);
+  return dpo__secagg_round(sa, v, d, gamma, t, honest < 1 ? 1 : (uint64_t)honest, bits, ok,
+                           total, masked);
 }
 
 /* sigma: the Gaussian share's sigma, or (lap_n > 0) the discrete Laplace scale t of the sum of
  * lap_n honest Polya shares */
 static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
-                             uint64_t sigma, uint64_t lap_n, int ok, double *total,
+                             uint64_t sigma, uint64_t lap_n, int bits, int ok, double *total,
                              uint64_t *masked) {
   int rc = DPO_OK;
+  if (bits != 32 && bits != 64) { /* the same on every rank (a public argument): withheld */
+    rc = dpo_err(DPO_EINVAL, "secagg: words of %d bits (32 or 64)", bits);
+    bits = 64;
+  }
   if (d > sa->cap) {
     uint64_t *b = realloc(sa->buf, (size_t)d * sizeof *b), *m = NULL;
     if (b) sa->buf = b;
+    uint32_t *b32 = NULL;
     if (b && (m = realloc(sa->mask, (size_t)d * sizeof *m))) sa->mask = m;
-    if (!b || !m) return dpo_err(DPO_ENOMEM, "secagg: out of memory for d = %lld", (long long)d);
+    if (m && (b32 = realloc(sa->buf32, (size_t)d * sizeof *b32))) sa->buf32 = b32;
+    if (!b32) return dpo_err(DPO_ENOMEM, "secagg: out of memory for d = %lld", (long long)d);
     sa->cap = d;
   }
   uint64_t *x = sa->buf;
@@ -497,11 +620,19 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
       x[j] += (uint64_t)z;
     }
   const uint64_t rel = sa->release++; /* every rank counts; never reused, even after a failure */
-  for (int s = 0; s < sa->size && !rc; s++)
-    if (s != sa->rank)
-      rc = dpo_secagg_mask(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x, sa->mask);
-  if (rc) memset(x, 0, (size_t)d * sizeof *x);
-  if (masked) memcpy(masked, x, (size_t)d * sizeof *x);
+  uint32_t *x32 = sa->buf32; /* 32-bit words: x mod 2^32 */
+  if (bits == 32)
+    for (int64_t j = 0; j < d; j++) x32[j] = (uint32_t)x[j];
+  for (int i = 0; i < sa->nnbr && !rc; i++) {
+    const int s = sa->nbr[i];
+    rc = bits == 32 ? dpo_secagg_mask32(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x32,
+                                        (uint32_t *)sa->mask)
+                    : dpo_secagg_mask(sa->keys + 32 * s, rel, s > sa->rank ? 1 : -1, d, x,
+                                      sa->mask);
+  }
+  if (rc) memset(x, 0, (size_t)d * sizeof *x), memset(x32, 0, (size_t)d * sizeof *x32);
+  if (masked)
+    for (int64_t j = 0; j < d; j++) masked[j] = bits == 32 ? (uint64_t)x32[j] : x[j];
   /* A round in which any rank failed (or refused) is withheld: its sum would lack that rank's
    * data or noise share, one honest share fewer than was charged.  So every rank learns of a
    * failure before anything is reduced, and nothing is reduced or decoded. */
@@ -511,10 +642,13 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
     return rc;
   }
   if (anybad) return bad ? rc : DPO_EREMOTE; /* another rank's status says why */
-  if (MPI_Reduce(sa->rank == 0 ? MPI_IN_PLACE : x, x, (int)d, MPI_UINT64_T, MPI_SUM, 0,
-                 sa->comm) != MPI_SUCCESS && !rc)
+  void *w = bits == 32 ? (void *)x32 : (void *)x;
+  if (MPI_Reduce(sa->rank == 0 ? MPI_IN_PLACE : w, w, (int)d,
+                 bits == 32 ? MPI_UINT32_T : MPI_UINT64_T, MPI_SUM, 0, sa->comm) != MPI_SUCCESS &&
+      !rc)
     rc = dpo_err(DPO_EMPI, "secagg: MPI_Reduce failed");
   if (sa->rank == 0 && total && !rc)
-    for (int64_t j = 0; j < d; j++) total[j] = (double)(int64_t)x[j] * gamma;
+    for (int64_t j = 0; j < d; j++)
+      total[j] = (bits == 32 ? (double)(int32_t)x32[j] : (double)(int64_t)x[j]) * gamma;
   return rc;
 }

@@ -4,7 +4,6 @@
 #include "run/run_parties.h"
 
 #include <math.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -196,145 +195,52 @@ out:
 
 /* ---- the parties' guard (privacy/guard.h; doc/design.md, "Threat model") ---- */
 
-typedef struct {
-  char **lines;
-  int n, cap;
-} dpo__plan_lines_t;
-
-static void dpo__plan_add(dpo__plan_lines_t *pl, const char *key, const char *value) {
-  if (pl->n == pl->cap) {
-    int cap = pl->cap ? 2 * pl->cap : 64;
-    char **l = realloc(pl->lines, (size_t)cap * sizeof *l);
-    if (!l) return; /* the plan then lacks the line: its digest differs, the run stops */
-    pl->lines = l, pl->cap = cap;
+/* The most ranks a coalition can hold: those of the privacy.collude largest parties (the
+ * coordinator's party among them); the mask graph keeps the other ranks connected. */
+static int dpo__corrupt_ranks(const dpo_parties_t *p) {
+  int c = 0;
+  char *used = calloc((size_t)p->count, 1);
+  for (int i = 0; i < p->collude && used; i++) {
+    int best = -1;
+    for (int k = 0; k < p->count; k++)
+      if (!used[k] && (best < 0 || p->nranks_of[k] > p->nranks_of[best])) best = k;
+    if (best < 0) break;
+    used[best] = 1;
+    c += p->nranks_of[best];
   }
-  /* a number in one spelling (1, 1.0 and 1e0 are one plan) */
-  char num[64], *end = NULL;
-  double v = strtod(value, &end);
-  if (end && end != value && !*end) snprintf(num, sizeof num, "%.17g", v), value = num;
-  size_t len = strlen(key) + strlen(value) + 5;
-  if ((pl->lines[pl->n] = malloc(len))) snprintf(pl->lines[pl->n++], len, "%s = %s\n", key, value);
-}
-
-/* the configuration keys that are the public plan: what is run on which data schema, with
- * which budget, noise and party table (not local paths: data files, the journal key) */
-static void dpo__plan_key(const char *key, const char *value, const char *origin, void *arg) {
-  (void)origin;
-  static const char *const pre[] = {"algo.", "privacy.", "parties.", "party.", "model."};
-  static const char *const data[] = {"data.dim", "data.labels", "data.row_l1_bound",
-                                     "data.row_l2_bound", "data.row_bound_action", "run.seed"};
-  int in = 0;
-  for (size_t i = 0; i < sizeof pre / sizeof *pre; i++) in |= !strncmp(key, pre[i], strlen(pre[i]));
-  for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
-  const char *dot = strrchr(key, '.');
-  if (!strcmp(key, "privacy.journal_key") || (dot && (!strcmp(dot, ".data") ||
-                                                      !strcmp(dot, ".key") ||
-                                                      !strcmp(dot, ".budget_store")) &&
-                                              (!strncmp(key, "parties.", 8) ||
-                                               !strncmp(key, "party.", 6))))
-    in = 0;
-  if (in) dpo__plan_add(arg, key, value);
-}
-
-static int dpo__plan_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+  if (!used) c = p->nranks; /* no memory: assume the worst (the complete graph) */
+  free(used);
+  return c;
 }
 
 /* This rank's canonical plan: the plan keys of its own configuration, sorted, and what the run
  * derived from them (ranks, dimension, party table, encoding).  Caller frees. */
 static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d) {
+  static const char *const pre[] = {"algo.", "privacy.", "parties.", "party.", "model."};
   const dpo_parties_t *p = tp->p;
-  dpo__plan_lines_t pl = {NULL, 0, 0};
-  char v[160];
-  dpo_config_foreach(tp->cfg, dpo__plan_key, &pl);
+  dpo_plantext_t *pl = dpo_plantext_new();
+  char v[320];
+  dpo_plantext_config(pl, tp->cfg, pre, (int)(sizeof pre / sizeof *pre));
   snprintf(v, sizeof v, "%d", dpo__size(comm));
-  dpo__plan_add(&pl, "~ranks", v);
+  dpo_plantext_add(pl, "~ranks", v);
   snprintf(v, sizeof v, "%lld", (long long)d);
-  dpo__plan_add(&pl, "~dimension", v);
+  dpo_plantext_add(pl, "~dimension", v);
   snprintf(v, sizeof v, "%s, %d parties, collude %d", dpo_trust_name(p->trust), p->count,
            p->collude);
-  dpo__plan_add(&pl, "~trust", v);
+  dpo_plantext_add(pl, "~trust", v);
   for (int k = 0; k < p->count; k++) {
     char key[32];
     snprintf(key, sizeof key, "~party %d", k);
     snprintf(v, sizeof v, "ranks %d+%d, eps %.17g, delta %.17g", p->first_rank[k],
              p->nranks_of[k], p->eps[k], p->delta[k]);
-    dpo__plan_add(&pl, key, v);
+    dpo_plantext_add(pl, key, v);
   }
-  dpo__plan_add(&pl, "~encoding", "dpopt " PACKAGE_VERSION " secagg: fixed point mod 2^64, "
-                "randomized rounding, X25519 + ChaCha20 pairwise masks");
-  qsort(pl.lines, (size_t)pl.n, sizeof *pl.lines, dpo__plan_cmp);
-  size_t len = 1;
-  for (int i = 0; i < pl.n; i++) len += strlen(pl.lines[i]);
-  char *text = malloc(len);
-  if (text) {
-    text[0] = 0;
-    for (int i = 0; i < pl.n; i++) strcat(text, pl.lines[i]);
-  }
-  for (int i = 0; i < pl.n; i++) free(pl.lines[i]);
-  free(pl.lines);
-  return text;
-}
-
-/* Collective (secagg): the pairwise keys.  With party.K.public_key listed for every party (the
- * .pub files of dpopt party-key; part of the agreed plan), every rank signs its key-agreement
- * key with its party's secret identity key (party.K.key, or parties.key with %d = K: a local
- * path) over the plan digest and a run nonce, and a key that does not verify stops the run. */
-static int dpo__run_parties_keys(dpo__run_parties_t *tp, MPI_Comm comm,
-                                 const unsigned char digest[32]) {
-  const dpo_parties_t *p = tp->p;
-  const int r = tp->rank, k = p->rank_party[r], adds = p->first_rank[k] == r;
-  char key[48], path[2048];
-  int rc = DPO_OK, listed = 0;
-  unsigned char *pks = calloc((size_t)p->nranks, 32), sk[64], nonce[32];
-  unsigned char *ppk = calloc((size_t)p->count, 32);
-  if (!pks || !ppk) rc = dpo_err(DPO_ENOMEM, "out of memory");
-  for (int j = 0; j < p->count && !rc; j++) {
-    snprintf(key, sizeof key, "party.%d.public_key", j);
-    const char *v = dpo_config_get(tp->cfg, key);
-    if (v) listed++, rc = dpo_party_pub_parse(v, ppk + 32 * j);
-    if (rc) {
-      char why[300];
-      snprintf(why, sizeof why, "%s", dpo_errmsg());
-      rc = dpo_err(rc, "%s: %s: %s", dpo_config_origin(tp->cfg, key), key, why);
-    }
-  }
-  if (!rc && listed && listed != p->count)
-    rc = dpo_err(DPO_EINVAL, "%d of %d parties list an identity key (party.K.public_key): list "
-                 "one for every party, or none", listed, p->count);
-  if (!rc && listed) { /* this rank's party's secret key */
-    const char *kp = NULL;
-    snprintf(key, sizeof key, "party.%d.key", k);
-    if (!(kp = dpo_config_get(tp->cfg, key))) {
-      const char *pat = dpo_config_get(tp->cfg, "parties.key");
-      if (pat && strstr(pat, "%d")) {
-        const char *at = strstr(pat, "%d");
-        snprintf(path, sizeof path, "%.*s%d%s", (int)(at - pat), pat, k, at + 2);
-        kp = path;
-      } else {
-        kp = pat;
-      }
-    }
-    if (!kp)
-      rc = dpo_err(DPO_EINVAL, "the parties list identity keys, but party %d has no secret key "
-                   "here: give party.%d.key (or parties.key with %%d) = the file dpopt party-key "
-                   "wrote", k, k);
-    else if (!(rc = dpo_party_key_load(kp, sk)) && memcmp(sk + 32, ppk + 32 * k, 32))
-      rc = dpo_err(DPO_EINVAL, "the key %s is not party %d's: its public half differs from "
-                   "party.%d.public_key", kp, k, k);
-  }
-  rc = dpo_agree(comm, rc);
-  if (!rc && listed) {
-    for (int s = 0; s < p->nranks; s++) memcpy(pks + 32 * s, ppk + 32 * p->rank_party[s], 32);
-    dpo_secagg_auth_t au = {sk, pks, p->rank_party, digest, nonce};
-    rc = dpo_secagg_create_auth(comm, adds, tp->rng, &au, &tp->sa);
-  } else if (!rc) {
-    rc = dpo_secagg_create(comm, adds, tp->rng, &tp->sa);
-  }
-  sodium_memzero(sk, sizeof sk);
-  free(pks);
-  free(ppk);
-  return rc;
+  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " secagg: fixed point, randomized rounding, "
+           "words of 32 bits when dpo_secagg_word's public bound fits else 64, X25519 + "
+           "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
+           dpo__corrupt_ranks(p));
+  dpo_plantext_add(pl, "~encoding", v);
+  return dpo_plantext_finish(pl);
 }
 
 /* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
@@ -351,7 +257,11 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   free(plan);
   /* pairwise keys once per run (authenticated when the parties list identity keys); each
    * party's first rank adds the party's noise share */
-  if (!rc) rc = dpo__run_parties_keys(tp, comm, digest);
+  if (!rc)
+    rc = dpo_plan_secagg(tp->cfg, comm, p->count, p->rank_party,
+                         p->first_rank[p->rank_party[tp->rank]] == tp->rank, tp->rng, digest,
+                         &tp->sa);
+  if (!rc) rc = dpo_secagg_set_graph(tp->sa, dpo__corrupt_ranks(p)); /* same on every rank */
   if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
   const char *key = "";
