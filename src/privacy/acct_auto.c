@@ -34,8 +34,8 @@ static void dpo__auto_init(void *st) {
 }
 
 static int dpo__is_rdp(const dpo_charge_t *c) {
-  return dpo__streq(c->mechanism, "rdp-rho") ||
-         (dpo__streq(c->mechanism, "gaussian") && dpo__streq(c->accounting, "rdp"));
+  return c->mechanism == DPO_MECH_RDP_RHO ||
+         (c->mechanism == DPO_MECH_GAUSSIAN && c->accounting == DPO_ACCOUNTING_RDP);
 }
 
 /* a charge in another part ends this part's disjoint pass (as it would in a single accountant:
@@ -43,7 +43,7 @@ static int dpo__is_rdp(const dpo_charge_t *c) {
 static void dpo__close_rdp(dpo__rdpacct_t *s) {
   dpo_rdp_curve_t zero;
   dpo_rdp_curve_init(&zero);
-  dpo__rdpacct_add(s, &zero, "none", 0);
+  dpo__rdpacct_add(s, &zero, DPO_SAMPLING_NONE, 0);
 }
 
 /* totals of s at budget delta D: eps, delta, whether they fit (beps, D), and which bound gave

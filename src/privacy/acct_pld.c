@@ -59,13 +59,13 @@ static void dpo__pldacct_init(void *st) {
  * mechanism's snapping inflates the sensitivity (privacy.h). */
 static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
   double lambda;
-  if (!dpo__streq(c->mechanism, "gaussian") || !dpo__streq(c->accounting, "rdp") ||
-      !(dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "poisson")))
+  if (c->mechanism != DPO_MECH_GAUSSIAN || c->accounting != DPO_ACCOUNTING_RDP ||
+      !(c->sampling == DPO_SAMPLING_NONE || c->sampling == DPO_SAMPLING_POISSON))
     return 0;
   if (dpo_mech_grid(c->noise_scale, &lambda)) return 0; /* auto has validated; be safe */
   double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
   memset(k, 0, sizeof *k);
-  k->poisson = dpo__streq(c->sampling, "poisson");
+  k->poisson = c->sampling == DPO_SAMPLING_POISSON;
   k->m = k->poisson ? c->m : 0;
   k->n = k->poisson ? c->n : 0;
   k->z = dpo__div_down(c->noise_scale, s2);
@@ -108,7 +108,7 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if ((st = dpo__acct_auto.charge(&ns.a, c, INFINITY, bdelta, 1, &ra))) return st;
   *r = ra;
   if (!ra.fits) return DPO_OK; /* the (eps, delta) releases exhausted delta: refused */
-  const int pure = !dpo__streq(c->mechanism, "gaussian") && !dpo__streq(c->mechanism, "rdp-rho") &&
+  const int pure = c->mechanism != DPO_MECH_GAUSSIAN && c->mechanism != DPO_MECH_RDP_RHO &&
                    ra.cost_delta == 0 && ns.a.n_approx == 0;
   if (!ns.mixed && pure) {
     /* part P of bound (C): composed by the auto part's basic accountant */

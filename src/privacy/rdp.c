@@ -197,23 +197,27 @@ int dpo_rdp_wor_gaussian(int64_t m, int64_t n, double z, double alpha, double *r
 }
 
 /* one release of the Gaussian with multiplier z under `sampling` at order alpha */
-static int dpo__rdp_one(const char *sampling, int64_t m, int64_t n, double z, double alpha,
+static int dpo__rdp_one(dpo_sampling_t sampling, int64_t m, int64_t n, double z, double alpha,
                         double *r) {
-  if (dpo__streq(sampling, "none") || dpo__streq(sampling, "disjoint"))
+  switch (sampling) {
+  case DPO_SAMPLING_NONE:
+  case DPO_SAMPLING_DISJOINT:
     return dpo_rdp_gaussian(z, alpha, r);
-  if (dpo__streq(sampling, "poisson")) {
+  case DPO_SAMPLING_POISSON:
     if (m < 0 || n < 1 || m > n)
       return dpo_err(DPO_EINVAL, "rdp: poisson rate m/n needs 0 <= m <= n, n >= 1 (m=%lld, n=%lld)",
                      (long long)m, (long long)n);
     return dpo_rdp_poisson_gaussian((double)m / (double)n, z, alpha, r);
+  case DPO_SAMPLING_WOR:
+    return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
+  default:
+    return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
+                   dpo_sampling_name(sampling));
   }
-  if (dpo__streq(sampling, "wor")) return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
-  return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
-                 sampling ? sampling : "(null)");
 }
 
-int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
-                      int64_t steps) {
+int dpo__rdp_curve_add_s(dpo_rdp_curve_t *c, dpo_sampling_t sampling, int64_t m, int64_t n,
+                         double z, int64_t steps) {
   if (!c || steps < 0) return dpo_err(DPO_EINVAL, "rdp_curve_add: NULL curve or steps < 0");
   double add[DPO_RDP_MAX_ORDERS];
   for (int i = 0; i < c->n; i++) {
@@ -223,6 +227,15 @@ int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64
   for (int i = 0; i < c->n; i++)
     c->rdp[i] = dpo__add_up(c->rdp[i], dpo__mul_up((double)steps, add[i]));
   return DPO_OK;
+}
+
+int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
+                      int64_t steps) {
+  dpo_sampling_t s;
+  if (dpo_sampling_parse(sampling, &s))
+    return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
+                   sampling ? sampling : "(null)");
+  return dpo__rdp_curve_add_s(c, s, m, n, z, steps);
 }
 
 int dpo_rdp_curve_add_rho(dpo_rdp_curve_t *c, double rho) {
@@ -482,19 +495,19 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   dpo_rdp_curve_init(rc);
   if (!c || !c->mechanism || !c->sampling || !c->accounting)
     return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
-  if (dpo__streq(c->mechanism, "rdp-rho")) {
-    if (!dpo__streq(c->sampling, "none") && !dpo__streq(c->sampling, "disjoint"))
+  if (c->mechanism == DPO_MECH_RDP_RHO) {
+    if (c->sampling != DPO_SAMPLING_NONE && c->sampling != DPO_SAMPLING_DISJOINT)
       return dpo_err(DPO_EINVAL, "charge: an rdp-rho release takes sampling none or disjoint");
     if (!(c->rho > 0) || !isfinite(c->rho))
       return dpo_err(DPO_EINVAL, "charge: rdp-rho needs rho > 0 (got %g)", c->rho);
     return dpo_rdp_curve_add_rho(rc, c->rho);
   }
-  if (!dpo__streq(c->mechanism, "gaussian"))
+  if (c->mechanism != DPO_MECH_GAUSSIAN)
     return dpo_err(DPO_EINVAL, "charge: the rdp accountant takes gaussian or rdp-rho releases "
-                               "(got '%s')", c->mechanism);
-  if (!dpo__streq(c->accounting, "rdp"))
+                               "(got '%s')", dpo_mech_name(c->mechanism));
+  if (c->accounting != DPO_ACCOUNTING_RDP)
     return dpo_err(DPO_EINVAL, "charge: the rdp ledger needs accounting 'rdp' (got '%s')",
-                   c->accounting);
+                   dpo_accounting_name(c->accounting));
   if (!(c->noise_scale > 0) || !isfinite(c->noise_scale) || !(c->sensitivity > 0) ||
       !isfinite(c->sensitivity) || c->dim < 1)
     return dpo_err(DPO_EINVAL, "charge: a gaussian RDP charge needs noise_scale > 0, "
@@ -504,14 +517,12 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
   if ((st = dpo_mech_grid(c->noise_scale, &lambda))) return st;
   double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
   z = dpo__div_down(c->noise_scale, s2);
-  return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
+  return dpo__rdp_curve_add_s(rc, c->sampling, c->m, c->n, z, 1);
 }
 
-static int dpo__key_fits(const char *s) { return s && strlen(s) < 16; }
-
 static int dpo__cache_hit(const dpo__rdp_cache_t *k, const dpo_charge_t *c) {
-  return k->valid && !strcmp(k->mechanism, c->mechanism) && !strcmp(k->sampling, c->sampling) &&
-         !strcmp(k->accounting, c->accounting) && k->m == c->m && k->n == c->n &&
+  return k->valid && k->mechanism == c->mechanism && k->sampling == c->sampling &&
+         k->accounting == c->accounting && k->m == c->m && k->n == c->n &&
          k->dim == c->dim && k->noise_scale == c->noise_scale &&
          k->sensitivity == c->sensitivity && k->rho == c->rho;
 }
@@ -524,9 +535,7 @@ static _Thread_local dpo__rdp_cache_t dpo__rdp_shared[DPO__RDP_SHARED];
 static _Thread_local int dpo__rdp_shared_next;
 
 int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
-  if (!c || !dpo__key_fits(c->mechanism) || !dpo__key_fits(c->sampling) ||
-      !dpo__key_fits(c->accounting))
-    return dpo__rdp_release(c, rc); /* validates and reports */
+  if (!c) return dpo__rdp_release(c, rc); /* validates and reports */
   if (dpo__cache_hit(k, c)) {
     *rc = k->curve;
     return DPO_OK;
@@ -540,9 +549,9 @@ int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_
   int st = dpo__rdp_release(c, rc);
   if (st) return st;
   memset(k, 0, sizeof *k);
-  strcpy(k->mechanism, c->mechanism);
-  strcpy(k->sampling, c->sampling);
-  strcpy(k->accounting, c->accounting);
+  k->mechanism = c->mechanism;
+  k->sampling = c->sampling;
+  k->accounting = c->accounting;
   k->m = c->m;
   k->n = c->n;
   k->dim = c->dim;
@@ -556,9 +565,9 @@ int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_
   return DPO_OK;
 }
 
-void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
+void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, dpo_sampling_t sampling,
                       int64_t group) {
-  int disjoint = dpo__streq(sampling, "disjoint");
+  int disjoint = sampling == DPO_SAMPLING_DISJOINT;
   if (disjoint && s->open && s->group == group) {
     for (int i = 0; i < rc->n; i++) s->gmax[i] = fmax(s->gmax[i], rc->rdp[i]);
     return;
