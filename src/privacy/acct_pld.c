@@ -31,6 +31,7 @@
  * replays to the same totals.  One PLD evaluation per run in the common case; dpo_pld_eps keeps
  * a process-wide memo of its (pure) values, so repeated ledgers of one plan evaluate it once.
  */
+#include "mech_ops.h"
 #include "privacy_int.h"
 
 #include "dpopt/status.h"
@@ -58,12 +59,12 @@ static void dpo__pldacct_init(void *st) {
 /* Is c a PLD kind?  Then *k = its kind (count 1), z as the RDP accountant computes it: the grid
  * mechanism's snapping inflates the sensitivity (privacy.h). */
 static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
-  double lambda;
-  if (c->mechanism != DPO_MECH_GAUSSIAN || c->accounting != DPO_ACCOUNTING_RDP ||
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  double s2;
+  if (!mo || !mo->pld || c->accounting != DPO_ACCOUNTING_RDP ||
       !(c->sampling == DPO_SAMPLING_NONE || c->sampling == DPO_SAMPLING_POISSON))
     return 0;
-  if (dpo_mech_grid(c->noise_scale, &lambda)) return 0; /* auto has validated; be safe */
-  double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
+  if (mo->snapped(c, &s2)) return 0; /* auto has validated; be safe */
   memset(k, 0, sizeof *k);
   k->poisson = c->sampling == DPO_SAMPLING_POISSON;
   k->m = k->poisson ? c->m : 0;
@@ -108,7 +109,8 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if ((st = dpo__acct_auto.charge(&ns.a, c, INFINITY, bdelta, 1, &ra))) return st;
   *r = ra;
   if (!ra.fits) return DPO_OK; /* the (eps, delta) releases exhausted delta: refused */
-  const int pure = c->mechanism != DPO_MECH_GAUSSIAN && c->mechanism != DPO_MECH_RDP_RHO &&
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  const int pure = mo && mo->pure &&
                    ra.cost_delta == 0 && ns.a.n_approx == 0;
   if (!ns.mixed && pure) {
     /* part P of bound (C): composed by the auto part's basic accountant */

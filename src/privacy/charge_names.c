@@ -7,6 +7,7 @@
 #include "dpopt/status.h"
 
 #include <string.h>
+#include <strings.h>
 
 /* indexed by the enums; [0] (unset) has no journal name */
 static const char *const dpo__mech_names[] = {
@@ -58,4 +59,26 @@ int dpo_accounting_parse(const char *name, dpo_accounting_t *a) {
   int v, st = dpo__parse(dpo__accounting_names, DPO__N(dpo__accounting_names), name, &v);
   if (!st) *a = (dpo_accounting_t)v;
   return st;
+}
+
+/* ------------------------------------------------------------ neighbouring relation */
+
+const char *dpo_neighbours_name(dpo_neighbours_t rel) {
+  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? "add-remove" : "replace-one";
+}
+
+int dpo_neighbours_parse(const char *s, dpo_neighbours_t *rel) {
+  if (!rel) return dpo_err(DPO_EINVAL, "neighbours_parse: NULL output");
+  if (!s || !strcasecmp(s, "replace-one")) *rel = DPO_NEIGHBOURS_REPLACE_ONE;
+  else if (!strcasecmp(s, "add-remove")) *rel = DPO_NEIGHBOURS_ADD_REMOVE;
+  else
+    return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove",
+                   s);
+  return DPO_OK;
+}
+
+/* The one conversion from a per-example bound to a sensitivity: replacing a row changes two
+ * terms of the sum (the old one leaves, the new one enters), adding or removing changes one. */
+double dpo_sens(dpo_neighbours_t rel, double b) {
+  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? b : 2.0 * b;
 }

@@ -48,7 +48,7 @@ typedef struct {
 } dpo__basic_t;
 extern const dpo__acct_ops_t dpo__acct_basic;
 
-/* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta.  State: the
+/* The Renyi accountant (acct_rdp.c): per-order composition, eps at the budget's delta.  State: the
  * composed curve of closed releases plus, while a disjoint pass is open, the per-order max of
  * its batches (parallel composition: each example is in one batch). */
 /* The last release's curve, keyed by its parameters: DP-SGD charges the same release every
