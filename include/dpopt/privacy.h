@@ -165,38 +165,84 @@ int dpo_acct_parse(const char *s, dpo_acct_t *a);
  * one row by <= b.  b >= 0; the result is exact (a doubling is exact in binary). */
 double dpo_sens(dpo_neighbours_t rel, double b);
 
+/* ---------------------------------------------------------------- what a charge names */
+
+/* A charge's mechanism, sampling and accounting are enums; their names appear only in the
+ * journal, through one table (src/privacy/charge_names.c) that maps each value to the name the
+ * journal records and back.  0 is "unset" in each, and the ledger refuses an unset field.
+ *  DPO_MECH_LAPLACE  "laplace": Laplace noise of scale b for an L1 sensitivity (pure eps); also
+ *                    the distributed discrete Laplace of Polya shares (secure aggregation)
+ *  DPO_MECH_GAUSSIAN "gaussian": Gaussian noise sigma for an L2 sensitivity ((eps, delta) by the
+ *                    classic calibration, or an RDP curve with accounting RDP)
+ *  DPO_MECH_RDP_RHO  "rdp-rho": a release known by its RDP curve alpha rho^2 / 2 (amplification
+ *                    by iteration, 003 Thm 3.1; the distributed discrete Gaussian of secagg) */
+typedef enum {
+  DPO_MECH_UNSET = 0,
+  DPO_MECH_LAPLACE,
+  DPO_MECH_GAUSSIAN,
+  DPO_MECH_RDP_RHO
+} dpo_mech_t;
+/* "none" | "wor" | "poisson" | "disjoint" (dpo_charge_t below) */
+typedef enum {
+  DPO_SAMPLING_UNSET = 0,
+  DPO_SAMPLING_NONE,
+  DPO_SAMPLING_WOR,
+  DPO_SAMPLING_POISSON,
+  DPO_SAMPLING_DISJOINT
+} dpo_sampling_t;
+/* "pure" | "subsampled" | "thesis-2gamma" | "rdp" (dpo_charge_t below) */
+typedef enum {
+  DPO_ACCOUNTING_UNSET = 0,
+  DPO_ACCOUNTING_PURE,
+  DPO_ACCOUNTING_SUBSAMPLED,
+  DPO_ACCOUNTING_THESIS_2GAMMA,
+  DPO_ACCOUNTING_RDP
+} dpo_accounting_t;
+/* The journal's name of a value; "(unset)" for 0 and "(unknown)" out of range (never NULL). */
+const char *dpo_mech_name(dpo_mech_t m);
+const char *dpo_sampling_name(dpo_sampling_t s);
+const char *dpo_accounting_name(dpo_accounting_t a);
+/* Exact journal names only (case matters: the journal is written by the table); DPO_EINVAL
+ * without a message for anything else (the caller names its file and line). */
+int dpo_mech_parse(const char *name, dpo_mech_t *m);
+int dpo_sampling_parse(const char *name, dpo_sampling_t *s);
+int dpo_accounting_parse(const char *name, dpo_accounting_t *a);
+
 /* ---------------------------------------------------------------- ledger */
 
-/* One release to be charged.  The cost of a release is computed from these fields:
- *  mechanism   "laplace" | "gaussian"
+/* One release to be charged.  The cost of a release is computed from these fields (the enums'
+ * journal names in quotes):
+ *  mechanism   DPO_MECH_LAPLACE "laplace" | DPO_MECH_GAUSSIAN "gaussian" | DPO_MECH_RDP_RHO
  *  eps, delta  the mechanism's own (eps, delta) before sampling, if the caller computed it;
  *  noise_scale, sensitivity, dim
  *              b (or sigma), the public sensitivity (L1 for Laplace, L2 for Gaussian) of the
  *              noised quantity, and the number of coordinates: when noise_scale > 0 the ledger
  *              computes the mechanism eps itself (dpo_mech_*_eps) and charges the MAX of that
  *              and `eps` (never under-counts).  A Gaussian charge needs delta in (0, 1).
- *  m, n        sample size and data size (sampling "wor", "poisson", "disjoint")
- *  sampling    "none" | "wor" (m of n without replacement) | "disjoint" (the batch is disjoint
- *              from the other batches of its `group`: parallel composition, the group costs
- *              the max of its batches, not the sum) | "poisson" (each row kept with
- *              probability m/n: Gaussian releases with accounting "rdp" only, add-remove only)
- *  accounting  "pure" (no amplification; sampling must be "none" or "disjoint") |
- *              "subsampled" (001 (3.3)) | "thesis-2gamma" (thesis Thm 4.1.5, pure eps only)
- *  group       disjoint-pass id: consecutive "disjoint" charges with the same group form one
+ *  m, n        sample size and data size (sampling WOR, POISSON, DISJOINT)
+ *  sampling    DPO_SAMPLING_NONE "none" | DPO_SAMPLING_WOR "wor" (m of n without replacement) |
+ *              DPO_SAMPLING_DISJOINT "disjoint" (the batch is disjoint from the other batches
+ *              of its `group`: parallel composition, the group costs the max of its batches,
+ *              not the sum) | DPO_SAMPLING_POISSON "poisson" (each row kept with probability
+ *              m/n: Gaussian releases with accounting RDP only, add-remove only)
+ *  accounting  DPO_ACCOUNTING_PURE "pure" (no amplification; sampling NONE or DISJOINT) |
+ *              DPO_ACCOUNTING_SUBSAMPLED "subsampled" (001 (3.3)) | DPO_ACCOUNTING_THESIS_2GAMMA
+ *              "thesis-2gamma" (thesis Thm 4.1.5, pure eps only) | DPO_ACCOUNTING_RDP "rdp"
+ *  group       disjoint-pass id: consecutive DISJOINT charges with the same group form one
  *              pass (the partition into batches must not depend on the data).  A different
  *              group id, or any non-disjoint charge in between, closes the pass.
  *  step        iteration number, recorded in the journal. */
 typedef struct {
-  const char *mechanism;
+  dpo_mech_t mechanism;
   double eps, delta;
   double noise_scale, sensitivity;
   int64_t dim;
   int64_t m, n;
-  const char *sampling;
-  const char *accounting;
+  dpo_sampling_t sampling;
+  dpo_accounting_t accounting;
   int64_t group;
   int64_t step;
-  double rho; /* mechanism "rdp-rho" only (RDP ledger): the release is (alpha, alpha rho^2/2)-RDP */
+  double rho; /* DPO_MECH_RDP_RHO only (RDP ledger): the release is (alpha, alpha rho^2/2)-RDP */
   /* the relation the sensitivity (or rho) was computed for; 0 = replace-one.  A ledger opened
    * under another relation refuses the charge (DPO_EINVAL).  Sampling "poisson" is accepted only
    * under add-remove; "wor", "disjoint" and "rdp-rho" only under replace-one. */

@@ -29,8 +29,8 @@ static void run(int k, const char *dir) {
   int st = dpo_ledger_open(comm, 1.0, 0.0, path, 0, &L);
   T_CHECK(st == DPO_OK, "k=%d: %s", k, dpo_errmsg());
   if (st) goto out;
-  dpo_charge_t c = {.mechanism = "laplace", .eps = 0.25, .sampling = "none",
-                    .accounting = "pure"};
+  dpo_charge_t c = {.mechanism = DPO_MECH_LAPLACE, .eps = 0.25, .sampling = DPO_SAMPLING_NONE,
+                    .accounting = DPO_ACCOUNTING_PURE};
   for (int i = 0; i < 4; i++) {
     double ch = -1;
     c.step = i;
@@ -74,9 +74,9 @@ static void run(int k, const char *dir) {
     T_CHECK(dpo_ledger_charge_all(L, &c, NULL) == DPO_EINVAL, "k=%d: relation mismatch", k);
     c.neighbours = DPO_NEIGHBOURS_ADD_REMOVE;
     T_CHECK(dpo_ledger_charge_all(L, &c, NULL) == DPO_OK, "k=%d: pure charge", k);
-    dpo_charge_t g = {.mechanism = "gaussian", .noise_scale = 4, .sensitivity = 1, .dim = 1,
-                      .m = 10, .n = 1000, .sampling = "poisson", .accounting = "rdp",
-                      .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+    dpo_charge_t g = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = 4, .sensitivity = 1, .dim = 1,
+                      .m = 10, .n = 1000, .sampling = DPO_SAMPLING_POISSON,
+                      .accounting = DPO_ACCOUNTING_RDP, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
     T_CHECK(dpo_ledger_charge_all(L, &g, NULL) == DPO_OK, "k=%d: Gaussian charge", k);
     dpo_ledger_close(L);
   }

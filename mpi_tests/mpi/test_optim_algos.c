@@ -66,8 +66,9 @@ static volatile sig_atomic_t whole_stop;
 static int64_t whole_stop_at = -1;
 static int whole_create(dpo_solver_t *s, void **st) {
   dpo_plan_t p = {.kind = DPO_PLAN_WHOLE, .steps = 10, .what = "fake whole pass"};
-  p.whole = (dpo_charge_t){.mechanism = "laplace", .noise_scale = 1.0, .sensitivity = 0.5,
-                           .dim = 1, .sampling = "none", .accounting = "pure"};
+  p.whole = (dpo_charge_t){.mechanism = DPO_MECH_LAPLACE, .noise_scale = 1.0, .sensitivity = 0.5,
+                           .dim = 1, .sampling = DPO_SAMPLING_NONE,
+                           .accounting = DPO_ACCOUNTING_PURE};
   *st = NULL;
   return dpo_solver_declare_plan(s, &p);
 }

@@ -31,10 +31,10 @@
 static dpo_charge_t pure(double eps, int64_t step) {
   dpo_charge_t c;
   memset(&c, 0, sizeof c);
-  c.mechanism = "laplace";
+  c.mechanism = DPO_MECH_LAPLACE;
   c.eps = eps;
-  c.sampling = "none";
-  c.accounting = "pure";
+  c.sampling = DPO_SAMPLING_NONE;
+  c.accounting = DPO_ACCOUNTING_PURE;
   c.group = 1;
   c.step = step;
   c.dim = 1;

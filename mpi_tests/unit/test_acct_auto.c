@@ -22,12 +22,12 @@
 
 #define CLOSE(x, want) cr_assert(fabs((x) - (want)) <= 1e-8 * (want), "%.17g vs %.17g", x, want)
 
-static const dpo_charge_t RHO = {.mechanism = "rdp-rho", .rho = 0.5, .sampling = "none",
-                                 .accounting = "rdp"};
+static const dpo_charge_t RHO = {.mechanism = DPO_MECH_RDP_RHO, .rho = 0.5,
+                                 .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_RDP};
 
 static dpo_charge_t lap(double eps) {
-  dpo_charge_t c = {.mechanism = "laplace", .eps = eps, .sampling = "none",
-                    .accounting = "pure"};
+  dpo_charge_t c = {.mechanism = DPO_MECH_LAPLACE, .eps = eps, .sampling = DPO_SAMPLING_NONE,
+                    .accounting = DPO_ACCOUNTING_PURE};
   return c;
 }
 
@@ -107,8 +107,8 @@ Test(auto, pure_only_takes_the_better_of_sum_and_rdp) {
 Test(auto, approx_release_uses_its_delta) {
   double e, d;
   dpo_ledger_t *L = open_auto(10, 1e-5, NULL);
-  dpo_charge_t h = {.mechanism = "gaussian", .eps = 0.3, .delta = 1e-6, .sampling = "none",
-                    .accounting = "pure"};
+  dpo_charge_t h = {.mechanism = DPO_MECH_GAUSSIAN, .eps = 0.3, .delta = 1e-6,
+                    .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE};
   charge_ok(L, h, 0);
   spent(L, &e, &d);
   cr_assert_eq(e, 0.3);
@@ -188,8 +188,9 @@ Test(relation, ledger_refuses_another_relation) {
   c.neighbours = DPO_NEIGHBOURS_ADD_REMOVE;
   charge_ok(L, c, 0);
   /* sampling without replacement and one-pass bounds are replace-one analyses */
-  dpo_charge_t w = {.mechanism = "laplace", .eps = 0.1, .sampling = "wor", .m = 10, .n = 100,
-                    .accounting = "subsampled", .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t w = {.mechanism = DPO_MECH_LAPLACE, .eps = 0.1, .sampling = DPO_SAMPLING_WOR,
+                    .m = 10, .n = 100, .accounting = DPO_ACCOUNTING_SUBSAMPLED,
+                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   cr_assert_eq(dpo_ledger_charge(L, &w, NULL), DPO_EINVAL);
   cr_assert(strstr(dpo_errmsg(), "sampling without replacement is a replace-one analysis"), "%s",
             dpo_errmsg());
@@ -197,9 +198,9 @@ Test(relation, ledger_refuses_another_relation) {
   r.neighbours = DPO_NEIGHBOURS_ADD_REMOVE;
   cr_assert_eq(dpo_ledger_charge(L, &r, NULL), DPO_EINVAL);
   /* Poisson with the add/remove sensitivity is fine here */
-  dpo_charge_t p = {.mechanism = "gaussian", .noise_scale = 4, .sensitivity = 1, .dim = 1,
-                    .m = 10, .n = 1000, .sampling = "poisson", .accounting = "rdp",
-                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t p = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = 4, .sensitivity = 1, .dim = 1,
+                    .m = 10, .n = 1000, .sampling = DPO_SAMPLING_POISSON,
+                    .accounting = DPO_ACCOUNTING_RDP, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   charge_ok(L, p, 1);
   cr_assert_eq(dpo_ledger_count(L), 2);
   dpo_ledger_close(L);

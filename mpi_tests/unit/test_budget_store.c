@@ -33,14 +33,14 @@ static void teardown(void) {
 TestSuite(budget, .init = setup, .fini = teardown);
 
 static dpo_charge_t poisson(double z) {
-  dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = z, .sensitivity = 1, .dim = 10,
-                    .sampling = "poisson", .accounting = "rdp", .m = 256, .n = 32561,
-                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = z, .sensitivity = 1, .dim = 10,
+                    .sampling = DPO_SAMPLING_POISSON, .accounting = DPO_ACCOUNTING_RDP, .m = 256,
+                    .n = 32561, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   return c;
 }
 static dpo_charge_t laplace(double eps) {
-  dpo_charge_t c = {.mechanism = "laplace", .eps = eps, .sampling = "none",
-                    .accounting = "pure", .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t c = {.mechanism = DPO_MECH_LAPLACE, .eps = eps, .sampling = DPO_SAMPLING_NONE,
+                    .accounting = DPO_ACCOUNTING_PURE, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   return c;
 }
 

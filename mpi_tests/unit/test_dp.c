@@ -159,10 +159,10 @@ Test(dp, weighted_split_fits_budget_exactly) {
   cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, eps, 0, NULL, 0, &L), 0);
   for (int t = 0; t < 1000; t++) {
     dpo_charge_t c = {0};
-    c.mechanism = "laplace";
+    c.mechanism = DPO_MECH_LAPLACE;
     c.eps = e[t];
-    c.sampling = "none";
-    c.accounting = "pure";
+    c.sampling = DPO_SAMPLING_NONE;
+    c.accounting = DPO_ACCOUNTING_PURE;
     c.dim = 1;
     c.step = t;
     cr_assert_eq(dpo_ledger_charge(L, &c, NULL), 0, "charge %d refused", t);

@@ -145,10 +145,10 @@ Test(pld, published_dp_accounting_values) {
 
 /* ---- the "pld" ledger accountant (src/privacy/acct_pld.c) */
 
-static dpo_charge_t gauss(double sigma, const char *sampling, int64_t m, int64_t n) {
-  dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = sigma, .sensitivity = 1, .dim = 1,
-                    .sampling = sampling, .accounting = "rdp", .m = m, .n = n,
-                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+static dpo_charge_t gauss(double sigma, dpo_sampling_t sampling, int64_t m, int64_t n) {
+  dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = sigma, .sensitivity = 1,
+                    .dim = 1, .sampling = sampling, .accounting = DPO_ACCOUNTING_RDP, .m = m,
+                    .n = n, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   return c;
 }
 
@@ -162,7 +162,7 @@ Test(pld, ledger_two_kinds_exact_and_below_rdp) {
                                   DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 10, 1e-5, NULL, 0, "rdp",
                                   DPO_NEIGHBOURS_ADD_REMOVE, &R), DPO_OK);
-  dpo_charge_t a = gauss(1, "none", 0, 0), b = gauss(2, "none", 0, 0);
+  dpo_charge_t a = gauss(1, DPO_SAMPLING_NONE, 0, 0), b = gauss(2, DPO_SAMPLING_NONE, 0, 0);
   cr_assert_eq(dpo_ledger_charge(L, &a, NULL), DPO_OK);
   cr_assert_eq(dpo_ledger_charge(L, &b, NULL), DPO_OK);
   cr_assert_eq(dpo_ledger_charge(R, &a, NULL), DPO_OK);
@@ -186,7 +186,7 @@ Test(pld, ledger_mixed_falls_back_to_auto) {
                                   DPO_NEIGHBOURS_REPLACE_ONE, &L), DPO_OK);
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "auto",
                                   DPO_NEIGHBOURS_REPLACE_ONE, &A), DPO_OK);
-  dpo_charge_t w = gauss(2, "wor", 100, 1000), g = gauss(0.8, "none", 0, 0);
+  dpo_charge_t w = gauss(2, DPO_SAMPLING_WOR, 100, 1000), g = gauss(0.8, DPO_SAMPLING_NONE, 0, 0);
   w.neighbours = g.neighbours = DPO_NEIGHBOURS_REPLACE_ONE;
   int rl = 0, ra = 0;
   for (int i = 0; i < 200 && !rl && !ra; i++) {
@@ -219,10 +219,10 @@ Test(pld, ledger_pure_plus_gaussians_bound_c) {
                                   DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 3, 1e-5, NULL, 0, "auto",
                                   DPO_NEIGHBOURS_ADD_REMOVE, &A), DPO_OK);
-  dpo_charge_t lap = {.mechanism = "laplace", .noise_scale = 4, .sensitivity = 1, .dim = 1,
-                      .sampling = "none", .accounting = "pure",
+  dpo_charge_t lap = {.mechanism = DPO_MECH_LAPLACE, .noise_scale = 4, .sensitivity = 1, .dim = 1,
+                      .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE,
                       .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
-  dpo_charge_t g = gauss(0.8, "poisson", 100, 1000);
+  dpo_charge_t g = gauss(0.8, DPO_SAMPLING_POISSON, 100, 1000);
   int rl = 0, ra = 0, nl = 0, na = 0, npure = 0, ngauss = 0, by_pld = 0;
   for (int i = 0; i < 400 && !rl; i++) {
     const dpo_charge_t *c = i % 50 == 0 ? &lap : &g;
@@ -257,7 +257,7 @@ Test(pld, ledger_pure_plus_gaussians_bound_c) {
  * than the PLD eps of the exact count allows. */
 Test(pld, ledger_poisson_accepts_more_than_rdp) {
   dpo_ledger_t *L = NULL, *R = NULL;
-  dpo_charge_t g = gauss(2.0, "poisson", 200, 1000);
+  dpo_charge_t g = gauss(2.0, DPO_SAMPLING_POISSON, 200, 1000);
   int64_t nl = 0, nr = 0;
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 2, 1e-5, NULL, 0, "pld",
                                   DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);

@@ -26,10 +26,10 @@ static dpo_rng_t *seeded(uint64_t seed) {
 
 static dpo_charge_t lap(double eps) {
   dpo_charge_t c = {0};
-  c.mechanism = "laplace";
+  c.mechanism = DPO_MECH_LAPLACE;
   c.eps = eps;
-  c.sampling = "none";
-  c.accounting = "pure";
+  c.sampling = DPO_SAMPLING_NONE;
+  c.accounting = DPO_ACCOUNTING_PURE;
   return c;
 }
 
@@ -328,8 +328,8 @@ Test(accountant, three_subsampled_laplace_steps) {
   dpo_ledger_t *L;
   cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 10.0, 0.0, NULL, 0, &L), DPO_OK);
   dpo_charge_t c = lap(2.0);
-  c.sampling = "wor";
-  c.accounting = "subsampled";
+  c.sampling = DPO_SAMPLING_WOR;
+  c.accounting = DPO_ACCOUNTING_SUBSAMPLED;
   c.m = 20;
   c.n = 100;
   for (int t = 0; t < 3; t++) cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
@@ -435,7 +435,7 @@ Test(accountant, disjoint_passes_cost_the_max) {
   const double pass1[] = {0.3, 0.5, 0.2}, pass2[] = {0.25, 0.25};
   for (int i = 0; i < 3; i++) {
     dpo_charge_t c = lap(pass1[i]);
-    c.sampling = "disjoint";
+    c.sampling = DPO_SAMPLING_DISJOINT;
     c.group = 1;
     cr_assert_eq(dpo_ledger_charge(L, &c, &ch), DPO_OK);
     cr_expect_eq(ch, i == 0 ? 0.3 : i == 1 ? 0.5 - 0.3 : 0.0);
@@ -444,14 +444,14 @@ Test(accountant, disjoint_passes_cost_the_max) {
   cr_expect_eq(e, 0.5);
   for (int i = 0; i < 2; i++) {
     dpo_charge_t c = lap(pass2[i]);
-    c.sampling = "disjoint";
+    c.sampling = DPO_SAMPLING_DISJOINT;
     c.group = 2;
     cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
   }
   dpo_charge_t c = lap(1.0); /* a sequential release in between closes the pass */
   cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
   c = lap(0.25);
-  c.sampling = "disjoint";
+  c.sampling = DPO_SAMPLING_DISJOINT;
   c.group = 2;
   cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
   cr_assert_eq(dpo_ledger_spent(L, &e, NULL), DPO_OK);
@@ -463,8 +463,8 @@ Test(accountant, gaussian_eps_delta_composition) {
   dpo_ledger_t *L;
   double e, d;
   cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-5, NULL, 0, &L), DPO_OK);
-  dpo_charge_t g = {.mechanism = "gaussian", .eps = 0.25, .delta = 2.5e-6, .sampling = "none",
-                    .accounting = "pure"};
+  dpo_charge_t g = {.mechanism = DPO_MECH_GAUSSIAN, .eps = 0.25, .delta = 2.5e-6,
+                    .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE};
   for (int i = 0; i < 4; i++) cr_expect_eq(dpo_ledger_charge(L, &g, NULL), DPO_OK);
   cr_assert_eq(dpo_ledger_spent(L, &e, &d), DPO_OK);
   cr_expect_eq(e, 1.0);
@@ -476,18 +476,19 @@ Test(accountant, gaussian_eps_delta_composition) {
   cr_assert_eq(dpo_ledger_open(MPI_COMM_NULL, 1.0, 1e-5, NULL, 0, &L), DPO_OK);
   double sg;
   cr_assert_eq(dpo_mech_gaussian_sigma(1.0, 0.5, 5e-6, 10, &sg), DPO_OK);
-  dpo_charge_t h = {.mechanism = "gaussian", .delta = 5e-6, .noise_scale = sg,
-                    .sensitivity = 1.0, .dim = 10, .sampling = "none", .accounting = "pure"};
+  dpo_charge_t h = {.mechanism = DPO_MECH_GAUSSIAN, .delta = 5e-6, .noise_scale = sg,
+                    .sensitivity = 1.0, .dim = 10, .sampling = DPO_SAMPLING_NONE,
+                    .accounting = DPO_ACCOUNTING_PURE};
   double ch;
   cr_expect_eq(dpo_ledger_charge(L, &h, &ch), DPO_OK);
   cr_expect(ch <= 0.5 && ch >= 0.5 * (1 - 1e-9), "charged %a", ch);
-  h.accounting = "thesis-2gamma";
-  h.sampling = "wor";
+  h.accounting = DPO_ACCOUNTING_THESIS_2GAMMA;
+  h.sampling = DPO_SAMPLING_WOR;
   h.m = 1;
   h.n = 2;
   cr_expect_eq(dpo_ledger_charge(L, &h, NULL), DPO_EUNSUP); /* pure-eps bound only */
-  h.sampling = "poisson";
-  h.accounting = "subsampled";
+  h.sampling = DPO_SAMPLING_POISSON;
+  h.accounting = DPO_ACCOUNTING_SUBSAMPLED;
   cr_expect_eq(dpo_ledger_charge(L, &h, NULL), DPO_EINVAL); /* add/remove analysis */
   dpo_ledger_close(L);
 }
@@ -533,8 +534,8 @@ static dpo_charge_t mix(int i) {
   c.step = i;
   switch (i % 4) {
   case 0:
-    c.sampling = "wor";
-    c.accounting = "subsampled";
+    c.sampling = DPO_SAMPLING_WOR;
+    c.accounting = DPO_ACCOUNTING_SUBSAMPLED;
     c.m = 30;
     c.n = 1000;
     break;
@@ -545,11 +546,11 @@ static dpo_charge_t mix(int i) {
     c.dim = 17;
     break;
   case 2:
-    c.mechanism = "gaussian";
+    c.mechanism = DPO_MECH_GAUSSIAN;
     c.delta = 1e-7;
     break;
   default:
-    c.sampling = "disjoint";
+    c.sampling = DPO_SAMPLING_DISJOINT;
     c.group = i / 8;
   }
   return c;

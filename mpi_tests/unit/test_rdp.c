@@ -278,9 +278,9 @@ Test(rdp, ledger_counts_steps_like_the_curve) {
   /* Poisson subsampling is an add/remove analysis (MTZ 2019) */
   cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 1.0, 1e-5, path, 0, "rdp",
                                   DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
-  dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = sigma, .sensitivity = sens,
-                    .dim = dim, .m = 50, .n = 1000, .sampling = "poisson", .accounting = "rdp",
-                    .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+  dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = sigma, .sensitivity = sens,
+                    .dim = dim, .m = 50, .n = 1000, .sampling = DPO_SAMPLING_POISSON,
+                    .accounting = DPO_ACCOUNTING_RDP, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
   int64_t k = 0;
   for (;; k++) {
     c.step = k;
@@ -318,8 +318,8 @@ Test(rdp, ledger_disjoint_and_rho) {
   dpo_ledger_t *L;
   cr_assert_eq(dpo_ledger_open_rdp(MPI_COMM_NULL, 5.0, 1e-6, NULL, 0, &L), DPO_OK);
   /* one pass of 4 disjoint phases with rho = 0.5 each costs one rho = 0.5 curve */
-  dpo_charge_t c = {.mechanism = "rdp-rho", .rho = 0.5, .sampling = "disjoint",
-                    .accounting = "rdp", .group = 1};
+  dpo_charge_t c = {.mechanism = DPO_MECH_RDP_RHO, .rho = 0.5, .sampling = DPO_SAMPLING_DISJOINT,
+                    .accounting = DPO_ACCOUNTING_RDP, .group = 1};
   for (int i = 0; i < 4; i++) cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
   double e, ref;
   dpo_rdp_curve_t cv;
@@ -329,7 +329,7 @@ Test(rdp, ledger_disjoint_and_rho) {
   cr_assert_eq(dpo_ledger_spent(L, &e, NULL), DPO_OK);
   cr_assert_float_eq(e, ref, 1e-12);
   /* a sequential release closes the pass: curves add */
-  c.sampling = "none";
+  c.sampling = DPO_SAMPLING_NONE;
   cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK);
   dpo_rdp_curve_add_rho(&cv, 0.5);
   dpo_rdp_eps(&cv, 1e-6, &ref, NULL);
@@ -339,7 +339,8 @@ Test(rdp, ledger_disjoint_and_rho) {
   double eg = curve_eps("none", 0, 0, 1 / 0.5, 2, 1e-6);
   cr_assert_float_eq(e, eg, 1e-9);
   /* wrong kinds are refused */
-  dpo_charge_t bad = {.mechanism = "laplace", .eps = 1, .sampling = "none", .accounting = "pure"};
+  dpo_charge_t bad = {.mechanism = DPO_MECH_LAPLACE, .eps = 1, .sampling = DPO_SAMPLING_NONE,
+                      .accounting = DPO_ACCOUNTING_PURE};
   cr_assert_eq(dpo_ledger_charge(L, &bad, NULL), DPO_EINVAL);
   dpo_ledger_close(L);
   cr_assert_neq(dpo_ledger_open_rdp(MPI_COMM_NULL, 1.0, 0.0, NULL, 0, &L), DPO_OK);
@@ -360,9 +361,9 @@ Test(rdp, shared_curve_cache_keys) {
       dpo_ledger_t *L;
       cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 100.0, 1e-5, NULL, 0, "rdp",
                                       DPO_NEIGHBOURS_ADD_REMOVE, &L), DPO_OK);
-      dpo_charge_t c = {.mechanism = "gaussian", .noise_scale = sigma[i], .sensitivity = 1.0,
-                        .dim = 4, .m = m[j], .n = 1000, .sampling = "poisson",
-                        .accounting = "rdp", .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
+      dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = sigma[i], .sensitivity = 1.0,
+                        .dim = 4, .m = m[j], .n = 1000, .sampling = DPO_SAMPLING_POISSON,
+                        .accounting = DPO_ACCOUNTING_RDP, .neighbours = DPO_NEIGHBOURS_ADD_REMOVE};
       cr_assert_eq(dpo_ledger_charge(L, &c, NULL), DPO_OK, "%s", dpo_errmsg());
       double e, z = sigma[i] / (1.0 + 2.0 * lambda[i]);
       cr_assert_eq(dpo_ledger_spent(L, &e, NULL), DPO_OK);

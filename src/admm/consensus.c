@@ -47,10 +47,11 @@ static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int3
                           int64_t it) {
   for (int i = 0; i < N; i++) {
     int rdp = p->accounting && strcmp(p->accounting, "rdp") == 0;
-    dpo_charge_t c = {.mechanism = "gaussian", .eps = rdp ? 0.0 : p->eps_step,
+    dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .eps = rdp ? 0.0 : p->eps_step,
                       .delta = rdp ? 0.0 : p->delta_step, .noise_scale = p->sigma,
-                      .sensitivity = 2.0 * p->clip, .dim = d, .sampling = "disjoint",
-                      .accounting = rdp ? "rdp" : "pure", .group = it, .step = it};
+                      .sensitivity = 2.0 * p->clip, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
+                      .accounting = rdp ? DPO_ACCOUNTING_RDP : DPO_ACCOUNTING_PURE,
+                      .group = it, .step = it};
     int st = dpo_ledger_charge(L, &c, NULL);
     if (st) return st;
   }

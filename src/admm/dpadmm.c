@@ -87,9 +87,9 @@ static int observe(ctx_t *c, const double *x, int64_t step, const double *g) {
 static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   int st;
   if (c->op->noise && c->op->secagg_parties > 0) { /* charge, then the masked noised sum */
-    dpo_charge_t ch = {.mechanism = "rdp-rho", .rho = c->rho, .dim = c->d, .sampling = "none",
-                       .accounting = "rdp", .m = c->n, .n = c->n, .step = step,
-                       .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
+    dpo_charge_t ch = {.mechanism = DPO_MECH_RDP_RHO, .rho = c->rho, .dim = c->d,
+                       .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_RDP, .m = c->n,
+                       .n = c->n, .step = step, .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
     if ((st = charge(c, &ch))) return st;
     /* the claim: every party's guard prices the noise itself and refuses a larger rho */
     dpo_oracle_noise_t nz = {DPO_ONOISE_SECAGG, c->gamma, c->size, c->isigma, 0, c->rho, 0,
@@ -107,9 +107,9 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
      * sensitivity n sens = 2 clip), and it alone covers the party against the coordinator,
      * which sees every party's noised sum; full batch, so nothing to amplify */
     double k = local ? (double)c->n : 1.0;
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = k * c->sigma,
-                       .sensitivity = k * c->sens, .dim = c->d, .sampling = "none",
-                       .accounting = "rdp", .step = step};
+    dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = k * c->sigma,
+                       .sensitivity = k * c->sens, .dim = c->d, .sampling = DPO_SAMPLING_NONE,
+                       .accounting = DPO_ACCOUNTING_RDP, .step = step};
     if ((st = charge(c, &ch))) return st;
   }
   double loss = 0.0;
@@ -138,8 +138,9 @@ typedef struct {
 
 static int gauss_charge(void *arg, dpo_ledger_t *F, int64_t t) {
   const gauss_plan_t *p = arg;
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = p->sigma, .sensitivity = p->sens,
-                     .dim = p->d, .sampling = "none", .accounting = "rdp", .step = t};
+  dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = p->sigma,
+                     .sensitivity = p->sens, .dim = p->d, .sampling = DPO_SAMPLING_NONE,
+                     .accounting = DPO_ACCOUNTING_RDP, .step = t};
   return dpo_ledger_charge(F, &ch, NULL);
 }
 

@@ -120,8 +120,9 @@ static int dpo__audit_laplace(const dpo__audit_t *a, const dpo_shard_t *s, dpo_r
   int rc = dpo_mech_laplace_scale(sens, a->eps, 1, &b);
   if (!rc) rc = dpo__audit_ledger(a, &L);
   if (!rc) {
-    dpo_charge_t c = {.mechanism = "laplace", .noise_scale = b, .sensitivity = sens, .dim = 1,
-                      .sampling = "none", .accounting = "pure", .neighbours = rel};
+    dpo_charge_t c = {.mechanism = DPO_MECH_LAPLACE, .noise_scale = b, .sensitivity = sens,
+                      .dim = 1, .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE,
+                      .neighbours = rel};
     rc = dpo_ledger_charge(L, &c, &charged);
   }
   if (!rc) {

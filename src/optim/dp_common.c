@@ -462,7 +462,8 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     const int64_t m = dp->m == dp->n || dp->m > na ? na : dp->m;
     double eps0 = NAN, b = NAN, sens, charged = 0, rc2rho = NAN;
     dpo_batch_t batch = {NULL, na};
-    const char *sampling = "none", *accounting = "pure";
+    dpo_sampling_t sampling = DPO_SAMPLING_NONE;
+    dpo_accounting_t accounting = DPO_ACCOUNTING_PURE;
     if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
       if (t >= dp->nbuckets)
         return dpo_err(DPO_EINVAL, "dp: step %lld but only %lld disjoint buckets", (long long)t,
@@ -471,7 +472,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       qsort(dp->ids, (size_t)dp->m, sizeof *dp->ids, dpo__cmp_i64);
       batch.ids = dp->ids;
       batch.m = dp->m;
-      sampling = "disjoint";
+      sampling = DPO_SAMPLING_DISJOINT;
     } else if (m < na || dp->nactive < pt->count) {
       /* m of the na active rows (all of them for a full batch), mapped in order onto the
        * active parties' global ranges: monotone, so the ids stay sorted */
@@ -490,12 +491,13 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       batch.ids = dp->ids;
       batch.m = m;
       if (m < na) {
-        sampling = "wor";
+        sampling = DPO_SAMPLING_WOR;
         /* local / shares: the coordinator drew the batch (and broadcast its ids), so
          * amplification by subsampling does not hold against it: the batch is charged
          * un-amplified ("wor" + "pure": sampled, not amplified) */
-        accounting = !central ? "pure"
-                     : dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+        accounting = !central ? DPO_ACCOUNTING_PURE
+                     : dp->accounting == DPO__DP_ACC_THESIS2G ? DPO_ACCOUNTING_THESIS_2GAMMA
+                                                               : DPO_ACCOUNTING_SUBSAMPLED;
       }
     }
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
@@ -528,7 +530,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     if (rc) return rc;
     dpo_charge_t c;
     memset(&c, 0, sizeof c);
-    c.mechanism = "laplace";
+    c.mechanism = DPO_MECH_LAPLACE;
     c.eps = eps0;
     c.noise_scale = b;
     c.sensitivity = sens;
@@ -540,15 +542,15 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     c.group = 1;
     c.step = t;
     if (pt->trust == DPO_TRUST_SECAGG && sz.lap_honest) { /* pure, un-amplified */
-      c.sampling = "none";
-      c.accounting = "pure";
+      c.sampling = DPO_SAMPLING_NONE;
+      c.accounting = DPO_ACCOUNTING_PURE;
     } else if (pt->trust == DPO_TRUST_SECAGG) { /* un-amplified: the coordinator drew the batch */
-      c.mechanism = "rdp-rho";
+      c.mechanism = DPO_MECH_RDP_RHO;
       c.rho = rc2rho;
       c.eps = 0;
       c.noise_scale = 0;
-      c.sampling = "none";
-      c.accounting = "rdp";
+      c.sampling = DPO_SAMPLING_NONE;
+      c.accounting = DPO_ACCOUNTING_RDP;
       c.neighbours = dpo_ledger_neighbours(dpo_solver_ledger(s));
     }
     int np = 0, refused = -2;
@@ -639,20 +641,21 @@ static int dpo__dp_step_charge(const dpo__dp_t *dp, int64_t t, double eps_target
     if ((rc = dpo_mech_laplace_scale(delta1, eps0, dp->d, &b))) return rc;
   }
   memset(c, 0, sizeof *c);
-  c->mechanism = "laplace";
+  c->mechanism = DPO_MECH_LAPLACE;
   c->eps = eps0;
   c->noise_scale = b;
   c->sensitivity = delta1;
   c->dim = dp->d;
   c->m = dp->m;
   c->n = dp->n;
-  c->sampling = "none";
-  c->accounting = "pure";
+  c->sampling = DPO_SAMPLING_NONE;
+  c->accounting = DPO_ACCOUNTING_PURE;
   if (dp->sampling == DPO__DP_SAMPLE_DISJOINT) {
-    c->sampling = "disjoint";
+    c->sampling = DPO_SAMPLING_DISJOINT;
   } else if (dp->m < dp->n) {
-    c->sampling = "wor";
-    c->accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? "thesis-2gamma" : "subsampled";
+    c->sampling = DPO_SAMPLING_WOR;
+    c->accounting = dp->accounting == DPO__DP_ACC_THESIS2G ? DPO_ACCOUNTING_THESIS_2GAMMA
+                                                      : DPO_ACCOUNTING_SUBSAMPLED;
   }
   c->group = 1;
   c->step = t;
@@ -777,7 +780,8 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
     const double q = dp->sampling == DPO__DP_SAMPLE_DISJOINT ? 0.0
                      : batch.ids ? (double)dp->m / (double)dp->n : 1.0;
     dpo_release_t rel = {t,  "laplace", b, delta1, q,    eps0,
-                         c.sampling, dp->m, dp->n, d, g, x, w / (double)dp->m};
+                         dpo_sampling_name(c.sampling), dp->m, dp->n, d, g, x,
+                         w / (double)dp->m};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   /* the regularizer's gradient is public given x: added after the noise */

@@ -186,8 +186,9 @@ int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
 }
 
 int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, double *charged) {
-  dpo_charge_t ch = {.mechanism = "laplace", .noise_scale = b, .sensitivity = 1, .dim = 1,
-                     .sampling = "none", .accounting = "pure", .step = -1, .neighbours = rel};
+  dpo_charge_t ch = {.mechanism = DPO_MECH_LAPLACE, .noise_scale = b, .sensitivity = 1, .dim = 1,
+                     .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE, .step = -1,
+                     .neighbours = rel};
   return dpo_ledger_charge(F, &ch, charged);
 }
 
@@ -237,8 +238,9 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
     int *pl = malloc((size_t)P * sizeof *pl), refused = -2;
     if (!pl) return dpo_err(DPO_ENOMEM, "%s: out of memory", who);
     for (int k = 0; k < P; k++) pl[k] = k;
-    dpo_charge_t ch = {.mechanism = "laplace", .noise_scale = b, .sensitivity = 1, .dim = 1,
-                       .sampling = "none", .accounting = "pure", .step = -1, .neighbours = rel};
+    dpo_charge_t ch = {.mechanism = DPO_MECH_LAPLACE, .noise_scale = b, .sensitivity = 1, .dim = 1,
+                       .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_PURE, .step = -1,
+                       .neighbours = rel};
     rc = dpo_ledger_charge_parties(L, &ch, P, pl, NULL, &refused);
     free(pl);
   } else {
@@ -347,10 +349,10 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
     if ((rc = dpo_secagg_word(sa->ln, sa->sens, sa->gamma, sa->size, shares, sa->d, sa->sigma, 0,
                               &bits)))
       return rc;
-    c = (dpo_charge_t){.mechanism = "gaussian", .noise_scale = sa->sigma_h,
-                       .sensitivity = sa->sens, .dim = sa->d, .sampling = "poisson",
-                       .accounting = "rdp", .m = sa->lm, .n = sa->ln, .step = ch->step,
-                       .neighbours = dpo_ledger_neighbours(L)};
+    c = (dpo_charge_t){.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = sa->sigma_h,
+                       .sensitivity = sa->sens, .dim = sa->d, .sampling = DPO_SAMPLING_POISSON,
+                       .accounting = DPO_ACCOUNTING_RDP, .m = sa->lm, .n = sa->ln,
+                       .step = ch->step, .neighbours = dpo_ledger_neighbours(L)};
     nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0,
                               sa->sigma_h / sa->sens, 0, bits};
   } else if (sa->trust == DPO_TRUST_SECAGG) {
@@ -360,18 +362,19 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
     if ((rc = dpo_secagg_word(b->m, sa->sens, sa->gamma, sa->size, shares, sa->d, sa->sigma, 0,
                               &bits)))
       return rc;
-    c = (dpo_charge_t){.mechanism = "rdp-rho", .rho = sa->rho, .dim = sa->d,
-                       .sampling = ch->sampling, .accounting = "rdp", .group = ch->group,
-                       .m = b->m, .n = ch->n, .step = ch->step, .neighbours = dpo_ledger_neighbours(L)};
+    c = (dpo_charge_t){.mechanism = DPO_MECH_RDP_RHO, .rho = sa->rho, .dim = sa->d,
+                       .sampling = ch->sampling, .accounting = DPO_ACCOUNTING_RDP,
+                       .group = ch->group, .m = b->m, .n = ch->n, .step = ch->step,
+                       .neighbours = dpo_ledger_neighbours(L)};
     nz = (dpo_oracle_noise_t){DPO_ONOISE_SECAGG, sa->gamma, sa->size, sa->sigma, 0, sa->rho,
-                              strcmp(c.sampling, "disjoint") ? 0 : c.group + 1, bits};
+                              c.sampling != DPO_SAMPLING_DISJOINT ? 0 : c.group + 1, bits};
   } else if (sa->trust == DPO_TRUST_LOCAL) {
     /* the coordinator draws the batch: a local charge amplified by sampling would not hold
      * against it (refused here as a guard; the callers charge sampling none or disjoint) */
-    if (strcmp(ch->sampling, "none") && strcmp(ch->sampling, "disjoint"))
+    if (ch->sampling != DPO_SAMPLING_NONE && ch->sampling != DPO_SAMPLING_DISJOINT)
       return dpo_err(DPO_EINVAL, "privacy.trust = local: a release charged with sampling %s "
                      "would be amplified against the coordinator that drew the batch",
-                     ch->sampling);
+                     dpo_sampling_name(ch->sampling));
     nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0, 0, 0, 0};
   }
   double charged = 0;

@@ -152,9 +152,10 @@ static int dpsgd_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
   const dpsgd_plan_t *p = arg;
   const dpo__dpsgd_t *a = p->a;
   if (a->count_eps > 0 && i-- == 0) return dpo__sco_count_charge(F, a->c.rel, a->count_b, NULL);
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = p->sigma, .sensitivity = a->sens,
-                     .dim = a->c.d, .sampling = a->poisson ? "poisson" : "wor",
-                     .accounting = "rdp", .m = a->m, .n = a->npub, .step = i,
+  dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = p->sigma,
+                     .sensitivity = a->sens, .dim = a->c.d,
+                     .sampling = a->poisson ? DPO_SAMPLING_POISSON : DPO_SAMPLING_WOR,
+                     .accounting = DPO_ACCOUNTING_RDP, .m = a->m, .n = a->npub, .step = i,
                      .neighbours = a->c.rel};
   return dpo_ledger_charge(F, &ch, NULL);
 }
@@ -593,16 +594,17 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     mb = a->m;
   }
   if (t == 0 && isfinite(a->c.D)) dpo__sco_project(x, d, a->c.D);
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
+  dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = a->sigma,
                      .sensitivity = a->sens, .dim = d,
-                     .sampling = a->poisson ? "poisson" : "wor", .accounting = "rdp",
-                     .m = a->m, .n = a->npub, .step = t, .neighbours = a->c.rel};
+                     .sampling = a->poisson ? DPO_SAMPLING_POISSON : DPO_SAMPLING_WOR,
+                     .accounting = DPO_ACCOUNTING_RDP, .m = a->m, .n = a->npub, .step = t,
+                     .neighbours = a->c.rel};
   if (a->sa.on) { /* parties: charge every party, then the noised sum (sco_common.h) */
     dpo_batch_t b = {a->ids, mb};
     /* local / secagg: the coordinator drew the batch, so the charge is not amplified; local
      * charges the Gaussian each party adds to its own sum (sigma, multiplier z) */
     if (a->sa.trust != DPO_TRUST_CENTRAL && !a->sa.local)
-      ch.sampling = "none", ch.m = mb, ch.n = n;
+      ch.sampling = DPO_SAMPLING_NONE, ch.m = mb, ch.n = n;
     if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
   } else {
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
@@ -616,7 +618,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     }
     if ((rc = dpo_mech_gaussian(rng, a->sigma, a->g, d))) return rc;
     dpo_release_t rel = {t, "gaussian", a->sigma, a->sens, (double)a->m / (double)a->npub,
-                         0, ch.sampling, a->m, a->npub, d, a->g, x, 1.0};
+                         0, dpo_sampling_name(ch.sampling), a->m, a->npub, d, a->g, x, 1.0};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   double f = (double)t / (double)a->T, lr = a->lr; /* the schedule: public (t, T) only */

@@ -106,9 +106,10 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
     if ((rc = dpo__sco_erm_iters(c->beta, reg, mu_model, c->D, target, maxit, &iters))) return rc;
   }
   /* charge the phase's release before any data-dependent computation */
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = ph->sigma, .sensitivity = ph->sens,
-                     .dim = d, .sampling = "disjoint", .accounting = "rdp", .group = 1,
-                     .m = ph->m, .n = c->n, .step = step, .neighbours = c->rel};
+  dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = ph->sigma,
+                     .sensitivity = ph->sens, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
+                     .accounting = DPO_ACCOUNTING_RDP, .group = 1, .m = ph->m, .n = c->n,
+                     .step = step, .neighbours = c->rel};
   if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   if (step == 0) dpo__sco_project(x, d, c->D);
   w = malloc((size_t)d * sizeof *w);

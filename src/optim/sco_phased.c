@@ -48,9 +48,10 @@ static void phased_destroy(void *st) {
 static dpo_charge_t phased_charge(const dpo__phased_t *a, int i, double z) {
   double eta_i = ldexp(a->eta, -2 * i), sens = dpo_sens(a->c.rel, a->c.L * eta_i);
   int64_t ni = (int64_t)ldexp((double)a->c.n, -i);
-  dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = z * sens, .sensitivity = sens,
-                     .dim = a->c.d, .sampling = "disjoint", .accounting = "rdp", .group = 1,
-                     .m = ni, .n = a->c.n, .step = i - 1, .neighbours = a->c.rel};
+  dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = z * sens, .sensitivity = sens,
+                     .dim = a->c.d, .sampling = DPO_SAMPLING_DISJOINT,
+                     .accounting = DPO_ACCOUNTING_RDP, .group = 1, .m = ni, .n = a->c.n,
+                     .step = i - 1, .neighbours = a->c.rel};
   return ch;
 }
 

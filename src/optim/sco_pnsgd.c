@@ -227,9 +227,9 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
     snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a Gaussian release charged "
              "before it is made (disjoint batches)", (long long)T);
   else {
-    plan.whole = (dpo_charge_t){.mechanism = "rdp-rho", .rho = a->rho_charged, .sampling = "none",
-                                .accounting = "rdp", .m = a->used, .n = n, .step = 0,
-                                .neighbours = a->c.rel};
+    plan.whole = (dpo_charge_t){.mechanism = DPO_MECH_RDP_RHO, .rho = a->rho_charged,
+                                .sampling = DPO_SAMPLING_NONE, .accounting = DPO_ACCOUNTING_RDP,
+                                .m = a->used, .n = n, .step = 0, .neighbours = a->c.rel};
     snprintf(plan.what, sizeof plan.what, "one charge rho = %.6g for the final iterate of the "
              "full %lld-step pass (Feldman, Koren and Talwar 2020, Thm 3.1)", a->rho_charged, (long long)T);
   }
@@ -288,18 +288,18 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   if (a->sa.on) {
     /* charge every party (one batch of the disjoint pass), then the noised sum; parallel
      * composition holds against the coordinator too (the order is public, not amplification) */
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sig_sum,
-                       .sensitivity = a->sa.sens, .dim = d, .sampling = "disjoint",
-                       .accounting = "rdp", .group = 1, .m = b.m, .n = a->c.n, .step = t,
-                       .neighbours = a->c.rel};
+    dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = a->sig_sum,
+                       .sensitivity = a->sa.sens, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
+                       .accounting = DPO_ACCOUNTING_RDP, .group = 1, .m = b.m, .n = a->c.n,
+                       .step = t, .neighbours = a->c.rel};
     if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
     dpo_model_finish(dpo_oracle_model(o), d, b.m, x, NULL, a->g);
   } else if (a->release_all) {
     /* mean of B_t examples: replace-one L2 sensitivity 2L/B_t (dpo_sens) */
-    dpo_charge_t ch = {.mechanism = "gaussian", .noise_scale = a->sigma,
+    dpo_charge_t ch = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = a->sigma,
                        .sensitivity = dpo_sens(a->c.rel, a->c.L) / (double)a->B[t], .dim = d,
-                       .sampling = "disjoint", .accounting = "rdp", .group = 1,
-                       .m = a->B[t], .n = a->c.n, .step = t, .neighbours = a->c.rel};
+                       .sampling = DPO_SAMPLING_DISJOINT, .accounting = DPO_ACCOUNTING_RDP,
+                       .group = 1, .m = a->B[t], .n = a->c.n, .step = t, .neighbours = a->c.rel};
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
   }
   if (!a->sa.on) {

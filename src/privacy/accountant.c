@@ -3,6 +3,7 @@
  * Rounding rule: a privacy LOSS is always rounded up, an ALLOWANCE derived from a target loss
  * is rounded down, and budget totals are exact sums (expansions) of the charged doubles.
  */
+#include "mech_ops.h"
 #include "privacy_int.h"
 
 #include "dpopt/status.h"
@@ -97,7 +98,7 @@ int dpo_privacy_split(double total, int64_t T, double *per_step) {
 int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta) {
   if (!c || !c->mechanism || !c->sampling || !c->accounting)
     return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
-  double e0 = c->eps, d0 = c->delta, em;
+  double e0 = c->eps, d0 = c->delta;
   if (!(e0 >= 0) || !isfinite(e0))
     return dpo_err(DPO_EINVAL, "charge: eps=%g must be finite and >= 0", e0);
   if (!(d0 >= 0 && d0 < 1)) return dpo_err(DPO_EINVAL, "charge: delta=%g must be in [0, 1)", d0);
@@ -106,52 +107,42 @@ int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta) {
   if (!(e0 > 0) && !(c->noise_scale > 0))
     return dpo_err(DPO_EINVAL, "charge: give eps > 0 or the noise scale and sensitivity");
   int st;
-  if (dpo__streq(c->mechanism, "laplace")) {
-    if (d0 != 0) return dpo_err(DPO_EINVAL, "charge: the Laplace mechanism is pure (delta=%g)", d0);
-    if (c->noise_scale > 0) {
-      if ((st = dpo_mech_laplace_eps(c->sensitivity, c->noise_scale, c->dim, &em))) return st;
-      if (em > e0) e0 = em; /* the larger of the claimed and the computed loss */
-    }
-  } else if (dpo__streq(c->mechanism, "gaussian")) {
-    if (!(d0 > 0)) return dpo_err(DPO_EINVAL, "charge: a Gaussian release needs delta in (0, 1)");
-    if (c->noise_scale > 0) {
-      if ((st = dpo_mech_gaussian_eps(c->sensitivity, c->noise_scale, d0, c->dim, &em)))
-        return st;
-      if (em > e0) e0 = em;
-    }
-  } else {
-    return dpo_err(DPO_EINVAL, "charge: unknown mechanism '%s'", c->mechanism);
-  }
-
-  if (dpo__streq(c->sampling, "poisson"))
+  /* the mechanism's own pure or (eps, delta) map (mech_ops.c) */
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  if (!mo || !mo->approx)
+    return dpo_err(DPO_EINVAL, "charge: unknown mechanism '%s'", dpo_mech_name(c->mechanism));
+  if ((st = mo->approx(c, &e0, &d0))) return st;
+  if (c->sampling == DPO_SAMPLING_POISSON)
     return dpo_err(DPO_EUNSUP, "charge: Poisson sampling needs the RDP accountant (not built)");
-  if (dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "disjoint")) {
-    if (!dpo__streq(c->accounting, "pure"))
-      return dpo_err(DPO_EINVAL, "charge: accounting '%s' needs sampling 'wor'", c->accounting);
+  if (c->sampling == DPO_SAMPLING_NONE || c->sampling == DPO_SAMPLING_DISJOINT) {
+    if (c->accounting != DPO_ACCOUNTING_PURE)
+      return dpo_err(DPO_EINVAL, "charge: accounting '%s' needs sampling 'wor'",
+                     dpo_accounting_name(c->accounting));
     *eps = e0;
     *delta = d0;
     return DPO_OK;
   }
-  if (!dpo__streq(c->sampling, "wor"))
-    return dpo_err(DPO_EINVAL, "charge: unknown sampling '%s'", c->sampling);
+  if (c->sampling != DPO_SAMPLING_WOR)
+    return dpo_err(DPO_EINVAL, "charge: unknown sampling '%s'", dpo_sampling_name(c->sampling));
   if ((st = dpo__check_mn(c->m, c->n))) return st;
-  if (dpo__streq(c->accounting, "pure")) { /* sampled but not amplified: still valid */
+  if (c->accounting == DPO_ACCOUNTING_PURE) { /* sampled but not amplified: still valid */
     *eps = e0;
     *delta = d0;
     return DPO_OK;
   }
-  if (dpo__streq(c->accounting, "subsampled")) {
+  if (c->accounting == DPO_ACCOUNTING_SUBSAMPLED) {
     if ((st = dpo_acct_wor(e0, c->m, c->n, eps))) return st;
     /* delta' = (m/n) delta for sampling without replacement (Balle-Barthe-Gaboardi 2018) */
     *delta = d0 > 0 ? dpo__mul_up(d0, dpo__div_up((double)c->m, (double)c->n)) : 0.0;
     return DPO_OK;
   }
-  if (dpo__streq(c->accounting, "thesis-2gamma")) {
+  if (c->accounting == DPO_ACCOUNTING_THESIS_2GAMMA) {
     if (d0 > 0) return dpo_err(DPO_EUNSUP, "charge: thesis-2gamma accounting is for pure eps only");
     *delta = 0;
     return dpo_acct_thesis_2gamma(e0, c->m, c->n, eps);
   }
-  return dpo_err(DPO_EINVAL, "charge: unknown accounting '%s'", c->accounting);
+  return dpo_err(DPO_EINVAL, "charge: unknown accounting '%s'",
+                 dpo_accounting_name(c->accounting));
 }
 
 /* ------------------------------------------------------------ basic composition */
@@ -175,7 +166,7 @@ static int dpo__basic_charge(void *state, const dpo_charge_t *c, double beps, do
   if (st) return st;
   r->cost_eps = ce;
   r->cost_delta = cd;
-  int in_pass = dpo__streq(c->sampling, "disjoint") && b->open && b->group == c->group;
+  int in_pass = c->sampling == DPO_SAMPLING_DISJOINT && b->open && b->group == c->group;
   if (in_pass) {
     /* total grows by max(0, cost - max so far), added exactly as + cost - max */
     r->charge_eps = ce > b->gmax_eps ? dpo__add_up(ce, -b->gmax_eps) : 0.0;
@@ -195,7 +186,7 @@ static int dpo__basic_charge(void *state, const dpo_charge_t *c, double beps, do
     r->charge_delta = cd;
     dpo__xsum_add(&nb.eps, ce);
     dpo__xsum_add(&nb.delta, cd);
-    nb.open = dpo__streq(c->sampling, "disjoint");
+    nb.open = c->sampling == DPO_SAMPLING_DISJOINT;
     nb.group = c->group;
     nb.gmax_eps = ce;
     nb.gmax_delta = cd;
@@ -216,28 +207,6 @@ static void dpo__basic_spent(const void *state, double *eps, double *delta) {
 const dpo__acct_ops_t dpo__acct_basic = {
     "basic", sizeof(dpo__basic_t), dpo__basic_init, dpo__basic_charge, dpo__basic_spent, NULL, NULL};
 
-/* ------------------------------------------------------------ neighbouring relation */
-
-const char *dpo_neighbours_name(dpo_neighbours_t rel) {
-  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? "add-remove" : "replace-one";
-}
-
-int dpo_neighbours_parse(const char *s, dpo_neighbours_t *rel) {
-  if (!rel) return dpo_err(DPO_EINVAL, "neighbours_parse: NULL output");
-  if (!s || !strcasecmp(s, "replace-one")) *rel = DPO_NEIGHBOURS_REPLACE_ONE;
-  else if (!strcasecmp(s, "add-remove")) *rel = DPO_NEIGHBOURS_ADD_REMOVE;
-  else
-    return dpo_err(DPO_EINVAL, "privacy.neighbours = '%s': expected replace-one or add-remove",
-                   s);
-  return DPO_OK;
-}
-
-/* The one conversion from a per-example bound to a sensitivity: replacing a row changes two
- * terms of the sum (the old one leaves, the new one enters), adding or removing changes one. */
-double dpo_sens(dpo_neighbours_t rel, double b) {
-  return rel == DPO_NEIGHBOURS_ADD_REMOVE ? b : 2.0 * b;
-}
-
 int dpo__charge_relation(const dpo_charge_t *c, dpo_neighbours_t rel) {
   if (!c || !c->sampling || !c->mechanism)
     return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
@@ -253,19 +222,20 @@ int dpo__charge_relation(const dpo_charge_t *c, dpo_neighbours_t rel) {
    * sampling m of n without replacement (001 (3.3), WBK 2019 Thm 9), disjoint batches of a
    * public partition of the n rows and the one-pass bound of 003 Thm 3.1 need a public n and
    * row positions: replace-one analyses.  Neither converts for free, so refuse. */
-  if (rel == DPO_NEIGHBOURS_REPLACE_ONE && dpo__streq(c->sampling, "poisson"))
+  if (rel == DPO_NEIGHBOURS_REPLACE_ONE && c->sampling == DPO_SAMPLING_POISSON)
     return dpo_err(DPO_EINVAL, "charge: Poisson subsampling is analysed for add-remove "
                    "neighbours (Mironov-Talwar-Zhang 2019); under privacy.neighbours = "
                    "replace-one sample without replacement (algo.sampling = wor), or set "
                    "privacy.neighbours = add-remove");
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  const char *rone = mo ? mo->replace_one_only : NULL;
   if (rel == DPO_NEIGHBOURS_ADD_REMOVE &&
-      (dpo__streq(c->sampling, "wor") || dpo__streq(c->sampling, "disjoint") ||
-       dpo__streq(c->mechanism, "rdp-rho")))
+      (c->sampling == DPO_SAMPLING_WOR || c->sampling == DPO_SAMPLING_DISJOINT || rone))
     return dpo_err(DPO_EINVAL, "charge: %s is a replace-one analysis (fixed public n); under "
                    "privacy.neighbours = add-remove use Poisson sampling (dp-sgd-rdp "
                    "algo.sampling = poisson), or set privacy.neighbours = replace-one",
-                   dpo__streq(c->mechanism, "rdp-rho") ? "amplification by iteration (Feldman, Koren and Talwar 2020, "
-                   "Thm 3.1)" : dpo__streq(c->sampling, "wor") ? "sampling without replacement"
-                   : "a disjoint-batch pass");
+                   rone                              ? rone
+                   : c->sampling == DPO_SAMPLING_WOR ? "sampling without replacement"
+                                                     : "a disjoint-batch pass");
   return DPO_OK;
 }

@@ -20,6 +20,7 @@
  * The totals are recomputed from the charges in order, so a journal replays to the same
  * numbers.
  */
+#include "mech_ops.h"
 #include "privacy_int.h"
 
 #include "dpopt/status.h"
@@ -34,8 +35,9 @@ static void dpo__auto_init(void *st) {
 }
 
 static int dpo__is_rdp(const dpo_charge_t *c) {
-  return dpo__streq(c->mechanism, "rdp-rho") ||
-         (dpo__streq(c->mechanism, "gaussian") && dpo__streq(c->accounting, "rdp"));
+  /* a mechanism with an RDP map goes on the curve when it has no other map, or is charged so */
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  return mo && mo->rdp && (!mo->approx || c->accounting == DPO_ACCOUNTING_RDP);
 }
 
 /* a charge in another part ends this part's disjoint pass (as it would in a single accountant:
@@ -43,7 +45,7 @@ static int dpo__is_rdp(const dpo_charge_t *c) {
 static void dpo__close_rdp(dpo__rdpacct_t *s) {
   dpo_rdp_curve_t zero;
   dpo_rdp_curve_init(&zero);
-  dpo__rdpacct_add(s, &zero, "none", 0);
+  dpo__rdpacct_add(s, &zero, DPO_SAMPLING_NONE, 0);
 }
 
 /* totals of s at budget delta D: eps, delta, whether they fit (beps, D), and which bound gave

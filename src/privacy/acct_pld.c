@@ -31,6 +31,7 @@
  * replays to the same totals.  One PLD evaluation per run in the common case; dpo_pld_eps keeps
  * a process-wide memo of its (pure) values, so repeated ledgers of one plan evaluate it once.
  */
+#include "mech_ops.h"
 #include "privacy_int.h"
 
 #include "dpopt/status.h"
@@ -58,11 +59,12 @@ static void dpo__pldacct_init(void *st) {
 /* Is c a PLD kind?  Then *k = its kind (count 1), z as the RDP accountant computes it: the grid
  * mechanism's snapping inflates the sensitivity (privacy.h). */
 static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
-  if (!dpo__streq(c->mechanism, "gaussian") || !dpo__streq(c->accounting, "rdp") ||
-      !(dpo__streq(c->sampling, "none") || dpo__streq(c->sampling, "poisson")))
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  if (!mo || !mo->pld || c->accounting != DPO_ACCOUNTING_RDP ||
+      !(c->sampling == DPO_SAMPLING_NONE || c->sampling == DPO_SAMPLING_POISSON))
     return 0;
   memset(k, 0, sizeof *k);
-  k->poisson = dpo__streq(c->sampling, "poisson");
+  k->poisson = c->sampling == DPO_SAMPLING_POISSON;
   k->m = k->poisson ? c->m : 0;
   k->n = k->poisson ? c->n : 0;
   k->z = dpo_pld_charge_z(c->noise_scale, c->sensitivity, c->dim); /* 0: auto validated it */
@@ -70,13 +72,15 @@ static int dpo__pld_kind(const dpo_charge_t *c, dpo__pld_rel_t *k) {
   return k->z > 0 && isfinite(k->z);
 }
 
+/* the Gaussian's own snapping rule (mech_ops.c), so the calibration and the ledger agree */
 double dpo_pld_charge_z(double sigma, double sens, int64_t dim) {
-  double lambda;
-  if (dpo_mech_grid(sigma, &lambda)) {
+  const dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = sigma,
+                          .sensitivity = sens, .dim = dim};
+  double s2;
+  if (dpo__mech_ops(DPO_MECH_GAUSSIAN)->snapped(&c, &s2)) {
     dpo_errclear();
     return 0;
   }
-  double s2 = dpo__add_up(sens, dpo__mul_up(dpo__sqrt_up((double)dim), lambda));
   return dpo__div_down(sigma, s2);
 }
 
@@ -115,7 +119,8 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   if ((st = dpo__acct_auto.charge(&ns.a, c, INFINITY, bdelta, 1, &ra))) return st;
   *r = ra;
   if (!ra.fits) return DPO_OK; /* the (eps, delta) releases exhausted delta: refused */
-  const int pure = !dpo__streq(c->mechanism, "gaussian") && !dpo__streq(c->mechanism, "rdp-rho") &&
+  const dpo__mech_ops_t *mo = dpo__mech_ops(c->mechanism);
+  const int pure = mo && mo->pure &&
                    ra.cost_delta == 0 && ns.a.n_approx == 0;
   if (!ns.mixed && pure) {
     /* part P of bound (C): composed by the auto part's basic accountant */

@@ -94,7 +94,7 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
   c.group = 1;
   c.step = g->releases;
   c.neighbours = p->rel;
-  c.sampling = "none";
+  c.sampling = DPO_SAMPLING_NONE;
   if (r->lap_honest > 0) { /* pure eps: the honest Polya shares sum to the discrete Laplace(t) */
     if (r->lap_honest != n) {
       snprintf(why, sizeof why, "it announces noise shares for %lld honest parties; this "
@@ -111,11 +111,11 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
                (unsigned long long)r->sigma, r->gamma, price, r->claim);
       return dpo__refuse(g, why);
     }
-    c.mechanism = "laplace";
+    c.mechanism = DPO_MECH_LAPLACE;
     c.eps = r->claim;
     c.noise_scale = r->gamma * (double)r->sigma;
     c.sensitivity = p->S1;
-    c.accounting = "pure";
+    c.accounting = DPO_ACCOUNTING_PURE;
   } else if (r->sn > 0) { /* party-local Poisson sampling: the subsampled Gaussian (secagg.c) */
     if (p->rel != DPO_NEIGHBOURS_ADD_REMOVE || !(r->sm >= 1 && r->sm <= r->sn) ||
         (p->public_n > 0 && r->sn != p->public_n)) {
@@ -134,11 +134,11 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
                (unsigned long long)r->sigma, r->gamma, n, z, r->claim);
       return dpo__refuse(g, why);
     }
-    c.mechanism = "gaussian";
+    c.mechanism = DPO_MECH_GAUSSIAN;
     c.noise_scale = sigma_h;
     c.sensitivity = sens;
-    c.sampling = "poisson";
-    c.accounting = "rdp";
+    c.sampling = DPO_SAMPLING_POISSON;
+    c.accounting = DPO_ACCOUNTING_RDP;
     c.m = r->sm;
     c.n = r->sn;
   } else { /* distributed discrete Gaussian: Kairouz-Liu-Steinke 2021 Thm 1 with n shares */
@@ -151,10 +151,11 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
                (unsigned long long)r->sigma, r->gamma, n, price, r->claim);
       return dpo__refuse(g, why);
     }
-    c.mechanism = "rdp-rho";
+    c.mechanism = DPO_MECH_RDP_RHO;
     c.rho = r->claim;
-    c.accounting = "rdp";
-    if (r->pass >= 0) c.sampling = "disjoint", c.group = r->pass; /* parallel composition */
+    c.accounting = DPO_ACCOUNTING_RDP;
+    if (r->pass >= 0) /* parallel composition */
+      c.sampling = DPO_SAMPLING_DISJOINT, c.group = r->pass;
   }
   double charged = 0;
   int rc = dpo_ledger_charge(g->acct, &c, &charged);

@@ -110,9 +110,11 @@ static json_object *dpo__charge_line(const dpo_ledger_t *L, const dpo_charge_t *
     return NULL;
   }
   json_object_object_add(o, "step", json_object_new_int64(c->step));
-  json_object_object_add(o, "mechanism", json_object_new_string(c->mechanism));
-  json_object_object_add(o, "sampling", json_object_new_string(c->sampling));
-  json_object_object_add(o, "accounting", json_object_new_string(c->accounting));
+  /* the journal's names (charge_names.c): the one place the enums become words */
+  json_object_object_add(o, "mechanism", json_object_new_string(dpo_mech_name(c->mechanism)));
+  json_object_object_add(o, "sampling", json_object_new_string(dpo_sampling_name(c->sampling)));
+  json_object_object_add(o, "accounting",
+                         json_object_new_string(dpo_accounting_name(c->accounting)));
   json_object_object_add(p, "eps", dpo__jd(c->eps));
   json_object_object_add(p, "delta", dpo__jd(c->delta));
   json_object_object_add(p, "noise_scale", dpo__jd(c->noise_scale));

@@ -229,9 +229,9 @@ int dpo__replay(const char *path, const char *buf, size_t len, const unsigned ch
       json_object *p;
       double se, sd;
       memset(&c, 0, sizeof c);
-      int ok = dpo__jget_i(o, "step", &c.step) && (c.mechanism = dpo__jget_s(o, "mechanism")) &&
-               (c.sampling = dpo__jget_s(o, "sampling")) &&
-               (c.accounting = dpo__jget_s(o, "accounting")) &&
+      const char *mech = dpo__jget_s(o, "mechanism"), *samp = dpo__jget_s(o, "sampling"),
+                 *acc = dpo__jget_s(o, "accounting");
+      int ok = dpo__jget_i(o, "step", &c.step) && mech && samp && acc &&
                json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
                dpo__jget_d(p, "delta", &c.delta) &&
                dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
@@ -244,6 +244,17 @@ int dpo__replay(const char *path, const char *buf, size_t len, const unsigned ch
         json_object_put(o);
         st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
                      (long long)lineno);
+        goto done;
+      }
+      /* the names back to the enums through the table that wrote them (charge_names.c) */
+      const char *what = NULL, *bad = NULL;
+      if (dpo_mech_parse(mech, &c.mechanism)) what = "mechanism", bad = mech;
+      else if (dpo_sampling_parse(samp, &c.sampling)) what = "sampling", bad = samp;
+      else if (dpo_accounting_parse(acc, &c.accounting)) what = "accounting", bad = acc;
+      if (what) {
+        st = dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: charge: unknown %s '%s'", path,
+                     (long long)lineno, what, bad);
+        json_object_put(o);
         goto done;
       }
       dpo__acct_result_t r;
@@ -288,10 +299,11 @@ int dpo__replay(const char *path, const char *buf, size_t len, const unsigned ch
       R->count++;
       if (out) {
         char mn[48] = "-";
-        if (strcmp(c.sampling, "none") != 0)
+        if (c.sampling != DPO_SAMPLING_NONE)
           snprintf(mn, sizeof mn, "%lld/%lld", (long long)c.m, (long long)c.n);
         fprintf(out, "%8lld %-9s %-9s %-13s %14s %12.6g %12.6g %12.6g %12.6g\n",
-                (long long)c.step, c.mechanism, c.sampling, c.accounting, mn, r.cost_eps,
+                (long long)c.step, dpo_mech_name(c.mechanism), dpo_sampling_name(c.sampling),
+                dpo_accounting_name(c.accounting), mn, r.cost_eps,
                 r.cost_delta, r.total_eps, r.total_delta);
       }
     }

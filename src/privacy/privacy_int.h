@@ -8,9 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A charge's string field equals a name (NULL equals none): the accountants' one compare. */
-static inline int dpo__streq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
 /* directed rounding and exact sums: rounding.h (the bottom of the room, calls nothing above) */
 /* ---- the cost of one release before composition (validated; eps and delta rounded up). */
 int dpo__charge_cost(const dpo_charge_t *c, double *eps, double *delta);
@@ -51,7 +48,7 @@ typedef struct {
 } dpo__basic_t;
 extern const dpo__acct_ops_t dpo__acct_basic;
 
-/* The Renyi accountant (rdp.c): per-order composition, eps at the budget's delta.  State: the
+/* The Renyi accountant (acct_rdp.c): per-order composition, eps at the budget's delta.  State: the
  * composed curve of closed releases plus, while a disjoint pass is open, the per-order max of
  * its batches (parallel composition: each example is in one batch). */
 /* The last release's curve, keyed by its parameters: DP-SGD charges the same release every
@@ -59,7 +56,9 @@ extern const dpo__acct_ops_t dpo__acct_basic;
  * alpha lgamma terms, or the fractional series). */
 typedef struct {
   int valid;
-  char mechanism[16], sampling[16], accounting[16];
+  dpo_mech_t mechanism;
+  dpo_sampling_t sampling;
+  dpo_accounting_t accounting;
   int64_t m, n, dim;
   double noise_scale, sensitivity, rho;
   dpo_rdp_curve_t curve;
@@ -79,8 +78,11 @@ int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc);
 /* The same through a one-entry cache (a hit copies the cached curve; identical results). */
 int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc);
 /* s += the release curve rc (sampling "disjoint" with the open pass's group: per-order max). */
-void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
+void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, dpo_sampling_t sampling,
                       int64_t group);
+/* dpo_rdp_curve_add with the sampling as the charge carries it */
+int dpo__rdp_curve_add_s(dpo_rdp_curve_t *c, dpo_sampling_t sampling, int64_t m, int64_t n,
+                         double z, int64_t steps);
 /* The composed curve of s (closed releases + the open pass), rounded up. */
 void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot);
 

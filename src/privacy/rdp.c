@@ -1,8 +1,8 @@
 /* Renyi DP of the Gaussian mechanism (plain, Poisson-subsampled, m-of-n without replacement),
  * per-order composition, conversion to (eps, delta), the exact Gaussian privacy profile and
  * the analytic Gaussian calibration, noise calibration for a target, amplification by
- * iteration (003 Thm 3.1), the DP-ADMM rule (004 Thm 1, eq. (8)), and the "rdp" accountant
- * of the ledger.
+ * iteration (003 Thm 3.1) and the DP-ADMM rule (004 Thm 1, eq. (8)); the "rdp" accountant
+ * of the ledger is acct_rdp.c.
  *
  * Rounding: RDP values are sums of lgamma/exp/log terms in log space.  Their floating-point
  * error is far below DPO__RDP_MARGIN (relative 1e-9 plus absolute 1e-12), which every
@@ -197,23 +197,27 @@ int dpo_rdp_wor_gaussian(int64_t m, int64_t n, double z, double alpha, double *r
 }
 
 /* one release of the Gaussian with multiplier z under `sampling` at order alpha */
-static int dpo__rdp_one(const char *sampling, int64_t m, int64_t n, double z, double alpha,
+static int dpo__rdp_one(dpo_sampling_t sampling, int64_t m, int64_t n, double z, double alpha,
                         double *r) {
-  if (dpo__streq(sampling, "none") || dpo__streq(sampling, "disjoint"))
+  switch (sampling) {
+  case DPO_SAMPLING_NONE:
+  case DPO_SAMPLING_DISJOINT:
     return dpo_rdp_gaussian(z, alpha, r);
-  if (dpo__streq(sampling, "poisson")) {
+  case DPO_SAMPLING_POISSON:
     if (m < 0 || n < 1 || m > n)
       return dpo_err(DPO_EINVAL, "rdp: poisson rate m/n needs 0 <= m <= n, n >= 1 (m=%lld, n=%lld)",
                      (long long)m, (long long)n);
     return dpo_rdp_poisson_gaussian((double)m / (double)n, z, alpha, r);
+  case DPO_SAMPLING_WOR:
+    return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
+  default:
+    return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
+                   dpo_sampling_name(sampling));
   }
-  if (dpo__streq(sampling, "wor")) return dpo_rdp_wor_gaussian(m, n, z, alpha, r);
-  return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
-                 sampling ? sampling : "(null)");
 }
 
-int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
-                      int64_t steps) {
+int dpo__rdp_curve_add_s(dpo_rdp_curve_t *c, dpo_sampling_t sampling, int64_t m, int64_t n,
+                         double z, int64_t steps) {
   if (!c || steps < 0) return dpo_err(DPO_EINVAL, "rdp_curve_add: NULL curve or steps < 0");
   double add[DPO_RDP_MAX_ORDERS];
   for (int i = 0; i < c->n; i++) {
@@ -223,6 +227,15 @@ int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64
   for (int i = 0; i < c->n; i++)
     c->rdp[i] = dpo__add_up(c->rdp[i], dpo__mul_up((double)steps, add[i]));
   return DPO_OK;
+}
+
+int dpo_rdp_curve_add(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n, double z,
+                      int64_t steps) {
+  dpo_sampling_t s;
+  if (dpo_sampling_parse(sampling, &s))
+    return dpo_err(DPO_EINVAL, "rdp: unknown sampling '%s' (none, poisson, wor, disjoint)",
+                   sampling ? sampling : "(null)");
+  return dpo__rdp_curve_add_s(c, s, m, n, z, steps);
 }
 
 int dpo_rdp_curve_add_rho(dpo_rdp_curve_t *c, double rho) {
@@ -471,150 +484,3 @@ int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta
   if (alpha) *alpha = a;
   return DPO_OK;
 }
-
-/* ------------------------------------------------------------ the "rdp" accountant */
-
-static void dpo__rdpacct_init(void *s) { memset(s, 0, sizeof(dpo__rdpacct_t)); }
-
-/* the release's own curve */
-int dpo__rdp_release(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
-  int st;
-  dpo_rdp_curve_init(rc);
-  if (!c || !c->mechanism || !c->sampling || !c->accounting)
-    return dpo_err(DPO_EINVAL, "charge: mechanism, sampling and accounting must be set");
-  if (dpo__streq(c->mechanism, "rdp-rho")) {
-    if (!dpo__streq(c->sampling, "none") && !dpo__streq(c->sampling, "disjoint"))
-      return dpo_err(DPO_EINVAL, "charge: an rdp-rho release takes sampling none or disjoint");
-    if (!(c->rho > 0) || !isfinite(c->rho))
-      return dpo_err(DPO_EINVAL, "charge: rdp-rho needs rho > 0 (got %g)", c->rho);
-    return dpo_rdp_curve_add_rho(rc, c->rho);
-  }
-  if (!dpo__streq(c->mechanism, "gaussian"))
-    return dpo_err(DPO_EINVAL, "charge: the rdp accountant takes gaussian or rdp-rho releases "
-                               "(got '%s')", c->mechanism);
-  if (!dpo__streq(c->accounting, "rdp"))
-    return dpo_err(DPO_EINVAL, "charge: the rdp ledger needs accounting 'rdp' (got '%s')",
-                   c->accounting);
-  if (!(c->noise_scale > 0) || !isfinite(c->noise_scale) || !(c->sensitivity > 0) ||
-      !isfinite(c->sensitivity) || c->dim < 1)
-    return dpo_err(DPO_EINVAL, "charge: a gaussian RDP charge needs noise_scale > 0, "
-                               "sensitivity > 0 and dim >= 1");
-  /* the grid mechanism's snapping inflates the sensitivity (see privacy.h) */
-  double lambda, z;
-  if ((st = dpo_mech_grid(c->noise_scale, &lambda))) return st;
-  double s2 = dpo__add_up(c->sensitivity, dpo__mul_up(dpo__sqrt_up((double)c->dim), lambda));
-  z = dpo__div_down(c->noise_scale, s2);
-  return dpo_rdp_curve_add(rc, c->sampling, c->m, c->n, z, 1);
-}
-
-static int dpo__key_fits(const char *s) { return s && strlen(s) < 16; }
-
-static int dpo__cache_hit(const dpo__rdp_cache_t *k, const dpo_charge_t *c) {
-  return k->valid && !strcmp(k->mechanism, c->mechanism) && !strcmp(k->sampling, c->sampling) &&
-         !strcmp(k->accounting, c->accounting) && k->m == c->m && k->n == c->n &&
-         k->dim == c->dim && k->noise_scale == c->noise_scale &&
-         k->sensitivity == c->sensitivity && k->rho == c->rho;
-}
-
-/* Behind every ledger's own entry, a few per thread: a Poisson-subsampled curve at the
- * fractional orders takes ~0.2 s, and dpopt tune and dpopt audit open a new ledger for every
- * training or trial with the same releases.  The curve is a pure function of the key. */
-#define DPO__RDP_SHARED 4
-static _Thread_local dpo__rdp_cache_t dpo__rdp_shared[DPO__RDP_SHARED];
-static _Thread_local int dpo__rdp_shared_next;
-
-int dpo__rdp_release_cached(dpo__rdp_cache_t *k, const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
-  if (!c || !dpo__key_fits(c->mechanism) || !dpo__key_fits(c->sampling) ||
-      !dpo__key_fits(c->accounting))
-    return dpo__rdp_release(c, rc); /* validates and reports */
-  if (dpo__cache_hit(k, c)) {
-    *rc = k->curve;
-    return DPO_OK;
-  }
-  for (int i = 0; i < DPO__RDP_SHARED; i++)
-    if (dpo__cache_hit(&dpo__rdp_shared[i], c)) {
-      *k = dpo__rdp_shared[i];
-      *rc = k->curve;
-      return DPO_OK;
-    }
-  int st = dpo__rdp_release(c, rc);
-  if (st) return st;
-  memset(k, 0, sizeof *k);
-  strcpy(k->mechanism, c->mechanism);
-  strcpy(k->sampling, c->sampling);
-  strcpy(k->accounting, c->accounting);
-  k->m = c->m;
-  k->n = c->n;
-  k->dim = c->dim;
-  k->noise_scale = c->noise_scale;
-  k->sensitivity = c->sensitivity;
-  k->rho = c->rho;
-  k->curve = *rc;
-  k->valid = 1;
-  dpo__rdp_shared[dpo__rdp_shared_next] = *k;
-  dpo__rdp_shared_next = (dpo__rdp_shared_next + 1) % DPO__RDP_SHARED;
-  return DPO_OK;
-}
-
-void dpo__rdpacct_add(dpo__rdpacct_t *s, const dpo_rdp_curve_t *rc, const char *sampling,
-                      int64_t group) {
-  int disjoint = dpo__streq(sampling, "disjoint");
-  if (disjoint && s->open && s->group == group) {
-    for (int i = 0; i < rc->n; i++) s->gmax[i] = fmax(s->gmax[i], rc->rdp[i]);
-    return;
-  }
-  for (int i = 0; i < rc->n; i++) {
-    s->sum[i] = dpo__add_up(s->sum[i], s->gmax[i]); /* close the previous pass */
-    s->gmax[i] = 0;
-  }
-  s->open = disjoint;
-  s->group = group;
-  for (int i = 0; i < rc->n; i++) {
-    if (disjoint) s->gmax[i] = rc->rdp[i];
-    else s->sum[i] = dpo__add_up(s->sum[i], rc->rdp[i]);
-  }
-}
-
-void dpo__rdpacct_total(const dpo__rdpacct_t *s, dpo_rdp_curve_t *tot) {
-  dpo_rdp_curve_init(tot);
-  for (int i = 0; i < tot->n; i++) tot->rdp[i] = dpo__add_up(s->sum[i], s->gmax[i]);
-}
-
-static int dpo__rdpacct_charge(void *state, const dpo_charge_t *c, double beps, double bdelta,
-                               int commit, dpo__acct_result_t *r) {
-  dpo__rdpacct_t *s = state, ns = *s;
-  dpo_rdp_curve_t rc, tot, old;
-  int st = dpo__rdp_release_cached(&ns.cache, c, &rc);
-  if (st) return st;
-  if ((st = dpo_rdp_eps(&rc, bdelta, &r->cost_eps, NULL))) return st;
-  r->cost_delta = bdelta;
-  dpo__rdpacct_add(&ns, &rc, c->sampling, c->group);
-  dpo__rdpacct_total(&ns, &tot);
-  dpo__rdpacct_total(s, &old);
-  double eo, en;
-  if ((st = dpo_rdp_eps(&old, bdelta, &eo, NULL)) || (st = dpo_rdp_eps(&tot, bdelta, &en, NULL)))
-    return st;
-  r->total_eps = en;
-  r->total_delta = bdelta;
-  r->charge_eps = en > eo ? dpo__add_up(en, -eo) : 0.0;
-  r->charge_delta = eo == 0 && en > 0 ? bdelta : 0.0;
-  r->fits = en <= beps;
-  ns.bdelta = bdelta;
-  if (commit && r->fits) *s = ns;
-  return DPO_OK;
-}
-
-static void dpo__rdpacct_spent(const void *state, double *eps, double *delta) {
-  const dpo__rdpacct_t *s = state;
-  double e = 0;
-  if (s->bdelta > 0) {
-    dpo_rdp_curve_t tot;
-    dpo__rdpacct_total(s, &tot);
-    if (dpo_rdp_eps(&tot, s->bdelta, &e, NULL)) e = INFINITY;
-  }
-  if (eps) *eps = e;
-  if (delta) *delta = e > 0 ? s->bdelta : 0.0;
-}
-
-const dpo__acct_ops_t dpo__acct_rdp = {"rdp", sizeof(dpo__rdpacct_t), dpo__rdpacct_init,
-                                        dpo__rdpacct_charge, dpo__rdpacct_spent, NULL, NULL};

@@ -659,9 +659,9 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   /* the one charge: before any candidate runs or anything is released */
   snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
            t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
-  dpo_charge_t ch = {.mechanism = t->rdp ? "gaussian" : "laplace", .eps = t->total_eps,
-                     .delta = t->total_delta, .sampling = "none", .accounting = "pure",
-                     .neighbours = t->rel};
+  dpo_charge_t ch = {.mechanism = t->rdp ? DPO_MECH_GAUSSIAN : DPO_MECH_LAPLACE,
+                     .eps = t->total_eps, .delta = t->total_delta, .sampling = DPO_SAMPLING_NONE,
+                     .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
   if (t->rank == 0) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
   if ((rc = dpo_agree(comm, rc)) || (rc = dpo_ledger_charge_all(L, &ch, NULL))) goto out;
   const char *label = seeded ? "NOT PRIVATE: seeded run (--seed), reproducible for testing"
