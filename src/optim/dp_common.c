@@ -613,7 +613,8 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       /* the coordinator sees the unmasked sum plus the honest Polya shares: the discrete
        * Laplace of scale b on the sum, charged eps0 (the white-box audit's release) */
       const double u = w / (double)m, q = batch.ids && m < na ? (double)m / (double)na : 1.0;
-      dpo_release_t rel = {t, "laplace", u * b, u * sens, q, eps0, c.sampling, m, na, d, g, x, u};
+      dpo_release_t rel = {t, "laplace", u * b, u * sens, q, eps0,
+                           dpo_sampling_name(c.sampling), m, na, d, g, x, u};
       if ((rc = dpo_solver_release(s, &rel))) return rc;
     }
     memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
