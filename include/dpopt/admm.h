@@ -18,6 +18,7 @@
 #define DPOPT_ADMM_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -193,6 +194,8 @@ typedef enum {
   DPO_DPADMM_SIGMA_LEDGER = 2
 } dpo_dpadmm_sigma_rule_t;
 
+struct dpo_dpadmm_state; /* below: the state a checkpoint saves */
+
 typedef struct {
   int accelerated;   /* 0: DP-ADMM (Alg. 2), 1: DP-AccADMM (Alg. 3) */
   double lambda;     /* g(y) = lambda ||y||_1 */
@@ -243,7 +246,25 @@ typedef struct {
    * regularizer term taken out; a nonzero return stops the run (the white-box audit) */
   dpo_release_fn observe;
   void *observe_arg;
+  /* checkpoints (rank 0 decides; central trust, no parties): after iteration t < T, save is
+   * called with the state when ckpt_every divides t, when t reaches stop_after (> 0) or when
+   * *stop is raised; after the last two the run returns DPO_EINTR on every rank.  resumed = 1
+   * (every rank) continues from *resume (rank 0: a saved state; no u0 release is redone). */
+  int (*save)(void *arg, const struct dpo_dpadmm_state *st);
+  void *save_arg;
+  int64_t ckpt_every, stop_after;
+  volatile sig_atomic_t *stop;
+  int resumed;
+  const struct dpo_dpadmm_state *resume;
 } dpo_dpadmm_opts_t;
+
+/* The iteration state after iteration `it` (rank 0): enough to continue bit-identically. */
+typedef struct dpo_dpadmm_state {
+  int64_t it, restarts, releases;
+  double theta, sigma;
+  int32_t d, p;
+  double *x, *xh, *xp, *u, *uh, *up, *y; /* d, d, d, p, p, p, p */
+} dpo_dpadmm_state_t;
 
 void dpo_dpadmm_opts_default(dpo_dpadmm_opts_t *o);
 
@@ -273,20 +294,9 @@ int dpo_admm_u0_lapack(const dpo_admm_A_t *A, const double *g, double rho, doubl
 int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g, double rho,
                           double *u0);
 
-/* ---- a whole run from a configuration (src/admm/admm_run.c; what dpopt admm does) ---- */
-
-/* Collective on comm: load `data` (data.* keys, data.test for held-out data) and run
- * admm.method = consensus | dpadmm | dpaccadmm | admm | accadmm with the admm.*, model.name
- * and run.seed keys of dpopt admm --help and the privacy settings of spec (dpopt/spec.h, read
- * with DPO_SPEC_FOR_ADMM).  The private variants open an RDP ledger
- * (privacy.journal, else in memory) and draw their noise from the secure stream unless
- * run.seed is set (then the run is NOT private and says so on stderr).  Rank 0 writes the
- * report (method, iterations, NON-PRIVATE training objective, held-out metric) to `report`,
- * and the model to admm.model_out.  *stop tells how the iterations ended: DPO_OK, DPO_ENOCONV
- * (consensus hit admm.maxit; the last z is reported and written) or DPO_EBUDGET (the ledger
- * refused a step; the last released iterate is).  Returns the same status on every rank. */
-int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                        const char *data, FILE *report, int *stop);
+/* ---- a whole run from a configuration: dpo_run_create (dpopt/run.h) with run.command =
+ * admm runs admm.method = consensus | dpadmm | dpaccadmm | admm | accadmm with the keys of
+ * dpopt admm --help, in a run directory like train's (src/run/run_admm.c). */
 
 #ifdef __cplusplus
 }

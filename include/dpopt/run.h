@@ -12,6 +12,12 @@
  *   dpo_run_write(run);                model.txt, summary.json, config.ini in the run directory
  *   dpo_run_destroy(run);
  *
+ * The kind of run is the setting run.command: train (the default; the keys of dpopt train) or
+ * admm (consensus ADMM and DP-(Acc)ADMM; the keys of dpopt admm, data.train its FILE).  Every
+ * kind has this life cycle and writes the same run directory (config.ini, trace.csv,
+ * model.txt, summary.json, ledger.jsonl for private runs, FAILED, a checkpoint while stopped);
+ * what follows describes train where the kinds differ (doc/design.md, "One run driver").
+ *
  * Everything privacy-relevant happens inside: the private / seeded decision (a seeded run is
  * labelled NOT PRIVATE everywhere), per-example clipping, declared row bounds, the ledger on
  * rank 0 of comm (budget, accountant, neighbours, party accounts, trust modes), checkpoints and
@@ -141,6 +147,7 @@ typedef struct {
   double test_loss, test_metric;   /* held-out data */
   int64_t iters;                   /* iterations that ran */
   int budget_exhausted;            /* dpo_run_solve returned DPO_EBUDGET */
+  int not_converged;               /* admm consensus stopped at admm.maxit (its last z kept) */
 } dpo_run_result_t;
 int dpo_run_result(const dpo_run_t *run, dpo_run_result_t *res);
 /* Rank 0, after dpo_run_write: summary.json's text, else NULL. */

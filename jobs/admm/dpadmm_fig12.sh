@@ -110,21 +110,28 @@ printf "%-16s %-17s %10s %16s %16s %9s %8s\n" data method time_s objective F_sta
 printf "# Fig. 2 (004): held-out accuracy against eps (delta = 1e-3), T = %s, mean over seeds %s\n" "$T" "$SEEDS" > "$OUT/fig2_table.txt"
 printf "%-16s %-10s %8s %9s %14s %12s\n" data method eps test_acc objective sigma >> "$OUT/fig2_table.txt"
 
+# dpopt admm into a fresh run directory $1.run (--out); its trace.csv copied to $1.csv
+admm_run() {
+  o=$1; shift
+  rm -rf "$o.run"
+  $MPI "$D" admm "$@" --out "$o.run" && cp "$o.run/trace.csv" "$o.csv"
+}
+
 for s in $SETS; do
   name=${s%%:*}; r=${s#*:}; train=${r%%:*}; r=${r#*:}; test=${r%%:*}; B2=${r#*:}
   G="$OUT/$name.graph"
   COMMON="$train --test $test --lambda $LAMBDA --rho 1 --row-l2-bound $B2 --clip 1 --delta 1e-3 --mu 0.5"
   # the graph from the PUBLIC held-out set, written once and reused
-  [ -s "$G" ] || $MPI "$D" admm $COMMON --method admm --maxit 1 --graph-from "$test" --graph "$G" >/dev/null
+  [ -s "$G" ] || admm_run "$OUT/graph" $COMMON --method admm --maxit 1 --graph-from "$test" --graph "$G" >/dev/null
   # F*: long NON-PRIVATE (unclipped) AccADMM run
-  $MPI "$D" admm $COMMON --graph "$G" --method accadmm --maxit $TREF --trace "$OUT/$name.ref.csv" --trace-every 50 > "$OUT/$name.ref.out"
+  admm_run "$OUT/$name.ref" $COMMON --graph "$G" --method accadmm --maxit $TREF --trace-every 50 > "$OUT/$name.ref.out"
   for m in admm accadmm dpadmm dpaccadmm; do
-    $MPI "$D" admm $COMMON --graph "$G" --method $m --eps $EPS1 --seed 1 --maxit $T \
-      --trace "$OUT/$name.$m.csv" > "$OUT/$name.$m.out" 2>/dev/null
+    admm_run "$OUT/$name.$m" $COMMON --graph "$G" --method $m --eps $EPS1 --seed 1 --maxit $T \
+      > "$OUT/$name.$m.out" 2>/dev/null
   done
   for m in dpadmm dpaccadmm; do # the ledger-calibrated sigma, same (eps, delta)
-    $MPI "$D" admm $COMMON --graph "$G" --method $m --eps $EPS1 --seed 1 --maxit $T --sigma-rule ledger \
-      --trace "$OUT/$name.$m-ledger.csv" > "$OUT/$name.$m-ledger.out" 2>/dev/null
+    admm_run "$OUT/$name.$m-ledger" $COMMON --graph "$G" --method $m --eps $EPS1 --seed 1 --maxit $T \
+      --sigma-rule ledger > "$OUT/$name.$m-ledger.out" 2>/dev/null
   done
   FSTAR=$(cat "$OUT/$name.ref.csv" "$OUT/$name".*admm*.csv | awk -F, '$1 ~ /^[0-9]/ {if (m == "" || $3 < m) m = $3} END {printf "%.15g", m}')
   for m in admm accadmm dpadmm dpaccadmm dpadmm-ledger dpaccadmm-ledger; do
@@ -157,7 +164,7 @@ EOF
     for e in $EPSS; do
       tot=0; tob=0; k=0; sg=0
       for sd in $SEEDS; do
-        $MPI "$D" admm $COMMON --graph "$G" --method $m --eps $e --seed $sd --maxit $T > "$OUT/run.out" 2>/dev/null
+        admm_run "$OUT/run" $COMMON --graph "$G" --method $m --eps $e --seed $sd --maxit $T --trace-every 0 > "$OUT/run.out" 2>/dev/null
         a=$(awk '/^test/ {print $3}' "$OUT/run.out"); sg=$(awk '/^sigma/ {print $2}' "$OUT/run.out")
         o=$(awk '/^objective/ {print $2}' "$OUT/run.out")
         tot=$(awk -v t=$tot -v a=$a 'BEGIN {print t + a}'); tob=$(awk -v t=$tob -v a=$o 'BEGIN {print t + a}'); k=$((k + 1))
@@ -167,7 +174,7 @@ EOF
     done
   done
 done
-rm -f "$OUT/run.out"
+rm -rf "$OUT/run.out" "$OUT/run.run" "$OUT/run.csv"
 
 fig2
 cat "$OUT/fig1_table.txt" "$OUT/fig2_table.txt"

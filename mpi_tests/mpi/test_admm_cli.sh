@@ -12,17 +12,18 @@
 #  - DP-ADMM with a fixed noise too small for the budget: the ledger refuses, exit status 3,
 #    the journal holds exactly the releases that fit and the spent eps is within the budget.
 . "$(dirname "$0")/testlib.sh"
+cd "$T" # runs without --out go to runs/ here
 objline() { sed -n 's/^objective *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 
 # --- lasso: generated ridge data (rows ||u||_2 <= 1), n = 600, d = 8, lambda = 0.02
 LAM=0.02
 expect 0 "$DPOPT" gen ridge --n 600 --d 8 --seed 3 "$T/r.txt"
 LASSO="--model lsq --reg l1 --lambda $LAM --rho 0.1 --eps-abs 1e-10 --eps-rel 1e-9 --maxit 20000"
-expect 0 $MPI -np 1 "$DPOPT" admm "$T/r.txt" $LASSO --model-out "$T/m1.txt"
+expect 0 $MPI -np 1 "$DPOPT" admm "$T/r.txt" $LASSO --out "$T/a1"
 has "$T/out" "converged 1" "1-rank consensus converged"
 has "$T/out" "NON-PRIVATE" "objective labelled non-private"
 F1=$(objline "$T/out")
-expect 0 $MPI -np 3 "$DPOPT" admm "$T/r.txt" $LASSO --model-out "$T/m3.txt"
+expect 0 $MPI -np 3 "$DPOPT" admm "$T/r.txt" $LASSO --out "$T/a3"
 has "$T/out" "3 ranks" "3-rank run"
 F3=$(objline "$T/out")
 close "$F1" "$F3" 1e-6 "consensus objective at 1 vs 3 ranks"
@@ -48,12 +49,12 @@ kkt() { # model data -> "objective max_violation"
       printf "%.15g %.3g\n", L / n + lam * l1, v }' "$1" "$2"
 }
 for k in 1 3; do
-  set -- $(kkt "$T/m$k.txt" "$T/r.txt")
+  set -- $(kkt "$T/a$k/model.txt" "$T/r.txt")
   eval "Fk=\$F$k"
   close "$1" "$Fk" 1e-9 "awk objective of the $k-rank model vs the printed one"
   close "$2" 0 1e-7 "optimality conditions of the $k-rank model (max violation)"
 done
-nz=$(awk '!/^#/ && $1 != 0' "$T/m1.txt" | wc -l)
+nz=$(awk '!/^#/ && $1 != 0' "$T/a1/model.txt" | wc -l)
 if [ "$nz" -ge 1 ] && [ "$nz" -lt 8 ]; then ok; else bad "lasso solution should be sparse, not zero: $nz nonzeros"; fi
 
 # --- l1-logistic on a9a, rho = 0.01: count the loss+gradient passes of 20 outer iterations
@@ -87,12 +88,13 @@ has "$T/err" "dpaccadmm needs a clip: .* and a budget: --eps E > 0" "without --c
 
 # --- DP-ADMM, fixed noise too small for eps = 0.5: the ledger refuses, exit 3
 expect 3 $MPI -np 2 "$DPOPT" admm "$S/data/a9a" --method dpadmm --clip 1 --eps 0.5 --sigma 6e-4 \
-  --maxit 50 --row-l2-bound 3.75 --lambda 1e-4 --seed 1 --journal "$T/j.jsonl"
+  --maxit 50 --row-l2-bound 3.75 --lambda 1e-4 --seed 1 --out "$T/j"
 has "$T/err" "NOT PRIVATE" "seeded run labelled"
 it=$(sed -n 's/^iterations *\([0-9]*\).*/\1/p' "$T/out")
 rel=$(sed -n 's/.*releases *\([0-9]*\).*/\1/p' "$T/out")
 spent=$(sed -n 's/.*spent eps *\([0-9.eE+-]*\).*/\1/p' "$T/out")
-steps=$(grep -c '"step"' "$T/j.jsonl")
+steps=$(grep -c '"step"' "$T/j/ledger.jsonl")
+has "$T/j/summary.json" '"status":"budget_exhausted"' "summary.json: budget exhausted"
 # u0 uses a noised gradient at x0 (one release), then one per iteration
 if [ -n "$it" ] && [ "$it" -lt 50 ] && [ "$rel" = $((it + 1)) ] && [ "$steps" = "$rel" ]; then ok; else
   bad "budget stop: iterations '$it', releases '$rel', journal steps '$steps'"; cat "$T/out"; fi
@@ -109,10 +111,10 @@ expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 21 --sensitivity 0.001 
 sg=$(sed -n 's/^sigma  *\([0-9.eE+-]*\).*/\1/p' "$T/out")
 ce=$(sed -n 's/^achieved_eps  *\([0-9.eE+-]*\).*/\1/p' "$T/out")
 A="$T/a2k --method dpadmm --clip 1 --eps 1 --delta 1e-5 --sigma $sg --maxit 20 --row-l2-bound 3.75 --lambda 1e-4 --seed 1"
-expect 0 $MPI -np 2 "$DPOPT" admm $A --journal "$T/jp.jsonl"
+expect 0 $MPI -np 2 "$DPOPT" admm $A --out "$T/jp"
 has "$T/out" "releases 21 .*pld accountant, bound pld" "dpadmm: 21 releases on the pld ledger"
-close "$(tail -n 1 "$T/jp.jsonl" | jq -r .total_eps)" "$ce" 1e-6 "dpadmm pld ledger eps = dpopt calibrate --accountant pld"
-expect 3 $MPI -np 2 "$DPOPT" admm $A --journal "$T/jr.jsonl" --set privacy.accountant=rdp
+close "$(tail -n 1 "$T/jp/ledger.jsonl" | jq -r .total_eps)" "$ce" 1e-6 "dpadmm pld ledger eps = dpopt calibrate --accountant pld"
+expect 3 $MPI -np 2 "$DPOPT" admm $A --out "$T/jr" --set privacy.accountant=rdp
 expect 1 "$DPOPT" admm $A --set privacy.accountant=basic
 
 finish test_admm_cli

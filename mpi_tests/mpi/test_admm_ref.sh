@@ -12,6 +12,7 @@
 #  - --sigma-rule ledger: the run spends its eps to 1e-6 by the ledger's own account (and by
 #    the replayed journal), with less noise than eq. (8) for the same (eps, delta).
 . "$(dirname "$0")/testlib.sh"
+cd "$T" # runs without --out go to runs/ here
 objline() { sed -n 's/^objective *\([-0-9.eE+]*\).*/\1/p' "$1"; }
 num() { sed -n "s/.*$2 *\([-0-9.eE+]*\).*/\1/p" "$1" | head -n 1; }
 
@@ -55,12 +56,12 @@ expect 1 "$DPOPT" admm $P --method dpaccadmm --clip 3 --eps 1 --sigma-rule paper
 Q="$T/s.txt --lambda 0 --row-l2-bound 3 --maxit 300 --method dpaccadmm --clip 3 --eps 0.5 --seed 2"
 expect 0 $MPI -np 2 "$DPOPT" admm $Q
 S8=$(num "$T/out" "sigma"); E8=$(num "$T/out" "spent eps")
-expect 0 $MPI -np 2 "$DPOPT" admm $Q --sigma-rule ledger --journal "$T/j.jsonl"
+expect 0 $MPI -np 2 "$DPOPT" admm $Q --sigma-rule ledger --out "$T/j"
 SL=$(num "$T/out" "sigma"); EL=$(num "$T/out" "spent eps")
 close "$EL" 0.5 1e-6 "ledger-calibrated run spends its eps"
 if awk -v a="$SL" -v b="$S8" -v e="$E8" 'BEGIN {exit !(a > 0 && a < b && e < 0.5)}'; then ok
 else bad "ledger sigma $SL should be below eq. (8)'s $S8 (which spends $E8 < 0.5)"; fi
-expect 0 "$DPOPT" ledger "$T/j.jsonl"
+expect 0 "$DPOPT" ledger "$T/j/ledger.jsonl"
 has "$T/out" "charges: 301" "301 releases journalled (T + 1)"
 close "$(sed -n 's/^spent: *eps = \([-0-9.eE+]*\),.*/\1/p' "$T/out")" 0.5 1e-6 "journal replay spends eps"
 finish test_admm_ref

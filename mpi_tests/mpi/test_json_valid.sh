@@ -15,9 +15,9 @@ expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag-opt --eps 1 --iters 5 -
 "$DPOPT" gen ratings --users 60 --items 40 --ratings 600 --seed 2 "$T/ratings.txt" >/dev/null
 expect 0 "$DPOPT" mf --holdout 0 --epochs 2 --rank 3 --out "$T/mf" "$T/ratings.txt"
 has "$T/mf/summary.json" '"test_rmse":null' "mf --holdout 0: test_rmse is null"
-expect 0 $MPI -np 2 "$DPOPT" admm "$S/data/a9a" --private --eps 1 --clip 1 --maxit 3 --journal "$T/admm.jsonl"
+expect 0 $MPI -np 2 "$DPOPT" admm "$S/data/a9a" --private --eps 1 --clip 1 --maxit 3 --out "$T/admm"
 n=0
-for f in "$T"/np/*.json* "$T"/p/*.json* "$T"/mf/*.json* "$T/admm.jsonl"; do
+for f in "$T"/np/*.json* "$T"/p/*.json* "$T"/mf/*.json* "$T"/admm/*.json*; do
   [ -f "$f" ] || continue
   valid "$f"
   n=$((n + 1))

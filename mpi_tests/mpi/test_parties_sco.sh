@@ -79,11 +79,11 @@ ADMM="--method dpadmm --eps 1 --delta 1e-5 --clip 1 --row-l2-bound 3.75 --seed 5
 sig() { sed -n 's/^sigma *\([0-9.e+-]*\) .*/\1/p' "$1"; }
 for tr in central local; do
   expect 0 $MPI -np 2 "$DPOPT" admm $ADMM --set parties.count=2 --set privacy.trust=$tr \
-    --set privacy.journal="$T/a$tr.jsonl" "$T/a9a"
+    --out "$T/a$tr" "$T/a9a"
   cp "$T/out" "$T/a$tr.out"
-  accounts "$T/a$tr.jsonl" 31 "dpadmm $tr"
-  has "$T/a$tr.jsonl" "\"event\":\"trust $tr: " "dpadmm $tr: journal label"
-  expect 0 "$DPOPT" ledger "$T/a$tr.jsonl"
+  accounts "$T/a$tr/ledger.jsonl" 31 "dpadmm $tr"
+  has "$T/a$tr/ledger.jsonl" "\"event\":\"trust $tr: " "dpadmm $tr: journal label"
+  expect 0 "$DPOPT" ledger "$T/a$tr/ledger.jsonl"
 done
 a=$(sig "$T/acentral.out") b=$(sig "$T/alocal.out")
 check "dpadmm: local sigma $b = sqrt(2) x central $a" awk -v a="$b" -v b="$a" \

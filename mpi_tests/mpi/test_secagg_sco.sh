@@ -221,26 +221,26 @@ tacc() { sed -n 's/^test *accuracy \([0-9.]*\).*/\1/p' "$1"; }
 for m in dpadmm dpaccadmm; do
   for np in 2 3; do
     [ $m = dpadmm ] && [ $np = 3 ] && continue
-    expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --set privacy.journal="$T/c$m$np.jsonl" \
+    expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --out "$T/c$m$np" \
       "$S/data/a9a"
     cp "$T/out" "$T/c.out"
     expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --set privacy.trust=secagg \
-      --set privacy.journal="$T/s$m$np.jsonl" "$S/data/a9a"
+      --out "$T/s$m$np" "$S/data/a9a"
     sc=$(sig "$T/c.out") ss=$(sig "$T/out") ac=$(tacc "$T/c.out") as=$(tacc "$T/out")
     check "$m $np parties: secagg sigma $ss = central $sc x sqrt(P/(P-1))" awk -v c="$sc" -v s="$ss" \
       -v p=$np 'BEGIN {r = s / (c * sqrt(p / (p - 1))); exit !(c > 0 && r >= 1 && r < 1.03)}'
     close "$ac" "$as" 0.01 "$m $np parties: secagg vs central test accuracy"
     has "$T/out" "the training objective is withheld" "$m: no training objective under secagg"
-    has "$T/s$m$np.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "$m: journal label"
-    c=$(grep -c '"mechanism":"rdp-rho","sampling":"none"' "$T/s$m$np.jsonl")
+    has "$T/s$m$np/ledger.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "$m: journal label"
+    c=$(grep -c '"mechanism":"rdp-rho","sampling":"none"' "$T/s$m$np/ledger.jsonl")
     [ "$c" = 61 ] && ok || bad "$m $np parties: $c rdp-rho charges (want 61)"
     # each party's guard priced every release and journalled it next to the coordinator's
     k=1
     while [ $k -lt $np ]; do
-      expect 0 "$DPOPT" ledger "$T/s$m$np.party$k.jsonl"
+      expect 0 "$DPOPT" ledger "$T/s$m$np/ledger.party$k.jsonl"
       has "$T/out" "^charges: *61$" "$m $np parties: party $k's own journal holds the 61 releases"
       pe=$(sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p' "$T/out")
-      close "$pe" "$(spent "$T/s$m$np.jsonl")" 1e-12 "$m $np parties: party $k's journal = the coordinator's view"
+      close "$pe" "$(spent "$T/s$m$np/ledger.jsonl")" 1e-12 "$m $np parties: party $k's journal = the coordinator's view"
       k=$((k + 1))
     done
     echo "$m $np parties: sigma central $sc secagg $ss; test accuracy central $ac secagg $as"
@@ -249,17 +249,20 @@ done
 # a coordinator that announces half the share sigma from release 3 on (dpopt-test's switch):
 # every party's guard refuses, the round is withheld, no party journals more than it admitted
 expect 1 $MPI -np 3 "$DPOPT_TEST" admm --test-coordinator sigma:3 --method dpadmm $ADMM \
-  --set privacy.trust=secagg --set privacy.journal="$T/dev.jsonl" "$S/data/a9a"
+  --set privacy.trust=secagg --out "$T/dev" "$S/data/a9a"
 has "$T/err" "party [12] refuses release 3 of the coordinator: its noise (share sigma" "admm: a smaller noise refused"
 has "$T/err" "nothing contributed, the round is withheld" "admm: the round withheld"
 for k in 1 2; do
-  expect 0 "$DPOPT" ledger "$T/dev.party$k.jsonl"
+  expect 0 "$DPOPT" ledger "$T/dev/ledger.party$k.jsonl"
   has "$T/out" "^charges: *2$" "admm: party $k admitted and journalled releases 1 and 2 only"
 done
 expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --sigma 0.1 $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "calibrates its own noise" "--sigma refused"
-expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --trace "$T/tr.csv" $ADMM --set privacy.trust=secagg "$S/data/a9a"
-has "$T/err" "--trace reports the exact training objective" "--trace refused"
+# the trace would show the coordinator exact training sums: under secagg it has no rows
+expect 0 $MPI -np 2 "$DPOPT" admm --method dpadmm $ADMM --maxit 3 --set privacy.trust=secagg \
+  --out "$T/tr" "$S/data/a9a"
+has "$T/tr/trace.csv" "no per-iteration rows" "secagg: the trace says why it has no rows"
+[ "$(grep -vc '^#' "$T/tr/trace.csv")" = 0 ] && ok || bad "secagg: trace.csv has rows"
 expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "noises each agent's own clipped message" "consensus refused with the reason"
 expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=local "$S/data/a9a"

@@ -1,6 +1,6 @@
-/* The run behind dpopt admm (dpo_admm_run_config in dpopt/admm.h): settings from the
- * config, data loading, the ledger and noise of the private variants, the run, NON-PRIVATE
- * diagnostics and the model file.  consensus: dpo_admm_consensus (Boyd et al. 2011 Sec. 3.3,
+/* The run behind dpopt admm in phases (admm_job.h; the run driver's admm kind,
+ * src/run/run_admm.c, owns the run directory): settings from the config, data loading, the
+ * ledger and noise of the private variants, the run, NON-PRIVATE diagnostics and the model.  consensus: dpo_admm_consensus (Boyd et al. 2011 Sec. 3.3,
  * optionally noised per party); dpadmm / dpaccadmm: 004 Alg. 2 / 3 through dpo_dpadmm_run;
  * admm / accadmm: the same iterations without noise (NON-PRIVATE). */
 #include <math.h>
@@ -20,9 +20,11 @@
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
 #include "privacy/guard.h" /* the party guard (secagg) */
+#include "admm/admm_job.h"
 
 typedef struct {
-  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp, *tracep, *mout;
+  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp;
+  int notrace; /* secagg / local: the trace has no rows (they show exact training sums) */
   const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
   const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
   const dpo_config_t *cfg;        /* the caller's (borrowed): the plan's keys (secagg) */
@@ -54,11 +56,13 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
   s->spec = spec;
   s->cfg = cfg;
   s->srule = dpo_sigma_rule_name(spec->sigma_rule);
-  s->journal = spec->journal;
+  /* the journal is RUN/ledger.jsonl (dpo_admm_job_solve), like train's */
+  if (spec->journal && *spec->journal)
+    return dpo_err(DPO_EINVAL, "%s: privacy.journal: dpopt admm keeps its journal in the run "
+                   "directory: give --out DIR (the journal is DIR/ledger.jsonl)",
+                   dpo_privacy_spec_origin(spec, DPO_SPEC_JOURNAL));
   s->jkey = spec->journal_key;
   dpo_config_get_str(cfg, "data.test", NULL, &s->testp);
-  dpo_config_get_str(cfg, "admm.trace", NULL, &s->tracep);
-  dpo_config_get_str(cfg, "admm.model_out", NULL, &s->mout);
   s->trust = dpo_trust_name(spec->trust);
   s->store = spec->store;
   if (s->store && !*s->store) s->store = NULL;
@@ -104,15 +108,34 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
    * schedule, picked once on a9a at eps = 0.1, T = 200 from {0, 10, 20, 50}: 0.3726 against
    * 0.3938 without); the NON-PRIVATE AccADMM runs Alg. 3 as written */
   if (!dpo_config_get(cfg, "admm.restart") && strcmp(s->meth, "dpaccadmm") == 0) s->restart = 50;
+  /* trace.csv: each row is a NON-PRIVATE pass over the training data; as train's, about 200
+   * rows unless admm.trace_every says otherwise */
+  if (!dpo_config_get(cfg, "admm.trace_every") && s->maxit > 200) s->tev = (s->maxit + 199) / 200;
   if (s->restart < 0) return dpo_err(DPO_EINVAL, "admm.restart must be >= 0 (got %lld)", (long long)s->restart);
   return DPO_OK;
 }
 
-/* rank 0 writes x as the model file named by admm.model_out (comment cm); agreed */
-static int dpo__arun_model_out(MPI_Comm comm, const dpo__arun_t *s, const double *x, int32_t d,
-                               const char *cm) {
-  if (!s->mout) return DPO_OK;
-  return dpo_agree(comm, s->rank == 0 ? dpo_model_write(s->mout, x, d, cm) : DPO_OK);
+struct dpo_admm_job {
+  MPI_Comm comm;
+  dpo__arun_t s;
+  const char *data;
+  dpo_model_t *m;
+  dpo_load_opts_t lo;
+  dpo_shard_t *sh, *te;
+  double *x;
+  int ckpt; /* checkpoints or a resume asked for (refused where they cannot be written) */
+  dpo_admm_io_t *io;
+  char journal[1100], ckpt_path[1100], cm[256];
+  char *rep; /* rank 0: the report (memstream) */
+  size_t rep_len;
+  FILE *repf;
+  dpo_admm_result_t res;
+};
+
+/* the result's privacy part, from the ledger the run charged (rank 0) */
+static void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma) {
+  j->res.sigma = sigma;
+  if (L && j->s.rank == 0) dpo_ledger_spent(L, &j->res.spent_eps, &j->res.spent_delta);
 }
 
 /* The data set's budget store: the run's whole budget reserved under its journal's id once
@@ -134,9 +157,9 @@ static void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *
             "%s\n", s->store, dpo_errmsg());
 }
 
-static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t *m,
-                               const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
-                               FILE *rep, int *stop) {
+static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
+                               dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te,
+                               double *x, FILE *rep, int *stop) {
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
   char rid[65] = "";
@@ -182,6 +205,7 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
   rc = dpo_admm_consensus(comm, m, sh, &o, x, &inf);
   if (rc && rc != DPO_ENOCONV && rc != DPO_EBUDGET) goto out;
   *stop = rc;
+  rc = DPO_OK;
   const char *pmode = s->priv ? (s->seeded ? " private-mode (seeded: NOT private)" : " private") : "";
   double tl = NAN, tm = NAN;
   if (s->rank == 0) {
@@ -216,11 +240,13 @@ static int dpo__arun_consensus(MPI_Comm comm, const dpo__arun_t *s, dpo_model_t 
             tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, s->lambda, x, d));
     if (te) fprintf(rep, "test        loss %.6g  %s %.6g\n", tl, dpo_model_binary(m) ? "accuracy" : "mse", tm);
   }
-  char cm[256];
-  snprintf(cm, sizeof cm, "dpopt admm consensus %s model, --reg %s --lambda %.17g, %d ranks%s",
-           s->mname, s->reg, s->lambda, s->size,
-           s->priv ? (s->seeded ? ", seeded: NOT private" : ", private") : "");
-  if ((rc = dpo__arun_model_out(comm, s, x, d, cm))) goto out;
+  snprintf(j->cm, sizeof j->cm, "dpopt admm consensus %s model, --reg %s --lambda %.17g, %d "
+           "ranks%s", s->mname, s->reg, s->lambda, s->size,
+           s->priv ? (s->seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
+  j->res.iters = inf.iters;
+  j->res.objective = tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, s->lambda, x, d);
+  j->res.test_metric = tm;
+  dpo__arun_spent(j, L, s->priv ? pv.sigma : 0.0);
   if (*stop == DPO_ENOCONV && s->rank == 0)
     fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
 out:
@@ -286,9 +312,7 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   if (!strcmp(s->trust, "local") && dp) {
     /* every rank (party) noises its own gradient sum: --trace would show the coordinator
      * exact training sums; the rest of the calibration is central's */
-    if (s->tracep)
-      return dpo_err(DPO_EUNSUP, "privacy.trust = local: --trace reports the exact training "
-                     "objective and accuracy, which the coordinator must not see");
+    s->notrace = 1; /* the trace's rows show exact training sums */
     if (dpo_privacy_spec_given(s->spec, DPO_SPEC_COLLUDE))
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
     s->local = 1;
@@ -316,9 +340,7 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg calibrates its own noise (rdp: the "
                    "distributed discrete Gaussian for T + 1 releases): drop --sigma and "
                    "--sigma-rule");
-  if (s->tracep)
-    return dpo_err(DPO_EUNSUP, "privacy.trust = secagg: --trace reports the exact training "
-                   "objective and accuracy, which the coordinator must not see");
+  s->notrace = 1; /* the trace's rows show exact training sums */
   if (!(s->delta > 0))
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
   if (s->collude < 0 || s->collude >= s->size)
@@ -386,9 +408,49 @@ static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_
   return rc;
 }
 
-static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts_t *lo,
-                        dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te, double *x,
-                        FILE *rep, int *stop) {
+/* DP-ADMM's checkpoints: the file, the ledger and the stream they record */
+typedef struct {
+  dpo_admm_job_t *j;
+  const dpo_ledger_t *L;
+  const dpo_rng_t *rng;
+} dpo__arun_save_t;
+
+static int dpo__arun_save(void *arg, const dpo_dpadmm_state_t *st) {
+  const dpo__arun_save_t *v = arg;
+  return dpo__admm_ckpt_save(v->j->ckpt_path, v->j->s.meth, v->j->s.size, st, v->j->io->trace,
+                             v->L, v->rng);
+}
+
+/* Collective: checkpoints (--checkpoint-every, run.stop_after, the stop flag) and, resuming,
+ * rank 0's state from RUN/checkpoint (checked against the journal: rule of dpopt/optim.h) */
+static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *sv,
+                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs) {
+  dpo_admm_io_t *io = j->io;
+  o->stop = io->stop;
+  if (!j->ckpt && !io->stop) return DPO_OK;
+  if (j->ckpt || (!j->s.secagg && !j->s.local && j->s.nparties == 0 && !j->s.store)) {
+    o->save = dpo__arun_save;
+    o->save_arg = sv;
+    o->ckpt_every = io->ckpt_every;
+    o->stop_after = io->stop_after;
+  }
+  if (!io->resumed) return DPO_OK;
+  int rc = DPO_OK;
+  if (j->s.rank == 0)
+    rc = dpo__admm_ckpt_load(j->ckpt_path, j->s.meth, j->s.size, j->sh->d, p, rs, io->trace,
+                             sv->L, (dpo_rng_t *)sv->rng);
+  if ((rc = dpo_agree(j->comm, rc))) return rc;
+  io->accepted = 1;
+  if (j->s.rank == 0)
+    dpo_msg("resuming %s at iteration %lld", io->dir, (long long)rs->it + 1);
+  o->resumed = 1;
+  o->resume = rs;
+  return DPO_OK;
+}
+
+static int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
+                        const dpo_load_opts_t *lo, dpo_model_t *m, const dpo_shard_t *sh,
+                        const dpo_shard_t *te, double *x, FILE *rep, int *stop) {
   dpo_oracle_t *orc = NULL;
   dpo_admm_A_t *A = NULL;
   dpo_ledger_t *L = NULL;
@@ -396,8 +458,9 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   char rid[65] = "";
   dpo_secagg_t *sa = NULL;
   dpo_guard_t *guard = NULL;
-  FILE *tf = NULL;
   double *Ax = NULL;
+  dpo_dpadmm_state_t rs = {0};
+  dpo__arun_save_t sv = {j, NULL, NULL};
   int32_t d = sh->d;
   int rc;
   int dp = strcmp(s->meth, "dpadmm") == 0 || strcmp(s->meth, "dpaccadmm") == 0;
@@ -445,8 +508,9 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
     rc = dpo_agree(comm, rc);
     if (!rc && (!(s->eps > 0) || !(s->clip > 0)))
       rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
-    if (!rc) rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
-                                      DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L);
+    if (!rc) /* resuming: reopened, its charges stay spent */
+      rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, j->io->resumed, s->acct,
+                               DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L);
     if (!rc) rc = dpo__arun_reserve(comm, s, L, rid);
     if (rc) goto out;
     o.rng = rng;
@@ -500,23 +564,25 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
   }
   dpo__arun_trace_t tr = {.o = orc, .A = A, .lambda = s->lambda,
                           .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};
-  if (s->rank == 0 && s->tracep) {
-    tf = fopen(s->tracep, "w");
-    Ax = malloc((size_t)A->p * sizeof *Ax);
-    if (tf && Ax) {
-      fprintf(tf, "# %s: objective and train_acc are NON-PRIVATE diagnostics on the training data\n", s->meth);
-      fprintf(tf, "iter,time,objective,train_acc,test_acc\n");
-      tr.f = tf;
-      tr.Ax = Ax;
-      o.trace = dpo__arun_trace;
-      o.trace_arg = &tr;
-    }
+  if (s->rank == 0 && j->io->trace && !s->notrace && s->tev > 0) {
+    if (!(Ax = malloc((size_t)A->p * sizeof *Ax))) rc = dpo_err(DPO_ENOMEM, "out of memory");
+    tr.f = j->io->trace;
+    tr.Ax = Ax;
+    o.trace = dpo__arun_trace;
+    o.trace_arg = &tr;
   }
+  if ((rc = dpo_agree(comm, rc))) goto out;
+  sv.L = L;
+  sv.rng = rng;
+  if ((rc = dpo__arun_ckpt_opts(j, A->p, &sv, &o, &rs))) goto out;
   tr.t0 = MPI_Wtime();
   dpo_dpadmm_info_t inf;
   rc = dpo_dpadmm_run(orc, A, &o, x, NULL, &inf);
   double el = MPI_Wtime() - tr.t0;
   if (rc && rc != DPO_EBUDGET) goto out;
+  j->res.iters = inf.iters;
+  j->res.releases = inf.releases;
+  dpo__arun_spent(j, L, dp ? inf.sigma : 0.0);
   *stop = rc;
   rc = DPO_OK;
   /* final diagnostics (collective through the oracle) */
@@ -559,14 +625,14 @@ static int dpo__arun_dp(MPI_Comm comm, const dpo__arun_t *s, const dpo_load_opts
       fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
               loss + s->lambda * cblas_dasum(A->p, ax, 1));
     if (te) fprintf(rep, "test        accuracy %.6f\n", ta);
+    if (!s->secagg && !s->local) j->res.objective = loss + s->lambda * cblas_dasum(A->p, ax, 1);
+    j->res.test_metric = ta;
     free(ax);
   }
-  char cm[256];
-  snprintf(cm, sizeof cm, "dpopt admm %s %s model, lambda %.17g%s", s->meth, s->mname, s->lambda,
-           dp ? (s->seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
-  rc = dpo__arun_model_out(comm, s, x, d, cm);
+  snprintf(j->cm, sizeof j->cm, "dpopt admm %s %s model, lambda %.17g%s", s->meth, s->mname,
+           s->lambda, dp ? (s->seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
 out:
-  if (tf) fclose(tf);
+  dpo__admm_state_free(&rs);
   free(Ax);
   dpo_oracle_destroy(orc);
   dpo_guard_destroy(guard);
@@ -579,61 +645,148 @@ out:
   return rc;
 }
 
-int dpo_admm_run_config(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                        const char *data, FILE *report, int *stop) {
-  dpo__arun_t s = {0};
-  dpo_shard_t *sh = NULL, *te = NULL;
-  dpo_model_t *m = NULL;
-  double *x = NULL;
-  dpo_load_opts_t lo;
+/* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, several
+ * parties keep stream and guard states apart, and a budget store's reservation would be made
+ * twice: refused up front, before anything is read or written. */
+static int dpo__arun_ckpt_check(const dpo__arun_t *s) {
+  const char *why = !strcmp(s->meth, "consensus") ? "consensus ADMM keeps its state on every rank"
+                    : s->secagg || s->local || s->nparties > 0
+                        ? "a multi-party run's streams and guards are not saved"
+                    : s->store ? "a budget store's reservation is not carried over" : NULL;
+  if (!why) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "dpopt admm --method %s: checkpoints are not supported here (%s): "
+                 "drop --checkpoint-every / --resume / run.stop_after", s->meth, why);
+}
+
+/* The data set's budget store: the files registered and the budget left, before loading.
+ * Collective. */
+static int dpo__arun_store_check(MPI_Comm comm, dpo__arun_t *s, const dpo_privacy_spec_t *spec,
+                                 const char *data) {
+  int rc = DPO_OK;
+  int dp = s->priv || !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm");
+  const char *files[2] = {data, s->testp};
+  if (!dp || s->seeded)
+    rc = dpo_err(DPO_EINVAL, "%s: a budget store (privacy.store) is charged by private runs: %s",
+                 dpo_privacy_spec_origin(spec, DPO_SPEC_STORE),
+                 !dp ? "this method adds no noise" : "--seed makes the run NOT private");
+  else if (s->rank == 0 && !(rc = dpo_budget_open(s->store, s->jkey, files, s->testp ? 2 : 1,
+                                                  &s->bud)) &&
+           !(rc = dpo_budget_lock(s->bud))) /* held until the reservation */
+    rc = dpo_budget_reserve(s->bud, NULL, s->eps, s->delta, "admm", 1);
+  return dpo_agree(comm, rc);
+}
+
+int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                        int checkpoints, dpo_admm_job_t **out) {
   int rc;
-  *stop = DPO_OK;
-  MPI_Comm_rank(comm, &s.rank);
-  MPI_Comm_size(comm, &s.size);
-  if ((rc = dpo__arun_read(cfg, spec, &s)) || (rc = dpo__arun_trust(cfg, &s)) ||
-      (rc = dpo_model_create(s.mname, 0.0, &m)) ||
-      (rc = dpo_load_opts_from_config(cfg, &lo)))
-    goto out;
-  lo.labels = dpo_model_binary(m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
-  /* a private run's width is declared, never read from the rows (dpo_load_opts_private) */
-  if ((s.priv || !strcmp(s.meth, "dpadmm") || !strcmp(s.meth, "dpaccadmm")) &&
-      (rc = dpo_load_opts_private(data, &lo)))
-    goto out;
-  /* the data set's budget store: the files registered and the budget left, before loading */
-  if (s.store) {
-    int dp = s.priv || !strcmp(s.meth, "dpadmm") || !strcmp(s.meth, "dpaccadmm");
-    const char *files[2] = {data, s.testp};
-    if (!dp || s.seeded || !s.journal)
-      rc = dpo_err(DPO_EINVAL, "%s: a budget store (privacy.store) is charged by private runs "
-                   "with a journal: %s", dpo_privacy_spec_origin(spec, DPO_SPEC_STORE),
-                   !dp ? "this method adds no noise" : s.seeded ? "--seed makes the run NOT private"
-                   : "give the run's journal with --journal FILE");
-    else if (s.rank == 0 && !(rc = dpo_budget_open(s.store, s.jkey, files, s.testp ? 2 : 1, &s.bud)) &&
-             !(rc = dpo_budget_lock(s.bud))) /* held until the reservation */
-      rc = dpo_budget_reserve(s.bud, NULL, s.eps, s.delta, "admm", 1);
-    if ((rc = dpo_agree(comm, rc))) goto out;
+  dpo_admm_job_t *j = calloc(1, sizeof *j);
+  *out = NULL;
+  if (!j) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
+  dpo__arun_t *s = &j->s;
+  j->comm = comm;
+  j->ckpt = checkpoints;
+  j->res.objective = j->res.test_metric = j->res.sigma = NAN;
+  j->res.spent_eps = j->res.spent_delta = NAN;
+  MPI_Comm_rank(comm, &s->rank);
+  MPI_Comm_size(comm, &s->size);
+  dpo_config_get_str(cfg, "data.train", NULL, &j->data);
+  if (!j->data) rc = dpo_err(DPO_EINVAL, "no training data: give FILE (data.train)");
+  else if (!(rc = dpo__arun_read(cfg, spec, s)) && !(rc = dpo__arun_trust(cfg, s)) &&
+           !(rc = dpo_model_create(s->mname, 0.0, &j->m)) &&
+           !(rc = dpo_load_opts_from_config(cfg, &j->lo))) {
+    j->lo.labels = dpo_model_binary(j->m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
+    /* a private run's width is declared, never read from the rows (dpo_load_opts_private) */
+    if (s->priv || !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm"))
+      rc = dpo_load_opts_private(j->data, &j->lo);
+    if (!rc && checkpoints) rc = dpo__arun_ckpt_check(s);
   }
-  if ((rc = dpo_shard_load(comm, data, &lo, &sh))) goto out;
-  lo.d = sh->d;
-  if (s.testp && (rc = dpo_shard_load(comm, s.testp, &lo, &te))) goto out;
-  if (!(x = calloc((size_t)sh->d, sizeof *x))) {
+  if (!rc && s->rank == 0 && !(j->repf = open_memstream(&j->rep, &j->rep_len)))
     rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
+  if ((rc = dpo_agree(comm, rc)) || (s->store && (rc = dpo__arun_store_check(comm, s, spec, j->data)))) {
+    dpo_admm_job_destroy(j);
+    return rc;
   }
+  j->res.method = s->meth;
+  j->res.model = s->mname;
+  j->res.accountant = s->acct;
+  j->res.sigma_rule = s->srule;
+  j->res.trust = s->trust;
+  j->res.priv = s->priv || !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm");
+  j->res.seeded = s->seeded;
+  j->res.lambda = s->lambda;
+  j->res.eps = s->eps;
+  j->res.delta = s->delta;
+  j->res.test_metric_name = dpo_model_binary(j->m) ? "accuracy" : "mse";
+  *out = j;
+  return DPO_OK;
+}
+
+const char *dpo_admm_job_method(const dpo_admm_job_t *j) { return j->s.meth; }
+
+int dpo_admm_job_load(dpo_admm_job_t *j) {
+  dpo__arun_t *s = &j->s;
+  int rc;
+  if ((rc = dpo_shard_load(j->comm, j->data, &j->lo, &j->sh))) return rc;
+  j->lo.d = j->sh->d;
+  if (s->testp && (rc = dpo_shard_load(j->comm, s->testp, &j->lo, &j->te))) return rc;
+  if (!(j->x = calloc((size_t)j->sh->d, sizeof *j->x)))
+    return dpo_agree(j->comm, dpo_err(DPO_ENOMEM, "out of memory"));
   /* default step from the PUBLIC row bound: L = B2^2 / 4 (logistic) or B2^2 (lsq) */
-  if (!(s.eta > 0) && isfinite(s.b2) && s.b2 > 0) s.eta = 1.0 / dpo_model_L_bound(m, s.b2);
-  if (s.seeded && s.rank == 0)
+  if (!(s->eta > 0) && isfinite(s->b2) && s->b2 > 0) s->eta = 1.0 / dpo_model_L_bound(j->m, s->b2);
+  if (s->seeded && s->rank == 0)
     fprintf(stderr, "dpopt admm: NOT PRIVATE: seeded run (--seed %lld) for reproducibility\n",
-            (long long)s.seed);
-  if (strcmp(s.meth, "consensus") == 0)
-    rc = dpo__arun_consensus(comm, &s, m, sh, te, x, report, stop);
-  else
-    rc = dpo__arun_dp(comm, &s, &lo, m, sh, te, x, report, stop);
-out:
-  dpo_budget_close(s.bud);
-  free(x);
-  dpo_shard_destroy(sh);
-  dpo_shard_destroy(te);
-  dpo_model_destroy(m);
-  return rc;
+            (long long)s->seed);
+  j->res.n = j->sh->n_global;
+  j->res.d = j->sh->d;
+  return DPO_OK;
+}
+
+int dpo_admm_job_solve(dpo_admm_job_t *j, dpo_admm_io_t *io, int *stop) {
+  dpo__arun_t *s = &j->s;
+  *stop = DPO_OK;
+  j->io = io;
+  snprintf(j->ckpt_path, sizeof j->ckpt_path, "%s/checkpoint", io->dir);
+  if (j->res.priv) { /* the run directory holds the journal, as train's */
+    snprintf(j->journal, sizeof j->journal, "%s/ledger.jsonl", io->dir);
+    s->journal = j->journal;
+  }
+  if (s->rank == 0 && io->trace && !io->resumed) {
+    if (strcmp(s->meth, "consensus") == 0 || s->notrace || s->tev <= 0)
+      fprintf(io->trace, "# %s: no per-iteration rows (%s)\n", s->meth,
+              strcmp(s->meth, "consensus") == 0 ? "consensus ADMM reports its residuals only"
+              : s->tev <= 0 ? "admm.trace_every = 0"
+                            : "they would show the coordinator exact training sums");
+    else
+      fprintf(io->trace, "# %s: objective and train_acc are NON-PRIVATE diagnostics on the "
+              "training data\niter,time,objective,train_acc,test_acc\n", s->meth);
+    fflush(io->trace);
+  }
+  if (strcmp(s->meth, "consensus") == 0)
+    return dpo__arun_consensus(j, j->comm, s, j->m, j->sh, j->te, j->x, j->repf, stop);
+  return dpo__arun_dp(j, j->comm, s, &j->lo, j->m, j->sh, j->te, j->x, j->repf, stop);
+}
+
+const char *dpo_admm_job_report(const dpo_admm_job_t *j) {
+  if (!j->repf) return "";
+  fflush(j->repf);
+  return j->rep ? j->rep : "";
+}
+
+const dpo_admm_result_t *dpo_admm_job_result(const dpo_admm_job_t *j) { return &j->res; }
+const double *dpo_admm_job_x(const dpo_admm_job_t *j) { return j->x; }
+
+int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path) {
+  return dpo_model_write(path, j->x, j->sh->d, j->cm);
+}
+
+void dpo_admm_job_destroy(dpo_admm_job_t *j) {
+  if (!j) return;
+  dpo_budget_close(j->s.bud);
+  if (j->repf) fclose(j->repf);
+  free(j->rep);
+  free(j->x);
+  dpo_shard_destroy(j->sh);
+  dpo_shard_destroy(j->te);
+  dpo_model_destroy(j->m);
+  free(j);
 }

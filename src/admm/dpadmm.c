@@ -213,6 +213,8 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     st = dpo_err(DPO_EINVAL, "dpadmm_run: gamma = %g < eta rho ||A'A|| + 1 = %g (G must be >= I)",
                  inf.gamma, gmin);
   int64_t R = op->T + (op->u0_pinv ? 1 : 0);
+  if (!st && op->resumed && rank == 0 && (!op->resume || op->resume->d != d || op->resume->p != p))
+    st = dpo_err(DPO_EFORMAT, "dpadmm_run: the saved state has other dimensions than the run");
   if (!st && op->noise) {
     /* 004 Thm 1: the average over the n rows of clipped terms, replace-one (c = 2 clip) */
     c.sens = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip) / (double)n;
@@ -254,6 +256,9 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
       }
     }
   }
+  /* resumed: the noise of the interrupted run (the ledger rule's bisection would now see its
+   * charges); rank 0 alone draws and charges */
+  if (!st && op->resumed && rank == 0) c.sigma = op->resume->sigma;
   /* the std of the noise on the released mean gradient: local sums P parties' own noise */
   inf.sigma = op->local_noise && op->nparties > 0 ? c.sigma * sqrt((double)op->nparties)
                                                   : c.sigma;
@@ -268,7 +273,7 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
   if ((st = dpo_agree(comm, st))) goto out;
 
   /* u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input) */
-  if (op->u0_pinv) {
+  if (op->u0_pinv && !op->resumed) {
     if (rank == 0) {
       st = noisy_grad(&c, x, 0, g0);
       dpo_oracle_finish(oracle, st);
@@ -312,7 +317,23 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
   memcpy(up, u, Pn * sizeof *u);
   double theta = 1.0, kap = op->lambda / op->rho, step = op->eta / inf.gamma;
   const double *cv = op->c;
-  for (int64_t it = 1; it <= op->T; it++) {
+  int64_t it0 = 1;
+  if (op->resumed) { /* rank 0: the state after iteration it, as saved */
+    const dpo_dpadmm_state_t *rs = op->resume;
+    memcpy(x, rs->x, D * sizeof *x);
+    memcpy(xh, rs->xh, D * sizeof *x);
+    memcpy(xp, rs->xp, D * sizeof *x);
+    memcpy(u, rs->u, Pn * sizeof *u);
+    memcpy(uh, rs->uh, Pn * sizeof *u);
+    memcpy(up, rs->up, Pn * sizeof *u);
+    memcpy(yl, rs->y, Pn * sizeof *u);
+    theta = rs->theta;
+    inf.iters = rs->it;
+    inf.restarts = rs->restarts;
+    c.releases = rs->releases;
+    it0 = rs->it + 1;
+  }
+  for (int64_t it = it0; it <= op->T; it++) {
     /* y-update: soft threshold of A xh - c + uh */
     dpo_admm_A_mul(A, xh, t);
     for (int32_t r = 0; r < p; r++) t[r] += uh[r] - (cv ? cv[r] : 0.0);
@@ -360,6 +381,20 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
     memcpy(up, u, Pn * sizeof *u);
     inf.iters = it;
     if (op->trace) op->trace(op->trace_arg, it, x, yl);
+    if (it < op->T && (op->save || op->stop)) { /* rank 0's flag decides: the workers serve */
+      int halt = (op->stop && *op->stop) || (op->stop_after > 0 && it >= op->stop_after);
+      if (op->save && (halt || (op->ckpt_every > 0 && it % op->ckpt_every == 0))) {
+        dpo_dpadmm_state_t ss = {it, inf.restarts, c.releases, theta, c.sigma, d, p,
+                                 x, xh, xp, u, uh, up, yl};
+        if ((st = op->save(op->save_arg, &ss))) break;
+      }
+      if (halt) {
+        st = dpo_err(DPO_EINTR, "stopped after iteration %lld of %lld, %s", (long long)it,
+                     (long long)op->T, op->save ? "checkpoint written"
+                                                : "no checkpoint (this run cannot be resumed)");
+        break;
+      }
+    }
   }
   /* on a refusal x still holds the last released iterate: x is only written after the charge */
   if (y) memcpy(y, yl, Pn * sizeof *y);

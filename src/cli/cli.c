@@ -258,7 +258,8 @@ void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const
 static const struct {
   const char *cmd, *keys[8];
 } dpo__cli_extra[] = {
-    {"admm", {"privacy.accountant", "privacy.collude", "privacy.trust", "parties.count", NULL}},
+    {"admm", {"privacy.accountant", "privacy.collude", "privacy.trust", "parties.count",
+              "run.stop_after", NULL}},
     {NULL, {NULL}}};
 
 int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **argv,
@@ -296,4 +297,26 @@ int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **ar
   /* fail closed: a key nothing reads stops the command before it writes anything */
   if ((rc = dpo_config_check_known(*cfg, what))) return dpo_cli_fail(ctx, cmd, rc);
   return -1;
+}
+
+int dpo_cli_run(const dpo_cli_ctx_t *ctx, const char *cmd, dpo_run_t *run, int *ex) {
+  int rc;
+  dpo_run_result_t res;
+  if ((rc = dpo_cli_check_ranks(ctx, dpo_run_config(run))) || /* before any file */
+      (rc = dpo_run_setup(run)) || (rc = dpo_run_load(run)))
+    return rc;
+  int solved = dpo_run_solve(run);
+  if (solved == DPO_EINTR) { /* checkpoint written, every charge journalled */
+    if (ctx->rank == 0)
+      fprintf(stderr, "dpopt %s: %s; run directory %s\n", cmd, dpo_errmsg(), dpo_run_dir(run));
+    *ex = DPO_EXIT_INTR;
+    return DPO_OK;
+  }
+  if ((rc = solved) != DPO_OK && rc != DPO_EBUDGET) return rc;
+  if ((rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run)) ||
+      (rc = dpo_run_result(run, &res)))
+    return rc;
+  dpo_run_print(run, stdout);
+  *ex = solved == DPO_EBUDGET ? DPO_EXIT_BUDGET : res.not_converged ? DPO_EXIT_RUNTIME : 0;
+  return DPO_OK;
 }

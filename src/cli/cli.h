@@ -6,6 +6,7 @@
 
 #include "dpopt/config.h"
 #include "dpopt/data.h"
+#include "dpopt/run.h"
 
 /* Exit statuses (documented in README and --help). */
 enum {
@@ -70,6 +71,12 @@ void dpo_cli_warn_typos(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
  * run.expect_ranks is set (> 0) and differs from the MPI world size; DPO_OK otherwise.
  * Every rank evaluates the same condition, so every rank fails (dpo_cli_fail prints it once). */
 int dpo_cli_check_ranks(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg);
+
+/* Collective: a created run's life cycle as every run command drives it (the rank check,
+ * setup, load, solve, evaluate, write, the printed summary).  DPO_OK with *ex the exit status
+ * (0; 3 budget exhausted; 4 consensus ADMM stopped at its maxit; 5 interrupted, checkpoint
+ * written, said on stderr), else the failing status for dpo_cli_fail. */
+int dpo_cli_run(const dpo_cli_ctx_t *ctx, const char *cmd, dpo_run_t *run, int *ex);
 
 int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 int dpo_cmd_info(const dpo_cli_ctx_t *ctx, int argc, char **argv);

@@ -1,11 +1,13 @@
 /* dpopt admm: consensus ADMM across ranks (non-private or per-party noised), and DP-ADMM /
- * DP-AccADMM of 004 (ADMM / AccADMM with --method admm | accadmm: the same iterations without
- * noise, NON-PRIVATE).  The run is dpo_admm_run_config (dpopt/admm.h); this file parses the
- * command line. */
+ * DP-AccADMM of Xu et al. 2020 (ADMM / AccADMM with --method admm | accadmm: the same
+ * iterations without noise, NON-PRIVATE).  The run is the run API's admm kind (dpopt/run.h,
+ * run.command = admm: src/run/run_admm.c), with train's run directory, --resume, signals and
+ * exit codes; this file parses the command line. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
-#include "dpopt/admm.h"
+#include "dpopt/run.h"
 #include "dpopt/status.h"
 
 #define DPO__MAXOPTS 64
@@ -37,27 +39,41 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
       {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
       {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
-      {"--journal", "privacy.journal", "FILE", "ledger journal (JSON lines); default in-memory; under privacy.trust = secagg each party K > 0 journals its own charges in FILE.partyK.jsonl"},
-      {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget; needs --journal): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
+      {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
+      {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default $DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key); give it again with --resume"},
       {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
       {"--test", "data.test", "FILE", "held-out data for test accuracy"},
-      {"--trace", "admm.trace", "FILE", "DP-ADMM: CSV iter,time,objective(NON-PRIVATE),train_acc,test_acc"},
-      {"--model-out", "admm.model_out", "FILE", "write the solution (z, or x_T) as a model file (rank 0)"},
-      {"--trace-every", "admm.trace_every", "K", "trace every K iterations (default 1)"},
+      {"--trace-every", "admm.trace_every", "K", "DP-ADMM family: a trace.csv row every K iterations (default: every one up to 200, else about 200 rows; 0: none); each row evaluates the NON-PRIVATE training objective"},
+      {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv, model.txt, summary.json and, for private methods, ledger.jsonl"},
+      {"--quiet", "run.quiet", NULL, "no messages on stderr"},
+      {"--checkpoint-every", "run.checkpoint_every", "N", "DP-ADMM family (central trust, no budget store): write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT)"},
+      {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no FILE)"},
+      {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_cli_opt_t opts[DPO__MAXOPTS];
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, own, dpo_cli_data_opts);
   dpo_config_t *cfg = NULL;
+  dpo_run_t *run = NULL;
   char *pos[1];
-  int npos, rc, ex, stop;
-  dpo_privacy_spec_t spec;
+  int npos = 0, rc = DPO_OK, ex = 0;
 #ifdef DPO_TEST_SWITCHES
   if (dpo_cli_test_secagg_args(argc, argv, &argc))
     return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
                                              "shares or extra[:N], or key"));
 #endif
+  /* the flags --out replaced: a clear refusal, not an unknown option */
+  static const char *const gone[][2] = {{"--model-out", "the model is DIR/model.txt"},
+                                        {"--journal", "the journal is DIR/ledger.jsonl"},
+                                        {"--trace", "the trace is DIR/trace.csv"}};
+  for (int i = 1; i < argc; i++)
+    for (int g = 0; g < 3; g++)
+      if (!strcmp(argv[i], gone[g][0]) ||
+          (!strncmp(argv[i], gone[g][0], strlen(gone[g][0])) && argv[i][strlen(gone[g][0])] == '='))
+        return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "%s was replaced by --out DIR "
+                                                 "(the run directory; %s)", gone[g][0], gone[g][1]));
   if ((ex = dpo_cli_start(ctx, "admm", argc, argv, opts,
-                          "usage: mpirun -np P dpopt admm [options] FILE",
+                          "usage: mpirun -np P dpopt admm [options] FILE\n"
+                          "       mpirun -np P dpopt admm --resume RUN",
                           "consensus: every rank is a data holder (x_i, u_i on its shard), one Allreduce per\n"
                           "iteration forms z = prox_g(mean(x_i + u_i)); stops on primal/dual residuals\n"
                           "(Boyd et al. 2011 Sec. 3.3).  With --private each party clips and noises its\n"
@@ -66,16 +82,36 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "coordinator noises the clipped gradient (sigma from eq. (8), RDP or the ledger) and charges\n"
                           "an RDP ledger.  admm / accadmm: the same iterations without noise and without\n"
                           "clipping (NON-PRIVATE references).\n"
-                          "The graph must be PUBLIC: --graph-from on private data leaks it.\n",
-                          &cfg, pos, 1, &npos, "one FILE expected (see --help)")) >= 0)
+                          "The graph must be PUBLIC: --graph-from on private data leaks it.\n"
+                          "Outputs in the run directory (--out), as for dpopt train: config.ini, trace.csv, model.txt,\n"
+                          "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg also\n"
+                          "ledger.partyK.jsonl).  Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted,\n"
+                          "4 runtime failure (also: consensus stopped at --maxit), 5 interrupted (SIGTERM/SIGINT:\n"
+                          "checkpoint written, continue with --resume RUN).\n",
+                          &cfg, pos, 1, &npos, NULL)) >= 0)
     goto out;
-  if ((rc = dpo_privacy_spec_read(cfg, DPO_SPEC_FOR_ADMM, &spec)) ||
-      (rc = dpo_admm_run_config(ctx->comm, cfg, &spec, pos[0], stdout, &stop))) {
-    ex = dpo_cli_fail(ctx, "admm", rc);
+  const int resume = dpo_config_get(cfg, "run.resume") != NULL;
+  if (resume ? npos != 0 : npos != 1) {
+    ex = dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, resume ? "--resume RUN takes no FILE "
+                                           "(the run's own data)" : "one FILE expected (see --help)"));
     goto out;
   }
-  ex = stop == DPO_EBUDGET ? DPO_EXIT_BUDGET : stop ? DPO_EXIT_RUNTIME : 0;
+  if ((!resume && (rc = dpo_config_set(cfg, "data.train", pos[0], "FILE"))) ||
+      (rc = dpo_config_set(cfg, "run.command", "admm", "dpopt admm")))
+    goto fail;
+  /* consensus ADMM has no checkpoint: SIGTERM / SIGINT end it as before */
+  const char *meth = dpo_config_get(cfg, "admm.method");
+  int sig = resume || (meth && strcmp(meth, "consensus"));
+  if (sig) dpo_run_signals_install();
+  if ((rc = dpo_run_create(ctx->comm, cfg, &run))) goto fail; /* --resume merged here */
+  if (sig) dpo_run_set_stop(run, dpo_run_signal_flag());
+  if (!(rc = dpo_cli_run(ctx, "admm", run, &ex))) goto out;
+fail:
+  dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg);
+  ex = dpo_cli_fail(ctx, run ? dpo_run_stage(run) : "admm", rc);
 out:
+  dpo_run_destroy(run); /* after the error is printed: FAILED in a run directory it claimed */
   dpo_config_destroy(cfg);
+  dpo_run_signals_restore();
   return ex;
 }

@@ -160,20 +160,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
    * (dpo_run_auto_algo, src/run/run_auto.c): the same for every program that embeds it */
   if ((rc = dpo_run_create(ctx->comm, cfg, &run))) goto fail; /* --resume merged here */
   dpo_run_set_stop(run, dpo_run_signal_flag());
-  if ((rc = dpo_cli_check_ranks(ctx, dpo_run_config(run)))) goto fail; /* before any file */
-  if ((rc = dpo_run_setup(run)) || (rc = dpo_run_load(run))) goto fail;
-  int solved = dpo_run_solve(run);
-  if (solved == DPO_EINTR) { /* checkpoint written, every charge journalled */
-    if (ctx->rank == 0)
-      fprintf(stderr, "dpopt train: %s; run directory %s\n", dpo_errmsg(), dpo_run_dir(run));
-    ex = DPO_EXIT_INTR;
-    goto out;
-  }
-  if ((rc = solved) != DPO_OK && rc != DPO_EBUDGET) goto fail;
-  if ((rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run))) goto fail;
-  dpo_run_print(run, stdout);
-  ex = solved == DPO_EBUDGET ? DPO_EXIT_BUDGET : 0;
-  goto out;
+  if (!(rc = dpo_cli_run(ctx, "train", run, &ex))) goto out;
 fail:
   dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg); /* a typo first, also on failure */
   ex = dpo_cli_fail(ctx, dpo_run_stage(run), rc);

@@ -40,59 +40,6 @@ int dpo__run_expect(const dpo_run_t *r, int want, const char *fn) {
   return DPO_OK;
 }
 
-int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
-  int rc = DPO_OK;
-  *out = NULL;
-  dpo_run_t *r = calloc(1, sizeof *r);
-  if (!r) return dpo_err(DPO_ENOMEM, "out of memory");
-  r->t_start = dpo_wtime();
-  r->stage = "train";
-  r->cfg = cfg;
-  r->fstar = r->tr_loss = r->tr_metric = r->te_loss = r->te_metric = NAN;
-  r->comm = MPI_COMM_NULL;
-  if (MPI_Comm_dup(comm, &r->comm) != MPI_SUCCESS) {
-    free(r);
-    return dpo_err(DPO_EMPI, "dpo_run_create: MPI_Comm_dup failed");
-  }
-  r->rank = dpo__rank(r->comm);
-  r->size = dpo__size(r->comm);
-  /* --resume RUN: the run's own settings; the caller may change only run.* keys */
-  const char *res = dpo_config_get(cfg, "run.resume");
-  if (res) {
-    r->resuming = 1;
-    if (!(rc = dpo__run_resume_config(cfg, res, &r->merged))) r->cfg = r->merged;
-  }
-  /* privacy.eps without algo.name: the method best at that budget, on a copy of the settings */
-  const char *why = NULL;
-  if (!rc && !res && dpo_config_get(cfg, "privacy.eps") && !dpo_config_get(cfg, "algo.name") &&
-      !(rc = dpo_config_copy(cfg, &r->merged))) {
-    r->cfg = r->merged;
-    why = dpo_run_auto_algo(r->merged);
-  }
-  if (!rc) rc = dpo_config_get_int(r->cfg, "run.checkpoint_every", 0, &r->ckpt_every);
-  if (!rc) rc = dpo_config_get_int(r->cfg, "run.stop_after", 0, &r->stop_after);
-  if (!rc && (r->ckpt_every < 0 || r->stop_after < 0))
-    rc = dpo_err(DPO_EINVAL, "run.checkpoint_every and run.stop_after must be >= 0");
-  /* the kept last released iterate (RUN/last_release.txt, run_solve.c): 0 = default */
-  if (!rc) rc = dpo_config_get_int(r->cfg, "run.keep_every", 0, &r->keep_every);
-  if (!rc) rc = dpo_config_get_double(r->cfg, "run.keep_seconds", -1.0, &r->keep_seconds);
-  if (!rc && (r->keep_every < 0 || !(r->keep_seconds >= 0 || r->keep_seconds == -1.0) ||
-              !isfinite(r->keep_seconds)))
-    rc = dpo_err(DPO_EINVAL, "run.keep_every must be >= 0 and run.keep_seconds >= 0");
-  if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
-  if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
-  if (!rc && why)
-    dpo_msg("no --algo: using %s (%s; %s neighbours; doc/howto/choose-method.md)",
-            dpo_config_get(r->cfg, "algo.name"), why, dpo_config_get(r->cfg, "privacy.neighbours"));
-  if ((rc = dpo_agree(r->comm, rc))) {
-    dpo__run_failed(r, rc);
-    dpo_run_destroy(r);
-    return rc;
-  }
-  *out = r;
-  return DPO_OK;
-}
-
 struct dpo__algo_keys_arg {
   const dpo_algo_t *algo;
   const dpo_config_t *cfg;
@@ -190,6 +137,7 @@ static int dpo__run_settings(dpo_run_t *r) {
   if (!r->train_path)
     return dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
   const dpo_algo_t *algo = r->algo = dpo_algo_find(algo_name);
+  if (algo) r->dir_name = algo->name;
   if (!algo) {
     const dpo_algo_t *const *al = dpo_algo_list();
     const char *names[64];
@@ -271,25 +219,10 @@ static int dpo__run_settings(dpo_run_t *r) {
 static int dpo__run_open(dpo_run_t *r) {
   int rc;
   r->stage = "train (run directory)";
-  if ((rc = dpo__run_dir(r))) return rc;
-  snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/checkpoint", r->dir);
-  snprintf(r->keep_path, sizeof r->keep_path, "%s/last_release.txt", r->dir);
-  r->dir_ready = !r->resuming; /* created by this run; a resumed one: dpo__resume */
-  rc = DPO_OK;
-  if (r->rank == 0) {
-    char p[1024];
-    snprintf(p, sizeof p, "%s/trace.csv", r->dir);
-    /* through no symlink: the resume truncates the trace (dpo__run_trace_rewind) */
-    int fd = open(p, (r->resuming ? O_RDWR : O_WRONLY | O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 && !(r->trace = fdopen(fd, r->resuming ? "r+" : "w"))) close(fd);
-    if (r->resuming) { /* appended to after the checkpoint's offset (dpo__run_trace_rewind) */
-      if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot open to resume: %s", p, strerror(errno));
-    } else if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot create: %s", p, strerror(errno));
-    else rc = dpo__run_priv_trace_note(r->priv, r->trace);
-    /* config.ini now, not only at the end: --resume needs it after an interruption */
-    if (!rc && !r->resuming) rc = dpo__run_write_config(r->cfg, r->dir);
-  }
-  if ((rc = dpo_agree(r->comm, rc))) return rc;
+  if ((rc = dpo__run_claim(r))) return rc;
+  if ((rc = dpo_agree(r->comm, r->rank == 0 && !r->resuming
+                                   ? dpo__run_priv_trace_note(r->priv, r->trace) : DPO_OK)))
+    return rc;
   if ((rc = r->resuming ? dpo__run_priv_reopen_ledger(r->priv, r->dir)
                         : dpo__run_priv_open_ledger(r->priv, r->dir)))
     return rc;
@@ -306,10 +239,8 @@ static int dpo__run_check(dpo_run_t *r) {
   return dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
 }
 
-int dpo_run_setup(dpo_run_t *r) {
-  int rc = dpo__run_expect(r, DPO__RUN_CREATED, "dpo_run_setup");
-  if (rc) return rc;
-  rc = dpo_agree(r->comm, dpo__run_settings(r));
+int dpo__train_setup(dpo_run_t *r) {
+  int rc = dpo_agree(r->comm, dpo__run_settings(r));
   /* the privacy specification: below the run nothing reads a privacy.* key */
   if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
   if (!rc)
@@ -412,9 +343,8 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
   return DPO_OK;
 }
 
-int dpo_run_load(dpo_run_t *r) {
-  int rc = dpo__run_expect(r, DPO__RUN_SETUP, "dpo_run_load");
-  if (rc) return rc;
+int dpo__train_load(dpo_run_t *r) {
+  int rc;
   r->stage = "train (loading data)";
   int priv = r->algo->is_private;
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &r->lo, &r->train)))
@@ -459,6 +389,7 @@ int dpo_run_load(dpo_run_t *r) {
 
 void dpo_run_destroy(dpo_run_t *r) {
   if (!r) return;
+  if (r->ops && r->ops->destroy) r->ops->destroy(r);
   if (r->fail_rc != DPO_OK && r->dir_ready && r->rank == 0) dpo__run_mark_failed(r);
   if (r->trace) fclose(r->trace);
   free(r->summary);
@@ -483,15 +414,19 @@ const dpo_config_t *dpo_run_config(const dpo_run_t *r) { return r ? r->cfg : NUL
 const char *dpo_run_stage(const dpo_run_t *r) { return r ? r->stage : "train"; }
 const char *dpo_run_dir(const dpo_run_t *r) { return r ? r->dir : ""; }
 const char *dpo_run_label(const dpo_run_t *r) {
-  return r && r->priv ? dpo__run_priv_label(r->priv) : "";
+  return r && r->priv ? dpo__run_priv_label(r->priv) : r && r->klabel ? r->klabel : "";
 }
 int dpo_run_is_private(const dpo_run_t *r) {
-  return r && r->priv ? dpo__run_priv_guaranteed(r->priv) : 0;
+  return r && r->priv ? dpo__run_priv_guaranteed(r->priv) : r ? r->kprivate : 0;
 }
 const dpo_model_t *dpo_run_model(const dpo_run_t *r) { return r ? r->model : NULL; }
 
 const double *dpo_run_x(const dpo_run_t *r, int32_t *d) {
-  if (!r || !r->solver || r->rank != 0 || r->state < DPO__RUN_SOLVED) return NULL;
+  if (!r || r->rank != 0 || r->state < DPO__RUN_SOLVED) return NULL;
+  if (!r->solver) { /* a kind without a solver (admm) */
+    if (d) *d = r->kd;
+    return r->kx;
+  }
   if (d) *d = dpo_solver_dim(r->solver); /* K x (features + intercept) for softmax */
   return dpo_solver_x(r->solver);
 }
@@ -499,13 +434,15 @@ const double *dpo_run_x(const dpo_run_t *r, int32_t *d) {
 int dpo_run_result(const dpo_run_t *r, dpo_run_result_t *res) {
   if (!r || !res || r->state < DPO__RUN_SOLVED)
     return dpo_err(DPO_EINVAL, "dpo_run_result: the run has not been solved");
-  res->metric = dpo_model_metric(r->model);
+  memset(res, 0, sizeof *res);
+  res->metric = r->model ? dpo_model_metric(r->model) : "accuracy";
   res->train_loss = r->tr_loss;
   res->train_metric = r->tr_metric;
   res->test_loss = r->te_loss;
   res->test_metric = r->te_metric;
-  res->iters = dpo_solver_iters(r->solver);
+  res->iters = r->solver ? dpo_solver_iters(r->solver) : r->kiters;
   res->budget_exhausted = r->run_rc == DPO_EBUDGET;
+  res->not_converged = r->knoconv;
   return DPO_OK;
 }
 

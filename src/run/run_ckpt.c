@@ -53,7 +53,9 @@ static int dpo__resume_may_change(const char *key) {
    * config.ini could otherwise point a resume at a key the editor of the journal made */
   if (!strcmp(key, "privacy.journal_key")) return 1;
   if (strncmp(key, "run.", 4) != 0) return 0;
-  return strcmp(key, "run.seed") != 0 && strcmp(key, "run.dir") != 0;
+  /* run.command: the kind of run (an admm run resumes as admm) */
+  return strcmp(key, "run.seed") != 0 && strcmp(key, "run.dir") != 0 &&
+         strcmp(key, "run.command") != 0;
 }
 
 static void dpo__merge_one(const char *key, const char *value, const char *origin, void *arg) {
@@ -63,7 +65,7 @@ static void dpo__merge_one(const char *key, const char *value, const char *origi
   if (!dpo__resume_may_change(key) && !(was && !strcmp(was, value))) {
     m->rc = dpo_err(DPO_EINVAL,
                     "%s: --resume cannot change %s (the run has %s%s%s): only run.* settings other "
-                    "than run.seed and run.dir may change when resuming",
+                    "than run.seed, run.dir and run.command may change when resuming",
                     origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "");
     return;
   }

@@ -1,5 +1,7 @@
 /* The run object shared by the files of src/run/ (private; the API is dpopt/run.h).
- * run.c: create, setup (settings, run directory, journal), load, accessors, destroy;
+ * run_kind.c: the lifecycle calls, dispatched through the kind's ops table (run.command:
+ * train, admm); run.c: create, train's setup (settings, run directory, journal) and load,
+ * accessors, destroy; run_admm.c: the admm kind;
  * run_solve.c: solve and evaluate; run_out.c: run directory, FAILED, summary, print;
  * run_priv.c: privacy settings, noise stream, ledger, labels; run_parties.c: parties and
  * trust modes; run_ckpt.c: --resume settings, config.ini, trace rewind, signals. */
@@ -30,12 +32,43 @@ static inline int dpo__size(MPI_Comm comm) {
 struct dpo__run_priv;
 struct dpo__run_parties;
 
+/* A kind of run (PETSc's KSP/PC types are the model): what a command supplies; the driver
+ * does the rest (lifecycle order, run directory, config.ini, FAILED, signals, checkpoint
+ * removal once written, accessors).  Each hook is called once, in order, after the driver
+ * checked the lifecycle position; it sets r->state and records failures (dpo__run_failed).
+ * setup: every setting read and checked, the run directory claimed (dpo__run_claim), the
+ * journal opened; nothing charged.  load: the data.  solve: the releases, each charged first;
+ * checkpoints are the kind's (RUN/checkpoint), DPO_EINTR after one that stopped it.
+ * evaluate, write: diagnostics, then model.txt and summary.json (dpo__run_finish_dir). */
+typedef struct dpo__run_ops {
+  const char *name; /* run.command */
+  int (*setup)(dpo_run_t *r);
+  int (*load)(dpo_run_t *r);
+  int (*solve)(dpo_run_t *r);
+  int (*evaluate)(dpo_run_t *r);
+  int (*write)(dpo_run_t *r);
+  void (*print)(const dpo_run_t *r, FILE *out);
+  void (*destroy)(dpo_run_t *r); /* the kind's own state (r->kind) */
+} dpo__run_ops_t;
+
+extern const dpo__run_ops_t dpo__run_train_ops; /* run.c, run_solve.c, run_out.c */
+extern const dpo__run_ops_t dpo__run_admm_ops;  /* run_admm.c */
+
 /* lifecycle position: each call checks it is made in order */
 enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };
 
 struct dpo_run {
   MPI_Comm comm; /* a duplicate of the caller's */
   int rank, size, state;
+  const dpo__run_ops_t *ops; /* the kind (run.command) */
+  void *kind;                /* its own state (admm: run_admm.c) */
+  const char *dir_name;      /* the default directory's stem: runs/NAME-DATE-TIME */
+  /* a kind without a solver (admm): the released iterate and its account, for the accessors */
+  const double *kx;
+  int32_t kd;
+  int64_t kiters;
+  int kprivate, knoconv;
+  const char *klabel;
   const dpo_config_t *cfg; /* effective settings */
   dpo_config_t *merged;    /* owned: the --resume merge (cfg points to it) */
   const char *stage;
@@ -94,11 +127,24 @@ int dpo__run_expect(const dpo_run_t *r, int want, const char *fn);
 /* run_out.c */
 /* Collective: settle the run directory (rank 0 decides, every rank gets the name). */
 int dpo__run_dir(dpo_run_t *r);
+/* Collective: the run directory claimed (dpo__run_dir), its checkpoint paths set, trace.csv
+ * opened (rank 0; resuming: for rewinding) and, for a new run, config.ini written. */
+int dpo__run_claim(dpo_run_t *r);
+/* Rank 0, once the outputs are written: the checkpoint, last_release.txt and FAILED go (a
+ * finished run cannot be resumed and re-spent). */
+void dpo__run_finish_dir(const dpo_run_t *r);
 /* Rank 0: FAILED in the run directory, best effort; remove it. */
 void dpo__run_mark_failed(const dpo_run_t *r);
 void dpo__run_unmark_failed(const dpo_run_t *r);
 /* Collective: the final outputs of dpo_run_write. */
 int dpo__run_write_outputs(dpo_run_t *r);
+/* train's hooks (run.c, run_solve.c, run_out.c) */
+int dpo__train_setup(dpo_run_t *r);
+int dpo__train_load(dpo_run_t *r);
+int dpo__train_solve(dpo_run_t *r);
+int dpo__train_evaluate(dpo_run_t *r);
+int dpo__train_write(dpo_run_t *r);
+void dpo__train_print(const dpo_run_t *r, FILE *out);
 /* 1: the exact training row count is private (a private run under add-remove neighbours
  * with no declared public size): every output labels it a non-private diagnostic. */
 int dpo__run_n_private(const dpo_run_t *r);

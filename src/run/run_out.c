@@ -1,5 +1,7 @@
 /* The run directory and the outputs of a run (dpopt/run.h): claiming the directory, FAILED,
  * model.txt, summary.json, config.ini, and the human summary. */
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
@@ -49,8 +51,8 @@ int dpo__run_dir(dpo_run_t *r) {
       time_t now = time(NULL);
       strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
       for (int k = 1; k <= 1000; k++) {
-        if (k == 1) snprintf(dir, (size_t)cap, "runs/%s-%s", r->algo->name, ts);
-        else snprintf(dir, (size_t)cap, "runs/%s-%s-%d", r->algo->name, ts, k);
+        if (k == 1) snprintf(dir, (size_t)cap, "runs/%s-%s", r->dir_name, ts);
+        else snprintf(dir, (size_t)cap, "runs/%s-%s-%d", r->dir_name, ts, k);
         rc = dpo_mkdir_new(dir, "trace.csv", &exists);
         if (!exists) break;
       }
@@ -253,13 +255,39 @@ int dpo__run_write_outputs(dpo_run_t *r) {
     }
   }
   if ((rc = dpo_agree(r->comm, rc))) return rc;
+  dpo__run_finish_dir(r);
+  return DPO_OK;
+}
+
+void dpo__run_finish_dir(const dpo_run_t *r) {
   /* the run is complete: a later --resume must not redo (and re-spend) its last steps */
   if (r->rank == 0) {
     unlink(r->ckpt_path);
     unlink(r->keep_path); /* model.txt is the output now (run_solve.c, dropouts) */
     dpo__run_unmark_failed(r); /* a resumed run that completes is no longer failed */
   }
-  return DPO_OK;
+}
+
+int dpo__run_claim(dpo_run_t *r) {
+  int rc;
+  if ((rc = dpo__run_dir(r))) return rc;
+  snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/checkpoint", r->dir);
+  snprintf(r->keep_path, sizeof r->keep_path, "%s/last_release.txt", r->dir);
+  r->dir_ready = !r->resuming; /* created by this run; a resumed one once its resume passed */
+  rc = DPO_OK;
+  if (r->rank == 0) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/trace.csv", r->dir);
+    /* through no symlink: the resume truncates the trace (dpo__run_trace_rewind) */
+    int fd = open(p, (r->resuming ? O_RDWR : O_WRONLY | O_TRUNC) | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && !(r->trace = fdopen(fd, r->resuming ? "r+" : "w"))) close(fd);
+    if (r->resuming) { /* appended to after the checkpoint's offset (dpo__run_trace_rewind) */
+      if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot open to resume: %s", p, strerror(errno));
+    } else if (!r->trace) rc = dpo_err(DPO_EIO, "%s: cannot create: %s", p, strerror(errno));
+    /* config.ini now, not only at the end: --resume needs it after an interruption */
+    if (!rc && !r->resuming) rc = dpo__run_write_config(r->cfg, r->dir);
+  }
+  return dpo_agree(r->comm, rc);
 }
 
 int dpo__run_n_private(const dpo_run_t *r) {
@@ -286,8 +314,7 @@ static void dpo__run_print_spent(const dpo_run_t *r, FILE *out) {
           ran == 1 ? "" : "s", why);
 }
 
-void dpo_run_print(const dpo_run_t *r, FILE *out) {
-  if (!r || r->rank != 0 || r->state != DPO__RUN_WRITTEN) return;
+void dpo__train_print(const dpo_run_t *r, FILE *out) {
   const char *metric = dpo_model_metric(r->model);
   const dpo_plan_t *plan = dpo_solver_plan(r->solver);
   double F = r->tr_loss + r->lambda * dpo__xx(r);

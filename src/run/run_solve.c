@@ -168,9 +168,8 @@ static int dpo__keep_release(void *arg, const double *x, int64_t iters, int64_t 
   return rc;
 }
 
-int dpo_run_solve(dpo_run_t *r) {
-  int rc = dpo__run_expect(r, DPO__RUN_LOADED, "dpo_run_solve");
-  if (rc) return rc;
+int dpo__train_solve(dpo_run_t *r) {
+  int rc;
   if (r->fstar_newton && (rc = dpo__newton_ref(r))) return dpo__run_failed(r, rc);
   if ((rc = dpo__make_solver(r))) return dpo__run_failed(r, rc);
   dpo_run_opts_t ro;
@@ -246,12 +245,8 @@ static int dpo__test_confusion(dpo_run_t *r) {
   return rc;
 }
 
-int dpo_run_evaluate(dpo_run_t *r) {
-  int rc = dpo__run_expect(r, DPO__RUN_SOLVED, "dpo_run_evaluate");
-  if (rc) return rc;
-  if (r->run_rc == DPO_EINTR)
-    return dpo_err(DPO_EINVAL, "dpo_run_evaluate: the run was interrupted (resume it first)");
-  if (r->evaluated) return dpo_err(DPO_EINVAL, "dpo_run_evaluate: called twice");
+int dpo__train_evaluate(dpo_run_t *r) {
+  int rc;
   r->stage = "train";
   int hide = dpo__run_parties_hide_train(r->parties);
   if (r->rank == 0) {
@@ -272,11 +267,8 @@ int dpo_run_evaluate(dpo_run_t *r) {
   return DPO_OK;
 }
 
-int dpo_run_write(dpo_run_t *r) {
-  int rc = dpo__run_expect(r, DPO__RUN_SOLVED, "dpo_run_write");
-  if (rc) return rc;
-  if (r->run_rc == DPO_EINTR)
-    return dpo_err(DPO_EINVAL, "dpo_run_write: the run was interrupted (resume it first)");
+int dpo__train_write(dpo_run_t *r) {
+  int rc;
   r->stage = "train";
   if ((rc = dpo__run_write_outputs(r))) return dpo__run_failed(r, rc);
   r->state = DPO__RUN_WRITTEN;
