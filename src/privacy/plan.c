@@ -50,7 +50,7 @@ static void dpo__plan_key(const char *key, const char *value, const char *origin
   for (int i = 0; i < pl->npre; i++) in |= !strncmp(key, pl->pre[i], strlen(pl->pre[i]));
   for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
   const char *dot = strrchr(key, '.');
-  if (!strcmp(key, "privacy.journal_key")) return;
+  if (dot && !strcmp(dot, ".journal_key")) return; /* a local path to a secret */
   if (dot && (!strcmp(dot, ".data") || !strcmp(dot, ".key") || !strcmp(dot, ".budget_store")) &&
       (!strncmp(key, "parties.", 8) || !strncmp(key, "party.", 6)))
     in = 0;
