@@ -171,20 +171,42 @@ int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec) {
   return DPO_OK;
 }
 
+/* The two halves of N trials' statistics, per set: [half][set], half 0 selects the test and
+ * half 1 (ne = N / 2 trials) evaluates it; len values each. */
+static int dpo__wb_halves_new(double *t[2][2], int64_t len) {
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++)
+      if (!(t[h][w] = calloc((size_t)len, sizeof(double))))
+        return dpo_err(DPO_ENOMEM, "out of memory");
+  return DPO_OK;
+}
+
+static void dpo__wb_halves_free(double *t[2][2]) {
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++) free(t[h][w]);
+}
+
+/* The GDP test: the threshold chosen on half 0 (and its mu there), its false positives and
+ * negatives counted on half 1. */
+static int dpo__wb_gdp_holdout(double *const t[2][2], int64_t ns, int64_t ne, double alpha,
+                               double *thr, double *mu_sel, int64_t *fp, int64_t *fn) {
+  int rc = dpo_audit_best_mu(t[0][0], ns, t[0][1], ns, alpha, thr, mu_sel);
+  *fp = *fn = 0;
+  for (int64_t i = 0; !rc && i < ne; i++) {
+    *fp += t[1][1][i] > *thr;
+    *fn += t[1][0][i] <= *thr;
+  }
+  return rc;
+}
+
 /* The per-release test: pool the K values of each trial, choose on the even trials, bound on
  * the odd ones (pure eps of one release: delta 0). */
 static int dpo__wb_per_release(double *const rec[2], int64_t N, int64_t K, double alpha,
                                dpo_audit_result_t *res) {
   const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2;
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++)
-      if (!(t[h][w] = calloc((size_t)((ns + 1) * K), sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, (ns + 1) * K);
+  if (rc) goto out;
   int64_t cnt[2][2] = {{0, 0}, {0, 0}}; /* [half][set]: the kept releases */
   for (int w = 0; w < 2; w++)
     for (int64_t i = 0; i < N; i++)
@@ -200,8 +222,7 @@ static int dpo__wb_per_release(double *const rec[2], int64_t N, int64_t K, doubl
   res->lb_select = ev.eps_lb;
   res->rel_lb = dpo_audit_event_lb(&ev, t[1][0], cnt[1][0], t[1][1], cnt[1][1], 0.0, alpha);
 out:
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++) free(t[h][w]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 
@@ -211,14 +232,8 @@ static int dpo__wb_summed(double *const rec[2], int64_t N, int64_t K, double alp
                           int gdp, int64_t cnt[3], dpo_audit_result_t *res) {
   const int64_t R = DPO__WB_HDR + K, ns = (N + 1) / 2, ne = N / 2;
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}};
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++)
-      if (!(t[h][w] = calloc((size_t)(ns + 1), sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
   for (int w = 0; w < 2; w++)
     for (int64_t i = 0; i < N; i++) t[i % 2][w][i / 2] = rec[w][i * R + DPO__WB_S];
   dpo_audit_event_t ev;
@@ -229,12 +244,8 @@ static int dpo__wb_summed(double *const rec[2], int64_t N, int64_t K, double alp
                           : -INFINITY;
   if (gdp && ne > 0) {
     double thr, mu_sel;
-    if ((rc = dpo_audit_best_mu(t[0][0], ns, t[0][1], ns, alpha, &thr, &mu_sel))) goto out;
-    int64_t fp = 0, fn = 0;
-    for (int64_t i = 0; i < ne; i++) {
-      fp += t[1][1][i] > thr;
-      fn += t[1][0][i] <= thr;
-    }
+    int64_t fp, fn;
+    if ((rc = dpo__wb_gdp_holdout(t, ns, ne, alpha, &thr, &mu_sel, &fp, &fn))) goto out;
     res->mu_lb = dpo_audit_mu_lb(fp, ne, fn, ne, alpha);
     cnt[0] = fp;
     cnt[1] = fn;
@@ -245,8 +256,7 @@ static int dpo__wb_summed(double *const rec[2], int64_t N, int64_t K, double alp
     res->lb_select = mu_sel > 0 ? dpo_audit_gdp_eps(mu_sel, delta) : -INFINITY;
   }
 out:
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++) free(t[h][w]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 
@@ -399,14 +409,8 @@ int dpo__wb_final(const dpo__audit_t *a, double *const X[2], int64_t N, double a
   const int32_t d = a->d;
   const int64_t ns = (N + 1) / 2, ne = N / 2;
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++)
-      if (!(t[h][w] = calloc((size_t)(ns + 1), sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
   /* the canary's direction: D moves x[0] up (label +1 in d = 1; the row on e1 in d = 2), D'
    * moves it down (label -1) or moves x[1] up */
   for (int w = 0; w < 2; w++)
@@ -422,12 +426,8 @@ int dpo__wb_final(const dpo__audit_t *a, double *const X[2], int64_t N, double a
   res->lb_summed = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne, t[1][1], ne, delta, alpha)
                           : -INFINITY;
   double thr, mu_sel;
-  if ((rc = dpo_audit_best_mu(t[0][0], ns, t[0][1], ns, alpha, &thr, &mu_sel))) goto out;
-  int64_t fp = 0, fn = 0;
-  for (int64_t i = 0; i < ne; i++) {
-    fp += t[1][1][i] > thr;
-    fn += t[1][0][i] <= thr;
-  }
+  int64_t fp, fn;
+  if ((rc = dpo__wb_gdp_holdout(t, ns, ne, alpha, &thr, &mu_sel, &fp, &fn))) goto out;
   res->mu_lb = ne > 0 ? dpo_audit_mu_lb(fp, ne, fn, ne, alpha) : -INFINITY;
   res->mu_claim = dpo__wb_mu_of_eps(claimed, delta);
   res->lb = res->mu_lb > 0 ? dpo_audit_gdp_eps(res->mu_lb, delta) : -INFINITY;
@@ -442,7 +442,6 @@ int dpo__wb_final(const dpo__audit_t *a, double *const X[2], int64_t N, double a
            "x_T only; the canary's one step at the public start: x_T is a post-processing of "
            "a Gaussian release of it; eps_lb = eps of mu_lb-GDP at delta (Dong-Roth-Su 2019)");
 out:
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++) free(t[h][w]);
+  dpo__wb_halves_free(t);
   return rc;
 }

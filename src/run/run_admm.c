@@ -174,17 +174,7 @@ static int dpo__admm_write(dpo_run_t *r) {
     char p[1100];
     snprintf(p, sizeof p, "%s/model.txt", r->dir);
     rc = dpo_admm_job_write_model(k->job, p);
-    /* again at the end (atomically): keys the run resolved on the way are in it now */
-    if (!rc) rc = dpo__run_write_config(r->cfg, r->dir);
-    if (!rc) {
-      json_object *sum = dpo__admm_summary(r, dpo_admm_job_result(k->job));
-      const char *js = json_object_to_json_string_ext(sum, JSON_C_TO_STRING_PRETTY);
-      snprintf(p, sizeof p, "%s/summary.json", r->dir);
-      free(r->summary);
-      if (!(r->summary = strdup(js))) rc = dpo_err(DPO_ENOMEM, "out of memory");
-      else rc = dpo_write_atomic(p, js, strlen(js));
-      json_object_put(sum);
-    }
+    if (!rc) rc = dpo__run_write_summary(r, dpo__admm_summary(r, dpo_admm_job_result(k->job)));
   }
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   dpo__run_finish_dir(r);

@@ -136,6 +136,10 @@ void dpo__run_finish_dir(const dpo_run_t *r);
 /* Rank 0: FAILED in the run directory, best effort; remove it. */
 void dpo__run_mark_failed(const dpo_run_t *r);
 void dpo__run_unmark_failed(const dpo_run_t *r);
+/* Rank 0, the run's last write: config.ini again (keys the run resolved on the way are in it
+ * now) and summary.json from sum (consumed; kept as r->summary), both atomically. */
+struct json_object;
+int dpo__run_write_summary(dpo_run_t *r, struct json_object *sum);
 /* Collective: the final outputs of dpo_run_write. */
 int dpo__run_write_outputs(dpo_run_t *r);
 /* train's hooks (run.c, run_solve.c, run_out.c) */

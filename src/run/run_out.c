@@ -242,21 +242,25 @@ int dpo__run_write_outputs(dpo_run_t *r) {
     int icpt = dpo_model_intercept(r->model);
     rc = dpo_model_write_k(p, dpo_solver_x(r->solver), r->train->d - icpt, icpt,
                            dpo_model_classes(r->model), cm);
-    /* again at the end (atomically): keys the run resolved on the way are in it now */
-    if (!rc) rc = dpo__run_write_config(r->cfg, r->dir);
-    if (!rc) {
-      json_object *sum = dpo__summary(r, tcmax, &ost, &tim);
-      const char *js = json_object_to_json_string_ext(sum, JSON_C_TO_STRING_PRETTY);
-      snprintf(p, sizeof p, "%s/summary.json", r->dir);
-      free(r->summary);
-      if (!(r->summary = strdup(js))) rc = dpo_err(DPO_ENOMEM, "out of memory");
-      else rc = dpo_write_atomic(p, js, strlen(js));
-      json_object_put(sum);
-    }
+    if (!rc) rc = dpo__run_write_summary(r, dpo__summary(r, tcmax, &ost, &tim));
   }
   if ((rc = dpo_agree(r->comm, rc))) return rc;
   dpo__run_finish_dir(r);
   return DPO_OK;
+}
+
+int dpo__run_write_summary(dpo_run_t *r, json_object *sum) {
+  char p[1024];
+  int rc = dpo__run_write_config(r->cfg, r->dir);
+  if (!rc) {
+    const char *js = json_object_to_json_string_ext(sum, JSON_C_TO_STRING_PRETTY);
+    snprintf(p, sizeof p, "%s/summary.json", r->dir);
+    free(r->summary);
+    if (!(r->summary = strdup(js))) rc = dpo_err(DPO_ENOMEM, "out of memory");
+    else rc = dpo_write_atomic(p, js, strlen(js));
+  }
+  json_object_put(sum);
+  return rc;
 }
 
 void dpo__run_finish_dir(const dpo_run_t *r) {
