@@ -1,16 +1,12 @@
 /* The run behind dpopt admm in phases (admm_job.h; the run driver's admm kind,
  * src/run/run_admm.c, owns the run directory): settings from the config, data loading, the
- * ledger and noise of the private variants, the run, NON-PRIVATE diagnostics and the model.  consensus: dpo_admm_consensus (Boyd et al. 2011 Sec. 3.3,
- * optionally noised per party); dpadmm / dpaccadmm: 004 Alg. 2 / 3 through dpo_dpadmm_run;
- * admm / accadmm: the same iterations without noise (NON-PRIVATE). */
+ * budget store, consensus ADMM (dpo_admm_consensus, Boyd et al. 2011 Sec. 3.3, optionally
+ * noised per party) and the model.  dpadmm / dpaccadmm (Xu et al. 2020, Alg. 2 / 3) and
+ * admm / accadmm, the same iterations without noise (NON-PRIVATE), run in admm_dp.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cblas.h>
-
-#include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
 
 #include "dpopt/admm.h"
 #include "dpopt/comm.h"
@@ -19,30 +15,8 @@
 #include "dpopt/runout.h"
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
-#include "privacy/guard.h" /* the party guard (secagg) */
 #include "admm/admm_job.h"
-
-typedef struct {
-  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp;
-  int notrace; /* secagg / local: the trace has no rows (they show exact training sums) */
-  const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
-  const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
-  const dpo_config_t *cfg;        /* the caller's (borrowed): the plan's keys (secagg) */
-  double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
-  int64_t maxit, tev, seed;
-  int adapt, priv, seeded;
-  int64_t restart;
-  const char *trust; /* privacy.trust: central | secagg (dpadmm / dpaccadmm only) */
-  int64_t collude;
-  int secagg, local;
-  int64_t nparties; /* party accounts, one party per rank (0: none) */
-  int rank, size;
-  const char *store;  /* privacy.store: the data set's budget store */
-  dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */
-} dpo__arun_t;
-
-/* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
-#define DPO__ARUN_PARTY_STREAM 0x70000000ULL
+#include "admm/admm_arun.h"
 
 static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                           dpo__arun_t *s) {
@@ -115,32 +89,15 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
   return DPO_OK;
 }
 
-struct dpo_admm_job {
-  MPI_Comm comm;
-  dpo__arun_t s;
-  const char *data;
-  dpo_model_t *m;
-  dpo_load_opts_t lo;
-  dpo_shard_t *sh, *te;
-  double *x;
-  int ckpt; /* checkpoints or a resume asked for (refused where they cannot be written) */
-  dpo_admm_io_t *io;
-  char journal[1100], ckpt_path[1100], cm[256];
-  char *rep; /* rank 0: the report (memstream) */
-  size_t rep_len;
-  FILE *repf;
-  dpo_admm_result_t res;
-};
-
 /* the result's privacy part, from the ledger the run charged (rank 0) */
-static void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma) {
+void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma) {
   j->res.sigma = sigma;
   if (L && j->s.rank == 0) dpo_ledger_spent(L, &j->res.spent_eps, &j->res.spent_delta);
 }
 
 /* The data set's budget store: the run's whole budget reserved under its journal's id once
  * the ledger is open (before the first release); rid[0] = 0 when nothing was reserved. */
-static int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]) {
+int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]) {
   int rc = DPO_OK;
   rid[0] = '\0';
   if (s->bud && s->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)))
@@ -150,7 +107,7 @@ static int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *
 }
 
 /* ... and settled to what the ledger composed when the run ends (else it stays spent whole) */
-static void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid) {
+void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid) {
   dpo_ledger_parts_t p;
   if (rid[0] && s->rank == 0 && (dpo_ledger_parts(L, &p) || dpo_budget_settle(s->bud, rid, &p)))
     fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
@@ -256,46 +213,6 @@ out:
   return rc;
 }
 
-typedef struct {
-  dpo_oracle_t *o;
-  const dpo_admm_A_t *A;
-  double lambda, t0;
-  int every, heldout;
-  FILE *f;
-  double *Ax;
-} dpo__arun_trace_t;
-
-/* rank 0, after each released iterate: NON-PRIVATE training objective, held-out accuracy */
-static void dpo__arun_trace(void *arg, int64_t t, const double *x, const double *y) {
-  dpo__arun_trace_t *tr = arg;
-  if (!tr->f || (t % tr->every) != 0) return;
-  double el = MPI_Wtime() - tr->t0, loss = NAN, acc = NAN, tl = NAN, tacc = NAN;
-  dpo_oracle_eval_metric(tr->o, x, 0, &loss, &acc);
-  if (tr->heldout) dpo_oracle_eval_metric(tr->o, x, 1, &tl, &tacc);
-  dpo_admm_A_mul(tr->A, x, tr->Ax);
-  double F = loss + tr->lambda * cblas_dasum(tr->A->p, tr->Ax, 1);
-  fprintf(tr->f, "%lld,%.6f,%.17g,%.6f,%.6f\n", (long long)t, el, F, acc, tacc);
-  (void)y;
-}
-
-/* A = [W; I] from the PUBLIC graph (admm.graph, or built from admm.graph_from), else I */
-static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t lo, int32_t d,
-                           dpo_admm_A_t **A) {
-  dpo_shard_t *pubsh = NULL;
-  int rc;
-  if (s->gfrom) {
-    lo.labels = DPO_LABELS_BINARY;
-    if (!(rc = dpo_shard_load(comm, s->gfrom, &lo, &pubsh)))
-      rc = dpo_admm_graph_from_public(comm, pubsh, s->gth, 4 * d, s->graph, A);
-  } else if (s->graph) {
-    rc = dpo_agree(comm, dpo_admm_graph_load(s->graph, d, A));
-  } else {
-    rc = dpo_agree(comm, dpo_admm_A_identity(d, A));
-  }
-  dpo_shard_destroy(pubsh);
-  return rc;
-}
-
 /* privacy.trust (data-free, before anything is loaded).  DP-ADMM's release, the noised full
  * gradient, is a sum over the ranks' clipped gradient sums: it runs under secagg (one party
  * per rank, dpadmm.c).  Consensus ADMM's private mode is local noise per agent message. */
@@ -350,299 +267,6 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   s->secagg = 1;
   s->nparties = s->size;
   return DPO_OK;
-}
-
-/* secagg, ranks other than 0 (one party per rank): the party's guard prices every announced
- * release from its own settings (the sum's L2 sensitivity 2 clip, replace-one, its own budget
- * and accountant) and charges its own account -- journalled next to privacy.journal as
- * JOURNAL.partyK.jsonl when one is given -- before it contributes (privacy/guard.h). */
-static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo_oracle_t *orc) {
-  const double S2 = 2 * s->clip;
-  char path[1100];
-  dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
-                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
-  if (s->journal && s->journal[0]) {
-    size_t n = strlen(s->journal);
-    if (n > 6 && !strcmp(s->journal + n - 6, ".jsonl")) n -= 6;
-    snprintf(path, sizeof path, "%.*s.party%d.jsonl", (int)n, s->journal, s->rank);
-    sp.journal = path;
-  }
-  int rc = dpo_guard_create(&sp, g);
-  return rc ? rc : dpo_oracle_set_guard(orc, *g);
-}
-
-/* Collective (secagg), before the first release: the parties agree on the plan by digest, as
- * dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and model. keys,
- * the schema, the seed, the ranks, d, the trust and the encoding), then
- * make the pairwise keys, signed with the parties' identity keys when every party lists one
- * (party.K.public_key), and the mask graph against `collude` ranks (one party per rank). */
-static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_rng_t *prng,
-                            dpo_secagg_t **sa) {
-  static const char *const pre[] = {"admm.", "privacy.", "parties.", "party.", "model."};
-  char v[320];
-  unsigned char digest[32];
-  dpo_plantext_t *pl = dpo_plantext_new();
-  dpo_plantext_config(pl, s->cfg, pre, (int)(sizeof pre / sizeof *pre));
-  snprintf(v, sizeof v, "%d", s->size);
-  dpo_plantext_add(pl, "~ranks", v);
-  snprintf(v, sizeof v, "%lld", (long long)d);
-  dpo_plantext_add(pl, "~dimension", v);
-  snprintf(v, sizeof v, "secagg, %d parties (one a rank), collude %lld", s->size,
-           (long long)s->collude);
-  dpo_plantext_add(pl, "~trust", v);
-  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm secagg: fixed point, randomized "
-           "rounding, words of 32 bits when dpo_secagg_word's public bound fits else 64, "
-           "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
-           (long long)s->collude);
-  dpo_plantext_add(pl, "~encoding", v);
-  char *plan = dpo_plantext_finish(pl);
-  int rc = dpo_agree(comm, plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
-  if (!rc) rc = dpo_plan_agree(comm, plan, digest);
-  free(plan);
-  int *rp = rc ? NULL : malloc((size_t)s->size * sizeof *rp);
-  if (!rc) rc = dpo_agree(comm, rp ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
-  for (int r = 0; r < s->size && !rc; r++) rp[r] = r;
-  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, 1, prng, digest, sa);
-  free(rp);
-  if (!rc) rc = dpo_agree(comm, dpo_secagg_set_graph(*sa, (int)s->collude));
-  return rc;
-}
-
-/* DP-ADMM's checkpoints: the file, the ledger and the stream they record */
-typedef struct {
-  dpo_admm_job_t *j;
-  const dpo_ledger_t *L;
-  const dpo_rng_t *rng;
-} dpo__arun_save_t;
-
-static int dpo__arun_save(void *arg, const dpo_dpadmm_state_t *st) {
-  const dpo__arun_save_t *v = arg;
-  return dpo__admm_ckpt_save(v->j->ckpt_path, v->j->s.meth, v->j->s.size, st, v->j->io->trace,
-                             v->L, v->rng);
-}
-
-/* Collective: checkpoints (--checkpoint-every, run.stop_after, the stop flag) and, resuming,
- * rank 0's state from RUN/checkpoint (checked against the journal: rule of dpopt/optim.h) */
-static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *sv,
-                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs) {
-  dpo_admm_io_t *io = j->io;
-  o->stop = io->stop;
-  if (!j->ckpt && !io->stop) return DPO_OK;
-  if (j->ckpt || (!j->s.secagg && !j->s.local && j->s.nparties == 0 && !j->s.store)) {
-    o->save = dpo__arun_save;
-    o->save_arg = sv;
-    o->ckpt_every = io->ckpt_every;
-    o->stop_after = io->stop_after;
-  }
-  if (!io->resumed) return DPO_OK;
-  int rc = DPO_OK;
-  if (j->s.rank == 0)
-    rc = dpo__admm_ckpt_load(j->ckpt_path, j->s.meth, j->s.size, j->sh->d, p, rs, io->trace,
-                             sv->L, (dpo_rng_t *)sv->rng);
-  if ((rc = dpo_agree(j->comm, rc))) return rc;
-  io->accepted = 1;
-  if (j->s.rank == 0)
-    dpo_msg("resuming %s at iteration %lld", io->dir, (long long)rs->it + 1);
-  o->resumed = 1;
-  o->resume = rs;
-  return DPO_OK;
-}
-
-static int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
-                        const dpo_load_opts_t *lo, dpo_model_t *m, const dpo_shard_t *sh,
-                        const dpo_shard_t *te, double *x, FILE *rep, int *stop) {
-  dpo_oracle_t *orc = NULL;
-  dpo_admm_A_t *A = NULL;
-  dpo_ledger_t *L = NULL;
-  dpo_rng_t *rng = NULL, *prng = NULL;
-  char rid[65] = "";
-  dpo_secagg_t *sa = NULL;
-  dpo_guard_t *guard = NULL;
-  double *Ax = NULL;
-  dpo_dpadmm_state_t rs = {0};
-  dpo__arun_save_t sv = {j, NULL, NULL};
-  int32_t d = sh->d;
-  int rc;
-  int dp = strcmp(s->meth, "dpadmm") == 0 || strcmp(s->meth, "dpaccadmm") == 0;
-  int acc = strcmp(s->meth, "dpaccadmm") == 0 || strcmp(s->meth, "accadmm") == 0;
-  if (!dp && strcmp(s->meth, "admm") != 0 && strcmp(s->meth, "accadmm") != 0)
-    return dpo_err(DPO_EINVAL, "--method: consensus | dpadmm | dpaccadmm | admm | accadmm (got '%s')", s->meth);
-  /* before the oracle, which would refuse the unset clip (NaN) without saying which flag */
-  if (dp && (!(s->clip > 0) || !(s->eps > 0)))
-    return dpo_err(DPO_EINVAL, "%s needs %s%s%s", s->meth,
-                   s->clip > 0 ? "" : "a clip: --clip C > 0 (each example's gradient is clipped "
-                                      "to L2 norm C)",
-                   !(s->clip > 0) && !(s->eps > 0) ? " and " : "",
-                   s->eps > 0 ? "" : "a budget: --eps E > 0");
-  if (!(s->eta > 0))
-    return dpo_err(DPO_EINVAL, "DP-ADMM needs --eta or --row-l2-bound (a public smoothness bound)");
-  if ((rc = dpo__arun_graph(comm, s, *lo, d, &A))) goto out;
-  /* only the private methods clip: the non-private ADMM / AccADMM are the reference, the
-   * solution of the problem itself (clipping would change the problem) */
-  dpo_clip_t cl = {DPO_CLIP_L2, s->clip};
-  if ((rc = dpo_oracle_create(comm, m, sh, dp ? &cl : NULL, &orc))) goto out;
-  if (te && (rc = dpo_oracle_set_heldout(orc, te))) goto out;
-  dpo_dpadmm_opts_t o;
-  dpo_dpadmm_opts_default(&o);
-  o.accelerated = acc;
-  o.lambda = s->lambda;
-  o.rho = s->rho;
-  o.eta = s->eta;
-  o.T = s->maxit;
-  o.noise = dp;
-  o.clip = s->clip;
-  o.eps = s->eps;
-  o.delta = s->delta;
-  o.mu = s->mu;
-  o.restart = s->restart;
-  if (strcmp(s->srule, "eq8") == 0) o.sigma_rule = DPO_DPADMM_SIGMA_EQ8;
-  else if (strcmp(s->srule, "rdp") == 0) o.sigma_rule = DPO_DPADMM_SIGMA_RDP;
-  else if (strcmp(s->srule, "ledger") == 0) o.sigma_rule = DPO_DPADMM_SIGMA_LEDGER;
-  else {
-    rc = dpo_err(DPO_EINVAL, "--sigma-rule: eq8 | rdp | ledger (got '%s')", s->srule);
-    goto out;
-  }
-  o.sigma_fixed = s->sigfix;
-  if (dp) {
-    if (s->rank == 0) rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, 0, &rng);
-    rc = dpo_agree(comm, rc);
-    if (!rc && (!(s->eps > 0) || !(s->clip > 0)))
-      rc = dpo_err(DPO_EINVAL, "private methods need --eps > 0 and --clip > 0");
-    if (!rc) /* resuming: reopened, its charges stay spent */
-      rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, j->io->resumed, s->acct,
-                               DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L);
-    if (!rc) rc = dpo__arun_reserve(comm, s, L, rid);
-    if (rc) goto out;
-    o.rng = rng;
-    o.ledger = L;
-  }
-  if (dp && s->nparties > 0) { /* party accounts: each party's budget is the run's */
-    if (s->rank == 0) {
-      double *pe = malloc((size_t)s->size * sizeof *pe), *pd = malloc((size_t)s->size * sizeof *pd);
-      if (!pe || !pd) rc = dpo_err(DPO_ENOMEM, "out of memory");
-      for (int k = 0; k < s->size && !rc; k++) pe[k] = s->eps, pd[k] = s->delta;
-      if (!rc) rc = dpo_ledger_set_parties(L, s->size, pe, pd);
-      if (!rc && !s->secagg) {
-        char ev[400];
-        snprintf(ev, sizeof ev, "trust %s: %s; one party per rank", s->local ? "local" : "central",
-                 dpo_trust_coordinator_sees(s->local ? DPO_TRUST_LOCAL : DPO_TRUST_CENTRAL));
-        rc = dpo_ledger_party_event(L, ev, -1, -1);
-      }
-      free(pe);
-      free(pd);
-    }
-    if ((rc = dpo_agree(comm, rc))) goto out;
-    o.nparties = s->size;
-  }
-  if (dp && s->local) { /* each rank's own noise stream, apart from rank 0's stream 0 */
-    rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
-                                        DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
-    if (!rc) rc = dpo_agree(comm, dpo_oracle_set_noise_rng(orc, prng));
-    if (rc) goto out;
-    o.local_noise = 1;
-  }
-  if (dp && s->secagg) {
-    /* one party per rank: each rank's own stream for its rounding and noise share, pairwise
-     * keys once (collective) */
-    rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
-                                        DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &prng));
-    if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(orc), prng, &sa);
-    if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(orc, sa));
-    if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(orc), &guard, orc);
-    if (!rc) rc = dpo_agree(comm, rc);
-    if (!rc && s->rank == 0) {
-      char ev[600];
-      snprintf(ev, sizeof ev, "trust secagg, collude %lld of %d: %s; distributed discrete "
-               "Gaussian (Kairouz-Liu-Steinke 2021 Thm 1, P - k = %lld honest shares), one "
-               "party per rank", (long long)s->collude, s->size,
-               dpo_trust_coordinator_sees(DPO_TRUST_SECAGG), (long long)(s->size - s->collude));
-      rc = dpo_ledger_party_event(L, ev, -1, -1);
-    }
-    if ((rc = dpo_agree(comm, rc))) goto out;
-    o.secagg_parties = s->size;
-    o.secagg_collude = (int)s->collude;
-  }
-  dpo__arun_trace_t tr = {.o = orc, .A = A, .lambda = s->lambda,
-                          .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};
-  if (s->rank == 0 && j->io->trace && !s->notrace && s->tev > 0) {
-    if (!(Ax = malloc((size_t)A->p * sizeof *Ax))) rc = dpo_err(DPO_ENOMEM, "out of memory");
-    tr.f = j->io->trace;
-    tr.Ax = Ax;
-    o.trace = dpo__arun_trace;
-    o.trace_arg = &tr;
-  }
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  sv.L = L;
-  sv.rng = rng;
-  if ((rc = dpo__arun_ckpt_opts(j, A->p, &sv, &o, &rs))) goto out;
-  tr.t0 = MPI_Wtime();
-  dpo_dpadmm_info_t inf;
-  rc = dpo_dpadmm_run(orc, A, &o, x, NULL, &inf);
-  double el = MPI_Wtime() - tr.t0;
-  if (rc && rc != DPO_EBUDGET) goto out;
-  j->res.iters = inf.iters;
-  j->res.releases = inf.releases;
-  dpo__arun_spent(j, L, dp ? inf.sigma : 0.0);
-  *stop = rc;
-  rc = DPO_OK;
-  /* final diagnostics (collective through the oracle) */
-  double loss = NAN, accu = NAN, tl = NAN, ta = NAN;
-  /* secagg / local: no exact training sum reaches the coordinator, not even a diagnostic;
-   * with neither that nor a test set there is no request (and no serve loop to end) */
-  const int diag = (!s->secagg && !s->local) || te;
-  if (s->rank == 0 && diag) {
-    if (!s->secagg && !s->local) dpo_oracle_eval_metric(orc, x, 0, &loss, &accu);
-    if (te) dpo_oracle_eval_metric(orc, x, 1, &tl, &ta);
-    dpo_oracle_finish(orc, DPO_OK);
-  } else if (diag) {
-    dpo_oracle_serve(orc);
-  }
-  if (s->rank == 0) {
-    double *ax = malloc((size_t)A->p * sizeof *ax);
-    dpo_admm_A_mul(A, x, ax);
-    fprintf(rep, "method      %s (%s)%s\n", s->meth, acc ? "Xu et al. 2020, Alg. 3" : "Xu et al. 2020, Alg. 2",
-            dp ? (s->seeded ? " seeded: NOT private" : " private") : " NON-PRIVATE (no noise)");
-    fprintf(rep, "iterations  %lld   time %.3f s   gamma %.6g   ||A'A|| %.6g   p %d\n",
-            (long long)inf.iters, el, inf.gamma, inf.AtA_norm, A->p);
-    if (acc) fprintf(rep, "restarts    %lld (every %lld iterations; 0 = Alg. 3 as written)\n",
-                     (long long)inf.restarts, (long long)s->restart);
-    if (!dp) fprintf(rep, "clip        none (the NON-PRIVATE reference solves the unclipped problem)\n");
-    if (dp) {
-      double se = NAN, sd = NAN;
-      dpo_ledger_spent(L, &se, &sd);
-      fprintf(rep, "sigma       %.6g (%s)   releases %lld   spent eps %.9g delta %.3g (%s "
-              "accountant, bound %s)\n", inf.sigma, s->srule, (long long)inf.releases, se, sd,
-              s->acct, dpo_ledger_bound(L) ? dpo_ledger_bound(L) : "-");
-    }
-    if (s->secagg)
-      fprintf(rep, "trust       secagg, collude %lld of %d parties (one per rank); the training "
-              "objective is withheld\n", (long long)s->collude, s->size);
-    else if (s->local)
-      fprintf(rep, "trust       local, %d parties (one per rank), each noising its own sum "
-              "(sigma above: the total, sqrt(P) times one party's); the training objective is "
-              "withheld\n", s->size);
-    if (!s->secagg && !s->local)
-      fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
-              loss + s->lambda * cblas_dasum(A->p, ax, 1));
-    if (te) fprintf(rep, "test        accuracy %.6f\n", ta);
-    if (!s->secagg && !s->local) j->res.objective = loss + s->lambda * cblas_dasum(A->p, ax, 1);
-    j->res.test_metric = ta;
-    free(ax);
-  }
-  snprintf(j->cm, sizeof j->cm, "dpopt admm %s %s model, lambda %.17g%s", s->meth, s->mname,
-           s->lambda, dp ? (s->seeded ? ", seeded: NOT private" : ", private") : ", NON-PRIVATE");
-out:
-  dpo__admm_state_free(&rs);
-  free(Ax);
-  dpo_oracle_destroy(orc);
-  dpo_guard_destroy(guard);
-  dpo_secagg_destroy(sa);
-  dpo_rng_destroy(prng);
-  dpo_admm_A_destroy(A);
-  dpo__arun_settle(s, L, rid);
-  dpo_ledger_close(L);
-  dpo_rng_destroy(rng);
-  return rc;
 }
 
 /* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, several

@@ -177,33 +177,193 @@ static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t 
   return DPO_OK;
 }
 
+/* The settings dpo_dpadmm_run needs, checked on every rank (agreed by the caller). */
+static int run_check(const dpo_admm_A_t *A, const dpo_dpadmm_opts_t *op, int rank, int32_t d,
+                     const double *x) {
+  if (!A || !op || A->d != d)
+    return dpo_err(DPO_EINVAL, "dpadmm_run: need A with %d columns and options", d);
+  if (!(op->rho > 0) || !(op->eta > 0) || op->T < 1 || !(op->lambda >= 0) || !(op->gamma >= 0))
+    return dpo_err(DPO_EINVAL, "dpadmm_run: need rho > 0 (%g), eta > 0 (%g), T >= 1, lambda >= 0, "
+                   "gamma >= 0", op->rho, op->eta);
+  if (op->noise && !(op->clip > 0 && op->eps > 0 && op->delta > 0 && op->delta < 1 &&
+                     op->mu > 0 && op->mu < 1))
+    return dpo_err(DPO_EINVAL, "dpadmm_run: noise needs clip > 0, eps > 0, delta and mu in (0, 1)");
+  if (op->noise && rank == 0 && (!op->rng || !op->ledger))
+    return dpo_err(DPO_EINVAL, "dpadmm_run: noise needs an rng and a ledger on rank 0");
+  if (rank == 0 && !x) return dpo_err(DPO_EINVAL, "dpadmm_run: NULL x on rank 0");
+  return DPO_OK;
+}
+
+/* Collective (the ledger rule agrees and broadcasts rank 0's bisection): the noise of the R
+ * releases, c->sens and c->sigma (secagg: its fixed-point step, share sigma and word). */
+static int run_sigma(ctx_t *c, MPI_Comm comm, int rank, int64_t R) {
+  const dpo_dpadmm_opts_t *op = c->op;
+  int st = DPO_OK;
+  /* 004 Thm 1: the average over the n rows of clipped terms, replace-one (c = 2 clip) */
+  c->sens = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip) / (double)c->n;
+  /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
+  double ecal = op->eps * (1.0 - 1e-6);
+  if (op->secagg_parties > 0) {
+    /* the rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of multiplier z; the
+     * sensitivity of the SUM is 2 clip (replace-one); data-free range check (secagg.c) */
+    double z = 0, ssum = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip);
+    MPI_Comm_size(comm, &c->size);
+    st = dpo_rdp_calibrate("none", 0, c->n, R, ecal, op->delta, &z);
+    if (!st)
+      st = dpo_secagg_params(ssum, c->d, op->secagg_parties, op->secagg_collude,
+                             nextafter(1 / z, 0), &c->gamma, &c->isigma, &c->rho, NULL);
+    if (!st)
+      st = dpo_secagg_word(c->n, ssum, c->gamma, c->size,
+                           op->secagg_parties > c->size ? op->secagg_parties : c->size, c->d,
+                           c->isigma, 0, &c->bits);
+    /* the std of the noise on the mean gradient (reported) */
+    c->sigma = c->gamma * (double)c->isigma * sqrt((double)op->secagg_parties) / (double)c->n;
+  } else if (op->sigma_fixed > 0) {
+    c->sigma = op->sigma_fixed;
+  } else if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
+    double z = 0;
+    st = dpo_rdp_calibrate("none", 0, c->n, R, ecal, op->delta, &z);
+    c->sigma = z * c->sens;
+  } else {
+    st = dpo_admm_thm1_sigma(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip), c->n, R, ecal,
+                             op->delta, op->mu, &c->sigma, NULL);
+    /* ledger: eq. (8)'s sigma fits the ledger (it is looser); shrink it until the ledger's
+     * own composition of the R releases reaches eps (rank 0 holds the ledger) */
+    if (!st && op->sigma_rule == DPO_DPADMM_SIGMA_LEDGER) {
+      double sg = c->sigma;
+      if (rank == 0) st = ledger_sigma(op->ledger, op->eps, c->sens, c->d, R, sg, &sg);
+      if (!(st = dpo_agree(comm, st)) && MPI_Bcast(&sg, 1, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+        st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
+      c->sigma = sg;
+    }
+  }
+  return st;
+}
+
+/* Collective: u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input), from a charged release. */
+static int run_u0(ctx_t *c, const dpo_admm_A_t *A, MPI_Comm comm, int rank, const double *x,
+                  double *g0, double *u) {
+  int st;
+  if (rank == 0) {
+    st = noisy_grad(c, x, 0, g0);
+    dpo_oracle_finish(c->o, st);
+  } else {
+    st = dpo_oracle_serve(c->o);
+  }
+  if ((st = dpo_agree(comm, st))) return st;
+  if (c->op->u0_scalapack) {
+    /* the noised gradient was charged: it may leave rank 0 */
+    if (MPI_Bcast(g0, c->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+      st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
+    if ((st = dpo_agree(comm, st))) return st;
+    if ((st = dpo_admm_u0_scalapack(comm, A, g0, c->op->rho, u))) return st;
+  } else if (rank == 0) {
+    st = dpo_admm_u0_lapack(A, g0, c->op->rho, u);
+  }
+  return dpo_agree(comm, st);
+}
+
+/* Rank 0's iterates: x_t, the extrapolations xh / uh, the previous xp / up, y_t (yl), the
+ * released gradient g, work vectors t (p) and w (d), Alg. 3's theta. */
+typedef struct {
+  double *x, *xh, *xp, *u, *uh, *up, *g, *t, *yl, *w;
+  double theta;
+} iter_t;
+
+/* Rank 0: iteration it of Alg. 2 / 3 (the charge comes before the gradient is formed). */
+static int run_step(ctx_t *c, const dpo_admm_A_t *A, iter_t *v, int64_t it, double gam,
+                    dpo_dpadmm_info_t *inf) {
+  const dpo_dpadmm_opts_t *op = c->op;
+  const int32_t d = c->d, p = A->p;
+  const size_t D = (size_t)d, Pn = (size_t)p;
+  const double kap = op->lambda / op->rho, step = op->eta / gam, *cv = op->c;
+  int st;
+  /* y-update: soft threshold of A xh - c + uh */
+  dpo_admm_A_mul(A, v->xh, v->t);
+  for (int32_t r = 0; r < p; r++) v->t[r] += v->uh[r] - (cv ? cv[r] : 0.0);
+  double *ynew = malloc(Pn * sizeof *ynew);
+  if (!ynew) return dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
+  dpo_admm_soft_threshold(v->t, kap, p, ynew);
+  /* the noised gradient at xh (charged first; a refusal keeps the last release) */
+  if ((st = noisy_grad(c, v->xh, it, v->g))) {
+    free(ynew);
+    return st;
+  }
+  /* x-update, eq. (7) closed form: A xh - y - c + uh = t - y */
+  for (int32_t r = 0; r < p; r++) v->t[r] -= ynew[r];
+  dpo_admm_A_tmul(A, v->t, v->w);
+  for (int32_t j = 0; j < d; j++) v->x[j] = v->xh[j] - step * (v->g[j] + op->rho * v->w[j]);
+  /* u-update */
+  dpo_admm_A_mul(A, v->x, v->t);
+  for (int32_t r = 0; r < p; r++) v->u[r] = v->uh[r] + v->t[r] - ynew[r] - (cv ? cv[r] : 0.0);
+  memcpy(v->yl, ynew, Pn * sizeof *v->yl);
+  free(ynew);
+  if (op->accelerated) { /* Alg. 3 steps 5-7 */
+    /* restart every op->restart iterations (a public schedule, nothing read from the data):
+     * the momentum (theta_t - 1)/theta_{t+1} -> 1 of Alg. 3 carries the noise P_t of every
+     * step on, so the noise of the last K steps accumulates in x_t; resetting theta = 1 every
+     * K steps bounds that sum at K terms (Alg. 3 as written: restart = 0) */
+    if (op->restart > 0 && it % op->restart == 0) {
+      v->theta = 1.0;
+      inf->restarts++;
+      memcpy(v->xh, v->x, D * sizeof *v->x);
+      memcpy(v->uh, v->u, Pn * sizeof *v->u);
+    } else {
+      double th1 = 0.5 * (1.0 + sqrt(1.0 + 4.0 * v->theta * v->theta)), m = (v->theta - 1.0) / th1;
+      for (int32_t j = 0; j < d; j++) v->xh[j] = v->x[j] + m * (v->x[j] - v->xp[j]);
+      for (int32_t r = 0; r < p; r++) v->uh[r] = v->u[r] + m * (v->u[r] - v->up[r]);
+      v->theta = th1;
+    }
+  } else {
+    memcpy(v->xh, v->x, D * sizeof *v->x);
+    memcpy(v->uh, v->u, Pn * sizeof *v->u);
+  }
+  memcpy(v->xp, v->x, D * sizeof *v->x);
+  memcpy(v->up, v->u, Pn * sizeof *v->u);
+  return DPO_OK;
+}
+
+/* Rank 0: the iterations from it0 to T, with the trace, checkpoints and the stop flag. */
+static int run_iterations(ctx_t *c, const dpo_admm_A_t *A, iter_t *v, int64_t it0,
+                          dpo_dpadmm_info_t *inf) {
+  const dpo_dpadmm_opts_t *op = c->op;
+  int st = DPO_OK;
+  for (int64_t it = it0; it <= op->T; it++) {
+    if ((st = run_step(c, A, v, it, inf->gamma, inf))) break;
+    inf->iters = it;
+    if (op->trace) op->trace(op->trace_arg, it, v->x, v->yl);
+    if (it < op->T && (op->save || op->stop)) { /* rank 0's flag decides: the workers serve */
+      int halt = (op->stop && *op->stop) || (op->stop_after > 0 && it >= op->stop_after);
+      if (op->save && (halt || (op->ckpt_every > 0 && it % op->ckpt_every == 0))) {
+        dpo_dpadmm_state_t ss = {it, inf->restarts, c->releases, v->theta, c->sigma, c->d, A->p,
+                                 v->x, v->xh, v->xp, v->u, v->uh, v->up, v->yl};
+        if ((st = op->save(op->save_arg, &ss))) break;
+      }
+      if (halt) {
+        st = dpo_err(DPO_EINTR, "stopped after iteration %lld of %lld, %s", (long long)it,
+                     (long long)op->T, op->save ? "checkpoint written"
+                                                : "no checkpoint (this run cannot be resumed)");
+        break;
+      }
+    }
+  }
+  return st;
+}
+
 int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm_opts_t *op,
                    double *x, double *y, dpo_dpadmm_info_t *info) {
   if (!oracle) return dpo_err(DPO_EINVAL, "dpadmm_run: NULL oracle");
   MPI_Comm comm = dpo_oracle_comm(oracle);
-  int rank = dpo_oracle_rank(oracle), st = DPO_OK;
+  int rank = dpo_oracle_rank(oracle), st;
   int32_t d = dpo_oracle_dim(oracle);
   int64_t n = dpo_oracle_nglobal(oracle);
   ctx_t c = {.o = oracle, .op = op, .d = d, .n = n};
   dpo_dpadmm_info_t inf;
   memset(&inf, 0, sizeof inf);
-  double *xh = NULL, *xp = NULL, *u = NULL, *uh = NULL, *up = NULL, *g = NULL, *t = NULL,
-         *yl = NULL, *w = NULL, *g0 = NULL;
+  iter_t v = {.x = x, .theta = 1.0};
+  double *g0 = NULL;
   int32_t p = A ? A->p : 0;
-
-  if (!A || !op || A->d != d)
-    st = dpo_err(DPO_EINVAL, "dpadmm_run: need A with %d columns and options", d);
-  else if (!(op->rho > 0) || !(op->eta > 0) || op->T < 1 || !(op->lambda >= 0) || !(op->gamma >= 0))
-    st = dpo_err(DPO_EINVAL, "dpadmm_run: need rho > 0 (%g), eta > 0 (%g), T >= 1, lambda >= 0, "
-                 "gamma >= 0", op->rho, op->eta);
-  else if (op->noise && !(op->clip > 0 && op->eps > 0 && op->delta > 0 && op->delta < 1 &&
-                          op->mu > 0 && op->mu < 1))
-    st = dpo_err(DPO_EINVAL, "dpadmm_run: noise needs clip > 0, eps > 0, delta and mu in (0, 1)");
-  else if (op->noise && rank == 0 && (!op->rng || !op->ledger))
-    st = dpo_err(DPO_EINVAL, "dpadmm_run: noise needs an rng and a ledger on rank 0");
-  else if (rank == 0 && !x)
-    st = dpo_err(DPO_EINVAL, "dpadmm_run: NULL x on rank 0");
-  if ((st = dpo_agree(comm, st))) return st;
+  if ((st = dpo_agree(comm, run_check(A, op, rank, d, x)))) return st;
 
   /* public constants */
   inf.AtA_norm = dpo_admm_A_norm2sq(A);
@@ -215,47 +375,7 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
   int64_t R = op->T + (op->u0_pinv ? 1 : 0);
   if (!st && op->resumed && rank == 0 && (!op->resume || op->resume->d != d || op->resume->p != p))
     st = dpo_err(DPO_EFORMAT, "dpadmm_run: the saved state has other dimensions than the run");
-  if (!st && op->noise) {
-    /* 004 Thm 1: the average over the n rows of clipped terms, replace-one (c = 2 clip) */
-    c.sens = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip) / (double)n;
-    /* calibrate a hair under the budget: the ledger accounts the grid-snapped sensitivity */
-    double ecal = op->eps * (1.0 - 1e-6);
-    if (op->secagg_parties > 0) {
-      /* the rdp-rho curve alpha rho^2/2 with rho = 1/z is the Gaussian of multiplier z; the
-       * sensitivity of the SUM is 2 clip (replace-one); data-free range check (secagg.c) */
-      double z = 0, ssum = dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip);
-      MPI_Comm_size(comm, &c.size);
-      st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
-      if (!st)
-        st = dpo_secagg_params(ssum, d, op->secagg_parties, op->secagg_collude,
-                               nextafter(1 / z, 0), &c.gamma, &c.isigma, &c.rho, NULL);
-      if (!st)
-        st = dpo_secagg_word(n, ssum, c.gamma, c.size,
-                             op->secagg_parties > c.size ? op->secagg_parties : c.size, d,
-                             c.isigma, 0, &c.bits);
-      /* the std of the noise on the mean gradient (reported) */
-      c.sigma = c.gamma * (double)c.isigma * sqrt((double)op->secagg_parties) / (double)n;
-    } else if (op->sigma_fixed > 0) {
-      c.sigma = op->sigma_fixed;
-    } else if (op->sigma_rule == DPO_DPADMM_SIGMA_RDP) {
-      double z = 0;
-      st = dpo_rdp_calibrate("none", 0, n, R, ecal, op->delta, &z);
-      c.sigma = z * c.sens;
-    } else {
-      st = dpo_admm_thm1_sigma(dpo_sens(DPO_NEIGHBOURS_REPLACE_ONE, op->clip), n, R, ecal,
-                               op->delta, op->mu, &c.sigma, NULL);
-      /* ledger: eq. (8)'s sigma fits the ledger (it is looser); shrink it until the ledger's
-       * own composition of the R releases reaches eps (rank 0 holds the ledger) */
-      if (!st && op->sigma_rule == DPO_DPADMM_SIGMA_LEDGER) {
-        double sg = c.sigma;
-        if (rank == 0) st = ledger_sigma(op->ledger, op->eps, c.sens, d, R, sg, &sg);
-        if (!(st = dpo_agree(comm, st)) &&
-            MPI_Bcast(&sg, 1, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
-          st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
-        c.sigma = sg;
-      }
-    }
-  }
+  if (!st && op->noise) st = run_sigma(&c, comm, rank, R);
   /* resumed: the noise of the interrupted run (the ledger rule's bisection would now see its
    * charges); rank 0 alone draws and charges */
   if (!st && op->resumed && rank == 0) c.sigma = op->resume->sigma;
@@ -266,138 +386,53 @@ int dpo_dpadmm_run(dpo_oracle_t *oracle, const dpo_admm_A_t *A, const dpo_dpadmm
 
   size_t D = (size_t)d, Pn = (size_t)p;
   g0 = calloc(D, sizeof *g0);
-  u = calloc(Pn, sizeof *u);
+  v.u = calloc(Pn, sizeof *v.u);
   if (rank == 0 && op->noise && op->observe) c.obs = malloc(D * sizeof *c.obs);
-  if (!g0 || !u || (rank == 0 && op->noise && op->observe && !c.obs))
+  if (!g0 || !v.u || (rank == 0 && op->noise && op->observe && !c.obs))
     st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
   if ((st = dpo_agree(comm, st))) goto out;
-
-  /* u0 = -(1/rho) (A')^+ grad f(x0) (Alg. 2/3 input) */
-  if (op->u0_pinv && !op->resumed) {
-    if (rank == 0) {
-      st = noisy_grad(&c, x, 0, g0);
-      dpo_oracle_finish(oracle, st);
-    } else {
-      st = dpo_oracle_serve(oracle);
-    }
-    if ((st = dpo_agree(comm, st))) goto out;
-    if (op->u0_scalapack) {
-      /* the noised gradient was charged: it may leave rank 0 */
-      if (MPI_Bcast(g0, d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
-        st = dpo_err(DPO_EMPI, "dpadmm_run: MPI_Bcast failed");
-      if ((st = dpo_agree(comm, st))) goto out;
-      if ((st = dpo_admm_u0_scalapack(comm, A, g0, op->rho, u))) goto out;
-    } else if (rank == 0) {
-      st = dpo_admm_u0_lapack(A, g0, op->rho, u);
-    }
-    if ((st = dpo_agree(comm, st))) goto out;
-  }
-
+  if (op->u0_pinv && !op->resumed && (st = run_u0(&c, A, comm, rank, x, g0, v.u))) goto out;
   if (rank != 0) {
     st = dpo_oracle_serve(oracle);
     goto out;
   }
 
   /* ---- rank 0: the iterations */
-  xh = malloc(D * sizeof *xh);
-  xp = malloc(D * sizeof *xp);
-  g = malloc(D * sizeof *g);
-  w = malloc(D * sizeof *w);
-  uh = malloc(Pn * sizeof *uh);
-  up = malloc(Pn * sizeof *up);
-  t = malloc(Pn * sizeof *t);
-  yl = calloc(Pn, sizeof *yl);
-  if (!xh || !xp || !g || !w || !uh || !up || !t || !yl) {
+  v.xh = malloc(D * sizeof *v.xh);
+  v.xp = malloc(D * sizeof *v.xp);
+  v.g = malloc(D * sizeof *v.g);
+  v.w = malloc(D * sizeof *v.w);
+  v.uh = malloc(Pn * sizeof *v.uh);
+  v.up = malloc(Pn * sizeof *v.up);
+  v.t = malloc(Pn * sizeof *v.t);
+  v.yl = calloc(Pn, sizeof *v.yl);
+  if (!v.xh || !v.xp || !v.g || !v.w || !v.uh || !v.up || !v.t || !v.yl) {
     st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
     goto finish;
   }
-  memcpy(xh, x, D * sizeof *x);
-  memcpy(xp, x, D * sizeof *x);
-  memcpy(uh, u, Pn * sizeof *u);
-  memcpy(up, u, Pn * sizeof *u);
-  double theta = 1.0, kap = op->lambda / op->rho, step = op->eta / inf.gamma;
-  const double *cv = op->c;
+  memcpy(v.xh, x, D * sizeof *x);
+  memcpy(v.xp, x, D * sizeof *x);
+  memcpy(v.uh, v.u, Pn * sizeof *v.u);
+  memcpy(v.up, v.u, Pn * sizeof *v.u);
   int64_t it0 = 1;
   if (op->resumed) { /* rank 0: the state after iteration it, as saved */
     const dpo_dpadmm_state_t *rs = op->resume;
     memcpy(x, rs->x, D * sizeof *x);
-    memcpy(xh, rs->xh, D * sizeof *x);
-    memcpy(xp, rs->xp, D * sizeof *x);
-    memcpy(u, rs->u, Pn * sizeof *u);
-    memcpy(uh, rs->uh, Pn * sizeof *u);
-    memcpy(up, rs->up, Pn * sizeof *u);
-    memcpy(yl, rs->y, Pn * sizeof *u);
-    theta = rs->theta;
+    memcpy(v.xh, rs->xh, D * sizeof *x);
+    memcpy(v.xp, rs->xp, D * sizeof *x);
+    memcpy(v.u, rs->u, Pn * sizeof *v.u);
+    memcpy(v.uh, rs->uh, Pn * sizeof *v.u);
+    memcpy(v.up, rs->up, Pn * sizeof *v.u);
+    memcpy(v.yl, rs->y, Pn * sizeof *v.u);
+    v.theta = rs->theta;
     inf.iters = rs->it;
     inf.restarts = rs->restarts;
     c.releases = rs->releases;
     it0 = rs->it + 1;
   }
-  for (int64_t it = it0; it <= op->T; it++) {
-    /* y-update: soft threshold of A xh - c + uh */
-    dpo_admm_A_mul(A, xh, t);
-    for (int32_t r = 0; r < p; r++) t[r] += uh[r] - (cv ? cv[r] : 0.0);
-    double *ynew = malloc(Pn * sizeof *ynew);
-    if (!ynew) {
-      st = dpo_err(DPO_ENOMEM, "dpadmm_run: out of memory");
-      break;
-    }
-    dpo_admm_soft_threshold(t, kap, p, ynew);
-    /* the noised gradient at xh (charged first; a refusal keeps the last release) */
-    if ((st = noisy_grad(&c, xh, it, g))) {
-      free(ynew);
-      break;
-    }
-    /* x-update, eq. (7) closed form: A xh - y - c + uh = t - y */
-    for (int32_t r = 0; r < p; r++) t[r] -= ynew[r];
-    dpo_admm_A_tmul(A, t, w);
-    for (int32_t j = 0; j < d; j++) x[j] = xh[j] - step * (g[j] + op->rho * w[j]);
-    /* u-update */
-    dpo_admm_A_mul(A, x, t);
-    for (int32_t r = 0; r < p; r++) u[r] = uh[r] + t[r] - ynew[r] - (cv ? cv[r] : 0.0);
-    memcpy(yl, ynew, Pn * sizeof *yl);
-    free(ynew);
-    if (op->accelerated) { /* Alg. 3 steps 5-7 */
-      /* restart every op->restart iterations (a public schedule, nothing read from the data):
-       * the momentum (theta_t - 1)/theta_{t+1} -> 1 of Alg. 3 carries the noise P_t of every
-       * step on, so the noise of the last K steps accumulates in x_t; resetting theta = 1 every
-       * K steps bounds that sum at K terms (Alg. 3 as written: restart = 0) */
-      if (op->restart > 0 && it % op->restart == 0) {
-        theta = 1.0;
-        inf.restarts++;
-        memcpy(xh, x, D * sizeof *x);
-        memcpy(uh, u, Pn * sizeof *u);
-      } else {
-        double th1 = 0.5 * (1.0 + sqrt(1.0 + 4.0 * theta * theta)), m = (theta - 1.0) / th1;
-        for (int32_t j = 0; j < d; j++) xh[j] = x[j] + m * (x[j] - xp[j]);
-        for (int32_t r = 0; r < p; r++) uh[r] = u[r] + m * (u[r] - up[r]);
-        theta = th1;
-      }
-    } else {
-      memcpy(xh, x, D * sizeof *x);
-      memcpy(uh, u, Pn * sizeof *u);
-    }
-    memcpy(xp, x, D * sizeof *x);
-    memcpy(up, u, Pn * sizeof *u);
-    inf.iters = it;
-    if (op->trace) op->trace(op->trace_arg, it, x, yl);
-    if (it < op->T && (op->save || op->stop)) { /* rank 0's flag decides: the workers serve */
-      int halt = (op->stop && *op->stop) || (op->stop_after > 0 && it >= op->stop_after);
-      if (op->save && (halt || (op->ckpt_every > 0 && it % op->ckpt_every == 0))) {
-        dpo_dpadmm_state_t ss = {it, inf.restarts, c.releases, theta, c.sigma, d, p,
-                                 x, xh, xp, u, uh, up, yl};
-        if ((st = op->save(op->save_arg, &ss))) break;
-      }
-      if (halt) {
-        st = dpo_err(DPO_EINTR, "stopped after iteration %lld of %lld, %s", (long long)it,
-                     (long long)op->T, op->save ? "checkpoint written"
-                                                : "no checkpoint (this run cannot be resumed)");
-        break;
-      }
-    }
-  }
+  st = run_iterations(&c, A, &v, it0, &inf);
   /* on a refusal x still holds the last released iterate: x is only written after the charge */
-  if (y) memcpy(y, yl, Pn * sizeof *y);
+  if (y) memcpy(y, v.yl, Pn * sizeof *y);
 finish:
   dpo_oracle_finish(oracle, st);
 out:
@@ -405,15 +440,15 @@ out:
   /* every rank returns rank 0's account of the run */
   MPI_Bcast(&inf, (int)sizeof inf, MPI_BYTE, 0, comm);
   if (info) *info = inf;
-  free(xh);
-  free(xp);
-  free(u);
-  free(uh);
-  free(up);
-  free(g);
-  free(t);
-  free(yl);
-  free(w);
+  free(v.xh);
+  free(v.xp);
+  free(v.u);
+  free(v.uh);
+  free(v.up);
+  free(v.g);
+  free(v.t);
+  free(v.yl);
+  free(v.w);
   free(g0);
   free(c.obs);
   return dpo_agree(comm, st);

@@ -1,0 +1,67 @@
+/* The admm job's settings and state, shared by admm_run.c (settings, data, consensus ADMM,
+ * the job's life cycle) and admm_dp.c (DP-ADMM / DP-AccADMM and their trust modes).
+ * Internal to src/admm/. */
+#ifndef DPO_ADMM_ARUN_H
+#define DPO_ADMM_ARUN_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dpopt/admm.h"
+#include "dpopt/budget.h"
+#include "dpopt/privacy.h"
+#include "admm/admm_job.h"
+
+typedef struct {
+  const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp;
+  int notrace; /* secagg / local: the trace has no rows (they show exact training sums) */
+  const char *acct; /* privacy.accountant: pld (default, as in dpopt train) | auto | rdp */
+  const dpo_privacy_spec_t *spec; /* the caller's (borrowed) */
+  const dpo_config_t *cfg;        /* the caller's (borrowed): the plan's keys (secagg) */
+  double lambda, rho, alpha, inrel, sigfix, eta, eabs, erel, eps, delta, mu, clip, b2, gth;
+  int64_t maxit, tev, seed;
+  int adapt, priv, seeded;
+  int64_t restart;
+  const char *trust; /* privacy.trust: central | secagg (dpadmm / dpaccadmm only) */
+  int64_t collude;
+  int secagg, local;
+  int64_t nparties; /* party accounts, one party per rank (0: none) */
+  int rank, size;
+  const char *store;  /* privacy.store: the data set's budget store */
+  dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */
+} dpo__arun_t;
+
+/* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
+#define DPO__ARUN_PARTY_STREAM 0x70000000ULL
+
+struct dpo_admm_job {
+  MPI_Comm comm;
+  dpo__arun_t s;
+  const char *data;
+  dpo_model_t *m;
+  dpo_load_opts_t lo;
+  dpo_shard_t *sh, *te;
+  double *x;
+  int ckpt; /* checkpoints or a resume asked for (refused where they cannot be written) */
+  dpo_admm_io_t *io;
+  char journal[1100], ckpt_path[1100], cm[256];
+  char *rep; /* rank 0: the report (memstream) */
+  size_t rep_len;
+  FILE *repf;
+  dpo_admm_result_t res;
+};
+
+/* admm_run.c: the result's privacy part from the ledger the run charged (rank 0); the data
+ * set's budget store reserved under the journal's id once the ledger is open (collective;
+ * rid[0] = 0 when nothing was reserved) and settled to what the ledger composed. */
+void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma);
+int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]);
+void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid);
+
+/* admm_dp.c, collective: dpadmm / dpaccadmm (noised) and admm / accadmm (NON-PRIVATE). */
+int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
+                 const dpo_load_opts_t *lo, dpo_model_t *m, const dpo_shard_t *sh,
+                 const dpo_shard_t *te, double *x, FILE *rep, int *stop);
+
+#endif
