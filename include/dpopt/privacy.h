@@ -249,6 +249,16 @@ typedef struct {
   dpo_neighbours_t neighbours;
 } dpo_charge_t;
 
+/* The mechanisms' own samplers (mech_ops.c, one object with each mechanism's sensitivity rule
+ * and privacy maps): v[i] += the noise of mechanism m at scale (b or sigma) for i < d, on the
+ * grid of dpo_mech_grid, by m's exact sampler (dpo_mech_laplace / dpo_mech_gaussian: discrete
+ * Laplace / Gaussian on rng's stream).  Refused (DPO_EINVAL, nothing modified) for a mechanism
+ * with no sampler of its own (rdp-rho: secagg's parties draw its noise shares). */
+int dpo_mech_sample(dpo_mech_t m, dpo_rng_t *rng, double scale, double *v, int64_t d);
+/* The release an accepted charge describes: its mechanism's noise at its noise_scale, so the
+ * noise drawn is the noise the ledger priced. */
+int dpo_mech_release(const dpo_charge_t *ch, dpo_rng_t *rng, double *v, int64_t d);
+
 typedef struct dpo_ledger dpo_ledger_t;
 
 /* Open a ledger.  Collective over comm (all ranks return the same status); comm may be

@@ -1,7 +1,8 @@
 /* Unit tests of the fixed-work samplers (src/privacy/mech_ct.c, issue 35): the laws are the
  * exact ones (pmf chi-square and moments beside test_privacy.c's), the work does not follow
  * the value (random words consumed, independent of |noise|), the fixed-work path is the one
- * taken (no fallback, the Polya padding used and never exceeded), the constants certified. */
+ * taken (no fallback, the Polya padding used and never exceeded), the constants certified.
+ * The mechanism table's samplers (mech_ops.c) are these mechanisms at the charged scale. */
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
 #include "dpopt/status.h"
@@ -10,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static dpo_rng_t *seeded(uint64_t seed) {
   dpo_rng_t *r = NULL;
@@ -175,4 +177,43 @@ Test(mech_ct, polya_bounds) {
   int pB, pT; /* a share's two variates padded together: more than one's, less than two's */
   cr_assert_eq(dpo__ct_polya2_bounds((uint64_t)1 << 20, 2, &pB, &pT), DPO_OK);
   cr_expect(pB > bB && pB < 2 * bB && pT >= bT && pT < 2 * bT, "pair bounds %d, %d", pB, pT);
+}
+
+/* dpo_mech_sample / dpo_mech_release draw, word for word, what the mechanism's own sampler
+ * draws on the same stream at the charge's noise scale; the two mechanisms differ (a swapped
+ * table would show); rdp-rho and an unset mechanism are refused, nothing modified. */
+Test(ops, samplers_are_the_mechanisms) {
+  const int64_t d = 16;
+  double a[16], b[16], c[16];
+  for (int gauss = 0; gauss < 2; gauss++) {
+    dpo_rng_t *r1 = NULL, *r2 = NULL, *r3 = NULL;
+    cr_assert_eq(dpo_rng_create(1, 41, 3, &r1), DPO_OK);
+    cr_assert_eq(dpo_rng_create(1, 41, 3, &r2), DPO_OK);
+    cr_assert_eq(dpo_rng_create(1, 41, 3, &r3), DPO_OK);
+    for (int64_t j = 0; j < d; j++) a[j] = b[j] = c[j] = 0.25 * (double)j;
+    dpo_mech_t m = gauss ? DPO_MECH_GAUSSIAN : DPO_MECH_LAPLACE;
+    dpo_charge_t ch = {.mechanism = m, .noise_scale = 1.75};
+    cr_assert_eq(gauss ? dpo_mech_gaussian(r1, 1.75, a, d) : dpo_mech_laplace(r1, 1.75, a, d),
+                 DPO_OK);
+    cr_assert_eq(dpo_mech_sample(m, r2, 1.75, b, d), DPO_OK);
+    cr_assert_eq(dpo_mech_release(&ch, r3, c, d), DPO_OK);
+    cr_expect_eq(memcmp(a, b, sizeof a), 0, "%s: the table's sampler differs", dpo_mech_name(m));
+    cr_expect_eq(memcmp(a, c, sizeof a), 0, "%s: the release differs", dpo_mech_name(m));
+    dpo_rng_destroy(r1);
+    dpo_rng_destroy(r2);
+    dpo_rng_destroy(r3);
+  }
+  dpo_rng_t *r1 = NULL, *r2 = NULL;
+  cr_assert_eq(dpo_rng_create(1, 41, 3, &r1), DPO_OK);
+  cr_assert_eq(dpo_rng_create(1, 41, 3, &r2), DPO_OK);
+  for (int64_t j = 0; j < d; j++) a[j] = b[j] = 0;
+  cr_assert_eq(dpo_mech_sample(DPO_MECH_LAPLACE, r1, 1.75, a, d), DPO_OK);
+  cr_assert_eq(dpo_mech_sample(DPO_MECH_GAUSSIAN, r2, 1.75, b, d), DPO_OK);
+  cr_expect_neq(memcmp(a, b, sizeof a), 0, "Laplace and Gaussian draw the same noise");
+  for (int64_t j = 0; j < d; j++) a[j] = 1;
+  cr_expect_eq(dpo_mech_sample(DPO_MECH_RDP_RHO, r1, 1.75, a, d), DPO_EINVAL);
+  cr_expect_eq(dpo_mech_sample(DPO_MECH_UNSET, r1, 1.75, a, d), DPO_EINVAL);
+  for (int64_t j = 0; j < d; j++) cr_expect_eq(a[j], 1.0, "a refused draw modified v");
+  dpo_rng_destroy(r1);
+  dpo_rng_destroy(r2);
 }

@@ -205,7 +205,7 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
       /* the message leaves this rank: clip to L2 <= clip, then Gaussian noise */
       double nm = sqrt(nrm2sq(buf, d));
       if (nm > priv->clip) cblas_dscal(d, priv->clip / nm, buf, 1);
-      st = dpo_mech_gaussian(priv->rng, priv->sigma, buf, d);
+      st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
       buf[D] = buf[D + 1] = buf[D + 2] = 0.0; /* residuals are data dependent: not sent */
     }
     /* rank 0: charge the NEXT iteration now, so its acceptance travels with this reduce */

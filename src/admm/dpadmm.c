@@ -124,7 +124,8 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   if (st) return st;
   if (used < 1) return dpo_err(DPO_EINVAL, "dpadmm: no rows");
   dpo_model_finish(dpo_oracle_model(c->o), c->d, used, x, NULL, g);
-  if (c->op->noise && !local && (st = dpo_mech_gaussian(c->op->rng, c->sigma, g, c->d)))
+  if (c->op->noise && !local &&
+      (st = dpo_mech_sample(DPO_MECH_GAUSSIAN, c->op->rng, c->sigma, g, c->d)))
     return st;
   c->releases++;
   return c->op->noise && !local && c->op->observe ? observe(c, x, step, g) : DPO_OK;

@@ -608,7 +608,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       return dpo_err(DPO_EINVAL, "dp: the oracle used %lld rows for a batch of %lld",
                      (long long)used, (long long)m);
     for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)used);
-    if (central && (rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+    if (central && (rc = dpo_mech_sample(DPO_MECH_LAPLACE, dpo_solver_rng(s), b, g, d))) return rc;
     if (pt->trust == DPO_TRUST_SECAGG && sz.lap_honest) {
       /* the coordinator sees the unmasked sum plus the honest Polya shares: the discrete
        * Laplace of scale b on the sum, charged eps0 (the white-box audit's release) */
@@ -776,7 +776,7 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
     return dpo_err(DPO_EINVAL, "dp: the oracle used %lld rows for a batch of %lld",
                    (long long)used, (long long)(batch.ids ? dp->m : dp->n_held));
   for (int32_t j = 0; j < d; j++) g[j] = w * (dp->gs[j] / (double)dp->m);
-  if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, g, d))) return rc;
+  if ((rc = dpo_mech_sample(DPO_MECH_LAPLACE, dpo_solver_rng(s), b, g, d))) return rc;
   {
     const double q = dp->sampling == DPO__DP_SAMPLE_DISJOINT ? 0.0
                      : batch.ids ? (double)dp->m / (double)dp->n : 1.0;

@@ -247,7 +247,7 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
     rc = dpo__sco_count_charge(L, rel, b, NULL);
   }
   if (rc) return rc;
-  if ((rc = dpo_mech_laplace(dpo_solver_rng(s), b, &v, 1))) return rc;
+  if ((rc = dpo_mech_sample(DPO_MECH_LAPLACE, dpo_solver_rng(s), b, &v, 1))) return rc;
   v = nearbyint(v);
   *n_pub = v < 1 ? 1 : v > 0x1p53 ? ((int64_t)1 << 53) : (int64_t)v;
   *count_eps = ec, *count_b = b;
@@ -391,6 +391,6 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
     memset(gsum, 0, (size_t)sa->d * sizeof *gsum);
   /* central: rank 0 noises the plain sum (as the single-owner path) */
   if (!rc && sa->trust == DPO_TRUST_CENTRAL)
-    rc = dpo_mech_gaussian(dpo_solver_rng(s), ch->noise_scale, gsum, sa->d);
+    rc = dpo_mech_release(ch, dpo_solver_rng(s), gsum, sa->d);
   return rc;
 }

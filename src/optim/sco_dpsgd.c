@@ -616,7 +616,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     } else {
       memset(a->g, 0, (size_t)d * sizeof *a->g);
     }
-    if ((rc = dpo_mech_gaussian(rng, a->sigma, a->g, d))) return rc;
+    if ((rc = dpo_mech_release(&ch, rng, a->g, d))) return rc;
     dpo_release_t rel = {t, "gaussian", a->sigma, a->sens, (double)a->m / (double)a->npub,
                          0, dpo_sampling_name(ch.sampling), a->m, a->npub, d, a->g, x, 1.0};
     if ((rc = dpo_solver_release(s, &rel))) return rc;

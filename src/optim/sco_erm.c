@@ -142,7 +142,7 @@ int dpo__sco_phase_run(dpo_solver_t *s, dpo__sco_t *c, const dpo__sco_phase_t *p
     if (info) info->iters = ph->m;
   }
   memcpy(x, avg, (size_t)d * sizeof *x);
-  rc = dpo_mech_gaussian(dpo_solver_rng(s), ph->sigma, x, d);
+  rc = dpo_mech_sample(DPO_MECH_GAUSSIAN, dpo_solver_rng(s), ph->sigma, x, d);
 cleanup:
   free(w);
   free(g);

@@ -167,7 +167,7 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   }
   a->off += ni;
   for (int32_t j = 0; j < d; j++) x[j] = a->avg[j];
-  if ((rc = dpo_mech_gaussian(dpo_solver_rng(s), sigma_i, x, d))) return rc;
+  if ((rc = dpo_mech_sample(DPO_MECH_GAUSSIAN, dpo_solver_rng(s), sigma_i, x, d))) return rc;
   if (i >= a->k || (int64_t)ldexp((double)a->c.n, -(i + 1)) < 1) *done = 1;
   return DPO_OK;
 }

@@ -306,7 +306,7 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     if (a->fetch > 0 && !dpo_oracle_parties(o)) rc = pnsgd_grad_local(a, o, x, t);
     else rc = dpo_oracle_eval(o, x, &b, 0, NULL, a->g);
     if (rc) return rc;
-    if ((rc = dpo_mech_gaussian(dpo_solver_rng(s), a->sigma, a->g, d))) return rc;
+    if ((rc = dpo_mech_sample(DPO_MECH_GAUSSIAN, dpo_solver_rng(s), a->sigma, a->g, d))) return rc;
   }
   for (int32_t j = 0; j < d; j++) x[j] -= a->eta[t] * a->g[j];
   dpo__sco_project(x, d, a->c.D);

@@ -87,15 +87,28 @@ static int dpo__rho_rdp(const dpo_charge_t *c, dpo_rdp_curve_t *rc) {
 
 static const dpo__mech_ops_t dpo__mechs[] = {
     [DPO_MECH_LAPLACE] = {DPO_MECH_LAPLACE, 1, NULL, dpo__lap_snapped, dpo__lap_approx, NULL,
-                          0},
+                          0, dpo_mech_laplace},
     [DPO_MECH_GAUSSIAN] = {DPO_MECH_GAUSSIAN, 0, NULL, dpo__gauss_snapped, dpo__gauss_approx,
-                           dpo__gauss_rdp, 1},
+                           dpo__gauss_rdp, 1, dpo_mech_gaussian},
     [DPO_MECH_RDP_RHO] = {DPO_MECH_RDP_RHO, 0,
                           "amplification by iteration (Feldman, Koren and Talwar 2020, Thm 3.1)",
-                          NULL, NULL, dpo__rho_rdp, 0},
+                          NULL, NULL, dpo__rho_rdp, 0, NULL},
 };
 
 const dpo__mech_ops_t *dpo__mech_ops(dpo_mech_t m) {
   int i = (int)m;
   return i > 0 && i < (int)(sizeof dpo__mechs / sizeof *dpo__mechs) ? &dpo__mechs[i] : NULL;
+}
+
+int dpo_mech_sample(dpo_mech_t m, dpo_rng_t *rng, double scale, double *v, int64_t d) {
+  const dpo__mech_ops_t *op = dpo__mech_ops(m);
+  if (!op || !op->sample)
+    return dpo_err(DPO_EINVAL, "noise: the %s mechanism has no sampler of its own",
+                   op ? dpo_mech_name(m) : "unknown");
+  return op->sample(rng, scale, v, d);
+}
+
+int dpo_mech_release(const dpo_charge_t *ch, dpo_rng_t *rng, double *v, int64_t d) {
+  if (!ch) return dpo_err(DPO_EINVAL, "noise: NULL charge");
+  return dpo_mech_sample(ch->mechanism, rng, ch->noise_scale, v, d);
 }

@@ -1,7 +1,9 @@
 /* Mechanisms as objects (OpenDP's Measurement: what runs and what it costs, in one place).  One
- * ops struct per mechanism a charge can name holds its journal name, its sensitivity rule and
- * its privacy maps; the accountants (accountant.c, acct_rdp.c, acct_auto.c, acct_pld.c) ask the
- * table instead of comparing mechanisms, so a new mechanism is one entry in mech_ops.c. */
+ * ops struct per mechanism a charge can name holds its exact sampler, its sensitivity rule and
+ * its privacy maps; the algorithms draw their noise through it (dpo_mech_sample,
+ * dpo_mech_release: privacy.h) and the accountants (accountant.c, acct_rdp.c, acct_auto.c,
+ * acct_pld.c) ask it instead of comparing mechanisms, so a new mechanism is one entry in
+ * mech_ops.c. */
 #ifndef DPO_MECH_OPS_H
 #define DPO_MECH_OPS_H
 
@@ -26,6 +28,9 @@ typedef struct {
   /* pld: the PLD accountant composes it (as a Gaussian of multiplier z = noise scale / snapped
    * sensitivity; acct_pld.c) */
   int pld;
+  /* The exact sampler: v[i] += its noise at scale on the grid (mechanism.c).  NULL: the noise
+   * is not drawn in one place (rdp-rho). */
+  int (*sample)(dpo_rng_t *rng, double scale, double *v, int64_t d);
 } dpo__mech_ops_t;
 
 /* The ops of m; NULL for DPO_MECH_UNSET or an unknown value. */

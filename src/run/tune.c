@@ -413,7 +413,7 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
      * never leaves this process. */
     if (!(rc = dpo_run_result(run, &res)) && !(rc = dpo_mech_laplace_scale(1.0, t->eb, 1, &b))) {
       v = (double)llround(res.test_metric * (double)t->n_test);
-      rc = dpo_mech_laplace(rng, b, &v, 1);
+      rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, b, &v, 1);
     }
     if (!rc) *score = v;
     if (!rc && *score > best) {
