@@ -121,6 +121,146 @@ static int dpo__replay_chain(const char *path, int64_t lineno, const char *line,
   return DPO_OK;
 }
 
+/* The header (line 1): the budget, relation and accountant whose state the replay builds. */
+static int dpo__replay_header(const char *path, json_object *o, dpo__replay_t *R, FILE *out) {
+  const char *kind = dpo__jget_s(o, "kind"), *acct = dpo__jget_s(o, "accountant");
+  int64_t ver = 0;
+  if (!kind || strcmp(kind, "dpopt-ledger") != 0 || !dpo__jget_i(o, "version", &ver) ||
+      (ver != 1 && ver != 2) || !dpo__jget_d(o, "budget_eps", &R->beps) ||
+      !dpo__jget_d(o, "budget_delta", &R->bdelta) || !(R->ops = dpo__acct_find(acct)) ||
+      dpo_neighbours_parse(dpo__jget_s(o, "neighbours"), &R->rel) != DPO_OK) {
+    return dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 or 2 header", path);
+  }
+  R->version = (int)ver;
+  R->state = calloc(1, R->ops->state_size);
+  if (!R->state) {
+    return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  }
+  R->ops->init(R->state);
+  R->have_header = 1;
+  if (out) {
+    fprintf(out, "%8s %-9s %-9s %-13s %14s %12s %12s %12s %12s\n", "step", "mechanism",
+            "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
+            "total_delta");
+  }
+  return DPO_OK;
+}
+
+/* A plan line: the run's release plan, given to the accountants as dpo_ledger_record_plan did. */
+static int dpo__replay_plan(const char *path, int64_t lineno, json_object *o, dpo__replay_t *R,
+                            FILE *out) {
+  /* the run's release plan (privacy rule 3): recorded before its first charge */
+  const char *pk = dpo__jget_s(o, "plan"), *pa = dpo__jget_s(o, "algo"),
+             *pw = dpo__jget_s(o, "what");
+  if (!pk || !pa || !dpo__jget_i(o, "steps", &R->plan_steps)) {
+    return dpo_err(DPO_EFORMAT, "%s:%lld: plan line lacks plan, algo or steps", path,
+                   (long long)lineno);
+  }
+  snprintf(R->plan_kind, sizeof R->plan_kind, "%s", pk);
+  if (R->ops->plan) { /* as dpo_ledger_record_plan did */
+    R->ops->plan(R->state, R->plan_steps, 0);
+    for (int k = 0; k < R->nparties; k++) R->ops->plan(R->pstate[k], R->plan_steps, 0);
+  }
+  snprintf(R->plan_algo, sizeof R->plan_algo, "%s", pa);
+  if (out)
+    fprintf(out, "%8s plan: %s, %s, %lld steps: %s\n", "-", pa, pk, (long long)R->plan_steps,
+            pw ? pw : "");
+  return DPO_OK;
+}
+
+static void dpo__replay_event(json_object *o, FILE *out) {
+  /* an event (e.g. a party dropped): recorded, not a charge */
+  if (out) {
+    int64_t pk = -1, sk = -1;
+    dpo__jget_i(o, "party", &pk);
+    dpo__jget_i(o, "step", &sk);
+    if (pk >= 0)
+      fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
+              (long long)pk);
+    else /* a run-wide event (e.g. the trust mode) */
+      fprintf(out, "%8lld event: %s\n", (long long)sk, dpo__jget_s(o, "event"));
+  }
+}
+
+/* A charge line: its names back to the enums, recomputed by the header's accountant and
+ * compared with the recorded cost, then charged to every party it names. */
+static int dpo__replay_charge(const char *path, int64_t lineno, json_object *o,
+                              dpo__replay_t *R, FILE *out) {
+  int st;
+  dpo_charge_t c;
+  json_object *p;
+  double se, sd;
+  memset(&c, 0, sizeof c);
+  const char *mech = dpo__jget_s(o, "mechanism"), *samp = dpo__jget_s(o, "sampling"),
+             *acc = dpo__jget_s(o, "accounting");
+  int ok = dpo__jget_i(o, "step", &c.step) && mech && samp && acc &&
+           json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
+           dpo__jget_d(p, "delta", &c.delta) &&
+           dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
+           dpo__jget_d(p, "sensitivity", &c.sensitivity) && dpo__jget_i(p, "dim", &c.dim) &&
+           dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
+           dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
+           dpo__jget_d(o, "charge_delta", &sd);
+  if (ok && !dpo__jget_d(p, "rho", &c.rho)) c.rho = 0; /* optional: rdp-rho only */
+  if (!ok) {
+    return dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
+                   (long long)lineno);
+  }
+  /* the names back to the enums through the table that wrote them (charge_names.c) */
+  const char *what = NULL, *bad = NULL;
+  if (dpo_mech_parse(mech, &c.mechanism)) what = "mechanism", bad = mech;
+  else if (dpo_sampling_parse(samp, &c.sampling)) what = "sampling", bad = samp;
+  else if (dpo_accounting_parse(acc, &c.accounting)) what = "accounting", bad = acc;
+  if (what) {
+    return dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: charge: unknown %s '%s'", path,
+                   (long long)lineno, what, bad);
+  }
+  dpo__acct_result_t r;
+  c.neighbours = R->rel; /* every charge was accepted under the header's relation */
+  st = dpo__charge_relation(&c, R->rel);
+  if (!st) st = R->ops->charge(R->state, &c, R->beps, R->bdelta, 1, &r);
+  if (st) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", dpo_errmsg());
+    return dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: %s", path, (long long)lineno, msg);
+  }
+  if (!r.fits || !dpo__close_rel(r.charge_eps, se) || !dpo__close_rel(r.charge_delta, sd)) {
+    return dpo_err(DPO_EFORMAT,
+                   "%s:%lld: recorded charge (%.17g, %.17g) does not match the recomputed "
+                   "(%.17g, %.17g)%s (journal edited or written by another version)",
+                   path, (long long)lineno, se, sd, r.charge_eps, r.charge_delta,
+                   r.fits ? "" : " or exceeds the budget");
+  }
+  /* the parties it touched: each account is charged the same release */
+  json_object *pa;
+  if (json_object_object_get_ex(o, "parties", &pa)) {
+    int okp = json_object_is_type(pa, json_type_array) && R->nparties > 0;
+    for (size_t i = 0; okp && i < json_object_array_length(pa); i++) {
+      int64_t k = json_object_get_int64(json_object_array_get_idx(pa, i));
+      dpo__acct_result_t pr;
+      okp = k >= 0 && k < R->nparties &&
+            R->ops->charge(R->pstate[k], &c, R->pbeps[k], R->pbdelta[k], 1, &pr) == DPO_OK &&
+            pr.fits;
+      if (okp) R->pcount[k]++;
+    }
+    if (!okp) {
+      return dpo_err(DPO_EFORMAT, "%s:%lld: the charge's parties are unknown or over their "
+                     "budgets (journal edited?)", path, (long long)lineno);
+    }
+  }
+  R->count++;
+  if (out) {
+    char mn[48] = "-";
+    if (c.sampling != DPO_SAMPLING_NONE)
+      snprintf(mn, sizeof mn, "%lld/%lld", (long long)c.m, (long long)c.n);
+    fprintf(out, "%8lld %-9s %-9s %-13s %14s %12.6g %12.6g %12.6g %12.6g\n",
+            (long long)c.step, dpo_mech_name(c.mechanism), dpo_sampling_name(c.sampling),
+            dpo_accounting_name(c.accounting), mn, r.cost_eps,
+            r.cost_delta, r.total_eps, r.total_delta);
+  }
+  return DPO_OK;
+}
+
 int dpo__replay(const char *path, const char *buf, size_t len, const unsigned char *key,
                 FILE *out, dpo__replay_t *R) {
   int st = DPO_OK;
@@ -162,150 +302,15 @@ int dpo__replay(const char *path, const char *buf, size_t len, const unsigned ch
       json_object_put(o);
       goto done;
     }
-    if (!R->have_header) {
-      const char *kind = dpo__jget_s(o, "kind"), *acct = dpo__jget_s(o, "accountant");
-      int64_t ver = 0;
-      if (!kind || strcmp(kind, "dpopt-ledger") != 0 || !dpo__jget_i(o, "version", &ver) ||
-          (ver != 1 && ver != 2) || !dpo__jget_d(o, "budget_eps", &R->beps) ||
-          !dpo__jget_d(o, "budget_delta", &R->bdelta) || !(R->ops = dpo__acct_find(acct)) ||
-          dpo_neighbours_parse(dpo__jget_s(o, "neighbours"), &R->rel) != DPO_OK) {
-        json_object_put(o);
-        st = dpo_err(DPO_EFORMAT, "%s:1: not a dpopt-ledger version 1 or 2 header", path);
-        goto done;
-      }
-      R->version = (int)ver;
-      R->state = calloc(1, R->ops->state_size);
-      if (!R->state) {
-        json_object_put(o);
-        st = dpo_err(DPO_ENOMEM, "ledger: out of memory");
-        goto done;
-      }
-      R->ops->init(R->state);
-      R->have_header = 1;
-      if (out) {
-        fprintf(out, "%8s %-9s %-9s %-13s %14s %12s %12s %12s %12s\n", "step", "mechanism",
-                "sampling", "accounting", "m/n", "cost_eps", "cost_delta", "total_eps",
-                "total_delta");
-      }
-    } else if (dpo__jget_s(o, "kind") && !strcmp(dpo__jget_s(o, "kind"), "parties")) {
-      st = dpo__replay_parties(path, lineno, o, R, out);
-      if (st) {
-        json_object_put(o);
-        goto done;
-      }
-    } else if (dpo__jget_s(o, "kind") && !strcmp(dpo__jget_s(o, "kind"), "plan")) {
-      /* the run's release plan (privacy rule 3): recorded before its first charge */
-      const char *pk = dpo__jget_s(o, "plan"), *pa = dpo__jget_s(o, "algo"),
-                 *pw = dpo__jget_s(o, "what");
-      if (!pk || !pa || !dpo__jget_i(o, "steps", &R->plan_steps)) {
-        json_object_put(o);
-        st = dpo_err(DPO_EFORMAT, "%s:%lld: plan line lacks plan, algo or steps", path,
-                     (long long)lineno);
-        goto done;
-      }
-      snprintf(R->plan_kind, sizeof R->plan_kind, "%s", pk);
-      if (R->ops->plan) { /* as dpo_ledger_record_plan did */
-        R->ops->plan(R->state, R->plan_steps, 0);
-        for (int k = 0; k < R->nparties; k++) R->ops->plan(R->pstate[k], R->plan_steps, 0);
-      }
-      snprintf(R->plan_algo, sizeof R->plan_algo, "%s", pa);
-      if (out)
-        fprintf(out, "%8s plan: %s, %s, %lld steps: %s\n", "-", pa, pk, (long long)R->plan_steps,
-                pw ? pw : "");
-    } else if (dpo__jget_s(o, "event")) {
-      /* an event (e.g. a party dropped): recorded, not a charge */
-      if (out) {
-        int64_t pk = -1, sk = -1;
-        dpo__jget_i(o, "party", &pk);
-        dpo__jget_i(o, "step", &sk);
-        if (pk >= 0)
-          fprintf(out, "%8lld event: %s (party %lld)\n", (long long)sk, dpo__jget_s(o, "event"),
-                  (long long)pk);
-        else /* a run-wide event (e.g. the trust mode) */
-          fprintf(out, "%8lld event: %s\n", (long long)sk, dpo__jget_s(o, "event"));
-      }
-    } else {
-      dpo_charge_t c;
-      json_object *p;
-      double se, sd;
-      memset(&c, 0, sizeof c);
-      const char *mech = dpo__jget_s(o, "mechanism"), *samp = dpo__jget_s(o, "sampling"),
-                 *acc = dpo__jget_s(o, "accounting");
-      int ok = dpo__jget_i(o, "step", &c.step) && mech && samp && acc &&
-               json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
-               dpo__jget_d(p, "delta", &c.delta) &&
-               dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
-               dpo__jget_d(p, "sensitivity", &c.sensitivity) && dpo__jget_i(p, "dim", &c.dim) &&
-               dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
-               dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
-               dpo__jget_d(o, "charge_delta", &sd);
-      if (ok && !dpo__jget_d(p, "rho", &c.rho)) c.rho = 0; /* optional: rdp-rho only */
-      if (!ok) {
-        json_object_put(o);
-        st = dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
-                     (long long)lineno);
-        goto done;
-      }
-      /* the names back to the enums through the table that wrote them (charge_names.c) */
-      const char *what = NULL, *bad = NULL;
-      if (dpo_mech_parse(mech, &c.mechanism)) what = "mechanism", bad = mech;
-      else if (dpo_sampling_parse(samp, &c.sampling)) what = "sampling", bad = samp;
-      else if (dpo_accounting_parse(acc, &c.accounting)) what = "accounting", bad = acc;
-      if (what) {
-        st = dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: charge: unknown %s '%s'", path,
-                     (long long)lineno, what, bad);
-        json_object_put(o);
-        goto done;
-      }
-      dpo__acct_result_t r;
-      c.neighbours = R->rel; /* every charge was accepted under the header's relation */
-      st = dpo__charge_relation(&c, R->rel);
-      if (!st) st = R->ops->charge(R->state, &c, R->beps, R->bdelta, 1, &r);
-      if (st) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", dpo_errmsg());
-        json_object_put(o);
-        st = dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: %s", path, (long long)lineno, msg);
-        goto done;
-      }
-      if (!r.fits || !dpo__close_rel(r.charge_eps, se) || !dpo__close_rel(r.charge_delta, sd)) {
-        json_object_put(o);
-        st = dpo_err(DPO_EFORMAT,
-                     "%s:%lld: recorded charge (%.17g, %.17g) does not match the recomputed "
-                     "(%.17g, %.17g)%s (journal edited or written by another version)",
-                     path, (long long)lineno, se, sd, r.charge_eps, r.charge_delta,
-                     r.fits ? "" : " or exceeds the budget");
-        goto done;
-      }
-      /* the parties it touched: each account is charged the same release */
-      json_object *pa;
-      if (json_object_object_get_ex(o, "parties", &pa)) {
-        int okp = json_object_is_type(pa, json_type_array) && R->nparties > 0;
-        for (size_t i = 0; okp && i < json_object_array_length(pa); i++) {
-          int64_t k = json_object_get_int64(json_object_array_get_idx(pa, i));
-          dpo__acct_result_t pr;
-          okp = k >= 0 && k < R->nparties &&
-                R->ops->charge(R->pstate[k], &c, R->pbeps[k], R->pbdelta[k], 1, &pr) == DPO_OK &&
-                pr.fits;
-          if (okp) R->pcount[k]++;
-        }
-        if (!okp) {
-          json_object_put(o);
-          st = dpo_err(DPO_EFORMAT, "%s:%lld: the charge's parties are unknown or over their "
-                       "budgets (journal edited?)", path, (long long)lineno);
-          goto done;
-        }
-      }
-      R->count++;
-      if (out) {
-        char mn[48] = "-";
-        if (c.sampling != DPO_SAMPLING_NONE)
-          snprintf(mn, sizeof mn, "%lld/%lld", (long long)c.m, (long long)c.n);
-        fprintf(out, "%8lld %-9s %-9s %-13s %14s %12.6g %12.6g %12.6g %12.6g\n",
-                (long long)c.step, dpo_mech_name(c.mechanism), dpo_sampling_name(c.sampling),
-                dpo_accounting_name(c.accounting), mn, r.cost_eps,
-                r.cost_delta, r.total_eps, r.total_delta);
-      }
+    const char *kind = dpo__jget_s(o, "kind");
+    if (!R->have_header) st = dpo__replay_header(path, o, R, out);
+    else if (kind && !strcmp(kind, "parties")) st = dpo__replay_parties(path, lineno, o, R, out);
+    else if (kind && !strcmp(kind, "plan")) st = dpo__replay_plan(path, lineno, o, R, out);
+    else if (dpo__jget_s(o, "event")) dpo__replay_event(o, out);
+    else st = dpo__replay_charge(path, lineno, o, R, out);
+    if (st) {
+      json_object_put(o);
+      goto done;
     }
     json_object_put(o);
     pos = (size_t)(nl - buf) + 1;
