@@ -226,46 +226,12 @@ int dpo_gen_ratings(const char *path, int32_t K, int32_t N, int64_t R, int32_t r
 #define DPO__REAL_NOISE 0.85
 #define DPO__REAL_MINDEG 20
 
-int dpo_gen_ratings_ex(const char *path, int32_t K, int32_t N, int64_t R, int32_t rank,
-                       uint64_t seed, int realistic) {
-  int st = DPO_OK;
-  FILE *f = NULL;
-  dpo_rng_t *rng = NULL;
-  int32_t *perm = NULL, *deg = NULL, *fc = NULL, *fptr = NULL, *flist = NULL, *owner = NULL;
-  int32_t *alias = NULL, *mark = NULL, *chosen = NULL;
-  double *wu = NULL, *wi = NULL, *prob = NULL, *V = NULL, *u = NULL, *bi = NULL;
-  dpo__kv_t *kv = NULL;
-  char *obuf = NULL;
-  if (K < 1 || N < 1 || rank < 1 || R < (K > N ? K : N) || R > (int64_t)K * N)
-    return dpo_err(DPO_EINVAL, "%s: ratings generator needs users, items, rank >= 1 and "
-                   "max(users, items) <= ratings <= users * items", path);
-  if ((st = dpo_rng_create(1, seed, DPO__GEN_RATINGS, &rng))) return st;
-  size_t KN = (size_t)(K > N ? K : N);
-  perm = malloc(KN * sizeof *perm);
-  deg = malloc((size_t)K * sizeof *deg);
-  fc = calloc((size_t)K, sizeof *fc);
-  fptr = calloc((size_t)K + 1, sizeof *fptr);
-  flist = malloc((size_t)N * sizeof *flist);
-  owner = malloc((size_t)N * sizeof *owner);
-  alias = malloc((size_t)N * sizeof *alias);
-  mark = calloc((size_t)N, sizeof *mark);
-  chosen = malloc((size_t)N * sizeof *chosen);
-  wu = malloc((size_t)K * sizeof *wu);
-  wi = malloc((size_t)N * sizeof *wi);
-  prob = malloc((size_t)N * sizeof *prob);
-  V = malloc((size_t)N * rank * sizeof *V);
-  u = malloc((size_t)rank * sizeof *u);
-  kv = malloc(KN * sizeof *kv);
-  obuf = malloc(1 << 20);
-  bi = calloc((size_t)N, sizeof *bi);
-  if (!bi || !perm || !deg || !fc || !fptr || !flist || !owner || !alias || !mark || !chosen || !wu ||
-      !wi || !prob || !V || !u || !kv || !obuf) {
-    st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
-    goto out;
-  }
-  /* 1. user degrees: Zipf weights over a random order of the users; every user gets 1, the
-   * other R - K ratings are shared in proportion to the weights (water-filling at the cap N,
-   * largest remainders for the integer rounding), so the total is exactly R. */
+/* Step 1, the user degrees deg[0..K): Zipf weights (realistic: log-normal) over a random order
+ * of the users; every user gets dmin, the other ratings are shared in proportion to the weights
+ * (water-filling at the cap N, largest remainders for the integer rounding), so the total is
+ * exactly R.  perm, wu, kv: work arrays. */
+static void dpo__gen_degrees(dpo_rng_t *rng, int32_t K, int32_t N, int64_t R, int realistic,
+                             int32_t *perm, double *wu, int32_t *deg, dpo__kv_t *kv) {
   dpo__shuffle(rng, perm, K);
   int32_t dmin = 1;
   if (realistic) {
@@ -308,50 +274,141 @@ int dpo_gen_ratings_ex(const char *path, int32_t K, int32_t N, int64_t R, int32_
       break;
     }
   }
-  /* 2. every item gets one owner among the users (round robin over a random user order,
-   * within the users' degrees), so every item is rated at least once. */
+}
+
+/* Step 2: every item gets one owner among the users (round robin over a random user order,
+ * within the users' degrees), so every item is rated at least once; the owned items of user
+ * k are flist[fptr[k] .. fptr[k + 1]). */
+static void dpo__gen_owners(dpo_rng_t *rng, int32_t K, int32_t N, int32_t *perm,
+                            const int32_t *deg, int32_t *fc, int32_t *fptr, int32_t *flist,
+                            int32_t *owner) {
   dpo__shuffle(rng, perm, K);
-  {
-    int32_t pos = 0;
-    int32_t *items = flist; /* temporary: random item order */
-    dpo__shuffle(rng, items, N);
-    for (int32_t t = 0; t < N; t++) {
-      while (fc[perm[pos]] >= deg[perm[pos]]) pos = (pos + 1) % K;
-      owner[items[t]] = perm[pos];
-      fc[perm[pos]]++;
-      pos = (pos + 1) % K;
-    }
-    for (int32_t k = 0; k < K; k++) fptr[k + 1] = fptr[k] + fc[k];
-    memset(fc, 0, (size_t)K * sizeof *fc);
-    for (int32_t i = 0; i < N; i++) {
-      int32_t k = owner[i];
-      flist[fptr[k] + fc[k]++] = i;
+  int32_t pos = 0;
+  int32_t *items = flist; /* temporary: random item order */
+  dpo__shuffle(rng, items, N);
+  for (int32_t t = 0; t < N; t++) {
+    while (fc[perm[pos]] >= deg[perm[pos]]) pos = (pos + 1) % K;
+    owner[items[t]] = perm[pos];
+    fc[perm[pos]]++;
+    pos = (pos + 1) % K;
+  }
+  for (int32_t k = 0; k < K; k++) fptr[k + 1] = fptr[k] + fc[k];
+  memset(fc, 0, (size_t)K * sizeof *fc);
+  for (int32_t i = 0; i < N; i++) {
+    int32_t k = owner[i];
+    flist[fptr[k] + fc[k]++] = i;
+  }
+}
+
+/* Step 3's Vose alias table (prob, alias) of the item weights wi (sum Wi); small and large
+ * are work lists of N entries. */
+static void dpo__gen_alias(int32_t N, const double *wi, double Wi, double *prob, int32_t *alias,
+                           int32_t *small, int32_t *large) {
+  int32_t ns = 0, nl = 0;
+  for (int32_t i = 0; i < N; i++) {
+    prob[i] = wi[i] * N / Wi;
+    alias[i] = i;
+    if (prob[i] < 1.0) small[ns++] = i;
+    else large[nl++] = i;
+  }
+  while (ns > 0 && nl > 0) {
+    int32_t s = small[--ns], l = large[--nl];
+    alias[s] = l;
+    prob[l] -= 1.0 - prob[s];
+    if (prob[l] < 1.0) small[ns++] = l;
+    else large[nl++] = l;
+  }
+  while (nl > 0) prob[large[--nl]] = 1.0;
+  while (ns > 0) prob[small[--ns]] = 1.0;
+}
+
+/* Step 5, user k's items into chosen (returns how many: deg): its owned items, then weighted
+ * sampling without replacement (rejection on the alias table; if rejections pile up,
+ * Efraimidis-Spirakis keys log(U)/w over the items not yet taken, which continues the same
+ * successive-sampling law).  mark[i] == k + 1: item i taken. */
+static int32_t dpo__gen_user_items(dpo_rng_t *rng, int32_t k, int32_t N, int32_t deg,
+                                   const int32_t *own, int32_t nown, const double *prob,
+                                   const int32_t *alias, const double *wi, int32_t *mark,
+                                   dpo__kv_t *kv, int32_t *chosen) {
+  int32_t m = 0, need = deg - nown;
+  for (int32_t t = 0; t < nown; t++) {
+    chosen[m++] = own[t];
+    mark[own[t]] = k + 1;
+  }
+  int64_t tries = 0, max_tries = 4 * (int64_t)need + 64;
+  while (need > 0 && tries < max_tries) {
+    int32_t i = (int32_t)dpo_rng_below(rng, (uint64_t)N);
+    if (dpo_rng_uniform(rng) >= prob[i]) i = alias[i];
+    tries++;
+    if (mark[i] == k + 1) continue;
+    mark[i] = k + 1;
+    chosen[m++] = i;
+    need--;
+  }
+  if (need > 0) {
+    int64_t na = 0;
+    for (int32_t i = 0; i < N; i++)
+      if (mark[i] != k + 1) {
+        kv[na].key = log(dpo_rng_uniform(rng)) / wi[i];
+        kv[na++].idx = i;
+      }
+    dpo__select_top(kv, na, need);
+    for (int32_t t = 0; t < need; t++) {
+      mark[kv[t].idx] = k + 1;
+      chosen[m++] = kv[t].idx;
     }
   }
+  return m;
+}
+
+int dpo_gen_ratings_ex(const char *path, int32_t K, int32_t N, int64_t R, int32_t rank,
+                       uint64_t seed, int realistic) {
+  int st = DPO_OK;
+  FILE *f = NULL;
+  dpo_rng_t *rng = NULL;
+  int32_t *perm = NULL, *deg = NULL, *fc = NULL, *fptr = NULL, *flist = NULL, *owner = NULL;
+  int32_t *alias = NULL, *mark = NULL, *chosen = NULL;
+  double *wu = NULL, *wi = NULL, *prob = NULL, *V = NULL, *u = NULL, *bi = NULL;
+  dpo__kv_t *kv = NULL;
+  char *obuf = NULL;
+  if (K < 1 || N < 1 || rank < 1 || R < (K > N ? K : N) || R > (int64_t)K * N)
+    return dpo_err(DPO_EINVAL, "%s: ratings generator needs users, items, rank >= 1 and "
+                   "max(users, items) <= ratings <= users * items", path);
+  if ((st = dpo_rng_create(1, seed, DPO__GEN_RATINGS, &rng))) return st;
+  size_t KN = (size_t)(K > N ? K : N);
+  perm = malloc(KN * sizeof *perm);
+  deg = malloc((size_t)K * sizeof *deg);
+  fc = calloc((size_t)K, sizeof *fc);
+  fptr = calloc((size_t)K + 1, sizeof *fptr);
+  flist = malloc((size_t)N * sizeof *flist);
+  owner = malloc((size_t)N * sizeof *owner);
+  alias = malloc((size_t)N * sizeof *alias);
+  mark = calloc((size_t)N, sizeof *mark);
+  chosen = malloc((size_t)N * sizeof *chosen);
+  wu = malloc((size_t)K * sizeof *wu);
+  wi = malloc((size_t)N * sizeof *wi);
+  prob = malloc((size_t)N * sizeof *prob);
+  V = malloc((size_t)N * rank * sizeof *V);
+  u = malloc((size_t)rank * sizeof *u);
+  kv = malloc(KN * sizeof *kv);
+  obuf = malloc(1 << 20);
+  bi = calloc((size_t)N, sizeof *bi);
+  if (!bi || !perm || !deg || !fc || !fptr || !flist || !owner || !alias || !mark || !chosen || !wu ||
+      !wi || !prob || !V || !u || !kv || !obuf) {
+    st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    goto out;
+  }
+  /* 1. user degrees (Zipf or log-normal activity, exactly R in all) */
+  dpo__gen_degrees(rng, K, N, R, realistic, perm, wu, deg, kv);
+  /* 2. every item gets one owner, so every item is rated at least once */
+  dpo__gen_owners(rng, K, N, perm, deg, fc, fptr, flist, owner);
   /* 3. item popularity: Zipf weights over a random item order; Vose alias table */
   dpo__shuffle(rng, perm, N);
   double Wi = 0;
   for (int32_t t = 0; t < N; t++)
     Wi += (wi[perm[t]] = realistic ? exp(DPO__REAL_ISD * dpo_rng_normal(rng))
                                    : pow((double)t + 1.0, -DPO__ZIPF_ITEMS));
-  {
-    int32_t *small = owner, *large = chosen, ns = 0, nl = 0; /* reuse as work lists */
-    for (int32_t i = 0; i < N; i++) {
-      prob[i] = wi[i] * N / Wi;
-      alias[i] = i;
-      if (prob[i] < 1.0) small[ns++] = i;
-      else large[nl++] = i;
-    }
-    while (ns > 0 && nl > 0) {
-      int32_t s = small[--ns], l = large[--nl];
-      alias[s] = l;
-      prob[l] -= 1.0 - prob[s];
-      if (prob[l] < 1.0) small[ns++] = l;
-      else large[nl++] = l;
-    }
-    while (nl > 0) prob[large[--nl]] = 1.0;
-    while (ns > 0) prob[small[--ns]] = 1.0;
-  }
+  dpo__gen_alias(N, wi, Wi, prob, alias, owner, chosen); /* owner, chosen: work lists */
   /* 4. low-rank signal: factor entries N(0, 1/sqrt(rank)) so u'v has variance 1 */
   double fs = pow((double)rank, -0.25);
   for (size_t t = 0; t < (size_t)N * rank; t++) V[t] = fs * dpo_rng_normal(rng);
@@ -368,39 +425,11 @@ int dpo_gen_ratings_ex(const char *path, int32_t K, int32_t N, int64_t R, int32_
     st = dpo_err(DPO_EIO, "%s: cannot create: %s", path, strerror(errno));
     goto out;
   }
-  /* 5. stream the users: own items + weighted sampling without replacement (rejection on the
-   * alias table; if rejections pile up, Efraimidis-Spirakis keys log(U)/w over the items not
-   * yet taken, which continues the same successive-sampling law) */
+  /* 5. stream the users: own items + weighted sampling without replacement, then ratings */
   size_t bl = 0;
   for (int32_t k = 0; k < K; k++) {
-    int32_t m = 0, need = deg[k] - (fptr[k + 1] - fptr[k]);
-    for (int32_t t = fptr[k]; t < fptr[k + 1]; t++) {
-      chosen[m++] = flist[t];
-      mark[flist[t]] = k + 1;
-    }
-    int64_t tries = 0, max_tries = 4 * (int64_t)need + 64;
-    while (need > 0 && tries < max_tries) {
-      int32_t i = (int32_t)dpo_rng_below(rng, (uint64_t)N);
-      if (dpo_rng_uniform(rng) >= prob[i]) i = alias[i];
-      tries++;
-      if (mark[i] == k + 1) continue;
-      mark[i] = k + 1;
-      chosen[m++] = i;
-      need--;
-    }
-    if (need > 0) {
-      int64_t na = 0;
-      for (int32_t i = 0; i < N; i++)
-        if (mark[i] != k + 1) {
-          kv[na].key = log(dpo_rng_uniform(rng)) / wi[i];
-          kv[na++].idx = i;
-        }
-      dpo__select_top(kv, na, need);
-      for (int32_t t = 0; t < need; t++) {
-        mark[kv[t].idx] = k + 1;
-        chosen[m++] = kv[t].idx;
-      }
-    }
+    int32_t m = dpo__gen_user_items(rng, k, N, deg[k], flist + fptr[k], fptr[k + 1] - fptr[k],
+                                    prob, alias, wi, mark, kv, chosen);
     qsort(chosen, (size_t)m, sizeof *chosen, dpo__int_asc);
     for (int32_t j = 0; j < rank; j++) u[j] = fs * dpo_rng_normal(rng);
     double bu = realistic ? DPO__REAL_BU * dpo_rng_normal(rng) : 0;
