@@ -431,6 +431,58 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   return DPO_OK;
 }
 
+/* Parties, a minibatch or a dropped party: m of the na active rows (all of them for a full
+ * batch), mapped in order onto the active parties' global ranges (monotone, so the ids stay
+ * sorted), and how the step's charge treats the sample. */
+static void dpo__dp_parties_batch(dpo__dp_t *dp, int64_t m, int64_t na, int central,
+                                  dpo_batch_t *batch, dpo_sampling_t *sampling,
+                                  dpo_accounting_t *accounting) {
+  if (m < na) dpo__dp_sample(dpo_solver_rng(dp->s), na, m, dp->ids, dp->hash, dp->hcap);
+  else
+    for (int64_t i = 0; i < m; i++) dp->ids[i] = i;
+  int k = 0;
+  int64_t off = 0; /* active rows before party k */
+  for (int64_t i = 0; i < m; i++) {
+    while (!dp->active[k] || dp->ids[i] >= off + dp->pn[k]) {
+      if (dp->active[k]) off += dp->pn[k];
+      k++;
+    }
+    dp->ids[i] = dp->prow0[k] + (dp->ids[i] - off);
+  }
+  batch->ids = dp->ids;
+  batch->m = m;
+  if (m < na) {
+    *sampling = DPO_SAMPLING_WOR;
+    /* local / shares: the coordinator drew the batch (and broadcast its ids), so
+     * amplification by subsampling does not hold against it: the batch is charged
+     * un-amplified ("wor" + "pure": sampled, not amplified) */
+    *accounting = !central ? DPO_ACCOUNTING_PURE
+                  : dp->accounting == DPO__DP_ACC_THESIS2G ? DPO_ACCOUNTING_THESIS_2GAMMA
+                                                            : DPO_ACCOUNTING_SUBSAMPLED;
+  }
+}
+
+/* privacy.on_party_exhausted = drop: party `refused` (its account refused step t's charge)
+ * leaves; the journal, the trace and the user are told. */
+static int dpo__dp_drop_party(dpo__dp_t *dp, int refused, int64_t t) {
+  const dpo_parties_t *pt = dp->parties;
+  char why[512];
+  int rc;
+  snprintf(why, sizeof why, "%s", dpo_errmsg());
+  dp->active[refused] = 0;
+  dp->nactive--;
+  dp->n_active -= dp->pn[refused];
+  pt->dropped_step[refused] = t;
+  if ((rc = dpo_ledger_party_event(dpo_solver_ledger(dp->s), "party_dropped", refused, t)))
+    return rc;
+  if (pt->trace)
+    fprintf(pt->trace, "# step %lld: party %d dropped (its budget is exhausted); %d parties, "
+            "%lld rows remain\n", (long long)t, refused, dp->nactive, (long long)dp->n_active);
+  dpo_msg("step %lld: %s; party %d leaves, %d parties go on", (long long)t, why, refused,
+          dp->nactive);
+  return DPO_OK;
+}
+
 /* dpo__dp_grad in a multi-party run.  The batch is drawn from the ACTIVE parties' global ids
  * (m of n_active; the full batch is every active row).  The release is charged to the global
  * account and to every active party (dpo_ledger_charge_parties) before anything is computed.
@@ -474,31 +526,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       batch.m = dp->m;
       sampling = DPO_SAMPLING_DISJOINT;
     } else if (m < na || dp->nactive < pt->count) {
-      /* m of the na active rows (all of them for a full batch), mapped in order onto the
-       * active parties' global ranges: monotone, so the ids stay sorted */
-      if (m < na) dpo__dp_sample(dpo_solver_rng(s), na, m, dp->ids, dp->hash, dp->hcap);
-      else
-        for (int64_t i = 0; i < m; i++) dp->ids[i] = i;
-      int k = 0;
-      int64_t off = 0; /* active rows before party k */
-      for (int64_t i = 0; i < m; i++) {
-        while (!dp->active[k] || dp->ids[i] >= off + dp->pn[k]) {
-          if (dp->active[k]) off += dp->pn[k];
-          k++;
-        }
-        dp->ids[i] = dp->prow0[k] + (dp->ids[i] - off);
-      }
-      batch.ids = dp->ids;
-      batch.m = m;
-      if (m < na) {
-        sampling = DPO_SAMPLING_WOR;
-        /* local / shares: the coordinator drew the batch (and broadcast its ids), so
-         * amplification by subsampling does not hold against it: the batch is charged
-         * un-amplified ("wor" + "pure": sampled, not amplified) */
-        accounting = !central ? DPO_ACCOUNTING_PURE
-                     : dp->accounting == DPO__DP_ACC_THESIS2G ? DPO_ACCOUNTING_THESIS_2GAMMA
-                                                               : DPO_ACCOUNTING_SUBSAMPLED;
-      }
+      dpo__dp_parties_batch(dp, m, na, central, &batch, &sampling, &accounting);
     }
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
     tmp.m = central ? m : na;
@@ -560,20 +588,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
     rc = dpo_ledger_charge_parties(dpo_solver_ledger(s), &c, np, dp->plist, &charged, &refused);
     if (rc == DPO_EBUDGET && refused >= 0 && pt->on_exhausted == DPO_EXHAUST_DROP &&
         dp->nactive > 1 && dp->sampling != DPO__DP_SAMPLE_DISJOINT) {
-      char why[512];
-      snprintf(why, sizeof why, "%s", dpo_errmsg());
-      dp->active[refused] = 0;
-      dp->nactive--;
-      dp->n_active -= dp->pn[refused];
-      pt->dropped_step[refused] = t;
-      if ((rc = dpo_ledger_party_event(dpo_solver_ledger(s), "party_dropped", refused, t)))
-        return rc;
-      if (pt->trace)
-        fprintf(pt->trace, "# step %lld: party %d dropped (its budget is exhausted); %d parties, "
-                "%lld rows remain\n", (long long)t, refused, dp->nactive,
-                (long long)dp->n_active);
-      dpo_msg("step %lld: %s; party %d leaves, %d parties go on", (long long)t, why, refused,
-              dp->nactive);
+      if ((rc = dpo__dp_drop_party(dp, refused, t))) return rc;
       dpo_errclear();
       continue;
     }
