@@ -431,15 +431,13 @@ static int dpo__dp_secagg_rho(const dpo__dp_t *dp, int64_t na, int64_t m, double
   return DPO_OK;
 }
 
-/* Parties, a minibatch or a dropped party: m of the na active rows (all of them for a full
- * batch), mapped in order onto the active parties' global ranges (monotone, so the ids stay
- * sorted), and how the step's charge treats the sample. */
+/* m of the na active rows (all for a full batch) mapped in order onto the active parties'
+ * global ranges (monotone: the ids stay sorted), and how the charge treats the sample. */
 static void dpo__dp_parties_batch(dpo__dp_t *dp, int64_t m, int64_t na, int central,
                                   dpo_batch_t *batch, dpo_sampling_t *sampling,
                                   dpo_accounting_t *accounting) {
   if (m < na) dpo__dp_sample(dpo_solver_rng(dp->s), na, m, dp->ids, dp->hash, dp->hcap);
-  else
-    for (int64_t i = 0; i < m; i++) dp->ids[i] = i;
+  else for (int64_t i = 0; i < m; i++) dp->ids[i] = i;
   int k = 0;
   int64_t off = 0; /* active rows before party k */
   for (int64_t i = 0; i < m; i++) {
@@ -462,19 +460,17 @@ static void dpo__dp_parties_batch(dpo__dp_t *dp, int64_t m, int64_t na, int cent
   }
 }
 
-/* privacy.on_party_exhausted = drop: party `refused` (its account refused step t's charge)
- * leaves; the journal, the trace and the user are told. */
+/* on_party_exhausted = drop: party `refused` leaves; journal, trace and user are told. */
 static int dpo__dp_drop_party(dpo__dp_t *dp, int refused, int64_t t) {
   const dpo_parties_t *pt = dp->parties;
   char why[512];
-  int rc;
   snprintf(why, sizeof why, "%s", dpo_errmsg());
   dp->active[refused] = 0;
   dp->nactive--;
   dp->n_active -= dp->pn[refused];
   pt->dropped_step[refused] = t;
-  if ((rc = dpo_ledger_party_event(dpo_solver_ledger(dp->s), "party_dropped", refused, t)))
-    return rc;
+  int rc = dpo_ledger_party_event(dpo_solver_ledger(dp->s), "party_dropped", refused, t);
+  if (rc) return rc;
   if (pt->trace)
     fprintf(pt->trace, "# step %lld: party %d dropped (its budget is exhausted); %d parties, "
             "%lld rows remain\n", (long long)t, refused, dp->nactive, (long long)dp->n_active);
@@ -525,7 +521,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       batch.ids = dp->ids;
       batch.m = dp->m;
       sampling = DPO_SAMPLING_DISJOINT;
-    } else if (m < na || dp->nactive < pt->count) {
+    } else if (m < na || dp->nactive < pt->count) { /* parties, a minibatch or a drop */
       dpo__dp_parties_batch(dp, m, na, central, &batch, &sampling, &accounting);
     }
     dpo__dp_t tmp = *dp; /* amplification over the active rows: m of na (central only) */
