@@ -7,7 +7,7 @@
 #  - a seeded audit (dpopt-test --test-seed) stopped after some rounds (run.stop_after, the
 #    path SIGTERM takes: exit 5, checkpoint written) and resumed gives the uninterrupted
 #    audit's bound, result and trace, on 2 ranks; a white-box one too (its pilot run again on
-#    resume);
+#    resume); the same after SIGTERM to the ranks (exit 5, checkpoint kept);
 #  - resuming on another rank count, resuming a finished audit, or changing a setting on
 #    resume is refused; a refused audit writes nothing; a VIOLATION keeps exit 6 and is
 #    written as such.
@@ -76,6 +76,24 @@ expect 0 $MPI -np 2 "$DPOPT_TEST" audit --resume "$T/ws" $S7
 check "white box resumed: bound $(lb) = uninterrupted $wbu" test "$(lb)" = "$wbu"
 check "white box resumed: the same audit" \
   test "$(jq -c .audit "$T/ws/summary.json")" = "$(jq -c .audit "$T/wu/summary.json")"
+
+# --- SIGTERM to the ranks: exit 5 with a checkpoint; resumed, the uninterrupted bound
+SIG="--algo dp-gd --iters 10 $LAP --trials 1500 $S7"
+expect 0 $MPI -np 2 "$DPOPT_TEST" audit $SIG --out "$T/gu"
+sigu=$(lb)
+$MPI -np 2 "$DPOPT_TEST" audit $SIG --out "$T/gs" --checkpoint-every 5 >"$T/sout" 2>"$T/serr" &
+pid=$!
+i=0
+while [ ! -f "$T/gs/checkpoint" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+wait $pid; st=$?
+if [ "$st" = 5 ]; then ok; else bad "SIGTERM to the ranks: exit $st (want 5)"; head -n 20 "$T/serr"; fi
+has "$T/serr" "continue with --resume" "SIGTERM: says how to continue"
+check "SIGTERM: checkpoint kept" test -s "$T/gs/checkpoint"
+expect 0 $MPI -np 2 "$DPOPT_TEST" audit --resume "$T/gs" $S7
+check "SIGTERM, resumed: bound $(lb) = uninterrupted $sigu" test "$(lb)" = "$sigu"
+check "SIGTERM, resumed: the same audit" \
+  test "$(jq -c .audit "$T/gs/summary.json")" = "$(jq -c .audit "$T/gu/summary.json")"
 
 # --- refusals write nothing; a violation keeps exit 6
 expect 1 "$DPOPT" audit --algo gd --eps 1 --row-l1-bound 1 --out "$T/x"
