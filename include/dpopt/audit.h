@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
@@ -80,7 +81,8 @@ double dpo_audit_mu_lb(int64_t kfp, int64_t n1, int64_t kfn, int64_t n0, double 
 int dpo_audit_best_mu(const double *t0, int64_t n0, const double *t1, int64_t n1, double alpha,
                       double *thr, double *mu_lb);
 
-/* ---- the audit run (src/optim/audit_run.c) ---- */
+/* ---- the audit run (construction and analysis: src/optim/audit_run.c; the trials:
+ * src/run/run_audit_job.c; with a run directory: the run API's audit kind, dpopt/run.h) ---- */
 
 #define DPO_AUDIT_TRIALS 5000 /* default trials per data set (README: power at eps = 1) */
 
@@ -121,6 +123,10 @@ int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec
                   int quiet, dpo_audit_result_t *res);
 /* Not collective: write *res as JSON to path (atomically). */
 int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res);
+/* Not collective: the result table as `dpopt audit` prints it (tag: appended to its data
+ * line, "" for none), the white-box test's line and VIOLATION when the bound exceeds the
+ * claim. */
+void dpo_audit_print(FILE *out, const dpo_audit_result_t *res, const char *tag);
 
 #ifdef __cplusplus
 }

@@ -12,8 +12,10 @@
  *   dpo_run_write(run);                model.txt, summary.json, config.ini in the run directory
  *   dpo_run_destroy(run);
  *
- * The kind of run is the setting run.command: train (the default; the keys of dpopt train) or
- * admm (consensus ADMM and DP-(Acc)ADMM; the keys of dpopt admm, data.train its FILE).  Every
+ * The kind of run is the setting run.command: train (the default; the keys of dpopt train),
+ * admm (consensus ADMM and DP-(Acc)ADMM; the keys of dpopt admm, data.train its FILE) or
+ * audit (the empirical privacy audit of dpopt audit: its trials are the solve, its analysis
+ * the evaluate, dpo_run_audit_result the result; synthetic data, so no budget).  Every
  * kind has this life cycle and writes the same run directory (config.ini, trace.csv,
  * model.txt, summary.json, ledger.jsonl for private runs, FAILED, a checkpoint while stopped);
  * what follows describes train where the kinds differ (doc/design.md, "One run driver").
@@ -38,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dpopt/audit.h"
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
 #include "dpopt/model.h"
@@ -150,6 +153,9 @@ typedef struct {
   int not_converged;               /* admm consensus stopped at admm.maxit (its last z kept) */
 } dpo_run_result_t;
 int dpo_run_result(const dpo_run_t *run, dpo_run_result_t *res);
+/* An audit run (run.command = audit), after dpo_run_evaluate: its result (complete on rank
+ * 0; res->violation on every rank).  DPO_EINVAL for another kind or before. */
+int dpo_run_audit_result(const dpo_run_t *run, dpo_audit_result_t *res);
 /* Rank 0, after dpo_run_write: summary.json's text, else NULL. */
 const char *dpo_run_summary_json(const dpo_run_t *run);
 

@@ -1,7 +1,8 @@
 /* dpopt audit: empirical lower bound on the privacy loss of one of dpopt's own private
  * algorithms.  The run (worst-case neighbouring data sets, trials over the ranks, the
- * Clopper-Pearson analysis) is dpo_audit_run in dpopt/audit.h; this file parses the command
- * line and prints the result. */
+ * Clopper-Pearson analysis) is the run API's audit kind (dpopt/run.h, run.command = audit:
+ * src/run/run_audit.c), with train's run directory, --resume, signals and exit codes; this
+ * file parses the command line and prints the result. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
     {"--secagg-parties", "audit.secagg_parties", "P", "privacy.trust = secagg: each trial simulates P parties, their P noise shares sized for the P - k honest (default 1)"},
     {"--white-box", "audit.white_box", NULL, "the adversary sees every release of the run (each noised gradient the coordinator broadcasts), not only the final model"},
-    {"--json", "audit.json", "FILE", "also write the result as JSON"},
+    {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
     {"--lambda", "model.lambda", "L", "regularization lambda (default 1e-4)"},
@@ -41,7 +42,12 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--mu", "privacy.mu", "M", "--admm dpadmm|dpaccadmm: mu of Xu et al. 2020, Thm 1 (default 0.5)"},
     {"--sigma-rule", "privacy.sigma_rule", "R", "--admm dpadmm|dpaccadmm: eq8 (default), rdp or ledger"},
     {"--restart", "admm.restart", "K", "--admm dpaccadmm: momentum restart every K iterations (default 50)"},
+    {"--out", "run.dir", "DIR", "run directory (default runs/audit-NAME-YYYYmmdd-HHMMSS): config.ini, trace.csv (trials done, largest charge, seconds), summary.json (the bound, the claim, the verdict, what the audit saw, the audited plan's ledger)"},
+    {"--checkpoint-every", "run.checkpoint_every", "K", "write RUN/checkpoint (the trials done so far) every K trials per rank (default 0: only on SIGTERM/SIGINT)"},
+    {"--resume", "run.resume", "RUN", "continue the stopped audit in directory RUN: its trials done are kept"},
+    {"--progress", "run.progress", NULL, "a progress line on stderr per block of trials (default: after 10 s)"},
     {"--quiet", "run.quiet", NULL, "no progress on stderr"},
+    {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__audit_more[] =
@@ -69,7 +75,11 @@ static const char dpo__audit_more[] =
     "The line 'white box:' states the test and what it assumes.\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows (dpopt audit --one-run --help).\n"
-    "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure,\n"
+    "The trials run on synthetic data: an audit reads no private data, spends no budget and\n"
+    "keeps no journal.  Its run directory (--out) is train's: config.ini, trace.csv,\n"
+    "summary.json, FAILED, a checkpoint while stopped (--resume RUN keeps the trials done).\n"
+    "Exit status: 0 bound below the claim, 1 usage, 4 runtime failure, 5 interrupted\n"
+    "(SIGTERM/SIGINT: checkpoint written, continue with --resume RUN),\n"
     "6 the lower bound exceeds the claimed eps (privacy violation found).\n"
 #ifdef DPO_TEST_SWITCHES
     "dpopt-test (make check's build of dpopt, never installed) also takes the test switches\n"
@@ -80,53 +90,6 @@ static const char dpo__audit_more[] =
     "(every noise scale times F).\n"
 #endif
     ;
-
-/* A lower bound below 0 says nothing (every eps >= 0 is consistent with it): the table shows
- * 0, the JSON keeps the raw value beside (eps_lb_raw). */
-static double dpo__lb0(double v) { return isfinite(v) && v > 0 ? v : 0.0; }
-
-/* rank 0: the result table (and --json FILE); test: the faults dpopt-test planted (bits; 0 in
- * dpopt) */
-static int dpo__audit_print(const dpo_cli_ctx_t *ctx, const dpo_config_t *cfg,
-                            const dpo_audit_result_t *r, int test) {
-  const char *jpath;
-  printf("%-14s %-11s %-11s %-10s %-8s %s\n", "algorithm", "claimed_eps", "delta", "eps_lb",
-         "trials", "statistic");
-  printf("%-14s %-11.6g %-11.3g %-10.4f %-8lld %s %s %.6g%s", r->algorithm, r->claimed_eps,
-         r->claimed_delta, dpo__lb0(r->lb), (long long)r->trials, r->stat,
-         r->ev.above ? ">" : "<=", r->ev.thr, r->ev.swap ? " (more likely on D')" : "");
-#ifdef DPO_TEST_SWITCHES
-  printf("%s%s", test & 1 ? "  [TEST: noise halved]"
-                 : test & 2 ? "  [TEST: one noise share dropped]"
-                 : test & 8 ? "  [TEST: every row kept, the sampled rate charged]"
-                 : test & 16 ? "  [TEST: noise scaled]" : "",
-         test & 4 ? "  [TEST: seeded]" : "");
-#endif
-  printf("\n");
-  if (r->white_box && !strcmp(r->method, "final-gdp")) {
-    printf("white box: the final model only (its steps are not releases: hidden state); canary "
-           "at the first step; test final-gdp: mu_lb %.4f vs mu_claim %.4f (the claim's mu-GDP at "
-           "delta); distribution-free bound %.4f\nassumes: %s\n", dpo__lb0(r->mu_lb), r->mu_claim,
-           dpo__lb0(r->lb_summed), r->assumption);
-  } else if (r->white_box) {
-    printf("white box: %lld releases a run observed (the coordinator's broadcasts); canary at full "
-           "sensitivity in %.1f%% of them; test %s", (long long)r->releases, 100 * r->saturated,
-           r->method);
-    if (!strcmp(r->method, "gdp")) printf(": mu_lb %.4f vs mu_claim %.4f", dpo__lb0(r->mu_lb), r->mu_claim);
-    if (!strcmp(r->method, "psg") || !strcmp(r->method, "wsg"))
-      printf(": noise multiplier at most %.4g vs %.4g charged", r->z_ub, r->z_claim);
-    if (!strcmp(r->method, "per-release"))
-      printf(": one release's eps_lb %.5f vs its charge %.5f", dpo__lb0(r->rel_lb), r->rel_claim);
-    printf("; distribution-free bound of the summed statistic %.4f\nassumes: %s\n",
-           dpo__lb0(r->lb_summed), r->assumption);
-  }
-  if (r->violation)
-    printf("VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n", r->lb,
-           r->claimed_eps, 1 - r->alpha);
-  dpo_config_get_str(cfg, "audit.json", NULL, &jpath);
-  dpo_cli_warn_unused(ctx, cfg);
-  return jpath ? dpo_audit_write_json(jpath, r) : DPO_OK;
-}
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): the planted faults, taken out of argv before
@@ -161,11 +124,28 @@ static void dpo__audit_test_reset(void) {
 }
 #endif
 
+/* The table's note of the faults dpopt-test planted (bits of dpo__audit_test_args; none in
+ * dpopt). */
+static const char *dpo__audit_tag(int test, char *buf, size_t cap) {
+  buf[0] = '\0';
+#ifdef DPO_TEST_SWITCHES
+  snprintf(buf, cap, "%s%s", test & 1 ? "  [TEST: noise halved]"
+                             : test & 2 ? "  [TEST: one noise share dropped]"
+                             : test & 8 ? "  [TEST: every row kept, the sampled rate charged]"
+                             : test & 16 ? "  [TEST: noise scaled]" : "",
+           test & 4 ? "  [TEST: seeded]" : "");
+#else
+  (void)test;
+  (void)cap;
+#endif
+  return buf;
+}
+
 int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
-  char *pos[1];
-  int npos, rc, ex, test = 0, quiet = 0;
-  dpo_privacy_spec_t spec;
+  dpo_run_t *run = NULL;
+  char *pos[1], tag[128];
+  int npos, rc, ex, test = 0;
   dpo_audit_result_t res;
 
 #ifdef DPO_TEST_SWITCHES
@@ -180,30 +160,42 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       goto out;
     }
   if ((ex = dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
-                          "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]",
+                          "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
+                          "       mpirun -np P dpopt audit --resume RUN",
                           dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
-  if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
-  dpo_msg_set_quiet(quiet || ctx->rank != 0);
-  /* --admm audits dpopt admm's methods: their sigma rule, mu and sigma are read too */
-  if ((rc = dpo_privacy_spec_read(cfg, dpo_config_get(cfg, "audit.admm") ? DPO_SPEC_FOR_AUDIT_ADMM
-                                  : DPO_SPEC_FOR_AUDIT, &spec)))
+  if ((rc = dpo_config_set(cfg, "run.command", "audit", "dpopt audit"))) goto fail;
+  dpo_run_signals_install();
+  if ((rc = dpo_run_create(ctx->comm, cfg, &run))) goto fail; /* --resume merged here */
+  dpo_run_set_stop(run, dpo_run_signal_flag());
+  /* every key checked (the kind's setup) before the run directory is claimed */
+  if ((rc = dpo_cli_check_ranks(ctx, dpo_run_config(run))) || (rc = dpo_run_setup(run)) ||
+      (rc = dpo_run_load(run)))
     goto fail;
-  if ((rc = dpo_audit_run(ctx->comm, cfg, &spec, quiet, &res))) goto fail;
-  /* fail closed: a key the audited run never read stops it before anything is printed */
-  dpo_config_get(cfg, "audit.json");
-  if ((rc = dpo_agree(ctx->comm, dpo_config_check_known(cfg, "dpopt audit")))) goto fail;
-  rc = ctx->rank == 0 ? dpo__audit_print(ctx, cfg, &res, test) : DPO_OK;
-  if ((rc = dpo_agree(ctx->comm, rc))) goto fail;
+  if ((rc = dpo_run_solve(run)) == DPO_EINTR) { /* checkpoint written: the trials done kept */
+    if (ctx->rank == 0) fprintf(stderr, "dpopt audit: %s\n", dpo_errmsg());
+    ex = DPO_EXIT_INTR;
+    goto out;
+  }
+  if (rc || (rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run)) ||
+      (rc = dpo_run_audit_result(run, &res)))
+    goto fail;
+  if (ctx->rank == 0) {
+    dpo_audit_print(stdout, &res, dpo__audit_tag(test, tag, sizeof tag));
+    printf("run directory %s\n", dpo_run_dir(run));
+  }
   ex = res.violation ? DPO_EXIT_AUDIT : 0;
   goto out;
 fail:
-  ex = dpo_cli_fail(ctx, "audit", rc);
+  dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg);
+  ex = dpo_cli_fail(ctx, run ? dpo_run_stage(run) : "audit", rc);
 out:
 #ifdef DPO_TEST_SWITCHES
   dpo__audit_test_reset();
   free(args);
 #endif
+  dpo_run_destroy(run); /* after the error is printed: FAILED in a run directory it claimed */
   dpo_config_destroy(cfg);
+  dpo_run_signals_restore();
   return ex;
 }

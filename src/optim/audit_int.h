@@ -1,5 +1,7 @@
-/* The audit's private state, shared by audit_run.c (the construction and the trials) and
- * audit_wb.c (the white-box observer and its analysis), which calls nothing in audit_run.c. */
+/* The audit's private state, shared by audit_run.c (the construction, one trial, the
+ * analysis), audit_wb.c (the white-box observer and its analysis), which calls nothing in
+ * audit_run.c, and the driver above both (src/run/run_audit.c: the trials over the ranks,
+ * dpopt admm's methods, the run directory). */
 #ifndef DPO_OPTIM_AUDIT_INT_H
 #define DPO_OPTIM_AUDIT_INT_H
 
@@ -8,6 +10,7 @@
 #include "dpopt/audit.h"
 #include "dpopt/kernels.h"
 #include "dpopt/optim.h"
+#include "dpopt/privacy.h"
 
 #define DPO__AUDIT_MAXD 2
 
@@ -41,6 +44,33 @@ typedef struct {
   int final_model; /* white box on pnsgd / phased-sgd: only x_T is released (dpo__wb_final) */
 } dpo__audit_t;
 
+/* ---- construction, trial, analysis (audit_run.c) ---- */
+struct dpo__wb_obs;
+
+/* Settings and the worst-case construction from cfg and the caller's spec (borrowed). */
+int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, dpo__audit_t *a);
+/* The data set D (which = 0) or D' (which = 1). */
+int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out);
+/* The in-memory ledger the audited run would have (its accountant and relation). */
+int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L);
+/* This rank's noise stream: secure, or seeded under dpopt-test's --test-seed only. */
+int dpo__audit_rng(int rank, dpo_rng_t **rng);
+/* One trial of dpopt train's algorithm or the Laplace release (not audit.admm): the
+ * released vector into out[0..a->dout) (NULL: the white-box observer obs keeps it), what
+ * the ledger spent into *spent, *dspent. */
+int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
+                     const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
+                     double *dspent, struct dpo__wb_obs *obs);
+/* Rank 0: the outputs of P ranks (rank r's trials t = r, r + P, ... at buf + displs[r]),
+ * sorted into all[set], analysed against the claim sp = (eps, delta) spent; fills res. */
+int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
+                       double *const all[2], int64_t N, double alpha, const double sp[2],
+                       dpo_audit_result_t *res);
+/* The result as dpo_audit_write_json writes it (with the test switches planted, in test
+ * builds); NULL when out of memory. */
+struct json_object;
+struct json_object *dpo__audit_json(const dpo_audit_result_t *res);
+
 /* ---- white-box audit (audit_wb.c) ---- */
 
 /* A trial's record: DPO__WB_HDR numbers, then one per release (the release's log-likelihood
@@ -53,7 +83,7 @@ enum { DPO__WB_S = 0, DPO__WB_NREL, DPO__WB_NSAT, DPO__WB_MU2, DPO__WB_EPSMAX, D
 enum { DPO__WB_GAUSS = 1, DPO__WB_LAP = 2, DPO__WB_SUB = 4, DPO__WB_DEP = 8, DPO__WB_POIS = 16,
        DPO__WB_ZVAR = 32 };
 
-typedef struct {
+typedef struct dpo__wb_obs {
   const dpo__audit_t *a;
   double S, nsat, mu2, epsmax, z, m, n;
   int flags;

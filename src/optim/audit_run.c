@@ -1,13 +1,14 @@
-/* The audit run behind dpopt audit (dpo_audit_run in dpopt/audit.h): empirical lower bound
- * on the privacy loss of one of dpopt's own private algorithms (statistics in
- * src/privacy/audit.c).
+/* The audit's construction and analysis (the run is the audit kind of the run driver,
+ * src/run/run_audit.c; dpo_audit_run in dpopt/audit.h): empirical lower bound on the privacy
+ * loss of one of dpopt's own private algorithms (statistics in src/privacy/audit.c).
  *
  * From the DECLARED public bounds it builds two neighbouring data sets (privacy.neighbours,
  * default replace-one) on which one row moves the released model as far as the sensitivity
- * allows, runs the algorithm N times on each (in-process through the library, one trial on
- * MPI_COMM_SELF at a time, trials spread over the ranks, secure unseeded noise, in-memory
- * ledger), chooses a threshold test of the final model on half the trials and reports the
- * Clopper-Pearson lower bound on eps from the other half, beside the eps the ledger charged.
+ * allows; the driver runs the algorithm N times on each (in-process through the library, one
+ * trial on MPI_COMM_SELF at a time, trials spread over the ranks, secure unseeded noise,
+ * in-memory ledger) through dpo__audit_trial; dpo__audit_collect chooses a threshold test of
+ * the final model on half the trials and reports the Clopper-Pearson lower bound on eps from
+ * the other half, beside the eps the ledger charged.
  *
  * Worst-case construction (every other row is the zero vector, whose gradient is 0 whatever
  * the iterate, so only the audited row differs):
@@ -28,7 +29,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dpopt/admm.h"
 #include "dpopt/audit.h"
 #include "dpopt/comm.h"
 #include "dpopt/model.h"
@@ -68,11 +68,15 @@ void dpo__test_audit_seed(int on, uint64_t seed) {
 #define dpo__audit_seed ((uint64_t)0)
 #endif
 
+int dpo__audit_rng(int rank, dpo_rng_t **rng) {
+  return dpo_rng_create(dpo__audit_seeded, dpo__audit_seed, (uint64_t)rank, rng);
+}
+
 
 /* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
  * an algorithm that visits rows in a public order may touch it early or late), absent from
  * D' under add-remove. */
-static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
+int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
   int with_row = !(which == 1 && a->add_remove);
   int64_t n = with_row ? a->n : a->n - 1;
   dpo_shard_t *s = calloc(1, sizeof *s);
@@ -101,7 +105,7 @@ static int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out)
   return DPO_OK;
 }
 
-static int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L) {
+int dpo__audit_ledger(const dpo__audit_t *a, dpo_ledger_t **L) {
   /* the ledger the run would have: the same accountant and neighbouring relation; for dpopt
    * admm an RDP ledger, replace-one (admm_run.c with privacy.accountant = rdp: its default pld
    * would calibrate --sigma-rule ledger by PLD searches in every trial, minutes each) */
@@ -135,90 +139,15 @@ static int dpo__audit_laplace(const dpo__audit_t *a, const dpo_shard_t *s, dpo_r
   return rc;
 }
 
-/* One private run of dpopt admm on s (MPI_COMM_SELF), set up as admm_run.c sets up the run
- * (same calibration, ledger, clipping, defaults):
- *  - dpadmm / dpaccadmm (004 Alg. 2 / 3, A = I): out = (x_T, y_T), the released primal pair.
- *    Per-example L2 clip C, replace-one, sensitivity 2C/n per noised gradient (T + 1 of
- *    them, u0's included).  With lambda = 0 and T = 1, (x_1, y_1) is an invertible linear map
- *    of the two noised gradients, so the audit sees the whole mechanism.
- *  - consensus --private: one party (the trial's rank), its message x + u clipped to L2 <= C
- *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T. */
-static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
-                                 const dpo_shard_t *s, dpo_rng_t *rng, double *out,
-                                 double *spent, double *dspent, dpo__wb_obs_t *obs) {
-  dpo_ledger_t *L = NULL;
-  dpo_oracle_t *o = NULL;
-  dpo_admm_A_t *A = NULL;
-  double own[2 * DPO__AUDIT_MAXD]; /* white box: the released pair is not the output */
-  const int32_t nout = out ? a->dout : 2 * a->d;
-  if (!out) out = own;
-  int rc = dpo__audit_ledger(a, &L);
-  for (int32_t j = 0; j < nout; j++) out[j] = j < a->d ? a->x0 : 0.0;
-  if (!rc && !strcmp(a->admm, "consensus")) {
-    dpo_admm_opts_t op;
-    dpo_admm_info_t inf;
-    dpo_admm_priv_t pv = {0};
-    double z = 0;
-    dpo_admm_opts_default(&op);
-    op.g = DPO_ADMM_G_L1; /* dpopt admm's default --reg l1 */
-    op.lambda = a->lambda;
-    op.rho = a->rho;
-    op.max_iter = a->iters;
-    op.lin_eta = a->eta;
-    rc = dpo_rdp_calibrate("none", 0, s->n_global, a->iters, a->eps * (1 - 1e-6), a->delta, &z);
-    pv.clip = a->clip.C;
-    pv.sigma = a->sigma_fixed > 0 ? a->sigma_fixed : z * 2.0 * a->clip.C;
-    pv.accounting = "rdp";
-    pv.rng = rng;
-    pv.ledger = L;
-    op.priv = &pv;
-    if (!rc) rc = dpo_admm_consensus(MPI_COMM_SELF, m, s, &op, out, &inf);
-  } else if (!rc) {
-    dpo_dpadmm_opts_t op;
-    dpo_dpadmm_info_t inf;
-    dpo_dpadmm_opts_default(&op);
-    op.accelerated = !strcmp(a->admm, "dpaccadmm");
-    op.lambda = a->lambda;
-    op.rho = a->rho;
-    op.eta = a->eta;
-    op.T = a->iters;
-    op.noise = 1;
-    op.clip = a->clip.C;
-    op.eps = a->eps;
-    op.delta = a->delta;
-    op.mu = a->mu;
-    op.restart = a->restart;
-    op.sigma_fixed = a->sigma_fixed;
-    op.sigma_rule = !strcmp(a->sigma_rule, "rdp")      ? DPO_DPADMM_SIGMA_RDP
-                    : !strcmp(a->sigma_rule, "ledger") ? DPO_DPADMM_SIGMA_LEDGER
-                                                       : DPO_DPADMM_SIGMA_EQ8;
-    op.rng = rng;
-    op.ledger = L;
-    if (obs) {
-      op.observe = dpo__wb_observe;
-      op.observe_arg = obs;
-    }
-    rc = dpo_oracle_create(MPI_COMM_SELF, m, s, &a->clip, &o);
-    if (!rc) rc = dpo_admm_A_identity(a->d, &A);
-    if (!rc) rc = dpo_dpadmm_run(o, A, &op, out, out + a->d, &inf);
-  }
-  if (rc == DPO_EBUDGET || rc == DPO_ENOCONV) rc = DPO_OK; /* the last release is the output */
-  if (!rc) rc = dpo_ledger_spent(L, spent, dspent);
-  dpo_admm_A_destroy(A);
-  dpo_oracle_destroy(o);
-  dpo_ledger_close(L);
-  return rc;
-}
-
-/* One run of the algorithm on s (MPI_COMM_SELF); the released model into out[0..d). */
-static int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
-                            const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
-                            double *dspent, dpo__wb_obs_t *obs) {
+/* One run of the algorithm on s (MPI_COMM_SELF); the released model into out[0..d).  The
+ * private methods of dpopt admm (audit.admm) are run by src/run/run_audit.c, above admm. */
+int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_model_t *m,
+                     const dpo_shard_t *s, dpo_rng_t *rng, double *out, double *spent,
+                     double *dspent, dpo__wb_obs_t *obs) {
   if (a->laplace) {
     *dspent = 0;
     return dpo__audit_laplace(a, s, rng, out, spent);
   }
-  if (a->admm) return dpo__audit_admm_trial(a, m, s, rng, out, spent, dspent, obs);
   dpo_ledger_t *L = NULL;
   dpo_oracle_t *o = NULL;
   dpo_solver_t *sv = NULL;
@@ -326,8 +255,8 @@ static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
 }
 
 /* Settings and the worst-case construction from the configuration. */
-static int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                            dpo__audit_t *a) {
+int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                     dpo__audit_t *a) {
   int rc;
   const char *mech;
   double B1, B2;
@@ -527,9 +456,9 @@ out:
 
 /* Rank 0: the runs of rank r are t = r, r + P, ... (set t % 2, index t / 2); sort them into
  * all[set], analyse, and fill res. */
-static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
-                              double *const all[2], int64_t N, double alpha, const double sp[2],
-                              dpo_audit_result_t *res) {
+int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
+                       double *const all[2], int64_t N, double alpha, const double sp[2],
+                       dpo_audit_result_t *res) {
   int64_t T2 = 2 * N;
   for (int r = 0; r < P; r++)
     for (int64_t t = r, k = 0; t < T2; t += P, k++)
@@ -551,127 +480,9 @@ static int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const d
   return DPO_OK;
 }
 
-int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                  int quiet, dpo_audit_result_t *res) {
-  dpo_model_t *model = NULL;
-  dpo_shard_t *sh[2] = {NULL, NULL};
-  dpo_rng_t *rng = NULL;
-  double *mine = NULL, *all[2] = {NULL, NULL}, *buf = NULL;
-  int *counts = NULL, *displs = NULL;
-  int rank, size, rc;
-  dpo__audit_t a;
-  dpo__wb_obs_t obs = {0}; /* the white-box observer (audit_wb.c) */
-  int64_t N = DPO_AUDIT_TRIALS;
-  double alpha = 0.05;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  memset(res, 0, sizeof *res);
-  if ((rc = dpo_config_get_int(cfg, "audit.trials", DPO_AUDIT_TRIALS, &N)) ||
-      (rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &alpha)))
-    goto out;
-  if (N < 4 || N > 100000000 || !(alpha > 0 && alpha < 1)) {
-    rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
-    goto out;
-  }
-  if ((rc = dpo__audit_setup(cfg, spec, &a))) goto out;
-  /* dpopt admm puts lambda in g (l1), not in the model */
-  if ((rc = dpo_model_create(a.model_name, a.admm ? 0.0 : a.lambda, &model)) ||
-      (rc = dpo__audit_shard(&a, 0, &sh[0])) || (rc = dpo__audit_shard(&a, 1, &sh[1])) ||
-      (rc = dpo_rng_create(dpo__audit_seeded, dpo__audit_seed, (uint64_t)rank, &rng)))
-    goto out;
-
-  /* white box: a pilot run on D tells the number of releases K (the plan's; the same in
-   * every run), and each trial's output is its record of DPO__WB_HDR + K numbers */
-  dpo__wb_obs_t *wb = a.white_box && !a.final_model ? &obs : NULL;
-  if (wb) {
-    double sp = 0, dsp = 0, kmm[2];
-    dpo__wb_begin(wb, &a);
-    rc = dpo__audit_trial(&a, cfg, model, sh[0], rng, NULL, &sp, &dsp, wb);
-    if ((rc = dpo_agree(comm, rc))) goto out;
-    double kl[2] = {(double)obs.nrel, -(double)obs.nrel};
-    MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, comm);
-    if (kmm[0] < 1)
-      rc = dpo_err(DPO_EUNSUP, "dpopt audit --white-box: %s reports no release to the observer "
-                   "(observed: the DP-GD family, dp-sgd-rdp, dpadmm and dpaccadmm; final model "
-                   "only: pnsgd, phased-sgd); audit it "
-                   "without --white-box", a.admm ? a.admm : a.algo_name);
-    else if (kmm[0] != -kmm[1])
-      rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases on one rank, %g on "
-                   "another", a.admm ? a.admm : a.algo_name, kmm[0], -kmm[1]);
-    if ((rc = dpo_agree(comm, rc))) goto out;
-    a.dout = DPO__WB_HDR + (int32_t)kmm[0];
-  }
-  /* trial t of 2N (set t % 2, index t / 2) runs on rank t % P */
-  int64_t T2 = 2 * N, nmine = 0;
-  for (int64_t t = rank; t < T2; t += size) nmine++;
-  if (!(mine = malloc((size_t)(nmine * a.dout + 1) * sizeof *mine))) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
-  double spent_max = 0, dspent_max = 0, t0 = dpo_wtime(), next_msg = 10;
-  int64_t done = 0;
-  for (int64_t t = rank; t < T2 && !rc; t += size, done++) {
-    double sp = NAN, dsp = NAN;
-    if (wb) dpo__wb_begin(wb, &a);
-    rc = dpo__audit_trial(&a, cfg, model, sh[t % 2], rng, wb ? NULL : mine + done * a.dout, &sp,
-                          &dsp, wb);
-    if (!rc && wb) rc = dpo__wb_record(wb, a.dout - DPO__WB_HDR, mine + done * a.dout);
-    if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a.admm ? a.admm : a.algo_name);
-    if (!rc) {
-      spent_max = fmax(spent_max, sp);
-      dspent_max = fmax(dspent_max, dsp);
-    }
-    if (rank == 0 && !quiet && dpo_wtime() - t0 > next_msg) {
-      fprintf(stderr, "dpopt audit: %lld of %lld runs on rank 0 (%.0f s)\n", (long long)done + 1,
-              (long long)nmine, dpo_wtime() - t0);
-      next_msg += 10;
-    }
-  }
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  double sp_all[2], sp_loc[2] = {spent_max, dspent_max};
-  MPI_Reduce(sp_loc, sp_all, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
-
-  /* gather: rank r's runs are t = r, r + P, ... in order */
-  int cnt = (int)(nmine * a.dout);
-  if (rank == 0) {
-    counts = malloc((size_t)size * sizeof *counts);
-    displs = malloc((size_t)size * sizeof *displs);
-    buf = malloc((size_t)(T2 * a.dout) * sizeof *buf);
-    all[0] = malloc((size_t)(N * a.dout) * sizeof *all[0]);
-    all[1] = malloc((size_t)(N * a.dout) * sizeof *all[1]);
-    rc = counts && displs && buf && all[0] && all[1] ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
-  }
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, comm);
-  if (rank == 0)
-    for (int r = 0, off = 0; r < size; r++) {
-      displs[r] = off;
-      off += counts[r];
-    }
-  if (MPI_Gatherv(mine, cnt, MPI_DOUBLE, buf, counts, displs, MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
-    rc = dpo_err(DPO_EMPI, "MPI_Gatherv of the audit outputs failed");
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  if (rank == 0) rc = dpo__audit_collect(&a, size, displs, buf, all, N, alpha, sp_all, res);
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  MPI_Bcast(&res->violation, 1, MPI_INT, 0, comm);
-out:
-  dpo__wb_free(&obs);
-  free(mine);
-  free(buf);
-  free(all[0]);
-  free(all[1]);
-  free(counts);
-  free(displs);
-  dpo_rng_destroy(rng);
-  dpo_shard_destroy(sh[0]);
-  dpo_shard_destroy(sh[1]);
-  dpo_model_destroy(model);
-  return rc;
-}
-
-int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
+json_object *dpo__audit_json(const dpo_audit_result_t *res) {
   json_object *j = json_object_new_object();
-  if (!j) return dpo_err(DPO_ENOMEM, "out of memory");
+  if (!j) return NULL;
   json_object_object_add(j, "algorithm", json_object_new_string(res->algorithm));
   json_object_object_add(j, "claimed_eps", json_object_new_double(res->claimed_eps));
   json_object_object_add(j, "claimed_delta", json_object_new_double(res->claimed_delta));
@@ -719,6 +530,12 @@ int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
   json_object_object_add(j, "test_keep_all_rows", json_object_new_boolean(dpo__audit_keep_all));
   json_object_object_add(j, "test_seeded", json_object_new_boolean(dpo__audit_seeded));
 #endif
+  return j;
+}
+
+int dpo_audit_write_json(const char *path, const dpo_audit_result_t *res) {
+  json_object *j = dpo__audit_json(res);
+  if (!j) return dpo_err(DPO_ENOMEM, "out of memory");
   const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
   int rc = dpo_write_atomic(path, js, strlen(js));
   json_object_put(j);

@@ -1,7 +1,8 @@
 /* The run object shared by the files of src/run/ (private; the API is dpopt/run.h).
  * run_kind.c: the lifecycle calls, dispatched through the kind's ops table (run.command:
- * train, admm); run.c: create, train's setup (settings, run directory, journal) and load,
- * accessors, destroy; run_admm.c: the admm kind;
+ * train, admm, audit); run.c: create, train's setup (settings, run directory, journal) and
+ * load, accessors, destroy; run_admm.c: the admm kind; run_audit.c: the audit kind (its
+ * trials: run_audit_job.c, run_audit.h);
  * run_solve.c: solve and evaluate; run_out.c: run directory, FAILED, summary, print;
  * run_priv.c: privacy settings, noise stream, ledger, labels; run_parties.c: parties and
  * trust modes; run_ckpt.c: --resume settings, config.ini, trace rewind, signals. */
@@ -53,6 +54,7 @@ typedef struct dpo__run_ops {
 
 extern const dpo__run_ops_t dpo__run_train_ops; /* run.c, run_solve.c, run_out.c */
 extern const dpo__run_ops_t dpo__run_admm_ops;  /* run_admm.c */
+extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_job.c */
 
 /* lifecycle position: each call checks it is made in order */
 enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };

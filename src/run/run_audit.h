@@ -1,0 +1,43 @@
+/* The audit's trials as rounds (run_audit_job.c), private to src/run/: the engine of the
+ * audit kind (run_audit.c) and of dpo_audit_run (dpopt/audit.h).  Round k runs trial
+ * t = rank + k P (data set t % 2, index t / 2) on every rank that has one. */
+#ifndef DPO_RUN_AUDIT_H
+#define DPO_RUN_AUDIT_H
+
+#include <mpi.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/optim.h"
+#include "dpopt/rng.h"
+#include "optim/audit_int.h"
+
+typedef struct {
+  MPI_Comm comm; /* borrowed */
+  int rank, size;
+  const dpo_config_t *cfg;
+  dpo__audit_t a;
+  dpo_model_t *model;
+  dpo_shard_t *sh[2];
+  dpo_rng_t *rng;
+  dpo__wb_obs_t obs, *wb;  /* white box: the observer (wb = &obs), else NULL */
+  int64_t N, T2, rounds;   /* trials per data set, 2N, rounds to run */
+  int64_t done;            /* rounds complete (the same on every rank) */
+  double alpha, spent[2];  /* this rank's largest (eps, delta) charged */
+  double *mine;            /* this rank's outputs, a.dout per trial */
+} dpo__audit_job_t;
+
+/* Collective: audit.trials, audit.alpha and the construction (dpo__audit_setup); no trial. */
+int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t *cfg,
+                         const dpo_privacy_spec_t *spec);
+/* Collective: model, the two data sets, the noise stream, the white-box pilot, buffers. */
+int dpo__audit_job_load(dpo__audit_job_t *j);
+/* Not collective: this rank's trial of round j->done (if it has one); j->done + 1. */
+int dpo__audit_job_round(dpo__audit_job_t *j);
+/* Collective, every round done: gather, analyse (rank 0 fills res; violation everywhere). */
+int dpo__audit_job_finish(dpo__audit_job_t *j, dpo_audit_result_t *res);
+/* Collective: the rounds done into rank 0's checkpoint c / back from it (c: rank 0's). */
+int dpo__audit_job_save(dpo__audit_job_t *j, dpo_ckpt_t *c);
+int dpo__audit_job_restore(dpo__audit_job_t *j, const dpo_ckpt_t *c);
+void dpo__audit_job_free(dpo__audit_job_t *j);
+
+#endif

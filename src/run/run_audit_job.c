@@ -1,0 +1,354 @@
+/* The audit's trials (the engine of the audit kind, run_audit.c, and of dpo_audit_run): the
+ * construction of src/optim/audit_run.c run 2N times, trial t on rank t % P (round t / P),
+ * each on MPI_COMM_SELF with its own in-memory ledger; dpopt admm's private methods run here,
+ * above src/admm, so src/optim never calls up into it.  Rounds can be saved to a checkpoint and
+ * restored, so a stopped audit keeps the trials it ran. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/admm.h"
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+#include "run/run_audit.h"
+
+/* One private run of dpopt admm on s (MPI_COMM_SELF), set up as admm_run.c sets up the run
+ * (same calibration, ledger, clipping, defaults):
+ *  - dpadmm / dpaccadmm (Xu et al. 2020, Alg. 2 / 3, A = I): out = (x_T, y_T), the released
+ *    primal pair.  Per-example L2 clip C, replace-one, sensitivity 2C/n per noised gradient
+ *    (T + 1 of them, u0's included).  With lambda = 0 and T = 1, (x_1, y_1) is an invertible
+ *    linear map of the two noised gradients, so the audit sees the whole mechanism.
+ *  - consensus --private: one party (the trial's rank), its message x + u clipped to L2 <= C
+ *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T. */
+static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
+                                 const dpo_shard_t *s, dpo_rng_t *rng, double *out,
+                                 double *spent, double *dspent, dpo__wb_obs_t *obs) {
+  dpo_ledger_t *L = NULL;
+  dpo_oracle_t *o = NULL;
+  dpo_admm_A_t *A = NULL;
+  double own[2 * DPO__AUDIT_MAXD]; /* white box: the released pair is not the output */
+  const int32_t nout = out ? a->dout : 2 * a->d;
+  if (!out) out = own;
+  int rc = dpo__audit_ledger(a, &L);
+  for (int32_t j = 0; j < nout; j++) out[j] = j < a->d ? a->x0 : 0.0;
+  if (!rc && !strcmp(a->admm, "consensus")) {
+    dpo_admm_opts_t op;
+    dpo_admm_info_t inf;
+    dpo_admm_priv_t pv = {0};
+    double z = 0;
+    dpo_admm_opts_default(&op);
+    op.g = DPO_ADMM_G_L1; /* dpopt admm's default --reg l1 */
+    op.lambda = a->lambda;
+    op.rho = a->rho;
+    op.max_iter = a->iters;
+    op.lin_eta = a->eta;
+    rc = dpo_rdp_calibrate("none", 0, s->n_global, a->iters, a->eps * (1 - 1e-6), a->delta, &z);
+    pv.clip = a->clip.C;
+    pv.sigma = a->sigma_fixed > 0 ? a->sigma_fixed : z * 2.0 * a->clip.C;
+    pv.accounting = "rdp";
+    pv.rng = rng;
+    pv.ledger = L;
+    op.priv = &pv;
+    if (!rc) rc = dpo_admm_consensus(MPI_COMM_SELF, m, s, &op, out, &inf);
+  } else if (!rc) {
+    dpo_dpadmm_opts_t op;
+    dpo_dpadmm_info_t inf;
+    dpo_dpadmm_opts_default(&op);
+    op.accelerated = !strcmp(a->admm, "dpaccadmm");
+    op.lambda = a->lambda;
+    op.rho = a->rho;
+    op.eta = a->eta;
+    op.T = a->iters;
+    op.noise = 1;
+    op.clip = a->clip.C;
+    op.eps = a->eps;
+    op.delta = a->delta;
+    op.mu = a->mu;
+    op.restart = a->restart;
+    op.sigma_fixed = a->sigma_fixed;
+    op.sigma_rule = !strcmp(a->sigma_rule, "rdp")      ? DPO_DPADMM_SIGMA_RDP
+                    : !strcmp(a->sigma_rule, "ledger") ? DPO_DPADMM_SIGMA_LEDGER
+                                                       : DPO_DPADMM_SIGMA_EQ8;
+    op.rng = rng;
+    op.ledger = L;
+    if (obs) {
+      op.observe = dpo__wb_observe;
+      op.observe_arg = obs;
+    }
+    rc = dpo_oracle_create(MPI_COMM_SELF, m, s, &a->clip, &o);
+    if (!rc) rc = dpo_admm_A_identity(a->d, &A);
+    if (!rc) rc = dpo_dpadmm_run(o, A, &op, out, out + a->d, &inf);
+  }
+  if (rc == DPO_EBUDGET || rc == DPO_ENOCONV) rc = DPO_OK; /* the last release is the output */
+  if (!rc) rc = dpo_ledger_spent(L, spent, dspent);
+  dpo_admm_A_destroy(A);
+  dpo_oracle_destroy(o);
+  dpo_ledger_close(L);
+  return rc;
+}
+
+static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp, double *dsp,
+                         dpo__wb_obs_t *wb) {
+  if (j->a.admm)
+    return dpo__audit_admm_trial(&j->a, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
+  return dpo__audit_trial(&j->a, j->cfg, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
+}
+
+/* A trial on D with the stream rng, unobserved (out: a->dout before the white box's). */
+static int dpo__aj_trial_rng(dpo__audit_job_t *j, dpo_rng_t *rng, double *out, double *sp,
+                             double *dsp) {
+  if (j->a.admm) return dpo__audit_admm_trial(&j->a, j->model, j->sh[0], rng, out, sp, dsp, NULL);
+  return dpo__audit_trial(&j->a, j->cfg, j->model, j->sh[0], rng, out, sp, dsp, NULL);
+}
+
+/* trials of this rank among rounds [0, k) */
+static int64_t dpo__aj_mine_in(const dpo__audit_job_t *j, int rank, int64_t k) {
+  int64_t n = 0;
+  if (rank < j->T2) n = (j->T2 - rank + j->size - 1) / j->size;
+  return n < k ? n : k;
+}
+
+int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t *cfg,
+                         const dpo_privacy_spec_t *spec) {
+  int rc;
+  memset(j, 0, sizeof *j);
+  j->comm = comm;
+  j->cfg = cfg;
+  MPI_Comm_rank(comm, &j->rank);
+  MPI_Comm_size(comm, &j->size);
+  j->N = DPO_AUDIT_TRIALS;
+  j->alpha = 0.05;
+  if (!(rc = dpo_config_get_int(cfg, "audit.trials", DPO_AUDIT_TRIALS, &j->N)) &&
+      !(rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &j->alpha)) &&
+      (j->N < 4 || j->N > 100000000 || !(j->alpha > 0 && j->alpha < 1)))
+    rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
+  if (!rc) rc = dpo__audit_setup(cfg, spec, &j->a);
+  j->T2 = 2 * j->N;
+  j->rounds = (j->T2 + j->size - 1) / j->size;
+  /* dpopt admm puts lambda in g (l1), not in the model */
+  if (!rc && !(rc = dpo_model_create(j->a.model_name, j->a.admm ? 0.0 : j->a.lambda, &j->model)) &&
+      !(rc = dpo__audit_shard(&j->a, 0, &j->sh[0])))
+    rc = dpo__audit_shard(&j->a, 1, &j->sh[1]);
+  /* a probe trial on its own secure stream: every key a trial reads is read (so a key nothing
+   * reads is refused before the run directory is claimed) and the algorithm's refusals come
+   * first; its output is discarded and the trials' streams are untouched */
+  dpo_rng_t *probe = NULL;
+  double out[2 * DPO__AUDIT_MAXD], sp = 0, dsp = 0;
+  if (!rc && !(rc = dpo_rng_create(0, 0, (uint64_t)j->rank, &probe)))
+    rc = dpo__aj_trial_rng(j, probe, out, &sp, &dsp);
+  dpo_rng_destroy(probe);
+  return dpo_agree(comm, rc);
+}
+
+int dpo__audit_job_load(dpo__audit_job_t *j) {
+  dpo__audit_t *a = &j->a;
+  int rc;
+  if ((rc = dpo_agree(j->comm, dpo__audit_rng(j->rank, &j->rng)))) return rc;
+  /* white box: a pilot run on D tells the number of releases K (the plan's; the same in
+   * every run), and each trial's output is its record of DPO__WB_HDR + K numbers */
+  j->wb = a->white_box && !a->final_model ? &j->obs : NULL;
+  if (j->wb) {
+    double sp = 0, dsp = 0, kmm[2];
+    dpo__wb_begin(j->wb, a);
+    rc = dpo__aj_trial(j, 0, NULL, &sp, &dsp, j->wb);
+    if ((rc = dpo_agree(j->comm, rc))) return rc;
+    double kl[2] = {(double)j->obs.nrel, -(double)j->obs.nrel};
+    MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, j->comm);
+    const char *name = a->admm ? a->admm : a->algo_name;
+    if (kmm[0] < 1)
+      rc = dpo_err(DPO_EUNSUP, "dpopt audit --white-box: %s reports no release to the observer "
+                   "(observed: the DP-GD family, dp-sgd-rdp, dpadmm and dpaccadmm; final model "
+                   "only: pnsgd, phased-sgd); audit it without --white-box", name);
+    else if (kmm[0] != -kmm[1])
+      rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases on one rank, %g on "
+                   "another", name, kmm[0], -kmm[1]);
+    if ((rc = dpo_agree(j->comm, rc))) return rc;
+    a->dout = DPO__WB_HDR + (int32_t)kmm[0];
+  }
+  int64_t nmine = dpo__aj_mine_in(j, j->rank, j->rounds);
+  if (!(j->mine = malloc((size_t)(nmine * a->dout + 1) * sizeof *j->mine)))
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+  return dpo_agree(j->comm, rc);
+}
+
+int dpo__audit_job_round(dpo__audit_job_t *j) {
+  dpo__audit_t *a = &j->a;
+  int64_t t = j->rank + j->done * j->size, k = j->done;
+  int rc = DPO_OK;
+  j->done++;
+  if (t >= j->T2) return DPO_OK; /* the last round: some ranks have no trial */
+  double sp = NAN, dsp = NAN, *out = j->mine + k * a->dout;
+  if (j->wb) dpo__wb_begin(j->wb, a);
+  rc = dpo__aj_trial(j, (int)(t % 2), j->wb ? NULL : out, &sp, &dsp, j->wb);
+  if (!rc && j->wb) rc = dpo__wb_record(j->wb, a->dout - DPO__WB_HDR, out);
+  if (!rc && !(sp >= 0)) rc = dpo_err(DPO_EINVAL, "%s charged nothing", a->admm ? a->admm : a->algo_name);
+  if (!rc) {
+    j->spent[0] = fmax(j->spent[0], sp);
+    j->spent[1] = fmax(j->spent[1], dsp);
+  }
+  return rc;
+}
+
+/* Rank 0: each rank's outputs of the rounds done, in rank order (counts, displs of P). */
+static int dpo__aj_gather(dpo__audit_job_t *j, double **buf, int *counts, int *displs) {
+  int cnt = (int)(dpo__aj_mine_in(j, j->rank, j->done) * j->a.dout), rc = DPO_OK;
+  int64_t tot = 0;
+  MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, j->comm);
+  if (j->rank == 0) {
+    for (int r = 0; r < j->size; r++) {
+      displs[r] = (int)tot;
+      tot += counts[r];
+    }
+    if (!(*buf = malloc((size_t)(tot + 1) * sizeof **buf))) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  if ((rc = dpo_agree(j->comm, rc))) return rc;
+  if (MPI_Gatherv(j->mine, cnt, MPI_DOUBLE, j->rank == 0 ? *buf : NULL, counts, displs,
+                  MPI_DOUBLE, 0, j->comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "MPI_Gatherv of the audit outputs failed");
+  return dpo_agree(j->comm, rc);
+}
+
+int dpo__audit_job_finish(dpo__audit_job_t *j, dpo_audit_result_t *res) {
+  int *counts = NULL, *displs = NULL, rc = DPO_OK;
+  double *buf = NULL, *all[2] = {NULL, NULL}, sp[2] = {0, 0};
+  memset(res, 0, sizeof *res);
+  MPI_Reduce(j->spent, sp, 2, MPI_DOUBLE, MPI_MAX, 0, j->comm);
+  if (j->rank == 0) {
+    counts = malloc((size_t)j->size * sizeof *counts);
+    displs = malloc((size_t)j->size * sizeof *displs);
+    all[0] = malloc((size_t)(j->N * j->a.dout) * sizeof *all[0]);
+    all[1] = malloc((size_t)(j->N * j->a.dout) * sizeof *all[1]);
+    rc = counts && displs && all[0] && all[1] ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  if (!(rc = dpo_agree(j->comm, rc)) && !(rc = dpo__aj_gather(j, &buf, counts, displs))) {
+    if (j->rank == 0)
+      rc = dpo__audit_collect(&j->a, j->size, displs, buf, all, j->N, j->alpha, sp, res);
+    if (!(rc = dpo_agree(j->comm, rc))) MPI_Bcast(&res->violation, 1, MPI_INT, 0, j->comm);
+  }
+  free(buf);
+  free(all[0]);
+  free(all[1]);
+  free(counts);
+  free(displs);
+  return rc;
+}
+
+/* The checkpoint holds the rounds done, every output of them, the charges' maxima and, for a
+ * seeded audit only (dpopt-test), each rank's stream position: a secure stream's OS key is
+ * never written, a resumed audit draws fresh noise for the trials left. */
+int dpo__audit_job_save(dpo__audit_job_t *j, dpo_ckpt_t *c) {
+  int *counts = NULL, *displs = NULL, rc = DPO_OK;
+  double *buf = NULL, sp[2] = {0, 0};
+  const int seeded = dpo_rng_is_seeded(j->rng);
+  dpo_rng_state_t st, *sts = NULL;
+  MPI_Reduce(j->spent, sp, 2, MPI_DOUBLE, MPI_MAX, 0, j->comm);
+  if (j->rank == 0) {
+    counts = malloc((size_t)j->size * sizeof *counts);
+    displs = malloc((size_t)j->size * sizeof *displs);
+    sts = calloc((size_t)j->size, sizeof *sts);
+    rc = counts && displs && sts ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
+  }
+  if (!(rc = dpo_agree(j->comm, rc)) && !(rc = dpo__aj_gather(j, &buf, counts, displs))) {
+    memset(&st, 0, sizeof st);
+    if (seeded) dpo_rng_get_state(j->rng, &st);
+    MPI_Gather(&st, (int)sizeof st, MPI_BYTE, sts, (int)sizeof st, MPI_BYTE, 0, j->comm);
+    if (j->rank == 0) {
+      int64_t tot = displs[j->size - 1] + counts[j->size - 1];
+      int64_t hdr[5] = {j->size, j->N, j->a.dout, j->done, seeded};
+      if (!(rc = dpo_ckpt_put_i64(c, "audit.header", hdr, 5)) &&
+          !(rc = dpo_ckpt_put_f64(c, "audit.spent", sp, 2)) &&
+          !(rc = dpo_ckpt_put_f64(c, "audit.out", buf, tot)) && seeded)
+        rc = dpo_ckpt_put_bytes(c, "audit.rng", sts, (int64_t)(j->size * sizeof *sts));
+    }
+  }
+  free(buf);
+  free(counts);
+  free(displs);
+  free(sts);
+  return dpo_agree(j->comm, rc);
+}
+
+/* Collective, after dpo__audit_job_load: c is rank 0's (NULL elsewhere). */
+int dpo__audit_job_restore(dpo__audit_job_t *j, const dpo_ckpt_t *c) {
+  int64_t hdr[5] = {0, 0, 0, 0, 0};
+  int rc = DPO_OK, *counts = NULL, *displs = NULL;
+  double *buf = NULL, sp[2] = {0, 0};
+  dpo_rng_state_t st, *sts = NULL;
+  if (j->rank == 0) {
+    if ((rc = dpo_ckpt_get_i64(c, "audit.header", hdr, 5)) ||
+        (rc = dpo_ckpt_get_f64(c, "audit.spent", sp, 2)))
+      ;
+    else if (hdr[0] != j->size)
+      rc = dpo_err(DPO_EINVAL, "--resume: the audit ran on %lld ranks: resume it on %lld (its "
+                   "trials are given to the ranks by number)", (long long)hdr[0], (long long)hdr[0]);
+    else if (hdr[1] != j->N || hdr[2] != j->a.dout || hdr[3] < 0 || hdr[3] > j->rounds)
+      rc = dpo_err(DPO_EFORMAT, "--resume: the checkpoint's trials do not match this audit");
+    else if (hdr[4] != dpo_rng_is_seeded(j->rng))
+      rc = dpo_err(DPO_EINVAL, "--resume: the audit was %s; resume it the same way",
+                   hdr[4] ? "seeded (dpopt-test --test-seed)" : "not seeded");
+  }
+  if ((rc = dpo_agree(j->comm, rc))) return rc;
+  MPI_Bcast(hdr, 5, MPI_INT64_T, 0, j->comm);
+  j->done = hdr[3];
+  if (j->rank == 0) {
+    j->spent[0] = sp[0];
+    j->spent[1] = sp[1];
+    counts = malloc((size_t)j->size * sizeof *counts);
+    displs = malloc((size_t)j->size * sizeof *displs);
+    sts = calloc((size_t)j->size, sizeof *sts);
+    int64_t tot = 0;
+    for (int r = 0; counts && displs && r < j->size; r++) {
+      counts[r] = (int)(dpo__aj_mine_in(j, r, j->done) * j->a.dout);
+      displs[r] = (int)tot;
+      tot += counts[r];
+    }
+    if (!counts || !displs || !sts || !(buf = malloc((size_t)(tot + 1) * sizeof *buf)))
+      rc = dpo_err(DPO_ENOMEM, "out of memory");
+    else if (!(rc = dpo_ckpt_get_f64(c, "audit.out", buf, tot)) && hdr[4])
+      rc = dpo_ckpt_get_bytes(c, "audit.rng", sts, (int64_t)(j->size * sizeof *sts));
+  }
+  if (!(rc = dpo_agree(j->comm, rc))) {
+    int cnt = (int)(dpo__aj_mine_in(j, j->rank, j->done) * j->a.dout);
+    MPI_Scatterv(buf, counts, displs, MPI_DOUBLE, j->mine, cnt, MPI_DOUBLE, 0, j->comm);
+    MPI_Scatter(sts, (int)sizeof st, MPI_BYTE, &st, (int)sizeof st, MPI_BYTE, 0, j->comm);
+    if (hdr[4]) rc = dpo_rng_set_state(j->rng, &st);
+    rc = dpo_agree(j->comm, rc);
+  }
+  free(buf);
+  free(counts);
+  free(displs);
+  free(sts);
+  return rc;
+}
+
+void dpo__audit_job_free(dpo__audit_job_t *j) {
+  dpo__wb_free(&j->obs);
+  free(j->mine);
+  dpo_rng_destroy(j->rng);
+  dpo_shard_destroy(j->sh[0]);
+  dpo_shard_destroy(j->sh[1]);
+  dpo_model_destroy(j->model);
+  memset(j, 0, sizeof *j);
+}
+
+/* dpopt/audit.h: the audit in memory, no run directory (the audit kind writes one). */
+int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                  int quiet, dpo_audit_result_t *res) {
+  dpo__audit_job_t j;
+  memset(res, 0, sizeof *res);
+  int rc = dpo__audit_job_setup(&j, comm, cfg, spec);
+  if (!rc) rc = dpo__audit_job_load(&j);
+  double t0 = dpo_wtime(), next_msg = 10;
+  while (!rc && j.done < j.rounds) {
+    rc = dpo__audit_job_round(&j);
+    if (j.rank == 0 && !quiet && dpo_wtime() - t0 > next_msg) {
+      fprintf(stderr, "dpopt audit: %lld of %lld runs on rank 0 (%.0f s)\n", (long long)j.done,
+              (long long)j.rounds, dpo_wtime() - t0);
+      next_msg += 10;
+    }
+  }
+  if (!(rc = dpo_agree(comm, rc))) rc = dpo__audit_job_finish(&j, res);
+  dpo__audit_job_free(&j);
+  return rc;
+}
