@@ -206,6 +206,22 @@ typedef struct {
    * stops the run with that status (the callback agrees on it itself if it differs by rank). */
   int (*on_trace)(void *ctx, const dpo_hamsi_trace_t *row);
   void *trace_ctx;
+  /* Optional: called on every rank after each epoch t (its point kept), e.g. for progress
+   * lines; a non-zero return stops the run with that status, as on_trace's. */
+  int (*on_epoch)(void *ctx, int64_t t);
+  void *epoch_ctx;
+  /* Optional checkpoints at the end of an epoch (src/mf/hamsi_ckpt.c): after epoch t (and
+   * on_epoch) rank 0's ckpt_due says 0 (go on), 1 (write ckpt_path) or 2 (write it and stop:
+   * DPO_EINTR) and may set *aux, a number saved with it (dpopt mf: the trace's length).  With
+   * resume = 1 the run starts from ckpt_path instead of the initial point (the same ranks and
+   * options), calling ckpt_loaded (rank 0) with the epoch and aux it holds.  A resumed run
+   * computes the bytes of the uninterrupted one; res->trace then holds only the rows after
+   * the resume. */
+  const char *ckpt_path;
+  int resume;
+  int (*ckpt_due)(void *ctx, int64_t t, int64_t *aux);
+  int (*ckpt_loaded)(void *ctx, int64_t t, int64_t aux);
+  void *ckpt_ctx;
   int result_on_failure; /* 1: a diverged run still returns its last good point (dpo_hamsi_run) */
   /* Biased model (issue 15): prediction mu + b_u + b_i + x1_a'x2_b.  mu is the mean training
    * rating (subtracted before training); b_u, b_i are fitted with the factors as two extra

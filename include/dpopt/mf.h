@@ -1,5 +1,5 @@
-/* Matrix factorization runs from a configuration (what dpopt mf does).  The algorithms,
- * partitions and options are in dpopt/hamsi.h. */
+/* Matrix factorization: the defaults of `dpopt mf` and the predictions of its runs.  The
+ * algorithms, partitions and options are in dpopt/hamsi.h. */
 #ifndef DPOPT_MF_H
 #define DPOPT_MF_H
 
@@ -13,16 +13,14 @@
 extern "C" {
 #endif
 
-/* Collective on comm: factorize the ratings file `ratings` with the mf.* keys of dpopt mf
- * --help (method, partition, schedule, rank, strata, step sizes, epochs or time, held-out
- * fraction, seed, mf.zero_based, mf.biases, mf.early_stop, mf.plain).  By default the model
- * is biased (mf.biases), regularized (DPO_MF_LAMBDA_BIASED) and early-stopped
- * (DPO_MF_PATIENCE) on the held-out split, the best epoch returned; mf.plain is the thesis's
- * (factors only, lambda 0, the last epoch).  mf.out names a NEW directory,
- * claimed before the ratings are read (an existing non-empty one is DPO_EINVAL), that
- * receives X1.txt, X2t.txt, trace.csv and summary.json (and biases.txt for the biased model).
- * Rank 0 writes the report to `report`.  Seeded and without noise: the output is NOT
- * private.  Returns the same status on every rank. */
+/* `dpopt mf` is a run of the run API (dpopt/run.h, run.command = mf, data.train the ratings
+ * file, the mf.* keys of dpopt mf --help): method, partition, schedule, rank, strata, step
+ * sizes, epochs or time, held-out fraction, seed, mf.zero_based, mf.biases, mf.early_stop,
+ * mf.plain.  By default the model is biased (mf.biases), regularized (DPO_MF_LAMBDA_BIASED)
+ * and early-stopped (DPO_MF_PATIENCE) on the held-out split, the best epoch returned;
+ * mf.plain is the thesis's (factors only, lambda 0, the last epoch).  The run directory
+ * receives config.ini, trace.csv, X1.txt, X2t.txt, summary.json (and biases.txt for the
+ * biased model).  Seeded and without noise: the output is NOT private. */
 /* Default L2 weight of the biased model (mf.biases = 1; mf.lambda overrides).  A fixed
  * constant, chosen on `dpopt gen ratings --size ml-100k --realistic` (held-out RMSE at rank
  * 10 and 50; see doc/design.md), not from the data being factorized. */
@@ -38,8 +36,6 @@ extern "C" {
 /* Default share of the wall time dpopt mf spends evaluating (mf.eval_budget; the library's
  * default is 0, every due epoch): under the 5% of issue 15 with room for the final one. */
 #define DPO_MF_EVAL_BUDGET 0.04
-
-int dpo_mf_run_config(MPI_Comm comm, const dpo_config_t *cfg, const char *ratings, FILE *report);
 
 /* Predictions of a run directory's model (X1.txt, X2t.txt, biases.txt when summary.json says
  * "biases": true) for the (user, item) pairs of the text file `pairs`: one pair per line, the

@@ -13,11 +13,13 @@
  *   dpo_run_destroy(run);
  *
  * The kind of run is the setting run.command: train (the default; the keys of dpopt train),
- * admm (consensus ADMM and DP-(Acc)ADMM; the keys of dpopt admm, data.train its FILE) or
- * audit (the empirical privacy audit of dpopt audit: its trials are the solve, its analysis
- * the evaluate, dpo_run_audit_result the result; synthetic data, so no budget).  Every
- * kind has this life cycle and writes the same run directory (config.ini, trace.csv,
- * model.txt, summary.json, ledger.jsonl for private runs, FAILED, a checkpoint while stopped);
+ * admm (consensus ADMM and DP-(Acc)ADMM; the keys of dpopt admm, data.train its FILE), audit
+ * (the empirical privacy audit of dpopt audit: its trials are the solve, its analysis the
+ * evaluate, dpo_run_audit_result the result; synthetic data, so no budget) or mf (HAMSI /
+ * mb-GD matrix factorization; the keys of dpopt mf, data.train its RATINGS; the model is
+ * X1.txt, X2t.txt, biases.txt instead of model.txt).  Every kind has this life cycle and
+ * writes the same run directory (config.ini, trace.csv, the model, summary.json,
+ * ledger.jsonl for private runs, FAILED, a checkpoint while stopped);
  * what follows describes train where the kinds differ (doc/design.md, "One run driver").
  *
  * Everything privacy-relevant happens inside: the private / seeded decision (a seeded run is

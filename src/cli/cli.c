@@ -260,6 +260,10 @@ static const struct {
 } dpo__cli_extra[] = {
     {"admm", {"privacy.accountant", "privacy.collude", "privacy.trust", "parties.count",
               "run.stop_after", NULL}},
+    /* mf: run.stop_after; the rest are known so that the run refuses them with the reason
+     * (mf.out was replaced by --out, mf keeps no last release and adds no noise) */
+    {"mf", {"run.stop_after", "mf.out", "run.keep_every", "run.keep_seconds", "privacy.eps",
+            NULL}},
     {NULL, {NULL}}};
 
 int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **argv,

@@ -1,9 +1,12 @@
 /* dpopt mf: matrix factorization with HAMSI or mb-GD (thesis 000, Chapter 3).  The run is
- * dpo_mf_run_config (dpopt/mf.h); this file parses the command line. */
+ * the run API's mf kind (dpopt/run.h, run.command = mf: src/run/run_mf.c), with train's run
+ * directory, progress, signals and exit codes; this file parses the command line. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "dpopt/mf.h"
+#include "dpopt/run.h"
 #include "dpopt/status.h"
 
 int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
@@ -36,13 +39,19 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--seed", "mf.seed", "S", "seed of init, schedule and split (default 1)"},
       {"--repro", "mf.repro", NULL, "bit-identical results on any number of ranks (COLOR*: one exchange per color instead of per stratum)"},
       {"--zero-based", "mf.zero_based", NULL, "ids in the file start at 0 (default 1, MovieLens)"},
-      {"--out", "mf.out", "DIR", "write X1.txt, X2t.txt (factor matrices: a row per user / item), trace.csv (as the run goes), summary.json into DIR; a diverged run leaves its last good point there and FAILED"},
+      {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv (as the run goes), X1.txt, X2t.txt (factor matrices: a row per user / item), biases.txt (biased model), summary.json; a diverged run leaves its last good point there and FAILED"},
+      {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N epochs (default 0: only on SIGTERM/SIGINT); a resumed run computes the factors of the uninterrupted one"},
+      {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no RATINGS; the same number of ranks)"},
+      {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
+      {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
   dpo_config_t *cfg = NULL;
+  dpo_run_t *run = NULL;
   char *pos[1];
-  int npos, rc, ex;
-  if ((ex = dpo_cli_start(ctx, "mf", argc, argv, opts, "usage: dpopt mf [options] RATINGS",
+  int npos = 0, rc = DPO_OK, ex = 0;
+  if ((ex = dpo_cli_start(ctx, "mf", argc, argv, opts, "usage: dpopt mf [options] RATINGS\n"
+                          "       dpopt mf --resume RUN",
                           "Factorizes the ratings matrix Y ~ X1 X2 (thesis eq. 3.1) with HAMSI, the\n"
                           "incremental L-BFGS of thesis Alg. 3, or the mb-GD baseline.  Each rank owns\n"
                           "user intervals and their ratings.  strata, strata-b: item blocks travel around\n"
@@ -50,19 +59,35 @@ int dpo_cmd_mf(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "are replicated and one Allreduce per subset (color: per color) sums the ranks'\n"
                           "item steps; exact for color/color-b, first-order only for hogwild.\n"
                           "The training RMSE is a NON-PRIVATE diagnostic; the held-out RMSE is the one\n"
-                          "to report.  This command adds no privacy noise: its output is not private.\n",
-                          &cfg, pos, 1, &npos, "one RATINGS file expected (see --help)")) >= 0)
+                          "to report.  This command adds no privacy noise: its output is not private.\n"
+                          "Outputs in the run directory (--out), as for dpopt train: config.ini, trace.csv,\n"
+                          "X1.txt, X2t.txt (biases.txt), summary.json.  Exit status: 0 ok, 1 usage, 2 bad\n"
+                          "data, 4 runtime failure (a diverged run: its last good point and FAILED),\n"
+                          "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n",
+                          &cfg, pos, 1, &npos, NULL)) >= 0)
     goto out;
-  /* run.expect_ranks from the batch scripts */
-  if ((rc = dpo_cli_check_ranks(ctx, cfg)) ||
-      (rc = dpo_mf_run_config(ctx->comm, cfg, pos[0], stdout))) {
-    ex = dpo_cli_fail(ctx, "mf", rc);
+  const int resume = dpo_config_get(cfg, "run.resume") != NULL;
+  if (resume ? npos != 0 : npos != 1) {
+    ex = dpo_cli_fail(ctx, "mf", dpo_err(DPO_EINVAL, resume ? "--resume RUN takes no RATINGS "
+                                         "(the run's own)" : "one RATINGS file expected (see "
+                                         "--help)"));
     goto out;
   }
-  ex = 0;
-  dpo_cli_warn_unused(ctx, cfg);
+  if ((!resume && (rc = dpo_config_set(cfg, "data.train", pos[0], "RATINGS"))) ||
+      (rc = dpo_config_set(cfg, "run.command", "mf", "dpopt mf")))
+    goto fail;
+  /* SIGTERM / SIGINT: a checkpoint at the end of the epoch, then exit 5 */
+  dpo_run_signals_install();
+  if ((rc = dpo_run_create(ctx->comm, cfg, &run))) goto fail; /* --resume merged here */
+  dpo_run_set_stop(run, dpo_run_signal_flag());
+  if (!(rc = dpo_cli_run(ctx, "mf", run, &ex))) goto out;
+fail:
+  dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg);
+  ex = dpo_cli_fail(ctx, run ? dpo_run_stage(run) : "mf", rc);
 out:
+  dpo_run_destroy(run); /* after the error is printed: FAILED in a run directory it claimed */
   dpo_config_destroy(cfg);
+  dpo_run_signals_restore();
   return ex;
 }
 

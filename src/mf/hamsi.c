@@ -641,13 +641,27 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   double c_eval = 0, dt = 0, rsm = NAN, best_rsm = NAN;
   int64_t t, last_full = 0; /* rank 0: the last epoch with a full evaluation */
   int stop = 0; /* early stopping: no held-out improvement for early_stop epochs */
-  /* RMSE of the initial factors (reference for the trace; evaluation time excluded) */
-  st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0, &res->test_rmse0, NULL);
-  if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
-  if (!st) st = dpo__hm_keep(h, &h->good, 0);
+  dpo__hm_loop_t lp;
+  memset(&lp, 0, sizeof lp);
+  if (o->ckpt_path && o->resume) { /* the state after epoch lp.t, instead of the start */
+    st = dpo__hm_ckpt_load(h, o->ckpt_path, &lp, rng);
+    t_train = lp.t_train;
+    t_start -= lp.t_wall;
+    last_full = lp.last_full;
+    best = lp.best;
+    best_rsm = lp.best_rsm;
+    stop = (int)lp.stop;
+    res->train_rmse0 = lp.rmse0[0];
+    res->test_rmse0 = lp.rmse0[1];
+  } else { /* RMSE of the initial factors (reference for the trace; evaluation excluded) */
+    st = dpo__eval(h, x2full, res->n_train, res->n_test, 1, &res->train_rmse0,
+                   &res->test_rmse0, NULL);
+    if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
+  }
+  if (!st) st = dpo__hm_keep(h, &h->good, lp.t);
   if ((st = dpo_agree(comm, st))) goto out;
-  c_eval = MPI_Wtime() - t_start;
-  for (t = 1;; t++) {
+  c_eval = MPI_Wtime() - t_start - lp.t_wall;
+  for (t = lp.t + 1;; t++) {
     /* rank 0 decides whether to go on, the schedule and what to evaluate after the epoch,
      * then broadcasts: sched[0] bit 0 stop, bit 1 full evaluation, bit 2 held-out only */
     if (h->rank == 0) {
@@ -726,6 +740,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       c_eval = MPI_Wtime() - te;
     }
     if ((st = dpo_agree(comm, dpo__hm_keep(h, &h->good, t)))) break;
+    if (o->on_epoch && (st = dpo_agree(comm, o->on_epoch(o->epoch_ctx, t)))) break;
+    if (o->ckpt_due && o->ckpt_path) { /* rank 0 decides: go on, save, save and stop */
+      dpo__hm_loop_t cp = {t, t_train, MPI_Wtime() - t_start, last_full, best, best_rsm, stop,
+                           {res->train_rmse0, res->test_rmse0}, 0};
+      if ((st = dpo__hm_ckpt_epoch(h, &cp, rng))) break;
+    }
   }
   if (st == DPO_ENOCONV && o->result_on_failure) {
     /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */

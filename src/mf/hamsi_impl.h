@@ -6,6 +6,7 @@
  *                  ratings, blocks / generic units, metric weights, initial point, buffers
  *   hamsi_step.c   one block's gradient and update (lines 10-13) and the L-BFGS pair (14-19)
  *   hamsi_snap.c   saved points (last good, best, the safeguard's epoch starts)
+ *   hamsi_ckpt.c   checkpoints at the end of an epoch (above hamsi_ring.c)
  *   hamsi_ring.c   item-block ring transfer between strata (STRATA*)
  *   lbfgs_compact.c, partition.c, objective.c  below all of them
  *
@@ -27,6 +28,7 @@
 #endif
 
 #include "dpopt/hamsi.h"
+#include "dpopt/rng.h"
 #include "dpopt/status.h"
 #include "mf/lbfgs_compact.h"
 
@@ -227,6 +229,30 @@ int dpo__hm_keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
 int dpo__hm_restore(dpo__hm_t *h, const dpo__snap_t *sn);
 /* The epoch passed its safeguard: its start becomes sg_prev (buffer swaps, no copy). */
 int dpo__hm_sg_accept(dpo__hm_t *h);
+
+/* ---- hamsi_ckpt.c (collective, agreed status) ---- */
+/* The epoch loop's own state (dpo_hamsi_run), saved with the point by rank 0. */
+typedef struct {
+  int64_t t;              /* epochs done */
+  double t_train, t_wall; /* training seconds, wall seconds since the start */
+  int64_t last_full;      /* the last epoch evaluated in full (eval_budget) */
+  double best, best_rsm;  /* early stopping: best held-out RMSE, its sampled training RMSE */
+  int64_t stop;           /* early stopping decided to stop */
+  double rmse0[2];        /* the initial point's training and held-out RMSE */
+  int64_t aux;            /* the caller's number (opts.ckpt_due: the trace's length) */
+} dpo__hm_loop_t;
+/* After epoch lp->t: every rank's factor rows, histories, item blocks and saved points, and
+ * rank 0's loop state, shared scalars, L-BFGS matrices and schedule stream (rng: rank 0's,
+ * NULL elsewhere) into path (rank 0 writes it atomically). */
+int dpo__hm_ckpt_save(dpo__hm_t *h, const char *path, const dpo__hm_loop_t *lp,
+                      const dpo_rng_t *rng);
+/* Right after dpo__hm_setup: the state of path back (the same ranks and problem, else
+ * DPO_EINVAL / DPO_EFORMAT naming the file); lp on every rank; then rank 0's
+ * opts.ckpt_loaded. */
+int dpo__hm_ckpt_load(dpo__hm_t *h, const char *path, dpo__hm_loop_t *lp, dpo_rng_t *rng);
+/* After epoch lp->t: rank 0's opts.ckpt_due decides (broadcast): nothing, a checkpoint, or a
+ * checkpoint and DPO_EINTR ("stopped after epoch ..."); lp->aux is set from it. */
+int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng);
 
 /* ---- hamsi_step.c ---- */
 /* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows

@@ -28,6 +28,17 @@ int dpo__run_failed(dpo_run_t *r, int rc) {
   return rc;
 }
 
+int dpo__run_kind_stopped(dpo_run_t *r, int rc) {
+  int has = 0;
+  if (r->rank == 0) has = access(r->ckpt_path, R_OK) == 0;
+  MPI_Bcast(&has, 1, MPI_INT, 0, r->comm);
+  if (!has) return dpo__run_failed(r, rc);
+  if (r->trace) fflush(r->trace);
+  r->run_rc = rc;
+  r->state = DPO__RUN_SOLVED;
+  return rc;
+}
+
 int dpo__run_expect(const dpo_run_t *r, int want, const char *fn) {
   static const char *name[] = {"dpo_run_create", "dpo_run_setup", "dpo_run_load",
                                "dpo_run_solve", "dpo_run_write"};
@@ -435,7 +446,7 @@ int dpo_run_result(const dpo_run_t *r, dpo_run_result_t *res) {
   if (!r || !res || r->state < DPO__RUN_SOLVED)
     return dpo_err(DPO_EINVAL, "dpo_run_result: the run has not been solved");
   memset(res, 0, sizeof *res);
-  res->metric = r->model ? dpo_model_metric(r->model) : "accuracy";
+  res->metric = r->model ? dpo_model_metric(r->model) : r->kmetric ? r->kmetric : "accuracy";
   res->train_loss = r->tr_loss;
   res->train_metric = r->tr_metric;
   res->test_loss = r->te_loss;

@@ -47,12 +47,7 @@ static int dpo__admm_setup(dpo_run_t *r) {
   r->kind = k;
   r->stage = "admm";
   /* train's settings that no admm run reads are refused, not ignored */
-  static const char *const unread[] = {"run.keep_every", "run.keep_seconds", NULL};
-  for (int i = 0; !rc && unread[i]; i++)
-    if (dpo_config_get(r->cfg, unread[i]))
-      rc = dpo_err(DPO_EINVAL, "%s: %s is not read by dpopt admm (it keeps no last release: "
-                   "its checkpoints are --checkpoint-every)",
-                   dpo_config_origin(r->cfg, unread[i]), unread[i]);
+  if (!rc) rc = dpo__run_refuse_keep(r, "admm");
   if (!rc) rc = dpo_privacy_spec_read(r->cfg, DPO_SPEC_FOR_ADMM, &k->spec);
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   const int ckpt = r->resuming || r->ckpt_every > 0 || r->stop_after > 0;
@@ -89,17 +84,8 @@ static int dpo__admm_solve(dpo_run_t *r) {
   r->t_solve = dpo_wtime() - t;
   /* resuming: the directory is this run's once its checkpoint and journal were accepted */
   if (io.accepted || !r->resuming) r->dir_ready = 1;
-  if (rc == DPO_EINTR) {
-    /* stopped at a checkpoint (every charge journalled): continue with run.resume */
-    int has = 0;
-    if (r->rank == 0) has = access(r->ckpt_path, R_OK) == 0;
-    MPI_Bcast(&has, 1, MPI_INT, 0, r->comm);
-    if (!has) return dpo__run_failed(r, rc);
-    if (r->trace) fflush(r->trace);
-    r->run_rc = rc;
-    r->state = DPO__RUN_SOLVED;
-    return rc;
-  }
+  /* stopped at a checkpoint (every charge journalled): continue with run.resume */
+  if (rc == DPO_EINTR) return dpo__run_kind_stopped(r, rc);
   if (rc) return dpo__run_failed(r, rc);
   const dpo_admm_result_t *res = dpo_admm_job_result(k->job);
   r->kx = dpo_admm_job_x(k->job);

@@ -1,8 +1,8 @@
 /* The run object shared by the files of src/run/ (private; the API is dpopt/run.h).
  * run_kind.c: the lifecycle calls, dispatched through the kind's ops table (run.command:
- * train, admm, audit); run.c: create, train's setup (settings, run directory, journal) and
+ * train, admm, audit, mf); run.c: create, train's setup (settings, run directory, journal) and
  * load, accessors, destroy; run_admm.c: the admm kind; run_audit.c: the audit kind (its
- * trials: run_audit_job.c, run_audit.h);
+ * trials: run_audit_job.c, run_audit.h); run_mf.c: the mf kind;
  * run_solve.c: solve and evaluate; run_out.c: run directory, FAILED, summary, print;
  * run_priv.c: privacy settings, noise stream, ledger, labels; run_parties.c: parties and
  * trust modes; run_ckpt.c: --resume settings, config.ini, trace rewind, signals. */
@@ -55,6 +55,7 @@ typedef struct dpo__run_ops {
 extern const dpo__run_ops_t dpo__run_train_ops; /* run.c, run_solve.c, run_out.c */
 extern const dpo__run_ops_t dpo__run_admm_ops;  /* run_admm.c */
 extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_job.c */
+extern const dpo__run_ops_t dpo__run_mf_ops;    /* run_mf.c */
 
 /* lifecycle position: each call checks it is made in order */
 enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };
@@ -71,6 +72,7 @@ struct dpo_run {
   int64_t kiters;
   int kprivate, knoconv;
   const char *klabel;
+  const char *kmetric; /* dpo_run_result's metric of a kind without a model (mf: "rmse") */
   const dpo_config_t *cfg; /* effective settings */
   dpo_config_t *merged;    /* owned: the --resume merge (cfg points to it) */
   const char *stage;
@@ -123,6 +125,9 @@ struct dpo_run {
  * hints (rank 0), so a misspelled key shows even when the run fails for another reason.
  * Returns rc. */
 int dpo__run_failed(dpo_run_t *r, int rc);
+/* Collective, a kind's solve that returned DPO_EINTR: stopped at its checkpoint (RUN/checkpoint
+ * exists: the run is SOLVED with run_rc DPO_EINTR, continue with run.resume), else failed. */
+int dpo__run_kind_stopped(dpo_run_t *r, int rc);
 /* Lifecycle order: DPO_EINVAL naming fn unless r->state == want. */
 int dpo__run_expect(const dpo_run_t *r, int want, const char *fn);
 
@@ -142,6 +147,9 @@ void dpo__run_unmark_failed(const dpo_run_t *r);
  * now) and summary.json from sum (consumed; kept as r->summary), both atomically. */
 struct json_object;
 int dpo__run_write_summary(dpo_run_t *r, struct json_object *sum);
+/* Not collective: DPO_EINVAL naming the key when run.keep_every / run.keep_seconds are set
+ * for a kind that keeps no last release (admm, mf: dpopt CMD). */
+int dpo__run_refuse_keep(const dpo_run_t *r, const char *cmd);
 /* Collective: the final outputs of dpo_run_write. */
 int dpo__run_write_outputs(dpo_run_t *r);
 /* train's hooks (run.c, run_solve.c, run_out.c) */

@@ -1,9 +1,9 @@
 /* The run's life cycle (dpopt/run.h) over its kind's ops table (run_impl.h): the order of the
  * calls is checked here, once, and each call goes to the kind named by run.command.  train is
  * the first kind (run.c, run_solve.c, run_out.c), admm the second (run_admm.c), audit the
- * third (run_audit.c: the empirical privacy audit's trials).  A new kind
- * (mf: its factor updates are the solve, its RMSE the evaluate) is one ops table and one line
- * in dpo__run_kinds.  It sits above the kinds' files (they never call back into it). */
+ * third (run_audit.c: the empirical privacy audit's trials), mf the fourth (run_mf.c).  A new
+ * kind is one ops table and one line in dpo__run_kinds.  It sits above the kinds' files (they
+ * never call back into it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ const dpo__run_ops_t dpo__run_train_ops = {"train",           dpo__train_setup,
                                            dpo__train_print,  NULL};
 
 static const dpo__run_ops_t *const dpo__run_kinds[] = {&dpo__run_train_ops, &dpo__run_admm_ops,
-                                                       &dpo__run_audit_ops, NULL};
+                                                       &dpo__run_audit_ops, &dpo__run_mf_ops, NULL};
 
 static const dpo__run_ops_t *dpo__run_ops_find(const char *name) {
   for (int i = 0; name && dpo__run_kinds[i]; i++)
@@ -62,7 +62,7 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
     const char *k = NULL;
     dpo_config_get_str(r->cfg, "run.command", "train", &k);
     if (!(r->ops = dpo__run_ops_find(k)))
-      rc = dpo_err(DPO_EINVAL, "%s: run.command = '%s': expected train, admm or audit",
+      rc = dpo_err(DPO_EINVAL, "%s: run.command = '%s': expected train, admm, audit or mf",
                    dpo_config_origin(r->cfg, "run.command"), k);
     else r->stage = r->ops->name;
   }

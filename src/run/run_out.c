@@ -294,6 +294,16 @@ int dpo__run_claim(dpo_run_t *r) {
   return dpo_agree(r->comm, rc);
 }
 
+int dpo__run_refuse_keep(const dpo_run_t *r, const char *cmd) {
+  static const char *const unread[] = {"run.keep_every", "run.keep_seconds", NULL};
+  for (int i = 0; unread[i]; i++)
+    if (dpo_config_get(r->cfg, unread[i]))
+      return dpo_err(DPO_EINVAL, "%s: %s is not read by dpopt %s (it keeps no last release: "
+                     "its checkpoints are --checkpoint-every)",
+                     dpo_config_origin(r->cfg, unread[i]), unread[i], cmd);
+  return DPO_OK;
+}
+
 int dpo__run_n_private(const dpo_run_t *r) {
   return dpo__run_priv_n_private(r->priv) && r->train && !r->train->n_public;
 }
