@@ -2,10 +2,16 @@
  *
  * Objective (thesis eq. 3.1 over the observed entries Omega, with optional L2 term):
  *   f(X1, X2) = sum_{(a,b) in Omega} (y_ab - x1_a' x2_b)^2
- *             + lambda * (sum_a ||x1_a||^2 + sum_b ||x2_b||^2)      (rows/columns with ratings)
+ *             + lambda * (sum_a c1_a ||x1_a||^2 + sum_b c2_b ||x2_b||^2)  (rows/columns with ratings)
  * written partially separably (eq. 3.2) as a sum of per-rating functions
- *   f_ab = (y_ab - x1_a' x2_b)^2 + lambda (||x1_a||^2 / deg_a + ||x2_b||^2 / deg_b),
- * deg = number of training ratings of the user / item.  X1 is K x r (row a = user a), X2 is
+ *   f_ab = (y_ab - x1_a' x2_b)^2 + lambda (||x1_a||^2 / sqrt(deg_a dbar1) + ||x2_b||^2 / sqrt(deg_b dbar2)),
+ * deg = number of training ratings of the user / item, dbar1 / dbar2 the mean deg over the users
+ * / items with ratings, so a row's weight is c_a = sqrt(deg_a / dbar): 1 for a row of mean
+ * degree, between the fixed weight per row (c = 1) and the weight per rating of LIBMF, Surprise
+ * and ALS-WR (c ~ deg; Zhou et al., "Large-scale parallel collaborative filtering for the
+ * Netflix Prize", 2008).  On real MovieLens-100K (90/10 split, the default biased model) it
+ * gave held-out RMSE 0.908 / 0.905 / 0.905 at rank 10 / 50 / 100 where c = 1 gave 0.922 /
+ * 0.908 / 0.921 and c = deg / dbar 0.915 at rank 10.  X1 is K x r (row a = user a), X2 is
  * r x N and is stored transposed (X2t, N x r: row b = column b of X2).
  *
  * Step scaling (scale-free defaults): a row's gradient is a sum over its ratings, so its

@@ -38,15 +38,16 @@ Test(mf, gradient_matches_finite_differences) {
   for (int reg = 0; reg < 2; reg++) {
     double lam = reg ? 0.3 : 0;
     cr_assert_eq(dpo_mf_objective(N, u, it, y, NU, NI, R, X1, X2, lam, ud, id, &f, g1, g2), DPO_OK);
-    /* f itself against the closed form sum (y - x1'x2)^2 + lam (||X1||^2 + ||X2||^2) */
-    double fc = 0, n1 = 0, n2 = 0;
+    /* f itself against the closed form sum (y - x1'x2)^2 + lam (sum_a c_a ||x1_a||^2 +
+     * sum_b c_b ||x2_b||^2), a row's weight c = sqrt(deg / mean deg of its side) */
+    double fc = 0, n1 = 0, n2 = 0, m1 = (double)N / NU, m2 = (double)N / NI;
     for (int k = 0; k < N; k++) {
       double p = 0;
       for (int q = 0; q < R; q++) p += X1[u[k] * R + q] * X2[it[k] * R + q];
       fc += (y[k] - p) * (y[k] - p);
     }
-    for (int k = 0; k < NU * R; k++) n1 += X1[k] * X1[k];
-    for (int k = 0; k < NI * R; k++) n2 += X2[k] * X2[k];
+    for (int k = 0; k < NU * R; k++) n1 += sqrt(ud[k / R] / m1) * X1[k] * X1[k];
+    for (int k = 0; k < NI * R; k++) n2 += sqrt(id[k / R] / m2) * X2[k] * X2[k];
     fc += lam * (n1 + n2);
     cr_assert(fabs(f - fc) <= 1e-12 * fabs(fc), "f %.17g vs closed form %.17g", f, fc);
     for (int w = 0; w < 2; w++) {

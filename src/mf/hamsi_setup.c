@@ -288,12 +288,20 @@ static int dpo__hm_route(dpo__hm_t *h, const dpo_ratings_t *in, const char *iste
   DPO__ALLOC(h->y, ntr);
   DPO__ALLOC(h->wu, ntr);
   DPO__ALLOC(h->wi, ntr);
+  /* L2 weights (dpopt/hamsi.h): the mean degrees over the rows with training ratings */
+  double s1 = 0, s2 = 0, c1 = 0, c2 = 0, dbar1 = 1, dbar2 = 1;
+  for (int32_t a = 0; a < h->nu; a++)
+    if (udeg[a] > 0) s1 += (double)udeg[a], c1++;
+  for (int32_t b = 0; b < h->ni; b++)
+    if (ideg[b] > 0) s2 += (double)ideg[b], c2++;
+  if (c1 > 0) dbar1 = s1 / c1;
+  if (c2 > 0) dbar2 = s2 / c2;
   for (int64_t k = 0; k < ntr; k++) {
     h->lu[k] = tr[k].u - h->u0;
     h->li[k] = tr[k].i - h->col_cut[cbof[tr[k].i]];
     h->y[k] = tr[k].y;
-    h->wu[k] = 1.0 / (double)udeg[tr[k].u];
-    h->wi[k] = 1.0 / (double)ideg[tr[k].i];
+    h->wu[k] = dpo__mf_l2w((double)udeg[tr[k].u], dbar1);
+    h->wi[k] = dpo__mf_l2w((double)ideg[tr[k].i], dbar2);
   }
 fail:
   free(scnt);

@@ -2,6 +2,7 @@
 #ifndef DPO_MF_IMPL_H
 #define DPO_MF_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -52,6 +53,11 @@ static inline double dpo__mf_dot(int32_t r, const double *x1, const double *x2) 
   for (; q < r; q++) p += x1[q] * x2[q];
   return p;
 }
+
+/* The L2 weight of one rating of a row with deg training ratings, dbar the mean degree of its
+ * side (users or items with ratings): 1 / sqrt(deg dbar), so the row's ratings sum to
+ * sqrt(deg / dbar) (dpopt/hamsi.h) */
+static inline double dpo__mf_l2w(double deg, double dbar) { return 1.0 / sqrt(deg * dbar); }
 
 /* One rating's term f_ab = (y - x1'x2)^2 + lambda (wu ||x1||^2 + wi ||x2||^2) and its gradient,
  * ADDED to g1, g2 (thesis eq. 3.1 in the partially separable form 3.2).  Returns f_ab. */

@@ -17,7 +17,16 @@ int dpo_mf_objective(int64_t n, const int32_t *user, const int32_t *item, const 
   if (r > 1024) return dpo_err(DPO_EINVAL, "mf objective: rank %d > 1024", r);
   if (g1) memset(g1, 0, sizeof(double) * (size_t)n_users * r);
   if (g2) memset(g2, 0, sizeof(double) * (size_t)n_items * r);
-  double fs = 0;
+  double fs = 0, dbar1 = 1, dbar2 = 1;
+  if (lambda != 0) { /* mean degrees over the rows with ratings (the L2 weights' scale) */
+    double s1 = 0, s2 = 0, c1 = 0, c2 = 0;
+    for (int32_t a = 0; a < n_users; a++)
+      if (udeg[a] > 0) s1 += udeg[a], c1++;
+    for (int32_t b = 0; b < n_items; b++)
+      if (ideg[b] > 0) s2 += ideg[b], c2++;
+    if (c1 > 0) dbar1 = s1 / c1;
+    if (c2 > 0) dbar2 = s2 / c2;
+  }
   for (int64_t k = 0; k < n; k++) {
     int32_t u = user[k], i = item[k];
     if (u < 0 || u >= n_users || i < 0 || i >= n_items)
@@ -27,8 +36,8 @@ int dpo_mf_objective(int64_t n, const int32_t *user, const int32_t *item, const 
     if (lambda != 0) {
       if (udeg[u] < 1 || ideg[i] < 1)
         return dpo_err(DPO_EINVAL, "mf objective: degree of user %d / item %d is 0", u, i);
-      wu = 1.0 / udeg[u];
-      wi = 1.0 / ideg[i];
+      wu = dpo__mf_l2w(udeg[u], dbar1);
+      wi = dpo__mf_l2w(ideg[i], dbar2);
     }
     double *a = g1 ? g1 + (size_t)u * r : scratch1, *b = g2 ? g2 + (size_t)i * r : scratch2;
     fs += dpo__mf_term(r, X1 + (size_t)u * r, X2t + (size_t)i * r, y[k], lambda, wu, wi, a, b);
