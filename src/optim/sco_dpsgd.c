@@ -690,7 +690,7 @@ static const dpo_algo_param_t dpsgd_params[] = {
     {"epochs", "1", "passes over the data (--epochs): T = ceil(epochs n / m)"},
     {"iters", "from epochs", "steps (--iters): the plan is exactly this many, each charged"},
     {"T", "iters, else ceil(epochs n/m)", "steps (same as iters; older configs)"},
-    {"z", "calibrated by the ledger's accountant (pld: PLD for poisson batches; else RDP)", "noise multiplier"},
+    {"z", "calibrated by the ledger's accountant (pld: PLD for poisson and wor batches; else RDP)", "noise multiplier"},
     {"schedule", "cosine", "cosine | step | constant | theory (the baseline of Feldman, Koren and Talwar 2020: lr D/sqrt(T G^2), no momentum, average of all iterates)"},
     {"lr", "eta (1 - momentum)/G, G^2 = L^2 + d sigma^2/m^2 (theory: D/(G sqrt T))", "base step size (--lr), scaled by the schedule"},
     {"eta", "2", "the default lr's step in units of the public gradient bound G (ignored with algo.lr or theory)"},
