@@ -507,7 +507,9 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
  * by connecting the dots (Doroshenko et al. 2022: a dominating discrete pair, exact at the grid
  * points; tails cut at 1e-13 and moved up or to +inf; rounding bounded and added), composed
  * by repeated squaring with FFT convolutions, so delta(eps) and eps(delta) are upper bounds.
- * h <= 0 takes DPO_PLD_H.  Sampling "wor" is not supported (DPO_EUNSUP). */
+ * h <= 0 takes DPO_PLD_H.  Sampling "wor" (m of n without replacement, replace-one, z in units
+ * of the replace-one sensitivity): the dominating pair of Zhu, Dong and Wang 2022 for that
+ * sampling, (1 - q) N(0, z^2) + q N(1, z^2) against N(0, z^2) at q = m/n -- poisson's pairs. */
 #define DPO_PLD_H 5e-5
 int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                   double eps, double h, double *delta);

@@ -109,7 +109,105 @@ Test(pld, never_above_rdp) {
     cr_assert(ep <= er && ep > 0.5 * er, "case %d: pld %.6g vs rdp %.6g", i, ep, er);
   }
   double ep;
-  cr_assert_eq(dpo_pld_eps("wor", 10, 100, 1, 10, 1e-5, 0, &ep), DPO_EUNSUP);
+  cr_assert_eq(dpo_pld_eps("shuffle", 10, 100, 1, 10, 1e-5, 0, &ep), DPO_EUNSUP);
+}
+
+/* m of n without replacement under replace-one ("wor"): the dominating pair of Zhu, Dong and
+ * Wang 2022, P = (1-q) N(0, z^2) + q N(1, z^2) against Q = N(0, z^2) (z in units of the
+ * replace-one sensitivity), computed here independently of pld.c: T = 3 releases by a two-fold
+ * trapezoid over the first two outputs, the third step's divergence in closed form (the loss
+ * g(o) = log(1 - q + q e^((2o - 1)/(2 z^2))) is increasing, so {L > t} is a half-line).  The
+ * mirror pair (Q, P) likewise: pld.c composes both and keeps the larger delta, so its value
+ * lies between the published pair's and the larger of the two, up to its grid (3 h a step). */
+static double wor_ginv(double t, double q, double z) { /* -inf: every o has g(o) > t */
+  double u = exp(t) - (1 - q);
+  return u > 0 ? z * z * log(u / q) + 0.5 : -INFINITY;
+}
+static double wor_dens(double o, double q, double z) {
+  return ((1 - q) * exp(-o * o / (2 * z * z)) + q * exp(-(o - 1) * (o - 1) / (2 * z * z))) /
+         (z * sqrt(2 * M_PI));
+}
+static double wor_g(double o, double q, double z) {
+  return log(1 - q + q * exp((2 * o - 1) / (2 * z * z)));
+}
+/* dir 0: E_{P^3}[(1 - e^(eps - L))_+] (P against Q); dir 1: the mirror, Q against P */
+static double wor_delta3(double q, double z, double eps, int dir) {
+  const int N = 800; /* the trapezoid on Gaussian densities: far below the 1e-4 tolerance */
+  const double a = -9 * z, b = 1 + 9 * z, hx = (b - a) / N;
+  double sum = 0;
+  for (int i = 0; i <= N; i++)
+    for (int j = 0; j <= N; j++) {
+      double o1 = a + i * hx, o2 = a + j * hx, w = (i % N ? 1 : 0.5) * (j % N ? 1 : 0.5);
+      double l12 = wor_g(o1, q, z) + wor_g(o2, q, z), inner, dens;
+      if (dir == 0) { /* outputs ~ P, loss +g */
+        double t = eps - l12, x = wor_ginv(t, q, z);
+        inner = isinf(x) ? 1 - exp(t)
+                         : (1 - q) * Phi(-x / z) + q * Phi((1 - x) / z) - exp(t) * Phi(-x / z);
+        dens = wor_dens(o1, q, z) * wor_dens(o2, q, z);
+      } else { /* outputs ~ Q, loss -g: L3 > t iff g(o3) < -t iff o3 < ginv(-t) */
+        double t = eps + l12, y = wor_ginv(-t, q, z);
+        inner = isinf(y) ? 0 : Phi(y / z) - exp(t) * ((1 - q) * Phi(y / z) + q * Phi((y - 1) / z));
+        dens = exp(-(o1 * o1 + o2 * o2) / (2 * z * z)) / (2 * M_PI * z * z);
+      }
+      if (inner > 0) sum += w * dens * inner;
+    }
+  return sum * hx * hx;
+}
+
+Test(pld, wor_zhu_dong_wang_pair) {
+  const double h = 1e-4;
+  struct {
+    int64_t m, n;
+    double z, eps;
+  } cs[] = {{4, 10, 1.5, 0.3}, {4, 10, 3.5, 0.2}, {1, 10, 0.8, 1.0}};
+  for (int i = 0; i < 3; i++) {
+    const double q = (double)cs[i].m / (double)cs[i].n, z = cs[i].z, eps = cs[i].eps;
+    double d, d1;
+    cr_assert_eq(dpo_pld_delta("wor", cs[i].m, cs[i].n, z, 3, eps, h, &d), DPO_OK);
+    double pub = wor_delta3(q, z, eps, 0), mir = wor_delta3(q, z, eps, 1);
+    double hi = fmax(wor_delta3(q, z, eps - 9 * h, 0), wor_delta3(q, z, eps - 9 * h, 1));
+    cr_assert(d >= pub * (1 - 1e-4), "case %d: %.9g below the pair's %.9g", i, d, pub);
+    cr_assert(d >= mir * (1 - 1e-4), "case %d: %.9g below the mirror's %.9g", i, d, mir);
+    cr_assert(d <= hi * (1 + 1e-4) + 1e-9, "case %d: %.9g above %.9g", i, d, hi);
+    /* one step: the trapezoid of both pairs (numeric_delta) */
+    cr_assert_eq(dpo_pld_delta("wor", cs[i].m, cs[i].n, z, 1, eps, h, &d1), DPO_OK);
+    cr_assert(d1 >= numeric_delta(q, z, eps) * (1 - 1e-6), "case %d, one step: %.9g", i, d1);
+  }
+  /* the audit's plan (4 of 10 rows, 3 steps, z 7.007, delta 1e-5): the audit's own pair (a
+   * profile of its data sets) never above the dominating pair, which is far below RDP's wor
+   * bound (Wang, Balle and Kasiviswanathan 2019: 1.0 here) */
+  double ew, ea, er;
+  dpo_rdp_curve_t c;
+  cr_assert_eq(dpo_pld_eps("wor", 4, 10, 7.007, 3, 1e-5, h, &ew), DPO_OK);
+  cr_assert_eq(dpo_pld_wor_pair(0.4, 7.007, 3, 0, 1e-5, h, NULL, &ea), DPO_OK);
+  dpo_rdp_curve_init(&c);
+  cr_assert_eq(dpo_rdp_curve_add(&c, "wor", 4, 10, 7.007, 3), DPO_OK);
+  cr_assert_eq(dpo_rdp_eps(&c, 1e-5, &er, NULL), DPO_OK);
+  cr_assert(ea <= ew && ew < 0.5 * er, "audit pair %.6g, ZDW pair %.6g, RDP %.6g", ea, ew, er);
+}
+
+/* The pld ledger composes wor charges (replace-one) by that pair: it accepts more of them than
+ * the rdp ledger, and spends the PLD eps of their count. */
+Test(pld, ledger_wor_accepts_more_than_rdp) {
+  dpo_ledger_t *L = NULL, *R = NULL;
+  dpo_charge_t g = {.mechanism = DPO_MECH_GAUSSIAN, .noise_scale = 3.0, .sensitivity = 1,
+                    .dim = 1, .sampling = DPO_SAMPLING_WOR, .accounting = DPO_ACCOUNTING_RDP,
+                    .m = 4, .n = 10, .neighbours = DPO_NEIGHBOURS_REPLACE_ONE};
+  int64_t nl = 0, nr = 0;
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 1, 1e-5, NULL, 0, "pld",
+                                  DPO_NEIGHBOURS_REPLACE_ONE, &L), DPO_OK);
+  cr_assert_eq(dpo_ledger_open_ex(MPI_COMM_NULL, 1, 1e-5, NULL, 0, "rdp",
+                                  DPO_NEIGHBOURS_REPLACE_ONE, &R), DPO_OK);
+  while (nr < 1000 && dpo_ledger_charge(R, &g, NULL) == DPO_OK) nr++;
+  while (nl < 1000 && dpo_ledger_charge(L, &g, NULL) == DPO_OK) nl++;
+  double e, ep;
+  cr_assert_eq(dpo_ledger_spent(L, &e, NULL), DPO_OK);
+  cr_assert(nl > nr && nr > 0, "pld %lld vs rdp %lld releases", (long long)nl, (long long)nr);
+  const double zc = dpo_pld_charge_z(3.0, 1, 1); /* as the ledger snaps it */
+  cr_assert_eq(dpo_pld_eps("wor", 4, 10, zc, nl, 1e-5, dpo_pld_auto_h(1, nl), &ep), DPO_OK);
+  cr_assert(e <= 1 && ep <= e * (1 + 1e-9), "spent %.9g, pld of %lld: %.9g", e, (long long)nl, ep);
+  dpo_ledger_close(L);
+  dpo_ledger_close(R);
 }
 
 Test(pld, calibrate_meets_target_below_rdp) {

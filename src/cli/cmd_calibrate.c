@@ -28,7 +28,7 @@ int dpo_cmd_calibrate(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--neighbours", "calibrate.neighbours", "R",
        "replace-one | add-remove (default: the sampling's own; poisson is add-remove)"},
       {"--accountant", "calibrate.accountant", "A",
-       "rdp | pld | auto (default: the smaller noise of the two; pld: none/poisson only)"},
+       "rdp | pld | auto (default: the smaller noise of the two; pld: none/poisson/wor)"},
       {"--admm-mu", "calibrate.admm_mu", "MU",
        "also print the DP-ADMM noise of Xu et al. 2020, eq. (8) with this split mu in (0, 1)"},
       {NULL, NULL, NULL, NULL}};

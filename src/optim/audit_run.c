@@ -221,7 +221,9 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
 static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a);
 
 /* White box on the methods whose steps are not releases (hidden state: only the final model
- * leaves the run, src/optim/sco_pnsgd.c, sco_phased.c): the final-model audit
+ * leaves the run, src/optim/sco_pnsgd.c, sco_phased.c; phased-sc and sc-reduce, sco_sc.c, run
+ * phases of phased-sgd on disjoint rows of the public order, so the canary is in the first
+ * phase only and every later phase post-processes its output): the final-model audit
  * (dpo__wb_final).  The canary must take its one step at the public start, so it is the first
  * row of the public order (algo.shuffle_seed's permutation, sco_common.c) unless audit.row is
  * given.  phased-erm is refused: its charge covers a phase sensitivity of 4 L eta_i (Lemma
@@ -231,13 +233,16 @@ static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, 
  * noise stays below the claim and no audit can flag it (measured with this test: mu_lb 0.066
  * against the claim's 0.268 at eps 1, delta 1e-5, 20000 trials, the noise halved). */
 static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
-  static const char *const final[] = {"pnsgd", "phased-sgd", NULL};
-  if (!strcmp(a->algo_name, "phased-erm"))
+  static const char *const final[] = {"pnsgd", "phased-sgd", "phased-sc", "sc-reduce", NULL};
+  const char *base = NULL; /* sc-reduce's convex algorithm A (sco_sc.c) */
+  if (!strcmp(a->algo_name, "sc-reduce")) dpo_config_get_str(cfg, "algo.base", "phased-sgd", &base);
+  if (!strcmp(a->algo_name, "phased-erm") || (base && !strcmp(base, "phased-erm")))
     return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: phased-erm charges each phase for a "
                    "sensitivity of 4 L eta_i, but one row moves a phase's regularized minimizer by "
                    "at most L eta_i: its mu is a quarter of the charged one, so even a halved noise "
                    "stays within the claim (measured: mu_lb 0.066 against the claim's 0.268, 20000 "
-                   "trials, noise halved); audit it without --white-box");
+                   "trials, noise halved); audit it without --white-box%s",
+                   base ? " (sc-reduce with algo.base = phased-erm runs phased-erm's phases)" : "");
   int fam = 0;
   for (int i = 0; final[i]; i++) fam |= !strcmp(a->algo_name, final[i]);
   if (!fam) return DPO_OK; /* the observed families: the pilot run checks it reports releases */

@@ -25,8 +25,10 @@
  * Noise: sigma = z * sensitivity with z = dpo_rdp_calibrate(sampling, m, n, T, eps, delta)
  * (the smallest multiplier for which T such releases are (eps, delta)-DP under the RDP
  * accountant), widened for the grid snapping; under privacy.accountant = pld (the default) with
- * Poisson batches, z is then lowered to the smallest multiplier whose T releases the run's own
- * ledger accepts (dpsgd_ledger_z: dpo_ledger_plan_fits, the PLD bound; 3-6% below RDP on a9a).
+ * Poisson or wor batches, z is then lowered to the smallest multiplier whose T releases the run's
+ * own ledger accepts (dpsgd_ledger_z: dpo_ledger_plan_fits, the PLD bound; Poisson: 3-6% below
+ * RDP on a9a; wor: the dominating pair of Zhu, Dong and Wang 2022 for m-of-n batches under
+ * replace-one, pld.c, against which the RDP bound is up to about 3x loose in eps).
  * algo.z overrides z (then the ledger, not the calibration, decides how many steps fit).
  *
  * Step size (algo.schedule), from public quantities only (L, d, m, sigma, T; never the data):
@@ -166,7 +168,8 @@ static int dpsgd_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
 static int dpsgd_pld_eps(const dpo__dpsgd_t *a, double z, double beps, double bdelta, double *e) {
   double ze = dpo_pld_charge_z(dpo__sco_sigma(z, a->sens, a->c.d), a->sens, a->c.d);
   if (!(ze > 0)) return dpo_err(DPO_EINVAL, "dp-sgd-rdp: no grid for the multiplier %g", z);
-  return dpo_pld_eps("poisson", a->m, a->npub, ze, a->T, bdelta, dpo_pld_auto_h(beps, a->T), e);
+  return dpo_pld_eps(a->poisson ? "poisson" : "wor", a->m, a->npub, ze, a->T, bdelta,
+                     dpo_pld_auto_h(beps, a->T), e);
 }
 
 /* The first of z, z grow, z grow^2, .. (tries of them) whose whole plan -- the noisy count if
@@ -217,7 +220,7 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
   double beps, bdelta;
   int rc;
   *fits = 0;
-  if (!a->poisson || !acct || strcmp(acct, "pld")) return DPO_OK;
+  if (!acct || strcmp(acct, "pld")) return DPO_OK; /* poisson, or wor under replace-one */
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
   const int memo = dpo_ledger_count(L) == 0 && dpo_ledger_nparties(L) == 0;
   const double key[10] = {(double)a->m, (double)a->npub, (double)a->T, a->sens, (double)a->c.d,
@@ -687,7 +690,7 @@ static const dpo_algo_param_t dpsgd_params[] = {
     {"epochs", "1", "passes over the data (--epochs): T = ceil(epochs n / m)"},
     {"iters", "from epochs", "steps (--iters): the plan is exactly this many, each charged"},
     {"T", "iters, else ceil(epochs n/m)", "steps (same as iters; older configs)"},
-    {"z", "calibrated by the ledger's accountant (pld: PLD for poisson batches; else RDP)", "noise multiplier"},
+    {"z", "calibrated by the ledger's accountant (pld: PLD for poisson and wor batches; else RDP)", "noise multiplier"},
     {"schedule", "cosine", "cosine | step | constant | theory (the baseline of Feldman, Koren and Talwar 2020: lr D/sqrt(T G^2), no momentum, average of all iterates)"},
     {"lr", "eta (1 - momentum)/G, G^2 = L^2 + d sigma^2/m^2 (theory: D/(G sqrt T))", "base step size (--lr), scaled by the schedule"},
     {"eta", "2", "the default lr's step in units of the public gradient bound G (ignored with algo.lr or theory)"},

@@ -35,9 +35,11 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
   int use_rdp = !strcmp(acct, "rdp"), use_pld = !strcmp(acct, "pld");
   if (!use_rdp && !use_pld && strcmp(acct, "auto"))
     return dpo_err(DPO_EINVAL, "--accountant %s: expected rdp, pld or auto", acct);
-  int pld_ok = !strcmp(sampling, "none") || !strcmp(sampling, "poisson");
+  /* wor: replace-one (checked below), the pair of Zhu, Dong and Wang 2022 (pld.c) */
+  int pld_ok = !strcmp(sampling, "none") || !strcmp(sampling, "poisson") ||
+               !strcmp(sampling, "wor");
   if (use_pld && !pld_ok)
-    return dpo_err(DPO_EINVAL, "--accountant pld covers --sampling none or poisson (not %s)",
+    return dpo_err(DPO_EINVAL, "--accountant pld covers --sampling none, poisson or wor (not %s)",
                    sampling);
   if (!(eps > 0) || !(delta > 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "give the target with --eps E (> 0) and --delta D (in (0, 1))");

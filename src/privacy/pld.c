@@ -23,6 +23,15 @@
  *   poisson:  remove: P = mix, Q = N(0, z^2);  add: P = N(0, z^2), Q = mix
  *             (the dominating pairs of Zhu-Dong-Wang 2022 / dp_accounting for add/remove); each
  *             is composed k times and delta is the larger of the two.
+ *   wor:      m of n without replacement under replace-one, z in units of the replace-one
+ *             sensitivity (the charge's): the same pairs at q = m/n.  Zhu, Dong and Wang 2022
+ *             ("Optimal accounting of differential privacy via characteristic function", the
+ *             subsampling theorem for sampling without replacement under the substitution
+ *             relation): if (P, Q) dominates the base mechanism under replace-one, then
+ *             (q P + (1 - q) Q, Q) dominates it on m-of-n batches; for the Gaussian P = N(1, z^2),
+ *             Q = N(0, z^2), which is the remove pair above.  Replace-one is symmetric, so that
+ *             pair alone covers every ordered pair of neighbours; the add pair is composed too
+ *             and the larger delta kept (only ever above their bound).
  * With g(x) = log(1 - q + q exp((2x - 1) / (2 z^2))), increasing in x, the losses are
  * L = g(o), o ~ mix (remove) and L = -g(o), o ~ N(0, z^2) (add); q = 1 is the plain Gaussian.
  */
@@ -246,13 +255,13 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
     return dpo_err(DPO_EINVAL, "pld: need z > 0, steps >= 1, interval h > 0 (got %g, %lld, %g)",
                    z, (long long)steps, h);
   double q = 1;
-  if (sampling && !strcmp(sampling, "poisson")) {
+  if (sampling && (!strcmp(sampling, "poisson") || !strcmp(sampling, "wor"))) {
     if (m < 0 || n < 1 || m > n)
-      return dpo_err(DPO_EINVAL, "pld: poisson rate m/n needs 0 <= m <= n (m=%lld, n=%lld)",
-                     (long long)m, (long long)n);
+      return dpo_err(DPO_EINVAL, "pld: %s rate m/n needs 0 <= m <= n (m=%lld, n=%lld)",
+                     sampling, (long long)m, (long long)n);
     q = (double)m / (double)n;
   } else if (!sampling || (strcmp(sampling, "none") && strcmp(sampling, "disjoint"))) {
-    return dpo_err(DPO_EUNSUP, "pld: sampling '%s' not supported (none or poisson)",
+    return dpo_err(DPO_EUNSUP, "pld: sampling '%s' not supported (none, poisson or wor)",
                    sampling ? sampling : "(null)");
   }
   c->h = h;
@@ -330,7 +339,8 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
   if (!eps || !(delta > 0 && delta < 1))
     return dpo_err(DPO_EINVAL, "pld_eps: delta=%g must be in (0, 1)", delta);
   if (!(h > 0)) h = DPO_PLD_H;
-  int poisson = sampling && !strcmp(sampling, "poisson");
+  /* wor's pair is poisson's at q = m/n (module top): one memo entry serves both */
+  int poisson = sampling && (!strcmp(sampling, "poisson") || !strcmp(sampling, "wor"));
   for (int i = 0; i < DPO__PLD_MEMO; i++)
     if (dpo__pld_memo[i].used && dpo__pld_memo[i].poisson == poisson &&
         (!poisson || (dpo__pld_memo[i].m == m && dpo__pld_memo[i].n == n)) &&

@@ -105,10 +105,11 @@ const char *dpo__auto_bound(const void *state);
  * when every release of the ledger is a Gaussian one with sampling none or poisson. */
 extern const dpo__acct_ops_t dpo__acct_pld;
 /* One kind of release in a PLD composition: count Gaussian releases of multiplier z (after the
- * grid snapping), unsampled or Poisson-subsampled at rate m/n. */
+ * grid snapping), unsampled, Poisson-subsampled at rate m/n, or m of n without replacement. */
 #define DPO__PLD_KINDS 8
 typedef struct {
-  int poisson;
+  int poisson; /* the sampled pair at q = m/n (poisson, or wor under replace-one: pld.c) */
+  int wor;     /* charged as wor: RDP's bound for it is far looser (acct_pld.c) */
   int64_t m, n;
   double z;
   int64_t count;

@@ -159,7 +159,7 @@ int dpo__audit_job_load(dpo__audit_job_t *j) {
     if (kmm[0] < 1)
       rc = dpo_err(DPO_EUNSUP, "dpopt audit --white-box: %s reports no release to the observer "
                    "(observed: the DP-GD family, dp-sgd-rdp, dpadmm and dpaccadmm; final model "
-                   "only: pnsgd, phased-sgd); audit it without --white-box", name);
+                   "only: pnsgd, phased-sgd, phased-sc, sc-reduce); audit it without --white-box", name);
     else if (kmm[0] != -kmm[1])
       rc = dpo_err(DPO_EINVAL, "dpopt audit --white-box: %s made %g releases on one rank, %g on "
                    "another", name, kmm[0], -kmm[1]);
