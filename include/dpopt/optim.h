@@ -124,6 +124,9 @@ typedef struct {
   double gtol;           /* stop when ||grad F|| <= gtol (refused for private algorithms) */
   int64_t trace_every;   /* trace row every k iterations (0: none) */
   int trace_loss;        /* evaluate F(x_t) for the trace (non-private diagnostic) */
+  const char *heldout_metric; /* with trace_loss and a held-out set on the oracle: the trace's
+                               * last two columns, the held-out loss and this metric ("accuracy",
+                               * "mse"); NULL: no such columns */
   int quiet;             /* no progress on stderr (overrides progress) */
   int progress;          /* 1: progress lines on stderr (--progress); 0: only when someone
                           * watches (a terminal); -1: never.  Rank 0. */

@@ -74,6 +74,14 @@ for f in trace.csv summary.json model.txt config.ini; do
 done
 has "$T/run2/trace.csv" "objective_nonprivate" "trace marks non-private columns"
 has "$T/run2/summary.json" "test_accuracy" "summary has test accuracy"
+# the held-out columns come last; the last row is the final model's, which summary.json scores
+hdr=$(grep -v '^#' "$T/run2/trace.csv" | head -n 1)
+[ "$hdr" = "iter,time_s,objective_nonprivate,gradnorm_nonprivate,f_minus_fstar_nonprivate,eps_spent,heldout_loss_nonprivate,heldout_accuracy_nonprivate" ] &&
+  ok || bad "trace header with --test: $hdr"
+close "$(tail -n 1 "$T/run2/trace.csv" | cut -d, -f8)" "$(jq -r .test_accuracy "$T/run2/summary.json")" 1e-12 \
+  "trace: the last held-out accuracy is the model's test accuracy"
+close "$(tail -n 1 "$T/run2/trace.csv" | cut -d, -f7)" "$(jq -r .test_loss "$T/run2/summary.json")" 1e-12 \
+  "trace: the last held-out loss is the model's test loss"
 acc=$(sed -n 's/.*"test_accuracy": *\([0-9.]*\).*/\1/p' "$T/run2/summary.json")
 awk -v a="$acc" 'BEGIN {exit !(a > 0.84 && a < 0.86)}' && ok || bad "a9a test accuracy $acc not in (0.84, 0.86)"
 

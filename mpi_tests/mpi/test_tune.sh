@@ -24,7 +24,9 @@
 #  - the default tune (no --algos) is centred on train's recipe (6 dp-sgd-rdp candidates, the
 #    recipe's batch; 3 step constants of dp-nag-opt at delta = 0), selects on a split of --data,
 #    prints no unused-setting line, and its reported --test accuracy is dpopt eval's on the
-#    chosen model; a one-candidate grid and a split under replace-one are refused.
+#    chosen model; a one-candidate grid and a split under replace-one are refused;
+#  - without any grid or tune setting the tune trains once as dpopt train does (same seed: the
+#    same model, charges, spending and test accuracy), also under add-remove without --public-n.
 # The tunes are seeded (labelled NOT PRIVATE): the test checks the accounting and that the
 # selection works, not a private run.
 . "$(dirname "$0")/testlib.sh"
@@ -102,6 +104,9 @@ expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/kp" --data "$T/ste"
 a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" 'BEGIN {exit !(a > 0.6)}' && ok || bad "softmax pure tune: accuracy $a vs majority 1/3"
 
+# every missing requirement in one error
+expect 1 "$DPOPT" tune --quiet
+has "$T/err" "give --data FILE (the training rows) and --eps E" "tune without --data and --eps: one error names both"
 expect 1 $MPI -np 2 "$DPOPT" tune $C --model ridge --eps 1 --algos dp-gd --out "$T/x3"
 [ -e "$T/x3" ] && bad "refused tune (ridge) left a directory" || ok
 expect 1 $MPI -np 2 "$DPOPT" tune $C --eps 1 --algos dp-sgd-rdp --out "$T/x1"
@@ -144,7 +149,27 @@ expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 3 --mean 2 --seed 12 --out "$T/dp"
 expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 3 --steps 4 --out "$T/x4"
 has "$T/err" "the grid holds one candidate" "one-candidate grid refused"
 [ -e "$T/x4" ] && bad "refused tune (one candidate) left a directory" || ok
-expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 3 --set privacy.neighbours=replace-one --out "$T/x5"
+expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 3 --mean 2 --set privacy.neighbours=replace-one --out "$T/x5"
 has "$T/err" "validation split of --data needs add-remove" "replace-one split refused"
 [ -e "$T/x5" ] && bad "refused tune (replace-one split) left a directory" || ok
+
+# no grid and no tune setting: train's recipe once at the whole budget, says so, and is the run
+# dpopt train makes with the same settings (same seed: the same model, charges and spending)
+P="--data $T/tr --test $T/te --dim 123 --row-l1-bound 14 --row-l2-bound 3.7416573867739413 --eps 1 --delta 1e-5 --seed 13"
+expect 0 $MPI -np 2 "$DPOPT" tune $P --public-n 10000 --out "$T/pl"
+has "$T/out" "no grid given: train's recipe at the whole budget" "a tune without a grid says it trains once"
+expect 0 $MPI -np 2 "$DPOPT" train $P --public-n 10000 --quiet --out "$T/pt"
+[ "$(grep -v '^#' "$T/pl/model.txt" | md5sum)" = "$(grep -v '^#' "$T/pt/model.txt" | md5sum)" ] && ok ||
+  bad "tune without a grid: model differs from dpopt train's"
+close "$(js "$T/pl" .privacy.eps_spent)" "$(js "$T/pt" .privacy.eps_spent)" 0 "tune without a grid: train's spending"
+s=$(js "$T/pl" .privacy.eps_spent)
+awk -v s="$s" 'BEGIN {exit !(s > 0.999 && s <= 1)}' && ok || bad "tune without a grid: spent $s, not the whole eps 1"
+[ "$(grep -c '"step"' "$T/pl/ledger.jsonl")" = "$(grep -c '"step"' "$T/pt/ledger.jsonl")" ] && ok ||
+  bad "tune without a grid: not train's charges"
+close "$(js "$T/pl" .test_accuracy)" "$(js "$T/pt" .test_accuracy)" 0 "tune without a grid: train's accuracy"
+# add-remove without --public-n: train's own rule (a noisy count charged first), not a refusal
+expect 0 $MPI -np 2 "$DPOPT" tune $P --quiet --out "$T/pn"
+expect 0 $MPI -np 2 "$DPOPT" train $P --quiet --out "$T/ptn"
+[ "$(grep -v '^#' "$T/pn/model.txt" | md5sum)" = "$(grep -v '^#' "$T/ptn/model.txt" | md5sum)" ] && ok ||
+  bad "tune without a grid or --public-n: model differs from dpopt train's"
 finish test_tune

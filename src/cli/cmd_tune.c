@@ -37,6 +37,10 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__tune_more[] =
+    "Without any grid or tune option (--algos, --steps, --lrs, --clips, --epochs, --mean,\n"
+    "--valid, --valid-fraction) the tune trains once, as dpopt train with the same options:\n"
+    "train's recipe at the whole --eps, --delta, and says so (a selection over the default grid\n"
+    "leaves each candidate about a third of eps and lost to it on a9a at every eps measured).\n"
     "Without --algos the grid is centred on the recipe dpopt train picks at the same --eps and\n"
     "--delta (method, batch, epochs, clip, step): its step constant halved, kept and doubled\n"
     "and, for dp-sgd-rdp, its epochs halved and kept.  A grid of one candidate is refused (it\n"

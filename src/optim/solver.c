@@ -54,6 +54,7 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
   o->gtol = 0.0;
   o->trace_every = 0;
   o->trace_loss = 1;
+  o->heldout_metric = NULL;
   o->quiet = 0;
   o->progress = 0;
   o->fstar = NAN;
@@ -366,10 +367,12 @@ static double dpo__nrm2(const double *v, int32_t d) {
  * non-private diagnostic evaluation, which is excluded from time_s. */
 static int dpo__trace_row(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, double t0,
                           double *diag, double *g) {
-  double F = NAN, gn = NAN, fs = NAN;
+  double F = NAN, gn = NAN, fs = NAN, hl = NAN, hm = NAN;
   double a = MPI_Wtime();
+  int held = o->trace_loss && o->heldout_metric;
   if (o->trace_loss) {
     int rc = dpo_solver_eval(s, s->x, &F, g);
+    if (!rc && held) rc = dpo_oracle_eval_metric(s->oracle, s->x, 1, &hl, &hm);
     if (rc) return rc;
     gn = dpo__nrm2(g, s->d);
     if (isfinite(o->fstar)) fs = F - o->fstar;
@@ -377,8 +380,10 @@ static int dpo__trace_row(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, d
   double b = MPI_Wtime();
   *diag += b - a;
   double eps = s->spent ? s->spent(s->spent_arg) : NAN;
-  if (fprintf(o->trace, "%ld,%.6f,%.17g,%.17g,%.17g,%.17g\n", (long)t, b - t0 - *diag, F, gn,
-              fs, eps) < 0)
+  int w = fprintf(o->trace, "%ld,%.6f,%.17g,%.17g,%.17g,%.17g", (long)t, b - t0 - *diag, F, gn,
+                  fs, eps);
+  if (w >= 0 && held) w = fprintf(o->trace, ",%.17g,%.17g", hl, hm);
+  if (w < 0 || fputc('\n', o->trace) == EOF)
     return dpo_err(DPO_EIO, "cannot write the trace row of iteration %ld", (long)t);
   return DPO_OK;
 }
@@ -679,9 +684,14 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     }
     memcpy(s->xstart, s->x, nb);
     if ((rc = dpo__plan_start(s, opts, max_iter))) goto done0;
+    /* the held-out columns last: the first six keep their places */
     if (tracing && !s->resumed &&
-        fprintf(opts->trace, "iter,time_s,objective_nonprivate,gradnorm_nonprivate,"
-                "f_minus_fstar_nonprivate,eps_spent\n") < 0) {
+        (fprintf(opts->trace, "iter,time_s,objective_nonprivate,gradnorm_nonprivate,"
+                 "f_minus_fstar_nonprivate,eps_spent") < 0 ||
+         (opts->trace_loss && opts->heldout_metric &&
+          fprintf(opts->trace, ",heldout_loss_nonprivate,heldout_%s_nonprivate",
+                  opts->heldout_metric) < 0) ||
+         fputc('\n', opts->trace) == EOF)) {
       rc = dpo_err(DPO_EIO, "cannot write the trace header");
       goto done0;
     }

@@ -189,6 +189,8 @@ int dpo__train_solve(dpo_run_t *r) {
     ro.trace_every = T > 200 ? (T + 199) / 200 : 1;
   }
   ro.trace_loss = !r->no_trace_loss && !dpo__run_parties_hide_train(r->parties);
+  /* the held-out data (data.test or the validation part of data.train) in the trace too */
+  ro.heldout_metric = r->test ? dpo_model_metric(r->model) : NULL;
   ro.quiet = r->quiet;
   ro.progress = r->progress;
   ro.fstar = r->fstar;

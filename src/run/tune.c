@@ -45,6 +45,7 @@ typedef struct {
   const char *valid, *test;    /* tune.valid: the scoring file; data.test: reported only */
   const char *recipe;          /* train's auto-pick the grid is centred on (NULL: none) */
   int multi;                   /* softmax: class labels 0..K-1 */
+  int plain;                   /* no tune.* setting: train's recipe at the whole budget */
   dpo_neighbours_t rel;
   int64_t n, n_test;
   int nc;
@@ -101,15 +102,48 @@ static int recipe_grid(dpo__tune_t *t, const char *algo, double *ep, int *ne, do
   return DPO_OK;
 }
 
+static void is_tune_key(const char *k, const char *v, const char *o, void *any) {
+  (void)v, (void)o;
+  if (!strncmp(k, "tune.", 5)) *(int *)any = 1;
+}
+
+static int any_tune_key(const dpo_config_t *cfg) {
+  int any = 0;
+  dpo_config_foreach(cfg, is_tune_key, &any);
+  return any;
+}
+
+/* run.dir, else runs/tune-YYYYmmdd-HHMMSS */
+static void tune_dir(dpo__tune_t *t) {
+  const char *dir = NULL;
+  dpo_config_get_str(t->cfg, "run.dir", NULL, &dir);
+  if (dir) snprintf(t->dir, sizeof t->dir, "%s", dir);
+  else {
+    char ts[32];
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
+    snprintf(t->dir, sizeof t->dir, "runs/tune-%s", ts);
+  }
+}
+
 /* The candidate grid and the settings; data-free.  Not collective. */
 static int tune_settings(dpo__tune_t *t) {
   const dpo_config_t *cfg = t->cfg;
-  const char *rels = NULL, *algos = NULL, *dir = NULL;
+  const char *rels = NULL, *algos = NULL;
   int rc;
   static char abuf[1024]; /* the algorithm names point into it (one tune per process) */
   const char *an[DPO__TUNE_MAXV];
   double lr[DPO__TUNE_MAXV], clip[DPO__TUNE_MAXV], ep[DPO__TUNE_MAXV], st[DPO__TUNE_MAXV];
   int na, nl, nk, ne, ns;
+  /* every missing requirement in one message */
+  const char *miss[2];
+  int nm = 0;
+  if (!dpo_config_get(cfg, "data.train")) miss[nm++] = "--data FILE (the training rows)";
+  if (!dpo_config_get(cfg, "privacy.eps"))
+    miss[nm++] = "--eps E (the total budget: every candidate training and the selection)";
+  if (nm)
+    return dpo_err(DPO_EINVAL, "tune: give %s%s%s", miss[0], nm > 1 ? " and " : "",
+                   nm > 1 ? miss[1] : "");
   if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &t->eps)) ||
       (rc = dpo_config_get_double(cfg, "privacy.delta", 0, &t->delta)) ||
       (rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean)))
@@ -134,6 +168,15 @@ static int tune_settings(dpo__tune_t *t) {
   /* no --algos: train's auto-picked recipe at the tune's budget (run_auto.c) is the centre of
    * the grid; its settings reach every repetition like the user's */
   if (!dpo_config_get(cfg, "tune.algo")) t->recipe = dpo_run_auto_algo(t->cfg);
+  /* No grid and no tune.* setting: train's recipe once at the whole budget.  A selection over
+   * the default grid leaves each repetition about 0.3 of eps (Papernot-Steinke, geometric K),
+   * and on a9a it lost to train's recipe at every eps measured (doc/results.md, "Tune against
+   * train"); the decision reads only the settings, never the data. */
+  if (t->recipe && !any_tune_key(cfg)) {
+    t->plain = 1;
+    tune_dir(t);
+    return DPO_OK;
+  }
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
   if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
   dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
@@ -184,14 +227,7 @@ static int tune_settings(dpo__tune_t *t) {
                    "spend the budget on repetitions and a selection and train with a fraction "
                    "of eps; run dpopt train with these settings, or give more values (--algos, "
                    "--steps, --lrs, --clips, --epochs)", t->c[0].algo);
-  dpo_config_get_str(cfg, "run.dir", NULL, &dir);
-  if (dir) snprintf(t->dir, sizeof t->dir, "%s", dir);
-  else {
-    char ts[32];
-    time_t now = time(NULL);
-    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    snprintf(t->dir, sizeof t->dir, "runs/tune-%s", ts);
-  }
+  tune_dir(t);
   return DPO_OK;
 }
 
@@ -573,6 +609,35 @@ static int test_accuracy(dpo__tune_t *t, int32_t d, double *acc) {
   return rc;
 }
 
+/* No tune.* setting (t->plain): what dpopt train does with the same settings, train's recipe
+ * at the whole (eps, delta), in the tune's directory; its own ledger, plan and budget store
+ * charge it as it runs.  Says so first.  Collective. */
+static int tune_plain(dpo__tune_t *t, FILE *out) {
+  dpo_run_t *run = NULL;
+  dpo_config_t *c = NULL;
+  int rc = dpo_config_copy(t->cfg, &c), solved = DPO_OK;
+  if (!rc) rc = dpo_config_set(c, "run.dir", t->dir, "tune");
+  if ((rc = dpo_agree(t->comm, rc))) {
+    dpo_config_destroy(c);
+    return rc;
+  }
+  if (out)
+    fprintf(out, "tune: no grid given: train's recipe at the whole budget, one private run and "
+            "no selection (on a9a a selection over the grid around this recipe lost to it at "
+            "every eps measured: it leaves each candidate about a third of eps); give a grid "
+            "(--algos, --steps, --epochs, --lrs, --clips) or --mean K to search\n");
+  if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
+      !(rc = dpo_run_load(run))) {
+    solved = dpo_run_solve(run);
+    if (solved != DPO_OK && solved != DPO_EBUDGET) rc = solved;
+    if (!rc && !(rc = dpo_run_evaluate(run)) && !(rc = dpo_run_write(run)) && out)
+      dpo_run_print(run, out);
+  }
+  dpo_run_destroy(run);
+  dpo_config_destroy(c);
+  return rc ? rc : solved;
+}
+
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
@@ -590,6 +655,10 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
   dpo_config_t *cfg = t->cfg;
   if (!rc) rc = tune_settings(t);
+  if (!rc && t->plain) {
+    rc = tune_plain(t, out);
+    goto out;
+  }
   /* fail closed: a tune.* key tune_settings did not read is refused here; every other key is
    * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
   if (!rc) {
