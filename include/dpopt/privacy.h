@@ -540,6 +540,14 @@ int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
  * that searches for the multiplier evaluates exactly what the ledger will (and hits
  * dpo_pld_eps's memo).  0 when sigma has no grid. */
 double dpo_pld_charge_z(double sigma, double sens, int64_t dim);
+/* The calibration cache across processes (calib_cache.c): the answer of a multiplier search
+ * for the plan text `plan` (one line, canonical: every number that decides the answer), kept
+ * under $XDG_CACHE_HOME/dpopt/calib (else ~/.cache/dpopt/calib; DPOPT_CALIB_CACHE=off: none)
+ * in a file named by the plan's BLAKE2b digest.  get returns 1 and the stored answer only when
+ * the file's plan text is exactly `plan`, else 0; put is best effort.  Public arithmetic only,
+ * never trusted for privacy: the caller's ledger confirms a cached multiplier. */
+int dpo_calib_cache_get(const char *plan, double *z, int *fits);
+void dpo_calib_cache_put(const char *plan, double z, int fits);
 
 /* A ledger's composition in parts, the form a budget store (dpopt/budget.h) keeps of a run
  * and composes with other runs' as the "auto" accountant composes releases: the pure releases

@@ -22,6 +22,8 @@ MPIRUN=${MPIRUN:-mpirun}
 MPI="$MPIRUN --oversubscribe"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# the calibration cache (calib_cache.c) of the runs below stays in T, not in the user's home
+export XDG_CACHE_HOME="$T/cache"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }

@@ -2,6 +2,7 @@
  * every malformed case (status, file, global line, reason), generator bounds and counts.
  * Criterion forks per test; each test initializes MPI itself in its fixture (singleton). */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -244,6 +245,47 @@ Test(data, bin_roundtrip_and_truncation, .init = setup, .fini = teardown) {
     expect_err(bp, &ob, DPO_EFORMAT, 0, "truncated");
     dpo_shard_destroy(a);
   }
+}
+
+/* The dense binary block is read in 1 MiB chunks checked in cache (bin.c): a file of several
+ * chunks whose rows straddle the chunk borders loads bit-identical to the text it was written
+ * from, and a non-finite value in a later chunk is refused naming its row. */
+Test(data, bin_dense_chunks_bit_identical, .init = setup, .fini = teardown) {
+  const char *tp = tpath("big.svm");
+  FILE *f = fopen(tp, "wb");
+  cr_assert_not_null(f);
+  const int n = 40000, d = 7; /* 280000 values: three chunks, rows across the borders */
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%d", i % 3 ? 1 : -1);
+    for (int j = 0; j < d; j++) fprintf(f, " %d:%.17g", j + 1, sin(1.0 + i * 7.0 + j) / (1 + j));
+    fputc('\n', f);
+  }
+  fclose(f);
+  dpo_load_opts_t o;
+  dpo_load_opts_default(&o);
+  o.dense = 1;
+  dpo_shard_t *a = load_ok(tp, &o), *b;
+  const char *bp = tpath("big.bin");
+  cr_assert_eq(dpo_shard_write_bin(MPI_COMM_SELF, a, bp), DPO_OK, "%s", dpo_errmsg());
+  dpo_load_opts_t ob;
+  dpo_load_opts_default(&ob);
+  b = load_ok(bp, &ob);
+  cr_assert_eq(b->n, n);
+  cr_assert_eq(b->d, d);
+  cr_assert_eq(memcmp(a->y, b->y, (size_t)n * 8), 0, "labels differ");
+  cr_assert_eq(memcmp(a->X, b->X, (size_t)n * d * 8), 0, "values differ");
+  dpo_shard_destroy(b);
+  /* a NaN at row 37451 (1-based), value 3 of the row: in the third chunk */
+  const double nan_v = NAN;
+  int fd = open(bp, O_WRONLY);
+  cr_assert(fd >= 0);
+  cr_assert_eq(pwrite(fd, &nan_v, 8, 40 + 8 * (off_t)n + 8 * ((off_t)37450 * d + 2)), 8);
+  close(fd);
+  dpo_shard_t *c = NULL;
+  cr_assert_eq(dpo_shard_load(MPI_COMM_SELF, bp, &ob, &c), DPO_EFORMAT);
+  cr_assert_null(c);
+  cr_assert_not_null(strstr(dpo_errmsg(), "row 37451: non-finite value"), "%s", dpo_errmsg());
+  dpo_shard_destroy(a);
 }
 
 static void write_idx(const char *path, int gz, const unsigned char *hdr, size_t hl,

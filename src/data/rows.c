@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s) {
   int size, rank;
@@ -30,7 +31,14 @@ int dpo__finish_rows(MPI_Comm comm, const char *path, dpo_shard_t *s) {
 double *dpo__dense_alloc(size_t count) {
   void *p = NULL;
   if (count > SIZE_MAX / sizeof(double)) return NULL;
-  if (posix_memalign(&p, 64, (count ? count : 1) * sizeof(double))) return NULL;
+  size_t len = (count ? count : 1) * sizeof(double);
+  if (posix_memalign(&p, 64, len)) return NULL;
+  /* a large block's pages made present in one call (advice: refused by old kernels, no
+   * harm): the loader's read into fresh memory otherwise takes one page fault per 4 KiB */
+  const uintptr_t pg = 4096, a = ((uintptr_t)p + pg - 1) & ~(pg - 1), e = ((uintptr_t)p + len) & ~(pg - 1);
+#ifdef MADV_POPULATE_WRITE
+  if (len >= ((size_t)8 << 20) && e > a) madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#endif
   return p;
 }
 

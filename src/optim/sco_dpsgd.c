@@ -97,6 +97,8 @@
  *    release); a declared public size keeps every count inside its party.
  *  sigma in the step size is the total noise on the sum, gamma sigma_Z sqrt(P).
  */
+#include "config.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,32 +208,64 @@ static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double 
 
 /* The search's answer is a function of public numbers only (the plan's charges and the
  * budget of an empty ledger), so a process that sets up the same plan again (dpopt audit's
- * trials, tune's repetitions) reuses it: a PLD composition of T steps costs seconds. */
+ * trials, tune's repetitions) reuses it: a PLD composition of T steps costs seconds.  Across
+ * processes the calibration cache (calib_cache.c) keeps it under the plan's digest; a cached
+ * multiplier is used only after the run's ledger accepted its plan (one composition, which the
+ * ledger's first charge then finds in dpo_pld_eps's memo) and otherwise searched again.
+ * *cached = 1: the answer came from the cache. */
 typedef struct {
-  double key[10], z;
+  double key[11], z;
   int fits;
 } dpsgd_zmemo_t;
 static dpsgd_zmemo_t dpsgd_zmemo[8];
 static int dpsgd_zmemo_n;
 
-static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int *fits) {
+/* the cache's answer for the plan text, confirmed by the ledger; 0: search */
+static int dpsgd_cache_z(const dpo__dpsgd_t *a, dpo_solver_t *s, const char *plan, double *z,
+                         int *fits, int *cached) {
+  double cz;
+  int cf, rc;
+  if (!dpo_calib_cache_get(plan, &cz, &cf)) return DPO_OK;
+  if (!cf && cz == *z) { /* the search found nothing below the RDP multiplier */
+    *cached = 1;
+    return DPO_OK;
+  }
+  if (!cf || !(cz < *z)) return DPO_OK;
+  if ((rc = dpsgd_first_fit(a, s, cz, 1, 1, &cz, &cf))) return rc;
+  if (cf) *z = cz, *fits = 1, *cached = 1;
+  return DPO_OK;
+}
+
+static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int *fits,
+                          int *cached) {
   const dpo_ledger_t *L = dpo_solver_ledger(s);
   const char *acct = dpo_ledger_accountant(L);
   double beps, bdelta;
   int rc;
-  *fits = 0;
+  *fits = *cached = 0;
   if (!acct || strcmp(acct, "pld")) return DPO_OK; /* poisson, or wor under replace-one */
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
   const int memo = dpo_ledger_count(L) == 0 && dpo_ledger_nparties(L) == 0;
-  const double key[10] = {(double)a->m, (double)a->npub, (double)a->T, a->sens, (double)a->c.d,
-                          a->count_eps, (double)a->c.rel, beps, bdelta, *z};
+  /* the sampling is part of the plan: Poisson and wor batches have different PLD pairs */
+  const double key[11] = {(double)a->m, (double)a->npub, (double)a->T, a->sens, (double)a->c.d,
+                          a->count_eps, (double)a->c.rel, beps, bdelta, *z, (double)a->poisson};
   for (int i = 0; memo && i < dpsgd_zmemo_n; i++)
     if (!memcmp(dpsgd_zmemo[i].key, key, sizeof key)) {
       *z = dpsgd_zmemo[i].z;
       *fits = dpsgd_zmemo[i].fits;
       return DPO_OK;
     }
-  if ((rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits)) || !memo) return rc;
+  /* the plan's canonical text: every number the search's answer depends on, exactly */
+  char plan[512];
+  snprintf(plan, sizeof plan, "dpopt %s dp-sgd-rdp pld-ledger-z v2 m=%.17g n=%.17g T=%.17g "
+           "sens=%a d=%.17g count_eps=%a rel=%d eps=%a delta=%a z_rdp=%a sampling=%s",
+           PACKAGE_VERSION, key[0], key[1], key[2], a->sens, key[4], a->count_eps, (int)a->c.rel,
+           beps, bdelta, *z, a->poisson ? "poisson" : "wor");
+  const double zr = *z;
+  if (memo && (rc = dpsgd_cache_z(a, s, plan, z, fits, cached))) return rc;
+  if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits))) return rc;
+  if (!memo) return DPO_OK;
+  if (!*cached && (*fits || *z == zr)) dpo_calib_cache_put(plan, *z, *fits);
   dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];
   memcpy(e->key, key, sizeof key);
   e->z = *z;
@@ -440,9 +474,11 @@ static int dpsgd_setup_noise(dpo_solver_t *s, dpo__dpsgd_t *a, const char *who,
                                 a->c.eps - a->count_eps, a->c.delta, &a->z)))
       return rc;
     double zr = a->z;
-    int fits = 0;
-    if ((rc = dpsgd_ledger_z(a, s, &a->z, &fits))) return rc;
-    zfrom = a->z < zr ? "PLD, the ledger's accountant" : "RDP";
+    int fits = 0, cached = 0;
+    if ((rc = dpsgd_ledger_z(a, s, &a->z, &fits, &cached))) return rc;
+    zfrom = a->z < zr ? (cached ? "PLD, the ledger's accountant; cached calibration"
+                                : "PLD, the ledger's accountant")
+                      : "RDP";
     /* with the noisy count, RDP's multiplier for eps - count_eps fits by auto's bound (A); the
      * ledger's own arithmetic confirms it (steps of 0.1% up otherwise) */
     if (a->count_eps > 0 && !fits) {

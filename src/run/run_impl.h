@@ -108,6 +108,7 @@ struct dpo_run {
   volatile sig_atomic_t *stop;
   int run_rc;
   double t_solve;
+  double t_load; /* the training file's loading alone, the slowest rank's (s) */
   /* evaluate, write */
   int evaluated;
   double tr_loss, tr_metric, te_loss, te_metric, wall;

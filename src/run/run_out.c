@@ -192,6 +192,7 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "compute_time_s_max", dpo_json_double(tcmax[0]));
   json_object_object_add(sum, "comm_time_s_max", dpo_json_double(tcmax[1]));
   json_object_object_add(sum, "solve_time_s", dpo_json_double(r->t_solve));
+  json_object_object_add(sum, "load_time_s", dpo_json_double(r->t_load));
   dpo__timing_json(sum, tim, dpo_solver_iters(r->solver));
   json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost->evals));
   char k[64];
