@@ -125,6 +125,34 @@ static int dpo__party_all_or_none(char **v, int n, const char *what) {
   return DPO_OK;
 }
 
+/* A party's own run directory (party.K.out, parties.out) holds its guard's journal: secagg
+ * only, and only for a party with a rank other than the coordinator's (a party of rank 0 alone
+ * has no journal of its own: its account is the coordinator's) -- a directory nobody writes is
+ * refused; the pattern's entry for such a party 0 is dropped. */
+static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
+  char key[128];
+  for (int k = 0; k < p->count; k++) {
+    if (!p->out[k]) continue;
+    snprintf(key, sizeof key, "party.%d.out", k);
+    const char *at = dpo_config_get(cfg, key) ? dpo_config_origin(cfg, key)
+                                              : dpo_config_origin(cfg, "parties.out");
+    if (p->trust != DPO_TRUST_SECAGG)
+      return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
+                     "holds its journal under privacy.trust = secagg, not %s", at, k,
+                     dpo_trust_name(p->trust));
+    if (k == 0 && p->nranks_of[0] == 1 && !dpo_config_get(cfg, key)) { /* the pattern's */
+      free(p->out[0]);
+      p->out[0] = NULL;
+      continue;
+    }
+    if (k == 0 && p->nranks_of[0] == 1)
+      return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
+                     "the coordinator's journal (in --out) and nothing is written in party.0.out; "
+                     "drop it (or give party 0 a second rank)", at);
+  }
+  return DPO_OK;
+}
+
 int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                             int nranks, dpo_parties_t **out) {
   int rc = DPO_OK;
@@ -268,32 +296,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   if ((rc = dpo__party_all_or_none(p->data, p->count, "data")) ||
       (rc = dpo__party_all_or_none(p->store, p->count, "budget_store")))
     goto fail;
-  /* a party's own run directory holds its guard's journal: secagg only, and only for a party
-   * with a rank other than the coordinator's (a party of rank 0 alone has no journal of its
-   * own: its account is the coordinator's) -- a directory nobody writes is refused */
-  for (int k = 0; k < p->count; k++) {
-    if (!p->out[k]) continue;
-    snprintf(key, sizeof key, "party.%d.out", k);
-    const char *at = dpo_config_get(cfg, key) ? dpo_config_origin(cfg, key)
-                                              : dpo_config_origin(cfg, "parties.out");
-    if (tm != DPO_TRUST_SECAGG) {
-      rc = dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
-                   "holds its journal under privacy.trust = secagg, not %s", at, k,
-                   dpo_trust_name(tm));
-      goto fail;
-    }
-    if (k == 0 && p->nranks_of[0] == 1 && !dpo_config_get(cfg, key)) { /* the pattern's */
-      free(p->out[0]);
-      p->out[0] = NULL;
-      continue;
-    }
-    if (k == 0 && p->nranks_of[0] == 1) {
-      rc = dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
-                   "the coordinator's journal (in --out) and nothing is written in party.0.out; "
-                   "drop it (or give party 0 a second rank)", at);
-      goto fail;
-    }
-  }
+  if ((rc = dpo__party_out_check(cfg, p)))
+    goto fail;
   /* a party's store accounts for the file the party registered in it */
   if (p->store[0] && !p->data[0]) {
     rc = dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
