@@ -189,7 +189,7 @@ has "$T/err" "privacy.trust = local is not audited" "audit refuses other trust m
 ( $MPI -np 3 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' "$T" x "$DPOPT" \
     train --data "$S/data/a9a" --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 5000 \
     --eps 10 --delta 1e-5 --set parties.count=3 --set privacy.trust=secagg --quiet \
-    --set run.keep_every=1 --out "$T/kill" >"$T/kill.out" 2>&1
+    --set run.keep_every=1 --set parties.out="$T/kill.p%d" --out "$T/kill" >"$T/kill.out" 2>&1
   echo $? >"$T/kill.rc" ) &
 i=0
 while [ "$i" -lt 600 ] && ! { [ -s "$T/pid.2" ] && [ -f "$T/kill/ledger.jsonl" ] &&
