@@ -7,6 +7,8 @@
  *   count = P                  ; number of parties (default: none declared)
  *   data  = parts/a9a.%d       ; optional: party K loads the file with %d replaced by K
  *   budget_store = st/%d       ; optional: party K's budget store (needs data; dpopt/budget.h)
+ *   out   = runs/p%d           ; secagg: party K's own run directory (its journal; required for
+ *                              ; every party that has a rank other than the coordinator's)
  *   eps   = 1.0                ; default per-party budget (default privacy.eps)
  *   delta = 0                  ; default per-party delta (default privacy.delta)
  *   [party.K]                  ; optional per-party overrides
@@ -84,6 +86,9 @@ typedef struct {
   char **data;        /* [count] data file of each party, or NULL (data.train split by ranks) */
   char **store;       /* [count] budget store of each party (opened by the party's first rank
                        * only; dpopt/budget.h), or NULL */
+  char **out;         /* [count] secagg: each party's own run directory (party.K.out or
+                       * parties.out), where its guard keeps its journal; NULL: not given here
+                       * (a local path: each party's configuration names its own) */
   dpo_trust_t trust;
   dpo_exhaust_t on_exhausted;
   int collude;        /* secagg: privacy.collude = k, the largest coalition of parties (the

@@ -87,11 +87,13 @@ for data in $DATAS; do
         s=1
         while [ "$s" -le "$REPS" ]; do
           run=$out/run-$data-$split-P$P-$trust-$s
-          rm -rf "$run"
+          rm -rf "$run" "$run".p*
+          # secagg: each party keeps its journal in its own run directory (RUN.pK)
+          pset=""; [ "$tr" = secagg ] && pset="--set parties.out=$run.p%d"
           # shellcheck disable=SC2086
           mpirun --oversubscribe -np "$P" "$DPOPT" train --test "$test" $model --algo "$algo" $args \
             --eps "$EPS" --delta "$DELTA" --seed "$s" --quiet --set parties.count="$P" \
-            --set parties.data="$sp/part.%d" --set privacy.trust="$tr" $kset \
+            --set parties.data="$sp/part.%d" --set privacy.trust="$tr" $kset $pset \
             --out "$run" >/dev/null
           acc=$(jnum test_accuracy "$run/summary.json")
           [ -n "$acc" ] || { echo "parties --trust: no test_accuracy in $run/summary.json" >&2; exit 1; }

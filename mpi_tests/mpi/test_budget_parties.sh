@@ -82,7 +82,7 @@ for k in 0 1 2; do
   expect 0 "$DPOPT" budget init "$T/sa$k" --eps 50 --data "$T/parts/p$k"
 done
 expect 0 $MPI -np 3 "$DPOPT" train $P --eps 1 --clip l2:1 --set privacy.trust=secagg \
-  --set "parties.budget_store=$T/sa%d" --set party.2.budget_store="$T/sa2/" --out "$T/sa"
+  --set "parties.budget_store=$T/sa%d" --set party.2.budget_store="$T/sa2/" --set parties.out="$T/sa.p%d" --out "$T/sa"
 for k in 0 1 2; do
   close "$(spent "$T/sa$k")" 1 1e-5 "secagg: store $k settled to the party's eps"
 done
@@ -126,7 +126,7 @@ expect 0 $MPI -np 2 "$DPOPT" train $G --eps 1 --out "$T/g_r2"
 # under secagg the coordinator may not draw the batches (not amplified against it): the third
 # run takes full batches of the two parties' 21708 rows, still replace-one and RDP-charged
 expect 0 $MPI -np 2 "$DPOPT" train $(echo "$G" | sed 's/--batch 256/--batch 21708/') --eps 1 \
-  --set privacy.trust=secagg --out "$T/g_r3"
+  --set privacy.trust=secagg --set parties.out="$T/g_r3.p%d" --out "$T/g_r3"
 for k in 0 1; do
   e=$(spent "$T/g$k")
   check "store $k: three eps-1 runs compose below 3 (spent $e)" awk -v e="$e" \

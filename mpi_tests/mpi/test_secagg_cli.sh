@@ -29,7 +29,7 @@ for np in 2 3; do
   expect 0 $MPI -np $np "$DPOPT" train $COMMON --set parties.count=$np --out "$T/c$np"
   cp "$T/out" "$T/c$np.out"
   expect 0 $MPI -np $np "$DPOPT" train $COMMON --set parties.count=$np \
-    --set privacy.trust=secagg --out "$T/s$np"
+    --set privacy.trust=secagg --set parties.out="$T/s$np.p%d" --out "$T/s$np"
   cp "$T/out" "$T/s$np.out"
   has "$T/s$np.out" "trust           secagg: the coordinator sees only masked vectors" "privacy line"
   close "$(acc "$T/c$np.out")" "$(acc "$T/s$np.out")" 0.01 "$np parties: secagg vs central accuracy"
@@ -41,7 +41,7 @@ for np in 2 3; do
   expect 0 "$DPOPT" ledger "$T/s$np"
 done
 expect 0 $MPI -np 3 "$DPOPT" train $COMMON --iters 2 --set parties.count=3 \
-  --set privacy.trust=secagg --set privacy.collude=2 --out "$T/k2"
+  --set privacy.trust=secagg --set privacy.collude=2 --set parties.out="$T/k2.p%d" --out "$T/k2"
 has "$T/k2/ledger.jsonl" '"event":"trust secagg, collude 2 of 3: ' "collude 2 of 3 label"
 
 # pure eps (delta = 0): the pure-eps default dp-nag-opt with Polya shares; 3 parties, collude
@@ -53,7 +53,7 @@ cp "$T/out" "$T/pc.out"
 for k in 1 0; do
   ack=""; [ "$k" = 0 ] && ack="--trust-coordinator" # collude 0 trusts the coordinator
   expect 0 $MPI -np 3 "$DPOPT" train $PURE --set privacy.trust=secagg --set privacy.collude=$k \
-    $ack --out "$T/p$k"
+    $ack --set parties.out="$T/p$k.p%d" --out "$T/p$k"
   cp "$T/out" "$T/p$k.out"
   close "$(acc "$T/pc.out")" "$(acc "$T/p$k.out")" 0.015 "pure eps, collude $k: secagg vs central accuracy"
   echo "pure eps, 3 parties, collude $k: test accuracy central $(acc "$T/pc.out"), secagg $(acc "$T/p$k.out")"
@@ -70,36 +70,36 @@ done
 NAG="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-nag-opt --eps 1 \
   --delta 1e-5 --seed 3 --set parties.count=2"
 expect 0 $MPI -np 2 "$DPOPT" train $NAG --out "$T/nc"
-expect 0 $MPI -np 2 "$DPOPT" train $NAG --set privacy.trust=secagg --out "$T/ns"
+expect 0 $MPI -np 2 "$DPOPT" train $NAG --set privacy.trust=secagg --set parties.out="$T/ns.p%d" --out "$T/ns"
 cc=$(grep -c '"charge_eps"' "$T/nc/ledger.jsonl"); cs=$(grep -c '"mechanism":"rdp-rho"' "$T/ns/ledger.jsonl")
 check "dp-nag-opt delta > 0: secagg made $cs releases, central $cc" test "$cs" -eq "$cc" -a "$cs" -gt 5
 te=$(tail -n 1 "$T/ns/ledger.jsonl" | sed -n 's/.*"total_eps":\([0-9.eE+-]*\).*/\1/p')
 check "dp-nag-opt secagg spent $te of 1" awk -v a="$te" 'BEGIN {exit !(a != "" && a > 0.99 && a <= 1)}'
 
 # data-free refusals (usage errors, nothing run)
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=2 --out "$T/r1"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=2 --set parties.out="$T/r1.p%d" --out "$T/r1"
 has "$T/err" "privacy.collude = 2: need 0 <= k < parties" "collude >= P refused"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.collude=1 --set parties.count=2 --out "$T/r2"
 has "$T/err" "privacy.collude applies to privacy.trust = secagg" "collude without secagg"
 # collude 0 counts the coordinator's own share as honest: refused unless acknowledged
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=0 --out "$T/r3"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --set privacy.collude=0 --set parties.out="$T/r3.p%d" --out "$T/r3"
 has "$T/err" "privacy.collude = 0 counts the coordinator's own party's noise share as honest" "collude 0 refused"
 has "$T/err" "privacy.trust_coordinator = 1 (--trust-coordinator)" "collude 0: how to acknowledge"
 check "collude 0 refused: no run directory" test ! -d "$T/r3"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --trust-coordinator --out "$T/r4"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.trust=secagg --trust-coordinator --set parties.out="$T/r4.p%d" --out "$T/r4"
 has "$T/err" "privacy.trust_coordinator applies to privacy.collude = 0" "acknowledgement with collude 1"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --clip l2:1 --delta 0 --set privacy.trust=secagg --out "$T/r3"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --clip l2:1 --delta 0 --set privacy.trust=secagg --set parties.out="$T/r3.p%d" --out "$T/r3"
 has "$T/err" "needs an (eps, delta) budget with delta > 0" "Gaussian-only dp-sgd-rdp at delta 0 refused"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --out "$T/r4"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --set privacy.accountant=basic --set privacy.trust=secagg --set parties.out="$T/r4.p%d" --out "$T/r4"
 has "$T/err" "not basic" "basic accountant refused"
-expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --out "$T/r5"
+expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --clip l2:1 --set privacy.trust=secagg --set parties.out="$T/r5.p%d" --out "$T/r5"
 has "$T/err" "phased-sgd releases only a noised phase output" "phased-sgd refused under secagg"
 for r in r1 r2 r3 r4 r5; do [ -e "$T/$r" ] && bad "$r: a refused run left a run directory" || ok; done
 
 # the default method under secagg (--eps without --algo): dp-sgd-rdp with party-local Poisson
 # batches (add-remove, the declared public size), every charge an amplified Gaussian
 expect 0 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --row-l2-bound 3.75 --eps 1 --delta 1e-5 \
-  --public-n 32561 --iters 2 --seed 3 --set parties.count=2 --set privacy.trust=secagg --out "$T/auto"
+  --public-n 32561 --iters 2 --seed 3 --set parties.count=2 --set privacy.trust=secagg --set parties.out="$T/auto.p%d" --out "$T/auto"
 has "$T/err" "no --algo: using dp-sgd-rdp (delta > 0: DP-SGD with Poisson batches" "secagg: the default method"
 c=$(grep -c '"mechanism":"gaussian","sampling":"poisson".*"m":256,"n":32561' "$T/auto/ledger.jsonl")
 [ "$c" = 2 ] && ok || bad "secagg default: $c party-local Poisson charges (want 2)"
@@ -189,7 +189,7 @@ has "$T/err" "privacy.trust = local is not audited" "audit refuses other trust m
 ( $MPI -np 3 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' "$T" x "$DPOPT" \
     train --data "$S/data/a9a" --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 5000 \
     --eps 10 --delta 1e-5 --set parties.count=3 --set privacy.trust=secagg --quiet \
-    --set run.keep_every=1 --out "$T/kill" >"$T/kill.out" 2>&1
+    --set run.keep_every=1 --set parties.out="$T/kill.p%d" --out "$T/kill" >"$T/kill.out" 2>&1
   echo $? >"$T/kill.rc" ) &
 i=0
 while [ "$i" -lt 600 ] && ! { [ -s "$T/pid.2" ] && [ -f "$T/kill/ledger.jsonl" ] &&
@@ -215,6 +215,6 @@ expect 0 "$DPOPT" eval --model-file "$T/kill/last_release.txt" --data "$S/data/a
 has "$T/out" "accuracy" "dpopt eval reads the kept iterate"
 echo "killed run: last_release.txt follows charge $kc; the journal holds $nc"
 expect 0 $MPI -np 2 "$DPOPT" train $COMMON --iters 2 --set parties.count=2 \
-  --set privacy.trust=secagg --x0 "$T/kill/last_release.txt" --out "$T/warm"
+  --set privacy.trust=secagg --x0 "$T/kill/last_release.txt" --set parties.out="$T/warm.p%d" --out "$T/warm"
 [ -e "$T/warm/last_release.txt" ] && bad "a completed run kept last_release.txt" || ok
 finish test_secagg_cli

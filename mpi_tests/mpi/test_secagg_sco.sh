@@ -36,13 +36,13 @@ acc() { sed -n 's/^test accuracy *\([0-9.]*\).*/\1/p' "$1"; }
 spent() { tail -n 1 "$1" | sed -n 's/.*"total_eps":\([0-9.e+-]*\).*/\1/p'; }
 
 # the default wor batch (m = 181 of 32561) drawn by the coordinator: refused before any release
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --set parties.count=2 --out "$T/sw"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --set parties.count=2 --set parties.out="$T/sw.p%d" --out "$T/sw"
 has "$T/err" "batches of m = 181 of n = 32561 rows drawn by the coordinator (algo.sampling = wor) get no amplification" "subsampled wor under secagg refused"
 has "$T/err" "privacy.neighbours = add-remove, algo.sampling = poisson and privacy.public_n" "the refusal says what to set"
 hasnot "$T/sw/ledger.jsonl" '"mechanism"' "refused wor: nothing charged"
 for np in 2 3 4; do
   expect 0 $MPI -np $np "$DPOPT" train $COMMON --algo dp-sgd-rdp --set algo.m=32561 --iters 30 \
-    --lr 4 --set parties.count=$np --out "$T/s$np"
+    --lr 4 --set parties.count=$np --set parties.out="$T/s$np.p%d" --out "$T/s$np"
   a=$(acc "$T/out")
   check "$np parties: dp-sgd-rdp test accuracy $a learns" awk -v a="$a" 'BEGIN {exit !(a > 0.8)}'
   c=$(grep -c '"mechanism":"rdp-rho","sampling":"none","accounting":"rdp"' "$T/s$np/ledger.jsonl")
@@ -57,7 +57,7 @@ for np in 2 3 4; do
 done
 
 expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.T=40 --set algo.D=1 \
-  --set parties.count=2 --out "$T/pn"
+  --set parties.count=2 --set parties.out="$T/pn.p%d" --out "$T/pn"
 c=$(grep -c '"mechanism":"rdp-rho","sampling":"disjoint","accounting":"rdp"' "$T/pn/ledger.jsonl")
 [ "$c" = 40 ] && ok || bad "pnsgd: $c disjoint rdp-rho charges (want 40)"
 f=$(grep -m1 '"mechanism":"rdp-rho"' "$T/pn/ledger.jsonl" | sed -n 's/.*"total_eps":\([0-9.e+-]*\).*/\1/p')
@@ -66,15 +66,15 @@ close "$f" "$e" 1e-9 "pnsgd: one disjoint pass costs one step"
 expect 0 "$DPOPT" ledger "$T/pn"
 echo "pnsgd secagg, 2 parties, T 40: test accuracy $a, spent eps $e"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.release=final \
-  --set parties.count=2 --out "$T/r0"
+  --set parties.count=2 --set parties.out="$T/r0.p%d" --out "$T/r0"
 has "$T/err" "algo.release = final is not private under privacy.trust = secagg" "release final refused"
 
 for algo in phased-sgd phased-erm phased-sc sc-reduce; do
   expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo $algo --lambda 1e-3 --set parties.count=2 \
-    --out "$T/r-$algo"
+    --set parties.out="$T/r-$algo.p%d" --out "$T/r-$algo"
   has "$T/err" "$algo releases only a noised phase output" "$algo refused"
   has "$T/err" "not a sum of per-party contributions" "$algo: why"
-  [ -e "$T/r-$algo" ] && bad "$algo: a refused run left a run directory" || ok
+  [ -e "$T/r-$algo" ] || [ -e "$T/r-$algo.p1" ] && bad "$algo: a refused run left a run directory" || ok
 done
 
 # dp-sgd-rdp with Poisson batches under secagg (add-remove, privacy.public_n declared): every
@@ -89,7 +89,7 @@ AR="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --ep
 xnorm() { awk '!/^#/ {s += $1 * $1} END {printf "%.9g", sqrt(s)}' "$1/model.txt"; }
 ONE=$(echo "$AR" | sed 's/--eps 1 /--eps 10 /; s/--batch 256 --iters 50/--batch 8 --iters 1/')
 expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --out "$T/o1c"
-expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --set privacy.trust=secagg --out "$T/o1s"
+expect 0 $MPI -np 2 "$DPOPT" train $ONE --set parties.count=2 --set privacy.trust=secagg --set parties.out="$T/o1s.p%d" --out "$T/o1s"
 xc=$(xnorm "$T/o1c"); xs=$(xnorm "$T/o1s")
 check "one 8-row step: ||x|| secagg $xs vs central $xc" awk -v a="$xs" -v b="$xc" \
   'BEGIN {exit !(a > 0 && b > 0 && a < 10 * b && b < 10 * a)}'
@@ -98,10 +98,11 @@ zeff() { grep -m1 '"mechanism":"gaussian","sampling":"poisson"' "$1" |
   awk '{printf "%.17g", $1 / $2}'; }
 sdsum() { sed -n 's/.*noise sd on the sum \([0-9.e+-]*\)).*/\1/p' "$1"; }
 # each party's own journal (ledger.partyK.jsonl, written by the party's first rank after the
-# coordinator before it contributes) replays with `dpopt ledger` to the coordinator's view of
-# that party (party_total_eps[K]) and holds as many charges as the coordinator's journal
-pjournal() { # RUN PARTY LABEL
-  j="$1/ledger.party$2.jsonl"
+# coordinator before it contributes, in the party's own run directory party.K.out: here
+# parties.out = RUN.p%d) replays with `dpopt ledger` to the coordinator's view of that party
+# (party_total_eps[K]) and holds as many charges as the coordinator's journal
+pjournal() { # RUN PARTY LABEL [PARTY_DIR]
+  j="${4:-$1.p$2}/ledger.party$2.jsonl"
   expect 0 "$DPOPT" ledger "$j"
   pe=$(sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p' "$T/out")
   ce=$(tail -n 1 "$1/ledger.jsonl" | sed -n 's/.*"party_total_eps":\[\([^]]*\)\].*/\1/p' |
@@ -111,10 +112,12 @@ pjournal() { # RUN PARTY LABEL
   cc=$(grep -c '"mechanism":"gaussian"' "$1/ledger.jsonl")
   [ "$pc" = "$cc" ] && ok || bad "$3: party $2's journal has $pc charges, the coordinator's $cc"
 }
-expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps2"
+expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --set parties.out="$T/ps2.p%d" --out "$T/ps2"
 sd2=$(sdsum "$T/err")
 pjournal "$T/ps2" 1 "2 parties"
-[ ! -e "$T/ps2/ledger.party0.jsonl" ] && ok || bad "party 0 (the coordinator's rank only) has no journal of its own"
+[ ! -e "$T/ps2/ledger.party0.jsonl" ] && [ ! -e "$T/ps2.p0" ] && ok ||
+  bad "party 0 (the coordinator's rank only) has no journal of its own"
+[ "$(ls "$T/ps2" | grep -c '^ledger\.party')" = 0 ] && ok || bad "no party writes in the coordinator's --out"
 c=$(grep -c '"mechanism":"gaussian","sampling":"poisson","accounting":"rdp".*"m":256,"n":32561' "$T/ps2/ledger.jsonl")
 [ "$c" = 50 ] && ok || bad "secagg poisson: $c amplified Gaussian charges (want 50)"
 hasnot "$T/ps2/ledger.jsonl" '"rdp-rho"' "secagg poisson: no un-amplified rdp-rho charge"
@@ -131,24 +134,50 @@ close "$e" "$ec" 1e-6 "secagg poisson charge (z_eff $z) = central's at the same 
 # on the ranks or the split (the batches do: each party samples its own rows on its own stream):
 # 2 parties on 4 ranks and 3 parties with collude 2 charge exactly what 2 parties on 2 ranks do;
 # the released sum carries the honest noise times sqrt(P / (P - k))
-expect 0 $MPI -np 4 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --out "$T/ps4"
+expect 0 $MPI -np 4 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg --set parties.out="$T/ps4.p%d" --out "$T/ps4"
 close "$e" "$(spent "$T/ps4/ledger.jsonl")" 0 "secagg poisson: 2 parties on 4 ranks, the same charge"
 pjournal "$T/ps4" 0 "2 parties on 4 ranks"
 pjournal "$T/ps4" 1 "2 parties on 4 ranks"
-[ "$(ls "$T/ps4" | grep -c '^ledger\.party')" = 2 ] && ok || bad "4 ranks: one journal a party"
+[ "$(ls "$T/ps4" "$T/ps4.p0" "$T/ps4.p1" | grep -c '^ledger\.party')" = 2 ] &&
+  [ "$(ls "$T/ps4" | grep -c '^ledger\.party')" = 0 ] && ok ||
+  bad "4 ranks: one journal a party, each in its party's own directory"
 expect 0 $MPI -np 3 "$DPOPT" train $AR --set parties.count=3 --set privacy.collude=2 \
-  --set privacy.trust=secagg --out "$T/ps3"
+  --set privacy.trust=secagg --set parties.out="$T/ps3.p%d" --out "$T/ps3"
 sd3=$(sdsum "$T/err")
 close "$z" "$(zeff "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same honest noise"
 close "$e" "$(spent "$T/ps3/ledger.jsonl")" 0 "secagg poisson: 3 parties collude 2, the same charge"
 pjournal "$T/ps3" 1 "3 parties"
 pjournal "$T/ps3" 2 "3 parties"
+# each party names its own run directory in its own configuration (an MPMD job: one app
+# context a party, party.K.out given only to party K's rank; no shared file system needed):
+# each journal lands in its party's directory and replays to the coordinator's view
+AR3="$AR --set parties.count=3 --set privacy.collude=2 --set privacy.trust=secagg --iters 5"
+expect 0 $MPI -np 1 "$DPOPT" train $AR3 --out "$T/mp" : -np 1 "$DPOPT" train $AR3 \
+  --set party.1.out="$T/mp-one" --out "$T/mp" : -np 1 "$DPOPT" train $AR3 \
+  --set party.2.out="$T/mp-two/run" --out "$T/mp"
+pjournal "$T/mp" 1 "own directories" "$T/mp-one"
+pjournal "$T/mp" 2 "own directories" "$T/mp-two/run"
+[ "$(ls "$T/mp" | grep -c '^ledger\.party')" = 0 ] && ok || bad "MPMD: a party wrote in --out"
+# refused before anything is written: a party without its own directory (named, with the key
+# to give), party 0's when the coordinator is its only rank, one outside secagg, a directory
+# that holds a journal already (a second run into it would mix two runs' accounts)
+expect 1 $MPI -np 3 "$DPOPT" train $AR3 --set party.1.out="$T/nd1" --out "$T/nd"
+has "$T/err" "party 2 keeps its own journal in its own run directory, and none is given on its rank 2: give party.2.out = DIR (or parties.out = DIR%d)" "a party without its own directory refused"
+[ "$(grep -c 'keeps its own journal' "$T/err")" = 1 ] && ok || bad "the refusal is printed once"
+[ ! -e "$T/nd" ] && [ ! -e "$T/nd1" ] && ok || bad "a refused run wrote a directory"
+expect 1 $MPI -np 3 "$DPOPT" train $AR3 --set parties.out="$T/nd.p%d" --set party.0.out="$T/nd0" --out "$T/nd"
+has "$T/err" "party 0's only rank is the coordinator's: its account is the coordinator's journal" "party.0.out with the coordinator alone refused"
+expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set parties.out="$T/nd.p%d" --out "$T/nd"
+has "$T/err" "holds its journal under privacy.trust = secagg, not central" "party.K.out outside secagg refused"
+expect 1 $MPI -np 3 "$DPOPT" train $AR3 --set party.1.out="$T/mp-one" --set party.2.out="$T/nd2" --out "$T/nd"
+has "$T/err" "already holds party 1's journal of another run" "a party directory with a journal refused"
+[ ! -e "$T/nd" ] && [ ! -e "$T/nd2" ] && ok || bad "a refused run (journal exists) wrote a directory"
 check "secagg poisson: sd on the sum $sd2 (2 of 1 honest) / $sd3 (3 of 1 honest) = sqrt(2/3)" \
   awk -v a="$sd2" -v b="$sd3" 'BEGIN {r = a / b / sqrt(2 / 3); exit !(r > 1 - 1e-3 && r < 1 + 1e-3)}'
 # an independent calibration (dpopt calibrate, RDP ledger): the run's honest multiplier is the
 # calibrated one, rounded up by the integer share only (gamma s sqrt(P - k) >= sigma: < 1e-4)
 expect 0 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=secagg \
-  --set privacy.accountant=rdp --out "$T/pr2"
+  --set privacy.accountant=rdp --set parties.out="$T/pr2.p%d" --out "$T/pr2"
 zr=$(zeff "$T/pr2/ledger.jsonl")
 expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --steps 50 --sampling poisson --batch 256 \
   --n 32561 --accountant rdp
@@ -157,7 +186,7 @@ check "secagg poisson, rdp: multiplier $zr = calibrate's $zc (up to the share's 
   awk -v a="$zr" -v b="$zc" 'BEGIN {exit !(b > 0 && a / b > 1 - 1e-6 && a / b < 1 + 2e-4)}'
 echo "secagg poisson: z_eff $z, spent $e (central at z_eff: $ec); rdp: z_eff $zr, calibrate $zc; sd on the sum $sd2 / $sd3"
 expect 1 $MPI -np 2 "$DPOPT" train $(echo "$AR" | sed 's/--public-n 32561//') --set parties.count=2 \
-  --set privacy.trust=secagg --out "$T/r-pn"
+  --set privacy.trust=secagg --set parties.out="$T/r-pn.p%d" --out "$T/r-pn"
 has "$T/err" "declare the public data set size (privacy.public_n" "secagg poisson without a public n refused"
 expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=local --out "$T/r-loc"
 has "$T/err" "under privacy.trust = local the coordinator draws the batch" "local poisson still refused"
@@ -179,9 +208,9 @@ for k in 0 1; do cp "$T/pc.$k.schema" "$T/pd.$k.schema"; done # the parties' pub
 PC="$(echo "$AR" | sed "s|--data [^ ]*||") --iters 20 --set parties.count=2 \
   --set privacy.trust=secagg"
 strip() { tr ',' '\n' < "$1" | grep -v 'time_s\|"test_\|journal\|"train"\|"data"\|"dir"'; }
-expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pc.%d" --out "$T/cc"
+expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pc.%d" --set parties.out="$T/cc.p%d" --out "$T/cc"
 sed "s|$T/pc|X|g" "$T/err" > "$T/cc.err"
-expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pd.%d" --out "$T/cd"
+expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pd.%d" --set parties.out="$T/cd.p%d" --out "$T/cd"
 sed "s|$T/pd|X|g" "$T/err" > "$T/cd.err"
 has "$T/cc.err" "public size 32561 (privacy.public_n; the parties' row counts are private)" \
   "party counts: the public size is the one printed"
@@ -200,7 +229,7 @@ has "$T/cc/summary.json" '"n":32561,' "party counts: the summary's n is the publ
 c=$(grep -c '"sampling":"poisson".*"m":256,"n":32561' "$T/cc/ledger.jsonl")
 [ "$c" = 20 ] && ok || bad "party counts: $c charges at the public n (want 20)"
 expect 1 $MPI -np 2 "$DPOPT" train $(echo "$PC" | sed 's/--public-n 32561//') \
-  --set parties.data="$T/pc.%d" --out "$T/r-pc"
+  --set parties.data="$T/pc.%d" --set parties.out="$T/r-pc.p%d" --out "$T/r-pc"
 has "$T/err" "the parties' row counts are private and are not exchanged" \
   "party counts: per-party data without a public n refused"
 

@@ -92,6 +92,41 @@ Test(mech_ct, discrete_gaussian_pmf) {
   }
 }
 
+/* The vector sampler (secagg's shares) draws what n scalar calls draw, from the same bytes of
+ * the stream; and the stream of a seed is pinned: FNV-1a hashes of 5000 draws made by the
+ * sampler before the per-scale divisions were cached and its bit scans made word-wise. */
+Test(mech_ct, discrete_gaussian_vector_stream) {
+  const uint64_t ss[] = {1, 100000, (uint64_t)1 << 44};
+  const uint64_t pinned[] = {0xc9452894bfe94fe7ULL, 0x053c7756b85e5592ULL, 0xefb65af2485f7ae6ULL};
+  enum { N = 5000 };
+  static int64_t a[N], b[N];
+  for (int c = 0; c < 3; c++) {
+    dpo_rng_t *r1 = NULL, *r2 = NULL;
+    cr_assert_eq(dpo_rng_create(1, 130, 11, &r1), DPO_OK);
+    cr_assert_eq(dpo_rng_create(1, 130, 11, &r2), DPO_OK);
+    for (int i = 0; i < N; i++) cr_assert_eq(dpo_mech_discrete_gaussian(r1, ss[c], &a[i]), DPO_OK);
+    cr_assert_eq(dpo__mech_dgauss_n(r2, ss[c], N, b), DPO_OK);
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < N; i++) {
+      cr_assert_eq(a[i], b[i], "sigma %llu: draw %d: scalar %lld, vector %lld",
+                   (unsigned long long)ss[c], i, (long long)a[i], (long long)b[i]);
+      h = (h ^ (uint64_t)a[i]) * 1099511628211ULL;
+    }
+    cr_expect_eq(used(r1), used(r2), "sigma %llu: the same bytes consumed",
+                 (unsigned long long)ss[c]);
+    cr_expect_eq(h, pinned[c], "sigma %llu: the seeded stream changed (hash %016llx)",
+                 (unsigned long long)ss[c], (unsigned long long)h);
+    dpo_rng_destroy(r1);
+    dpo_rng_destroy(r2);
+  }
+  dpo_rng_t *r = seeded(1);
+  int64_t k;
+  cr_expect_eq(dpo__mech_dgauss_n(r, 0, 1, &k), DPO_EINVAL);
+  cr_expect_eq(dpo__mech_dgauss_n(r, 1, -1, &k), DPO_EINVAL);
+  cr_expect_eq(dpo__mech_dgauss_n(r, 1, 0, NULL), DPO_OK);
+  dpo_rng_destroy(r);
+}
+
 /* at the grid mechanism's scale (t ~ 2^40): variance 2 q / (1 - q)^2 ~ 2 t^2 and sigma^2 */
 Test(mech_ct, moments_at_large_scale) {
   dpo_rng_t *r = seeded(120);

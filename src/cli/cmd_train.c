@@ -90,7 +90,10 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
              "the private training data and must not be released), model.txt, summary.json,\n"
              "config.ini (the effective configuration) and, for private runs, ledger.jsonl; under\n"
-             "privacy.trust = secagg also ledger.partyK.jsonl, party K's own journal of what it charged.\n"
+             "privacy.trust = secagg each party K keeps ledger.partyK.jsonl, its own journal of what\n"
+             "it charged, in its own run directory party.K.out (or parties.out = DIR%%d), given in\n"
+             "the configuration its ranks read; required for every party with a rank other than\n"
+             "the coordinator's (party 0 without it: this directory).\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }

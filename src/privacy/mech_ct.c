@@ -280,6 +280,7 @@ static inline void dpo__kl_atoms(dpo__ws_t *ws, dpo__kl_t *kl) {
     M |= (uint32_t)(w == a) << i;
   }
   const uint64_t j = (uint64_t)__builtin_ctz(M | (1u << DPO__KL)); /* the first, or 21 */
+#pragma GCC unroll 21
   for (uint64_t i = 0; i < DPO__KL; i++) wsel |= kl->W[i] & -(uint64_t)(i == j); /* no index */
   kl->A = A;
   kl->M = M;
@@ -347,13 +348,14 @@ static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D) {
  * Fh = F >> sh <= Dh: q <= F 2^64 / D and, as F/D - Fh/(Dh + 1) < 2/Dh <= 2^-62 and v
  * loses < 1, q > c - 6; so at most 5 of the 6 branch-free corrections apply. */
 static u128 dpo__qr256(dpo__ws_t *ws, u256 F, u256 D, u256 *r) {
-  if (memcmp(ws->qD, D.w, sizeof D)) { /* public: once per scale and call */
-    int L = 256;
-    while (L > 0 && !(D.w[(L - 1) / 64] >> ((L - 1) % 64) & 1u)) L--;
-    const int sh = L > 64 ? L - 64 : 0;
-    u128 Dh = 0;
-    for (int b = 0; b < 64 && sh + b < 256; b++)
-      Dh |= (u128)(D.w[(sh + b) / 64] >> ((sh + b) % 64) & 1u) << b;
+  if (memcmp(ws->qD, D.w, sizeof D)) { /* public: once per scale (and per call of the scalar
+                                        * samplers; the vector ones keep ws across draws) */
+    int top = 3; /* L = D's bit length, Dh = D's bits sh .. sh + 63, by whole-word shifts (a
+                  * bit-by-bit scan cost a quarter of every discrete Gaussian draw) */
+    while (top > 0 && !D.w[top]) top--;
+    const int L = D.w[top] ? 64 * top + 64 - __builtin_clzll(D.w[top]) : 0;
+    const int sh = L > 64 ? L - 64 : 0, li = sh / 64, lb = sh % 64;
+    u128 Dh = lb ? (D.w[li] >> lb) | (li < 3 ? D.w[li + 1] << (64 - lb) : 0) : D.w[li];
     ws->qv = ~(u128)0 / (Dh + (sh > 0));
     ws->qsh = sh;
     memcpy(ws->qD, D.w, sizeof D);

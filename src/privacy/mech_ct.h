@@ -28,6 +28,10 @@ int dpo__ct_geom(dpo__ws_t *ws, uint64_t t, uint64_t *x);
 int dpo__ct_dlap(dpo__ws_t *ws, uint64_t t, int64_t *out);
 /* P(k) ~ exp(-k^2/(2 s^2)), 1 <= s <= 2^44 */
 int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out);
+/* n such draws into k[0..n-1] (mechanism.c): the same values, from the same stream, as n calls
+ * of dpo_mech_discrete_gaussian, with the public per-scale divisions made once (secagg's
+ * noise shares, secagg.c) */
+int dpo__mech_dgauss_n(dpo_rng_t *rng, uint64_t sigma, int64_t n, int64_t *k);
 /* X ~ NB(1/n, exp(-1/t)), 1 <= t <= 2^50, 2 <= n <= 2^32 */
 int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x);
 /* two independent such X, Y, their coins padded together (fewer than twice one's bound) */

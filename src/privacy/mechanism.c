@@ -225,6 +225,20 @@ int dpo_mech_discrete_gaussian(dpo_rng_t *rng, uint64_t sigma, int64_t *k) {
   return dpo__ct_dgauss(&ws, sigma, k);
 }
 
+int dpo__mech_dgauss_n(dpo_rng_t *rng, uint64_t sigma, int64_t n, int64_t *k) {
+  if (!rng || (!k && n > 0) || n < 0 || sigma < 1 || sigma > DPO__SMAX)
+    return dpo_err(DPO_EINVAL, "discrete Gaussian: sigma=%llu must be in [1, 2^44], n=%lld >= 0",
+                   (unsigned long long)sigma, (long long)n);
+  dpo__ws_t ws = DPO__WS_INIT(rng);
+  int rc = DPO_OK;
+  for (int64_t i = 0; i < n && !rc; i++) {
+    ws.left = 0; /* a draw's unused words are dropped, as a scalar call drops them: the same
+                  * stream; the divisions cached in ws depend on sigma only (public) */
+    rc = dpo__ct_dgauss(&ws, sigma, &k[i]);
+  }
+  return rc;
+}
+
 /* ------------------------------------------------------------ Polya (negative binomial) shares
  *
  * Distributed discrete Laplace for secure aggregation (src/privacy/secagg.c).  Goryczka & Xiong

@@ -20,6 +20,9 @@ void dpo_parties_destroy(dpo_parties_t *p) {
   if (p->store)
     for (int k = 0; k < p->count; k++) free(p->store[k]);
   free(p->store);
+  if (p->out)
+    for (int k = 0; k < p->count; k++) free(p->out[k]);
+  free(p->out);
   free(p->rank_party);
   free(p->first_rank);
   free(p->nranks_of);
@@ -122,11 +125,39 @@ static int dpo__party_all_or_none(char **v, int n, const char *what) {
   return DPO_OK;
 }
 
+/* A party's own run directory (party.K.out, parties.out) holds its guard's journal: secagg
+ * only, and only for a party with a rank other than the coordinator's (a party of rank 0 alone
+ * has no journal of its own: its account is the coordinator's) -- a directory nobody writes is
+ * refused; the pattern's entry for such a party 0 is dropped. */
+static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
+  char key[128];
+  for (int k = 0; k < p->count; k++) {
+    if (!p->out[k]) continue;
+    snprintf(key, sizeof key, "party.%d.out", k);
+    const char *at = dpo_config_get(cfg, key) ? dpo_config_origin(cfg, key)
+                                              : dpo_config_origin(cfg, "parties.out");
+    if (p->trust != DPO_TRUST_SECAGG)
+      return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
+                     "holds its journal under privacy.trust = secagg, not %s", at, k,
+                     dpo_trust_name(p->trust));
+    if (k == 0 && p->nranks_of[0] == 1 && !dpo_config_get(cfg, key)) { /* the pattern's */
+      free(p->out[0]);
+      p->out[0] = NULL;
+      continue;
+    }
+    if (k == 0 && p->nranks_of[0] == 1)
+      return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
+                     "the coordinator's journal (in --out) and nothing is written in party.0.out; "
+                     "drop it (or give party 0 a second rank)", at);
+  }
+  return DPO_OK;
+}
+
 int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                             int nranks, dpo_parties_t **out) {
   int rc = DPO_OK;
   dpo_parties_t *p = NULL;
-  const char *pat = NULL, *spat = NULL;
+  const char *pat = NULL, *spat = NULL, *opat = NULL;
   int64_t count = 0;
   char key[128];
   dpo_privacy_spec_t none;
@@ -139,6 +170,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   double geps = spec->eps, gdelta = spec->delta;
   dpo_config_get_str(cfg, "parties.data", NULL, &pat);
   dpo_config_get_str(cfg, "parties.budget_store", NULL, &spat);
+  dpo_config_get_str(cfg, "parties.out", NULL, &opat);
   if ((rc = dpo_config_get_int(cfg, "parties.count", 0, &count)) ||
       (rc = dpo_config_get_double(cfg, "parties.eps", geps, &geps)) ||
       (rc = dpo_config_get_double(cfg, "parties.delta", gdelta, &gdelta)))
@@ -206,9 +238,10 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   p->delta = calloc((size_t)count, sizeof *p->delta);
   p->data = calloc((size_t)count, sizeof *p->data);
   p->store = calloc((size_t)count, sizeof *p->store);
+  p->out = calloc((size_t)count, sizeof *p->out);
   p->dropped_step = malloc((size_t)count * sizeof *p->dropped_step);
   if (!p->rank_party || !p->first_rank || !p->nranks_of || !p->eps || !p->delta || !p->data ||
-      !p->store || !p->dropped_step) {
+      !p->store || !p->out || !p->dropped_step) {
     rc = dpo_err(DPO_ENOMEM, "parties: out of memory");
     goto fail;
   }
@@ -244,7 +277,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
     snprintf(key, sizeof key, "party.%d.delta", k);
     if ((rc = dpo_config_get_double(cfg, key, gdelta, &p->delta[k]))) goto fail;
     if ((rc = dpo__party_path(cfg, "data", pat, k, &p->data[k])) ||
-        (rc = dpo__party_path(cfg, "budget_store", spat, k, &p->store[k])))
+        (rc = dpo__party_path(cfg, "budget_store", spat, k, &p->store[k])) ||
+        (rc = dpo__party_path(cfg, "out", opat, k, &p->out[k])))
       goto fail;
     if (!(p->delta[k] >= 0 && p->delta[k] < 1) || (!isnan(p->eps[k]) && !(p->eps[k] > 0))) {
       rc = dpo_err(DPO_EINVAL, "party %d: budget eps = %g, delta = %g: need eps > 0, delta in "
@@ -261,6 +295,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   }
   if ((rc = dpo__party_all_or_none(p->data, p->count, "data")) ||
       (rc = dpo__party_all_or_none(p->store, p->count, "budget_store")))
+    goto fail;
+  if ((rc = dpo__party_out_check(cfg, p)))
     goto fail;
   /* a party's store accounts for the file the party registered in it */
   if (p->store[0] && !p->data[0]) {

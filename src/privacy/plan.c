@@ -38,9 +38,10 @@ void dpo_plantext_add(dpo_plantext_t *pl, const char *key, const char *value) {
 }
 
 /* the configuration keys that are the public plan: what is run on which data schema, with
- * which budget, noise and party table (not local paths: data files, the journal key).  dpopt
- * admm's output paths are in it: its model output is written by rank 0 with every rank's
- * agreement, so ranks that differ in it must stop before the run, not in it */
+ * which budget, noise and party table (not local paths: data files, the parties' own run
+ * directories, the journal key).  dpopt admm's output paths are in it: its model output is
+ * written by rank 0 with every rank's agreement, so ranks that differ in it must stop before
+ * the run, not in it */
 static void dpo__plan_key(const char *key, const char *value, const char *origin, void *arg) {
   (void)origin;
   dpo_plantext_t *pl = arg;
@@ -51,7 +52,8 @@ static void dpo__plan_key(const char *key, const char *value, const char *origin
   for (size_t i = 0; i < sizeof data / sizeof *data; i++) in |= !strcmp(key, data[i]);
   const char *dot = strrchr(key, '.');
   if (dot && !strcmp(dot, ".journal_key")) return; /* a local path to a secret */
-  if (dot && (!strcmp(dot, ".data") || !strcmp(dot, ".key") || !strcmp(dot, ".budget_store")) &&
+  if (dot && (!strcmp(dot, ".data") || !strcmp(dot, ".key") || !strcmp(dot, ".budget_store") ||
+              !strcmp(dot, ".out")) &&
       (!strncmp(key, "parties.", 8) || !strncmp(key, "party.", 6)))
     in = 0;
   if (in) dpo_plantext_add(pl, key, value);

@@ -107,6 +107,7 @@
 #ifdef DPO_TEST_SWITCHES
 #include "privacy/test_switches.h"
 #endif
+#include "mech_ct.h" /* dpo__mech_dgauss_n: the shares by vector */
 #include "rounding.h"
 
 struct dpo_secagg {
@@ -611,14 +612,19 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
   if (!ok || rc) memset(x, 0, (size_t)d * sizeof *x); /* the collective still runs */
   /* this rank's party shares: 1 for a party leader in a run, 0 for its other ranks; dpopt
    * audit's virtual parties: one per party (the share count given to dpo_secagg_create) */
-  for (int sh = 0; sh < sa->noise && !rc && ok; sh++)
+  for (int sh = 0; sh < sa->noise && !rc && ok; sh++) {
+    if (!lap_n) { /* all d at once (sa->mask as scratch: the masks come after) */
+      int64_t *z = (int64_t *)sa->mask;
+      if (!(rc = dpo__mech_dgauss_n(sa->rng, sigma, d, z)))
+        for (int64_t j = 0; j < d; j++) x[j] += (uint64_t)z[j];
+      continue;
+    }
     for (int64_t j = 0; j < d && !rc; j++) {
       int64_t z;
-      if ((rc = lap_n ? dpo_mech_dlaplace_polya_share(sa->rng, sigma, lap_n, &z)
-                      : dpo_mech_discrete_gaussian(sa->rng, sigma, &z)))
-        break;
+      if ((rc = dpo_mech_dlaplace_polya_share(sa->rng, sigma, lap_n, &z))) break;
       x[j] += (uint64_t)z;
     }
+  }
   const uint64_t rel = sa->release++; /* every rank counts; never reused, even after a failure */
   uint32_t *x32 = sa->buf32; /* 32-bit words: x mod 2^32 */
   if (bits == 32)

@@ -255,7 +255,8 @@ int dpo__train_setup(dpo_run_t *r) {
   /* the privacy specification: below the run nothing reads a privacy.* key */
   if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
   if (!rc)
-    rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private, &r->parties);
+    rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private,
+                                r->resuming, &r->parties);
   const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {

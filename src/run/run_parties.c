@@ -3,10 +3,12 @@
  * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
 #include "run/run_parties.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
 #include "dpopt/privacy.h"
@@ -31,8 +33,46 @@ struct dpo__run_parties {
   dpo_guard_t *guard; /* secagg, ranks other than 0: this party's own guard and account */
 };
 
+/* The rank that keeps party k's own journal under secagg: the party's first rank other than
+ * the coordinator's; -1 when its only rank is rank 0 (its account is the coordinator's). */
+static int dpo__journal_rank(const dpo_parties_t *p, int k) {
+  int r = p->first_rank[k] == 0 ? 1 : p->first_rank[k];
+  return r < p->first_rank[k] + p->nranks_of[k] ? r : -1;
+}
+
+/* Not collective, secagg: on the rank that keeps its party's journal, the party's own run
+ * directory (party.K.out; party 0 defaults to the coordinator's --out) must be given and fit
+ * the run: a new run needs a directory without a journal, --resume one with it.  Nothing is
+ * written here (the directory is made when the journal is opened, after the plan). */
+static int dpo__party_dir_check(const dpo_parties_t *p, int rank, int resuming) {
+  const int k = p->rank_party[rank];
+  if (dpo__journal_rank(p, k) != rank) return DPO_OK;
+  if (!p->out[k]) {
+    if (k == 0) return DPO_OK; /* the coordinator's party: its run directory is --out's */
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg: party %d keeps its own journal in its own "
+                   "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
+                   "parties.out = DIR%%d) in the configuration party %d's ranks read (--out is the "
+                   "coordinator's directory; no party writes there)", k, rank, k, k);
+  }
+  char journal[1100];
+  struct stat st;
+  snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", p->out[k], k);
+  if (!stat(p->out[k], &st) && !S_ISDIR(st.st_mode))
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: not a directory", k, p->out[k]);
+  int have = !stat(journal, &st);
+  if (!resuming && have)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s already holds party %d's journal of another "
+                   "run (%s): give a new directory, or --resume that run", k, p->out[k], k,
+                   journal);
+  if (resuming && !have)
+    return dpo_err(DPO_EINVAL, "--resume: party %d's journal %s is missing (%s): give "
+                   "party.%d.out = the directory of the run that is resumed", k, journal,
+                   strerror(errno), k);
+  return DPO_OK;
+}
+
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
-                           const dpo_privacy_spec_t *spec, int is_private,
+                           const dpo_privacy_spec_t *spec, int is_private, int resuming,
                            dpo__run_parties_t **out) {
   int rc = DPO_OK;
   dpo__run_parties_t *tp = calloc(1, sizeof *tp);
@@ -78,6 +118,8 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
       if (!rc) tp->npub = spec->public_n;
     }
   }
+  if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG)
+    rc = dpo__party_dir_check(tp->p, tp->rank, resuming);
   rc = dpo_agree(comm, rc);
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
     /* read when the pairwise keys are made (dpo__run_parties_attach, after the plan) */
@@ -269,20 +311,20 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   const int party = p->rank_party[tp->rank];
   dpo_guard_spec_t sp = {p->count, p->collude, party, d, NAN, NAN, p->eps[party],
                          p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL};
-  /* the party's first rank after the coordinator keeps the party's own journal: what it
-   * charged, each line synced before it contributes (doc/design.md, "Threat model") */
-  int first = 1;
-  for (int r = 1; r < tp->rank && first; r++)
-    if (p->rank_party[r] == party) first = 0;
+  /* the party's first rank after the coordinator keeps the party's own journal in the party's
+   * own run directory: what it charged, each line synced before it contributes (doc/design.md,
+   * "Threat model"); the coordinator's party may keep it in the coordinator's */
+  const char *dir = p->out[party] ? p->out[party] : run_dir;
   char journal[1100];
-  if (first && run_dir && run_dir[0]) {
-    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", run_dir, party);
+  if (dpo__journal_rank(p, party) == tp->rank && dir && dir[0] &&
+      !(rc = p->out[party] ? dpo_mkdirs(dir) : DPO_OK)) {
+    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", dir, party);
     sp.journal = journal;
     sp.resume = resuming;
     dpo_config_get_str(tp->cfg, "privacy.journal_key", "", &key);
     sp.key_file = key;
   }
-  if (!(rc = dpo_config_get_double(tp->cfg, "data.row_l1_bound", NAN, &B1)) &&
+  if (!rc && !(rc = dpo_config_get_double(tp->cfg, "data.row_l1_bound", NAN, &B1)) &&
       !(rc = dpo_config_get_double(tp->cfg, "data.row_l2_bound", NAN, &B2))) {
     sp.rel = tp->spec->rel;
     sp.accountant = dpo_acct_name(tp->spec->accountant);

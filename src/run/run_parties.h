@@ -16,9 +16,11 @@ typedef struct dpo__run_parties dpo__run_parties_t;
 struct dpo_ledger;
 
 /* Collective: parse the party table and trust mode; local/shares: this rank's own noise
- * stream (rank-specific stream id; seeded with run.seed when given). */
+ * stream (rank-specific stream id; seeded with run.seed when given).  Secagg: each party's
+ * journal-keeping rank checks its party's own run directory (party.K.out) for the run, new or
+ * resumed (resuming), writing nothing. */
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
-                           const dpo_privacy_spec_t *spec, int is_private,
+                           const dpo_privacy_spec_t *spec, int is_private, int resuming,
                            dpo__run_parties_t **out);
 /* Collective: load the training data: each party's own file over its ranks (parties.data /
  * party.K.data), or `path` split over all ranks. */
@@ -26,8 +28,9 @@ int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *pat
                           const dpo_load_opts_t *lo, dpo_shard_t **train);
 /* Collective: hand the table to the oracle (rank 0), the noise stream to the oracle (every
  * rank), open the party accounts in the ledger (rank 0).  trace: rank 0's trace file.
- * Under secagg each party's first rank other than 0 journals its own account in
- * run_dir/ledger.partyK.jsonl (reopened when resuming). */
+ * Under secagg each party's first rank other than 0 journals its own account in its party's
+ * own run directory, party.K.out/ledger.partyK.jsonl (party 0: run_dir's by default; reopened
+ * when resuming). */
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
                             struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
                             int resuming);
