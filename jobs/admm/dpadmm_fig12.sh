@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
 done
 B=${1:-build}
 NP=${2:-2}
-[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/admm # never the source tree (jobs/admm/out: committed reference)
+[ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/admm # never the source tree (doc/results/admm: committed reference)
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 MPI="mpirun --oversubscribe -np $NP"

@@ -9,7 +9,7 @@
 # phases37.txt.
 #   jobs/hamsi/table31.sh [--out DIR] [--quick]
 # --out DIR: where everything is written (default $TMPDIR/dpopt-jobs/hamsi-SIZE; never the source
-# tree: jobs/hamsi/out holds the committed reference results).  --quick: a smoke run (ml-100k,
+# tree: doc/results/hamsi holds the committed reference results).  --quick: a smoke run (ml-100k,
 # 1 s per run, 1 rank, deterministic schedule, STRATA-B only; seconds, not minutes).
 # Environment: DPOPT (default ./dpopt or dpopt), SIZE (ml-1m; ml-100k, ml-10m, ml-20m), RUN_SECONDS
 # per run (default 10 for ml-1m and smaller, 25 for ml-10m, 50 for ml-20m: the thesis gave

@@ -47,7 +47,7 @@ FD=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 DELTA=${DELTA:-1e-5} # secagg is charged in RDP and needs delta > 0; the same for every mode
 if [ "$quick" = yes ]; then DATAS=a9a; TRUSTS="central local secagg"; fi
 csv=$out/trust.csv
-# the first nine columns are those of the a9a-only version (mpi_tests/mpi/test_jobs_out.sh)
+# the first nine columns are those of the a9a-only version (mpi_tests/jobs/test_jobs_out.sh)
 echo "split,parties,trust,seed,eps_per_party,delta,iters,test_accuracy,oversubscribed,data,algo,collude,wall_s,s_per_step" >"$csv"
 ncpu=$(nproc)
 jnum() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -n 1; }

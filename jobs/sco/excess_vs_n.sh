@@ -41,7 +41,7 @@
 # Output: OUT/table.txt, excess_vs_n_a9a.png, excess_vs_n_synth.png (and
 # excess_vs_n_fmnist.png with --fmnist / --fmnist-only): one panel per algorithm, the three
 # eps in distinct colours, the Thm 4.4 bound dashed, a shared y range.  OUT is --out DIR
-# (default $TMPDIR/dpopt-jobs/sco; never the source tree: jobs/sco/out holds the committed
+# (default $TMPDIR/dpopt-jobs/sco; never the source tree: doc/results/sco holds the committed
 # reference results).  --plot-only redraws the PNGs from an existing OUT/table.txt.
 # Usage (from the top of the source tree):
 #   jobs/sco/excess_vs_n.sh [--out DIR] [--fmnist|--fmnist-only|--synth-only|--plot-only] [BUILD_DIR] [NP]
@@ -165,7 +165,7 @@ run_set() {
         # dp-sgd-rdp: dpopt's default public schedule, projected onto K, EPOCHS epochs of
         # m = ceil(sqrt n) (algo.T = EPOCHS ceil(n / m): --iters would be its plan length), the
         # mean of the last half of the iterates (algo.avg 0.5: the default, a tenth since
-        # 2026-11-25, came after jobs/sco/out was measured)
+        # 2026-11-25, came after doc/results/sco was measured)
         tE=$(awk -v n=$n -v e=$EPOCHS 'BEGIN{m=int(sqrt(n)); if (m*m<n) m++; print e*int((n+m-1)/m)}')
         base="--set algo.T=$tE --set algo.avg=0.5"
         case $algo in

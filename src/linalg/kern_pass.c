@@ -22,7 +22,7 @@
  * Arithmetic of a row does not depend on where it sits: a short last block is copied into a
  * zero-padded 8-row scratch and goes through the same code, padding lanes are masked out of
  * the loss.  The builds differ only in rounding (FMA contraction, vector width): each agrees
- * with the naive loop to 1e-12 relative (mpi_tests/unit/test_model.c forces each in turn).
+ * with the naive loop to 1e-12 relative (mpi_tests/model/test_model.c forces each in turn).
  * A build is chosen once per process (dpo_kern_isa); dpo_kern_set_isa or the environment
  * variable DPOPT_KERNELS (avx512, avx2, generic) forces one the CPU supports. */
 #include "config.h"

@@ -149,7 +149,7 @@ static inline int dpo__hm_qn_pairs(const dpo__hm_t *h) {
  * the safeguard undoes epoch after epoch (eta 0.25-0.5).  Not the default: with 0.1 rank 10
  * ends higher, and with 0.3 (no worse at rank 10, 0.209 -> 0.181 at rank 50) the biased,
  * regularized model does (--biases --lambda 10: training RMSE 0.643 -> 0.929, 31 epochs
- * undone); see jobs/bench/hamsi-results. */
+ * undone); see doc/results/bench-hamsi. */
 static inline double dpo__hm_eta_t(const dpo_hamsi_opts_t *o, int64_t t) {
   if (!(o->eta_late > 0) || t <= o->eta_from) return o->eta * (double)t;
   return o->eta * (double)o->eta_from + o->eta_late * (double)(t - o->eta_from);

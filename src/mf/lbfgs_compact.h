@@ -16,7 +16,7 @@
  * products (dots of push) are those of the rounded s and y that the panels hold, so H is the
  * exact compact inverse of the stored pairs.  Rank 50, ML-100K-sized, 2 ranks, 300 epochs
  * (Intel host): double -> float panels, update phase 0.76-0.83 -> 0.53-0.56 s, ring 0.33-0.37
- * -> 0.23-0.26 s; float -> bfloat16: see the README of jobs/bench/hamsi-results.  Epochs to
+ * -> 0.23-0.26 s; float -> bfloat16: see the README of doc/results/bench-hamsi.  Epochs to
  * RMSE 0.9 / 0.8 / 0.7 / 0.5 stayed 14 / 16 / 22 / 48 with each. */
 #ifndef DPO_MF_LBFGS_COMPACT_H
 #define DPO_MF_LBFGS_COMPACT_H

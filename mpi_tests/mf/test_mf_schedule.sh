@@ -1,0 +1,44 @@
+#!/bin/sh
+# HAMSI's step schedule with a knee (--eta-late E after --eta-from T, issue 15):
+# beta_t = (eta t)^gamma up to epoch T, then (eta T + E (t - T))^gamma.  Checked against the
+# closed form through runs that must give the same bits:
+#  - E = eta is the plain schedule (eta T + eta (t - T) = eta t exactly for eta = 1);
+#  - T = 0 is the plain schedule with eta = E (0 + E t = E t);
+#  - with T = 5 and E = 0.1 the first 5 epochs are those of the plain run (the trace's training
+#    RMSE identical) and the later ones are not; summary.json records E and T;
+#  - a negative E or T is refused, naming the options, once.
+. "$(dirname "$0")/../lib/testlib.sh"
+R="$T/r.txt"
+expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$R"
+run() { # NAME OPTIONS...
+  n=$1; shift
+  expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 20 --holdout 0 --seed 3 --eval-every 1 \
+    --eval-budget 0 --out "$T/$n" "$@" "$R"
+}
+same() { # A B MSG
+  check "$3 (X1)" cmp -s "$T/$1/X1.txt" "$T/$2/X1.txt"
+  check "$3 (X2t)" cmp -s "$T/$1/X2t.txt" "$T/$2/X2t.txt"
+}
+rmse() { grep -v '^#' "$T/$1/trace.csv" | awk -F, -v e="$2" '$1 == e {print $4}'; }
+run plain
+run late1 --eta-late 1
+same plain late1 "eta-late = eta gives the plain schedule"
+run eta25 --eta 0.25
+run from0 --eta-late 0.25 --eta-from 0
+same eta25 from0 "eta-from 0 gives the plain schedule with eta = eta-late"
+run knee --eta-late 0.1 --eta-from 5
+for e in 1 3 5; do
+  check "epoch $e before the knee as the plain run" test "$(rmse plain $e)" = "$(rmse knee $e)"
+done
+check "epoch 6 after the knee differs" test "$(rmse plain 6)" != "$(rmse knee 6)"
+check "epoch 20 differs" test "$(rmse plain 20)" != "$(rmse knee 20)"
+check "summary records eta_late" test "$(jq -r .eta_late "$T/knee/summary.json")" = 0.1
+check "summary records eta_from" test "$(jq -r .eta_from "$T/knee/summary.json")" = 5
+check "no eta_late in a plain run's summary" \
+  test "$(jq -r .eta_late "$T/plain/summary.json")" = null
+for bad in "--eta-late -1" "--eta-from -2"; do
+  expect 1 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 5 --holdout 0 $bad "$R"
+  has "$T/err" "eta_late, eta_from" "$bad refused"
+  check "$bad: refused once" test "$(grep -c 'bad options' "$T/err")" = 1
+done
+finish test_mf_schedule

@@ -1,0 +1,46 @@
+#!/bin/sh
+# dpopt audit --one-run (Steinke, Nasr and Jagielski 2023): one real training run on a9a with
+# canary rows, observed release by release.
+#  - the intact run's bound stays below the claim; with the noise scaled by 0.01 (dpopt-test's
+#    --test-noise-factor, never installed) it is a VIOLATION (exit 6), for the DP-GD family
+#    (Laplace) and dp-sgd-rdp (Gaussian, sampled batches).  Seeded (--seed: the canaries' bits
+#    and the noise), so the outcome is reproducible; unseeded, the intact check fails with
+#    probability <= alpha = 0.05;
+#  - the output and JSON say what was assumed; the run's directory is temporary and removed;
+#  - what it cannot audit is refused by name.
+. "$(dirname "$0")/../lib/testlib.sh"
+
+lb() { awk 'NR == 2 {print $4}' "$T/out"; }
+below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 0)}'; }
+mkdir -p "$T/tmp"
+export TMPDIR="$T/tmp"
+A9A="--config $S/jobs/configs/a9a-demo.ini --data $S/data/a9a --test $S/data/a9a.t --canaries 1000 --quiet --seed 11"
+
+# DP-NAG-opt (Laplace, replace-one) at eps 1
+expect 0 $MPI -np 2 "$DPOPT" audit --one-run $A9A --eps 1 --json "$T/nag.json"
+check "dp-nag-opt one-run: bound $(lb) below the claim 1" below "$(lb)" 1
+has "$T/out" "^dp-nag-opt  *1  " "dp-nag-opt: the claim printed"
+has "$T/out" "labelled -1 when excluded (replace-one)" "replace-one canaries said"
+has "$T/out" "^assumes: " "the assumption printed"
+has "$T/out" "seeded: not private" "a seeded audit says so"
+has "$T/nag.json" '"audit":"one-run"' "json: kind"
+has "$T/nag.json" '"canaries":1000' "json: canaries"
+check "the temporary run directory is removed" test -z "$(ls -A "$T/tmp")"
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --one-run $A9A --eps 1 --test-noise-factor 0.01
+check "dp-nag-opt, noise x 0.01: bound $(lb) above the claim 1" below 1 "$(lb)"
+has "$T/out" "VIOLATION" "dp-nag-opt, noise x 0.01: reported"
+
+# dp-sgd-rdp (Gaussian, batches without replacement) at eps 1, delta 1e-5
+expect 0 $MPI -np 2 "$DPOPT" audit --one-run $A9A --algo dp-sgd-rdp --eps 1 --delta 1e-5
+check "dp-sgd-rdp one-run: bound $(lb) below the claim 1" below "$(lb)" 1
+expect 6 $MPI -np 2 "$DPOPT_TEST" audit --one-run $A9A --algo dp-sgd-rdp --eps 1 --delta 1e-5 \
+  --test-noise-factor 0.01
+check "dp-sgd-rdp, noise x 0.01: bound $(lb) above the claim 1" below 1 "$(lb)"
+
+# refused by name, nothing written
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --algo gd
+has "$T/err" "adds no noise" "a non-private algorithm is refused"
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --eps 1 --canaries 1
+has "$T/err" "at least 2 canaries" "one canary is refused"
+check "nothing left behind" test -z "$(ls -A "$T/tmp")"
+finish test_audit_onerun

@@ -1,0 +1,45 @@
+#!/bin/sh
+# The user documentation holds together: every relative link of README.md and doc/*.md,
+# doc/howto/*.md names a file that exists and, with #anchor, a heading of that file (GitHub's
+# anchors: lower case, punctuation dropped, spaces as hyphens); the README stays short (at most
+# 250 lines); user documentation cites no issue numbers ("issue 14") and no paper codes
+# ("003 (4.6)"): papers by author and year (doc/references.md maps the codes that --help uses).
+# The cluster how-to shows every batch script and names every variable its header lists.
+. "$(dirname "$0")/../lib/testlib.sh"
+export LC_ALL=C
+cd "$S" || exit 1
+docs="README.md $(ls doc/*.md doc/howto/*.md | grep -v '^doc/design\.md$')"
+slugs() { sed -n 's/^#\{1,6\} //p' "$1" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9_ -]//g; s/ /-/g'; }
+for f in $docs; do
+  d=$(dirname "$f")
+  grep -o '\](\([^)# ]*\)\(#[^) ]*\)\{0,1\})' "$f" | sed 's/^](//; s/)$//' | grep -v '^[a-z]*:' | sort -u >"$T/links"
+  while IFS= read -r l; do
+    p=${l%%#*}; a=""; case "$l" in *'#'*) a=${l#*#} ;; esac
+    if [ -n "$p" ]; then t="$d/$p"; else t="$f"; fi
+    if [ -e "$t" ]; then ok; else bad "$f: link to a missing file: $l"; continue; fi
+    if [ -n "$a" ]; then
+      if slugs "$t" | grep -qxF -- "$a"; then ok; else bad "$f: no heading '#$a' in $t"; fi
+    fi
+  done <"$T/links"
+done
+n=$(wc -l <README.md)
+check "README.md has at most 250 lines ($n)" [ "$n" -le 250 ]
+for f in $docs; do
+  hasnot "$f" '[Ii]ssue [0-9]' "$f cites an issue number"
+  [ "$f" = doc/references.md ] && continue # the map from codes to papers
+  hasnot "$f" '\b00[0-4] (\|\[00[0-4]\]\|the 00[0-4] \|00[0-4]'"'"'s' "$f cites a paper by code"
+done
+
+# doc/howto/clusters.md follows the batch scripts: every script it submits exists, and every
+# variable a script's header lists under "Environment" is named there
+c=doc/howto/clusters.md
+grep -o '\(sbatch\|qsub\) .*jobs/[a-z]*/[a-z]*\.\(sbatch\|pbs\)' "$c" | grep -o 'jobs/[a-z]*/[a-z]*\.\(sbatch\|pbs\)' | sort -u >"$T/scripts"
+check "clusters.md submits scripts" test -s "$T/scripts"
+while IFS= read -r s; do check "clusters.md: $s exists" test -f "$s"; done <"$T/scripts"
+for s in jobs/slurm/*.sbatch jobs/pbs/*.pbs; do
+  has "$c" "$s" "clusters.md shows $s"
+  for v in $(sed -n '/^# Environment/,/^#$/p' "$s" | sed -n 's/^#   \([A-Z_][A-Z_]*\) .*/\1/p'); do
+    has "$c" "\`$v\`" "clusters.md names $s's variable $v"
+  done
+done
+finish test_docs
