@@ -12,6 +12,7 @@
 #include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
 
 #include "dpopt/admm.h"
+#include "dpopt/budget.h"
 #include "dpopt/comm.h"
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
@@ -28,6 +29,31 @@ typedef struct {
   FILE *f;
   double *Ax;
 } dpo__arun_trace_t;
+
+/* the result's privacy part, from the ledger the run charged (rank 0) */
+void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma) {
+  j->res.sigma = sigma;
+  if (L && j->s.rank == 0) dpo_ledger_spent(L, &j->res.spent_eps, &j->res.spent_delta);
+}
+
+/* The data set's budget store: the run's whole budget reserved under its journal's id once
+ * the ledger is open (before the first release); rid[0] = 0 when nothing was reserved. */
+int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]) {
+  int rc = DPO_OK;
+  rid[0] = '\0';
+  if (s->bud && s->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)))
+    rc = dpo_budget_reserve(s->bud, rid, s->eps, s->delta, "admm", 0);
+  if (rc) rid[0] = '\0';
+  return dpo_agree(comm, rc);
+}
+
+/* ... and settled to what the ledger composed when the run ends (else it stays spent whole) */
+void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid) {
+  dpo_ledger_parts_t p;
+  if (rid[0] && s->rank == 0 && (dpo_ledger_parts(L, &p) || dpo_budget_settle(s->bud, rid, &p)))
+    fprintf(stderr, "dpopt: warning: budget store %s: the run's reservation stays spent whole: "
+            "%s\n", s->store, dpo_errmsg());
+}
 
 /* rank 0, after each released iterate: NON-PRIVATE training objective, held-out accuracy */
 static void dpo__arun_trace(void *arg, int64_t t, const double *x, const double *y) {
