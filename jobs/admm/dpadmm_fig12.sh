@@ -115,6 +115,9 @@ gen() { # name n d
     "$D" gen logistic --n $(($2 + 10000)) --d "$3" --l1-bound 5 --seed 11 "$OUT/$1.all" >/dev/null
     head -n "$2" "$OUT/$1.all" > "$OUT/$1.train"
     tail -n 10000 "$OUT/$1.all" > "$OUT/$1.test"
+    # the generator's declared width (public: it is the generator's parameter) for both parts
+    cp "$OUT/$1.all.schema" "$OUT/$1.train.schema"
+    mv "$OUT/$1.all.schema" "$OUT/$1.test.schema"
     rm -f "$OUT/$1.all"
   fi
 }
