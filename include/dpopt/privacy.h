@@ -406,7 +406,7 @@ int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, 
 int dpo_ledger_print_ex(const char *journal_path, const char *key_file, int all, FILE *out);
 int dpo_ledger_print(const char *journal_path, FILE *out);
 
-/* ================================================================ Renyi DP (issue 4: rdp.c)
+/* ================================================================ Renyi DP (rdp.c)
  *
  * Renyi differential privacy (Mironov 2017) of the Gaussian mechanism, plain and subsampled,
  * composed per order over a fixed grid of orders, and converted to (eps, delta).  Every RDP
@@ -501,7 +501,7 @@ int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta
  * Public parameters only.  Printed to out; DPO_EINVAL for missing or inconsistent keys. */
 int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
 
-/* ================================================================ PLD (issue 13: pld.c)
+/* ================================================================ PLD (pld.c)
  * Privacy loss distribution accountant for k-fold compositions of the Gaussian mechanism with
  * multiplier z: sampling "none" (or "disjoint" treated as none) or "poisson" (rate m/n, add/
  * remove neighbours: both dominating pairs, the larger delta).  The PLD is put on the grid h Z
