@@ -71,7 +71,7 @@ int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, 
 int dpo_oracle_eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
                          int want_loss, double *loss_sum, double *g_sum, int64_t *n_used);
 
-/* ---- multi-party runs (issue 7; see dpopt/parties.h) ----
+/* ---- multi-party runs (see dpopt/parties.h) ----
  * A per-evaluation noise spec travels in the request header: every rank adds the noise to
  * its OWN local sums before the reduce, so the coordinator never receives an un-noised value
  * of another rank.  LOCAL_*: a rank with rows in the batch adds the full mechanism

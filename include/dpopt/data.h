@@ -192,7 +192,7 @@ int dpo_gen_ridge(const char *path, int64_t n, int32_t d, double l2_bound, doubl
 /* MovieLens-shaped ratings: power-law user/item degrees, rank-r signal + noise, 1..5. */
 int dpo_gen_ratings(const char *path, int32_t n_users, int32_t n_items, int64_t n_ratings,
                     int32_t rank, uint64_t seed);
-/* The same with realistic = 1: MovieLens-like statistics (issue 15): user and item biases
+/* The same with realistic = 1: MovieLens-like statistics: user and item biases
  * (item bias correlated with popularity), at least min(20, ratings / users) ratings per user,
  * a weaker low-rank signal and more noise, so that, as on real ratings, a biased model
  * predicts well and an unregularized high-rank one overfits.  realistic = 0 is

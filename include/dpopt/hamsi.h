@@ -229,7 +229,7 @@ typedef struct {
   int (*ckpt_loaded)(void *ctx, int64_t t, int64_t aux);
   void *ckpt_ctx;
   int result_on_failure; /* 1: a diverged run still returns its last good point (dpo_hamsi_run) */
-  /* Biased model (issue 15): prediction mu + b_u + b_i + x1_a'x2_b.  mu is the mean training
+  /* Biased model: prediction mu + b_u + b_i + x1_a'x2_b.  mu is the mean training
    * rating (subtracted before training); b_u, b_i are fitted with the factors as two extra
    * columns: X1 rows [x1_a, b_u, 1], X2t rows [x2_b, 1, b_i], the constant columns held at 1
    * (their gradient is zeroed, so s, y and every L-BFGS step are 0 there too).  The L2 term

@@ -26,15 +26,20 @@ extern "C" {
  * 10 and 50; see doc/design.md), not from the data being factorized. */
 #define DPO_MF_LAMBDA_BIASED 10.0
 /* Default early-stopping patience of the default model (mf.early_stop without mf.plain; needs
- * a held-out split and evaluations, else off): with 10 the biased model reached held-out RMSE
- * 0.922-0.928 at ranks 10 to 100 on real MovieLens-100K (issue 41's measurement). */
-#define DPO_MF_PATIENCE 10
+ * a held-out split and evaluations, else off).  On real MovieLens-100K (90/10 split) the held-out
+ * RMSE of rank 50 sits on a plateau from about epoch 26 to 90 before it falls again: patience 10
+ * stopped there (0.934), 60 reached 0.894 at epoch 146. */
+#define DPO_MF_PATIENCE 60
+/* Default epoch cap of the default model when it stops early (mf.epochs not given): early
+ * stopping, not the cap, ends most runs; rank 10 on MovieLens-100K still improved at epoch 428
+ * (held-out RMSE 0.894; 0.944 after 20 epochs, the bias-only level). */
+#define DPO_MF_EPOCHS 500
 /* Default rank of the default model (mf.rank without mf.plain, which keeps the library's 10):
  * on gen ratings --size ml-100k --realistic, 90/10 split, rank 10 scored held-out RMSE 0.961,
- * no better than a regularized bias-only model (0.959), rank 50 0.943 (issue 41). */
+ * no better than a regularized bias-only model (0.959), rank 50 0.943. */
 #define DPO_MF_RANK 50
 /* Default share of the wall time dpopt mf spends evaluating (mf.eval_budget; the library's
- * default is 0, every due epoch): under the 5% of issue 15 with room for the final one. */
+ * default is 0, every due epoch): under 5% with room for the final one. */
 #define DPO_MF_EVAL_BUDGET 0.04
 
 /* Predictions of a run directory's model (X1.txt, X2t.txt, biases.txt when summary.json says

@@ -145,7 +145,7 @@ typedef struct {
    * plans only: a whole-plan charge covers the final iterate of the full pass, never an
    * intermediate one), with x_{t+1} (post-processing of released values), the iteration
    * count t + 1 and the ledger's charge count.  A non-zero return fails the run.  NULL: none.
-   * The run layer persists the last released iterate with it (dropouts, issue 12). */
+   * The run layer persists the last released iterate with it (dropouts). */
   int (*on_release)(void *arg, const double *x, int64_t iters, int64_t charges);
   void *on_release_arg;
 } dpo_run_opts_t;

@@ -45,27 +45,6 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- releases */
-
-/* A release of a private algorithm as the coordinator broadcasts it (rank 0, after its charge
- * and its noise): v[0..d) is the noised vector before any public term (the regularizer's
- * gradient) is added; mechanism "laplace" | "gaussian" with noise_scale and sensitivity in
- * the units of v; q the probability that a given row is in the step's sample (1: full batch,
- * 0: not an independent sample, e.g. disjoint buckets); eps the pure eps the release was
- * charged (laplace; 0 otherwise); sampling, m and n as charged; x the point the gradient was
- * taken at.  The white-box audit (src/optim/audit_wb.c) reads every release through it
- * (dpo_solver_set_release_observer; dpo_dpadmm_opts_t.observe). */
-typedef struct {
-  int64_t step;
-  const char *mechanism;
-  double noise_scale, sensitivity, q, eps;
-  const char *sampling; /* "none" | "wor" | "poisson" | "disjoint": how the step's rows were drawn */
-  int64_t m, n;         /* q = m / n */
-  int32_t d;
-  const double *v, *x;
-  double unit; /* one example's (clipped) gradient in the units of v (e.g. w / m for a mean) */
-} dpo_release_t;
-typedef int (*dpo_release_fn)(void *arg, const dpo_release_t *r);
 
 /* ---------------------------------------------------------------- mechanisms */
 
@@ -201,6 +180,28 @@ typedef enum {
 /* The journal's name of a value; "(unset)" for 0 and "(unknown)" out of range (never NULL). */
 const char *dpo_mech_name(dpo_mech_t m);
 const char *dpo_sampling_name(dpo_sampling_t s);
+
+/* ---------------------------------------------------------------- releases */
+
+/* A release of a private algorithm as the coordinator broadcasts it (rank 0, after its charge
+ * and its noise): v[0..d) is the noised vector before any public term (the regularizer's
+ * gradient) is added; mechanism DPO_MECH_LAPLACE | DPO_MECH_GAUSSIAN with noise_scale and sensitivity in
+ * the units of v; q the probability that a given row is in the step's sample (1: full batch,
+ * 0: not an independent sample, e.g. disjoint buckets); eps the pure eps the release was
+ * charged (laplace; 0 otherwise); sampling, m and n as charged; x the point the gradient was
+ * taken at.  The white-box audit (src/optim/audit_wb.c) reads every release through it
+ * (dpo_solver_set_release_observer; dpo_dpadmm_opts_t.observe). */
+typedef struct {
+  int64_t step;
+  dpo_mech_t mechanism;
+  double noise_scale, sensitivity, q, eps;
+  dpo_sampling_t sampling; /* none | wor | poisson | disjoint: how the step's rows were drawn */
+  int64_t m, n;         /* q = m / n */
+  int32_t d;
+  const double *v, *x;
+  double unit; /* one example's (clipped) gradient in the units of v (e.g. w / m for a mean) */
+} dpo_release_t;
+typedef int (*dpo_release_fn)(void *arg, const dpo_release_t *r);
 const char *dpo_accounting_name(dpo_accounting_t a);
 /* Exact journal names only (case matters: the journal is written by the table); DPO_EINVAL
  * without a message for anything else (the caller names its file and line). */
@@ -405,7 +406,7 @@ int dpo_ledger_record_plan(dpo_ledger_t *L, const char *algo, const char *kind, 
 int dpo_ledger_print_ex(const char *journal_path, const char *key_file, int all, FILE *out);
 int dpo_ledger_print(const char *journal_path, FILE *out);
 
-/* ================================================================ Renyi DP (issue 4: rdp.c)
+/* ================================================================ Renyi DP (rdp.c)
  *
  * Renyi differential privacy (Mironov 2017) of the Gaussian mechanism, plain and subsampled,
  * composed per order over a fixed grid of orders, and converted to (eps, delta).  Every RDP
@@ -500,7 +501,7 @@ int dpo_admm_thm1_sigma(double c, int64_t n, int64_t T, double eps, double delta
  * Public parameters only.  Printed to out; DPO_EINVAL for missing or inconsistent keys. */
 int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
 
-/* ================================================================ PLD (issue 13: pld.c)
+/* ================================================================ PLD (pld.c)
  * Privacy loss distribution accountant for k-fold compositions of the Gaussian mechanism with
  * multiplier z: sampling "none" (or "disjoint" treated as none) or "poisson" (rate m/n, add/
  * remove neighbours: both dominating pairs, the larger delta).  The PLD is put on the grid h Z

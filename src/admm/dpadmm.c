@@ -78,7 +78,7 @@ static int observe(ctx_t *c, const double *x, int64_t step, const double *g) {
   memset(v, 0, (size_t)c->d * sizeof *v);
   dpo_model_finish(dpo_oracle_model(c->o), c->d, 0, x, NULL, v);
   for (int32_t j = 0; j < c->d; j++) v[j] = g[j] - v[j];
-  dpo_release_t r = {step, "gaussian", c->sigma, c->sens, 1.0, 0.0, "none", c->n, c->n, c->d,
+  dpo_release_t r = {step, DPO_MECH_GAUSSIAN, c->sigma, c->sens, 1.0, 0.0, DPO_SAMPLING_NONE, c->n, c->n, c->d,
                      v, x, 1.0 / (double)c->n};
   return c->op->observe(c->op->observe_arg, &r);
 }

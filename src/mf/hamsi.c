@@ -604,8 +604,76 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   return st;
 }
 
-int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_opts_t *opts,
-                  dpo_hamsi_result_t **resp) {
+/* rank 0, before epoch t: the schedule (dpo__hm_schedule) and what to evaluate after it,
+ * into sched[0] (bit 1 full evaluation, bit 2 held-out only).  wall: the run's wall time so
+ * far, dt the last epoch's, c_eval the last evaluation's. */
+static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t_train, double wall,
+                               double dt, double c_eval, int64_t *last_full, int32_t *sched) {
+  const dpo_hamsi_opts_t *o = &h->o;
+  dpo__hm_schedule(h, rng, t, t_train, sched);
+  int due = o->eval_every > 0 && t % o->eval_every == 0;
+  /* budget: evaluating now keeps evaluation <= eval_budget of the wall time
+   * (the next epoch is assumed to last as long as the last one) */
+  double over = wall - t_train;
+  /* the budget never starves the trace: the first due epoch and every
+   * DPO_HAMSI_EVAL_FORCE-th due epoch since the last full evaluation are
+   * evaluated whatever the load (a busy machine's time outside training can
+   * exceed any budget) */
+  int full = due && (o->eval_budget <= 0 || !*last_full ||
+                     t - *last_full >= (int64_t)DPO_HAMSI_EVAL_FORCE * o->eval_every ||
+                     over + c_eval <= o->eval_budget * (wall + dt + c_eval));
+  if (full)
+    *last_full = t;
+  /* early stopping compares every due epoch (the kept point must not depend on
+   * the clock): the held-out RMSE at least, the cheap part */
+  int test = due && !full && o->early_stop > 0;
+  sched[0] |= (full << 1) | (test << 2);
+}
+
+/* After the epochs (st their status, t the epoch that ended them): the result's
+ * point and figures, or on divergence with result_on_failure the last good
+ * point. */
+static int dpo__hm_end(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full, int st, int64_t t,
+                       double t_start, double t_train) {
+  const dpo_hamsi_opts_t *o = &h->o;
+  if (st == DPO_ENOCONV && o->result_on_failure) {
+    /* diverged: the result holds the last good point, the status stays
+     * DPO_ENOCONV */
+    res->failed_epoch = t;
+    int st2 = dpo_agree(h->comm, dpo__hm_restore(h, &h->good));
+    /* the last good point's factors are finite; its RMSE may not be (overflow):
+     * still returned, without the divergence check */
+    if (!st2)
+      st2 = dpo__hm_finish(h, res, x2full, h->good.t, t_start, t_train, 0);
+    if (st2) {
+      st = st2;
+      res->failed_epoch = 0; /* no point to return: res is freed below */
+    }
+  } else if (!st) {
+    /* the safeguards see an epoch's last step only in the next epoch: a run
+     * that stops right after a bad one would return it.  So compare the end
+     * with the start of the last accepted epoch and keep that start if the
+     * end's training RMSE is more than reject_tol above it (rank-independent
+     * sums; one or two evaluations) */
+    if (o->reject_tol >= 0 && h->sg_prev.x1 && res->n_train > 0 &&
+        !(o->early_stop > 0 && h->best.x1))
+      st = dpo__final_check(h, *x2full, res->n_train);
+    /* early stopping: the best evaluated point (its held-out RMSE is the best
+     * in the trace) */
+    if (o->early_stop > 0 && h->best.x1) {
+      res->best_epoch = h->best.t;
+      st = dpo_agree(h->comm, dpo__hm_restore(h, &h->best));
+    }
+    if (!st)
+      st = dpo__hm_finish(h, res, x2full, t - 1, t_start, t_train, 1);
+    if (!st && res->best_epoch > 0)
+      res->best_test_rmse = res->test_rmse;
+  }
+  return st;
+}
+
+int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
+                  const dpo_hamsi_opts_t *opts, dpo_hamsi_result_t **resp) {
   int st = DPO_OK;
   dpo__hm_t H, *h = &H;
   memset(h, 0, sizeof H);
@@ -664,24 +732,8 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
   for (t = lp.t + 1;; t++) {
     /* rank 0 decides whether to go on, the schedule and what to evaluate after the epoch,
      * then broadcasts: sched[0] bit 0 stop, bit 1 full evaluation, bit 2 held-out only */
-    if (h->rank == 0) {
-      dpo__hm_schedule(h, rng, t, t_train, sched);
-      int due = o->eval_every > 0 && t % o->eval_every == 0;
-      /* budget: evaluating now keeps evaluation <= eval_budget of the wall time (the next
-       * epoch is assumed to last as long as the last one) */
-      double wall = MPI_Wtime() - t_start, over = wall - t_train;
-      /* the budget never starves the trace: the first due epoch and every
-       * DPO_HAMSI_EVAL_FORCE-th due epoch since the last full evaluation are evaluated
-       * whatever the load (a busy machine's time outside training can exceed any budget) */
-      int full = due && (o->eval_budget <= 0 || !last_full ||
-                         t - last_full >= (int64_t)DPO_HAMSI_EVAL_FORCE * o->eval_every ||
-                         over + c_eval <= o->eval_budget * (wall + dt + c_eval));
-      if (full) last_full = t;
-      /* early stopping compares every due epoch (the kept point must not depend on the
-       * clock): the held-out RMSE at least, the cheap part */
-      int test = due && !full && o->early_stop > 0;
-      sched[0] |= (full << 1) | (test << 2);
-    }
+    if (h->rank == 0)
+      dpo__hm_plan_epoch(h, rng, t, t_train, MPI_Wtime() - t_start, dt, c_eval, &last_full, sched);
     if (MPI_Bcast(sched, L + 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
       st = dpo_err(DPO_EMPI, "hamsi: schedule broadcast failed");
       break;
@@ -747,32 +799,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings, const dpo_hamsi_o
       if ((st = dpo__hm_ckpt_epoch(h, &cp, rng))) break;
     }
   }
-  if (st == DPO_ENOCONV && o->result_on_failure) {
-    /* diverged: the result holds the last good point, the status stays DPO_ENOCONV */
-    res->failed_epoch = t;
-    int st2 = dpo_agree(comm, dpo__hm_restore(h, &h->good));
-    /* the last good point's factors are finite; its RMSE may not be (overflow): still
-     * returned, without the divergence check */
-    if (!st2) st2 = dpo__hm_finish(h, res, &x2full, h->good.t, t_start, t_train, 0);
-    if (st2) {
-      st = st2;
-      res->failed_epoch = 0; /* no point to return: res is freed below */
-    }
-  } else if (!st) {
-    /* the safeguards see an epoch's last step only in the next epoch: a run that stops right
-     * after a bad one would return it.  So compare the end with the start of the last
-     * accepted epoch and keep that start if the end's training RMSE is more than reject_tol
-     * above it (rank-independent sums; one or two evaluations) */
-    if (o->reject_tol >= 0 && h->sg_prev.x1 && res->n_train > 0 && !(o->early_stop > 0 && h->best.x1))
-      st = dpo__final_check(h, x2full, res->n_train);
-    /* early stopping: the best evaluated point (its held-out RMSE is the best in the trace) */
-    if (o->early_stop > 0 && h->best.x1) {
-      res->best_epoch = h->best.t;
-      st = dpo_agree(comm, dpo__hm_restore(h, &h->best));
-    }
-    if (!st) st = dpo__hm_finish(h, res, &x2full, t - 1, t_start, t_train, 1);
-    if (!st && res->best_epoch > 0) res->best_test_rmse = res->test_rmse;
-  }
+  st = dpo__hm_end(h, res, &x2full, st, t, t_start, t_train);
 out:
   dpo_rng_destroy(rng);
   free(sched);

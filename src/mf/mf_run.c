@@ -264,8 +264,10 @@ static int dpo__mf_settings(dpo_mf_job_t *j) {
   o->biases = bz;
   o->nblocks = (int32_t)K;
   o->memory = (int32_t)M;
-  /* a time limit alone means "train until the time is up", not the default epoch count */
+  /* a time limit alone means "train until the time is up", not the default epoch count; the
+   * early-stopped default model runs until it stops, within DPO_MF_EPOCHS */
   if (o->time_limit > 0 && !dpo_config_get(cfg, "mf.epochs")) T = 0;
+  else if (o->early_stop > 0 && !dpo_config_get(cfg, "mf.epochs")) T = DPO_MF_EPOCHS;
   o->epochs = T;
   o->eval_every = (int)ev;
   o->seed = (uint64_t)seed;

@@ -101,9 +101,10 @@ static double dpo__wb_logp(int gauss, double s, double q, const double *v, const
 int dpo__wb_observe(void *arg, const dpo_release_t *r) {
   dpo__wb_obs_t *o = arg;
   const dpo__audit_t *a = o->a;
-  int gauss = !strcmp(r->mechanism, "gaussian");
-  if (!gauss && strcmp(r->mechanism, "laplace"))
-    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: a '%s' release", r->mechanism);
+  int gauss = r->mechanism == DPO_MECH_GAUSSIAN;
+  if (!gauss && r->mechanism != DPO_MECH_LAPLACE)
+    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: a '%s' release",
+                   dpo_mech_name(r->mechanism));
   if (r->d != a->d) return dpo_err(DPO_EINVAL, "dpopt audit --white-box: a release of length %d", r->d);
   /* the release's units: sensitivity / the construction's per-example sensitivity */
   const dpo_neighbours_t rel = a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE;
@@ -130,7 +131,7 @@ int dpo__wb_observe(void *arg, const dpo_release_t *r) {
     if (r->eps > 0) l /= r->eps; /* in [-1, 1] at full sensitivity: steps pool alike */
   }
   if (r->q < 1) o->flags |= r->q > 0 ? DPO__WB_SUB : DPO__WB_DEP;
-  if (r->sampling && !strcmp(r->sampling, "poisson")) o->flags |= DPO__WB_POIS;
+  if (r->sampling == DPO_SAMPLING_POISSON) o->flags |= DPO__WB_POIS;
   const double z = r->noise_scale / r->sensitivity;
   if (o->nrel > 0 && (z != o->z || (double)r->m != o->m || (double)r->n != o->n))
     o->flags |= DPO__WB_ZVAR;

@@ -624,8 +624,8 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       /* the coordinator sees the unmasked sum plus the honest Polya shares: the discrete
        * Laplace of scale b on the sum, charged eps0 (the white-box audit's release) */
       const double u = w / (double)m, q = batch.ids && m < na ? (double)m / (double)na : 1.0;
-      dpo_release_t rel = {t, "laplace", u * b, u * sens, q, eps0,
-                           dpo_sampling_name(c.sampling), m, na, d, g, x, u};
+      dpo_release_t rel = {t, DPO_MECH_LAPLACE, u * b, u * sens, q, eps0,
+                           c.sampling, m, na, d, g, x, u};
       if ((rc = dpo_solver_release(s, &rel))) return rc;
     }
     memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
@@ -791,8 +791,8 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
   {
     const double q = dp->sampling == DPO__DP_SAMPLE_DISJOINT ? 0.0
                      : batch.ids ? (double)dp->m / (double)dp->n : 1.0;
-    dpo_release_t rel = {t,  "laplace", b, delta1, q,    eps0,
-                         dpo_sampling_name(c.sampling), dp->m, dp->n, d, g, x,
+    dpo_release_t rel = {t,  DPO_MECH_LAPLACE, b, delta1, q,    eps0,
+                         c.sampling, dp->m, dp->n, d, g, x,
                          w / (double)dp->m};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }

@@ -656,8 +656,8 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
       memset(a->g, 0, (size_t)d * sizeof *a->g);
     }
     if ((rc = dpo_mech_release(&ch, rng, a->g, d))) return rc;
-    dpo_release_t rel = {t, "gaussian", a->sigma, a->sens, (double)a->m / (double)a->npub,
-                         0, dpo_sampling_name(ch.sampling), a->m, a->npub, d, a->g, x, 1.0};
+    dpo_release_t rel = {t, DPO_MECH_GAUSSIAN, a->sigma, a->sens, (double)a->m / (double)a->npub,
+                         0, ch.sampling, a->m, a->npub, d, a->g, x, 1.0};
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   double f = (double)t / (double)a->T, lr = a->lr; /* the schedule: public (t, T) only */

@@ -153,8 +153,57 @@ static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
   return DPO_OK;
 }
 
-int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                            int nranks, dpo_parties_t **out) {
+/* privacy.collude and privacy.trust_coordinator for count parties under the spec's trust
+ * mode: the number of parties that may collude with the coordinator (secagg), or a refusal */
+static int dpo__parties_collude(const dpo_privacy_spec_t *spec, int64_t count, int *collude) {
+  const dpo_trust_t tm = spec->trust;
+  const int given_k = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE);
+  const char *k_at = dpo_privacy_spec_origin(spec, DPO_SPEC_COLLUDE);
+  const char *tc_at = dpo_privacy_spec_origin(spec, DPO_SPEC_TRUST_COORDINATOR);
+  if (tm == DPO_TRUST_SECAGG) {
+    /* default: the coordinator's own party may be curious (k = 1), or 0 for a
+     * single party */
+    int64_t k = given_k ? spec->collude : count > 1 ? 1 : 0;
+    if (k < 0 || k >= count) {
+      return dpo_err(DPO_EINVAL,
+                     "%s: privacy.collude = %lld: need 0 <= k < parties (%lld): at "
+                     "least one party must be honest",
+                     k_at, (long long)k, (long long)count);
+    }
+    *collude = (int)k;
+    /* k = 0 counts every party's share as honest, the coordinator's own party's
+     * too: the coordinator is then trusted with the guarantee, which must be
+     * said explicitly */
+    const int trusted = spec->trust_coordinator;
+    if (k == 0 && count > 1 && !trusted) {
+      return dpo_err(DPO_EINVAL,
+                     "%s: privacy.collude = 0 counts the coordinator's own party's "
+                     "noise share as honest, so the guarantee then holds only if the "
+                     "coordinator "
+                     "(rank 0) adds its share and does not collude with anyone: the "
+                     "coordinator "
+                     "is trusted.  Acknowledge it with privacy.trust_coordinator = 1 "
+                     "(--trust-coordinator), or keep privacy.collude >= 1",
+                     k_at);
+    }
+    if (trusted && k != 0) {
+      return dpo_err(DPO_EINVAL,
+                     "%s: privacy.trust_coordinator applies to privacy.collude = 0 "
+                     "(here %lld)",
+                     tc_at, (long long)k);
+    }
+  } else if (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST_COORDINATOR)) {
+    return dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.trust = secagg",
+                   tc_at);
+  } else if (given_k) {
+    return dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg", k_at);
+  }
+  return DPO_OK;
+}
+
+int dpo_parties_from_config(const dpo_config_t *cfg,
+                            const dpo_privacy_spec_t *spec, int nranks,
+                            dpo_parties_t **out) {
   int rc = DPO_OK;
   dpo_parties_t *p = NULL;
   const char *pat = NULL, *spat = NULL, *opat = NULL;
@@ -162,7 +211,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   char key[128];
   dpo_privacy_spec_t none;
   *out = NULL;
-  if (!cfg || nranks < 1) return dpo_err(DPO_EINVAL, "parties: NULL config or no ranks");
+  if (!cfg || nranks < 1)
+    return dpo_err(DPO_EINVAL, "parties: NULL config or no ranks");
   if (!spec) { /* nothing given */
     dpo_privacy_spec_default(&none);
     spec = &none;
@@ -195,42 +245,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg, const dpo_privacy_spec_t *s
   p->trust = tm;
   p->on_exhausted = ex;
   p->declared = declared;
-  const int given_k = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE);
-  const char *k_at = dpo_privacy_spec_origin(spec, DPO_SPEC_COLLUDE);
-  const char *tc_at = dpo_privacy_spec_origin(spec, DPO_SPEC_TRUST_COORDINATOR);
-  if (tm == DPO_TRUST_SECAGG) {
-    /* default: the coordinator's own party may be curious (k = 1), or 0 for a single party */
-    int64_t k = given_k ? spec->collude : count > 1 ? 1 : 0;
-    if (k < 0 || k >= count) {
-      rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = %lld: need 0 <= k < parties (%lld): at "
-                   "least one party must be honest", k_at, (long long)k, (long long)count);
-      goto fail;
-    }
-    p->collude = (int)k;
-    /* k = 0 counts every party's share as honest, the coordinator's own party's too: the
-     * coordinator is then trusted with the guarantee, which must be said explicitly */
-    const int trusted = spec->trust_coordinator;
-    if (k == 0 && count > 1 && !trusted) {
-      rc = dpo_err(DPO_EINVAL, "%s: privacy.collude = 0 counts the coordinator's own party's "
-                   "noise share as honest, so the guarantee then holds only if the coordinator "
-                   "(rank 0) adds its share and does not collude with anyone: the coordinator "
-                   "is trusted.  Acknowledge it with privacy.trust_coordinator = 1 "
-                   "(--trust-coordinator), or keep privacy.collude >= 1", k_at);
-      goto fail;
-    }
-    if (trusted && k != 0) {
-      rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.collude = 0 "
-                   "(here %lld)", tc_at, (long long)k);
-      goto fail;
-    }
-  } else if (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST_COORDINATOR)) {
-    rc = dpo_err(DPO_EINVAL, "%s: privacy.trust_coordinator applies to privacy.trust = secagg",
-                 tc_at);
-    goto fail;
-  } else if (given_k) {
-    rc = dpo_err(DPO_EINVAL, "%s: privacy.collude applies to privacy.trust = secagg", k_at);
-    goto fail;
-  }
+  if ((rc = dpo__parties_collude(spec, count, &p->collude))) goto fail;
   p->rank_party = malloc((size_t)nranks * sizeof *p->rank_party);
   p->first_rank = calloc((size_t)count, sizeof *p->first_rank);
   p->nranks_of = calloc((size_t)count, sizeof *p->nranks_of);

@@ -142,9 +142,10 @@ static double dpo__a1_logf(int gauss, double s, double v, double mu) {
  * in the release's units, mixed over the row's presence in the step's sample when q < 1. */
 static int dpo__a1_observe(void *arg, const dpo_release_t *r) {
   dpo__a1_t *c = arg;
-  const int gauss = !strcmp(r->mechanism, "gaussian");
-  if (!gauss && strcmp(r->mechanism, "laplace"))
-    return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: a '%s' release", r->mechanism);
+  const int gauss = r->mechanism == DPO_MECH_GAUSSIAN;
+  if (!gauss && r->mechanism != DPO_MECH_LAPLACE)
+    return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: a '%s' release",
+                   dpo_mech_name(r->mechanism));
   if (r->d != c->dtot + c->bias)
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run: a release of length %d", r->d);
   c->gauss |= gauss;
