@@ -78,7 +78,9 @@ idx_head() {
 }
 # store_compose RECORDS KEY: independently of dpopt (python3), verify a budget store's keyed
 # BLAKE2b chain and compose its runs' settled Gaussian RDP curves (per-order sums, the min over
-# orders of Mironov 2017 Prop. 3 and Balle et al. 2020 Thm 21 at the store's delta).  Prints
+# orders of Mironov 2017 Prop. 3 and Balle et al. 2020 Thm 21 at the store's delta), or, when
+# smaller, their basic composition (the sum of the runs' settled eps, if their deltas sum to at
+# most the store's delta: a PLD-calibrated run's eps can be well below its RDP curve's).  Prints
 # "RUNS EPS", "chain-bad LINE" or "not-rdp KIND" (a run not settled to an RDP curve alone).
 store_compose() {
   python3 - "$1" "$2" <<'EOF'
@@ -103,8 +105,12 @@ for o in runs.values():
     if o['kind'] != 'settle' or not o['n_rdp'] or o['n_pure'] or o['n_approx']:
         print('not-rdp', o['kind']); sys.exit(0)
     R = [a + b for a, b in zip(R, o['rdp'])]
-print('%d %.17g' % (len(runs), min(min(r + math.log(1 / D) / (a - 1),
-      r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
-      for a, r in zip(orders, R))))
+rdp = min(min(r + math.log(1 / D) / (a - 1),
+              r + math.log1p(-1 / a) - (math.log(D) + math.log(a)) / (a - 1))
+          for a, r in zip(orders, R))
+basic = sum(o['eps'] for o in runs.values())
+if sum(o['delta'] for o in runs.values()) <= D:
+    rdp = min(rdp, basic)
+print('%d %.17g' % (len(runs), rdp))
 EOF
 }

@@ -78,7 +78,7 @@ awk -v e="$e" 'BEGIN { exit !(e > 0.5 && e < 1.5) }' && ok || bad "spent $e not 
 if command -v python3 >/dev/null; then
   py=$(store_compose "$T/st/records.jsonl" "$DPOPT_JOURNAL_KEY")
   case $py in
-    2\ *) close "$e" "${py#2 }" 1e-9 "spent = the RDP composition of the two runs' curves" ;;
+    2\ *) close "$e" "${py#2 }" 1e-9 "spent = the smaller of the RDP and the basic composition of the two runs" ;;
     *) bad "python3 (store_compose): $py" ;;
   esac
 fi

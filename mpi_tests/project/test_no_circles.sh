@@ -160,4 +160,12 @@ printf 'x.h x.h "x.h"\n' | awk -f "$T/scc.awk" >"$T/plant"
 check "checker: a header including itself is a cycle" grep -qx 'cycle: x.h' "$T/plant"
 printf 'a.c b.c f\nb.c c.c g\n' | awk -f "$T/scc.awk" >"$T/plant"
 check "checker: a chain is no cycle" test ! -s "$T/plant"
+
+# test names: automake logs test_x.sh and a program test_x both to test_x.log, so one of the two
+# would silently not run; no room may hold both
+clash() { for d in "$1"/*/; do ls "$d" | sed -n 's/\.\(c\|sh\)$//p' | sort | uniq -d | sed "s|^|$d|"; done; }
+clash "$S/mpi_tests" >"$T/clash"
+check "no test name in a room is both a program and a script: $(tr '\n' ' ' <"$T/clash")" test ! -s "$T/clash"
+mkdir -p "$T/mt/r" && : >"$T/mt/r/test_q.c" && : >"$T/mt/r/test_q.sh"
+check "checker: a program and a script of one name clash" test -n "$(clash "$T/mt")"
 finish test_no_circles
