@@ -69,6 +69,19 @@ static int dpo__holds(const dpo__hm_t *h, int32_t k, int32_t c) {
 }
 
 /* A saved point's factor rows (dpo__snap_t: x1 and the x part of the blocks held at sn->k). */
+/* the compact L-BFGS memory, written (save) or read back in the same order */
+static void dpo__xfer_lbfgs(dpo__ckb_t *b, dpo__lbfgs_t *l, size_t M, int save) {
+  struct {
+    void *p;
+    size_t len;
+  } f[] = {{&l->m, sizeof l->m},       {&l->sigma, sizeof l->sigma},
+           {&l->accepted, sizeof l->accepted}, {&l->rejected, sizeof l->rejected},
+           {l->age, sizeof(int) * M},  {l->SY, sizeof(double) * M * M},
+           {l->YY, sizeof(double) * M * M}, {l->N, sizeof(double) * 4 * M * M}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    save ? dpo__put(b, f[i].p, f[i].len) : dpo__get(b, f[i].p, f[i].len);
+}
+
 static void dpo__put_snap(dpo__ckb_t *b, const dpo__hm_t *h, const dpo__snap_t *sn) {
   int32_t has = sn->x1 != NULL;
   dpo__put(b, &has, sizeof has);
@@ -168,18 +181,7 @@ static void dpo__put_global(dpo__ckb_t *b, const dpo__hm_t *h, const dpo__hm_loo
   dpo__put(b, dv, sizeof dv);
   dpo__put(b, iv, sizeof iv);
   dpo__put(b, &h->cur_k, sizeof h->cur_k);
-  if (h->hamsi) {
-    const dpo__lbfgs_t *l = &h->lb;
-    size_t M = (size_t)h->M;
-    dpo__put(b, &l->m, sizeof l->m);
-    dpo__put(b, &l->sigma, sizeof l->sigma);
-    dpo__put(b, &l->accepted, sizeof l->accepted);
-    dpo__put(b, &l->rejected, sizeof l->rejected);
-    dpo__put(b, l->age, sizeof(int) * M);
-    dpo__put(b, l->SY, sizeof(double) * M * M);
-    dpo__put(b, l->YY, sizeof(double) * M * M);
-    dpo__put(b, l->N, sizeof(double) * 4 * M * M);
-  }
+  if (h->hamsi) dpo__xfer_lbfgs(b, (dpo__lbfgs_t *)&h->lb, (size_t)h->M, 1);
   dpo_rng_state_t rs;
   memset(&rs, 0, sizeof rs);
   if (rng) dpo_rng_get_state(rng, &rs);
@@ -216,18 +218,7 @@ static int dpo__get_global(dpo__ckb_t *b, dpo__hm_t *h, dpo__hm_loop_t *lp, dpo_
   h->strata = iv[2];
   h->exchanges = iv[3];
   h->hgen = iv[4];
-  if (h->hamsi) {
-    dpo__lbfgs_t *l = &h->lb;
-    size_t M = (size_t)h->M;
-    dpo__get(b, &l->m, sizeof l->m);
-    dpo__get(b, &l->sigma, sizeof l->sigma);
-    dpo__get(b, &l->accepted, sizeof l->accepted);
-    dpo__get(b, &l->rejected, sizeof l->rejected);
-    dpo__get(b, l->age, sizeof(int) * M);
-    dpo__get(b, l->SY, sizeof(double) * M * M);
-    dpo__get(b, l->YY, sizeof(double) * M * M);
-    dpo__get(b, l->N, sizeof(double) * 4 * M * M);
-  }
+  if (h->hamsi) dpo__xfer_lbfgs(b, &h->lb, (size_t)h->M, 0);
   dpo_rng_state_t rs;
   dpo__get(b, &rs, sizeof rs);
   if (b->bad) return dpo_err(DPO_EFORMAT, "%s: not a dpopt mf checkpoint (short)", path);
