@@ -1,0 +1,76 @@
+#!/bin/sh
+# The cluster in a box (jobs/cluster): two network namespaces joined through a bridge, Open MPI
+# over TCP between them.  A seeded 2-rank dp-gd train on a9a across the nodes gives the model
+# of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
+# ranks sums in the same order whatever the transport),
+# MPI sees 2 nodes, the run's ledger is the same; an interrupted `run` leaves no process in the
+# nodes; `up` removes leftovers of a killed box; `down` leaves no namespace, link or state.
+# Skipped (77) when not root or when this kernel gives no network namespaces.
+. "$(dirname "$0")/../lib/testlib.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: jobs/cluster needs root (network namespaces)"; exit 77; }
+for c in ip unshare tc; do
+  command -v $c >/dev/null || { echo "SKIP: $c not found (apt-get install -y iproute2 util-linux)"; exit 77; }
+done
+name=dpot$$
+ip netns add "$name-probe" 2>/dev/null && ip netns del "$name-probe" ||
+  { echo "SKIP: cannot create network namespaces here"; exit 77; }
+box="$T/box"
+CL="sh $S/jobs/cluster --name $name --state $box"
+# whatever happens below, the box goes (the namespaces outlive this shell otherwise)
+trap '$CL down > /dev/null 2>&1; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+export OPENBLAS_NUM_THREADS=1
+hostlinks() { ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort; }
+hostlinks > "$T/links0"
+
+# ---- bad input: one clear message, non-zero exit, nothing made
+expect 1 $CL up 0
+has "$T/err" "expected 1..64" "up 0 refused"
+expect 1 $CL up 2 --net 8.8.8
+has "$T/err" "private /24" "a public net refused"
+expect 1 $CL loss 0 5
+has "$T/err" "no box '$name'" "a fault without a box"
+check "refused commands made no namespace" sh -c "! ip netns list | grep -q '^$name-'"
+expect 0 $CL --help
+has "$T/out" "loss K P" "--help lists the faults"
+
+# ---- leftovers of a killed box are removed by up
+ip netns add "$name-n5"
+expect 0 $CL up 2 --rate 1gbit
+check "up removed the leftover node 5" sh -c "! ip netns list | grep -q '^$name-n5'"
+expect 0 $CL status
+has "$T/out" "node 1: $name-n1 10.77.0.2/24 link UP tbf" "status: node 1 up and shaped"
+hostlinks > "$T/links_up"
+check "nothing new in the host's own namespace" cmp -s "$T/links0" "$T/links_up"
+
+# ---- the same seeded run over the box's TCP and over shared memory
+run="train --data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --delta 1e-5 --iters 20 --seed 11 --quiet --no-trace-loss"
+expect 0 timeout 120 $CL run -- mpirun -np 2 "$DPOPT" $run --out "$T/tcp"
+expect 0 timeout 120 $MPI -np 2 "$DPOPT" $run --out "$T/shm"
+has "$T/tcp/summary.json" '"nodes": *2' "MPI saw 2 nodes in the box"
+has "$T/shm/summary.json" '"nodes": *1' "shared memory: 1 node"
+# the weights (the model file's non-comment lines; its header names the run directory)
+grep -v '^#' "$T/tcp/model.txt" > "$T/a" 2>/dev/null; grep -v '^#' "$T/shm/model.txt" > "$T/b" 2>/dev/null
+check "model.txt: 124 weights in each run" [ "$(cat "$T/a" "$T/b" | wc -l)" -eq 248 ]
+check "the box (TCP across 2 nodes) and shared memory give the same weights, digit for digit" cmp -s "$T/a" "$T/b"
+unchained "$T/tcp/ledger.jsonl" > "$T/l1"; unchained "$T/shm/ledger.jsonl" > "$T/l2"
+check "the two runs' ledgers charge the same" cmp -s "$T/l1" "$T/l2"
+
+# ---- an interrupted run stops every process in the nodes
+$CL run -- mpirun -np 2 sleep 60 > "$T/sl.out" 2>&1 &
+rp=$!
+i=0
+while [ $i -lt 50 ] && [ -z "$(ip netns pids "$name-n1" 2>/dev/null)" ]; do sleep 0.2; i=$((i + 1)); done
+check "the ranks started in node 1" [ -n "$(ip netns pids "$name-n1")" ]
+kill -TERM $rp
+wait $rp; st=$?
+check "interrupted run exits non-zero ($st)" [ "$st" -ne 0 ]
+check "no process left in the nodes" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+
+# ---- down: no namespace, no link, no state
+expect 0 $CL down
+check "no namespace of the box left" sh -c "! ip netns list | grep -q '^$name-'"
+check "the state directory is gone" [ ! -e "$box" ]
+hostlinks > "$T/links1"
+check "the host's links are those before" cmp -s "$T/links0" "$T/links1"
+finish test_cluster
