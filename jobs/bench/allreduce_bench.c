@@ -7,6 +7,9 @@
  *   bcastreduce  MPI_Bcast of d doubles from rank 0, then MPI_Reduce of d + 3 doubles to
  *                rank 0: one round of the gradient oracle (src/comm/oracle.c)
  *   ring         MPI_Sendrecv of d doubles to rank+1 from rank-1: one HAMSI item-block step
+ *   pingpong     rank 0 sends d doubles to rank 1, which sends them back (the other ranks
+ *                wait); t is half the round trip, as osu_latency reports it: one link's
+ *                one-way latency and, at large d, 8 d / t its bandwidth
  * Each trial runs R back-to-back operations after a barrier and takes the mean; the reported
  * time is the best of K trials on each rank, then the maximum over ranks (the slowest rank
  * sets the pace).  Output, one line per (op, d), for jobs/costmodel:
@@ -33,10 +36,18 @@ static double trial(int op, double *a, double *b, int d, int reps, MPI_Comm comm
       MPI_Bcast(a, d, MPI_DOUBLE, 0, comm);
       MPI_Reduce(a, b, d + 3, MPI_DOUBLE, MPI_SUM, 0, comm);
       break;
-    default: MPI_Sendrecv(a, d, MPI_DOUBLE, next, 7, b, d, MPI_DOUBLE, prev, 7, comm, MPI_STATUS_IGNORE);
+    case 2: MPI_Sendrecv(a, d, MPI_DOUBLE, next, 7, b, d, MPI_DOUBLE, prev, 7, comm, MPI_STATUS_IGNORE); break;
+    default:
+      if (rank == 0) {
+        MPI_Send(a, d, MPI_DOUBLE, 1, 8, comm);
+        MPI_Recv(b, d, MPI_DOUBLE, 1, 8, comm, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(b, d, MPI_DOUBLE, 0, 8, comm, MPI_STATUS_IGNORE);
+        MPI_Send(b, d, MPI_DOUBLE, 0, 8, comm);
+      }
     }
   }
-  return (MPI_Wtime() - t0) / reps;
+  return (MPI_Wtime() - t0) / reps / (op == 3 ? 2 : 1);
 }
 
 int main(int argc, char **argv) {
@@ -54,7 +65,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       if (rank == 0)
         printf("usage: mpirun -np P allreduce_bench [--sizes 1,8,64,...] [--reps 200] [--trials 5]\n"
-               "Prints RESULT op=allreduce|bcastreduce|ring ranks=P d=DOUBLES t=SECONDS per line.\n");
+               "Prints RESULT op=allreduce|bcastreduce|ring|pingpong ranks=P d=DOUBLES t=SECONDS per line.\n");
       MPI_Finalize();
       return 0;
     } else err = 1;
@@ -83,8 +94,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (long j = 0; j < maxd + 3; j++) a[j] = 1.0 + (double)j * 1e-9;
-  static const char *names[3] = {"allreduce", "bcastreduce", "ring"};
-  for (int op = 0; op < 3; op++) {
+  static const char *names[4] = {"allreduce", "bcastreduce", "ring", "pingpong"};
+  for (int op = 0; op < (size > 1 ? 4 : 3); op++) {
     for (int i = 0; i < nsz; i++) {
       int d = (int)sizes[i];
       /* fewer repetitions for big messages keep the run short */
