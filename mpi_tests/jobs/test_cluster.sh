@@ -4,7 +4,8 @@
 # of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
 # ranks sums in the same order whatever the transport),
 # MPI sees 2 nodes, the run's ledger is the same; an interrupted `run` leaves no process in the
-# nodes; `up` removes leftovers of a killed box; `down` leaves no namespace, link or state.
+# nodes; a node killed in a private run ends the run (journal and budget store verify, the run
+# reserved) and --resume finishes it within its budget (settled in the store); `up` removes leftovers of a killed box; `down` leaves no namespace, link or state.
 # Skipped (77) when not root or when this kernel gives no network namespaces.
 . "$(dirname "$0")/../lib/testlib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: jobs/cluster needs root (network namespaces)"; exit 77; }
@@ -66,6 +67,36 @@ kill -TERM $rp
 wait $rp; st=$?
 check "interrupted run exits non-zero ($st)" [ "$st" -ne 0 ]
 check "no process left in the nodes" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+
+# ---- a node's death in a private run with a budget store: the run ends (no hang: mpirun sees
+# its daemon die), journal and store verify with the run still reserved, --resume on the
+# healthy box finishes it and the store settles it
+"$DPOPT" budget init "$T/st" --eps 100 --delta 1e-3 --data "$S/data/a9a" > /dev/null
+pr="train --data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --delta 1e-6 --iters 400 --budget-store $T/st --checkpoint-every 5 --quiet --no-trace-loss"
+timeout 120 $CL run -- mpirun --quiet --timeout 100 -np 2 "$DPOPT" $pr --out "$T/pk" > "$T/pk.txt" 2>&1 &
+rp=$!
+i=0
+while [ $i -lt 300 ] && [ ! -e "$T/pk/checkpoint" ]; do sleep 0.1; i=$((i + 1)); done
+check "the private run wrote a checkpoint" [ -e "$T/pk/checkpoint" ]
+$CL kill 1
+wait $rp; st=$?
+check "the run ends non-zero when node 1 dies ($st; 124: killed by the test's timeout)" sh -c "[ $st -ne 0 ] && [ $st -ne 124 ]"
+check "no process left in the nodes after the death" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+expect 0 "$DPOPT" ledger "$T/pk"
+expect 0 "$DPOPT" budget show "$T/st"
+has "$T/out" "train  reserved" "the dead run stays reserved in the store"
+# the charges journalled after the last checkpoint stay spent (design.md, rule 7), so the
+# resumed run may stop at its budget a few steps short of 400: exit 3, a clean stop
+timeout 120 $CL run -- mpirun --quiet --timeout 100 -np 2 "$DPOPT" $pr --out "$T/pk" --resume "$T/pk" > "$T/rs.txt" 2>&1
+st=$?
+case $st in 0|3) ok ;; *) bad "--resume after the node's death: exit $st (want 0, or 3 at the budget)"; tail -n 5 "$T/rs.txt" ;; esac
+check "the resumed run completed or stopped at its budget" grep -Eq '"status": *"(ok|budget_exhausted)"' "$T/pk/summary.json"
+expect 0 "$DPOPT" ledger "$T/pk"
+sp=$(awk '$1 == "spent:" { sub(",", "", $4); print $4 }' "$T/out")
+check "the resumed journal verifies and spends at most its eps 1 ($sp)" awk -v s="$sp" 'BEGIN { exit !(s != "" && s <= 1 + 1e-9) }'
+expect 0 "$DPOPT" budget show "$T/st"
+has "$T/out" "train  settled" "the store settled the resumed run"
+hasnot "$T/out" "reserved" "no reservation left"
 
 # ---- down: no namespace, no link, no state
 expect 0 $CL down
