@@ -2,10 +2,12 @@
 # The cluster in a box (jobs/cluster): two network namespaces joined through a bridge, Open MPI
 # over TCP between them.  A seeded 2-rank dp-gd train on a9a across the nodes gives the model
 # of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
-# ranks sums in the same order whatever the transport),
-# MPI sees 2 nodes, the run's ledger is the same; an interrupted `run` leaves no process in the
-# nodes; a node killed in a private run ends the run (journal and budget store verify, the run
-# reserved) and --resume finishes it within its budget (settled in the store); `up` removes leftovers of a killed box; `down` leaves no namespace, link or state.
+# ranks sums in the same order whatever the transport), MPI sees 2 nodes, the run's ledger is
+# the same; an interrupted `run` leaves no process in the nodes; a node killed in a private run
+# ends the run (journal and budget store verify, the run reserved) and --resume finishes it
+# within its budget (settled in the store); the 2-node version of jobs/clusterstudy writes its
+# table and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
+# link or state.
 # Skipped (77) when not root or when this kernel gives no network namespaces.
 . "$(dirname "$0")/../lib/testlib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: jobs/cluster needs root (network namespaces)"; exit 77; }
@@ -97,6 +99,17 @@ check "the resumed journal verifies and spends at most its eps 1 ($sp)" awk -v s
 expect 0 "$DPOPT" budget show "$T/st"
 has "$T/out" "train  settled" "the store settled the resumed run"
 hasnot "$T/out" "reserved" "no reservation left"
+
+# ---- jobs/clusterstudy, 2-node version on a small problem: its table and the model beside it
+expect 0 timeout 150 sh "$S/jobs/clusterstudy" --quick --workloads dp-gd --name "${name}s" \
+  --out "$T/study" --dpopt "$DPOPT" --bench "$B/jobs/bench/allreduce_bench"
+check "study: 4 rows (strong, weak at 1 and 2 nodes)" [ "$(tail -n +2 "$T/study/study.csv" | wc -l)" -eq 4 ]
+badrow=$(awk -F, 'NR > 1 && !($6 > 0 && $7 > 0 && $8 >= $7 && ($4 > 1 || $6 == $7)) {print NR}' "$T/study/study.csv")
+check "study: times positive, the 1-node row is its own prediction, box >= cluster (bad rows: $badrow)" [ -z "$badrow" ]
+check "study: latency, bandwidth and alpha measured in the box" \
+  awk -F, 'NR == 2 { exit !($2 > 0 && $3 > 0 && $4 > 0 && $6 > 0) } END { exit NR != 2 }' "$T/study/net.csv"
+has "$T/study/study.md" "| none | dp-gd | weak | 2 |" "study.md: the table"
+check "study: its box is gone" sh -c "! ip netns list | grep -q '^${name}s-'"
 
 # ---- down: no namespace, no link, no state
 expect 0 $CL down
