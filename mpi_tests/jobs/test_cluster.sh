@@ -3,7 +3,8 @@
 # over TCP between them.  A seeded 2-rank dp-gd train on a9a across the nodes gives the model
 # of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
 # ranks sums in the same order whatever the transport), MPI sees 2 nodes, the run's ledger is
-# the same; an interrupted `run` leaves no process in the nodes; a node killed in a private run
+# the same; a 2 s link cut during a run changes no weight; an interrupted `run` leaves no
+# process in the nodes; a node killed in a private run
 # ends the run (journal and budget store verify, the run reserved) and --resume finishes it
 # within its budget (settled in the store); the 2-node version of jobs/clusterstudy writes its
 # table and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
@@ -58,6 +59,26 @@ check "model.txt: 124 weights in each run" [ "$(cat "$T/a" "$T/b" | wc -l)" -eq 
 check "the box (TCP across 2 nodes) and shared memory give the same weights, digit for digit" cmp -s "$T/a" "$T/b"
 unchained "$T/tcp/ledger.jsonl" > "$T/l1"; unchained "$T/shm/ledger.jsonl" > "$T/l2"
 check "the two runs' ledgers charge the same" cmp -s "$T/l1" "$T/l2"
+
+# ---- node 1's link down for 2 s in mid-run: TCP carries the run over the gap, and the seeded
+# weights are those of the same run over shared memory.  Node 1's link is shaped to 1mbit
+# first, so each iteration takes milliseconds on any machine and the cut, made once the first
+# checkpoint exists, falls inside the iterations (checked).  (A cut while the ranks were still
+# starting, before their first messages, hung a run until mpirun --timeout: results.md.)
+cr="train --data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --delta 1e-5 --iters 300 --seed 5 --checkpoint-every 5 --quiet --no-trace-loss"
+$CL shape 1 1mbit
+timeout 120 $CL run -- mpirun --quiet --timeout 100 -np 2 "$DPOPT" $cr --out "$T/cut" > "$T/cut.txt" 2>&1 &
+rp=$!
+i=0
+while [ $i -lt 600 ] && [ ! -e "$T/cut/checkpoint" ]; do sleep 0.05; i=$((i + 1)); done
+$CL cut 1; sleep 2; $CL mend 1
+check "the run was still iterating when the link came back" kill -0 $rp
+wait $rp; st=$?
+$CL shape 1 none
+check "the run over a 2 s cut completes (exit $st)" [ "$st" -eq 0 ]
+expect 0 timeout 120 $MPI -np 2 "$DPOPT" $cr --out "$T/cutref"
+grep -v '^#' "$T/cut/model.txt" > "$T/a" 2>/dev/null; grep -v '^#' "$T/cutref/model.txt" > "$T/b" 2>/dev/null
+check "a 2 s cut changes no weight (against the run over shared memory)" sh -c "[ -s '$T/a' ] && cmp -s '$T/a' '$T/b'"
 
 # ---- an interrupted run stops every process in the nodes
 $CL run -- mpirun -np 2 sleep 60 > "$T/sl.out" 2>&1 &
