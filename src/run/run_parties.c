@@ -3,12 +3,10 @@
  * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
 #include "run/run_parties.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
 #include "dpopt/privacy.h"
@@ -55,20 +53,7 @@ static int dpo__party_dir_check(const dpo_parties_t *p, int rank, int resuming) 
                    "coordinator's directory; no party writes there)", k, rank, k, k);
   }
   char journal[1100];
-  struct stat st;
-  snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", p->out[k], k);
-  if (!stat(p->out[k], &st) && !S_ISDIR(st.st_mode))
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: not a directory", k, p->out[k]);
-  int have = !stat(journal, &st);
-  if (!resuming && have)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s already holds party %d's journal of another "
-                   "run (%s): give a new directory, or --resume that run", k, p->out[k], k,
-                   journal);
-  if (resuming && !have)
-    return dpo_err(DPO_EINVAL, "--resume: party %d's journal %s is missing (%s): give "
-                   "party.%d.out = the directory of the run that is resumed", k, journal,
-                   strerror(errno), k);
-  return DPO_OK;
+  return dpo_guard_journal_check(p->out[k], k, resuming, journal, sizeof journal);
 }
 
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
