@@ -409,7 +409,7 @@ void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *l
     if (p->data[k]) json_object_object_add(e, "data", json_object_new_string(p->data[k]));
     if (tp->rows) json_object_object_add(e, "rows", json_object_new_int64(tp->rows[k]));
     double be = NAN, bd = NAN, se = NAN, sd = NAN;
-    if (ledger && dpo_ledger_nparties(ledger) == p->count) {
+    if (ledger && dpo_ledger_nparties(ledger) >= p->count) {
       dpo_ledger_party_budget(ledger, k, &be, &bd);
       dpo_ledger_party_spent(ledger, k, &se, &sd);
       json_object_object_add(e, "eps_budget", dpo_json_double(be));
@@ -434,7 +434,7 @@ void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *led
           dpo_trust_name(p->trust), p->on_exhausted == DPO_EXHAUST_DROP ? "drop" : "stop");
   fprintf(out, "trust           %s: %s\n", dpo_trust_name(p->trust),
           dpo_trust_coordinator_sees(p->trust));
-  if (!ledger || dpo_ledger_nparties(ledger) != p->count) return;
+  if (!ledger || dpo_ledger_nparties(ledger) < p->count) return;
   for (int k = 0; k < p->count; k++) {
     double be, bd, se, sd;
     dpo_ledger_party_budget(ledger, k, &be, &bd);
