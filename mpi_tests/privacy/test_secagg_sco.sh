@@ -25,7 +25,8 @@
 #    "trust secagg" and holds T + 1 rdp-rho charges, the noise on the released gradient is the
 #    central one times sqrt(P / (P - k)) (within 3%: integer sigma, rounding inflation), the
 #    test accuracy is central's within 0.01 and the training objective is withheld; every party's
-#    guard journals what it priced (JOURNAL.partyK.jsonl: 61 charges, the coordinator's total),
+#    guard journals what it priced (PARTYDIR/ledger.partyK.jsonl in its own run directory,
+#    parties.out: 61 charges, the coordinator's total),
 #    and one that announces a smaller noise is refused by every party (dpopt-test); consensus,
 #    --sigma, --trace and consensus under trust local are refused with the reason.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -254,7 +255,7 @@ for m in dpadmm dpaccadmm; do
       "$S/data/a9a"
     cp "$T/out" "$T/c.out"
     expect 0 $MPI -np $np "$DPOPT" admm --method $m $ADMM --set privacy.trust=secagg \
-      --out "$T/s$m$np" "$S/data/a9a"
+      --set parties.out="$T/s$m$np.p%d" --out "$T/s$m$np" "$S/data/a9a"
     sc=$(sig "$T/c.out") ss=$(sig "$T/out") ac=$(tacc "$T/c.out") as=$(tacc "$T/out")
     check "$m $np parties: secagg sigma $ss = central $sc x sqrt(P/(P-1))" awk -v c="$sc" -v s="$ss" \
       -v p=$np 'BEGIN {r = s / (c * sqrt(p / (p - 1))); exit !(c > 0 && r >= 1 && r < 1.03)}'
@@ -263,10 +264,13 @@ for m in dpadmm dpaccadmm; do
     has "$T/s$m$np/ledger.jsonl" "\"event\":\"trust secagg, collude 1 of $np: " "$m: journal label"
     c=$(grep -c '"mechanism":"rdp-rho","sampling":"none"' "$T/s$m$np/ledger.jsonl")
     [ "$c" = 61 ] && ok || bad "$m $np parties: $c rdp-rho charges (want 61)"
-    # each party's guard priced every release and journalled it next to the coordinator's
+    # each party's guard priced every release and journalled it in its own run directory
+    # (parties.out), none in the coordinator's --out
+    [ "$(ls "$T/s$m$np" | grep -c '^ledger\.party')" = 0 ] && ok ||
+      bad "$m $np parties: a party journal in the coordinator's --out"
     k=1
     while [ $k -lt $np ]; do
-      expect 0 "$DPOPT" ledger "$T/s$m$np/ledger.party$k.jsonl"
+      expect 0 "$DPOPT" ledger "$T/s$m$np.p$k/ledger.party$k.jsonl"
       has "$T/out" "^charges: *61$" "$m $np parties: party $k's own journal holds the 61 releases"
       pe=$(sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p' "$T/out")
       close "$pe" "$(spent "$T/s$m$np/ledger.jsonl")" 1e-12 "$m $np parties: party $k's journal = the coordinator's view"
@@ -278,18 +282,18 @@ done
 # a coordinator that announces half the share sigma from release 3 on (dpopt-test's switch):
 # every party's guard refuses, the round is withheld, no party journals more than it admitted
 expect 1 $MPI -np 3 "$DPOPT_TEST" admm --test-coordinator sigma:3 --method dpadmm $ADMM \
-  --set privacy.trust=secagg --out "$T/dev" "$S/data/a9a"
+  --set privacy.trust=secagg --set parties.out="$T/dev.p%d" --out "$T/dev" "$S/data/a9a"
 has "$T/err" "party [12] refuses release 3 of the coordinator: its noise (share sigma" "admm: a smaller noise refused"
 has "$T/err" "nothing contributed, the round is withheld" "admm: the round withheld"
 for k in 1 2; do
-  expect 0 "$DPOPT" ledger "$T/dev/ledger.party$k.jsonl"
+  expect 0 "$DPOPT" ledger "$T/dev.p$k/ledger.party$k.jsonl"
   has "$T/out" "^charges: *2$" "admm: party $k admitted and journalled releases 1 and 2 only"
 done
 expect 4 $MPI -np 2 "$DPOPT" admm --method dpadmm --sigma 0.1 $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "calibrates its own noise" "--sigma refused"
 # the trace would show the coordinator exact training sums: under secagg it has no rows
 expect 0 $MPI -np 2 "$DPOPT" admm --method dpadmm $ADMM --maxit 3 --set privacy.trust=secagg \
-  --out "$T/tr" "$S/data/a9a"
+  --set parties.out="$T/tr.p%d" --out "$T/tr" "$S/data/a9a"
 has "$T/tr/trace.csv" "no per-iteration rows" "secagg: the trace says why it has no rows"
 [ "$(grep -vc '^#' "$T/tr/trace.csv")" = 0 ] && ok || bad "secagg: trace.csv has rows"
 expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=secagg "$S/data/a9a"

@@ -27,6 +27,8 @@ typedef struct {
   int64_t collude;
   int secagg, local;
   int64_t nparties; /* party accounts, one party per rank (0: none) */
+  char *pdir;       /* secagg, ranks other than 0: this party's own run directory (its guard's
+                     * journal; party.K.out or parties.out), owned */
   int rank, size;
   const char *store;  /* privacy.store: the data set's budget store */
   dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */

@@ -88,17 +88,18 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
 
 /* secagg, ranks other than 0 (one party per rank): the party's guard prices every announced
  * release from its own settings (the sum's L2 sensitivity 2 clip, replace-one, its own budget
- * and accountant) and charges its own account -- journalled next to privacy.journal as
- * JOURNAL.partyK.jsonl when one is given -- before it contributes (privacy/guard.h). */
+ * and accountant) and charges its own account -- journalled in the party's own run directory
+ * as PARTYDIR/ledger.partyK.jsonl (dpo__arun_party_dir), made now that the plan is agreed --
+ * before it contributes (privacy/guard.h). */
 static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo_oracle_t *orc) {
   const double S2 = 2 * s->clip;
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
                          s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
-  if (s->journal && s->journal[0]) {
-    size_t n = strlen(s->journal);
-    if (n > 6 && !strcmp(s->journal + n - 6, ".jsonl")) n -= 6;
-    snprintf(path, sizeof path, "%.*s.party%d.jsonl", (int)n, s->journal, s->rank);
+  if (s->pdir) {
+    int rc = dpo_mkdirs(s->pdir);
+    if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, 0, path, sizeof path);
+    if (rc) return rc;
     sp.journal = path;
   }
   int rc = dpo_guard_create(&sp, g);

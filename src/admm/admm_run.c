@@ -15,6 +15,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
+#include "privacy/guard.h" /* dpo_party_out_dir, dpo_guard_journal_check */
 #include "admm/admm_job.h"
 #include "admm/admm_arun.h"
 
@@ -244,6 +245,39 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   return DPO_OK;
 }
 
+/* Data-free, on every rank: under secagg party K (rank K) keeps its guard's journal in its own
+ * run directory, party.K.out or parties.out with %d = K, as dpopt train's parties do (no party
+ * writes in the coordinator's --out); party 0 is the coordinator's rank alone, so its account
+ * is the coordinator's journal and party.0.out is refused, as is a party directory outside
+ * secagg.  Checked before anything is written (the directory is made after the plan). */
+static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
+  char key[48], journal[1100];
+  snprintf(key, sizeof key, "party.%d.out", s->rank);
+  int rc = dpo_party_out_dir(cfg, s->rank, &s->pdir);
+  const char *given = dpo_config_get(cfg, key) ? key : "parties.out";
+  if (rc) return rc;
+  if (s->pdir && !s->secagg)
+    return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
+                   "holds its journal under privacy.trust = secagg, not %s",
+                   dpo_config_origin(cfg, given), s->rank, s->trust);
+  if (s->rank == 0 && s->pdir && dpo_config_get(cfg, key))
+    return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
+                   "the coordinator's journal (in --out) and nothing is written in party.0.out; "
+                   "drop it", dpo_config_origin(cfg, key));
+  if (s->rank == 0 || !s->secagg) { /* the pattern's entry for party 0 names nothing */
+    free(s->pdir);
+    s->pdir = NULL;
+    return DPO_OK;
+  }
+  if (!s->pdir)
+    return dpo_err(DPO_EINVAL, "privacy.trust = secagg: party %d keeps its own journal in its own "
+                   "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
+                   "parties.out = DIR%%d) in the configuration party %d's rank reads (--out is the "
+                   "coordinator's directory; no party writes there)", s->rank, s->rank, s->rank,
+                   s->rank);
+  return dpo_guard_journal_check(s->pdir, s->rank, 0, journal, sizeof journal);
+}
+
 /* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, several
  * parties keep stream and guard states apart, and a budget store's reservation would be made
  * twice: refused up front, before anything is read or written. */
@@ -291,6 +325,7 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
   dpo_config_get_str(cfg, "data.train", NULL, &j->data);
   if (!j->data) rc = dpo_err(DPO_EINVAL, "no training data: give FILE (data.train)");
   else if (!(rc = dpo__arun_read(cfg, spec, s)) && !(rc = dpo__arun_trust(cfg, s)) &&
+           !(rc = dpo__arun_party_dir(cfg, s)) &&
            !(rc = dpo_model_create(s->mname, 0.0, &j->m)) &&
            !(rc = dpo_load_opts_from_config(cfg, &j->lo))) {
     j->lo.labels = dpo_model_binary(j->m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
@@ -381,6 +416,7 @@ int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path) {
 void dpo_admm_job_destroy(dpo_admm_job_t *j) {
   if (!j) return;
   dpo_budget_close(j->s.bud);
+  free(j->s.pdir);
   if (j->repf) fclose(j->repf);
   free(j->rep);
   free(j->x);

@@ -94,6 +94,8 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "it charged, in its own run directory party.K.out (or parties.out = DIR%%d), given in\n"
              "the configuration its ranks read; required for every party with a rank other than\n"
              "the coordinator's (party 0 without it: this directory).\n"
+             "A secagg dp-sgd-rdp run that lost a party's rank is continued by --resume RUN, with\n"
+             "its parties or, with per-party files, without its last ones: --set parties.count=P'.\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
@@ -101,7 +103,7 @@ static void dpo__algo_help(char *buf, size_t cap) {
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
  * (--test-coordinator sigma|gamma|shares|extra[:N] | key) and a party that fails in its N-th secure-
- * aggregation release (--test-party-fail N), taken out of argv before parsing; dpopt-test admm
+ * aggregation release (--test-party-fail N) or dies in it (--test-party-kill N: SIGKILL), taken out of argv before parsing; dpopt-test admm
  * takes them too (cli.h). */
 int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
   static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
@@ -120,6 +122,8 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
       dpo__oracle_test_party_fail(atoll(argv[++i]));
+    } else if (!strcmp(argv[i], "--test-party-kill") && i + 1 < argc) {
+      dpo__oracle_test_party_kill(atoll(argv[++i]));
     } else {
       argv[k++] = argv[i];
     }

@@ -28,6 +28,8 @@
 #include "privacy/guard.h"  /* the party guard (secagg) */
 #include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
 #ifdef DPO_TEST_SWITCHES
+#include <signal.h> /* --test-party-kill */
+
 #include "privacy/test_switches.h"
 #endif
 
@@ -46,6 +48,8 @@ void dpo__oracle_test_deviate(int kind, int64_t at) {
   dpo__test_have_last = 0;
 }
 void dpo__oracle_test_party_fail(int64_t at) { dpo__test_fail_at = at; }
+static int64_t dpo__test_kill_at = 0;
+void dpo__oracle_test_party_kill(int64_t at) { dpo__test_kill_at = at; }
 /* rank 0: the header it announces instead of the plan's */
 static void dpo__test_deviate(int64_t hdr[DPO__HDR]) {
   if (!dpo__test_dev_kind || ++dpo__test_dev_seen < dpo__test_dev_at) return;
@@ -258,6 +262,9 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
       o->secagg && (int64_t)dpo_secagg_releases(o->secagg) + 1 == dpo__test_fail_at)
     rc = dpo_err(DPO_EINVAL, "rank %d: [TEST] a planted local failure in release %lld", o->rank,
                  (long long)dpo__test_fail_at);
+  if (!rc && !lrc && dpo__test_kill_at > 0 && o->rank == o->size - 1 && o->secagg &&
+      (int64_t)dpo_secagg_releases(o->secagg) + 1 == dpo__test_kill_at)
+    raise(SIGKILL); /* a party that dies mid-round: no clean exit, no share */
 #endif
   for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
   if (o->secagg) {

@@ -26,6 +26,23 @@ struct dpo_guard {
 /* relative slack for the coordinator's rounding of the same price */
 #define DPO__GUARD_TOL 1e-12
 
+int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal, size_t n) {
+  struct stat st;
+  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", dir, k) >= n)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", k, dir);
+  if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: not a directory", k, dir);
+  int have = !stat(journal, &st);
+  if (!resuming && have)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s already holds party %d's journal of another "
+                   "run (%s): give a new directory, or --resume that run", k, dir, k, journal);
+  if (resuming && !have)
+    return dpo_err(DPO_EINVAL, "--resume: party %d's journal %s is missing (%s): give "
+                   "party.%d.out = the directory of the run that is resumed", k, journal,
+                   strerror(errno), k);
+  return DPO_OK;
+}
+
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   *out = NULL;
   if (!spec || spec->parties < 1 || spec->collude < 0 || spec->collude >= spec->parties ||

@@ -53,6 +53,14 @@ typedef struct {
                        * the party's rows repeats in it); -1: none */
 } dpo_guard_req_t;
 
+/* Not collective (parties.c): party k's own run directory, party.K.out, else parties.out with
+ * its one %d replaced by k; *dir = NULL when neither is given (caller frees). */
+int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
+/* Not collective, nothing written: DIR fits party k's journal DIR/ledger.partyK.jsonl (written
+ * to journal[n]): DIR is a directory or missing, and holds that journal when resuming, none
+ * otherwise (it would be another run's). */
+int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal, size_t n);
+
 /* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);
 void dpo_guard_destroy(dpo_guard_t *g);

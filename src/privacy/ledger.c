@@ -571,8 +571,10 @@ int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
         !(delta_budget[k] >= 0 && delta_budget[k] < 1))
       return dpo_err(DPO_EINVAL, "ledger_set_parties: party %d budget (%g, %g): need eps > 0 "
                      "finite, delta in [0, 1)", k, eps_budget[k], delta_budget[k]);
-  if (L->nparties > 0) { /* resumed: the journal's accounts must be these */
-    if (L->nparties != n)
+  if (L->nparties > 0) { /* resumed: the journal's accounts must be these, or their first n
+                         * when a secagg run resumes without its last parties (run_ckpt.c):
+                         * the lost parties' accounts stay as the journal left them */
+    if (L->nparties < n)
       return dpo_err(DPO_EINVAL, "ledger: the journal has %d party accounts, not %d",
                      L->nparties, n);
     for (int k = 0; k < n; k++)

@@ -11,6 +11,7 @@
 #include "dpopt/spec.h"
 #include "dpopt/status.h"
 #include "mech_ct.h"
+#include "privacy/guard.h" /* dpo_party_out_dir */
 
 void dpo_parties_destroy(dpo_parties_t *p) {
   if (!p) return;
@@ -110,6 +111,13 @@ static int dpo__party_path(const dpo_config_t *cfg, const char *what, const char
   }
   if (ds && !(*out = strdup(ds))) return dpo_err(DPO_ENOMEM, "parties: out of memory");
   return DPO_OK;
+}
+
+int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
+  const char *pat = NULL;
+  *dir = NULL;
+  dpo_config_get_str(cfg, "parties.out", NULL, &pat);
+  return dpo__party_path(cfg, "out", pat, k, dir);
 }
 
 /* every party names its WHAT or none does (then the array is all NULL) */

@@ -22,6 +22,10 @@ void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */
 void dpo__oracle_test_party_fail(int64_t at);
+/* oracle.c (dpopt-test train --test-party-kill N): the last rank dies (SIGKILL, as a crashed
+ * or killed party) in its N-th secure-aggregation release, after its guard journalled the
+ * charge and before its share is sent (0: never); the job aborts, a resume continues. */
+void dpo__oracle_test_party_kill(int64_t at);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);
@@ -64,6 +68,10 @@ void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */
 void dpo__oracle_test_party_fail(int64_t at);
+/* oracle.c (dpopt-test train --test-party-kill N): the last rank dies (SIGKILL, as a crashed
+ * or killed party) in its N-th secure-aggregation release, after its guard journalled the
+ * charge and before its share is sent (0: never); the job aborts, a resume continues. */
+void dpo__oracle_test_party_kill(int64_t at);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);

@@ -102,11 +102,17 @@ static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) 
                    "(private: %s)", algo->name, can);
   }
   dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  /* secagg dp-sgd-rdp: rank 0's state is the released iterates' post-processing (x, momentum,
+   * average), its party shares are recomputed from the plan, and each party's account is its
+   * own journal, reopened (doc/design.md, "Dropouts"); the other multi-party runs keep an
+   * active-party set or per-rank state that is not saved */
+  if (trust && !strcasecmp(trust, "secagg") && !strcmp(algo->name, "dp-sgd-rdp"))
+    return DPO_OK;
   if (dpo_config_get(cfg, "parties.n") || dpo_config_get(cfg, "parties.data") ||
       dpo_config_get(cfg, "parties.count") || (trust && strcasecmp(trust, "central")))
-    return dpo_err(DPO_EINVAL, "checkpoints of multi-party runs are not supported (the "
-                   "active-party set is not saved): drop --checkpoint-every / --resume / "
-                   "run.stop_after");
+    return dpo_err(DPO_EINVAL, "checkpoints of multi-party runs are not supported outside "
+                   "--algo dp-sgd-rdp under privacy.trust = secagg (the active-party set is not "
+                   "saved): drop --checkpoint-every / --resume / run.stop_after");
   return DPO_OK;
 }
 

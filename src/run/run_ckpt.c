@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -58,14 +59,34 @@ static int dpo__resume_may_change(const char *key) {
          strcmp(key, "run.command") != 0;
 }
 
+/* The one change a resume may make to the parties (doc/design.md, "Dropouts"): a secagg run
+ * with per-party files continues without its LAST parties (parties.count lowered): their rows
+ * leave with them, each remaining party keeps its index, directory and journal, and every
+ * rank's new plan differs from the old one only by the lost parties (this rule runs on each
+ * party's own ranks, over its own config.ini).  Another index layout would renumber the
+ * parties' journals: not supported. */
+static int dpo__resume_drops_parties(const dpo_config_t *cfg, const char *key, const char *was,
+                                     const char *value) {
+  char *e1, *e2;
+  const char *trust = dpo_config_get(cfg, "privacy.trust");
+  if (strcmp(key, "parties.count") != 0 || !was || !trust || strcasecmp(trust, "secagg") != 0 ||
+      (!dpo_config_get(cfg, "parties.data") && !dpo_config_get(cfg, "party.0.data")))
+    return 0;
+  long a = strtol(was, &e1, 10), b = strtol(value, &e2, 10);
+  return !*e1 && !*e2 && b >= 1 && b < a;
+}
+
 static void dpo__merge_one(const char *key, const char *value, const char *origin, void *arg) {
   dpo__merge_t *m = arg;
   if (m->rc || !strcmp(key, "run.resume")) return;
   const char *was = dpo_config_get(m->cfg, key);
-  if (!dpo__resume_may_change(key) && !(was && !strcmp(was, value))) {
+  if (!dpo__resume_may_change(key) && !(was && !strcmp(was, value)) &&
+      !dpo__resume_drops_parties(m->cfg, key, was, value)) {
     m->rc = dpo_err(DPO_EINVAL,
                     "%s: --resume cannot change %s (the run has %s%s%s): only run.* settings other "
-                    "than run.seed, run.dir and run.command may change when resuming",
+                    "than run.seed, run.dir and run.command may change when resuming (and "
+                    "parties.count may drop: a secagg run with per-party files continues "
+                    "without its last parties)",
                     origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "");
     return;
   }

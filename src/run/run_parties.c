@@ -3,12 +3,10 @@
  * the "parties" block of summary.json.  See include/dpopt/parties.h and README. */
 #include "run/run_parties.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "config.h" /* PACKAGE_VERSION: the plan names the code that encodes */
 #include "dpopt/privacy.h"
@@ -55,20 +53,7 @@ static int dpo__party_dir_check(const dpo_parties_t *p, int rank, int resuming) 
                    "coordinator's directory; no party writes there)", k, rank, k, k);
   }
   char journal[1100];
-  struct stat st;
-  snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", p->out[k], k);
-  if (!stat(p->out[k], &st) && !S_ISDIR(st.st_mode))
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: not a directory", k, p->out[k]);
-  int have = !stat(journal, &st);
-  if (!resuming && have)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s already holds party %d's journal of another "
-                   "run (%s): give a new directory, or --resume that run", k, p->out[k], k,
-                   journal);
-  if (resuming && !have)
-    return dpo_err(DPO_EINVAL, "--resume: party %d's journal %s is missing (%s): give "
-                   "party.%d.out = the directory of the run that is resumed", k, journal,
-                   strerror(errno), k);
-  return DPO_OK;
+  return dpo_guard_journal_check(p->out[k], k, resuming, journal, sizeof journal);
 }
 
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
@@ -424,7 +409,7 @@ void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *l
     if (p->data[k]) json_object_object_add(e, "data", json_object_new_string(p->data[k]));
     if (tp->rows) json_object_object_add(e, "rows", json_object_new_int64(tp->rows[k]));
     double be = NAN, bd = NAN, se = NAN, sd = NAN;
-    if (ledger && dpo_ledger_nparties(ledger) == p->count) {
+    if (ledger && dpo_ledger_nparties(ledger) >= p->count) {
       dpo_ledger_party_budget(ledger, k, &be, &bd);
       dpo_ledger_party_spent(ledger, k, &se, &sd);
       json_object_object_add(e, "eps_budget", dpo_json_double(be));
@@ -449,7 +434,7 @@ void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *led
           dpo_trust_name(p->trust), p->on_exhausted == DPO_EXHAUST_DROP ? "drop" : "stop");
   fprintf(out, "trust           %s: %s\n", dpo_trust_name(p->trust),
           dpo_trust_coordinator_sees(p->trust));
-  if (!ledger || dpo_ledger_nparties(ledger) != p->count) return;
+  if (!ledger || dpo_ledger_nparties(ledger) < p->count) return;
   for (int k = 0; k < p->count; k++) {
     double be, bd, se, sd;
     dpo_ledger_party_budget(ledger, k, &be, &bd);

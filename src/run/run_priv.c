@@ -153,10 +153,10 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
   if (p->seeded) /* not private: no eps describes what it spends */
     rc = dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the parties' "
                  "budget stores: drop --seed (or parties.budget_store)");
-  else if (resuming) /* multi-party runs write no checkpoint (dp_ckpt.c): doc/design.md */
-    rc = dpo_err(DPO_EUNSUP, "resuming a multi-party run is not supported (multi-party runs "
-                 "write no checkpoint yet), so neither is resuming one with party budget stores: "
-                 "start a new run; each party's store keeps the stopped run's record");
+  else if (resuming) /* the stores' reservations are not carried over: doc/design.md */
+    rc = dpo_err(DPO_EUNSUP, "resuming a multi-party run with party budget stores is not "
+                 "supported (the reservations are not carried over): start a new run; each "
+                 "party's store keeps the stopped run's record");
   else if (p->rank == pt->first_rank[k]) {
     p->party = k;
     if (!(pt->eps[k] > 0))
