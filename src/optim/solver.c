@@ -65,6 +65,8 @@ void dpo_run_opts_default(dpo_run_opts_t *o) {
   o->stop_after = 0;
   o->on_release = NULL;
   o->on_release_arg = NULL;
+  o->on_checkpoint = NULL;
+  o->on_checkpoint_arg = NULL;
 }
 
 static void dpo__solver_privacy_key(const char *k, const char *v, const char *o, void *arg) {
@@ -446,6 +448,8 @@ static int dpo__ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
   }
   dpo_ckpt_set_prefix(c, "algo.");
   if ((rc = s->algo->save(s, s->state, c))) goto out;
+  dpo_ckpt_set_prefix(c, "run.");
+  if (o->on_checkpoint && (rc = o->on_checkpoint(o->on_checkpoint_arg, c))) goto out;
   dpo_ckpt_set_prefix(c, "");
   rc = dpo_ckpt_write(c, o->checkpoint_path);
 out:

@@ -36,6 +36,13 @@ static const char dpo__aud_label[] =
     "and spends no budget";
 
 static int dpo__aud_setup(dpo_run_t *r) {
+  int one = 0; /* audit.one_run: one real training run with canaries, its own hooks */
+  int rc1 = dpo_agree(r->comm, dpo_config_get_bool(r->cfg, "audit.one_run", 0, &one));
+  if (rc1) return dpo__run_failed(r, rc1);
+  if (one) {
+    r->ops = &dpo__run_audit1_ops;
+    return r->ops->setup(r);
+  }
   dpo__aud_kind_t *k = calloc(1, sizeof *k);
   int rc = k ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   r->kind = k;
