@@ -148,6 +148,11 @@ typedef struct {
    * The run layer persists the last released iterate with it (dropouts). */
   int (*on_release)(void *arg, const double *x, int64_t iters, int64_t charges);
   void *on_release_arg;
+  /* Rank 0: called while a checkpoint is written, keys prefixed "run.", for state of the
+   * caller's that must match the solver's at that step (the one-run audit's scores of the
+   * releases so far).  The caller reads them back from the file itself.  NULL: none. */
+  int (*on_checkpoint)(void *arg, dpo_ckpt_t *c);
+  void *on_checkpoint_arg;
 } dpo_run_opts_t;
 
 void dpo_run_opts_default(dpo_run_opts_t *o);

@@ -161,20 +161,24 @@ int dpo_run_audit_result(const dpo_run_t *run, dpo_audit_result_t *res);
 /* Rank 0, after dpo_run_write: summary.json's text, else NULL. */
 const char *dpo_run_summary_json(const dpo_run_t *run);
 
-/* The one-run audit (dpopt audit --one-run; Steinke, Nasr and Jagielski 2023): the run that cfg
- * describes (its data, algorithm, budget, schedule; logistic regression, one data holder) with
- * `canaries` canary rows added, each included with probability 1/2, observed release by
- * release; the eps lower bound holds with confidence 1 - beta.  Collective; the run's
- * directory is a temporary one, removed afterwards.  src/run/run_canary.c says how. */
+/* The one-run audit (dpopt audit --one-run; Steinke, Nasr and Jagielski 2023): the audit
+ * kind with audit.one_run = 1 (run.command = audit) trains the run the settings describe (its
+ * data, algorithm, budget, schedule; logistic regression, one data holder) with
+ * audit.canaries canary rows added, each included with probability 1/2, observed release by
+ * release; the eps lower bound holds with confidence 1 - audit.alpha.  The run is train's
+ * (run directory, journal, checkpoints, --resume); src/run/run_canary.c says how.
+ * After dpo_run_evaluate: its result (every rank).  DPO_EINVAL for another run or before. */
 typedef struct {
   char algorithm[32];
-  double claimed_eps, claimed_delta, eps_lb;
+  double claimed_eps, claimed_delta, eps_lb, alpha;
   int64_t canaries, included, guesses, correct, releases;
   int64_t grid_r[4], grid_v[4]; /* each guess count tried and its right guesses */
   int add_remove, gaussian, seeded, violation;
 } dpo_audit1_result_t;
-int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t canaries, double beta,
-                   dpo_audit1_result_t *res);
+int dpo_run_audit1_result(const dpo_run_t *run, dpo_audit1_result_t *res);
+/* The result as a table, what the audit assumed and the verdict; tag (may be NULL) is
+ * appended to the table's row. */
+void dpo_audit1_print(FILE *out, const dpo_audit1_result_t *res, const char *tag);
 
 /* Not collective: privacy.clip = none | l1:C | l2:C (C > 0) into *c; *has = 0 for none. */
 int dpo_run_parse_clip(const dpo_config_t *cfg, dpo_clip_t *c, int *has);

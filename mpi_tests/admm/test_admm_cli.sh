@@ -8,7 +8,7 @@
 #  - l1-logistic on data/a9a with the ill-conditioned rho = 0.01: the L-BFGS x-updates stay
 #    cheap (loss+gradient passes per outer iteration counted, not timed: before the inexact,
 #    warm-memory x-update this was ~2000 passes per iteration);
-#  - usage errors exit 1;
+#  - usage errors exit 1, and write no run directory;
 #  - DP-ADMM with a fixed noise too small for the budget: the ledger refuses, exit status 3,
 #    the journal holds exactly the releases that fit and the spent eps is within the budget.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -80,6 +80,13 @@ expect 1 "$DPOPT" admm "$S/data/a9a" --private --maxit 5
 has "$T/err" "eps" "--private without a budget"
 expect 1 "$DPOPT" admm "$S/data/a9a" --method dpadmm --eps 1 --clip 1
 has "$T/err" "eta" "DP-ADMM without a public smoothness bound"
+# a refused command writes nothing: the linearized methods' needs are checked before the run
+# directory is claimed
+for m in admm accadmm "dpadmm --eps 1 --clip 1"; do
+  expect 1 "$DPOPT" admm "$S/data/a9a" --method $m --out "$T/noeta"
+  has "$T/err" "${m%% *} needs --eta or --row-l2-bound" "--method $m without a smoothness bound: refused"
+  check "--method $m refused: no run directory" test ! -e "$T/noeta"
+done
 expect 1 "$DPOPT" admm "$S/data/a9a" --method dpadmm --eps 1 --row-l2-bound 3.75
 has "$T/err" "dpadmm needs a clip: --clip C > 0" "DP-ADMM without --clip says which flag"
 hasnot "$T/err" "nan" "no NaN in the message"

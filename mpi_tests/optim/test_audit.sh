@@ -12,7 +12,8 @@
 #    on 2 ranks;
 #  - the test switch exists only in dpopt-test: dpopt audit and dpopt train refuse it, and
 #    dpopt audit --help does not list it (test_switches_out.sh checks the installed files);
-#  - a negative bound is shown as 0 (the raw value only in the JSON, eps_lb_raw).
+#  - a negative bound is shown as 0 (the raw value only in the JSON, eps_lb_raw);
+#  - missing requirements (a bound or clip, the L2 bound of the step) named in one message.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 # the eps_lb column of the table's data line
@@ -110,6 +111,15 @@ has "$T/err" "private algorithms" "a non-private algorithm is refused"
 hasnot "$T/err" "did you mean" "a real non-private name gets no suggestion"
 expect 1 "$DPOPT" audit --algo dp-ngd-opt --eps 1 --row-l1-bound 1
 has "$T/err" "--algo 'dp-ngd-opt': did you mean 'dp-nag-opt'?" "algorithm typo: the nearest private name"
+# every missing requirement in one message (as dpopt train's), the run directory not claimed
+expect 1 "$DPOPT" audit --algo dp-gd --eps 1 --trials 10 --out "$T/miss"
+has "$T/err" "two requirements are missing: (1) declare a public bound" "no bound, no clip: both named"
+has "$T/err" "(2) dp-gd: its step is c/L: declare data.row_l2_bound" "the L2 bound for the step named too"
+check "a refused audit claims no directory" test ! -e "$T/miss"
+expect 1 "$DPOPT" audit --algo dp-gd --eps 1 --clip l1:1 --trials 10 --out "$T/miss"
+has "$T/err" "dp-gd: its step is c/L" "a clip without the L2 bound: that one named"
+hasnot "$T/err" "two requirements" "one requirement missing: one named"
+expect 0 "$DPOPT" audit --algo dp-gd --eps 1 --iters 2 --clip l1:1 --set algo.alpha=0.1 --trials 10 --quiet --out "$T/miss"
 # --- a negative bound says nothing: the table shows 0, the JSON eps_lb too, the raw value
 # only as eps_lb_raw.  One Laplace release at eps = 0.05, 2000 trials: the raw bound is
 # negative (measured -0.0072 .. -0.0037 over 10 runs)

@@ -10,7 +10,12 @@
 #    resume); the same after SIGTERM to the ranks (exit 5, checkpoint kept);
 #  - resuming on another rank count, resuming a finished audit, or changing a setting on
 #    resume is refused; a refused audit writes nothing; a VIOLATION keeps exit 6 and is
-#    written as such.
+#    written as such;
+#  - the one-run audit (--one-run, a mode of the kind over train's hooks) writes train's run
+#    directory (config.ini, ledger.jsonl, trace.csv, model.txt, summary.json with the audit's
+#    result); seeded, stopped (exit 5, checkpoint with the canaries' bits and scores) and
+#    resumed with dpopt audit --resume RUN, it gives the uninterrupted bound, result, model
+#    and journal; --progress shows the steps; a refused one-run audit writes nothing.
 . "$(dirname "$0")/../lib/testlib.sh"
 lb() { awk 'NR == 2 {print $4}' "$T/out"; }
 LAP="--eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 4 --quiet"
@@ -94,6 +99,46 @@ expect 0 $MPI -np 2 "$DPOPT_TEST" audit --resume "$T/gs" $S7
 check "SIGTERM, resumed: bound $(lb) = uninterrupted $sigu" test "$(lb)" = "$sigu"
 check "SIGTERM, resumed: the same audit" \
   test "$(jq -c .audit "$T/gs/summary.json")" = "$(jq -c .audit "$T/gu/summary.json")"
+
+# --- the one-run audit: train's run directory, a seeded stop and resume
+head -n 3000 "$S/data/a9a" >"$T/a3k"
+cp "$S/data/a9a.schema" "$T/a3k.schema"
+ONE="--one-run --data $T/a3k --algo dp-gd --eps 1 --iters 30 --row-l1-bound 14 --row-l2-bound 3.75 --canaries 200 --seed 5"
+expect 0 $MPI -np 2 "$DPOPT" audit $ONE --quiet --out "$T/o1" --json "$T/o1.json"
+lbo=$(lb)
+for f in config.ini ledger.jsonl trace.csv model.txt summary.json; do
+  check "one-run --out: $f written" test -s "$T/o1/$f"
+done
+check "one-run: no checkpoint left" test ! -e "$T/o1/checkpoint"
+has "$T/o1/config.ini" "^run.command = audit" "one-run config.ini: the kind"
+has "$T/o1/config.ini" "^audit.one_run = " "one-run config.ini: the mode"
+has "$T/out" "^run directory $T/o1" "one-run: the directory is printed after the table"
+check "one-run summary.json: the table's bound ($lbo)" \
+  awk -v a="$(jq -r .audit.eps_lb "$T/o1/summary.json")" -v b="$lbo" 'BEGIN {d = a - b; exit !(d < 1e-4 && d > -1e-4)}'
+check "one-run summary.json: command audit, verdict pass" \
+  test "$(jq -r '.command + " " + .verdict' "$T/o1/summary.json")" = "audit pass"
+check "one-run summary.json: 200 canaries, train's fields beside" \
+  test "$(jq -r '"\(.audit.canaries) \(.algo)"' "$T/o1/summary.json")" = "200 dp-gd"
+check "one-run: the journal holds the run's charges" test "$(wc -l <"$T/o1/ledger.jsonl")" -ge 30
+expect 5 $MPI -np 2 "$DPOPT" audit $ONE --out "$T/o2" --json "$T/o2.json" --set run.stop_after=12
+has "$T/err" "continue with dpopt audit --resume $T/o2" "one-run stopped: says how to continue"
+check "one-run stopped: checkpoint written" test -s "$T/o2/checkpoint"
+check "one-run stopped: no summary yet" test ! -e "$T/o2/summary.json"
+expect 0 $MPI -np 2 "$DPOPT" audit --resume "$T/o2" --progress
+check "one-run resumed: bound $(lb) = uninterrupted $lbo" test "$(lb)" = "$lbo"
+check "one-run resumed: the same result (--json)" cmp -s "$T/o1.json" "$T/o2.json"
+check "one-run resumed: the same audit in summary.json" \
+  test "$(jq -c .audit "$T/o2/summary.json")" = "$(jq -c .audit "$T/o1/summary.json")"
+check "one-run resumed: the same model" cmp -s "$T/o1/model.txt" "$T/o2/model.txt"
+unchained "$T/o1/ledger.jsonl" | sed 's/"t":[0-9.e+]*,//' >"$T/j1"
+unchained "$T/o2/ledger.jsonl" | sed 's/"t":[0-9.e+]*,//' >"$T/j2"
+check "one-run resumed: the same charges" cmp -s "$T/j1" "$T/j2"
+has "$T/err" "resuming $T/o2 at iteration 12" "one-run resumed: says where"
+has "$T/err" "dp-gd: iteration 30/30 (100%)" "one-run resumed: --progress shows the steps"
+check "one-run resumed: checkpoint removed" test ! -e "$T/o2/checkpoint"
+expect 1 $MPI -np 2 "$DPOPT" audit $ONE --canaries 1 --out "$T/x"
+has "$T/err" "at least 2 canaries" "one-run: one canary is refused"
+check "a refused one-run audit writes nothing" test ! -e "$T/x"
 
 # --- refusals write nothing; a violation keeps exit 6
 expect 1 "$DPOPT" audit --algo gd --eps 1 --row-l1-bound 1 --out "$T/x"

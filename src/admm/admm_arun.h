@@ -61,6 +61,10 @@ void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma);
 int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]);
 void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid);
 
+/* The linearized methods (admm, accadmm, dpadmm, dpaccadmm) and the settings they need,
+ * checked before the run directory is claimed and anything is loaded or noised: *dp private,
+ * *acc accelerated.  Not collective (admm_dp.c). */
+int dpo__arun_dp_check(const dpo__arun_t *s, int *dp, int *acc);
 /* admm_dp.c, collective: dpadmm / dpaccadmm (noised) and admm / accadmm (NON-PRIVATE). */
 int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
                  const dpo_load_opts_t *lo, dpo_model_t *m, const dpo_shard_t *sh,

@@ -208,8 +208,7 @@ static void dpo__arun_res_free(const dpo__arun_t *s, dpo__arun_res_t *r) {
   dpo_rng_destroy(r->rng);
 }
 
-/* The method and the settings it needs, checked before anything is loaded or noised. */
-static int dpo__arun_dp_check(const dpo__arun_t *s, int *dp, int *acc) {
+int dpo__arun_dp_check(const dpo__arun_t *s, int *dp, int *acc) {
   *dp = strcmp(s->meth, "dpadmm") == 0 || strcmp(s->meth, "dpaccadmm") == 0;
   *acc = strcmp(s->meth, "dpaccadmm") == 0 || strcmp(s->meth, "accadmm") == 0;
   if (!*dp && strcmp(s->meth, "admm") != 0 && strcmp(s->meth, "accadmm") != 0)
@@ -221,8 +220,10 @@ static int dpo__arun_dp_check(const dpo__arun_t *s, int *dp, int *acc) {
                                       "to L2 norm C)",
                    !(s->clip > 0) && !(s->eps > 0) ? " and " : "",
                    s->eps > 0 ? "" : "a budget: --eps E > 0");
-  if (!(s->eta > 0))
-    return dpo_err(DPO_EINVAL, "DP-ADMM needs --eta or --row-l2-bound (a public smoothness bound)");
+  /* the default eta is set from the row bound once the data are loaded (dpo_admm_job_load) */
+  if (!(s->eta > 0) && !(isfinite(s->b2) && s->b2 > 0))
+    return dpo_err(DPO_EINVAL, "%s needs --eta or --row-l2-bound (a public smoothness bound)",
+                   s->meth);
   return DPO_OK;
 }
 

@@ -333,6 +333,8 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
     if (s->priv || !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm"))
       rc = dpo_load_opts_private(j->data, &j->lo);
     if (!rc && checkpoints) rc = dpo__arun_ckpt_check(s);
+    int dp, acc; /* the linearized methods' own needs, before anything is claimed */
+    if (!rc && strcmp(s->meth, "consensus")) rc = dpo__arun_dp_check(s, &dp, &acc);
   }
   if (!rc && s->rank == 0 && !(j->repf = open_memstream(&j->rep, &j->rep_len)))
     rc = dpo_err(DPO_ENOMEM, "out of memory");

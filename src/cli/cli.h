@@ -98,8 +98,9 @@ int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 /* dpopt train's own option rows (cmd_train.c; dpopt audit --one-run takes them too). */
 extern const dpo_cli_opt_t dpo_cli_train_opts[];
-/* dpopt audit --one-run (cmd_audit1.c): test = the dpopt-test faults in force (0 in dpopt). */
-int dpo_cmd_audit1(const dpo_cli_ctx_t *ctx, int argc, char **argv, int test);
+/* dpopt audit --one-run's command line (cmd_audit1.c) into *cfg (created here; the caller
+ * destroys it): -1 to go on, else the exit status to return now (0 after --help). */
+int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_config_t **cfg);
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */

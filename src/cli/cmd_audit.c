@@ -74,7 +74,7 @@ static const char dpo__audit_more[] =
     "unmasked sum with the parties' noise shares (the DP-GD family at pure eps: Polya shares).\n"
     "The line 'white box:' states the test and what it assumes.\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
-    "rows (dpopt audit --one-run --help).\n"
+    "rows, in train's run directory (dpopt audit --one-run --help).\n"
     "The trials run on synthetic data: an audit reads no private data, spends no budget and\n"
     "keeps no journal.  Its run directory (--out) is train's: config.ini, trace.csv,\n"
     "summary.json, FAILED, a checkpoint while stopped (--resume RUN keeps the trials done).\n"
@@ -145,8 +145,9 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_config_t *cfg = NULL;
   dpo_run_t *run = NULL;
   char *pos[1], tag[128];
-  int npos, rc, ex, test = 0;
+  int npos, rc, ex, test = 0, one = 0;
   dpo_audit_result_t res;
+  dpo_audit1_result_t res1;
 
 #ifdef DPO_TEST_SWITCHES
   char **args = malloc((size_t)(argc + 1) * sizeof *args);
@@ -154,15 +155,13 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   test = dpo__audit_test_args(argc, argv, args, &argc);
   argv = args;
 #endif
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--one-run")) { /* a real training run, audited once: cmd_audit1.c */
-      ex = dpo_cmd_audit1(ctx, argc, argv, test);
-      goto out;
-    }
-  if ((ex = dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
-                          "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
-                          "       mpirun -np P dpopt audit --resume RUN",
-                          dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
+  for (int i = 0; i < argc; i++) one |= !strcmp(argv[i], "--one-run");
+  /* --one-run: a real training run, audited once (dpopt train's options, cmd_audit1.c) */
+  if ((ex = one ? dpo_cmd_audit1_start(ctx, argc, argv, &cfg)
+                : dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
+                                "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
+                                "       mpirun -np P dpopt audit --resume RUN",
+                                dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_set(cfg, "run.command", "audit", "dpopt audit"))) goto fail;
   dpo_run_signals_install();
@@ -172,19 +171,22 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if ((rc = dpo_cli_check_ranks(ctx, dpo_run_config(run))) || (rc = dpo_run_setup(run)) ||
       (rc = dpo_run_load(run)))
     goto fail;
-  if ((rc = dpo_run_solve(run)) == DPO_EINTR) { /* checkpoint written: the trials done kept */
+  if ((rc = dpo_run_solve(run)) == DPO_EINTR) { /* checkpoint written: the work done kept */
     if (ctx->rank == 0) fprintf(stderr, "dpopt audit: %s\n", dpo_errmsg());
     ex = DPO_EXIT_INTR;
     goto out;
   }
-  if (rc || (rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run)) ||
-      (rc = dpo_run_audit_result(run, &res)))
-    goto fail;
+  if (rc || (rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run))) goto fail;
+  /* the one-run mode is the run's (a --resume RUN of one has no --one-run) */
+  one = dpo_run_audit1_result(run, &res1) == DPO_OK;
+  if (!one && (rc = dpo_run_audit_result(run, &res))) goto fail;
   if (ctx->rank == 0) {
-    dpo_audit_print(stdout, &res, dpo__audit_tag(test, tag, sizeof tag));
+    dpo__audit_tag(test, tag, sizeof tag);
+    if (one) dpo_audit1_print(stdout, &res1, tag);
+    else dpo_audit_print(stdout, &res, tag);
     printf("run directory %s\n", dpo_run_dir(run));
   }
-  ex = res.violation ? DPO_EXIT_AUDIT : 0;
+  ex = (one ? res1.violation : res.violation) ? DPO_EXIT_AUDIT : 0;
   goto out;
 fail:
   dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg);

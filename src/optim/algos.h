@@ -29,6 +29,11 @@ extern const dpo_algo_t dpo__algo_dp_masg_opt;
 extern const dpo_algo_t dpo__algo_dp_mag;
 extern const dpo_algo_t dpo__algo_dp_smag;
 
+/* What dpo_solver_constants and dpo__optim_step will ask of the config once the data are
+ * loaded, asked now (registry.c, part of dpo_algo_check): a declared row bound giving a
+ * finite L for model m, unless the step is given.  Not collective. */
+int dpo__algo_L_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m);
+
 /* The name of the solver's algorithm (its table's name). */
 const char *dpo__solver_algo_name(const dpo_solver_t *s);
 

@@ -37,6 +37,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "optim/algos.h"
 #include "optim/audit_int.h"
 #include "optim/sco_common.h"
 #ifdef DPO_TEST_SWITCHES
@@ -259,6 +260,27 @@ static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
   return rc;
 }
 
+/* What the audit of a train algorithm needs that was not given, in one message (as dpopt
+ * train lists its missing requirements): a public bound or a clip for the worst case, and
+ * the declared L2 bound the algorithm's step takes its L from (unless the step is given). */
+static int dpo__audit_needs(const dpo_config_t *cfg, const dpo__audit_t *a, const dpo_algo_t *algo,
+                            double Bd) {
+  char miss[2][512];
+  int nm = 0;
+  dpo_model_t *m = NULL;
+  if (!a->has_clip && !isfinite(Bd))
+    snprintf(miss[nm++], sizeof miss[0], "declare a public bound (--row-l1-bound / "
+             "--row-l2-bound) or --clip: the audit builds its worst case from them");
+  int rc = dpo_model_create(a->model_name, a->lambda, &m);
+  if (!rc && dpo__algo_L_check(algo, cfg, m))
+    snprintf(miss[nm++], sizeof miss[0], "%s", dpo_errmsg());
+  dpo_model_destroy(m);
+  if (rc) return rc;
+  if (nm == 2)
+    return dpo_err(DPO_EINVAL, "two requirements are missing: (1) %s; (2) %s", miss[0], miss[1]);
+  return nm ? dpo_err(DPO_EINVAL, "%s", miss[0]) : DPO_OK;
+}
+
 /* Settings and the worst-case construction from the configuration. */
 int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                      dpo__audit_t *a) {
@@ -332,15 +354,13 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     return dpo_err(DPO_EINVAL, "--algo '%s': %sgive one of the private algorithms of dpopt train "
                    "--help (or --mechanism laplace)", a->algo_name ? a->algo_name : "", hint);
   }
+  if ((rc = dpo__audit_needs(cfg, a, algo, Bd))) return rc;
   if (a->has_clip) {
     a->clip_mode = 1;
     a->d = 1;
     a->B = fmin(Bd, 4 * a->clip.C); /* |grad| = B/2 >= C at x0 = 0 when B >= 2C */
     a->x0 = 0;
   } else {
-    if (!isfinite(Bd))
-      return dpo_err(DPO_EINVAL, "declare a public bound (--row-l1-bound / --row-l2-bound) or "
-                     "--clip: the audit builds its worst case from them");
     a->d = 2;
     a->B = Bd;
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */

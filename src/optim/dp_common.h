@@ -165,6 +165,8 @@ void dpo__dp_stages_destroy(dpo__dp_stages_t *st);
 /* ln a_{T,t} of (001, Thm 4.3, (4.8)); arg: dpo__dp_stages_t. */
 double dpo__dp_masg_loga(int64_t T, int64_t t, void *arg);
 
+/* qsort's comparison of int64_t ids, ascending (dp_sample.c). */
+int dpo__dp_cmp_i64(const void *a, const void *b);
 /* Fill ids[0..m-1] with m distinct sorted ids of [0, n), uniform (Floyd's algorithm).
  * hash: scratch of hcap >= 2m entries (power of two). */
 void dpo__dp_sample(dpo_rng_t *rng, int64_t n, int64_t m, int64_t *ids, int64_t *hash,

@@ -45,9 +45,7 @@ const dpo_algo_t *dpo_algo_find(const char *name) {
 
 const dpo_algo_t *const *dpo_algo_list(void) { return dpo__algos; }
 
-/* What dpo_solver_constants and dpo__optim_step will ask of the config once the data are
- * loaded, asked now: a declared row bound giving a finite L, unless the step is given. */
-static int dpo__L_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m) {
+int dpo__algo_L_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_model_t *m) {
   if (!a->needs_L || !cfg || !m) return DPO_OK;
   double B = NAN, step = NAN;
   char key[64];
@@ -130,7 +128,7 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_priva
     rc = dpo__dp_check(cfg, spec, m, spec->clip.norm != DPO_CLIP_NONE ? &spec->clip : NULL,
                        spec->rel, a->name);
   else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, spec, a->name);
-  if (!rc) rc = dpo__L_check(a, cfg, m);
+  if (!rc) rc = dpo__algo_L_check(a, cfg, m);
   if (!rc) rc = dpo__mu_check(a, cfg, m);
   return rc;
 }

@@ -214,7 +214,8 @@ static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double 
  * ledger's first charge then finds in dpo_pld_eps's memo) and otherwise searched again.
  * *cached = 1: the answer came from the cache. */
 typedef struct {
-  double key[11], z;
+  char plan[512]; /* the plan's canonical text, the key of the cache across processes too */
+  double z;
   int fits;
 } dpsgd_zmemo_t;
 static dpsgd_zmemo_t dpsgd_zmemo[8];
@@ -246,28 +247,28 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
   if (!acct || strcmp(acct, "pld")) return DPO_OK; /* poisson, or wor under replace-one */
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
   const int memo = dpo_ledger_count(L) == 0 && dpo_ledger_nparties(L) == 0;
-  /* the sampling is part of the plan: Poisson and wor batches have different PLD pairs */
-  const double key[11] = {(double)a->m, (double)a->npub, (double)a->T, a->sens, (double)a->c.d,
-                          a->count_eps, (double)a->c.rel, beps, bdelta, *z, (double)a->poisson};
+  /* the plan's canonical text: every number the search's answer depends on, exactly (the
+   * sampling too: Poisson and wor batches have different PLD pairs); the key of the memo here
+   * and of the calibration cache across processes */
+  char plan[512];
+  snprintf(plan, sizeof plan, "dpopt %s dp-sgd-rdp pld-ledger-z v2 m=%.17g n=%.17g T=%.17g "
+           "sens=%a d=%.17g count_eps=%a rel=%d eps=%a delta=%a z_rdp=%a sampling=%s",
+           PACKAGE_VERSION, (double)a->m, (double)a->npub, (double)a->T, a->sens,
+           (double)a->c.d, a->count_eps, (int)a->c.rel, beps, bdelta, *z,
+           a->poisson ? "poisson" : "wor");
   for (int i = 0; memo && i < dpsgd_zmemo_n; i++)
-    if (!memcmp(dpsgd_zmemo[i].key, key, sizeof key)) {
+    if (!strcmp(dpsgd_zmemo[i].plan, plan)) {
       *z = dpsgd_zmemo[i].z;
       *fits = dpsgd_zmemo[i].fits;
       return DPO_OK;
     }
-  /* the plan's canonical text: every number the search's answer depends on, exactly */
-  char plan[512];
-  snprintf(plan, sizeof plan, "dpopt %s dp-sgd-rdp pld-ledger-z v2 m=%.17g n=%.17g T=%.17g "
-           "sens=%a d=%.17g count_eps=%a rel=%d eps=%a delta=%a z_rdp=%a sampling=%s",
-           PACKAGE_VERSION, key[0], key[1], key[2], a->sens, key[4], a->count_eps, (int)a->c.rel,
-           beps, bdelta, *z, a->poisson ? "poisson" : "wor");
   const double zr = *z;
   if (memo && (rc = dpsgd_cache_z(a, s, plan, z, fits, cached))) return rc;
   if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits))) return rc;
   if (!memo) return DPO_OK;
   if (!*cached && (*fits || *z == zr)) dpo_calib_cache_put(plan, *z, *fits);
   dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];
-  memcpy(e->key, key, sizeof key);
+  snprintf(e->plan, sizeof e->plan, "%s", plan);
   e->z = *z;
   e->fits = *fits;
   return DPO_OK;

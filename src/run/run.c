@@ -154,7 +154,7 @@ static int dpo__run_settings(dpo_run_t *r) {
   if (!r->train_path)
     return dpo_err(DPO_EINVAL, "no training data: give --data FILE or data.train in --config");
   const dpo_algo_t *algo = r->algo = dpo_algo_find(algo_name);
-  if (algo) r->dir_name = algo->name;
+  if (algo && !r->dir_name) r->dir_name = algo->name; /* a kind may have named it */
   if (!algo) {
     const dpo_algo_t *const *al = dpo_algo_list();
     const char *names[64];

@@ -36,6 +36,13 @@ static const char dpo__aud_label[] =
     "and spends no budget";
 
 static int dpo__aud_setup(dpo_run_t *r) {
+  int one = 0; /* audit.one_run: one real training run with canaries, its own hooks */
+  int rc1 = dpo_agree(r->comm, dpo_config_get_bool(r->cfg, "audit.one_run", 0, &one));
+  if (rc1) return dpo__run_failed(r, rc1);
+  if (one) {
+    r->ops = &dpo__run_audit1_ops;
+    return r->ops->setup(r);
+  }
   dpo__aud_kind_t *k = calloc(1, sizeof *k);
   int rc = k ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   r->kind = k;
@@ -127,10 +134,14 @@ static int dpo__aud_restore(dpo_run_t *r) {
   return dpo_agree(r->comm, rc);
 }
 
+/* dpo__audit_loop_t.block and .save over the kind's trace and checkpoint */
+static void dpo__aud_block(void *arg) { dpo__aud_trace(arg); }
+static int dpo__aud_save(void *arg) { return dpo__aud_checkpoint(arg); }
+
 static int dpo__aud_solve(dpo_run_t *r) {
   dpo__aud_kind_t *k = dpo__k(r);
   dpo__audit_job_t *j = &k->job;
-  int rc = DPO_OK, stop = 0;
+  int rc = DPO_OK;
   r->stage = "audit (trials)";
   dpo_config_warn_unused(r->cfg, r->rank == 0 ? stderr : NULL);
   double t = dpo_wtime();
@@ -139,45 +150,18 @@ static int dpo__aud_solve(dpo_run_t *r) {
     fputs("trials_done,eps_charged_max,delta_charged_max,wall_s\n", r->trace);
   if (rc) return dpo__run_failed(r, rc);
   r->dir_ready = 1; /* resuming: the directory is this run's once its checkpoint was accepted */
-  /* the ranks meet (stop flag, errors) every `step` rounds, rank 0 sizing it to about half a
-   * second of trials, and at every trace row, checkpoint and run.stop_after: a cheap trial
-   * costs less than a collective on a busy machine.  Which trials run is fixed by the round
-   * numbers, so where the ranks meet changes no result. */
-  int64_t step = 1, start = j->done;
-  while (j->done < j->rounds) {
-    int64_t until = j->done + step, b = (j->done / k->blk + 1) * k->blk;
-    if (until > b) until = b;
-    if (r->ckpt_every > 0 && until > (b = (j->done / r->ckpt_every + 1) * r->ckpt_every)) until = b;
-    if (r->stop_after > 0 && until > start + r->stop_after) until = start + r->stop_after;
-    if (until > j->rounds) until = j->rounds;
-    double t0 = dpo_wtime();
-    int64_t from = j->done;
-    while (!rc && j->done < until) rc = dpo__audit_job_round(j);
-    j->done = until; /* a rank that failed stops early; the status is agreed below */
-    /* rank 0's flag decides for every rank (a launcher may signal only some) */
-    double el = dpo_wtime() - t0, grow = 4.0 * (double)step + 1;
-    int64_t msg[2];
-    msg[0] = (r->stop && *r->stop) || (r->stop_after > 0 && j->done - start >= r->stop_after);
-    msg[1] = (int64_t)(el > 0 ? fmin(grow, fmax(1.0, 0.5 * (double)(until - from) / el)) : grow);
-    MPI_Bcast(msg, 2, MPI_INT64_T, 0, r->comm);
-    stop = (int)msg[0];
-    step = msg[1];
-    if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
-    if (j->done % k->blk == 0 || j->done == j->rounds) dpo__aud_trace(r);
-    if (j->done < j->rounds &&
-        (stop || (r->ckpt_every > 0 && j->done % r->ckpt_every == 0)) &&
-        (rc = dpo__aud_checkpoint(r)))
-      return dpo__run_failed(r, rc);
-    if (stop && j->done < j->rounds) {
-      if (r->trace) fflush(r->trace);
-      r->t_solve = dpo_wtime() - t;
-      r->run_rc = DPO_EINTR;
-      r->state = DPO__RUN_SOLVED;
-      return dpo_err(DPO_EINTR, "audit stopped after %lld of %lld trials: checkpoint written, "
-                     "continue with --resume %s", (long long)(j->done * j->size),
-                     (long long)j->T2, r->dir);
-    }
+  const dpo__audit_loop_t lo = {k->blk, r->ckpt_every, r->stop_after, r->stop,
+                                dpo__aud_block, dpo__aud_save, r};
+  if ((rc = dpo__audit_job_run(j, &lo)) == DPO_EINTR) { /* checkpoint written */
+    if (r->trace) fflush(r->trace);
+    r->t_solve = dpo_wtime() - t;
+    r->run_rc = DPO_EINTR;
+    r->state = DPO__RUN_SOLVED;
+    return dpo_err(DPO_EINTR, "audit stopped after %lld of %lld trials: checkpoint written, "
+                   "continue with --resume %s", (long long)(j->done * j->size),
+                   (long long)j->T2, r->dir);
   }
+  if (rc) return dpo__run_failed(r, rc);
   r->t_solve = dpo_wtime() - t;
   r->kiters = j->T2;
   r->run_rc = DPO_OK;

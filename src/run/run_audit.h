@@ -5,6 +5,7 @@
 #define DPO_RUN_AUDIT_H
 
 #include <mpi.h>
+#include <signal.h>
 
 #include "dpopt/audit.h"
 #include "dpopt/optim.h"
@@ -33,6 +34,21 @@ int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t 
 int dpo__audit_job_load(dpo__audit_job_t *j);
 /* Not collective: this rank's trial of round j->done (if it has one); j->done + 1. */
 int dpo__audit_job_round(dpo__audit_job_t *j);
+/* The rounds from j->done on, the ranks meeting every half second of trials or so (rank 0's
+ * stop flag, errors): block(arg) every blk rounds (0: only at the end) and at the last,
+ * save(arg) every ckpt_every rounds (0: never) and before a stop; a stop comes from *stop
+ * (rank 0's, may be NULL) or after stop_after rounds of this call (0: never).  The callbacks
+ * are collective and may be NULL. */
+typedef struct {
+  int64_t blk, ckpt_every, stop_after;
+  volatile sig_atomic_t *stop;
+  void (*block)(void *arg);
+  int (*save)(void *arg);
+  void *arg;
+} dpo__audit_loop_t;
+/* Collective: DPO_OK with every round done, DPO_EINTR stopped (after save), or an error (the
+ * same on every rank).  The engine of the audit kind's solve and of dpo_audit_run. */
+int dpo__audit_job_run(dpo__audit_job_t *j, const dpo__audit_loop_t *o);
 /* Collective, every round done: gather, analyse (rank 0 fills res; violation everywhere). */
 int dpo__audit_job_finish(dpo__audit_job_t *j, dpo_audit_result_t *res);
 /* Collective: the rounds done into rank 0's checkpoint c / back from it (c: rank 0's). */

@@ -332,23 +332,70 @@ void dpo__audit_job_free(dpo__audit_job_t *j) {
   memset(j, 0, sizeof *j);
 }
 
+int dpo__audit_job_run(dpo__audit_job_t *j, const dpo__audit_loop_t *o) {
+  int rc = DPO_OK, stop = 0;
+  /* the ranks meet (stop flag, errors) every `step` rounds, rank 0 sizing it to about half a
+   * second of trials, and at every block, checkpoint and stop_after: a cheap trial costs less
+   * than a collective on a busy machine.  Which trials run is fixed by the round numbers, so
+   * where the ranks meet changes no result. */
+  int64_t step = 1, start = j->done, blk = o->blk > 0 ? o->blk : j->rounds;
+  while (j->done < j->rounds) {
+    int64_t until = j->done + step, b = (j->done / blk + 1) * blk;
+    if (until > b) until = b;
+    if (o->ckpt_every > 0 && until > (b = (j->done / o->ckpt_every + 1) * o->ckpt_every)) until = b;
+    if (o->stop_after > 0 && until > start + o->stop_after) until = start + o->stop_after;
+    if (until > j->rounds) until = j->rounds;
+    double t0 = dpo_wtime();
+    int64_t from = j->done;
+    while (!rc && j->done < until) rc = dpo__audit_job_round(j);
+    j->done = until; /* a rank that failed stops early; the status is agreed below */
+    /* rank 0's flag decides for every rank (a launcher may signal only some) */
+    double el = dpo_wtime() - t0, grow = 4.0 * (double)step + 1;
+    int64_t msg[2];
+    msg[0] = (o->stop && *o->stop) || (o->stop_after > 0 && j->done - start >= o->stop_after);
+    msg[1] = (int64_t)(el > 0 ? fmin(grow, fmax(1.0, 0.5 * (double)(until - from) / el)) : grow);
+    MPI_Bcast(msg, 2, MPI_INT64_T, 0, j->comm);
+    stop = (int)msg[0];
+    step = msg[1];
+    if ((rc = dpo_agree(j->comm, rc))) return rc;
+    if (o->block && (j->done % blk == 0 || j->done == j->rounds)) o->block(o->arg);
+    if (j->done < j->rounds && o->save &&
+        (stop || (o->ckpt_every > 0 && j->done % o->ckpt_every == 0)) && (rc = o->save(o->arg)))
+      return rc;
+    if (stop && j->done < j->rounds) return DPO_EINTR;
+  }
+  return DPO_OK;
+}
+
+/* dpo_audit_run's progress (rank 0): a line every 10 s or so, at block boundaries */
+typedef struct {
+  const dpo__audit_job_t *j;
+  int quiet;
+  double t0, next;
+} dpo__audit_prog_t;
+static void dpo__audit_prog(void *arg) {
+  dpo__audit_prog_t *p = arg;
+  const double el = dpo_wtime() - p->t0;
+  if (p->j->rank != 0 || p->quiet || el < p->next) return;
+  fprintf(stderr, "dpopt audit: %lld of %lld runs on rank 0 (%.0f s)\n", (long long)p->j->done,
+          (long long)p->j->rounds, el);
+  p->next = el + 10;
+}
+
 /* dpopt/audit.h: the audit in memory, no run directory (the audit kind writes one). */
 int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                   int quiet, dpo_audit_result_t *res) {
   dpo__audit_job_t j;
+  memset(&j, 0, sizeof j);
   memset(res, 0, sizeof *res);
   int rc = dpo__audit_job_setup(&j, comm, cfg, spec);
   if (!rc) rc = dpo__audit_job_load(&j);
-  double t0 = dpo_wtime(), next_msg = 10;
-  while (!rc && j.done < j.rounds) {
-    rc = dpo__audit_job_round(&j);
-    if (j.rank == 0 && !quiet && dpo_wtime() - t0 > next_msg) {
-      fprintf(stderr, "dpopt audit: %lld of %lld runs on rank 0 (%.0f s)\n", (long long)j.done,
-              (long long)j.rounds, dpo_wtime() - t0);
-      next_msg += 10;
-    }
-  }
-  if (!(rc = dpo_agree(comm, rc))) rc = dpo__audit_job_finish(&j, res);
+  /* the audit kind's rounds (dpo__audit_job_run) without a directory: no checkpoint, no stop */
+  dpo__audit_prog_t p = {&j, quiet, dpo_wtime(), 10};
+  const dpo__audit_loop_t lo = {j.rounds / 20 > 1 ? j.rounds / 20 : 1, 0, 0, NULL,
+                                dpo__audit_prog, NULL, &p};
+  if (!rc) rc = dpo__audit_job_run(&j, &lo);
+  if (!rc) rc = dpo__audit_job_finish(&j, res);
   dpo__audit_job_free(&j);
   return rc;
 }

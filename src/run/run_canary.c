@@ -14,8 +14,7 @@
  * in a fixed grid (a Bonferroni split of beta over the grid), and converts the number of right
  * guesses into a lower bound on eps (dpo_audit1_eps_lb).  Any score gives a valid bound; the
  * likelihood ratio only gives it power. */
-#define _XOPEN_SOURCE 700
-#include <ftw.h>
+#include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "dpopt/audit.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "run_impl.h"
 #include "run_priv.h"
@@ -41,6 +41,9 @@ typedef struct {
   double *score;      /* rank 0 */
   int64_t nrel;
   int gauss, lap;
+  double alpha;       /* the bound's confidence is 1 - alpha (audit.alpha) */
+  char name[48];      /* the default run directory's stem: audit-ALGO */
+  dpo_audit1_result_t res;
 } dpo__a1_t;
 
 static double dpo__sigm(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
@@ -201,37 +204,6 @@ static int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audi
   return DPO_OK;
 }
 
-static int dpo__a1_rm(const char *p, const struct stat *st, int flag, struct FTW *f) {
-  (void)st, (void)flag, (void)f;
-  return remove(p);
-}
-
-/* the audit's own keys (audit.*) are read by the command, not by the run */
-static void dpo__a1_mark(const char *key, const char *value, const char *origin, void *arg) {
-  (void)value, (void)origin;
-  if (!strncmp(key, "audit.", 6)) dpo_config_get(arg, key);
-}
-
-/* Settings of the audit's copy of the run's config: its own temporary run directory. */
-static int dpo__a1_config(MPI_Comm comm, const dpo_config_t *cfg, dpo_config_t **out,
-                          char tmp[256]) {
-  int rc = DPO_OK;
-  if (dpo__rank(comm) == 0) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp, 256, "%s/dpopt-audit1-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmp)) rc = dpo_err(DPO_EIO, "dpopt audit --one-run: cannot make %s", tmp);
-  }
-  MPI_Bcast(tmp, 256, MPI_CHAR, 0, comm);
-  if ((rc = dpo_agree(comm, rc))) return rc;
-  char dir[300];
-  snprintf(dir, sizeof dir, "%s/run", tmp);
-  if ((rc = dpo_config_copy(cfg, out)) ||
-      (rc = dpo_config_set(*out, "run.dir", dir, "dpopt audit --one-run")))
-    return rc;
-  dpo_config_foreach(*out, dpo__a1_mark, *out);
-  return DPO_OK;
-}
-
 /* Canary shape: one column at the largest value both declared row bounds allow (the clip's
  * size without bounds).  One column costs the run one coordinate a canary; spreading a
  * canary over k columns would not help: a release's log-likelihood ratio grows with the L2
@@ -241,75 +213,243 @@ static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
   c->a = isfinite(a) ? a : c->has_clip ? c->clip.C : 1;
 }
 
-int dpo_run_audit1(MPI_Comm comm, const dpo_config_t *cfg, int64_t m, double beta,
-                   dpo_audit1_result_t *res) {
-  dpo__a1_t c = {0};
-  dpo_config_t *copy = NULL;
-  dpo_run_t *r = NULL;
-  char tmp[256] = "";
-  memset(res, 0, sizeof *res);
-  if (m < 2 || !(beta > 0 && beta < 1))
+/* The one-run audit as a mode of the audit kind (audit.one_run; run.command = audit): train's
+ * hooks (run.c, run_solve.c, run_out.c) around the canaries, so the run has train's run
+ * directory (config.ini, ledger.jsonl, trace.csv, model.txt with the canaries' columns,
+ * summary.json with the audit's result beside train's), --resume, checkpoints, signals and
+ * progress.  The data are real: the run spends its budget and keeps its journal. */
+static dpo__a1_t *dpo__a1(const dpo_run_t *r) { return r->kind; }
+
+/* What the audit needs of the settings, checked before train's set-up claims the directory:
+ * its own keys, a private algorithm and logistic regression.  Not collective. */
+static int dpo__a1_settings(dpo_run_t *r, dpo__a1_t *c) {
+  const dpo_config_t *cfg = r->cfg;
+  const char *aname = NULL, *model = NULL;
+  int64_t K = 0;
+  int rc;
+  if ((rc = dpo_config_get_int(cfg, "audit.canaries", 1000, &c->m)) ||
+      (rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &c->alpha)) ||
+      (rc = dpo_config_get_int(cfg, "model.classes", 0, &K)))
+    return rc;
+  dpo_config_get(cfg, "audit.json"); /* written by the write hook */
+  if (c->m < 2 || c->m > INT32_MAX / 4 || !(c->alpha > 0 && c->alpha < 1))
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run: need at least 2 canaries and 0 < alpha < 1");
-  int rc = dpo__a1_config(comm, cfg, &copy, tmp);
-  if (!rc) rc = dpo_run_create(comm, copy, &r);
-  if (!rc) rc = dpo_run_setup(r);
-  if (!rc && !r->algo->is_private)
-    rc = dpo_err(DPO_EINVAL, "dpopt audit --one-run: %s is not a private algorithm", r->algo->name);
-  if (!rc && (dpo_model_classes(r->model) > 0 || strcmp(r->model_name, "logreg")))
-    rc = dpo_err(DPO_EUNSUP, "dpopt audit --one-run: logistic regression (--model logreg) only");
-  if (rc) goto out;
-  c.m = m;
-  c.bias = dpo_model_intercept(r->model); /* the last column, value DPO_MODEL_ICPT = 1 */
-  c.add_remove = dpo_ledger_neighbours(dpo__run_priv_ledger(r->priv)) == DPO_NEIGHBOURS_ADD_REMOVE;
+  dpo_config_get_str(cfg, "algo.name", "gd", &aname);
+  dpo_config_get_str(cfg, "model.name", "logreg", &model);
+  const dpo_algo_t *a = dpo_algo_find(aname);
+  if (a && !a->is_private)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: algorithm '%s' adds no noise: audit a "
+                   "private algorithm (dp-*, or no --algo with --eps)", aname);
+  if (strcmp(model, "logreg") || K > 0)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: logistic regression (--model logreg) only");
+  snprintf(c->name, sizeof c->name, "audit-%s", aname);
+  r->dir_name = c->name;
+  return DPO_OK;
+}
+
+static int dpo__a1_setup(dpo_run_t *r) {
+  dpo__a1_t *c = calloc(1, sizeof *c);
+  int rc = c ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
+  r->kind = c;
+  r->stage = "audit";
+  if (!rc) rc = dpo__a1_settings(r, c);
+  if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
+  if ((rc = dpo__train_setup(r))) return rc; /* the directory claimed, the journal opened */
+  r->stage = "audit";
+  return DPO_OK;
+}
+
+/* dpo_run_opts_t.on_checkpoint (rank 0): the secret bits and the scores of the releases so
+ * far, beside the solver's state at the same step. */
+static int dpo__a1_save(void *arg, dpo_ckpt_t *ck) {
+  const dpo__a1_t *c = arg;
+  int rc;
+  if ((rc = dpo_ckpt_put_bytes(ck, "audit1.in", c->in, c->m)) ||
+      (rc = dpo_ckpt_put_f64(ck, "audit1.score", c->score, c->m)) ||
+      (rc = dpo_ckpt_put_int(ck, "audit1.releases", c->nrel)) ||
+      (rc = dpo_ckpt_put_int(ck, "audit1.mechanisms", c->gauss | c->lap << 1)))
+    return rc;
+  return DPO_OK;
+}
+
+/* Rank 0, --resume: what dpo__a1_save wrote (the solver checks the rest of the file). */
+static int dpo__a1_restore(dpo_run_t *r, dpo__a1_t *c) {
+  dpo_ckpt_t *ck = NULL;
+  int64_t mech = 0;
+  int rc = dpo_ckpt_read(r->ckpt_path, &ck);
+  if (!rc && dpo_ckpt_len(ck, "run.audit1.in") != c->m)
+    rc = dpo_err(DPO_EFORMAT, "%s: not the checkpoint of a one-run audit with %lld canaries",
+                 r->ckpt_path, (long long)c->m);
+  if (!rc && !(rc = dpo_ckpt_get_bytes(ck, "run.audit1.in", c->in, c->m)) &&
+      !(rc = dpo_ckpt_get_f64(ck, "run.audit1.score", c->score, c->m)) &&
+      !(rc = dpo_ckpt_get_int(ck, "run.audit1.releases", &c->nrel)))
+    rc = dpo_ckpt_get_int(ck, "run.audit1.mechanisms", &mech);
+  c->gauss = (int)(mech & 1);
+  c->lap = (int)(mech >> 1 & 1);
+  dpo_ckpt_destroy(ck);
+  return rc;
+}
+
+static int dpo__a1_load(dpo_run_t *r) {
+  dpo__a1_t *c = dpo__a1(r);
+  int rc = DPO_OK;
+  c->bias = dpo_model_intercept(r->model); /* the last column, value DPO_MODEL_ICPT = 1 */
+  c->add_remove = dpo_ledger_neighbours(dpo__run_priv_ledger(r->priv)) == DPO_NEIGHBOURS_ADD_REMOVE;
   const dpo_clip_t *clip = dpo__run_priv_clip(r->priv);
-  if ((c.has_clip = clip != NULL)) c.clip = *clip;
-  dpo__a1_shape(&c, r);
-  c.in = malloc((size_t)m);
-  c.score = calloc((size_t)m, sizeof *c.score);
-  if (!c.in || !c.score) {
-    rc = dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
-    goto out;
-  }
-  if (r->rank == 0) { /* S: the secret bits (from the run's own noise stream) */
+  if ((c->has_clip = clip != NULL)) c->clip = *clip;
+  dpo__a1_shape(c, r);
+  c->in = malloc((size_t)c->m);
+  c->score = calloc((size_t)c->m, sizeof *c->score);
+  if (!c->in || !c->score) rc = dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+  if (!rc && r->rank == 0) { /* S: the secret bits (from the run's own noise stream) */
     dpo_rng_t *rng = dpo__run_priv_rng(r->priv);
-    for (int64_t i = 0; i < m; i += 64) {
+    for (int64_t i = 0; i < c->m; i += 64) {
       uint64_t w = dpo_rng_u64(rng);
-      for (int64_t j = i; j < m && j < i + 64; j++) c.in[j] = (unsigned char)((w >> (j - i)) & 1);
+      for (int64_t j = i; j < c->m && j < i + 64; j++)
+        c->in[j] = (unsigned char)((w >> (j - i)) & 1);
     }
+    /* resumed: the bits the rows were built with (an unseeded stream draws new ones) */
+    if (r->resuming) rc = dpo__a1_restore(r, c);
   }
-  MPI_Bcast(c.in, (int)m, MPI_UNSIGNED_CHAR, 0, comm); /* the last rank writes the rows */
+  if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
+  MPI_Bcast(c->in, (int)c->m, MPI_UNSIGNED_CHAR, 0, r->comm); /* the last rank writes the rows */
   r->rows_hook = dpo__a1_rows;
-  r->rows_arg = &c;
+  r->rows_arg = c;
   r->release_fn = dpo__a1_observe;
-  r->release_arg = &c;
-  if ((rc = dpo_run_load(r))) goto out;
-  rc = dpo_run_solve(r);
-  if (rc == DPO_EBUDGET) rc = DPO_OK;
-  if (!rc) rc = dpo_agree(comm, r->rank == 0 && c.nrel == 0
-                                    ? dpo_err(DPO_EUNSUP, "dpopt audit --one-run: %s makes no "
-                                              "release the audit can observe", r->algo->name)
-                                    : DPO_OK);
-  if (rc) goto out;
+  r->release_arg = c;
+  r->ckpt_fn = dpo__a1_save;
+  return dpo__train_load(r);
+}
+
+static int dpo__a1_solve(dpo_run_t *r) {
+  int rc = dpo__train_solve(r);
+  r->stage = "audit";
+  if (rc == DPO_EINTR) { /* checkpoint written: dpopt audit --resume continues (not train) */
+    char msg[512], *cut;
+    snprintf(msg, sizeof msg, "%s", dpo_errmsg());
+    if ((cut = strstr(msg, "dpopt train --resume"))) *cut = '\0';
+    return dpo_err(DPO_EINTR, "%sdpopt audit --resume %s", msg, r->dir);
+  }
+  if (rc == DPO_EBUDGET) rc = DPO_OK; /* the releases that ran are the audited run */
+  if (!rc && (rc = dpo_agree(r->comm, r->rank == 0 && dpo__a1(r)->nrel == 0
+                    ? dpo_err(DPO_EUNSUP, "dpopt audit --one-run: %s makes no release the "
+                              "audit can observe", r->algo->name) : DPO_OK)))
+    return dpo__run_failed(r, rc);
+  return rc;
+}
+
+static int dpo__a1_evaluate(dpo_run_t *r) {
+  dpo__a1_t *c = dpo__a1(r);
+  dpo_audit1_result_t *res = &c->res;
+  int rc = dpo__train_evaluate(r);
+  r->stage = "audit (analysis)";
+  if (rc) return rc;
   double eps = 0, delta = 0;
-  dpo_ledger_budget(dpo__run_priv_ledger(r->priv), &eps, &delta);
-  if (r->rank == 0 && (rc = dpo__a1_bound(&c, delta, beta, res))) goto out;
+  if (r->rank == 0) dpo_ledger_budget(dpo__run_priv_ledger(r->priv), &eps, &delta);
+  if (r->rank == 0) rc = dpo__a1_bound(c, delta, c->alpha, res);
+  if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   snprintf(res->algorithm, sizeof res->algorithm, "%s", r->algo->name);
   res->claimed_eps = eps;
   res->claimed_delta = delta;
-  res->canaries = m;
-  res->releases = c.nrel;
-  res->add_remove = c.add_remove;
-  res->gaussian = c.gauss;
+  res->alpha = c->alpha;
+  res->canaries = c->m;
+  res->releases = c->nrel;
+  res->add_remove = c->add_remove;
+  res->gaussian = c->gauss;
   res->seeded = !dpo__run_priv_guaranteed(r->priv);
-  for (int64_t i = 0; i < m; i++) res->included += c.in[i];
+  for (int64_t i = 0; i < c->m; i++) res->included += c->in[i];
   res->violation = res->eps_lb > eps;
-  MPI_Bcast(res, (int)sizeof *res, MPI_BYTE, 0, comm);
-out:
-  rc = dpo_agree(comm, rc);
-  dpo_run_destroy(r);
-  dpo_config_destroy(copy);
-  free(c.in);
-  free(c.score);
-  if (tmp[0] && dpo__rank(comm) == 0) nftw(tmp, dpo__a1_rm, 16, FTW_DEPTH | FTW_PHYS);
+  MPI_Bcast(res, (int)sizeof *res, MPI_BYTE, 0, r->comm);
+  return DPO_OK;
+}
+
+/* The result as --json and summary.json's "audit" give it. */
+static json_object *dpo__a1_json(const dpo_audit1_result_t *r) {
+  json_object *j = json_object_new_object();
+  json_object_object_add(j, "audit", json_object_new_string("one-run"));
+  json_object_object_add(j, "algorithm", json_object_new_string(r->algorithm));
+  json_object_object_add(j, "claimed_eps", dpo_json_double(r->claimed_eps));
+  json_object_object_add(j, "claimed_delta", dpo_json_double(r->claimed_delta));
+  json_object_object_add(j, "eps_lb", dpo_json_double(r->eps_lb));
+  json_object_object_add(j, "alpha", dpo_json_double(r->alpha));
+  json_object_object_add(j, "canaries", json_object_new_int64(r->canaries));
+  json_object_object_add(j, "guesses", json_object_new_int64(r->guesses));
+  json_object_object_add(j, "correct", json_object_new_int64(r->correct));
+  json_object_object_add(j, "releases", json_object_new_int64(r->releases));
+  json_object_object_add(j, "neighbours",
+                         json_object_new_string(r->add_remove ? "add-remove" : "replace-one"));
+  json_object_object_add(j, "seeded", json_object_new_boolean(r->seeded));
+  json_object_object_add(j, "violation", json_object_new_boolean(r->violation));
+  return j;
+}
+
+/* r->summary_fn (rank 0): train's summary.json with the audit's result and verdict. */
+static void dpo__a1_summary(const dpo_run_t *r, json_object *sum) {
+  const dpo_audit1_result_t *res = &dpo__a1(r)->res;
+  json_object_object_add(sum, "command", json_object_new_string("audit"));
+  json_object_object_add(sum, "verdict", json_object_new_string(res->violation ? "VIOLATION" : "pass"));
+  json_object_object_add(sum, "confidence", dpo_json_double(1 - res->alpha));
+  json_object_object_add(sum, "audit", dpo__a1_json(res));
+}
+
+static int dpo__a1_write(dpo_run_t *r) {
+  const char *jpath = NULL;
+  int rc = DPO_OK;
+  r->summary_fn = dpo__a1_summary;
+  if (r->rank == 0 && !dpo_config_get_str(r->cfg, "audit.json", NULL, &jpath) && jpath) {
+    json_object *j = dpo__a1_json(&dpo__a1(r)->res);
+    const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+    rc = dpo_write_atomic(jpath, js, strlen(js));
+    json_object_put(j);
+  }
+  if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
+  rc = dpo__train_write(r);
+  r->stage = "audit";
   return rc;
+}
+
+void dpo_audit1_print(FILE *out, const dpo_audit1_result_t *r, const char *tag) {
+  fprintf(out, "%-14s %-11s %-11s %-10s %-9s %s\n", "algorithm", "claimed_eps", "delta",
+          "eps_lb", "canaries", "guesses");
+  fprintf(out, "%-14s %-11.6g %-11.3g %-10.4f %-9lld %lld right of %lld%s", r->algorithm,
+          r->claimed_eps, r->claimed_delta, r->eps_lb, (long long)r->canaries,
+          (long long)r->correct, (long long)r->guesses, tag ? tag : "");
+  if (r->seeded) fprintf(out, "  [seeded: not private]");
+  fprintf(out, "\none run: %lld releases observed (the coordinator's broadcasts); each canary one "
+          "value in a column of its own, %s; guesses tried", (long long)r->releases,
+          r->add_remove ? "absent when excluded (add-remove)"
+                        : "labelled -1 when excluded (replace-one)");
+  for (int g = 0; g < DPO__A1_GRID; g++)
+    if (r->grid_r[g] > 0) fprintf(out, " %lld:%lld", (long long)r->grid_r[g], (long long)r->grid_v[g]);
+  fprintf(out, " (right:of, each at alpha/4)\nassumes: the adversary sees every release and knows "
+          "the canaries; the bound holds with confidence %g for any data (Steinke, Nasr and "
+          "Jagielski 2023, Theorem 3.1 with its delta term)\n", 1 - r->alpha);
+  if (r->violation)
+    fprintf(out, "VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n",
+            r->eps_lb, r->claimed_eps, 1 - r->alpha);
+}
+
+static void dpo__a1_print(const dpo_run_t *r, FILE *out) {
+  dpo_audit1_print(out, &dpo__a1(r)->res, "");
+  fprintf(out, "run directory %s\n", r->dir);
+}
+
+static void dpo__a1_destroy(dpo_run_t *r) {
+  dpo__a1_t *c = dpo__a1(r);
+  if (!c) return;
+  free(c->in);
+  free(c->score);
+  free(c);
+  r->kind = NULL;
+}
+
+const dpo__run_ops_t dpo__run_audit1_ops = {"audit",         dpo__a1_setup,    dpo__a1_load,
+                                            dpo__a1_solve,   dpo__a1_evaluate, dpo__a1_write,
+                                            dpo__a1_print,   dpo__a1_destroy};
+
+int dpo_run_audit1_result(const dpo_run_t *r, dpo_audit1_result_t *res) {
+  if (!r || !res || r->ops != &dpo__run_audit1_ops || !r->evaluated)
+    return dpo_err(DPO_EINVAL, "dpo_run_audit1_result: not a one-run audit that was evaluated");
+  *res = dpo__a1(r)->res;
+  return DPO_OK;
 }

@@ -32,6 +32,7 @@ static inline int dpo__size(MPI_Comm comm) {
 
 struct dpo__run_priv;
 struct dpo__run_parties;
+struct json_object;
 
 /* A kind of run (PETSc's KSP/PC types are the model): what a command supplies; the driver
  * does the rest (lifecycle order, run directory, config.ini, FAILED, signals, checkpoint
@@ -56,6 +57,8 @@ extern const dpo__run_ops_t dpo__run_train_ops; /* run.c, run_solve.c, run_out.c
 extern const dpo__run_ops_t dpo__run_admm_ops;  /* run_admm.c */
 extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_job.c */
 extern const dpo__run_ops_t dpo__run_mf_ops;    /* run_mf.c */
+/* the audit kind's one-run mode (audit.one_run): train's hooks around canaries (run_canary.c) */
+extern const dpo__run_ops_t dpo__run_audit1_ops;
 
 /* lifecycle position: each call checks it is made in order */
 enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };
@@ -115,11 +118,14 @@ struct dpo_run {
   int64_t *confusion; /* softmax with a test set: K x K on the test rows (rank 0) */
   char *summary; /* rank 0: summary.json text */
   /* the one-run audit (run_canary.c): rows added after the data are loaded (before the bias
-   * column), and the observer of every release (rank 0); NULL in every other run */
+   * column), the observer of every release and its state in each checkpoint (rank 0), and
+   * its result in summary.json (rank 0); NULL in every other run */
   int (*rows_hook)(void *arg, struct dpo_run *r);
   void *rows_arg;
   dpo_release_fn release_fn;
   void *release_arg;
+  int (*ckpt_fn)(void *arg, dpo_ckpt_t *c);
+  void (*summary_fn)(const struct dpo_run *r, struct json_object *sum);
 };
 
 /* Record a failing status of a lifecycle call (stage, detail) for FAILED and print the typo
@@ -146,7 +152,6 @@ void dpo__run_mark_failed(const dpo_run_t *r);
 void dpo__run_unmark_failed(const dpo_run_t *r);
 /* Rank 0, the run's last write: config.ini again (keys the run resolved on the way are in it
  * now) and summary.json from sum (consumed; kept as r->summary), both atomically. */
-struct json_object;
 int dpo__run_write_summary(dpo_run_t *r, struct json_object *sum);
 /* Not collective: DPO_EINVAL naming the key when run.keep_every / run.keep_seconds are set
  * for a kind that keeps no last release (admm, mf: dpopt CMD). */

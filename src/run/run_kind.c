@@ -27,6 +27,12 @@ static const dpo__run_ops_t *dpo__run_ops_find(const char *name) {
   return NULL;
 }
 
+/* the audit kind's one-run mode trains as dpopt train does (its auto-pick too) */
+static int dpo__run_one_run(const dpo_config_t *cfg, const char *kind) {
+  int one = 0;
+  return !strcmp(kind, "audit") && !dpo_config_get_bool(cfg, "audit.one_run", 0, &one) && one;
+}
+
 int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   int rc = DPO_OK;
   *out = NULL;
@@ -53,7 +59,7 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
   const char *why = NULL;
   const char *kind = dpo_config_get(cfg, "run.command"); /* the CLI's commands set it */
   if (!rc && !res && dpo_config_get(cfg, "privacy.eps") && !dpo_config_get(cfg, "algo.name") &&
-      (!kind || !strcmp(kind, "train")) &&
+      (!kind || !strcmp(kind, "train") || dpo__run_one_run(cfg, kind)) &&
       !(rc = dpo_config_copy(cfg, &r->merged))) {
     r->cfg = r->merged;
     why = dpo_run_auto_algo(r->merged);

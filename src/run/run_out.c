@@ -223,6 +223,7 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   }
   dpo__run_priv_summary(r->priv, sum);
   dpo__run_parties_summary(r->parties, dpo__run_priv_ledger(r->priv), sum);
+  if (r->summary_fn) r->summary_fn(r, sum);
   return sum;
 }
 

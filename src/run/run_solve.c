@@ -199,6 +199,8 @@ int dpo__train_solve(dpo_run_t *r) {
   ro.checkpoint_path = r->ckpt_path;
   ro.stop = r->stop;
   ro.stop_after = r->stop_after;
+  ro.on_checkpoint = r->ckpt_fn;
+  ro.on_checkpoint_arg = r->release_arg;
   if (r->rank == 0 && r->dir_ready && dpo__run_priv_ledger(r->priv)) {
     if (r->keep_seconds < 0) r->keep_seconds = r->keep_every > 0 ? INFINITY : 1.0;
     r->keep_pending = 0;

@@ -1,0 +1,207 @@
+/* The solver's checkpoints (see include/dpopt/optim.h, "checkpoints"): the file written at
+ * the top of an iteration (the solver's state, the ledger's position, a seeded stream's
+ * position, the algorithm's save() and the caller's on_checkpoint), and --resume: every check
+ * of the file against this run before its state is restored. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/optim.h"
+#include "dpopt/privacy.h"
+#include "dpopt/status.h"
+#include "optim/solver_int.h"
+
+int dpo_algo_can_checkpoint(const dpo_algo_t *a) { return a && a->save && a->load; }
+
+int64_t dpo_solver_start_iter(const dpo_solver_t *s) { return s->t0; }
+int64_t dpo_solver_resume_orphans(const dpo_solver_t *s) { return s->orphans; }
+
+#define DPO__CKPT_FORMAT 2 /* 2: the journal position (lines, chain tag) */
+
+int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
+  dpo_ckpt_t *c = NULL;
+  int rc = dpo_ckpt_create(&c), size = 1;
+  if (rc) return rc;
+  MPI_Comm_size(dpo_oracle_comm(s->oracle), &size);
+  int64_t toff = -1;
+  if (o->trace) {
+    fflush(o->trace);
+    long p = ftell(o->trace);
+    toff = p < 0 ? -1 : (int64_t)p;
+  }
+  dpo_ckpt_set_prefix(c, "solver.");
+  if ((rc = dpo_ckpt_put_int(c, "format", DPO__CKPT_FORMAT)) ||
+      (rc = dpo_ckpt_put_bytes(c, "algo", s->algo->name, (int64_t)strlen(s->algo->name))) ||
+      (rc = dpo_ckpt_put_int(c, "d", s->d)) || (rc = dpo_ckpt_put_int(c, "n", s->n)) ||
+      (rc = dpo_ckpt_put_int(c, "ranks", size)) || (rc = dpo_ckpt_put_int(c, "t", t)) ||
+      (rc = dpo_ckpt_put_f64(c, "x", s->x, s->d)) ||
+      (rc = dpo_ckpt_put_int(c, "trace_offset", toff)))
+    goto out;
+  /* ledger position: charges recorded and the exact totals at this point */
+  int64_t cnt = -1, lines = -1;
+  double se = 0.0, sd = 0.0;
+  unsigned char head[32] = {0};
+  if (s->ledger) {
+    cnt = dpo_ledger_count(s->ledger);
+    if ((rc = dpo_ledger_spent(s->ledger, &se, &sd)) ||
+        (rc = dpo_ledger_position(s->ledger, &lines, head)))
+      goto out;
+  }
+  /* the journal's line count and chain tag here: a resume refuses a journal that does not
+   * reach this line with this tag (cut back, or replaced by an older copy) */
+  if ((rc = dpo_ckpt_put_int(c, "ledger_count", cnt)) ||
+      (rc = dpo_ckpt_put_double(c, "ledger_eps", se)) ||
+      (rc = dpo_ckpt_put_double(c, "ledger_delta", sd)) ||
+      (rc = dpo_ckpt_put_int(c, "ledger_lines", lines)) ||
+      (rc = dpo_ckpt_put_bytes(c, "ledger_chain", head, sizeof head)))
+    goto out;
+  /* RNG position: only a seeded stream's (an OS key is a secret, never written) */
+  int seeded = s->rng ? dpo_rng_is_seeded(s->rng) : -1;
+  if ((rc = dpo_ckpt_put_int(c, "rng_seeded", seeded))) goto out;
+  if (seeded == 1) {
+    dpo_rng_state_t st;
+    dpo_rng_get_state(s->rng, &st);
+    int64_t iv[3] = {(int64_t)st.nonce, (int64_t)st.counter, (int64_t)st.pos};
+    if ((rc = dpo_ckpt_put_bytes(c, "rng_key", st.key, sizeof st.key)) ||
+        (rc = dpo_ckpt_put_i64(c, "rng_pos", iv, 3)))
+      goto out;
+  }
+  dpo_ckpt_set_prefix(c, "algo.");
+  if ((rc = s->algo->save(s, s->state, c))) goto out;
+  dpo_ckpt_set_prefix(c, "run.");
+  if (o->on_checkpoint && (rc = o->on_checkpoint(o->on_checkpoint_arg, c))) goto out;
+  dpo_ckpt_set_prefix(c, "");
+  rc = dpo_ckpt_write(c, o->checkpoint_path);
+out:
+  dpo_ckpt_destroy(c);
+  return rc;
+}
+
+static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
+  dpo_ckpt_t *c = NULL;
+  int rc = dpo_ckpt_read(path, &c), size = 1;
+  if (rc) return rc;
+  MPI_Comm_size(dpo_oracle_comm(s->oracle), &size);
+  int64_t fmt = 0, d = 0, n = 0, ranks = 0, t = 0, cnt = 0, seeded = 0, lines = -1;
+  unsigned char head[32];
+  double se = 0, sd = 0;
+  char name[128] = "";
+  dpo_ckpt_set_prefix(c, "solver.");
+  int64_t nl = dpo_ckpt_len(c, "algo");
+  if ((rc = dpo_ckpt_get_int(c, "format", &fmt))) goto out;
+  if (fmt != DPO__CKPT_FORMAT) {
+    rc = dpo_err(DPO_EFORMAT, "%s: checkpoint format %lld, this dpopt reads %d%s", path,
+                 (long long)fmt, DPO__CKPT_FORMAT,
+                 fmt == 1 ? " (format 1 predates chained journals: start a new run)" : "");
+    goto out;
+  }
+  if (nl < 0 || nl >= (int64_t)sizeof name) {
+    rc = dpo_err(DPO_EFORMAT, "%s: no algorithm name in the checkpoint", path);
+    goto out;
+  }
+  if ((rc = dpo_ckpt_get_bytes(c, "algo", name, nl))) goto out;
+  name[nl] = '\0';
+  if (strcmp(name, s->algo->name) != 0) {
+    rc = dpo_err(DPO_EINVAL, "%s: checkpoint of algorithm %s, this run is %s", path, name,
+                 s->algo->name);
+    goto out;
+  }
+  if ((rc = dpo_ckpt_get_int(c, "d", &d)) || (rc = dpo_ckpt_get_int(c, "n", &n)) ||
+      (rc = dpo_ckpt_get_int(c, "ranks", &ranks)) || (rc = dpo_ckpt_get_int(c, "t", &t)) ||
+      (rc = dpo_ckpt_get_int(c, "trace_offset", toff)) ||
+      (rc = dpo_ckpt_get_int(c, "ledger_count", &cnt)) ||
+      (rc = dpo_ckpt_get_double(c, "ledger_eps", &se)) ||
+      (rc = dpo_ckpt_get_double(c, "ledger_delta", &sd)) ||
+      (rc = dpo_ckpt_get_int(c, "ledger_lines", &lines)) ||
+      (rc = dpo_ckpt_get_bytes(c, "ledger_chain", head, sizeof head)) ||
+      (rc = dpo_ckpt_get_int(c, "rng_seeded", &seeded)))
+    goto out;
+  if (d != s->d || n != s->n || t < 0) {
+    rc = dpo_err(DPO_EINVAL, "%s: checkpoint of a %lld x %lld problem (t = %lld), the data here "
+                 "is %lld x %d", path, (long long)n, (long long)d, (long long)t,
+                 (long long)s->n, (int)s->d);
+    goto out;
+  }
+  if ((rc = dpo_ckpt_get_f64(c, "x", s->x, s->d))) goto out;
+  /* the ledger: the journal may only be ahead of the checkpoint (see optim.h) */
+  if ((cnt >= 0) != (s->ledger != NULL)) {
+    rc = dpo_err(DPO_EINVAL, "%s: the checkpoint %s a ledger, this run %s", path,
+                 cnt >= 0 ? "has" : "has no", s->ledger ? "has one" : "has none");
+    goto out;
+  }
+  s->orphans = 0;
+  if (s->ledger) {
+    int64_t jc = dpo_ledger_count(s->ledger);
+    double je = 0, jd = 0;
+    /* first the chain: the journal must reach the checkpoint's line with its tag */
+    if ((rc = dpo_ledger_verify_position(s->ledger, "the checkpoint", lines, head)) ||
+        (rc = dpo_ledger_spent(s->ledger, &je, &jd)))
+      goto out;
+    if (jc < cnt || (jc == cnt && (je != se || jd != sd)) || je < se || jd < sd) {
+      rc = dpo_err(DPO_EFORMAT, "%s: the ledger journal (%lld charges, eps %.17g) is behind or "
+                   "differs from the checkpoint (%lld charges, eps %.17g): refusing to resume "
+                   "(a journal may never lose charges)", path, (long long)jc, je,
+                   (long long)cnt, se);
+      goto out;
+    }
+    s->orphans = jc - cnt;
+  }
+  if ((seeded == 1) != (s->rng && dpo_rng_is_seeded(s->rng))) {
+    rc = dpo_err(DPO_EINVAL, "%s: the checkpoint is of a %s run, this run is %s", path,
+                 seeded == 1 ? "seeded" : "unseeded",
+                 s->rng && dpo_rng_is_seeded(s->rng) ? "seeded" : "unseeded");
+    goto out;
+  }
+  dpo_ckpt_set_prefix(c, "algo.");
+  if ((rc = s->algo->load(s, s->state, c))) goto out;
+  /* the stream last: create() and load() may have drawn from it */
+  if (seeded == 1) {
+    dpo_rng_state_t st;
+    int64_t iv[3];
+    dpo_ckpt_set_prefix(c, "solver.");
+    dpo_rng_get_state(s->rng, &st);
+    if ((rc = dpo_ckpt_get_bytes(c, "rng_key", st.key, sizeof st.key)) ||
+        (rc = dpo_ckpt_get_i64(c, "rng_pos", iv, 3)))
+      goto out;
+    st.nonce = (uint64_t)iv[0];
+    st.counter = (uint64_t)iv[1];
+    st.pos = (uint32_t)iv[2];
+    st.seeded = 1;
+    if ((rc = dpo_rng_set_state(s->rng, &st))) goto out;
+  }
+  if (ranks != size)
+    fprintf(stderr, "dpopt: warning: %s was written by %lld ranks, resuming on %d: the result "
+            "is not bit-identical to an uninterrupted run (reduction order)\n", path,
+            (long long)ranks, size);
+  s->t0 = t;
+  s->iters = t;
+  s->resumed = 1;
+  s->cvalid = 0;
+out:
+  dpo_ckpt_destroy(c);
+  return rc;
+}
+
+int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset) {
+  if (!s) return dpo_err(DPO_EINVAL, "dpo_solver_resume: NULL solver");
+  MPI_Comm comm = dpo_oracle_comm(s->oracle);
+  int rc = DPO_OK;
+  int64_t toff = -1;
+  if (s->rank == 0) {
+    if (!path) rc = dpo_err(DPO_EINVAL, "dpo_solver_resume: NULL path");
+    else if (!dpo_algo_can_checkpoint(s->algo))
+      rc = dpo_err(DPO_EUNSUP, "algorithm %s cannot resume from checkpoints (no save/load)",
+                   s->algo->name);
+    else rc = dpo__ckpt_load(s, path, &toff);
+  }
+  rc = dpo_agree(comm, rc);
+  if (!rc && (MPI_Bcast(s->x, s->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS ||
+              MPI_Bcast(&s->t0, 1, MPI_INT64_T, 0, comm) != MPI_SUCCESS))
+    rc = dpo_agree(comm, dpo_err(DPO_EMPI, "dpo_solver_resume: MPI_Bcast failed"));
+  if (!rc) {
+    s->resumed = 1;
+    s->iters = s->t0;
+  }
+  if (trace_offset) *trace_offset = toff;
+  return rc;
+}

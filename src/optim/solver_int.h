@@ -1,0 +1,44 @@
+/* Private to the solver's files: the solver object (solver.c: the driver; solver_ckpt.c: its
+ * checkpoints and --resume). */
+#ifndef DPO_OPTIM_SOLVER_INT_H
+#define DPO_OPTIM_SOLVER_INT_H
+
+#include "dpopt/optim.h"
+#include "dpopt/privacy.h"
+
+struct dpo_solver {
+  dpo_oracle_t *oracle;
+  const dpo_algo_t *algo;
+  const dpo_config_t *cfg;
+  dpo_privacy_spec_t spec; /* a copy of the run's; without one, nothing given */
+  dpo_rng_t *rng;
+  struct dpo_ledger *ledger;
+  int rank;
+  int32_t d;
+  int64_t n;
+  double *x;
+  void *state;
+  double (*spent)(void *);
+  void *spent_arg;
+  dpo_release_fn release_fn; /* the white-box audit's observer, or NULL */
+  void *release_arg;
+  int64_t iters;
+  /* one-entry cache of the last full-batch evaluation: the gtol test and the trace evaluate
+   * at x_t, which most algorithms evaluate anyway */
+  double *cx, *cg, cF;
+  int cvalid;
+  /* resume (dpo_solver_resume): first iteration, journal charges the checkpoint did not know */
+  int64_t t0, orphans;
+  int resumed;
+  /* the release plan (rule 3), the start point (public; what a cut whole plan leaves) and
+   * the iteration limit the last run resolved */
+  dpo_plan_t plan;
+  double *xstart;
+  int64_t max_iter;
+};
+
+/* Rank 0: the full state at the top of iteration t into opts->checkpoint_path (see optim.h,
+ * "checkpoints"); solver_ckpt.c. */
+int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t);
+
+#endif
