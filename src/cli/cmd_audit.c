@@ -72,6 +72,8 @@ static const char dpo__audit_more[] =
     "its direction bounds mu (test final-gdp); phased-erm is refused (its charge is 4x the\n"
     "largest sensitivity one row can have).  Under privacy.trust = secagg the release is the\n"
     "unmasked sum with the parties' noise shares (the DP-GD family at pure eps: Polya shares).\n"
+    "--admm consensus --white-box sees each broadcast noised message; the adversary replays the\n"
+    "party on both data sets with the public consensus to know each world's message (test gdp).\n"
     "The line 'white box:' states the test and what it assumes.\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows (dpopt audit --one-run --help).\n"
