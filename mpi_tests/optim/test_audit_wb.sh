@@ -111,6 +111,7 @@ check "consensus (white box, intact): bound $(lb) >= 0.2 (power)" below 0.2 "$(l
 has "$T/out" "test gdp: mu_lb" "consensus: the GDP test"
 has "$T/out" "20 releases a run observed" "consensus: every broadcast observed"
 has "$T/out" "full sensitivity in 95.0%" "consensus: the replayed messages saturate from the second release"
+has "$T/out" "^assumes: Gaussian releases (the party replayed on D and D'" "consensus: its assumption"
 has "$T/consensus.json" '"white_box":true' "consensus: json white_box"
 # shellcheck disable=SC2086
 expect 6 "$DPOPT_TEST" audit $CON --test-seed 39 --test-break-noise
@@ -194,6 +195,7 @@ check "secagg Gaussian shares (white box, intact): bound $(lb) below the claim $
 check "secagg Gaussian shares (white box, intact): bound $(lb) >= 0.2 (power)" below 0.2 "$(lb)"
 has "$T/out" "test gdp: mu_lb" "secagg Gaussian shares: the GDP test"
 has "$T/out" "20 releases a run observed" "secagg Gaussian shares: every decoded sum observed"
+has "$T/out" "^assumes: Gaussian releases (discrete Gaussian shares" "secagg Gaussian shares: its assumption"
 # shellcheck disable=SC2086
 expect 6 "$DPOPT_TEST" audit $SG --test-seed 39 --test-break-noise
 check "secagg Gaussian shares (white box, sigma halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "dpopt/audit.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "optim/audit_int.h"
@@ -356,9 +357,15 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
     res->mu_claim = sqrt(mu2);
     res->lb = res->mu_lb > 0 ? dpo_audit_gdp_eps(res->mu_lb, delta) : -INFINITY;
     snprintf(res->method, sizeof res->method, "gdp");
+    /* what the releases are, where it is not a noised gradient at a known iterate */
+    const char *what = a->admm && !strcmp(a->admm, "consensus")
+                           ? " (the party replayed on D and D' with the public z)"
+                       : a->spec && a->spec->trust == DPO_TRUST_SECAGG
+                           ? " (discrete Gaussian shares: the honest shares' variance)"
+                           : "";
     snprintf(res->assumption, sizeof res->assumption,
-             "Gaussian releases: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP at "
-             "delta (Dong-Roth-Su 2019)", res->mu_claim);
+             "Gaussian releases%s: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP "
+             "at delta (Dong-Roth-Su 2019)", what, res->mu_claim);
   } else if ((psg || wsg) && cnt[2] > 0) {
     const double *r0 = rec[0];
     const int64_t m = (int64_t)r0[DPO__WB_M], n = (int64_t)r0[DPO__WB_N];
