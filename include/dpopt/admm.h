@@ -103,6 +103,11 @@ typedef struct {
   void (*trace)(void *arg, int64_t iter, const double *z, double r_norm, double s_norm,
                 double rho);
   void *trace_arg;
+  /* optional, private mode: called on every rank after each iteration's Allreduce with the
+   * broadcast noised sum (v), the consensus z_{k-1} it was computed from (x), sigma sqrt(N)
+   * and one party's sensitivity 2 clip (the white-box audit; a failure ends the run) */
+  dpo_release_fn observe;
+  void *observe_arg;
 } dpo_admm_opts_t;
 
 void dpo_admm_opts_default(dpo_admm_opts_t *o);

@@ -52,4 +52,34 @@ int dpo__admm_lbfgs(const dpo_model_t *m, const dpo_shard_t *s, dpo__admm_lbfgs_
 int dpo__admm_local_fg(const dpo_model_t *m, const dpo_shard_t *s, const double *x, double *f,
                        double *g);
 
+/* One consensus party's local state (consensus.c): the run's own, and the white-box audit's
+ * replay of a party on a known shard (src/run/run_audit_job.c), stepped with the public
+ * consensus z only, so the replay computes the message that party would send. */
+typedef struct {
+  const dpo_model_t *model;
+  const dpo_shard_t *shard;
+  const dpo_admm_opts_t *opts;
+  dpo_admm_xupdate_t xk;
+  int N;
+  int32_t d;
+  double rho, s_prev; /* s_prev: dual residual of the latest z (NaN before the first) */
+  double *x, *u, *xh, *v, *gtmp, *H, *Lf, *rhs0;
+  dpo__admm_lbfgs_t ws;
+  int have_ws;
+  int64_t factorizations;
+} dpo__cons_party_t;
+
+/* x = z0, u = 0; the local system factored (exact) or the L-BFGS workspace (lbfgs). */
+int dpo__cons_party_init(dpo__cons_party_t *p, const dpo_model_t *model,
+                         const dpo_shard_t *shard, const dpo_admm_opts_t *opts, int N,
+                         const double *z0);
+/* The x-update from the consensus z; msg[0..d) = xh + u, the message before clip and noise. */
+int dpo__cons_party_x(dpo__cons_party_t *p, const double *z, double r_norm, double *msg,
+                      int64_t *inner);
+/* After the z-update zprev -> z: u += xh - z and the dual residual s_prev. */
+void dpo__cons_party_u(dpo__cons_party_t *p, const double *zprev, const double *z);
+/* A message clipped to L2 norm <= clip, as a private party clips it. */
+void dpo__cons_clip(double *m, int32_t d, double clip);
+void dpo__cons_party_free(dpo__cons_party_t *p);
+
 #endif

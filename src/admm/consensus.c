@@ -97,20 +97,19 @@ static int cons_check(const dpo_model_t *model, const dpo_admm_opts_t *opts,
   return DPO_OK;
 }
 
-/* This rank's x-update with v = z - u: exact (Cholesky factor Lf of the local system),
+/* This party's x-update with v = z - u: exact (Cholesky factor Lf of the local system),
  * inexact L-BFGS (tolerance from the lagged global residuals r_norm, s_prev) or linearized. */
-static int cons_xupdate(const dpo_model_t *model, const dpo_shard_t *shard,
-                        const dpo_admm_opts_t *opts, dpo_admm_xupdate_t xk, double rho, int N,
-                        double r_norm, double s_prev, dpo__admm_lbfgs_t *ws, const double *Lf,
-                        const double *rhs0, const double *v, double *x, double *gtmp,
-                        int64_t *inner) {
-  const int32_t d = shard->d;
+static int cons_xupdate(dpo__cons_party_t *p, double r_norm, int64_t *inner) {
+  const dpo_admm_opts_t *opts = p->opts;
+  const int32_t d = p->d;
+  const double rho = p->rho, s_prev = p->s_prev;
+  double *x = p->x, *v = p->v, *gtmp = p->gtmp;
   int st = DPO_OK;
-  if (xk == DPO_ADMM_X_EXACT) {
-    for (int32_t j = 0; j < d; j++) x[j] = rhs0[j] + rho * v[j];
-    return dpo__admm_chol_solve(Lf, d, x);
+  if (p->xk == DPO_ADMM_X_EXACT) {
+    for (int32_t j = 0; j < d; j++) x[j] = p->rhs0[j] + rho * v[j];
+    return dpo__admm_chol_solve(p->Lf, d, x);
   }
-  if (xk == DPO_ADMM_X_LBFGS) {
+  if (p->xk == DPO_ADMM_X_LBFGS) {
     /* inexact x-update: the local gradient error may shrink with the global residuals
      * (identical on all ranks); the first iterations use a relative decrease instead */
     double tol2 = 0.0;
@@ -118,26 +117,107 @@ static int cons_xupdate(const dpo_model_t *model, const dpo_shard_t *shard,
       double rr = r_norm, ss = s_prev;
       double mres = isnan(rr) ? ss : isnan(ss) ? rr : (rr < ss ? rr : ss);
       if (isnan(mres)) tol2 = -1.0; /* first x-update: relative to its starting gradient */
-      else tol2 = opts->inner_rel * mres / sqrt((double)N);
+      else tol2 = opts->inner_rel * mres / sqrt((double)p->N);
     }
     if (tol2 < 0) {
       double f0;
-      st = dpo__admm_local_fg(model, shard, x, &f0, gtmp);
+      st = dpo__admm_local_fg(p->model, p->shard, x, &f0, gtmp);
       for (int32_t j = 0; !st && j < d; j++) gtmp[j] += rho * (x[j] - v[j]);
       tol2 = st ? 0.0 : opts->inner_rel * cblas_dnrm2(d, gtmp, 1);
     }
     if (!st)
-      st = dpo__admm_lbfgs(model, shard, ws, rho, v, x, opts->lbfgs_maxit, opts->lbfgs_tol,
-                           tol2, inner);
+      st = dpo__admm_lbfgs(p->model, p->shard, &p->ws, rho, v, x, opts->lbfgs_maxit,
+                           opts->lbfgs_tol, tol2, inner);
     return st;
   }
   /* linearized: argmin <grad f_i(x), y> + rho/2||y - v||^2 + 1/(2 eta)||y - x||^2 */
   const double eta = opts->lin_eta;
-  st = dpo__admm_local_fg(model, shard, x, NULL, gtmp);
+  st = dpo__admm_local_fg(p->model, p->shard, x, NULL, gtmp);
   if (!st)
     for (int32_t j = 0; j < d; j++)
       x[j] = (x[j] / eta + rho * v[j] - gtmp[j]) / (1.0 / eta + rho);
   return st;
+}
+
+int dpo__cons_party_init(dpo__cons_party_t *p, const dpo_model_t *model,
+                         const dpo_shard_t *shard, const dpo_admm_opts_t *opts, int N,
+                         const double *z0) {
+  memset(p, 0, sizeof *p);
+  const int32_t d = shard->d;
+  const size_t D = (size_t)d;
+  int sq = dpo_model_loss(model) == DPO_LOSS_SQUARED, st = DPO_OK;
+  p->model = model;
+  p->shard = shard;
+  p->opts = opts;
+  p->N = N;
+  p->d = d;
+  p->rho = opts->rho;
+  p->s_prev = NAN;
+  p->xk = opts->xupdate == DPO_ADMM_X_AUTO ? (sq ? DPO_ADMM_X_EXACT : DPO_ADMM_X_LBFGS)
+                                           : opts->xupdate;
+  p->x = malloc(D * sizeof *p->x);
+  p->u = calloc(D, sizeof *p->u);
+  p->xh = malloc(D * sizeof *p->xh);
+  p->v = malloc(D * sizeof *p->v);
+  p->gtmp = malloc(D * sizeof *p->gtmp);
+  if (!p->x || !p->u || !p->xh || !p->v || !p->gtmp)
+    return dpo_err(DPO_ENOMEM, "admm_consensus: out of memory");
+  memcpy(p->x, z0, D * sizeof *p->x);
+  if (p->xk == DPO_ADMM_X_EXACT) {
+    p->H = malloc(D * D * sizeof *p->H);
+    p->Lf = malloc(D * D * sizeof *p->Lf);
+    p->rhs0 = malloc(D * sizeof *p->rhs0);
+    if (!p->H || !p->Lf || !p->rhs0)
+      return dpo_err(DPO_ENOMEM, "admm_consensus: out of memory (d = %d)", d);
+    /* the local system is formed and factored once; again only when rho changes */
+    if (!(st = dpo__admm_lsq_system(model, shard, p->H, p->rhs0)))
+      st = dpo__admm_chol(p->H, p->rho, d, p->Lf);
+    if (!st) p->factorizations++;
+  }
+  if (!st && p->xk == DPO_ADMM_X_LBFGS) {
+    st = dpo__admm_lbfgs_init(&p->ws, d, opts->lbfgs_m);
+    p->have_ws = !st;
+  }
+  return st;
+}
+
+int dpo__cons_party_x(dpo__cons_party_t *p, const double *z, double r_norm, double *msg,
+                      int64_t *inner) {
+  const double alpha = p->opts->alpha;
+  for (int32_t j = 0; j < p->d; j++) p->v[j] = z[j] - p->u[j];
+  int st = cons_xupdate(p, r_norm, inner);
+  for (int32_t j = 0; j < p->d; j++) {
+    p->xh[j] = alpha * p->x[j] + (1.0 - alpha) * z[j];
+    msg[j] = p->xh[j] + p->u[j];
+  }
+  return st;
+}
+
+void dpo__cons_party_u(dpo__cons_party_t *p, const double *zprev, const double *z) {
+  double e2 = 0.0;
+  for (int32_t j = 0; j < p->d; j++) {
+    p->u[j] += p->xh[j] - z[j];
+    e2 += (z[j] - zprev[j]) * (z[j] - zprev[j]);
+  }
+  p->s_prev = p->rho * sqrt((double)p->N) * sqrt(e2);
+}
+
+void dpo__cons_clip(double *m, int32_t d, double clip) {
+  double nm = sqrt(nrm2sq(m, d));
+  if (nm > clip) cblas_dscal(d, clip / nm, m, 1);
+}
+
+void dpo__cons_party_free(dpo__cons_party_t *p) {
+  if (p->have_ws) dpo__admm_lbfgs_free(&p->ws);
+  free(p->x);
+  free(p->u);
+  free(p->xh);
+  free(p->v);
+  free(p->gtmp);
+  free(p->H);
+  free(p->Lf);
+  free(p->rhs0);
+  memset(p, 0, sizeof *p);
 }
 
 /* Private mode: the message buf[0..d) leaves this rank clipped to L2 <= clip and noised, its
@@ -146,8 +226,7 @@ static int cons_xupdate(const dpo_model_t *model, const dpo_shard_t *shard,
 static int cons_message(const dpo_admm_priv_t *priv, int rank, int N, int32_t d, int64_t k,
                         int64_t max_iter, double *buf) {
   const size_t D = (size_t)d;
-  double nm = sqrt(nrm2sq(buf, d));
-  if (nm > priv->clip) cblas_dscal(d, priv->clip / nm, buf, 1);
+  dpo__cons_clip(buf, d, priv->clip);
   int st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
   buf[D] = buf[D + 1] = buf[D + 2] = 0.0; /* residuals are data dependent: not sent */
   if (!st && rank == 0 && k < max_iter) {
@@ -177,30 +256,41 @@ static int cons_converged(const dpo_admm_opts_t *opts, const double *rbuf, const
 
 /* Residual balancing (Boyd et al. 2011 Sec. 3.4.1) on the lagged residuals, the same decision
  * on every rank: rho and the scaled dual u change together; the exact x-update refactors. */
-static int cons_adapt(const dpo_admm_opts_t *opts, dpo_admm_xupdate_t xk, int32_t d,
-                      const double *H, double *rho, double *u, double *Lf, dpo_admm_info_t *inf) {
+static int cons_adapt(const dpo_admm_opts_t *opts, dpo__cons_party_t *p, dpo_admm_info_t *inf) {
   double r = inf->r_norm, s = inf->s_norm, f = 1.0;
   if (r > opts->adapt_mu * s) f = opts->adapt_tau;
   else if (s > opts->adapt_mu * r) f = 1.0 / opts->adapt_tau;
   if (f == 1.0) return DPO_OK;
-  *rho *= f;
-  cblas_dscal(d, 1.0 / f, u, 1); /* u = y / rho is rescaled with rho */
+  p->rho *= f;
+  cblas_dscal(p->d, 1.0 / f, p->u, 1); /* u = y / rho is rescaled with rho */
   inf->rho_changes++;
-  if (xk != DPO_ADMM_X_EXACT) return DPO_OK;
-  inf->factorizations++;
-  return dpo__admm_chol(H, *rho, d, Lf); /* a failure is reported in the next reduce */
+  if (p->xk != DPO_ADMM_X_EXACT) return DPO_OK;
+  p->factorizations++;
+  return dpo__admm_chol(p->H, p->rho, p->d, p->Lf); /* a failure is reported in the next reduce */
+}
+
+/* Private mode with an observer: the broadcast noised sum of iteration k (what every party and
+ * the wire see), computed from the consensus zprev = z_{k-1}. */
+static int cons_observe(const dpo_admm_opts_t *opts, int N, int32_t d, int64_t k,
+                        const double *sum, const double *zprev) {
+  const dpo_admm_priv_t *priv = opts->priv;
+  dpo_release_t r = {.step = k, .mechanism = DPO_MECH_GAUSSIAN,
+                     .noise_scale = priv->sigma * sqrt((double)N), .sensitivity = 2.0 * priv->clip,
+                     .q = 1.0, .sampling = DPO_SAMPLING_NONE, .m = 1, .n = 1, .d = d, .v = sum,
+                     .x = zprev, .unit = 1.0};
+  return opts->observe(opts->observe_arg, &r);
 }
 
 int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
                        const dpo_admm_opts_t *opts, double *z, dpo_admm_info_t *info) {
-  int st = DPO_OK, rank = 0, N = 1, have_ws = 0;
-  dpo__admm_lbfgs_t ws;
+  int st = DPO_OK, rank = 0, N = 1;
   double t0 = MPI_Wtime(), tcomm = 0.0;
   dpo_admm_info_t inf;
+  dpo__cons_party_t p;
+  memset(&p, 0, sizeof p);
   memset(&inf, 0, sizeof inf);
   inf.r_norm = inf.s_norm = inf.eps_pri = inf.eps_dual = NAN;
-  double *x = NULL, *u = NULL, *xh = NULL, *buf = NULL, *rbuf = NULL, *zprev = NULL,
-         *H = NULL, *Lf = NULL, *rhs0 = NULL, *gtmp = NULL, *v = NULL;
+  double *buf = NULL, *rbuf = NULL, *zprev = NULL, *v = NULL;
   if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &N) != MPI_SUCCESS)
     return dpo_err(DPO_EMPI, "admm_consensus: bad communicator");
   if (!model || !shard || !opts || !z) {
@@ -210,7 +300,6 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
   const dpo_admm_priv_t *priv = opts->priv;
   int32_t d = shard->d;
   size_t D = (size_t)d;
-  double rho = opts->rho;
   dpo_admm_xupdate_t xk = opts->xupdate;
   int sq = dpo_model_loss(model) == DPO_LOSS_SQUARED;
   if (xk == DPO_ADMM_X_AUTO) xk = sq ? DPO_ADMM_X_EXACT : DPO_ADMM_X_LBFGS;
@@ -219,63 +308,36 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
   if (st) return st;
 
   size_t nb = D + 5; /* [message | r^2, ||x||^2, ||u||^2 | ledger flag | failure flag] */
-  x = malloc(D * sizeof *x);
-  u = calloc(D, sizeof *u);
-  xh = malloc(D * sizeof *xh);
   v = malloc(D * sizeof *v);
   zprev = malloc(D * sizeof *zprev);
-  gtmp = malloc(D * sizeof *gtmp);
   buf = malloc(nb * sizeof *buf);
   rbuf = malloc(nb * sizeof *rbuf);
-  if (!x || !u || !xh || !v || !zprev || !gtmp || !buf || !rbuf)
-    st = dpo_err(DPO_ENOMEM, "admm_consensus: out of memory");
-  if (!st && xk == DPO_ADMM_X_EXACT) {
-    H = malloc(D * D * sizeof *H);
-    Lf = malloc(D * D * sizeof *Lf);
-    rhs0 = malloc(D * sizeof *rhs0);
-    if (!H || !Lf || !rhs0) st = dpo_err(DPO_ENOMEM, "admm_consensus: out of memory (d = %d)", d);
-    /* the local system is formed and factored once; again only when rho changes */
-    if (!st) st = dpo__admm_lsq_system(model, shard, H, rhs0);
-    if (!st) st = dpo__admm_chol(H, rho, d, Lf);
-    if (!st) inf.factorizations++;
-  }
-  if (!st && xk == DPO_ADMM_X_LBFGS) {
-    st = dpo__admm_lbfgs_init(&ws, d, opts->lbfgs_m);
-    have_ws = !st;
-  }
+  if (!v || !zprev || !buf || !rbuf) st = dpo_err(DPO_ENOMEM, "admm_consensus: out of memory");
+  if (!st) st = dpo__cons_party_init(&p, model, shard, opts, N, z);
   if (!st && priv && rank == 0) st = charge_parties(priv->ledger, priv, N, d, 1);
   st = dpo_agree(comm, st);
   if (st) goto done;
 
-  memcpy(x, z, D * sizeof *x);
   memcpy(zprev, z, D * sizeof *zprev);
-  double s_prev = NAN; /* dual residual of the current z (NaN before the first update) */
   int64_t k;
-  int released = 0; /* private: z holds a released consensus */
   for (k = 1; k <= opts->max_iter; k++) {
     /* residual pieces of the iterate (x^{k-1}, z^{k-1}, u^{k-1}) */
     double rloc = 0.0;
     for (int32_t j = 0; j < d; j++) {
-      double e = x[j] - z[j];
+      double e = p.x[j] - z[j];
       rloc += e * e;
     }
     buf[D] = rloc;
-    buf[D + 1] = nrm2sq(x, d);
-    buf[D + 2] = nrm2sq(u, d);
+    buf[D + 1] = nrm2sq(p.x, d);
+    buf[D + 2] = nrm2sq(p.u, d);
     buf[D + 3] = 0.0;
     buf[D + 4] = 0.0;
 
-    /* x-update with v = z - u (skipped after a local failure, which travels in the reduce) */
-    for (int32_t j = 0; j < d; j++) v[j] = z[j] - u[j];
+    /* x-update with v = z - u (a local failure travels in the reduce); buf = xh + u */
     int64_t inner = 1;
-    if (!st)
-      st = cons_xupdate(model, shard, opts, xk, rho, N, inf.r_norm, s_prev, &ws, Lf, rhs0, v,
-                        x, gtmp, &inner);
+    if (!st) st = dpo__cons_party_x(&p, z, inf.r_norm, buf, &inner);
+    else memset(buf, 0, D * sizeof *buf);
     inf.inner_iters += inner;
-    for (int32_t j = 0; j < d; j++) {
-      xh[j] = opts->alpha * x[j] + (1.0 - opts->alpha) * z[j];
-      buf[j] = xh[j] + u[j];
-    }
     if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, buf);
     /* a local failure rides in the same reduce, so nobody is left waiting in a collective */
     if (st) buf[D + 4] = 1.0;
@@ -288,23 +350,18 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
     if (rbuf[D + 4] > 0) goto done; /* dpo_agree below brings the failing rank's status */
 
     /* stopping test on iterate k-1 (Boyd Sec. 3.3.1) */
-    if (!priv && k > 1 && cons_converged(opts, rbuf, z, d, N, rho, s_prev, &inf)) {
+    if (!priv && k > 1 && cons_converged(opts, rbuf, z, d, N, p.rho, p.s_prev, &inf)) {
       inf.iters = k - 1;
       break;
     }
     /* z-update: argmin g(z) + N rho / 2 ||z - mean||^2 */
     memcpy(zprev, z, D * sizeof *z);
     for (int32_t j = 0; j < d; j++) v[j] = rbuf[j] / (double)N;
-    dpo_admm_prox(opts->g, opts->lambda, 1.0 / ((double)N * rho), v, d, z);
-    released = 1;
-    for (int32_t j = 0; j < d; j++) {
-      u[j] += xh[j] - z[j];
-      double e = z[j] - zprev[j];
-      gtmp[j] = e;
-    }
-    s_prev = rho * sqrt((double)N) * sqrt(nrm2sq(gtmp, d));
+    dpo_admm_prox(opts->g, opts->lambda, 1.0 / ((double)N * p.rho), v, d, z);
+    dpo__cons_party_u(&p, zprev, z);
     inf.iters = k;
-    if (opts->trace) opts->trace(opts->trace_arg, k, z, inf.r_norm, s_prev, rho);
+    if (opts->trace) opts->trace(opts->trace_arg, k, z, inf.r_norm, p.s_prev, p.rho);
+    if (priv && opts->observe && (st = cons_observe(opts, N, d, k, rbuf, zprev))) break;
 
     if (priv && k < opts->max_iter && !(rbuf[D + 3] > 0.5)) {
       st = dpo_err(DPO_EBUDGET, "admm_consensus: the ledger refused iteration %lld",
@@ -312,33 +369,24 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
       break;
     }
     /* residual balancing on the lagged residuals (same decision on every rank) */
-    if (!priv && opts->adapt_rho && k > 1) st = cons_adapt(opts, xk, d, H, &rho, u, Lf, &inf);
+    if (!priv && opts->adapt_rho && k > 1) st = cons_adapt(opts, &p, &inf);
   }
-  (void)released;
   if (!st && !priv && !inf.converged && inf.iters == opts->max_iter) {
     st = dpo_err(DPO_ENOCONV, "admm_consensus: no convergence in %lld iterations (r %.3g > "
                  "%.3g or s %.3g > %.3g)", (long long)opts->max_iter, inf.r_norm, inf.eps_pri,
                  inf.s_norm, inf.eps_dual);
   }
 done:
-  if (have_ws) {
-    inf.inner_evals = ws.evals;
-    dpo__admm_lbfgs_free(&ws);
-  }
-  inf.rho = rho;
+  if (p.have_ws) inf.inner_evals = p.ws.evals;
+  inf.factorizations = p.factorizations;
+  inf.rho = p.rho;
   inf.t_total = MPI_Wtime() - t0;
   inf.t_comm = tcomm;
   if (info) *info = inf;
-  free(x);
-  free(u);
-  free(xh);
+  dpo__cons_party_free(&p);
   free(v);
   free(zprev);
-  free(gtmp);
   free(buf);
   free(rbuf);
-  free(H);
-  free(Lf);
-  free(rhs0);
   return dpo_agree(comm, st);
 }

@@ -95,6 +95,10 @@ typedef struct dpo__wb_obs {
 void dpo__wb_begin(dpo__wb_obs_t *o, const dpo__audit_t *a);
 /* The solver's release observer (dpo_release_fn): arg is a dpo__wb_obs_t. */
 int dpo__wb_observe(void *arg, const dpo_release_t *r);
+/* The same with the two worlds' noiseless releases c0 (D), c1 (D') given by the caller (the
+ * replayed consensus party, run_audit_job.c); pres[w]: the canary is in world w's data. */
+int dpo__wb_observe_centres(dpo__wb_obs_t *o, const dpo_release_t *r, const double *c0,
+                            const double *c1, const int pres[2]);
 /* The trial's record into rec[0 .. DPO__WB_HDR + K); DPO_EINVAL if it made a number of
  * releases other than K. */
 int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec);

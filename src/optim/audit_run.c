@@ -306,12 +306,11 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     return rc;
   /* privacy.trust = secagg: the coordinator's view is the unmasked noised sum (dp_common.c
    * reports the pure-eps Polya shares' sum; other secagg releases are refused by the pilot) */
-  if (a->white_box && (mech || (a->admm && !strcmp(a->admm, "consensus")) ||
-                       (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) &&
-                        spec->trust != DPO_TRUST_SECAGG)))
-    return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the noised gradients of a "
+  if (a->white_box && (mech || (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) &&
+                                spec->trust != DPO_TRUST_SECAGG)))
+    return dpo_err(DPO_EINVAL, "dpopt audit --white-box observes the noised releases of a "
                    "central or secagg run of dpopt train's algorithms or of --admm dpadmm | "
-                   "dpaccadmm (not --mechanism, --admm consensus or privacy.trust = local)");
+                   "dpaccadmm | consensus (not --mechanism or privacy.trust = local)");
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
                    DPO__AUDIT_MAXP);

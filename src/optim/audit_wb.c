@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "dpopt/audit.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "optim/audit_int.h"
@@ -101,10 +102,6 @@ static double dpo__wb_logp(int gauss, double s, double q, const double *v, const
 int dpo__wb_observe(void *arg, const dpo_release_t *r) {
   dpo__wb_obs_t *o = arg;
   const dpo__audit_t *a = o->a;
-  int gauss = r->mechanism == DPO_MECH_GAUSSIAN;
-  if (!gauss && r->mechanism != DPO_MECH_LAPLACE)
-    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: a '%s' release",
-                   dpo_mech_name(r->mechanism));
   if (r->d != a->d) return dpo_err(DPO_EINVAL, "dpopt audit --white-box: a release of length %d", r->d);
   /* the release's units: sensitivity / the construction's per-example sensitivity */
   const dpo_neighbours_t rel = a->add_remove ? DPO_NEIGHBOURS_ADD_REMOVE : DPO_NEIGHBOURS_REPLACE_ONE;
@@ -115,6 +112,18 @@ int dpo__wb_observe(void *arg, const dpo_release_t *r) {
     pres[w] = dpo__wb_canary(a, w, r->x, c[w]);
     for (int32_t j = 0; j < a->d; j++) c[w][j] *= k;
   }
+  return dpo__wb_observe_centres(o, r, c[0], c[1], pres);
+}
+
+int dpo__wb_observe_centres(dpo__wb_obs_t *o, const dpo_release_t *r, const double *c0,
+                            const double *c1, const int pres[2]) {
+  const dpo__audit_t *a = o->a;
+  const double *c[2] = {c0, c1};
+  int gauss = r->mechanism == DPO_MECH_GAUSSIAN;
+  if (!gauss && r->mechanism != DPO_MECH_LAPLACE)
+    return dpo_err(DPO_EUNSUP, "dpopt audit --white-box: a '%s' release",
+                   dpo_mech_name(r->mechanism));
+  if (r->d != a->d) return dpo_err(DPO_EINVAL, "dpopt audit --white-box: a release of length %d", r->d);
   double l = dpo__wb_logp(gauss, r->noise_scale, r->q, r->v, c[0], pres[0], a->d) -
              dpo__wb_logp(gauss, r->noise_scale, r->q, r->v, c[1], pres[1], a->d);
   /* full sensitivity: |c_D - c_D'|_1 is the release's sensitivity (to rounding) */
@@ -348,9 +357,15 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
     res->mu_claim = sqrt(mu2);
     res->lb = res->mu_lb > 0 ? dpo_audit_gdp_eps(res->mu_lb, delta) : -INFINITY;
     snprintf(res->method, sizeof res->method, "gdp");
+    /* what the releases are, where it is not a noised gradient at a known iterate */
+    const char *what = a->admm && !strcmp(a->admm, "consensus")
+                           ? " (the party replayed on D and D' with the public z)"
+                       : a->spec && a->spec->trust == DPO_TRUST_SECAGG
+                           ? " (discrete Gaussian shares: the honest shares' variance)"
+                           : "";
     snprintf(res->assumption, sizeof res->assumption,
-             "Gaussian releases: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP at "
-             "delta (Dong-Roth-Su 2019)", res->mu_claim);
+             "Gaussian releases%s: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP "
+             "at delta (Dong-Roth-Su 2019)", what, res->mu_claim);
   } else if ((psg || wsg) && cnt[2] > 0) {
     const double *r0 = rec[0];
     const int64_t m = (int64_t)r0[DPO__WB_M], n = (int64_t)r0[DPO__WB_N];

@@ -555,6 +555,16 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       dpo_release_t rel = {t, DPO_MECH_LAPLACE, u * b, u * sens, q, eps0,
                            c.sampling, m, na, d, g, x, u};
       if ((rc = dpo_solver_release(s, &rel))) return rc;
+    } else if (pt->trust == DPO_TRUST_SECAGG) {
+      /* discrete Gaussian shares (Kairouz, Liu and Steinke 2021): the coordinator sees the
+       * decoded sum, the rounded data plus the shares; the charge counts the P - k honest
+       * ones, each of sigma steps gamma, on one party's L2 sensitivity S2 (the white-box
+       * audit's release: a Gaussian of the honest shares' variance) */
+      const double u = w / (double)m, q = batch.ids && m < na ? (double)m / (double)na : 1.0;
+      const double sh = sz.scale * (double)sz.sigma * sqrt((double)(pt->count - pt->collude));
+      dpo_release_t rel = {t, DPO_MECH_GAUSSIAN, u * sh, u * sens, q, NAN,
+                           c.sampling, m, na, d, g, x, u};
+      if ((rc = dpo_solver_release(s, &rel))) return rc;
     }
     memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
     dpo_model_finish(dpo_oracle_model(o), d, 1, x, NULL, dp->gs);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admm/admm_impl.h"
 #include "dpopt/admm.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -20,10 +21,38 @@
  *    (T + 1 of them, u0's included).  With lambda = 0 and T = 1, (x_1, y_1) is an invertible
  *    linear map of the two noised gradients, so the audit sees the whole mechanism.
  *  - consensus --private: one party (the trial's rank), its message x + u clipped to L2 <= C
- *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T. */
+ *    and noised (sensitivity 2C), charged "disjoint" per party; out = z_T.  White box: every
+ *    broadcast noised message is observed (dpo__aj_cons_observe). */
+
+/* The white-box adversary of consensus: it knows both candidate shards and sees every
+ * broadcast, so it replays the party on D and on D' with the public consensus z (the same
+ * code as the party, dpo__cons_party_*) and gets the noiseless message each world would send;
+ * the release's log-likelihood ratio is then Gaussian with those two centres. */
+typedef struct {
+  dpo__wb_obs_t *obs;
+  dpo__cons_party_t p[2];
+  double zlast[DPO__AUDIT_MAXD];
+  double clip;
+} dpo__aj_cons_t;
+
+static int dpo__aj_cons_observe(void *arg, const dpo_release_t *r) {
+  dpo__aj_cons_t *c = arg;
+  double m[2][DPO__AUDIT_MAXD];
+  int64_t inner;
+  int rc = DPO_OK, pres[2] = {1, 1}; /* replace-one: the canary is in both */
+  for (int w = 0; w < 2 && !rc; w++) {
+    if (r->step > 1) dpo__cons_party_u(&c->p[w], c->zlast, r->x);
+    rc = dpo__cons_party_x(&c->p[w], r->x, NAN, m[w], &inner);
+    dpo__cons_clip(m[w], r->d, c->clip);
+  }
+  memcpy(c->zlast, r->x, (size_t)r->d * sizeof *r->x);
+  return rc ? rc : dpo__wb_observe_centres(c->obs, r, m[0], m[1], pres);
+}
+
 static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
-                                 const dpo_shard_t *s, dpo_rng_t *rng, double *out,
-                                 double *spent, double *dspent, dpo__wb_obs_t *obs) {
+                                 const dpo_shard_t *const sh[2], int which, dpo_rng_t *rng,
+                                 double *out, double *spent, double *dspent, dpo__wb_obs_t *obs) {
+  const dpo_shard_t *s = sh[which];
   dpo_ledger_t *L = NULL;
   dpo_oracle_t *o = NULL;
   dpo_admm_A_t *A = NULL;
@@ -50,7 +79,20 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
     pv.rng = rng;
     pv.ledger = L;
     op.priv = &pv;
+    dpo__aj_cons_t co;
+    memset(&co, 0, sizeof co);
+    if (obs) {
+      co.obs = obs;
+      co.clip = a->clip.C;
+      memcpy(co.zlast, out, (size_t)a->d * sizeof *out);
+      for (int w = 0; w < 2 && !rc; w++)
+        rc = dpo__cons_party_init(&co.p[w], m, sh[w], &op, 1, out);
+      op.observe = dpo__aj_cons_observe;
+      op.observe_arg = &co;
+    }
     if (!rc) rc = dpo_admm_consensus(MPI_COMM_SELF, m, s, &op, out, &inf);
+    dpo__cons_party_free(&co.p[0]);
+    dpo__cons_party_free(&co.p[1]);
   } else if (!rc) {
     dpo_dpadmm_opts_t op;
     dpo_dpadmm_info_t inf;
@@ -91,14 +133,17 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
 static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp, double *dsp,
                          dpo__wb_obs_t *wb) {
   if (j->a.admm)
-    return dpo__audit_admm_trial(&j->a, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
+    return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, which,
+                                 j->rng, out, sp, dsp, wb);
   return dpo__audit_trial(&j->a, j->cfg, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
 }
 
 /* A trial on D with the stream rng, unobserved (out: a->dout before the white box's). */
 static int dpo__aj_trial_rng(dpo__audit_job_t *j, dpo_rng_t *rng, double *out, double *sp,
                              double *dsp) {
-  if (j->a.admm) return dpo__audit_admm_trial(&j->a, j->model, j->sh[0], rng, out, sp, dsp, NULL);
+  if (j->a.admm)
+    return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, 0, rng, out,
+                                 sp, dsp, NULL);
   return dpo__audit_trial(&j->a, j->cfg, j->model, j->sh[0], rng, out, sp, dsp, NULL);
 }
 
