@@ -25,6 +25,7 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--clips", "tune.clip", "C,D", "dp-sgd-rdp candidate L2 clip norms (default: privacy.clip)"},
     {"--epochs", "tune.epochs", "E,F", "dp-sgd-rdp candidate epochs (default: the recipe's halved and kept)"},
     {"--batch", "algo.m", "M", "dp-sgd-rdp batch size (default: the recipe's, else ceil(sqrt n))"},
+    {"--split", "tune.split", "S", "search by parallel composition: the candidates train and are selected on a fraction S of the rows (0.05..0.5), each at the whole eps, the chosen trains again on the rest"},
     {"--mean", "tune.mean", "K", "mean number of repetitions (geometric; integer, default 5)"},
     {"--eps", "privacy.eps", "E", "total budget epsilon: every repetition and the selection"},
     {"--delta", "privacy.delta", "D", "total delta (default 0: pure eps, Liu-Talwar; > 0: RDP, Papernot-Steinke)"},
