@@ -436,6 +436,22 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   return rc;
 }
 
+void dpo__tune_json_common(const dpo__tune_t *t, json_object *s, json_object *pj, double acc,
+                           const char *label) {
+  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
+  if (t->test) { /* the chosen model on --test: reported, never selected on */
+    json_object_object_add(s, "test_data", json_object_new_string(t->test));
+    json_object_object_add(s, "test_accuracy", dpo_json_double(acc));
+  }
+  json_object_object_add(pj, "label", json_object_new_string(label));
+  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
+  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
+  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
+  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
+  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
+  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
+}
+
 static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double score,
                          double test_acc, const char *label, FILE *out) {
   char sel[700];
@@ -465,24 +481,13 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score / (double)t->n_test));
   json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
   json_object_object_add(s, "selected_on", json_object_new_string(sel));
-  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
-  if (t->test) { /* the chosen model on --test: reported, never selected on */
-    json_object_object_add(s, "test_data", json_object_new_string(t->test));
-    json_object_object_add(s, "test_accuracy", dpo_json_double(test_acc));
-  }
-  json_object_object_add(pj, "label", json_object_new_string(label));
-  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
-  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
-  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
-  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
+  dpo__tune_json_common(t, s, pj, test_acc, label);
   json_object_object_add(pj, "per_repetition_eps", dpo_json_double(t->eb));
   json_object_object_add(pj, "repetitions", json_object_new_string("geometric (not released)"));
   json_object_object_add(pj, "mean_repetitions", dpo_json_double(t->mean));
   json_object_object_add(pj, "theorem", json_object_new_string(
       t->rdp ? "Papernot-Steinke 2022 Thm 2 (eta = 1) on the RDP curve, converted at delta"
              : "Liu-Talwar 2019 Thm 3.4: 3 eps0 for eps0-DP repetitions"));
-  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
-  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
   json_object_object_add(s, "privacy", pj);
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);

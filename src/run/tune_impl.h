@@ -46,6 +46,10 @@ typedef struct {
 
 /* tune.c: the options every repetition shares (the user's, minus the tune's own keys) */
 void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to);
+/* tune.c: summary.json's fields every search writes (grid centre, --test accuracy; in pj the
+ * label, budget and spending) */
+void dpo__tune_json_common(const dpo__tune_t *t, struct json_object *s, struct json_object *pj,
+                           double acc, const char *label);
 /* tune.c: remove the repetition's scratch directory DIR/.rep (rank 0) */
 void dpo__tune_rm_rep(const dpo__tune_t *t);
 

@@ -171,6 +171,7 @@ static int charge_parts(dpo__tune_t *t, dpo_ledger_t *L) {
                      .eps = t->eps, .delta = t->delta, .sampling = DPO_SAMPLING_NONE,
                      .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
   if (!rc) rc = dpo_ledger_charge_parties(L, &ch, np, ids, NULL, NULL);
+  t->total_eps = t->eps, t->total_delta = t->delta; /* the max over the parts */
   free(be), free(bd), free(ids);
   return rc;
 }
@@ -190,22 +191,11 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
   json_object_object_add(s, "chosen", cj);
   json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
   json_object_object_add(s, "split", dpo_json_double(t->split));
-  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
-  if (t->test) {
-    json_object_object_add(s, "test_data", json_object_new_string(t->test));
-    json_object_object_add(s, "test_accuracy", dpo_json_double(acc));
-  }
-  json_object_object_add(pj, "label", json_object_new_string(label));
-  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
-  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
-  json_object_object_add(pj, "spent_eps", dpo_json_double(t->eps));
-  json_object_object_add(pj, "spent_delta", dpo_json_double(t->delta));
+  dpo__tune_json_common(t, s, pj, acc, label);
   json_object_object_add(pj, "parts", json_object_new_int(t->nc + 2));
   json_object_object_add(pj, "theorem", json_object_new_string(
       "parallel composition over a data-independent partition (McSherry 2009); selection by "
       "report-noisy-max (Dwork and Roth 2014, Claim 3.9)"));
-  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
-  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
   json_object_object_add(s, "privacy", pj);
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
