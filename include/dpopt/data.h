@@ -101,6 +101,13 @@ typedef struct {
    * validation rows.  Identical rows share their part. */
   double valid_frac;
   int valid_part;
+  /* A partition by position, never by content (dpopt tune's parallel composition): row g
+   * (global index from 0, in file order) is kept iff u(part_key, g) lies in [part_lo,
+   * part_hi), u a keyed hash in [0, 1).  The key comes from the secure stream and is never
+   * written, so each row's part is an independent uniform draw that no row's content or
+   * another row can move.  part_hi <= part_lo: no partition. */
+  uint64_t part_key;
+  double part_lo, part_hi;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */

@@ -85,6 +85,14 @@ int dpo_run_setup(dpo_run_t *run);
  * data.test in the training feature space.  Charges nothing; nothing leaves a rank. */
 int dpo_run_load(dpo_run_t *run);
 
+/* Not collective; after dpo_run_setup, before dpo_run_load (same arguments on every rank).
+ * Train on the rows of data.train whose keyed draw u(key, row) falls in [lo, hi), and score on
+ * data.test's rows in [test_lo, test_hi) (test_hi = test_lo: all of them): a partition by
+ * position and a secret key, never by content (dpo_load_opts_t.part_key; dpopt tune's
+ * parallel composition).  The key is not written anywhere by the run. */
+int dpo_run_set_rows(dpo_run_t *run, uint64_t key, double lo, double hi, double test_lo,
+                     double test_hi);
+
 /* Collective.  Optional run.fstar = newton reference (non-private diagnostic), then creates the
  * oracle and solver (the algorithm declares its release plan; the driver refuses options that
  * disagree with it), restores the checkpoint when resuming, and runs: every release is

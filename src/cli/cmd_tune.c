@@ -25,6 +25,7 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--clips", "tune.clip", "C,D", "dp-sgd-rdp candidate L2 clip norms (default: privacy.clip)"},
     {"--epochs", "tune.epochs", "E,F", "dp-sgd-rdp candidate epochs (default: the recipe's halved and kept)"},
     {"--batch", "algo.m", "M", "dp-sgd-rdp batch size (default: the recipe's, else ceil(sqrt n))"},
+    {"--split", "tune.split", "S", "search by parallel composition: the candidates train and are selected on a fraction S of the rows (0.05..0.5), each at the whole eps, the chosen trains again on the rest"},
     {"--mean", "tune.mean", "K", "mean number of repetitions (geometric; integer, default 5)"},
     {"--eps", "privacy.eps", "E", "total budget epsilon: every repetition and the selection"},
     {"--delta", "privacy.delta", "D", "total delta (default 0: pure eps, Liu-Talwar; > 0: RDP, Papernot-Steinke)"},
@@ -38,7 +39,7 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
 
 static const char dpo__tune_more[] =
     "Without any grid or tune option (--algos, --steps, --lrs, --clips, --epochs, --mean,\n"
-    "--valid, --valid-fraction) the tune trains once, as dpopt train with the same options:\n"
+    "--valid, --valid-fraction, --split) the tune trains once, as dpopt train with the same options:\n"
     "train's recipe at the whole --eps, --delta, and says so (a selection over the default grid\n"
     "leaves each candidate about a third of eps and lost to it on a9a at every eps measured).\n"
     "Without --algos the grid is centred on the recipe dpopt train picks at the same --eps and\n"
@@ -52,7 +53,13 @@ static const char dpo__tune_more[] =
     "best.  The validation rows are --valid FILE, or by default a fraction (--valid-fraction,\n"
     "0.1) of --data's rows picked by a hash of each row's content, so one row added or removed\n"
     "changes one part only (add-remove neighbours); the candidates train on the other rows.\n"
-    "--test is only evaluated on the chosen model and reported.  Written: model.txt,\n"
+    "--test is only evaluated on the chosen model and reported.\n"
+    "With --split S the search is by parallel composition instead: a secret keyed draw per\n"
+    "row position splits --data into a validation part (S/4), one training part per candidate\n"
+    "and a final part (1 - S); each candidate trains on its part at the whole --eps, --delta,\n"
+    "report-noisy-max on the validation part picks one, and it trains again on the final part\n"
+    "at the whole budget.  Each row is in one part: the total is (eps, delta), one charge per\n"
+    "part in ledger.jsonl.  Written: model.txt,\n"
     "config.ini (the chosen settings; dpopt eval --run reads it), summary.json (the noisy count;\n"
     "under replace-one also the noisy accuracy, count / rows of --valid; under add-remove the\n"
     "number of validation rows is private and not released; the budget and its proof).\n"

@@ -6,6 +6,7 @@
  * split needs no secret, only independence of the other rows. */
 #include "data/data_internal.h"
 
+#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,14 +40,17 @@ static int in_valid(const dpo_shard_t *s, int64_t i, double f) {
   return (double)(h >> 11) * 0x1p-53 < f;
 }
 
-int dpo__shard_split(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
-  if (!o->valid_part) return DPO_OK;
-  if (!(o->valid_frac > 0 && o->valid_frac < 1) || o->valid_part < 1 || o->valid_part > 2)
-    return dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: validation fraction %g must be in (0, 1)",
-                                   path, o->valid_frac));
+/* 1 if global row g falls in [lo, hi) of the keyed draw (dpo_load_opts_t.part_key) */
+static int in_part(uint64_t key, int64_t g, double lo, double hi) {
+  double u = (double)(mix(mix(0x706172746974696fULL, key), (uint64_t)g) >> 11) * 0x1p-53;
+  return u >= lo && u < hi;
+}
+
+/* Keep the local rows with keep[i] set, in order (local). */
+static void keep_rows(dpo_shard_t *s, const unsigned char *keep) {
   int64_t j = 0, nz = 0;
   for (int64_t i = 0; i < s->n; i++) {
-    if (in_valid(s, i, o->valid_frac) != (o->valid_part == 2)) continue;
+    if (!keep[i]) continue;
     s->y[j] = s->y[i];
     if (s->sparse) {
       int64_t b = s->rowptr[i], e = s->rowptr[i + 1];
@@ -61,5 +65,32 @@ int dpo__shard_split(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, 
   }
   if (s->sparse) s->rowptr[j] = nz;
   s->n = j;
+}
+
+int dpo__shard_split(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, dpo_shard_t *s) {
+  const int part = o->part_hi > o->part_lo;
+  if (!o->valid_part && !part) return DPO_OK;
+  if (o->valid_part &&
+      (!(o->valid_frac > 0 && o->valid_frac < 1) || o->valid_part < 1 || o->valid_part > 2))
+    return dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: validation fraction %g must be in (0, 1)",
+                                   path, o->valid_frac));
+  if (part && !(o->part_lo >= 0 && o->part_hi <= 1))
+    return dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: row part [%g, %g) not within [0, 1)", path,
+                                   o->part_lo, o->part_hi));
+  /* the global index of local row 0: the ranks hold consecutive blocks in rank order */
+  int64_t g0 = 0, n = s->n;
+  if (part) {
+    MPI_Exscan(&n, &g0, 1, MPI_INT64_T, MPI_SUM, comm);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) g0 = 0;
+  }
+  unsigned char *keep = malloc((size_t)(s->n > 0 ? s->n : 1));
+  if (!keep) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "%s: out of memory", path));
+  for (int64_t i = 0; i < s->n; i++)
+    keep[i] = (!o->valid_part || in_valid(s, i, o->valid_frac) == (o->valid_part == 2)) &&
+              (!part || in_part(o->part_key, g0 + i, o->part_lo, o->part_hi));
+  keep_rows(s, keep);
+  free(keep);
   return dpo__finish_rows(comm, path, s);
 }

@@ -379,6 +379,7 @@ int dpo__train_load(dpo_run_t *r) {
     dpo_load_opts_t lo = r->lo;
     lo.d = r->train->d; /* the test set must live in the training feature space */
     if (lo.valid_part) lo.valid_part = 2;
+    lo.part_lo = r->test_part_lo, lo.part_hi = r->test_part_hi; /* dpo_run_set_rows */
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
   }
   if (r->rows_hook && (rc = dpo_agree(r->comm, r->rows_hook(r->rows_arg, r))))

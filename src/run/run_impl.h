@@ -92,6 +92,7 @@ struct dpo_run {
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
   int verbose; /* run.verbose: the accountant's and the plan's lines in the printed summary */
   dpo_load_opts_t lo;
+  double test_part_lo, test_part_hi; /* dpo_run_set_rows: data.test's part (lo.part_key) */
   dpo_privacy_spec_t spec; /* every privacy.* setting, read once (run_spec.c) */
   dpo_model_t *model;
   struct dpo__run_priv *priv;

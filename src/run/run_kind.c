@@ -106,6 +106,18 @@ int dpo_run_load(dpo_run_t *r) {
   return rc ? rc : r->ops->load(r);
 }
 
+int dpo_run_set_rows(dpo_run_t *r, uint64_t key, double lo, double hi, double test_lo,
+                     double test_hi) {
+  int rc = dpo__run_expect(r, DPO__RUN_SETUP, "dpo_run_set_rows");
+  if (!rc && !(0 <= lo && lo < hi && hi <= 1 && 0 <= test_lo && test_lo <= test_hi && test_hi <= 1))
+    rc = dpo_err(DPO_EINVAL, "dpo_run_set_rows: parts [%g, %g) and [%g, %g) not within [0, 1)",
+                 lo, hi, test_lo, test_hi);
+  if (rc) return rc;
+  r->lo.part_key = key, r->lo.part_lo = lo, r->lo.part_hi = hi;
+  r->test_part_lo = test_lo, r->test_part_hi = test_hi;
+  return DPO_OK;
+}
+
 int dpo_run_solve(dpo_run_t *r) {
   int rc = dpo__run_expect(r, DPO__RUN_LOADED, "dpo_run_solve");
   return rc ? rc : r->ops->solve(r);

@@ -23,36 +23,7 @@
 #include "dpopt/tune.h"
 #include "run/tune_store.h"
 
-#define DPO__TUNE_MAXC 64
-#define DPO__TUNE_MAXV 16
-
-typedef struct {
-  const char *algo;
-  int gauss;              /* dp-sgd-rdp: Gaussian, RDP-accounted; else a pure-eps algorithm */
-  double lr, clip, epochs; /* NAN: the algorithm's own default */
-  double step;             /* algo.eta (dp-sgd-rdp) or algo.c (pure eps); NAN: the recipe's */
-  int64_t m, T;
-  double z;
-} dpo__cand_t;
-
-typedef struct {
-  MPI_Comm comm;
-  int rank;
-  dpo_config_t *cfg;       /* the user's settings and, by default, train's recipe (owned) */
-  double eps, delta, mean, eb; /* budget; E[K]; per-repetition eps (training and score) */
-  int rdp;                     /* delta > 0: Papernot-Steinke on the RDP curve */
-  double vfrac;                /* > 0: score on this fraction of data.train (split by row) */
-  const char *valid, *test;    /* tune.valid: the scoring file; data.test: reported only */
-  const char *recipe;          /* train's auto-pick the grid is centred on (NULL: none) */
-  int multi;                   /* softmax: class labels 0..K-1 */
-  int plain;                   /* no tune.* setting: train's recipe at the whole budget */
-  dpo_neighbours_t rel;
-  int64_t n, n_test;
-  int nc;
-  dpo__cand_t c[DPO__TUNE_MAXC];
-  double total_eps, total_delta;
-  char dir[512];
-} dpo__tune_t;
+#include "run/tune_impl.h"
 
 /* "a,b,c" -> up to DPO__TUNE_MAXV strings (in buf) */
 static int split_list(const char *s, char *buf, size_t cap, const char **v, int *nv) {
@@ -179,12 +150,13 @@ static int tune_settings(dpo__tune_t *t) {
   }
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
   if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
+  if ((rc = dpo__tune_split_settings(t))) return rc;
   dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
   dpo_config_get_str(cfg, "data.test", NULL, &t->test);
   if ((rc = dpo_config_get_double(cfg, "tune.valid_fraction", 0.1, &t->vfrac))) return rc;
   if (!dpo_config_get(cfg, "data.train"))
     return dpo_err(DPO_EINVAL, "tune: give --data (the training rows)");
-  if (t->valid) t->vfrac = 0;
+  if (t->valid || t->split > 0) t->vfrac = 0;
   else if (!(t->vfrac > 0 && t->vfrac <= 0.5))
     return dpo_err(DPO_EINVAL, "%s: tune.valid_fraction = %g: expected a fraction in (0, 0.5]",
                    dpo_config_origin(cfg, "tune.valid_fraction"), t->vfrac);
@@ -316,7 +288,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 }
 
 /* Rank 0: remove the repetition's scratch run directory DIR/.rep */
-static void rm_rep(const dpo__tune_t *t) {
+void dpo__tune_rm_rep(const dpo__tune_t *t) {
   if (t->rank != 0) return;
   char p[600];
   snprintf(p, sizeof p, "%s/.rep", t->dir);
@@ -329,17 +301,13 @@ static void set(dpo_config_t *c, const char *k, const char *fmt, double v) {
   dpo_config_set(c, k, b, "tune");
 }
 
-struct copy_arg {
-  dpo_config_t *to;
-};
-static void copy_key(const char *k, const char *v, const char *o, void *arg) {
-  struct copy_arg *a = arg;
+void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to) {
   /* the tune, not each repetition, charges the data set's budget store: one reservation */
   if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
       !strcmp(k, "data.test") ||
       !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
     return;
-  dpo_config_set(a->to, k, v, o);
+  dpo_config_set(to, k, v, o);
 }
 
 static void declare_run_key(const char *k, const char *v, const char *o, void *cfg) {
@@ -349,11 +317,11 @@ static void declare_run_key(const char *k, const char *v, const char *o, void *c
 
 /* The configuration of repetition r (candidate k). */
 static int cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out) {
+  if (t->split > 0) return dpo__tune_split_config(t, k, r, out);
   dpo_config_t *c;
   int rc = dpo_config_create(&c);
   if (rc) return rc;
-  struct copy_arg a = {c};
-  dpo_config_foreach(t->cfg, copy_key, &a);
+  dpo_config_foreach(t->cfg, dpo__tune_copy_key, c);
   char dir[600];
   snprintf(dir, sizeof dir, "%s/.rep", t->dir);
   dpo_config_set(c, "run.dir", dir, "tune");
@@ -413,7 +381,7 @@ static int check_cands(dpo__tune_t *t) {
       rc = dpo_run_setup(run);
     dpo_run_destroy(run);
     dpo_config_destroy(c);
-    rm_rep(t);
+    dpo__tune_rm_rep(t);
     rc = dpo_agree(t->comm, rc);
   }
   return rc;
@@ -462,10 +430,26 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   }
   dpo_run_destroy(run);
   dpo_config_destroy(c);
-  rm_rep(t);
+  dpo__tune_rm_rep(t);
   rc = dpo_agree(t->comm, rc);
   MPI_Bcast(better, 1, MPI_INT, 0, t->comm);
   return rc;
+}
+
+void dpo__tune_json_common(const dpo__tune_t *t, json_object *s, json_object *pj, double acc,
+                           const char *label) {
+  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
+  if (t->test) { /* the chosen model on --test: reported, never selected on */
+    json_object_object_add(s, "test_data", json_object_new_string(t->test));
+    json_object_object_add(s, "test_accuracy", dpo_json_double(acc));
+  }
+  json_object_object_add(pj, "label", json_object_new_string(label));
+  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
+  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
+  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
+  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
+  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
+  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
 }
 
 static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double score,
@@ -497,24 +481,13 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     json_object_object_add(s, "heldout_accuracy_noisy", dpo_json_double(score / (double)t->n_test));
   json_object_object_add(s, "candidates_in_grid", json_object_new_int(t->nc));
   json_object_object_add(s, "selected_on", json_object_new_string(sel));
-  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
-  if (t->test) { /* the chosen model on --test: reported, never selected on */
-    json_object_object_add(s, "test_data", json_object_new_string(t->test));
-    json_object_object_add(s, "test_accuracy", dpo_json_double(test_acc));
-  }
-  json_object_object_add(pj, "label", json_object_new_string(label));
-  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
-  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
-  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
-  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
+  dpo__tune_json_common(t, s, pj, test_acc, label);
   json_object_object_add(pj, "per_repetition_eps", dpo_json_double(t->eb));
   json_object_object_add(pj, "repetitions", json_object_new_string("geometric (not released)"));
   json_object_object_add(pj, "mean_repetitions", dpo_json_double(t->mean));
   json_object_object_add(pj, "theorem", json_object_new_string(
       t->rdp ? "Papernot-Steinke 2022 Thm 2 (eta = 1) on the RDP curve, converted at delta"
              : "Liu-Talwar 2019 Thm 3.4: 3 eps0 for eps0-DP repetitions"));
-  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
-  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
   json_object_object_add(s, "privacy", pj);
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
@@ -623,9 +596,10 @@ static int tune_plain(dpo__tune_t *t, FILE *out) {
   }
   if (out)
     fprintf(out, "tune: no grid given: train's recipe at the whole budget, one private run and "
-            "no selection (on a9a a selection over the grid around this recipe lost to it at "
-            "every eps measured: it leaves each candidate about a third of eps); give a grid "
-            "(--algos, --steps, --epochs, --lrs, --clips) or --mean K to search\n");
+            "no selection (on a9a no search over the grid around this recipe beat it: the "
+            "geometric one leaves each candidate about a third of eps and lost, the one by "
+            "parallel composition was level within noise); give a grid (--algos, --steps, "
+            "--epochs, --lrs, --clips), --mean K or --split S to search\n");
   if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
       !(rc = dpo_run_load(run))) {
     solved = dpo_run_solve(run);
@@ -694,6 +668,7 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   /* the sizes (public under replace-one), then the calibration: all before the directory */
   int32_t d = 0;
   const char *train = dpo_config_get(cfg, "data.train");
+  if (t->split > 0) goto made; /* each part's run sizes itself (tune_split.c) */
   if ((rc = count_rows(t, train, t->valid ? 0 : 1, &t->n, &d)) ||
       (rc = count_rows(t, t->valid ? t->valid : train, t->valid ? 0 : 2, &t->n_test, &d)))
     goto out;
@@ -705,13 +680,16 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
                                                     "empty"))))
     goto out;
   if ((rc = dpo_agree(comm, tune_calibrate(t)))) goto out;
+made:
   if (t->rank == 0) {
     int exists = 0;
     if ((rc = dpo_mkdir_new(t->dir, "summary.json", &exists)) && exists)
       rc = dpo_err(DPO_EINVAL, "run directory %s exists and is not empty: choose another --out", t->dir);
     if (!rc) rc = dpo_rng_create(seeded, (uint64_t)seed, 0x74756e65, &rng);
+    if (!rc) t->key = dpo_rng_u64(rng); /* the partition's key (split): never written */
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
+  MPI_Bcast(&t->key, 1, MPI_UINT64_T, 0, comm);
   if ((rc = check_cands(t))) { /* nothing charged or written: leave nothing behind */
     if (t->rank == 0) nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     goto out;
@@ -725,6 +703,12 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
       !(rc = dpo_budget_reserve(bud, rid, t->eps, t->delta, "tune", 0)))
     reserved = 1;
   if ((rc = dpo_agree(comm, rc)) || (rc = dpo__tune_pstore_reserve(pst, L))) goto out;
+  const char *label = seeded ? "NOT PRIVATE: seeded run (--seed), reproducible for testing"
+                             : "PRIVATE: one charge covers every repetition and the selection";
+  if (t->split > 0) {
+    rc = dpo__tune_split_run(t, L, rng, label, out);
+    goto out;
+  }
   /* the one charge: before any candidate runs or anything is released */
   snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
            t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
@@ -733,8 +717,6 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
                      .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
   if (t->rank == 0) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
   if ((rc = dpo_agree(comm, rc)) || (rc = dpo_ledger_charge_all(L, &ch, NULL))) goto out;
-  const char *label = seeded ? "NOT PRIVATE: seeded run (--seed), reproducible for testing"
-                             : "PRIVATE: one charge covers every repetition and the selection";
   double best = -INFINITY, score = 0;
   int bestk = -1, stop = 0;
   for (int r = 0; !stop; r++) {

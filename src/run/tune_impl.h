@@ -1,0 +1,65 @@
+/* The state of one dpopt tune, shared by tune.c (settings, the geometric search) and
+ * tune_split.c (the search by parallel composition). */
+#ifndef DPO_RUN_TUNE_IMPL_H
+#define DPO_RUN_TUNE_IMPL_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dpopt/config.h"
+#include "dpopt/privacy.h"
+#include "dpopt/rng.h"
+
+#define DPO__TUNE_MAXC 64
+#define DPO__TUNE_MAXV 16
+
+typedef struct {
+  const char *algo;
+  int gauss;              /* dp-sgd-rdp: Gaussian, RDP-accounted; else a pure-eps algorithm */
+  double lr, clip, epochs; /* NAN: the algorithm's own default */
+  double step;             /* algo.eta (dp-sgd-rdp) or algo.c (pure eps); NAN: the recipe's */
+  int64_t m, T;
+  double z;
+} dpo__cand_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank;
+  dpo_config_t *cfg;       /* the user's settings and, by default, train's recipe (owned) */
+  double eps, delta, mean, eb; /* budget; E[K]; per-repetition eps (training and score) */
+  int rdp;                     /* delta > 0: Papernot-Steinke on the RDP curve */
+  double vfrac;                /* > 0: score on this fraction of data.train (split by row) */
+  const char *valid, *test;    /* tune.valid: the scoring file; data.test: reported only */
+  const char *recipe;          /* train's auto-pick the grid is centred on (NULL: none) */
+  int multi;                   /* softmax: class labels 0..K-1 */
+  int plain;                   /* no tune.* setting: train's recipe at the whole budget */
+  double split;                /* > 0: parallel composition, this fraction selects (tune_split.c) */
+  uint64_t key;                /* split: the partition's secret key (every rank; never written) */
+  dpo_neighbours_t rel;
+  int64_t n, n_test;
+  int nc;
+  dpo__cand_t c[DPO__TUNE_MAXC];
+  double total_eps, total_delta;
+  char dir[512];
+} dpo__tune_t;
+
+/* tune.c: the options every repetition shares (the user's, minus the tune's own keys) */
+void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to);
+/* tune.c: summary.json's fields every search writes (grid centre, --test accuracy; in pj the
+ * label, budget and spending) */
+void dpo__tune_json_common(const dpo__tune_t *t, struct json_object *s, struct json_object *pj,
+                           double acc, const char *label);
+/* tune.c: remove the repetition's scratch directory DIR/.rep (rank 0) */
+void dpo__tune_rm_rep(const dpo__tune_t *t);
+
+/* tune_split.c: tune.split (t->split, 0 if unset) and the keys it refuses beside it */
+int dpo__tune_split_settings(dpo__tune_t *t);
+/* tune_split.c: the configuration of candidate k's run on its part (r: its seed offset) */
+int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
+/* tune_split.c, collective, once the ledger L is open (rank 0) and the store reserved: the
+ * charge per part, the candidates, the selection, the final run, summary.json. */
+int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const char *label,
+                        FILE *out);
+
+#endif
