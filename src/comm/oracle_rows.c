@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/oracle_int.h"
+#include "comm/wait.h"
 #include "dpopt/status.h"
 
 void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
@@ -98,7 +99,8 @@ int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv_out, int64_t **dis
       return dpo_err(DPO_EMPI, "oracle: out of memory for a row fetch (cannot continue)");
     }
   }
-  int go = DPO_OK;
+  int go = dpo__wait_gate(o->comm); /* rank 0 waits for the rows (comm/wait.h) */
+  if (go) goto out;
   if (MPI_Gather(mine, 3, MPI_INT64_T, info, 3, MPI_INT64_T, 0, o->comm) != MPI_SUCCESS) {
     go = dpo_err(DPO_EMPI, "oracle: MPI_Gather of a row fetch failed");
     goto out;
