@@ -1,8 +1,9 @@
 #!/bin/sh
 # How ranks wait (src/comm/wait.c, DPOPT_WAIT): the sleeping wait gives the same bits as the
-# spinning one (it only adds a barrier before the same collectives), auto chooses it with one
-# warning when a node holds more ranks than cores, a forced policy says nothing, and a bad
-# DPOPT_WAIT is refused once, before anything is written.
+# spinning one, for evaluations and for rows fetched to rank 0 (it only adds a barrier before
+# the same collectives); summary.json says which ran; auto chooses sleep with one warning when
+# a node holds more ranks than cores, a forced policy says nothing, and a bad DPOPT_WAIT is
+# refused once, before anything is written.
 . "$(dirname "$0")/../lib/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 C="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --algo dp-sgd-rdp \
@@ -14,6 +15,7 @@ for np in 2 3; do
   for w in spin sleep; do
     DPOPT_WAIT=$w expect 0 $MPI -np $np "$DPOPT" train $C --out "$T/$w$np"
     hasnot "$T/err" "warning: more ranks" "DPOPT_WAIT=$w at $np ranks: a forced policy warns not"
+    has "$T/$w$np/summary.json" "\"wait\": *\"$w\"" "summary.json says how the ranks waited"
   done
   check "np $np: sleeping and spinning runs give the same model" \
     cmp -s "$T/spin$np/model.txt" "$T/sleep$np/model.txt"
@@ -22,6 +24,15 @@ for np in 2 3; do
   check "np $np: ... and the same trace" cmp -s "$T/spin$np.tr" "$T/sleep$np.tr"
 done
 check "the runs wrote models" test -s "$T/spin3/model.txt"
+# pnsgd fetches rows to rank 0 (a request of its own, from fetch.c): the same gates on every
+# rank there too (a gate on one side only hangs the run: the timeout ends it)
+"$DPOPT" gen logistic --n 1000 --d 5 "$T/g.txt" > /dev/null 2>&1
+for w in spin sleep; do
+  DPOPT_WAIT=$w expect 0 timeout 300 $MPI -np 2 "$DPOPT" train --data "$T/g.txt" --algo pnsgd \
+    --eps 1 --delta 1e-5 --row-l2-bound 4 --set algo.D=3 --seed 3 --quiet --out "$T/p$w"
+done
+check "pnsgd (rows fetched): sleeping and spinning runs give the same model" \
+  cmp -s "$T/pspin/model.txt" "$T/psleep/model.txt"
 # auto with more ranks than cores (as many as the cores plus one, on small machines only):
 # the sleeping wait, one warning from rank 0, and the same model as the forced sleep
 nc=$(nproc)
@@ -33,6 +44,7 @@ if [ "$nc" -le 5 ]; then
   has "$T/err" "DPOPT_WAIT=spin" "the warning says how to keep spinning"
   DPOPT_WAIT=sleep expect 0 $MPI -np $np "$DPOPT" train $C --out "$T/sl"
   check "auto and sleep give the same model" cmp -s "$T/auto/model.txt" "$T/sl/model.txt"
+  has "$T/auto/summary.json" '"wait": *"sleep"' "auto chose sleep"
   DPOPT_WAIT=spin expect 0 $MPI -np $np "$DPOPT" train $C --out "$T/sp"
   hasnot "$T/err" "warning" "DPOPT_WAIT=spin at $np ranks: no warning"
   expect 0 $MPI -np $np "$DPOPT" train $C --quiet --out "$T/q"

@@ -279,14 +279,6 @@ static int dpo__secagg_sums(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lr
   return lrc ? lrc : rc;
 }
 
-/* A request's header: the workers wait here between requests, while rank 0 steps, so this is
- * where the wait policy (comm/wait.h) matters most. */
-static int dpo__hdr_bcast(dpo_oracle_t *o, int64_t hdr[DPO__HDR]) {
-  int rc = dpo__wait_gate(o->comm);
-  if (rc) return MPI_ERR_OTHER;
-  return MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm);
-}
-
 /* Body of one request on every rank after the header arrived: receive x (and ids), compute,
  * reduce.  Returns an MPI failure only; the computation's status travels in the reduction
  * (and is returned in *lrc). */
@@ -601,7 +593,7 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
   if (hdr[4] == DPO_ONOISE_SECAGG) dpo__test_deviate(hdr);
 #endif
   double t0 = dpo__now();
-  DPO_MPI_CHECK(dpo__hdr_bcast(o, hdr));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -663,7 +655,7 @@ int dpo_oracle_eval_metric(dpo_oracle_t *o, const double *x, int heldout, double
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
   int64_t hdr[DPO__HDR] = {DPO__REQ_METRIC, heldout ? 1 : 0, 0, 0, DPO_ONOISE_NONE, 0, 0, 0};
   double t0 = dpo__now();
-  DPO_MPI_CHECK(dpo__hdr_bcast(o, hdr));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -684,7 +676,7 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
     /* a coordinator that asks for one release more than the plan, at its end */
     int lrc = DPO_OK;
     dpo__test_have_last = 0;
-    DPO_MPI_CHECK(dpo__hdr_bcast(o, dpo__test_last));
+    DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, dpo__test_last));
     int mrc = dpo__serve_one(o, dpo__test_last, &lrc);
     if (mrc) return mrc;
     status = dpo__req_status(o, "dpo_oracle_finish", lrc, o->d + 2);
@@ -696,7 +688,7 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
   char keep[512];
   snprintf(keep, sizeof keep, "%s", dpo_errmsg());
   int64_t hdr[DPO__HDR] = {DPO__REQ_FINISH, remote, 0, status, DPO_ONOISE_NONE, 0, 0, 0};
-  DPO_MPI_CHECK(dpo__hdr_bcast(o, hdr));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   if (status != DPO_OK && !remote) dpo_err(status, "%s", keep);
   int rc = dpo_agree(o->comm, remote ? DPO_OK : status);
   if (rc == DPO_OK && status != DPO_OK) rc = dpo_err(status, "%s", keep);
@@ -710,7 +702,7 @@ int dpo_oracle_serve(dpo_oracle_t *o) {
   for (;;) {
     int64_t hdr[DPO__HDR];
     double t0 = dpo__now();
-    DPO_MPI_CHECK(dpo__hdr_bcast(o, hdr));
+    DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
     o->st.t_comm += dpo__now() - t0;
     if (hdr[0] == DPO__REQ_FINISH) {
       int status = (int)hdr[3], remote = (int)hdr[1];
