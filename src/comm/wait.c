@@ -3,6 +3,7 @@
 #include "comm/wait.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,11 +44,34 @@ static int dpo__node_cpus(MPI_Comm node) {
   return CPU_COUNT(&all);
 }
 
+/* Tasks ready to run on the whole machine now (/proc/loadavg's "R/T" field: ours included, as
+ * they spin), or -1 where it cannot be read. */
+static int dpo__running(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  int r = -1;
+  if (f) {
+    if (fscanf(f, "%*f %*f %*f %d/", &r) != 1) r = -1;
+    fclose(f);
+  }
+  return r;
+}
+
 /* This rank's share of a core while every rank spins at once (after a barrier): CPU time of
- * the thread over wall time. */
-static double dpo__share(void) {
+ * the thread over wall time; and the fewest tasks ready to run seen meanwhile (three looks).
+ * The share alone misleads: a rank that has just slept (start-up, reading its data) is owed
+ * time by the scheduler and gets a whole core for a while beside busy loops. */
+static double dpo__share(int *running) {
   double w0 = dpo__clock(CLOCK_MONOTONIC), c0 = dpo__clock(CLOCK_THREAD_CPUTIME_ID), w = w0;
-  while (w - w0 < DPO__PROBE_S) w = dpo__clock(CLOCK_MONOTONIC);
+  int look = 0, r = dpo__running();
+  *running = r;
+  while (w - w0 < DPO__PROBE_S) {
+    w = dpo__clock(CLOCK_MONOTONIC);
+    if (look < 2 && w - w0 >= (look + 1) * DPO__PROBE_S / 2) {
+      look++;
+      r = dpo__running();
+      if (r < *running) *running = r;
+    }
+  }
   double c = dpo__clock(CLOCK_THREAD_CPUTIME_ID) - c0;
   return w > w0 ? c / (w - w0) : 1.0;
 }
@@ -78,19 +102,22 @@ static int dpo__wait_detect(MPI_Comm comm, int rank, int *mode) {
   int cpus = dpo__node_cpus(node);
   if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
   DPO_MPI_CHECK(MPI_Barrier(comm));
-  double share = lsize > cpus ? 1.0 : dpo__share(); /* no need to measure the obvious */
-  /* max of {shared, ranks on the node, -cores, -share in permille} in one reduction */
-  int mine[4] = {lsize > cpus, lsize, -cpus, -(int)(share * 1000)}, all[4];
-  if (lsize <= cpus && share < DPO__SHARE_MIN) mine[0] = 2;
-  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm));
+  int running = -1;
+  double share = lsize > cpus ? 1.0 : dpo__share(&running); /* no need to measure the obvious */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  /* max of {shared, ranks on the node, -cores, -share in permille, ready tasks} at once */
+  int mine[5] = {lsize > cpus, lsize, -cpus, -(int)(share * 1000), running}, all[5];
+  if (lsize <= cpus && (share < DPO__SHARE_MIN || (online > 0 && running > online))) mine[0] = 2;
+  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 5, MPI_INT, MPI_MAX, comm));
   if (rank == 0 && all[0] == 1)
     dpo_msg("warning: more ranks than cores (up to %d ranks on a node, as few as %d cores for "
             "them): waiting ranks sleep instead of spinning (DPOPT_WAIT=spin to spin)",
             all[1], -all[2]);
   else if (rank == 0 && all[0] == 2)
-    dpo_msg("warning: the cores are shared with other work (a rank got %.2f of a core while "
-            "all ranks computed): waiting ranks sleep instead of spinning (DPOPT_WAIT=spin to "
-            "spin)", -all[3] / 1000.0);
+    dpo_msg("warning: the cores are shared with other work (while all ranks computed, a rank "
+            "got %.2f of a core and %d tasks were ready to run on %ld cores): waiting ranks "
+            "sleep instead of spinning (DPOPT_WAIT=spin to spin)", -all[3] / 1000.0, all[4],
+            sysconf(_SC_NPROCESSORS_ONLN));
   *mode = all[0] ? DPO__WAIT_SLEEP : DPO__WAIT_SPIN;
   return DPO_OK;
 }

@@ -11,8 +11,9 @@
  * the same bits under either policy.
  *
  * Policy (environment DPOPT_WAIT, read on rank 0): auto (default) sleeps when the ranks of
- * some node outnumber the cores they may run on, or when a rank, spinning beside the others
- * for 10 ms, got less than 0.8 of a core; then rank 0 says so once.  spin and sleep force a
+ * some node outnumber the cores they may run on, or when, while every rank spins for 10 ms, a
+ * rank gets less than 0.8 of a core or more tasks are ready to run than the machine has cores
+ * (/proc/loadavg); then rank 0 says so once.  spin and sleep force a
  * policy.  One rank runs always spin: nothing waits.
  */
 #ifndef DPO_COMM_WAIT_H
