@@ -2,9 +2,11 @@
  * the one place that names it); the library only sees the communicator passed down. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "comm/wait.h"
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
 #include "config.h"
@@ -44,7 +46,12 @@ static void dpo__usage(FILE *f) {
           "Exit status: 0 success; 1 usage or configuration error; 2 bad input data or file;\n"
           "3 privacy budget exhausted (the run stopped cleanly, last released iterate kept);\n"
           "4 runtime failure (MPI, linear algebra, no convergence); 5 interrupted (SIGTERM/SIGINT);\n"
-          "6 dpopt audit found a lower bound above the claimed eps.\n");
+          "6 dpopt audit found a lower bound above the claimed eps.\n\n"
+          "Environment:\n"
+          "  DPOPT_WAIT  auto|spin|sleep: how ranks wait for each other in a run's collectives;\n"
+          "              auto (default) spins while each rank has a core of its own, and sleeps\n"
+          "              between polls (with one warning) when ranks outnumber the cores or\n"
+          "              share them with other work\n");
 }
 
 int main(int argc, char **argv) {
@@ -77,10 +84,19 @@ int main(int argc, char **argv) {
     }
     rc = 0;
   } else {
+    /* rank 0's DPOPT_WAIT rules the run (dpo__wait_setup): a bad one is refused here, before a
+     * command writes anything */
+    int wenv = ctx.rank == 0 ? dpo__wait_env() : 0;
+    MPI_Bcast(&wenv, 1, MPI_INT, 0, ctx.comm);
     int i = 0;
     for (; i < DPO__NCMDS; i++)
       if (!strcmp(argv[1], dpo__cmds[i].name)) break;
-    if (i == DPO__NCMDS) {
+    if (wenv < 0) {
+      if (ctx.rank == 0)
+        fprintf(stderr, "dpopt: DPOPT_WAIT=%s: unknown wait policy (auto, spin or sleep)\n",
+                getenv("DPOPT_WAIT"));
+      rc = 1;
+    } else if (i == DPO__NCMDS) {
       const char *names[DPO__NCMDS];
       for (int k = 0; k < DPO__NCMDS; k++) names[k] = dpo__cmds[k].name;
       const char *sug = dpo_config_nearest(argv[1], names, DPO__NCMDS);

@@ -111,7 +111,7 @@ int dpo_oracle_fetch_rows(dpo_oracle_t *o, const int64_t *ids, int64_t m, dpo_or
   if (m > 0) memcpy(o->ids, ids, (size_t)m * sizeof *ids);
   o->finished = 0;
   int64_t hdr[DPO__HDR] = {DPO__REQ_ROWS, 0, m, 0, DPO_ONOISE_NONE, 0, 0, 0};
-  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   double *recv = NULL;
   int64_t *displ = NULL;
   rc = dpo__serve_rows(o, m, &recv, &displ);

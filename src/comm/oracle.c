@@ -20,6 +20,7 @@
 #include <cblas.h>
 
 #include "comm/reduce.h"
+#include "comm/wait.h"
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
@@ -445,6 +446,8 @@ out:;
   if (!rc && !(o->rank_n = malloc((size_t)o->size * sizeof *o->rank_n)))
     rc = dpo_err(DPO_ENOMEM, "dpo_oracle_create: out of memory");
   rc = dpo_agree(comm, rc);
+  /* how ranks wait in the requests: decided once per communicator, collective */
+  if (!rc) rc = dpo_agree(comm, dpo__wait_setup(comm));
   if (!rc && hide) { /* every rank knows only its own count; dpo_oracle_rank_rows refuses */
     for (int r = 0; r < o->size; r++) o->rank_n[r] = r == o->rank ? n_here : -1;
     o->n_public = 1;
@@ -597,7 +600,7 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
   if (hdr[4] == DPO_ONOISE_SECAGG) dpo__test_deviate(hdr);
 #endif
   double t0 = dpo__now();
-  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -659,7 +662,7 @@ int dpo_oracle_eval_metric(dpo_oracle_t *o, const double *x, int heldout, double
   memcpy(o->x, x, (size_t)o->d * sizeof *x);
   int64_t hdr[DPO__HDR] = {DPO__REQ_METRIC, heldout ? 1 : 0, 0, 0, DPO_ONOISE_NONE, 0, 0, 0};
   double t0 = dpo__now();
-  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   o->st.t_comm += dpo__now() - t0;
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
@@ -680,7 +683,7 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
     /* a coordinator that asks for one release more than the plan, at its end */
     int lrc = DPO_OK;
     dpo__test_have_last = 0;
-    DPO_MPI_CHECK(MPI_Bcast(dpo__test_last, DPO__HDR, MPI_INT64_T, 0, o->comm));
+    DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, dpo__test_last));
     int mrc = dpo__serve_one(o, dpo__test_last, &lrc);
     if (mrc) return mrc;
     status = dpo__req_status(o, "dpo_oracle_finish", lrc, o->d + 2);
@@ -692,7 +695,7 @@ int dpo_oracle_finish(dpo_oracle_t *o, int status) {
   char keep[512];
   snprintf(keep, sizeof keep, "%s", dpo_errmsg());
   int64_t hdr[DPO__HDR] = {DPO__REQ_FINISH, remote, 0, status, DPO_ONOISE_NONE, 0, 0, 0};
-  DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
+  DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   if (status != DPO_OK && !remote) dpo_err(status, "%s", keep);
   int rc = dpo_agree(o->comm, remote ? DPO_OK : status);
   if (rc == DPO_OK && status != DPO_OK) rc = dpo_err(status, "%s", keep);
@@ -706,7 +709,7 @@ int dpo_oracle_serve(dpo_oracle_t *o) {
   for (;;) {
     int64_t hdr[DPO__HDR];
     double t0 = dpo__now();
-    DPO_MPI_CHECK(MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm));
+    DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
     o->st.t_comm += dpo__now() - t0;
     if (hdr[0] == DPO__REQ_FINISH) {
       int status = (int)hdr[3], remote = (int)hdr[1];

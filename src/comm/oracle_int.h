@@ -61,6 +61,11 @@ int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
 /* Every rank: body of a ROWS request, the ids already in o->ids on rank 0, which gets the
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
+
+/* A request's header from rank 0 to all (every request, from oracle.c and fetch.c alike): the
+ * workers wait here between requests while rank 0 steps, behind the wait policy's gate
+ * (comm/wait.h), so every rank passes the same gates.  MPI_SUCCESS or an MPI error. */
+int dpo__oracle_hdr_bcast(dpo_oracle_t *o, int64_t hdr[DPO__HDR]);
 /* oracle.c: rank 0's checks before a request is broadcast (x finite, rank 0, reopens a
  * session). */
 int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x);

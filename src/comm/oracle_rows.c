@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/oracle_int.h"
+#include "comm/wait.h"
 #include "dpopt/status.h"
 
 void dpo__note_local_fail(dpo_oracle_t *o, int rc) {
@@ -69,6 +70,11 @@ static int dpo__pack_rows(dpo_oracle_t *o, int64_t m, double **buf, int64_t *len
   return DPO_OK;
 }
 
+int dpo__oracle_hdr_bcast(dpo_oracle_t *o, int64_t hdr[DPO__HDR]) {
+  if (dpo__wait_gate(o->comm)) return MPI_ERR_OTHER;
+  return MPI_Bcast(hdr, DPO__HDR, MPI_INT64_T, 0, o->comm);
+}
+
 /* Every rank: body of a ROWS request (the ids already in o->ids on rank 0).  Rank 0 gets the
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (both freed by the caller). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv_out, int64_t **displ_out) {
@@ -98,7 +104,8 @@ int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv_out, int64_t **dis
       return dpo_err(DPO_EMPI, "oracle: out of memory for a row fetch (cannot continue)");
     }
   }
-  int go = DPO_OK;
+  int go = dpo__wait_gate(o->comm); /* rank 0 waits for the rows (comm/wait.h) */
+  if (go) goto out;
   if (MPI_Gather(mine, 3, MPI_INT64_T, info, 3, MPI_INT64_T, 0, o->comm) != MPI_SUCCESS) {
     go = dpo_err(DPO_EMPI, "oracle: MPI_Gather of a row fetch failed");
     goto out;

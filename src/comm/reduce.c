@@ -1,5 +1,6 @@
 /* Double-double reductions (see reduce.h). */
 #include "comm/reduce.h"
+#include "comm/wait.h"
 
 #include <math.h>
 
@@ -46,6 +47,8 @@ int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce
     rc = dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Type_commit failed");
     goto out;
   }
+  /* the root waits here for the slowest rank's sums (comm/wait.h: the same reduction after) */
+  if ((rc = dpo__wait_gate(comm))) goto out;
   if (MPI_Reduce(rank == root ? MPI_IN_PLACE : buf, buf, 1, dt, dpo__dd_op, root, comm) !=
       MPI_SUCCESS) {
     rc = dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Reduce of %d values failed", k);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm/wait.h"
 #include "config.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -94,6 +95,7 @@ void dpo__run_unmark_failed(const dpo_run_t *r) {
 typedef struct {
   double tmin[2], tmax[2], tavg[2]; /* [0] compute, [1] communication */
   int nodes, rpn_min, rpn_max, cpus_min, oversub;
+  int wait; /* how the oracle's ranks waited (comm/wait.h) */
 } dpo__timing_t;
 
 static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, dpo__timing_t *t) {
@@ -124,6 +126,7 @@ static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, dpo_
   t->cpus_min = -imax[2];
   t->oversub = imax[3];
   t->nodes = leaders;
+  t->wait = dpo__wait_policy(comm);
 }
 
 static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t iters_done) {
@@ -141,6 +144,8 @@ static void dpo__timing_json(json_object *sum, const dpo__timing_t *t, int64_t i
   json_object_object_add(sum, "ranks_per_node_min", json_object_new_int(t->rpn_min));
   json_object_object_add(sum, "cpus_per_node_min", json_object_new_int(t->cpus_min));
   json_object_object_add(sum, "oversubscribed", json_object_new_boolean(t->oversub));
+  json_object_object_add(sum, "wait",
+                         json_object_new_string(t->wait == DPO__WAIT_SLEEP ? "sleep" : "spin"));
   /* a tarball's configure cannot know the revision: the job scripts pass it at run time */
   const char *rev = getenv("DPOPT_GIT_REV");
   json_object_object_add(sum, "git_rev", json_object_new_string(rev && *rev ? rev : "unknown"));

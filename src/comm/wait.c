@@ -1,0 +1,168 @@
+/* Waiting that suits the machine (see comm/wait.h). */
+#define _GNU_SOURCE
+#include "comm/wait.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dpopt/runout.h"
+#include "dpopt/status.h"
+
+/* The policy hangs on the communicator as an attribute (a pointer to one of these), so it is
+ * the same on every rank of it; a duplicate inherits it. */
+static int dpo__modes[2] = {DPO__WAIT_SPIN, DPO__WAIT_SLEEP};
+static int dpo__wait_key = MPI_KEYVAL_INVALID;
+
+#define DPO__PROBE_S 0.010 /* the spin that measures a rank's share of its core */
+#define DPO__SHARE_MIN 0.8 /* below this share, the cores count as shared */
+#define DPO__SPIN_S 20e-6  /* a gate first polls this long: a peer about to arrive */
+#define DPO__SLEEP0_NS 20000L
+#define DPO__SLEEP1_NS 500000L /* the longest sleep between two polls */
+
+static double dpo__clock(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The cores the ranks of a node may run on: the union of their affinity masks (Open MPI binds
+ * each of 2 ranks to a core of its own, so one rank's mask would count one core). */
+static int dpo__node_cpus(MPI_Comm node) {
+  cpu_set_t set, all;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set);
+  }
+  if (node == MPI_COMM_NULL ||
+      MPI_Allreduce(&set, &all, (int)sizeof set, MPI_BYTE, MPI_BOR, node) != MPI_SUCCESS)
+    all = set;
+  return CPU_COUNT(&all);
+}
+
+/* Tasks ready to run on the whole machine now (/proc/loadavg's "R/T" field: ours included, as
+ * they spin), or -1 where it cannot be read. */
+static int dpo__running(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  int r = -1;
+  if (f) {
+    if (fscanf(f, "%*f %*f %*f %d/", &r) != 1) r = -1;
+    fclose(f);
+  }
+  return r;
+}
+
+/* This rank's share of a core while every rank spins at once (after a barrier): CPU time of
+ * the thread over wall time; and the fewest tasks ready to run seen meanwhile (three looks).
+ * The share alone misleads: a rank that has just slept (start-up, reading its data) is owed
+ * time by the scheduler and gets a whole core for a while beside busy loops. */
+static double dpo__share(int *running) {
+  double w0 = dpo__clock(CLOCK_MONOTONIC), c0 = dpo__clock(CLOCK_THREAD_CPUTIME_ID), w = w0;
+  int look = 0, r = dpo__running();
+  *running = r;
+  while (w - w0 < DPO__PROBE_S) {
+    w = dpo__clock(CLOCK_MONOTONIC);
+    if (look < 2 && w - w0 >= (look + 1) * DPO__PROBE_S / 2) {
+      look++;
+      r = dpo__running();
+      if (r < *running) *running = r;
+    }
+  }
+  double c = dpo__clock(CLOCK_THREAD_CPUTIME_ID) - c0;
+  return w > w0 ? c / (w - w0) : 1.0;
+}
+
+int dpo__wait_env(void) {
+  const char *e = getenv("DPOPT_WAIT");
+  if (!e || !*e || !strcmp(e, "auto")) return 0;
+  if (!strcmp(e, "spin")) return 1;
+  if (!strcmp(e, "sleep")) return 2;
+  return -1;
+}
+
+int dpo__wait_policy(MPI_Comm comm) {
+  int *v = NULL, flag = 0;
+  if (dpo__wait_key == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) return DPO__WAIT_SPIN;
+  if (MPI_Comm_get_attr(comm, dpo__wait_key, &v, &flag) != MPI_SUCCESS || !flag || !v)
+    return DPO__WAIT_SPIN;
+  return *v;
+}
+
+/* Auto: whether any rank's cores are shared, and rank 0's honest word about it. */
+static int dpo__wait_detect(MPI_Comm comm, int rank, int *mode) {
+  int lsize = 1;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    node = MPI_COMM_NULL;
+  if (node != MPI_COMM_NULL) MPI_Comm_size(node, &lsize);
+  int cpus = dpo__node_cpus(node);
+  if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+  DPO_MPI_CHECK(MPI_Barrier(comm));
+  int running = -1;
+  double share = lsize > cpus ? 1.0 : dpo__share(&running); /* no need to measure the obvious */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  /* max of {shared, ranks on the node, -cores, -share in permille, ready tasks} at once */
+  int mine[5] = {lsize > cpus, lsize, -cpus, -(int)(share * 1000), running}, all[5];
+  if (lsize <= cpus && (share < DPO__SHARE_MIN || (online > 0 && running > online))) mine[0] = 2;
+  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 5, MPI_INT, MPI_MAX, comm));
+  if (rank == 0 && all[0] == 1)
+    dpo_msg("warning: more ranks than cores (up to %d ranks on a node, as few as %d cores for "
+            "them): waiting ranks sleep instead of spinning (DPOPT_WAIT=spin to spin)",
+            all[1], -all[2]);
+  else if (rank == 0 && all[0] == 2)
+    dpo_msg("warning: the cores are shared with other work (while all ranks computed, a rank "
+            "got %.2f of a core and %d tasks were ready to run on %ld cores): waiting ranks "
+            "sleep instead of spinning (DPOPT_WAIT=spin to spin)", -all[3] / 1000.0, all[4],
+            sysconf(_SC_NPROCESSORS_ONLN));
+  *mode = all[0] ? DPO__WAIT_SLEEP : DPO__WAIT_SPIN;
+  return DPO_OK;
+}
+
+int dpo__wait_setup(MPI_Comm comm) {
+  int rank, size, *v = NULL, flag = 0;
+  DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DPO_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (dpo__wait_key == MPI_KEYVAL_INVALID)
+    DPO_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN,
+                                         &dpo__wait_key, NULL));
+  /* set on every rank at once, so present on all or on none */
+  DPO_MPI_CHECK(MPI_Comm_get_attr(comm, dpo__wait_key, &v, &flag));
+  if (flag) return DPO_OK;
+  int env = rank == 0 ? dpo__wait_env() : 0;
+  DPO_MPI_CHECK(MPI_Bcast(&env, 1, MPI_INT, 0, comm));
+  if (env < 0 && rank == 0)
+    return dpo_err(DPO_EINVAL, "DPOPT_WAIT=%s: unknown wait policy (auto, spin or sleep)",
+                   getenv("DPOPT_WAIT"));
+  if (env < 0) return dpo_err(DPO_EINVAL, "DPOPT_WAIT: unknown wait policy (rank 0's)");
+  int mode = env == 2 ? DPO__WAIT_SLEEP : DPO__WAIT_SPIN;
+  if (env == 0 && size > 1) {
+    int rc = dpo__wait_detect(comm, rank, &mode);
+    if (rc) return rc;
+  }
+  DPO_MPI_CHECK(MPI_Comm_set_attr(comm, dpo__wait_key, &dpo__modes[mode]));
+  return DPO_OK;
+}
+
+int dpo__wait_gate(MPI_Comm comm) {
+  if (dpo__wait_policy(comm) != DPO__WAIT_SLEEP) return DPO_OK;
+  MPI_Request rq;
+  int done = 0;
+  DPO_MPI_CHECK(MPI_Ibarrier(comm, &rq));
+  DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+  double t0 = done ? 0.0 : dpo__clock(CLOCK_MONOTONIC);
+  while (!done && dpo__clock(CLOCK_MONOTONIC) - t0 < DPO__SPIN_S)
+    DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+  /* then sleeps that double up to DPO__SLEEP1_NS: a wait of t costs at most about 2t */
+  long ns = DPO__SLEEP0_NS;
+  while (!done) {
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    if (ns < DPO__SLEEP1_NS) ns = 2 * ns < DPO__SLEEP1_NS ? 2 * ns : DPO__SLEEP1_NS;
+    DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+  }
+  return DPO_OK;
+}

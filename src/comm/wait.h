@@ -1,0 +1,42 @@
+/* Private: how ranks wait for each other in the oracle's collectives.
+ *
+ * Open MPI waits by spinning: a rank blocked in MPI_Bcast or MPI_Reduce polls its queues at
+ * full speed.  That is the fastest wait while every rank has a core of its own, and a
+ * collapse when the cores are shared (more ranks than cores, or other work on them): the
+ * waiting rank burns the time slice the rank it waits for needs, and ranks that meet several
+ * times per step wait a scheduler period at each meeting.  On a communicator set up with
+ * dpo__wait_setup, a rank that would wait in one of the oracle's collectives first meets the
+ * others at a non-blocking barrier it tests with a growing sleep in between (dpo__wait_gate),
+ * then runs the same blocking collective as before, which no longer waits: the results are
+ * the same bits under either policy.
+ *
+ * Policy (environment DPOPT_WAIT, read on rank 0): auto (default) sleeps when the ranks of
+ * some node outnumber the cores they may run on, or when, while every rank spins for 10 ms, a
+ * rank gets less than 0.8 of a core or more tasks are ready to run than the machine has cores
+ * (/proc/loadavg); then rank 0 says so once.  spin and sleep force a
+ * policy.  One rank runs always spin: nothing waits.
+ */
+#ifndef DPO_COMM_WAIT_H
+#define DPO_COMM_WAIT_H
+
+#include <mpi.h>
+
+enum { DPO__WAIT_SPIN = 0, DPO__WAIT_SLEEP = 1 };
+
+/* This process's DPOPT_WAIT: -1 unknown, 0 auto (or unset), 1 spin, 2 sleep.  The tool checks
+ * it before a command writes anything; dpo__wait_setup uses rank 0's. */
+int dpo__wait_env(void);
+
+/* Decides the policy of comm (once: a communicator already set up keeps its policy) and
+ * stores it on comm.  Collective.  DPO_EINVAL (on every rank) for an unknown DPOPT_WAIT. */
+int dpo__wait_setup(MPI_Comm comm);
+
+/* The policy of comm: DPO__WAIT_SPIN unless dpo__wait_setup chose sleep.  Not collective. */
+int dpo__wait_policy(MPI_Comm comm);
+
+/* Before a collective where ranks may wait long: with the sleep policy, a non-blocking
+ * barrier waited for by sleeping; nothing with spin.  Collective (every rank of comm calls it
+ * at the same point); DPO_OK or DPO_EMPI. */
+int dpo__wait_gate(MPI_Comm comm);
+
+#endif
