@@ -3,7 +3,6 @@
  * scored on the held-out data by a Laplace-noised count of correct predictions (logreg or
  * softmax); only the best is written. */
 #define _XOPEN_SOURCE 700
-#include <ftw.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -282,32 +281,10 @@ static int tune_calibrate(dpo__tune_t *t) {
   return DPO_OK;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb, (void)flag, (void)f;
-  return remove(p);
-}
-
-/* Rank 0: remove the repetition's scratch run directory DIR/.rep */
-void dpo__tune_rm_rep(const dpo__tune_t *t) {
-  if (t->rank != 0) return;
-  char p[600];
-  snprintf(p, sizeof p, "%s/.rep", t->dir);
-  nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void set(dpo_config_t *c, const char *k, const char *fmt, double v) {
   char b[64];
   snprintf(b, sizeof b, fmt, v);
   dpo_config_set(c, k, b, "tune");
-}
-
-void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to) {
-  /* the tune, not each repetition, charges the data set's budget store: one reservation */
-  if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
-      !strcmp(k, "data.test") ||
-      !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
-    return;
-  dpo_config_set(to, k, v, o);
 }
 
 static void declare_run_key(const char *k, const char *v, const char *o, void *cfg) {
@@ -434,22 +411,6 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
   rc = dpo_agree(t->comm, rc);
   MPI_Bcast(better, 1, MPI_INT, 0, t->comm);
   return rc;
-}
-
-void dpo__tune_json_common(const dpo__tune_t *t, json_object *s, json_object *pj, double acc,
-                           const char *label) {
-  if (t->recipe) json_object_object_add(s, "grid_centre", json_object_new_string(t->recipe));
-  if (t->test) { /* the chosen model on --test: reported, never selected on */
-    json_object_object_add(s, "test_data", json_object_new_string(t->test));
-    json_object_object_add(s, "test_accuracy", dpo_json_double(acc));
-  }
-  json_object_object_add(pj, "label", json_object_new_string(label));
-  json_object_object_add(pj, "budget_eps", dpo_json_double(t->eps));
-  json_object_object_add(pj, "budget_delta", dpo_json_double(t->delta));
-  json_object_object_add(pj, "spent_eps", dpo_json_double(t->total_eps));
-  json_object_object_add(pj, "spent_delta", dpo_json_double(t->total_delta));
-  json_object_object_add(pj, "neighbours", json_object_new_string(dpo_neighbours_name(t->rel)));
-  json_object_object_add(pj, "journal", json_object_new_string("ledger.jsonl"));
 }
 
 static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double score,
@@ -691,7 +652,7 @@ made:
   if ((rc = dpo_agree(comm, rc))) goto out;
   MPI_Bcast(&t->key, 1, MPI_UINT64_T, 0, comm);
   if ((rc = check_cands(t))) { /* nothing charged or written: leave nothing behind */
-    if (t->rank == 0) nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (t->rank == 0) dpo__tune_rm_tree(t->dir);
     goto out;
   }
   char jp[600], what[256];

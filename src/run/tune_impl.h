@@ -44,14 +44,15 @@ typedef struct {
   char dir[512];
 } dpo__tune_t;
 
-/* tune.c: the options every repetition shares (the user's, minus the tune's own keys) */
+/* tune_common.c: the options every repetition shares (the user's, minus the tune's own keys
+ * and the stores), and summary.json's fields every search writes (grid centre, --test accuracy;
+ * in pj the label, budget and spending) */
 void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to);
-/* tune.c: summary.json's fields every search writes (grid centre, --test accuracy; in pj the
- * label, budget and spending) */
 void dpo__tune_json_common(const dpo__tune_t *t, struct json_object *s, struct json_object *pj,
                            double acc, const char *label);
-/* tune.c: remove the repetition's scratch directory DIR/.rep (rank 0) */
+/* tune_common.c: remove the repetition's scratch directory DIR/.rep (rank 0); remove a tree */
 void dpo__tune_rm_rep(const dpo__tune_t *t);
+void dpo__tune_rm_tree(const char *path);
 
 /* tune_split.c: tune.split (t->split, 0 if unset) and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);
