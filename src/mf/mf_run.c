@@ -447,8 +447,11 @@ void dpo_mf_job_report(const dpo_mf_job_t *j, FILE *report) {
   if (o->method == DPO_MF_HAMSI) {
     fprintf(report, "L-BFGS pairs    %lld accepted, %lld rejected (s'y <= 0); sigma %.4g\n",
             (long long)res->pairs_accepted, (long long)res->pairs_rejected, res->sigma);
-    fprintf(report, "safeguards      %lld epochs undone (memory reset), %lld block steps "
-            "capped (rank 0)\n", (long long)res->epochs_undone, (long long)res->steps_capped);
+    /* the factors-only model keeps its memory after an undone quasi-Newton epoch (hamsi.c) */
+    fprintf(report, "safeguards      %lld epochs undone (%s), %lld block steps capped (rank 0)\n",
+            (long long)res->epochs_undone,
+            res->biases ? "memory reset" : "memory reset, or kept and quasi-Newton steps halved",
+            (long long)res->steps_capped);
   }
   fprintf(report, "privacy         none: seeded, reproducible, NOT private\n");
   if (res->test_rmse > res->mean_test_rmse)
