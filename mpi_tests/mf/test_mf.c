@@ -1,6 +1,6 @@
 /* Unit tests for src/mf: MF gradient vs finite differences, partitionings (validity checked
  * independently, balance), compact L-BFGS vs the explicit BFGS inverse (LAPACK), sigma and
- * the pair-acceptance rule. */
+ * the pair-acceptance rule, the only-shrinking sigma. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -332,5 +332,61 @@ Test(mf, sigma_and_pair_acceptance) {
   cr_assert_eq(l.sigma, 0.75);
   cr_assert_eq(l.rejected, 3);
   cr_assert_eq(l.accepted, 1);
+  dpo__lbfgs_free(&l);
+}
+
+/* shrink_only (the factors-only model's rule, as hamsi-mf): sigma is the smallest s'y / y'y
+ * of the pairs accepted since the last reset, never above sigma0, whatever the order of the
+ * pairs and whether they are still held; checked against that minimum computed here from
+ * the vectors, over 12 pairs (rejected ones among them) through a memory of 3 and a reset. */
+Test(mf, sigma_shrink_only_is_min_of_accepted_ratios) {
+  enum { M = 3, N = 8, P = 12 };
+  const double sigma0 = 0.5;
+  /* y ~ s / c: ratio ~ c; c < 0 gives s'y < 0 (rejected); pair 8 is after the reset */
+  const double c[P] = {0.9, 0.3, 2.0, -1.0, 0.1, 0.7, 0.05, 1.5, 3.0, 0.4, -0.5, 0.2};
+  double S[M][N], Y[M][N], s[N], y[N];
+  dpo__lbfgs_t l;
+  int acc, n_acc = 0, n_rej = 0, latest_above = 0;
+  cr_assert_eq(dpo__lbfgs_init(&l, M, sigma0), DPO_OK);
+  l.shrink_only = 1;
+  double want = sigma0;
+  for (int p = 0; p < P; p++) {
+    if (p == 8) {
+      dpo__lbfgs_reset(&l, sigma0);
+      want = sigma0;
+      cr_assert_eq(l.sigma, sigma0);
+      cr_assert_eq(l.shrink_only, 1, "reset keeps the rule");
+    }
+    for (int i = 0; i < N; i++) {
+      s[i] = urand() - 0.5;
+      y[i] = s[i] / c[p] + 0.05 * (urand() - 0.5);
+    }
+    int slot = dpo__lbfgs_next_slot(&l);
+    double dots[2 * M] = {0};
+    for (int a = 0; a < l.m; a++) {
+      int j = l.age[a];
+      for (int i = 0; i < N; i++) dots[j] += S[j][i] * y[i], dots[M + j] += Y[j][i] * y[i];
+    }
+    double sy = 0, yy = 0;
+    for (int i = 0; i < N; i++) sy += s[i] * y[i], yy += y[i] * y[i];
+    dots[slot] = sy, dots[M + slot] = yy;
+    cr_assert_eq(dpo__lbfgs_push(&l, dots, &acc), DPO_OK);
+    cr_assert_eq(acc, sy > 0, "pair %d: accepted iff s'y > 0", p);
+    if (acc) {
+      memcpy(S[slot], s, sizeof s);
+      memcpy(Y[slot], y, sizeof y);
+      n_acc++;
+      if (sy / yy < want) want = sy / yy;
+      if (sy / yy > want) latest_above++;
+    } else {
+      n_rej++;
+    }
+    cr_assert_eq(l.sigma, want, "pair %d: sigma %g, min of the accepted ratios %g", p, l.sigma,
+                 want);
+  }
+  cr_assert_eq(l.accepted, n_acc);
+  cr_assert_eq(l.rejected, n_rej);
+  cr_assert(n_rej == 2 && latest_above >= 4, "the pairs exercise the rule (%d, %d)", n_rej,
+            latest_above);
   dpo__lbfgs_free(&l);
 }

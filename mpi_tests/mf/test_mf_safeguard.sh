@@ -1,51 +1,61 @@
 #!/bin/sh
 # HAMSI safeguards and failed runs (issue 15).
-#  - rank 50 on generated ratings: without the safeguards the first quasi-Newton epoch
-#    diverges (epoch 5: quasi-Newton from 3 pairs; epoch 7 with 5, the issue's symptom);
-#    with the defaults the run finishes, finite;
+#  - rank 50 on generated ratings, plain model: without the safeguards the first quasi-Newton
+#    epoch diverged with the latest pair's sigma (epoch 5, the issue's symptom); with the
+#    only-shrinking sigma it finishes, finite and improved, and so it does with the defaults;
+#  - the biased default model at rank 50 without the safeguards diverges (epoch 15);
 #  - deliberately aggressive steps (--sigma0 50, --eta 0.02) diverge without the safeguards
 #    and finish with a finite, improved RMSE with them (epochs undone, step scale halved,
 #    or the steps capped);
 #  - mb-GD: --sigma0 50 diverges without its safeguard (--reject-tol -1) and finishes, finite
 #    and improved, with it, under STRATA-B and COLOR;
 #  - with --repro the safeguards' decisions, hence the factors, do not depend on the ranks;
-#  - a failing run leaves trace.csv (rows written as the run went), summary.json that parses
+#  - a failing run (that one) leaves trace.csv (rows written as the run went), summary.json that parses
 #    (failed, failed_epoch, the last good point's epoch and RMSE), X1.txt, X2t.txt and FAILED;
 #  - `dpopt gen ratings --realistic` keeps the size and has >= 20 ratings per user and biases;
 #  - rank 50 with --biases on realistic ratings diverges without the safeguards (epoch 10) and
 #    with the defaults runs 60 epochs with a finite held-out RMSE that went down and stayed;
-#  - COLOR at rank 50 diverges without the safeguards; with the step caps alone its training
+#  - COLOR at rank 50 diverges without the safeguards (epoch 9); with the step caps alone its training
 #    RMSE falls in every epoch (quasi-Newton ones too), at 1 and 2 ranks and from --sigma0 50;
-#  - a run ending right after an epoch that raised the RMSE returns the start of that epoch;
+#  - a run ending right after an epoch that raised the RMSE returns the start of that epoch
+#    (biased model);
 #  - the evaluation budget (default 4% of the wall time) changes which epochs are evaluated,
 #    never the factors, nor the point early stopping keeps.
 . "$(dirname "$0")/../lib/testlib.sh"
 R="$T/r.txt"
 OFF="--step-cap 0 --reject-tol -1"
 expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 "$R"
+RR="$T/real.txt"
+expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$RR"
 jqt() { jq -e "$1" "$2" >/dev/null; }
 finite() { jqt "$2 | (isnan or isinfinite or . == null) | not" "$1"; }
 
-# ---- the failing run first: it shows the case is real
-expect 4 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/off" "$R"
-has "$T/err" "diverged at epoch 5" "rank 50 without safeguards diverges at epoch 5"
+# ---- the failing run first: it shows the case is real (the biased model keeps the latest
+# pair's sigma; at epochs 11..14 its RMSE rises to 1e13, epoch 15 is not finite)
+expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 20 $OFF --eval-budget 0 --out "$T/off" "$RR"
+has "$T/err" "diverged at epoch 15" "rank 50 biased without safeguards diverges at epoch 15"
 check "FAILED left" test -s "$T/off/FAILED"
-has "$T/off/FAILED" "last good point (end of epoch 4)" "FAILED names the last good epoch"
+has "$T/off/FAILED" "last good point (end of epoch 14)" "FAILED names the last good epoch"
 check "summary.json parses" jqt . "$T/off/summary.json"
-check "summary says failed" jqt '.failed == true and .failed_epoch == 5 and .epochs == 4' \
+check "summary says failed" jqt '.failed == true and .failed_epoch == 15 and .epochs == 14' \
   "$T/off/summary.json"
 check "summary holds the error" jqt '.error | test("diverged")' "$T/off/summary.json"
 check "last good point has a finite RMSE" finite "$T/off/summary.json" .train_rmse_nonprivate
 check "X1.txt of the last good point" test -s "$T/off/X1.txt"
 check "X2t.txt of the last good point" test -s "$T/off/X2t.txt"
-# trace.csv: header, then one row per evaluated epoch before the failure (1..4)
+# trace.csv: header, then one row per evaluated epoch before the failure (1..14)
 grep -v '^#' "$T/off/trace.csv" >"$T/trace"
 check "trace.csv header" test "$(head -n 1 "$T/trace")" = \
   "epoch,t_train,t_wall,train_rmse_nonprivate,test_rmse,sigma,npairs"
-check "trace.csv rows 1..4" test "$(tail -n +2 "$T/trace" | cut -d, -f1 | tr '\n' ' ')" = "1 2 3 4 "
+check "trace.csv rows 1..14" test "$(tail -n +2 "$T/trace" | cut -d, -f1 | tr '\n' ' ')" = "$(seq -s ' ' 1 14) "
 check "trace.csv rows parse" awk -F, 'NR > 1 && (NF != 7 || $4 + 0 != $4) {exit 1}' "$T/trace"
 
-# ---- the same run with the defaults: no divergence
+# ---- the plain model at rank 50 without the safeguards: the latest pair's sigma diverged at
+# epoch 5 (the first quasi-Newton epoch); the only-shrinking sigma does not
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/offp" "$R"
+check "plain rank 50 without safeguards: 20 epochs, finite" jqt '.failed == false and .epochs == 20' "$T/offp/summary.json"
+check "plain rank 50 without safeguards: improved" jqt '.train_rmse_nonprivate < 0.5 * .train_rmse_initial_nonprivate' "$T/offp/summary.json"
+# ---- and with the defaults: no divergence
 expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 --out "$T/on" "$R"
 check "rank 50 with safeguards: not failed" jqt '.failed == false and .epochs == 20' "$T/on/summary.json"
 check "rank 50 with safeguards: finite held-out RMSE" finite "$T/on/summary.json" .test_rmse
@@ -93,7 +103,6 @@ check "mb-GD repro with safeguard: X1 identical on 1 and 2 ranks" cmp -s "$T/gp1
 check "mb-GD repro with safeguard: X2t identical on 1 and 2 ranks" cmp -s "$T/gp1/X2t.txt" "$T/gp2/X2t.txt"
 
 # ---- gen ratings --realistic (MovieLens-like): same size, >= 20 ratings per user, biases
-expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$T/real.txt"
 check "realistic: 20000 ratings" test "$(wc -l <"$T/real.txt")" -eq 20000
 check "realistic: every user has >= 20 ratings" awk -F'::' '{n[$1]++} END {k = 0; for (u in n) {k++; if (n[u] < 20) exit 1}; exit k != 300}' "$T/real.txt"
 # user means spread (biases): sd of the user means well above the default generator's
@@ -103,7 +112,6 @@ check "realistic: user bias spread $(cat "$T/usd") > 0.25" awk '{exit !($1 > 0.2
 
 # ---- rank 50, biased model, realistic ratings: long enough to have diverged before the
 # safeguards, then finite and improving held-out RMSE with the defaults
-RR="$T/real.txt"
 expect 4 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 $OFF "$RR"
 has "$T/err" "diverged at epoch" "rank 50 biased without safeguards diverges"
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 --eval-budget 0 --out "$T/b50" "$RR"
@@ -118,11 +126,12 @@ check "rank 50 biased: summary finite" finite "$T/b50/summary.json" .test_rmse
 
 # ---- COLOR's quasi-Newton epochs: the single-rating steps in the stratum's metric overshot
 # their rating's curvature (rank 50: RMSE 0.82 -> 0.95 at epoch 6, diverged at epoch 7 with
-# only the epoch check off; with summed steps of 2 ranks later).  With the curvature caps
+# only the epoch check off and the latest pair's sigma; epoch 9 with the only-shrinking one and
+# the --plain steps; with summed steps of 2 ranks later).  With the curvature caps
 # alone (epoch check off) the training RMSE now falls in every epoch, at 1 rank and at 2
 # (items two ranks step in a quasi-Newton epoch get the average); also from --sigma0 50
 expect 4 "$DPOPT" mf --plain --part color --rank 50 --epochs 12 $OFF "$RR"
-has "$T/err" "diverged at epoch 7" "COLOR rank 50 without safeguards diverges at epoch 7"
+has "$T/err" "diverged at epoch 9" "COLOR rank 50 without safeguards diverges at epoch 9"
 falls() { grep -v '^#' "$1/trace.csv" | tail -n +"$2" | cut -d, -f4 |
   awk 'NR > 1 && !($1 < p) {exit 1} {p = $1} END {exit NR < 5}'; }
 for P in 1 2; do
@@ -135,15 +144,15 @@ check "COLOR --sigma0 50, caps only: falls every epoch after the first" falls "$
 check "COLOR --sigma0 50: capped, improved" jqt '.steps_capped > 0 and .train_rmse_nonprivate < 0.5 * .train_rmse_initial_nonprivate' "$T/qns/summary.json"
 
 # ---- a run that stops right after a bad epoch: its last step is seen by no epoch check
-# (COLOR, rank 50 without the step caps: epoch 6, the first quasi-Newton one, takes the RMSE
-# from 0.82 to 1.1), so the end is compared with the start of the last accepted epoch and
-# that point returned
-expect 0 "$DPOPT" mf --plain --part color --rank 50 --epochs 6 --step-cap 0 --eval-budget 0 --out "$T/fc" "$RR"
+# (COLOR, biased rank 50 without the step caps: epoch 11 takes the RMSE from 0.93 to 11; the
+# plain model's only-shrinking sigma leaves no such epoch here), so the end is compared with
+# the start of the last accepted epoch and that point returned
+expect 0 "$DPOPT" mf --rank 50 --biases --early-stop 0 --part color --epochs 11 --step-cap 0 --eval-budget 0 --out "$T/fc" "$RR"
 grep -v '^#' "$T/fc/trace.csv" | tail -n +2 | cut -d, -f4 >"$T/fc.tr"
 jq .train_rmse_nonprivate "$T/fc/summary.json" >"$T/fc.end"
-check "final check: epoch 6 raised the RMSE 10% above epoch 5" awk 'NR == 5 {a = $1} NR == 6 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"
-check "final check: the run returns epoch 5's point" awk 'NR == FNR {e = $1; next} FNR == 5 {exit !(($1 - e) ^ 2 < 1e-12)}' "$T/fc.end" "$T/fc.tr"
-check "final check: counted as undone" jqt '.epochs_undone >= 1 and .epochs == 6' "$T/fc/summary.json"
+check "final check: epoch 11 raised the RMSE 10% above epoch 10" awk 'NR == 10 {a = $1} NR == 11 {b = $1} END {exit !(b > 1.1 * a)}' "$T/fc.tr"
+check "final check: the run returns epoch 10's point" awk 'NR == FNR {e = $1; next} FNR == 10 {exit !(($1 - e) ^ 2 < 1e-12)}' "$T/fc.end" "$T/fc.tr"
+check "final check: counted as undone" jqt '.epochs_undone >= 1 and .epochs == 11' "$T/fc/summary.json"
 # ---- evaluation budget: same factors with the default budget and with every epoch evaluated;
 # early stopping keeps the same epoch either way
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 50 --biases --early-stop 0 --epochs 60 --out "$T/b50d" "$RR"

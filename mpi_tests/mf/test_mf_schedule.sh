@@ -6,7 +6,11 @@
 #  - T = 0 is the plain schedule with eta = E (0 + E t = E t);
 #  - with T = 5 and E = 0.1 the first 5 epochs are those of the plain run (the trace's training
 #    RMSE identical) and the later ones are not; summary.json records E and T;
-#  - a negative E or T is refused, naming the options, once.
+#  - a negative E or T is refused, naming the options, once;
+#  - the --plain HAMSI defaults are eta 0.5, E 0.1, T 15 (the same bits as these given
+#    explicitly, unlike eta 1 without a knee), recorded in summary.json; mb-GD with --plain and
+#    the biased default model keep eta 1 without a knee.
+# The identities run with the schedule given in full (eta 1 and E 0 = off are the thesis's).
 . "$(dirname "$0")/../lib/testlib.sh"
 R="$T/r.txt"
 expect 0 "$DPOPT" gen ratings --users 300 --items 500 --ratings 20000 --realistic "$R"
@@ -20,13 +24,13 @@ same() { # A B MSG
   check "$3 (X2t)" cmp -s "$T/$1/X2t.txt" "$T/$2/X2t.txt"
 }
 rmse() { grep -v '^#' "$T/$1/trace.csv" | awk -F, -v e="$2" '$1 == e {print $4}'; }
-run plain
-run late1 --eta-late 1
+run plain --eta 1 --eta-late 0
+run late1 --eta 1 --eta-late 1
 same plain late1 "eta-late = eta gives the plain schedule"
-run eta25 --eta 0.25
-run from0 --eta-late 0.25 --eta-from 0
+run eta25 --eta 0.25 --eta-late 0
+run from0 --eta 1 --eta-late 0.25 --eta-from 0
 same eta25 from0 "eta-from 0 gives the plain schedule with eta = eta-late"
-run knee --eta-late 0.1 --eta-from 5
+run knee --eta 1 --eta-late 0.1 --eta-from 5
 for e in 1 3 5; do
   check "epoch $e before the knee as the plain run" test "$(rmse plain $e)" = "$(rmse knee $e)"
 done
@@ -36,6 +40,17 @@ check "summary records eta_late" test "$(jq -r .eta_late "$T/knee/summary.json")
 check "summary records eta_from" test "$(jq -r .eta_from "$T/knee/summary.json")" = 5
 check "no eta_late in a plain run's summary" \
   test "$(jq -r .eta_late "$T/plain/summary.json")" = null
+# the --plain HAMSI defaults
+run def
+run defx --eta 0.5 --eta-late 0.1 --eta-from 15
+same def defx "--plain HAMSI defaults are --eta 0.5 --eta-late 0.1 --eta-from 15"
+check "the defaults are not eta 1 without a knee" test "$(rmse plain 20)" != "$(rmse def 20)"
+check "summary records the default eta, eta_late, eta_from" \
+  jq -e '.eta == 0.5 and .eta_late == 0.1 and .eta_from == 15' "$T/def/summary.json"
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --method mbgd --rank 20 --epochs 1 --holdout 0 --out "$T/gd" "$R"
+check "mb-GD --plain keeps eta 1, no knee" jq -e '.eta == 1 and .eta_late == null' "$T/gd/summary.json"
+expect 0 $MPI -np 2 "$DPOPT" mf --rank 20 --epochs 1 --out "$T/bz" "$R"
+check "the biased default keeps eta 1, no knee" jq -e '.eta == 1 and .eta_late == null' "$T/bz/summary.json"
 for bad in "--eta-late -1" "--eta-from -2"; do
   expect 1 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 5 --holdout 0 $bad "$R"
   has "$T/err" "eta_late, eta_from" "$bad refused"

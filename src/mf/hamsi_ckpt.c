@@ -20,7 +20,8 @@
 #include "dpopt/runout.h"
 #include "mf/hamsi_impl.h"
 
-#define DPO__CK_MAGIC "DPOMFCK1"
+/* 2: the fifth shared scalar is qdamp (0 in format 1, which would zero the quasi-Newton steps) */
+#define DPO__CK_MAGIC "DPOMFCK2"
 /* an MPI call of the save / load: its failure is the status (st), then out */
 #define DPO__CK_MPI(call)                                                     \
   do {                                                                        \
@@ -176,7 +177,7 @@ static void dpo__put_global(dpo__ckb_t *b, const dpo__hm_t *h, const dpo__hm_loo
   dpo__shape(h, sh);
   dpo__put(b, sh, sizeof sh);
   dpo__put(b, lp, sizeof *lp);
-  double dv[5] = {h->sigma, h->damp, h->gd_fref, h->gd_fref_prev, 0};
+  double dv[5] = {h->sigma, h->damp, h->gd_fref, h->gd_fref_prev, h->qdamp};
   int64_t iv[5] = {h->undone, h->sg_rejects, h->strata, h->exchanges, h->hgen};
   dpo__put(b, dv, sizeof dv);
   dpo__put(b, iv, sizeof iv);
@@ -213,6 +214,7 @@ static int dpo__get_global(dpo__ckb_t *b, dpo__hm_t *h, dpo__hm_loop_t *lp, dpo_
   h->damp = dv[1];
   h->gd_fref = dv[2];
   h->gd_fref_prev = dv[3];
+  h->qdamp = dv[4];
   h->undone = iv[0];
   h->sg_rejects = (int)iv[1];
   h->strata = iv[2];
@@ -317,12 +319,13 @@ int dpo__hm_ckpt_load(dpo__hm_t *h, const char *path, dpo__hm_loop_t *lp, dpo_rn
   DPO__CK_MPI(MPI_Scatterv(h->rank == 0 ? all.p + all.at : NULL, cnt, dsp, MPI_BYTE,
                                   mine.p, n, MPI_BYTE, 0, h->comm));
   /* the shared scalars (rank 0 read them) */
-  double dv[4] = {h->sigma, h->damp, h->gd_fref, h->gd_fref_prev};
+  double dv[5] = {h->sigma, h->damp, h->gd_fref, h->gd_fref_prev, h->qdamp};
   int64_t iv[5] = {h->undone, h->sg_rejects, h->strata, h->exchanges, h->hgen};
-  DPO__CK_MPI(MPI_Bcast(dv, 4, MPI_DOUBLE, 0, h->comm));
+  DPO__CK_MPI(MPI_Bcast(dv, 5, MPI_DOUBLE, 0, h->comm));
   DPO__CK_MPI(MPI_Bcast(iv, 5, MPI_INT64_T, 0, h->comm));
   DPO__CK_MPI(MPI_Bcast(lp, (int)sizeof *lp, MPI_BYTE, 0, h->comm));
   h->sigma = dv[0], h->damp = dv[1], h->gd_fref = dv[2], h->gd_fref_prev = dv[3];
+  h->qdamp = dv[4];
   h->undone = iv[0], h->sg_rejects = (int)iv[1], h->strata = iv[2], h->exchanges = iv[3];
   h->hgen = iv[4];
   if (h->hamsi) {

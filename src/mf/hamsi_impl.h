@@ -110,6 +110,7 @@ typedef struct {
   double *fpart;
   int64_t undone, capped;
   double damp;           /* gradient-step factor: halved by each undone gradient epoch */
+  double qdamp;          /* quasi-Newton step factor: halved by each undone quasi-Newton epoch */
   /* safeguards: the start of the current epoch and of the last accepted one, epochs undone
    * in a row (both methods); mb-GD (dpo__check_gd): the summed stratum objectives F of the
    * last accepted epoch and of the one before (its references) */

@@ -78,7 +78,7 @@ DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const in
                                              double *xc, const dpo__hist_t *Hc,
                                              const double *w2c, double *dx2) {
   int32_t r = h->r, M = h->M;
-  double u[512], v[512], gn = 0, dn = 0, f = 1.0 / h->beta;
+  double u[512], v[512], gn = 0, dn = 0, f = h->qdamp / h->beta;
   memset(u, 0, sizeof(double) * 2 * (size_t)M);
   dpo__lbfgs_wtg_rows(&h->lb, r, h->H1, h->w1, h->g1s, tu, ntu, u);
   dpo__lbfgs_wtg_rows(&h->lb, r, Hc, w2c, h->g2s, ti, nti, u);

@@ -126,7 +126,13 @@ int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted) {
   }
   l->SY[slot * M + slot] = sy;
   l->YY[slot * M + slot] = yy;
-  l->sigma = sy / yy; /* line 16 */
+  /* line 16, sigma = s'y / y'y.  With shrink_only it is taken only when it shrinks sigma
+   * (from sigma0, or since the last reset), as the thesis authors' hamsi-mf does with its
+   * initial scaling: along the repeated strata the ratio swings 100-fold from pair to pair
+   * (0.006 .. 0.8 at rank 50 on MovieLens-100K), and each large one lengthened every step
+   * outside the pairs' span until the epoch was undone.  The biased model keeps the latest
+   * ratio: with the minimum its held-out RMSE got worse (see hamsi_setup.c) */
+  if (!l->shrink_only || sy / yy < l->sigma) l->sigma = sy / yy;
   l->accepted++;
   *accepted = 1;
   return dpo__lbfgs_build_n(l);

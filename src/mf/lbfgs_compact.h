@@ -62,7 +62,9 @@ typedef struct {
   int M;          /* memory */
   int m;          /* pairs held (<= M) */
   int *age;       /* [M] slots, oldest first (first m valid) */
-  double sigma;   /* s'y / y'y of the last accepted pair (sigma0 before) */
+  double sigma;   /* s'y / y'y of the last accepted pair (sigma0 before); with shrink_only the
+                   * smallest since the last reset, at most sigma0 */
+  int shrink_only; /* set by the caller after init; kept by reset */
   double *SY;     /* [M*M] SY[i*M + j] = s_i'y_j (slots; needed for i older than or = j) */
   double *YY;     /* [M*M] y_i'y_j */
   double *N;      /* [2M*2M] in slot order (rows/cols of unused slots are 0) */
@@ -78,7 +80,7 @@ int dpo__lbfgs_next_slot(const dpo__lbfgs_t *l);
 /* dots has 2M entries: dots[j] = s_j'y and dots[M + j] = y_j'diag(w)y for the slots j kept, and at
  * j = next slot: dots[j] = s'y, dots[M + j] = y'y of the new pair (thesis Alg. 3, line 14).
  * The pair is accepted only when s'y > 0 (line 15; also y'y > 0 and both finite): then
- * sigma = s'y / y'y (line 16), the column of R and row/column of C of that slot are updated
+ * sigma = s'y / y'y (line 16; min(sigma, s'y / y'y) with shrink_only), the column of R and row/column of C of that slot are updated
  * (line 18) and N rebuilt (line 19).  *accepted says which.  The caller writes s, y into the
  * slot's entries of its S and Y rows when accepted.  Returns DPO_ELAPACK if R is singular. */
 int dpo__lbfgs_push(dpo__lbfgs_t *l, const double *dots, int *accepted);
