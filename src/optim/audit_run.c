@@ -314,6 +314,20 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
   if (a->sparties < 1 || a->sparties > DPO__AUDIT_MAXP)
     return dpo_err(DPO_EINVAL, "audit.secagg_parties = %lld: need 1 .. %d", (long long)a->sparties,
                    DPO__AUDIT_MAXP);
+  /* what the trials would refuse, refused first: a mode that cannot be audited at all is the
+   * one thing to say, before the requirements of dpo__audit_needs */
+  const int trust = dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) ? (int)spec->trust
+                                                                   : DPO_TRUST_CENTRAL;
+  if (trust != DPO_TRUST_CENTRAL && trust != DPO_TRUST_SECAGG)
+    return dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
+                   "secagg)", dpo_trust_name((dpo_trust_t)trust));
+#ifdef DPO_TEST_SWITCHES
+  if (trust != DPO_TRUST_SECAGG && (dpo__audit_drop_share || dpo__audit_keep_all))
+    return dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
+                   dpo__audit_drop_share ? "--test-drop-share" : "--test-keep-all-rows");
+#endif
+  if (trust != DPO_TRUST_SECAGG && a->sparties > 1)
+    return dpo_err(DPO_EINVAL, "dpopt audit --secagg-parties needs privacy.trust = secagg");
   if (spec->clip.norm != DPO_CLIP_NONE) {
     a->clip = spec->clip;
     a->has_clip = 1;
