@@ -272,4 +272,12 @@ int dpo__hm_pair(dpo__hm_t *h);
 /* Seconds of k ticks (dpo__tick). */
 double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k);
 
+/* hamsi_guard.c: after a HAMSI epoch's strata, before its pair: undo an epoch that raised the
+ * repeated stratum's f or left a non-finite factor (*undone says so); after an mb-GD epoch, the
+ * same against the last accepted epoch's sum; the divergence guard (local: every factor this
+ * rank holds and, when given, the RMSE finite).  The first two are collective. */
+int dpo__hm_check(dpo__hm_t *h, int *undone);
+int dpo__hm_check_gd(dpo__hm_t *h);
+int dpo__hm_diverged(const dpo__hm_t *h, int64_t t, const double *rmse);
+
 #endif
