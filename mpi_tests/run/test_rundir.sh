@@ -5,7 +5,8 @@
 #  - the same on an interrupted run, which can still be resumed afterwards (and then equals
 #    the uninterrupted run);
 #  - the default runs/ALGO-DATE-TIME takes a suffix when the name is taken; an empty existing
-#    --out directory is accepted; `dpopt mf --out` refuses an existing directory too.
+#    --out directory is accepted; `dpopt mf --out` refuses an existing directory too;
+#  - a private run whose journal cannot be keyed is refused before its directory exists.
 . "$(dirname "$0")/../lib/testlib.sh"
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
 sums() { (cd "$1" && ls -A && cksum ./*) ; }
@@ -71,4 +72,15 @@ expect 1 "$DPOPT" mf --epochs 1 --rank 3 --out "$T/mf" "$T/ratings.txt"
 has "$T/err" "exists and is not empty" "mf refuses an existing directory"
 sums "$T/mf" >"$T/mf.after"
 same "$T/mf.before" "$T/mf.after" "a second mf --out damaged the first"
+# ---- a journal that cannot be keyed is found before the directory is claimed: nothing written
+# (no HOME, XDG_CONFIG_HOME or DPOPT_JOURNAL_KEY: the key has no place)
+for cmd in "train $COMMON --algo dp-gd --eps 1 --iters 2" "audit --one-run $COMMON --eps 1 --delta 1e-5"; do
+  expect 2 env -u HOME -u XDG_CONFIG_HOME -u DPOPT_JOURNAL_KEY $MPI -np 2 "$DPOPT" $cmd --out "$T/nokey"
+  has "$T/err" "no journal key" "${cmd%% *} without a key's place: the reason"
+  check "${cmd%% *} without a key's place: nothing written" test ! -e "$T/nokey"
+done
+# a non-private run has no journal and needs no key
+expect 0 env -u HOME -u XDG_CONFIG_HOME -u DPOPT_JOURNAL_KEY "$DPOPT" train $COMMON --algo gd --iters 2 --out "$T/nokey-np"
+check "a non-private run needs no key" test -s "$T/nokey-np/summary.json"
+
 finish test_rundir

@@ -34,6 +34,18 @@ static int dpo__key_path(const char *key_file, char *p, size_t cap, int *is_defa
   return DPO_OK;
 }
 
+int dpo__journal_key_check(const char *key_file, int resume) {
+  char p[1024];
+  int is_default, st = dpo__key_path(key_file, p, sizeof p, &is_default);
+  if (st) return st;
+  struct stat sb;
+  if (!resume && lstat(p, &sb) != 0 && errno == ENOENT) return DPO_OK; /* made when opened */
+  unsigned char k[DPO__CHAIN_BYTES];
+  st = dpo__journal_key_load(key_file, 0, k, NULL, 0);
+  sodium_memzero(k, sizeof k);
+  return st;
+}
+
 /* mkdir -p of the default key's directories, 0700 (the key's directory is private) */
 static void dpo__key_mkdirs(const char *path) {
   char d[1024];

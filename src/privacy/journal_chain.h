@@ -27,6 +27,11 @@
 int dpo__journal_key_load(const char *key_file, int create, unsigned char key[DPO__CHAIN_BYTES],
                           char *path, size_t cap);
 
+/* Can a journal be keyed: the key's place is known (key_file, $DPOPT_JOURNAL_KEY, or a default
+ * under $XDG_CONFIG_HOME or $HOME) and an existing key file is valid; a missing one is fine unless
+ * resume (dpo__journal_key_load then makes it).  Writes nothing: asked before a run claims its
+ * directory, so a run whose journal could not be keyed is refused with nothing written. */
+int dpo__journal_key_check(const char *key_file, int resume);
 /* A fresh random nonce (the chain's start, written in the header). */
 void dpo__chain_nonce(unsigned char nonce[DPO__CHAIN_BYTES]);
 /* tag = BLAKE2b-keyed(key, prev || body || "}"): body is the serialized object without its

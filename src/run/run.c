@@ -236,6 +236,10 @@ static int dpo__run_settings(dpo_run_t *r) {
 static int dpo__run_open(dpo_run_t *r) {
   int rc;
   r->stage = "train (run directory)";
+  /* a journal that could not be keyed is found before anything is written */
+  if ((rc = dpo_agree(r->comm, r->rank == 0 ? dpo__run_priv_key_check(r->priv, r->resuming)
+                                            : DPO_OK)))
+    return rc;
   if ((rc = dpo__run_claim(r))) return rc;
   if ((rc = dpo_agree(r->comm, r->rank == 0 && !r->resuming
                                    ? dpo__run_priv_trace_note(r->priv, r->trace) : DPO_OK)))

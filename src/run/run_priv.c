@@ -8,6 +8,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "privacy/journal_chain.h"
 #include "run/run_impl.h"
 
 struct dpo__run_priv {
@@ -276,6 +277,10 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
   if (p->reserved && !rc) rc = dpo__run_priv_head_start(p);
   rc = dpo_agree(p->comm, rc);
   return rc ? rc : dpo__run_priv_party_reserve(p);
+}
+
+int dpo__run_priv_key_check(const dpo__run_priv_t *p, int resume) {
+  return p && p->is_private ? dpo__journal_key_check(p->key_file, resume) : DPO_OK;
 }
 
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
