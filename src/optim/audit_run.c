@@ -166,9 +166,9 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
    * are audited.  dpopt-test audit --test-drop-share adds only P - 1 of them (the fault the
    * audit must catch when k = 0). */
   if (!rc && (rc = dpo_parties_from_config(cfg, a->spec, (int)a->sparties, &pt)) == DPO_OK && pt) {
-    if (pt->trust != DPO_TRUST_SECAGG)
-      rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
-                   "secagg)", dpo_trust_name(pt->trust));
+    if (pt->trust != DPO_TRUST_SECAGG) /* central trust with parties.count declared */
+      rc = dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited with parties "
+                   "(only secagg's)", dpo_trust_name(pt->trust));
     for (int k = 0; k < pt->count && !rc; k++) { /* one rank: party 0's; the others hold none */
       pt->first_rank[k] = k ? 1 : 0;
       pt->nranks_of[k] = k ? 0 : 1;
@@ -184,13 +184,8 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
     if (!rc) rc = dpo_ledger_set_parties(L, pt->count, pe, pd);
 #ifdef DPO_TEST_SWITCHES
     if (!rc) dpo__oracle_test_keep_all(dpo__audit_keep_all); /* reset after the trial */
-  } else if (!rc && (dpo__audit_drop_share || dpo__audit_keep_all)) {
-    rc = dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
-                 dpo__audit_drop_share ? "--test-drop-share" : "--test-keep-all-rows");
 #endif
-  } else if (!rc && a->sparties > 1) {
-    rc = dpo_err(DPO_EINVAL, "dpopt audit --secagg-parties needs privacy.trust = secagg");
-  }
+  } /* trust modes and the secagg-only settings without parties: refused by dpo__audit_setup */
   if (!rc)
     rc = dpo_solver_create_spec(o, dpo_algo_find(a->algo_name), cfg, a->spec, rng, L, x0, &sv);
   if (!rc && obs) dpo_solver_set_release_observer(sv, dpo__wb_observe, obs); /* white box */
@@ -316,11 +311,10 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                    DPO__AUDIT_MAXP);
   /* what the trials would refuse, refused first: a mode that cannot be audited at all is the
    * one thing to say, before the requirements of dpo__audit_needs */
-  const int trust = dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) ? (int)spec->trust
-                                                                   : DPO_TRUST_CENTRAL;
+  const dpo_trust_t trust = spec->trust; /* the spec's default: central */
   if (trust != DPO_TRUST_CENTRAL && trust != DPO_TRUST_SECAGG)
     return dpo_err(DPO_EUNSUP, "dpopt audit: privacy.trust = %s is not audited (central or "
-                   "secagg)", dpo_trust_name((dpo_trust_t)trust));
+                   "secagg)", dpo_trust_name(trust));
 #ifdef DPO_TEST_SWITCHES
   if (trust != DPO_TRUST_SECAGG && (dpo__audit_drop_share || dpo__audit_keep_all))
     return dpo_err(DPO_EINVAL, "dpopt audit %s needs privacy.trust = secagg",
