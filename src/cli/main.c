@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/startwatch.h"
 #include "comm/wait.h"
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
@@ -51,11 +52,15 @@ static void dpo__usage(FILE *f) {
           "  DPOPT_WAIT  auto|spin|sleep: how ranks wait for each other in a run's collectives;\n"
           "              auto (default) spins while each rank has a core of its own, and sleeps\n"
           "              between polls (with one warning) when ranks outnumber the cores or\n"
-          "              share them with other work\n");
+          "              share them with other work\n"
+          "  DPOPT_START_TIMEOUT  seconds MPI start-up may take (default 300, 0 = no bound):\n"
+          "              a rank still waiting for its peers then stops with exit 4\n");
 }
 
 int main(int argc, char **argv) {
   int provided;
+  /* a peer that never comes up must not hold this rank in MPI_Init for ever */
+  int swbad = dpo__start_watch_arm();
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     fprintf(stderr, "dpopt: MPI_Init failed\n");
     return 4;
@@ -67,6 +72,9 @@ int main(int argc, char **argv) {
   MPI_Comm_set_errhandler(ctx.comm, MPI_ERRORS_RETURN);
   /* dpo_cli_fail's own channel: ranks agreeing on an error never meet a library collective */
   if (ctx.size > 1 && MPI_Comm_dup(ctx.comm, &ctx.errcomm) != MPI_SUCCESS) ctx.errcomm = MPI_COMM_NULL;
+  /* every rank is up and reachable: start-up is over */
+  if (ctx.size > 1) MPI_Barrier(ctx.comm);
+  dpo__start_watch_disarm();
   int rc;
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
     if (ctx.rank == 0) dpo__usage(stdout);
@@ -86,12 +94,19 @@ int main(int argc, char **argv) {
   } else {
     /* rank 0's DPOPT_WAIT rules the run (dpo__wait_setup): a bad one is refused here, before a
      * command writes anything */
-    int wenv = ctx.rank == 0 ? dpo__wait_env() : 0;
-    MPI_Bcast(&wenv, 1, MPI_INT, 0, ctx.comm);
+    int env0[2] = {ctx.rank == 0 ? dpo__wait_env() : 0, swbad}; /* so is DPOPT_START_TIMEOUT */
+    MPI_Bcast(env0, 2, MPI_INT, 0, ctx.comm);
+    int wenv = env0[0];
+    swbad = env0[1];
     int i = 0;
     for (; i < DPO__NCMDS; i++)
       if (!strcmp(argv[1], dpo__cmds[i].name)) break;
-    if (wenv < 0) {
+    if (swbad) {
+      if (ctx.rank == 0)
+        fprintf(stderr, "dpopt: DPOPT_START_TIMEOUT=%s: not a number of seconds from 0 to 86400\n",
+                getenv("DPOPT_START_TIMEOUT"));
+      rc = 1;
+    } else if (wenv < 0) {
       if (ctx.rank == 0)
         fprintf(stderr, "dpopt: DPOPT_WAIT=%s: unknown wait policy (auto, spin or sleep)\n",
                 getenv("DPOPT_WAIT"));
