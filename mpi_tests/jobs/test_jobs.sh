@@ -155,6 +155,22 @@ expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 4e-9 --mf-sizes "" --alph
 grep -q "^| problem | T(1) \[s\] | P = 64: T(P) \[s\] / comm share / E | P = 1024 |$" "$T/cm3.md" && ok ||
   bad "costmodel --ranks: the table's columns"
 expect 1 sh "$S/jobs/costmodel" --transport ib --out "$T/cm4"
+# --link models an inter-node link: the 1e8 x 1e3 dense row at 256 ranks against its closed
+# form (alpha = 2 x 20 us, beta = 16 bytes / 1.25 GB/s): T(1) = 2e-9 x 1e11 = 200 s,
+# T(256) = 200 / 256 + 40e-6 x 8 + 1.28e-8 x 1000 => E = 0.999573; HAMSI with its transfers
+# overlapped is never slower than without, and a malformed --link is refused
+expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 2e-9 --m0 1e-7 --m1 2e-7 --link 20e-6,10 \
+  --ranks "16 256" --out "$T/cm5" --md "$T/cm5.md"
+e=$(awk -F'|' '/^\| dense, 1e8 rows/ {print $5}' "$T/cm5.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
+close "$e" 0.999573 0.0005 "--link: the dense 1e8 x 1e3 problem's E(256)"
+for c in 4 5; do
+  e0=$(awk -F'|' -v c=$c '/^\| ML-20M-shaped/ {print $c}' "$T/cm5.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
+  e1=$(awk -F'|' -v c=$c '/^\| the same, ring transfers overlapped/ {print $c}' "$T/cm5.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
+  check "HAMSI overlapped E ($e1) >= not overlapped ($e0), column $c" awk -v a="$e1" -v b="$e0" 'BEGIN {exit !(a != "" && b != "" && a >= b)}'
+done
+has "$T/cm5.md" "a modelled link (20e-6,10" "--link: the markdown says the link is modelled"
+expect 1 sh "$S/jobs/costmodel" --link 20e-6 --out "$T/cm6"
+has "$T/err" "expected LATENCY_SECONDS,GBIT_PER_S" "--link without a rate refused"
 
 # ---- 5. jobs/commshare (quick): every workload at 1 and 2 ranks over shared memory and TCP
 expect 0 timeout 300 sh "$S/jobs/commshare" --quick --out "$T/cs" --dpopt "$DPOPT"
