@@ -10,8 +10,6 @@
 #    coordinator's journal holds exactly 20 charges, every one at the plan's one rho, never
 #    more than the budget; party 2's own journal (it journalled release 8) holds as many and
 #    replays to the coordinator's view of it; party 1's is never above that view;
-#  - the resumed model (17 steps) is about as good as an uninterrupted run's (20 steps: test
-#    accuracy within 2 points);
 #  - dropping a party at the resume is refused for this family (its checkpoint holds the whole
 #    table's active set), writing nothing; other trust modes stay refused.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -19,10 +17,8 @@
 mkdir -p "$T/parts"
 expect 0 "$DPOPT" simulate --parties 3 --seed 4 "$S/data/a9a" "$T/parts/p%d"
 AR="--dim 123 --set parties.data=$T/parts/p%d --row-l1-bound 14 --row-l2-bound 3.75 --clip l2:1 \
-  --eps 1 --delta 1e-5 --algo dp-gd --iters 20 --set privacy.trust=secagg --set parties.count=3 \
-  --test $S/data/a9a.t"
+  --eps 1 --delta 1e-5 --algo dp-gd --iters 20 --set privacy.trust=secagg --set parties.count=3"
 charges() { grep -c '"parties":\[0,1,2\]' "$1"; }
-acc() { sed -n 's/.*"test_accuracy": *\([0-9.e+-]*\).*/\1/p' "$1/summary.json" | head -n 1; }
 ptotal() { tail -n 1 "$1" | sed -n 's/.*"party_total_eps":\[\([^]]*\)\].*/\1/p' |
   awk -F, -v k="$2" '{print $(k + 1)}'; }
 jtotal() { "$DPOPT" ledger "$1" | sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p'; }
@@ -50,12 +46,6 @@ close "$(jtotal "$T/k.p2/ledger.party2.jsonl")" "$(ptotal "$T/k/ledger.jsonl" 2)
   "party 2's own journal replays to the coordinator's view"
 check "party 1's own total is not above the coordinator's view" awk -v p="$(jtotal "$T/k.p1/ledger.party1.jsonl")" \
   -v c="$(ptotal "$T/k/ledger.jsonl" 1)" 'BEGIN {exit !(p > 0 && p <= c * (1 + 1e-12))}'
-
-# an uninterrupted run of the same plan: the resumed model is as good
-expect 0 $MPI -np 3 "$DPOPT" train $AR --set parties.out="$T/u.p%d" --out "$T/u"
-a1=$(acc "$T/k") a2=$(acc "$T/u")
-check "resumed test accuracy $a1 vs uninterrupted $a2 (within 0.02, above 0.7)" awk -v a="$a1" -v b="$a2" \
-  'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a > 0.7 && b > 0.7 && d <= 0.02)}'
 
 # dropping a party is refused for this family, writing nothing
 $MPI -np 3 "$DPOPT_TEST" train --test-party-kill 8 $AR --checkpoint-every 5 \
