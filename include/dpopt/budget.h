@@ -49,11 +49,12 @@ int dpo_budget_open(const char *store, const char *key_file, const char *const *
  * (run_id: dpo_ledger_run_id; a run id whose reservation is still open is not charged again,
  * so a resumed run never pays twice).  DPO_EBUDGET if it does not fit.  A settled run resumed
  * (its journal reopened) passes its ledger's parts now: a journal that holds less than the
- * store settled for the run was rolled back, and is refused (DPO_EFORMAT). */
+ * store settled for the run was rolled back, and is refused (DPO_EFORMAT); otherwise its whole
+ * budget is reserved again in place of the settlement (dry = 1: only checked, as above). */
 int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double delta,
                        const char *what, int dry);
 int dpo_budget_reserve_resumed(dpo_budget_t *B, const char *run_id, double eps, double delta,
-                               const char *what, const dpo_ledger_parts_t *now);
+                               const char *what, const dpo_ledger_parts_t *now, int dry);
 /* Take the store's exclusive lock now and keep it until the next dpo_budget_reserve* with
  * dry = 0 (or dpo_budget_close): a run checks (dry = 1) and reserves under one lock, so no other
  * run can reserve in between and a run refused at its reservation has written nothing. */

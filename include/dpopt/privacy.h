@@ -566,6 +566,10 @@ int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p);
 /* Rank 0: the same parts of party k's account (multi-party runs, dpo_ledger_set_parties): what
  * a party's own budget store keeps of the run. */
 int dpo_ledger_party_parts(const dpo_ledger_t *L, int party, dpo_ledger_parts_t *p);
+/* Not collective: the parts of the journal file `path` (its chain verified with the key of
+ * key_file, as dpopt ledger reads it: nothing is written, a torn last line is left out), e.g.
+ * a party's own journal under secure aggregation, read when its run is resumed. */
+int dpo_ledger_file_parts(const char *path, const char *key_file, dpo_ledger_parts_t *p);
 /* Rank 0: the journal's nonce (64 hex + NUL): a run's id in a budget store, the same when the
  * run is resumed.  DPO_EINVAL without a journal. */
 int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]);

@@ -94,8 +94,10 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "it charged, in its own run directory party.K.out (or parties.out = DIR%%d), given in\n"
              "the configuration its ranks read; required for every party with a rank other than\n"
              "the coordinator's (party 0 without it: this directory).\n"
-             "A secagg dp-sgd-rdp run that lost a party's rank is continued by --resume RUN, with\n"
-             "its parties or, with per-party files, without its last ones: --set parties.count=P'.\n"
+             "A secagg dp-sgd-rdp or DP-GD family run that lost a party's rank is continued by\n"
+             "--resume RUN, with its parties (each party's budget store keeps the run's one\n"
+             "reservation) or, dp-sgd-rdp with per-party files, without its last ones:\n"
+             "--set parties.count=P'.\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }

@@ -1,4 +1,5 @@
 /* Checkpoint support shared by the algorithms (see ckpt_int.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpopt/status.h"
@@ -45,16 +46,47 @@ int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now) {
   return DPO_OK;
 }
 
-static int dpo__dp_refuse_parties(const dpo__dp_t *dp) {
-  if (dp->parties)
-    return dpo_err(DPO_EUNSUP, "checkpoints of multi-party runs are not supported yet (the "
-                   "active-party set is not saved)");
-  return DPO_OK;
+/* Multi-party (trust secagg: run.c allows no other mode to checkpoint): which parties still
+ * take part and the step each one left at (on_party_exhausted = drop); the parties' row ranges
+ * come from the loaded data again and every account from the reopened journal. */
+static int dpo__dp_save_parties(const dpo__dp_t *dp, dpo_ckpt_t *w) {
+  const dpo_parties_t *pt = dp->parties;
+  if (!pt) return DPO_OK;
+  int64_t *a = malloc((size_t)pt->count * sizeof *a);
+  if (!a) return dpo_err(DPO_ENOMEM, "out of memory");
+  for (int k = 0; k < pt->count; k++) a[k] = dp->active[k];
+  int rc = dpo_ckpt_put_int(w, "dp.parties", pt->count);
+  if (!rc) rc = dpo_ckpt_put_i64(w, "dp.active", a, pt->count);
+  if (!rc) rc = dpo_ckpt_put_i64(w, "dp.dropped", pt->dropped_step, pt->count);
+  free(a);
+  return rc;
+}
+
+static int dpo__dp_load_parties(dpo__dp_t *dp, const dpo_ckpt_t *r) {
+  const dpo_parties_t *pt = dp->parties;
+  if (!pt) return DPO_OK;
+  int64_t *a = malloc((size_t)pt->count * sizeof *a);
+  int rc = a ? dpo__ckpt_check_int(r, "dp.parties", pt->count)
+             : dpo_err(DPO_ENOMEM, "out of memory");
+  if (!rc) rc = dpo_ckpt_get_i64(r, "dp.active", a, pt->count);
+  if (!rc) rc = dpo_ckpt_get_i64(r, "dp.dropped", pt->dropped_step, pt->count);
+  if (!rc) {
+    dp->nactive = 0;
+    dp->n_active = dp->n; /* less the rows of the parties that left, as dpo__dp_drop_party */
+    for (int k = 0; k < pt->count; k++) {
+      dp->active[k] = a[k] != 0;
+      dp->nactive += dp->active[k];
+      if (!dp->active[k]) dp->n_active -= dp->pn[k];
+    }
+    if (dp->nactive == 0) rc = dpo_err(DPO_EFORMAT, "checkpoint: no party is active");
+  }
+  free(a);
+  return rc;
 }
 
 int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w) {
   int rc;
-  if ((rc = dpo__dp_refuse_parties(dp))) return rc;
+  if ((rc = dpo__dp_save_parties(dp, w))) return rc;
   if (dp->count_eps > 0) /* dpo__dp_create refuses --checkpoint-every / --resume with it */
     return dpo_err(DPO_EUNSUP, "no checkpoint of an add-remove run on a noisy row count "
                    "(declare --public-n N to make the run resumable)");
@@ -72,7 +104,7 @@ int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w) {
 
 int dpo__dp_load(dpo__dp_t *dp, const dpo_ckpt_t *r) {
   int rc;
-  if ((rc = dpo__dp_refuse_parties(dp))) return rc;
+  if ((rc = dpo__dp_load_parties(dp, r))) return rc;
   if ((rc = dpo__ckpt_check_int(r, "dp.sampling", dp->sampling)) ||
       (rc = dpo__ckpt_check_int(r, "dp.m", dp->m)) || (rc = dpo__ckpt_check_int(r, "dp.T", dp->T)) ||
       (rc = dpo__ckpt_check_double(r, "dp.eps", dp->eps)) ||

@@ -558,12 +558,17 @@ static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double
   memset(&r, 0, sizeof r);
   r.eps = eps;
   r.delta = delta;
-  if (i >= 0) s.runs[i].eps = s.runs[i].delta = 0, s.runs[i].settled = 0; /* replaced by r */
+  dpo__brun_t was;
+  if (i >= 0) { /* replaced by r in the sums; kept as read for a reservation after a dry check */
+    was = s.runs[i];
+    s.runs[i].eps = s.runs[i].delta = 0, s.runs[i].settled = 0;
+  }
   double te, td, pe, pd;
   const char *how;
-  if ((st = dpo__budget_total(s.runs, s.nruns, &r, s.bdelta, &te, &td, &how)) ||
-      (st = dpo__budget_total(s.runs, s.nruns, NULL, s.bdelta, &pe, &pd, NULL)))
-    goto out;
+  st = dpo__budget_total(s.runs, s.nruns, &r, s.bdelta, &te, &td, &how);
+  if (!st) st = dpo__budget_total(s.runs, s.nruns, NULL, s.bdelta, &pe, &pd, NULL);
+  if (i >= 0) s.runs[i] = was;
+  if (st) goto out;
   if (!(te <= s.beps && td <= s.bdelta)) {
     st = dpo_err(DPO_EBUDGET, "budget store %s: this run's budget (eps = %g, delta = %g) does "
                  "not fit what is left of the data set's budget (eps = %g, delta = %g; spent "
@@ -604,8 +609,8 @@ int dpo_budget_reserve(dpo_budget_t *B, const char *run_id, double eps, double d
 }
 
 int dpo_budget_reserve_resumed(dpo_budget_t *B, const char *run_id, double eps, double delta,
-                               const char *what, const dpo_ledger_parts_t *now) {
-  return dpo__breserve(B, run_id, eps, delta, what, 0, now);
+                               const char *what, const dpo_ledger_parts_t *now, int dry) {
+  return dpo__breserve(B, run_id, eps, delta, what, dry, now);
 }
 
 int dpo_budget_settle(dpo_budget_t *B, const char *run_id, const dpo_ledger_parts_t *p) {

@@ -456,15 +456,15 @@ static void dpo__parts_auto(const dpo__auto_t *a, dpo_ledger_parts_t *p) {
 }
 
 /* the parts of one account (the ledger's, or a party's: same accountant) of `count` charges */
-static void dpo__parts_of(const dpo_ledger_t *L, const void *state, int64_t count,
+static void dpo__parts_of(const dpo__acct_ops_t *ops, const void *state, int64_t count,
                           dpo_ledger_parts_t *p) {
   memset(p, 0, sizeof *p);
   dpo_rdp_curve_init(&p->rdp);
   dpo_rdp_curve_init(&p->pure_rdp);
-  L->ops->spent(state, &p->eps, &p->delta);
-  if (L->ops == &dpo__acct_auto) dpo__parts_auto(state, p);
-  else if (L->ops == &dpo__acct_pld) dpo__parts_auto(state, p); /* auto is its first member */
-  else if (L->ops == &dpo__acct_rdp) {
+  ops->spent(state, &p->eps, &p->delta);
+  if (ops == &dpo__acct_auto) dpo__parts_auto(state, p);
+  else if (ops == &dpo__acct_pld) dpo__parts_auto(state, p); /* auto is its first member */
+  else if (ops == &dpo__acct_rdp) {
     dpo__rdpacct_total(state, &p->rdp);
     p->n_rdp = count;
   } else /* basic: pure and (eps, delta) releases in one sum */
@@ -474,7 +474,7 @@ static void dpo__parts_of(const dpo_ledger_t *L, const void *state, int64_t coun
 int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p) {
   if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_parts: NULL argument");
   if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_parts: rank 0 only");
-  dpo__parts_of(L, L->state, L->count, p);
+  dpo__parts_of(L->ops, L->state, L->count, p);
   return DPO_OK;
 }
 
@@ -483,8 +483,22 @@ int dpo_ledger_party_parts(const dpo_ledger_t *L, int k, dpo_ledger_parts_t *p) 
   if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_party_parts: rank 0 only");
   if (k < 0 || k >= L->nparties)
     return dpo_err(DPO_EINVAL, "ledger_party_parts: party %d of %d", k, L->nparties);
-  dpo__parts_of(L, L->pstate[k], L->pcount[k], p);
+  dpo__parts_of(L->ops, L->pstate[k], L->pcount[k], p);
   return DPO_OK;
+}
+
+int dpo_ledger_file_parts(const char *path, const char *key_file, dpo_ledger_parts_t *p) {
+  if (!path || !p) return dpo_err(DPO_EINVAL, "ledger_file_parts: NULL argument");
+  char *buf = NULL, kpath[1024];
+  dpo__replay_t R = {0};
+  int st = dpo__print_load(path, key_file, NULL, &buf, &R, kpath, sizeof kpath);
+  if (!st && R.version != 2) /* unverified lines cannot vouch for what a party spent */
+    st = dpo_err(DPO_EFORMAT, "%s: a version 1 journal (not chained): its lines cannot be "
+                 "verified", path);
+  if (!st) dpo__parts_of(R.ops, R.state, R.count, p);
+  dpo__replay_free(&R);
+  free(buf);
+  return st;
 }
 
 int dpo_ledger_run_id(const dpo_ledger_t *L, char id[65]) {

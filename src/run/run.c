@@ -11,6 +11,7 @@
 
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "optim/dp_common.h" /* dpo__dp_params: the DP-GD family */
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -106,13 +107,15 @@ static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) 
    * average), its party shares are recomputed from the plan, and each party's account is its
    * own journal, reopened (doc/design.md, "Dropouts"); the other multi-party runs keep an
    * active-party set or per-rank state that is not saved */
-  if (trust && !strcasecmp(trust, "secagg") && !strcmp(algo->name, "dp-sgd-rdp"))
-    return DPO_OK;
+  if (trust && !strcasecmp(trust, "secagg") &&
+      (!strcmp(algo->name, "dp-sgd-rdp") || algo->shared == dpo__dp_params))
+    return DPO_OK; /* the DP-GD family saves its active-party set (dp_ckpt.c) */
   if (dpo_config_get(cfg, "parties.n") || dpo_config_get(cfg, "parties.data") ||
       dpo_config_get(cfg, "parties.count") || (trust && strcasecmp(trust, "central")))
     return dpo_err(DPO_EINVAL, "checkpoints of multi-party runs are not supported outside "
-                   "--algo dp-sgd-rdp under privacy.trust = secagg (the active-party set is not "
-                   "saved): drop --checkpoint-every / --resume / run.stop_after");
+                   "privacy.trust = secagg with --algo dp-sgd-rdp or the DP-GD family (dp-gd, "
+                   "dp-hb, dp-nag*, dp-masg*, dp-gdws*): drop --checkpoint-every / --resume / "
+                   "run.stop_after");
   return DPO_OK;
 }
 

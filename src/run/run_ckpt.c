@@ -68,8 +68,10 @@ static int dpo__resume_may_change(const char *key) {
 static int dpo__resume_drops_parties(const dpo_config_t *cfg, const char *key, const char *was,
                                      const char *value) {
   char *e1, *e2;
-  const char *trust = dpo_config_get(cfg, "privacy.trust");
+  const char *trust = dpo_config_get(cfg, "privacy.trust"), *algo = dpo_config_get(cfg, "algo.name");
+  /* dp-sgd-rdp only: the DP-GD family's checkpoint holds the full table's active-party set */
   if (strcmp(key, "parties.count") != 0 || !was || !trust || strcasecmp(trust, "secagg") != 0 ||
+      !algo || strcmp(algo, "dp-sgd-rdp") != 0 ||
       (!dpo_config_get(cfg, "parties.data") && !dpo_config_get(cfg, "party.0.data")))
     return 0;
   long a = strtol(was, &e1, 10), b = strtol(value, &e2, 10);

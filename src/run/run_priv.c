@@ -42,6 +42,8 @@ struct dpo__run_priv {
   int party;         /* this rank's party when it is the party's first rank, else -1 */
   dpo_budget_t *pbud;
   int preserved;
+  int presume;       /* --resume, every rank: the stopped run's reservation, found by its id
+                      * once the journal reopens (dpo__run_priv_party_now) */
 };
 
 int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
@@ -150,14 +152,11 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
   int rc = DPO_OK;
   if (!pt || !pt->store || !pt->store[0] || !p->is_private) return DPO_OK;
   p->pt = pt;
+  p->presume = resuming;
   int k = pt->rank_party[p->rank];
   if (p->seeded) /* not private: no eps describes what it spends */
     rc = dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the parties' "
                  "budget stores: drop --seed (or parties.budget_store)");
-  else if (resuming) /* the stores' reservations are not carried over: doc/design.md */
-    rc = dpo_err(DPO_EUNSUP, "resuming a multi-party run with party budget stores is not "
-                 "supported (the reservations are not carried over): start a new run; each "
-                 "party's store keeps the stopped run's record");
   else if (p->rank == pt->first_rank[k]) {
     p->party = k;
     if (!(pt->eps[k] > 0))
@@ -165,13 +164,14 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
                    "party.%d.eps", k, k);
     else
       rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
-                                      &p->pbud);
+                                      resuming, &p->pbud);
   }
   return dpo_agree(p->comm, rc);
 }
 
 int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_file, double eps,
-                               double delta, const char *kind, dpo_budget_t **bud) {
+                               double delta, const char *kind, int resuming,
+                               dpo_budget_t **bud) {
   const char *files[1] = {pt->data[k]}, *what = strcmp(kind, "tune") ? "run" : "tune";
   char why[400];
   int rc;
@@ -179,7 +179,8 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
     rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
                  "party.%d.data)", k);
   else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, bud)) &&
-           !(rc = dpo_budget_lock(*bud))) /* held until the reservation */
+           !(rc = dpo_budget_lock(*bud)) && /* held until the reservation */
+           !resuming) /* a resumed run's fit is checked with its id (its record may be open) */
     rc = dpo_budget_reserve(*bud, NULL, eps, delta, kind, 1);
   /* the amounts stay with the party: the others learn only that its store refused */
   if (rc == DPO_EBUDGET)
@@ -193,17 +194,76 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   return DPO_OK;
 }
 
-/* after the journal: each party's whole budget reserved in its store under the run's id */
+/* Collective, --resume (secagg dp-sgd-rdp: doc/design.md, "Budget stores", Resume): on party
+ * k's first rank, what the run has charged party k so far, the larger per part of the
+ * coordinator's view (its reopened journal's account of party k, sent by rank 0) and, on a
+ * party with its own journal, that journal replayed (read only): the same pair its settlement
+ * takes.  Both journals only grow, so this is never below what the store settled for the run. */
+static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) {
+  const dpo_parties_t *pt = p->pt;
+  dpo_ledger_parts_t w;
+  int rc = DPO_OK;
+  if (p->rank == 0) {
+    for (int k = 0; k < pt->count; k++) {
+      /* no party account in the journal: it charged no party yet */
+      if (dpo_ledger_party_parts(p->ledger, k, &w)) {
+        dpo_errclear();
+        memset(&w, 0, sizeof w);
+        dpo_rdp_curve_init(&w.rdp);
+        dpo_rdp_curve_init(&w.pure_rdp);
+      }
+      if (pt->first_rank[k] == 0) *now = w;
+      else MPI_Send(&w, (int)sizeof w, MPI_BYTE, pt->first_rank[k], 1, p->comm);
+    }
+  } else if (p->party >= 0) {
+    MPI_Recv(now, (int)sizeof *now, MPI_BYTE, 0, 1, p->comm, MPI_STATUS_IGNORE);
+    /* the party's own journal (its guard reopens it after the plan; here it is only read) */
+    char j[1100];
+    if (pt->out[p->party]) {
+      snprintf(j, sizeof j, "%s/ledger.party%d.jsonl", pt->out[p->party], p->party);
+      if (!(rc = dpo_ledger_file_parts(j, p->key_file[0] ? p->key_file : NULL, &w)))
+        rc = dpo_budget_parts_max(now, &w);
+    }
+  }
+  return rc;
+}
+
+/* Collective: a party's store's refusal, agreed, naming the party (the amounts stay with it). */
+static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
+  if (rc == DPO_EBUDGET)
+    rc = dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
+                 "does not fit what its store has left); nothing was written", p->party,
+                 p->presume ? "resumed run" : "run");
+  else if (rc && p->party >= 0) {
+    char why[600];
+    snprintf(why, sizeof why, "%s", dpo_errmsg());
+    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->party, why);
+  }
+  return dpo_agree(p->comm, rc);
+}
+
+/* after the journal: each party's whole budget reserved in its store under the run's id (a
+ * resumed run's open reservation is kept, a settled one is reserved whole again) */
 static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
   if (!p->pt) return DPO_OK;
   if (p->rank == 0) rc = dpo_ledger_run_id(p->ledger, p->run_id);
   if ((rc = dpo_agree(p->comm, rc))) return rc;
   MPI_Bcast(p->run_id, (int)sizeof p->run_id, MPI_CHAR, 0, p->comm);
-  if (p->pbud && !(rc = dpo_budget_reserve(p->pbud, p->run_id, p->pt->eps[p->party],
-                                           p->pt->delta[p->party], "train", 0)))
-    p->preserved = 1;
-  return dpo_agree(p->comm, rc);
+  const double eps = p->party >= 0 ? p->pt->eps[p->party] : 0;
+  const double delta = p->party >= 0 ? p->pt->delta[p->party] : 0;
+  dpo_ledger_parts_t now;
+  /* resumed: every party checks (under the lock it keeps) before any writes, so a refusal
+   * writes nothing; a new run's fit was checked at dpo__run_priv_party_check */
+  if (p->presume) {
+    if (!(rc = dpo__run_priv_party_now(p, &now)) && p->pbud)
+      rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 1);
+    if ((rc = dpo__run_priv_party_refusal(p, rc))) return rc; /* agreed: nobody writes */
+    if (p->pbud) rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 0);
+  } else if (p->pbud)
+    rc = dpo_budget_reserve(p->pbud, p->run_id, eps, delta, "train", 0);
+  if (!rc && p->pbud) p->preserved = 1;
+  return dpo__run_priv_party_refusal(p, rc);
 }
 
 void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *own) {
@@ -272,7 +332,7 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
   if (p->bud && p->rank == 0 && !(rc = dpo_ledger_run_id(p->ledger, p->run_id)) &&
       (!p->sresume || !(rc = dpo__run_priv_head_check(p))) &&
       !(rc = dpo_ledger_parts(p->ledger, &now)) &&
-      !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now)))
+      !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now, 0)))
     p->reserved = 1;
   if (p->reserved && !rc) rc = dpo__run_priv_head_start(p);
   rc = dpo_agree(p->comm, rc);

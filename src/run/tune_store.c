@@ -62,7 +62,7 @@ int dpo__tune_pstore_check(MPI_Comm comm, const dpo_config_t *cfg, const char *k
     int k = ps->pt->rank_party[ps->rank];
     if (ps->rank == ps->pt->first_rank[k] && ps->pt->store[k] && ps->pt->store[k][0]) {
       ps->party = k;
-      rc = dpo__run_party_store_check(ps->pt, k, key_file, eps, delta, "tune", &ps->bud);
+      rc = dpo__run_party_store_check(ps->pt, k, key_file, eps, delta, "tune", 0, &ps->bud);
     }
   }
   if ((rc = dpo_agree(comm, rc))) {
