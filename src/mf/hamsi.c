@@ -74,8 +74,8 @@ DPO__MF_CLONES static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, i
   if (h->grid)
     DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x2full, h->ni * r, MPI_DOUBLE, MPI_SUM, h->comm));
   /* per part: [training SSE, held-out SSE, sample SSE, sample count] */
-  double *part = calloc((size_t)nparts * 4, sizeof(double)), out[4];
-  if (!part) return dpo_err(DPO_ENOMEM, "eval");
+  double *part = h->part, out[4];
+  memset(part, 0, sizeof(double) * (size_t)nparts * 4);
   for (int64_t b = 0; b < h->nblk && (train || rsm); b++) {
     const dpo__blk_t *bk = &h->blk[b];
     int32_t p = h->grid ? h->i0 + (int32_t)(b / h->B) : 0;
@@ -101,7 +101,6 @@ DPO__MF_CLONES static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, i
     part[4 * p + 1] += (pr - h->ty[k]) * (pr - h->ty[k]);
   }
   int st = dpo__hm_reduce_parts(h, part, nparts, 4, out);
-  free(part);
   if (st) return st;
   *rtr = ntr && train ? sqrt(out[0] / ntr) : NAN;
   *rte = nte ? sqrt(out[1] / nte) : NAN;

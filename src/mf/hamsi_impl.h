@@ -65,10 +65,12 @@ typedef struct {
    * every rank (cbuf[c] = pb[c] while held; the x part is stale otherwise); hgen counts the
    * accepted pairs, hlog[g % M] the slot pair g wrote; known[p B + c] the pair count up to
    * which rank p's copy of block c's history is current (the same table on every rank);
-   * hin/hout: packed slots in flight, nin[c] and slin[c M ..] the slots block c receives */
+   * hin/hout: packed slots in flight (kept between moves, hincap / houtcap entries: no
+   * allocation a move), nin[c] and slin[c M ..] the slots block c receives this move */
   int hcache;
   double **pb;
   dpo__hist_t **hin, **hout;
+  int64_t *hincap, *houtcap;
   int64_t hgen, *known;
   int32_t *hlog, *nin, *slin, tr_from;
   int64_t ring_sent;     /* bytes this rank sent in ring moves */
@@ -92,6 +94,7 @@ typedef struct {
   int32_t *tu_u, *tu_i;  /* generic test ratings */
   double *ty;
   double *g1s, *g2s, *d;
+  double *part;          /* per-part partial sums of dpo__eval and dpo__hm_pair (set up once) */
   double *tn1, *tn2;     /* gradient steps: per touched row, sum of the partners' squared norms */
   double *nn1, *nn2;     /* and the touched rows' own squared norms */
   double *w1, *w2;       /* metric weights 1/deg of each variable: row part, all item rows */

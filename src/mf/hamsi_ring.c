@@ -54,6 +54,16 @@ static void dpo__hm_pack(dpo__hist_t *H, int64_t nv, int r, int M, const int32_t
     }
 }
 
+/* *p holds at least n entries afterwards (grown, never shrunk: the buffers stay for the run). */
+static int dpo__hm_room(dpo__hist_t **p, int64_t *cap, int64_t n, int32_t c) {
+  if (n <= *cap) return DPO_OK;
+  dpo__hist_t *q = realloc(*p, sizeof(dpo__hist_t) * (size_t)n);
+  if (!q) return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
+  *p = q;
+  *cap = n;
+  return DPO_OK;
+}
+
 /* The history part of block c (held here, going to dst): all of it, its lacking slots
  * packed, or nothing. */
 static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
@@ -67,8 +77,8 @@ static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
                             DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
     return DPO_OK;
   }
-  if (!(h->hout[c] = malloc(sizeof(dpo__hist_t) * (size_t)(n * nv))))
-    return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
+  int st = dpo__hm_room(&h->hout[c], &h->houtcap[c], n * nv, c);
+  if (st) return st;
   dpo__hm_pack(dpo__cbhist(h, h->cbuf[c], c), nv, h->r, h->M, sl, n, h->hout[c], 0);
   DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(n * nv), DPO__HIST_MPI, dst, DPO__TAG_H(c),
                           h->comm, &h->req[h->nreq++]));
@@ -78,7 +88,10 @@ static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
 int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
   h->nreq = 0;
   h->tr_from = kfrom;
-  for (int32_t c = 0; c < h->B; c++) h->cnext[c] = h->csend[c] = NULL;
+  for (int32_t c = 0; c < h->B; c++) {
+    h->cnext[c] = h->csend[c] = NULL;
+    if (h->hcache) h->nin[c] = 0; /* > 0 below: packed slots to unpack at the end */
+  }
   for (int32_t i = h->i0; i < h->i1; i++) {
     int32_t c = dpo__mod(i + kto, h->B), src = h->owner[dpo__mod(c - kfrom, h->B)];
     if (src == h->rank) {
@@ -101,8 +114,8 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
                               DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
       continue;
     }
-    if (!(h->hin[c] = malloc(sizeof(dpo__hist_t) * (size_t)(n * nv))))
-      return dpo_err(DPO_ENOMEM, "history slots of item block %d", c);
+    int st = dpo__hm_room(&h->hin[c], &h->hincap[c], n * nv, c);
+    if (st) return st;
     DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(n * nv), DPO__HIST_MPI, src, DPO__TAG_H(c),
                             h->comm, &h->req[h->nreq++]));
   }
@@ -133,16 +146,11 @@ int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto) {
   DPO_MPI_CHECK(MPI_Waitall(h->nreq, h->req, MPI_STATUSES_IGNORE));
   h->nreq = 0;
   for (int32_t c = 0; c < h->B; c++) {
-    if (h->hin && h->hin[c]) { /* the slots received into this rank's copy */
+    if (h->hcache && h->nin[c] > 0) { /* the slots received into this rank's copy */
       int64_t nv = dpo__nvc(h, c);
       dpo__hm_pack(dpo__cbhist(h, h->pb[c], c), nv, h->r, h->M, h->slin + (int64_t)c * h->M,
                    h->nin[c], h->hin[c], 1);
-      free(h->hin[c]);
-      h->hin[c] = NULL;
-    }
-    if (h->hout) {
-      free(h->hout[c]);
-      h->hout[c] = NULL;
+      h->nin[c] = 0;
     }
     if (!h->hcache) free(h->csend[c]);
     h->csend[c] = NULL;

@@ -54,6 +54,9 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->pb);
   free(h->hin);
   free(h->hout);
+  free(h->hincap);
+  free(h->houtcap);
+  free(h->part);
   free(h->known);
   free(h->hlog);
   free(h->nin);
@@ -550,6 +553,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
     DPO__ALLOC(h->pb, h->B);
     DPO__ALLOC(h->hin, h->B);
     DPO__ALLOC(h->hout, h->B);
+    DPO__ALLOC(h->hincap, h->B);
+    DPO__ALLOC(h->houtcap, h->B);
     DPO__ALLOC(h->known, (int64_t)h->size * h->B); /* 0: all start with zero histories */
     DPO__ALLOC(h->hlog, M);
     DPO__ALLOC(h->nin, h->B);
@@ -591,6 +596,8 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->nn2, maxc / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->d, r);
   DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
+  /* dpo__eval: 4 sums a part (B or nch parts); dpo__hm_pair: 2M a part (2B or nch + 1) */
+  DPO__ALLOC(h->part, (2 * (int64_t)(h->grid ? h->B : h->nch) + 1) * (2 * M > 4 ? 2 * M : 4));
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;
   /* the factors-only model (the thesis's objective, thesis eq. (3.1)) takes the only-shrinking
    * sigma of hamsi-mf (see lbfgs_compact.c) and keeps its memory when dpo__check undoes a

@@ -339,8 +339,8 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
    * item part, added by rank 0 only.  The slots do not depend on the number of ranks. */
   int32_t nparts = h->grid ? 2 * h->B : h->nch + 1;
   double t = MPI_Wtime();
-  double *part = calloc((size_t)nparts * 2 * M, sizeof(double)), dots[512];
-  if (!part) return dpo_err(DPO_ENOMEM, "pair dots");
+  double *part = h->part, dots[512];
+  memset(part, 0, sizeof(double) * (size_t)nparts * 2 * M);
 #pragma omp simd
   for (int64_t v = 0; v < h->nvr; v++) h->y1[v] -= h->gb1[v];
   if (h->grid) {
@@ -383,7 +383,6 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
       dpo__hm_hist_pair(h, ns);
   }
 out:
-  free(part);
   h->t_hess += MPI_Wtime() - t;
   return st;
 }
