@@ -49,6 +49,10 @@ typedef struct {
                      * row0 counts within this rank's party only: multi-party secagg with
                      * add-remove neighbours, where a party's row count is private (the ranks
                      * never exchange their counts across parties; README "Party counts") */
+  int intercept;    /* 1: the last column (d - 1) is the model's constant bias column of ones,
+                     * appended while loading (dpo_load_opts_t.intercept) or afterwards
+                     * (dpo_shard_add_intercept); row norms and the validation split leave it
+                     * out: they are about the features */
 } dpo_shard_t;
 
 /* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:
@@ -108,6 +112,12 @@ typedef struct {
    * another row can move.  part_hi <= part_lo: no partition. */
   uint64_t part_key;
   double part_lo, part_hi;
+  /* 1: append the constant column of ones (the model's bias feature, DPO_MODEL_ICPT in
+   * model.h) as column d, shard->d counting it and shard->intercept = 1.  The binary loader
+   * allocates the final arrays once and reads the rows straight into their widened places;
+   * the other formats widen the loaded shard (dpo_shard_add_intercept).  d stays the
+   * declared or inferred number of features. */
+  int intercept;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */
@@ -134,6 +144,9 @@ int dpo_schema_write(const char *path, int32_t d);
 int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
                    dpo_shard_t **shard);
 void dpo_shard_destroy(dpo_shard_t *shard);
+/* Local: append the constant column of ones (shard->intercept = 1, d + 1 columns); nothing
+ * if the shard has it already.  Dense rows are widened in place (one realloc). */
+int dpo_shard_add_intercept(dpo_shard_t *shard);
 
 /* Not collective: *declared = 1 if the width (number of features) of every data set `path`
  * could hold is fixed by a declaration rather than read from the rows: opts->d > 0, or a
@@ -142,7 +155,8 @@ void dpo_shard_destroy(dpo_shard_t *shard);
  * fact about the rows.  Reads at most the file's header. */
 int dpo_shard_width_declared(const char *path, const dpo_load_opts_t *opts, int *declared);
 
-/* Row i's (local) L1 and L2 norms, computed in one pass into caller arrays of length n. */
+/* Row i's (local) L1 and L2 norms of the features (the bias column left out), computed in one
+ * pass into caller arrays of length n. */
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2);
 
 /* Collective: write the distributed shards as one dpopt binary file (MPI-IO, each rank writes

@@ -65,44 +65,77 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
   return DPO_OK;
 }
 
-/* The dense block X (m values, row0's first) read in chunks that stay in cache while they are
- * checked: one pass over memory, as a read loop makes, instead of a read and a second pass.
- * The check is branch-free on the exponent bits (all ones: inf or nan), so it vectorizes; the
- * row is looked for only when a chunk holds a non-finite value. */
+/* The dense block (cnt rows of d values, row0's first) read into X at row stride d1 (d, or
+ * d + 1 with the bias column of ones last: dpo_load_opts_t.intercept), in chunks of whole rows
+ * that stay in cache while they are checked and spread: one pass over memory, as a read loop
+ * makes, and no second copy of the shard.  A chunk is read to the start of its rows' final
+ * place; its rows then move up to the wider stride from the last one, each to an address at
+ * or above its own.  The check is branch-free on the exponent bits (all ones: inf or nan), so
+ * it vectorizes; the row is looked for only when a chunk holds a non-finite value. */
 #define DPO__BIN_CHUNK ((size_t)1 << 17) /* values: 1 MiB */
-static int dpo__read_dense(int fd, const char *path, double *X, size_t m, int64_t off,
-                           int64_t row0, int32_t d) {
+static int dpo__read_dense(int fd, const char *path, double *X, int64_t cnt, int32_t d,
+                           int32_t d1, int64_t off, int64_t row0) {
   const uint64_t ex = UINT64_C(0x7ff0000000000000);
-  for (size_t k0 = 0; k0 < m; k0 += DPO__BIN_CHUNK) {
-    size_t len = m - k0 < DPO__BIN_CHUNK ? m - k0 : DPO__BIN_CHUNK;
-    int st = dpo__read_at(fd, path, X + k0, len * 8, off + 8 * (int64_t)k0);
+  const int64_t rows = d > 0 && (size_t)d < DPO__BIN_CHUNK ? (int64_t)(DPO__BIN_CHUNK / (size_t)d) : 1;
+  for (int64_t a = 0; a < cnt; a += rows) {
+    const size_t nr = (size_t)(cnt - a < rows ? cnt - a : rows), len = nr * (size_t)d;
+    double *c = X + (size_t)a * (size_t)d1;
+    int st = dpo__read_at(fd, path, c, len * 8, off + 8 * a * (int64_t)d);
     if (st) return st;
     uint64_t bad = 0;
     for (size_t k = 0; k < len; k++) {
       uint64_t b;
-      memcpy(&b, &X[k0 + k], 8);
+      memcpy(&b, &c[k], 8);
       bad |= (uint64_t)((b & ex) == ex);
     }
     for (size_t k = 0; bad && k < len; k++)
-      if (!isfinite(X[k0 + k]))
+      if (!isfinite(c[k]))
         return dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path,
-                       (long long)(row0 + (int64_t)((k0 + k) / (size_t)d) + 1));
+                       (long long)(row0 + a + (int64_t)(k / (size_t)d) + 1));
+    for (size_t i = nr; d1 != d && i-- > 0;) {
+      if (i > 0) memmove(c + i * (size_t)d1, c + i * (size_t)d, (size_t)d * sizeof *c);
+      c[i * (size_t)d1 + (size_t)d] = 1.0;
+    }
   }
   return DPO_OK;
 }
 
-/* Private runs on a sparse file: the declared width d replaces the header's (which may have
- * been read from the rows); entries at columns >= d are dropped (dpo_load_opts_t.project). */
-static int dpo__bin_project(dpo_shard_t *s, int32_t d) {
-  int64_t w = 0;
-  for (int64_t i = 0; i < s->n; i++) {
-    int64_t k0 = s->rowptr[i], k1 = s->rowptr[i + 1];
-    s->rowptr[i] = w;
-    for (int64_t k = k0; k < k1; k++)
-      if (s->colind[k] < d) s->colind[w] = s->colind[k], s->val[w++] = s->val[k];
+/* The CSR entries of the cnt rows whose (checked) row pointers rp hold file entry numbers
+ * from k0, read into colind/val (room for the entries plus one per row with the bias) in
+ * chunks of whole rows: a chunk is read at its final start shifted by its rows' bias slots,
+ * then compacted forward in cache (each entry to an address at or below its own) while it is
+ * checked.  Entries at columns >= dp are dropped (private runs on a sparse file: the
+ * declared width dp replaces the header's hd, dpo_load_opts_t.project); with extra each row
+ * ends with the bias entry (column dp, value 1).  rp is rewritten to the kept positions. */
+static int dpo__read_csr(int fd, const char *path, dpo_shard_t *s, int64_t cnt, int64_t k0,
+                         int64_t cbase, int64_t nnz, int32_t hd, int32_t dp, int extra) {
+  int64_t *rp = s->rowptr, w = 0;
+  for (int64_t a = 0; a < cnt;) {
+    int64_t b = a + 1;
+    while (b < cnt && rp[b + 1] - rp[a] <= (int64_t)DPO__BIN_CHUNK) b++;
+    const int64_t e = rp[b] - rp[a], sh = w + extra * (b - a);
+    int st = dpo__read_at(fd, path, s->colind + sh, (size_t)e * 4, cbase + 4 * (k0 + rp[a]));
+    if (!st) st = dpo__read_at(fd, path, s->val + sh, (size_t)e * 8, cbase + 4 * nnz + 8 * (k0 + rp[a]));
+    if (st) return st;
+    for (int64_t i = a, p = sh; i < b; i++) {
+      const int64_t len = rp[i + 1] - rp[i];
+      rp[i] = w;
+      for (int64_t q = 0; q < len; q++, p++) {
+        const int32_t c = s->colind[p];
+        const double v = s->val[p];
+        if (c < 0 || c >= hd || (q > 0 && c <= s->colind[p - 1]))
+          return dpo_err(DPO_EFORMAT, "%s: row %lld: column index %d out of order or outside "
+                         "[0, %d)", path, (long long)(s->row0 + i + 1), (int)c, (int)hd);
+        if (!isfinite(v))
+          return dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path,
+                         (long long)(s->row0 + i + 1));
+        if (c < dp) s->colind[w] = c, s->val[w++] = v;
+      }
+      if (extra) s->colind[w] = dp, s->val[w++] = 1.0;
+    }
+    a = b;
   }
-  s->rowptr[s->n] = w;
-  s->d = d;
+  rp[cnt] = w;
   return DPO_OK;
 }
 
@@ -172,10 +205,15 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
                    (long long)(row0 + i + 1), v);
   }
   int64_t base = DPO__BIN_HDR + 8 * h.n;
+  /* the final arrays allocated once: the bias column's slots too (the width is public: the
+   * header's or the declared d) */
+  const int extra = o->intercept ? 1 : 0;
+  if (!st && extra && h.d >= INT32_MAX - 1) st = dpo_err(DPO_EINVAL, "%s: too many features", path);
   if (!st && !h.sparse) {
-    size_t m = (size_t)cnt * (size_t)h.d;
-    if (!(s->X = dpo__dense_alloc(m))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
-    if (!st) st = dpo__read_dense(fd, path, s->X, m, base + 8 * row0 * (int64_t)h.d, row0, h.d);
+    const int32_t d1 = h.d + extra;
+    if (!(s->X = dpo__dense_alloc((size_t)cnt * (size_t)d1))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    if (!st) st = dpo__read_dense(fd, path, s->X, cnt, h.d, d1, base + 8 * row0 * (int64_t)h.d, row0);
+    if (!st) s->d = d1, s->intercept = extra;
   } else if (!st) {
     if (!(s->rowptr = malloc((size_t)(cnt + 1) * sizeof *s->rowptr))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
     if (!st) st = dpo__read_at(fd, path, s->rowptr, (size_t)(cnt + 1) * 8, base + 8 * row0);
@@ -186,22 +224,13 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
     for (int64_t i = 0; !st && i < cnt; i++)
       if (s->rowptr[i] > s->rowptr[i + 1] || s->rowptr[i] < 0 || s->rowptr[i + 1] > h.nnz)
         st = dpo_err(DPO_EFORMAT, "%s: row %lld: corrupt row pointer", path, (long long)(row0 + i + 1));
-    size_t m = st ? 0 : (size_t)(k1 - k0);
+    size_t m = st ? 0 : (size_t)(k1 - k0) + (size_t)extra * (size_t)cnt;
     if (!st && (!(s->colind = malloc((m ? m : 1) * 4)) || !(s->val = malloc((m ? m : 1) * 8))))
       st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
-    int64_t cbase = base + 8 * (h.n + 1);
-    if (!st) st = dpo__read_at(fd, path, s->colind, m * 4, cbase + 4 * k0);
-    if (!st) st = dpo__read_at(fd, path, s->val, m * 8, cbase + 4 * h.nnz + 8 * k0);
     for (int64_t i = 0; !st && i <= cnt; i++) s->rowptr[i] -= k0;
-    for (int64_t i = 0; !st && i < cnt; i++)
-      for (int64_t k = s->rowptr[i]; !st && k < s->rowptr[i + 1]; k++) {
-        if (s->colind[k] < 0 || s->colind[k] >= h.d || (k > s->rowptr[i] && s->colind[k] <= s->colind[k - 1]))
-          st = dpo_err(DPO_EFORMAT, "%s: row %lld: column index %d out of order or outside [0, %d)", path,
-                       (long long)(row0 + i + 1), (int)s->colind[k], (int)h.d);
-        else if (!isfinite(s->val[k]))
-          st = dpo_err(DPO_EFORMAT, "%s: row %lld: non-finite value", path, (long long)(row0 + i + 1));
-      }
-    if (!st && o->project && o->d > 0) st = dpo__bin_project(s, o->d);
+    const int32_t dp = o->project && o->d > 0 ? o->d : h.d;
+    if (!st) st = dpo__read_csr(fd, path, s, cnt, k0, base + 8 * (h.n + 1), h.nnz, h.d, dp, extra);
+    if (!st) s->d = dp + extra, s->intercept = extra;
   }
   st = dpo_agree(comm, st);
 out:

@@ -36,6 +36,10 @@ double *dpo__dense_alloc(size_t count) {
   /* a large block's pages made present in one call (advice: refused by old kernels, no
    * harm): the loader's read into fresh memory otherwise takes one page fault per 4 KiB */
   const uintptr_t pg = 4096, a = ((uintptr_t)p + pg - 1) & ~(pg - 1), e = ((uintptr_t)p + len) & ~(pg - 1);
+#ifdef MADV_HUGEPAGE
+  /* 2 MiB pages where the kernel allows them: 512x fewer pages to fault in and account */
+  if (len >= ((size_t)8 << 20) && e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#endif
 #ifdef MADV_POPULATE_WRITE
   if (len >= ((size_t)8 << 20) && e > a) madvise((void *)a, e - a, MADV_POPULATE_WRITE);
 #endif

@@ -98,6 +98,7 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   st = f->load(comm, path, &o, s);
   if (st) goto fail;
   if (o.dense && s->sparse) st = dpo_agree(comm, dpo__densify(s));
+  if (!st && o.intercept && !s->intercept) st = dpo_agree(comm, dpo_shard_add_intercept(s));
   if (!st) st = dpo__shard_split(comm, path, &o, s);
   if (st) goto fail;
   *shard = s;
@@ -107,17 +108,68 @@ fail:
   return st;
 }
 
+int dpo_shard_add_intercept(dpo_shard_t *s) {
+  if (!s) return dpo_err(DPO_EINVAL, "dpo_shard_add_intercept: NULL shard");
+  if (s->intercept) return DPO_OK;
+  if (s->d >= INT32_MAX - 1) return dpo_err(DPO_EINVAL, "%s: too many features", s->source);
+  int32_t d = s->d, d1 = d + 1;
+  if (s->sparse) {
+    int64_t nnz = s->n > 0 ? s->rowptr[s->n] : 0, tot = nnz + s->n;
+    int32_t *ci = malloc((size_t)(tot ? tot : 1) * sizeof *ci);
+    double *v = malloc((size_t)(tot ? tot : 1) * sizeof *v);
+    if (!ci || !v) {
+      free(ci);
+      free(v);
+      return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t a = s->rowptr[i], e = s->rowptr[i + 1];
+      s->rowptr[i] = k;
+      for (int64_t p = a; p < e; p++, k++) { /* columns stay increasing: d is the largest */
+        ci[k] = s->colind[p];
+        v[k] = s->val[p];
+      }
+      ci[k] = d;
+      v[k++] = 1.0;
+    }
+    if (s->n > 0) s->rowptr[s->n] = k;
+    free(s->colind);
+    free(s->val);
+    s->colind = ci;
+    s->val = v;
+  } else {
+    /* widened in place: realloc (large blocks are remapped, not copied) and the rows moved
+     * up from the last one, each to an address at or above its own.  The binary loader
+     * needs none of this (dpo_load_opts_t.intercept): it allocates the final size */
+    size_t cnt = (size_t)(s->n ? s->n : 1) * (size_t)d1;
+    double *X = cnt / (size_t)d1 == (size_t)(s->n ? s->n : 1) ? realloc(s->X, cnt * sizeof *X)
+                                                               : NULL;
+    if (!X) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    for (int64_t i = s->n - 1; i >= 0; i--) {
+      if (d > 0) memmove(X + i * d1, X + i * d, (size_t)d * sizeof *X);
+      X[i * d1 + d] = 1.0;
+    }
+    s->X = X;
+  }
+  s->d = d1;
+  s->intercept = 1;
+  return DPO_OK;
+}
+
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2) {
+  const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the features; the bias column last */
   for (int64_t i = 0; i < s->n; i++) {
     double a = 0, b = 0;
     if (s->sparse) {
       for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
+        if (s->colind[k] >= nf) continue;
         a += fabs(s->val[k]);
         b += s->val[k] * s->val[k];
       }
     } else {
       const double *x = s->X + (size_t)i * s->d;
-      for (int32_t j = 0; j < s->d; j++) {
+      for (int32_t j = 0; j < nf; j++) {
         a += fabs(x[j]);
         b += x[j] * x[j];
       }

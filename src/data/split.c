@@ -29,12 +29,14 @@ static uint64_t bits(double x) {
 /* 1 if row i falls in the validation fraction f */
 static int in_valid(const dpo_shard_t *s, int64_t i, double f) {
   uint64_t h = mix(0x64706f73706c6974ULL, bits(s->y[i]));
+  const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the bias column is no feature */
   if (s->sparse) {
     for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
-      if (s->val[k] != 0) h = mix(mix(h, (uint64_t)s->colind[k]), bits(s->val[k]));
+      if (s->val[k] != 0 && s->colind[k] < nf)
+        h = mix(mix(h, (uint64_t)s->colind[k]), bits(s->val[k]));
   } else {
     const double *x = s->X + (size_t)i * s->d;
-    for (int32_t j = 0; j < s->d; j++)
+    for (int32_t j = 0; j < nf; j++)
       if (x[j] != 0) h = mix(mix(h, (uint64_t)j), bits(x[j]));
   }
   return (double)(h >> 11) * 0x1p-53 < f;

@@ -201,50 +201,13 @@ int dpo_model_prepare_shard(const dpo_model_t *m, dpo_shard_t *s) {
     int rc = dpo__need_classes(m);
     if (rc || (rc = dpo__softmax_labels(m->classes, s))) return rc;
   }
-  if (!m->intercept) return DPO_OK;
-  if (s->d >= INT32_MAX - 1) return dpo_err(DPO_EINVAL, "%s: too many features", s->source);
-  int32_t d = s->d, d1 = d + 1;
-  if (s->sparse) {
-    int64_t nnz = s->n > 0 ? s->rowptr[s->n] : 0, tot = nnz + s->n;
-    int32_t *ci = malloc((size_t)(tot ? tot : 1) * sizeof *ci);
-    double *v = malloc((size_t)(tot ? tot : 1) * sizeof *v);
-    if (!ci || !v) {
-      free(ci);
-      free(v);
-      return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
-    }
-    int64_t k = 0;
-    for (int64_t i = 0; i < s->n; i++) {
-      int64_t a = s->rowptr[i], e = s->rowptr[i + 1];
-      s->rowptr[i] = k;
-      for (int64_t p = a; p < e; p++, k++) { /* columns stay increasing: d is the largest */
-        ci[k] = s->colind[p];
-        v[k] = s->val[p];
-      }
-      ci[k] = d;
-      v[k++] = DPO_MODEL_ICPT;
-    }
-    if (s->n > 0) s->rowptr[s->n] = k;
-    free(s->colind);
-    free(s->val);
-    s->colind = ci;
-    s->val = v;
-  } else {
-    /* widened in place: realloc (large blocks are remapped, not copied) and the rows moved
-     * up from the last one, each to an address at or above its own; a copy into a new block
-     * held the shard twice at once (issue 44: peak RSS 2x the shard) */
-    size_t cnt = (size_t)(s->n ? s->n : 1) * (size_t)d1;
-    double *X = cnt / (size_t)d1 == (size_t)(s->n ? s->n : 1) ? realloc(s->X, cnt * sizeof *X)
-                                                               : NULL;
-    if (!X) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
-    for (int64_t i = s->n - 1; i >= 0; i--) {
-      if (d > 0) memmove(X + i * d1, X + i * d, (size_t)d * sizeof *X);
-      X[i * d1 + d] = DPO_MODEL_ICPT;
-    }
-    s->X = X;
+  if (!m->intercept) {
+    if (s->intercept) /* loaded for a model with a bias (dpo_load_opts_t.intercept) */
+      return dpo_err(DPO_EINVAL, "%s: the shard has a bias column, the model none", s->source);
+    return DPO_OK;
   }
-  s->d = d1;
-  return DPO_OK;
+  /* the column of ones: DPO_MODEL_ICPT = 1 (the loader may have appended it already) */
+  return dpo_shard_add_intercept(s);
 }
 
 double dpo_model_L_bound(const dpo_model_t *m, double row_l2_bound) {

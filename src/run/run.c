@@ -353,10 +353,13 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
       break;
     }
     double sc = bound / nrm[i];
-    if (s->sparse)
-      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) s->val[k] *= sc;
-    else
-      for (int32_t j = 0; j < s->d; j++) s->X[i * (int64_t)s->d + j] *= sc;
+    const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the features, not the bias column */
+    if (s->sparse) {
+      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
+        if (s->colind[k] < nf) s->val[k] *= sc;
+    } else {
+      for (int32_t j = 0; j < nf; j++) s->X[i * (int64_t)s->d + j] *= sc;
+    }
     nclip++;
   }
   free(nrm);
@@ -373,7 +376,12 @@ int dpo__train_load(dpo_run_t *r) {
   r->stage = "train (loading data)";
   int priv = r->algo->is_private;
   double t0 = MPI_Wtime();
-  if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &r->lo, &r->train)))
+  /* the bias column read with the rows: the shard allocated once at its final size (a widening
+   * afterwards held it twice or moved it all); the audit's canary columns go before the bias,
+   * so with them it is appended afterwards (dpo_model_prepare_shard) */
+  dpo_load_opts_t tlo = r->lo;
+  tlo.intercept = dpo_model_intercept(r->model) && !r->rows_hook;
+  if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &tlo, &r->train)))
     return dpo__run_failed(r, rc);
   /* the loader's own time, beside the read loop in jobs/bench/loadmem (the load agreed) */
   r->t_load = MPI_Wtime() - t0;
@@ -383,8 +391,9 @@ int dpo__train_load(dpo_run_t *r) {
   if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
   if (r->test_path) {
-    dpo_load_opts_t lo = r->lo;
-    lo.d = r->train->d; /* the test set must live in the training feature space */
+    dpo_load_opts_t lo = tlo;
+    /* the test set must live in the training feature space */
+    lo.d = r->train->d - (r->train->intercept ? 1 : 0);
     if (lo.valid_part) lo.valid_part = 2;
     lo.part_lo = r->test_part_lo, lo.part_hi = r->test_part_hi; /* dpo_run_set_rows */
     if ((rc = dpo_shard_load(r->comm, r->test_path, &lo, &r->test))) return dpo__run_failed(r, rc);
@@ -398,7 +407,7 @@ int dpo__train_load(dpo_run_t *r) {
        sh = sh == r->train ? r->test : NULL)
     for (int64_t i = 0; i < sh->n; i++)
       if (sh->y[i] > K - 1) sh->y[i] = K - 1;
-  /* the bias column, after the declared bounds were checked on the features themselves */
+  /* the bias column, unless loaded with the rows (the bounds above left it out) */
   if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
       (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))
     return dpo__run_failed(r, rc);

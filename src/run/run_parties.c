@@ -166,6 +166,7 @@ int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *pat
   MPI_Comm pc = MPI_COMM_NULL;
   dpo_shard_t *s = NULL;
   dpo_load_opts_t o = *lo;
+  o.intercept = 0; /* the parties first agree on the width; dpo_model_prepare_shard adds it */
   if (MPI_Comm_split(comm, k, dpo__rank(comm), &pc) != MPI_SUCCESS)
     return dpo_agree(comm, dpo_err(DPO_EMPI, "MPI_Comm_split failed"));
   rc = dpo_agree(comm, dpo_shard_load(pc, p->data[k], &o, &s));
