@@ -10,6 +10,7 @@
 #  - the partition: by row position, never content (dpo_run_set_rows, checked on a training
 #    run: the parts' row counts add up to the file's, and a row replaced in place, content
 #    changed, leaves every part's count as it was);
+#  - config.ini is the tune's own settings (the command run), not the final run's;
 #  - a budget store is charged once, at the max over the parts (eps), not their sum;
 #  - refusals before anything is written: a fraction outside [0.05, 0.5], --mean beside --split.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -40,6 +41,12 @@ hasnot "$T/s1/summary.json" "heldout\|score" "no noisy score released"
 [ "$(js "$T/s1" .chosen)" = "$(js "$T/s2" .chosen)" ] && ok || bad "seeded split tune: choices differ"
 [ "$(grep '"step"' "$T/s2/ledger.jsonl" | jq -c '[.parties, .party_total_eps, .total_eps]')" = \
   "$(echo "$c" | jq -c '[.parties, .party_total_eps, .total_eps]')" ] && ok || bad "seeded split tune: charges differ"
+# config.ini describes the tune (its own settings), not the final run in the scratch DIR/.rep
+I=$T/s1/config.ini
+has "$I" "^tune.split = 0.5 " "config.ini: the tune's --split"
+has "$I" "^run.dir = $T/s1 " "config.ini: run.dir is the tune's directory"
+has "$I" "^privacy.eps = 1 " "config.ini: the tune's eps"
+hasnot "$I" "\.rep\|no_trace_loss\|; tune$" "config.ini: none of the final run's own settings"
 a=$(js "$T/s1" .test_accuracy)
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/s1" --data "$T/te" --dim 123
 close "$a" "$(sed -n 's/^accuracy *//p' "$T/out")" 1e-12 "reported test accuracy = dpopt eval on --test"

@@ -53,6 +53,9 @@ void dpo__tune_json_common(const dpo__tune_t *t, struct json_object *s, struct j
 /* tune_common.c: remove the repetition's scratch directory DIR/.rep (rank 0); remove a tree */
 void dpo__tune_rm_rep(const dpo__tune_t *t);
 void dpo__tune_rm_tree(const char *path);
+/* tune_common.c, rank 0: DIR/config.ini, the tune's own settings (what the user ran and the
+ * recipe filled in; run.dir = DIR), describing the tune rather than one of its runs */
+int dpo__tune_write_config(const dpo__tune_t *t);
 
 /* tune_split.c: tune.split (t->split, 0 if unset) and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);

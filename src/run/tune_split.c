@@ -200,13 +200,13 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
   int rc = dpo_write_atomic(p, txt, strlen(txt));
-  /* the final run's model and settings (config.ini: what dpopt eval / predict --run read) */
-  for (int i = 0; !rc && i < 2; i++) {
-    const char *f = i ? "config.ini" : "model.txt";
-    snprintf(src, sizeof src, "%s/.rep/%s", t->dir, f);
-    snprintf(p, sizeof p, "%s/%s", t->dir, f);
-    if (rename(src, p)) rc = dpo_err(DPO_EIO, "%s: cannot keep the final run's %s", p, f);
-  }
+  /* the final run's model; config.ini is the tune's own settings (what the user ran, with
+   * train's recipe where it filled in, run.dir the tune's directory, not the final run's
+   * scratch one): dpopt eval / predict --run read the model's keys from it */
+  snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
+  snprintf(p, sizeof p, "%s/model.txt", t->dir);
+  if (!rc && rename(src, p)) rc = dpo_err(DPO_EIO, "%s: cannot keep the final run's model", p);
+  if (!rc) rc = dpo__tune_write_config(t);
   if (out && !rc) {
     fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%g, %g) of (%g, %g): "
             "each of %d disjoint parts of the rows once (parallel composition)\n"
