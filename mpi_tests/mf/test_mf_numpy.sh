@@ -7,11 +7,7 @@
 #  - numpy's ratings from them (mean + b_u + b_i + X1[u] . X2t[i], or X1[u] . X2t[i] for the
 #    factors-only model) equal mf-predict's for every pair of the ratings file (1e-9).
 . "$(dirname "$0")/../lib/testlib.sh"
-PY=
-for p in python3 /usr/bin/python3; do
-  if "$p" -c "import numpy" 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || { echo "SKIP: no python3 with numpy"; exit 77; }
+need_numpy
 export OPENBLAS_NUM_THREADS=1
 R=$T/r.txt
 awk 'BEGIN { srand(3); for (u = 1; u <= 120; u++) for (k = 0; k < 15; k++)

@@ -7,11 +7,7 @@
 #  - a softmax model (3 classes) loads as a 3 x (d + 1) matrix (a row per class, the
 #    intercept last) whose argmax of X W' + b gives predict's classes and its probabilities.
 . "$(dirname "$0")/../lib/testlib.sh"
-PY=
-for p in python3 /usr/bin/python3; do
-  if "$p" -c "import numpy" 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || { echo "SKIP: no python3 with numpy"; exit 77; }
+need_numpy
 export OPENBLAS_NUM_THREADS=1
 # python3 CHECK MODEL DATA PREDICTIONS D: prints "ok" or what differs
 cat > "$T/np.py" <<'PYEOF'
