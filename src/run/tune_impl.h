@@ -13,6 +13,8 @@
 
 #define DPO__TUNE_MAXC 64
 #define DPO__TUNE_MAXV 16
+/* tune.split of a search given none of tune.mean, tune.valid, tune.valid_fraction, tune.split */
+#define DPO__TUNE_SPLIT_DEFAULT "0.1"
 
 typedef struct {
   const char *algo;
@@ -57,7 +59,9 @@ void dpo__tune_rm_tree(const char *path);
  * recipe filled in; run.dir = DIR), describing the tune rather than one of its runs */
 int dpo__tune_write_config(const dpo__tune_t *t);
 
-/* tune_split.c: tune.split (t->split, 0 if unset) and the keys it refuses beside it */
+/* tune_split.c: tune.split (t->split, 0 for the geometric search), DPO__TUNE_SPLIT_DEFAULT
+ * when the search is not the geometric one's (tune.mean, tune.valid, tune.valid_fraction) and
+ * one data set's, and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);
 /* tune_split.c: the configuration of candidate k's run on its part (r: its seed offset) */
 int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
