@@ -11,6 +11,8 @@
 #   check MSG CMD...           CMD succeeds
 #   close A B TOL MSG          |A - B| <= TOL, both numbers present
 #   finish NAME                print the tally; the exit status is 0 only if nothing failed
+#   need_numpy                 PY = a python3 that imports numpy (python3, /usr/bin/python3),
+#                              else the test is skipped (exit 77)
 #   unchained JOURNAL          the journal without its per-journal nonce and chain tags (two
 #                              runs' journals differ in those even when their charges agree)
 set -u
@@ -113,4 +115,13 @@ if sum(o['delta'] for o in runs.values()) <= D:
     rdp = min(rdp, basic)
 print('%d %.17g' % (len(runs), rdp))
 EOF
+}
+
+need_numpy() {
+  PY=
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c "import numpy" 2>/dev/null; then PY=$p; return 0; fi
+  done
+  echo "SKIP: no python3 with numpy"
+  exit 77
 }

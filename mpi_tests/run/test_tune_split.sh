@@ -10,7 +10,10 @@
 #  - the partition: by row position, never content (dpo_run_set_rows, checked on a training
 #    run: the parts' row counts add up to the file's, and a row replaced in place, content
 #    changed, leaves every part's count as it was);
+#  - config.ini is the tune's own settings (the command run), not the final run's;
 #  - a budget store is charged once, at the max over the parts (eps), not their sum;
+#  - the default search: a grid alone is searched this way at S = 0.1; --mean keeps the
+#    geometric search;
 #  - refusals before anything is written: a fraction outside [0.05, 0.5], --mean beside --split.
 . "$(dirname "$0")/../lib/testlib.sh"
 head -n 6000 "$S/data/a9a" > "$T/tr"
@@ -40,6 +43,12 @@ hasnot "$T/s1/summary.json" "heldout\|score" "no noisy score released"
 [ "$(js "$T/s1" .chosen)" = "$(js "$T/s2" .chosen)" ] && ok || bad "seeded split tune: choices differ"
 [ "$(grep '"step"' "$T/s2/ledger.jsonl" | jq -c '[.parties, .party_total_eps, .total_eps]')" = \
   "$(echo "$c" | jq -c '[.parties, .party_total_eps, .total_eps]')" ] && ok || bad "seeded split tune: charges differ"
+# config.ini describes the tune (its own settings), not the final run in the scratch DIR/.rep
+I=$T/s1/config.ini
+has "$I" "^tune.split = 0.5 " "config.ini: the tune's --split"
+has "$I" "^run.dir = $T/s1 " "config.ini: run.dir is the tune's directory"
+has "$I" "^privacy.eps = 1 " "config.ini: the tune's eps"
+hasnot "$I" "\.rep\|no_trace_loss\|; tune$" "config.ini: none of the final run's own settings"
 a=$(js "$T/s1" .test_accuracy)
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/s1" --data "$T/te" --dim 123
 close "$a" "$(sed -n 's/^accuracy *//p' "$T/out")" 1e-12 "reported test accuracy = dpopt eval on --test"
@@ -71,6 +80,20 @@ expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 1 --split 0.5 --budget-store "$T/st" 
 expect 0 "$DPOPT" budget show "$T/st"
 e=$("$DPOPT" budget show "$T/st" | awk '/^spent/ { print $4 }' | tr -d ,)
 awk -v e="$e" 'BEGIN { exit !(e > 0.999 && e < 1.001) }' && ok || bad "store spent $e, not the max over the parts (1)"
+
+# the default search: a grid without --mean, --valid or --valid-fraction is searched by
+# parallel composition at S = 0.1 (config.ini says where it came from); --mean keeps the
+# geometric search (no split in its summary)
+expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 1 --steps 2,4 --seed 4 --out "$T/df"
+[ "$(js "$T/df" .search)" = "parallel composition (--split)" ] && [ "$(js "$T/df" .split)" = 0.1 ] && ok ||
+  bad "a grid alone: search '$(js "$T/df" .search)', split $(js "$T/df" .split)"
+has "$T/df/config.ini" "^tune.split = 0.1 *; default" "config.ini: the default split and its origin"
+# steps {2, 4} x the recipe's epochs halved and kept: 4 candidates, 6 parts
+[ "$(js "$T/df" .candidates_in_grid) $(grep '"step"' "$T/df/ledger.jsonl" | jq -c .parties)" = "4 [0,1,2,3,4,5]" ] && ok ||
+  bad "default split: $(js "$T/df" .candidates_in_grid) candidates, parts $(grep '"step"' "$T/df/ledger.jsonl" | jq -c .parties)"
+expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 1 --steps 2,4 --mean 2 --seed 4 --out "$T/dg"
+[ "$(js "$T/dg" .split)" = null ] && [ "$(js "$T/dg" .privacy.mean_repetitions)" = 2 ] && ok ||
+  bad "--mean: not the geometric search: $(js "$T/dg" .search) $(js "$T/dg" .split)"
 
 # refusals, nothing written
 expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 1 --split 0.7 --out "$T/x1"

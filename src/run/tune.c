@@ -559,8 +559,8 @@ static int tune_plain(dpo__tune_t *t, FILE *out) {
     fprintf(out, "tune: no grid given: train's recipe at the whole budget, one private run and "
             "no selection (on a9a no search over the grid around this recipe beat it: the "
             "geometric one leaves each candidate about a third of eps and lost, the one by "
-            "parallel composition was level within noise); give a grid (--algos, --steps, "
-            "--epochs, --lrs, --clips), --mean K or --split S to search\n");
+            "parallel composition was at best level within noise); give a grid (--algos, "
+            "--steps, --epochs, --lrs, --clips) to search by --split 0.1, or --mean K\n");
   if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
       !(rc = dpo_run_load(run))) {
     solved = dpo_run_solve(run);

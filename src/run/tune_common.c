@@ -10,6 +10,7 @@
 #include "dpopt/config.h"
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
+#include "run/run_ckpt.h"
 #include "run/run_priv.h"
 #include "run/tune_impl.h"
 #include "run/tune_store.h"
@@ -52,4 +53,14 @@ void dpo__tune_rm_rep(const dpo__tune_t *t) {
   char p[600];
   snprintf(p, sizeof p, "%s/.rep", t->dir);
   dpo__tune_rm_tree(p);
+}
+
+/* Rank 0: DIR/config.ini, the tune's own settings (key = value ; origin) with run.dir = DIR */
+int dpo__tune_write_config(const dpo__tune_t *t) {
+  dpo_config_t *c = NULL;
+  int rc = dpo_config_copy(t->cfg, &c);
+  if (!rc) rc = dpo_config_set(c, "run.dir", t->dir, "tune (its directory)");
+  if (!rc) rc = dpo__run_write_config(c, t->dir);
+  dpo_config_destroy(c);
+  return rc;
 }

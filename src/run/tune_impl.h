@@ -13,6 +13,8 @@
 
 #define DPO__TUNE_MAXC 64
 #define DPO__TUNE_MAXV 16
+/* tune.split of a search given none of tune.mean, tune.valid, tune.valid_fraction, tune.split */
+#define DPO__TUNE_SPLIT_DEFAULT "0.1"
 
 typedef struct {
   const char *algo;
@@ -53,8 +55,13 @@ void dpo__tune_json_common(const dpo__tune_t *t, struct json_object *s, struct j
 /* tune_common.c: remove the repetition's scratch directory DIR/.rep (rank 0); remove a tree */
 void dpo__tune_rm_rep(const dpo__tune_t *t);
 void dpo__tune_rm_tree(const char *path);
+/* tune_common.c, rank 0: DIR/config.ini, the tune's own settings (what the user ran and the
+ * recipe filled in; run.dir = DIR), describing the tune rather than one of its runs */
+int dpo__tune_write_config(const dpo__tune_t *t);
 
-/* tune_split.c: tune.split (t->split, 0 if unset) and the keys it refuses beside it */
+/* tune_split.c: tune.split (t->split, 0 for the geometric search), DPO__TUNE_SPLIT_DEFAULT
+ * when the search is not the geometric one's (tune.mean, tune.valid, tune.valid_fraction) and
+ * one data set's, and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);
 /* tune_split.c: the configuration of candidate k's run on its part (r: its seed offset) */
 int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);

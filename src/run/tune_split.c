@@ -45,9 +45,21 @@ static void multi_party_key(const char *k, const char *v, const char *o, void *a
 
 int dpo__tune_split_settings(dpo__tune_t *t) {
   static const char *const other[] = {"tune.valid", "tune.valid_fraction", "tune.mean", NULL};
-  const dpo_config_t *cfg = t->cfg;
+  dpo_config_t *cfg = t->cfg;
   int rc, mp = 0;
-  if (!dpo_config_get(cfg, "tune.split")) return DPO_OK;
+  dpo_config_foreach(cfg, multi_party_key, &mp);
+  /* a search by default: parallel composition at S = 0.1, unless a setting of the geometric
+   * search is given or the data are several parties' (doc/results.md, "Tune against train":
+   * within 2 standard errors of train's recipe at eps 0.3, 1 and 3 over 5 runs, where S = 0.2
+   * and 0.3 fell below it and the geometric search a whole point below) */
+  if (!dpo_config_get(cfg, "tune.split")) {
+    for (int i = 0; other[i]; i++)
+      if (dpo_config_get(cfg, other[i])) return DPO_OK;
+    if (mp) return DPO_OK;
+    if ((rc = dpo_config_set(cfg, "tune.split", DPO__TUNE_SPLIT_DEFAULT,
+                             "default (a search without --mean, --valid or --valid-fraction)")))
+      return rc;
+  }
   if ((rc = dpo_config_get_double(cfg, "tune.split", NAN, &t->split))) return rc;
   if (!(t->split >= 0.05 && t->split <= 0.5))
     return dpo_err(DPO_EINVAL, "%s: tune.split = %g: expected the selection's fraction of the "
@@ -56,7 +68,6 @@ int dpo__tune_split_settings(dpo__tune_t *t) {
     if (dpo_config_get(cfg, other[i]))
       return dpo_err(DPO_EINVAL, "%s: %s is not read by a tune with --split (it selects on its "
                      "own part of --data, once)", dpo_config_origin(cfg, other[i]), other[i]);
-  dpo_config_foreach(cfg, multi_party_key, &mp);
   if (mp)
     return dpo_err(DPO_EINVAL, "tune: --split partitions one data set by row position; a "
                    "multi-party tune is not supported with it");
@@ -200,13 +211,13 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
   int rc = dpo_write_atomic(p, txt, strlen(txt));
-  /* the final run's model and settings (config.ini: what dpopt eval / predict --run read) */
-  for (int i = 0; !rc && i < 2; i++) {
-    const char *f = i ? "config.ini" : "model.txt";
-    snprintf(src, sizeof src, "%s/.rep/%s", t->dir, f);
-    snprintf(p, sizeof p, "%s/%s", t->dir, f);
-    if (rename(src, p)) rc = dpo_err(DPO_EIO, "%s: cannot keep the final run's %s", p, f);
-  }
+  /* the final run's model; config.ini is the tune's own settings (what the user ran, with
+   * train's recipe where it filled in, run.dir the tune's directory, not the final run's
+   * scratch one): dpopt eval / predict --run read the model's keys from it */
+  snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
+  snprintf(p, sizeof p, "%s/model.txt", t->dir);
+  if (!rc && rename(src, p)) rc = dpo_err(DPO_EIO, "%s: cannot keep the final run's model", p);
+  if (!rc) rc = dpo__tune_write_config(t);
   if (out && !rc) {
     fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%g, %g) of (%g, %g): "
             "each of %d disjoint parts of the rows once (parallel composition)\n"
