@@ -85,6 +85,9 @@ int dpo_audit_best_mu(const double *t0, int64_t n0, const double *t1, int64_t n1
  * src/run/run_audit_job.c; with a run directory: the run API's audit kind, dpopt/run.h) ---- */
 
 #define DPO_AUDIT_TRIALS 5000 /* default trials per data set (README: power at eps = 1) */
+/* the default under the white box for batches without replacement under replace-one (the wsg
+ * test: eps_lb / claim >= 0.7 at dp-sgd-rdp's default plan, doc/results.md) */
+#define DPO_AUDIT_TRIALS_WOR 50000
 
 typedef struct {
   char algorithm[32];   /* algo.name, or "laplace" (audit.mechanism) */
@@ -115,8 +118,9 @@ typedef struct {
  * accountant, trust mode and clipping from spec, the privacy specification the caller read,
  * dpopt/spec.h) or one Laplace release (audit.mechanism = laplace).  Builds the two
  * worst-case neighbouring data sets from the declared bounds or from the clipping, runs
- * audit.trials (default DPO_AUDIT_TRIALS) trials on each, spread over the ranks (each on
- * MPI_COMM_SELF, secure unseeded noise, an in-memory ledger with the run's accountant), and
+ * audit.trials (default DPO_AUDIT_TRIALS; DPO_AUDIT_TRIALS_WOR for the white box's wsg plan)
+ * trials on each, spread over the ranks (each on MPI_COMM_SELF, secure unseeded noise, an
+ * in-memory ledger with the run's accountant), and
  * fills *res on rank 0 (res->violation on every rank).  quiet: no progress on stderr.  The
  * same status on every rank. */
 int dpo_audit_run(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,

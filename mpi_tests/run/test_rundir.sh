@@ -77,6 +77,8 @@ same "$T/mf.before" "$T/mf.after" "a second mf --out damaged the first"
 for cmd in "train $COMMON --algo dp-gd --eps 1 --iters 2" "audit --one-run $COMMON --eps 1 --delta 1e-5"; do
   expect 2 env -u HOME -u XDG_CONFIG_HOME -u DPOPT_JOURNAL_KEY $MPI -np 2 "$DPOPT" $cmd --out "$T/nokey"
   has "$T/err" "no journal key" "${cmd%% *} without a key's place: the reason"
+  # the one-run audit runs train's stages: its failure names its own command
+  has "$T/err" "^dpopt ${cmd%% *} (run directory): " "${cmd%% *} without a key's place: the command named"
   check "${cmd%% *} without a key's place: nothing written" test ! -e "$T/nokey"
 done
 # a non-private run has no journal and needs no key

@@ -21,7 +21,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--algo", "algo.name", "NAME", "private algorithm to audit (see dpopt train --help)"},
     {"--mechanism", "audit.mechanism", "M", "laplace: audit one Laplace release instead of an algorithm"},
     {"--admm", "audit.admm", "METHOD", "audit a private method of dpopt admm instead: dpadmm, dpaccadmm or consensus (--private)"},
-    {"--trials", "audit.trials", "N", "runs on each of the two data sets (default 5000)"},
+    {"--trials", "audit.trials", "N", "runs on each of the two data sets (default 5000; with --white-box, 50000 for dp-sgd-rdp's batches without replacement, whose test needs them)"},
     {"--rows", "audit.n", "N", "rows of the synthetic data set (default 10)"},
     {"--row", "audit.row", "I", "index of the row that differs (default 0)"},
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},

@@ -270,6 +270,31 @@ out:
   return rc;
 }
 
+/* wsg: the adversary guesses D iff S > 0 on every trial of both sets (2N guesses, no
+ * selection half: the threshold is fixed before the trials, at the equal-error point of the
+ * construction's pair, which o -> -o maps onto itself, where a threshold test on a small
+ * separation is most efficient).  Returns a lower confidence bound on the accuracy: the
+ * Clopper-Pearson bound on k right of 2N, valid although the two sets' rates differ, since a
+ * sum of independent Bernoulli variables has a thinner tail beyond its mean than the binomial
+ * of the same mean (Hoeffding 1956, "On the distribution of the number of successes in
+ * independent trials", Thm. 4: for alpha <= 0.25 and 2N >= 100 the bound's event lies beyond
+ * the mean + 1); otherwise the two sets' bounds at alpha / 2 each.  Any (eps, delta(eps))-DP
+ * run has accuracy <= (e^eps + delta(eps)) / (1 + e^eps): TPR acc at FPR 1 - acc. */
+static double dpo__wb_guess_lb(double *const rec[2], int64_t N, int64_t K, double alpha,
+                               dpo_audit_result_t *res) {
+  const int64_t R = DPO__WB_HDR + K;
+  int64_t k[2] = {0, 0}; /* [set]: trials with S > 0 */
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) k[w] += rec[w][i * R + DPO__WB_S] > 0;
+  res->ev.thr = 0;
+  res->ev.above = 1;
+  res->ev.swap = 0;
+  if (N < 1) return 0;
+  if (alpha <= 0.25 && 2 * N >= 100)
+    return dpo_audit_cp_lower(k[0] + N - k[1], 2 * N, alpha);
+  return 0.5 * (dpo_audit_cp_lower(k[0], N, alpha / 2) + 1 - dpo_audit_cp_upper(k[1], N, alpha / 2));
+}
+
 /* Does a test with TPR >= tpr and FPR <= fpr rule out that the run is the T-fold composition
  * of the Poisson-subsampled Gaussian at multiplier z, rate m / n (add-remove)?  An (eps,
  * delta(eps))-DP run has TPR <= e^eps FPR + delta(eps) and 1 - FPR <= e^eps (1 - TPR) +
@@ -350,7 +375,7 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
   const int wsg = flags == (DPO__WB_GAUSS | DPO__WB_SUB) && !a->add_remove;
   const int per_rel = base == DPO__WB_LAP && res->saturated > 0 && epsmax > 0;
   int64_t cnt[3] = {0, 0, 0};
-  int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg || wsg, cnt, res);
+  int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg, cnt, res);
   if (rc) return rc;
   snprintf(res->stat, sizeof res->stat, "sum of %lld releases' LLR", (long long)K);
   if (gdp) {
@@ -366,23 +391,29 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
     snprintf(res->assumption, sizeof res->assumption,
              "Gaussian releases%s: the run is mu-GDP (mu_claim = %.4g); eps_lb = eps of mu_lb-GDP "
              "at delta (Dong-Roth-Su 2019)", what, res->mu_claim);
-  } else if ((psg || wsg) && cnt[2] > 0) {
+  } else if ((psg && cnt[2] > 0) || wsg) {
     const double *r0 = rec[0];
     const int64_t m = (int64_t)r0[DPO__WB_M], n = (int64_t)r0[DPO__WB_N];
-    double tpr = dpo_audit_cp_lower(cnt[2] - cnt[1], cnt[2], alpha / 2);
-    double fpr = dpo_audit_cp_upper(cnt[0], cnt[2], alpha / 2), zs;
+    double tpr, fpr, zs, acc = NAN;
+    if (wsg) { /* the guess's accuracy, as a test of TPR acc at FPR 1 - acc */
+      acc = dpo__wb_guess_lb(rec, N, K, alpha, res);
+      tpr = acc, fpr = 1 - acc;
+    } else {
+      tpr = dpo_audit_cp_lower(cnt[2] - cnt[1], cnt[2], alpha / 2);
+      fpr = dpo_audit_cp_upper(cnt[0], cnt[2], alpha / 2);
+    }
     res->mu_lb = res->mu_claim = NAN;
     if ((rc = dpo__wb_psg(wsg, m, n, K, r0[DPO__WB_Z], tpr, fpr, delta, &zs, &res->lb)))
       return rc;
     res->z_ub = zs;
     res->z_claim = r0[DPO__WB_Z];
-    res->lb_select = -INFINITY; /* the threshold was chosen by the GDP proxy */
+    res->lb_select = -INFINITY; /* psg: the threshold was chosen by the GDP proxy; wsg: none */
     snprintf(res->method, sizeof res->method, wsg ? "wsg" : "psg");
     if (wsg)
       snprintf(res->assumption, sizeof res->assumption,
                "wor batches of %lld of %lld, canary +-C (replace-one): the run is that pair's PLD "
-               "over %lld releases at some multiplier; eps_lb = its eps at the largest not ruled out",
-               (long long)m, (long long)n, (long long)K);
+               "over %lld releases at some z; guess D iff S > 0: right >= %.4f; eps_lb = eps at "
+               "the largest z not ruled out", (long long)m, (long long)n, (long long)K, acc);
     else
       snprintf(res->assumption, sizeof res->assumption,
                "Poisson-subsampled Gaussian releases at rate %lld/%lld: the run's profile is the "

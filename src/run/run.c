@@ -235,7 +235,7 @@ static int dpo__run_settings(dpo_run_t *r) {
  * Collective. */
 static int dpo__run_open(dpo_run_t *r) {
   int rc;
-  r->stage = "train (run directory)";
+  r->stage = DPO__TRAIN_STAGE(r, " (run directory)");
   /* a journal that could not be keyed is found before anything is written */
   if ((rc = dpo_agree(r->comm, r->rank == 0 ? dpo__run_priv_key_check(r->priv, r->resuming)
                                             : DPO_OK)))
@@ -256,7 +256,7 @@ static int dpo__run_open(dpo_run_t *r) {
 
 /* Collective: what the algorithm's analysis and release plan refuse without data. */
 static int dpo__run_check(dpo_run_t *r) {
-  r->stage = "train";
+  r->stage = DPO__TRAIN_STAGE(r, "");
   return dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
 }
 
@@ -270,7 +270,7 @@ int dpo__train_setup(dpo_run_t *r) {
   const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {
-    r->stage = "train (privacy set-up)";
+    r->stage = DPO__TRAIN_STAGE(r, " (privacy set-up)");
     rc = dpo__run_priv_setup(r->comm, r->cfg, &r->spec, r->algo, NULL, r->model, &r->priv);
   }
   /* the release plan's refusals that need no n: before any file or datum (same stage as when
@@ -318,7 +318,7 @@ int dpo__train_setup(dpo_run_t *r) {
     return dpo__run_failed(r, rc);
   /* the data set's budget store: the files registered and the budget left, before anything
    * is claimed or loaded */
-  r->stage = "train (budget store)";
+  r->stage = DPO__TRAIN_STAGE(r, " (budget store)");
   if ((rc = dpo__run_priv_store_check(r->priv, r->train_path, r->test_path, r->resuming)) ||
       (rc = dpo__run_priv_party_check(r->priv, dpo__run_parties_table(r->parties),
                                       r->resuming)))
@@ -367,7 +367,7 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
 
 int dpo__train_load(dpo_run_t *r) {
   int rc;
-  r->stage = "train (loading data)";
+  r->stage = DPO__TRAIN_STAGE(r, " (loading data)");
   int priv = r->algo->is_private;
   double t0 = MPI_Wtime();
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &r->lo, &r->train)))

@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dpopt/comm.h"
 #include "dpopt/data.h"
@@ -59,6 +60,12 @@ extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_jo
 extern const dpo__run_ops_t dpo__run_mf_ops;    /* run_mf.c */
 /* the audit kind's one-run mode (audit.one_run): train's hooks around canaries (run_canary.c) */
 extern const dpo__run_ops_t dpo__run_audit1_ops;
+
+/* A stage of train's hooks, labelled with the command that runs them: the one-run audit
+ * (run_canary.c, the audit kind) runs train's setup, load and solve, and its failures are
+ * `dpopt audit`'s.  what: "" or " (part)". */
+#define DPO__TRAIN_STAGE(r, what) \
+  ((r)->ops && !strcmp((r)->ops->name, "audit") ? "audit" what : "train" what)
 
 /* lifecycle position: each call checks it is made in order */
 enum { DPO__RUN_CREATED, DPO__RUN_SETUP, DPO__RUN_LOADED, DPO__RUN_SOLVED, DPO__RUN_WRITTEN };

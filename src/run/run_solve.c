@@ -39,7 +39,7 @@ static int dpo__warm_start(const dpo_run_t *r, double *x0, int32_t p) {
 /* run.fstar = newton: the reference optimum F* of the training objective (non-private
  * diagnostic for the f - f* column).  Collective. */
 static int dpo__newton_ref(dpo_run_t *r) {
-  r->stage = "train (Newton reference F*)";
+  r->stage = DPO__TRAIN_STAGE(r, " (Newton reference F*)");
   double *xs = calloc((size_t)r->train->d, sizeof *xs);
   dpo_newton_info_t ni;
   if (!xs) return dpo_err(DPO_ENOMEM, "out of memory");
@@ -102,7 +102,7 @@ static int dpo__resume(dpo_run_t *r) {
 static int dpo__make_solver(dpo_run_t *r) {
   int rc;
   double *x0 = NULL;
-  r->stage = "train";
+  r->stage = DPO__TRAIN_STAGE(r, "");
   if ((rc = dpo_oracle_create(r->comm, r->model, r->train, dpo__run_priv_clip(r->priv),
                               &r->oracle)))
     return rc;
@@ -251,7 +251,7 @@ static int dpo__test_confusion(dpo_run_t *r) {
 
 int dpo__train_evaluate(dpo_run_t *r) {
   int rc;
-  r->stage = "train";
+  r->stage = DPO__TRAIN_STAGE(r, "");
   int hide = dpo__run_parties_hide_train(r->parties);
   if (r->rank == 0) {
     double *x = dpo_solver_x(r->solver);
@@ -273,7 +273,7 @@ int dpo__train_evaluate(dpo_run_t *r) {
 
 int dpo__train_write(dpo_run_t *r) {
   int rc;
-  r->stage = "train";
+  r->stage = DPO__TRAIN_STAGE(r, "");
   if ((rc = dpo__run_write_outputs(r))) return dpo__run_failed(r, rc);
   r->state = DPO__RUN_WRITTEN;
   return DPO_OK;
