@@ -28,7 +28,12 @@
  *     (default 100, 1% dense; values uniform in [-1, 1]).
  * (3) whole steps, wall time: every rank's gradient pass then the release (central: reduce
  *     of doubles + rank 0's noise; secagg: dpo_secagg_round), between barriers, interleaved,
- *     max over ranks; the median over --reps of the per-repeat ratio.
+ *     max over ranks; the median over --reps of the per-repeat ratio.  Beside it, the CPU
+ *     time of a step, which a loaded machine does not inflate: (a) the work, summed over
+ *     ranks, from (2)'s phases (central: every grad + rank 0's noise; secagg: every grad +
+ *     encode + share + masks, + rank 0's decode; the reduces left out); (b) each rank's
+ *     thread CPU time over the whole measured step, summed over ranks (median over --reps),
+ *     which also counts MPI's polling while a rank waits in the reduce.
  * Keys are set up once (dpo_secagg_create) outside the timing, as in a run.
  * Prints one "RESULT" line.
  *
@@ -251,27 +256,34 @@ int main(int argc, char **argv) {
   /* (3) whole steps, wall time between barriers (max over ranks), interleaved: central = the
    * gradient pass + MPI_Reduce of doubles + rank 0's noise; secagg = the gradient pass +
    * dpo_secagg_round (encode, share, masks, reduce, decode) */
-  double *wc = malloc((size_t)reps * sizeof *wc), *wsg = malloc((size_t)reps * sizeof *wsg);
-  if (!wc || !wsg) MPI_Abort(comm, 3);
+  double *wc = malloc((size_t)reps * sizeof *wc), *wsg = malloc((size_t)reps * sizeof *wsg),
+         *uc = malloc((size_t)reps * sizeof *uc), *us = malloc((size_t)reps * sizeof *us);
+  if (!wc || !wsg || !uc || !us) MPI_Abort(comm, 3);
   for (int r = 0; r < reps; r++)
     for (int k = 0; k < 2; k++) {
       double L = 0;
       memset(g, 0, (size_t)(d + 1) * sizeof *g);
       MPI_Barrier(comm);
-      double t0 = MPI_Wtime();
+      double t0 = MPI_Wtime(), c0 = cpu_now();
       CHECK(dpo_kern_loss_grad(DPO_LOSS_LOGISTIC, &sh, xm, NULL, 0, &clip, l2, &L, g));
       if (k == 0) {
         MPI_Reduce(rank == 0 ? MPI_IN_PLACE : g, g, (int)d, MPI_DOUBLE, MPI_SUM, 0, comm);
         if (rank == 0) CHECK(dpo_mech_gaussian(rng, sigma_c, g, d));
+        uc[r] = cpu_now() - c0;
         wc[r] = tmax(comm, MPI_Wtime() - t0);
+        MPI_Allreduce(MPI_IN_PLACE, &uc[r], 1, MPI_DOUBLE, MPI_SUM, comm);
       } else {
         CHECK(dpo_secagg_round(sa, g, d, gamma, sigma, bits, 1, tot, NULL));
+        us[r] = cpu_now() - c0;
         wsg[r] = tmax(comm, MPI_Wtime() - t0);
+        MPI_Allreduce(MPI_IN_PLACE, &us[r], 1, MPI_DOUBLE, MPI_SUM, comm);
       }
     }
   for (int r = 0; r < reps; r++) rr[r] = wsg[r] / wc[r];
   const double sw_ratio = median(rr, reps), sw_c = median(wc, reps), sw_s = median(wsg, reps);
   const double sw_best = wsg[0] / wc[0]; /* sorted by median() */
+  for (int r = 0; r < reps; r++) rr[r] = us[r] / uc[r];
+  const double su_ratio = median(rr, reps), su_c = median(uc, reps), su_s = median(us, reps);
   for (int k = 0; k < NPH; k++) {
     cpu[k] = median(tp + k * reps, reps);
     wall[k] = median(tw + k * reps, reps);
@@ -290,6 +302,10 @@ int main(int argc, char **argv) {
   double cp_c = wbest[RED_D] + c_noise, cp_s = c_sown + wbest[RED_U] + c_dec;
   double cps_c = c_grad + cp_c, cps_s = c_sstep + wbest[RED_U] + c_dec;
   double mps_c = c_grad + wall[RED_D] + c_noise, mps_s = c_sstep + wall[RED_U] + c_dec;
+  /* (3a) the work of a step summed over ranks (the reduces left out) */
+  double wk[2] = {cpu[GRAD] + (rank == 0 ? c_noise : 0),
+                  cpu[GRAD] + own_s + (rank == 0 ? c_dec : 0)};
+  MPI_Allreduce(MPI_IN_PLACE, wk, 2, MPI_DOUBLE, MPI_SUM, comm);
   long long gnnz = (long long)sh.rowptr[nl];
   if (rank == 0)
     printf("RESULT ranks=%d d=%lld reps=%d collude=%d rho=%g gamma=%g sigma_share=%llu "
@@ -301,12 +317,13 @@ int main(int argc, char **argv) {
            "step_central=%.6e step_secagg=%.6e step_ratio=%.4f t_reduce_u64_best=%.6e "
            "t_reduce_f64_best=%.6e step_ratio_median_reduce=%.4f bits=%d degree=%d "
            "wall_step_central=%.6e wall_step_secagg=%.6e wall_step_ratio=%.4f "
-           "wall_step_ratio_best=%.4f\n",
+           "wall_step_ratio_best=%.4f work_step_central=%.6e work_step_secagg=%.6e "
+           "work_step_ratio=%.4f cpu_step_central=%.6e cpu_step_secagg=%.6e cpu_step_ratio=%.4f\n",
            P, (long long)d, reps, collude, rho, gamma, (unsigned long long)sigma, rho_sa, sigma_c,
            mc, ms, ratios[0], bc, bs, ratios[1], wall[RED_U], wall[RED_D],
            c_enc, c_share, c_mask, c_dec, c_noise, c_grad, (long long)nl, nnz, gnnz, cp_c, cp_s,
            cp_s / cp_c, cps_c, cps_s, cps_s / cps_c, wbest[RED_U], wbest[RED_D], mps_s / mps_c, bits, deg, sw_c,
-           sw_s, sw_ratio, sw_best);
+           sw_s, sw_ratio, sw_best, wk[0], wk[1], wk[1] / wk[0], su_c, su_s, su_ratio);
   free(sh.rowptr);
   free(sh.y);
   free(sh.colind);
@@ -318,6 +335,8 @@ int main(int argc, char **argv) {
   free(tw);
   free(wc);
   free(wsg);
+  free(uc);
+  free(us);
   free(x32);
   dpo_secagg_destroy(sa);
   dpo_rng_destroy(rng);

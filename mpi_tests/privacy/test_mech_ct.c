@@ -92,12 +92,80 @@ Test(mech_ct, discrete_gaussian_pmf) {
   }
 }
 
+/* The loop of Bernoulli(exp(-x)) is split as e^-(i/256) (table) times CKS Alg. 1 on the rest:
+ * frequencies of 1e6 draws against exp(-g/t) computed by libm, within 5 standard errors, at
+ * fractions on both sides of table steps (i/256 exactly, just below, just above), above 1
+ * (e^-n times the loop) and near 0 */
+Test(mech_ct, bernoulli_exp_split) {
+  const uint64_t t = 1000003, cases[][2] = {
+      {0, 1},       {1, 1000},      {t / 256, t},  {t / 256 + 1, t}, {t - 1, t},
+      {500000, t},  {2 * t + 7, t}, {3 * t + 3 * t / 4, t}, {255, 256}, {128, 256}, {1, 2}};
+  dpo_rng_t *r = seeded(140);
+  dpo__ws_t ws = DPO__WS_INIT(r);
+  dpo__ct_stats_reset();
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const long N = 1000000;
+    long ones = 0;
+    for (long i = 0; i < N; i++) {
+      int b;
+      cr_assert_eq(dpo__ct_bexp_small(&ws, cases[c][0], cases[c][1], &b), DPO_OK);
+      ones += b;
+    }
+    const double p = exp(-(double)cases[c][0] / (double)cases[c][1]), f = (double)ones / N;
+    cr_expect(fabs(f - p) <= 5 * sqrt(p * (1 - p) / N) + 1e-12, "exp(-%llu/%llu): %.6f, want %.6f",
+              (unsigned long long)cases[c][0], (unsigned long long)cases[c][1], f, p);
+  }
+  dpo__ct_stats_t st;
+  dpo__ct_stats(&st);
+  cr_expect_eq(st.fallbacks, 0, "%llu fallbacks", (unsigned long long)st.fallbacks);
+  dpo_rng_destroy(r);
+}
+
+/* 1e6 draws of the vector sampler at sigma = 2, 30, 1000, 1e5 against the exact pmf
+ * exp(-k^2 / (2 s^2)) / Z summed in doubles here (bins of width ceil(s/8) over +-6 s, tails
+ * pooled: chi-square); the mean (0) and the variance sum k^2 pmf(k) within 5 standard errors */
+Test(mech_ct, discrete_gaussian_pmf_large) {
+  const uint64_t ss[] = {2, 30, 1000, 100000};
+  enum { N = 1000000, NB = 200 };
+  static int64_t k[N];
+  for (int c = 0; c < 4; c++) {
+    const double s = (double)ss[c];
+    const int64_t w = (int64_t)ceil(s / 8), lim = (int64_t)ceil(12 * s) + 10, nb = 2 * 6 * 8 + 2;
+    double p[NB] = {0}, z = 0, var = 0;
+    long cnt[NB] = {0};
+    for (int64_t x = -lim; x <= lim; x++) z += exp(-(double)x * x / (2 * s * s));
+    for (int64_t x = -lim; x <= lim; x++) {
+      const double q = exp(-(double)x * x / (2 * s * s)) / z;
+      const int64_t b = (x + 6 * 8 * w) / w;
+      p[x < -6 * 8 * w ? 0 : b >= nb ? nb - 1 : b < 0 ? 0 : b] += q;
+      var += (double)x * x * q;
+    }
+    dpo_rng_t *r = seeded(150 + c);
+    cr_assert_eq(dpo__mech_dgauss_n(r, ss[c], N, k), DPO_OK);
+    double s1 = 0, s2 = 0, s4 = 0;
+    for (long i = 0; i < N; i++) {
+      const int64_t b = (k[i] + 6 * 8 * w) / w;
+      cnt[k[i] < -6 * 8 * w ? 0 : b >= nb ? nb - 1 : b < 0 ? 0 : b]++;
+      const double x = (double)k[i];
+      s1 += x;
+      s2 += x * x;
+      s4 += x * x * x * x;
+    }
+    check_chi2(cnt, p, (int)nb, N, "discrete Gaussian, 1e6 draws");
+    const double m2 = s2 / N, se2 = sqrt((s4 / N - m2 * m2) / N);
+    cr_expect(fabs(s1 / N) <= 5 * sqrt(var / N), "sigma %g: mean %g", s, s1 / N);
+    cr_expect(fabs(m2 - var) <= 5 * se2, "sigma %g: E k^2 %g, want %g (se %g)", s, m2, var, se2);
+    dpo_rng_destroy(r);
+  }
+}
+
 /* The vector sampler (secagg's shares) draws what n scalar calls draw, from the same bytes of
- * the stream; and the stream of a seed is pinned: FNV-1a hashes of 5000 draws made by the
- * sampler before the per-scale divisions were cached and its bit scans made word-wise. */
+ * the stream; and the stream of a seed is pinned: FNV-1a hashes of 5000 draws made since the
+ * exp(-x) loop was split as e^-(i/256) times 7 atoms (another stream than before; its law is
+ * checked by discrete_gaussian_pmf_large and bernoulli_exp_split). */
 Test(mech_ct, discrete_gaussian_vector_stream) {
   const uint64_t ss[] = {1, 100000, (uint64_t)1 << 44};
-  const uint64_t pinned[] = {0xc9452894bfe94fe7ULL, 0x053c7756b85e5592ULL, 0xefb65af2485f7ae6ULL};
+  const uint64_t pinned[] = {0x6b90916415ee080eULL, 0xfba85618b4ca4e89ULL, 0x59bb394a30c5c6dbULL};
   enum { N = 5000 };
   static int64_t a[N], b[N];
   for (int c = 0; c < 3; c++) {

@@ -3,12 +3,15 @@
  * random word and a few integer multiplies and compares, without branches on the values:
  *  - rational F/D (64 or 256 bits): the word w decides U < F/D unless F/D lies in w's own cell
  *    [w, w+1) / 2^64 (probability 2^-64); then U's next word decides against the residue;
- *  - a certified constant (e^-n, (2/e)^i): two words (128 bits) against a 255-bit interval
- *    that holds the constant, computed once with directed rounding; 3 or 4 words if undecided;
- *  - exp(-F/D) with F/D in [0, 1): CKS 2020 Alg. 1 with its loop run exactly KL = 21 times
- *    (K = the first k with Bernoulli(F/(D k)) = 0, answer K odd; P(K > 21) <= 1/21! < 2^-65);
- *    its 21 atoms are 64-bit compares of the words with floor(c/k), c = floor(F 2^64 / D) once
- *    a loop (dpo__kl_atoms: the same decisions as the rational atom, without 256-bit work).
+ *  - a certified constant (e^-n, (2/e)^i, e^-(i/256)): two words (128 bits) against a 255-bit
+ *    interval that holds the constant, computed once with directed rounding; 3 or 4 words if
+ *    undecided;
+ *  - exp(-F/D) with F/D in [0, 1): e^-(i/256), i = floor(256 F/D), from the table times CKS
+ *    2020 Alg. 1 on the rest y < 2^-8 with its loop run exactly KL = 7 times (K = the first k
+ *    with Bernoulli(y/k) = 0, answer K odd; P(K > 7) = y^7/7! < 2^-68); its 7 atoms are 64-bit
+ *    compares of the words with floor(c/k), c = floor(y 2^64) once a loop (dpo__kl_atoms: the
+ *    same decisions as the rational atom, without 256-bit work).  10 words a loop (22 when the
+ *    loop ran 21 times on F/D itself: P(K > 21) <= 1/21!).
  * A batch of rational atoms draws one extra word that settles its first undecided atom, if any,
  * so the work changes only if two atoms of a batch, or the extra word, are undecided
  * (probability < 2^-118 a batch).  Every fallback continues the same exact comparison, so no
@@ -103,7 +106,12 @@ typedef struct {
 #define DPO__NE 90  /* e^-n, n < 90 (e^-89 < 2^-128) */
 #define DPO__N2E 65 /* (2/e)^i, i < 65 */
 #define DPO__VN 47  /* the geometric V by one scan up to 47: P(V >= 47) = e^-47 < 2^-67 */
-static dpo__tab_t dpo__E[DPO__NE], dpo__T2E[DPO__N2E];
+#define DPO__NF 256 /* e^-(i/256), i < 256: the CKS loop's fraction in steps of 1/256 */
+static dpo__tab_t dpo__E[DPO__NE], dpo__T2E[DPO__N2E], dpo__EF[DPO__NF];
+/* the 128-bit ends of dpo__EF, read at a secret index: 8 KB apart from the 24 KB entries */
+static struct {
+  u128 L, H;
+} dpo__EFh[DPO__NF];
 static pthread_once_t dpo__once = PTHREAD_ONCE_INIT;
 
 static u256 dpo__mul_dn(u256 a, u256 b) { /* floor(a b / 2^255) for a, b <= 2^255 */
@@ -132,36 +140,46 @@ static void dpo__tab_set(dpo__tab_t *e, u256 lo, u256 hi) {
   e->H = h + ((hi.w[1] << 1) || hi.w[0]); /* never overflows but for the constant 1 */
 }
 
-static void dpo__tab_init(void) {
-  /* e^-1 = sum_k (-1)^k / k!: T_k = floor(T_{k-1} / k) is within 2 units of 2^255 / k!, so
-   * 70 terms (70! > 2^255 + ...) are within 141 units; the interval is +-256 units */
+/* [lo1, hi1] = e^-(1/m) +- 256 units: sum_k (-1)^k / (m^k k!), T_k = floor(T_{k-1} / (m k))
+ * within 2 units of 2^255 / (m^k k!), 70 terms (70! > 2^255) within 141 units */
+static void dpo__exp_inv(uint64_t m, u256 *lo1, u256 *hi1) {
   u256 T = {{0, 0, 0, (uint64_t)1 << 63}}, pos = T, neg = {{0}};
   for (uint64_t k = 1; k <= 70; k++) {
     u128 rem = 0;
     for (int i = 3; i >= 0; i--) {
       u128 cur = (rem << 64) | T.w[i];
-      T.w[i] = (uint64_t)(cur / k);
-      rem = cur % k;
+      T.w[i] = (uint64_t)(cur / (m * k));
+      rem = cur % (m * k);
     }
     if (k & 1u) neg = u_add(neg, T);
     else pos = u_add(pos, T);
   }
-  u256 s, m = u_from(256), lo1, hi1;
+  u256 s, w = u_from(256);
   u_sub(pos, neg, &s);
-  u_sub(s, m, &lo1);
-  hi1 = u_add(s, m);
-  u256 one = {{0, 0, 0, (uint64_t)1 << 63}}, lo = one, hi = one;
-  for (int n = 0; n < DPO__NE; n++) {
-    dpo__tab_set(&dpo__E[n], lo, hi);
+  u_sub(s, w, lo1);
+  *hi1 = u_add(s, w);
+}
+
+/* tab[i] holds [lo, hi] ^ i, rounded outward (floor of lo's products, hi's plus one unit) */
+static void dpo__pow_tab(dpo__tab_t *tab, int n, u256 lo1, u256 hi1) {
+  u256 lo = {{0, 0, 0, (uint64_t)1 << 63}}, hi = lo;
+  for (int i = 0; i < n; i++) {
+    dpo__tab_set(&tab[i], lo, hi);
     lo = dpo__mul_dn(lo, lo1);
     hi = u_add(dpo__mul_dn(hi, hi1), u_from(1));
   }
-  u256 lo2 = u_add(lo1, lo1), hi2 = u_add(hi1, hi1); /* 2/e */
-  lo = hi = one;
-  for (int i = 0; i < DPO__N2E; i++) {
-    dpo__tab_set(&dpo__T2E[i], lo, hi);
-    lo = dpo__mul_dn(lo, lo2);
-    hi = u_add(dpo__mul_dn(hi, hi2), u_from(1));
+}
+
+static void dpo__tab_init(void) {
+  u256 lo1, hi1;
+  dpo__exp_inv(1, &lo1, &hi1);
+  dpo__pow_tab(dpo__E, DPO__NE, lo1, hi1);
+  dpo__pow_tab(dpo__T2E, DPO__N2E, u_add(lo1, lo1), u_add(hi1, hi1)); /* 2/e */
+  dpo__exp_inv(DPO__NF, &lo1, &hi1);
+  dpo__pow_tab(dpo__EF, DPO__NF, lo1, hi1);
+  for (int i = 0; i < DPO__NF; i++) {
+    dpo__EFh[i].L = dpo__EF[i].L;
+    dpo__EFh[i].H = dpo__EF[i].H;
   }
 }
 
@@ -192,6 +210,15 @@ static inline int dpo__tab_atom(dpo__ws_t *ws, const dpo__tab_t *e, int *rc) {
   int r1 = U < e->L, r0 = U >= e->H;
   if (!(r1 | r0 | e->one)) return dpo__tab_slow(ws, e, uw, rc);
   return r1 | e->one;
+}
+
+/* Bernoulli(e^-(i/256)), i < 256 a secret index: two words, as dpo__tab_atom */
+static inline int dpo__ef_atom(dpo__ws_t *ws, uint64_t i, int *rc) {
+  uint64_t uw[2] = {dpo__w(ws), dpo__w(ws)};
+  const u128 U = ((u128)uw[0] << 64) | uw[1];
+  const int one = i == 0, r1 = U < dpo__EFh[i].L, r0 = U >= dpo__EFh[i].H;
+  if (!(r1 | r0 | one)) return dpo__tab_slow(ws, &dpo__EF[i], uw, rc);
+  return r1 | one;
 }
 
 /* ------------------------------------------------------------ rational atoms */
@@ -255,15 +282,23 @@ static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint
   return A;
 }
 
-#define DPO__KL 21
+/* CKS Alg. 1 for Bernoulli(exp(-x)), x = F/D in [0, 1), in two factors: exp(-i/256) from
+ * the table dpo__EF with i = floor(256 x) (one atom of two words), and the loop on the rest
+ * y = x - i/256 = F'/D', F' = 256 F - i D, D' = 256 D, y < 2^-8, run exactly KL = 7 times:
+ * K = the first k with Bernoulli(y/k) = 0, answer K odd, P(K > 7) = y^7/7! < 2^-68.  The two
+ * Bernoullis are independent, so the product is Bernoulli(exp(-i/256) exp(-y)) = exp(-x)
+ * exactly; a loop costs 2 + 7 + 1 words instead of 21 + 1 for the loop on x itself.
+ * i = c >> 56 for c = floor(F 2^64 / D) (floor(floor(a) / 2^56) = floor(a / 2^56)), and y's
+ * c' = floor(F' 2^64 / D') = c - i 2^56, its remainder r' = 256 r. */
+#define DPO__KL 7
 
-/* The CKS loop's atom k is U < F/(D k) with U's word w: dpo__at64/256(w, F, D k).  With
- * c = floor(F 2^64 / D) computed once and a_k = floor(c / k) (k a constant: a multiply), it
- * is 1 if w < a_k ((w + 1) k <= c), 0 if w > a_k; w = a_k (probability 2^-64) is settled
- * exactly by dpo__at64/256 on the first such atom and the extra word, as before: the same
- * decisions and words as the atom by atom comparison, with two 64-bit compares an atom. */
+/* The loop's atom k is U < F'/(D' k) with U's word w: dpo__at64/256(w, F', D' k).  With
+ * c' computed once and a_k = floor(c' / k) (k a constant: a multiply), it is 1 if w < a_k
+ * ((w + 1) k <= c'), 0 if w > a_k; w = a_k (probability 2^-64) is settled exactly by
+ * dpo__at64/256 on the first such atom and the extra word: the same decisions and words as
+ * the atom by atom comparison, with two 64-bit compares an atom. */
 typedef struct {
-  uint64_t c;      /* floor(F 2^64 / D) */
+  uint64_t c;      /* c' = floor(F' 2^64 / D') */
   uint32_t A, M;   /* atoms that are 1, atoms with w = a_k */
   uint64_t ws, ks; /* the first such atom's word and k */
   uint64_t W[DPO__KL + 1]; /* + the extra word */
@@ -272,15 +307,15 @@ typedef struct {
 static inline void dpo__kl_atoms(dpo__ws_t *ws, dpo__kl_t *kl) {
   uint32_t A = 0, M = 0;
   uint64_t wsel = 0;
-  dpo_rng_bytes(ws->rng, kl->W, sizeof kl->W); /* one copy of 22 fresh words */
-#pragma GCC unroll 21
+  dpo_rng_bytes(ws->rng, kl->W, sizeof kl->W); /* one copy of 8 fresh words */
+#pragma GCC unroll 7
   for (int i = 0; i < DPO__KL; i++) {
     const uint64_t w = kl->W[i], a = kl->c / (uint64_t)(i + 1); /* unrolled: no division */
     A |= (uint32_t)(w < a) << i;
     M |= (uint32_t)(w == a) << i;
   }
-  const uint64_t j = (uint64_t)__builtin_ctz(M | (1u << DPO__KL)); /* the first, or 21 */
-#pragma GCC unroll 21
+  const uint64_t j = (uint64_t)__builtin_ctz(M | (1u << DPO__KL)); /* the first, or 7 */
+#pragma GCC unroll 7
   for (uint64_t i = 0; i < DPO__KL; i++) wsel |= kl->W[i] & -(uint64_t)(i == j); /* no index */
   kl->A = A;
   kl->M = M;
@@ -311,18 +346,23 @@ static inline u128 dpo__qr64(dpo__ws_t *ws, uint64_t F, uint64_t D, uint64_t *r)
   return q;
 }
 
-/* Bernoulli(exp(-F/D)), F < D, 21 D < 2^64: CKS Alg. 1, 21 atoms + 1 word */
-static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D) {
+/* Bernoulli(exp(-F/D)), F < D < 2^53: the table atom, 7 loop atoms + 1 word.  The loop's
+ * settling residue needs no F', D': F' 2^64 - w D' k = 256 ((c' - w k) D + r), so the atom's
+ * rest is ((c' - w k) D + r) / (D k), as for the loop on F/D with c' for c. */
+static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D, int *rc) {
   dpo__kl_t kl;
   uint64_t r, R1, R2;
-  kl.c = (uint64_t)dpo__qr64(ws, F, D, &r);
+  const uint64_t c = (uint64_t)dpo__qr64(ws, F, D, &r), i = c >> 56;
+  const int e = dpo__ef_atom(ws, i, rc);
+  kl.c = c & (((uint64_t)1 << 56) - 1);
   dpo__kl_atoms(ws, &kl);
   const uint64_t m = -(uint64_t)(kl.M != 0), Ds = (D * kl.ks & m) | (1 & ~m);
-  /* w = a_k: residue F 2^64 - w D k = (c - w k) D + r in [0, D k): 0 if none, else undecided */
+  /* w = a_k: residue (c' - w k) D + r in [0, D k): 0 if none, else undecided */
   R1 = (kl.c - kl.ws * kl.ks) * D + r;
   const int s1 = 2 * (int)((R1 & m) != 0);
   const int s = dpo__at64(kl.W[DPO__KL], R1 & -(uint64_t)(s1 == 2), Ds, &R2); /* settles it */
   uint32_t A = kl.A;
+  const uint64_t Fy = (F << 8) - i * D, Dy = D << 8; /* y = Fy/Dy < 2^-8, Dy < 2^61 */
   if (!(kl.M & (kl.M - 1)) && s < 2) {
     A |= (uint32_t)(s & (s1 == 2)) << (kl.ks - 1);
   } else { /* two atoms with w = a_k, or the extra word undecided: < 2^-118 */
@@ -331,16 +371,16 @@ static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D) {
     for (uint64_t k = kl.ks + 1; k <= DPO__KL; k++)
       if (kl.M >> (k - 1) & 1u) {
         uint64_t R;
-        const int sk = dpo__at64(kl.W[k - 1], F, D * k, &R);
-        A |= (uint32_t)(sk < 2 ? sk : dpo__lazy64(ws, R, D * k)) << (k - 1);
+        const int sk = dpo__at64(kl.W[k - 1], Fy, Dy * k, &R);
+        A |= (uint32_t)(sk < 2 ? sk : dpo__lazy64(ws, R, Dy * k)) << (k - 1);
       }
   }
   int done, ans = dpo__kl_ans(A, &done);
-  if (done) return ans;
-  dpo__st.fallbacks++; /* K > 21: P <= 1/21! */
+  if (done) return e & ans;
+  dpo__st.fallbacks++; /* K > 7: P < 2^-68; Bernoulli(y/k) = Bernoulli(y/8) Bernoulli(8/k) */
   uint64_t k = DPO__KL + 1;
-  while (dpo__lazy64(ws, F, D * k)) k++; /* D k < 2^64 while P(k) > 2^-1000 */
-  return (int)(k & 1u);
+  while (dpo__lazy64(ws, Fy, Dy * 8) && dpo__lazy64(ws, 8, k)) k++;
+  return e & (int)(k & 1u);
 }
 
 /* c = floor(F 2^64 / D), r = the remainder, F < D < 2^190.  Public, cached in ws: D's top 64
@@ -382,11 +422,14 @@ static u128 dpo__qr256(dpo__ws_t *ws, u256 F, u256 D, u256 *r) {
   return q;
 }
 
-/* the same for F < D < 2^178 (the discrete Gaussian's 2 s^2 t^2) */
-static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D) {
+/* the same for F < D < 2^178 (the discrete Gaussian's 2 s^2 t^2); on the rare paths
+ * Dy = 256 D < 2^186 and Dy k < 2^190 (dpo__at256) for k <= 8 */
+static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D, int *rc) {
   dpo__kl_t kl;
   u256 r, R1, R2;
-  kl.c = (uint64_t)dpo__qr256(ws, F, D, &r);
+  const uint64_t c = (uint64_t)dpo__qr256(ws, F, D, &r), i = c >> 56;
+  const int e = dpo__ef_atom(ws, i, rc);
+  kl.c = c & (((uint64_t)1 << 56) - 1);
   dpo__kl_atoms(ws, &kl);
   const uint64_t m = -(uint64_t)(kl.M != 0);
   const u256 zero = {{0}}, Ds = u_sel(u_from(1), u_mul64(D, kl.ks), m);
@@ -394,24 +437,30 @@ static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D) {
   const int s1 = 2 * (int)(((R1.w[0] | R1.w[1] | R1.w[2] | R1.w[3]) & m) != 0);
   const int s = dpo__at256(kl.W[DPO__KL], u_sel(zero, R1, -(uint64_t)(s1 == 2)), Ds, &R2);
   uint32_t A = kl.A;
+  int done, ans;
   if (!(kl.M & (kl.M - 1)) && s < 2) {
     A |= (uint32_t)(s & (s1 == 2)) << (kl.ks - 1);
-  } else {
-    dpo__st.fallbacks++;
+    ans = dpo__kl_ans(A, &done);
+    if (done) return e & ans;
+  }
+  dpo__st.fallbacks++;
+  u256 Fy, Dy = u_mul64(D, 256);
+  u_sub(u_mul64(F, 256), u_mul64(D, i), &Fy); /* y = Fy/Dy < 2^-8 */
+  if (kl.M & (kl.M - 1) || s == 2) {
     if (s1 == 2) A |= (uint32_t)(s < 2 ? s : dpo__lazy256(ws, R2, Ds)) << (kl.ks - 1);
     for (uint64_t k = kl.ks + 1; k <= DPO__KL; k++)
       if (kl.M >> (k - 1) & 1u) {
-        u256 R, Dk = u_mul64(D, k);
-        const int sk = dpo__at256(kl.W[k - 1], F, Dk, &R);
+        u256 R, Dk = u_mul64(Dy, k);
+        const int sk = dpo__at256(kl.W[k - 1], Fy, Dk, &R);
         A |= (uint32_t)(sk < 2 ? sk : dpo__lazy256(ws, R, Dk)) << (k - 1);
       }
+    ans = dpo__kl_ans(A, &done);
+    if (done) return e & ans;
+    dpo__st.fallbacks++;
   }
-  int done, ans = dpo__kl_ans(A, &done);
-  if (done) return ans;
-  dpo__st.fallbacks++;
-  uint64_t k = DPO__KL + 1;
-  while (dpo__lazy256(ws, F, u_mul64(D, k))) k++;
-  return (int)(k & 1u);
+  uint64_t k = DPO__KL + 1; /* K > 7, as in dpo__kloop64 */
+  while (dpo__lazy256(ws, Fy, u_mul64(Dy, 8)) && dpo__lazy64(ws, 8, k)) k++;
+  return e & (int)(k & 1u);
 }
 
 /* uniform on [0, t) by masking and rejection: each round one word, and the number of rounds
@@ -430,7 +479,7 @@ int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out) {
   int rc = DPO_OK;
   const uint64_t n = (uint64_t)(g >= t) + (g >= 2 * t) + (g >= 3 * t);
   int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
-  int r2 = dpo__kloop64(ws, g - n * t, t);
+  int r2 = dpo__kloop64(ws, g - n * t, t, &rc);
   *out = r1 & r2;
   return rc;
 }
@@ -470,11 +519,13 @@ static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
  * probability exp(-U/t) (rejected rounds are independent of the value kept) */
 int dpo__ct_geom(dpo__ws_t *ws, uint64_t t, uint64_t *x) {
   dpo__tabs();
-  for (;;) {
+  for (int rc = DPO_OK;;) {
     const uint64_t U = dpo__below(ws, t);
-    if (!dpo__kloop64(ws, U, t)) continue;
+    const int keep = dpo__kloop64(ws, U, t, &rc);
+    if (rc) return rc;
+    if (!keep) continue;
     uint64_t V = 0;
-    int rc = dpo__geom_e(ws, &V);
+    rc = dpo__geom_e(ws, &V);
     if (!rc) *x = U + t * V;
     return rc;
   }
@@ -507,7 +558,7 @@ static int dpo__bexp_big(dpo__ws_t *ws, u256 N, u256 D, int *rc) {
   u256 F;
   u_sub(N, u_mul64(D, n), &F);
   int r1 = dpo__tab_atom(ws, &dpo__E[n], rc);
-  return r1 & dpo__kloop256(ws, F, D);
+  return r1 & dpo__kloop256(ws, F, D, rc);
 }
 
 int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
@@ -534,7 +585,7 @@ int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
       u256 F;
       u_sub(N, u_mul64(D, n), &F);
       int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
-      acc = r1 & dpo__kloop256(ws, F, D);
+      acc = r1 & dpo__kloop256(ws, F, D, &rc);
     } else { /* accepted with probability < e^-87: a rejected round (time independent) */
       acc = dpo__bexp_big(ws, N, D, &rc);
     }
@@ -733,10 +784,13 @@ int dpo__ct_polya2(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x, int64_t *y
 /* TEST ONLY: every table interval is narrow (< 2^-137) and its lower end is the long double value to 1e-15 */
 int dpo__ct_tables_ok(void) {
   dpo__tabs();
-  for (int i = 0; i < DPO__NE + DPO__N2E; i++) {
-    const dpo__tab_t *e = i < DPO__NE ? &dpo__E[i] : &dpo__T2E[i - DPO__NE];
-    const int p = i < DPO__NE ? i : i - DPO__NE;
-    const long double v = i < DPO__NE ? expl(-(long double)p) : powl(2.0L / expl(1.0L), p);
+  for (int i = 0; i < DPO__NE + DPO__N2E + DPO__NF; i++) {
+    const int f = i >= DPO__NE + DPO__N2E, p = i < DPO__NE ? i : i - DPO__NE - f * DPO__N2E;
+    const dpo__tab_t *e = i < DPO__NE ? &dpo__E[i] : f ? &dpo__EF[p] : &dpo__T2E[p];
+    const long double v = i < DPO__NE ? expl(-(long double)p)
+                          : f        ? expl(-(long double)p / DPO__NF)
+                                     : powl(2.0L / expl(1.0L), p);
+    if (f && (dpo__EFh[p].L != e->L || dpo__EFh[p].H != e->H)) return 0;
     u256 w;
     if (u_sub(e->hi, e->lo, &w) || w.w[3] || w.w[2] || w.w[1] >> 54) return 0;
     const long double lo = (long double)u_dbl(e->lo) * 0x1p-255L;

@@ -47,7 +47,7 @@ typedef struct {
 } dpo__ct_stats_t;
 void dpo__ct_stats(dpo__ct_stats_t *s);
 void dpo__ct_stats_reset(void);
-/* TEST ONLY: the certified constant tables are narrow and hold e^-n, (2/e)^i */
+/* TEST ONLY: the certified constant tables are narrow and hold e^-n, (2/e)^i, e^-(i/256) */
 int dpo__ct_tables_ok(void);
 /* TEST ONLY: the Polya padding bounds (block coins, tail coins) for (t, n) */
 int dpo__ct_polya_bounds(uint64_t t, uint64_t n, int *bound_block, int *bound_tail);

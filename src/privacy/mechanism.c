@@ -19,32 +19,36 @@
  * whose work does not depend on the value drawn.
  *  CONSTANT: every accepted round of a rejection loop (CKS Alg. 2 and 3) does a fixed sequence
  *  of operations on a fixed number of random words: U uniform on [0, t) by masking (no
- *  division); Bernoulli(exp(-U/t)) as CKS Alg. 1 run exactly 21 times (K = the first failure,
- *  P(K > 21) < 2^-65); the geometric V (a loop of length V in CKS) as ONE 128-bit uniform
+ *  division); Bernoulli(exp(-U/t)) as e^-(i/256), i = floor(256 U/t), from a certified table
+ *  times CKS Alg. 1 on the rest y < 2^-8 run exactly 7 times (K = the first failure,
+ *  P(K > 7) = y^7/7! < 2^-68); the geometric V (a loop of length V in CKS) as ONE 128-bit uniform
  *  compared with all of e^-1 .. e^-47 (certified 255-bit constants); the sign from one word; the
  *  Gaussian's Bernoulli(exp(-gamma)) as e^-floor(gamma) from the table times the 21-step loop on
- *  the fraction.  Each rational Bernoulli is one word compared by multiplication (no lazy bit
- *  loop; the 21 of a loop against floor(c/k), c = floor(2^64 F/D) computed once by a public
- *  reciprocal), plus one word per batch that settles an undecided one.  Rejected rounds and the number
+ *  the fraction (the same split).  Each rational Bernoulli is one word compared by
+ *  multiplication (no lazy bit loop; the 7 of a loop against floor(c/k), c = floor(2^64 y)
+ *  computed once by a public reciprocal), plus one word per batch that settles an undecided
+ *  one.  Rejected rounds and the number
  *  of rounds are independent of the value finally kept (i.i.d. trials), so they reveal nothing
  *  about it.  Polya variate: every coin is fixed work, and the coins are padded to public
  *  bounds from (t, n) (Chernoff, exceeded with probability < 2^-65 per variate; a share's two
  *  variates X, Y are padded together, < 2^-65 per share).
  *  NOT CONSTANT: the number of rounds (random, value-independent, so a release's time is
  *  random but carries no information on the noise); the work when a fallback is taken: two
- *  undecided atoms in a batch or an undecided extra word (< 2^-118 a batch), K > 21 (< 2^-65
+ *  undecided atoms in a batch or an undecided extra word (< 2^-118 a batch), K > 7 (< 2^-68
  *  a loop), V >= 47 (e^-47 < 2^-67), a 128-bit constant comparison undecided (< 2^-121),
  *  the Polya coins beyond their bounds (< 2^-65); in all, below 2^-62 per Laplace or Gaussian
  *  draw (2^-63 per Polya variate, 2^-62 per share of two).  Then the draw takes longer and its time may depend on the
  *  noise: for the timing channel that probability adds to delta (d 2^-62 per release of d
  *  draws).  The law of K is never changed: every fallback continues the same exact comparison.
  *  Micro-architectural effects (caches, branch predictors shared with an attacker on the same
- *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1)) are in L1.
+ *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1), e^-(i/256): 8 KB)
+ *  are in L1.
  *  FAILURE: an error (never a biased sample) if a constant comparison is undecided after 256
  *  bits (< 2^-180), or V, the Polya marks or counts overflow (< 2^-1000).
  * Seeded runs draw other noise than before issue 35 (other random words are consumed), and
  * than before the ct-speed commits (a CKS loop's 22 words are one copy; a share's X and Y are
- * drawn before their common padding).
+ * drawn before their common padding), and than before the loop was split as e^-(i/256) times
+ * 7 atoms (10 words a loop instead of 22).
  */
 #include "mech_ct.h"
 #include "rounding.h"
