@@ -74,6 +74,14 @@ refused "no row bound, no width: both named" \
   --eps 1 --delta 1e-5
 refused "pure eps: no sensitivity, no width: both named" \
   "two requirements are missing: (1) no public sensitivity .*; (2) .*needs the number of features declared" --eps 1
+# no budget either: the budget, the row bound and the width, in one message (an edited
+# message that dropped the plan's refusal after a missing --eps names only two)
+refused "no budget, no row bound, no width: all three named" \
+  "three requirements are missing: (1) algorithm 'dp-sgd-rdp' is private: give the budget with --eps E .*; (2) dp-sgd-rdp: needs a public Lipschitz bound: .*data.row_l2_bound.*; (3) .*needs the number of features declared: --dim D" \
+  --algo dp-sgd-rdp --delta 1e-5
+refused "no budget, no row bound (width declared): both named" \
+  "two requirements are missing: (1) algorithm 'dp-sgd-rdp' is private: give the budget .*; (2) dp-sgd-rdp: needs a public Lipschitz bound: .*data.row_l2_bound" \
+  --algo dp-sgd-rdp --delta 1e-5 --dim 123
 printf '[privacy]\nesp = 1\n' >"$T/c1.ini"
 refused "[privacy] esp" "c1.ini:2: unknown setting 'privacy.esp': did you mean 'privacy.eps'?" \
   --config "$T/c1.ini"

@@ -278,24 +278,33 @@ int dpo__train_setup(dpo_run_t *r) {
   }
   /* the release plan's refusals that need no n: before any file or datum (same stage as when
    * the algorithm's create() refuses).  Resuming: after the journal, whose own refusals (a
-   * relation or budget that differs from the run's) say more about an edited config.ini */
-  if (!rc && !r->resuming) rc = dpo__run_check(r);
-  /* the public schema: a private run's width is declared, never read from the rows.  Checked
-   * after a refusal above too, so that one message names every missing declaration (a row
-   * bound and the width) instead of one failed run each */
+   * relation or budget that differs from the run's) say more about an edited config.ini.
+   * One message names every missing declaration (the budget, a row bound, the width) instead
+   * of one failed run each: the plan's refusals need no budget, so they are asked for after a
+   * missing --eps too, and the public schema after either */
+  char miss[3][1024];
+  int nmiss = 0;
+  if (rc && parsed && r->algo->is_private && !r->resuming && isnan(r->spec.eps)) {
+    snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
+    if (dpo_agree(r->comm, dpo_algo_check(r->algo, r->cfg, &r->spec, r->model)))
+      snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
+  } else if (!rc && !r->resuming) {
+    rc = dpo__run_check(r);
+  }
   if (parsed && r->algo->is_private) {
-    char first[1024] = "";
-    if (rc) snprintf(first, sizeof first, "%s", dpo_errmsg());
+    if (rc && !nmiss) snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
     int rs = dpo_agree(r->comm, dpo__run_parties_schema(r->parties, r->train_path, &r->lo));
-    if (rs && rc) {
-      char second[1024];
-      snprintf(second, sizeof second, "%s", dpo_errmsg());
-      rc = dpo_err(rc, "two requirements are missing: (1) %s; (2) %s", first, second);
+    if (rs) {
+      snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
+      if (!rc) rc = rs;
     }
-    else if (rs)
-      rc = rs;
-    else if (rc)
-      dpo_err(rc, "%s", first); /* the first refusal's message, as it was */
+    if (nmiss == 1)
+      dpo_err(rc, "%s", miss[0]); /* the one refusal's message, as it was */
+    else if (nmiss == 2)
+      rc = dpo_err(rc, "two requirements are missing: (1) %s; (2) %s", miss[0], miss[1]);
+    else if (nmiss == 3)
+      rc = dpo_err(rc, "three requirements are missing: (1) %s; (2) %s; (3) %s", miss[0],
+                   miss[1], miss[2]);
   }
   if (rc) return dpo__run_failed(r, rc);
   /* the algorithm's own keys are read only in create(), after the data: known from its tables */
