@@ -260,7 +260,7 @@ static int dpo__run_open(dpo_run_t *r) {
 /* Collective: what the algorithm's analysis and release plan refuse without data. */
 static int dpo__run_check(dpo_run_t *r) {
   r->stage = DPO__TRAIN_STAGE(r, "");
-  return dpo_agree(r->comm, dpo__run_priv_check(r->priv, r->algo, r->cfg, r->model));
+  return dpo_agree(r->comm, dpo_algo_check(r->algo, r->cfg, &r->spec, r->model));
 }
 
 int dpo__train_setup(dpo_run_t *r) {
@@ -286,7 +286,7 @@ int dpo__train_setup(dpo_run_t *r) {
   int nmiss = 0;
   if (rc && parsed && r->algo->is_private && !r->resuming && isnan(r->spec.eps)) {
     snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
-    if (dpo_agree(r->comm, dpo_algo_check(r->algo, r->cfg, &r->spec, r->model)))
+    if (dpo__run_check(r))
       snprintf(miss[nmiss++], sizeof miss[0], "%s", dpo_errmsg());
   } else if (!rc && !r->resuming) {
     rc = dpo__run_check(r);

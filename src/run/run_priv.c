@@ -387,11 +387,6 @@ int dpo__run_priv_trace_note(const dpo__run_priv_t *p, FILE *trace) {
   return ferror(trace) ? dpo_err(DPO_EIO, "cannot write the trace") : DPO_OK;
 }
 
-int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
-                        const dpo_config_t *cfg, const dpo_model_t *model) {
-  return dpo_algo_check(algo, cfg, p->spec, model);
-}
-
 const char *dpo__run_priv_label(const dpo__run_priv_t *p) { return p->label; }
 int dpo__run_priv_guaranteed(const dpo__run_priv_t *p) { return p->is_private && !p->seeded; }
 

@@ -50,10 +50,6 @@ int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
 /* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
 int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir);
 const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p);
-/* Not collective: what the algorithm's analysis and release plan refuse without data
- * (dpo_algo_check with this run's clipping, relation and delta). */
-int dpo__run_priv_check(const dpo__run_priv_t *p, const dpo_algo_t *algo,
-                        const dpo_config_t *cfg, const dpo_model_t *model);
 dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p);
 struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p);
 /* 1: a private run under add-remove neighbours, whose exact row count is itself private
