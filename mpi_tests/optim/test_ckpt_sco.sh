@@ -1,9 +1,12 @@
 #!/bin/sh
-# Checkpoints and --resume of the phased private SCO methods of Feldman, Koren and Talwar 2020
-# (phased-sgd, phased-erm, sc-reduce, phased-sc) on the first 4000 rows of a9a:
+# Checkpoints and --resume of the linear-time private SCO methods of Feldman, Koren and Talwar
+# 2020 (pnsgd, phased-sgd, phased-erm, sc-reduce, phased-sc) on the first 4000 rows of a9a:
 #  - a seeded run stopped by run.stop_after at a checkpoint and resumed writes the uninterrupted
 #    run's model.txt byte for byte (md5), its journal holds the same charges and `dpopt ledger`
-#    prints the same spent eps; 1 and 2 ranks;
+#    prints the same spent eps; 1 and 2 ranks; pnsgd with algo.release = final (one charge for
+#    the whole pass before step 0: the resumed pass charges nothing) and = all (one a step);
+#  - SIGTERM to the ranks once the first checkpoint file is there (pnsgd, final): exit 5, no
+#    model.txt, the resume finishes with the uninterrupted model and the one charge;
 #  - refusals: a journal with a charge after the checkpoint (the phases are one disjoint pass:
 #    a phase redone would be counted free), a resume whose config.ini was edited to another
 #    public order or diameter (the algorithm's checked plan values), both before anything is
@@ -43,7 +46,16 @@ pair() {
   [ -n "$sf" ] && [ "$sf" = "$sp" ] && ok || bad "$name (np $np): spent eps $sp, uninterrupted $sf"
   [ ! -f "$part/checkpoint" ] && ok || bad "$name: checkpoint left after completion"
 }
+# the number of steps (= phases) of a run: its trace's last row
+steps() { tail -n 1 "$1/trace.csv" | cut -d, -f1; }
+
 for np in 1 2; do
+  CHARGES=1 pair $np pnsgd$np 40 --algo pnsgd
+  n=$(steps "$T/pnsgd$np-full") # a pass of many steps under its one charge
+  [ "$n" -eq 465 ] && ok || bad "pnsgd: $n steps, want 465"
+  # release all: a charge a step (its Gaussian's multiplier is B_t / (2 sqrt d): a smaller rho
+  # makes the batches large enough for eps 1; T = 18)
+  CHARGES=18 pair $np pnall$np 8 --algo pnsgd --set algo.release=all --set algo.rho=0.04
   CHARGES=11 pair $np phsgd$np 4 --algo phased-sgd
   CHARGES=11 pair $np pherm$np 5 --algo phased-erm
 done
@@ -54,6 +66,25 @@ CHARGES=3 pair 2 phsc2 1 --algo phased-sc
 # the comparison can fail: another seed gives another model
 expect 0 $MPI -np 1 "$DPOPT" train $COMMON --algo phased-sgd --seed 12 --out "$T/seed12"
 cmp -s "$T/seed12/model.txt" "$T/phsgd1-full/model.txt" && bad "seeds 11 and 12 gave one model" || ok
+
+# ---- SIGTERM to the ranks after the first checkpoint (pnsgd on the whole of a9a: ~19k steps)
+BIG="--data $S/data/a9a --row-l2-bound 3.75 --lambda 0.01 --quiet --eps 1 --delta 1e-5 \
+  --algo pnsgd --seed 9 --no-trace-loss --trace-every 1000"
+expect 0 $MPI -np 2 "$DPOPT" train $BIG --out "$T/sig-full"
+R="$T/sig"
+$MPI -np 2 "$DPOPT" train $BIG --out "$R" --checkpoint-every 50 >"$T/sout" 2>"$T/serr" &
+pid=$!
+i=0
+while [ ! -f "$R/checkpoint" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+wait $pid; st=$?
+[ $st = 5 ] && ok || { bad "SIGTERM to the ranks: exit $st (want 5)"; head -n 20 "$T/serr"; }
+has "$T/serr" "interrupted before iteration" "SIGTERM: interruption message"
+[ ! -f "$R/model.txt" ] && ok || bad "SIGTERM: model.txt written by a cut pass"
+expect 0 $MPI -np 2 "$DPOPT" train --resume "$R" --quiet
+same "$T/sig-full/model.txt" "$R/model.txt" "SIGTERM, resumed: model"
+unchained "$T/sig-full/ledger.jsonl" >"$T/a"; unchained "$R/ledger.jsonl" >"$T/b"
+same "$T/a" "$T/b" "SIGTERM, resumed: journal"
 
 # ---- refusals: nothing written or charged
 # a charge after the checkpoint: phases 4 and 5 journalled, the checkpoint of phase 4 put back
