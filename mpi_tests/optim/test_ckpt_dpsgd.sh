@@ -8,8 +8,8 @@
 #  - charges journaled after the last checkpoint (a kill -9 between a charge and the next
 #    checkpoint) stay spent and the redone steps are charged again: the calibrated plan no
 #    longer fits, so the ledger stops the run (status 3) with the budget never exceeded;
-#  - refusals, exit 1 before anything is written: a method without checkpoints (named, with
-#    the private methods that have them), add-remove on a noisy row count, multi-party runs.
+#  - refusals, exit 1 before anything is written: add-remove on a noisy row count, multi-party
+#    runs (pnsgd under secagg: only dp-sgd-rdp and the DP-GD family keep a party's state).
 . "$(dirname "$0")/../lib/testlib.sh"
 COMMON="--data $S/data/a9a --row-l2-bound 3.75 --lambda 0.01 --quiet --algo dp-sgd-rdp --eps 1 --delta 1e-5"
 
@@ -49,9 +49,10 @@ spent=$(sed -n 's/^spent: *eps = \([0-9.eE+-]*\).*/\1/p' "$T/out")
 awk -v s="$spent" 'BEGIN { exit !(s <= 1 && s > 0.9) }' && ok || bad "spent $spent not in (0.9, 1]"
 
 # ---- 3. refusals: exit 1, nothing written
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --iters 10 --checkpoint-every 2 --out "$T/r1"
-has "$T/err" "--algo pnsgd cannot write or resume checkpoints" "no-checkpoint method named"
-has "$T/err" "dp-sgd-rdp" "the methods that can are listed"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --checkpoint-every 2 \
+  --set privacy.trust=secagg --set parties.count=2 --out "$T/r1"
+has "$T/err" "algo pnsgd: checkpoints of multi-party runs are not supported outside privacy.trust = secagg with --algo dp-sgd-rdp" \
+  "pnsgd's multi-party checkpoints refused, naming the methods that have them"
 [ ! -e "$T/r1" ] && ok || bad "a refused run wrote $T/r1"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --iters 10 --set privacy.neighbours=add-remove \
   --set algo.sampling=poisson --checkpoint-every 2 --out "$T/r2"

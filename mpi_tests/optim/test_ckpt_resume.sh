@@ -10,8 +10,8 @@
 #  - charges journaled after the last checkpoint (a kill -9 between a charge and the next
 #    checkpoint) stay spent: the resumed journal keeps them, and the total never exceeds the
 #    budget (the run stops with status 3 instead);
-#  - refusals: --checkpoint-every for an algorithm without checkpoints (exit 1), --resume changing
-#    privacy.eps or the algorithm, --resume of a completed run.
+#  - refusals: --resume changing privacy.eps, the algorithm or the data, --resume of a completed
+#    run (every algorithm of train checkpoints: test_ckpt_sco.sh has the 003 methods).
 . "$(dirname "$0")/../lib/testlib.sh"
 COMMON="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --lambda 0.01 --quiet"
 
@@ -34,8 +34,6 @@ unchained "$T/hb2-full/ledger.jsonl" >"$T/a"; unchained "$T/hb2/ledger.jsonl" >"
 same "$T/a" "$T/b" "dp-hb resumed twice: journal"
 
 # ---- 2. refusals
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --eps 1 --iters 10 --checkpoint-every 2 --out "$T/sco"
-grep -q "pnsgd cannot write or resume checkpoints" "$T/err" && ok || bad "refusal message: $(cat "$T/err")"
 expect 5 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-nag --eps 1 --iters 30 --seed 2 --out "$T/ref" --set run.stop_after=5
 expect 1 $MPI -np 2 "$DPOPT" train --resume "$T/ref" --eps 2
 grep -q "cannot change privacy.eps" "$T/err" && ok || bad "eps change message: $(cat "$T/err")"

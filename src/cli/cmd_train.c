@@ -56,7 +56,7 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
     {"--verbose", "run.verbose", NULL, "the summary on stdout also names the accountant, its bound, the neighbouring relation, the journal and the release plan"},
     {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},
-    {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT)"},
+    {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); every --algo (phased methods: an iteration is a phase; a stopped pnsgd pass writes its model once resumed to its end)"},
     {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint"},
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
     {NULL, NULL, NULL, NULL}};

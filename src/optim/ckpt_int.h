@@ -12,6 +12,9 @@
  * a changed parameter on resume would silently change the algorithm. */
 int dpo__ckpt_check_double(const dpo_ckpt_t *r, const char *key, double now);
 int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now);
+/* The same for an array of n values (a schedule recomputed from the config). */
+int dpo__ckpt_check_f64s(const dpo_ckpt_t *r, const char *key, const double *now, int64_t n);
+int dpo__ckpt_check_i64s(const dpo_ckpt_t *r, const char *key, const int64_t *now, int64_t n);
 
 /* The momentum methods' shared state (hb, nag, dp-hb, dp-nag): step "alpha" and momentum
  * "beta" (checked against the config on load), "started" and x_{t-1} as "xprev" once the
@@ -26,5 +29,11 @@ int dpo__ckpt_get_momentum(const dpo_ckpt_t *r, double alpha, double beta, int *
  * disjoint pass (see optim.h).  Multi-party runs refuse (DPO_EUNSUP) for now. */
 int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w);
 int dpo__dp_load(dpo__dp_t *dp, const dpo_ckpt_t *r);
+
+/* Resume of a run whose releases form one disjoint pass (disjoint batches or phases, parallel
+ * composition): DPO_EUNSUP when the journal holds charges after the checkpoint.  Those
+ * releases would be made again on the same rows, and counted as the same pass they would cost
+ * nothing more, an under-count; who names the method. */
+int dpo__ckpt_disjoint_resume(const dpo_solver_t *s, const char *who);
 
 #endif

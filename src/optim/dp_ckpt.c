@@ -46,6 +46,36 @@ int dpo__ckpt_check_int(const dpo_ckpt_t *r, const char *key, int64_t now) {
   return DPO_OK;
 }
 
+/* element i of the stored array differs from the recomputed one: name the first */
+static int dpo__ckpt_check_arr(const dpo_ckpt_t *r, const char *key, const void *now, int64_t n,
+                               int f64) {
+  void *was = malloc((size_t)(n > 0 ? n : 1) * 8);
+  if (!was) return dpo_err(DPO_ENOMEM, "checkpoint: out of memory");
+  int rc = f64 ? dpo_ckpt_get_f64(r, key, was, n) : dpo_ckpt_get_i64(r, key, was, n);
+  for (int64_t i = 0; !rc && i < n; i++) {
+    if (memcmp((const char *)was + 8 * i, (const char *)now + 8 * i, 8) == 0) continue;
+    if (f64)
+      rc = dpo_err(DPO_EINVAL, "checkpoint: algorithm parameter %s[%lld] was %.17g, the "
+                   "configuration now gives %.17g: resume with the run's own settings", key,
+                   (long long)i, ((double *)was)[i], ((const double *)now)[i]);
+    else
+      rc = dpo_err(DPO_EINVAL, "checkpoint: algorithm parameter %s[%lld] was %lld, the "
+                   "configuration now gives %lld: resume with the run's own settings", key,
+                   (long long)i, (long long)((int64_t *)was)[i],
+                   (long long)((const int64_t *)now)[i]);
+  }
+  free(was);
+  return rc;
+}
+
+int dpo__ckpt_check_f64s(const dpo_ckpt_t *r, const char *key, const double *now, int64_t n) {
+  return dpo__ckpt_check_arr(r, key, now, n, 1);
+}
+
+int dpo__ckpt_check_i64s(const dpo_ckpt_t *r, const char *key, const int64_t *now, int64_t n) {
+  return dpo__ckpt_check_arr(r, key, now, n, 0);
+}
+
 /* Multi-party (trust secagg: run.c allows no other mode to checkpoint): which parties still
  * take part and the step each one left at (on_party_exhausted = drop); the parties' row ranges
  * come from the loaded data again and every account from the reopened journal. */
@@ -84,6 +114,15 @@ static int dpo__dp_load_parties(dpo__dp_t *dp, const dpo_ckpt_t *r) {
   return rc;
 }
 
+int dpo__ckpt_disjoint_resume(const dpo_solver_t *s, const char *who) {
+  const int64_t k = dpo_solver_resume_orphans(s);
+  if (k > 0)
+    return dpo_err(DPO_EUNSUP, "the journal holds %lld charge(s) after the checkpoint inside a "
+                   "disjoint pass: redoing %s releases cannot be accounted as the same pass; "
+                   "start a new run", (long long)k, who);
+  return DPO_OK;
+}
+
 int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w) {
   int rc;
   if ((rc = dpo__dp_save_parties(dp, w))) return rc;
@@ -114,11 +153,8 @@ int dpo__dp_load(dpo__dp_t *dp, const dpo_ckpt_t *r) {
     /* Charges after the checkpoint were journaled for buckets that will be released again:
      * counted as the same disjoint pass they would cost nothing more (parallel composition),
      * which would under-count.  Refuse rather than under-count. */
-    if (dpo_solver_resume_orphans(dp->s) > 0)
-      return dpo_err(DPO_EUNSUP, "the journal holds %lld charge(s) after the checkpoint inside "
-                     "a disjoint pass: redoing those buckets cannot be accounted as the same pass; "
-                     "start a new run", (long long)dpo_solver_resume_orphans(dp->s));
-    if ((rc = dpo__ckpt_check_int(r, "dp.nbuckets", dp->nbuckets)) ||
+    if ((rc = dpo__ckpt_disjoint_resume(dp->s, "the bucket")) ||
+        (rc = dpo__ckpt_check_int(r, "dp.nbuckets", dp->nbuckets)) ||
         (rc = dpo_ckpt_get_i64(r, "dp.perm", dp->perm, dp->n)))
       return rc;
   }

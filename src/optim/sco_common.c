@@ -10,6 +10,7 @@
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
+#include "optim/ckpt_int.h"
 
 static uint64_t dpo__splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -253,6 +254,37 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
   *count_eps = ec, *count_b = b;
   snprintf(src, cap, "a noisy count charged eps %.3g", ec);
   return DPO_OK;
+}
+
+static int64_t dpo__sco_perm_digest(const dpo__sco_t *c) {
+  uint64_t h = 14695981039346656037ULL;
+  const unsigned char *p = (const unsigned char *)c->perm;
+  for (size_t i = 0; i < (size_t)c->n * sizeof *c->perm; i++) h = (h ^ p[i]) * 1099511628211ULL;
+  return (int64_t)h;
+}
+
+int dpo__sco_ckpt_save(const dpo__sco_t *c, dpo_ckpt_t *w) {
+  int rc;
+  if ((rc = dpo_ckpt_put_int(w, "sco.n", c->n)) || (rc = dpo_ckpt_put_int(w, "sco.d", c->d)) ||
+      (rc = dpo_ckpt_put_double(w, "sco.L", c->L)) ||
+      (rc = dpo_ckpt_put_double(w, "sco.beta", c->beta)) ||
+      (rc = dpo_ckpt_put_double(w, "sco.D", c->D)) ||
+      (rc = dpo_ckpt_put_double(w, "sco.rho", c->rho)))
+    return rc;
+  return dpo_ckpt_put_int(w, "sco.order", dpo__sco_perm_digest(c));
+}
+
+int dpo__sco_ckpt_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckpt_t *r,
+                       int disjoint, const char *who) {
+  int rc;
+  if ((rc = dpo__ckpt_check_int(r, "sco.n", c->n)) || (rc = dpo__ckpt_check_int(r, "sco.d", c->d)) ||
+      (rc = dpo__ckpt_check_double(r, "sco.L", c->L)) ||
+      (rc = dpo__ckpt_check_double(r, "sco.beta", c->beta)) ||
+      (rc = dpo__ckpt_check_double(r, "sco.D", c->D)) ||
+      (rc = dpo__ckpt_check_double(r, "sco.rho", c->rho)) ||
+      (rc = dpo__ckpt_check_int(r, "sco.order", dpo__sco_perm_digest(c))))
+    return rc;
+  return disjoint ? dpo__ckpt_disjoint_resume(s, who) : DPO_OK;
 }
 
 void dpo__sco_free(dpo__sco_t *c) {

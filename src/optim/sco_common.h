@@ -68,6 +68,14 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
                   int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap);
 /* The noisy count's charge (dpo__sco_public_n) on ledger F: for plan checks. */
 int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, double *charged);
+/* Checkpoints of the 003 methods (their save/load ops): the public constants every one derives
+ * from the config -- n, d, L, beta, D, rho and the public order (by an FNV-1a digest of perm) --
+ * stored under "sco.*"; load checks them against the recomputed ones (a checkpoint of another
+ * plan is refused) and, when disjoint != 0 (the releases form one disjoint pass), refuses a
+ * journal with charges after the checkpoint (dpo__ckpt_disjoint_resume, ckpt_int.h). */
+int dpo__sco_ckpt_save(const dpo__sco_t *c, dpo_ckpt_t *w);
+int dpo__sco_ckpt_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckpt_t *r,
+                       int disjoint, const char *who);
 /* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */
 dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m);
 /* Euclidean projection onto the ball of radius D/2 around 0. */

@@ -31,6 +31,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 #include "optim/sco_common.h"
 
 double dpo__sco_sigma(double z, double sens, int32_t d) {
@@ -232,6 +233,35 @@ static int perm_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint (between phases, x the last phase's released output): the next phase's offset in
+ * the public order; the plan (k, eta, z, the step cap) is recomputed and only checked.  One
+ * disjoint pass: a journal with a charge after the checkpoint is refused. */
+static int perm_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  const dpo__perm_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "k", a->k)) ||
+      (rc = dpo_ckpt_put_double(w, "eta", a->eta)) || (rc = dpo_ckpt_put_double(w, "z", a->z)) ||
+      (rc = dpo_ckpt_put_int(w, "erm_maxit", a->maxit)))
+    return rc;
+  return dpo_ckpt_put_int(w, "off", a->off);
+}
+
+static int perm_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__perm_t *a = st;
+  int rc;
+  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, 1, "phase")) ||
+      (rc = dpo__ckpt_check_int(r, "k", a->k)) || (rc = dpo__ckpt_check_double(r, "eta", a->eta)) ||
+      (rc = dpo__ckpt_check_double(r, "z", a->z)) ||
+      (rc = dpo__ckpt_check_int(r, "erm_maxit", a->maxit)) ||
+      (rc = dpo_ckpt_get_int(r, "off", &a->off)))
+    return rc;
+  if (a->off < 0 || a->off > a->c.n)
+    return dpo_err(DPO_EFORMAT, "checkpoint: phased-erm offset %lld outside 0..%lld",
+                   (long long)a->off, (long long)a->c.n);
+  return DPO_OK;
+}
+
 static const dpo_algo_param_t perm_params[] = {
     {"eta", "(D/L) min(4/sqrt n, eps/sqrt(d ln(1/delta)))", "base step (phase i: 4^-i eta; Thm 4.8)"},
     {"erm_maxit", "1000000", "cap on the public step count of a phase's ERM solve"},
@@ -239,4 +269,4 @@ static const dpo_algo_param_t perm_params[] = {
 
 const dpo_algo_t dpo__algo_phased_erm = {
     "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (Feldman, Koren and Talwar 2020, Alg. 3, Thm 4.8)",
-    1, perm_create, perm_step, perm_destroy, NULL, NULL, perm_params, dpo__sco_params, NULL, NULL};
+    1, perm_create, perm_step, perm_destroy, perm_save, perm_load, perm_params, dpo__sco_params, NULL, NULL};

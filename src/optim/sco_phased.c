@@ -23,6 +23,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 #include "optim/sco_common.h"
 
 typedef struct {
@@ -172,6 +173,33 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint (taken between phases, where x is the last phase's released output): the offset
+ * of the next phase's examples in the public order; the plan (k, eta, z: public, recomputed
+ * from the config) is only checked.  The phases are one disjoint pass, so a journal with a
+ * charge after the checkpoint is refused (dpo__sco_ckpt_load). */
+static int phased_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  const dpo__phased_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "k", a->k)) ||
+      (rc = dpo_ckpt_put_double(w, "eta", a->eta)) || (rc = dpo_ckpt_put_double(w, "z", a->z)))
+    return rc;
+  return dpo_ckpt_put_int(w, "off", a->off);
+}
+
+static int phased_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__phased_t *a = st;
+  int rc;
+  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, 1, "phase")) ||
+      (rc = dpo__ckpt_check_int(r, "k", a->k)) || (rc = dpo__ckpt_check_double(r, "eta", a->eta)) ||
+      (rc = dpo__ckpt_check_double(r, "z", a->z)) || (rc = dpo_ckpt_get_int(r, "off", &a->off)))
+    return rc;
+  if (a->off < 0 || a->off > a->c.n)
+    return dpo_err(DPO_EFORMAT, "checkpoint: phased-sgd offset %lld outside 0..%lld",
+                   (long long)a->off, (long long)a->c.n);
+  return DPO_OK;
+}
+
 static const dpo_algo_param_t phased_params[] = {
     {"eta", "(D/L) min(4/sqrt n, rho/sqrt d)", "base step (phase i: 4^-i eta; Thm 4.4)"},
     {"calibrate", "alg2", "phase noise: alg2 (sigma_i = 4 L eta_i / rho as written: spends 0.47 of "
@@ -180,5 +208,5 @@ static const dpo_algo_param_t phased_params[] = {
 
 const dpo_algo_t dpo__algo_phased_sgd = {
     "phased-sgd", "Phased-SGD, iterative localization (Feldman, Koren and Talwar 2020, Alg. 2, Thm 4.4 step)", 1,
-    phased_create, phased_step, phased_destroy, NULL, NULL, phased_params, dpo__sco_params, NULL,
+    phased_create, phased_step, phased_destroy, phased_save, phased_load, phased_params, dpo__sco_params, NULL,
     NULL};

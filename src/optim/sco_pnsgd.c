@@ -50,6 +50,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 #include "optim/sco_common.h"
 
 typedef struct {
@@ -315,6 +316,51 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: the offset of the next batch in the public order (the fetched rows are a cache,
+ * fetched again from there); the schedule (T, B_t, eta_t, sigma, the charged rho) is
+ * recomputed from the config and only checked.  algo.release = all: one disjoint pass, so a
+ * journal with a charge after the checkpoint is refused.  algo.release = final: the one charge
+ * for the whole pass was made before step 0, so the resumed pass runs under it, charging
+ * nothing (solver.c); the checkpoint then holds an iterate no charge releases (Thm 3.1 covers
+ * the final one only), as secret as the data (doc/design.md).  Multi-party runs are refused
+ * before anything runs (run.c). */
+static int pnsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  const dpo__pnsgd_t *a = st;
+  int rc;
+  (void)s;
+  if (a->sa.on) return dpo_err(DPO_EUNSUP, "pnsgd: no checkpoint of a multi-party run");
+  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "kind", a->kind)) ||
+      (rc = dpo_ckpt_put_int(w, "release_all", a->release_all)) ||
+      (rc = dpo_ckpt_put_int(w, "T", a->T)) || (rc = dpo_ckpt_put_int(w, "used", a->used)) ||
+      (rc = dpo_ckpt_put_double(w, "sigma", a->sigma)) ||
+      (rc = dpo_ckpt_put_double(w, "rho_charged", a->rho_charged)) ||
+      (rc = dpo_ckpt_put_double(w, "Lsnap", a->Lsnap)) ||
+      (rc = dpo_ckpt_put_i64(w, "B", a->B, a->T)) || (rc = dpo_ckpt_put_f64(w, "eta", a->eta, a->T)))
+    return rc;
+  return dpo_ckpt_put_int(w, "off", a->off);
+}
+
+static int pnsgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__pnsgd_t *a = st;
+  int rc;
+  if (a->sa.on) return dpo_err(DPO_EUNSUP, "pnsgd: no resume of a multi-party run");
+  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, a->release_all, "the batches'")) ||
+      (rc = dpo__ckpt_check_int(r, "kind", a->kind)) ||
+      (rc = dpo__ckpt_check_int(r, "release_all", a->release_all)) ||
+      (rc = dpo__ckpt_check_int(r, "T", a->T)) || (rc = dpo__ckpt_check_int(r, "used", a->used)) ||
+      (rc = dpo__ckpt_check_double(r, "sigma", a->sigma)) ||
+      (rc = dpo__ckpt_check_double(r, "rho_charged", a->rho_charged)) ||
+      (rc = dpo__ckpt_check_double(r, "Lsnap", a->Lsnap)) ||
+      (rc = dpo__ckpt_check_i64s(r, "B", a->B, a->T)) ||
+      (rc = dpo__ckpt_check_f64s(r, "eta", a->eta, a->T)) ||
+      (rc = dpo_ckpt_get_int(r, "off", &a->off)))
+    return rc;
+  if (a->off < 0 || a->off > a->used)
+    return dpo_err(DPO_EFORMAT, "checkpoint: pnsgd offset %lld outside 0..%lld",
+                   (long long)a->off, (long long)a->used);
+  return DPO_OK;
+}
+
 static const dpo_algo_param_t pnsgd_params[] = {
     {"schedule", "const", "const (Thm 3.5) | jnn (Thm 3.6) | sc (Thm 5.4, lambda > 0)"},
     {"release", "final", "final (one charge, Thm 3.1) | all (every iterate charged)"},
@@ -325,5 +371,5 @@ static const dpo_algo_param_t pnsgd_params[] = {
 
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (Feldman, Koren and Talwar 2020, Alg. 1; algo.schedule)",
-    1, pnsgd_create, pnsgd_step, pnsgd_destroy, NULL, NULL, pnsgd_params, dpo__sco_params, NULL,
+    1, pnsgd_create, pnsgd_step, pnsgd_destroy, pnsgd_save, pnsgd_load, pnsgd_params, dpo__sco_params, NULL,
     NULL};

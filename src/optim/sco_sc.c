@@ -31,6 +31,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
+#include "optim/ckpt_int.h"
 #include "optim/sco_common.h"
 
 typedef struct {
@@ -226,6 +227,60 @@ static int sc_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   return DPO_OK;
 }
 
+/* checkpoint: nothing runs across phases (phase t is the step index; x is the last phase's
+ * released output), so the checkpoint holds the phase table recomputed from the config, only
+ * checked: a checkpoint of another plan is refused.  One disjoint pass: a journal with a
+ * charge after the checkpoint is refused. */
+enum { SC_OFF, SC_M, SC_ETA, SC_SENS, SC_SIGMA, SC_WLAM, SC_NCOL };
+static const char *const sc_cols[SC_NCOL] = {"ph.off", "ph.m", "ph.eta", "ph.sens", "ph.sigma",
+                                             "ph.wlam"};
+
+static void sc_table(const dpo__scalg_t *a, int col, int64_t *iv, double *fv) {
+  for (int i = 0; i < a->nph; i++) {
+    const dpo__sco_phase_t *p = &a->ph[i];
+    if (col == SC_OFF) iv[i] = p->off;
+    else if (col == SC_M) iv[i] = p->m;
+    else fv[i] = col == SC_ETA ? p->eta : col == SC_SENS ? p->sens : col == SC_SIGMA ? p->sigma
+                                                                                    : p->wlam;
+  }
+}
+
+static int sc_ckpt(const dpo__scalg_t *a, dpo_ckpt_t *w, const dpo_ckpt_t *r) {
+  int64_t iv[256];
+  double fv[256];
+  int rc = w ? dpo_ckpt_put_int(w, "nph", a->nph) : dpo__ckpt_check_int(r, "nph", a->nph);
+  if (!rc) rc = w ? dpo_ckpt_put_int(w, "erm", a->nph > 0 && a->ph[0].erm)
+                  : dpo__ckpt_check_int(r, "erm", a->nph > 0 && a->ph[0].erm);
+  for (int col = 0; !rc && col < SC_NCOL; col++) {
+    sc_table(a, col, iv, fv);
+    if (col <= SC_M)
+      rc = w ? dpo_ckpt_put_i64(w, sc_cols[col], iv, a->nph)
+             : dpo__ckpt_check_i64s(r, sc_cols[col], iv, a->nph);
+    else
+      rc = w ? dpo_ckpt_put_f64(w, sc_cols[col], fv, a->nph)
+             : dpo__ckpt_check_f64s(r, sc_cols[col], fv, a->nph);
+  }
+  return rc;
+}
+
+static int sc_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
+  const dpo__scalg_t *a = st;
+  int rc;
+  (void)s;
+  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "erm_maxit", a->maxit)))
+    return rc;
+  return sc_ckpt(a, w, NULL);
+}
+
+static int sc_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
+  dpo__scalg_t *a = st;
+  int rc;
+  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, 1, "phase")) ||
+      (rc = dpo__ckpt_check_int(r, "erm_maxit", a->maxit)))
+    return rc;
+  return sc_ckpt(a, NULL, r);
+}
+
 #define SC_MAXIT {"erm_maxit", "1000000", "cap on the public step count of an ERM solve"}
 static const dpo_algo_param_t reduce_params[] = {
     {"base", "phased-sgd", "phased-sgd | phased-erm: the convex algorithm A"},
@@ -239,7 +294,7 @@ static const dpo_algo_param_t psc_params[] = {
 
 const dpo_algo_t dpo__algo_sc_reduce = {
     "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (Feldman, Koren and Talwar 2020, Sec. 5.1)", 1,
-    reduce_create, sc_step, sc_destroy, NULL, NULL, reduce_params, dpo__sco_params, NULL, ""};
+    reduce_create, sc_step, sc_destroy, sc_save, sc_load, reduce_params, dpo__sco_params, NULL, ""};
 const dpo_algo_t dpo__algo_phased_sc = {
     "phased-sc", "Phased-SGD for strongly convex losses (Feldman, Koren and Talwar 2020, Thm 5.3, Lemma 5.2 averaging)", 1,
-    psc_create, sc_step, sc_destroy, NULL, NULL, psc_params, dpo__sco_params, NULL, ""};
+    psc_create, sc_step, sc_destroy, sc_save, sc_load, psc_params, dpo__sco_params, NULL, ""};

@@ -200,12 +200,20 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
                    "drop --iters (algo.iters) to run the schedule's own length, or shorten the "
                    "schedule itself (e.g. algo.T = %lld)", name, (long long)p->steps,
                    (long long)max_iter, (long long)max_iter);
-  if (o->stop_after > 0 && o->stop_after < p->steps)
+  /* a stop that writes a checkpoint only pauses the pass (its iterate is withheld until the
+   * resumed pass ends) */
+  if (o->stop_after > 0 && o->stop_after < p->steps && !dpo_algo_can_checkpoint(s->algo))
     return dpo_err(DPO_EINVAL, "run.stop_after = %lld would cut %s's whole %lld-step plan",
                    (long long)o->stop_after, name, (long long)p->steps);
-  if (s->resumed)
-    return dpo_err(DPO_EUNSUP, "%s's whole-schedule charge cannot be resumed", name);
   if (!s->ledger) return dpo_err(DPO_EINVAL, "%s: a private run needs the ledger", name);
+  if (s->resumed) {
+    /* the charge was made before step 0, so before any checkpoint: the journal the resume
+     * checked against the checkpoint holds it, and the pass goes on under it uncharged */
+    if (dpo_ledger_count(s->ledger) < 1)
+      return dpo_err(DPO_EFORMAT, "%s: the resumed journal holds no charge for the whole "
+                     "%lld-step plan", name, (long long)p->steps);
+    return DPO_OK;
+  }
   /* the plan is journalled first; a refused charge records nothing, so the check is the charge */
   int rc = dpo__plan_record(s);
   if (!rc) rc = dpo_ledger_charge(s->ledger, &p->whole, NULL);

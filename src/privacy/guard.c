@@ -43,6 +43,21 @@ int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal,
   return DPO_OK;
 }
 
+int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t n) {
+  if (!p || k < 0 || k >= p->count || !journal || n < 1)
+    return dpo_err(DPO_EINVAL, "party store journal: bad arguments");
+  journal[0] = '\0';
+  if (p->first_rank[k] == 0) return DPO_OK; /* the coordinator's party: its view is the account */
+  if (!p->out[k])
+    return dpo_err(DPO_EINVAL, "party %d keeps a budget store but no journal of its own on its "
+                   "rank %d (no party.%d.out or parties.out): its store would be settled on the "
+                   "coordinator's word alone; give the party its own run directory (refused: "
+                   "nothing was written)", k, p->first_rank[k], k);
+  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], k) >= n)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", k, p->out[k]);
+  return DPO_OK;
+}
+
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   *out = NULL;
   if (!spec || spec->parties < 1 || spec->collude < 0 || spec->collude >= spec->parties ||

@@ -60,6 +60,14 @@ int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
  * to journal[n]): DIR is a directory or missing, and holds that journal when resuming, none
  * otherwise (it would be another run's). */
 int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal, size_t n);
+/* Not collective, nothing read or written: the party's own journal that party k's budget store
+ * is settled against besides the coordinator's view, on the rank that opens the store (the
+ * party's first rank), into journal[n].  The coordinator's party (first rank 0) has none to
+ * offer there: journal = "" (threat model: that party is in every coalition the guarantee
+ * counts, so its account is the coordinator's).  Any other party's is DIR/ledger.partyK.jsonl
+ * in its own run directory; none given: DPO_EINVAL naming the party (its store would be
+ * settled on the coordinator's word alone). */
+int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t n);
 
 /* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);

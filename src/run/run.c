@@ -88,20 +88,13 @@ static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *alg
 }
 
 /* Checkpoints asked for (--checkpoint-every, --resume, run.stop_after): a usage error, before
- * anything is read or charged, when the algorithm cannot write them (naming the private
- * methods that can) or the run is multi-party (the active-party set is not saved). */
+ * anything is read or charged, when the algorithm cannot write them (every one in the table
+ * can: a guard) or the run is multi-party (the active-party set is not saved). */
 static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) {
   const char *trust = NULL;
-  if (!dpo_algo_can_checkpoint(algo)) {
-    char can[512] = "";
-    for (const dpo_algo_t *const *al = dpo_algo_list(); *al; al++)
-      if ((*al)->is_private && dpo_algo_can_checkpoint(*al) && strlen(can) + 40 < sizeof can)
-        snprintf(can + strlen(can), sizeof can - strlen(can), "%s%s", *can ? ", " : "",
-                 (*al)->name);
+  if (!dpo_algo_can_checkpoint(algo))
     return dpo_err(DPO_EINVAL, "--algo %s cannot write or resume checkpoints: drop "
-                   "--checkpoint-every / --resume / run.stop_after, or use a method that can "
-                   "(private: %s)", algo->name, can);
-  }
+                   "--checkpoint-every / --resume / run.stop_after", algo->name);
   dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
   /* secagg dp-sgd-rdp: rank 0's state is the released iterates' post-processing (x, momentum,
    * average), its party shares are recomputed from the plan, and each party's account is its
@@ -112,10 +105,10 @@ static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) 
     return DPO_OK; /* the DP-GD family saves its active-party set (dp_ckpt.c) */
   if (dpo_config_get(cfg, "parties.n") || dpo_config_get(cfg, "parties.data") ||
       dpo_config_get(cfg, "parties.count") || (trust && strcasecmp(trust, "central")))
-    return dpo_err(DPO_EINVAL, "checkpoints of multi-party runs are not supported outside "
-                   "privacy.trust = secagg with --algo dp-sgd-rdp or the DP-GD family (dp-gd, "
-                   "dp-hb, dp-nag*, dp-masg*, dp-gdws*): drop --checkpoint-every / --resume / "
-                   "run.stop_after");
+    return dpo_err(DPO_EINVAL, "--algo %s: checkpoints of multi-party runs are not supported "
+                   "outside privacy.trust = secagg with --algo dp-sgd-rdp or the DP-GD family "
+                   "(dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*): drop --checkpoint-every / "
+                   "--resume / run.stop_after", algo->name);
   return DPO_OK;
 }
 

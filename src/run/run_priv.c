@@ -8,6 +8,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "privacy/guard.h" /* dpo_party_store_journal */
 #include "privacy/journal_chain.h"
 #include "run/run_impl.h"
 
@@ -159,10 +160,12 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
                  "budget stores: drop --seed (or parties.budget_store)");
   else if (p->rank == pt->first_rank[k]) {
     p->party = k;
+    char j[1100];
     if (!(pt->eps[k] > 0))
       rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
                    "party.%d.eps", k, k);
-    else
+    /* resumed: the store will be settled against the party's own journal (party_now) */
+    else if (!resuming || !(rc = dpo_party_store_journal(pt, k, j, sizeof j)))
       rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
                                       resuming, &p->pbud);
   }
@@ -194,11 +197,13 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   return DPO_OK;
 }
 
-/* Collective, --resume (secagg dp-sgd-rdp: doc/design.md, "Budget stores", Resume): on party
- * k's first rank, what the run has charged party k so far, the larger per part of the
- * coordinator's view (its reopened journal's account of party k, sent by rank 0) and, on a
- * party with its own journal, that journal replayed (read only): the same pair its settlement
- * takes.  Both journals only grow, so this is never below what the store settled for the run. */
+/* Collective, --resume (secagg: doc/design.md, "Budget stores", Resume): on party k's first
+ * rank, what the run has charged party k so far, the larger per part of the coordinator's
+ * view (its reopened journal's account of party k, sent by rank 0) and the party's own journal
+ * replayed (read only): the same pair its settlement takes.  Both journals only grow, so this
+ * is never below what the store settled for the run.  Only the coordinator's own party takes
+ * the view alone (dpo_party_store_journal): any other party without its own journal is
+ * refused, so no deviating coordinator can have a party's store settled on its word. */
 static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) {
   const dpo_parties_t *pt = p->pt;
   dpo_ledger_parts_t w;
@@ -219,11 +224,9 @@ static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) 
     MPI_Recv(now, (int)sizeof *now, MPI_BYTE, 0, 1, p->comm, MPI_STATUS_IGNORE);
     /* the party's own journal (its guard reopens it after the plan; here it is only read) */
     char j[1100];
-    if (pt->out[p->party]) {
-      snprintf(j, sizeof j, "%s/ledger.party%d.jsonl", pt->out[p->party], p->party);
-      if (!(rc = dpo_ledger_file_parts(j, p->key_file[0] ? p->key_file : NULL, &w)))
-        rc = dpo_budget_parts_max(now, &w);
-    }
+    if (!(rc = dpo_party_store_journal(pt, p->party, j, sizeof j)) && j[0] &&
+        !(rc = dpo_ledger_file_parts(j, p->key_file[0] ? p->key_file : NULL, &w)))
+      rc = dpo_budget_parts_max(now, &w);
   }
   return rc;
 }
