@@ -80,7 +80,7 @@ int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex, quiet = 0;
   if ((ex = dpo_cli_start(ctx, "tune", argc, argv, opts,
-                          "usage: mpirun -np P dpopt tune --data FILE --eps E [--test FILE] [options]",
+                          "usage: mpirun --quiet -np P dpopt tune --data FILE --eps E [--test FILE] [options]",
                           dpo__tune_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;
