@@ -4,7 +4,8 @@
 # (here a scratch directory holding data/ and build/dpopt, so nothing is written to the tree),
 # with the build's dpopt and the harness's mpirun flags substituted.  Every command must
 # succeed and leave what the README says it leaves; doc/tutorial.md must show the same commands,
-# and its own commands (the README's and more) must run in order too.
+# and its own commands (the README's and more) must run in order too; jobs/demo's training is
+# the first of them.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 # readme_block FILE: the lines of the first ```sh block after <!-- tutorial -->
@@ -24,6 +25,16 @@ n=$(grep -c . "$T/cmds")
 check "README has a tutorial block of 5 commands (found $n)" [ "$n" = 5 ]
 check "every tutorial command is a dpopt command" [ "$(grep -vc '^\(mpirun --quiet -np [0-9]* \)\{0,1\}build/dpopt ' "$T/cmds")" = 0 ]
 check "the tutorial's mpirun commands are quiet" [ "$(grep -c '^mpirun -np' "$T/cmds")" = 0 ]
+
+# jobs/demo trains as the tutorial's first command does (train's default recipe, no --config
+# or --algo), with its budget store and run directory added
+first=$(sed -n '1{s/^mpirun --quiet -np 2 build\/dpopt train //; s/ --out .*//; p;}' "$T/cmds")
+sh_demo=$(awk '/build\/dpopt train/ { on = 1 } on { sub(/^ +/, ""); if (sub(/ *\\$/, " ")) { c = c $0; next } print c $0; exit }' "$S/jobs/demo")
+case "$sh_demo" in
+*"build/dpopt train $first --budget-store "*) ok ;;
+*) bad "jobs/demo does not run the tutorial's first command ($first): $sh_demo" ;;
+esac
+case "$sh_demo" in *--config* | *--algo*) bad "jobs/demo sets its own method: $sh_demo" ;; *) ok ;; esac
 
 # doc/tutorial.md walks through the same commands
 sh_commands "$S/doc/tutorial.md" | sed 's/  */ /g' >"$T/tut"
