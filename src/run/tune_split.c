@@ -50,8 +50,8 @@ int dpo__tune_split_settings(dpo__tune_t *t) {
   dpo_config_foreach(cfg, multi_party_key, &mp);
   /* a search by default: parallel composition at S = 0.1, unless a setting of the geometric
    * search is given or the data are several parties' (doc/results.md, "Tune against train":
-   * within 2 standard errors of train's recipe at eps 0.3, 1 and 3 over 5 runs, where S = 0.2
-   * and 0.3 fell below it and the geometric search a whole point below) */
+   * within 2 standard errors of train's recipe at eps 0.1, 0.3, 1, 3 and 10 over 5 runs,
+   * where S = 0.2 and 0.3 fell below it and the geometric search a whole point below) */
   if (!dpo_config_get(cfg, "tune.split")) {
     for (int i = 0; other[i]; i++)
       if (dpo_config_get(cfg, other[i])) return DPO_OK;
