@@ -4,6 +4,7 @@
 #    2 + 6 accounts), each part charged the whole (eps, delta) once and the total equal to it;
 #    `dpopt ledger` replays it;
 #  - only the argmax leaves the selection: no noisy score in summary.json;
+#  - it prints train's plain lines (run directory, privacy, spent, chosen, test accuracy);
 #  - a seeded tune is reproducible (the same model, choice and journal charges twice);
 #  - the chosen model (trained again on the final part) beats the majority class, and the
 #    reported --test accuracy is dpopt eval's on it;
@@ -25,6 +26,13 @@ maj=$(awk '{if ($1 > 0) p++; n++} END {m = p / n; if (1 - m > m) m = 1 - m; prin
 for r in s1 s2; do
   expect 0 $MPI -np 2 "$DPOPT" tune $D --test "$T/te" --eps 1 --split 0.5 --seed 4 --out "$T/$r"
 done
+# what it prints: train's plain lines, the theorem only in summary.json
+has "$T/out" "^run directory  *$T/s2\$" "the run directory line"
+has "$T/out" '^privacy  *NOT PRIVATE: seeded' "the privacy line says a seeded tune is not private"
+has "$T/out" '^spent  *eps 1\.000 of 1 and delta 1e-05 of 1e-05 (each of 8 disjoint parts of the rows spent it once)$' \
+  "the spent line"
+has "$T/out" '^chosen  *algo=dp-sgd-rdp eta=[0-9.]* epochs=[0-9.]* (of 6 candidates' "the chosen line"
+hasnot "$T/out" '(eps, delta) =\|McSherry\|parallel composition' "no jargon on the screen"
 L=$T/s1/ledger.jsonl
 [ "$(grep -c '"step"' "$L")" = 1 ] && ok || bad "split tune: one charge line"
 c=$(grep '"step"' "$L")

@@ -480,10 +480,12 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     rc = dpo_write_atomic(p, ini, strlen(ini));
   }
   if (out && !rc) {
-    fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%.6g, %.3g) of (%g, %g): "
-            "one charge (%s)\nchosen: %s\nheld-out correct predictions (noisy, released): %.1f\n",
-            t->dir, label, t->total_eps, t->total_delta, t->eps, t->delta,
-            t->rdp ? "Papernot-Steinke 2022 Thm 2" : "Liu-Talwar 2019", desc, score);
+    /* train's plain lines (the theorem is in summary.json) */
+    fprintf(out, "run directory   %s\nprivacy         %s\nspent           eps %.3f of %g", t->dir,
+            label, t->total_eps, t->eps);
+    if (t->delta > 0) fprintf(out, " and delta %.3g of %g", t->total_delta, t->delta);
+    fprintf(out, " in one charge (every repetition and the selection)\nchosen          %s\n"
+            "held-out correct predictions (noisy, released): %.1f\n", desc, score);
     if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
       fprintf(out, "held-out accuracy (noisy, released): %.4f of %lld rows\n",
               score / (double)t->n_test, (long long)t->n_test);
