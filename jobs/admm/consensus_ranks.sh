@@ -43,7 +43,7 @@ printf "%-10s %6s %1s %6s %4s %9s %10s %9s %18s\n" problem ranks o iters conv ti
 run() { # name np args...
   name=$1 np=$2; shift 2
   rm -rf "$OUT/c.run"
-  mpirun --oversubscribe -np "$np" "$D" admm "$@" --maxit 5000 --eps-abs 1e-6 --eps-rel 1e-5 --set admm.adapt_rho=false --out "$OUT/c.run" > "$OUT/c.out" 2>/dev/null || true
+  mpirun --quiet --oversubscribe -np "$np" "$D" admm "$@" --maxit 5000 --eps-abs 1e-6 --eps-rel 1e-5 --set admm.adapt_rho=false --out "$OUT/c.run" > "$OUT/c.out" 2>/dev/null || true
   awk -v n="$name" -v p="$np" -v o="$([ "$np" -gt "$CORES" ] && echo '*' || echo '-')" '
     /^iterations/ {it = $2; cv = $4}
     /^inner/ {ps = $5}

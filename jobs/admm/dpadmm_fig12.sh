@@ -62,7 +62,7 @@ NP=${2:-2}
 [ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/admm # never the source tree (doc/results/admm: committed reference)
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-MPI="mpirun --oversubscribe -np $NP"
+MPI="mpirun --quiet --oversubscribe -np $NP"
 D="$B/dpopt"
 LAMBDA=1e-5
 EPS1=0.1

@@ -91,7 +91,7 @@ for data in $DATAS; do
           # secagg: each party keeps its journal in its own run directory (RUN.pK)
           pset=""; [ "$tr" = secagg ] && pset="--set parties.out=$run.p%d"
           # shellcheck disable=SC2086
-          mpirun --oversubscribe -np "$P" "$DPOPT" train --test "$test" $model --algo "$algo" $args \
+          mpirun --quiet --oversubscribe -np "$P" "$DPOPT" train --test "$test" $model --algo "$algo" $args \
             --eps "$EPS" --delta "$DELTA" --seed "$s" --quiet --set parties.count="$P" \
             --set parties.data="$sp/part.%d" --set privacy.trust="$tr" $kset $pset \
             --out "$run" >/dev/null

@@ -69,7 +69,7 @@ NP=${2:-1}
 [ -n "$OUT" ] || OUT=${TMPDIR:-/tmp}/dpopt-jobs/sco
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-MPI="mpirun --oversubscribe -np $NP"
+MPI="mpirun --quiet --oversubscribe -np $NP"
 LAMBDA=1e-4
 ALGOS="pnsgd phased-sgd phased-sgd-cal phased-erm dp-sgd-rdp dp-sgd-rdp-wor"
 EPOCHS=${DPSGD_EPOCHS:-10}

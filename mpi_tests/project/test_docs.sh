@@ -5,6 +5,9 @@
 # 250 lines); user documentation cites no issue numbers ("issue 14") and no paper codes
 # ("003 (4.6)"): papers by author and year (doc/references.md maps the codes that --help uses).
 # The cluster how-to shows every batch script and names every variable its header lists.
+# Every documented mpirun launch (README, doc/, the man pages' examples, jobs/: the scripts and
+# their comments) runs `mpirun --quiet`, so a failed run prints dpopt's one error line and none
+# of Open MPI's notice (lib/mpirun_quiet.awk; test_readme runs the documented form).
 . "$(dirname "$0")/../lib/testlib.sh"
 export LC_ALL=C
 cd "$S" || exit 1
@@ -42,4 +45,15 @@ for s in jobs/slurm/*.sbatch jobs/pbs/*.pbs; do
     has "$c" "\`$v\`" "clusters.md names $s's variable $v"
   done
 done
+# every documented mpirun is quiet; the checker itself finds a loud one of each form
+Q="$S/mpi_tests/lib/mpirun_quiet.awk"
+awk -f "$Q" README.md $(find doc -name '*.md' | sort) doc/man-examples $(find jobs -type f | sort) >"$T/loud"
+check "every documented mpirun line has --quiet" [ ! -s "$T/loud" ]
+sed 's/^/    /' "$T/loud"
+printf '%s\n' 'run `mpirun -np 2 build/dpopt train`' 'MPIRUN=${MPIRUN:-mpirun}' 'MPIRUN=mpirun sbatch x' \
+  '  mpirun --oversubscribe -np "$P" "$DPOPT" train' '$ mpirun --mca btl self -np 2 dpopt eval' \
+  'mpirun --quiet -np 2 dpopt x' 'mpirun -q --oversubscribe -np 2 "$B/dpopt"' \
+  'MPIRUN=${MPIRUN:-mpirun --quiet}' '`mpirun --timeout 60` ends; mpirun stops every rank' >"$T/q.txt"
+check "the mpirun checker finds the 5 loud lines and only them" \
+  [ "$(awk -f "$Q" "$T/q.txt" | cut -d: -f2 | tr '\n' ' ')" = "1 2 3 4 5 " ]
 finish test_docs

@@ -9,7 +9,8 @@
 # list, one key an item.  The converter itself is checked on a fake program whose help text
 # holds roff control characters, and fails on a page without examples.  When groff is present,
 # every page renders without warnings and shows the options as typed; when man is, `man -l`
-# renders every page with its name and version.
+# renders every page with its name and version.  Every --help's mpirun lines (the pages'
+# synopses) run `mpirun --quiet`, as the documentation does (lib/mpirun_quiet.awk).
 . "$(dirname "$0")/../lib/testlib.sh"
 M="$B/doc/man"
 
@@ -23,6 +24,8 @@ opts() { # the options of a --help text: first word(s) of the rows under "Option
 
 expect 0 "$DPOPT" --help
 cp "$T/out" "$T/top"
+awk -f "$S/mpi_tests/lib/mpirun_quiet.awk" "$T/top" >"$T/loud"
+check "dpopt --help: its mpirun lines are quiet: $(cat "$T/loud")" [ ! -s "$T/loud" ]
 cmds=$(awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }' "$T/top")
 check "dpopt --help lists commands" test -n "$cmds"
 check "doc/man/pages exists" test -s "$M/pages"
@@ -46,6 +49,8 @@ for c in $cmds; do
   for f in $o; do
     if grep -qF -- "$(roffopt "$f")" "$p"; then ok; else bad "dpopt-$c.1 lacks $f"; fi
   done
+  awk -f "$S/mpi_tests/lib/mpirun_quiet.awk" "$T/out" >"$T/loud" # the synopsis as documented
+  check "dpopt $c --help: its mpirun lines are quiet: $(cat "$T/loud")" [ ! -s "$T/loud" ]
   u=$(sed -n '1s/^usage: //p' "$T/out" | sed 's/-/\\-/g')
   if grep -qxF -- "$u" "$p"; then ok; else bad "dpopt-$c.1: no synopsis '$u'"; fi
   ti=".TH $(echo "DPOPT-$c" | tr a-z A-Z | sed 's/-/\\-/g') 1 "

@@ -4,7 +4,8 @@
 # (here a scratch directory holding data/ and build/dpopt, so nothing is written to the tree),
 # with the build's dpopt and the harness's mpirun flags substituted.  Every command must
 # succeed and leave what the README says it leaves; doc/tutorial.md must show the same commands,
-# and its own commands (the README's and more) must run in order too.
+# and its own commands (the README's and more) must run in order too; jobs/demo's training is
+# the first of them.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 # readme_block FILE: the lines of the first ```sh block after <!-- tutorial -->
@@ -24,6 +25,16 @@ n=$(grep -c . "$T/cmds")
 check "README has a tutorial block of 5 commands (found $n)" [ "$n" = 5 ]
 check "every tutorial command is a dpopt command" [ "$(grep -vc '^\(mpirun --quiet -np [0-9]* \)\{0,1\}build/dpopt ' "$T/cmds")" = 0 ]
 check "the tutorial's mpirun commands are quiet" [ "$(grep -c '^mpirun -np' "$T/cmds")" = 0 ]
+
+# jobs/demo trains as the tutorial's first command does (train's default recipe, no --config
+# or --algo), with its budget store and run directory added
+first=$(sed -n '1{s/^mpirun --quiet -np 2 build\/dpopt train //; s/ --out .*//; p;}' "$T/cmds")
+sh_demo=$(awk '/build\/dpopt train/ { on = 1 } on { sub(/^ +/, ""); if (sub(/ *\\$/, " ")) { c = c $0; next } print c $0; exit }' "$S/jobs/demo")
+case "$sh_demo" in
+*"build/dpopt train $first --budget-store "*) ok ;;
+*) bad "jobs/demo does not run the tutorial's first command ($first): $sh_demo" ;;
+esac
+case "$sh_demo" in *--config* | *--algo*) bad "jobs/demo sets its own method: $sh_demo" ;; *) ok ;; esac
 
 # doc/tutorial.md walks through the same commands
 sh_commands "$S/doc/tutorial.md" | sed 's/  */ /g' >"$T/tut"
@@ -83,10 +94,27 @@ while IFS= read -r c; do
 done <"$T/tcmds"
 
 # the documented `mpirun --quiet`: a refused run prints dpopt's error once and none of Open MPI's
-# notice (the harness's flags, which the commands above ran with, plus --quiet)
-(cd "$W" && $MPI --quiet -np 2 build/dpopt train --data data/a9a --eps 1 --delta 1e-5 --out runs/x) \
-  </dev/null >"$T/qout" 2>"$T/qerr"
-check "mpirun --quiet: the refused run exits 1" [ $? = 1 ]
-check "mpirun --quiet: one error line" [ "$(grep -c 'error:' "$T/qerr")" = 1 ]
-hasnot "$T/qerr" "Primary job\|mpirun detected\|----------" "mpirun --quiet: no Open MPI notice"
+# notice (the harness's flags, which the commands above ran with, plus --quiet): every line on
+# stderr is dpopt's (its note of the auto-picked method, then the error), one is an error, and
+# the refused run writes nothing.  The same with orte_execute_quiet = 1 in the user's
+# $HOME/.openmpi/mca-params.conf (doc/tutorial.md) instead of --quiet; without either, Open MPI's
+# notice follows (what the two remove).
+refused() { # refused NAME MPIRUN-ARGS...
+  q=$1; shift
+  (cd "$W" && "$@" -np 2 build/dpopt train --data data/a9a --eps 1 --delta 1e-5 --out "runs/$q") \
+    </dev/null >"$T/$q.out" 2>"$T/$q.err"
+  check "$q: the refused run exits 1" [ $? = 1 ]
+  check "$q: one error line on stderr" [ "$(grep -c '^dpopt train: error: ' "$T/$q.err")" = 1 ]
+  check "$q: nothing on stdout" [ ! -s "$T/$q.out" ]
+  check "$q: the refused run wrote nothing" [ ! -e "$W/runs/$q" ]
+}
+refused quiet $MPI --quiet
+check "quiet: every stderr line is dpopt's" [ "$(grep -vc '^dpopt' "$T/quiet.err")" = 0 ]
+hasnot "$T/quiet.err" "Primary job\|mpirun detected\|----------" "mpirun --quiet: no Open MPI notice"
+refused loud $MPI
+has "$T/loud.err" "Primary job" "plain mpirun: Open MPI's notice follows the error"
+mkdir -p "$HOME/.openmpi"
+echo "orte_execute_quiet = 1" >"$HOME/.openmpi/mca-params.conf"
+refused conf $MPI
+check "mca-params.conf: every stderr line is dpopt's" [ "$(grep -vc '^dpopt' "$T/conf.err")" = 0 ]
 finish test_readme

@@ -38,6 +38,10 @@ maj=$(awk '{if ($1 > 0) p++; n++} END {m = p / n; if (1 - m > m) m = 1 - m; prin
 
 expect 0 $MPI -np 2 "$DPOPT" tune $C --eps 6 --algos dp-nag-opt,dp-gd --mean 3 --seed 5 --out "$T/p"
 has "$T/out" "NOT PRIVATE" "seeded tune labelled"
+# train's plain lines; the theorem only in summary.json
+has "$T/out" '^spent  *eps [0-9]\.[0-9][0-9][0-9] of 6 in one charge (every repetition and the selection)$' "the spent line"
+has "$T/out" '^chosen  *algo=dp-' "the chosen line"
+hasnot "$T/out" '(eps, delta) =\|Liu-Talwar\|Thm' "no jargon on the screen"
 [ "$(grep -c '"step"' "$T/p/ledger.jsonl")" = 1 ] && ok || bad "pure tune: one charge"
 e0=$(js "$T/p" .privacy.per_repetition_eps)
 cost=$(grep '"step"' "$T/p/ledger.jsonl" | jq -r .cost_eps)

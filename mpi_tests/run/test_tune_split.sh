@@ -4,6 +4,7 @@
 #    2 + 6 accounts), each part charged the whole (eps, delta) once and the total equal to it;
 #    `dpopt ledger` replays it;
 #  - only the argmax leaves the selection: no noisy score in summary.json;
+#  - it prints train's plain lines (run directory, privacy, spent, chosen, test accuracy);
 #  - a seeded tune is reproducible (the same model, choice and journal charges twice);
 #  - the chosen model (trained again on the final part) beats the majority class, and the
 #    reported --test accuracy is dpopt eval's on it;
@@ -14,7 +15,9 @@
 #  - a budget store is charged once, at the max over the parts (eps), not their sum;
 #  - the default search: a grid alone is searched this way at S = 0.1; --mean keeps the
 #    geometric search;
-#  - refusals before anything is written: a fraction outside [0.05, 0.5], --mean beside --split.
+#  - refusals before anything is written: a fraction outside [0.05, 0.5], --mean beside --split;
+#    without --eps one message names every missing requirement (a row bound too), and a refused
+#    tune without a grid prints nothing on stdout.
 . "$(dirname "$0")/../lib/testlib.sh"
 head -n 6000 "$S/data/a9a" > "$T/tr"
 head -n 2000 "$S/data/a9a.t" > "$T/te"
@@ -25,6 +28,13 @@ maj=$(awk '{if ($1 > 0) p++; n++} END {m = p / n; if (1 - m > m) m = 1 - m; prin
 for r in s1 s2; do
   expect 0 $MPI -np 2 "$DPOPT" tune $D --test "$T/te" --eps 1 --split 0.5 --seed 4 --out "$T/$r"
 done
+# what it prints: train's plain lines, the theorem only in summary.json
+has "$T/out" "^run directory  *$T/s2\$" "the run directory line"
+has "$T/out" '^privacy  *NOT PRIVATE: seeded' "the privacy line says a seeded tune is not private"
+has "$T/out" '^spent  *eps 1\.000 of 1 and delta 1e-05 of 1e-05 (each of 8 disjoint parts of the rows spent it once)$' \
+  "the spent line"
+has "$T/out" '^chosen  *algo=dp-sgd-rdp eta=[0-9.]* epochs=[0-9.]* (of 6 candidates' "the chosen line"
+hasnot "$T/out" '(eps, delta) =\|McSherry\|parallel composition' "no jargon on the screen"
 L=$T/s1/ledger.jsonl
 [ "$(grep -c '"step"' "$L")" = 1 ] && ok || bad "split tune: one charge line"
 c=$(grep '"step"' "$L")
@@ -100,5 +110,21 @@ expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 1 --split 0.7 --out "$T/x1"
 has "$T/err" "tune.split = 0.7" "a split fraction out of range refused"
 expect 1 $MPI -np 2 "$DPOPT" tune $D --eps 1 --split 0.2 --mean 3 --out "$T/x2"
 has "$T/err" "tune.mean is not read by a tune with --split" "--mean beside --split refused"
-[ -e "$T/x1" ] || [ -e "$T/x2" ] && bad "a refused tune left a directory" || ok
+# without --eps, every missing requirement in one message (train's set-up of the method the
+# tune would train: a grid's first --algos, else the recipe's for the delta)
+U="--data $T/tr --dim 123 --quiet"
+expect 1 $MPI -np 2 "$DPOPT" tune $U --delta 1e-5 --steps 2,4 --out "$T/x3"
+has "$T/err" "tune: two requirements are missing: (1) .*--eps E.*; (2) dp-sgd-rdp: needs a public Lipschitz bound" \
+  "no --eps, no row bound: both named (delta > 0)"
+check "one error line (got $(grep -c 'error:' "$T/err"))" [ "$(grep -c 'error:' "$T/err")" = 1 ]
+expect 1 $MPI -np 2 "$DPOPT" tune $U --row-l1-bound 14 --out "$T/x4"
+has "$T/err" "tune: two requirements are missing: (1) .*--eps E.*; (2) dp-nag-opt needs the smoothness L" \
+  "no --eps, no L2 bound: both named (delta = 0)"
+expect 1 $MPI -np 2 "$DPOPT" tune $U --delta 1e-5 --row-l2-bound 3.7416573867739413 --out "$T/x5"
+has "$T/err" "tune: give --eps E (the total budget" "only --eps missing: the tune's own message"
+# a tune without a grid refused by train's set-up does not announce its run first
+expect 1 $MPI -np 2 "$DPOPT" tune $U --eps 1 --delta 1e-5 --out "$T/x6"
+has "$T/err" "row_l2_bound" "no row bound: refused"
+hasnot "$T/out" "no grid given" "the refused tune announced no run"
+for x in x1 x2 x3 x4 x5 x6; do [ -e "$T/$x" ] && bad "a refused tune left $x" || ok; done
 finish test_tune_split

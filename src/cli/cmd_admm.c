@@ -72,8 +72,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
         return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "%s was replaced by --out DIR "
                                                  "(the run directory; %s)", gone[g][0], gone[g][1]));
   if ((ex = dpo_cli_start(ctx, "admm", argc, argv, opts,
-                          "usage: mpirun -np P dpopt admm [options] FILE\n"
-                          "       mpirun -np P dpopt admm --resume RUN",
+                          "usage: mpirun --quiet -np P dpopt admm [options] FILE\n"
+                          "       mpirun --quiet -np P dpopt admm --resume RUN",
                           "consensus: every rank is a data holder (x_i, u_i on its shard), one Allreduce per\n"
                           "iteration forms z = prox_g(mean(x_i + u_i)); stops on primal/dual residuals\n"
                           "(Boyd et al. 2011 Sec. 3.3).  With --private each party clips and noises its\n"

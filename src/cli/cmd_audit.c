@@ -162,8 +162,8 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   /* --one-run: a real training run, audited once (dpopt train's options, cmd_audit1.c) */
   if ((ex = one ? dpo_cmd_audit1_start(ctx, argc, argv, &cfg)
                 : dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
-                                "usage: mpirun -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
-                                "       mpirun -np P dpopt audit --resume RUN",
+                                "usage: mpirun --quiet -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
+                                "       mpirun --quiet -np P dpopt audit --resume RUN",
                                 dpo__audit_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_set(cfg, "run.command", "audit", "dpopt audit"))) goto fail;

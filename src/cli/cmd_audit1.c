@@ -48,9 +48,9 @@ int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_co
   char *pos[1];
   int npos, rc;
   if (dpo_config_create(cfg)) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt audit --one-run [dpopt train's "
+  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun --quiet -np P dpopt audit --one-run [dpopt train's "
                      "options] [--canaries M] [--alpha A] [--json FILE]\n"
-                     "       mpirun -np P dpopt audit --resume RUN",
+                     "       mpirun --quiet -np P dpopt audit --resume RUN",
                      dpo__audit1_more, *cfg, pos, 0, &npos);
   if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;
   /* dpopt train's default, never on --resume (config.ini rules) */

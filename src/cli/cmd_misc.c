@@ -31,7 +31,7 @@ int dpo_cmd_newton(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   double *x = NULL;
   char *pos[1];
   int npos, rc, ex = 0;
-  if ((ex = dpo_cli_start(ctx, "newton", argc, argv, opts, "usage: mpirun -np P dpopt newton [options] FILE",
+  if ((ex = dpo_cli_start(ctx, "newton", argc, argv, opts, "usage: mpirun --quiet -np P dpopt newton [options] FILE",
                           "Solves min F(x) to ||grad F|| <= gtol with Newton's method: each rank forms its\n"
                           "part of the Hessian, the system is solved with ScaLAPACK (pdpotrf/pdpotrs) on a\n"
                           "2-D process grid.  F* is a NON-PRIVATE reference value (it is computed on the\n"

@@ -80,7 +80,7 @@ static int dpo__predict_main(const dpo_cli_ctx_t *ctx, int argc, char **argv, in
   char *pos[1], usage[160], mpath[1024];
   int npos, rc, ex, quiet = 0, lambda_known = 0;
   snprintf(usage, sizeof usage,
-           "usage: mpirun -np P dpopt %s (--run DIR | --model-file FILE) --data FILE%s [options]",
+           "usage: mpirun --quiet -np P dpopt %s (--run DIR | --model-file FILE) --data FILE%s [options]",
            cmd, predict ? " [--out FILE|-]" : "");
   if ((ex = dpo_cli_start(ctx, cmd, argc, argv, opts, usage, dpo__pred_more, &cfg, pos, 0, &npos,
                           NULL)) >= 0)

@@ -154,7 +154,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */
-  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun -np P dpopt train [options]", more, cfg,
+  rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun --quiet -np P dpopt train [options]", more, cfg,
                      pos, 0, &npos);
   if (rc) {
     ex = rc > 0 ? 0 : DPO_EXIT_USAGE;

@@ -47,7 +47,7 @@ static const char dpo__tune_more[] =
     "and, for dp-sgd-rdp, its epochs halved and kept.  A grid of one candidate is refused (it\n"
     "would only split the budget of a plain train run).\n"
     "A grid without --mean, --valid or --valid-fraction is searched with --split 0.1 (below;\n"
-    "on a9a within noise of train's recipe at eps 0.3, 1 and 3, where the geometric search lost).\n"
+    "on a9a within noise of train's recipe at eps 0.1 to 10, where the geometric search lost).\n"
     "With --mean, --valid or --valid-fraction the search is geometric:\n"
     "runs K private trainings, K geometric with mean tune.mean (drawn on rank 0, never\n"
     "released), each with a configuration drawn uniformly from the grid (the product of the\n"
@@ -80,7 +80,7 @@ int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos, rc, ex, quiet = 0;
   if ((ex = dpo_cli_start(ctx, "tune", argc, argv, opts,
-                          "usage: mpirun -np P dpopt tune --data FILE --eps E [--test FILE] [options]",
+                          "usage: mpirun --quiet -np P dpopt tune --data FILE --eps E [--test FILE] [options]",
                           dpo__tune_more, &cfg, pos, 0, &npos, NULL)) >= 0)
     goto out;
   if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) goto fail;

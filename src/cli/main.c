@@ -39,11 +39,12 @@ static const struct {
 
 static void dpo__usage(FILE *f) {
   fprintf(f,
-          "usage: mpirun -np P dpopt COMMAND [options]   (or just: dpopt COMMAND ...)\n\n"
+          "usage: mpirun --quiet -np P dpopt COMMAND [options]   (or just: dpopt COMMAND ...)\n\n"
           "Distributed, differentially private optimization on MPI.\n\nCommands:\n");
   for (int i = 0; i < DPO__NCMDS; i++) fprintf(f, "  %-9s %s\n", dpo__cmds[i].name, dpo__cmds[i].help);
   fprintf(f,
-          "\n'dpopt COMMAND --help' describes a command.\n\n"
+          "\n'dpopt COMMAND --help' describes a command.  mpirun --quiet (or orte_execute_quiet = 1\n"
+          "in $HOME/.openmpi/mca-params.conf) prints no notice of Open MPI's after dpopt's error.\n\n"
           "Exit status: 0 success; 1 usage or configuration error; 2 bad input data or file;\n"
           "3 privacy budget exhausted (the run stopped cleanly, last released iterate kept);\n"
           "4 runtime failure (MPI, linear algebra, no convergence); 5 interrupted (SIGTERM/SIGINT);\n"

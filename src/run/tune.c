@@ -96,7 +96,34 @@ static void tune_dir(dpo__tune_t *t) {
   }
 }
 
-/* The candidate grid and the settings; data-free.  Not collective. */
+/* Without a budget: the other requirements of the method the tune would train (its first
+ * --algos, else train's recipe's method for the delta), asked of train's own set-up, which
+ * refuses a private run without eps before reading a row or writing anything, and names every
+ * missing declaration in one message (in msg; 0 when there is nothing more to say).
+ * Collective (every rank calls tune_settings with the same settings). */
+static int missing_beside_eps(dpo__tune_t *t, char *msg, size_t cap) {
+  dpo_config_t *c = NULL;
+  dpo_run_t *run = NULL;
+  char first[128] = "";
+  double delta = 0;
+  const char *algos = dpo_config_get(t->cfg, "tune.algo");
+  if (algos) sscanf(algos, " %127[^, ]", first);
+  else dpo_config_get_double(t->cfg, "privacy.delta", 0, &delta);
+  if (!first[0]) snprintf(first, sizeof first, "%s", delta > 0 ? "dp-sgd-rdp" : "dp-nag-opt");
+  const dpo_algo_t *al = dpo_algo_find(first);
+  if (!al || !al->is_private || dpo_config_create(&c)) return DPO_OK;
+  dpo_config_foreach(t->cfg, dpo__tune_copy_key, c); /* no tune.* key, no run.dir */
+  dpo_config_set(c, "algo.name", al->name, "tune (the method it would train)");
+  int rc = dpo_run_create(t->comm, c, &run);
+  if (!rc) rc = dpo_run_setup(run);
+  if (rc) snprintf(msg, cap, "%s", dpo_errmsg());
+  dpo_run_destroy(run);
+  dpo_config_destroy(c);
+  return rc && strstr(msg, "requirements are missing");
+}
+
+/* The candidate grid and the settings; data-free.  Not collective, but where the budget is
+ * missing (missing_beside_eps: every rank gets there with the same settings). */
 static int tune_settings(dpo__tune_t *t) {
   const dpo_config_t *cfg = t->cfg;
   const char *rels = NULL, *algos = NULL;
@@ -111,6 +138,9 @@ static int tune_settings(dpo__tune_t *t) {
   if (!dpo_config_get(cfg, "data.train")) miss[nm++] = "--data FILE (the training rows)";
   if (!dpo_config_get(cfg, "privacy.eps"))
     miss[nm++] = "--eps E (the total budget: every candidate training and the selection)";
+  char more[1536];
+  if (nm == 1 && dpo_config_get(cfg, "data.train") && missing_beside_eps(t, more, sizeof more))
+    return dpo_err(DPO_EINVAL, "tune: %s", more);
   if (nm)
     return dpo_err(DPO_EINVAL, "tune: give %s%s%s", miss[0], nm > 1 ? " and " : "",
                    nm > 1 ? miss[1] : "");
@@ -480,10 +510,12 @@ static int write_summary(const dpo__tune_t *t, const dpo__cand_t *k, double scor
     rc = dpo_write_atomic(p, ini, strlen(ini));
   }
   if (out && !rc) {
-    fprintf(out, "run directory: %s\nprivacy: %s\nspent (eps, delta) = (%.6g, %.3g) of (%g, %g): "
-            "one charge (%s)\nchosen: %s\nheld-out correct predictions (noisy, released): %.1f\n",
-            t->dir, label, t->total_eps, t->total_delta, t->eps, t->delta,
-            t->rdp ? "Papernot-Steinke 2022 Thm 2" : "Liu-Talwar 2019", desc, score);
+    /* train's plain lines (the theorem is in summary.json) */
+    fprintf(out, "run directory   %s\nprivacy         %s\nspent           eps %.3f of %g", t->dir,
+            label, t->total_eps, t->eps);
+    if (t->delta > 0) fprintf(out, " and delta %.3g of %g", t->total_delta, t->delta);
+    fprintf(out, " in one charge (every repetition and the selection)\nchosen          %s\n"
+            "held-out correct predictions (noisy, released): %.1f\n", desc, score);
     if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE)
       fprintf(out, "held-out accuracy (noisy, released): %.4f of %lld rows\n",
               score / (double)t->n_test, (long long)t->n_test);
@@ -555,14 +587,15 @@ static int tune_plain(dpo__tune_t *t, FILE *out) {
     dpo_config_destroy(c);
     return rc;
   }
-  if (out)
+  rc = dpo_run_create(t->comm, c, &run);
+  if (!rc) rc = dpo_run_setup(run);
+  if (!rc && out) /* once set up: a refused tune does not announce a run */
     fprintf(out, "tune: no grid given: train's recipe at the whole budget, one private run and "
             "no selection (on a9a no search over the grid around this recipe beat it: the "
             "geometric one leaves each candidate about a third of eps and lost, the one by "
             "parallel composition was at best level within noise); give a grid (--algos, "
             "--steps, --epochs, --lrs, --clips) to search by --split 0.1, or --mean K\n");
-  if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
-      !(rc = dpo_run_load(run))) {
+  if (!rc && !(rc = dpo_run_load(run))) {
     solved = dpo_run_solve(run);
     if (solved != DPO_OK && solved != DPO_EBUDGET) rc = solved;
     if (!rc && !(rc = dpo_run_evaluate(run)) && !(rc = dpo_run_write(run)) && out)
