@@ -28,4 +28,18 @@ for a in $algos; do
     fi
   done
 done
+# dp-sgd-rdp's sampling against the relation (wor is analysed for replace-one, Poisson for
+# add-remove): a configuration error, refused before the data are read or the run claimed
+for pair in "wor add-remove" "poisson replace-one"; do
+  set -- $pair
+  o="$T/samp_$1"
+  "$DPOPT" train --algo dp-sgd-rdp --eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 20 \
+    --public-n 200 --set algo.sampling="$1" --set privacy.neighbours="$2" --data "$T/d.svm" \
+    --out "$o" >"$T/out" 2>"$T/err"
+  st=$?
+  check "sampling $1 under $2: exit $st is 1" [ "$st" = 1 ]
+  check "sampling $1 under $2: refused before claiming $o" [ ! -e "$o" ]
+  has "$T/err" "algo.sampling = $1 is analysed for" "sampling $1 under $2: the reason"
+  hasnot "$T/err" "loaded " "sampling $1 under $2: before reading the data"
+done
 finish test_refuse_early

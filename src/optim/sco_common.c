@@ -105,7 +105,22 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
     return dpo_err(DPO_EINVAL, "%s: its privacy analysis (Feldman, Koren and Talwar 2020) is for replace-one neighbours; "
                    "set privacy.neighbours = replace-one (or use dp-sgd-rdp with "
                    "algo.sampling = poisson for add-remove)", who);
+  /* a sampling the relation's analysis does not cover: refused before the run directory */
+  const char *samp = cfg && !strcmp(who, "dp-sgd-rdp") ? dpo_config_get(cfg, "algo.sampling") : NULL;
+  if (samp && (rc = dpo__sco_sampling_check(who, samp, rel))) return rc;
   return dpo__public_n_ckpt_check(cfg, spec, rel, who);
+}
+
+int dpo__sco_sampling_check(const char *who, const char *samp, dpo_neighbours_t rel) {
+  const int poisson = !strcmp(samp, "poisson");
+  if (!poisson && strcmp(samp, "wor")) return DPO_OK; /* named by the algorithm's own reader */
+  if (poisson == (rel == DPO_NEIGHBOURS_ADD_REMOVE)) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
+                 "privacy.neighbours = %s: set algo.sampling = %s or privacy.neighbours = %s",
+                 who, samp, poisson ? "add-remove" : "replace-one",
+                 poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
+                 dpo_neighbours_name(rel), poisson ? "wor" : "poisson",
+                 poisson ? "add-remove" : "replace-one");
 }
 
 int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,

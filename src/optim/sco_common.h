@@ -62,6 +62,9 @@ int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int
 /* Checkpoints or --resume (run.checkpoint_every, run.resume, run.stop_after) of an add-remove
  * run without a declared size: refused before anything is read (a resume would draw and charge
  * a second noisy count, and the plan built on the first would differ); who names the method. */
+/* dp-sgd-rdp's algo.sampling against the relation: poisson is analysed for add-remove, wor
+ * for replace-one (dpo__sco_check, before the run directory; dpsgd_create).  Not collective. */
+int dpo__sco_sampling_check(const char *who, const char *samp, dpo_neighbours_t rel);
 int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                              dpo_neighbours_t rel, const char *who);
 int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,

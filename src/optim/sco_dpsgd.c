@@ -319,15 +319,7 @@ static int dpsgd_setup_sampling(dpo_solver_t *s, dpo__dpsgd_t *a, const char *wh
     rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = '%s': wor | poisson", who, samp);
     return rc;
   }
-  if (a->poisson != (a->c.rel == DPO_NEIGHBOURS_ADD_REMOVE)) {
-    rc = dpo_err(DPO_EINVAL, "%s: algo.sampling = %s is analysed for %s neighbours (%s), but "
-                 "privacy.neighbours = %s: set algo.sampling = %s or privacy.neighbours = %s",
-                 who, samp, a->poisson ? "add-remove" : "replace-one",
-                 a->poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
-                 dpo_neighbours_name(a->c.rel), a->poisson ? "wor" : "poisson",
-                 a->poisson ? "add-remove" : "replace-one");
-    return rc;
-  }
+  if ((rc = dpo__sco_sampling_check(who, samp, a->c.rel))) return rc;
   const dpo_parties_t *pt = u->pt = dpo_oracle_parties(dpo_solver_oracle(s));
   const int secagg = u->secagg = pt && pt->trust == DPO_TRUST_SECAGG;
   /* secagg + Poisson: every party samples its own rows (the header, secagg.c), amplified */
