@@ -10,25 +10,12 @@
 # Prints one line as e2e_opacus.py does. THREADS is set by the caller (OPENBLAS_NUM_THREADS).
 import math
 import os
-import struct
 import sys
 import time
 
 t0 = time.perf_counter()
 import numpy as np
-
-
-def load(path):
-    with open(path, "rb") as f:
-        h = f.read(40)
-    if h[:8] != b"DPOBIN01":
-        sys.exit("%s: not a dpopt binary file" % path)
-    n, d, sparse = struct.unpack_from("<qii", h, 8)
-    if sparse:
-        sys.exit("%s: sparse; this peer reads dense files" % path)
-    y = np.fromfile(path, dtype="<f8", count=n, offset=40)
-    X = np.fromfile(path, dtype="<f8", count=n * d, offset=40 + 8 * n).reshape(n, d)
-    return X, y
+from e2e_data import load
 
 
 def calibrate(eps, delta, q, steps):

@@ -8,7 +8,6 @@
 # (seconds; start: the imports). The model is written as dpopt writes a logistic one (the d
 # weights, then the bias; numpy.loadtxt reads both).
 import os
-import struct
 import sys
 import time
 
@@ -24,19 +23,7 @@ except ImportError:
     sys.exit("e2e_opacus.py: opt_einsum is not importable (jobs/bench/e2e adds a stand-in)")
 from opacus import PrivacyEngine
 
-
-def load(path):
-    """Labels in {0, 1} and rows (float32, torch's default) of a dense dpopt binary file."""
-    with open(path, "rb") as f:
-        h = f.read(40)
-    if h[:8] != b"DPOBIN01":
-        sys.exit("%s: not a dpopt binary file" % path)
-    n, d, sparse = struct.unpack_from("<qii", h, 8)
-    if sparse:
-        sys.exit("%s: sparse; this peer reads dense files" % path)
-    y = np.fromfile(path, dtype="<f8", count=n, offset=40)
-    X = np.fromfile(path, dtype="<f8", count=n * d, offset=40 + 8 * n).reshape(n, d)
-    return torch.from_numpy(X.astype(np.float32)), torch.from_numpy((y > 0).astype(np.float32))
+from e2e_data import load
 
 
 def main():
@@ -46,7 +33,8 @@ def main():
     torch.set_num_threads(int(sys.argv[8]))
     torch.manual_seed(int(sys.argv[9]))
     t1 = time.perf_counter()
-    X, y = load(data)
+    X, y = load(data)  # torch's default float32; labels in {0, 1} for BCEWithLogitsLoss
+    X, y = torch.from_numpy(X.astype(np.float32)), torch.from_numpy((y > 0).astype(np.float32))
     n, d = X.shape
     t2 = time.perf_counter()
     model = nn.Linear(d, 1)
