@@ -7,9 +7,10 @@
 #  - with T = 5 and E = 0.1 the first 5 epochs are those of the plain run (the trace's training
 #    RMSE identical) and the later ones are not; summary.json records E and T;
 #  - a negative E or T is refused, naming the options, once;
-#  - the --plain HAMSI defaults are eta 0.5, E 0.1, T 15 (the same bits as these given
-#    explicitly, unlike eta 1 without a knee), recorded in summary.json; mb-GD with --plain and
-#    the biased default model keep eta 1 without a knee.
+#  - the --plain HAMSI defaults are eta 0.2, E 0.1, T 15 and the metric diag(sqrt(deg dbar))
+#    (--metric-pow 0.5; the same bits as these given explicitly, unlike eta 1 without a knee or
+#    the metric diag(deg)), recorded in summary.json; mb-GD with --plain and the biased default
+#    model keep eta 1 without a knee and diag(deg); a metric power outside [0, 1] is refused.
 # The identities run with the schedule given in full (eta 1 and E 0 = off are the thesis's).
 . "$(dirname "$0")/../lib/testlib.sh"
 R="$T/r.txt"
@@ -42,15 +43,24 @@ check "no eta_late in a plain run's summary" \
   test "$(jq -r .eta_late "$T/plain/summary.json")" = null
 # the --plain HAMSI defaults
 run def
-run defx --eta 0.5 --eta-late 0.1 --eta-from 15
-same def defx "--plain HAMSI defaults are --eta 0.5 --eta-late 0.1 --eta-from 15"
+run defx --eta 0.2 --eta-late 0.1 --eta-from 15 --metric-pow 0.5
+same def defx "--plain HAMSI defaults are --eta 0.2 --eta-late 0.1 --eta-from 15 --metric-pow 0.5"
 check "the defaults are not eta 1 without a knee" test "$(rmse plain 20)" != "$(rmse def 20)"
-check "summary records the default eta, eta_late, eta_from" \
-  jq -e '.eta == 0.5 and .eta_late == 0.1 and .eta_from == 15' "$T/def/summary.json"
+run defd --metric-pow 1
+check "the default metric is not diag(deg)" test "$(rmse def 20)" != "$(rmse defd 20)"
+check "summary records the default eta, eta_late, eta_from, metric_pow" \
+  jq -e '.eta == 0.2 and .eta_late == 0.1 and .eta_from == 15 and .metric_pow == 0.5' "$T/def/summary.json"
 expect 0 $MPI -np 2 "$DPOPT" mf --plain --method mbgd --rank 20 --epochs 1 --holdout 0 --out "$T/gd" "$R"
-check "mb-GD --plain keeps eta 1, no knee" jq -e '.eta == 1 and .eta_late == null' "$T/gd/summary.json"
+check "mb-GD --plain keeps eta 1, no knee, diag(deg)" \
+  jq -e '.eta == 1 and .eta_late == null and .metric_pow == 1' "$T/gd/summary.json"
 expect 0 $MPI -np 2 "$DPOPT" mf --rank 20 --epochs 1 --out "$T/bz" "$R"
-check "the biased default keeps eta 1, no knee" jq -e '.eta == 1 and .eta_late == null' "$T/bz/summary.json"
+check "the biased default keeps eta 1, no knee, diag(deg)" \
+  jq -e '.eta == 1 and .eta_late == null and .metric_pow == 1' "$T/bz/summary.json"
+for bad in -0.5 1.5; do
+  expect 1 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 5 --holdout 0 --metric-pow $bad "$R"
+  has "$T/err" "metric_pow in \\[0, 1\\]" "--metric-pow $bad refused"
+  check "--metric-pow $bad: refused once" test "$(grep -c 'bad options' "$T/err")" = 1
+done
 for bad in "--eta-late -1" "--eta-from -2"; do
   expect 1 $MPI -np 2 "$DPOPT" mf --plain --rank 20 --epochs 5 --holdout 0 $bad "$R"
   has "$T/err" "eta_late, eta_from" "$bad refused"
