@@ -69,4 +69,21 @@ expect 0 "$DPOPT" train $COMMON --algo dp-gd --clip l1:1 --row-l1-bound 15 --ite
   --delta 1e-5 --out "$T/lap100" --verbose
 has "$T/out" "100 charges, accountant pld, bound rdp" "pure releases converted by RDP: bound rdp"
 has "$T/lap100/summary.json" '"eps_bound": *"rdp"' "summary: eps_bound rdp"
+# 5. a plan whose RDP bound is far above its PLD bound (1000 Poisson steps at q = 1e-3: RDP
+# gives 2.29 at the PLD multiplier): the ledger still forms the PLD bound, so training runs
+# with calibrate's PLD multiplier (it ran with the RDP one, 33% more noise, while the ledger
+# formed no PLD bound past twice the budget by RDP)
+expect 0 "$DPOPT" calibrate --eps 1 --delta 1e-5 --sampling poisson --batch 33 --n 32561 \
+  --steps 1000 --accountant pld
+zp=$(awk '/^pld_multiplier/{print $2}' "$T/out")
+zr=$(awk '/^rdp_multiplier/{print $2}' "$T/out")
+expect 0 "$DPOPT" train $COMMON --eps 1 --delta 1e-5 --batch 33 --iters 1000 --out "$T/q1e3"
+z=$(jget "$T/q1e3/summary.json" noise_multiplier)
+echo "q = 1e-3, 1000 steps: train z = $z, calibrate pld $zp, rdp $zr"
+check "train's multiplier $z within 0.5% of calibrate's PLD one $zp" awk -v a="$z" -v b="$zp" \
+  'BEGIN {exit !(a != "" && b != "" && a / b >= 0.995 && a / b <= 1.005)}'
+check "PLD multiplier $zp < 0.8 x RDP's $zr" awk -v a="$zp" -v b="$zr" \
+  'BEGIN {exit !(a != "" && b != "" && a < 0.8 * b)}'
+has "$T/q1e3/summary.json" '"eps_bound": *"pld"' "q = 1e-3: charged by the PLD bound"
+has "$T/q1e3/summary.json" '"charges": *1000,' "q = 1e-3: all 1000 charges accepted"
 finish test_pld_ledger

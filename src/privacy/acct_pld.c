@@ -17,9 +17,9 @@
  *    formed and the ledger charges exactly as "auto" (RDP for the Gaussian part, its bounds (A)
  *    and (B) for the pure part).  Sound, just not tighter.
  *  - The PLD bound costs FFTs, so it is computed only when the auto (RDP) bound would refuse the
- *    charge (and is below twice the budget): while that fits, the spent eps is the RDP one; past
- *    it, min(RDP, PLD).  (So the
- *    spent eps can step down once when PLD takes over: both values are valid upper bounds.)
+ *    charge (and is below DPO__PLD_REACH = 8 times the budget): while that fits, the spent eps
+ *    is the RDP one; past it, min(RDP, PLD).  (So the spent eps can step down once when PLD
+ *    takes over: both values are valid upper bounds.)
  *  - Plan look-ahead: a run announces its planned number of releases P (dpo_ledger_record_plan,
  *    journalled; dpo_ledger_plan_fits announces its n).  When the ledger holds one kind of
  *    release, j <= P of them, the bound used is eps of P releases if that fits the budget: the
@@ -40,6 +40,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#define DPO__PLD_REACH 8.0 /* RDP eps / budget past which no PLD bound is formed (below) */
 
 typedef struct {
   dpo__auto_t a;  /* every release, composed as under "auto" (first: dpo_ledger_parts reads it) */
@@ -140,14 +142,14 @@ static int dpo__pldacct_charge(void *state, const dpo_charge_t *c, double beps, 
   }
   double e = ra.total_eps, d = ra.total_delta;
   ns.by_pld = 0;
-  /* PLD is tighter by a few tens of percent at most: past 2x the budget by RDP it cannot fit,
-   * and a tiny multiplier (a calibration's probe) would need a huge grid; for wor kinds the RDP
-   * bound is up to about 3x the PLD one (4 of 10 rows, 3 steps: 1.0 against 0.368), so 4x.  A
+  /* Past DPO__PLD_REACH times the budget by RDP the PLD bound is not formed: a tiny multiplier
+   * (a calibration's probe) would need a huge grid.  The RDP bound is well above the PLD one at
+   * small sampling rates and many steps: 2.29 against 1.0 for 1000 Poisson steps at q = 1e-3
+   * (Opacus-sized epoch), about 3x for wor kinds (4 of 10 rows, 3 steps: 1.0 against 0.368);
+   * a reach of 2 refused the PLD multiplier of such plans and ran them with the RDP one.  A
    * PLD failure (grid too large, memory) leaves the auto bound: skipping a valid bound is
    * always sound. */
-  int wor = 0;
-  for (int i = 0; i < ns.nk; i++) wor |= ns.k[i].wor;
-  if (!(e <= beps) && e <= (wor ? 4 : 2) * beps && !ns.mixed && ns.nk > 0 && bdelta > 0) {
+  if (!(e <= beps) && e <= DPO__PLD_REACH * beps && !ns.mixed && ns.nk > 0 && bdelta > 0) {
     double ep = INFINITY;
     if (dpo__pld_bound(&ns, beps, bdelta, &ep)) {
       dpo_errclear();
