@@ -11,7 +11,8 @@
 #    trials, seeds 39-43: intact 0.947, 0.882, 0.824, 0.881, 0.831; halved 1.859, 1.922,
 #    1.668, 1.766, 1.832 (claim 1).  Unseeded, the intact check fails with probability at
 #    most alpha = 0.05 (the bound's confidence: the false-alarm rate);
-#  - the test and its assumption are printed and in the JSON;
+#  - the test and its assumption are printed and in the JSON; a stopped, resumed audit gives
+#    the uninterrupted one's bound;
 #  - what the audit does not cover is refused by name, before anything is written.
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -40,6 +41,18 @@ expect 6 "$DPOPT_TEST" audit $TUNE --test-break-noise --out "$T/halved"
 check "tune (noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 has "$T/out" "VIOLATION" "tune (noise halved): reported"
 has "$T/out" "noise halved" "the planted fault is labelled"
+
+# a seeded tune audit stopped and resumed gives the uninterrupted one's bound (the trials
+# done are kept in the checkpoint; the tune's settings are read again)
+R="--tune --algos dp-gd --steps 0.5,1,2 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 1000
+  --iters 1 --trials 1000 --quiet"
+# shellcheck disable=SC2086
+expect 0 "$DPOPT_TEST" audit $R --test-seed 41 --out "$T/whole"
+whole=$(lb)
+# shellcheck disable=SC2086
+expect 5 "$DPOPT_TEST" audit $R --test-seed 41 --out "$T/stopped" --set run.stop_after=300
+expect 0 "$DPOPT_TEST" audit --resume "$T/stopped" --test-seed 41 --quiet
+close "$(lb)" "$whole" 0 "tune audit resumed: the uninterrupted bound"
 
 # two algorithms, no clip (the d = 2 construction): runs, and passes intact
 expect 0 "$DPOPT_TEST" audit --tune --algos dp-gd,dp-nag-opt --eps 1 --row-l1-bound 4 \
