@@ -24,6 +24,7 @@
 
 #include "run/tune_impl.h"
 
+<<<<<<< HEAD
 /* "a,b,c" -> up to DPO__TUNE_MAXV strings (in buf) */
 static int split_list(const char *s, char *buf, size_t cap, const char **v, int *nv) {
   *nv = 0;
@@ -231,6 +232,8 @@ static int tune_settings(dpo__tune_t *t) {
   tune_dir(t);
   return DPO_OK;
 }
+=======
+>>>>>>> t-audit7
 
 /* The curve of one repetition at per-repetition eps e: every candidate's training curve and
  * the score's, per order the max (one of two disjoint parts changes). */
@@ -622,12 +625,12 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   int64_t seed = 0;
   rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
   dpo_config_t *cfg = t->cfg;
-  if (!rc) rc = tune_settings(t);
+  if (!rc) rc = dpo__tune_settings(t);
   if (!rc && t->plain) {
     rc = tune_plain(t, out);
     goto out;
   }
-  /* fail closed: a tune.* key tune_settings did not read is refused here; every other key is
+  /* fail closed: a tune.* key dpo__tune_settings did not read is refused here; every other key is
    * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
   if (!rc) {
     dpo_config_foreach(cfg, declare_run_key, (void *)cfg);
