@@ -19,7 +19,13 @@
  * of each variable's row: mb-GD and the first HAMSI epochs use x -= (sigma0 / beta_t) D^-1 g,
  * and HAMSI's compact L-BFGS uses H0 = sigma D^-1 (Alg. 3 in the coordinates D^1/2 x; s'y and
  * hence the acceptance rule of line 15 are unchanged, sigma = s'y / y'D^-1 y).  So one sigma0
- * works from ML-100K to ML-20M shapes and for any number of strata / ranks.
+ * works from ML-100K to ML-20M shapes and for any number of strata / ranks.  metric_pow = p
+ * < 1 takes D = diag(deg^p dbar^(1-p)) instead (dbar the mean degree of the row's side, so a
+ * row of mean degree keeps its step): p = 1 is the above, p = 0 the identity metric of the
+ * thesis's Alg. 3 (scaled by dbar).  In it the factors-only model takes longer steps without
+ * their epochs being undone (doc/results.md: real MovieLens-100K, rank 50, the same start,
+ * epochs to training RMSE 0.9 / 0.8 / 0.7 / 0.5: 8 / 9 / 11 / 27 with p = 1/2 and eta 0.2,
+ * 13 / 16 / 20 / 50 with p = 1 and eta 0.5, where eta 0.3 is already undone epoch after epoch).
  *
  * Partitionings (Sec. 3.3): the function set is covered by K strata; each stratum is a set of
  * blocks processed "in parallel" (here: in any order, which gives the same result when the
@@ -166,6 +172,8 @@ typedef struct {
   int64_t eta_from;    /* T (default 30) */
   double sigma0;       /* step scale before M pairs exist (and mb-GD): x -= sigma0 D^-1 g / beta_t
                           (default 0.2; eta default 1, gamma 0.51) */
+  double metric_pow;   /* p in [0, 1]: the metric D = diag(deg^p dbar^(1-p)) of every step (see
+                          "Step scaling" above; default 1: D = diag(deg)) */
   double lambda;       /* L2 weight */
   double init_scale;   /* initial factors uniform in (0, init_scale) */
   int64_t epochs;      /* outer iterations */

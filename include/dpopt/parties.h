@@ -255,6 +255,12 @@ int dpo_secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
 int dpo_secagg_round_lap(dpo_secagg_t *sa, const double *v, int64_t d, double gamma, uint64_t t,
                          int honest, int bits, int ok, double *total, uint64_t *masked);
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa);
+/* Not collective: with a SEEDED stream (dpo_rng_is_seeded: reproducible, not private) this
+ * rank's rounding and noise share of its r-th release from now on are drawn at a place of the
+ * stream fixed by first + r alone, so a seeded run resumed at release `first` draws what the
+ * uninterrupted run drew there (the masks cancel whatever their keys).  An unseeded stream is
+ * never moved (a no-op).  Call it before the releases it applies to. */
+int dpo_secagg_seeded_releases(dpo_secagg_t *sa, uint64_t first);
 
 #ifdef __cplusplus
 }

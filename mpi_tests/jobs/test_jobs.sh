@@ -193,4 +193,14 @@ expect 0 timeout 120 sh "$S/jobs/bench/gradient" --n 2e4 --d 10 --reps 1 --np 1 
 check "bench/gradient: a RESULT line (got $(rs))" [ "$(rs)" -eq 1 ]
 check "bench/gradient: the softmax roofline (a dgemm peak and a ratio > 0)" \
   grep -q "^RESULT .*gflops_peak=[0-9.]*[1-9].*roofline_softmax=[0-9.]*[1-9]" "$T/out"
+# jobs/bench/e2e: whole runs of dpopt and the peers present (Opacus only when `import opacus`
+# works: not on a fresh machine); with numpy, its ratios and every written model's training loss
+expect 0 timeout 300 sh "$S/jobs/bench/e2e" --n 5000 --reps 1 --np 1 --bin "$DPOPT"
+check "bench/e2e: the dpopt rows" [ "$(grep -c "^dpopt-\(np1\|warm\) " "$T/out")" -eq 2 ]
+if grep -q "^numpy " "$T/out"; then
+  check "bench/e2e: numpy against both dpopt cases (got $(grep -c '^RESULT peer=numpy' "$T/out"))" \
+    [ "$(grep -c "^RESULT peer=numpy .*wall_ratio=[0-9.]*[1-9].*cpu_ratio=[0-9.]*[1-9]" "$T/out")" -eq 2 ]
+  check "bench/e2e: a training loss for every model" \
+    [ "$(grep -c "^\(dpopt-np1\|dpopt-warm\|numpy\) .* 0\.[0-9]\{4\}$" "$T/out")" -eq 3 ]
+fi
 finish test_jobs

@@ -2,7 +2,8 @@
 # HAMSI safeguards and failed runs (issue 15).
 #  - rank 50 on generated ratings, plain model: without the safeguards the first quasi-Newton
 #    epoch diverged with the latest pair's sigma (epoch 5, the issue's symptom); with the
-#    only-shrinking sigma it finishes, finite and improved, and so it does with the defaults;
+#    only-shrinking sigma it finishes, finite and improved (metric diag(deg), eta 0.5), and so
+#    it does with the defaults (safeguards on);
 #  - the biased default model at rank 50 without the safeguards diverges (epoch 15);
 #  - deliberately aggressive steps (--sigma0 50, --eta 0.02) diverge without the safeguards
 #    and finish with a finite, improved RMSE with them (epochs undone, step scale halved,
@@ -51,8 +52,11 @@ check "trace.csv rows 1..14" test "$(tail -n +2 "$T/trace" | cut -d, -f1 | tr '\
 check "trace.csv rows parse" awk -F, 'NR > 1 && (NF != 7 || $4 + 0 != $4) {exit 1}' "$T/trace"
 
 # ---- the plain model at rank 50 without the safeguards: the latest pair's sigma diverged at
-# epoch 5 (the first quasi-Newton epoch); the only-shrinking sigma does not
-expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 $OFF --eval-budget 0 --out "$T/offp" "$R"
+# epoch 5 (the first quasi-Newton epoch); the only-shrinking sigma does not, in the metric
+# diag(deg) with eta 0.5 (the plain defaults' longer steps in diag(sqrt(deg dbar)) need the
+# safeguards on these uniform ratings: without them epoch 6 diverges, with them one epoch is
+# undone)
+expect 0 $MPI -np 2 "$DPOPT" mf --plain --rank 50 --epochs 20 $OFF --metric-pow 1 --eta 0.5 --eval-budget 0 --out "$T/offp" "$R"
 check "plain rank 50 without safeguards: 20 epochs, finite" jqt '.failed == false and .epochs == 20' "$T/offp/summary.json"
 check "plain rank 50 without safeguards: improved" jqt '.train_rmse_nonprivate < 0.5 * .train_rmse_initial_nonprivate' "$T/offp/summary.json"
 # ---- and with the defaults: no divergence

@@ -24,7 +24,8 @@
 #    never above the coordinator's view; more parties than the run had are refused, writing
 #    nothing;
 #  - a resume without a party's journal is refused before anything is written, naming the
-#    missing journal; other multi-party checkpoints (pnsgd under secagg) stay refused.
+#    missing journal; pnsgd under secagg refuses checkpoints, saying why, writing nothing
+#    (dpopt admm's secagg resume: test_admm_secagg_resume.sh).
 . "$(dirname "$0")/../lib/testlib.sh"
 
 mkdir -p "$T/parts"
@@ -139,9 +140,11 @@ has "$T/err" "--resume: party 1's journal $T/m.p1/ledger.party1.jsonl is missing
 (cd "$T/m" && find . -type f | sort | xargs sha256sum) | cmp -s - "$T/m.sum" && [ ! -e "$T/m.p1" ] && ok ||
   bad "a refused resume wrote something"
 
-# other multi-party checkpoints stay refused (pnsgd under secagg; the DP-GD family resumes:
-# test_secagg_resume_gd.sh)
+# pnsgd under secagg refuses checkpoints (its pass is the whole budget; the DP-GD family
+# resumes: test_secagg_resume_gd.sh)
 expect 1 $MPI -np 3 "$DPOPT" train $(echo "$AR" | sed 's/dp-sgd-rdp/pnsgd/; s/--set algo.sampling=poisson//; s/--set algo.z=3//') \
   --checkpoint-every 5 --set parties.out="$T/g.p%d" --out "$T/g"
-has "$T/err" "pnsgd" "pnsgd under secagg refused"
+has "$T/err" "pnsgd under privacy.trust = secagg cannot write or resume checkpoints: its steps are the batches of one disjoint pass" \
+  "pnsgd under secagg refused, saying why"
+[ ! -e "$T/g" ] && [ ! -e "$T/g.p1" ] && ok || bad "the refused pnsgd run wrote something"
 finish test_secagg_resume

@@ -26,6 +26,7 @@ typedef struct {
   const char *trust; /* privacy.trust: central | secagg (dpadmm / dpaccadmm only) */
   int64_t collude;
   int secagg, local;
+  int resuming;     /* --resume: every party's guard reopens its own journal (secagg) */
   int64_t nparties; /* party accounts, one party per rank (0: none) */
   char *pdir;       /* secagg, ranks other than 0: this party's own run directory (its guard's
                      * journal; party.K.out or parties.out), owned */

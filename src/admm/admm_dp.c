@@ -90,7 +90,8 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
  * release from its own settings (the sum's L2 sensitivity 2 clip, replace-one, its own budget
  * and accountant) and charges its own account -- journalled in the party's own run directory
  * as PARTYDIR/ledger.partyK.jsonl (dpo__arun_party_dir), made now that the plan is agreed --
- * before it contributes (privacy/guard.h). */
+ * before it contributes (privacy/guard.h).  Resuming, the journal is reopened: its charges
+ * stay spent and the redone releases are charged again. */
 static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo_oracle_t *orc) {
   const double S2 = 2 * s->clip;
   char path[1100];
@@ -98,9 +99,10 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo
                          s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
   if (s->pdir) {
     int rc = dpo_mkdirs(s->pdir);
-    if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, 0, path, sizeof path);
+    if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, s->resuming, path, sizeof path);
     if (rc) return rc;
     sp.journal = path;
+    sp.resume = s->resuming;
   }
   int rc = dpo_guard_create(&sp, g);
   return rc ? rc : dpo_oracle_set_guard(orc, *g);
@@ -159,11 +161,11 @@ static int dpo__arun_save(void *arg, const dpo_dpadmm_state_t *st) {
 /* Collective: checkpoints (--checkpoint-every, run.stop_after, the stop flag) and, resuming,
  * rank 0's state from RUN/checkpoint (checked against the journal: rule of dpopt/optim.h) */
 static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *sv,
-                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs) {
+                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs, dpo_secagg_t *sa) {
   dpo_admm_io_t *io = j->io;
   o->stop = io->stop;
   if (!j->ckpt && !io->stop) return DPO_OK;
-  if (j->ckpt || (!j->s.secagg && !j->s.local && j->s.nparties == 0 && !j->s.store)) {
+  if (j->ckpt || (!j->s.local && (j->s.nparties == 0 || j->s.secagg) && !j->s.store)) {
     o->save = dpo__arun_save;
     o->save_arg = sv;
     o->ckpt_every = io->ckpt_every;
@@ -175,6 +177,11 @@ static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *s
     rc = dpo__admm_ckpt_load(j->ckpt_path, j->s.meth, j->s.size, j->sh->d, p, rs, io->trace,
                              sv->L, (dpo_rng_t *)sv->rng);
   if ((rc = dpo_agree(j->comm, rc))) return rc;
+  /* secagg: a seeded run's shares are drawn by release number, so the resumed run continues
+   * the uninterrupted one's draws (every rank learns the count: public, the plan's) */
+  int64_t done = j->s.rank == 0 ? rs->releases : 0;
+  MPI_Bcast(&done, 1, MPI_INT64_T, 0, j->comm);
+  if (sa && (rc = dpo_agree(j->comm, dpo_secagg_seeded_releases(sa, (uint64_t)done)))) return rc;
   io->accepted = 1;
   if (j->s.rank == 0)
     dpo_msg("resuming %s at iteration %lld", io->dir, (long long)rs->it + 1);
@@ -303,6 +310,8 @@ static int dpo__arun_dp_trust(MPI_Comm comm, const dpo__arun_t *s, dpo__arun_res
                                       DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &r->prng));
   if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(r->orc), r->prng, &r->sa);
   if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(r->orc, r->sa));
+  /* a seeded run draws each release's shares at its number's place (a resume moves it on) */
+  if (!rc) rc = dpo_agree(comm, dpo_secagg_seeded_releases(r->sa, 0));
   if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(r->orc), &r->guard, r->orc);
   if (!rc) rc = dpo_agree(comm, rc);
   if (!rc && s->rank == 0) {
@@ -391,7 +400,7 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
   if ((rc = dpo_agree(comm, rc))) goto out;
   sv.L = r.L;
   sv.rng = r.rng;
-  if ((rc = dpo__arun_ckpt_opts(j, r.A->p, &sv, &o, &rs))) goto out;
+  if ((rc = dpo__arun_ckpt_opts(j, r.A->p, &sv, &o, &rs, r.sa))) goto out;
   tr.t0 = MPI_Wtime();
   dpo_dpadmm_info_t inf;
   rc = dpo_dpadmm_run(r.orc, r.A, &o, x, NULL, &inf);

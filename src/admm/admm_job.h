@@ -36,8 +36,8 @@ typedef struct {
 } dpo_admm_result_t;
 
 /* Collective: every setting read and checked (method, trust, budget store fits), nothing
- * loaded or written.  checkpoints: 1 when checkpoints or a resume are asked for (refused,
- * naming why, for the methods that cannot write them). */
+ * loaded or written.  checkpoints: 1 when checkpoints are asked for, 2 for a resume (refused,
+ * naming why, for the methods that cannot write them; 0: neither). */
 int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                         int checkpoints, dpo_admm_job_t **job);
 /* The method's name (default run directory, messages) and whether it can checkpoint. */

@@ -275,17 +275,20 @@ static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
                    "parties.out = DIR%%d) in the configuration party %d's rank reads (--out is the "
                    "coordinator's directory; no party writes there)", s->rank, s->rank, s->rank,
                    s->rank);
-  return dpo_guard_journal_check(s->pdir, s->rank, 0, journal, sizeof journal);
+  return dpo_guard_journal_check(s->pdir, s->rank, s->resuming, journal, sizeof journal);
 }
 
-/* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, several
- * parties keep stream and guard states apart, and a budget store's reservation would be made
- * twice: refused up front, before anything is read or written. */
+/* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, local and
+ * central parties keep streams apart, and a budget store's reservation would be made twice:
+ * refused up front, before anything is read or written.  Under secagg each party's guard
+ * reopens its own journal and its share is re-derived from the plan (doc/design.md,
+ * "Dropouts"), so the checkpoint is rank 0's state as in a central run. */
 static int dpo__arun_ckpt_check(const dpo__arun_t *s) {
   const char *why = !strcmp(s->meth, "consensus") ? "consensus ADMM keeps its state on every rank"
-                    : s->secagg || s->local || s->nparties > 0
-                        ? "a multi-party run's streams and guards are not saved"
-                    : s->store ? "a budget store's reservation is not carried over" : NULL;
+                    : s->store ? "a budget store's reservation is not carried over"
+                    : s->local || (s->nparties > 0 && !s->secagg)
+                        ? "a multi-party run's streams are not saved outside privacy.trust = secagg"
+                        : NULL;
   if (!why) return DPO_OK;
   return dpo_err(DPO_EINVAL, "dpopt admm --method %s: checkpoints are not supported here (%s): "
                  "drop --checkpoint-every / --resume / run.stop_after", s->meth, why);
@@ -317,7 +320,8 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
   if (!j) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
   dpo__arun_t *s = &j->s;
   j->comm = comm;
-  j->ckpt = checkpoints;
+  j->ckpt = checkpoints > 0;
+  s->resuming = checkpoints == 2;
   j->res.objective = j->res.test_metric = j->res.sigma = NAN;
   j->res.spent_eps = j->res.spent_delta = NAN;
   MPI_Comm_rank(comm, &s->rank);

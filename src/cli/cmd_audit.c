@@ -27,6 +27,12 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
     {"--secagg-parties", "audit.secagg_parties", "P", "privacy.trust = secagg: each trial simulates P parties, their P noise shares sized for the P - k honest (default 1)"},
     {"--white-box", "audit.white_box", NULL, "the adversary sees every release of the run (each noised gradient the coordinator broadcasts), not only the final model"},
+    {"--tune", "audit.tune", NULL, "audit dpopt tune's search by parallel composition (--split): each trial one tune over the grid, the canary in the final part; the adversary sees the chosen candidate and its final model"},
+    {"--algos", "tune.algo", "A,B", "--tune: the candidates' algorithms (as dpopt tune --algos)"},
+    {"--steps", "tune.step", "X,Y", "--tune: candidate step constants (as dpopt tune --steps)"},
+    {"--epochs", "tune.epochs", "E,F", "--tune: dp-sgd-rdp candidate epochs (as dpopt tune --epochs)"},
+    {"--lrs", "tune.lr", "X,Y", "--tune: dp-sgd-rdp candidate step sizes (as dpopt tune --lrs)"},
+    {"--split", "tune.split", "S", "--tune: the fraction of the rows that trains and selects the candidates (default 0.1, as dpopt tune)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
@@ -76,6 +82,11 @@ static const char dpo__audit_more[] =
     "--admm consensus --white-box sees each broadcast noised message; the adversary replays the\n"
     "party on both data sets with the public consensus to know each world's message (test gdp).\n"
     "The line 'white box:' states the test and what it assumes.\n"
+    "--tune audits dpopt tune's default search (parallel composition, --split): each trial\n"
+    "runs the grid's candidates on their parts, report-noisy-max on the validation part and\n"
+    "the chosen candidate's final run on the final part, which is D or D' (the canary's part:\n"
+    "for a fixed partition each part's release is bounded alone); the test is a threshold on\n"
+    "the final model along the canary, standardised per chosen candidate (test tune).\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows, in train's run directory (dpopt audit --one-run --help).\n"
     "The trials run on synthetic data: an audit reads no private data, spends no budget and\n"

@@ -114,30 +114,27 @@ int dpo_shard_add_intercept(dpo_shard_t *s) {
   if (s->d >= INT32_MAX - 1) return dpo_err(DPO_EINVAL, "%s: too many features", s->source);
   int32_t d = s->d, d1 = d + 1;
   if (s->sparse) {
-    int64_t nnz = s->n > 0 ? s->rowptr[s->n] : 0, tot = nnz + s->n;
-    int32_t *ci = malloc((size_t)(tot ? tot : 1) * sizeof *ci);
-    double *v = malloc((size_t)(tot ? tot : 1) * sizeof *v);
-    if (!ci || !v) {
-      free(ci);
-      free(v);
-      return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
-    }
-    int64_t k = 0;
-    for (int64_t i = 0; i < s->n; i++) {
-      int64_t a = s->rowptr[i], e = s->rowptr[i + 1];
-      s->rowptr[i] = k;
-      for (int64_t p = a; p < e; p++, k++) { /* columns stay increasing: d is the largest */
-        ci[k] = s->colind[p];
-        v[k] = s->val[p];
-      }
-      ci[k] = d;
-      v[k++] = 1.0;
-    }
-    if (s->n > 0) s->rowptr[s->n] = k;
-    free(s->colind);
-    free(s->val);
-    s->colind = ci;
+    /* widened in place, as the dense block below: the text loaders' CSR arrays were copied
+     * into new ones here, which held the shard twice (peak RSS 2x the data).  Each row's
+     * entries move up by the bias entries of the rows before it, from the last row down, each
+     * to an address at or above its own. */
+    int64_t end = s->n > 0 ? s->rowptr[s->n] : 0;
+    const size_t tot = (size_t)(end + s->n ? end + s->n : 1);
+    int32_t *ci = realloc(s->colind, tot * sizeof *ci);
+    if (!ci) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    s->colind = ci; /* longer, the same entries: the shard stays valid if the next one fails */
+    double *v = realloc(s->val, tot * sizeof *v);
+    if (!v) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
     s->val = v;
+    for (int64_t i = s->n - 1; i >= 0; i--) {
+      const int64_t a = s->rowptr[i], len = end - a;
+      memmove(ci + a + i, ci + a, (size_t)len * sizeof *ci);
+      memmove(v + a + i, v + a, (size_t)len * sizeof *v);
+      ci[a + i + len] = d; /* columns stay increasing: d is the largest */
+      v[a + i + len] = 1.0;
+      s->rowptr[i + 1] = a + i + len + 1;
+      end = a;
+    }
   } else {
     /* widened in place: realloc (large blocks are remapped, not copied) and the rows moved
      * up from the last one, each to an address at or above its own.  The binary loader

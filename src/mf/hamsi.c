@@ -31,6 +31,7 @@ void dpo_hamsi_opts_default(dpo_hamsi_opts_t *o) {
   o->eta_late = 0;
   o->eta_from = 30;
   o->sigma0 = 0.2;
+  o->metric_pow = 1;
   o->lambda = 0;
   o->init_scale = -1; /* <0: 2 sqrt(3 / r), so x1'x2 starts near 3 on a 1..5 scale (public) */
   o->epochs = 20;
@@ -349,14 +350,14 @@ static int dpo__hm_init(dpo__hm_t *h, MPI_Comm comm, const dpo_ratings_t *rating
   h->B = h->grid ? h->K : 1;
   if (o->r < 1 || o->r > DPO__HM_RMAX || (h->hamsi && (o->memory < 1 || o->memory > 256)) ||
       !(o->eta > 0) || !(o->gamma > 0) || !(o->sigma0 > 0) || o->lambda < 0 || o->epochs < 0 ||
-      !(o->eta_late >= 0) || o->eta_from < 0 ||
+      !(o->eta_late >= 0) || o->eta_from < 0 || !(o->metric_pow >= 0 && o->metric_pow <= 1) ||
       o->holdout < 0 || o->holdout >= 1 || o->time_limit < 0 || (unsigned)o->part > DPO_MF_STRATA_B ||
       o->early_stop < 0 || o->r + (o->biases ? 2 : 0) > DPO__HM_RMAX || !(o->eval_budget >= 0) ||
       o->eval_budget >= 1)
     st = dpo_err(DPO_EINVAL,
                  "hamsi: bad options (r 1..%d with the bias columns, memory 1..256, eta, gamma, "
-                 "sigma0 > 0, eta_late, eta_from, lambda >= 0, holdout and eval_budget in "
-                 "[0, 1), early_stop >= 0)", DPO__HM_RMAX);
+                 "sigma0 > 0, eta_late, eta_from, lambda >= 0, metric_pow in [0, 1], holdout and "
+                 "eval_budget in [0, 1), early_stop >= 0)", DPO__HM_RMAX);
   else if (o->early_stop > 0 && (o->holdout <= 0 || o->eval_every < 1))
     st = dpo_err(DPO_EINVAL, "hamsi: early stopping needs a held-out split (holdout > 0) and "
                              "evaluations (eval_every >= 1)");

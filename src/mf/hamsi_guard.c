@@ -62,11 +62,18 @@ int dpo__hm_check(dpo__hm_t *h, int *undone) {
   if (st) return st;
   if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return dpo__hm_sg_accept(h);
   *undone = 1;
-  h->undone++;
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
    * for these data, so halve it for the rest of the run; after a quasi-Newton epoch the
-   * curvature pairs are to blame: halve the quasi-Newton steps (factors only) or reset */
+   * curvature pairs are to blame: halve the quasi-Newton steps (factors only) or reset.
+   * Which kind the epoch was is decided before the count below, which raises the pairs the
+   * grid waits for (dpo__hm_qn_pairs): counted first, the first undone quasi-Newton epoch of
+   * the factors-only model (3 pairs) was taken for a gradient one, and the memory reset
+   * and gradient steps halved instead (300 x 500 uniform ratings, rank 50, metric
+   * diag(sqrt(deg dbar)), eta 0.2: training RMSE 0.766 after 20 epochs, 14 pairs rejected;
+   * 0.327 and none so).  The biased model keeps the earlier order (its iterates unchanged). */
   int gd = h->lb.m < dpo__hm_qn_pairs(h);
+  h->undone++;
+  if (h->o.biases) gd = h->lb.m < dpo__hm_qn_pairs(h);
   if (gd) h->damp *= 0.5;
   if (gd || h->o.biases)
     dpo__hm_reset_memory(h);

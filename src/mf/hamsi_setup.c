@@ -501,6 +501,21 @@ fail:
   return st;
 }
 
+/* the mean degree over the rows that have ratings */
+static double dpo__hm_mean_deg(const int64_t *deg, int32_t n) {
+  double s = 0;
+  int64_t c = 0;
+  for (int32_t a = 0; a < n; a++)
+    if (deg[a] > 0) s += (double)deg[a], c++;
+  return c ? s / (double)c : 1;
+}
+/* a row's metric weight 1 / (deg^p dbar^(1-p)); p = 1 exactly 1 / deg */
+static double dpo__hm_metric_w(int64_t deg, double p, double dbar) {
+  if (deg <= 0) return 1.0;
+  if (p == 1) return 1.0 / (double)deg;
+  return 1.0 / (pow((double)deg, p) * pow(dbar, 1 - p));
+}
+
 /* Metric weights, the initial point and the buffers; totals of the split in res. */
 static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
                         dpo_hamsi_result_t *res) {
@@ -510,18 +525,16 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   res->n_test = h->ntest;
   DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &res->n_train, 1, MPI_INT64_T, MPI_SUM, h->comm));
   DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &res->n_test, 1, MPI_INT64_T, MPI_SUM, h->comm));
-  /* metric weights: 1 / (training ratings of the variable's user or item); 1 for a row with
-   * none (it has no gradient) */
+  /* metric weights: 1 / (training ratings of the variable's user or item), or with metric_pow
+   * p < 1 1 / (deg^p dbar^(1-p)) (dpopt/hamsi.h); 1 for a row with none (it has no
+   * gradient).  From the global degrees: rank-independent. */
   DPO__ALLOC(h->w1, h->nvr);
   DPO__ALLOC(h->w2, (int64_t)h->ni * r);
-  for (int64_t v = 0; v < h->nvr; v++) {
-    int64_t dg = udeg[h->u0 + v / r];
-    h->w1[v] = dg > 0 ? 1.0 / (double)dg : 1.0;
-  }
-  for (int64_t v = 0; v < (int64_t)h->ni * r; v++) {
-    int64_t dg = ideg[v / r];
-    h->w2[v] = dg > 0 ? 1.0 / (double)dg : 1.0;
-  }
+  double p = h->o.metric_pow, db1 = dpo__hm_mean_deg(udeg, h->nu), db2 = dpo__hm_mean_deg(ideg, h->ni);
+  for (int64_t v = 0; v < h->nvr; v++)
+    h->w1[v] = dpo__hm_metric_w(udeg[h->u0 + v / r], p, db1);
+  for (int64_t v = 0; v < (int64_t)h->ni * r; v++)
+    h->w2[v] = dpo__hm_metric_w(ideg[v / r], p, db2);
 
   /* variables: initial point from a hash of the global variable index (rank-independent) */
   int M = h->M;

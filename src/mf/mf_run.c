@@ -55,6 +55,7 @@ static void dpo__mf_summary(json_object *j, const dpo_mf_job_t *jb) {
     json_object_object_add(j, "eta_from", json_object_new_int64(o->eta_from));
   }
   json_object_object_add(j, "sigma0", dpo_json_double(o->sigma0));
+  json_object_object_add(j, "metric_pow", dpo_json_double(o->metric_pow));
   json_object_object_add(j, "lambda", dpo_json_double(o->lambda));
   json_object_object_add(j, "biases", json_object_new_boolean(res->biases));
   if (res->biases) json_object_object_add(j, "mean", dpo_json_double(res->mu));
@@ -217,15 +218,23 @@ static int dpo__mf_settings(dpo_mf_job_t *j) {
       (rc = dpo_config_get_bool(cfg, "mf.plain", 0, &plain)))
     return rc;
   if (plain && !strcasecmp(j->method, "hamsi")) {
-    /* the thesis's plain model (eq. (3.1)) with HAMSI: longer steps, beta_t = (eta t)^gamma
-     * in the model (3.4) being smaller (still meeting (3.8)), and longer still past epoch 15.
-     * Real MovieLens-100K, rank 50, 2 ranks, hamsi-mf's N(0, 1) start: epochs to training
-     * RMSE 0.9 / 0.8 / 0.7 / 0.5 15 / 18 / 23 / 77 with eta 1, 13 / 16 / 20 / 50 with these
-     * (eta 0.1 or less from the start: epochs undone, 34 / 55 / - / -).  The biased,
-     * regularized default keeps eta 1 (with a late eta of 0.3 it got worse, see hamsi.c) */
+    /* the thesis's plain model (eq. (3.1)) with HAMSI: the metric diag(sqrt(deg dbar))
+     * instead of diag(deg) (dpopt/hamsi.h), longer steps (beta_t = (eta t)^gamma in the
+     * model (3.4) smaller, still meeting (3.8)) and longer still past epoch 15.  Real
+     * MovieLens-100K, rank 50, 2 ranks, hamsi-mf's N(0, 1) start: epochs to training RMSE 0.9
+     * / 0.8 / 0.7 / 0.5 with diag(deg): 15 / 18 / 23 / 77 at eta 1, 13 / 16 / 20 / 50 at 0.5
+     * (longer steps are undone: at 0.3 RMSE 1.24 after 80 epochs); with diag(sqrt(deg
+     * dbar)): 9 / 11 / 13 / 38 at 0.5, 8 / 9 / 11 / 27 at 0.2, 7 / 8 / 10 / 24 at 0.1, at the
+     * edge (0.05: epochs undone, 15 / 19 / 26 / -).  The biased, regularized default keeps
+     * diag(deg) and eta 1 (with a late eta of 0.3 it got worse, see hamsi.c); the other
+     * partitions keep diag(deg) and eta 0.5 */
     o->eta = 0.5;
     o->eta_late = 0.1;
     o->eta_from = 15;
+    if (!strncasecmp(j->part, "strata", 6)) { /* measured there; COLOR* and HOGWILD keep them */
+      o->metric_pow = 0.5;
+      o->eta = 0.2;
+    }
   }
   if ((rc = dpo_config_get_int(cfg, "mf.rank", plain ? o->r : DPO_MF_RANK, &r)) ||
       (rc = dpo_config_get_int(cfg, "mf.strata", 0, &K)) ||
@@ -238,6 +247,7 @@ static int dpo__mf_settings(dpo_mf_job_t *j) {
       (rc = dpo_config_get_double(cfg, "mf.eta_late", o->eta_late, &o->eta_late)) ||
       (rc = dpo_config_get_int(cfg, "mf.eta_from", o->eta_from, &o->eta_from)) ||
       (rc = dpo_config_get_double(cfg, "mf.sigma0", o->sigma0, &o->sigma0)) ||
+      (rc = dpo_config_get_double(cfg, "mf.metric_pow", o->metric_pow, &o->metric_pow)) ||
       (rc = dpo_config_get_double(cfg, "mf.step_cap", o->step_cap, &o->step_cap)) ||
       (rc = dpo_config_get_double(cfg, "mf.cache_mb", o->cache_mb, &o->cache_mb)) ||
       (rc = dpo_config_get_double(cfg, "mf.reject_tol", o->reject_tol, &o->reject_tol)) ||

@@ -13,6 +13,7 @@
 #include "dpopt/privacy.h"
 
 #define DPO__AUDIT_MAXD 2
+#define DPO__AUDIT_MAXTA 16 /* audit.tune: candidate algorithms (tune.algo) */
 
 typedef struct {
   const char *algo_name; /* NULL: --mechanism laplace */
@@ -42,6 +43,11 @@ typedef struct {
   const char *sigma_rule;
   int white_box; /* audit.white_box: observe every release (audit_wb.c) */
   int final_model; /* white box on pnsgd / phased-sgd: only x_T is released (dpo__wb_final) */
+  int tune;        /* audit.tune: dpopt tune's search by parallel composition (the trials:
+                      src/run/run_audit_tune.c); a trial's output is (chosen candidate, x) */
+  int ntune;
+  const char *tune_algo[DPO__AUDIT_MAXTA]; /* tune.algo's names (into tune_buf) */
+  char tune_buf[256];
 } dpo__audit_t;
 
 /* ---- construction, trial, analysis (audit_run.c) ---- */
@@ -49,6 +55,8 @@ struct dpo__wb_obs;
 
 /* Settings and the worst-case construction from cfg and the caller's spec (borrowed). */
 int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, dpo__audit_t *a);
+/* n rows of zeros with label +1 in the construction's d ("audit:WHAT"). */
+int dpo__audit_shard_zero(const dpo__audit_t *a, int64_t n, const char *what, dpo_shard_t **out);
 /* The data set D (which = 0) or D' (which = 1). */
 int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out);
 /* The in-memory ledger the audited run would have (its accountant and relation). */

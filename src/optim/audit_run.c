@@ -45,6 +45,7 @@
 #endif
 
 #define DPO__AUDIT_MAXP 64 /* audit.secagg_parties */
+#define DPO__TUNE_K 64     /* audit.tune: candidates told apart (tune's DPO__TUNE_MAXC) */
 
 /* The audit's test switches (privacy/test_switches.h): in test builds (-DDPO_TEST_SWITCHES:
  * libdpopt_test.la, dpopt-test) only; set only by dpopt-test's cmd_audit.c.  Elsewhere they
@@ -74,12 +75,7 @@ int dpo__audit_rng(int rank, dpo_rng_t **rng) {
 }
 
 
-/* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
- * an algorithm that visits rows in a public order may touch it early or late), absent from
- * D' under add-remove. */
-int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
-  int with_row = !(which == 1 && a->add_remove);
-  int64_t n = with_row ? a->n : a->n - 1;
+int dpo__audit_shard_zero(const dpo__audit_t *a, int64_t n, const char *what, dpo_shard_t **out) {
   dpo_shard_t *s = calloc(1, sizeof *s);
   if (!s) return dpo_err(DPO_ENOMEM, "out of memory");
   s->X = calloc((size_t)(n * a->d), sizeof *s->X);
@@ -91,8 +87,20 @@ int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
   s->n = s->n_global = n;
   s->d = a->d;
   s->labels = DPO_LABELS_BINARY;
-  snprintf(s->source, sizeof s->source, "audit:%s", which ? "D'" : "D");
+  snprintf(s->source, sizeof s->source, "audit:%s", what);
   for (int64_t i = 0; i < n; i++) s->y[i] = 1;
+  *out = s;
+  return DPO_OK;
+}
+
+/* The data set: zero rows with label +1 and the audited row at index audit.row (default 0;
+ * an algorithm that visits rows in a public order may touch it early or late), absent from
+ * D' under add-remove. */
+int dpo__audit_shard(const dpo__audit_t *a, int which, dpo_shard_t **out) {
+  int with_row = !(which == 1 && a->add_remove);
+  dpo_shard_t *s = NULL;
+  int rc = dpo__audit_shard_zero(a, with_row ? a->n : a->n - 1, which ? "D'" : "D", &s);
+  if (rc) return rc;
   if (with_row) {
     int64_t r = a->row;
     if (a->clip_mode) {
@@ -215,6 +223,7 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
 }
 
 static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a);
+static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a);
 
 /* White box on the methods whose steps are not releases (hidden state: only the final model
  * leaves the run, src/optim/sco_pnsgd.c, sco_phased.c; phased-sc and sc-reduce, sco_sc.c, run
@@ -253,6 +262,46 @@ static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
   }
   free(p);
   return rc;
+}
+
+/* audit.tune: dpopt tune's default search, by parallel composition (src/run/tune_split.c),
+ * whose trials src/run/run_audit_tune.c runs; here the refusals that need no tune code and
+ * the candidates' algorithms (tune.algo), each one checked as --algo would be.  The canary is
+ * in the final part: the analysis of parallel composition bounds each part's release alone
+ * for every fixed partition, and the final part's is the one a user keeps. */
+static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a) {
+  static const char *const geo[] = {"tune.mean", "tune.valid", "tune.valid_fraction", NULL};
+  const char *list = NULL;
+  for (int i = 0; geo[i]; i++)
+    if (dpo_config_get(cfg, geo[i]))
+      return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune audits the search by parallel "
+                     "composition (--split); the geometric search (%s) is not audited",
+                     dpo_config_origin(cfg, geo[i]), geo[i]);
+  if (dpo_config_get(cfg, "tune.clip"))
+    return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune: candidates with their own clip (--clips) "
+                   "are not audited; give one --clip", dpo_config_origin(cfg, "tune.clip"));
+  if (a->white_box || a->admm || a->algo_name || a->sparties > 1 ||
+      a->spec->trust != DPO_TRUST_CENTRAL)
+    return dpo_err(DPO_EINVAL, "dpopt audit --tune: give the candidates with --algos (and "
+                   "--steps, --epochs, --lrs), not --algo, --admm or --white-box (the adversary "
+                   "sees the tune's output: the chosen candidate and its final model; central "
+                   "trust)");
+  dpo_config_get_str(cfg, "tune.algo", NULL, &list);
+  if (!list)
+    return dpo_err(DPO_EINVAL, "dpopt audit --tune: give the candidates' algorithms (--algos A,B)");
+  if (snprintf(a->tune_buf, sizeof a->tune_buf, "%s", list) >= (int)sizeof a->tune_buf)
+    return dpo_err(DPO_EINVAL, "dpopt audit --tune: --algos too long");
+  a->ntune = 0;
+  for (char *p = a->tune_buf; *p && a->ntune < DPO__AUDIT_MAXTA;) { /* "a,b" or "a, b" */
+    p += strspn(p, ", ");
+    if (!*p) break;
+    a->tune_algo[a->ntune++] = p;
+    p += strcspn(p, ", ");
+    if (*p) *p++ = '\0';
+  }
+  if (!a->ntune) return dpo_err(DPO_EINVAL, "dpopt audit --tune: --algos names no algorithm");
+  a->algo_name = a->tune_algo[0]; /* the construction's checks below; the trials run each */
+  return DPO_OK;
 }
 
 /* What the audit of a train algorithm needs that was not given, in one message (as dpopt
@@ -297,7 +346,11 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
       (rc = dpo_config_get_int(cfg, "audit.n", 10, &a->n)) ||
       (rc = dpo_config_get_int(cfg, "audit.row", 0, &a->row)) ||
       (rc = dpo_config_get_int(cfg, "audit.secagg_parties", 1, &a->sparties)) ||
-      (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)))
+      (rc = dpo_config_get_bool(cfg, "audit.white_box", 0, &a->white_box)) ||
+      (rc = dpo_config_get_bool(cfg, "audit.tune", 0, &a->tune)))
+    return rc;
+  if (a->tune && (rc = mech ? dpo_err(DPO_EINVAL, "give --tune or --mechanism, not both")
+                            : dpo__audit_setup_tune(cfg, a)))
     return rc;
   /* privacy.trust = secagg: the coordinator's view is the unmasked noised sum (dp_common.c
    * reports the pure-eps Polya shares' sum; other secagg releases are refused by the pilot) */
@@ -348,6 +401,7 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
   }
   if (a->admm) return dpo__audit_setup_admm(cfg, B2, Bd, a);
   const dpo_algo_t *algo = a->algo_name ? dpo_algo_find(a->algo_name) : NULL;
+
   if (!algo || !algo->is_private) {
     /* a typo of a private algorithm's name gets that name */
     const dpo_algo_t *const *al = dpo_algo_list();
@@ -362,6 +416,13 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                    "--help (or --mechanism laplace)", a->algo_name ? a->algo_name : "", hint);
   }
   if ((rc = dpo__audit_needs(cfg, a, algo, Bd))) return rc;
+  for (int i = 1; a->tune && i < a->ntune && !rc; i++) { /* a tune's other candidates */
+    const dpo_algo_t *ai = dpo_algo_find(a->tune_algo[i]);
+    rc = ai && ai->is_private ? dpo__audit_needs(cfg, a, ai, Bd)
+                              : dpo_err(DPO_EINVAL, "--algos '%s': give private algorithms of "
+                                        "dpopt train --help", a->tune_algo[i]);
+  }
+  if (rc) return rc;
   if (a->has_clip) {
     a->clip_mode = 1;
     a->d = 1;
@@ -373,7 +434,7 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
-  a->dout = a->d;
+  a->dout = a->tune ? a->d + 1 : a->d; /* tune: the chosen candidate, then its final model */
   return a->white_box ? dpo__audit_setup_final(cfg, a) : DPO_OK;
 }
 
@@ -486,6 +547,63 @@ out:
 }
 
 
+/* Rank 0, audit.tune: outputs X[set][trial * (d + 1)] = (chosen candidate k, final model x).
+ * The canary is in the final part, so the choice does not depend on it, but the final
+ * model's law does depend on the choice (each candidate's step scales it): the statistic is
+ * x along the canary's direction (x[0], or x[0] - x[1] in d = 2), standardised by its mean
+ * and spread among the selection half's trials (both sets) with the same k; the threshold is
+ * chosen on that half and bounded on the other (dpo_audit_best_event, as the plain audit). */
+static int dpo__audit_tune_analyse(const dpo__audit_t *a, double *const X[2], int64_t N,
+                                   double alpha, dpo_audit_result_t *res) {
+  const int32_t d = a->d, R = a->dout;
+  const int64_t ns = (N + 1) / 2, ne = N / 2;
+  double s1[DPO__TUNE_K + 1] = {0}, s2[DPO__TUNE_K + 1] = {0}, cnt[DPO__TUNE_K + 1] = {0};
+  double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
+  int rc = DPO_OK;
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++)
+      if (!(t[h][w] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
+  if (rc) {
+    rc = dpo_err(DPO_ENOMEM, "out of memory");
+    goto out;
+  }
+#define DPO__TK(x) ((x)[0] >= 0 && (x)[0] < DPO__TUNE_K ? (int)(x)[0] : DPO__TUNE_K)
+#define DPO__TS(x) (d == 1 ? (x)[1] : (x)[1] - (x)[2])
+  for (int w = 0; w < 2; w++) /* per-candidate moments of the selection half (and pooled) */
+    for (int64_t i = 0; i < N; i += 2) {
+      const double *x = X[w] + i * R, v = DPO__TS(x);
+      const int k = DPO__TK(x);
+      s1[k] += v, s2[k] += v * v, cnt[k] += 1;
+    }
+  double pool[3] = {0, 0, 0};
+  for (int k = 0; k <= DPO__TUNE_K; k++) pool[0] += s1[k], pool[1] += s2[k], pool[2] += cnt[k];
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) {
+      const double *x = X[w] + i * R;
+      const int k = DPO__TK(x);
+      const double *m = cnt[k] >= 2 ? (const double[3]){s1[k], s2[k], cnt[k]} : pool;
+      const double mu = m[0] / m[2], var = m[1] / m[2] - mu * mu;
+      t[i % 2][w][i / 2] = (DPO__TS(x) - mu) / (var > 0 ? sqrt(var) : 1.0);
+    }
+#undef DPO__TK
+#undef DPO__TS
+  dpo_audit_event_t ev;
+  if ((rc = dpo_audit_best_event(t[0][0], ns, t[0][1], ns, a->delta, alpha, &ev))) goto out;
+  res->ev = ev;
+  res->lb_select = ev.eps_lb;
+  res->lb = ne > 0 ? dpo_audit_event_lb(&ev, t[1][0], ne, t[1][1], ne, a->delta, alpha) : -INFINITY;
+  snprintf(res->stat, sizeof res->stat, "%s standardised per chosen candidate",
+           d == 1 ? "x[0]" : "x[0]-x[1]");
+  snprintf(res->method, sizeof res->method, "tune");
+  snprintf(res->assumption, sizeof res->assumption,
+           "the tune's output (chosen candidate, final model); canary in the final part, the "
+           "partition fixed (parallel composition bounds each part's release alone)");
+out:
+  for (int h = 0; h < 2; h++)
+    for (int w = 0; w < 2; w++) free(t[h][w]);
+  return rc;
+}
+
 /* Rank 0: the runs of rank r are t = r, r + P, ... (set t % 2, index t / 2); sort them into
  * all[set], analyse, and fill res. */
 int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
@@ -497,12 +615,13 @@ int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *
       memcpy(all[t % 2] + (t / 2) * a->dout, buf + displs[r] + k * a->dout, (size_t)a->dout * sizeof *buf);
   /* the claim under test is what the ledger spent: (eps, delta) = sp */
   a->delta = sp[1];
-  int rc = a->final_model ? dpo__wb_final(a, all, N, alpha, sp[1], sp[0], res)
+  int rc = a->tune        ? dpo__audit_tune_analyse(a, all, N, alpha, res)
+           : a->final_model ? dpo__wb_final(a, all, N, alpha, sp[1], sp[0], res)
            : a->white_box ? dpo__wb_analyse(a, all, N, a->dout - DPO__WB_HDR, alpha, sp[1], sp[0], res)
                           : dpo__audit_analyse(a, all, N, alpha, res);
   if (rc) return rc;
   snprintf(res->algorithm, sizeof res->algorithm, "%s",
-           a->laplace ? "laplace" : a->admm ? a->admm : a->algo_name);
+           a->laplace ? "laplace" : a->admm ? a->admm : a->tune ? "tune" : a->algo_name);
   res->claimed_eps = sp[0];
   res->claimed_delta = sp[1];
   res->trials = N;
@@ -534,6 +653,10 @@ json_object *dpo__audit_json(const dpo_audit_result_t *res) {
   json_object_object_add(j, "side", json_object_new_string(res->ev.above ? ">" : "<="));
   json_object_object_add(j, "violation", json_object_new_boolean(res->violation));
   json_object_object_add(j, "white_box", json_object_new_boolean(res->white_box));
+  if (!strcmp(res->method, "tune")) {
+    json_object_object_add(j, "method", json_object_new_string(res->method));
+    json_object_object_add(j, "assumption", json_object_new_string(res->assumption));
+  }
   if (res->white_box) {
     json_object_object_add(j, "method", json_object_new_string(res->method));
     json_object_object_add(j, "assumption", json_object_new_string(res->assumption));

@@ -21,6 +21,10 @@ struct dpo_guard {
   dpo_guard_spec_t spec;
   dpo_ledger_t *acct; /* the party's own account (in memory) */
   int64_t releases;
+  /* added to a disjoint pass's number: a reopened journal's passes are never continued.
+   * The record of which rows a pass used (dpo__guard_pass, oracle.c) is this job's, so a
+   * pass the killed job began could not be checked; its later batches count as a new pass */
+  int64_t pass_base;
 };
 
 /* relative slack for the coordinator's rounding of the same price */
@@ -79,6 +83,8 @@ int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
     free(g);
     return rc;
   }
+  /* every earlier job's pass numbers lie below (a pass has at most one charge a release) */
+  if (spec->journal && spec->resume) g->pass_base = (dpo_ledger_count(g->acct) + 1) << 24;
   *out = g;
   return DPO_OK;
 }
@@ -186,8 +192,8 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
     c.mechanism = DPO_MECH_RDP_RHO;
     c.rho = r->claim;
     c.accounting = DPO_ACCOUNTING_RDP;
-    if (r->pass >= 0) /* parallel composition */
-      c.sampling = DPO_SAMPLING_DISJOINT, c.group = r->pass;
+    if (r->pass >= 0) /* parallel composition, within this job's passes only */
+      c.sampling = DPO_SAMPLING_DISJOINT, c.group = g->pass_base + r->pass;
   }
   double charged = 0;
   int rc = dpo_ledger_charge(g->acct, &c, &charged);

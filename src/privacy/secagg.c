@@ -121,6 +121,8 @@ struct dpo_secagg {
   uint32_t *buf32;           /* [d]: the words of a 32-bit round */
   int64_t cap;
   int *nbr, nnbr;            /* the ranks this rank shares masks with (the mask graph) */
+  int by_release;            /* seeded stream placed by release number (first + release) */
+  uint64_t first;
 };
 
 /* ---------------------------------------------------------------- parameters */
@@ -568,6 +570,26 @@ int dpo_secagg_create_auth(MPI_Comm comm, int adds_noise, dpo_rng_t *rng,
 
 uint64_t dpo_secagg_releases(const dpo_secagg_t *sa) { return sa ? sa->release : 0; }
 
+int dpo_secagg_seeded_releases(dpo_secagg_t *sa, uint64_t first) {
+  if (!sa) return dpo_err(DPO_EINVAL, "secagg: NULL");
+  if (first > ((uint64_t)1 << 30))
+    return dpo_err(DPO_EINVAL, "secagg: release %llu is past the stream's places",
+                   (unsigned long long)first);
+  sa->by_release = sa->rng && dpo_rng_is_seeded(sa->rng);
+  sa->first = first - sa->release; /* the next release is number `first` */
+  return DPO_OK;
+}
+
+/* A seeded stream at release r's own place: 2^32 blocks (256 GiB of stream) a release, far
+ * beyond what one release's rounding and shares draw. */
+static int dpo__secagg_place(dpo_secagg_t *sa) {
+  dpo_rng_state_t st;
+  dpo_rng_get_state(sa->rng, &st);
+  st.counter = (sa->first + sa->release + 1) << 32;
+  st.pos = 0;
+  return dpo_rng_set_state(sa->rng, &st);
+}
+
 static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, double gamma,
                              uint64_t sigma, uint64_t lap_n, int bits, int ok, double *total,
                              uint64_t *masked);
@@ -608,7 +630,8 @@ static int dpo__secagg_round(dpo_secagg_t *sa, const double *v, int64_t d, doubl
   const double nf = dpo__test_noise_factor_get();
   if (nf != 1.0) sigma = (uint64_t)fmax(1.0, floor((double)sigma * nf));
 #endif
-  if (ok) rc = dpo_secagg_encode(sa->rng, v, gamma, d, x);
+  if (ok && sa->by_release) rc = dpo__secagg_place(sa);
+  if (ok && !rc) rc = dpo_secagg_encode(sa->rng, v, gamma, d, x);
   if (!ok || rc) memset(x, 0, (size_t)d * sizeof *x); /* the collective still runs */
   /* this rank's party shares: 1 for a party leader in a run, 0 for its other ranks; dpopt
    * audit's virtual parties: one per party (the share count given to dpo_secagg_create) */

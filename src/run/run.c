@@ -92,10 +92,22 @@ static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *alg
  * can: a guard) or the run is multi-party (the active-party set is not saved). */
 static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) {
   const char *trust = NULL;
+  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  /* the one-pass methods under secagg, whether or not they can checkpoint themselves
+   * (doc/design.md, "Dropouts", *Why pnsgd does not resume under secagg*) */
+  if (trust && !strcasecmp(trust, "secagg") &&
+      (!strcmp(algo->name, "pnsgd") || !strcmp(algo->name, "dp-onlinegdws")))
+    return dpo_err(DPO_EINVAL, "--algo %s under privacy.trust = secagg cannot write or resume "
+                   "checkpoints: its steps are the batches of one disjoint pass, charged "
+                   "together as one step's price (the whole budget), so a step redone after a "
+                   "resume would release its rows again (a second pass, past the budget), and "
+                   "no party's guard could check after a resume that the pass's rows do not "
+                   "repeat (its record of the pass lives in the killed job); use dp-sgd-rdp or "
+                   "the rest of the DP-GD family, which resume, or drop --checkpoint-every / "
+                   "--resume / run.stop_after", algo->name);
   if (!dpo_algo_can_checkpoint(algo))
     return dpo_err(DPO_EINVAL, "--algo %s cannot write or resume checkpoints: drop "
                    "--checkpoint-every / --resume / run.stop_after", algo->name);
-  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
   /* secagg dp-sgd-rdp: rank 0's state is the released iterates' post-processing (x, momentum,
    * average), its party shares are recomputed from the plan, and each party's account is its
    * own journal, reopened (doc/design.md, "Dropouts"); the other multi-party runs keep an

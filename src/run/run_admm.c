@@ -50,7 +50,7 @@ static int dpo__admm_setup(dpo_run_t *r) {
   if (!rc) rc = dpo__run_refuse_keep(r, "admm");
   if (!rc) rc = dpo_privacy_spec_read(r->cfg, DPO_SPEC_FOR_ADMM, &k->spec);
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
-  const int ckpt = r->resuming || r->ckpt_every > 0 || r->stop_after > 0;
+  const int ckpt = r->resuming ? 2 : r->ckpt_every > 0 || r->stop_after > 0;
   /* every setting, the trust mode and the budget store's fit: before any file */
   if ((rc = dpo_admm_job_create(r->comm, r->cfg, &k->spec, ckpt, &k->job)))
     return dpo__run_failed(r, rc);

@@ -66,7 +66,7 @@ static int dpo__aud_setup(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   if ((rc = dpo__audit_job_setup(&k->job, r->comm, r->cfg, &k->spec))) return dpo__run_failed(r, rc);
   const dpo__audit_t *a = &k->job.a;
-  snprintf(k->name, sizeof k->name, "audit-%s", a->laplace ? "laplace" : a->admm ? a->admm : a->algo_name);
+  snprintf(k->name, sizeof k->name, "audit-%s", a->laplace ? "laplace" : a->admm ? a->admm : a->tune ? "tune" : a->algo_name);
   r->dir_name = k->name;
   k->blk = r->ckpt_every > 0 ? r->ckpt_every : k->job.rounds / 20 > 1 ? k->job.rounds / 20 : 1;
   dpo_config_get(r->cfg, "audit.json"); /* written by the write hook */
@@ -298,6 +298,9 @@ void dpo_audit_print(FILE *out, const dpo_audit_result_t *r, const char *tag) {
     fprintf(out, "; distribution-free bound of the summed statistic %.4f\nassumes: %s\n",
             dpo__lb0(r->lb_summed), r->assumption);
   }
+  if (!strcmp(r->method, "tune"))
+    fprintf(out, "tune: the adversary sees the chosen candidate and its final model; canary in "
+            "the final part\nassumes: %s\n", r->assumption);
   if (r->violation)
     fprintf(out, "VIOLATION: the lower bound %.4f exceeds the claimed eps %.6g (confidence %g)\n",
             r->lb, r->claimed_eps, 1 - r->alpha);

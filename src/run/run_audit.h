@@ -12,6 +12,16 @@
 #include "dpopt/rng.h"
 #include "optim/audit_int.h"
 
+/* audit.tune: dpopt tune's search run in memory (run_audit_tune.c) */
+typedef struct dpo__audit_tune dpo__audit_tune_t;
+/* The tune's grid, candidates' and final runs' configurations, parts (not collective). */
+int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__audit_tune_t **out);
+/* One tune with the final part F (D or D'): out = (chosen candidate, its final model); the
+ * largest charge of its parts into *spent, *dspent. */
+int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
+                          dpo_rng_t *rng, double *out, double *spent, double *dspent);
+void dpo__audit_tune_free(dpo__audit_tune_t *T);
+
 typedef struct {
   MPI_Comm comm; /* borrowed */
   int rank, size;
@@ -21,6 +31,7 @@ typedef struct {
   dpo_shard_t *sh[2];
   dpo_rng_t *rng;
   dpo__wb_obs_t obs, *wb;  /* white box: the observer (wb = &obs), else NULL */
+  dpo__audit_tune_t *tune; /* audit.tune, else NULL */
   int64_t N, T2, rounds;   /* trials per data set, 2N, rounds to run */
   int64_t done;            /* rounds complete (the same on every rank) */
   double alpha, spent[2];  /* this rank's largest (eps, delta) charged */

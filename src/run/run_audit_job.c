@@ -132,6 +132,7 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
 
 static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp, double *dsp,
                          dpo__wb_obs_t *wb) {
+  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[which], j->rng, out, sp, dsp);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, which,
                                  j->rng, out, sp, dsp, wb);
@@ -142,6 +143,7 @@ static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp
  * unless NULL. */
 static int dpo__aj_trial_rng(dpo__audit_job_t *j, dpo_rng_t *rng, double *out, double *sp,
                              double *dsp, dpo__wb_obs_t *wb) {
+  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[0], rng, out, sp, dsp);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, 0, rng, out,
                                  sp, dsp, wb);
@@ -170,6 +172,7 @@ int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t 
       (j->N < 4 || j->N > 100000000 || !(j->alpha > 0 && j->alpha < 1)))
     rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
   if (!rc) rc = dpo__audit_setup(cfg, spec, &j->a);
+  if (!rc && j->a.tune) rc = dpo__audit_tune_setup(cfg, &j->a, &j->tune);
   /* dpopt admm puts lambda in g (l1), not in the model */
   if (!rc && !(rc = dpo_model_create(j->a.model_name, j->a.admm ? 0.0 : j->a.lambda, &j->model)) &&
       !(rc = dpo__audit_shard(&j->a, 0, &j->sh[0])))
@@ -381,6 +384,7 @@ int dpo__audit_job_restore(dpo__audit_job_t *j, const dpo_ckpt_t *c) {
 }
 
 void dpo__audit_job_free(dpo__audit_job_t *j) {
+  dpo__audit_tune_free(j->tune);
   dpo__wb_free(&j->obs);
   free(j->mine);
   dpo_rng_destroy(j->rng);

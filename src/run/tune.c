@@ -24,213 +24,6 @@
 
 #include "run/tune_impl.h"
 
-/* "a,b,c" -> up to DPO__TUNE_MAXV strings (in buf) */
-static int split_list(const char *s, char *buf, size_t cap, const char **v, int *nv) {
-  *nv = 0;
-  if (!s) return DPO_OK;
-  if (snprintf(buf, cap, "%s", s) >= (int)cap) return dpo_err(DPO_EINVAL, "tune: list too long");
-  for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
-    if (*nv == DPO__TUNE_MAXV) return dpo_err(DPO_EINVAL, "tune: more than %d values in a list", DPO__TUNE_MAXV);
-    v[(*nv)++] = tok;
-  }
-  return DPO_OK;
-}
-
-static int num_list(const dpo_config_t *cfg, const char *key, double *v, int *nv) {
-  char buf[1024];
-  const char *s[DPO__TUNE_MAXV];
-  int rc = split_list(dpo_config_get(cfg, key), buf, sizeof buf, s, nv);
-  for (int i = 0; !rc && i < *nv; i++) {
-    char *end;
-    v[i] = strtod(s[i], &end);
-    if (end == s[i] || *end || !(v[i] > 0) || !isfinite(v[i]))
-      rc = dpo_err(DPO_EINVAL, "%s: %s: '%s' is not a positive number", dpo_config_origin(cfg, key),
-                   key, s[i]);
-  }
-  if (!rc && *nv == 0) v[(*nv)++] = NAN; /* not varied */
-  return rc;
-}
-
-/* The default grid around train's recipe (t->recipe set it in t->cfg): the step (algo.eta of
- * dp-sgd-rdp, default 2; algo.c of the pure-eps methods, default 1) halved, kept and doubled,
- * and for dp-sgd-rdp the epochs halved and kept (each repetition runs at a fraction of the
- * tune's eps, where train's own rule picks fewer epochs).  A list the user gave is kept. */
-static int recipe_grid(dpo__tune_t *t, const char *algo, double *ep, int *ne, double *st, int *ns) {
-  int rc, gauss = !strcmp(algo, "dp-sgd-rdp");
-  double s0 = 0, e0 = 0;
-  if ((rc = dpo_config_get_double(t->cfg, gauss ? "algo.eta" : "algo.c", gauss ? 2 : 1, &s0)))
-    return rc;
-  if (!dpo_config_get(t->cfg, "tune.step")) {
-    st[0] = s0 / 2, st[1] = s0, st[2] = 2 * s0;
-    *ns = 3;
-  }
-  if (gauss && !dpo_config_get(t->cfg, "tune.epochs")) {
-    if ((rc = dpo_config_get_double(t->cfg, "algo.epochs", 1, &e0))) return rc;
-    ep[0] = e0 / 2, ep[1] = e0;
-    *ne = 2;
-  }
-  return DPO_OK;
-}
-
-static void is_tune_key(const char *k, const char *v, const char *o, void *any) {
-  (void)v, (void)o;
-  if (!strncmp(k, "tune.", 5)) *(int *)any = 1;
-}
-
-static int any_tune_key(const dpo_config_t *cfg) {
-  int any = 0;
-  dpo_config_foreach(cfg, is_tune_key, &any);
-  return any;
-}
-
-/* run.dir, else runs/tune-YYYYmmdd-HHMMSS */
-static void tune_dir(dpo__tune_t *t) {
-  const char *dir = NULL;
-  dpo_config_get_str(t->cfg, "run.dir", NULL, &dir);
-  if (dir) snprintf(t->dir, sizeof t->dir, "%s", dir);
-  else {
-    char ts[32];
-    time_t now = time(NULL);
-    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    snprintf(t->dir, sizeof t->dir, "runs/tune-%s", ts);
-  }
-}
-
-/* Without a budget: the other requirements of the method the tune would train (its first
- * --algos, else train's recipe's method for the delta), asked of train's own set-up, which
- * refuses a private run without eps before reading a row or writing anything, and names every
- * missing declaration in one message (in msg; 0 when there is nothing more to say).
- * Collective (every rank calls tune_settings with the same settings). */
-static int missing_beside_eps(dpo__tune_t *t, char *msg, size_t cap) {
-  dpo_config_t *c = NULL;
-  dpo_run_t *run = NULL;
-  char first[128] = "";
-  double delta = 0;
-  const char *algos = dpo_config_get(t->cfg, "tune.algo");
-  if (algos) sscanf(algos, " %127[^, ]", first);
-  else dpo_config_get_double(t->cfg, "privacy.delta", 0, &delta);
-  if (!first[0]) snprintf(first, sizeof first, "%s", delta > 0 ? "dp-sgd-rdp" : "dp-nag-opt");
-  const dpo_algo_t *al = dpo_algo_find(first);
-  if (!al || !al->is_private || dpo_config_create(&c)) return DPO_OK;
-  dpo_config_foreach(t->cfg, dpo__tune_copy_key, c); /* no tune.* key, no run.dir */
-  dpo_config_set(c, "algo.name", al->name, "tune (the method it would train)");
-  int rc = dpo_run_create(t->comm, c, &run);
-  if (!rc) rc = dpo_run_setup(run);
-  if (rc) snprintf(msg, cap, "%s", dpo_errmsg());
-  dpo_run_destroy(run);
-  dpo_config_destroy(c);
-  return rc && strstr(msg, "requirements are missing");
-}
-
-/* The candidate grid and the settings; data-free.  Not collective, but where the budget is
- * missing (missing_beside_eps: every rank gets there with the same settings). */
-static int tune_settings(dpo__tune_t *t) {
-  const dpo_config_t *cfg = t->cfg;
-  const char *rels = NULL, *algos = NULL;
-  int rc;
-  static char abuf[1024]; /* the algorithm names point into it (one tune per process) */
-  const char *an[DPO__TUNE_MAXV];
-  double lr[DPO__TUNE_MAXV], clip[DPO__TUNE_MAXV], ep[DPO__TUNE_MAXV], st[DPO__TUNE_MAXV];
-  int na, nl, nk, ne, ns;
-  /* every missing requirement in one message */
-  const char *miss[2];
-  int nm = 0;
-  if (!dpo_config_get(cfg, "data.train")) miss[nm++] = "--data FILE (the training rows)";
-  if (!dpo_config_get(cfg, "privacy.eps"))
-    miss[nm++] = "--eps E (the total budget: every candidate training and the selection)";
-  char more[1536];
-  if (nm == 1 && dpo_config_get(cfg, "data.train") && missing_beside_eps(t, more, sizeof more))
-    return dpo_err(DPO_EINVAL, "tune: %s", more);
-  if (nm)
-    return dpo_err(DPO_EINVAL, "tune: give %s%s%s", miss[0], nm > 1 ? " and " : "",
-                   nm > 1 ? miss[1] : "");
-  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &t->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0, &t->delta)) ||
-      (rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean)))
-    return rc;
-  if (!(t->eps > 0) || !isfinite(t->eps))
-    return dpo_err(DPO_EINVAL, "tune: give the total budget --eps E (> 0): it covers every "
-                   "candidate training and the selection");
-  if (!(t->delta >= 0 && t->delta < 1)) return dpo_err(DPO_EINVAL, "tune: delta must be in [0, 1)");
-  if (!(t->mean >= 1 && t->mean <= 1000) || t->mean != floor(t->mean))
-    return dpo_err(DPO_EINVAL, "tune.mean = %g: the mean number of repetitions must be an integer "
-                   "in [1, 1000]", t->mean);
-  t->rdp = t->delta > 0;
-  const char *mname = "logreg";
-  dpo_config_get_str(cfg, "model.name", "logreg", &mname);
-  if (strcmp(mname, "logreg") && strcmp(mname, "softmax")) /* the score counts correct labels */
-    return dpo_err(DPO_EINVAL, "tune: model %s: the score is a count of correct held-out "
-                   "predictions (logreg or softmax)", mname);
-  t->multi = !strcmp(mname, "softmax");
-  if (dpo_config_get(cfg, "run.resume"))
-    return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
-                   "checkpointed: a new tune is a new charge)");
-  /* no --algos: train's auto-picked recipe at the tune's budget (run_auto.c) is the centre of
-   * the grid; its settings reach every repetition like the user's */
-  if (!dpo_config_get(cfg, "tune.algo")) t->recipe = dpo_run_auto_algo(t->cfg);
-  /* No grid and no tune.* setting: train's recipe once at the whole budget.  A selection over
-   * the default grid leaves each repetition about 0.3 of eps (Papernot-Steinke, geometric K),
-   * and on a9a it lost to train's recipe at every eps measured (doc/results.md, "Tune against
-   * train"); the decision reads only the settings, never the data. */
-  if (t->recipe && !any_tune_key(cfg)) {
-    t->plain = 1;
-    tune_dir(t);
-    return DPO_OK;
-  }
-  dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
-  if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
-  if ((rc = dpo__tune_split_settings(t))) return rc;
-  dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
-  dpo_config_get_str(cfg, "data.test", NULL, &t->test);
-  if ((rc = dpo_config_get_double(cfg, "tune.valid_fraction", 0.1, &t->vfrac))) return rc;
-  if (!dpo_config_get(cfg, "data.train"))
-    return dpo_err(DPO_EINVAL, "tune: give --data (the training rows)");
-  if (t->valid || t->split > 0) t->vfrac = 0;
-  else if (!(t->vfrac > 0 && t->vfrac <= 0.5))
-    return dpo_err(DPO_EINVAL, "%s: tune.valid_fraction = %g: expected a fraction in (0, 0.5]",
-                   dpo_config_origin(cfg, "tune.valid_fraction"), t->vfrac);
-  else if (t->rel != DPO_NEIGHBOURS_ADD_REMOVE) /* a replaced row may change part: two changes */
-    return dpo_err(DPO_EINVAL, "tune: the validation split of --data needs add-remove neighbours "
-                   "(under replace-one a replaced row may move from the training part to the "
-                   "validation part); give a separate validation file --valid FILE");
-  dpo_config_get_str(cfg, "tune.algo", t->recipe ? dpo_config_get(cfg, "algo.name")
-                                       : t->rdp ? "dp-sgd-rdp" : "dp-nag-opt", &algos);
-  if ((rc = split_list(algos, abuf, sizeof abuf, an, &na)) ||
-      (rc = num_list(cfg, "tune.lr", lr, &nl)) || (rc = num_list(cfg, "tune.clip", clip, &nk)) ||
-      (rc = num_list(cfg, "tune.epochs", ep, &ne)) || (rc = num_list(cfg, "tune.step", st, &ns)))
-    return rc;
-  if (t->recipe && (rc = recipe_grid(t, an[0], ep, &ne, st, &ns))) return rc;
-  t->nc = 0;
-  for (int a = 0; a < na; a++) {
-    const dpo_algo_t *al = dpo_algo_find(an[a]);
-    int gauss = al && !strcmp(al->name, "dp-sgd-rdp");
-    if (!al || !al->is_private || (!gauss && strncmp(al->name, "dp-", 3)))
-      return dpo_err(DPO_EINVAL, "tune.algo: '%s': a tune runs dp-sgd-rdp or the pure-eps "
-                     "algorithms dp-* (see dpopt train --help)", an[a]);
-    if (gauss && !t->rdp)
-      return dpo_err(DPO_EINVAL, "tune.algo: dp-sgd-rdp needs delta > 0 (--delta)");
-    for (int i = 0; i < (gauss ? nl : 1); i++)
-      for (int j = 0; j < (gauss ? nk : 1); j++)
-        for (int k = 0; k < (gauss ? ne : 1); k++)
-          for (int h = 0; h < ns; h++) {
-            if (t->nc == DPO__TUNE_MAXC)
-              return dpo_err(DPO_EINVAL, "tune: more than %d candidates", DPO__TUNE_MAXC);
-            dpo__cand_t *c = &t->c[t->nc++];
-            *c = (dpo__cand_t){al->name, gauss, gauss ? lr[i] : NAN, gauss ? clip[j] : NAN,
-                               gauss ? ep[k] : NAN, st[h], 0, 0, NAN};
-          }
-  }
-  if (t->nc == 0) return dpo_err(DPO_EINVAL, "tune.algo: no candidate");
-  /* one candidate: the repetitions and the selection would only split the budget of a plain
-   * train run of the same settings (Liu-Talwar: a third of eps) */
-  if (t->nc == 1)
-    return dpo_err(DPO_EINVAL, "tune: the grid holds one candidate (%s): a tune of it would "
-                   "spend the budget on repetitions and a selection and train with a fraction "
-                   "of eps; run dpopt train with these settings, or give more values (--algos, "
-                   "--steps, --lrs, --clips, --epochs)", t->c[0].algo);
-  tune_dir(t);
-  return DPO_OK;
-}
 
 /* The curve of one repetition at per-repetition eps e: every candidate's training curve and
  * the score's, per order the max (one of two disjoint parts changes). */
@@ -606,6 +399,33 @@ static int tune_plain(dpo__tune_t *t, FILE *out) {
   return rc ? rc : solved;
 }
 
+/* Without a budget: the other requirements of the method the tune would train (its first
+ * --algos, else train's recipe's method for the delta), asked of train's own set-up, which
+ * refuses a private run without eps before reading a row or writing anything, and names every
+ * missing declaration in one message (in msg; 0 when there is nothing more to say).
+ * Collective (every rank gets here with the same settings).  Here, not in tune_grid.c: that
+ * file makes no call into the run API (the tune audit runs it). */
+static int missing_beside_eps(dpo__tune_t *t, char *msg, size_t cap) {
+  dpo_config_t *c = NULL;
+  dpo_run_t *run = NULL;
+  char first[128] = "";
+  double delta = 0;
+  const char *algos = dpo_config_get(t->cfg, "tune.algo");
+  if (algos) sscanf(algos, " %127[^, ]", first);
+  else dpo_config_get_double(t->cfg, "privacy.delta", 0, &delta);
+  if (!first[0]) snprintf(first, sizeof first, "%s", delta > 0 ? "dp-sgd-rdp" : "dp-nag-opt");
+  const dpo_algo_t *al = dpo_algo_find(first);
+  if (!al || !al->is_private || dpo_config_create(&c)) return DPO_OK;
+  dpo_config_foreach(t->cfg, dpo__tune_copy_key, c); /* no tune.* key, no run.dir */
+  dpo_config_set(c, "algo.name", al->name, "tune (the method it would train)");
+  int rc = dpo_run_create(t->comm, c, &run);
+  if (!rc) rc = dpo_run_setup(run);
+  if (rc) snprintf(msg, cap, "%s", dpo_errmsg());
+  dpo_run_destroy(run);
+  dpo_config_destroy(c);
+  return rc && strstr(msg, "requirements are missing");
+}
+
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
@@ -622,12 +442,16 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   int64_t seed = 0;
   rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
   dpo_config_t *cfg = t->cfg;
-  if (!rc) rc = tune_settings(t);
+  char more[1536];
+  if (!rc && dpo_config_get(cfg, "data.train") && !dpo_config_get(cfg, "privacy.eps") &&
+      missing_beside_eps(t, more, sizeof more))
+    rc = dpo_err(DPO_EINVAL, "tune: %s", more);
+  if (!rc) rc = dpo__tune_settings(t);
   if (!rc && t->plain) {
     rc = tune_plain(t, out);
     goto out;
   }
-  /* fail closed: a tune.* key tune_settings did not read is refused here; every other key is
+  /* fail closed: a tune.* key dpo__tune_settings did not read is refused here; every other key is
    * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
   if (!rc) {
     dpo_config_foreach(cfg, declare_run_key, (void *)cfg);

@@ -15,14 +15,6 @@
 #include "run/tune_impl.h"
 #include "run/tune_store.h"
 
-void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to) {
-  /* the tune, not each repetition, charges the data set's budget store: one reservation */
-  if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
-      !strcmp(k, "data.test") ||
-      !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
-    return;
-  dpo_config_set(to, k, v, o);
-}
 
 void dpo__tune_json_common(const dpo__tune_t *t, json_object *s, json_object *pj, double acc,
                            const char *label) {

@@ -1,5 +1,6 @@
-/* The state of one dpopt tune, shared by tune.c (settings, the geometric search) and
- * tune_split.c (the search by parallel composition). */
+/* The state of one dpopt tune, shared by tune_grid.c (settings, grid, the runs'
+ * configurations, the noisy max), tune.c (the geometric search) and tune_split.c (the search
+ * by parallel composition). */
 #ifndef DPO_RUN_TUNE_IMPL_H
 #define DPO_RUN_TUNE_IMPL_H
 
@@ -46,7 +47,12 @@ typedef struct {
   char dir[512];
 } dpo__tune_t;
 
-/* tune_common.c: the options every repetition shares (the user's, minus the tune's own keys
+/* tune_grid.c: the candidate grid and the settings from t->cfg (data-free, not collective; also the
+ * audit's, src/run/run_audit_tune.c) */
+int dpo__tune_settings(dpo__tune_t *t);
+
+struct json_object;
+/* tune_grid.c: the options every repetition shares (the user's, minus the tune's own keys
  * and the stores), and summary.json's fields every search writes (grid centre, --test accuracy;
  * in pj the label, budget and spending) */
 void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to);
@@ -59,12 +65,18 @@ void dpo__tune_rm_tree(const char *path);
  * recipe filled in; run.dir = DIR), describing the tune rather than one of its runs */
 int dpo__tune_write_config(const dpo__tune_t *t);
 
-/* tune_split.c: tune.split (t->split, 0 for the geometric search), DPO__TUNE_SPLIT_DEFAULT
+/* tune_grid.c: tune.split (t->split, 0 for the geometric search), DPO__TUNE_SPLIT_DEFAULT
  * when the search is not the geometric one's (tune.mean, tune.valid, tune.valid_fraction) and
  * one data set's, and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);
-/* tune_split.c: the configuration of candidate k's run on its part (r: its seed offset) */
+/* tune_grid.c: the configuration of candidate k's run on its part (r: its seed offset) */
 int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
+/* tune_grid.c: the selection's report-noisy-max, Laplace scale *b for counts of correct
+ * predictions (monotone under add-remove: 1/eps; replace-one: 2/eps); candidate i's count,
+ * noised from rng, into noisy[i], and *best the argmax of noisy[0..i] so far (rank 0; the
+ * tune's and the audit's trials) */
+int dpo__tune_split_scale(const dpo__tune_t *t, double *b);
+int dpo__tune_split_pick(double *noisy, int i, double count, double b, dpo_rng_t *rng, int *best);
 /* tune_split.c, collective, once the ledger L is open (rank 0) and the store reserved: the
  * charge per part, the candidates, the selection, the final run, summary.json. */
 int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const char *label,

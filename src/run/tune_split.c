@@ -38,95 +38,6 @@
 #include "dpopt/status.h"
 #include "run/tune_impl.h"
 
-static void multi_party_key(const char *k, const char *v, const char *o, void *any) {
-  (void)v, (void)o;
-  if (!strncmp(k, "parties.", 8) || !strncmp(k, "party.", 6)) *(int *)any = 1;
-}
-
-int dpo__tune_split_settings(dpo__tune_t *t) {
-  static const char *const other[] = {"tune.valid", "tune.valid_fraction", "tune.mean", NULL};
-  dpo_config_t *cfg = t->cfg;
-  int rc, mp = 0;
-  dpo_config_foreach(cfg, multi_party_key, &mp);
-  /* a search by default: parallel composition at S = 0.1, unless a setting of the geometric
-   * search is given or the data are several parties' (doc/results.md, "Tune against train":
-   * within 2 standard errors of train's recipe at eps 0.1, 0.3, 1, 3 and 10 over 5 runs,
-   * where S = 0.2 and 0.3 fell below it and the geometric search a whole point below) */
-  if (!dpo_config_get(cfg, "tune.split")) {
-    for (int i = 0; other[i]; i++)
-      if (dpo_config_get(cfg, other[i])) return DPO_OK;
-    if (mp) return DPO_OK;
-    if ((rc = dpo_config_set(cfg, "tune.split", DPO__TUNE_SPLIT_DEFAULT,
-                             "default (a search without --mean, --valid or --valid-fraction)")))
-      return rc;
-  }
-  if ((rc = dpo_config_get_double(cfg, "tune.split", NAN, &t->split))) return rc;
-  if (!(t->split >= 0.05 && t->split <= 0.5))
-    return dpo_err(DPO_EINVAL, "%s: tune.split = %g: expected the selection's fraction of the "
-                   "rows in [0.05, 0.5]", dpo_config_origin(cfg, "tune.split"), t->split);
-  for (int i = 0; other[i]; i++)
-    if (dpo_config_get(cfg, other[i]))
-      return dpo_err(DPO_EINVAL, "%s: %s is not read by a tune with --split (it selects on its "
-                     "own part of --data, once)", dpo_config_origin(cfg, other[i]), other[i]);
-  if (mp)
-    return dpo_err(DPO_EINVAL, "tune: --split partitions one data set by row position; a "
-                   "multi-party tune is not supported with it");
-  return DPO_OK;
-}
-
-/* The public size of a part of width w (the declared size, scaled), and a batch of at most
- * half of it (a recipe's batch fits the whole data, not a candidate's small part). */
-static void part_public_n(const dpo__tune_t *t, dpo_config_t *c, double w) {
-  double n = NAN, m = NAN;
-  char b[32];
-  if (dpo_config_get_double(t->cfg, "privacy.public_n", NAN, &n) || !(n > 0)) return;
-  n = fmax(1, round(n * w));
-  snprintf(b, sizeof b, "%.0f", n);
-  dpo_config_set(c, "privacy.public_n", b, "tune (the part's share of privacy.public_n)");
-  if (!dpo_config_get_double(c, "algo.m", NAN, &m) && m > floor(n / 2)) {
-    snprintf(b, sizeof b, "%.0f", fmax(1, floor(n / 2)));
-    dpo_config_set(c, "algo.m", b, "tune (half the part's public size)");
-  }
-}
-
-static void setd(dpo_config_t *c, const char *k, double v) {
-  char b[64];
-  snprintf(b, sizeof b, "%.17g", v);
-  dpo_config_set(c, k, b, "tune");
-}
-
-/* r >= 0: candidate run r on its part P_r, scored on V; r < 0: the final run on F */
-int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out) {
-  dpo_config_t *c;
-  char dir[600];
-  int rc = dpo_config_create(&c);
-  if (rc) return rc;
-  dpo_config_foreach(t->cfg, dpo__tune_copy_key, c);
-  snprintf(dir, sizeof dir, "%s/.rep", t->dir);
-  dpo_config_set(c, "run.dir", dir, "tune");
-  dpo_config_set(c, "run.quiet", "1", "tune");
-  dpo_config_set(c, "run.no_trace_loss", "1", "tune");
-  dpo_config_set(c, "algo.name", k->algo, "tune");
-  if (!isnan(k->step)) setd(c, k->gauss ? "algo.eta" : "algo.c", k->step);
-  if (k->gauss && !isnan(k->epochs)) setd(c, "algo.epochs", k->epochs);
-  if (k->gauss && !isnan(k->lr)) setd(c, "algo.lr", k->lr);
-  if (k->gauss && !isnan(k->clip)) {
-    char b[64];
-    snprintf(b, sizeof b, "l2:%.17g", k->clip);
-    dpo_config_set(c, "privacy.clip", b, "tune");
-  }
-  const char *seed = dpo_config_get(t->cfg, "run.seed");
-  if (seed) setd(c, "run.seed", strtod(seed, NULL) + (r < 0 ? t->nc : r) + 1);
-  if (r >= 0) { /* scored on V, a part of data.train */
-    dpo_config_set(c, "data.test", dpo_config_get(t->cfg, "data.train"), "tune");
-    part_public_n(t, c, 0.75 * t->split / t->nc);
-  } else {
-    if (t->test) dpo_config_set(c, "data.test", t->test, "tune");
-    part_public_n(t, c, 1 - t->split);
-  }
-  *out = c;
-  return DPO_OK;
-}
 
 /* Train the run c on the rows [lo, hi), scored on data.test's rows [tlo, thi); res on rank 0.
  * Collective.  The run's own ledger (in DIR/.rep) holds it to the whole (eps, delta). */
@@ -238,6 +149,7 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
   return rc;
 }
 
+
 int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const char *label,
                         FILE *out) {
   double noisy[DPO__TUNE_MAXC], b = 0;
@@ -245,8 +157,7 @@ int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const c
   int rc = t->rank == 0 ? charge_parts(t, L) : DPO_OK, best = 0;
   /* before anything runs: the charge per part */
   if ((rc = dpo_agree(t->comm, rc)) || (rc = count_valid(t, &nv))) return rc;
-  if (t->rank == 0) /* monotone counts under add-remove: 1/eps; replace-one: 2/eps */
-    rc = dpo_mech_laplace_scale(t->rel == DPO_NEIGHBOURS_ADD_REMOVE ? 1.0 : 2.0, t->eps, 1, &b);
+  if (t->rank == 0) rc = dpo__tune_split_scale(t, &b);
   if ((rc = dpo_agree(t->comm, rc))) return rc;
   const double v0 = t->split / 4, w = 0.75 * t->split / t->nc;
   for (int i = 0; i < t->nc; i++) {
@@ -259,11 +170,9 @@ int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const c
     if (rc) return rc;
     /* rank 0: the count of correct predictions on V, noised; only the argmax ever leaves
      * this process (the noisy counts themselves would cost eps each) */
-    if (t->rank == 0) {
-      noisy[i] = (double)llround(res.test_metric * (double)nv);
-      rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, b, &noisy[i], 1);
-      if (!rc && noisy[i] > noisy[best]) best = i;
-    }
+    if (t->rank == 0)
+      rc = dpo__tune_split_pick(noisy, i, (double)llround(res.test_metric * (double)nv), b, rng,
+                                &best);
     if ((rc = dpo_agree(t->comm, rc))) return rc;
   }
   MPI_Bcast(&best, 1, MPI_INT, 0, t->comm);

@@ -1,0 +1,116 @@
+/* The audit of dpopt tune (audit.tune, `dpopt audit --tune`): its default search, by parallel
+ * composition (src/run/tune_split.c), run in memory on the audit's data sets, one tune a
+ * trial through the audit's trial loop (run_audit_job.c).
+ *
+ * What a trial runs is tune's: the grid and settings (dpo__tune_settings), each candidate's
+ * configuration on its part and the final run's (dpo__tune_split_config: its step, epochs,
+ * batch and public size), the selection (dpo__tune_split_scale, dpo__tune_split_pick:
+ * report-noisy-max of the counts of correct predictions); each run is the audit's run of the
+ * candidate's algorithm (dpo__audit_trial, the solver with its own ledger at the whole
+ * budget), in memory instead of tune's run directories and files.
+ *
+ * Where the canary is.  For every fixed partition the tune's output differs between D and D'
+ * by one part's mechanism only (tune_split.c's proof), so each part's release can be audited
+ * alone; the audit puts the canary (audit_run.c's audited row) in the final part F, whose
+ * release is the model the user keeps: F is D or D', and the candidates' parts and the
+ * validation part V hold rows that are the same in both worlds (zero rows for the
+ * candidates, which train on nothing but noise; V's rows B e_j, two thirds labelled +1, so a
+ * noisy model's count depends on its signs and the selection varies).  The adversary sees the chosen
+ * candidate and the final model.  A tune whose final run, candidates or selection lose noise
+ * releases more through the final model than its one charge allows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpopt/status.h"
+#include "run/run_audit.h"
+#include "run/tune_impl.h"
+
+struct dpo__audit_tune {
+  dpo__tune_t t;
+  dpo_config_t *cc[DPO__TUNE_MAXC]; /* candidate i's run on its part */
+  dpo_config_t *fc[DPO__TUNE_MAXC]; /* candidate i's final run on F */
+  dpo__audit_t ac[DPO__TUNE_MAXC];  /* the construction with candidate i's algorithm */
+  dpo_shard_t *part, *valid;        /* a candidate's training part; V */
+  double b;                         /* the selection's Laplace scale */
+};
+
+/* Rows with label +1, zero features; V's row i is B e_(i mod d), label +1 for the first two
+ * thirds, -1 after. */
+static int dpo__at_shard(const dpo__audit_t *a, int valid, dpo_shard_t **out) {
+  const int64_t n = a->n;
+  int rc = dpo__audit_shard_zero(a, n, valid ? "tune V" : "tune part", out);
+  for (int64_t i = 0; !rc && valid && i < n; i++) {
+    (*out)->y[i] = 3 * i >= 2 * n ? -1 : 1; /* 2/3 positive: a model's sign shows */
+    (*out)->X[i * a->d + i % a->d] = a->B;
+  }
+  return rc;
+}
+
+void dpo__audit_tune_free(dpo__audit_tune_t *T) {
+  if (!T) return;
+  for (int i = 0; i < DPO__TUNE_MAXC; i++) {
+    dpo_config_destroy(T->cc[i]);
+    dpo_config_destroy(T->fc[i]);
+  }
+  dpo_config_destroy(T->t.cfg);
+  dpo_shard_destroy(T->part);
+  dpo_shard_destroy(T->valid);
+  free(T);
+}
+
+int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__audit_tune_t **out) {
+  static const char *const keys[] = {"tune.algo", "tune.step", "tune.epochs", "tune.lr",
+                                     "tune.split", NULL};
+  dpo__audit_tune_t *T = calloc(1, sizeof *T);
+  *out = NULL;
+  if (!T) return dpo_err(DPO_ENOMEM, "out of memory");
+  /* tune reads its copy of the settings; the keys it reads are the audit's, read here */
+  for (int i = 0; keys[i]; i++) dpo_config_get(cfg, keys[i]);
+  T->t.comm = MPI_COMM_SELF;
+  int rc = dpo_config_copy(cfg, &T->t.cfg);
+  if (!rc) rc = dpo_config_set(T->t.cfg, "data.train", "audit:D", "dpopt audit --tune");
+  if (!rc) rc = dpo_config_set(T->t.cfg, "run.dir", "audit", "dpopt audit --tune");
+  if (!rc) rc = dpo__tune_settings(&T->t);
+  if (!rc && !(T->t.split > 0)) /* dpo__audit_setup refused the geometric search's keys */
+    rc = dpo_err(DPO_EINVAL, "dpopt audit --tune: not a search by parallel composition");
+  if (!rc) rc = dpo__tune_split_scale(&T->t, &T->b);
+  for (int i = 0; !rc && i < T->t.nc; i++) {
+    T->ac[i] = *a;
+    T->ac[i].algo_name = T->t.c[i].algo;
+    T->ac[i].dout = a->d; /* each run's output is its model */
+    T->ac[i].tune = 0;
+    if (!(rc = dpo__tune_split_config(&T->t, &T->t.c[i], i, &T->cc[i])))
+      rc = dpo__tune_split_config(&T->t, &T->t.c[i], -1, &T->fc[i]);
+  }
+  if (!rc) rc = dpo__at_shard(a, 0, &T->part);
+  if (!rc) rc = dpo__at_shard(a, 1, &T->valid);
+  if (rc) {
+    dpo__audit_tune_free(T);
+    return rc;
+  }
+  *out = T;
+  return DPO_OK;
+}
+
+int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
+                          dpo_rng_t *rng, double *out, double *spent, double *dspent) {
+  double x[DPO__AUDIT_MAXD], noisy[DPO__TUNE_MAXC], sp = 0, dsp = 0, loss, right;
+  int best = 0, rc = DPO_OK;
+  /* the selection is charged eps on V's account; each run its own part's (parallel
+   * composition: the tune's total is the largest) */
+  *spent = T->t.eps;
+  *dspent = 0;
+  for (int i = 0; !rc && i < T->t.nc; i++) {
+    rc = dpo__audit_trial(&T->ac[i], T->cc[i], m, T->part, rng, x, &sp, &dsp, NULL);
+    if (!rc) rc = dpo_model_local_eval(m, T->valid, x, &loss, &right);
+    if (!rc) rc = dpo__tune_split_pick(noisy, i, right, T->b, rng, &best);
+    *spent = fmax(*spent, sp);
+    *dspent = fmax(*dspent, dsp);
+  }
+  if (!rc) rc = dpo__audit_trial(&T->ac[best], T->fc[best], m, F, rng, out + 1, &sp, &dsp, NULL);
+  out[0] = best;
+  *spent = fmax(*spent, sp);
+  *dspent = fmax(*dspent, dsp);
+  return rc;
+}
