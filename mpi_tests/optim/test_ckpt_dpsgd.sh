@@ -51,9 +51,14 @@ awk -v s="$spent" 'BEGIN { exit !(s <= 1 && s > 0.9) }' && ok || bad "spent $spe
 # ---- 3. refusals: exit 1, nothing written
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --checkpoint-every 2 \
   --set privacy.trust=secagg --set parties.count=2 --out "$T/r1"
-has "$T/err" "algo pnsgd: checkpoints of multi-party runs are not supported outside privacy.trust = secagg with --algo dp-sgd-rdp" \
-  "pnsgd's multi-party checkpoints refused, naming the methods that have them"
+has "$T/err" "algo pnsgd under privacy.trust = secagg cannot write or resume checkpoints" \
+  "pnsgd's secagg checkpoints refused (its one pass is the whole budget)"
 [ ! -e "$T/r1" ] && ok || bad "a refused run wrote $T/r1"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --checkpoint-every 2 \
+  --set parties.count=2 --out "$T/r1c"
+has "$T/err" "algo pnsgd: checkpoints of multi-party runs are not supported outside privacy.trust = secagg" \
+  "pnsgd's central multi-party checkpoints refused, naming the methods that have them"
+[ ! -e "$T/r1c" ] && ok || bad "a refused run wrote $T/r1c"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --iters 10 --set privacy.neighbours=add-remove \
   --set algo.sampling=poisson --checkpoint-every 2 --out "$T/r2"
 has "$T/err" "need a declared size (--public-n N)" "noisy count refused"
