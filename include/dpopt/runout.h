@@ -21,6 +21,10 @@ int dpo_mkdirs(const char *path);
 int dpo_mkdir_new(const char *path, const char *claim, int *exists);
 /* Write `len` bytes to `path` atomically: write a temporary file, fsync, rename, fsync dir. */
 int dpo_write_atomic(const char *path, const void *buf, size_t len);
+/* The same, readable and writable by the owner only (mode 0600 whatever the umask): for files
+ * that hold state not yet released, such as checkpoints (iterates a party has not published,
+ * noise-stream positions). */
+int dpo_write_atomic_private(const char *path, const void *buf, size_t len);
 /* Model file (numpy.loadtxt reads it): '#' comment lines, among them the header
  * "# dpopt model: dimension d, intercept yes|no[, classes K]", and numbers only otherwise
  * (%.17g: round trips): one output, the d weights and then the intercept, one per line (x has

@@ -4,11 +4,14 @@
  *  - a flipped byte, a truncated file and a wrong magic are refused (DPO_EFORMAT);
  *  - a missing key, a wrong type or a wrong length are refused naming the key;
  *  - a key written twice is refused; the prefix namespaces keys;
- *  - the write is atomic: no temporary file is left next to the checkpoint. */
+ *  - the write is atomic: no temporary file is left next to the checkpoint;
+ *  - the file is the owner's only (0600): it holds iterates not yet released, whatever the
+ *    umask, and even when a stale temporary of the same name was world-readable. */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dpopt/optim.h"
@@ -48,8 +51,18 @@ int main(int argc, char **argv) {
     T_CHECK(dpo_ckpt_put_int(w, "v", 3) == DPO_EINVAL, "a key written twice must be refused");
     dpo_ckpt_set_prefix(w, "b.");
     T_CHECK(dpo_ckpt_put_int(w, "v", 7) == DPO_OK, "same key under another prefix");
+    char stale[300];
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)getpid());
+    FILE *sf = fopen(stale, "w");
+    T_CHECK(sf && chmod(stale, 0644) == 0, "a stale world-readable temporary");
+    if (sf) fclose(sf);
+    mode_t um = umask(0);
     T_CHECK(dpo_ckpt_write(w, path) == DPO_OK, "write: %s", dpo_errmsg());
+    umask(um);
     T_CHECK(count_entries(dir) == 1, "only the checkpoint in %s (no temp file left)", dir);
+    struct stat sb;
+    T_CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600,
+            "checkpoint mode %o, want 0600 (owner only)", (unsigned)(sb.st_mode & 0777));
 
     T_CHECK(dpo_ckpt_read(path, &r) == DPO_OK, "read: %s", dpo_errmsg());
     if (r) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <dirent.h>
 #include <libgen.h>
 #include <math.h>
@@ -73,14 +74,23 @@ int dpo_mkdir_new(const char *path, const char *claim, int *exists) {
   return DPO_OK;
 }
 
-int dpo_write_atomic(const char *path, const void *buf, size_t len) {
+/* mode: the final file's permission bits before the umask (0666), or exactly 0600 for state
+ * that holds unreleased values (fchmod: an umask of 0 must not widen it) */
+static int dpo__write_atomic_mode(const char *path, const void *buf, size_t len, mode_t mode) {
   char tmp[4096], dir[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
     return dpo_err(DPO_EINVAL, "%s: path too long", path);
   /* O_NOFOLLOW: a symlink planted at the temporary's name must not redirect the write (the
    * rename below replaces a symlink at path itself, never its target) */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return dpo_err(DPO_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+  /* a stale temporary of the same name keeps its old mode through O_CREAT */
+  if (mode == 0600 && fchmod(fd, mode) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return dpo_err(DPO_EIO, "%s: cannot restrict to the owner: %s", tmp, strerror(e));
+  }
   const char *p = buf;
   size_t left = len;
   while (left > 0) {
@@ -112,6 +122,14 @@ int dpo_write_atomic(const char *path, const void *buf, size_t len) {
     close(dfd);
   }
   return DPO_OK;
+}
+
+int dpo_write_atomic(const char *path, const void *buf, size_t len) {
+  return dpo__write_atomic_mode(path, buf, len, 0666);
+}
+
+int dpo_write_atomic_private(const char *path, const void *buf, size_t len) {
+  return dpo__write_atomic_mode(path, buf, len, 0600);
 }
 
 int dpo_model_write(const char *path, const double *x, int32_t d, const char *comment) {

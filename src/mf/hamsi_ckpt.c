@@ -266,7 +266,7 @@ int dpo__hm_ckpt_save(dpo__hm_t *h, const char *path, const dpo__hm_loop_t *lp,
   if ((st = dpo_agree(h->comm, st))) goto out;
   DPO__CK_MPI(MPI_Gatherv(mine.p, n, MPI_BYTE, h->rank == 0 ? all.p + all.n : NULL, cnt,
                                  dsp, MPI_BYTE, 0, h->comm));
-  if (h->rank == 0) st = dpo_write_atomic(path, all.p, all.n + (size_t)tot);
+  if (h->rank == 0) st = dpo_write_atomic_private(path, all.p, all.n + (size_t)tot);
   st = dpo_agree(h->comm, st);
 out:
   free(cnt);

@@ -7,8 +7,9 @@
  *   nrec x { u32 keylen, key bytes, u8 type (1 = f64, 2 = i64, 3 = bytes), u64 count, data }
  *   u64 FNV-1a hash of every byte before it
  * Doubles are stored as their bytes, so they read back bit-identically.  The whole file is
- * written by dpo_write_atomic (temp file, fsync, rename, fsync of the directory): a crash
- * leaves either the previous checkpoint or the new one, never a mixture.
+ * written by dpo_write_atomic_private (owner only: it holds iterates not yet released; temp
+ * file, fsync, rename, fsync of the directory): a crash leaves either the previous checkpoint
+ * or the new one, never a mixture.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -202,7 +203,7 @@ int dpo_ckpt_write(const dpo_ckpt_t *c, const char *path) {
   uint64_t h = b.oom ? 0 : dpo__fnv(14695981039346656037ULL, b.p, b.len);
   dpo__cb_add(&b, &h, sizeof h);
   int rc = b.oom ? dpo_err(DPO_ENOMEM, "checkpoint: out of memory serializing %s", path)
-                 : dpo_write_atomic(path, b.p, b.len);
+                 : dpo_write_atomic_private(path, b.p, b.len);
   free(b.p);
   return rc;
 }

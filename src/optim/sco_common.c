@@ -302,6 +302,28 @@ int dpo__sco_ckpt_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckp
   return disjoint ? dpo__ckpt_disjoint_resume(s, who) : DPO_OK;
 }
 
+int dpo__sco_phase_save(const dpo__sco_t *c, dpo_ckpt_t *w, int k, double eta, double z,
+                        int64_t off) {
+  int rc;
+  if ((rc = dpo__sco_ckpt_save(c, w)) || (rc = dpo_ckpt_put_int(w, "k", k)) ||
+      (rc = dpo_ckpt_put_double(w, "eta", eta)) || (rc = dpo_ckpt_put_double(w, "z", z)))
+    return rc;
+  return dpo_ckpt_put_int(w, "off", off);
+}
+
+int dpo__sco_phase_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckpt_t *r, int k,
+                        double eta, double z, int64_t *off, const char *name) {
+  int rc;
+  if ((rc = dpo__sco_ckpt_load(s, c, r, 1, "phase")) || (rc = dpo__ckpt_check_int(r, "k", k)) ||
+      (rc = dpo__ckpt_check_double(r, "eta", eta)) || (rc = dpo__ckpt_check_double(r, "z", z)) ||
+      (rc = dpo_ckpt_get_int(r, "off", off)))
+    return rc;
+  if (*off < 0 || *off > c->n)
+    return dpo_err(DPO_EFORMAT, "checkpoint: %s offset %lld outside 0..%lld", name,
+                   (long long)*off, (long long)c->n);
+  return DPO_OK;
+}
+
 void dpo__sco_free(dpo__sco_t *c) {
   free(c->perm);
   free(c->ids);

@@ -79,6 +79,14 @@ int dpo__sco_count_charge(dpo_ledger_t *F, dpo_neighbours_t rel, double b, doubl
 int dpo__sco_ckpt_save(const dpo__sco_t *c, dpo_ckpt_t *w);
 int dpo__sco_ckpt_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckpt_t *r,
                        int disjoint, const char *who);
+/* The phased methods' checkpoint (Phased-SGD, Phased-ERM), taken between phases: the common
+ * constants above, the phase plan (k, eta, z: recomputed from the config and only checked on
+ * load) and the next phase's offset in the public order (read back into *off, checked to lie
+ * in 0..n).  One disjoint pass: a journal with a charge after the checkpoint is refused. */
+int dpo__sco_phase_save(const dpo__sco_t *c, dpo_ckpt_t *w, int k, double eta, double z,
+                        int64_t off);
+int dpo__sco_phase_load(const dpo_solver_t *s, const dpo__sco_t *c, const dpo_ckpt_t *r, int k,
+                        double eta, double z, int64_t *off, const char *name);
 /* Batch of the ids perm[off .. off + m) (sorted copy in c->ids). */
 dpo_batch_t dpo__sco_batch(dpo__sco_t *c, int64_t off, int64_t m);
 /* Euclidean projection onto the ball of radius D/2 around 0. */

@@ -240,26 +240,16 @@ static int perm_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const dpo__perm_t *a = st;
   int rc;
   (void)s;
-  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "k", a->k)) ||
-      (rc = dpo_ckpt_put_double(w, "eta", a->eta)) || (rc = dpo_ckpt_put_double(w, "z", a->z)) ||
-      (rc = dpo_ckpt_put_int(w, "erm_maxit", a->maxit)))
-    return rc;
-  return dpo_ckpt_put_int(w, "off", a->off);
+  if ((rc = dpo__sco_phase_save(&a->c, w, a->k, a->eta, a->z, a->off))) return rc;
+  return dpo_ckpt_put_int(w, "erm_maxit", a->maxit);
 }
 
 static int perm_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__perm_t *a = st;
   int rc;
-  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, 1, "phase")) ||
-      (rc = dpo__ckpt_check_int(r, "k", a->k)) || (rc = dpo__ckpt_check_double(r, "eta", a->eta)) ||
-      (rc = dpo__ckpt_check_double(r, "z", a->z)) ||
-      (rc = dpo__ckpt_check_int(r, "erm_maxit", a->maxit)) ||
-      (rc = dpo_ckpt_get_int(r, "off", &a->off)))
+  if ((rc = dpo__sco_phase_load(s, &a->c, r, a->k, a->eta, a->z, &a->off, "phased-erm")))
     return rc;
-  if (a->off < 0 || a->off > a->c.n)
-    return dpo_err(DPO_EFORMAT, "checkpoint: phased-erm offset %lld outside 0..%lld",
-                   (long long)a->off, (long long)a->c.n);
-  return DPO_OK;
+  return dpo__ckpt_check_int(r, "erm_maxit", a->maxit);
 }
 
 static const dpo_algo_param_t perm_params[] = {

@@ -179,25 +179,13 @@ static int phased_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
  * charge after the checkpoint is refused (dpo__sco_ckpt_load). */
 static int phased_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const dpo__phased_t *a = st;
-  int rc;
   (void)s;
-  if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "k", a->k)) ||
-      (rc = dpo_ckpt_put_double(w, "eta", a->eta)) || (rc = dpo_ckpt_put_double(w, "z", a->z)))
-    return rc;
-  return dpo_ckpt_put_int(w, "off", a->off);
+  return dpo__sco_phase_save(&a->c, w, a->k, a->eta, a->z, a->off);
 }
 
 static int phased_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__phased_t *a = st;
-  int rc;
-  if ((rc = dpo__sco_ckpt_load(s, &a->c, r, 1, "phase")) ||
-      (rc = dpo__ckpt_check_int(r, "k", a->k)) || (rc = dpo__ckpt_check_double(r, "eta", a->eta)) ||
-      (rc = dpo__ckpt_check_double(r, "z", a->z)) || (rc = dpo_ckpt_get_int(r, "off", &a->off)))
-    return rc;
-  if (a->off < 0 || a->off > a->c.n)
-    return dpo_err(DPO_EFORMAT, "checkpoint: phased-sgd offset %lld outside 0..%lld",
-                   (long long)a->off, (long long)a->c.n);
-  return DPO_OK;
+  return dpo__sco_phase_load(s, &a->c, r, a->k, a->eta, a->z, &a->off, "phased-sgd");
 }
 
 static const dpo_algo_param_t phased_params[] = {
