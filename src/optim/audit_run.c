@@ -512,14 +512,8 @@ static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t
   int64_t ns = (N + 1) / 2, ne = N / 2;
   double dir[DPO__AUDIT_MAXD] = {0};
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 2; k++)
-      if (!(t[h][k] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
   for (int k = 0; k < 2; k++)
     for (int64_t i = 0; i < N; i += 2)
       for (int32_t j = 0; j < d; j++) dir[j] += (k ? -1.0 : 1.0) * X[k][i * d + j] / (double)ns;
@@ -541,8 +535,7 @@ static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t
     }
   }
 out:
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 2; k++) free(t[h][k]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 
@@ -559,14 +552,8 @@ static int dpo__audit_tune_analyse(const dpo__audit_t *a, double *const X[2], in
   const int64_t ns = (N + 1) / 2, ne = N / 2;
   double s1[DPO__TUNE_K + 1] = {0}, s2[DPO__TUNE_K + 1] = {0}, cnt[DPO__TUNE_K + 1] = {0};
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++)
-      if (!(t[h][w] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
 #define DPO__TK(x) ((x)[0] >= 0 && (x)[0] < DPO__TUNE_K ? (int)(x)[0] : DPO__TUNE_K)
 #define DPO__TS(x) (d == 1 ? (x)[1] : (x)[1] - (x)[2])
   for (int w = 0; w < 2; w++) /* per-candidate moments of the selection half (and pooled) */
@@ -599,8 +586,7 @@ static int dpo__audit_tune_analyse(const dpo__audit_t *a, double *const X[2], in
            "the tune's output (chosen candidate, final model); canary in the final part, the "
            "partition fixed (parallel composition bounds each part's release alone)");
 out:
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++) free(t[h][w]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 

@@ -183,7 +183,7 @@ int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec) {
 
 /* The two halves of N trials' statistics, per set: [half][set], half 0 selects the test and
  * half 1 (ne = N / 2 trials) evaluates it; len values each. */
-static int dpo__wb_halves_new(double *t[2][2], int64_t len) {
+int dpo__wb_halves_new(double *t[2][2], int64_t len) {
   for (int h = 0; h < 2; h++)
     for (int w = 0; w < 2; w++)
       if (!(t[h][w] = calloc((size_t)len, sizeof(double))))
@@ -191,7 +191,7 @@ static int dpo__wb_halves_new(double *t[2][2], int64_t len) {
   return DPO_OK;
 }
 
-static void dpo__wb_halves_free(double *t[2][2]) {
+void dpo__wb_halves_free(double *t[2][2]) {
   for (int h = 0; h < 2; h++)
     for (int w = 0; w < 2; w++) free(t[h][w]);
 }
