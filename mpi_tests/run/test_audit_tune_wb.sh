@@ -11,7 +11,8 @@
 #    outcome is reproducible; measured at 2000 trials over seeds 39-43 in doc/results.md
 #    ("Audit tightness").  Unseeded, the intact check fails with probability at most
 #    alpha = 0.05 (the bound's confidence: the false-alarm rate);
-#  - what it sees and the test are printed and in the JSON;
+#  - what it sees and the test are printed and in the JSON; a stopped, resumed audit gives the
+#    uninterrupted one's bound;
 #  - a grid whose final runs release a different number of times, and a candidate that
 #    releases only its final model, are refused by name, nothing written.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -41,6 +42,19 @@ expect 6 "$DPOPT_TEST" audit $TUNE --test-break-noise --out "$T/halved"
 check "white-box tune (noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 has "$T/out" "VIOLATION" "white-box tune (noise halved): reported"
 has "$T/out" "noise halved" "the planted fault is labelled"
+
+# a stopped, resumed white-box tune audit gives the uninterrupted one's bound (records of the
+# final runs' releases kept in the checkpoint; 600 trials halved: a bound of 0.82, not 0)
+R="--tune --algos dp-gd --steps 0.5,1,2 --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 1000
+  --iters 20 --white-box --trials 600 --quiet --test-seed 41 --test-break-noise"
+# shellcheck disable=SC2086
+expect 0 "$DPOPT_TEST" audit $R --out "$T/whole"
+whole=$(lb)
+check "white-box tune, 600 trials: a bound above 0 ($whole)" below 0 "$whole"
+# shellcheck disable=SC2086
+expect 5 "$DPOPT_TEST" audit $R --out "$T/stopped" --set run.stop_after=200
+expect 0 "$DPOPT_TEST" audit --resume "$T/stopped" --test-seed 41 --test-break-noise --quiet
+close "$(lb)" "$whole" 0 "white-box tune audit resumed: the uninterrupted bound"
 
 # refusals: named, nothing written
 expect 1 "$DPOPT" audit --tune --algos dp-sgd-rdp --epochs 1,2 --eps 1 --delta 1e-5 --clip l2:1 \
