@@ -66,7 +66,7 @@ expect 1 "$DPOPT" audit --tune $BASE --out "$T/r1"
 has "$T/err" "give the candidates' algorithms (--algos A,B)" "no --algos"
 # shellcheck disable=SC2086
 expect 1 "$DPOPT" audit --tune --algo dp-gd $BASE --out "$T/r2"
-has "$T/err" "not --algo, --admm or --white-box" "--algo with --tune"
+has "$T/err" "not --algo or --admm" "--algo with --tune"
 # shellcheck disable=SC2086
 expect 1 "$DPOPT" audit --tune --algos dp-gd --steps 1,2 --set tune.mean=3 $BASE --out "$T/r3"
 has "$T/err" "the geometric search (tune.mean) is not audited" "the geometric search"

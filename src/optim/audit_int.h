@@ -111,6 +111,11 @@ int dpo__wb_observe_centres(dpo__wb_obs_t *o, const dpo_release_t *r, const doub
  * releases other than K. */
 int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec);
 void dpo__wb_free(dpo__wb_obs_t *o);
+/* The statistics of N trials in two halves, per set: t[half][set] (half 0 selects the test,
+ * half 1 bounds it), len zeros each; after a failure free what was made with
+ * dpo__wb_halves_free (t starts NULL).  Shared with audit_run.c's analyses. */
+int dpo__wb_halves_new(double *t[2][2], int64_t len);
+void dpo__wb_halves_free(double *t[2][2]);
 /* Rank 0: the analysis of N records of each set (rec[set][trial * (HDR + K) + j]). */
 int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int64_t K,
                     double alpha, double delta, double claimed, dpo_audit_result_t *res);

@@ -224,6 +224,7 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
 
 static int dpo__audit_setup_admm(const dpo_config_t *cfg, double B2, double Bd, dpo__audit_t *a);
 static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a);
+static int dpo__audit_setup_tune_wb(const dpo_config_t *cfg, dpo__audit_t *a);
 
 /* White box on the methods whose steps are not releases (hidden state: only the final model
  * leaves the run, src/optim/sco_pnsgd.c, sco_phased.c; phased-sc and sc-reduce, sco_sc.c, run
@@ -280,12 +281,11 @@ static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a) {
   if (dpo_config_get(cfg, "tune.clip"))
     return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune: candidates with their own clip (--clips) "
                    "are not audited; give one --clip", dpo_config_origin(cfg, "tune.clip"));
-  if (a->white_box || a->admm || a->algo_name || a->sparties > 1 ||
-      a->spec->trust != DPO_TRUST_CENTRAL)
+  if (a->admm || a->algo_name || a->sparties > 1 || a->spec->trust != DPO_TRUST_CENTRAL)
     return dpo_err(DPO_EINVAL, "dpopt audit --tune: give the candidates with --algos (and "
-                   "--steps, --epochs, --lrs), not --algo, --admm or --white-box (the adversary "
-                   "sees the tune's output: the chosen candidate and its final model; central "
-                   "trust)");
+                   "--steps, --epochs, --lrs), not --algo or --admm (the adversary sees the "
+                   "tune's output: the chosen candidate and its final model, with --white-box "
+                   "every release of the final run; central trust)");
   dpo_config_get_str(cfg, "tune.algo", NULL, &list);
   if (!list)
     return dpo_err(DPO_EINVAL, "dpopt audit --tune: give the candidates' algorithms (--algos A,B)");
@@ -435,7 +435,26 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
   a->dout = a->tune ? a->d + 1 : a->d; /* tune: the chosen candidate, then its final model */
+  if (a->tune && a->white_box) return dpo__audit_setup_tune_wb(cfg, a);
   return a->white_box ? dpo__audit_setup_final(cfg, a) : DPO_OK;
+}
+
+/* audit.tune with the white box: every release of the final run is observed (the threat
+ * model of train's white box: the final run's broadcasts); the candidates train on rows both
+ * worlds share, so their releases and the selection carry nothing of the canary.  A candidate
+ * whose steps are not releases (the final-model families) has nothing to observe. */
+static int dpo__audit_setup_tune_wb(const dpo_config_t *cfg, dpo__audit_t *a) {
+  const char *first = a->algo_name;
+  int rc = DPO_OK;
+  for (int i = 0; i < a->ntune && !rc; i++) {
+    a->algo_name = a->tune_algo[i];
+    if (!(rc = dpo__audit_setup_final(cfg, a)) && a->final_model)
+      rc = dpo_err(DPO_EUNSUP, "dpopt audit --tune --white-box observes the final run's "
+                   "releases; %s releases only its final model: audit the tune without "
+                   "--white-box", a->algo_name);
+  }
+  a->algo_name = first;
+  return rc;
 }
 
 /* audit.admm: the private methods of dpopt admm, with its keys and defaults (admm_run.c). */
@@ -512,14 +531,8 @@ static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t
   int64_t ns = (N + 1) / 2, ne = N / 2;
   double dir[DPO__AUDIT_MAXD] = {0};
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 2; k++)
-      if (!(t[h][k] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
   for (int k = 0; k < 2; k++)
     for (int64_t i = 0; i < N; i += 2)
       for (int32_t j = 0; j < d; j++) dir[j] += (k ? -1.0 : 1.0) * X[k][i * d + j] / (double)ns;
@@ -541,8 +554,7 @@ static int dpo__audit_analyse(const dpo__audit_t *a, double *const X[2], int64_t
     }
   }
 out:
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 2; k++) free(t[h][k]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 
@@ -559,14 +571,8 @@ static int dpo__audit_tune_analyse(const dpo__audit_t *a, double *const X[2], in
   const int64_t ns = (N + 1) / 2, ne = N / 2;
   double s1[DPO__TUNE_K + 1] = {0}, s2[DPO__TUNE_K + 1] = {0}, cnt[DPO__TUNE_K + 1] = {0};
   double *t[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [half][set] */
-  int rc = DPO_OK;
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++)
-      if (!(t[h][w] = malloc((size_t)(ns + 1) * sizeof(double)))) rc = DPO_ENOMEM;
-  if (rc) {
-    rc = dpo_err(DPO_ENOMEM, "out of memory");
-    goto out;
-  }
+  int rc = dpo__wb_halves_new(t, ns + 1);
+  if (rc) goto out;
 #define DPO__TK(x) ((x)[0] >= 0 && (x)[0] < DPO__TUNE_K ? (int)(x)[0] : DPO__TUNE_K)
 #define DPO__TS(x) (d == 1 ? (x)[1] : (x)[1] - (x)[2])
   for (int w = 0; w < 2; w++) /* per-candidate moments of the selection half (and pooled) */
@@ -599,8 +605,7 @@ static int dpo__audit_tune_analyse(const dpo__audit_t *a, double *const X[2], in
            "the tune's output (chosen candidate, final model); canary in the final part, the "
            "partition fixed (parallel composition bounds each part's release alone)");
 out:
-  for (int h = 0; h < 2; h++)
-    for (int w = 0; w < 2; w++) free(t[h][w]);
+  dpo__wb_halves_free(t);
   return rc;
 }
 
@@ -615,7 +620,8 @@ int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *
       memcpy(all[t % 2] + (t / 2) * a->dout, buf + displs[r] + k * a->dout, (size_t)a->dout * sizeof *buf);
   /* the claim under test is what the ledger spent: (eps, delta) = sp */
   a->delta = sp[1];
-  int rc = a->tune        ? dpo__audit_tune_analyse(a, all, N, alpha, res)
+  /* a tune with the white box: the final run's records, analysed as train's */
+  int rc = a->tune && !a->white_box ? dpo__audit_tune_analyse(a, all, N, alpha, res)
            : a->final_model ? dpo__wb_final(a, all, N, alpha, sp[1], sp[0], res)
            : a->white_box ? dpo__wb_analyse(a, all, N, a->dout - DPO__WB_HDR, alpha, sp[1], sp[0], res)
                           : dpo__audit_analyse(a, all, N, alpha, res);

@@ -183,7 +183,7 @@ int dpo__wb_record(const dpo__wb_obs_t *o, int64_t K, double *rec) {
 
 /* The two halves of N trials' statistics, per set: [half][set], half 0 selects the test and
  * half 1 (ne = N / 2 trials) evaluates it; len values each. */
-static int dpo__wb_halves_new(double *t[2][2], int64_t len) {
+int dpo__wb_halves_new(double *t[2][2], int64_t len) {
   for (int h = 0; h < 2; h++)
     for (int w = 0; w < 2; w++)
       if (!(t[h][w] = calloc((size_t)len, sizeof(double))))
@@ -191,7 +191,7 @@ static int dpo__wb_halves_new(double *t[2][2], int64_t len) {
   return DPO_OK;
 }
 
-static void dpo__wb_halves_free(double *t[2][2]) {
+void dpo__wb_halves_free(double *t[2][2]) {
   for (int h = 0; h < 2; h++)
     for (int w = 0; w < 2; w++) free(t[h][w]);
 }
@@ -373,7 +373,13 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
   const int psg = flags == (DPO__WB_GAUSS | DPO__WB_SUB | DPO__WB_POIS) && a->add_remove;
   /* batches without replacement under replace-one: the construction's own pair (pld.c) */
   const int wsg = flags == (DPO__WB_GAUSS | DPO__WB_SUB) && !a->add_remove;
-  const int per_rel = base == DPO__WB_LAP && res->saturated > 0 && epsmax > 0;
+  /* Laplace on m of n rows drawn afresh each step (disjoint buckets are refused above), one
+   * scale: at full sensitivity each release is an independent draw of one pair (the mixture
+   * over the canary's presence), whose charge, amplified or not as the ledger chose, is the
+   * claim / K when pure charges add up (delta 0) */
+  const int per_sub = flags == (DPO__WB_LAP | DPO__WB_SUB) && delta == 0 && res->saturated > 0;
+  const int per_rel = (base == DPO__WB_LAP && res->saturated > 0 && epsmax > 0) || per_sub;
+  const double rel_claim = per_sub ? claimed / (double)K : epsmax;
   int64_t cnt[3] = {0, 0, 0};
   int rc = dpo__wb_summed(rec, N, K, alpha, delta, gdp || psg, cnt, res);
   if (rc) return rc;
@@ -421,14 +427,19 @@ int dpo__wb_analyse(const dpo__audit_t *a, double *const rec[2], int64_t N, int6
                "ruled out", (long long)m, (long long)n, (long long)K);
   } else if (per_rel) {
     if ((rc = dpo__wb_per_release(rec, N, K, alpha, res))) return rc;
-    res->rel_claim = epsmax;
-    res->lb = isfinite(res->rel_lb) ? claimed * res->rel_lb / epsmax : -INFINITY;
-    res->lb_select = isfinite(res->lb_select) ? claimed * res->lb_select / epsmax : -INFINITY;
+    res->rel_claim = rel_claim;
+    res->lb = isfinite(res->rel_lb) ? claimed * res->rel_lb / rel_claim : -INFINITY;
+    res->lb_select = isfinite(res->lb_select) ? claimed * res->lb_select / rel_claim : -INFINITY;
     snprintf(res->stat, sizeof res->stat, "one release's LLR / eps_t (%lld a run)", (long long)K);
     snprintf(res->method, sizeof res->method, "per-release");
-    snprintf(res->assumption, sizeof res->assumption,
-             "the releases with the canary at full sensitivity are independent draws; eps_lb = "
-             "claim * release bound / largest release charge %.4g", epsmax);
+    if (per_sub)
+      snprintf(res->assumption, sizeof res->assumption,
+               "m of n rows drawn afresh each step: the releases with the canary at full "
+               "sensitivity are independent draws of one pair; eps_lb = K * release bound");
+    else
+      snprintf(res->assumption, sizeof res->assumption,
+               "the releases with the canary at full sensitivity are independent draws; eps_lb = "
+               "claim * release bound / largest release charge %.4g", epsmax);
   } else {
     res->lb = res->lb_summed;
     snprintf(res->method, sizeof res->method, "summed");

@@ -298,6 +298,9 @@ void dpo_audit_print(FILE *out, const dpo_audit_result_t *r, const char *tag) {
     fprintf(out, "; distribution-free bound of the summed statistic %.4f\nassumes: %s\n",
             dpo__lb0(r->lb_summed), r->assumption);
   }
+  if (r->white_box && !strcmp(r->algorithm, "tune"))
+    fprintf(out, "tune: the adversary sees the chosen candidate and every release of its final "
+            "run; canary in the final part (the partition fixed)\n");
   if (!strcmp(r->method, "tune"))
     fprintf(out, "tune: the adversary sees the chosen candidate and its final model; canary in "
             "the final part\nassumes: %s\n", r->assumption);

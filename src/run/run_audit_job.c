@@ -132,7 +132,8 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
 
 static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp, double *dsp,
                          dpo__wb_obs_t *wb) {
-  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[which], j->rng, out, sp, dsp);
+  if (j->tune)
+    return dpo__audit_tune_trial(j->tune, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, which,
                                  j->rng, out, sp, dsp, wb);
@@ -143,7 +144,7 @@ static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp
  * unless NULL. */
 static int dpo__aj_trial_rng(dpo__audit_job_t *j, dpo_rng_t *rng, double *out, double *sp,
                              double *dsp, dpo__wb_obs_t *wb) {
-  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[0], rng, out, sp, dsp);
+  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[0], rng, out, sp, dsp, wb);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, 0, rng, out,
                                  sp, dsp, wb);
@@ -195,6 +196,12 @@ int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t 
     rc = dpo__aj_trial_rng(j, probe, out, &sp, &dsp, pick ? &po : NULL);
   if (!rc && pick && po.flags == (DPO__WB_GAUSS | DPO__WB_SUB))
     j->N = DPO_AUDIT_TRIALS_WOR;
+  /* a white-box tune: every candidate's final run must release alike (refused here, before
+   * the run directory is claimed) */
+  if (!rc && j->tune && j->a.white_box) {
+    dpo__wb_begin(&po, &j->a);
+    rc = dpo__audit_tune_releases(j->tune, j->model, j->sh[0], probe, &po);
+  }
   dpo__wb_free(&po);
   dpo_rng_destroy(probe);
   j->T2 = 2 * j->N;
@@ -212,7 +219,8 @@ int dpo__audit_job_load(dpo__audit_job_t *j) {
   if (j->wb) {
     double sp = 0, dsp = 0, kmm[2];
     dpo__wb_begin(j->wb, a);
-    rc = dpo__aj_trial(j, 0, NULL, &sp, &dsp, j->wb);
+    rc = j->tune ? dpo__audit_tune_releases(j->tune, j->model, j->sh[0], j->rng, j->wb)
+                 : dpo__aj_trial(j, 0, NULL, &sp, &dsp, j->wb);
     if ((rc = dpo_agree(j->comm, rc))) return rc;
     double kl[2] = {(double)j->obs.nrel, -(double)j->obs.nrel};
     MPI_Allreduce(kl, kmm, 2, MPI_DOUBLE, MPI_MAX, j->comm);

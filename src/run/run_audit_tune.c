@@ -94,7 +94,8 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
 }
 
 int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
-                          dpo_rng_t *rng, double *out, double *spent, double *dspent) {
+                          dpo_rng_t *rng, double *out, double *spent, double *dspent,
+                          dpo__wb_obs_t *wb) {
   double x[DPO__AUDIT_MAXD], noisy[DPO__TUNE_MAXC], sp = 0, dsp = 0, loss, right;
   int best = 0, rc = DPO_OK;
   /* the selection is charged eps on V's account; each run its own part's (parallel
@@ -108,9 +109,30 @@ int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, cons
     *spent = fmax(*spent, sp);
     *dspent = fmax(*dspent, dsp);
   }
-  if (!rc) rc = dpo__audit_trial(&T->ac[best], T->fc[best], m, F, rng, out + 1, &sp, &dsp, NULL);
-  out[0] = best;
+  /* the final run, observed release by release under the white box (out NULL) */
+  if (!rc) rc = dpo__audit_trial(&T->ac[best], T->fc[best], m, F, rng, out ? out + 1 : NULL, &sp,
+                                 &dsp, wb);
+  if (out) out[0] = best;
   *spent = fmax(*spent, sp);
   *dspent = fmax(*dspent, dsp);
+  return rc;
+}
+
+int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,
+                             const dpo_shard_t *F, dpo_rng_t *rng, dpo__wb_obs_t *wb) {
+  int64_t K = -1;
+  int k0 = 0, rc = DPO_OK;
+  for (int i = 0; !rc && i < T->t.nc; i++) {
+    double sp, dsp;
+    dpo__wb_begin(wb, &T->ac[i]);
+    rc = dpo__audit_trial(&T->ac[i], T->fc[i], m, F, rng, NULL, &sp, &dsp, wb);
+    if (!rc && K >= 0 && wb->nrel != K)
+      rc = dpo_err(DPO_EINVAL, "dpopt audit --tune --white-box: the final runs of the grid's "
+                   "candidates make different numbers of releases (candidate %d (%s): %lld, "
+                   "candidate %d (%s): %lld); give a grid whose final runs have one schedule",
+                   k0 + 1, T->t.c[k0].algo, (long long)K, i + 1, T->t.c[i].algo,
+                   (long long)wb->nrel);
+    if (K < 0) K = wb->nrel;
+  }
   return rc;
 }
