@@ -7,8 +7,8 @@
 #    run.stop_after and resumed give the bytes of the uninterrupted run's model.txt, the same
 #    trace rows and the same journal charges; a finished run cannot be resumed; the resumed
 #    run's checkpoint is gone;
-#  - the old flags (--model-out, --journal, --trace) are refused naming --out, writing nothing;
-#    checkpoints of consensus ADMM are refused with the reason, writing nothing.
+#  - the old flags (--model-out, --journal, --trace) are refused naming --out, writing nothing
+#    (consensus ADMM's checkpoints: test_admm_cons_resume.sh).
 . "$(dirname "$0")/../lib/testlib.sh"
 cd "$T"
 head -n 3000 "$S/data/a9a" > "$T/a3k"
@@ -61,9 +61,6 @@ for f in --model-out --journal --trace; do
   has "$T/err" "$f was replaced by --out DIR" "$f names --out"
   [ ! -e "$T/x" ] && [ ! -e "$T/runs" ] && ok || bad "$f: something was written"
 done
-expect 1 $MPI -np 2 "$DPOPT" admm $P --private --maxit 3 --checkpoint-every 1 --out "$T/cc"
-has "$T/err" "consensus ADMM keeps its state on every rank" "consensus checkpoints refused with the reason"
-[ ! -e "$T/cc" ] && ok || bad "a refused consensus run wrote its directory"
 expect 1 "$DPOPT" admm $P --method dpadmm --set privacy.journal="$T/j.jsonl" --out "$T/pj"
 has "$T/err" "privacy.journal" "privacy.journal refused by name"
 [ ! -e "$T/pj" ] && [ ! -e "$T/j.jsonl" ] && ok || bad "privacy.journal: something was written"
