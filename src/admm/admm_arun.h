@@ -87,6 +87,8 @@ typedef struct {
   dpo_rng_t *rng;         /* this rank's noise stream (private runs) */
   int64_t last;           /* the iteration of this rank's latest part (-1: none) */
   int64_t resume_it;      /* resuming: the checkpoint's iteration */
+  int64_t after;          /* rank 0, resuming: the journal's charges if more than the
+                           * checkpoint's (they stay spent), else 0 */
 } dpo__cons_io_t;
 int dpo__cons_save(void *arg, const struct dpo__cons_state *st);
 int dpo__cons_resume_begin(dpo__cons_io_t *io);

@@ -108,6 +108,8 @@ typedef struct {
   int64_t every, stop_after;
   volatile sig_atomic_t *stop;
   int *loaded; /* out, every rank: 1 once every rank's load passed */
+  int64_t after; /* rank 0, resuming: the journal's charges when it holds more than the
+                  * checkpoint knows (else 0): the resumed run's groups start past them */
 } dpo__cons_ckpt_t;
 
 /* dpo_admm_consensus with checkpoints (ck may be NULL). */

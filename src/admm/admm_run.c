@@ -139,13 +139,14 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   /* checkpoints: each rank saves its own part (cons_ckpt.c); resuming, rank 0's header is
    * checked (ranks, journal) before any rank reads its part */
   dpo_admm_io_t *io = j->io;
-  dpo__cons_io_t cio = {comm, s->rank, s->size, io->dir, L, rng, -1, 0};
+  dpo__cons_io_t cio = {comm, s->rank, s->size, io->dir, L, rng, -1, 0, 0};
   int loaded = 0;
-  dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded};
+  dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded, 0};
   if (j->ckpt || io->stop) ck.save = dpo__cons_save;
   if (io->resumed) {
     if ((rc = dpo__cons_resume_begin(&cio))) goto out;
     ck.load = dpo__cons_load;
+    ck.after = cio.after;
   }
   dpo_admm_info_t inf;
   rc = dpo__admm_consensus(comm, m, sh, &o, &ck, x, &inf);

@@ -148,6 +148,10 @@ int dpo__cons_resume_begin(dpo__cons_io_t *io) {
         !(rc = dpo_ckpt_get_bytes(c, "admm.ledger_chain", head, sizeof head)) && io->L &&
         lines >= 0) /* the journal reaches the checkpoint's line (more charges stay spent) */
       rc = dpo_ledger_verify_position(io->L, "checkpoint", lines, head);
+    int64_t now = 0;
+    unsigned char tag[32];
+    if (!rc && io->L && lines >= 0 && !(rc = dpo_ledger_position(io->L, &now, tag)) && now > lines)
+      io->after = dpo_ledger_count(io->L);
     dpo_ckpt_destroy(c);
   }
   if ((rc = dpo_agree(io->comm, rc))) return rc;

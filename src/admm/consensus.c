@@ -42,16 +42,19 @@ static double nrm2sq(const double *a, int32_t d) {
   return s;
 }
 
-/* One party's charge for iteration `it` (private variant). */
+/* One party's charge for iteration `it` (private variant): the parties' charges of one
+ * iteration are one disjoint group, numbered it + gb (gb > 0 after a resume whose journal holds
+ * charges the checkpoint does not know: a redone iteration is never the open group of its
+ * first release, so it is composed with it, not taken as the same pass). */
 static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int32_t d,
-                          int64_t it) {
+                          int64_t it, int64_t gb) {
   for (int i = 0; i < N; i++) {
     int rdp = p->accounting && strcmp(p->accounting, "rdp") == 0;
     dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .eps = rdp ? 0.0 : p->eps_step,
                       .delta = rdp ? 0.0 : p->delta_step, .noise_scale = p->sigma,
                       .sensitivity = 2.0 * p->clip, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
                       .accounting = rdp ? DPO_ACCOUNTING_RDP : DPO_ACCOUNTING_PURE,
-                      .group = it, .step = it};
+                      .group = it + gb, .step = it};
     int st = dpo_ledger_charge(L, &c, NULL);
     if (st) return st;
   }
@@ -225,13 +228,13 @@ void dpo__cons_party_free(dpo__cons_party_t *p) {
  * acceptance (buf[d + 3]) travels with this reduce -- unless a checkpoint follows this
  * iteration (pre = 0: the charge is made after it). */
 static int cons_message(const dpo_admm_priv_t *priv, int rank, int N, int32_t d, int64_t k,
-                        int64_t max_iter, int pre, double *buf) {
+                        int64_t max_iter, int pre, int64_t gb, double *buf) {
   const size_t D = (size_t)d;
   dpo__cons_clip(buf, d, priv->clip);
   int st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
   buf[D] = buf[D + 1] = buf[D + 2] = 0.0; /* residuals are data dependent: not sent */
   if (!st && rank == 0 && k < max_iter && pre) {
-    int cs = charge_parties(priv->ledger, priv, N, d, k + 1);
+    int cs = charge_parties(priv->ledger, priv, N, d, k + 1, gb);
     if (cs == DPO_OK) buf[D + 3] = 1.0;
     else if (cs != DPO_EBUDGET) st = cs;
   }
@@ -286,7 +289,8 @@ static int cons_observe(const dpo_admm_opts_t *opts, int N, int32_t d, int64_t k
  * iteration, st, is agreed with it) and, a private run going on, rank 0's charge of iteration
  * k + 1 with its acceptance (*acc), which the reduce would have carried. */
 static int cons_checkpoint(MPI_Comm comm, const dpo_admm_opts_t *opts, const dpo__cons_ckpt_t *ck,
-                           dpo__cons_state_t *cs, int halt, int st, int rank, int N, int *acc) {
+                           dpo__cons_state_t *cs, int halt, int st, int rank, int N, int64_t gb,
+                           int *acc) {
   const dpo_admm_priv_t *priv = opts->priv;
   const int64_t k = cs->it;
   if (!st && ck->save) st = ck->save(ck->arg, cs);
@@ -298,7 +302,7 @@ static int cons_checkpoint(MPI_Comm comm, const dpo_admm_opts_t *opts, const dpo
   if (!priv) return DPO_OK;
   int a = 1;
   if (rank == 0) {
-    st = charge_parties(priv->ledger, priv, N, cs->p->d, k + 1);
+    st = charge_parties(priv->ledger, priv, N, cs->p->d, k + 1, gb);
     if (st == DPO_EBUDGET) st = DPO_OK, a = 0;
   }
   if ((st = dpo_agree(comm, st))) return st;
@@ -352,7 +356,8 @@ int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard
     if (ck->loaded) *ck->loaded = 1;
   }
   /* the first iteration's charge (resumed: the one after the checkpoint, which never ran) */
-  if (!st && priv && rank == 0) st = charge_parties(priv->ledger, priv, N, d, cs.it + 1);
+  const int64_t gb = ck ? ck->after * (opts->max_iter + 1) : 0;
+  if (!st && priv && rank == 0) st = charge_parties(priv->ledger, priv, N, d, cs.it + 1, gb);
   st = dpo_agree(comm, st);
   if (st) goto done;
 
@@ -383,7 +388,7 @@ int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard
     if (!st) st = dpo__cons_party_x(&p, z, inf.r_norm, buf, &inner);
     else memset(buf, 0, D * sizeof *buf);
     inf.inner_iters += inner;
-    if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, !(sched || flag), buf);
+    if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, !(sched || flag), gb, buf);
     /* a local failure rides in the same reduce, so nobody is left waiting in a collective */
     if (st) buf[D + 4] = 1.0;
     double tc = MPI_Wtime();
@@ -413,7 +418,7 @@ int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard
     const int halt = rbuf[D + 5] > 0.5 || (sched && ck->stop_after > 0 && k >= ck->stop_after);
     if (sched || halt) {
       cs.it = k;
-      if ((st = cons_checkpoint(comm, opts, ck, &cs, halt, st, rank, N, &acc))) break;
+      if ((st = cons_checkpoint(comm, opts, ck, &cs, halt, st, rank, N, gb, &acc))) break;
     }
     if (priv && k < opts->max_iter && !acc) {
       st = dpo_err(DPO_EBUDGET, "admm_consensus: the ledger refused iteration %lld",
