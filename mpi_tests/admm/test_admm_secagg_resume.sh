@@ -78,6 +78,6 @@ has "$T/err" "--resume: party 1's journal $T/m.p1/ledger.party1.jsonl is missing
 # over: test_admm_store_resume.sh)
 expect 1 $MPI -np 3 "$DPOPT" admm $(echo "$ADMM" | sed 's/secagg/local/') --checkpoint-every 3 \
   --out "$T/l" "$S/data/a9a"
-has "$T/err" "streams are not saved outside privacy.trust = secagg" "local trust: checkpoints refused"
+has "$T/err" "each party's own noise stream is not saved under privacy.trust = local" "local trust: checkpoints refused"
 for d in l; do [ -e "$T/$d" ] && bad "a refused run wrote $T/$d" || ok; done
 finish test_admm_secagg_resume

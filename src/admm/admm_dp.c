@@ -170,7 +170,7 @@ static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *s
   dpo_admm_io_t *io = j->io;
   o->stop = io->stop;
   if (!j->ckpt && !io->stop) return DPO_OK;
-  if (j->ckpt || (!j->s.local && (j->s.nparties == 0 || j->s.secagg))) {
+  if (j->ckpt || !j->s.local) {
     o->save = dpo__arun_save;
     o->save_arg = sv;
     o->ckpt_every = io->ckpt_every;
@@ -285,7 +285,7 @@ static int dpo__arun_dp_ledger(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
     if (!pe || !pd) rc = dpo_err(DPO_ENOMEM, "out of memory");
     for (int k = 0; k < s->size && !rc; k++) pe[k] = s->eps, pd[k] = s->delta;
     if (!rc) rc = dpo_ledger_set_parties(r->L, s->size, pe, pd);
-    if (!rc && !s->secagg) {
+    if (!rc && !s->secagg && !j->io->resumed) { /* a resumed journal holds it */
       char ev[400];
       snprintf(ev, sizeof ev, "trust %s: %s; one party per rank", s->local ? "local" : "central",
                dpo_trust_coordinator_sees(s->local ? DPO_TRUST_LOCAL : DPO_TRUST_CENTRAL));

@@ -37,8 +37,7 @@ typedef struct {
 
 /* Collective: every setting read and checked (method, trust, budget store fits), nothing
  * loaded or written.  checkpoints: 1 when checkpoints are asked for, 2 for a resume (refused,
- * naming why, for the runs that cannot write them: DP-ADMM with local or central parties;
- * 0: neither). */
+ * naming why, for the runs that cannot write them: DP-ADMM under local trust; 0: neither). */
 int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                         int checkpoints, dpo_admm_job_t **job);
 /* The method's name (default run directory, messages) and whether it can checkpoint. */
