@@ -6,9 +6,10 @@
 #  - a seeded DP-ADMM and DP-AccADMM (momentum restarts on both sides of the cut) stopped with
 #    run.stop_after and resumed give the bytes of the uninterrupted run's model.txt, the same
 #    trace rows and the same journal charges; a finished run cannot be resumed; the resumed
-#    run's checkpoint is gone;
-#  - the old flags (--model-out, --journal, --trace) are refused naming --out, writing nothing;
-#    checkpoints of consensus ADMM are refused with the reason, writing nothing.
+#    run's checkpoint is gone; so does a DP-ADMM run with party accounts (parties.count, central
+#    trust), its party totals too;
+#  - the old flags (--model-out, --journal, --trace) are refused naming --out, writing nothing
+#    (consensus ADMM's checkpoints: test_admm_cons_resume.sh).
 . "$(dirname "$0")/../lib/testlib.sh"
 cd "$T"
 head -n 3000 "$S/data/a9a" > "$T/a3k"
@@ -51,6 +52,18 @@ for m in dpadmm dpaccadmm; do
   expect 2 $MPI -np 2 "$DPOPT" admm --resume "$T/s$m"
   has "$T/err" "no checkpoint" "$m: a finished run is not resumed"
 done
+# central trust with party accounts (parties.count): the bytes, charges and party totals of
+# the uninterrupted run
+R="$P --method dpadmm --maxit 12 --set parties.count=2"
+expect 0 $MPI -np 2 "$DPOPT" admm $R --out "$T/fp"
+expect 5 $MPI -np 2 "$DPOPT" admm $R --set run.stop_after=6 --out "$T/sp"
+expect 0 $MPI -np 2 "$DPOPT" admm --resume "$T/sp"
+cmp -s "$T/fp/model.txt" "$T/sp/model.txt" && ok || bad "parties.count: resumed model.txt differs"
+jq -c 'select(.step != null) | del(.chain)' "$T/fp/ledger.jsonl" > "$T/a.j"
+jq -c 'select(.step != null) | del(.chain)' "$T/sp/ledger.jsonl" > "$T/b.j"
+cmp -s "$T/a.j" "$T/b.j" && ok || bad "parties.count: the resumed journal's charges differ"
+"$DPOPT" ledger "$T/fp" | grep '^party' > "$T/a.p"; "$DPOPT" ledger "$T/sp" | grep '^party' > "$T/b.p"
+[ "$(wc -l < "$T/a.p")" = 2 ] && cmp -s "$T/a.p" "$T/b.p" && ok || bad "parties.count: the party totals differ"
 # --checkpoint-every: the run completes, and removes its checkpoint
 expect 0 $MPI -np 2 "$DPOPT" admm $P --method dpadmm --maxit 6 --checkpoint-every 2 --out "$T/ce"
 [ ! -e "$T/ce/checkpoint" ] && [ -f "$T/ce/model.txt" ] && ok || bad "--checkpoint-every: finished cleanly"
@@ -61,9 +74,6 @@ for f in --model-out --journal --trace; do
   has "$T/err" "$f was replaced by --out DIR" "$f names --out"
   [ ! -e "$T/x" ] && [ ! -e "$T/runs" ] && ok || bad "$f: something was written"
 done
-expect 1 $MPI -np 2 "$DPOPT" admm $P --private --maxit 3 --checkpoint-every 1 --out "$T/cc"
-has "$T/err" "consensus ADMM keeps its state on every rank" "consensus checkpoints refused with the reason"
-[ ! -e "$T/cc" ] && ok || bad "a refused consensus run wrote its directory"
 expect 1 "$DPOPT" admm $P --method dpadmm --set privacy.journal="$T/j.jsonl" --out "$T/pj"
 has "$T/err" "privacy.journal" "privacy.journal refused by name"
 [ ! -e "$T/pj" ] && [ ! -e "$T/j.jsonl" ] && ok || bad "privacy.journal: something was written"

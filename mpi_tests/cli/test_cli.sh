@@ -53,6 +53,7 @@ has "$T/err" "does-not-exist" "missing file named"
 expect 0 timeout 60 $MPI -np 2 "$DPOPT" info "$S/data/a9a"
 has "$T/out" "rows *32561" "a9a rows"
 has "$T/out" "columns *123" "a9a columns"
+has "$T/out" "^NON-PRIVATE: every figure above is read from the rows" "info labels its row norms non-private"
 
 # --- declared row bound is enforced (public bound 3 < sqrt(14))
 expect 2 timeout 60 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --row-l2-bound 3 --iters 1 --out "$T/r1" --quiet

@@ -63,6 +63,8 @@ done <"$T/cmds" # (each command reads /dev/null: mpirun would eat the list)
 # what the README says each step leaves
 has "$T/out.1" '^privacy  *PRIVATE' "1: a private run"
 has "$T/out.1" '^spent  *eps 1\.000 of 1 in [0-9]* steps' "1: the spent line says eps 1 of 1 spent"
+has "$T/out.1" '^spent .* in [0-9]* steps (T = [0-9]*' "1: the spent line says how T was set"
+hasnot "$T/out.1" "accountant" "1: the accountant is --verbose's, not the first screen's"
 check "1: runs/first holds model.txt, summary.json, ledger.jsonl" \
   test -s "$W/runs/first/model.txt" -a -s "$W/runs/first/summary.json" -a -s "$W/runs/first/ledger.jsonl"
 acc=$(sed -n 's/^accuracy  *//p' "$T/out.2")

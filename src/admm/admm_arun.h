@@ -55,11 +55,13 @@ struct dpo_admm_job {
   dpo_admm_result_t res;
 };
 
-/* admm_run.c: the result's privacy part from the ledger the run charged (rank 0); the data
+/* admm_dp.c: the result's privacy part from the ledger the run charged (rank 0); the data
  * set's budget store reserved under the journal's id once the ledger is open (collective;
- * rid[0] = 0 when nothing was reserved) and settled to what the ledger composed. */
+ * rid[0] = 0 when nothing was reserved; a resumed run's as train's) and settled to what the
+ * ledger composed; *head, the store's head of the journal, is closed after the ledger. */
 void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma);
-int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]);
+int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65],
+                      dpo_budget_head_t **head);
 void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid);
 
 /* The linearized methods (admm, accadmm, dpadmm, dpaccadmm) and the settings they need,
@@ -70,5 +72,27 @@ int dpo__arun_dp_check(const dpo__arun_t *s, int *dp, int *acc);
 int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
                  const dpo_load_opts_t *lo, dpo_model_t *m, const dpo_shard_t *sh,
                  const dpo_shard_t *te, double *x, FILE *rep, int *stop);
+
+/* cons_ckpt.c: consensus ADMM's checkpoints, each rank's part saved by itself (admm_impl.h,
+ * dpo__cons_ckpt_t).  save is collective (every part, then rank 0's header commits them);
+ * resume_begin (collective) reads rank 0's header, refuses another rank count and checks the
+ * journal (rank 0), and tells every rank the iteration; load reads this rank's part;
+ * ckpt_remove deletes this rank's parts once the run is complete (rank 0's is the driver's). */
+struct dpo__cons_state; /* admm_impl.h */
+typedef struct {
+  MPI_Comm comm;
+  int rank, size;
+  const char *dir;        /* RUN */
+  const dpo_ledger_t *L;  /* rank 0, private runs */
+  dpo_rng_t *rng;         /* this rank's noise stream (private runs) */
+  int64_t last;           /* the iteration of this rank's latest part (-1: none) */
+  int64_t resume_it;      /* resuming: the checkpoint's iteration */
+  int64_t after;          /* rank 0, resuming: the journal's charges if more than the
+                           * checkpoint's (they stay spent), else 0 */
+} dpo__cons_io_t;
+int dpo__cons_save(void *arg, const struct dpo__cons_state *st);
+int dpo__cons_resume_begin(dpo__cons_io_t *io);
+int dpo__cons_load(void *arg, struct dpo__cons_state *st);
+void dpo__cons_ckpt_remove(const char *dir, int rank);
 
 #endif

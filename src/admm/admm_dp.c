@@ -18,6 +18,7 @@
 #include "dpopt/privacy.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "privacy/budget_run.h"
 #include "privacy/guard.h" /* the party guard (secagg) */
 #include "admm/admm_arun.h"
 
@@ -37,13 +38,17 @@ void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma) {
 }
 
 /* The data set's budget store: the run's whole budget reserved under its journal's id once
- * the ledger is open (before the first release); rid[0] = 0 when nothing was reserved. */
-int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65]) {
+ * the ledger is open (before the first release), as dpopt train reserves it: a resumed run's
+ * open reservation is kept, a settled one reserved whole again, once its journal reaches the
+ * store's head for it (dpo__budget_run_reserve); rid[0] = 0 when nothing was reserved. */
+int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65],
+                      dpo_budget_head_t **head) {
   int rc = DPO_OK;
   rid[0] = '\0';
-  if (s->bud && s->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)))
-    rc = dpo_budget_reserve(s->bud, rid, s->eps, s->delta, "admm", 0);
-  if (rc) rid[0] = '\0';
+  *head = NULL;
+  if (s->bud && s->rank == 0)
+    rc = dpo__budget_run_reserve(s->bud, s->store, s->jkey, L, s->journal, s->eps, s->delta,
+                                 "admm", s->resuming, rid, head);
   return dpo_agree(comm, rc);
 }
 
@@ -165,7 +170,7 @@ static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *s
   dpo_admm_io_t *io = j->io;
   o->stop = io->stop;
   if (!j->ckpt && !io->stop) return DPO_OK;
-  if (j->ckpt || (!j->s.local && (j->s.nparties == 0 || j->s.secagg) && !j->s.store)) {
+  if (j->ckpt || !j->s.local) {
     o->save = dpo__arun_save;
     o->save_arg = sv;
     o->ckpt_every = io->ckpt_every;
@@ -201,6 +206,7 @@ typedef struct {
   dpo_guard_t *guard;
   double *Ax;
   char rid[65];
+  dpo_budget_head_t *head; /* the store's head of the journal (closed after it) */
 } dpo__arun_res_t;
 
 static void dpo__arun_res_free(const dpo__arun_t *s, dpo__arun_res_t *r) {
@@ -212,6 +218,7 @@ static void dpo__arun_res_free(const dpo__arun_t *s, dpo__arun_res_t *r) {
   dpo_admm_A_destroy(r->A);
   dpo__arun_settle(s, r->L, r->rid);
   dpo_ledger_close(r->L);
+  dpo_budget_head_close(r->head);
   dpo_rng_destroy(r->rng);
 }
 
@@ -268,7 +275,7 @@ static int dpo__arun_dp_ledger(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   if (!rc)
     rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, j->io->resumed, s->acct,
                              DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &r->L);
-  if (!rc) rc = dpo__arun_reserve(comm, s, r->L, r->rid);
+  if (!rc) rc = dpo__arun_reserve(comm, s, r->L, r->rid, &r->head);
   if (rc) return rc;
   o->rng = r->rng;
   o->ledger = r->L;
@@ -278,7 +285,7 @@ static int dpo__arun_dp_ledger(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
     if (!pe || !pd) rc = dpo_err(DPO_ENOMEM, "out of memory");
     for (int k = 0; k < s->size && !rc; k++) pe[k] = s->eps, pd[k] = s->delta;
     if (!rc) rc = dpo_ledger_set_parties(r->L, s->size, pe, pd);
-    if (!rc && !s->secagg) {
+    if (!rc && !s->secagg && !j->io->resumed) { /* a resumed journal holds it */
       char ev[400];
       snprintf(ev, sizeof ev, "trust %s: %s; one party per rank", s->local ? "local" : "central",
                dpo_trust_coordinator_sees(s->local ? DPO_TRUST_LOCAL : DPO_TRUST_CENTRAL));

@@ -2,8 +2,11 @@
 #ifndef DPO_ADMM_IMPL_H
 #define DPO_ADMM_IMPL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <mpi.h>
 
 #include "dpopt/admm.h"
 
@@ -81,5 +84,41 @@ void dpo__cons_party_u(dpo__cons_party_t *p, const double *zprev, const double *
 /* A message clipped to L2 norm <= clip, as a private party clips it. */
 void dpo__cons_clip(double *m, int32_t d, double clip);
 void dpo__cons_party_free(dpo__cons_party_t *p);
+
+/* Consensus ADMM's checkpoints.  Each rank's part is its own: x_i, u_i, rho, the lagged
+ * residual s_prev and the L-BFGS memory (p), with the consensus z (the same on every rank) and
+ * the run's counters (inf), after iteration `it`. */
+typedef struct dpo__cons_state {
+  int64_t it;
+  dpo__cons_party_t *p;
+  double *z;
+  dpo_admm_info_t *inf;
+} dpo__cons_state_t;
+
+/* After iteration k < max_iter, save is called on every rank (collective: it agrees) when
+ * `every` divides k, when k reaches stop_after (> 0) or when rank 0's *stop was raised (it
+ * rides in that iteration's reduce); after the last two the run returns DPO_EINTR.  A private
+ * run charges iteration k + 1 only after that checkpoint, so the journal at a checkpoint holds
+ * the charges of the releases done, no more.  load (every rank, resuming): fills the state
+ * once the party is set up; the run goes on from iteration it + 1. */
+typedef struct {
+  int (*save)(void *arg, const dpo__cons_state_t *st);
+  int (*load)(void *arg, dpo__cons_state_t *st);
+  void *arg;
+  int64_t every, stop_after;
+  volatile sig_atomic_t *stop;
+  int *loaded; /* out, every rank: 1 once every rank's load passed */
+  int64_t after; /* rank 0, resuming: the journal's charges when it holds more than the
+                  * checkpoint knows (else 0): the resumed run's groups start past them */
+} dpo__cons_ckpt_t;
+
+/* dpo_admm_consensus with checkpoints (ck may be NULL). */
+int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
+                        const dpo_admm_opts_t *opts, const dpo__cons_ckpt_t *ck, double *z,
+                        dpo_admm_info_t *info);
+/* cons_ckpt.c: the L-BFGS memory as doubles (n: its length for d, mem) and back. */
+int64_t dpo__admm_lbfgs_packed_len(int32_t d, int mem);
+void dpo__admm_lbfgs_pack(const dpo__admm_lbfgs_t *w, double *out);
+void dpo__admm_lbfgs_unpack(dpo__admm_lbfgs_t *w, const double *in);
 
 #endif

@@ -37,7 +37,7 @@ typedef struct {
 
 /* Collective: every setting read and checked (method, trust, budget store fits), nothing
  * loaded or written.  checkpoints: 1 when checkpoints are asked for, 2 for a resume (refused,
- * naming why, for the methods that cannot write them; 0: neither). */
+ * naming why, for the runs that cannot write them: DP-ADMM under local trust; 0: neither). */
 int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                         int checkpoints, dpo_admm_job_t **job);
 /* The method's name (default run directory, messages) and whether it can checkpoint. */
@@ -52,6 +52,8 @@ int dpo_admm_job_solve(dpo_admm_job_t *j, dpo_admm_io_t *io, int *stop);
 const char *dpo_admm_job_report(const dpo_admm_job_t *j);
 const dpo_admm_result_t *dpo_admm_job_result(const dpo_admm_job_t *j);
 const double *dpo_admm_job_x(const dpo_admm_job_t *j);
+/* Every rank, once the run is complete: its own checkpoint parts removed (consensus). */
+void dpo_admm_job_finish(const dpo_admm_job_t *j, const char *dir);
 /* Rank 0: write the solution as a model file (z, or x_T) with its privacy label. */
 int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path);
 void dpo_admm_job_destroy(dpo_admm_job_t *j);

@@ -18,6 +18,7 @@
 #include "privacy/guard.h" /* dpo_party_out_dir, dpo_guard_journal_check */
 #include "admm/admm_job.h"
 #include "admm/admm_arun.h"
+#include "admm/admm_impl.h" /* dpo__admm_consensus with checkpoints */
 
 static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                           dpo__arun_t *s) {
@@ -95,6 +96,7 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
                                double *x, FILE *rep, int *stop) {
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
+  dpo_budget_head_t *head = NULL;
   char rid[65] = "";
   int32_t d = sh->d;
   int rc;
@@ -127,15 +129,31 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
     pv.accounting = "rdp";
     if ((rc = dpo_rng_create(s->seeded, (uint64_t)s->seed, (uint64_t)s->rank, &rng))) goto out;
     pv.rng = rng;
-    if ((rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, 0, s->acct,
+    if ((rc = dpo_ledger_open_key(comm, s->eps, s->delta, s->journal, j->io->resumed, s->acct,
                                   DPO_NEIGHBOURS_REPLACE_ONE, s->jkey, &L)) ||
-        (rc = dpo__arun_reserve(comm, s, L, rid)))
+        (rc = dpo__arun_reserve(comm, s, L, rid, &head)))
       goto out;
     pv.ledger = L;
     o.priv = &pv;
   }
+  /* checkpoints: each rank saves its own part (cons_ckpt.c); resuming, rank 0's header is
+   * checked (ranks, journal) before any rank reads its part */
+  dpo_admm_io_t *io = j->io;
+  dpo__cons_io_t cio = {comm, s->rank, s->size, io->dir, L, rng, -1, 0, 0};
+  int loaded = 0;
+  dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded, 0};
+  if (j->ckpt || io->stop) ck.save = dpo__cons_save;
+  if (io->resumed) {
+    if ((rc = dpo__cons_resume_begin(&cio))) goto out;
+    ck.load = dpo__cons_load;
+    ck.after = cio.after;
+  }
   dpo_admm_info_t inf;
-  rc = dpo_admm_consensus(comm, m, sh, &o, x, &inf);
+  rc = dpo__admm_consensus(comm, m, sh, &o, &ck, x, &inf);
+  if (loaded) {
+    io->accepted = 1;
+    if (s->rank == 0) dpo_msg("resuming %s at iteration %lld", io->dir, (long long)cio.resume_it + 1);
+  }
   if (rc && rc != DPO_ENOCONV && rc != DPO_EBUDGET) goto out;
   *stop = rc;
   rc = DPO_OK;
@@ -185,6 +203,7 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
 out:
   dpo__arun_settle(s, L, rid);
   dpo_ledger_close(L);
+  dpo_budget_head_close(head);
   dpo_rng_destroy(rng);
   return rc;
 }
@@ -278,17 +297,16 @@ static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
   return dpo_guard_journal_check(s->pdir, s->rank, s->resuming, journal, sizeof journal);
 }
 
-/* Checkpoints are rank 0's DP-ADMM state: consensus keeps its state on every rank, local and
- * central parties keep streams apart, and a budget store's reservation would be made twice:
- * refused up front, before anything is read or written.  Under secagg each party's guard
- * reopens its own journal and its share is re-derived from the plan (doc/design.md,
- * "Dropouts"), so the checkpoint is rank 0's state as in a central run. */
+/* DP-ADMM's checkpoints are rank 0's state; under local trust each party noises from its own
+ * stream, which is not saved: refused up front, before anything is read or written (party
+ * accounts under central trust are the reopened journal's; consensus ADMM saves every rank's
+ * part, cons_ckpt.c).
+ * Under secagg each party's guard reopens its own journal and its share is re-derived from the
+ * plan (doc/design.md, "Dropouts"), so the checkpoint is rank 0's state as in a central run.
+ * A budget store's reservation is carried over as train's (dpo__arun_reserve). */
 static int dpo__arun_ckpt_check(const dpo__arun_t *s) {
-  const char *why = !strcmp(s->meth, "consensus") ? "consensus ADMM keeps its state on every rank"
-                    : s->store ? "a budget store's reservation is not carried over"
-                    : s->local || (s->nparties > 0 && !s->secagg)
-                        ? "a multi-party run's streams are not saved outside privacy.trust = secagg"
-                        : NULL;
+  const char *why = s->local ? "each party's own noise stream is not saved under privacy.trust = local"
+                            : NULL;
   if (!why) return DPO_OK;
   return dpo_err(DPO_EINVAL, "dpopt admm --method %s: checkpoints are not supported here (%s): "
                  "drop --checkpoint-every / --resume / run.stop_after", s->meth, why);
@@ -307,7 +325,8 @@ static int dpo__arun_store_check(MPI_Comm comm, dpo__arun_t *s, const dpo_privac
                  !dp ? "this method adds no noise" : "--seed makes the run NOT private");
   else if (s->rank == 0 && !(rc = dpo_budget_open(s->store, s->jkey, files, s->testp ? 2 : 1,
                                                   &s->bud)) &&
-           !(rc = dpo_budget_lock(s->bud))) /* held until the reservation */
+           !(rc = dpo_budget_lock(s->bud)) && /* held until the reservation */
+           !s->resuming) /* a resumed run's fit is checked with its id (its record may be open) */
     rc = dpo_budget_reserve(s->bud, NULL, s->eps, s->delta, "admm", 1);
   return dpo_agree(comm, rc);
 }
@@ -414,6 +433,10 @@ const char *dpo_admm_job_report(const dpo_admm_job_t *j) {
 
 const dpo_admm_result_t *dpo_admm_job_result(const dpo_admm_job_t *j) { return &j->res; }
 const double *dpo_admm_job_x(const dpo_admm_job_t *j) { return j->x; }
+
+void dpo_admm_job_finish(const dpo_admm_job_t *j, const char *dir) {
+  if (!strcmp(j->s.meth, "consensus")) dpo__cons_ckpt_remove(dir, j->s.rank);
+}
 
 int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path) {
   return dpo_model_write(path, j->x, j->sh->d, j->cm);

@@ -42,16 +42,19 @@ static double nrm2sq(const double *a, int32_t d) {
   return s;
 }
 
-/* One party's charge for iteration `it` (private variant). */
+/* One party's charge for iteration `it` (private variant): the parties' charges of one
+ * iteration are one disjoint group, numbered it + gb (gb > 0 after a resume whose journal holds
+ * charges the checkpoint does not know: a redone iteration is never the open group of its
+ * first release, so it is composed with it, not taken as the same pass). */
 static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int32_t d,
-                          int64_t it) {
+                          int64_t it, int64_t gb) {
   for (int i = 0; i < N; i++) {
     int rdp = p->accounting && strcmp(p->accounting, "rdp") == 0;
     dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .eps = rdp ? 0.0 : p->eps_step,
                       .delta = rdp ? 0.0 : p->delta_step, .noise_scale = p->sigma,
                       .sensitivity = 2.0 * p->clip, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
                       .accounting = rdp ? DPO_ACCOUNTING_RDP : DPO_ACCOUNTING_PURE,
-                      .group = it, .step = it};
+                      .group = it + gb, .step = it};
     int st = dpo_ledger_charge(L, &c, NULL);
     if (st) return st;
   }
@@ -222,15 +225,16 @@ void dpo__cons_party_free(dpo__cons_party_t *p) {
 
 /* Private mode: the message buf[0..d) leaves this rank clipped to L2 <= clip and noised, its
  * residual pieces (data dependent) zeroed; rank 0 charges the NEXT iteration now, so its
- * acceptance (buf[d + 3]) travels with this reduce. */
+ * acceptance (buf[d + 3]) travels with this reduce -- unless a checkpoint follows this
+ * iteration (pre = 0: the charge is made after it). */
 static int cons_message(const dpo_admm_priv_t *priv, int rank, int N, int32_t d, int64_t k,
-                        int64_t max_iter, double *buf) {
+                        int64_t max_iter, int pre, int64_t gb, double *buf) {
   const size_t D = (size_t)d;
   dpo__cons_clip(buf, d, priv->clip);
   int st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
   buf[D] = buf[D + 1] = buf[D + 2] = 0.0; /* residuals are data dependent: not sent */
-  if (!st && rank == 0 && k < max_iter) {
-    int cs = charge_parties(priv->ledger, priv, N, d, k + 1);
+  if (!st && rank == 0 && k < max_iter && pre) {
+    int cs = charge_parties(priv->ledger, priv, N, d, k + 1, gb);
     if (cs == DPO_OK) buf[D + 3] = 1.0;
     else if (cs != DPO_EBUDGET) st = cs;
   }
@@ -281,8 +285,40 @@ static int cons_observe(const dpo_admm_opts_t *opts, int N, int32_t d, int64_t k
   return opts->observe(opts->observe_arg, &r);
 }
 
+/* After iteration k: the checkpoint every rank saves (collective; a failure of this rank's
+ * iteration, st, is agreed with it) and, a private run going on, rank 0's charge of iteration
+ * k + 1 with its acceptance (*acc), which the reduce would have carried. */
+static int cons_checkpoint(MPI_Comm comm, const dpo_admm_opts_t *opts, const dpo__cons_ckpt_t *ck,
+                           dpo__cons_state_t *cs, int halt, int st, int rank, int N, int64_t gb,
+                           int *acc) {
+  const dpo_admm_priv_t *priv = opts->priv;
+  const int64_t k = cs->it;
+  if (!st && ck->save) st = ck->save(ck->arg, cs);
+  if ((st = dpo_agree(comm, st))) return st;
+  if (halt)
+    return dpo_err(DPO_EINTR, "stopped after iteration %lld of %lld, %s", (long long)k,
+                   (long long)opts->max_iter, ck->save ? "checkpoint written"
+                                                       : "no checkpoint (this run cannot be resumed)");
+  if (!priv) return DPO_OK;
+  int a = 1;
+  if (rank == 0) {
+    st = charge_parties(priv->ledger, priv, N, cs->p->d, k + 1, gb);
+    if (st == DPO_EBUDGET) st = DPO_OK, a = 0;
+  }
+  if ((st = dpo_agree(comm, st))) return st;
+  MPI_Bcast(&a, 1, MPI_INT, 0, comm);
+  *acc = a;
+  return DPO_OK;
+}
+
 int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
                        const dpo_admm_opts_t *opts, double *z, dpo_admm_info_t *info) {
+  return dpo__admm_consensus(comm, model, shard, opts, NULL, z, info);
+}
+
+int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_t *shard,
+                        const dpo_admm_opts_t *opts, const dpo__cons_ckpt_t *ck, double *z,
+                        dpo_admm_info_t *info) {
   int st = DPO_OK, rank = 0, N = 1;
   double t0 = MPI_Wtime(), tcomm = 0.0;
   dpo_admm_info_t inf;
@@ -307,20 +343,33 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
   st = dpo_agree(comm, st);
   if (st) return st;
 
-  size_t nb = D + 5; /* [message | r^2, ||x||^2, ||u||^2 | ledger flag | failure flag] */
+  size_t nb = D + 6; /* [message | r^2, ||x||^2, ||u||^2 | ledger flag | failure | stop] */
   v = malloc(D * sizeof *v);
   zprev = malloc(D * sizeof *zprev);
   buf = malloc(nb * sizeof *buf);
   rbuf = malloc(nb * sizeof *rbuf);
   if (!v || !zprev || !buf || !rbuf) st = dpo_err(DPO_ENOMEM, "admm_consensus: out of memory");
   if (!st) st = dpo__cons_party_init(&p, model, shard, opts, N, z);
-  if (!st && priv && rank == 0) st = charge_parties(priv->ledger, priv, N, d, 1);
+  dpo__cons_state_t cs = {0, &p, z, &inf};
+  if (ck && ck->load) {
+    if ((st = dpo_agree(comm, st ? st : ck->load(ck->arg, &cs)))) goto done;
+    if (ck->loaded) *ck->loaded = 1;
+  }
+  /* the first iteration's charge (resumed: the one after the checkpoint, which never ran) */
+  const int64_t gb = ck ? ck->after * (opts->max_iter + 1) : 0;
+  if (!st && priv && rank == 0) st = charge_parties(priv->ledger, priv, N, d, cs.it + 1, gb);
   st = dpo_agree(comm, st);
   if (st) goto done;
 
   memcpy(zprev, z, D * sizeof *zprev);
   int64_t k;
-  for (k = 1; k <= opts->max_iter; k++) {
+  for (k = cs.it + 1; k <= opts->max_iter; k++) {
+    /* a checkpoint after this iteration: on schedule (every rank knows) or rank 0's stop flag,
+     * which rides in this reduce */
+    const int sched = ck && k < opts->max_iter &&
+                      ((ck->every > 0 && k % ck->every == 0) ||
+                       (ck->stop_after > 0 && k >= ck->stop_after));
+    const int flag = ck && ck->stop && rank == 0 && k < opts->max_iter && *ck->stop;
     /* residual pieces of the iterate (x^{k-1}, z^{k-1}, u^{k-1}) */
     double rloc = 0.0;
     for (int32_t j = 0; j < d; j++) {
@@ -332,13 +381,14 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
     buf[D + 2] = nrm2sq(p.u, d);
     buf[D + 3] = 0.0;
     buf[D + 4] = 0.0;
+    buf[D + 5] = flag ? 1.0 : 0.0;
 
     /* x-update with v = z - u (a local failure travels in the reduce); buf = xh + u */
     int64_t inner = 1;
     if (!st) st = dpo__cons_party_x(&p, z, inf.r_norm, buf, &inner);
     else memset(buf, 0, D * sizeof *buf);
     inf.inner_iters += inner;
-    if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, buf);
+    if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, !(sched || flag), gb, buf);
     /* a local failure rides in the same reduce, so nobody is left waiting in a collective */
     if (st) buf[D + 4] = 1.0;
     double tc = MPI_Wtime();
@@ -362,14 +412,19 @@ int dpo_admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard_
     inf.iters = k;
     if (opts->trace) opts->trace(opts->trace_arg, k, z, inf.r_norm, p.s_prev, p.rho);
     if (priv && opts->observe && (st = cons_observe(opts, N, d, k, rbuf, zprev))) break;
-
-    if (priv && k < opts->max_iter && !(rbuf[D + 3] > 0.5)) {
+    /* residual balancing on the lagged residuals (same decision on every rank) */
+    if (!priv && opts->adapt_rho && k > 1) st = cons_adapt(opts, &p, &inf);
+    int acc = rbuf[D + 3] > 0.5;
+    const int halt = rbuf[D + 5] > 0.5 || (sched && ck->stop_after > 0 && k >= ck->stop_after);
+    if (sched || halt) {
+      cs.it = k;
+      if ((st = cons_checkpoint(comm, opts, ck, &cs, halt, st, rank, N, gb, &acc))) break;
+    }
+    if (priv && k < opts->max_iter && !acc) {
       st = dpo_err(DPO_EBUDGET, "admm_consensus: the ledger refused iteration %lld",
                    (long long)(k + 1));
       break;
     }
-    /* residual balancing on the lagged residuals (same decision on every rank) */
-    if (!priv && opts->adapt_rho && k > 1) st = cons_adapt(opts, &p, &inf);
   }
   if (!st && !priv && !inf.converged && inf.iters == opts->max_iter) {
     st = dpo_err(DPO_ENOCONV, "admm_consensus: no convergence in %lld iterations (r %.3g > "

@@ -46,7 +46,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--trace-every", "admm.trace_every", "K", "DP-ADMM family: a trace.csv row every K iterations (default: every one up to 200, else about 200 rows; 0: none); each row evaluates the NON-PRIVATE training objective"},
       {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv, model.txt, summary.json and, for private methods, ledger.jsonl"},
       {"--quiet", "run.quiet", NULL, "no messages on stderr"},
-      {"--checkpoint-every", "run.checkpoint_every", "N", "DP-ADMM family (central or secagg trust, no budget store): write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT)"},
+      {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); consensus: every rank its own part, resumed on as many ranks; refused for DP-ADMM under privacy.trust = local"},
       {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no FILE)"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
       {NULL, NULL, NULL, NULL}};
@@ -100,12 +100,10 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if ((!resume && (rc = dpo_config_set(cfg, "data.train", pos[0], "FILE"))) ||
       (rc = dpo_config_set(cfg, "run.command", "admm", "dpopt admm")))
     goto fail;
-  /* consensus ADMM has no checkpoint: SIGTERM / SIGINT end it as before */
-  const char *meth = dpo_config_get(cfg, "admm.method");
-  int sig = resume || (meth && strcmp(meth, "consensus"));
-  if (sig) dpo_run_signals_install();
+  /* every method stops at a checkpoint on SIGTERM / SIGINT (consensus: every rank's part) */
+  dpo_run_signals_install();
   if ((rc = dpo_run_create(ctx->comm, cfg, &run))) goto fail; /* --resume merged here */
-  if (sig) dpo_run_set_stop(run, dpo_run_signal_flag());
+  dpo_run_set_stop(run, dpo_run_signal_flag());
   if (!(rc = dpo_cli_run(ctx, "admm", run, &ex))) goto out;
 fail:
   dpo_cli_warn_typos(ctx, run ? dpo_run_config(run) : cfg);

@@ -12,6 +12,7 @@
  * check then holds at that older line, weaker, never refusing a journal that grew. */
 #include "journal_chain.h"
 
+#include "budget_run.h"
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
 
@@ -108,4 +109,46 @@ void dpo_budget_head_close(dpo_budget_head_t *H) {
   }
   sodium_memzero(H->key, sizeof H->key);
   free(H);
+}
+
+/* resuming: the reopened journal must reach the head the store keeps for the run; a run with
+ * charges and no head lost it (deleted) */
+static int dpo__head_check(dpo_budget_head_t *H, const dpo_ledger_t *L, const char *journal,
+                           const char *store, const char *run_id) {
+  int64_t lines;
+  unsigned char tag[32];
+  int rc = dpo_budget_head_read(H, &lines, tag);
+  if (!rc && lines >= 0)
+    return dpo_ledger_verify_position(L, "the budget store's journal head", lines, tag);
+  if (!rc && dpo_ledger_count(L) > 0)
+    rc = dpo_err(DPO_EFORMAT, "%s: the run has charges but budget store %s keeps no journal "
+                 "head for it (head-%.12s... deleted?): refusing to resume", journal, store,
+                 run_id);
+  return rc;
+}
+
+int dpo__budget_run_reserve(dpo_budget_t *B, const char *store, const char *key_file,
+                            dpo_ledger_t *L, const char *journal, double eps, double delta,
+                            const char *what, int resumed, char run_id[65],
+                            dpo_budget_head_t **head) {
+  dpo_ledger_parts_t now; /* what the (reopened) journal holds: never less than settled */
+  int64_t lines;
+  unsigned char tag[32];
+  *head = NULL;
+  int rc = dpo_ledger_run_id(L, run_id);
+  if (!rc) rc = dpo_budget_head_open(store, key_file, run_id, head);
+  if (!rc && resumed) rc = dpo__head_check(*head, L, journal, store, run_id);
+  if (!rc && !(rc = dpo_ledger_parts(L, &now)))
+    rc = dpo_budget_reserve_resumed(B, run_id, eps, delta, what, &now, 0);
+  if (rc) {
+    dpo_budget_head_close(*head);
+    *head = NULL;
+    run_id[0] = '\0';
+    return rc;
+  }
+  /* reserved: the head follows every journal line from now on (a new run's starts at its
+   * journal's current position; a resumed run's moves at its next line) */
+  if (!resumed && !(rc = dpo_ledger_position(L, &lines, tag)))
+    rc = dpo_budget_head_write(*head, lines, tag);
+  return rc ? rc : dpo_ledger_on_append(L, dpo_budget_head_write, *head);
 }

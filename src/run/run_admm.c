@@ -164,6 +164,7 @@ static int dpo__admm_write(dpo_run_t *r) {
   }
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   dpo__run_finish_dir(r);
+  dpo_admm_job_finish(k->job, r->dir); /* consensus: every rank's checkpoint part */
   r->state = DPO__RUN_WRITTEN;
   return DPO_OK;
 }

@@ -9,6 +9,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "privacy/guard.h" /* dpo_party_store_journal */
+#include "privacy/budget_run.h"
 #include "privacy/journal_chain.h"
 #include "run/run_impl.h"
 
@@ -299,45 +300,16 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *
             "spent whole: %s\n", p->party, dpo_errmsg());
 }
 
-/* Rank 0, resuming: the reopened journal must reach the head the store keeps for the run (a
- * journal cut back at a line boundary keeps a valid chain); a run with charges and no head
- * lost it (deleted).  Before anything is written. */
-static int dpo__run_priv_head_check(dpo__run_priv_t *p) {
-  int64_t lines;
-  unsigned char tag[32];
-  int rc = dpo_budget_head_open(p->store, p->key_file, p->run_id, &p->head);
-  if (!rc) rc = dpo_budget_head_read(p->head, &lines, tag);
-  if (!rc && lines >= 0)
-    return dpo_ledger_verify_position(p->ledger, "the budget store's journal head", lines, tag);
-  if (!rc && dpo_ledger_count(p->ledger) > 0)
-    rc = dpo_err(DPO_EFORMAT, "%s: the run has charges but budget store %s keeps no journal "
-                 "head for it (head-%.12s... deleted?): refusing to resume", p->journal,
-                 p->store, p->run_id);
-  return rc;
-}
-
-/* Rank 0, once reserved: the head follows every journal line from now on (a new run's
- * starts at its journal's current position; a resumed run's moves at its next line) */
-static int dpo__run_priv_head_start(dpo__run_priv_t *p) {
-  int64_t lines;
-  unsigned char tag[32];
-  int rc = p->head ? DPO_OK : dpo_budget_head_open(p->store, p->key_file, p->run_id, &p->head);
-  if (!rc && !p->sresume && !(rc = dpo_ledger_position(p->ledger, &lines, tag)))
-    rc = dpo_budget_head_write(p->head, lines, tag);
-  return rc ? rc : dpo_ledger_on_append(p->ledger, dpo_budget_head_write, p->head);
-}
-
 /* after the journal: the run's whole budget reserved in the store under the journal's id (a
- * resumed run whose reservation is still open is not charged again) */
+ * resumed run whose reservation is still open is not charged again; its journal must reach
+ * the head the store keeps for it), the head following every line from then on */
 static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
-  dpo_ledger_parts_t now; /* what the (reopened) journal holds: never less than settled */
-  if (p->bud && p->rank == 0 && !(rc = dpo_ledger_run_id(p->ledger, p->run_id)) &&
-      (!p->sresume || !(rc = dpo__run_priv_head_check(p))) &&
-      !(rc = dpo_ledger_parts(p->ledger, &now)) &&
-      !(rc = dpo_budget_reserve_resumed(p->bud, p->run_id, p->eps, p->delta, "train", &now, 0)))
-    p->reserved = 1;
-  if (p->reserved && !rc) rc = dpo__run_priv_head_start(p);
+  if (p->bud && p->rank == 0) {
+    rc = dpo__budget_run_reserve(p->bud, p->store, p->key_file, p->ledger, p->journal, p->eps,
+                                 p->delta, "train", p->sresume, p->run_id, &p->head);
+    p->reserved = p->run_id[0] != '\0';
+  }
   rc = dpo_agree(p->comm, rc);
   return rc ? rc : dpo__run_priv_party_reserve(p);
 }
