@@ -11,6 +11,8 @@
  *                              ; every party that has a rank other than the coordinator's)
  *   eps   = 1.0                ; default per-party budget (default privacy.eps)
  *   delta = 0                  ; default per-party delta (default privacy.delta)
+ *   remaining = 0,2            ; --resume of a secagg run only: the parties (by their number
+ *                              ; in the first table) that continue, in rank order
  *   [party.K]                  ; optional per-party overrides
  *   ranks = 2-3                ; its ranks (default: ranks split into P balanced blocks)
  *   data  = FILE
@@ -97,6 +99,10 @@ typedef struct {
   FILE *trace;        /* rank 0, borrowed: party events are written as '#' lines (may be NULL) */
   int64_t *dropped_step; /* [count]: iteration at which party k left (-1: never); written on
                           * rank 0 by the private algorithm (drop policy) */
+  int *name;          /* [count]: party k's name, its number in the run's first table (k, or
+                       * the k-th of parties.remaining when a secagg run resumes without some
+                       * of its parties): the K of party.K.*, of the %d patterns, of its
+                       * journal and of its account in the coordinator's ledger */
 } dpo_parties_t;
 
 /* Parse parties.* and party.K.* for a run of nranks ranks, with the trust mode, the policy on

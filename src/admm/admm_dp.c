@@ -139,7 +139,7 @@ static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_
   int *rp = rc ? NULL : malloc((size_t)s->size * sizeof *rp);
   if (!rc) rc = dpo_agree(comm, rp ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
   for (int r = 0; r < s->size && !rc; r++) rp[r] = r;
-  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, 1, prng, digest, sa);
+  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, NULL, 1, prng, digest, sa);
   free(rp);
   if (!rc) rc = dpo_agree(comm, dpo_secagg_set_graph(*sa, (int)s->collude));
   return rc;

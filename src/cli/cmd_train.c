@@ -96,8 +96,9 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "the coordinator's (party 0 without it: this directory).\n"
              "A secagg dp-sgd-rdp or DP-GD family run that lost a party's rank is continued by\n"
              "--resume RUN, with its parties (each party's budget store keeps the run's one\n"
-             "reservation) or, dp-sgd-rdp with per-party files, without its last ones:\n"
-             "--set parties.count=P'.\n"
+             "reservation) or, dp-sgd-rdp with per-party files, without some of them:\n"
+             "--set parties.remaining=0,2 (the numbers of those that continue; each keeps its\n"
+             "number, files, directory, keys and account) or --set parties.count=P' (the first P').\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }

@@ -56,9 +56,11 @@ int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t
     return dpo_err(DPO_EINVAL, "party %d keeps a budget store but no journal of its own on its "
                    "rank %d (no party.%d.out or parties.out): its store would be settled on the "
                    "coordinator's word alone; give the party its own run directory (refused: "
-                   "nothing was written)", k, p->first_rank[k], k);
-  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], k) >= n)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", k, p->out[k]);
+                   "nothing was written)", p->name ? p->name[k] : k, p->first_rank[k],
+                   p->name ? p->name[k] : k);
+  const int K = p->name ? p->name[k] : k; /* its journal is named by the party's name */
+  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], K) >= n)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", K, p->out[k]);
   return DPO_OK;
 }
 

@@ -69,6 +69,7 @@ int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal,
  * settled on the coordinator's word alone). */
 int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t n);
 
+
 /* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);
 void dpo_guard_destroy(dpo_guard_t *g);
@@ -105,10 +106,11 @@ char *dpo_plantext_finish(dpo_plantext_t *pl);
  * agreed plan), every rank signs its key-agreement key with its party's secret identity key
  * (party.K.key, or parties.key with %d = K: a local path) over the plan digest and a run
  * nonce, and a key that does not verify stops the run on every rank; without listed keys the
- * exchange is unauthenticated (dpo_secagg_create).  rank_party: each rank's party; adds: the
- * noise shares this rank adds. */
+ * exchange is unauthenticated (dpo_secagg_create).  rank_party: each rank's party; names:
+ * each party's name, the K of its keys (NULL: its position; a run resumed without some
+ * parties, dpopt/parties.h); adds: the noise shares this rank adds. */
 int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const int *rank_party,
-                    int adds, dpo_rng_t *rng, const unsigned char digest[32],
+                    const int *names, int adds, dpo_rng_t *rng, const unsigned char digest[32],
                     dpo_secagg_t **sa);
 
 

@@ -163,7 +163,7 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
     char j[1100];
     if (!(pt->eps[k] > 0))
       rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
-                   "party.%d.eps", k, k);
+                   "party.%d.eps", pt->name[k], pt->name[k]);
     /* resumed: the store will be settled against the party's own journal (party_now) */
     else if (!resuming || !(rc = dpo_party_store_journal(pt, k, j, sizeof j)))
       rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
@@ -180,7 +180,7 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   int rc;
   if (!pt->data[k])
     rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
-                 "party.%d.data)", k);
+                 "party.%d.data)", pt->name[k]);
   else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, bud)) &&
            !(rc = dpo_budget_lock(*bud)) && /* held until the reservation */
            !resuming) /* a resumed run's fit is checked with its id (its record may be open) */
@@ -188,11 +188,11 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   /* the amounts stay with the party: the others learn only that its store refused */
   if (rc == DPO_EBUDGET)
     return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for "
-                   "this %s does not fit what its store has left); nothing was written", k, what,
-                   what);
+                   "this %s does not fit what its store has left); nothing was written",
+                   pt->name[k], what, what);
   if (rc) {
     snprintf(why, sizeof why, "%s", dpo_errmsg());
-    return dpo_err(rc, "party %d: its budget store refused the %s: %s", k, what, why);
+    return dpo_err(rc, "party %d: its budget store refused the %s: %s", pt->name[k], what, why);
   }
   return DPO_OK;
 }
@@ -235,12 +235,13 @@ static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) 
 static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
   if (rc == DPO_EBUDGET)
     rc = dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
-                 "does not fit what its store has left); nothing was written", p->party,
-                 p->presume ? "resumed run" : "run");
+                 "does not fit what its store has left); nothing was written",
+                 p->pt->name[p->party], p->presume ? "resumed run" : "run");
   else if (rc && p->party >= 0) {
     char why[600];
     snprintf(why, sizeof why, "%s", dpo_errmsg());
-    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->party, why);
+    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->pt->name[p->party],
+                 why);
   }
   return dpo_agree(p->comm, rc);
 }
@@ -291,12 +292,12 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *
   const char *why = "the party's account is unknown";
   if (!(v.eps >= 0) || (own && dpo_budget_parts_max(&v, own) && (why = dpo_errmsg()))) {
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: %s\n", p->party, why);
+            "spent whole: %s\n", pt->name[p->party], why);
     return;
   }
   if (dpo_budget_settle(p->pbud, p->run_id, &v))
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: %s\n", p->party, dpo_errmsg());
+            "spent whole: %s\n", pt->name[p->party], dpo_errmsg());
 }
 
 /* Rank 0, resuming: the reopened journal must reach the head the store keeps for the run (a
