@@ -220,6 +220,9 @@ int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[
  * its other ranks; dpopt audit simulates P parties on one rank with P); rng (borrowed) = this
  * rank's secure stream. */
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
+/* Collective: a new multi-party run's id, 64 hex digits and a NUL: the BLAKE2b hash of 32
+ * random bytes from every rank, so no party (the coordinator included) chooses it. */
+int dpo_secagg_run_id(MPI_Comm comm, char id[65]);
 /* Party identity keys (Ed25519, libsodium crypto_sign).  create: a new key pair, the secret in
  * PATH (0600, never overwritten), the public key as 64 hex digits in PATH.pub (what the other
  * parties list as party.K.public_key).  load: the secret key of PATH (refused when others may

@@ -96,7 +96,7 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo
   const double S2 = 2 * s->clip;
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
-                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
+                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey, NULL};
   if (s->pdir) {
     int rc = dpo_mkdirs(s->pdir);
     if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, s->resuming, path, sizeof path);

@@ -39,6 +39,8 @@ typedef struct {
                            * appended and synced before the party contributes); NULL: memory */
   int resume;             /* 1: reopen the journal (its charges stay spent) */
   const char *key_file;   /* the journal's chain key (NULL/"": as dpo_ledger_open_key) */
+  const char *run_id;     /* a new journal records the run's id (dpo_secagg_run_id) as its
+                           * first line after the header ("run_id HEX"); NULL: none */
 } dpo_guard_spec_t;
 
 /* One announced secure-aggregation release (the oracle's request header). */
@@ -68,7 +70,13 @@ int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal,
  * in its own run directory; none given: DPO_EINVAL naming the party (its store would be
  * settled on the coordinator's word alone). */
 int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t n);
-
+/* The rank that keeps party k's own journal under secagg: the party's first rank other than
+ * the coordinator's; -1 when its only rank is rank 0 (its account is the coordinator's). */
+int dpo_party_journal_rank(const dpo_parties_t *p, int k);
+/* Not collective: the run id a chained journal records ("run_id HEX" event line, written
+ * when it was created) into id[65]; "" when it records none.  Read only; the caller has
+ * verified the journal's chain (it reopened it, or replayed it). */
+int dpo_journal_run_id(const char *path, char id[65]);
 
 /* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);

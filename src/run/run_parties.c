@@ -31,11 +31,8 @@ struct dpo__run_parties {
   dpo_guard_t *guard; /* secagg, ranks other than 0: this party's own guard and account */
 };
 
-/* The rank that keeps party k's own journal under secagg: the party's first rank other than
- * the coordinator's; -1 when its only rank is rank 0 (its account is the coordinator's). */
 static int dpo__journal_rank(const dpo_parties_t *p, int k) {
-  int r = p->first_rank[k] == 0 ? 1 : p->first_rank[k];
-  return r < p->first_rank[k] + p->nranks_of[k] ? r : -1;
+  return dpo_party_journal_rank(p, k);
 }
 
 /* Not collective, secagg: on the rank that keeps its party's journal, the party's own run
@@ -258,7 +255,8 @@ static int dpo__corrupt_ranks(const dpo_parties_t *p) {
 
 /* This rank's canonical plan: the plan keys of its own configuration, sorted, and what the run
  * derived from them (ranks, dimension, party table, encoding).  Caller frees. */
-static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d) {
+static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d,
+                            const char *run_id) {
   static const char *const pre[] = {"algo.", "privacy.", "parties.", "party.", "model."};
   const dpo_parties_t *p = tp->p;
   dpo_plantext_t *pl = dpo_plantext_new();
@@ -283,17 +281,20 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
            "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
            dpo__corrupt_ranks(p));
   dpo_plantext_add(pl, "~encoding", v);
+  /* the run this rank takes part in (dpo__run_priv_run_id_of): derived by all, or, resumed,
+   * the one its party's own journal records */
+  if (run_id) dpo_plantext_add(pl, "~run", run_id);
   return dpo_plantext_finish(pl);
 }
 
 /* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
  * builds its party's guard from its own configuration and hands it to the oracle. */
 static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o,
-                                  const char *run_dir, int resuming) {
+                                  const char *run_dir, int resuming, const char *run_id) {
   const dpo_parties_t *p = tp->p;
   const int64_t d = dpo_oracle_dim(o);
   unsigned char digest[32];
-  char *plan = dpo__plan_text(tp, comm, d);
+  char *plan = dpo__plan_text(tp, comm, d, run_id);
   int rc = plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   rc = dpo_agree(comm, rc);
   if (!rc) rc = dpo_plan_agree(comm, plan, digest);
@@ -311,7 +312,8 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   double B1 = NAN, B2 = NAN;
   const int party = p->rank_party[tp->rank];
   dpo_guard_spec_t sp = {p->count, p->collude, p->name[party], d, NAN, NAN, p->eps[party],
-                         p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL};
+                         p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL,
+                         NULL};
   /* the party's first rank after the coordinator keeps the party's own journal in the party's
    * own run directory: what it charged, each line synced before it contributes (doc/design.md,
    * "Threat model"); the coordinator's party may keep it in the coordinator's */
@@ -322,6 +324,7 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
     snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", dir, p->name[party]);
     sp.journal = journal;
     sp.resume = resuming;
+    sp.run_id = run_id; /* a new journal records it */
     dpo_config_get_str(tp->cfg, "privacy.journal_key", "", &key);
     sp.key_file = key;
   }
@@ -340,13 +343,13 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
 
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
                             struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
-                            int resuming) {
+                            int resuming, const char *run_id) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
   rc = dpo_agree(comm, rc);
-  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming)))
+  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming, run_id)))
     return rc;
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;

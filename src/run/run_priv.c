@@ -45,6 +45,12 @@ struct dpo__run_priv {
   int preserved;
   int presume;       /* --resume, every rank: the stopped run's reservation, found by its id
                       * once the journal reopens (dpo__run_priv_party_now) */
+  /* multi-party runs under secagg or with party stores: the run's id, which no party chooses
+   * (dpo__run_priv_run_id); the party stores' reservations and the plan ("~run") use it */
+  const dpo_parties_t *ptab;
+  int presumed;
+  char prun_id[65];
+  char dir[1024];    /* the run directory (party 0's journal when it names none) */
 };
 
 int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
@@ -151,6 +157,10 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
 
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming) {
   int rc = DPO_OK;
+  if (pt && p->is_private && (pt->trust == DPO_TRUST_SECAGG || (pt->store && pt->store[0]))) {
+    p->ptab = pt;
+    p->presumed = resuming;
+  }
   if (!pt || !pt->store || !pt->store[0] || !p->is_private) return DPO_OK;
   p->pt = pt;
   p->presume = resuming;
@@ -251,9 +261,6 @@ static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
 static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
   if (!p->pt) return DPO_OK;
-  if (p->rank == 0) rc = dpo_ledger_run_id(p->ledger, p->run_id);
-  if ((rc = dpo_agree(p->comm, rc))) return rc;
-  MPI_Bcast(p->run_id, (int)sizeof p->run_id, MPI_CHAR, 0, p->comm);
   const double eps = p->party >= 0 ? p->pt->eps[p->party] : 0;
   const double delta = p->party >= 0 ? p->pt->delta[p->party] : 0;
   dpo_ledger_parts_t now;
@@ -261,11 +268,11 @@ static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
    * writes nothing; a new run's fit was checked at dpo__run_priv_party_check */
   if (p->presume) {
     if (!(rc = dpo__run_priv_party_now(p, &now)) && p->pbud)
-      rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 1);
+      rc = dpo_budget_reserve_resumed(p->pbud, p->prun_id, eps, delta, "train", &now, 1);
     if ((rc = dpo__run_priv_party_refusal(p, rc))) return rc; /* agreed: nobody writes */
-    if (p->pbud) rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 0);
+    if (p->pbud) rc = dpo_budget_reserve_resumed(p->pbud, p->prun_id, eps, delta, "train", &now, 0);
   } else if (p->pbud)
-    rc = dpo_budget_reserve(p->pbud, p->run_id, eps, delta, "train", 0);
+    rc = dpo_budget_reserve(p->pbud, p->prun_id, eps, delta, "train", 0);
   if (!rc && p->pbud) p->preserved = 1;
   return dpo__run_priv_party_refusal(p, rc);
 }
@@ -295,7 +302,7 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *
             "spent whole: %s\n", pt->name[p->party], why);
     return;
   }
-  if (dpo_budget_settle(p->pbud, p->run_id, &v))
+  if (dpo_budget_settle(p->pbud, p->prun_id, &v))
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
             "spent whole: %s\n", pt->name[p->party], dpo_errmsg());
 }
@@ -328,6 +335,44 @@ static int dpo__run_priv_head_start(dpo__run_priv_t *p) {
   return rc ? rc : dpo_ledger_on_append(p->ledger, dpo_budget_head_write, p->head);
 }
 
+/* Collective, after the coordinator's journal opened, before any party store reserves: the
+ * run's id.  A new run's is every rank's contribution hashed (dpo_secagg_run_id), recorded in
+ * the coordinator's journal and, when its guard opens it, in every party's own.  A resumed
+ * run's is the coordinator's journal's, except on the rank that keeps a party's journal: there
+ * it is that journal's, so a coordinator that resumes another run than the one the party took
+ * part in has another plan digest ("~run", run_parties.c) and every such party stops. */
+static int dpo__run_priv_run_id(dpo__run_priv_t *p) {
+  const dpo_parties_t *pt = p->ptab;
+  int rc = DPO_OK;
+  char ev[96];
+  if (!pt) return DPO_OK;
+  if (!p->presumed) {
+    if ((rc = dpo_secagg_run_id(p->comm, p->prun_id))) return rc;
+    snprintf(ev, sizeof ev, "run_id %s", p->prun_id);
+    return dpo_agree(p->comm, p->rank == 0 ? dpo_ledger_party_event(p->ledger, ev, -1, -1) : rc);
+  }
+  if (p->rank == 0 && !(rc = dpo_journal_run_id(p->journal, p->prun_id)) && !p->prun_id[0])
+    rc = dpo_err(DPO_EFORMAT, "%s names no run id (a journal of an older dpopt): a multi-party "
+                 "run resumes only from a journal that does", p->journal);
+  if ((rc = dpo_agree(p->comm, rc))) return rc;
+  MPI_Bcast(p->prun_id, (int)sizeof p->prun_id, MPI_CHAR, 0, p->comm);
+  const int k = pt->rank_party[p->rank];
+  if (pt->trust == DPO_TRUST_SECAGG && p->rank != 0 && dpo_party_journal_rank(pt, k) == p->rank) {
+    char j[1100], own[65];
+    snprintf(j, sizeof j, "%s/ledger.party%d.jsonl", pt->out[k] ? pt->out[k] : p->dir,
+             pt->name[k]);
+    if (!(rc = dpo_journal_run_id(j, own)) && !own[0])
+      rc = dpo_err(DPO_EFORMAT, "party %d: its journal %s names no run id (a journal of an older "
+                   "dpopt): it cannot tell which run it took part in", pt->name[k], j);
+    if (!rc) memcpy(p->prun_id, own, sizeof own);
+  }
+  return dpo_agree(p->comm, rc);
+}
+
+const char *dpo__run_priv_run_id_of(const dpo__run_priv_t *p) {
+  return p && p->ptab ? p->prun_id : NULL;
+}
+
 /* after the journal: the run's whole budget reserved in the store under the journal's id (a
  * resumed run whose reservation is still open is not charged again) */
 static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
@@ -340,6 +385,7 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
     p->reserved = 1;
   if (p->reserved && !rc) rc = dpo__run_priv_head_start(p);
   rc = dpo_agree(p->comm, rc);
+  if (!rc) rc = dpo__run_priv_run_id(p);
   return rc ? rc : dpo__run_priv_party_reserve(p);
 }
 
@@ -349,6 +395,7 @@ int dpo__run_priv_key_check(const dpo__run_priv_t *p, int resume) {
 
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
+  snprintf(p->dir, sizeof p->dir, "%s", run_dir);
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
                                p->key_file, &p->ledger);
@@ -358,6 +405,7 @@ int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
 int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
+  snprintf(p->dir, sizeof p->dir, "%s", run_dir);
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
                                p->key_file, &p->ledger);
