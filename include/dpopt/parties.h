@@ -11,6 +11,8 @@
  *                              ; every party that has a rank other than the coordinator's)
  *   eps   = 1.0                ; default per-party budget (default privacy.eps)
  *   delta = 0                  ; default per-party delta (default privacy.delta)
+ *   remaining = 0,2            ; --resume of a secagg run only: the parties (by their number
+ *                              ; in the first table) that continue, in rank order
  *   [party.K]                  ; optional per-party overrides
  *   ranks = 2-3                ; its ranks (default: ranks split into P balanced blocks)
  *   data  = FILE
@@ -97,6 +99,10 @@ typedef struct {
   FILE *trace;        /* rank 0, borrowed: party events are written as '#' lines (may be NULL) */
   int64_t *dropped_step; /* [count]: iteration at which party k left (-1: never); written on
                           * rank 0 by the private algorithm (drop policy) */
+  int *name;          /* [count]: party k's name, its number in the run's first table (k, or
+                       * the k-th of parties.remaining when a secagg run resumes without some
+                       * of its parties): the K of party.K.*, of the %d patterns, of its
+                       * journal and of its account in the coordinator's ledger */
 } dpo_parties_t;
 
 /* Parse parties.* and party.K.* for a run of nranks ranks, with the trust mode, the policy on
@@ -214,6 +220,9 @@ int dpo_secagg_pair_key(const unsigned char sk[32], const unsigned char pk_mine[
  * its other ranks; dpopt audit simulates P parties on one rank with P); rng (borrowed) = this
  * rank's secure stream. */
 int dpo_secagg_create(MPI_Comm comm, int adds_noise, dpo_rng_t *rng, dpo_secagg_t **out);
+/* Collective: a new multi-party run's id, 64 hex digits and a NUL: the BLAKE2b hash of 32
+ * random bytes from every rank, so no party (the coordinator included) chooses it. */
+int dpo_secagg_run_id(MPI_Comm comm, char id[65]);
 /* Party identity keys (Ed25519, libsodium crypto_sign).  create: a new key pair, the secret in
  * PATH (0600, never overwritten), the public key as 64 hex digits in PATH.pub (what the other
  * parties list as party.K.public_key).  load: the secret key of PATH (refused when others may

@@ -385,6 +385,11 @@ int dpo_ledger_close(dpo_ledger_t *L);
  * {"event":..,"party":k,"step":t} (e.g. "party_dropped"). */
 int dpo_ledger_set_parties(dpo_ledger_t *L, int n, const double *eps_budget,
                            const double *delta_budget);
+/* The same for a resumed journal whose run continues without some of its parties: position k
+ * (what the other party functions and the charges' party lists name) is the journal's account
+ * names[k], names increasing (NULL: k); the other accounts stay as the journal left them. */
+int dpo_ledger_set_parties_named(dpo_ledger_t *L, int n, const int *names,
+                                 const double *eps_budget, const double *delta_budget);
 int dpo_ledger_nparties(const dpo_ledger_t *L);
 int dpo_ledger_charge_parties(dpo_ledger_t *L, const dpo_charge_t *c, int np, const int *parties,
                               double *charged, int *refused);

@@ -21,7 +21,7 @@ static char journal[128], key[128];
 
 static dpo_guard_spec_t spec(int resume) {
   dpo_guard_spec_t s = {3, 1, 1, 4, 8.0, 2.0, 50.0, 1e-5, "rdp", DPO_NEIGHBOURS_REPLACE_ONE, 0,
-                        journal, resume, key};
+                        journal, resume, key, NULL};
   return s;
 }
 

@@ -101,7 +101,7 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo
   const double S2 = 2 * s->clip;
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
-                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey};
+                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey, NULL};
   if (s->pdir) {
     int rc = dpo_mkdirs(s->pdir);
     if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, s->resuming, path, sizeof path);
@@ -144,7 +144,7 @@ static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_
   int *rp = rc ? NULL : malloc((size_t)s->size * sizeof *rp);
   if (!rc) rc = dpo_agree(comm, rp ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
   for (int r = 0; r < s->size && !rc; r++) rp[r] = r;
-  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, 1, prng, digest, sa);
+  if (!rc) rc = dpo_plan_secagg(s->cfg, comm, s->size, rp, NULL, 1, prng, digest, sa);
   free(rp);
   if (!rc) rc = dpo_agree(comm, dpo_secagg_set_graph(*sa, (int)s->collude));
   return rc;

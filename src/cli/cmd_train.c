@@ -96,15 +96,16 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "the coordinator's (party 0 without it: this directory).\n"
              "A secagg dp-sgd-rdp or DP-GD family run that lost a party's rank is continued by\n"
              "--resume RUN, with its parties (each party's budget store keeps the run's one\n"
-             "reservation) or, dp-sgd-rdp with per-party files, without its last ones:\n"
-             "--set parties.count=P'.\n"
+             "reservation) or, dp-sgd-rdp with per-party files, without some of them:\n"
+             "--set parties.remaining=0,2 (the numbers of those that continue; each keeps its\n"
+             "number, files, directory, keys and account) or --set parties.count=P' (the first P').\n"
              "Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted, 4 runtime failure,\n"
              "5 interrupted (SIGTERM/SIGINT: checkpoint written, continue with --resume RUN).\n");
 }
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
- * (--test-coordinator sigma|gamma|shares|extra[:N] | key) and a party that fails in its N-th secure-
+ * (--test-coordinator sigma|gamma|shares|extra[:N] | key | run=ID) and a party that fails in its N-th secure-
  * aggregation release (--test-party-fail N) or dies in it (--test-party-kill N: SIGKILL), taken out of argv before parsing; dpopt-test admm
  * takes them too (cli.h). */
 int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
@@ -119,6 +120,8 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
       if (colon) *colon = 0, at = atoll(colon + 1);
       int found = !strcmp(kind, "key"); /* a substituted key-agreement key */
       if (found) dpo__secagg_test_substitute_key(1);
+      if (!strncmp(argv[i], "run=", 4)) /* an old run's id as the new run's */
+        dpo__secagg_test_run_id(argv[i] + 4), found = 1;
       for (int j = 1; j < 5; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
       bad |= !found;
@@ -150,7 +153,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (dpo_cli_test_secagg_args(argc, argv, &argc)) {
     dpo_config_destroy(cfg);
     return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                              "shares or extra[:N], or key"));
+                                              "shares or extra[:N], key or run=ID"));
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */

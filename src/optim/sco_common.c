@@ -340,8 +340,8 @@ static int sco_parties_base(dpo_solver_t *s, double sens, dpo__sco_sa_t *sa) {
   memset(sa, 0, sizeof *sa);
   if (!pt) return DPO_OK;
   int P = pt->count;
-  /* more accounts than parties: a secagg run resumed without its last parties (run_ckpt.c);
-   * their accounts stay in the journal, charged no more */
+  /* a secagg run resumed without some of its parties (run_ckpt.c) names the remaining ones'
+   * accounts by position (dpo_ledger_set_parties_named); the lost ones' are charged no more */
   if (dpo_ledger_nparties(dpo_solver_ledger(s)) < P)
     return dpo_err(DPO_EINVAL, "parties: %d parties declared but the ledger keeps %d party "
                    "accounts", P, dpo_ledger_nparties(dpo_solver_ledger(s)));

@@ -56,9 +56,34 @@ int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t
     return dpo_err(DPO_EINVAL, "party %d keeps a budget store but no journal of its own on its "
                    "rank %d (no party.%d.out or parties.out): its store would be settled on the "
                    "coordinator's word alone; give the party its own run directory (refused: "
-                   "nothing was written)", k, p->first_rank[k], k);
-  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], k) >= n)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", k, p->out[k]);
+                   "nothing was written)", p->name ? p->name[k] : k, p->first_rank[k],
+                   p->name ? p->name[k] : k);
+  const int K = p->name ? p->name[k] : k; /* its journal is named by the party's name */
+  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], K) >= n)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", K, p->out[k]);
+  return DPO_OK;
+}
+
+int dpo_party_journal_rank(const dpo_parties_t *p, int k) {
+  int r = p->first_rank[k] == 0 ? 1 : p->first_rank[k];
+  return r < p->first_rank[k] + p->nranks_of[k] ? r : -1;
+}
+
+int dpo_journal_run_id(const char *path, char id[65]) {
+  static const char tag[] = "\"event\":\"run_id ";
+  char line[512];
+  id[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return dpo_err(DPO_EIO, "%s: %s", path, strerror(errno));
+  for (int n = 0; n < 4 && fgets(line, sizeof line, f); n++) { /* near the header */
+    const char *t = strstr(line, tag);
+    if (t && strspn(t + sizeof tag - 1, "0123456789abcdef") >= 64) {
+      memcpy(id, t + sizeof tag - 1, 64);
+      id[64] = '\0';
+      break;
+    }
+  }
+  fclose(f);
   return DPO_OK;
 }
 
@@ -72,7 +97,7 @@ int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   dpo_guard_t *g = calloc(1, sizeof *g);
   if (!g) return dpo_err(DPO_ENOMEM, "party guard: out of memory");
   g->spec = *spec;
-  g->spec.accountant = g->spec.journal = g->spec.key_file = NULL; /* the ledger copies them */
+  g->spec.accountant = g->spec.journal = g->spec.key_file = g->spec.run_id = NULL; /* the ledger copies them */
   /* MPI_COMM_NULL: this rank alone writes the journal (the party's own, not the coordinator's) */
   int rc = dpo_ledger_open_key(MPI_COMM_NULL, spec->eps, spec->delta, spec->journal,
                                spec->journal ? spec->resume : 0,
@@ -82,6 +107,16 @@ int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   if (rc) {
     free(g);
     return rc;
+  }
+  /* a new journal says which run it accounts for (checked at a resume through the plan) */
+  if (spec->journal && !spec->resume && spec->run_id && spec->run_id[0]) {
+    char ev[96];
+    snprintf(ev, sizeof ev, "run_id %.64s", spec->run_id);
+    if ((rc = dpo_ledger_party_event(g->acct, ev, -1, -1))) {
+      dpo_ledger_close(g->acct);
+      free(g);
+      return rc;
+    }
   }
   /* every earlier job's pass numbers lie below (a pass has at most one charge a release) */
   if (spec->journal && spec->resume) g->pass_base = (dpo_ledger_count(g->acct) + 1) << 24;

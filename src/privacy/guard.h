@@ -39,6 +39,8 @@ typedef struct {
                            * appended and synced before the party contributes); NULL: memory */
   int resume;             /* 1: reopen the journal (its charges stay spent) */
   const char *key_file;   /* the journal's chain key (NULL/"": as dpo_ledger_open_key) */
+  const char *run_id;     /* a new journal records the run's id (dpo_secagg_run_id) as its
+                           * first line after the header ("run_id HEX"); NULL: none */
 } dpo_guard_spec_t;
 
 /* One announced secure-aggregation release (the oracle's request header). */
@@ -68,6 +70,13 @@ int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal,
  * in its own run directory; none given: DPO_EINVAL naming the party (its store would be
  * settled on the coordinator's word alone). */
 int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t n);
+/* The rank that keeps party k's own journal under secagg: the party's first rank other than
+ * the coordinator's; -1 when its only rank is rank 0 (its account is the coordinator's). */
+int dpo_party_journal_rank(const dpo_parties_t *p, int k);
+/* Not collective: the run id a chained journal records ("run_id HEX" event line, written
+ * when it was created) into id[65]; "" when it records none.  Read only; the caller has
+ * verified the journal's chain (it reopened it, or replayed it). */
+int dpo_journal_run_id(const char *path, char id[65]);
 
 /* Not collective.  Opens the party's account: in memory, or its own journal (spec->journal). */
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out);
@@ -105,10 +114,11 @@ char *dpo_plantext_finish(dpo_plantext_t *pl);
  * agreed plan), every rank signs its key-agreement key with its party's secret identity key
  * (party.K.key, or parties.key with %d = K: a local path) over the plan digest and a run
  * nonce, and a key that does not verify stops the run on every rank; without listed keys the
- * exchange is unauthenticated (dpo_secagg_create).  rank_party: each rank's party; adds: the
- * noise shares this rank adds. */
+ * exchange is unauthenticated (dpo_secagg_create).  rank_party: each rank's party; names:
+ * each party's name, the K of its keys (NULL: its position; a run resumed without some
+ * parties, dpopt/parties.h); adds: the noise shares this rank adds. */
 int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const int *rank_party,
-                    int adds, dpo_rng_t *rng, const unsigned char digest[32],
+                    const int *names, int adds, dpo_rng_t *rng, const unsigned char digest[32],
                     dpo_secagg_t **sa);
 
 

@@ -33,12 +33,21 @@ struct dpo_ledger {
   double *pbeps, *pbdelta;
   void **pstate;
   int64_t *pcount; /* charges to each party (its parts' release count) */
+  /* a run that resumed without some of its parties: position k of its party table (what the
+   * callers name) is account pmap[k] (the party's name); NULL: position k is account k */
+  int *pmap, npos;
   /* told each new durable line's position (dpo_ledger_on_append): a budget store's head */
   int (*on_append)(void *arg, int64_t lines, const unsigned char head[32]);
   void *on_append_arg;
 };
 
 #define DPO__MAX_PARTIES 4096
+
+/* the account of the party table's position k, or -1 */
+static inline int dpo__ledger_acct(const dpo_ledger_t *L, int k) {
+  if (L->pmap) return k >= 0 && k < L->npos ? L->pmap[k] : -1;
+  return k >= 0 && k < L->nparties ? k : -1;
+}
 
 /* (ledger_replay.c: ledger.c calls down into it, never the reverse) */
 void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps);

@@ -481,9 +481,9 @@ int dpo_ledger_parts(const dpo_ledger_t *L, dpo_ledger_parts_t *p) {
 int dpo_ledger_party_parts(const dpo_ledger_t *L, int k, dpo_ledger_parts_t *p) {
   if (!L || !p) return dpo_err(DPO_EINVAL, "ledger_party_parts: NULL argument");
   if (L->rank != 0) return dpo_err(DPO_EINVAL, "ledger_party_parts: rank 0 only");
-  if (k < 0 || k >= L->nparties)
-    return dpo_err(DPO_EINVAL, "ledger_party_parts: party %d of %d", k, L->nparties);
-  dpo__parts_of(L->ops, L->pstate[k], L->pcount[k], p);
+  const int a = dpo__ledger_acct(L, k);
+  if (a < 0) return dpo_err(DPO_EINVAL, "ledger_party_parts: party %d of %d", k, L->nparties);
+  dpo__parts_of(L->ops, L->pstate[a], L->pcount[a], p);
   return DPO_OK;
 }
 

@@ -30,6 +30,7 @@ void dpo_parties_destroy(dpo_parties_t *p) {
   free(p->eps);
   free(p->delta);
   free(p->dropped_step);
+  free(p->name);
   free(p);
 }
 
@@ -141,12 +142,12 @@ static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
   char key[128];
   for (int k = 0; k < p->count; k++) {
     if (!p->out[k]) continue;
-    snprintf(key, sizeof key, "party.%d.out", k);
+    snprintf(key, sizeof key, "party.%d.out", p->name[k]);
     const char *at = dpo_config_get(cfg, key) ? dpo_config_origin(cfg, key)
                                               : dpo_config_origin(cfg, "parties.out");
     if (p->trust != DPO_TRUST_SECAGG)
       return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
-                     "holds its journal under privacy.trust = secagg, not %s", at, k,
+                     "holds its journal under privacy.trust = secagg, not %s", at, p->name[k],
                      dpo_trust_name(p->trust));
     if (k == 0 && p->nranks_of[0] == 1 && !dpo_config_get(cfg, key)) { /* the pattern's */
       free(p->out[0]);
@@ -209,6 +210,30 @@ static int dpo__parties_collude(const dpo_privacy_spec_t *spec, int64_t count, i
   return DPO_OK;
 }
 
+/* parties.remaining = "a,b,...": the names (numbers in the first table of `count` parties) of
+ * the parties that continue, strictly increasing; *n = how many (0: not given) */
+static int dpo__parties_remaining(const dpo_config_t *cfg, int64_t count, int *names, int *n) {
+  const char *s = NULL;
+  *n = 0;
+  dpo_config_get_str(cfg, "parties.remaining", NULL, &s);
+  if (!s) return DPO_OK;
+  const char *at = dpo_config_origin(cfg, "parties.remaining");
+  for (const char *c = s; *c;) {
+    char *end;
+    long v = strtol(c, &end, 10);
+    if (end == c || v < 0 || v >= count || (*n > 0 && v <= names[*n - 1]) || *n >= count ||
+        (*end && *end != ','))
+      return dpo_err(DPO_EINVAL, "%s: parties.remaining = '%s': expected the numbers of the "
+                     "parties that continue, increasing, each in 0..%lld (parties.count = %lld)",
+                     at, s, (long long)count - 1, (long long)count);
+    names[(*n)++] = (int)v;
+    c = *end ? end + 1 : end;
+  }
+  if (*n == 0)
+    return dpo_err(DPO_EINVAL, "%s: parties.remaining is empty", at);
+  return DPO_OK;
+}
+
 int dpo_parties_from_config(const dpo_config_t *cfg,
                             const dpo_privacy_spec_t *spec, int nranks,
                             dpo_parties_t **out) {
@@ -243,11 +268,25 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     return DPO_OK;
   }
   if (!declared) count = nranks; /* local / shares: one party per rank */
-  if (count < 1 || count > nranks)
+  /* (parties.remaining: the table is the remaining parties, checked below) */
+  if (count < 1 || (count > nranks && !dpo_config_get(cfg, "parties.remaining")))
     return dpo_err(DPO_EINVAL, "%s: parties.count = %lld: need 1 <= count <= ranks (%d): a party "
                    "is one or more ranks", dpo_config_origin(cfg, "parties.count"),
                    (long long)count, nranks);
   if (!(p = calloc(1, sizeof *p))) return dpo_err(DPO_ENOMEM, "parties: out of memory");
+  int nrem = 0;
+  if (!(p->name = malloc((size_t)count * sizeof *p->name))) {
+    free(p);
+    return dpo_err(DPO_ENOMEM, "parties: out of memory");
+  }
+  for (int k = 0; k < count; k++) p->name[k] = k;
+  if ((rc = dpo__parties_remaining(cfg, count, p->name, &nrem))) goto fail;
+  if (nrem > 0) count = nrem; /* the table: the remaining parties, each under its name */
+  if (nrem > nranks) {
+    rc = dpo_err(DPO_EINVAL, "%s: %d parties remain on %d ranks: a party is one or more ranks",
+                 dpo_config_origin(cfg, "parties.remaining"), nrem, nranks);
+    goto fail;
+  }
   p->count = (int)count;
   p->nranks = nranks;
   p->trust = tm;
@@ -278,7 +317,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
   int next = 0;
   for (int k = 0; k < p->count; k++) {
     const char *rs = NULL;
-    snprintf(key, sizeof key, "party.%d.ranks", k);
+    snprintf(key, sizeof key, "party.%d.ranks", p->name[k]);
     dpo_config_get_str(cfg, key, NULL, &rs);
     if (rs) {
       int a, b;
@@ -291,21 +330,22 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     /* parties must tile the ranks in order: the oracle's global row ids follow rank order */
     if (p->first_rank[k] != next) {
       rc = dpo_err(DPO_EINVAL, "party %d starts at rank %d, expected %d: parties must be "
-                   "consecutive blocks of ranks in order (party.K.ranks)", k, p->first_rank[k], next);
+                   "consecutive blocks of ranks in order (party.K.ranks)", p->name[k],
+                   p->first_rank[k], next);
       goto fail;
     }
     next += p->nranks_of[k];
-    snprintf(key, sizeof key, "party.%d.eps", k);
+    snprintf(key, sizeof key, "party.%d.eps", p->name[k]);
     if ((rc = dpo_config_get_double(cfg, key, geps, &p->eps[k]))) goto fail;
-    snprintf(key, sizeof key, "party.%d.delta", k);
+    snprintf(key, sizeof key, "party.%d.delta", p->name[k]);
     if ((rc = dpo_config_get_double(cfg, key, gdelta, &p->delta[k]))) goto fail;
-    if ((rc = dpo__party_path(cfg, "data", pat, k, &p->data[k])) ||
-        (rc = dpo__party_path(cfg, "budget_store", spat, k, &p->store[k])) ||
-        (rc = dpo__party_path(cfg, "out", opat, k, &p->out[k])))
+    if ((rc = dpo__party_path(cfg, "data", pat, p->name[k], &p->data[k])) ||
+        (rc = dpo__party_path(cfg, "budget_store", spat, p->name[k], &p->store[k])) ||
+        (rc = dpo__party_path(cfg, "out", opat, p->name[k], &p->out[k])))
       goto fail;
     if (!(p->delta[k] >= 0 && p->delta[k] < 1) || (!isnan(p->eps[k]) && !(p->eps[k] > 0))) {
       rc = dpo_err(DPO_EINVAL, "party %d: budget eps = %g, delta = %g: need eps > 0, delta in "
-                   "[0, 1)", k, p->eps[k], p->delta[k]);
+                   "[0, 1)", p->name[k], p->eps[k], p->delta[k]);
       goto fail;
     }
     for (int r = p->first_rank[k]; r < p->first_rank[k] + p->nranks_of[k]; r++)

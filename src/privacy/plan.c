@@ -88,19 +88,19 @@ char *dpo_plantext_finish(dpo_plantext_t *pl) {
 }
 
 int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const int *rank_party,
-                    int adds, dpo_rng_t *rng, const unsigned char digest[32],
+                    const int *names, int adds, dpo_rng_t *rng, const unsigned char digest[32],
                     dpo_secagg_t **sa) {
   int r = 0, nranks = 1;
   MPI_Comm_rank(comm, &r);
   MPI_Comm_size(comm, &nranks);
-  const int k = rank_party[r];
+  const int k = rank_party[r], K = names ? names[k] : k; /* keys are named by the party's name */
   char key[48], path[2048];
   int rc = DPO_OK, listed = 0;
   unsigned char *pks = calloc((size_t)nranks, 32), sk[64], nonce[32];
   unsigned char *ppk = calloc((size_t)nparties, 32);
   if (!pks || !ppk) rc = dpo_err(DPO_ENOMEM, "out of memory");
   for (int j = 0; j < nparties && !rc; j++) {
-    snprintf(key, sizeof key, "party.%d.public_key", j);
+    snprintf(key, sizeof key, "party.%d.public_key", names ? names[j] : j);
     const char *v = dpo_config_get(cfg, key);
     if (v) listed++, rc = dpo_party_pub_parse(v, ppk + 32 * j);
     if (rc) {
@@ -114,12 +114,12 @@ int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const 
                  "one for every party, or none", listed, nparties);
   if (!rc && listed) { /* this rank's party's secret key */
     const char *kp = NULL;
-    snprintf(key, sizeof key, "party.%d.key", k);
+    snprintf(key, sizeof key, "party.%d.key", K);
     if (!(kp = dpo_config_get(cfg, key))) {
       const char *pat = dpo_config_get(cfg, "parties.key");
       if (pat && strstr(pat, "%d")) {
         const char *at = strstr(pat, "%d");
-        snprintf(path, sizeof path, "%.*s%d%s", (int)(at - pat), pat, k, at + 2);
+        snprintf(path, sizeof path, "%.*s%d%s", (int)(at - pat), pat, K, at + 2);
         kp = path;
       } else {
         kp = pat;
@@ -128,16 +128,21 @@ int dpo_plan_secagg(const dpo_config_t *cfg, MPI_Comm comm, int nparties, const 
     if (!kp)
       rc = dpo_err(DPO_EINVAL, "the parties list identity keys, but party %d has no secret key "
                    "here: give party.%d.key (or parties.key with %%d) = the file dpopt party-key "
-                   "wrote", k, k);
+                   "wrote", K, K);
     else if (!(rc = dpo_party_key_load(kp, sk)) && memcmp(sk + 32, ppk + 32 * k, 32))
       rc = dpo_err(DPO_EINVAL, "the key %s is not party %d's: its public half differs from "
-                   "party.%d.public_key", kp, k, k);
+                   "party.%d.public_key", kp, K, K);
   }
   rc = dpo_agree(comm, rc);
   if (!rc && listed) {
-    for (int s = 0; s < nranks; s++) memcpy(pks + 32 * s, ppk + 32 * rank_party[s], 32);
-    dpo_secagg_auth_t au = {sk, pks, rank_party, digest, nonce};
+    int *rname = malloc((size_t)nranks * sizeof *rname); /* messages name parties by name */
+    for (int s = 0; s < nranks; s++) {
+      memcpy(pks + 32 * s, ppk + 32 * rank_party[s], 32);
+      if (rname) rname[s] = names ? names[rank_party[s]] : rank_party[s];
+    }
+    dpo_secagg_auth_t au = {sk, pks, rname, digest, nonce};
     rc = dpo_secagg_create_auth(comm, adds, rng, &au, sa);
+    free(rname);
   } else if (!rc) {
     rc = dpo_secagg_create(comm, adds, rng, sa);
   }

@@ -464,7 +464,41 @@ void dpo_secagg_destroy(dpo_secagg_t *sa) {
 /* Test builds only (privacy/test_switches.h; dpopt-test train --test-coordinator key). */
 static int dpo__test_sub_key = 0;
 void dpo__secagg_test_substitute_key(int on) { dpo__test_sub_key = on ? 1 : 0; }
+/* (dpopt-test train --test-coordinator run=HEX): rank 0 takes HEX as the new run's id */
+static char dpo__test_run_id[65];
+void dpo__secagg_test_run_id(const char *hex) {
+  snprintf(dpo__test_run_id, sizeof dpo__test_run_id, "%s", hex ? hex : "");
+}
 #endif
+
+/* A new multi-party run's id: no party chooses it.  Every rank contributes 32 bytes from the
+ * OS generator and takes the BLAKE2b hash of all contributions, so the id is fresh as long as
+ * one rank is honest (a coordinator cannot make it an old run's, whose budget store records or
+ * journals it would then continue), and the parties check that they hold the same one by the
+ * plan digest (run_parties.c, "~run"). */
+int dpo_secagg_run_id(MPI_Comm comm, char id[65]) {
+  int size = 1, rank = 0, rc = DPO_OK;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  unsigned char mine[32], h[32], *all = malloc((size_t)size * 32);
+  if (sodium_init() < 0) rc = dpo_err(DPO_EUNSUP, "libsodium failed to initialize");
+  else randombytes_buf(mine, sizeof mine);
+  if (!all) rc = dpo_err(DPO_ENOMEM, "run id: out of memory");
+  if ((rc = dpo_agree(comm, rc))) {
+    free(all);
+    return rc;
+  }
+  if (MPI_Allgather(mine, 32, MPI_BYTE, all, 32, MPI_BYTE, comm) != MPI_SUCCESS)
+    rc = dpo_err(DPO_EMPI, "run id: MPI_Allgather failed");
+  crypto_generichash(h, sizeof h, all, (size_t)size * 32, (const unsigned char *)"dpopt run id 1",
+                     14);
+  free(all);
+  sodium_bin2hex(id, 65, h, sizeof h);
+#ifdef DPO_TEST_SWITCHES
+  if (rank == 0 && dpo__test_run_id[0]) snprintf(id, 65, "%s", dpo__test_run_id);
+#endif
+  return dpo_agree(comm, rc);
+}
 
 /* What a rank signs with its party's identity key: its key-agreement public key, bound to the
  * agreed plan, to this run (a nonce every rank contributed to, so no old signature replays)

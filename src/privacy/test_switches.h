@@ -29,6 +29,9 @@ void dpo__oracle_test_party_kill(int64_t at);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);
+/* secagg.c (dpopt-test train --test-coordinator run=HEX): rank 0 takes HEX (an old run's id)
+ * as a new multi-party run's id instead of the one every rank derived; every party must stop. */
+void dpo__secagg_test_run_id(const char *hex);
 
 #endif
 
@@ -75,5 +78,8 @@ void dpo__oracle_test_party_kill(int64_t at);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);
+/* secagg.c (dpopt-test train --test-coordinator run=HEX): rank 0 takes HEX (an old run's id)
+ * as a new multi-party run's id instead of the one every rank derived; every party must stop. */
+void dpo__secagg_test_run_id(const char *hex);
 
 #endif

@@ -59,20 +59,47 @@ static int dpo__resume_may_change(const char *key) {
          strcmp(key, "run.command") != 0;
 }
 
+/* party name n is in the list "a,b,..." (NULL: the first table, 0..count-1) */
+static int dpo__names_have(const char *list, long count, long n) {
+  if (!list) return n >= 0 && n < count;
+  for (const char *c = list; *c;) {
+    char *end;
+    long v = strtol(c, &end, 10);
+    if (end == c) return 0;
+    if (v == n) return 1;
+    c = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return 0;
+  }
+  return 0;
+}
+
 /* The one change a resume may make to the parties (doc/design.md, "Dropouts"): a secagg run
- * with per-party files continues without its LAST parties (parties.count lowered): their rows
- * leave with them, each remaining party keeps its index, directory and journal, and every
- * rank's new plan differs from the old one only by the lost parties (this rule runs on each
- * party's own ranks, over its own config.ini).  Another index layout would renumber the
- * parties' journals: not supported. */
+ * with per-party files continues without some of its parties: parties.remaining names those
+ * that continue (any of them: each party keeps its name, the number of its directory, journal,
+ * keys and account), or parties.count lowered drops the last ones.  Their rows leave with
+ * them, and every rank's new plan differs from the old one only by the lost parties (this rule
+ * runs on each party's own ranks, over its own config.ini; the plan agreement checks that
+ * they all applied the same). */
 static int dpo__resume_drops_parties(const dpo_config_t *cfg, const char *key, const char *was,
                                      const char *value) {
   char *e1, *e2;
   const char *trust = dpo_config_get(cfg, "privacy.trust"), *algo = dpo_config_get(cfg, "algo.name");
   /* dp-sgd-rdp only: the DP-GD family's checkpoint holds the full table's active-party set */
-  if (strcmp(key, "parties.count") != 0 || !was || !trust || strcasecmp(trust, "secagg") != 0 ||
-      !algo || strcmp(algo, "dp-sgd-rdp") != 0 ||
+  if (!trust || strcasecmp(trust, "secagg") != 0 || !algo || strcmp(algo, "dp-sgd-rdp") != 0 ||
       (!dpo_config_get(cfg, "parties.data") && !dpo_config_get(cfg, "party.0.data")))
+    return 0;
+  if (!strcmp(key, "parties.remaining")) { /* a subset of the parties that took part so far */
+    const char *count = dpo_config_get(cfg, "parties.count");
+    long P = count ? strtol(count, &e1, 10) : 0, n = 0, prev = -1;
+    for (const char *c = value; *c; n++) {
+      long v = strtol(c, &e2, 10);
+      if (e2 == c || v <= prev || !dpo__names_have(was, P, v) || (*e2 && *e2 != ',')) return 0;
+      prev = v;
+      c = *e2 ? e2 + 1 : e2;
+    }
+    return n >= 1; /* dpo_parties_from_config checks the rest (P' > collude, ranks) */
+  }
+  if (strcmp(key, "parties.count") != 0 || !was || dpo_config_get(cfg, "parties.remaining"))
     return 0;
   long a = strtol(was, &e1, 10), b = strtol(value, &e2, 10);
   return !*e1 && !*e2 && b >= 1 && b < a;
@@ -86,9 +113,9 @@ static void dpo__merge_one(const char *key, const char *value, const char *origi
       !dpo__resume_drops_parties(m->cfg, key, was, value)) {
     m->rc = dpo_err(DPO_EINVAL,
                     "%s: --resume cannot change %s (the run has %s%s%s): only run.* settings other "
-                    "than run.seed, run.dir and run.command may change when resuming (and "
-                    "parties.count may drop: a secagg run with per-party files continues "
-                    "without its last parties)",
+                    "than run.seed, run.dir and run.command may change when resuming (and a "
+                    "secagg dp-sgd-rdp run with per-party files may continue without some "
+                    "parties: parties.remaining = the numbers of those that continue)",
                     origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "");
     return;
   }

@@ -31,11 +31,8 @@ struct dpo__run_parties {
   dpo_guard_t *guard; /* secagg, ranks other than 0: this party's own guard and account */
 };
 
-/* The rank that keeps party k's own journal under secagg: the party's first rank other than
- * the coordinator's; -1 when its only rank is rank 0 (its account is the coordinator's). */
 static int dpo__journal_rank(const dpo_parties_t *p, int k) {
-  int r = p->first_rank[k] == 0 ? 1 : p->first_rank[k];
-  return r < p->first_rank[k] + p->nranks_of[k] ? r : -1;
+  return dpo_party_journal_rank(p, k);
 }
 
 /* Not collective, secagg: on the rank that keeps its party's journal, the party's own run
@@ -43,17 +40,17 @@ static int dpo__journal_rank(const dpo_parties_t *p, int k) {
  * the run: a new run needs a directory without a journal, --resume one with it.  Nothing is
  * written here (the directory is made when the journal is opened, after the plan). */
 static int dpo__party_dir_check(const dpo_parties_t *p, int rank, int resuming) {
-  const int k = p->rank_party[rank];
+  const int k = p->rank_party[rank], K = p->name[k];
   if (dpo__journal_rank(p, k) != rank) return DPO_OK;
   if (!p->out[k]) {
     if (k == 0) return DPO_OK; /* the coordinator's party: its run directory is --out's */
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg: party %d keeps its own journal in its own "
                    "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
                    "parties.out = DIR%%d) in the configuration party %d's ranks read (--out is the "
-                   "coordinator's directory; no party writes there)", k, rank, k, k);
+                   "coordinator's directory; no party writes there)", K, rank, K, K);
   }
   char journal[1100];
-  return dpo_guard_journal_check(p->out[k], k, resuming, journal, sizeof journal);
+  return dpo_guard_journal_check(p->out[k], K, resuming, journal, sizeof journal);
 }
 
 int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
@@ -69,6 +66,13 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
     tp->spec = spec;
     rc = dpo_parties_from_config(cfg, spec, dpo__size(comm), &tp->p);
   }
+  /* the parties that continue a resumed run, named by their number in its first table: only a
+   * resume names them (dpo__resume_drops_parties, run_ckpt.c, says when it may) */
+  if (!rc && dpo_config_get(cfg, "parties.remaining") &&
+      (!resuming || !tp->p || tp->p->trust != DPO_TRUST_SECAGG))
+    rc = dpo_err(DPO_EINVAL, "%s: parties.remaining names the parties that continue a resumed "
+                 "secagg run (--resume RUN --set parties.remaining=0,2); a new run declares its "
+                 "parties with parties.count", dpo_config_origin(cfg, "parties.remaining"));
   if (!rc && tp->p && tp->p->trust != DPO_TRUST_CENTRAL) {
     if (!is_private) {
       rc = dpo_err(DPO_EINVAL, "privacy.trust = %s applies to private algorithms (dp-*)",
@@ -109,12 +113,20 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
     /* read when the pairwise keys are made (dpo__run_parties_attach, after the plan) */
     char key[48];
+    int64_t first = tp->p->count; /* the first table's parties (parties.remaining's are some) */
+    static const char *const lost[] = {"ranks", "eps", "delta", "data", "out", "budget_store"};
+    dpo_config_get_int(cfg, "parties.count", first, &first);
     dpo_config_declare(cfg, "parties.key");
-    for (int k = 0; k < tp->p->count; k++) {
+    for (int k = 0; k < first; k++) {
       snprintf(key, sizeof key, "party.%d.key", k);
       dpo_config_declare(cfg, key);
       snprintf(key, sizeof key, "party.%d.public_key", k);
       dpo_config_declare(cfg, key);
+      /* a lost party's settings were the first job's; its name stays taken */
+      for (size_t i = 0; first > tp->p->count && i < sizeof lost / sizeof *lost; i++) {
+        snprintf(key, sizeof key, "party.%d.%s", k, lost[i]);
+        dpo_config_declare(cfg, key);
+      }
     }
   }
   if (rc) {
@@ -243,7 +255,8 @@ static int dpo__corrupt_ranks(const dpo_parties_t *p) {
 
 /* This rank's canonical plan: the plan keys of its own configuration, sorted, and what the run
  * derived from them (ranks, dimension, party table, encoding).  Caller frees. */
-static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d) {
+static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d,
+                            const char *run_id) {
   static const char *const pre[] = {"algo.", "privacy.", "parties.", "party.", "model."};
   const dpo_parties_t *p = tp->p;
   dpo_plantext_t *pl = dpo_plantext_new();
@@ -258,7 +271,7 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
   dpo_plantext_add(pl, "~trust", v);
   for (int k = 0; k < p->count; k++) {
     char key[32];
-    snprintf(key, sizeof key, "~party %d", k);
+    snprintf(key, sizeof key, "~party %d", p->name[k]); /* by name: what the keys use */
     snprintf(v, sizeof v, "ranks %d+%d, eps %.17g, delta %.17g", p->first_rank[k],
              p->nranks_of[k], p->eps[k], p->delta[k]);
     dpo_plantext_add(pl, key, v);
@@ -268,17 +281,20 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
            "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
            dpo__corrupt_ranks(p));
   dpo_plantext_add(pl, "~encoding", v);
+  /* the run this rank takes part in (dpo__run_priv_run_id_of): derived by all, or, resumed,
+   * the one its party's own journal records */
+  if (run_id) dpo_plantext_add(pl, "~run", run_id);
   return dpo_plantext_finish(pl);
 }
 
 /* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
  * builds its party's guard from its own configuration and hands it to the oracle. */
 static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o,
-                                  const char *run_dir, int resuming) {
+                                  const char *run_dir, int resuming, const char *run_id) {
   const dpo_parties_t *p = tp->p;
   const int64_t d = dpo_oracle_dim(o);
   unsigned char digest[32];
-  char *plan = dpo__plan_text(tp, comm, d);
+  char *plan = dpo__plan_text(tp, comm, d, run_id);
   int rc = plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   rc = dpo_agree(comm, rc);
   if (!rc) rc = dpo_plan_agree(comm, plan, digest);
@@ -286,7 +302,7 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   /* pairwise keys once per run (authenticated when the parties list identity keys); each
    * party's first rank adds the party's noise share */
   if (!rc)
-    rc = dpo_plan_secagg(tp->cfg, comm, p->count, p->rank_party,
+    rc = dpo_plan_secagg(tp->cfg, comm, p->count, p->rank_party, p->name,
                          p->first_rank[p->rank_party[tp->rank]] == tp->rank, tp->rng, digest,
                          &tp->sa);
   if (!rc) rc = dpo_secagg_set_graph(tp->sa, dpo__corrupt_ranks(p)); /* same on every rank */
@@ -295,8 +311,9 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   const char *key = "";
   double B1 = NAN, B2 = NAN;
   const int party = p->rank_party[tp->rank];
-  dpo_guard_spec_t sp = {p->count, p->collude, party, d, NAN, NAN, p->eps[party],
-                         p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL};
+  dpo_guard_spec_t sp = {p->count, p->collude, p->name[party], d, NAN, NAN, p->eps[party],
+                         p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL,
+                         NULL};
   /* the party's first rank after the coordinator keeps the party's own journal in the party's
    * own run directory: what it charged, each line synced before it contributes (doc/design.md,
    * "Threat model"); the coordinator's party may keep it in the coordinator's */
@@ -304,9 +321,10 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   char journal[1100];
   if (dpo__journal_rank(p, party) == tp->rank && dir && dir[0] &&
       !(rc = p->out[party] ? dpo_mkdirs(dir) : DPO_OK)) {
-    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", dir, party);
+    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", dir, p->name[party]);
     sp.journal = journal;
     sp.resume = resuming;
+    sp.run_id = run_id; /* a new journal records it */
     dpo_config_get_str(tp->cfg, "privacy.journal_key", "", &key);
     sp.key_file = key;
   }
@@ -325,13 +343,13 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
 
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
                             struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
-                            int resuming) {
+                            int resuming, const char *run_id) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
   rc = dpo_agree(comm, rc);
-  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming)))
+  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming, run_id)))
     return rc;
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;
@@ -340,8 +358,9 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t 
       for (int k = 0; k < p->count && !rc; k++)
         if (!(p->eps[k] > 0))
           rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
-                       "party.%d.eps", k, k);
-      if (!rc) rc = dpo_ledger_set_parties(ledger, p->count, p->eps, p->delta);
+                       "party.%d.eps", p->name[k], p->name[k]);
+      /* each party's account is its name's (a resume without some parties keeps theirs) */
+      if (!rc) rc = dpo_ledger_set_parties_named(ledger, p->count, p->name, p->eps, p->delta);
       if (!rc) { /* the journal says whom its charges hold against */
         char ev[800];
         double be = NAN, bd = NAN;
@@ -404,7 +423,7 @@ void dpo__run_parties_summary(const dpo__run_parties_t *tp, struct dpo_ledger *l
                              "batch)"));
   for (int k = 0; k < p->count; k++) {
     json_object *e = json_object_new_object();
-    json_object_object_add(e, "party", json_object_new_int(k));
+    json_object_object_add(e, "party", json_object_new_int(p->name[k]));
     json_object_object_add(e, "first_rank", json_object_new_int(p->first_rank[k]));
     json_object_object_add(e, "ranks", json_object_new_int(p->nranks_of[k]));
     if (p->data[k]) json_object_object_add(e, "data", json_object_new_string(p->data[k]));
@@ -440,7 +459,7 @@ void dpo__run_parties_print(const dpo__run_parties_t *tp, struct dpo_ledger *led
     double be, bd, se, sd;
     dpo_ledger_party_budget(ledger, k, &be, &bd);
     dpo_ledger_party_spent(ledger, k, &se, &sd);
-    fprintf(out, "  party %-3d     eps = %.6g of %.6g%s\n", k, se, be,
+    fprintf(out, "  party %-3d     eps = %.6g of %.6g%s\n", p->name[k], se, be,
             p->dropped_step[k] >= 0 ? " (dropped: budget exhausted)" : "");
   }
 }

@@ -46,6 +46,12 @@ struct dpo__run_priv {
   int preserved;
   int presume;       /* --resume, every rank: the stopped run's reservation, found by its id
                       * once the journal reopens (dpo__run_priv_party_now) */
+  /* multi-party runs under secagg or with party stores: the run's id, which no party chooses
+   * (dpo__run_priv_run_id); the party stores' reservations and the plan ("~run") use it */
+  const dpo_parties_t *ptab;
+  int presumed;
+  char prun_id[65];
+  char dir[1024];    /* the run directory (party 0's journal when it names none) */
 };
 
 int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
@@ -152,6 +158,10 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
 
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming) {
   int rc = DPO_OK;
+  if (pt && p->is_private && (pt->trust == DPO_TRUST_SECAGG || (pt->store && pt->store[0]))) {
+    p->ptab = pt;
+    p->presumed = resuming;
+  }
   if (!pt || !pt->store || !pt->store[0] || !p->is_private) return DPO_OK;
   p->pt = pt;
   p->presume = resuming;
@@ -164,7 +174,7 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
     char j[1100];
     if (!(pt->eps[k] > 0))
       rc = dpo_err(DPO_EINVAL, "party %d has no budget: give privacy.eps, parties.eps or "
-                   "party.%d.eps", k, k);
+                   "party.%d.eps", pt->name[k], pt->name[k]);
     /* resumed: the store will be settled against the party's own journal (party_now) */
     else if (!resuming || !(rc = dpo_party_store_journal(pt, k, j, sizeof j)))
       rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
@@ -181,7 +191,7 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   int rc;
   if (!pt->data[k])
     rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
-                 "party.%d.data)", k);
+                 "party.%d.data)", pt->name[k]);
   else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, bud)) &&
            !(rc = dpo_budget_lock(*bud)) && /* held until the reservation */
            !resuming) /* a resumed run's fit is checked with its id (its record may be open) */
@@ -189,11 +199,11 @@ int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_f
   /* the amounts stay with the party: the others learn only that its store refused */
   if (rc == DPO_EBUDGET)
     return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for "
-                   "this %s does not fit what its store has left); nothing was written", k, what,
-                   what);
+                   "this %s does not fit what its store has left); nothing was written",
+                   pt->name[k], what, what);
   if (rc) {
     snprintf(why, sizeof why, "%s", dpo_errmsg());
-    return dpo_err(rc, "party %d: its budget store refused the %s: %s", k, what, why);
+    return dpo_err(rc, "party %d: its budget store refused the %s: %s", pt->name[k], what, why);
   }
   return DPO_OK;
 }
@@ -236,12 +246,13 @@ static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) 
 static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
   if (rc == DPO_EBUDGET)
     rc = dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
-                 "does not fit what its store has left); nothing was written", p->party,
-                 p->presume ? "resumed run" : "run");
+                 "does not fit what its store has left); nothing was written",
+                 p->pt->name[p->party], p->presume ? "resumed run" : "run");
   else if (rc && p->party >= 0) {
     char why[600];
     snprintf(why, sizeof why, "%s", dpo_errmsg());
-    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->party, why);
+    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->pt->name[p->party],
+                 why);
   }
   return dpo_agree(p->comm, rc);
 }
@@ -251,9 +262,6 @@ static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
 static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
   int rc = DPO_OK;
   if (!p->pt) return DPO_OK;
-  if (p->rank == 0) rc = dpo_ledger_run_id(p->ledger, p->run_id);
-  if ((rc = dpo_agree(p->comm, rc))) return rc;
-  MPI_Bcast(p->run_id, (int)sizeof p->run_id, MPI_CHAR, 0, p->comm);
   const double eps = p->party >= 0 ? p->pt->eps[p->party] : 0;
   const double delta = p->party >= 0 ? p->pt->delta[p->party] : 0;
   dpo_ledger_parts_t now;
@@ -261,11 +269,11 @@ static int dpo__run_priv_party_reserve(dpo__run_priv_t *p) {
    * writes nothing; a new run's fit was checked at dpo__run_priv_party_check */
   if (p->presume) {
     if (!(rc = dpo__run_priv_party_now(p, &now)) && p->pbud)
-      rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 1);
+      rc = dpo_budget_reserve_resumed(p->pbud, p->prun_id, eps, delta, "train", &now, 1);
     if ((rc = dpo__run_priv_party_refusal(p, rc))) return rc; /* agreed: nobody writes */
-    if (p->pbud) rc = dpo_budget_reserve_resumed(p->pbud, p->run_id, eps, delta, "train", &now, 0);
+    if (p->pbud) rc = dpo_budget_reserve_resumed(p->pbud, p->prun_id, eps, delta, "train", &now, 0);
   } else if (p->pbud)
-    rc = dpo_budget_reserve(p->pbud, p->run_id, eps, delta, "train", 0);
+    rc = dpo_budget_reserve(p->pbud, p->prun_id, eps, delta, "train", 0);
   if (!rc && p->pbud) p->preserved = 1;
   return dpo__run_priv_party_refusal(p, rc);
 }
@@ -292,12 +300,50 @@ void dpo__run_priv_settle_parties(dpo__run_priv_t *p, const dpo_ledger_parts_t *
   const char *why = "the party's account is unknown";
   if (!(v.eps >= 0) || (own && dpo_budget_parts_max(&v, own) && (why = dpo_errmsg()))) {
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: %s\n", p->party, why);
+            "spent whole: %s\n", pt->name[p->party], why);
     return;
   }
-  if (dpo_budget_settle(p->pbud, p->run_id, &v))
+  if (dpo_budget_settle(p->pbud, p->prun_id, &v))
     fprintf(stderr, "dpopt: warning: party %d: its budget store keeps the run's reservation "
-            "spent whole: %s\n", p->party, dpo_errmsg());
+            "spent whole: %s\n", pt->name[p->party], dpo_errmsg());
+}
+
+/* Collective, after the coordinator's journal opened, before any party store reserves: the
+ * run's id.  A new run's is every rank's contribution hashed (dpo_secagg_run_id), recorded in
+ * the coordinator's journal and, when its guard opens it, in every party's own.  A resumed
+ * run's is the coordinator's journal's, except on the rank that keeps a party's journal: there
+ * it is that journal's, so a coordinator that resumes another run than the one the party took
+ * part in has another plan digest ("~run", run_parties.c) and every such party stops. */
+static int dpo__run_priv_run_id(dpo__run_priv_t *p) {
+  const dpo_parties_t *pt = p->ptab;
+  int rc = DPO_OK;
+  char ev[96];
+  if (!pt) return DPO_OK;
+  if (!p->presumed) {
+    if ((rc = dpo_secagg_run_id(p->comm, p->prun_id))) return rc;
+    snprintf(ev, sizeof ev, "run_id %s", p->prun_id);
+    return dpo_agree(p->comm, p->rank == 0 ? dpo_ledger_party_event(p->ledger, ev, -1, -1) : rc);
+  }
+  if (p->rank == 0 && !(rc = dpo_journal_run_id(p->journal, p->prun_id)) && !p->prun_id[0])
+    rc = dpo_err(DPO_EFORMAT, "%s names no run id (a journal of an older dpopt): a multi-party "
+                 "run resumes only from a journal that does", p->journal);
+  if ((rc = dpo_agree(p->comm, rc))) return rc;
+  MPI_Bcast(p->prun_id, (int)sizeof p->prun_id, MPI_CHAR, 0, p->comm);
+  const int k = pt->rank_party[p->rank];
+  if (pt->trust == DPO_TRUST_SECAGG && p->rank != 0 && dpo_party_journal_rank(pt, k) == p->rank) {
+    char j[1100], own[65];
+    snprintf(j, sizeof j, "%s/ledger.party%d.jsonl", pt->out[k] ? pt->out[k] : p->dir,
+             pt->name[k]);
+    if (!(rc = dpo_journal_run_id(j, own)) && !own[0])
+      rc = dpo_err(DPO_EFORMAT, "party %d: its journal %s names no run id (a journal of an older "
+                   "dpopt): it cannot tell which run it took part in", pt->name[k], j);
+    if (!rc) memcpy(p->prun_id, own, sizeof own);
+  }
+  return dpo_agree(p->comm, rc);
+}
+
+const char *dpo__run_priv_run_id_of(const dpo__run_priv_t *p) {
+  return p && p->ptab ? p->prun_id : NULL;
 }
 
 /* after the journal: the run's whole budget reserved in the store under the journal's id (a
@@ -311,6 +357,7 @@ static int dpo__run_priv_reserve(dpo__run_priv_t *p) {
     p->reserved = p->run_id[0] != '\0';
   }
   rc = dpo_agree(p->comm, rc);
+  if (!rc) rc = dpo__run_priv_run_id(p);
   return rc ? rc : dpo__run_priv_party_reserve(p);
 }
 
@@ -320,6 +367,7 @@ int dpo__run_priv_key_check(const dpo__run_priv_t *p, int resume) {
 
 int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
+  snprintf(p->dir, sizeof p->dir, "%s", run_dir);
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
                                p->key_file, &p->ledger);
@@ -329,6 +377,7 @@ int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
 /* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
 int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
   if (!p->is_private) return DPO_OK;
+  snprintf(p->dir, sizeof p->dir, "%s", run_dir);
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
   int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
                                p->key_file, &p->ledger);

@@ -61,6 +61,10 @@ void dpo__run_priv_attach(dpo__run_priv_t *p, dpo_solver_t *s);
 int dpo__run_priv_trace_note(const dpo__run_priv_t *p, FILE *trace);
 /* One line: "PRIVATE (eps=...)", "NOT PRIVATE: seeded" or "NOT PRIVATE: non-private algorithm". */
 const char *dpo__run_priv_label(const dpo__run_priv_t *p);
+/* A multi-party run's id once the journal opened (secagg, or party budget stores): 64 hex
+ * digits no party chose (dpo_secagg_run_id), or, resumed, the run the journals record; NULL
+ * for other runs. */
+const char *dpo__run_priv_run_id_of(const dpo__run_priv_t *p);
 /* 1: a private algorithm with secure (unseeded) noise: the outputs carry the guarantee. */
 int dpo__run_priv_guaranteed(const dpo__run_priv_t *p);
 void dpo__run_priv_summary(const dpo__run_priv_t *p, json_object *sum);

@@ -109,7 +109,7 @@ static int dpo__make_solver(dpo_run_t *r) {
   if (r->test && (rc = dpo_oracle_set_heldout(r->oracle, r->test))) return rc;
   if ((rc = dpo__run_parties_attach(r->parties, r->comm, r->oracle,
                                     dpo__run_priv_ledger(r->priv), r->trace, r->dir,
-                                    r->resuming)))
+                                    r->resuming, dpo__run_priv_run_id_of(r->priv))))
     return rc;
   /* the parameter vector: d (features + intercept), K d for softmax (dpo_model_dim) */
   const int32_t p = dpo_oracle_dim(r->oracle);
