@@ -82,6 +82,15 @@ static dpo_hamsi_result_t *run(MPI_Comm c, const dpo_hamsi_opts_t *o, int32_t nu
 
 static int same(const double *a, const double *b, long n) { return !memcmp(a, b, sizeof(double) * n); }
 
+/* the small HAMSI run of sections 2 and 6: rank 4, memory 3, eta 1, sigma0 0.01 */
+static void small_opts(dpo_hamsi_opts_t *o) {
+  dpo_hamsi_opts_default(o);
+  o->r = 4;
+  o->memory = 3;
+  o->eta = 1;
+  o->sigma0 = 0.01;
+}
+
 /* MPI_Allreduce calls of this process: this program's definition is the one the library's
  * calls reach (PMPI), so section 6 can count the library's waits for the other ranks */
 static long n_allreduce;
@@ -153,12 +162,8 @@ int main(int argc, char **argv) {
 
   /* 2. without repro: the sums differ in rounding only */
   {
-    dpo_hamsi_opts_default(&o);
-    o.r = 4;
+    small_opts(&o);
     o.nblocks = 4;
-    o.memory = 3;
-    o.eta = 1;
-    o.sigma0 = 0.01;
     o.epochs = 8;
     dpo_hamsi_result_t *ref = NULL;
     MPI_Comm c1 = dpo_t_subcomm(1);
@@ -414,11 +419,7 @@ int main(int argc, char **argv) {
       for (int g = 0; g < 2; g++) {
         long cnt[2];
         for (int e = 0; e < 2; e++) {
-          dpo_hamsi_opts_default(&o);
-          o.r = 4;
-          o.memory = 3;
-          o.eta = 1;
-          o.sigma0 = 0.01;
+          small_opts(&o);
           o.eval_every = 0;
           o.epochs = e ? 8 : 4;
           o.reject_tol = g ? 0.1 : -1;
