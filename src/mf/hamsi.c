@@ -298,8 +298,7 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   }
   if (h->hamsi) {
     int undone = 0;
-    if (guard && (st = dpo__hm_check(h, &undone))) return st;
-    if (!undone) st = dpo__hm_pair(h);
+    st = guard ? dpo__hm_check_pair(h, &undone) : dpo__hm_pair(h);
   } else if (guard) {
     st = dpo__hm_check_gd(h);
   }

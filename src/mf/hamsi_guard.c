@@ -1,6 +1,6 @@
 /* The safeguards of distributed HAMSI and mb-GD (src/mf/hamsi.c's epoch loop calls them after
  * each epoch): the undone epoch and its damped steps, the divergence guard.  Thesis Chapter 3,
- * Alg. 3; the rules for the factors-only model and the biased one are stated at dpo__hm_check. */
+ * Alg. 3; the rules for the factors-only model and the biased one are stated at dpo__check_decide. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,12 +54,10 @@ static int dpo__check_sums(dpo__hm_t *h, double out[3]) {
  * Biased model: the memory is reset after any undone epoch (the next epochs take gradient
  * steps with the smaller 1/beta_t and refill it).  Over-long gradient steps (too large sigma0,
  * too small eta) are halved until they pass, and the memory reset.  So a bad step costs one
- * epoch instead of the run.  *undone says whether it acted. */
-int dpo__hm_check(dpo__hm_t *h, int *undone) {
-  double out[3];
-  int st = dpo__check_sums(h, out);
-  *undone = 0;
-  if (st) return st;
+ * epoch instead of the run.  *undone says whether it acted.
+ * The decision on the summed out[3] (f_k0 at the start, before the last step, the number of
+ * ranks with a non-finite factor). */
+static int dpo__check_decide(dpo__hm_t *h, const double out[3], int *undone) {
   if (out[2] == 0 && out[1] <= (1 + h->o.reject_tol) * out[0]) return dpo__hm_sg_accept(h);
   *undone = 1;
   /* a gradient epoch (no quasi-Newton step yet) that raised f: the step scale is too large
@@ -89,6 +87,28 @@ int dpo__hm_check(dpo__hm_t *h, int *undone) {
   for (int32_t c = 0; c < h->B; c++)
     if (h->cbuf[c]) memcpy(h->cbuf[c], h->xbc[c], sizeof(double) * (size_t)dpo__nvc(h, c));
   return DPO_OK;
+}
+
+/* The safeguard above and, unless it undoes the epoch, the pair (dpo__hm_pair), with the sums
+ * of both in ONE Allreduce: each is a wait for the other ranks, which on loaded cores costs
+ * more than the sums (of about five an epoch: the ring's moves, this one, the status).  The
+ * pair's inner products are taken before the decision: they read s, y and the histories,
+ * which an accepted epoch's bookkeeping does not touch; an undone epoch discards them and its
+ * y, which the next epoch recomputes.  The iterates are those of the check then the pair. */
+int dpo__hm_check_pair(dpo__hm_t *h, int *undone) {
+  int32_t nf = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0], np;
+  int M = h->M;
+  double out[512 + 3], t = MPI_Wtime();
+  *undone = 0;
+  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  dpo__hm_pair_local(h, &np);
+  memcpy(h->part + (int64_t)np * 2 * M, h->fpart, sizeof(double) * 3 * (size_t)nf);
+  memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nf);
+  int st = dpo__hm_reduce_parts2(h, h->part, np, 2 * M, nf, 3, out);
+  if (!st) st = dpo__check_decide(h, out + 2 * M, undone);
+  if (!st && !*undone) st = dpo__hm_pair_push(h, out);
+  h->t_hess += MPI_Wtime() - t;
+  return st;
 }
 
 

@@ -268,18 +268,27 @@ void dpo__hm_reset_memory(dpo__hm_t *h);
  * when fsum is given.  Local. */
 void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
                    double *acc2, double *dx2, double *fsum);
-/* Allreduce of per-part partial sums (w doubles per part) into out[w] (collective). */
+/* Allreduce of per-part partial sums (w doubles per part) into out[w] (collective); the 2
+ * form reduces na parts of wa sums and nb of wb, laid one after the other, in one Allreduce
+ * into out[wa + wb]. */
 int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out);
-/* Lines 14-19 after the last inner step (collective). */
+int dpo__hm_reduce_parts2(dpo__hm_t *h, double *part, int32_t na, int32_t wa, int32_t nb,
+                          int32_t wb, double *out);
+/* Lines 14-19 after the last inner step (collective): dpo__hm_pair_local (local: y and the
+ * parts' 2M inner products into h->part), the reduction, dpo__hm_pair_push (local: acceptance
+ * and the new S, Y rows). */
 int dpo__hm_pair(dpo__hm_t *h);
+void dpo__hm_pair_local(dpo__hm_t *h, int32_t *nparts);
+int dpo__hm_pair_push(dpo__hm_t *h, const double *dots);
 /* Seconds of k ticks (dpo__tick). */
 double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k);
 
-/* hamsi_guard.c: after a HAMSI epoch's strata, before its pair: undo an epoch that raised the
- * repeated stratum's f or left a non-finite factor (*undone says so); after an mb-GD epoch, the
- * same against the last accepted epoch's sum; the divergence guard (local: every factor this
- * rank holds and, when given, the RMSE finite).  The first two are collective. */
-int dpo__hm_check(dpo__hm_t *h, int *undone);
+/* hamsi_guard.c: after a HAMSI epoch's strata: undo an epoch that raised the repeated
+ * stratum's f or left a non-finite factor (*undone says so), else take its pair, both sums in
+ * one Allreduce; after an mb-GD epoch, the same against the last accepted epoch's sum; the
+ * divergence guard (local: every factor this rank holds and, when given, the RMSE finite).
+ * The first two are collective. */
+int dpo__hm_check_pair(dpo__hm_t *h, int *undone);
 int dpo__hm_check_gd(dpo__hm_t *h);
 int dpo__hm_diverged(const dpo__hm_t *h, int64_t t, const double *rmse);
 

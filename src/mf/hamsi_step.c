@@ -280,20 +280,26 @@ DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one
 
 /* Allreduce of per-part partial sums: repro sums the parts in part order on every rank (x + 0
  * is exact, so each slot of the reduced array is one part's own value); otherwise each rank
- * sums its parts in order and MPI adds the ranks. */
-int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out) {
-  if (h->o.repro) {
-    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, part, nparts * w, MPI_DOUBLE, MPI_SUM, h->comm));
-    for (int32_t j = 0; j < w; j++) out[j] = 0;
-    for (int32_t p = 0; p < nparts; p++)
-      for (int32_t j = 0; j < w; j++) out[j] += part[(int64_t)p * w + j];
-    return DPO_OK;
-  }
-  for (int32_t j = 0; j < w; j++) out[j] = 0;
-  for (int32_t p = 0; p < nparts; p++)
-    for (int32_t j = 0; j < w; j++) out[j] += part[(int64_t)p * w + j];
-  DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, out, w, MPI_DOUBLE, MPI_SUM, h->comm));
+ * sums its parts in order and MPI adds the ranks.  part holds na parts of wa sums, then nb of
+ * wb (two reductions in one Allreduce: each is a synchronization of the ranks, which on
+ * loaded cores costs more than the sums); out gets the wa sums, then the wb. */
+int dpo__hm_reduce_parts2(dpo__hm_t *h, double *part, int32_t na, int32_t wa, int32_t nb,
+                          int32_t wb, double *out) {
+  const double *pb = part + (int64_t)na * wa;
+  if (h->o.repro)
+    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, part, na * wa + nb * wb, MPI_DOUBLE, MPI_SUM, h->comm));
+  for (int32_t j = 0; j < wa + wb; j++) out[j] = 0;
+  for (int32_t p = 0; p < na; p++)
+    for (int32_t j = 0; j < wa; j++) out[j] += part[(int64_t)p * wa + j];
+  for (int32_t p = 0; p < nb; p++)
+    for (int32_t j = 0; j < wb; j++) out[wa + j] += pb[(int64_t)p * wb + j];
+  if (!h->o.repro)
+    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, out, wa + wb, MPI_DOUBLE, MPI_SUM, h->comm));
   return DPO_OK;
+}
+
+int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out) {
+  return dpo__hm_reduce_parts2(h, part, nparts, w, 0, 0, out);
 }
 
 /* partial [S'y; Y'Dy] (D = diag(w)) with s'y, y'Dy in the next slot, over nv variables: rows
@@ -327,20 +333,19 @@ DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo
   }
 }
 
-/* Lines 14-19 after the last inner step: y = g - g-bar, the 2M inner products in ONE
- * Allreduce (2M per part with repro), acceptance, and the new S, Y rows. */
-DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
-  int st = DPO_OK, M = h->M, ns = dpo__lbfgs_next_slot(&h->lb), acc = 0;
+/* Lines 14-19 after the last inner step, local part: y = g - g-bar and the 2M inner products
+ * of each part into h->part (2M per part: *nparts parts). */
+DPO__MF_CLONES void dpo__hm_pair_local(dpo__hm_t *h, int32_t *nparts) {
+  int M = h->M, ns = dpo__lbfgs_next_slot(&h->lb);
   /* y = g - g-bar is the gradient difference of the repeated stratum alone (line 14), not
    * rescaled to the whole f: H then models the curvature of one stratum's function, which is
    * what the block model Q of eq. 3.4 (line 10) needs; rescaling y by |I| / |S_k0| was tried
    * and made the steps K times too short (K = 8: RMSE 0.72 instead of 0.60 after 20 epochs). */
   /* slots: grid = user intervals then item blocks; generic = user chunks then the (replicated)
    * item part, added by rank 0 only.  The slots do not depend on the number of ranks. */
-  int32_t nparts = h->grid ? 2 * h->B : h->nch + 1;
-  double t = MPI_Wtime();
-  double *part = h->part, dots[512];
-  memset(part, 0, sizeof(double) * (size_t)nparts * 2 * M);
+  int32_t np = *nparts = h->grid ? 2 * h->B : h->nch + 1;
+  double *part = h->part;
+  memset(part, 0, sizeof(double) * (size_t)np * 2 * M);
 #pragma omp simd
   for (int64_t v = 0; v < h->nvr; v++) h->y1[v] -= h->gb1[v];
   if (h->grid) {
@@ -369,20 +374,33 @@ DPO__MF_CLONES int dpo__hm_pair(dpo__hm_t *h) {
     dpo__pair_dots(h, nv, dpo__cbhist(h, h->cbuf[c], c), h->w2 + (int64_t)h->col_cut[c] * h->r,
                    h->sc[c], h->yc[c], ns, part + (int64_t)(h->grid ? h->B + c : h->nch) * 2 * M);
   }
-  if ((st = dpo__hm_reduce_parts(h, part, nparts, 2 * M, dots))) goto out;
-  if ((st = dpo__lbfgs_push(&h->lb, dots, &acc))) goto out;
-  if (acc) {
-    h->sigma = h->lb.sigma;
-    dpo__pair_store(h->nvr, h->r, M, ns, h->H1, h->s1, h->y1);
-    for (int32_t c = 0; c < h->B; c++) {
-      if (!h->cbuf[c]) continue;
-      int64_t nv = dpo__nvc(h, c);
-      dpo__pair_store(nv, h->r, M, ns, dpo__cbhist(h, h->cbuf[c], c), h->sc[c], h->yc[c]);
-    }
-    if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */
-      dpo__hm_hist_pair(h, ns);
+}
+
+/* Lines 14-19, after the reduction: acceptance of the pair with the summed inner products
+ * dots[2M], and the new S, Y rows. */
+DPO__MF_CLONES int dpo__hm_pair_push(dpo__hm_t *h, const double *dots) {
+  int st, M = h->M, ns = dpo__lbfgs_next_slot(&h->lb), acc = 0;
+  if ((st = dpo__lbfgs_push(&h->lb, dots, &acc)) || !acc) return st;
+  h->sigma = h->lb.sigma;
+  dpo__pair_store(h->nvr, h->r, M, ns, h->H1, h->s1, h->y1);
+  for (int32_t c = 0; c < h->B; c++) {
+    if (!h->cbuf[c]) continue;
+    int64_t nv = dpo__nvc(h, c);
+    dpo__pair_store(nv, h->r, M, ns, dpo__cbhist(h, h->cbuf[c], c), h->sc[c], h->yc[c]);
   }
-out:
+  if (h->hcache) /* the pair is agreed: every rank logs it, and who holds each block */
+    dpo__hm_hist_pair(h, ns);
+  return DPO_OK;
+}
+
+/* Lines 14-19 after the last inner step: the 2M inner products in ONE Allreduce (2M per
+ * part with repro), acceptance, and the new S, Y rows. */
+int dpo__hm_pair(dpo__hm_t *h) {
+  double t = MPI_Wtime(), dots[512];
+  int32_t np;
+  dpo__hm_pair_local(h, &np);
+  int st = dpo__hm_reduce_parts(h, h->part, np, 2 * h->M, dots);
+  if (!st) st = dpo__hm_pair_push(h, dots);
   h->t_hess += MPI_Wtime() - t;
   return st;
 }
