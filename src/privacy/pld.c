@@ -71,10 +71,12 @@ static double dpo__g(double x, double q, double z) {
 /* P(o <= x) and P(o > x) for o ~ (1 - w) N(0, z^2) + w N(1, z^2) */
 static double dpo__F(double x, double w, double z) {
   if (x == -INFINITY) return 0;
+  if (w == 0) return dpo__Phi_(x / z); /* the same value, one erfc fewer */
   return (1 - w) * dpo__Phi_(x / z) + w * dpo__Phi_((x - 1) / z);
 }
 static double dpo__S(double x, double w, double z) {
   if (x == -INFINITY) return 1;
+  if (w == 0) return dpo__Phi_(-x / z);
   return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
 }
 /* P(a < o <= b), from the side where it is not a difference of two numbers near 1; *err
@@ -230,6 +232,93 @@ static int dpo__pmf_pow(dpo__pmf_t *a, int64_t k, dpo__pmf_t *r) {
   return DPO_OK;
 }
 
+/* Bounds on the t-fold composition's tails beyond a window, from one step's PMF a (Chernoff:
+ * for s > 0, the mass of sums >= b is at most e^(-s b) (sum_i a_i e^(s l_i))^t, whatever the
+ * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, one exp per bin and squarings;
+ * *blo, *bhi: the window in units of h, its ends the tightest over s with the mass beyond each
+ * end at most tau (rounding covered by the 1.001 on tau at the caller). */
+#define DPO__CH_J 13
+static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, double *blo,
+                          double *bhi) {
+  double lmin = (double)a->off * h, lmax = (double)(a->off + a->len - 1) * h;
+  double sp[DPO__CH_J] = {0}, sm[DPO__CH_J] = {0};
+  for (int64_t i = 0; i < a->len; i++) {
+    if (!(a->p[i] > 0)) continue;
+    const double l = (double)(a->off + i) * h;
+    double wp = exp(0.125 * (l - lmax)), wm = exp(-0.125 * (l - lmin)); /* s = +-1/8 */
+    for (int j = 0; j < DPO__CH_J; j++) {
+      sp[j] += a->p[i] * wp, sm[j] += a->p[i] * wm;
+      wp *= wp, wm *= wm;
+    }
+  }
+  double hi = (double)t * lmax, lo = (double)t * lmin; /* the composition's whole support */
+  for (int j = 0; j < DPO__CH_J; j++) {
+    const double s = ldexp(1.0, j - 3);
+    /* log sum a_i e^(s l_i) = s lmax + log sp (upper), -s lmin + log sm (lower) */
+    if (sp[j] > 0) hi = fmin(hi, (double)t * (lmax + log(sp[j]) / s) - log(tau) / s);
+    if (sm[j] > 0) lo = fmax(lo, (double)t * (lmin - log(sm[j]) / s) + log(tau) / s);
+  }
+  *blo = floor(lo / h), *bhi = ceil(hi / h);
+}
+
+/* a^t (t-fold composition), by powers of a's spectrum (dpo__pld_rpow) on a window of the
+ * composition's losses [A h, (A + N) h) holding all but tau of its mass below and above
+ * (dpo__chernoff); that mass goes to +inf, and so does the mass folded into the window from
+ * outside it (only ever raising bins).  *a is consumed.  Rounding, in l1 over the result
+ * (u = 1.12e-16, lg = log2 N, c = 16 as in dpo__conv): the forward transform's error
+ * e1 <= c u (lg + 1) sqrt(N) ||a||_2 in l2 per spectrum coefficient set; the power t of a
+ * coefficient moves by at most t (1 + e1)^(t - 1) times its error (|a's spectrum| <= 1), and
+ * binary powering's own 2 log2(t) + 2 complex products (each within sqrt(5) u, each raised to
+ * a power <= t) add a relative t (2 log2 t + 2) sqrt(5) u; the inverse maps l2 errors of the
+ * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2. */
+static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, dpo__pmf_t *r) {
+  const double tau = 1e-15;
+  int st = DPO_OK;
+  dpo__truncate(a);
+  if (t == 1) {
+    *r = *a;
+    a->p = NULL;
+    return DPO_OK;
+  }
+  double blo, bhi;
+  dpo__chernoff(a, h, t, tau, &blo, &bhi);
+  int64_t n = 4, lg = 2;
+  while ((double)n < bhi - blo + 1) n <<= 1, lg++;
+  if (n > ((int64_t)1 << 28)) {
+    free(a->p), a->p = NULL;
+    return dpo_err(DPO_EINVAL, "pld: a window of %g grid points (raise the interval h=%g)",
+                   bhi - blo + 1, h);
+  }
+  double *c = malloc(sizeof(double) * (size_t)n), *p = calloc((size_t)n, sizeof(double));
+  if (!c || !p) st = dpo_err(DPO_ENOMEM, "pld: out of memory (window of %lld)", (long long)n);
+  if (!st) st = dpo__pld_rpow(a->p, a->len, n, t, c);
+  if (st) {
+    free(c), free(p), free(a->p), a->p = NULL;
+    return st;
+  }
+  /* bin k of the circular result holds the losses (t off + k + i N) h: window index
+   * j = k + t off - A modulo N */
+  const int64_t A = (int64_t)blo, sh = ((t * a->off - A) % n + n) % n;
+  for (int64_t k = 0; k < n; k++) p[(k + sh) & (n - 1)] = c[k] > 0 ? c[k] : 0;
+  const double u = 1.12e-16, sn = sqrt((double)n), lt = log2((double)t) + 2;
+  const double l2 = a->len <= n ? dpo__l2(a) : 1.0; /* folded: ||.||_2 <= ||.||_1 <= 1 */
+  const double e1 = 16 * u * (double)(lg + 1) * sn * l2, gr = exp((double)t * e1);
+  const double pw = (double)t * 2 * lt * sqrt(5.0) * u * 1.0001;
+  const double slack = M_SQRT2 * ((double)t * gr * e1 + pw * gr * sqrt((double)(n / 2 + 1))) +
+                       16 * u * (double)(lg + 1) * 2 * sn;
+  /* P(some step at +inf) = 1 - (1 - inf)^t, rounded up */
+  const double pinf = fmin(1.0, -expm1((double)t * log1p(-fmin(a->inf, 1.0))) * (1 + 1e-12));
+  free(c);
+  free(a->p);
+  a->p = NULL;
+  r->p = p;
+  r->off = A;
+  r->len = n;
+  r->inf = pinf + slack + 2 * 1.001 * tau;
+  dpo__truncate(r);
+  return DPO_OK;
+}
+
 static double dpo__pmf_delta(const dpo__pmf_t *r, double h, double eps) {
   double d = 0;
   for (int64_t i = r->len - 1; i >= 0; i--) {
@@ -246,7 +335,38 @@ struct dpo__pld_comp {
   dpo__pmf_t dir[2];
   int ndir;
   double h;
+  double *sum[2]; /* dpo__comp_sums: each direction's tail sums, or NULL */
 };
+
+/* Tail sums of r for delta(eps) in O(1): s[i] = sum_{j >= i} p_j, s[len + 1 + i] =
+ * sum_{j >= i} p_j e^-l_j, so the sum over the losses above eps of p (1 - e^(eps - l)) is
+ * s[i] - e^eps s[len + 1 + i] (i the first bin above eps).  NULL (the direct sum is used) if
+ * some |l| > 700 or memory is short. */
+static double *dpo__pmf_sums(const dpo__pmf_t *r, double h) {
+  if (fabs((double)r->off * h) > 700 || fabs((double)(r->off + r->len) * h) > 700) return NULL;
+  double *s = malloc(sizeof(double) * 2 * (size_t)(r->len + 1));
+  if (!s) return NULL;
+  double *s2 = s + r->len + 1;
+  s[r->len] = s2[r->len] = 0;
+  for (int64_t i = r->len - 1; i >= 0; i--) {
+    s[i] = s[i + 1] + r->p[i];
+    s2[i] = s2[i + 1] + r->p[i] * exp(-(double)(r->off + i) * h);
+  }
+  return s;
+}
+
+/* dpo__pmf_delta from the tail sums: the difference cancels, so its rounding is bounded and
+ * added (recursive sums of n non-negative terms are within n u of theirs; the exp, the product
+ * and the difference a few u more): the value stays an upper bound */
+static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h, double eps) {
+  int64_t i = (int64_t)floor(eps / h) - r->off;
+  if (i < 0) i = 0;
+  while (i < r->len && (double)(r->off + i) * h <= eps) i++;
+  while (i > 0 && (double)(r->off + i - 1) * h > eps) i--;
+  if (i >= r->len) return r->inf;
+  const double a = s[i], b = exp(eps) * s[r->len + 1 + i], d = a - b;
+  return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
+}
 
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                           double h, struct dpo__pld_comp *c) {
@@ -273,7 +393,7 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
   for (int d = 0; d < c->ndir; d++) {
     dpo__pmf_t one;
     int st = dpo__pmf_step(q, z, d, h, &one);
-    if (!st) st = dpo__pmf_pow(&one, steps, &c->dir[d]);
+    if (!st) st = dpo__pmf_pow_spec(&one, steps, h, &c->dir[d]);
     if (st) {
       for (int e = 0; e < d; e++) free(c->dir[e].p);
       c->ndir = 0;
@@ -285,17 +405,23 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
 
 static void dpo__pld_free(struct dpo__pld_comp *c) {
   for (int d = 0; d < c->ndir; d++) free(c->dir[d].p);
+  free(c->sum[0]), free(c->sum[1]);
+  c->sum[0] = c->sum[1] = NULL;
   c->ndir = 0;
 }
 
 static double dpo__comp_delta(const struct dpo__pld_comp *c, double eps) {
   double d = 0;
-  for (int i = 0; i < c->ndir; i++) d = fmax(d, dpo__pmf_delta(&c->dir[i], c->h, eps));
+  for (int i = 0; i < c->ndir; i++)
+    d = fmax(d, c->sum[i] ? dpo__pmf_delta_sums(&c->dir[i], c->sum[i], c->h, eps)
+                          : dpo__pmf_delta(&c->dir[i], c->h, eps));
   return d;
 }
 
 /* smallest eps on a fine bisection with delta(eps) <= delta; INFINITY if none */
-static double dpo__comp_eps(const struct dpo__pld_comp *c, double delta) {
+static double dpo__comp_eps(struct dpo__pld_comp *c, double delta) {
+  for (int i = 0; i < c->ndir; i++) /* ~100 evaluations of delta below: O(1) each */
+    if (!c->sum[i]) c->sum[i] = dpo__pmf_sums(&c->dir[i], c->h);
   if (c->ndir == 0 || dpo__comp_delta(c, 0) <= delta) return 0;
   double hi = 0;
   for (int i = 0; i < c->ndir; i++)
