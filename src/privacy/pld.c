@@ -79,12 +79,28 @@ static double dpo__S(double x, double w, double z) {
   if (w == 0) return dpo__Phi_(-x / z);
   return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
 }
+/* The last two values of F (side 0) or S (side 1) for one weight: neighbouring bins share an
+ * end, so each CDF value is computed once (the same value as computing it again). */
+typedef struct {
+  double x[2], v[2];
+} dpo__cdfc_t;
+
+static double dpo__cdf_c(int side, double x, double w, double z, dpo__cdfc_t *c) {
+  if (x == c[side].x[0]) return c[side].v[0];
+  if (x == c[side].x[1]) return c[side].v[1];
+  const double v = side ? dpo__S(x, w, z) : dpo__F(x, w, z);
+  c[side].x[1] = c[side].x[0], c[side].v[1] = c[side].v[0];
+  c[side].x[0] = x, c[side].v[0] = v;
+  return v;
+}
+
 /* P(a < o <= b), from the side where it is not a difference of two numbers near 1; *err
  * bounds its rounding error: 16 u times the larger term (a few ulp for each erfc, the weights
- * and the difference, generously) */
-static double dpo__mass(double a, double b, double w, double z, double *err) {
-  double t = a > 0.5 ? dpo__S(a, w, z) : dpo__F(b, w, z);
-  double d = t - (a > 0.5 ? dpo__S(b, w, z) : dpo__F(a, w, z));
+ * and the difference, generously); c: the CDF values of this weight (dpo__cdf_c) */
+static double dpo__mass(double a, double b, double w, double z, double *err, dpo__cdfc_t *c) {
+  const int up = a > 0.5;
+  double t = up ? dpo__cdf_c(1, a, w, z, c) : dpo__cdf_c(0, b, w, z, c);
+  double d = t - (up ? dpo__cdf_c(1, b, w, z, c) : dpo__cdf_c(0, a, w, z, c));
   *err = 16 * DBL_EPSILON / 2 * t;
   return d > 0 ? d : 0;
 }
@@ -119,19 +135,24 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
   /* o ~ P: mix (remove) or N(0, z^2) (add); Q the other one */
   double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0;
+  dpo__cdfc_t cp[2] = {{{NAN, NAN}, {0, 0}}, {{NAN, NAN}, {0, 0}}}, cq[2];
+  memcpy(cq, cp, sizeof cq);
+  double gprev = NAN; /* ginv at the previous bin's end shared with this one */
   for (int64_t i = 0; i < r->len; i++) {
-    double hi = (double)(ilo + i) * h, lo = hi - h, a, b;
+    /* the ends as integers times h: each interval ends where the next begins, exactly */
+    double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
     if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
-      a = i == 0 ? -INFINITY : dpo__ginv(lo, q, z), b = dpo__ginv(hi, q, z);
+      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, z);
     } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
-      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : dpo__ginv(-lo, q, z);
+      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : gprev;
+      gprev = a;
     }
     if (a == b) continue; /* both -inf: no loss in the interval */
     if (i == 0) { /* every loss up to the first grid point, rounded up to it */
       r->p[0] = a == -INFINITY ? dpo__F(b, wp, z) : dpo__S(a, wp, z);
       continue;
     }
-    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep), mq = dpo__mass(a, b, wq, z, &eq);
+    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, cp), mq = dpo__mass(a, b, wq, z, &eq, cq);
     double el = exp(lo), up = (mp - el * mq) / den;
     up = up < 0 ? 0 : up > mp ? mp : up;
     slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp; /* + the split's own roundings */
