@@ -13,7 +13,9 @@
  * Tails: the loss range of one step is cut where the remaining mass is below DPO__PLD_TAU; mass
  * below the range is moved up to its first point (rounding up) and mass above it goes to
  * the infinite loss (it counts fully in delta), and after each convolution the same is done to
- * the composed PMF.  Floating point: each FFT convolution's error is bounded in l1 by
+ * the composed PMF.  A k-fold composition of one step is one transform raised to the power k
+ * (dpo__pmf_pow_spec: a window from Chernoff bounds, its rounding bounded); different kinds
+ * are convolved.  Floating point: each FFT convolution's error is bounded in l1 by
  * 8 u log2(N) sqrt(N) (||a||_2 + ||b||_2) (u = 2^-53; the usual FFT error bound with a generous
  * constant), which is added to the infinite-loss mass (delta is a sum of masses times weights
  * in [0, 1]); negative bins are set to 0.  Both only raise delta.
