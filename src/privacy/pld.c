@@ -123,8 +123,24 @@ static double dpo__mass(double a, double b, double w, double z, double *err, dpo
  * rounding errors are added to the +inf mass: an error e_P in P(I) moves delta by at most e_P,
  * and the error (e_P + e^e_lo e_Q) / (1 - e^-h) it makes in b with Q(I)'s moves that much mass
  * one grid step, which moves delta by at most 1 - e^-h times it. */
+/* Where o ~ P (weight w on N(1, z^2)) leaves at most tau of its mass below (upper = 0) or
+ * above (upper = 1), within the cut of each component at DPO__PLD_CUT: by bisection.  Bins
+ * there would hold less than dpo__truncate keeps (its tau is larger), so they are not formed. */
+static double dpo__o_cut(double w, double z, int upper, double tau) {
+  double lo = -DPO__PLD_CUT * z, hi = 1 + DPO__PLD_CUT * z;
+  if (upper ? dpo__S(lo, w, z) <= tau : dpo__F(hi, w, z) <= tau) return upper ? lo : hi;
+  for (int it = 0; it < 60; it++) {
+    const double mid = 0.5 * (lo + hi);
+    if (upper ? dpo__S(mid, w, z) <= tau : dpo__F(mid, w, z) > tau) hi = mid;
+    else lo = mid;
+  }
+  return upper ? hi : lo;
+}
+
 static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
-  double olo = -DPO__PLD_CUT * z, ohi = 1 + DPO__PLD_CUT * z;
+  /* o ~ P: mix (remove) or N(0, z^2) (add); beyond these o, less than 1e-14 of P's mass */
+  const double olo = dpo__o_cut(dir ? 0.0 : q, z, 0, 1e-2 * DPO__PLD_TAU),
+               ohi = dpo__o_cut(dir ? 0.0 : q, z, 1, 1e-2 * DPO__PLD_TAU);
   double tlo = dir ? -dpo__g(ohi, q, z) : dpo__g(olo, q, z);
   double thi = dir ? -dpo__g(olo, q, z) : dpo__g(ohi, q, z);
   int64_t ilo = (int64_t)ceil(tlo / h), ihi = (int64_t)ceil(thi / h);
