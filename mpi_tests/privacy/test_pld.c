@@ -407,10 +407,12 @@ Test(pld, wor_pair) {
     }
 }
 
-/* The calibration's faster search (secant bracket, replayed bisection, real FFTs) against the
- * multipliers the first version (plain bisection, complex FFTs) gave for the same plans,
- * dpo_pld_calibrate at revision ac0583b (printed with %.17g): never smaller (never
- * less noise), at most one bisection step (1e-3) above, and its own PLD eps meets the target. */
+/* The calibration's faster search (secant bracket, replayed bisection, real FFTs) and its
+ * composition by powers of the spectrum against the multipliers the previous versions gave for
+ * the same plans: dpo_pld_calibrate at revision ac0583b (plain bisection, complex FFTs; the
+ * first eight) and at 4301976 (log2(T) truncated FFT squarings; the rest), printed with %.17g:
+ * never smaller (never less noise), at most one bisection step (1e-3) above, and its own PLD
+ * eps meets the target. */
 Test(pld, calibrate_matches_previous_search) {
   static const struct {
     const char *samp;
@@ -425,6 +427,11 @@ Test(pld, calibrate_matches_previous_search) {
       {"poisson", 1000, 1000000, 1000, 1, 1e-5, 0.64131095260106963},
       {"poisson", 1024, 60000, 400, 3, 1e-5, 0.86266683712936931},
       {"poisson", 100, 10000, 50, 0.5, 1e-6, 1.1596715458203106},
+      {"wor", 4, 10, 3, 1, 1e-5, 3.1295684151500458},
+      {"wor", 256, 32561, 1272, 1, 1e-5, 1.2928913894109424},
+      {"wor", 64, 6400, 500, 0.5, 1e-6, 2.0171584894010421},
+      {"poisson", 1000, 1000000, 3000, 2, 1e-5, 0.58862607096205455},
+      {"none", 0, 0, 2000, 4, 1e-5, 48.379149031639095},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     double z, e;

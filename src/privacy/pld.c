@@ -13,7 +13,9 @@
  * Tails: the loss range of one step is cut where the remaining mass is below DPO__PLD_TAU; mass
  * below the range is moved up to its first point (rounding up) and mass above it goes to
  * the infinite loss (it counts fully in delta), and after each convolution the same is done to
- * the composed PMF.  Floating point: each FFT convolution's error is bounded in l1 by
+ * the composed PMF.  A k-fold composition of one step is one transform raised to the power k
+ * (dpo__pmf_pow_spec: a window from Chernoff bounds, its rounding bounded); different kinds
+ * are convolved.  Floating point: each FFT convolution's error is bounded in l1 by
  * 8 u log2(N) sqrt(N) (||a||_2 + ||b||_2) (u = 2^-53; the usual FFT error bound with a generous
  * constant), which is added to the infinite-loss mass (delta is a sum of masses times weights
  * in [0, 1]); negative bins are set to 0.  Both only raise delta.
@@ -71,18 +73,36 @@ static double dpo__g(double x, double q, double z) {
 /* P(o <= x) and P(o > x) for o ~ (1 - w) N(0, z^2) + w N(1, z^2) */
 static double dpo__F(double x, double w, double z) {
   if (x == -INFINITY) return 0;
+  if (w == 0) return dpo__Phi_(x / z); /* the same value, one erfc fewer */
   return (1 - w) * dpo__Phi_(x / z) + w * dpo__Phi_((x - 1) / z);
 }
 static double dpo__S(double x, double w, double z) {
   if (x == -INFINITY) return 1;
+  if (w == 0) return dpo__Phi_(-x / z);
   return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
 }
+/* The last two values of F (side 0) or S (side 1) for one weight: neighbouring bins share an
+ * end, so each CDF value is computed once (the same value as computing it again). */
+typedef struct {
+  double x[2], v[2];
+} dpo__cdfc_t;
+
+static double dpo__cdf_c(int side, double x, double w, double z, dpo__cdfc_t *c) {
+  if (x == c[side].x[0]) return c[side].v[0];
+  if (x == c[side].x[1]) return c[side].v[1];
+  const double v = side ? dpo__S(x, w, z) : dpo__F(x, w, z);
+  c[side].x[1] = c[side].x[0], c[side].v[1] = c[side].v[0];
+  c[side].x[0] = x, c[side].v[0] = v;
+  return v;
+}
+
 /* P(a < o <= b), from the side where it is not a difference of two numbers near 1; *err
  * bounds its rounding error: 16 u times the larger term (a few ulp for each erfc, the weights
- * and the difference, generously) */
-static double dpo__mass(double a, double b, double w, double z, double *err) {
-  double t = a > 0.5 ? dpo__S(a, w, z) : dpo__F(b, w, z);
-  double d = t - (a > 0.5 ? dpo__S(b, w, z) : dpo__F(a, w, z));
+ * and the difference, generously); c: the CDF values of this weight (dpo__cdf_c) */
+static double dpo__mass(double a, double b, double w, double z, double *err, dpo__cdfc_t *c) {
+  const int up = a > 0.5;
+  double t = up ? dpo__cdf_c(1, a, w, z, c) : dpo__cdf_c(0, b, w, z, c);
+  double d = t - (up ? dpo__cdf_c(1, b, w, z, c) : dpo__cdf_c(0, a, w, z, c));
   *err = 16 * DBL_EPSILON / 2 * t;
   return d > 0 ? d : 0;
 }
@@ -103,8 +123,24 @@ static double dpo__mass(double a, double b, double w, double z, double *err) {
  * rounding errors are added to the +inf mass: an error e_P in P(I) moves delta by at most e_P,
  * and the error (e_P + e^e_lo e_Q) / (1 - e^-h) it makes in b with Q(I)'s moves that much mass
  * one grid step, which moves delta by at most 1 - e^-h times it. */
+/* Where o ~ P (weight w on N(1, z^2)) leaves at most tau of its mass below (upper = 0) or
+ * above (upper = 1), within the cut of each component at DPO__PLD_CUT: by bisection.  Bins
+ * there would hold less than dpo__truncate keeps (its tau is larger), so they are not formed. */
+static double dpo__o_cut(double w, double z, int upper, double tau) {
+  double lo = -DPO__PLD_CUT * z, hi = 1 + DPO__PLD_CUT * z;
+  if (upper ? dpo__S(lo, w, z) <= tau : dpo__F(hi, w, z) <= tau) return upper ? lo : hi;
+  for (int it = 0; it < 60; it++) {
+    const double mid = 0.5 * (lo + hi);
+    if (upper ? dpo__S(mid, w, z) <= tau : dpo__F(mid, w, z) > tau) hi = mid;
+    else lo = mid;
+  }
+  return upper ? hi : lo;
+}
+
 static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
-  double olo = -DPO__PLD_CUT * z, ohi = 1 + DPO__PLD_CUT * z;
+  /* o ~ P: mix (remove) or N(0, z^2) (add); beyond these o, less than 1e-14 of P's mass */
+  const double olo = dpo__o_cut(dir ? 0.0 : q, z, 0, 1e-2 * DPO__PLD_TAU),
+               ohi = dpo__o_cut(dir ? 0.0 : q, z, 1, 1e-2 * DPO__PLD_TAU);
   double tlo = dir ? -dpo__g(ohi, q, z) : dpo__g(olo, q, z);
   double thi = dir ? -dpo__g(olo, q, z) : dpo__g(ohi, q, z);
   int64_t ilo = (int64_t)ceil(tlo / h), ihi = (int64_t)ceil(thi / h);
@@ -117,19 +153,24 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
   /* o ~ P: mix (remove) or N(0, z^2) (add); Q the other one */
   double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0;
+  dpo__cdfc_t cp[2] = {{{NAN, NAN}, {0, 0}}, {{NAN, NAN}, {0, 0}}}, cq[2];
+  memcpy(cq, cp, sizeof cq);
+  double gprev = NAN; /* ginv at the previous bin's end shared with this one */
   for (int64_t i = 0; i < r->len; i++) {
-    double hi = (double)(ilo + i) * h, lo = hi - h, a, b;
+    /* the ends as integers times h: each interval ends where the next begins, exactly */
+    double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
     if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
-      a = i == 0 ? -INFINITY : dpo__ginv(lo, q, z), b = dpo__ginv(hi, q, z);
+      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, z);
     } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
-      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : dpo__ginv(-lo, q, z);
+      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : gprev;
+      gprev = a;
     }
     if (a == b) continue; /* both -inf: no loss in the interval */
     if (i == 0) { /* every loss up to the first grid point, rounded up to it */
       r->p[0] = a == -INFINITY ? dpo__F(b, wp, z) : dpo__S(a, wp, z);
       continue;
     }
-    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep), mq = dpo__mass(a, b, wq, z, &eq);
+    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, cp), mq = dpo__mass(a, b, wq, z, &eq, cq);
     double el = exp(lo), up = (mp - el * mq) / den;
     up = up < 0 ? 0 : up > mp ? mp : up;
     slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp; /* + the split's own roundings */
@@ -230,6 +271,93 @@ static int dpo__pmf_pow(dpo__pmf_t *a, int64_t k, dpo__pmf_t *r) {
   return DPO_OK;
 }
 
+/* Bounds on the t-fold composition's tails beyond a window, from one step's PMF a (Chernoff:
+ * for s > 0, the mass of sums >= b is at most e^(-s b) (sum_i a_i e^(s l_i))^t, whatever the
+ * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, one exp per bin and squarings;
+ * *blo, *bhi: the window in units of h, its ends the tightest over s with the mass beyond each
+ * end at most tau (rounding covered by the 1.001 on tau at the caller). */
+#define DPO__CH_J 13
+static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, double *blo,
+                          double *bhi) {
+  double lmin = (double)a->off * h, lmax = (double)(a->off + a->len - 1) * h;
+  double sp[DPO__CH_J] = {0}, sm[DPO__CH_J] = {0};
+  for (int64_t i = 0; i < a->len; i++) {
+    if (!(a->p[i] > 0)) continue;
+    const double l = (double)(a->off + i) * h;
+    double wp = exp(0.125 * (l - lmax)), wm = exp(-0.125 * (l - lmin)); /* s = +-1/8 */
+    for (int j = 0; j < DPO__CH_J; j++) {
+      sp[j] += a->p[i] * wp, sm[j] += a->p[i] * wm;
+      wp *= wp, wm *= wm;
+    }
+  }
+  double hi = (double)t * lmax, lo = (double)t * lmin; /* the composition's whole support */
+  for (int j = 0; j < DPO__CH_J; j++) {
+    const double s = ldexp(1.0, j - 3);
+    /* log sum a_i e^(s l_i) = s lmax + log sp (upper), -s lmin + log sm (lower) */
+    if (sp[j] > 0) hi = fmin(hi, (double)t * (lmax + log(sp[j]) / s) - log(tau) / s);
+    if (sm[j] > 0) lo = fmax(lo, (double)t * (lmin - log(sm[j]) / s) + log(tau) / s);
+  }
+  *blo = floor(lo / h), *bhi = ceil(hi / h);
+}
+
+/* a^t (t-fold composition), by powers of a's spectrum (dpo__pld_rpow) on a window of the
+ * composition's losses [A h, (A + N) h) holding all but tau of its mass below and above
+ * (dpo__chernoff); that mass goes to +inf, and so does the mass folded into the window from
+ * outside it (only ever raising bins).  *a is consumed.  Rounding, in l1 over the result
+ * (u = 1.12e-16, lg = log2 N, c = 16 as in dpo__conv): the forward transform's error
+ * e1 <= c u (lg + 1) sqrt(N) ||a||_2 in l2 per spectrum coefficient set; the power t of a
+ * coefficient moves by at most t (1 + e1)^(t - 1) times its error (|a's spectrum| <= 1), and
+ * binary powering's own 2 log2(t) + 2 complex products (each within sqrt(5) u, each raised to
+ * a power <= t) add a relative t (2 log2 t + 2) sqrt(5) u; the inverse maps l2 errors of the
+ * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2. */
+static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, dpo__pmf_t *r) {
+  const double tau = 1e-15;
+  int st = DPO_OK;
+  dpo__truncate(a);
+  if (t == 1) {
+    *r = *a;
+    a->p = NULL;
+    return DPO_OK;
+  }
+  double blo, bhi;
+  dpo__chernoff(a, h, t, tau, &blo, &bhi);
+  int64_t n = 4, lg = 2;
+  while ((double)n < bhi - blo + 1) n <<= 1, lg++;
+  if (n > ((int64_t)1 << 28)) {
+    free(a->p), a->p = NULL;
+    return dpo_err(DPO_EINVAL, "pld: a window of %g grid points (raise the interval h=%g)",
+                   bhi - blo + 1, h);
+  }
+  double *c = malloc(sizeof(double) * (size_t)n), *p = calloc((size_t)n, sizeof(double));
+  if (!c || !p) st = dpo_err(DPO_ENOMEM, "pld: out of memory (window of %lld)", (long long)n);
+  if (!st) st = dpo__pld_rpow(a->p, a->len, n, t, c);
+  if (st) {
+    free(c), free(p), free(a->p), a->p = NULL;
+    return st;
+  }
+  /* bin k of the circular result holds the losses (t off + k + i N) h: window index
+   * j = k + t off - A modulo N */
+  const int64_t A = (int64_t)blo, sh = ((t * a->off - A) % n + n) % n;
+  for (int64_t k = 0; k < n; k++) p[(k + sh) & (n - 1)] = c[k] > 0 ? c[k] : 0;
+  const double u = 1.12e-16, sn = sqrt((double)n), lt = log2((double)t) + 2;
+  const double l2 = a->len <= n ? dpo__l2(a) : 1.0; /* folded: ||.||_2 <= ||.||_1 <= 1 */
+  const double e1 = 16 * u * (double)(lg + 1) * sn * l2, gr = exp((double)t * e1);
+  const double pw = (double)t * 2 * lt * sqrt(5.0) * u * 1.0001;
+  const double slack = M_SQRT2 * ((double)t * gr * e1 + pw * gr * sqrt((double)(n / 2 + 1))) +
+                       16 * u * (double)(lg + 1) * 2 * sn;
+  /* P(some step at +inf) = 1 - (1 - inf)^t, rounded up */
+  const double pinf = fmin(1.0, -expm1((double)t * log1p(-fmin(a->inf, 1.0))) * (1 + 1e-12));
+  free(c);
+  free(a->p);
+  a->p = NULL;
+  r->p = p;
+  r->off = A;
+  r->len = n;
+  r->inf = pinf + slack + 2 * 1.001 * tau;
+  dpo__truncate(r);
+  return DPO_OK;
+}
+
 static double dpo__pmf_delta(const dpo__pmf_t *r, double h, double eps) {
   double d = 0;
   for (int64_t i = r->len - 1; i >= 0; i--) {
@@ -246,7 +374,38 @@ struct dpo__pld_comp {
   dpo__pmf_t dir[2];
   int ndir;
   double h;
+  double *sum[2]; /* dpo__comp_sums: each direction's tail sums, or NULL */
 };
+
+/* Tail sums of r for delta(eps) in O(1): s[i] = sum_{j >= i} p_j, s[len + 1 + i] =
+ * sum_{j >= i} p_j e^-l_j, so the sum over the losses above eps of p (1 - e^(eps - l)) is
+ * s[i] - e^eps s[len + 1 + i] (i the first bin above eps).  NULL (the direct sum is used) if
+ * some |l| > 700 or memory is short. */
+static double *dpo__pmf_sums(const dpo__pmf_t *r, double h) {
+  if (fabs((double)r->off * h) > 700 || fabs((double)(r->off + r->len) * h) > 700) return NULL;
+  double *s = malloc(sizeof(double) * 2 * (size_t)(r->len + 1));
+  if (!s) return NULL;
+  double *s2 = s + r->len + 1;
+  s[r->len] = s2[r->len] = 0;
+  for (int64_t i = r->len - 1; i >= 0; i--) {
+    s[i] = s[i + 1] + r->p[i];
+    s2[i] = s2[i + 1] + r->p[i] * exp(-(double)(r->off + i) * h);
+  }
+  return s;
+}
+
+/* dpo__pmf_delta from the tail sums: the difference cancels, so its rounding is bounded and
+ * added (recursive sums of n non-negative terms are within n u of theirs; the exp, the product
+ * and the difference a few u more): the value stays an upper bound */
+static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h, double eps) {
+  int64_t i = (int64_t)floor(eps / h) - r->off;
+  if (i < 0) i = 0;
+  while (i < r->len && (double)(r->off + i) * h <= eps) i++;
+  while (i > 0 && (double)(r->off + i - 1) * h > eps) i--;
+  if (i >= r->len) return r->inf;
+  const double a = s[i], b = exp(eps) * s[r->len + 1 + i], d = a - b;
+  return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
+}
 
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                           double h, struct dpo__pld_comp *c) {
@@ -273,7 +432,7 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
   for (int d = 0; d < c->ndir; d++) {
     dpo__pmf_t one;
     int st = dpo__pmf_step(q, z, d, h, &one);
-    if (!st) st = dpo__pmf_pow(&one, steps, &c->dir[d]);
+    if (!st) st = dpo__pmf_pow_spec(&one, steps, h, &c->dir[d]);
     if (st) {
       for (int e = 0; e < d; e++) free(c->dir[e].p);
       c->ndir = 0;
@@ -285,17 +444,23 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
 
 static void dpo__pld_free(struct dpo__pld_comp *c) {
   for (int d = 0; d < c->ndir; d++) free(c->dir[d].p);
+  free(c->sum[0]), free(c->sum[1]);
+  c->sum[0] = c->sum[1] = NULL;
   c->ndir = 0;
 }
 
 static double dpo__comp_delta(const struct dpo__pld_comp *c, double eps) {
   double d = 0;
-  for (int i = 0; i < c->ndir; i++) d = fmax(d, dpo__pmf_delta(&c->dir[i], c->h, eps));
+  for (int i = 0; i < c->ndir; i++)
+    d = fmax(d, c->sum[i] ? dpo__pmf_delta_sums(&c->dir[i], c->sum[i], c->h, eps)
+                          : dpo__pmf_delta(&c->dir[i], c->h, eps));
   return d;
 }
 
 /* smallest eps on a fine bisection with delta(eps) <= delta; INFINITY if none */
-static double dpo__comp_eps(const struct dpo__pld_comp *c, double delta) {
+static double dpo__comp_eps(struct dpo__pld_comp *c, double delta) {
+  for (int i = 0; i < c->ndir; i++) /* ~100 evaluations of delta below: O(1) each */
+    if (!c->sum[i]) c->sum[i] = dpo__pmf_sums(&c->dir[i], c->h);
   if (c->ndir == 0 || dpo__comp_delta(c, 0) <= delta) return 0;
   double hi = 0;
   for (int i = 0; i < c->ndir; i++)

@@ -143,3 +143,39 @@ int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, dou
   *lg_out = (int)lg;
   return DPO_OK;
 }
+
+/* (re, im) *= (br, bi) */
+static void dpo__cmul(double *re, double *im, double br, double bi) {
+  const double r = *re * br - *im * bi;
+  *im = *re * bi + *im * br;
+  *re = r;
+}
+
+int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c) {
+  const int64_t m = n / 2;
+  int st = dpo__tw_need(n);
+  if (st) return st;
+  double *f = calloc((size_t)n, sizeof(double)); /* x folded modulo n */
+  double *z = malloc(sizeof(double) * 2 * (size_t)m);
+  double *X = malloc(sizeof(double) * 2 * (size_t)(m + 1));
+  if (!f || !z || !X) {
+    free(f), free(z), free(X);
+    return dpo_err(DPO_ENOMEM, "pld: out of memory (FFT of %lld)", (long long)n);
+  }
+  for (int64_t i = 0; i < nx; i++) f[i & (n - 1)] += x[i];
+  dpo__rfft(f, n, m, z, X);
+  /* each coefficient to the power t by binary powering: the squarings of the composition,
+   * done on the spectrum */
+  for (int64_t k = 0; k <= m; k++) {
+    double br = X[2 * k], bi = X[2 * k + 1], rr = 1, ri = 0;
+    for (int64_t e = t; e > 0; e >>= 1) {
+      if (e & 1) dpo__cmul(&rr, &ri, br, bi);
+      if (e > 1) dpo__cmul(&br, &bi, br, bi);
+    }
+    X[2 * k] = rr, X[2 * k + 1] = ri;
+  }
+  dpo__irfft(X, m, z);
+  memcpy(c, z, sizeof(double) * (size_t)n);
+  free(f), free(z), free(X);
+  return DPO_OK;
+}

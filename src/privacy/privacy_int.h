@@ -120,6 +120,10 @@ int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, dou
  * 2^*lg (pld_fft.c); negative results are set to 0; b == a squares. */
 int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c,
                    int *lg);
+/* c[0 .. n) = the t-fold circular convolution of x (length nx, folded modulo n; n a power of
+ * 2, >= 4) with itself: one real FFT, each coefficient to the power t, one inverse (pld_fft.c);
+ * c is not clipped at 0 (pld.c bounds the error and clips). */
+int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c);
 
 /* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
  * "rdp": dpo__acct_rdp; "auto": dpo__acct_auto; "pld": dpo__acct_pld. */
