@@ -136,8 +136,9 @@ ec=$(spent "$T/pc2/ledger.jsonl")
 close "$e" "$ec" 1e-6 "secagg poisson charge (z_eff $z) = central's at the same (q, sigma_h, T)"
 # the runs below charge by the RDP accountant (ARR): the PLD ledger's calibration and every
 # party guard's PLD pricing took 2-4 minutes a run on a loaded 2-core machine, and what they
-# check (the charge's invariance, the journals' places, the counts) does not depend on the
-# accountant; ps2 above keeps the PLD path under secagg, its party journal's replay included.
+# check (the charge's invariance, the journals' places) does not depend on the accountant;
+# ps2 above keeps the PLD path under secagg, its party journal's replay included (the
+# party-count runs below keep it too: under RDP their messages differed once in five runs).
 # An independent calibration (dpopt calibrate, RDP ledger): the run's honest multiplier is the
 # calibrated one, rounded up by the integer share only (gamma s sqrt(P - k) >= sigma: < 1e-4)
 ARR="$AR --set privacy.accountant=rdp"
@@ -217,7 +218,7 @@ expect 0 "$DPOPT" simulate --parties 2 --seed 2 "$S/data/a9a" "$T/pc.%d"
 cp "$T/pc.0" "$T/pd.0"
 sed '$d' "$T/pc.1" > "$T/pd.1"
 for k in 0 1; do cp "$T/pc.$k.schema" "$T/pd.$k.schema"; done # the parties' public schema
-PC="$(echo "$ARR" | sed "s|--data [^ ]*||") --iters 20 --set parties.count=2 \
+PC="$(echo "$AR" | sed "s|--data [^ ]*||") --iters 20 --set parties.count=2 \
   --set privacy.trust=secagg"
 strip() { tr ',' '\n' < "$1" | grep -v 'time_s\|"test_\|journal\|"train"\|"data"\|"dir"'; }
 expect 0 $MPI -np 2 "$DPOPT" train $PC --set parties.data="$T/pc.%d" --set parties.out="$T/cc.p%d" --out "$T/cc"
