@@ -13,6 +13,8 @@
 #   finish NAME                print the tally; the exit status is 0 only if nothing failed
 #   need_numpy                 PY = a python3 that imports numpy (python3, /usr/bin/python3),
 #                              else the test is skipped (exit 77)
+#   DPO_TEST_TIMES=FILE       (environment) expect appends "SECONDS STATUS CMD" to FILE for
+#                              each command it runs: where a slow test spends its time
 #   unchained JOURNAL          the journal without its per-journal nonce, chain tags and run
 #                              id line (two runs' journals differ in those even when their
 #                              charges agree)
@@ -32,7 +34,10 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 expect() {
   want=$1; shift
+  [ -n "${DPO_TEST_TIMES:-}" ] && t0=$(date +%s.%N)
   "$@" >"$T/out" 2>"$T/err"; got=$?
+  [ -n "${DPO_TEST_TIMES:-}" ] &&
+    echo "$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}') $got $*" >>"$DPO_TEST_TIMES"
   if [ "$got" = "$want" ]; then ok; else
     bad "exit $got (want $want): $*"
     cat "$T/err" "$T/out" | sed 's/^/    /' | tail -n 20
