@@ -512,13 +512,18 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out);
  * remove neighbours: both dominating pairs, the larger delta).  The PLD is put on the grid h Z
  * by connecting the dots (Doroshenko et al. 2022: a dominating discrete pair, exact at the grid
  * points; tails cut at 1e-13 and moved up or to +inf; rounding bounded and added), composed
- * by repeated squaring with FFT convolutions, so delta(eps) and eps(delta) are upper bounds.
+ * by powers of its spectrum (one real FFT; the mass outside the window and the rounding go to
+ * +inf), so delta(eps) and eps(delta) are upper bounds.
  * h <= 0 takes DPO_PLD_H.  Sampling "wor" (m of n without replacement, replace-one, z in units
  * of the replace-one sensitivity): the dominating pair of Zhu, Dong and Wang 2022 for that
  * sampling, (1 - q) N(0, z^2) + q N(1, z^2) against N(0, z^2) at q = m/n -- poisson's pairs. */
 #define DPO_PLD_H 5e-5
 int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                   double eps, double h, double *delta);
+/* The same at k values eps[0..k) from one composition (delta[i] at eps[i]; each is what
+ * dpo_pld_delta returns for it, bit for bit): a caller scanning eps pays one composition. */
+int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_t steps, int k,
+                    const double *eps, double h, double *delta);
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps);
 /* The white-box audit's construction under sampling without replacement (replace-one; the
@@ -530,6 +535,9 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
  * output may be NULL; *eps is INFINITY when no eps reaches delta. */
 int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta, double h,
                      double *delta_at_eps, double *eps_at_delta);
+/* The same with delta_at_eps[i] at each eps[i], i < k (eps >= 0), from one composition. */
+int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *eps,
+                       double delta, double h, double *delta_at_eps, double *eps_at_delta);
 /* The smallest multiplier (to 1e-3 relative, found below the RDP one) whose PLD eps at delta
  * is <= eps on the grid dpo_pld_auto_h; RDP's multiplier when PLD cannot improve on it.
  * (A bisection from the RDP multiplier, its probes decided by a secant bracket where they

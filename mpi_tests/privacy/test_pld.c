@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
@@ -405,6 +406,27 @@ Test(pld, wor_pair) {
       cr_assert_eq(dpo_pld_wor_pair(1.0, z, T, 0.5, 1e-5, h, &d1, NULL), 0);
       cr_assert(d0 < d1, "q = 0.1 (%g) below q = 1 (%g)", d0, d1);
     }
+}
+
+/* The k-point forms (one composition, k eps) give, bit for bit, what one call per eps gives,
+ * for Poisson and without-replacement pairs; a bad eps is refused. */
+Test(pld, delta_at_many_eps_is_one_call_per_eps) {
+  const double eps[5] = {0, 0.125, 0.5, 1.5, 4};
+  double dk[5], wk[5];
+  cr_assert_eq(dpo_pld_delta_k("poisson", 4, 10, 3.1282657, 3, 5, eps, 0, dk), 0);
+  cr_assert_eq(dpo_pld_wor_pair_k(0.4, 1.7, 3, 5, eps, 0, 0, wk, NULL), 0);
+  for (int i = 0; i < 5; i++) {
+    double d1, w1;
+    cr_assert_eq(dpo_pld_delta("poisson", 4, 10, 3.1282657, 3, eps[i], 0, &d1), 0);
+    cr_assert_eq(dpo_pld_wor_pair(0.4, 1.7, 3, eps[i], 0, 0, &w1, NULL), 0);
+    cr_assert(memcmp(&d1, &dk[i], sizeof d1) == 0, "poisson eps %g: %.17g vs %.17g", eps[i],
+              d1, dk[i]);
+    cr_assert(memcmp(&w1, &wk[i], sizeof w1) == 0, "wor eps %g: %.17g vs %.17g", eps[i], w1,
+              wk[i]);
+    if (i) cr_assert(dk[i] <= dk[i - 1] && wk[i] <= wk[i - 1], "delta(eps) not decreasing");
+  }
+  const double bad[2] = {0.5, -1};
+  cr_assert_neq(dpo_pld_delta_k("poisson", 4, 10, 3.0, 3, 2, bad, 0, dk), 0);
 }
 
 /* The calibration's faster search (secant bracket, replayed bisection, real FFTs) and its

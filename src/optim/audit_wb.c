@@ -300,29 +300,29 @@ static double dpo__wb_guess_lb(double *const rec[2], int64_t N, int64_t K, doubl
  * delta(eps))-DP run has TPR <= e^eps FPR + delta(eps) and 1 - FPR <= e^eps (1 - TPR) +
  * delta(eps) for every eps; delta(eps) is the PLD accountant's (an upper bound: the test
  * only errs towards accepting). */
-static int dpo__wb_profile(int wor, int64_t m, int64_t n, int64_t T, double z, double eps,
-                           double *dl) {
+static int dpo__wb_profile(int wor, int64_t m, int64_t n, int64_t T, double z, int k,
+                           const double *eps, double *dl) {
   /* wor: the construction's own pair under replace-one (sampling without replacement) */
-  return wor ? dpo_pld_wor_pair((double)m / (double)n, z, T, eps, 0, 0, dl, NULL)
-             : dpo_pld_delta("poisson", m, n, z, T, eps, 0, dl);
+  return wor ? dpo_pld_wor_pair_k((double)m / (double)n, z, T, k, eps, 0, 0, dl, NULL)
+             : dpo_pld_delta_k("poisson", m, n, z, T, k, eps, 0, dl);
 }
 
 static int dpo__wb_psg_rejects(int wor, int64_t m, int64_t n, int64_t T, double z, double tpr,
                                double fpr, int *rej) {
-  *rej = 0;
   double emax = fmax(log(tpr / fpr), log((1 - fpr) / (1 - tpr)));
-  for (int i = 0; i <= 8 && emax > 0; i++) { /* a coarse grid: each point is one PLD */
-    double eps = emax * i / 8.0, dl;
-    double need = fmax(tpr - exp(eps) * fpr, (1 - fpr) - exp(eps) * (1 - tpr));
-    if (!(need > 0)) continue;
-    int rc = dpo__wb_profile(wor, m, n, T, z, eps, &dl);
-    if (rc) return rc;
-    if (need > dl) {
-      *rej = 1;
-      return DPO_OK;
-    }
+  double eps[9], need[9], dl[9];
+  int k = 0;
+  *rej = 0;
+  for (int i = 0; i <= 8 && emax > 0; i++) { /* a coarse grid, all on one composition */
+    eps[k] = emax * i / 8.0;
+    need[k] = fmax(tpr - exp(eps[k]) * fpr, (1 - fpr) - exp(eps[k]) * (1 - tpr));
+    if (need[k] > 0) k++;
   }
-  return DPO_OK;
+  if (k == 0) return DPO_OK;
+  int rc = dpo__wb_profile(wor, m, n, T, z, k, eps, dl);
+  for (int i = 0; !rc && i < k; i++)
+    if (need[i] > dl[i]) *rej = 1;
+  return rc;
 }
 
 /* The largest multiplier z* the test does not rule out (bisection on log z): the run's

@@ -477,12 +477,27 @@ static double dpo__comp_eps(struct dpo__pld_comp *c, double delta) {
 
 int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                   double eps, double h, double *delta) {
+  return dpo_pld_delta_k(sampling, m, n, z, steps, 1, &eps, h, delta);
+}
+
+/* delta at each of k eps on one composition (dpo__comp_delta, capped at 1) */
+static void dpo__comp_delta_k(const struct dpo__pld_comp *c, int k, const double *eps,
+                              double *delta) {
+  for (int i = 0; i < k; i++) {
+    double d = dpo__comp_delta(c, eps[i]);
+    delta[i] = d < 1 ? d : 1.0;
+  }
+}
+
+int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_t steps, int k,
+                    const double *eps, double h, double *delta) {
   struct dpo__pld_comp c;
-  if (!delta || !(eps >= 0)) return dpo_err(DPO_EINVAL, "pld_delta: need eps >= 0");
+  if (!delta || !eps || k < 1) return dpo_err(DPO_EINVAL, "pld_delta: no eps asked for");
+  for (int i = 0; i < k; i++)
+    if (!(eps[i] >= 0)) return dpo_err(DPO_EINVAL, "pld_delta: need eps >= 0");
   int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
   if (st) return st;
-  double d = dpo__comp_delta(&c, eps);
-  *delta = d < 1 ? d : 1.0;
+  dpo__comp_delta_k(&c, k, eps, delta);
   dpo__pld_free(&c);
   return DPO_OK;
 }
@@ -579,6 +594,13 @@ static int dpo__wor_step(double q, double z, double h, dpo__pmf_t *r) {
 
 int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta, double h,
                      double *delta_at_eps, double *eps_at_delta) {
+  eps = eps >= 0 ? eps : 0;
+  return dpo_pld_wor_pair_k(q, z, steps, delta_at_eps ? 1 : 0, &eps, delta, h, delta_at_eps,
+                            eps_at_delta);
+}
+
+int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *eps,
+                       double delta, double h, double *delta_at_eps, double *eps_at_delta) {
   if (!(q > 0 && q <= 1) || !(z > 0) || !isfinite(z) || steps < 1)
     return dpo_err(DPO_EINVAL, "pld_wor_pair: need q in (0, 1], z > 0, steps >= 1");
   struct dpo__pld_comp c = {.ndir = 1, .h = h > 0 ? h : DPO_PLD_H};
@@ -586,10 +608,7 @@ int dpo_pld_wor_pair(double q, double z, int64_t steps, double eps, double delta
   int st = dpo__wor_step(q, z, c.h, &one);
   if (!st) st = dpo__pmf_pow(&one, steps, &c.dir[0]);
   if (st) return st;
-  if (delta_at_eps) {
-    double d = dpo__comp_delta(&c, eps >= 0 ? eps : 0);
-    *delta_at_eps = d < 1 ? d : 1;
-  }
+  if (delta_at_eps && k > 0) dpo__comp_delta_k(&c, k, eps, delta_at_eps);
   if (eps_at_delta) *eps_at_delta = dpo__comp_eps(&c, delta);
   dpo__pld_free(&c);
   return DPO_OK;
