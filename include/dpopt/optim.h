@@ -256,6 +256,13 @@ int dpo_ckpt_get_int(const dpo_ckpt_t *c, const char *key, int64_t *v);
 int dpo_ckpt_get_double(const dpo_ckpt_t *c, const char *key, double *v);
 /* Number of elements stored under key, -1 if absent. */
 int64_t dpo_ckpt_len(const dpo_ckpt_t *c, const char *key);
+/* A noise stream's place under the key stem p ("" or e.g. "admm."): p"rng_seeded" always (-1
+ * no stream, 0 an OS key, 1 seeded), and for a seeded stream its key and position.  An OS key
+ * is a secret and is never written: a resumed unseeded run draws from a new OS key.
+ * get_rng reads the flag into *seeded (may be NULL) and, when the saved stream was seeded and
+ * rng is given, sets rng to the saved position; the caller checks the flag against its run. */
+int dpo_ckpt_put_rng(dpo_ckpt_t *c, const char *p, const dpo_rng_t *rng);
+int dpo_ckpt_get_rng(const dpo_ckpt_t *c, const char *p, int64_t *seeded, dpo_rng_t *rng);
 
 /* 1 if the algorithm implements save/load. */
 int dpo_algo_can_checkpoint(const dpo_algo_t *a);

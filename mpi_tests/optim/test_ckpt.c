@@ -29,6 +29,33 @@ static int count_entries(const char *dir) {
   return n;
 }
 
+/* A stream's place: a seeded stream resumes where it stopped (the next draws are the
+ * uninterrupted stream's); an OS key is never written. */
+static void check_rng(void) {
+  dpo_rng_t *a = NULL, *b = NULL, *os = NULL;
+  dpo_ckpt_t *c = NULL;
+  int64_t seeded = 9;
+  T_CHECK(dpo_rng_create(1, 42, 7, &a) == DPO_OK && dpo_rng_create(1, 5, 1, &b) == DPO_OK &&
+          dpo_rng_create(0, 0, 0, &os) == DPO_OK && dpo_ckpt_create(&c) == DPO_OK, "create");
+  if (!a || !b || !os || !c) return;
+  for (int i = 0; i < 37; i++) dpo_rng_u64(a); /* mid-block */
+  T_CHECK(dpo_ckpt_put_rng(c, "s.", a) == DPO_OK && dpo_ckpt_put_rng(c, "o.", os) == DPO_OK &&
+          dpo_ckpt_put_rng(c, "n.", NULL) == DPO_OK, "put_rng: %s", dpo_errmsg());
+  T_CHECK(dpo_ckpt_len(c, "o.rng_key") == -1 && dpo_ckpt_len(c, "s.rng_key") == 32,
+          "an OS key is never written, a seeded one is");
+  T_CHECK(dpo_ckpt_get_rng(c, "s.", &seeded, b) == DPO_OK && seeded == 1, "get_rng seeded");
+  int same = 1;
+  for (int i = 0; i < 100; i++) same &= dpo_rng_u64(a) == dpo_rng_u64(b);
+  T_CHECK(same, "the restored stream draws what the saved one draws next");
+  T_CHECK(dpo_ckpt_get_rng(c, "o.", &seeded, b) == DPO_OK && seeded == 0, "OS flag 0");
+  T_CHECK(dpo_ckpt_get_rng(c, "n.", &seeded, NULL) == DPO_OK && seeded == -1, "no stream -1");
+  T_CHECK(dpo_ckpt_get_rng(c, "x.", &seeded, b) == DPO_EFORMAT, "missing stream refused");
+  dpo_ckpt_destroy(c);
+  dpo_rng_destroy(a);
+  dpo_rng_destroy(b);
+  dpo_rng_destroy(os);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank;
@@ -121,6 +148,7 @@ int main(int argc, char **argv) {
     dpo_ckpt_destroy(w);
     unlink(path);
     rmdir(dir);
+    check_rng();
   }
   return dpo_t_finish("test_ckpt");
 }

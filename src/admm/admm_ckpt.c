@@ -26,7 +26,6 @@ int dpo__admm_ckpt_save(const char *path, const char *method, int ranks,
   if (trace && (fflush(trace) != 0 || (toff = ftell(trace)) < 0))
     rc = dpo_err(DPO_EIO, "%s: the trace cannot be flushed: %s", path, strerror(errno));
   if (!rc && L) rc = dpo_ledger_position(L, &lines, head);
-  int seeded = rng ? dpo_rng_is_seeded(rng) : -1;
   if (!rc && !((rc = dpo_ckpt_put_int(c, "admm.format", DPO__ADMM_CKPT_FORMAT)) ||
                (rc = dpo_ckpt_put_bytes(c, "admm.method", method, (int64_t)strlen(method))) ||
                (rc = dpo_ckpt_put_i64(c, "admm.counts", iv, 4)) ||
@@ -35,18 +34,11 @@ int dpo__admm_ckpt_save(const char *path, const char *method, int ranks,
                (rc = dpo_ckpt_put_int(c, "admm.trace_offset", toff)) ||
                (rc = dpo_ckpt_put_int(c, "admm.ledger_lines", L ? lines : -1)) ||
                (rc = dpo_ckpt_put_bytes(c, "admm.ledger_chain", head, sizeof head)) ||
-               (rc = dpo_ckpt_put_int(c, "admm.rng_seeded", seeded)))) {
+               (rc = dpo_ckpt_put_rng(c, "admm.", rng)))) {
     const double *v[7] = {st->x, st->xh, st->xp, st->u, st->uh, st->up, st->y};
     static const char *const k[7] = {"admm.x", "admm.xh", "admm.xp", "admm.u", "admm.uh",
                                      "admm.up", "admm.y"};
     for (int i = 0; i < 7 && !rc; i++) rc = dpo_ckpt_put_f64(c, k[i], v[i], i < 3 ? st->d : st->p);
-  }
-  if (!rc && seeded == 1) { /* an OS key is a secret: only a seeded stream's position */
-    dpo_rng_state_t rs;
-    dpo_rng_get_state(rng, &rs);
-    int64_t pos[3] = {(int64_t)rs.nonce, (int64_t)rs.counter, (int64_t)rs.pos};
-    if (!(rc = dpo_ckpt_put_bytes(c, "admm.rng_key", rs.key, sizeof rs.key)))
-      rc = dpo_ckpt_put_i64(c, "admm.rng_pos", pos, 3);
   }
   if (!rc) rc = dpo_ckpt_write(c, path);
   dpo_ckpt_destroy(c);
@@ -81,7 +73,7 @@ int dpo__admm_ckpt_load(const char *path, const char *method, int ranks, int32_t
                         dpo_dpadmm_state_t *st, FILE *trace, const dpo_ledger_t *L,
                         dpo_rng_t *rng) {
   dpo_ckpt_t *c = NULL;
-  int64_t iv[4], toff = 0, lines = -1, seeded = -1;
+  int64_t iv[4], toff = 0, lines = -1;
   unsigned char head[32];
   memset(st, 0, sizeof *st);
   int rc = dpo_ckpt_read(path, &c);
@@ -91,7 +83,7 @@ int dpo__admm_ckpt_load(const char *path, const char *method, int ranks, int32_t
                (rc = dpo_ckpt_get_int(c, "admm.trace_offset", &toff)) ||
                (rc = dpo_ckpt_get_int(c, "admm.ledger_lines", &lines)) ||
                (rc = dpo_ckpt_get_bytes(c, "admm.ledger_chain", head, sizeof head)) ||
-               (rc = dpo_ckpt_get_int(c, "admm.rng_seeded", &seeded)))) {
+               (rc = dpo_ckpt_get_rng(c, "admm.", NULL, rng)))) {
     double **v[7] = {&st->x, &st->xh, &st->xp, &st->u, &st->uh, &st->up, &st->y};
     static const char *const k[7] = {"admm.x", "admm.xh", "admm.xp", "admm.u", "admm.uh",
                                      "admm.up", "admm.y"};
@@ -108,17 +100,6 @@ int dpo__admm_ckpt_load(const char *path, const char *method, int ranks, int32_t
   st->it = iv[0], st->restarts = iv[1], st->releases = iv[2], st->d = d, st->p = p;
   /* the journal reaches the checkpoint's line with its tag (more charges stay spent) */
   if (!rc && L && lines >= 0) rc = dpo_ledger_verify_position(L, "checkpoint", lines, head);
-  if (!rc && seeded == 1 && rng) {
-    dpo_rng_state_t rs;
-    int64_t pos[3];
-    dpo_rng_get_state(rng, &rs);
-    if (!(rc = dpo_ckpt_get_bytes(c, "admm.rng_key", rs.key, sizeof rs.key)) &&
-        !(rc = dpo_ckpt_get_i64(c, "admm.rng_pos", pos, 3))) {
-      rs.nonce = (uint64_t)pos[0], rs.counter = (uint64_t)pos[1], rs.pos = (uint32_t)pos[2];
-      rs.seeded = 1;
-      rc = dpo_rng_set_state(rng, &rs);
-    }
-  }
   /* the trace goes on from its length at the checkpoint: rows written after it are redone */
   if (!rc && trace) {
     long end;

@@ -64,14 +64,14 @@ static int dpo__cons_put(dpo_ckpt_t *c, const dpo__cons_io_t *io, const dpo__con
   int64_t iv[6] = {st->it, io->rank, io->size, inf->rho_changes, p->factorizations,
                    inf->inner_iters};
   double dv[6] = {p->rho, p->s_prev, inf->r_norm, inf->s_norm, inf->eps_pri, inf->eps_dual};
-  int seeded = io->rng ? dpo_rng_is_seeded(io->rng) : -1, rc;
+  int rc;
   if ((rc = dpo_ckpt_put_int(c, "cons.format", DPO__CONS_CKPT_FORMAT)) ||
       (rc = dpo_ckpt_put_i64(c, "cons.counts", iv, 6)) ||
       (rc = dpo_ckpt_put_f64(c, "cons.scalars", dv, 6)) ||
       (rc = dpo_ckpt_put_f64(c, "cons.x", p->x, p->d)) ||
       (rc = dpo_ckpt_put_f64(c, "cons.u", p->u, p->d)) ||
       (rc = dpo_ckpt_put_f64(c, "cons.z", st->z, p->d)) ||
-      (rc = dpo_ckpt_put_int(c, "cons.rng_seeded", seeded)))
+      (rc = dpo_ckpt_put_rng(c, "cons.", io->rng)))
     return rc;
   if (p->have_ws) {
     int64_t n = dpo__admm_lbfgs_packed_len(p->d, p->ws.mem);
@@ -81,13 +81,6 @@ static int dpo__cons_put(dpo_ckpt_t *c, const dpo__cons_io_t *io, const dpo__con
     rc = dpo_ckpt_put_f64(c, "cons.lbfgs", w, n);
     free(w);
     if (rc) return rc;
-  }
-  if (seeded == 1) { /* an OS key is a secret: only a seeded stream's position */
-    dpo_rng_state_t rs;
-    dpo_rng_get_state(io->rng, &rs);
-    int64_t pos[3] = {(int64_t)rs.nonce, (int64_t)rs.counter, (int64_t)rs.pos};
-    if (!(rc = dpo_ckpt_put_bytes(c, "cons.rng_key", rs.key, sizeof rs.key)))
-      rc = dpo_ckpt_put_i64(c, "cons.rng_pos", pos, 3);
   }
   return rc;
 }
@@ -167,7 +160,7 @@ int dpo__cons_load(void *arg, dpo__cons_state_t *st) {
   dpo_admm_info_t *inf = st->inf;
   dpo_ckpt_t *c = NULL;
   char path[1200];
-  int64_t iv[6], seeded = -1;
+  int64_t iv[6];
   double dv[6];
   dpo__cons_part_path(io, io->rank, io->resume_it, path, sizeof path);
   if (io->rank != 0 && access(path, R_OK) != 0)
@@ -184,7 +177,7 @@ int dpo__cons_load(void *arg, dpo__cons_state_t *st) {
                (rc = dpo_ckpt_get_f64(c, "cons.x", p->x, p->d)) ||
                (rc = dpo_ckpt_get_f64(c, "cons.u", p->u, p->d)) ||
                (rc = dpo_ckpt_get_f64(c, "cons.z", st->z, p->d)) ||
-               (rc = dpo_ckpt_get_int(c, "cons.rng_seeded", &seeded)))) {
+               (rc = dpo_ckpt_get_rng(c, "cons.", NULL, io->rng)))) {
     st->it = iv[0];
     inf->rho_changes = iv[3], inf->inner_iters = iv[5];
     inf->r_norm = dv[2], inf->s_norm = dv[3], inf->eps_pri = dv[4], inf->eps_dual = dv[5];
@@ -201,17 +194,6 @@ int dpo__cons_load(void *arg, dpo__cons_state_t *st) {
     if (!w) rc = dpo_err(DPO_ENOMEM, "out of memory");
     else if (!(rc = dpo_ckpt_get_f64(c, "cons.lbfgs", w, n))) dpo__admm_lbfgs_unpack(&p->ws, w);
     free(w);
-  }
-  if (!rc && seeded == 1 && io->rng) { /* the seeded stream goes on where it stopped */
-    dpo_rng_state_t rs;
-    int64_t pos[3];
-    dpo_rng_get_state(io->rng, &rs);
-    if (!(rc = dpo_ckpt_get_bytes(c, "cons.rng_key", rs.key, sizeof rs.key)) &&
-        !(rc = dpo_ckpt_get_i64(c, "cons.rng_pos", pos, 3))) {
-      rs.nonce = (uint64_t)pos[0], rs.counter = (uint64_t)pos[1], rs.pos = (uint32_t)pos[2];
-      rs.seeded = 1;
-      rc = dpo_rng_set_state(io->rng, &rs);
-    }
   }
   dpo_ckpt_destroy(c);
   if (!rc) io->last = io->resume_it;

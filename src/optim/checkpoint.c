@@ -278,3 +278,38 @@ out:
   dpo_ckpt_destroy(c);
   return rc;
 }
+
+/* The key p + name, e.g. "admm." + "rng_key". */
+static const char *dpo__ck_key(char *buf, size_t n, const char *p, const char *name) {
+  snprintf(buf, n, "%s%s", p ? p : "", name);
+  return buf;
+}
+
+int dpo_ckpt_put_rng(dpo_ckpt_t *c, const char *p, const dpo_rng_t *rng) {
+  char k[96];
+  int seeded = rng ? dpo_rng_is_seeded(rng) : -1;
+  int rc = dpo_ckpt_put_int(c, dpo__ck_key(k, sizeof k, p, "rng_seeded"), seeded);
+  if (rc || seeded != 1) return rc; /* an OS key is a secret: never written */
+  dpo_rng_state_t st;
+  dpo_rng_get_state(rng, &st);
+  int64_t pos[3] = {(int64_t)st.nonce, (int64_t)st.counter, (int64_t)st.pos};
+  if ((rc = dpo_ckpt_put_bytes(c, dpo__ck_key(k, sizeof k, p, "rng_key"), st.key, sizeof st.key)))
+    return rc;
+  return dpo_ckpt_put_i64(c, dpo__ck_key(k, sizeof k, p, "rng_pos"), pos, 3);
+}
+
+int dpo_ckpt_get_rng(const dpo_ckpt_t *c, const char *p, int64_t *seeded, dpo_rng_t *rng) {
+  char k[96];
+  int64_t s = -1, pos[3];
+  int rc = dpo_ckpt_get_int(c, dpo__ck_key(k, sizeof k, p, "rng_seeded"), &s);
+  if (seeded) *seeded = s;
+  if (rc || s != 1 || !rng) return rc;
+  dpo_rng_state_t st;
+  dpo_rng_get_state(rng, &st);
+  if ((rc = dpo_ckpt_get_bytes(c, dpo__ck_key(k, sizeof k, p, "rng_key"), st.key, sizeof st.key)) ||
+      (rc = dpo_ckpt_get_i64(c, dpo__ck_key(k, sizeof k, p, "rng_pos"), pos, 3)))
+    return rc;
+  st.nonce = (uint64_t)pos[0], st.counter = (uint64_t)pos[1], st.pos = (uint32_t)pos[2];
+  st.seeded = 1; /* the stream goes on where it stopped */
+  return dpo_rng_set_state(rng, &st);
+}

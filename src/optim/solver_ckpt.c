@@ -55,17 +55,7 @@ int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
       (rc = dpo_ckpt_put_int(c, "ledger_lines", lines)) ||
       (rc = dpo_ckpt_put_bytes(c, "ledger_chain", head, sizeof head)))
     goto out;
-  /* RNG position: only a seeded stream's (an OS key is a secret, never written) */
-  int seeded = s->rng ? dpo_rng_is_seeded(s->rng) : -1;
-  if ((rc = dpo_ckpt_put_int(c, "rng_seeded", seeded))) goto out;
-  if (seeded == 1) {
-    dpo_rng_state_t st;
-    dpo_rng_get_state(s->rng, &st);
-    int64_t iv[3] = {(int64_t)st.nonce, (int64_t)st.counter, (int64_t)st.pos};
-    if ((rc = dpo_ckpt_put_bytes(c, "rng_key", st.key, sizeof st.key)) ||
-        (rc = dpo_ckpt_put_i64(c, "rng_pos", iv, 3)))
-      goto out;
-  }
+  if ((rc = dpo_ckpt_put_rng(c, "", s->rng))) goto out;
   dpo_ckpt_set_prefix(c, "algo.");
   if ((rc = s->algo->save(s, s->state, c))) goto out;
   dpo_ckpt_set_prefix(c, "run.");
@@ -155,20 +145,8 @@ static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
   dpo_ckpt_set_prefix(c, "algo.");
   if ((rc = s->algo->load(s, s->state, c))) goto out;
   /* the stream last: create() and load() may have drawn from it */
-  if (seeded == 1) {
-    dpo_rng_state_t st;
-    int64_t iv[3];
-    dpo_ckpt_set_prefix(c, "solver.");
-    dpo_rng_get_state(s->rng, &st);
-    if ((rc = dpo_ckpt_get_bytes(c, "rng_key", st.key, sizeof st.key)) ||
-        (rc = dpo_ckpt_get_i64(c, "rng_pos", iv, 3)))
-      goto out;
-    st.nonce = (uint64_t)iv[0];
-    st.counter = (uint64_t)iv[1];
-    st.pos = (uint32_t)iv[2];
-    st.seeded = 1;
-    if ((rc = dpo_rng_set_state(s->rng, &st))) goto out;
-  }
+  dpo_ckpt_set_prefix(c, "solver.");
+  if (seeded == 1 && (rc = dpo_ckpt_get_rng(c, "", NULL, s->rng))) goto out;
   if (ranks != size)
     fprintf(stderr, "dpopt: warning: %s was written by %lld ranks, resuming on %d: the result "
             "is not bit-identical to an uninterrupted run (reduction order)\n", path,
