@@ -30,10 +30,16 @@ struct dpo_guard {
 /* relative slack for the coordinator's rounding of the same price */
 #define DPO__GUARD_TOL 1e-12
 
+int dpo_party_journal_path(const char *dir, int K, char *journal, size_t n) {
+  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", dir, K) >= n)
+    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", K, dir);
+  return DPO_OK;
+}
+
 int dpo_guard_journal_check(const char *dir, int k, int resuming, char *journal, size_t n) {
   struct stat st;
-  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", dir, k) >= n)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", k, dir);
+  int rc = dpo_party_journal_path(dir, k, journal, n);
+  if (rc) return rc;
   if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
     return dpo_err(DPO_EINVAL, "party.%d.out = %s: not a directory", k, dir);
   int have = !stat(journal, &st);
@@ -59,9 +65,7 @@ int dpo_party_store_journal(const dpo_parties_t *p, int k, char *journal, size_t
                    "nothing was written)", p->name ? p->name[k] : k, p->first_rank[k],
                    p->name ? p->name[k] : k);
   const int K = p->name ? p->name[k] : k; /* its journal is named by the party's name */
-  if ((size_t)snprintf(journal, n, "%s/ledger.party%d.jsonl", p->out[k], K) >= n)
-    return dpo_err(DPO_EINVAL, "party.%d.out = %s: path too long", K, p->out[k]);
-  return DPO_OK;
+  return dpo_party_journal_path(p->out[k], K, journal, n);
 }
 
 int dpo_party_journal_rank(const dpo_parties_t *p, int k) {

@@ -58,6 +58,10 @@ typedef struct {
 /* Not collective (parties.c): party k's own run directory, party.K.out, else parties.out with
  * its one %d replaced by k; *dir = NULL when neither is given (caller frees). */
 int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
+/* Not collective: the file of the party named K's own journal, DIR/ledger.partyK.jsonl, into
+ * journal[n] (a party's journal is named by its name, never by its position); DPO_EINVAL when
+ * it does not fit.  Every place that opens or checks a party journal names it here. */
+int dpo_party_journal_path(const char *dir, int K, char *journal, size_t n);
 /* Not collective, nothing written: DIR fits party k's journal DIR/ledger.partyK.jsonl (written
  * to journal[n]): DIR is a directory or missing, and holds that journal when resuming, none
  * otherwise (it would be another run's). */

@@ -320,8 +320,8 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
   const char *dir = p->out[party] ? p->out[party] : run_dir;
   char journal[1100];
   if (dpo__journal_rank(p, party) == tp->rank && dir && dir[0] &&
-      !(rc = p->out[party] ? dpo_mkdirs(dir) : DPO_OK)) {
-    snprintf(journal, sizeof journal, "%s/ledger.party%d.jsonl", dir, p->name[party]);
+      !(rc = p->out[party] ? dpo_mkdirs(dir) : DPO_OK) &&
+      !(rc = dpo_party_journal_path(dir, p->name[party], journal, sizeof journal))) {
     sp.journal = journal;
     sp.resume = resuming;
     sp.run_id = run_id; /* a new journal records it */

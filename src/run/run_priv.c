@@ -332,9 +332,8 @@ static int dpo__run_priv_run_id(dpo__run_priv_t *p) {
   const int k = pt->rank_party[p->rank];
   if (pt->trust == DPO_TRUST_SECAGG && p->rank != 0 && dpo_party_journal_rank(pt, k) == p->rank) {
     char j[1100], own[65];
-    snprintf(j, sizeof j, "%s/ledger.party%d.jsonl", pt->out[k] ? pt->out[k] : p->dir,
-             pt->name[k]);
-    if (!(rc = dpo_journal_run_id(j, own)) && !own[0])
+    rc = dpo_party_journal_path(pt->out[k] ? pt->out[k] : p->dir, pt->name[k], j, sizeof j);
+    if (!rc && !(rc = dpo_journal_run_id(j, own)) && !own[0])
       rc = dpo_err(DPO_EFORMAT, "party %d: its journal %s names no run id (a journal of an older "
                    "dpopt): it cannot tell which run it took part in", pt->name[k], j);
     if (!rc) memcpy(p->prun_id, own, sizeof own);
