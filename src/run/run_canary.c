@@ -44,7 +44,7 @@ typedef struct {
   double *score;      /* rank 0 */
   int64_t nrel;
   int gauss, lap;
-  int final_model;    /* hidden state: scored by the final model's weights (dpo__a1_final) */
+  int final_model;    /* hidden state: scored by the final model (dpo__a1_hidden, evaluate) */
   double alpha;       /* the bound's confidence is 1 - alpha (audit.alpha) */
   char name[48];      /* the default run directory's stem: audit-ALGO */
   dpo_audit1_result_t res;
@@ -347,7 +347,8 @@ static int dpo__a1_solve(dpo_run_t *r) {
     return dpo_err(DPO_EINTR, "%sdpopt audit --resume %s", msg, r->dir);
   }
   if (rc == DPO_EBUDGET) rc = DPO_OK; /* the releases that ran are the audited run */
-  if (!rc && (rc = dpo_agree(r->comm, r->rank == 0 && !dpo__a1(r)->final_model && dpo__a1(r)->nrel == 0
+  const dpo__a1_t *c = dpo__a1(r);
+  if (!rc && (rc = dpo_agree(r->comm, r->rank == 0 && !c->final_model && c->nrel == 0
                     ? dpo_err(DPO_EUNSUP, "dpopt audit --one-run: %s makes no release the "
                               "audit can observe", r->algo->name) : DPO_OK)))
     return dpo__run_failed(r, rc);
