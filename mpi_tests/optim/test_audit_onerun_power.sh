@@ -8,10 +8,12 @@
 # randomized response (1.578 with the noise halved), and the 250 top and 250 bottom scores
 # all sit where the log-likelihood ratio saturates, so the 500 guesses are right with
 # probability q = e^eps' / (1 + e^eps'): 343.8 +- 10.4 expected intact, 414.5 +- 8.4 halved.
-# At 500 guesses (alpha / 4) the bound exceeds 1 from 388 right: binomial power 0.999 halved;
-# false alarm (intact, the four guess counts together) <= 5.4e-4 by the binomial tails,
-# 0 of 2000 in a simulation of this construction (doc/results.md).  Seeded (--seed: the
-# canaries' bits and the noise), so the outcome here is reproducible.
+# At 500 guesses (alpha / 4) the bound exceeds 1 from 388 right: binomial power 0.999 halved.
+# False alarm (intact bound above the claim at any of the four guess counts): at most alpha =
+# 0.05 for any sound run (the bound's confidence), here about 5e-4 (the binomial tails add to
+# 5.4e-4; 11 of 20000 in jobs/audit/one-run-power.py's simulation; 0 of 40 seeds with the real
+# code, jobs/audit/one-run-power; doc/results.md).  Seeded (--seed: the canaries' bits and the
+# noise), so the outcome here is reproducible.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 field() { awk -v k="$1" '/^one run:/ {for (i = 1; i <= NF; i++) if (split($i, p, ":") == 2 && p[1] == k) print p[2]}' "$T/out"; }
