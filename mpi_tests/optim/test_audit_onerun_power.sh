@@ -13,7 +13,7 @@
 # 0.05 for any sound run (the bound's confidence), here about 5e-4 (the binomial tails add to
 # 5.4e-4; 11 of 20000 in jobs/audit/one-run-power.py's simulation; 0 of 40 seeds with the real
 # code, jobs/audit/one-run-power; doc/results.md).  Seeded (--seed: the canaries' bits and the
-# noise), so the outcome here is reproducible.
+# noise), so the outcome here is reproducible, on 2 ranks as on 3.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 field() { awk -v k="$1" '/^one run:/ {for (i = 1; i <= NF; i++) if (split($i, p, ":") == 2 && p[1] == k) print p[2]}' "$T/out"; }
@@ -34,4 +34,8 @@ check "noise halved: $(field 500) of 500 right, theory 414.5 +- 8.4" near "$(fie
 has "$T/out" "VIOLATION" "noise halved: reported"
 has "$T/out" "TEST: noise halved" "noise halved: the table says so"
 check "noise halved: summary.json says VIOLATION" test "$(jq -r .verdict "$T/half/summary.json")" = VIOLATION
+# the same seeded audit on 3 ranks (the canaries on another rank, the rows split otherwise)
+g2=$(sed -n 3p "$T/out" | cut -d';' -f3)
+expect 6 $MPI -np 3 "$DPOPT_TEST" audit --one-run $RUN --test-break-noise --out "$T/half3"
+check "noise halved, 3 ranks: the 2 ranks' guesses ($g2)" test "$(sed -n 3p "$T/out" | cut -d';' -f3)" = "$g2"
 finish test_audit_onerun_power
