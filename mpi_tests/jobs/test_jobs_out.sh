@@ -43,7 +43,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect 0 sh "$S/jobs/sco/excess_vs_n.sh" --out "$T/sco" --plot-only
   check "sco a9a plot in --out" test -s "$T/sco/excess_vs_n_a9a.png"
 fi
-for f in admm/consensus_ranks.sh admm/dpadmm_fig12.sh sco/excess_vs_n.sh audit/tightness audit/one-run; do
+for f in admm/consensus_ranks.sh admm/dpadmm_fig12.sh sco/excess_vs_n.sh audit/tightness audit/one-run audit/one-run-power; do
   expect 0 sh "$S/jobs/$f" --help
   has "$T/out" "--out DIR" "jobs/$f documents --out"
   expect 1 sh "$S/jobs/$f" --bogus

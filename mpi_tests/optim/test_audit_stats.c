@@ -105,3 +105,23 @@ Test(audit, one_run_bound) {
   cr_assert_eq(dpo_audit1_eps_lb(1000, 100, 50, 0, 0.05), 0.0);
   cr_assert(isnan(dpo_audit1_eps_lb(10, 20, 5, 0, 0.05)));
 }
+
+/* The one-run audit's power where test_audit_onerun_power.sh runs it (one Laplace release at
+ * eps 1, the l1 clip saturated, canary value a = sqrt(14)): each canary is eps' = a / (a + 1)
+ * randomized response, twice that with the noise halved, and 500 guesses are right with
+ * probability q(eps') = 1 / (1 + e^-eps').  Three standard deviations below the halved
+ * expectation the bound (at alpha / 4, one of four guess counts) exceeds the claim; three above
+ * the intact one it stays below; the smallest count over the claim is 388 (the Python
+ * computation of the previous test's cases). */
+Test(audit, one_run_power) {
+  const double a = sqrt(14.0), e1 = a / (a + 1);
+  for (int half = 0; half <= 1; half++) {
+    const double q = 1 / (1 + exp(-(half ? 2 : 1) * e1)), E = 500 * q, sd = sqrt(500 * q * (1 - q));
+    const int64_t v = (int64_t)(half ? floor(E - 3 * sd) : ceil(E + 3 * sd));
+    const double lb = dpo_audit1_eps_lb(1000, 500, v, 0, 0.05 / 4);
+    cr_assert(half ? lb > 1 : lb < 1, "noise %s: %lld right of 500 (expected %.1f): eps_lb %g",
+              half ? "halved" : "intact", (long long)v, E, lb);
+  }
+  cr_assert(dpo_audit1_eps_lb(1000, 500, 388, 0, 0.05 / 4) > 1);
+  cr_assert(dpo_audit1_eps_lb(1000, 500, 387, 0, 0.05 / 4) <= 1);
+}

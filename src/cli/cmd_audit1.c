@@ -31,8 +31,14 @@ static const char dpo__audit1_more[] =
     "excluded, and turns the number of right guesses into a lower bound on eps, valid with\n"
     "confidence 1 - A whatever the data.  One training run, so a data holder can run it on the\n"
     "real data set; the bound is loose by design (at most about ln(M) for M canaries), a check\n"
-    "that the noise is there, not an estimate of the true eps.  Logistic regression, one data\n"
-    "holder, the algorithms whose releases the audit observes (the DP-GD family, dp-sgd-rdp).\n"
+    "that the noise is there, not an estimate of the true eps.  Logistic regression; the DP-GD\n"
+    "family and dp-sgd-rdp are scored on every release (central or secagg), pnsgd and the\n"
+    "phased methods, whose steps are not releases, on the final model's weight on each\n"
+    "canary's column.  A lost noise is seen when each canary's share of the claim is large:\n"
+    "a pure-eps release whose clip every canary saturates (the canary then carries a / (a + 1)\n"
+    "of the sensitivity, a its value); Gaussian releases (delta > 0) give a bound far below\n"
+    "their eps at M = 1000 even with the noise halved.  dpopt admm's methods are not audited by\n"
+    "one run (use dpopt audit --admm).\n"
     "The run is real: it spends its budget and keeps its journal.  Its run directory (--out,\n"
     "default runs/audit-ALGO-YYYYmmdd-HHMMSS) is train's: config.ini, ledger.jsonl, trace.csv,\n"
     "model.txt (with the canaries' columns), summary.json (train's, with the audit's result and\n"
@@ -47,6 +53,13 @@ int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_co
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, tmp, dpo__audit1_opts);
   char *pos[1];
   int npos, rc;
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--admm"))
+      return dpo_cli_fail(ctx, "audit", dpo_err(DPO_EINVAL, "dpopt audit --one-run audits a run of "
+                          "dpopt train; dpopt admm's methods (DP-ADMM, DP-AccADMM, private "
+                          "consensus) are not audited by one run yet: their parties load their "
+                          "rows through dpopt admm's own job, which adds no canaries.  Audit them "
+                          "with dpopt audit --admm METHOD [--white-box]"));
   if (dpo_config_create(cfg)) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun --quiet -np P dpopt audit --one-run [dpopt train's "
                      "options] [--canaries M] [--alpha A] [--json FILE]\n"
