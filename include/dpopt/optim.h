@@ -65,6 +65,10 @@ typedef struct {
   /* Likewise for strong convexity mu > 0 (model.lambda > 0): NULL none, "" always, else the
    * parameter whose explicit value makes mu unnecessary (e.g. the momentum "beta"). */
   const char *needs_mu;
+  /* 1: with parties, its release plan is one disjoint pass charged whole (dpo_plan_t.one_pass),
+   * so it has no checkpoints under secagg (dpo_algo_ckpt_check); the solver refuses a plan
+   * declared so by an algorithm without the flag */
+  int one_pass;
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */
@@ -82,6 +86,11 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_priva
                    const dpo_model_t *m);
 /* NULL-terminated table, for --help listings. */
 const dpo_algo_t *const *dpo_algo_list(void);
+/* Not collective, data-free: DPO_OK when a run of a under spec can write and resume
+ * checkpoints, else the reason (DPO_EINVAL): a without save/load, or a plan charged whole as
+ * one pass under privacy.trust = secagg (dpo_algo_t.one_pass).  A front end asks before
+ * anything is written; dpo_solver_run and dpo_solver_resume refuse the same from the plan. */
+int dpo_algo_ckpt_check(const dpo_algo_t *a, const dpo_privacy_spec_t *spec);
 
 /* ---- release plans (privacy rule 3: what is charged is what ran) ----
  * Every private algorithm declares in create() (dpo_solver_declare_plan) how its charges
@@ -108,6 +117,13 @@ typedef struct {
    * noise multiplier z (sigma / sensitivity) and base step size of minibatch algorithms. */
   int64_t batch;
   double noise_multiplier, lr;
+  /* 1: the steps are the batches of ONE disjoint pass, charged together as one step's price
+   * (parallel composition), so the pass is charged whole: a step redone after a resume would
+   * release its rows a second time within it.  Under privacy.trust = secagg the driver refuses
+   * checkpoints of such a plan (dpo_solver_run: each party's guard keeps its record of the pass
+   * in memory, doc/design.md "Dropouts"); with one data holder a cleanly stopped pass resumes
+   * and a journal with charges after the checkpoint is refused. */
+  int one_pass;
 } dpo_plan_t;
 
 /* Rank 0, from an algorithm's create(): record its plan (copied). */

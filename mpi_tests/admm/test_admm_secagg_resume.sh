@@ -13,8 +13,9 @@
 #    the budget exhausted (exit 3) and its model; party 2's own journal (it journalled release
 #    9 before it died) holds as many charges as the coordinator's and replays to the
 #    coordinator's view of it, party 1's never more;
-#  - a resume without a party's journal is refused naming it, writing nothing; a local-trust
-#    run still refuses checkpoints with the reason.
+#  - a resume without a party's journal is refused naming it, writing nothing (a budget
+#    store's reservation is carried over: test_admm_store_resume.sh; local trust resumes:
+#    test_admm_local_resume.sh).
 . "$(dirname "$0")/../lib/testlib.sh"
 
 ADMM="--method dpadmm --eps 1 --delta 1e-5 --clip 1 --row-l2-bound 3.75 --maxit 12 \
@@ -73,11 +74,4 @@ expect 1 $MPI -np 3 "$DPOPT" admm --resume "$T/m"
 has "$T/err" "--resume: party 1's journal $T/m.p1/ledger.party1.jsonl is missing" "a missing party journal refused"
 (cd "$T/m" && find . -type f | sort | xargs sha256sum) | cmp -s - "$T/m.sum" && [ ! -e "$T/m.p1" ] && ok ||
   bad "a refused resume wrote something"
-
-# ---- still refused, with the reason, writing nothing (a budget store's reservation is carried
-# over: test_admm_store_resume.sh)
-expect 1 $MPI -np 3 "$DPOPT" admm $(echo "$ADMM" | sed 's/secagg/local/') --checkpoint-every 3 \
-  --out "$T/l" "$S/data/a9a"
-has "$T/err" "each party's own noise stream is not saved under privacy.trust = local" "local trust: checkpoints refused"
-for d in l; do [ -e "$T/$d" ] && bad "a refused run wrote $T/$d" || ok; done
 finish test_admm_secagg_resume

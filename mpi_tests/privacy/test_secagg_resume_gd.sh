@@ -11,7 +11,7 @@
 #    more than the budget; party 2's own journal (it journalled release 8) holds as many and
 #    replays to the coordinator's view of it; party 1's is never above that view;
 #  - dropping a party at the resume is refused for this family (its checkpoint holds the whole
-#    table's active set), writing nothing; other trust modes stay refused.
+#    table's active set), writing nothing.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 mkdir -p "$T/parts"
@@ -55,8 +55,5 @@ expect 1 $MPI -np 2 "$DPOPT" train --resume "$T/d" --set parties.count=2
 has "$T/err" "--resume cannot change parties.count" "dp-gd: dropping a party refused"
 (cd "$T" && find d d.p? -type f | sort | xargs sha256sum) | cmp -s - "$T/d.sum" && ok ||
   bad "a refused resume wrote something"
-# other trust modes keep refusing multi-party checkpoints
-expect 1 $MPI -np 3 "$DPOPT" train $(echo "$AR" | sed 's/privacy.trust=secagg/privacy.trust=local/') \
-  --checkpoint-every 5 --out "$T/l"
-has "$T/err" "checkpoints of multi-party runs are not supported outside privacy.trust = secagg" "local trust refused"
+# (central and local trust resume too: mpi_tests/run/test_parties_resume.sh)
 finish test_secagg_resume_gd

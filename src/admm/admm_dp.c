@@ -163,19 +163,43 @@ static int dpo__arun_save(void *arg, const dpo_dpadmm_state_t *st) {
                              v->L, v->rng);
 }
 
+/* Collective, resuming under local trust: each party noises its own sum from its own stream,
+ * which the checkpoint (rank 0's state) does not hold.  Unseeded, a party's OS-keyed stream is
+ * new in every job, as under secagg.  Seeded (NOT private), each party's stream is moved on
+ * past the draws of the `done` releases made before the checkpoint: each drew one Gaussian
+ * vector of d values at scale n sigma on a party with rows (dpo__local_noise, oracle.c), and
+ * a draw's consumption of the stream depends on neither the values nor the data, so drawing
+ * that many onto zeros leaves the stream where the uninterrupted run's was.  sigma is the
+ * checkpoint's (public: every charge in the journal names it). */
+static int dpo__arun_local_replay(dpo_admm_job_t *j, dpo_oracle_t *orc, dpo_rng_t *prng,
+                                  const dpo_dpadmm_state_t *rs, int64_t done) {
+  double sigma = j->s.rank == 0 ? rs->sigma : 0.0;
+  MPI_Bcast(&sigma, 1, MPI_DOUBLE, 0, j->comm);
+  if (!prng || !dpo_rng_is_seeded(prng) || j->sh->n < 1) return dpo_agree(j->comm, DPO_OK);
+  const int32_t d = dpo_oracle_dim(orc);
+  const double scale = (double)dpo_oracle_nglobal(orc) * sigma;
+  double *z = calloc((size_t)(d ? d : 1), sizeof *z);
+  int rc = z ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
+  for (int64_t r = 0; r < done && !rc; r++) {
+    memset(z, 0, (size_t)d * sizeof *z);
+    rc = dpo_mech_gaussian(prng, scale, z, d);
+  }
+  free(z);
+  return dpo_agree(j->comm, rc);
+}
+
 /* Collective: checkpoints (--checkpoint-every, run.stop_after, the stop flag) and, resuming,
  * rank 0's state from RUN/checkpoint (checked against the journal: rule of dpopt/optim.h) */
 static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *sv,
-                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs, dpo_secagg_t *sa) {
+                               dpo_dpadmm_opts_t *o, dpo_dpadmm_state_t *rs, dpo_secagg_t *sa,
+                               dpo_oracle_t *orc, dpo_rng_t *prng) {
   dpo_admm_io_t *io = j->io;
   o->stop = io->stop;
   if (!j->ckpt && !io->stop) return DPO_OK;
-  if (j->ckpt || !j->s.local) {
-    o->save = dpo__arun_save;
-    o->save_arg = sv;
-    o->ckpt_every = io->ckpt_every;
-    o->stop_after = io->stop_after;
-  }
+  o->save = dpo__arun_save;
+  o->save_arg = sv;
+  o->ckpt_every = io->ckpt_every;
+  o->stop_after = io->stop_after;
   if (!io->resumed) return DPO_OK;
   int rc = DPO_OK;
   if (j->s.rank == 0)
@@ -187,6 +211,7 @@ static int dpo__arun_ckpt_opts(dpo_admm_job_t *j, int32_t p, dpo__arun_save_t *s
   int64_t done = j->s.rank == 0 ? rs->releases : 0;
   MPI_Bcast(&done, 1, MPI_INT64_T, 0, j->comm);
   if (sa && (rc = dpo_agree(j->comm, dpo_secagg_seeded_releases(sa, (uint64_t)done)))) return rc;
+  if (j->s.local && (rc = dpo__arun_local_replay(j, orc, prng, rs, done))) return rc;
   io->accepted = 1;
   if (j->s.rank == 0)
     dpo_msg("resuming %s at iteration %lld", io->dir, (long long)rs->it + 1);
@@ -407,7 +432,7 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
   if ((rc = dpo_agree(comm, rc))) goto out;
   sv.L = r.L;
   sv.rng = r.rng;
-  if ((rc = dpo__arun_ckpt_opts(j, r.A->p, &sv, &o, &rs, r.sa))) goto out;
+  if ((rc = dpo__arun_ckpt_opts(j, r.A->p, &sv, &o, &rs, r.sa, r.orc, r.prng))) goto out;
   tr.t0 = MPI_Wtime();
   dpo_dpadmm_info_t inf;
   rc = dpo_dpadmm_run(r.orc, r.A, &o, x, NULL, &inf);

@@ -297,21 +297,6 @@ static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
   return dpo_guard_journal_check(s->pdir, s->rank, s->resuming, journal, sizeof journal);
 }
 
-/* DP-ADMM's checkpoints are rank 0's state; under local trust each party noises from its own
- * stream, which is not saved: refused up front, before anything is read or written (party
- * accounts under central trust are the reopened journal's; consensus ADMM saves every rank's
- * part, cons_ckpt.c).
- * Under secagg each party's guard reopens its own journal and its share is re-derived from the
- * plan (doc/design.md, "Dropouts"), so the checkpoint is rank 0's state as in a central run.
- * A budget store's reservation is carried over as train's (dpo__arun_reserve). */
-static int dpo__arun_ckpt_check(const dpo__arun_t *s) {
-  const char *why = s->local ? "each party's own noise stream is not saved under privacy.trust = local"
-                            : NULL;
-  if (!why) return DPO_OK;
-  return dpo_err(DPO_EINVAL, "dpopt admm --method %s: checkpoints are not supported here (%s): "
-                 "drop --checkpoint-every / --resume / run.stop_after", s->meth, why);
-}
-
 /* The data set's budget store: the files registered and the budget left, before loading.
  * Collective. */
 static int dpo__arun_store_check(MPI_Comm comm, dpo__arun_t *s, const dpo_privacy_spec_t *spec,
@@ -355,7 +340,6 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
     /* a private run's width is declared, never read from the rows (dpo_load_opts_private) */
     if (s->priv || !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm"))
       rc = dpo_load_opts_private(j->data, &j->lo);
-    if (!rc && checkpoints) rc = dpo__arun_ckpt_check(s);
     int dp, acc; /* the linearized methods' own needs, before anything is claimed */
     if (!rc && strcmp(s->meth, "consensus")) rc = dpo__arun_dp_check(s, &dp, &acc);
   }

@@ -54,7 +54,10 @@ int dpo__dp_use_disjoint(dpo__dp_t *dp) {
     dp->perm[j] = tmp;
   }
   dp->sampling = DPO__DP_SAMPLE_DISJOINT;
-  return DPO_OK;
+  /* every row once: the steps are one disjoint pass, charged whole (optim.h, one_pass) */
+  dpo_plan_t plan = *dpo_solver_plan(dp->s);
+  plan.one_pass = 1;
+  return dpo_solver_declare_plan(dp->s, &plan);
 }
 
 int dpo__dp_eps0(const dpo__dp_t *dp, double target, double *eps0) {

@@ -213,7 +213,8 @@ static int pnsgd_create(dpo_solver_t *s, void **state) {
           (long long)a->B[T - 1], a->c.rho, a->rho_charged, a->c.L, a->c.D, a->sigma);
   /* release final: Thm 3.1 covers the final iterate of the FULL pass only, so the plan is one
    * charge for the whole schedule, made by the driver before step 0 (optim.h) */
-  dpo_plan_t plan = {.kind = a->release_all ? DPO_PLAN_PER_STEP : DPO_PLAN_WHOLE, .steps = T};
+  dpo_plan_t plan = {.kind = a->release_all ? DPO_PLAN_PER_STEP : DPO_PLAN_WHOLE, .steps = T,
+                     .one_pass = a->release_all};
   if (a->sa.on && a->sa.trust == DPO_TRUST_SECAGG)
     snprintf(plan.what, sizeof plan.what, "%lld steps, each iterate a securely aggregated "
              "distributed discrete Gaussian release (rdp-rho %.6g) charged before it is made "
@@ -322,13 +323,14 @@ static int pnsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
  * journal with a charge after the checkpoint is refused.  algo.release = final: the one charge
  * for the whole pass was made before step 0, so the resumed pass runs under it, charging
  * nothing (solver.c); the checkpoint then holds an iterate no charge releases (Thm 3.1 covers
- * the final one only), as secret as the data (doc/design.md).  Multi-party runs are refused
- * before anything runs (run.c). */
+ * the final one only), as secret as the data (doc/design.md).  Multi-party runs release
+ * every iterate (release = all), their party accounts are the reopened journal's and the
+ * parties' noise shares follow from the config; under secagg the one pass has no checkpoint
+ * (dpo_algo_ckpt_check, the solver: dpo_plan_t.one_pass). */
 static int pnsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const dpo__pnsgd_t *a = st;
   int rc;
   (void)s;
-  if (a->sa.on) return dpo_err(DPO_EUNSUP, "pnsgd: no checkpoint of a multi-party run");
   if ((rc = dpo__sco_ckpt_save(&a->c, w)) || (rc = dpo_ckpt_put_int(w, "kind", a->kind)) ||
       (rc = dpo_ckpt_put_int(w, "release_all", a->release_all)) ||
       (rc = dpo_ckpt_put_int(w, "T", a->T)) || (rc = dpo_ckpt_put_int(w, "used", a->used)) ||
@@ -343,7 +345,6 @@ static int pnsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
 static int pnsgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   dpo__pnsgd_t *a = st;
   int rc;
-  if (a->sa.on) return dpo_err(DPO_EUNSUP, "pnsgd: no resume of a multi-party run");
   if ((rc = dpo__sco_ckpt_load(s, &a->c, r, a->release_all, "the batches'")) ||
       (rc = dpo__ckpt_check_int(r, "kind", a->kind)) ||
       (rc = dpo__ckpt_check_int(r, "release_all", a->release_all)) ||
@@ -372,4 +373,4 @@ static const dpo_algo_param_t pnsgd_params[] = {
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (Feldman, Koren and Talwar 2020, Alg. 1; algo.schedule)",
     1, pnsgd_create, pnsgd_step, pnsgd_destroy, pnsgd_save, pnsgd_load, pnsgd_params, dpo__sco_params, NULL,
-    NULL};
+    NULL, 1};

@@ -159,6 +159,10 @@ int dpo_solver_declare_plan(dpo_solver_t *s, const dpo_plan_t *p) {
     return dpo_err(DPO_EINVAL, "dpo_solver_declare_plan: a plan needs a kind and steps >= 1");
   if (p->kind == DPO_PLAN_WHOLE && !p->whole.mechanism)
     return dpo_err(DPO_EINVAL, "dpo_solver_declare_plan: a whole plan needs its charge");
+  /* the front end refused secagg checkpoints from the table's flag, before any data */
+  if (p->one_pass && !s->algo->one_pass && dpo_oracle_parties(s->oracle))
+    return dpo_err(DPO_EINVAL, "dpo_solver_declare_plan: %s declares a one-pass plan with "
+                   "parties but not dpo_algo_t.one_pass", s->algo->name);
   s->plan = *p;
   s->plan.what[sizeof s->plan.what - 1] = '\0';
   return DPO_OK;
@@ -188,11 +192,15 @@ static int dpo__plan_record(dpo_solver_t *s) {
 static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max_iter) {
   const dpo_plan_t *p = &s->plan;
   const char *name = s->algo->name;
+  int rc;
   if (!s->algo->is_private) return DPO_OK;
   if (o->gtol > 0)
     return dpo_err(DPO_EINVAL, "algo.gtol (--gtol) = %g stops %s on the gradient of the private "
                    "data, a decision no charge covers: drop --gtol (private algorithms run their "
                    "planned steps)", o->gtol, name);
+  if ((o->checkpoint_every > 0 || o->stop_after > 0 || s->resumed) &&
+      (rc = dpo__solver_ckpt_refused(s, DPO_EINVAL)))
+    return rc;
   if (p->kind != DPO_PLAN_WHOLE) return dpo__plan_record(s);
   if (max_iter < p->steps)
     return dpo_err(DPO_EINVAL, "%s charges its whole %lld-step schedule at once, a charge "
@@ -215,7 +223,7 @@ static int dpo__plan_start(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t max
     return DPO_OK;
   }
   /* the plan is journalled first; a refused charge records nothing, so the check is the charge */
-  int rc = dpo__plan_record(s);
+  rc = dpo__plan_record(s);
   if (!rc) rc = dpo_ledger_charge(s->ledger, &p->whole, NULL);
   if (rc == DPO_EBUDGET) {
     double be = NAN, bd = NAN, se = NAN, sd = NAN;

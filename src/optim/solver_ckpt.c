@@ -18,9 +18,42 @@ int64_t dpo_solver_resume_orphans(const dpo_solver_t *s) { return s->orphans; }
 
 #define DPO__CKPT_FORMAT 2 /* 2: the journal position (lines, chain tag) */
 
+/* A plan whose pass is charged whole (dpo_plan_t.one_pass) has no checkpoint under secagg:
+ * each party's guard checks from a record in its memory that no row of a pass repeats, and
+ * numbers a resumed job's passes above every earlier one (guard.c), so a resumed pass would be
+ * a second pass, past the budget the first one spends (doc/design.md, "Dropouts", *Why pnsgd
+ * does not resume under secagg*). */
+static int dpo__one_pass_refusal(const char *name, int code) {
+  return dpo_err(code, "--algo %s under privacy.trust = secagg cannot write or resume "
+                 "checkpoints: its steps are the batches of one disjoint pass, charged together "
+                 "as one step's price (the whole budget), so a step redone after a resume would "
+                 "release its rows again (a second pass, past the budget), and no party's guard "
+                 "could check after a resume that the pass's rows do not repeat (its record of "
+                 "the pass lives in the killed job); use dp-sgd-rdp or a DP-GD method that is "
+                 "not one pass, which resume, or drop --checkpoint-every / --resume / "
+                 "run.stop_after", name);
+}
+
+int dpo_algo_ckpt_check(const dpo_algo_t *a, const dpo_privacy_spec_t *spec) {
+  if (!a || !spec) return dpo_err(DPO_EINVAL, "dpo_algo_ckpt_check: NULL argument");
+  if (a->one_pass && spec->trust == DPO_TRUST_SECAGG) return dpo__one_pass_refusal(a->name, DPO_EINVAL);
+  if (!dpo_algo_can_checkpoint(a))
+    return dpo_err(DPO_EINVAL, "--algo %s cannot write or resume checkpoints: drop "
+                   "--checkpoint-every / --resume / run.stop_after", a->name);
+  return DPO_OK;
+}
+
+/* Asked for, refused before step 0 (solver.c) or at the resume; on a signal the run stops
+ * without one (DPO_EUNSUP) */
+int dpo__solver_ckpt_refused(const dpo_solver_t *s, int code) {
+  if (!s->plan.one_pass || s->spec.trust != DPO_TRUST_SECAGG) return DPO_OK;
+  return dpo__one_pass_refusal(s->algo->name, code);
+}
+
 int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
   dpo_ckpt_t *c = NULL;
-  int rc = dpo_ckpt_create(&c), size = 1;
+  int rc = dpo__solver_ckpt_refused(s, DPO_EUNSUP), size = 1;
+  if (!rc) rc = dpo_ckpt_create(&c);
   if (rc) return rc;
   MPI_Comm_size(dpo_oracle_comm(s->oracle), &size);
   int64_t toff = -1;
@@ -170,7 +203,7 @@ int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset) 
     else if (!dpo_algo_can_checkpoint(s->algo))
       rc = dpo_err(DPO_EUNSUP, "algorithm %s cannot resume from checkpoints (no save/load)",
                    s->algo->name);
-    else rc = dpo__ckpt_load(s, path, &toff);
+    else if (!(rc = dpo__solver_ckpt_refused(s, DPO_EINVAL))) rc = dpo__ckpt_load(s, path, &toff);
   }
   rc = dpo_agree(comm, rc);
   if (!rc && (MPI_Bcast(s->x, s->d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS ||

@@ -40,5 +40,8 @@ struct dpo_solver {
 /* Rank 0: the full state at the top of iteration t into opts->checkpoint_path (see optim.h,
  * "checkpoints"); solver_ckpt.c. */
 int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t);
+/* Rank 0: the refusal (with status code) of checkpoints of a plan charged whole as one pass
+ * under secagg (optim.h, one_pass); DPO_OK otherwise. */
+int dpo__solver_ckpt_refused(const dpo_solver_t *s, int code);
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
-#include "optim/dp_common.h" /* dpo__dp_params: the DP-GD family */
+#include "privacy/guard.h" /* dpo_party_store_journal: whose store a resume can settle */
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -87,40 +87,20 @@ static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *alg
   return DPO_OK;
 }
 
-/* Checkpoints asked for (--checkpoint-every, --resume, run.stop_after): a usage error, before
- * anything is read or charged, when the algorithm cannot write them (every one in the table
- * can: a guard) or the run is multi-party (the active-party set is not saved). */
-static int dpo__run_ckpt_check(const dpo_config_t *cfg, const dpo_algo_t *algo) {
-  const char *trust = NULL;
-  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
-  /* the one-pass methods under secagg, whether or not they can checkpoint themselves
-   * (doc/design.md, "Dropouts", *Why pnsgd does not resume under secagg*) */
-  if (trust && !strcasecmp(trust, "secagg") &&
-      (!strcmp(algo->name, "pnsgd") || !strcmp(algo->name, "dp-onlinegdws")))
-    return dpo_err(DPO_EINVAL, "--algo %s under privacy.trust = secagg cannot write or resume "
-                   "checkpoints: its steps are the batches of one disjoint pass, charged "
-                   "together as one step's price (the whole budget), so a step redone after a "
-                   "resume would release its rows again (a second pass, past the budget), and "
-                   "no party's guard could check after a resume that the pass's rows do not "
-                   "repeat (its record of the pass lives in the killed job); use dp-sgd-rdp or "
-                   "the rest of the DP-GD family, which resume, or drop --checkpoint-every / "
-                   "--resume / run.stop_after", algo->name);
-  if (!dpo_algo_can_checkpoint(algo))
-    return dpo_err(DPO_EINVAL, "--algo %s cannot write or resume checkpoints: drop "
-                   "--checkpoint-every / --resume / run.stop_after", algo->name);
-  /* secagg dp-sgd-rdp: rank 0's state is the released iterates' post-processing (x, momentum,
-   * average), its party shares are recomputed from the plan, and each party's account is its
-   * own journal, reopened (doc/design.md, "Dropouts"); the other multi-party runs keep an
-   * active-party set or per-rank state that is not saved */
-  if (trust && !strcasecmp(trust, "secagg") &&
-      (!strcmp(algo->name, "dp-sgd-rdp") || algo->shared == dpo__dp_params))
-    return DPO_OK; /* the DP-GD family saves its active-party set (dp_ckpt.c) */
-  if (dpo_config_get(cfg, "parties.n") || dpo_config_get(cfg, "parties.data") ||
-      dpo_config_get(cfg, "parties.count") || (trust && strcasecmp(trust, "central")))
-    return dpo_err(DPO_EINVAL, "--algo %s: checkpoints of multi-party runs are not supported "
-                   "outside privacy.trust = secagg with --algo dp-sgd-rdp or the DP-GD family "
-                   "(dp-gd, dp-hb, dp-nag*, dp-masg*, dp-gdws*): drop --checkpoint-every / "
-                   "--resume / run.stop_after", algo->name);
+/* Checkpoints asked for in a new multi-party run: a resume settles each party's budget store
+ * against the party's own journal (dpo_party_store_journal; never on the coordinator's word
+ * alone), which only the parties of a secagg run keep, so a run that could stop but never
+ * resume is refused before anything is written.  Not collective. */
+static int dpo__run_ckpt_stores(const dpo_parties_t *pt) {
+  char j[1100];
+  for (int k = 0; pt && pt->store && k < pt->count; k++)
+    if (pt->store[k] && pt->store[k][0] && dpo_party_store_journal(pt, k, j, sizeof j))
+      return dpo_err(DPO_EINVAL, "checkpoints (--checkpoint-every, run.stop_after) of a run "
+                     "whose party %d keeps a budget store: a resume settles the store against "
+                     "the party's own journal, never on the coordinator's word alone, and "
+                     "parties keep their own journals only under privacy.trust = secagg (with "
+                     "party.K.out or parties.out); use secagg, or drop the checkpoints or the "
+                     "party's budget store", pt->name ? pt->name[k] : k);
   return DPO_OK;
 }
 
@@ -176,9 +156,6 @@ static int dpo__run_settings(dpo_run_t *r) {
                                                        : "--algo",
                    algo_name, hint);
   }
-  if ((r->ckpt_every > 0 || r->stop_after > 0 || r->resuming) &&
-      (rc = dpo__run_ckpt_check(cfg, algo)))
-    return rc;
   double gtol = 0; /* the driver refuses it too, but only after the data are loaded */
   if ((rc = dpo_config_get_double(cfg, "algo.gtol", 0.0, &gtol))) return rc;
   if (algo->is_private && gtol > 0)
@@ -272,9 +249,15 @@ int dpo__train_setup(dpo_run_t *r) {
   int rc = dpo_agree(r->comm, dpo__run_settings(r));
   /* the privacy specification: below the run nothing reads a privacy.* key */
   if (!rc) rc = dpo_agree(r->comm, dpo_privacy_spec_from_config(r->cfg, &r->spec));
+  /* checkpoints asked for: a usage error before anything is read or charged when the
+   * algorithm's plan cannot have them under this trust (its flags, never its name) */
+  if (!rc && (r->ckpt_every > 0 || r->stop_after > 0 || r->resuming))
+    rc = dpo_agree(r->comm, dpo_algo_ckpt_check(r->algo, &r->spec));
   if (!rc)
     rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private,
                                 r->resuming, &r->parties);
+  if (!rc && !r->resuming && (r->ckpt_every > 0 || r->stop_after > 0))
+    rc = dpo_agree(r->comm, dpo__run_ckpt_stores(dpo__run_parties_table(r->parties)));
   const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {
