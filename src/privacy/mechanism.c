@@ -22,7 +22,8 @@
  *  division); Bernoulli(exp(-U/t)) as e^-(i/256), i = floor(256 U/t), from a certified table
  *  times CKS Alg. 1 on the rest y < 2^-8 run exactly 7 times (K = the first failure,
  *  P(K > 7) = y^7/7! < 2^-68); the geometric V (a loop of length V in CKS) as ONE 128-bit uniform
- *  compared with all of e^-1 .. e^-47 (certified 255-bit constants); the sign from one word; the
+ *  placed among e^-1 .. e^-47 (certified 255-bit constants) by 6 halving steps;
+ *  the sign from one word; the
  *  Gaussian (CKS Alg. 3 with t = s, its Laplace and Gaussian rejections one coin:
  *  mech_ct.c) as ONE Bernoulli(exp(-gamma)) a round, e^-floor(gamma) from the table times the
  *  loop on the fraction (the same split).  Each rational Bernoulli is one word compared by
@@ -42,7 +43,8 @@
  *  noise: for the timing channel that probability adds to delta (d 2^-62 per release of d
  *  draws).  The law of K is never changed: every fallback continues the same exact comparison.
  *  Micro-architectural effects (caches, branch predictors shared with an attacker on the same
- *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1), e^-(i/256): 8 KB)
+ *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1), e^-(i/256): 8 KB; e^-v
+ *  by halving for the geometric V: 2 KB)
  *  are in L1.
  *  FAILURE: an error (never a biased sample) if a constant comparison is undecided after 256
  *  bits (< 2^-180), or V, the Polya marks or counts overflow (< 2^-1000).
