@@ -12,10 +12,10 @@
 #    place) is refused naming both ids, writing nothing; with its own journal back the same
 #    resume completes and the party's id is unchanged.
 . "$(dirname "$0")/../lib/testlib.sh"
+. "$(dirname "$0")/../lib/runidlib.sh"
 
 ADMM="--method dpadmm --eps 1 --delta 1e-5 --clip 1 --row-l2-bound 3.75 --maxit 6 \
   --set privacy.sigma_rule=rdp --set privacy.trust=secagg --quiet"
-rid() { sed -n 's/.*"event":"run_id \([0-9a-f]*\)".*/\1/p' "$1" | head -n 1; }
 charges() { if [ -f "$1" ]; then grep -c '"mechanism"' "$1"; else echo 0; fi; }
 
 expect 0 $MPI -np 3 "$DPOPT" admm $ADMM --set parties.out="$T/a.p%d" --out "$T/a" "$S/data/a9a"
@@ -38,26 +38,10 @@ idb=$(rid "$T/b/ledger.jsonl")
 # a coordinator that reuses run a's id: every party refuses, nothing charged
 expect 1 $MPI -np 3 "$DPOPT_TEST" admm --test-coordinator "run=$ida" $ADMM \
   --set parties.out="$T/c.p%d" --out "$T/c" "$S/data/a9a"
-has "$T/err" "~run is '" "an old run id refused by the plan"
-grep "~run is" "$T/err" | grep -q "'$ida' at the coordinator" && ok || bad "the refusal does not name run a's id"
-[ "$(charges "$T/c/ledger.jsonl")" = 0 ] && ok || bad "the refused run charged the coordinator's journal"
-[ ! -e "$T/c.p1/ledger.party1.jsonl" ] && [ ! -e "$T/c.p2/ledger.party2.jsonl" ] && ok ||
-  bad "a party journalled a refused run"
-[ ! -e "$T/c/model.txt" ] && ok || bad "the refused run wrote a model"
+runid_refused c
 
-# resuming run b with party 1 holding run a's journal: refused, nothing written
-mv "$T/b.p1" "$T/b.p1.own"
-cp -r "$T/a.p1" "$T/b.p1"
-sums() { (cd "$T" && find b b.p1 b.p2 -type f | sort | xargs sha256sum); }
-sums >"$T/b.sum"
-expect 1 $MPI -np 3 "$DPOPT" admm --resume "$T/b"
-has "$T/err" "~run is '$ida' here, '$idb' at the coordinator" "another run's party journal refused, naming both ids"
-sums | cmp -s - "$T/b.sum" && ok || bad "a refused resume wrote something"
-rm -r "$T/b.p1"
-mv "$T/b.p1.own" "$T/b.p1"
-expect 0 $MPI -np 3 "$DPOPT" admm --resume "$T/b"
-[ -f "$T/b/model.txt" ] && ok || bad "the resume with the party's own journal wrote no model"
-[ "$(rid "$T/b.p1/ledger.party1.jsonl")" = "$idb" ] && ok || bad "the resumed party journal's id changed"
+# resuming run b with party 1 holding run a's journal: refused, nothing written; then its own
+runid_swap_resume admm
 [ "$(charges "$T/b.p1/ledger.party1.jsonl")" = 7 ] && ok ||
   bad "run b: party 1 journalled $(charges "$T/b.p1/ledger.party1.jsonl") releases (want 7)"
 finish test_admm_run_id
