@@ -126,15 +126,20 @@ static long dpo__range_ranks(const char *v) {
  * else -1 with the reason in *why. */
 static int dpo__resume_moves_ranks(const dpo_config_t *cfg, const char *key, const char *was,
                                    const char *value, const char **why) {
-  int k = -1, n = 0;
+  int k = -1, n = 0, own = 1;
   char pk[64];
   if (sscanf(key, "party.%d.ranks%n", &k, &n) != 1 || key[n] || k < 0) return 0;
   const char *trust = dpo_config_get(cfg, "privacy.trust");
-  snprintf(pk, sizeof pk, "party.%d.data", k);
+  const char *cnt = dpo_config_get(cfg, "parties.count");
+  /* every party its own file: moving one party's ranks shifts the ranks of those after it */
+  for (long j = 0, P = cnt ? strtol(cnt, NULL, 10) : 0; j < P && own; j++) {
+    snprintf(pk, sizeof pk, "party.%ld.data", j);
+    own = dpo_config_get(cfg, "parties.data") || dpo_config_get(cfg, pk);
+  }
   if (!trust || strcasecmp(trust, "secagg") != 0)
     *why = "outside privacy.trust = secagg the parties' accounts are the coordinator's, kept "
            "per rank block of the run's first table";
-  else if (!dpo_config_get(cfg, "parties.data") && !dpo_config_get(cfg, pk))
+  else if (!own || !cnt)
     *why = "the parties share one data file whose rows are split by rank: other ranks would "
            "move rows from one party to another, whose accounts would not have counted them "
            "(give each party its own file: parties.data or party.K.data)";
