@@ -161,11 +161,11 @@ Test(mech_ct, discrete_gaussian_pmf_large) {
 
 /* The vector sampler (secagg's shares) draws what n scalar calls draw, from the same bytes of
  * the stream; and the stream of a seed is pinned: FNV-1a hashes of 5000 draws made since the
- * exp(-x) loop was split as e^-(i/256) times 7 atoms (another stream than before; its law is
- * checked by discrete_gaussian_pmf_large and bernoulli_exp_split). */
+ * discrete Gaussian's two rejections became one coin with t = s (another stream than before;
+ * its law is checked by discrete_gaussian_pmf_large and moments_at_large_scale). */
 Test(mech_ct, discrete_gaussian_vector_stream) {
   const uint64_t ss[] = {1, 100000, (uint64_t)1 << 44};
-  const uint64_t pinned[] = {0x6b90916415ee080eULL, 0xfba85618b4ca4e89ULL, 0x59bb394a30c5c6dbULL};
+  const uint64_t pinned[] = {0x508474332aa4983bULL, 0x501f721ef69ee543ULL, 0xd63525a05da9b017ULL};
   enum { N = 5000 };
   static int64_t a[N], b[N];
   for (int c = 0; c < 3; c++) {
@@ -215,6 +215,21 @@ Test(mech_ct, moments_at_large_scale) {
   cr_expect(fabs(s2 / N - 2) < 5 * sqrt(20.0 / N), "Laplace E x^2 %g (2)", s2 / N);
   cr_expect(fabs(g2 / N - 1) < 5 * sqrt(2.0 / N), "Gaussian E x^2 %g (1)", g2 / N);
   dpo_rng_destroy(r);
+  /* either side of the discrete Gaussian's switch from the 64-bit to the 256-bit loop
+   * (2 s^2 < 2^53): the variance s^2 (Var(x^2) = 2 for x = g / s) */
+  const uint64_t sw[] = {((uint64_t)1 << 26) - 1, (uint64_t)1 << 26};
+  for (int c = 0; c < 2; c++) {
+    r = seeded(121 + c);
+    double m2 = 0;
+    for (long i = 0; i < N; i++) {
+      int64_t g;
+      cr_assert_eq(dpo_mech_discrete_gaussian(r, sw[c], &g), DPO_OK);
+      m2 += ((double)g / (double)sw[c]) * ((double)g / (double)sw[c]);
+    }
+    cr_expect(fabs(m2 / N - 1) < 5 * sqrt(2.0 / N), "s = %llu: E (g/s)^2 %g (1)",
+              (unsigned long long)sw[c], m2 / N);
+    dpo_rng_destroy(r);
+  }
 }
 
 /* the work (words consumed) does not follow |noise|: mean bytes in the lower and upper half
@@ -268,6 +283,7 @@ static void check_work(int kind, uint64_t t, long N, uint64_t seed) {
 Test(mech_ct, work_independent_of_noise) {
   check_work(0, (uint64_t)1 << 40, 4000, 130);
   check_work(1, (uint64_t)1 << 40, 4000, 131);
+  check_work(1, 100000, 4000, 134); /* the 64-bit loop (secagg's shares) */
   check_work(2, 1000, 1500, 132);
   check_work(3, 1000, 1500, 133);
 }

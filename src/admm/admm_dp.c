@@ -97,11 +97,13 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
  * as PARTYDIR/ledger.partyK.jsonl (dpo__arun_party_dir), made now that the plan is agreed --
  * before it contributes (privacy/guard.h).  Resuming, the journal is reopened: its charges
  * stay spent and the redone releases are charged again. */
-static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo_oracle_t *orc) {
+static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, dpo_guard_t **g,
+                           dpo_oracle_t *orc) {
   const double S2 = 2 * s->clip;
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
-                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey, NULL};
+                         s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey,
+                         run_id};
   if (s->pdir) {
     int rc = dpo_mkdirs(s->pdir);
     if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, s->resuming, path, sizeof path);
@@ -113,13 +115,44 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, dpo_guard_t **g, dpo
   return rc ? rc : dpo_oracle_set_guard(orc, *g);
 }
 
+/* Collective (secagg), before the plan: the run's id, as dpopt train's (dpo__run_priv_run_id,
+ * run_priv.c).  A new run's is every rank's 32 random bytes hashed (dpo_secagg_run_id: no
+ * party chooses it), journalled by the coordinator ("run_id" line) and by each party's guard
+ * in its own new journal.  A resumed run's is the coordinator's journal's, except on each
+ * party's rank, where it is the party's own journal's: a coordinator that resumes another run
+ * than the one a party took part in has another plan ("~run") and every such party stops. */
+static int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char id[65]) {
+  int rc = DPO_OK;
+  char ev[96], path[1100], own[65];
+  id[0] = '\0';
+  if (!s->resuming) {
+    if ((rc = dpo_secagg_run_id(comm, id))) return rc;
+    snprintf(ev, sizeof ev, "run_id %s", id);
+    return dpo_agree(comm, s->rank == 0 ? dpo_ledger_party_event(L, ev, -1, -1) : DPO_OK);
+  }
+  if (s->rank == 0 && !(rc = dpo_journal_run_id(s->journal, id)) && !id[0])
+    rc = dpo_err(DPO_EFORMAT, "%s names no run id (a journal of an older dpopt): a multi-party "
+                 "run resumes only from a journal that does", s->journal);
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  MPI_Bcast(id, 65, MPI_CHAR, 0, comm);
+  if (s->rank != 0 && s->pdir &&
+      !(rc = dpo_guard_journal_check(s->pdir, s->rank, 1, path, sizeof path)) &&
+      !(rc = dpo_journal_run_id(path, own))) {
+    if (!own[0])
+      rc = dpo_err(DPO_EFORMAT, "party %d: its journal %s names no run id (a journal of an "
+                   "older dpopt): it cannot tell which run it took part in", s->rank, path);
+    else memcpy(id, own, sizeof own);
+  }
+  return dpo_agree(comm, rc);
+}
+
 /* Collective (secagg), before the first release: the parties agree on the plan by digest, as
  * dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and model. keys,
  * the schema, the seed, the ranks, d, the trust and the encoding), then
  * make the pairwise keys, signed with the parties' identity keys when every party lists one
  * (party.K.public_key), and the mask graph against `collude` ranks (one party per rank). */
-static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_rng_t *prng,
-                            dpo_secagg_t **sa) {
+static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
+                            dpo_rng_t *prng, dpo_secagg_t **sa) {
   static const char *const pre[] = {"admm.", "privacy.", "parties.", "party.", "model."};
   char v[320];
   unsigned char digest[32];
@@ -137,6 +170,7 @@ static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, dpo_
            "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
            (long long)s->collude);
   dpo_plantext_add(pl, "~encoding", v);
+  dpo_plantext_add(pl, "~run", run_id);
   char *plan = dpo_plantext_finish(pl);
   int rc = dpo_agree(comm, plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
   if (!rc) rc = dpo_plan_agree(comm, plan, digest);
@@ -231,6 +265,7 @@ typedef struct {
   dpo_guard_t *guard;
   double *Ax;
   char rid[65];
+  char run_id[65]; /* secagg: the run's id (dpo__arun_run_id) */
   dpo_budget_head_t *head; /* the store's head of the journal (closed after it) */
 } dpo__arun_res_t;
 
@@ -340,11 +375,12 @@ static int dpo__arun_dp_trust(MPI_Comm comm, const dpo__arun_t *s, dpo__arun_res
   if (!s->secagg) return DPO_OK;
   rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
                                       DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &r->prng));
-  if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(r->orc), r->prng, &r->sa);
+  if (!rc) rc = dpo__arun_run_id(comm, s, r->L, r->run_id);
+  if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(r->orc), r->run_id, r->prng, &r->sa);
   if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(r->orc, r->sa));
   /* a seeded run draws each release's shares at its number's place (a resume moves it on) */
   if (!rc) rc = dpo_agree(comm, dpo_secagg_seeded_releases(r->sa, 0));
-  if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(r->orc), &r->guard, r->orc);
+  if (!rc && s->rank != 0) rc = dpo__arun_guard(s, dpo_oracle_dim(r->orc), r->run_id, &r->guard, r->orc);
   if (!rc) rc = dpo_agree(comm, rc);
   if (!rc && s->rank == 0) {
     char ev[600];

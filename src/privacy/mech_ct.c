@@ -81,10 +81,6 @@ static inline u256 u_shl64(u256 a, uint64_t low) {
   u256 r = {{low, a.w[0], a.w[1], a.w[2]}};
   return r;
 }
-static u256 u_mul128(u128 a, u128 b) {
-  u256 x = u_from(a), r = u_mul64(x, (uint64_t)b), h = u_mul64(x, (uint64_t)(b >> 64));
-  return u_add(r, u_shl64(h, 0));
-}
 static inline u256 u_sel(u256 a, u256 b, uint64_t m) { /* m all-ones: b, else a */
   for (int i = 0; i < 4; i++) a.w[i] = (a.w[i] & ~m) | (b.w[i] & m);
   return a;
@@ -112,6 +108,11 @@ static dpo__tab_t dpo__E[DPO__NE], dpo__T2E[DPO__N2E], dpo__EF[DPO__NF];
 static struct {
   u128 L, H;
 } dpo__EFh[DPO__NF];
+/* the 128-bit ends of e^-v, v = 1 .. 47, at index v for dpo__geom_e's search; 48 .. 63 zero
+ * (below every U), index 0 never read */
+static struct {
+  u128 L, H;
+} dpo__GV[64];
 static pthread_once_t dpo__once = PTHREAD_ONCE_INIT;
 
 static u256 dpo__mul_dn(u256 a, u256 b) { /* floor(a b / 2^255) for a, b <= 2^255 */
@@ -180,6 +181,10 @@ static void dpo__tab_init(void) {
   for (int i = 0; i < DPO__NF; i++) {
     dpo__EFh[i].L = dpo__EF[i].L;
     dpo__EFh[i].H = dpo__EF[i].H;
+  }
+  for (int v = 1; v <= DPO__VN; v++) {
+    dpo__GV[v].L = dpo__E[v].L;
+    dpo__GV[v].H = dpo__E[v].H;
   }
 }
 
@@ -490,10 +495,14 @@ int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out) {
 static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
   uint64_t uw[2] = {dpo__w(ws), dpo__w(ws)};
   const u128 U = ((u128)uw[0] << 64) | uw[1];
+  /* cnt = #{v <= 47: U < L_v}, cntH the same for H_v ([L_v, H_v) disjoint, decreasing: U in
+   * one iff the counts differ).  Both sequences decrease in v (and are 0 past 47), so each
+   * count is found by 6 halving steps at indices that follow U (a 2 KB table, in L1, as the
+   * other tables read at a secret index) instead of 47 comparisons each: the same counts */
   uint64_t cnt = 0, cntH = 0;
-  for (int v = 1; v <= DPO__VN; v++) { /* [L_v, H_v) disjoint, decreasing: U in one iff */
-    cnt += U < dpo__E[v].L;            /* the counts differ */
-    cntH += U < dpo__E[v].H;
+  for (uint64_t st = 32; st; st >>= 1) {
+    cnt += st & -(uint64_t)(U < dpo__GV[cnt + st].L);
+    cntH += st & -(uint64_t)(U < dpo__GV[cntH + st].H);
   }
   const uint64_t amb = cnt != cntH;
   int rc = DPO_OK;
@@ -561,37 +570,39 @@ static int dpo__bexp_big(dpo__ws_t *ws, u256 N, u256 D, int *rc) {
   return r1 & dpo__kloop256(ws, F, D, rc);
 }
 
+/* CKS Alg. 3 with t = s and its two rejections in one coin (doc/design.md, rule 5): U uniform
+ * on [0, s), V ~ Geometric(e^-1), a sign B, X = U + s V, kept with probability exp(-N/D),
+ * N = 2 s U + (X - s)^2, D = 2 s^2; as e^{-V} e^{-U/s} e^{-(X - s)^2/(2 s^2)} = e^{-1/2}
+ * e^{-X^2/(2 s^2)}, P(X = x) ~ e^{-x^2/(2 s^2)} exactly (-0 rejected).  About 2.1 rounds of
+ * ~16 words a draw (0.48 kept); the loop on the fraction in 64 bits when D < 2^53, else 256. */
 int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
   dpo__tabs();
-  const uint64_t t = s + 1;
-  const u128 s2 = (u128)s * s;
-  /* gamma = (|Y| t - s^2)^2 / (2 s^2 t^2) (CKS Alg. 3 with sigma^2 = s^2, t = s + 1) */
-  const u256 D = u_mul128(2 * s2, (u128)t * t); /* < 2^178 for s <= 2^44 */
-  const double Dd = u_dbl(D);
+  const u128 D = 2 * (u128)s * s; /* < 2^89 for s <= 2^44 */
+  const int narrow = !(D >> 53);  /* public: a function of s */
+  const double Dd = u_dbl(u_from(D));
   for (;;) {
-    int64_t Y;
-    int rc = dpo__ct_dlap(ws, t, &Y);
-    if (rc) return rc;
-    const uint64_t ay = (uint64_t)((Y ^ (Y >> 63)) - (Y >> 63));
-    const u128 a = (u128)ay * t, ge = -(u128)(a >= s2);
-    const u128 diff = ((a - s2) & ge) | ((s2 - a) & ~ge);
-    const u256 N = u_mul128(diff, diff);
-    const double g = u_dbl(N) / Dd;
-    int acc;
+    int rc = DPO_OK, acc;
+    const uint64_t U = dpo__below(ws, s);
+    uint64_t V = 0;
+    if ((rc = dpo__geom_e(ws, &V))) return rc;
+    const uint64_t B = dpo__w(ws) & 1u;
+    const uint64_t X = U + s * V, ge = -(uint64_t)(X >= s); /* V < 4097: X < 2^57 */
+    const u128 diff = ((X - s) & ge) | ((s - X) & ~ge);
+    const u128 N = 2 * (u128)s * U + diff * diff; /* < 2^115 */
+    const double g = u_dbl(u_from(N)) / Dd;
     if (g < 88.0) { /* the double is within 1 of N/D: floor(N/D) among c0 .. c0 + 2 */
       const uint64_t nc = (uint64_t)g, c0 = nc - (nc > 0);
-      const uint64_t n = c0 + (uint64_t)!u_lt(N, u_mul64(D, c0 + 1)) +
-                         (uint64_t)!u_lt(N, u_mul64(D, c0 + 2));
-      u256 F;
-      u_sub(N, u_mul64(D, n), &F);
-      int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
-      acc = r1 & dpo__kloop256(ws, F, D, &rc);
+      const uint64_t n = c0 + (uint64_t)(N >= D * (c0 + 1)) + (uint64_t)(N >= D * (c0 + 2));
+      const u128 F = N - D * n; /* < D */
+      const int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
+      acc = r1 & (narrow ? dpo__kloop64(ws, (uint64_t)F, (uint64_t)D, &rc)
+                         : dpo__kloop256(ws, u_from(F), u_from(D), &rc));
     } else { /* accepted with probability < e^-87: a rejected round (time independent) */
-      acc = dpo__bexp_big(ws, N, D, &rc);
+      acc = dpo__bexp_big(ws, u_from(N), u_from(D), &rc);
     }
     if (rc) return rc;
-    if (acc) {
-      *out = Y;
+    if (acc & !(B & (X == 0))) {
+      *out = (int64_t)((X ^ -B) + B);
       return DPO_OK;
     }
   }

@@ -22,9 +22,11 @@
  *  division); Bernoulli(exp(-U/t)) as e^-(i/256), i = floor(256 U/t), from a certified table
  *  times CKS Alg. 1 on the rest y < 2^-8 run exactly 7 times (K = the first failure,
  *  P(K > 7) = y^7/7! < 2^-68); the geometric V (a loop of length V in CKS) as ONE 128-bit uniform
- *  compared with all of e^-1 .. e^-47 (certified 255-bit constants); the sign from one word; the
- *  Gaussian's Bernoulli(exp(-gamma)) as e^-floor(gamma) from the table times the 21-step loop on
- *  the fraction (the same split).  Each rational Bernoulli is one word compared by
+ *  placed among e^-1 .. e^-47 (certified 255-bit constants) by 6 halving steps;
+ *  the sign from one word; the
+ *  Gaussian (CKS Alg. 3 with t = s, its Laplace and Gaussian rejections one coin:
+ *  mech_ct.c) as ONE Bernoulli(exp(-gamma)) a round, e^-floor(gamma) from the table times the
+ *  loop on the fraction (the same split).  Each rational Bernoulli is one word compared by
  *  multiplication (no lazy bit loop; the 7 of a loop against floor(c/k), c = floor(2^64 y)
  *  computed once by a public reciprocal), plus one word per batch that settles an undecided
  *  one.  Rejected rounds and the number
@@ -41,14 +43,16 @@
  *  noise: for the timing channel that probability adds to delta (d 2^-62 per release of d
  *  draws).  The law of K is never changed: every fallback continues the same exact comparison.
  *  Micro-architectural effects (caches, branch predictors shared with an attacker on the same
- *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1), e^-(i/256): 8 KB)
+ *  core) are not covered: the table reads at an index (e^-n, (2/e)^(m+1), e^-(i/256): 8 KB; e^-v
+ *  by halving for the geometric V: 2 KB)
  *  are in L1.
  *  FAILURE: an error (never a biased sample) if a constant comparison is undecided after 256
  *  bits (< 2^-180), or V, the Polya marks or counts overflow (< 2^-1000).
  * Seeded runs draw other noise than before issue 35 (other random words are consumed), and
  * than before the ct-speed commits (a CKS loop's 22 words are one copy; a share's X and Y are
  * drawn before their common padding), and than before the loop was split as e^-(i/256) times
- * 7 atoms (10 words a loop instead of 22).
+ * 7 atoms (10 words a loop instead of 22), and than before the discrete Gaussian's two
+ * rejections became one coin (about 33 words a draw instead of 43, 2.3x faster for s < 2^26).
  */
 #include "mech_ct.h"
 #include "rounding.h"

@@ -105,12 +105,68 @@ static int dpo__resume_drops_parties(const dpo_config_t *cfg, const char *key, c
   return !*e1 && !*e2 && b >= 1 && b < a;
 }
 
+/* ranks in "a" or "a-b" (party.K.ranks), 0 when malformed */
+static long dpo__range_ranks(const char *v) {
+  char *e;
+  long a = strtol(v, &e, 10), b = a;
+  if (e == v || a < 0) return 0;
+  if (*e == '-') {
+    const char *c = e + 1;
+    b = strtol(c, &e, 10);
+    if (e == c) return 0;
+  }
+  return *e || b < a ? 0 : b - a + 1;
+}
+
+/* How many ranks a party uses (party.K.ranks) may change at a resume when nothing of the
+ * party's state is per rank (doc/design.md, "Dropouts", *A party's ranks*): under secagg its
+ * journal and budget store are the party's (PARTYDIR/ledger.partyK.jsonl, on whichever rank is
+ * its first after rank 0), its rows are its own file (split over its ranks again), and every
+ * rank's streams and keys are new in every job.  Returns 1 when allowed; 0 for another key;
+ * else -1 with the reason in *why. */
+static int dpo__resume_moves_ranks(const dpo_config_t *cfg, const char *key, const char *was,
+                                   const char *value, const char **why) {
+  int k = -1, n = 0, own = 1;
+  char pk[64];
+  if (sscanf(key, "party.%d.ranks%n", &k, &n) != 1 || key[n] || k < 0) return 0;
+  const char *trust = dpo_config_get(cfg, "privacy.trust");
+  const char *cnt = dpo_config_get(cfg, "parties.count");
+  /* every party its own file: moving one party's ranks shifts the ranks of those after it */
+  for (long j = 0, P = cnt ? strtol(cnt, NULL, 10) : 0; j < P && own; j++) {
+    snprintf(pk, sizeof pk, "party.%ld.data", j);
+    own = dpo_config_get(cfg, "parties.data") || dpo_config_get(cfg, pk);
+  }
+  if (!trust || strcasecmp(trust, "secagg") != 0)
+    *why = "outside privacy.trust = secagg the parties' accounts are the coordinator's, kept "
+           "per rank block of the run's first table";
+  else if (!own || !cnt)
+    *why = "the parties share one data file whose rows are split by rank: other ranks would "
+           "move rows from one party to another, whose accounts would not have counted them "
+           "(give each party its own file: parties.data or party.K.data)";
+  else if (!dpo__range_ranks(value))
+    *why = "the new value is not a rank or a range a-b";
+  else if (k == 0 && (!was || dpo__range_ranks(was) < 2 || dpo__range_ranks(value) < 2))
+    *why = "party 0 holds the coordinator's rank 0: its own journal is kept on its second rank, "
+           "so it has one only with two or more ranks, and a resume can neither start nor drop "
+           "it (party 0 may change between ranges of two or more ranks, declared in both runs)";
+  else
+    return 1;
+  return -1;
+}
+
 static void dpo__merge_one(const char *key, const char *value, const char *origin, void *arg) {
   dpo__merge_t *m = arg;
   if (m->rc || !strcmp(key, "run.resume")) return;
-  const char *was = dpo_config_get(m->cfg, key);
+  const char *was = dpo_config_get(m->cfg, key), *why = NULL;
   if (!dpo__resume_may_change(key) && !(was && !strcmp(was, value)) &&
       !dpo__resume_drops_parties(m->cfg, key, was, value)) {
+    const int mv = dpo__resume_moves_ranks(m->cfg, key, was, value, &why);
+    if (mv > 0) goto set;
+    if (mv < 0) {
+      m->rc = dpo_err(DPO_EINVAL, "%s: --resume cannot change %s (the run has %s%s%s): %s",
+                      origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "", why);
+      return;
+    }
     m->rc = dpo_err(DPO_EINVAL,
                     "%s: --resume cannot change %s (the run has %s%s%s): only run.* settings other "
                     "than run.seed, run.dir and run.command may change when resuming (and a "
@@ -119,6 +175,7 @@ static void dpo__merge_one(const char *key, const char *value, const char *origi
                     origin, key, was ? "'" : "", was ? was : "no value", was ? "'" : "");
     return;
   }
+set:
   m->rc = dpo_config_set(m->cfg, key, value, origin);
 }
 
