@@ -171,6 +171,15 @@ int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
                            const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                            dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                            dpo_solver_t **s);
+/* The same for a run that resumes from the checkpoint at ckpt (then dpo_solver_resume with
+ * it): a release the run made before its first step, on which its schedule is built -- the
+ * noisy row count of an add-remove run without a declared size -- is taken from the checkpoint
+ * (checked against the reopened journal), never drawn or charged again.  ckpt = NULL:
+ * dpo_solver_create_spec. */
+int dpo_solver_create_resume(dpo_oracle_t *oracle, const dpo_algo_t *algo,
+                             const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                             dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                             const char *ckpt, dpo_solver_t **s);
 void dpo_solver_destroy(dpo_solver_t *s);
 
 /* Collective: run to completion.  Returns DPO_OK, DPO_EBUDGET (ledger refused: the last

@@ -673,18 +673,17 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 /* checkpoint: the momentum v, the running mean of the kept iterates, and the wor sampler's
  * pool (its running permutation: an unseeded run's pool came from the OS key, so it is
  * stored, not redrawn).  Everything create() derives from the config (the plan, z, sigma,
- * lr) is recomputed and only checked.  A noisy row count (add-remove without a declared
- * size) and multi-party runs other than secagg are refused before anything runs
- * (dpo__sco_check, run.c).  Under secagg the parties' shares (sa) are recomputed from the
+ * lr) is recomputed and only checked, n_pub from the noisy row count the solver's checkpoint
+ * keeps (dpo__public_n).  Multi-party runs other than secagg are refused before anything runs
+ * (run.c).  Under secagg the parties' shares (sa) are recomputed from the
  * plan on every rank, and each party's account is its own journal, reopened by its guard. */
 static int dpsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const dpo__dpsgd_t *a = st;
   const int32_t d = a->c.d;
   int rc;
   (void)s;
-  if ((a->sa.on && a->sa.trust != DPO_TRUST_SECAGG) || a->count_eps > 0) /* refused in run.c */
-    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no checkpoint of a multi-party run outside secagg "
-                   "or of a run on a noisy row count");
+  if (a->sa.on && a->sa.trust != DPO_TRUST_SECAGG) /* refused in run.c */
+    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no checkpoint of a multi-party run outside secagg");
   if ((rc = dpo_ckpt_put_int(w, "poisson", a->poisson)) || (rc = dpo_ckpt_put_int(w, "m", a->m)) ||
       (rc = dpo_ckpt_put_int(w, "T", a->T)) || (rc = dpo_ckpt_put_int(w, "T0", a->T0)) ||
       (rc = dpo_ckpt_put_int(w, "npub", a->npub)) || (rc = dpo_ckpt_put_double(w, "z", a->z)) ||
@@ -700,9 +699,8 @@ static int dpsgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   const int32_t d = a->c.d;
   int rc;
   (void)s;
-  if ((a->sa.on && a->sa.trust != DPO_TRUST_SECAGG) || a->count_eps > 0)
-    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no resume of a multi-party run outside secagg or of "
-                   "a run on a noisy row count");
+  if (a->sa.on && a->sa.trust != DPO_TRUST_SECAGG)
+    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no resume of a multi-party run outside secagg");
   /* secagg: sigma is the honest shares' noise, rounded up to an integer share sigma for this
    * run's P - k shares, which a resume without lost parties changes (doc/design.md,
    * "Dropouts"); set-up keeps it >= z times the sensitivity, and z is checked.  The step size
