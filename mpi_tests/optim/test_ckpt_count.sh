@@ -9,7 +9,7 @@
 #  - the resume takes the count from the checkpoint and checks it against the journal: a count
 #    edited in the checkpoint (its checksum made good again) is refused, as are a checkpoint
 #    without the count and one naming another journal line as its charge; each before anything
-#    is charged or written;
+#    is charged or written; a run stopped twice keeps the count through both resumes;
 #  - unseeded, with a budget store: stopped and resumed, the store settles the run's journal,
 #    which holds the count's charge once.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -93,10 +93,14 @@ refuse 1 "the checkpoint holds no noisy row count" "a checkpoint without the cou
 ckedit "$T/ck" "$R/checkpoint" count_line 4 # step 0
 refuse 2 "journal line 4, which the checkpoint names as the noisy row count's charge, is a gaussian" \
   "a checkpoint naming another line as the count's charge"
-# the edit tool itself changes nothing else: the untouched value resumes
+# the edit tool itself changes nothing else: the untouched value resumes; stopped again, the
+# resumed run's own checkpoint keeps the count for the next resume
 ckedit "$T/ck" "$R/checkpoint" count +0
+expect 5 $MPI -np 1 "$DPOPT" train --resume "$R" --quiet --set run.stop_after=21
 expect 0 $MPI -np 1 "$DPOPT" train --resume "$R" --quiet
-same "$T/sgd1-full/model.txt" "$R/model.txt" "resumed after the refusals: model.txt"
+same "$T/sgd1-full/model.txt" "$R/model.txt" "stopped twice and resumed: model.txt"
+unchained "$T/sgd1-full/ledger.jsonl" >"$T/a"; unchained "$R/ledger.jsonl" >"$T/b"
+same "$T/a" "$T/b" "stopped twice and resumed: the journal"
 
 # ---- a budget store (unseeded: private) sees the count charged once
 expect 0 "$DPOPT" budget init "$T/st" --eps 3 --delta 1e-5 --data "$T/a4k"

@@ -109,7 +109,8 @@ int dpo_solver_create_resume(dpo_oracle_t *oracle, const dpo_algo_t *algo,
   }
   if (x0) memcpy(s->x, x0, (size_t)s->d * sizeof *x0);
   /* a resume: what the run released before its first step comes from the checkpoint */
-  if (s->rank == 0 && ckpt) rc = dpo__solver_ckpt_count_read(s, ckpt);
+  if (s->rank == 0 && ckpt && dpo_algo_can_checkpoint(algo))
+    rc = dpo__solver_ckpt_count_read(s, ckpt);
   if (!rc && s->rank == 0 && algo->create) rc = algo->create(s, &s->state);
   if (!rc && s->rank == 0 && algo->is_private && s->plan.kind == DPO_PLAN_NONE)
     rc = dpo_err(DPO_EINVAL, "private algorithm %s declares no release plan (privacy rule 3)",

@@ -270,9 +270,10 @@ int dpo__count_resumed(dpo_solver_t *s, double b, int64_t *value) {
   *value = -1;
   if (!s->count.resuming) return DPO_OK;
   if (!s->count.in_ckpt)
-    return dpo_err(DPO_EINVAL, "the checkpoint holds no noisy row count, and a resume takes the "
-                   "run's count from it (a second would be drawn and charged): this run's "
-                   "config asks for one where the checkpoint's run declared a public size");
+    return dpo_err(DPO_EINVAL, "the checkpoint holds no noisy row count, which this run's "
+                   "schedule needs: a resume takes the count from the checkpoint and never draws "
+                   "or charges a second (a checkpoint of a run with a declared size, "
+                   "privacy.public_n, or an edited one?)");
   dpo_charge_t c;
   unsigned char tag[32], seal[32];
   char t[256];
