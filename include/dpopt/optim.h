@@ -273,7 +273,9 @@ int dpo_algo_can_checkpoint(const dpo_algo_t *a);
  * (rule above), restores x, t, the algorithm's state and a seeded RNG.  dpo_solver_run then
  * continues at iteration t, appending to the trace.  *trace_offset (rank 0, may be NULL)
  * gets the trace file's length at the checkpoint (truncate the trace there before appending).
- * Same status on every rank. */
+ * Same status on every rank.  A checkpoint holding a noisy row count is refused unless the
+ * solver was made by dpo_solver_create_resume with it (any other create drew and charged a
+ * second count). */
 int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset);
 /* Rank 0, after dpo_solver_resume: the iteration the run continues at, and the journal
  * charges the checkpoint did not know (kept spent, see above). */

@@ -246,8 +246,11 @@ int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path) {
     if ((rc = dpo_ckpt_get_int(c, "count", &s->count.value)) ||
         (rc = dpo_ckpt_get_double(c, "count_b", &s->count.b)) ||
         (rc = dpo_ckpt_get_int(c, "count_line", &s->count.line)) ||
-        (rc = dpo_ckpt_get_bytes(c, "count_seal", s->count.seal, sizeof s->count.seal)))
-      rc = dpo_err(rc, "%s: the checkpoint's noisy row count: %s", path, dpo_errmsg());
+        (rc = dpo_ckpt_get_bytes(c, "count_seal", s->count.seal, sizeof s->count.seal))) {
+      char why[400];
+      snprintf(why, sizeof why, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "%s: the checkpoint's noisy row count: %s", path, why);
+    }
   }
   dpo_ckpt_destroy(c);
   return rc;
