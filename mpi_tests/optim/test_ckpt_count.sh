@@ -8,8 +8,9 @@
 #    (the DP-GD family's noisy count) at 2;
 #  - the resume takes the count from the checkpoint and checks it against the journal: a count
 #    edited in the checkpoint (its checksum made good again) is refused, as are a checkpoint
-#    without the count and one naming another journal line as its charge; each before anything
-#    is charged or written; a run stopped twice keeps the count through both resumes;
+#    without the count, one naming another journal line as its charge, and a config.ini that
+#    declares a size since (the count unused); each before anything is charged or written; a
+#    run stopped twice keeps the count through both resumes;
 #  - unseeded, with a budget store: stopped and resumed, the store settles the run's journal,
 #    which holds the count's charge once.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -93,6 +94,12 @@ refuse 1 "the checkpoint holds no noisy row count" "a checkpoint without the cou
 ckedit "$T/ck" "$R/checkpoint" count_line 4 # step 0
 refuse 2 "journal line 4, which the checkpoint names as the noisy row count's charge, is a gaussian" \
   "a checkpoint naming another line as the count's charge"
+# a public size declared since (config.ini edited): the checkpoint's count is not used
+cp "$R/config.ini" "$T/cfg"
+echo "privacy.public_n = 4000" >>"$R/config.ini"
+cp "$T/ck" "$R/checkpoint"
+refuse 1 "holds the run's noisy row count, which this run does not use" "a size declared since"
+cp "$T/cfg" "$R/config.ini"
 # the edit tool itself changes nothing else: the untouched value resumes; stopped again, the
 # resumed run's own checkpoint keeps the count for the next resume
 ckedit "$T/ck" "$R/checkpoint" count +0
