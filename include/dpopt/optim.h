@@ -187,6 +187,15 @@ int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
                            const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                            dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                            dpo_solver_t **s);
+/* The same for a run that resumes from the checkpoint at ckpt (then dpo_solver_resume with
+ * it): a release the run made before its first step, on which its schedule is built -- the
+ * noisy row count of an add-remove run without a declared size -- is taken from the checkpoint
+ * (checked against the reopened journal), never drawn or charged again.  ckpt = NULL:
+ * dpo_solver_create_spec. */
+int dpo_solver_create_resume(dpo_oracle_t *oracle, const dpo_algo_t *algo,
+                             const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                             dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                             const char *ckpt, dpo_solver_t **s);
 void dpo_solver_destroy(dpo_solver_t *s);
 
 /* Collective: run to completion.  Returns DPO_OK, DPO_EBUDGET (ledger refused: the last
@@ -287,7 +296,9 @@ int dpo_algo_can_checkpoint(const dpo_algo_t *a);
  * (rule above), restores x, t, the algorithm's state and a seeded RNG.  dpo_solver_run then
  * continues at iteration t, appending to the trace.  *trace_offset (rank 0, may be NULL)
  * gets the trace file's length at the checkpoint (truncate the trace there before appending).
- * Same status on every rank. */
+ * Same status on every rank.  A checkpoint holding a noisy row count is refused unless the
+ * solver was made by dpo_solver_create_resume with it (any other create drew and charged a
+ * second count). */
 int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset);
 /* Rank 0, after dpo_solver_resume: the iteration the run continues at, and the journal
  * charges the checkpoint did not know (kept spent, see above). */

@@ -326,6 +326,16 @@ int dpo_ledger_on_append(dpo_ledger_t *L, int (*fn)(void *, int64_t, const unsig
  * ("the checkpoint") in the message.  OK without a journal. */
 int dpo_ledger_verify_position(const dpo_ledger_t *L, const char *what, int64_t lines,
                                const unsigned char head[32]);
+/* Rank 0 of a journalled ledger: the charge recorded at journal line `line` (the header is line
+ * 1) -- its mechanism, step, noise_scale, sensitivity and dim in *c (the rest zero) -- and the
+ * line's chain tag.  DPO_EFORMAT naming path:line when the journal has no such line or it is no
+ * charge. */
+int dpo_ledger_line_charge(const dpo_ledger_t *L, int64_t line, dpo_charge_t *c,
+                           unsigned char tag[32]);
+/* Rank 0 of a journalled ledger: tag = the journal's keyed hash over text, from this journal's
+ * nonce (journal_chain.h): a record kept outside the journal (a checkpoint's copy of a released
+ * value) that nobody without the journal key can forge, valid for this journal only. */
+int dpo_ledger_seal(const dpo_ledger_t *L, const char *text, unsigned char tag[32]);
 /* The relation the ledger was opened with (rank 0 and elsewhere); its accountant's name. */
 dpo_neighbours_t dpo_ledger_neighbours(const dpo_ledger_t *L);
 const char *dpo_ledger_accountant(const dpo_ledger_t *L);

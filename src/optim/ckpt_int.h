@@ -36,4 +36,16 @@ int dpo__dp_load(dpo__dp_t *dp, const dpo_ckpt_t *r);
  * nothing more, an under-count; who names the method. */
 int dpo__ckpt_disjoint_resume(const dpo_solver_t *s, const char *who);
 
+/* The noisy row count of an add-remove run without a declared size (dpo__public_n), rank 0;
+ * solver_ckpt.c.  dpo__count_resumed: a solver created for a resume (dpo_solver_create_resume)
+ * takes the count from the checkpoint (*value >= 1), after checking that the reopened journal
+ * holds its charge at the line the checkpoint names (a Laplace release at step -1, sensitivity
+ * 1, of scale b) and that the record carries the seal written with the journal key
+ * (dpo_ledger_seal); it draws and charges nothing.  A checkpoint without the count is refused
+ * (DPO_EINVAL: another plan), a journal without its charge or a broken seal too (DPO_EFORMAT).
+ * Any other solver: *value = -1: charge, draw, then dpo__count_note(the value) at once, which
+ * keeps it, its line and its seal for the checkpoints (nothing without a journal). */
+int dpo__count_resumed(dpo_solver_t *s, double b, int64_t *value);
+int dpo__count_note(dpo_solver_t *s, double b, int64_t value);
+
 #endif

@@ -126,9 +126,6 @@ int dpo__ckpt_disjoint_resume(const dpo_solver_t *s, const char *who) {
 int dpo__dp_save(const dpo__dp_t *dp, dpo_ckpt_t *w) {
   int rc;
   if ((rc = dpo__dp_save_parties(dp, w))) return rc;
-  if (dp->count_eps > 0) /* dpo__dp_create refuses --checkpoint-every / --resume with it */
-    return dpo_err(DPO_EUNSUP, "no checkpoint of an add-remove run on a noisy row count "
-                   "(declare --public-n N to make the run resumable)");
   if ((rc = dpo_ckpt_put_int(w, "dp.sampling", dp->sampling)) ||
       (rc = dpo_ckpt_put_int(w, "dp.m", dp->m)) || (rc = dpo_ckpt_put_int(w, "dp.T", dp->T)) ||
       (rc = dpo_ckpt_put_double(w, "dp.eps", dp->eps)) ||

@@ -77,9 +77,8 @@ static double dpo__dp_row_sens(const dpo_model_t *model, double B1, dpo_neighbou
                                           : dpo_model_grad_l1_sens(model, B1);
 }
 
-int dpo__dp_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                  const dpo_model_t *model, const dpo_clip_t *clip, dpo_neighbours_t rel,
-                  const char *algo) {
+int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
+                  dpo_neighbours_t rel, const char *algo) {
   double B1 = NAN;
   int rc = cfg ? dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &B1) : DPO_OK;
   if (rc) return rc;
@@ -96,7 +95,6 @@ int dpo__dp_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     return dpo_err(DPO_EINVAL, "algo.m = %s: under add-remove neighbours this algorithm runs on "
                    "the full batch (the papers' amplification by sampling m of n is proved for "
                    "replace-one; Poisson batches: dp-sgd-rdp)", dpo_config_get(cfg, "algo.m"));
-  if ((rc = dpo__public_n_ckpt_check(cfg, spec, rel, algo ? algo : "dp"))) return rc;
   if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg && (dpo_config_get(cfg, "parties.n") ||
                                                    dpo_config_get(cfg, "parties.data")))
     return dpo_err(DPO_EINVAL, "this algorithm takes add-remove neighbours with one data owner "
@@ -156,7 +154,7 @@ static int dpo__dp_settings(dpo_solver_t *s, dpo__dp_t *dp, double *B1, double *
   /* Under add-remove the row count is private: n becomes the public size (sco_common.h),
    * charged first when it is a noisy count; the steps then share what is left of eps. */
   dp->rel = dpo_ledger_neighbours(dpo_solver_ledger(s));
-  if ((rc = dpo__dp_check(cfg, spec, dpo_oracle_model(o), dpo_oracle_clip(o), dp->rel,
+  if ((rc = dpo__dp_check(cfg, dpo_oracle_model(o), dpo_oracle_clip(o), dp->rel,
                           dpo__solver_algo_name(s))))
     return rc;
   dp->n_held = dp->n;

@@ -88,10 +88,9 @@ void dpo__dp_public_sens(const dpo_model_t *model, const dpo_clip_t *clip,
                          double *S2);
 /* The refusals of dpo__dp_create that need no data (dpo_algo_check): the relation (add-remove:
  * one owner, and not the minibatch methods of algo, may be NULL) and a public sensitivity
- * source (spec: the declared public size).  Not collective. */
-int dpo__dp_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                  const dpo_model_t *model, const dpo_clip_t *clip, dpo_neighbours_t rel,
-                  const char *algo);
+ * source.  Not collective. */
+int dpo__dp_check(const dpo_config_t *cfg, const dpo_model_t *model, const dpo_clip_t *clip,
+                  dpo_neighbours_t rel, const char *algo);
 /* The keys dpo__dp_create reads: the `shared` table of every dp-* algorithm (optim.h). */
 extern const dpo_algo_param_t dpo__dp_params[];
 void dpo__dp_destroy(dpo__dp_t *dp);

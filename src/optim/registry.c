@@ -125,7 +125,7 @@ int dpo_algo_check(const dpo_algo_t *a, const dpo_config_t *cfg, const dpo_priva
    * a missing sensitivity is named before a missing step constant */
   int rc = DPO_OK;
   if (a->shared == dpo__dp_params)
-    rc = dpo__dp_check(cfg, spec, m, spec->clip.norm != DPO_CLIP_NONE ? &spec->clip : NULL,
+    rc = dpo__dp_check(cfg, m, spec->clip.norm != DPO_CLIP_NONE ? &spec->clip : NULL,
                        spec->rel, a->name);
   else if (a->shared == dpo__sco_params) rc = dpo__sco_check(cfg, spec, a->name);
   if (!rc) rc = dpo__algo_L_check(a, cfg, m);

@@ -108,7 +108,7 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
   /* a sampling the relation's analysis does not cover: refused before the run directory */
   const char *samp = cfg && !strcmp(who, "dp-sgd-rdp") ? dpo_config_get(cfg, "algo.sampling") : NULL;
   if (samp && (rc = dpo__sco_sampling_check(who, samp, rel))) return rc;
-  return dpo__public_n_ckpt_check(cfg, spec, rel, who);
+  return DPO_OK;
 }
 
 int dpo__sco_sampling_check(const char *who, const char *samp, dpo_neighbours_t rel) {
@@ -121,21 +121,6 @@ int dpo__sco_sampling_check(const char *who, const char *samp, dpo_neighbours_t 
                  poisson ? "Mironov-Talwar-Zhang 2019" : "Wang-Balle-Kasiviswanathan 2019",
                  dpo_neighbours_name(rel), poisson ? "wor" : "poisson",
                  poisson ? "add-remove" : "replace-one");
-}
-
-int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                             dpo_neighbours_t rel, const char *who) {
-  int64_t every = 0, stop = 0;
-  if (rel == DPO_NEIGHBOURS_ADD_REMOVE && cfg &&
-      !dpo_privacy_spec_given(spec, DPO_SPEC_PUBLIC_N) &&
-      (dpo_config_get(cfg, "run.resume") ||
-       (!dpo_config_get_int(cfg, "run.checkpoint_every", 0, &every) && every > 0) ||
-       (!dpo_config_get_int(cfg, "run.stop_after", 0, &stop) && stop > 0)))
-    /* a resumed run would draw (and charge) a second count, and its plan would differ */
-    return dpo_err(DPO_EINVAL, "%s: checkpoints and --resume under add-remove need a declared "
-                   "size (--public-n N): the noisy row count of a run is not kept for a resume",
-                   who);
-  return DPO_OK;
 }
 
 int dpo__sco_init(dpo_solver_t *s, dpo__sco_t *c, const char *who) {
@@ -244,7 +229,16 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
                    "add-remove the row count is private, so either a noisy count is charged or "
                    "a public size is declared (privacy.public_n)", who, ec, eps);
   double b, v = (double)n;
+  int64_t kept = -1;
   if ((rc = dpo_mech_laplace_scale(1, ec, 1, &b))) return rc;
+  /* a resume: the count its run drew and charged, kept in the checkpoint (ckpt_int.h) */
+  if ((rc = dpo__count_resumed(s, b, &kept))) return rc;
+  if (kept >= 1) {
+    *n_pub = kept;
+    *count_eps = ec, *count_b = b;
+    snprintf(src, cap, "a noisy count charged eps %.3g", ec);
+    return DPO_OK;
+  }
   /* charged before the count is drawn, let alone used (privacy rule 2).  In a multi-party
    * run (central trust: local refuses add-remove and secagg a noisy count before this) every
    * party's rows enter the count, so it names every party, as the releases after it do. */
@@ -266,6 +260,7 @@ int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, 
   if ((rc = dpo_mech_sample(DPO_MECH_LAPLACE, dpo_solver_rng(s), b, &v, 1))) return rc;
   v = nearbyint(v);
   *n_pub = v < 1 ? 1 : v > 0x1p53 ? ((int64_t)1 << 53) : (int64_t)v;
+  if ((rc = dpo__count_note(s, b, *n_pub))) return rc;
   *count_eps = ec, *count_b = b;
   snprintf(src, cap, "a noisy count charged eps %.3g", ec);
   return DPO_OK;

@@ -54,19 +54,17 @@ int dpo__sco_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec, cons
  *    1% of the budget's eps), charged to the ledger first as an eps_c-DP release (sensitivity 1:
  *    one row added or removed moves the count by 1); what follows is post-processing of it.
  * *count_eps = eps_c (0 when nothing was charged), *count_b its Laplace scale (to replay the
- * charge in a plan check); src (cap bytes) says where n_pub came from.  Rank 0. */
+ * charge in a plan check); src (cap bytes) says where n_pub came from.  A run's checkpoints
+ * keep the count, and its resume takes it from there, checked against the journal's charge
+ * (dpo__count_resumed, ckpt_int.h): one count, charged once, however often the run stops.
+ * Rank 0. */
 int dpo__sco_public_n(dpo_solver_t *s, const dpo__sco_t *c, const char *who, int64_t *n_pub,
                       double *count_eps, double *count_b, char *src, size_t cap);
 /* The same for any algorithm: relation rel, the exact row count n (returned only under
  * replace-one), the budget's eps (the default count_eps is eps / 100).  Rank 0. */
-/* Checkpoints or --resume (run.checkpoint_every, run.resume, run.stop_after) of an add-remove
- * run without a declared size: refused before anything is read (a resume would draw and charge
- * a second noisy count, and the plan built on the first would differ); who names the method. */
 /* dp-sgd-rdp's algo.sampling against the relation: poisson is analysed for add-remove, wor
  * for replace-one (dpo__sco_check, before the run directory; dpsgd_create).  Not collective. */
 int dpo__sco_sampling_check(const char *who, const char *samp, dpo_neighbours_t rel);
-int dpo__public_n_ckpt_check(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
-                             dpo_neighbours_t rel, const char *who);
 int dpo__public_n(dpo_solver_t *s, dpo_neighbours_t rel, int64_t n, double eps, const char *who,
                   int64_t *n_pub, double *count_eps, double *count_b, char *src, size_t cap);
 /* The noisy count's charge (dpo__sco_public_n) on ledger F: for plan checks. */

@@ -673,18 +673,15 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
 /* checkpoint: the momentum v, the running mean of the kept iterates, and the wor sampler's
  * pool (its running permutation: an unseeded run's pool came from the OS key, so it is
  * stored, not redrawn).  Everything create() derives from the config (the plan, z, sigma,
- * lr) is recomputed and only checked.  A noisy row count (add-remove without a declared
- * size) is refused before anything runs (dpo__sco_check).  With parties the party accounts
- * are the reopened journal's (central, local) and each party's noise (local) or share (secagg)
- * follows from the plan on every rank; under secagg each party's account is also its own
- * journal, reopened by its guard. */
+ * lr) is recomputed and only checked, n_pub from the noisy row count the solver's checkpoint
+ * keeps (dpo__public_n).  With parties the party accounts are the reopened journal's (central,
+ * local) and each party's noise (local) or share (secagg) follows from the plan on every rank;
+ * under secagg each party's account is also its own journal, reopened by its guard. */
 static int dpsgd_save(dpo_solver_t *s, void *st, dpo_ckpt_t *w) {
   const dpo__dpsgd_t *a = st;
   const int32_t d = a->c.d;
   int rc;
   (void)s;
-  if (a->count_eps > 0) /* refused in run.c */
-    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no checkpoint of a run on a noisy row count");
   if ((rc = dpo_ckpt_put_int(w, "poisson", a->poisson)) || (rc = dpo_ckpt_put_int(w, "m", a->m)) ||
       (rc = dpo_ckpt_put_int(w, "T", a->T)) || (rc = dpo_ckpt_put_int(w, "T0", a->T0)) ||
       (rc = dpo_ckpt_put_int(w, "npub", a->npub)) || (rc = dpo_ckpt_put_double(w, "z", a->z)) ||
@@ -700,8 +697,6 @@ static int dpsgd_load(dpo_solver_t *s, void *st, const dpo_ckpt_t *r) {
   const int32_t d = a->c.d;
   int rc;
   (void)s;
-  if (a->count_eps > 0)
-    return dpo_err(DPO_EUNSUP, "dp-sgd-rdp: no resume of a run on a noisy row count");
   /* secagg: sigma is the honest shares' noise, rounded up to an integer share sigma for this
    * run's P - k shares, which a resume without lost parties changes (doc/design.md,
    * "Dropouts"); set-up keeps it >= z times the sensitivity, and z is checked.  The step size

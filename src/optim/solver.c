@@ -68,6 +68,13 @@ int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
                            const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
                            dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
                            dpo_solver_t **out) {
+  return dpo_solver_create_resume(oracle, algo, cfg, spec, rng, ledger, x0, NULL, out);
+}
+
+int dpo_solver_create_resume(dpo_oracle_t *oracle, const dpo_algo_t *algo,
+                             const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
+                             dpo_rng_t *rng, struct dpo_ledger *ledger, const double *x0,
+                             const char *ckpt, dpo_solver_t **out) {
   if (!oracle) return dpo_err(DPO_EINVAL, "dpo_solver_create: NULL oracle");
   MPI_Comm comm = dpo_oracle_comm(oracle);
   int rc = DPO_OK;
@@ -101,7 +108,10 @@ int dpo_solver_create_spec(dpo_oracle_t *oracle, const dpo_algo_t *algo,
     goto out;
   }
   if (x0) memcpy(s->x, x0, (size_t)s->d * sizeof *x0);
-  if (s->rank == 0 && algo->create) rc = algo->create(s, &s->state);
+  /* a resume: what the run released before its first step comes from the checkpoint */
+  if (s->rank == 0 && ckpt && dpo_algo_can_checkpoint(algo))
+    rc = dpo__solver_ckpt_count_read(s, ckpt);
+  if (!rc && s->rank == 0 && algo->create) rc = algo->create(s, &s->state);
   if (!rc && s->rank == 0 && algo->is_private && s->plan.kind == DPO_PLAN_NONE)
     rc = dpo_err(DPO_EINVAL, "private algorithm %s declares no release plan (privacy rule 3)",
                  algo->name);

@@ -4,11 +4,13 @@
  * of the file against this run before its state is restored. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
 
 #include "dpopt/optim.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
+#include "optim/ckpt_int.h"
 #include "optim/solver_int.h"
 
 int dpo_algo_can_checkpoint(const dpo_algo_t *a) { return a && a->save && a->load; }
@@ -89,6 +91,13 @@ int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t) {
       (rc = dpo_ckpt_put_bytes(c, "ledger_chain", head, sizeof head)))
     goto out;
   if ((rc = dpo_ckpt_put_rng(c, "", s->rng))) goto out;
+  /* the noisy row count, with its journal line and seal: a resume takes it from here */
+  if (s->count.noted &&
+      ((rc = dpo_ckpt_put_int(c, "count", s->count.value)) ||
+       (rc = dpo_ckpt_put_double(c, "count_b", s->count.b)) ||
+       (rc = dpo_ckpt_put_int(c, "count_line", s->count.line)) ||
+       (rc = dpo_ckpt_put_bytes(c, "count_seal", s->count.seal, sizeof s->count.seal))))
+    goto out;
   dpo_ckpt_set_prefix(c, "algo.");
   if ((rc = s->algo->save(s, s->state, c))) goto out;
   dpo_ckpt_set_prefix(c, "run.");
@@ -175,6 +184,15 @@ static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
                  s->rng && dpo_rng_is_seeded(s->rng) ? "seeded" : "unseeded");
     goto out;
   }
+  /* a count the checkpoint holds and this run did not take: another plan (a size declared
+   * since), or a solver made by dpo_solver_create_spec, which drew and charged its own */
+  if (dpo_ckpt_len(c, "count_seal") >= 0 && !s->count.taken) {
+    rc = dpo_err(DPO_EINVAL, "%s: the checkpoint holds the run's noisy row count, which this "
+                 "run %s", path, s->count.resuming ? "does not use (a public size declared "
+                 "since, or another relation)" : "drew again (a resume must create its solver "
+                 "with dpo_solver_create_resume)");
+    goto out;
+  }
   dpo_ckpt_set_prefix(c, "algo.");
   if ((rc = s->algo->load(s, s->state, c))) goto out;
   /* the stream last: create() and load() may have drawn from it */
@@ -215,4 +233,90 @@ int dpo_solver_resume(dpo_solver_t *s, const char *path, int64_t *trace_offset) 
   }
   if (trace_offset) *trace_offset = toff;
   return rc;
+}
+
+/* ---- the noisy row count (ckpt_int.h) ---- */
+
+/* The text the seal covers: the value, its scale and the charge's line and tag. */
+static void dpo__count_text(const dpo_solver_t *s, const unsigned char tag[32], char *t,
+                            size_t cap) {
+  char hex[65];
+  for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", tag[i]);
+  snprintf(t, cap, "noisy row count %lld, Laplace scale %a, journal line %lld chain %s",
+           (long long)s->count.value, s->count.b, (long long)s->count.line, hex);
+}
+
+int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path) {
+  dpo_ckpt_t *c = NULL;
+  int rc = dpo_ckpt_read(path, &c);
+  if (rc) return rc;
+  s->count.resuming = 1;
+  dpo_ckpt_set_prefix(c, "solver.");
+  if (dpo_ckpt_len(c, "count_seal") >= 0) {
+    s->count.in_ckpt = 1;
+    if ((rc = dpo_ckpt_get_int(c, "count", &s->count.value)) ||
+        (rc = dpo_ckpt_get_double(c, "count_b", &s->count.b)) ||
+        (rc = dpo_ckpt_get_int(c, "count_line", &s->count.line)) ||
+        (rc = dpo_ckpt_get_bytes(c, "count_seal", s->count.seal, sizeof s->count.seal))) {
+      char why[400];
+      snprintf(why, sizeof why, "%s", dpo_errmsg());
+      rc = dpo_err(rc, "%s: the checkpoint's noisy row count: %s", path, why);
+    }
+  }
+  dpo_ckpt_destroy(c);
+  return rc;
+}
+
+int dpo__count_note(dpo_solver_t *s, double b, int64_t value) {
+  int64_t lines = -1;
+  unsigned char head[32];
+  char t[256];
+  int rc = dpo_ledger_position(s->ledger, &lines, head);
+  if (rc || lines < 0) return rc; /* no journal: nothing to resume from, nothing kept */
+  s->count.value = value, s->count.b = b, s->count.line = lines;
+  dpo__count_text(s, head, t, sizeof t);
+  if ((rc = dpo_ledger_seal(s->ledger, t, s->count.seal))) return rc;
+  s->count.noted = 1;
+  return DPO_OK;
+}
+
+int dpo__count_resumed(dpo_solver_t *s, double b, int64_t *value) {
+  *value = -1;
+  if (!s->count.resuming) return DPO_OK;
+  if (!s->count.in_ckpt)
+    return dpo_err(DPO_EINVAL, "the checkpoint holds no noisy row count, which this run's "
+                   "schedule needs: a resume takes the count from the checkpoint and never draws "
+                   "or charges a second (a checkpoint of a run with a declared size, "
+                   "privacy.public_n, or an edited one?)");
+  dpo_charge_t c;
+  unsigned char tag[32], seal[32];
+  char t[256];
+  int rc = dpo_ledger_line_charge(s->ledger, s->count.line, &c, tag);
+  if (rc) {
+    char why[400];
+    snprintf(why, sizeof why, "%s", dpo_errmsg());
+    return dpo_err(DPO_EFORMAT, "the checkpoint's noisy row count names journal line %lld, "
+                   "which is not its charge: %s", (long long)s->count.line, why);
+  }
+  if (c.mechanism != DPO_MECH_LAPLACE || c.step != -1 || c.noise_scale != s->count.b ||
+      c.sensitivity != 1 || c.dim != 1)
+    return dpo_err(DPO_EFORMAT, "journal line %lld, which the checkpoint names as the noisy row "
+                   "count's charge, is a %s release at step %lld of scale %.17g, not the count's "
+                   "(laplace, step -1, scale %.17g)", (long long)s->count.line,
+                   dpo_mech_name(c.mechanism), (long long)c.step, c.noise_scale, s->count.b);
+  if (s->count.b != b)
+    return dpo_err(DPO_EINVAL, "the checkpoint's noisy row count was charged at Laplace scale "
+                   "%.17g, this run's privacy.count_eps gives %.17g", s->count.b, b);
+  dpo__count_text(s, tag, t, sizeof t);
+  if ((rc = dpo_ledger_seal(s->ledger, t, seal))) return rc;
+  if (sodium_memcmp(seal, s->count.seal, sizeof seal) != 0)
+    return dpo_err(DPO_EFORMAT, "the checkpoint's noisy row count %lld does not carry the seal "
+                   "the run wrote with its journal key (the checkpoint was edited, or is another "
+                   "run's)", (long long)s->count.value);
+  if (s->count.value < 1 || s->count.value > ((int64_t)1 << 53))
+    return dpo_err(DPO_EFORMAT, "the checkpoint's noisy row count %lld is outside [1, 2^53]",
+                   (long long)s->count.value);
+  s->count.taken = s->count.noted = 1;
+  *value = s->count.value;
+  return DPO_OK;
 }

@@ -30,6 +30,16 @@ struct dpo_solver {
   /* resume (dpo_solver_resume): first iteration, journal charges the checkpoint did not know */
   int64_t t0, orphans;
   int resumed;
+  /* the noisy row count (dpo__public_n): drawn by this run (noted for its checkpoints), or,
+   * created for a resume (dpo_solver_create_resume), the checkpoint's record of it, taken
+   * instead of a second draw.  line: its charge's journal line (-1: none); seal: the journal's
+   * keyed hash over the record (dpo__count_text) */
+  struct {
+    int noted, resuming, in_ckpt, taken;
+    int64_t value, line;
+    double b;
+    unsigned char seal[32];
+  } count;
   /* the release plan (rule 3), the start point (public; what a cut whole plan leaves) and
    * the iteration limit the last run resolved */
   dpo_plan_t plan;
@@ -43,5 +53,8 @@ int dpo__solver_ckpt_save(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t);
 /* Rank 0: the refusal (with status code) of checkpoints of a plan charged whole as one pass
  * under secagg (optim.h, one_pass); DPO_OK otherwise. */
 int dpo__solver_ckpt_refused(const dpo_solver_t *s, int code);
+/* Rank 0, before the algorithm's create of a resumed run: the checkpoint's record of the noisy
+ * row count (if it has one) into s->count; solver_ckpt.c. */
+int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path);
 
 #endif

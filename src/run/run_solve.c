@@ -119,9 +119,9 @@ static int dpo__make_solver(dpo_run_t *r) {
   /* a resumed run takes its iterate from the checkpoint, not from algo.x0 */
   if (r->x0_file && !r->resuming) rc = dpo__warm_start(r, x0, p);
   if (!rc)
-    rc = dpo_solver_create_spec(r->oracle, r->algo, r->cfg, &r->spec,
-                                dpo__run_priv_rng(r->priv), dpo__run_priv_ledger(r->priv), x0,
-                                &r->solver);
+    rc = dpo_solver_create_resume(r->oracle, r->algo, r->cfg, &r->spec,
+                                  dpo__run_priv_rng(r->priv), dpo__run_priv_ledger(r->priv), x0,
+                                  r->resuming ? r->ckpt_path : NULL, &r->solver);
   free(x0);
   if (rc) return rc;
   dpo__run_priv_attach(r->priv, r->solver);

@@ -1,0 +1,78 @@
+/* One journal line read back, and a keyed seal over a value a run released (privacy.h): what a
+ * resumed run needs to take a release it made before its checkpoint (the noisy row count) from
+ * the checkpoint instead of making it again. */
+#include "ledger_int.h"
+
+#include "dpopt/status.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int dpo__journalled(const dpo_ledger_t *L, const char *fn) {
+  if (!L || L->rank != 0 || L->fd < 0)
+    return dpo_err(DPO_EINVAL, "%s: no journal (rank 0 of a journalled ledger only)", fn);
+  return DPO_OK;
+}
+
+/* the charge fields dpo__charge_line (ledger.c) writes and the caller asks for */
+static int dpo__line_parse(json_object *o, dpo_charge_t *c) {
+  json_object *p;
+  const char *mech = dpo__jget_s(o, "mechanism");
+  memset(c, 0, sizeof *c);
+  if (!mech || dpo_mech_parse(mech, &c->mechanism) || !dpo__jget_i(o, "step", &c->step) ||
+      !json_object_object_get_ex(o, "params", &p) ||
+      !dpo__jget_d(p, "noise_scale", &c->noise_scale) ||
+      !dpo__jget_d(p, "sensitivity", &c->sensitivity) || !dpo__jget_i(p, "dim", &c->dim))
+    return 0;
+  return 1;
+}
+
+int dpo_ledger_line_charge(const dpo_ledger_t *L, int64_t line, dpo_charge_t *c,
+                           unsigned char tag[32]) {
+  int st = dpo__journalled(L, "ledger_line_charge");
+  if (st) return st;
+  if (!c || !tag) return dpo_err(DPO_EINVAL, "ledger_line_charge: NULL argument");
+  if (line < 2 || line > L->lines)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: missing: the journal has %lld complete lines", L->path,
+                   (long long)line, (long long)L->lines);
+  char *buf = NULL;
+  size_t len = 0, pos = 0, bl = 0;
+  if ((st = dpo__read_all(L->fd, L->path, &buf, &len))) return st;
+  /* the lines were verified when the ledger opened (or written by it) */
+  for (int64_t i = 1; i < line && pos < len; i++) {
+    const char *nl = memchr(buf + pos, '\n', len - pos);
+    pos = nl ? (size_t)(nl - buf) + 1 : len;
+  }
+  const char *nl = pos < len ? memchr(buf + pos, '\n', len - pos) : NULL;
+  json_object *o = NULL;
+  json_tokener *tok = json_tokener_new();
+  size_t n = nl ? (size_t)(nl - buf) - pos : 0;
+  if (tok && nl && dpo__chain_split(buf + pos, n, &bl, tag)) {
+    o = json_tokener_parse_ex(tok, buf + pos, (int)n);
+    if (o && json_tokener_get_error(tok) != json_tokener_success) {
+      json_object_put(o);
+      o = NULL;
+    }
+  }
+  json_tokener_free(tok);
+  if (!o || !dpo__line_parse(o, c))
+    st = dpo_err(DPO_EFORMAT, "%s:%lld: not a charge line", L->path, (long long)line);
+  json_object_put(o);
+  free(buf);
+  return st;
+}
+
+int dpo_ledger_seal(const dpo_ledger_t *L, const char *text, unsigned char tag[32]) {
+  int st = dpo__journalled(L, "ledger_seal");
+  if (st) return st;
+  if (!text || !tag) return dpo_err(DPO_EINVAL, "ledger_seal: NULL argument");
+  /* the chain's own hash from the header's nonce: no journal line begins with "dpopt seal",
+   * so a seal is never a line's tag, and the nonce ties it to this journal */
+  char *m = malloc(strlen(text) + 16);
+  if (!m) return dpo_err(DPO_ENOMEM, "ledger: out of memory");
+  size_t n = (size_t)sprintf(m, "dpopt seal: %s", text);
+  dpo__chain_tag(L->key, L->nonce, m, n, tag);
+  free(m);
+  return DPO_OK;
+}
