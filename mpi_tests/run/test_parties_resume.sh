@@ -9,7 +9,8 @@
 #    seeded streams restart at the resume, so only the charges are compared;
 #  - in every case the journal holds the uninterrupted run's charges, each once, and each
 #    party's account ends at the uninterrupted run's total;
-#  - refused up front, exit 1, nothing written: a plan charged whole as one pass under secagg
+#  - refused up front, exit 1, nothing written: a shared-file run resumed on another rank
+#    count (its rank blocks would move rows between parties), a plan charged whole as one pass under secagg
 #    (dp-onlinegdws: the refusal follows the algorithm's one-pass flag, not its name), and
 #    checkpoints of a central run whose party keeps a budget store (its resume would need the
 #    party's own journal).
@@ -52,6 +53,16 @@ pair local-sgd 0 --algo dp-sgd-rdp --clip l2:1 --set privacy.trust=local
 pair shares-gd 0 --algo dp-gd --clip l2:1 --iters 20 --set privacy.trust=shares
 
 # ---- refused up front, writing nothing
+# parties over one shared file resume on their rank count (on 3 ranks the blocks would move
+# rows from party 0 to party 1, whose account did not count them)
+expect 5 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-gd --clip l2:1 --iters 20 --out "$T/rk" \
+  --checkpoint-every 4 --set run.stop_after=9
+find "$T/rk" -type f -exec sha256sum {} + | sort >"$T/rk.sum"
+expect 1 $MPI -np 3 "$DPOPT" train --resume "$T/rk"
+has "$T/err" "its 2 parties share one data file, whose rows are split by rank, and it ran on 2 ranks: resume it on 2" \
+  "a shared-file multi-party resume on another rank count refused, saying why"
+find "$T/rk" -type f -exec sha256sum {} + | sort | cmp -s - "$T/rk.sum" && ok ||
+  bad "the refused resume changed the run directory"
 expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-onlinegdws --clip l2:1 --iters 20 \
   --set privacy.trust=secagg --set parties.out="$T/o.p%d" --checkpoint-every 4 --out "$T/o"
 has "$T/err" "algo dp-onlinegdws under privacy.trust = secagg cannot write or resume checkpoints: its steps are the batches of one disjoint pass" \

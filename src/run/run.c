@@ -258,6 +258,10 @@ int dpo__train_setup(dpo_run_t *r) {
                                 r->resuming, &r->parties);
   if (!rc && !r->resuming && (r->ckpt_every > 0 || r->stop_after > 0))
     rc = dpo_agree(r->comm, dpo__run_ckpt_stores(dpo__run_parties_table(r->parties)));
+  if (!rc && r->resuming)
+    rc = dpo_agree(r->comm, r->rank == 0 ? dpo__run_resume_ranks(
+                                               r->cfg, dpo__run_parties_table(r->parties), r->size)
+                                         : DPO_OK);
   const int parsed = !rc; /* the settings were read: the schema can be checked whatever follows */
   /* privacy set-up: budget, clipping, noise stream (needs no data) */
   if (!rc) {

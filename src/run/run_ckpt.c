@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dpopt/optim.h" /* dpo_ckpt_read */
 #include "dpopt/run.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -267,4 +268,25 @@ int dpo__run_trace_rewind(FILE *trace, const char *path, long long offset) {
     return dpo_err(DPO_EIO, "%s: cannot truncate to %lld bytes: %s", path, offset,
                    strerror(errno));
   return DPO_OK;
+}
+
+int dpo__run_resume_ranks(const dpo_config_t *cfg, const dpo_parties_t *pt, int size) {
+  const char *dir = dpo_config_get(cfg, "run.dir");
+  int shared = 0;
+  for (int k = 0; pt && pt->count > 1 && k < pt->count; k++) shared |= !pt->data[k];
+  if (!shared || !dir) return DPO_OK;
+  char p[1100];
+  dpo_ckpt_t *c = NULL;
+  int64_t ranks = -1;
+  snprintf(p, sizeof p, "%s/checkpoint", dir);
+  if (dpo_ckpt_read(p, &c)) return DPO_OK; /* dpo__run_dir and the solver name it */
+  dpo_ckpt_set_prefix(c, "solver.");
+  int rc = dpo_ckpt_get_int(c, "ranks", &ranks);
+  dpo_ckpt_destroy(c);
+  if (rc || ranks == size) return DPO_OK;
+  return dpo_err(DPO_EINVAL, "--resume %s: its %d parties share one data file, whose rows are "
+                 "split by rank, and it ran on %lld ranks: resume it on %lld (on %d the rank "
+                 "blocks would move rows from one party to another whose account did not count "
+                 "them; per-party files, parties.data or party.K.data, let a party's ranks "
+                 "change)", dir, pt->count, (long long)ranks, (long long)ranks, size);
 }
