@@ -526,6 +526,10 @@ int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_
                     const double *eps, double h, double *delta);
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps);
+/* How many PLD compositions this process has computed so far (dpo_pld_eps's memo hits not
+ * counted; each is one transform of every direction's one-step PMF raised to its power): the
+ * cost of a calibration, for its report and the benchmarks.  Not thread-safe, as the memo. */
+int64_t dpo_pld_compositions(void);
 /* The white-box audit's construction under sampling without replacement (replace-one; the
  * releases' only signal a Dirac canary at +C or -C, in the batch with probability q each
  * step, independently): the pair P = (1 - q) N(0, z^2) + q N(1/2, z^2) and its mirror Q (z =

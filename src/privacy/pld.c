@@ -407,6 +407,10 @@ static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h
   return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
 }
 
+/* compositions computed in this process (memo hits excluded): dpo_pld_compositions */
+static int64_t dpo__pld_ncomp;
+int64_t dpo_pld_compositions(void) { return dpo__pld_ncomp; }
+
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                           double h, struct dpo__pld_comp *c) {
   memset(c, 0, sizeof *c);
@@ -439,6 +443,7 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
       return st;
     }
   }
+  dpo__pld_ncomp++;
   return DPO_OK;
 }
 
@@ -608,6 +613,7 @@ int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *e
   int st = dpo__wor_step(q, z, c.h, &one);
   if (!st) st = dpo__pmf_pow(&one, steps, &c.dir[0]);
   if (st) return st;
+  dpo__pld_ncomp++;
   if (delta_at_eps && k > 0) dpo__comp_delta_k(&c, k, eps, delta_at_eps);
   if (eps_at_delta) *eps_at_delta = dpo__comp_eps(&c, delta);
   dpo__pld_free(&c);
