@@ -10,6 +10,9 @@
 #    budget needs: the ledger's own bound decides);
 #  - the search paid at most 3 compositions on the ledger's grid (the previous one paid 4-7)
 #    and at most 8 on the coarse one (a quarter of the window each).
+# DP-ADMM's --sigma-rule ledger (dpadmm.c, ledger_sigma): secant steps on the pld ledger's
+# bound, the spent eps within 1e-6 of the budget (as its bisection to 1e-10 in sigma) in at
+# most 8 compositions (the bisection paid 33 on this plan).
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_CALIB_CACHE=off
 "$DPOPT" gen logistic --n 2000 --d 5 --seed 3 "$T/s.txt" >/dev/null 2>&1 || bad "gen"
@@ -39,4 +42,12 @@ done <<PLANS
 1 0.6409737077491979 $P --iters 1000
 2 0.5884650921463982 $P --iters 3000
 PLANS
+"$DPOPT" gen logistic --n 2000 --d 8 --l1-bound 3 --seed 5 "$T/a.txt" >/dev/null 2>&1 || bad "gen"
+rm -rf "$T/r"
+expect 0 "$DPOPT" admm "$T/a.txt" --lambda 0 --row-l2-bound 3 --maxit 20 --method dpaccadmm \
+  --clip 3 --eps 0.5 --sigma-rule ledger --out "$T/r"
+close "$(jq -r .privacy.eps_spent "$T/r/summary.json")" 0.5 1e-6 "dpadmm: ledger sigma spends eps"
+n=$(sed -n 's/.*ledger sigma .*(secant on the PLD bound): \([0-9]*\) PLD compositions.*/\1/p' "$T/err")
+check "dpadmm: ledger sigma by the secant in '$n' <= 8 compositions" \
+  awk -v n="$n" 'BEGIN {exit !(n != "" && n + 0 >= 1 && n + 0 <= 8)}'
 finish test_pld_search
