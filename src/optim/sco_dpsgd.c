@@ -102,7 +102,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dpopt/parties.h"
 #include "dpopt/privacy.h"
@@ -279,16 +278,14 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
     }
   const double zr = *z;
   const int64_t nc0 = dpo_pld_compositions();
-  const clock_t c0 = clock(); /* the search's CPU, for its report (public: the plan's cost) */
   int64_t ncoarse = 0;
   if (memo && (rc = dpsgd_cache_z(a, s, plan, z, fits, cached))) return rc;
   if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits, &ncoarse)))
     return rc;
   /* the calibration's cost in PLD compositions (public: a function of the plan) */
   dpo_msg("dp-sgd-rdp: PLD multiplier %s: %lld PLD compositions on the ledger's grid, %lld on "
-          "a 4x coarser one (%.3f s of CPU)", *cached ? "from the cache" : "search",
-          (long long)(dpo_pld_compositions() - nc0 - ncoarse), (long long)ncoarse,
-          (double)(clock() - c0) / CLOCKS_PER_SEC);
+          "a 4x coarser one", *cached ? "from the cache" : "search",
+          (long long)(dpo_pld_compositions() - nc0 - ncoarse), (long long)ncoarse);
   if (!memo) return DPO_OK;
   if (!*cached && (*fits || *z == zr)) dpo_calib_cache_put(plan, *z, *fits);
   dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];
