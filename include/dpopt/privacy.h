@@ -536,6 +536,19 @@ int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_
                     const double *eps, double h, double *delta);
 int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                 double delta, double h, double *eps);
+/* How many PLD compositions this process has computed so far (dpo_pld_eps's memo hits not
+ * counted; each is one transform of every direction's one-step PMF raised to its power): the
+ * cost of a calibration, for its report and the benchmarks.  Not thread-safe, as the memo. */
+int64_t dpo_pld_compositions(void);
+/* Secant steps on log eps(log z) towards the band [t (1 - tol), t] (pld_search.c), for the
+ * searches of the smallest noise a PLD bound accepts: eps_at(arg, z, &e) evaluates eps at z
+ * (falling in z); the search starts from the evaluated (z, e) with the slope guess *slope of
+ * log eps in log z (< 0; updated), keeps every probe inside the bracket of evaluated points
+ * on either side of t and <= zmax, and stops when the smallest evaluated z with eps <= t is in
+ * the band, or after max evaluations.  *zh, *eh: that z and its eps (INFINITY: none). */
+int dpo_pld_secant(int (*eps_at)(void *arg, double z, double *e), void *arg, double t,
+                   double tol, int max, double zmax, double z, double e, double *slope,
+                   double *zh, double *eh);
 /* The white-box audit's construction under sampling without replacement (replace-one; the
  * releases' only signal a Dirac canary at +C or -C, in the batch with probability q each
  * step, independently): the pair P = (1 - q) N(0, z^2) + q N(1/2, z^2) and its mirror Q (z =

@@ -32,6 +32,7 @@
 
 #include "admm/admm_impl.h"
 #include "dpopt/parties.h"
+#include "dpopt/runout.h"
 #include "dpopt/status.h"
 
 void dpo_dpadmm_opts_default(dpo_dpadmm_opts_t *o) {
@@ -151,13 +152,31 @@ static int plan_fits(const dpo_ledger_t *L, double eps, double delta, double sig
   return dpo_ledger_plan_fits(L, eps, delta, R, gauss_charge, &p, fits);
 }
 
+/* The pld ledger's PLD bound of the R releases at sigma (acct_pld.c: one kind, sampling none,
+ * the snapped multiplier, grid dpo_pld_auto_h(budget, R)), in sigma: dpo_pld_secant's guide */
+typedef struct {
+  double sens, beps, bdelta;
+  int32_t d;
+  int64_t R;
+} pld_guide_t;
+static int pld_eps_at(void *arg, double sigma, double *e) {
+  const pld_guide_t *g = arg;
+  const double z = dpo_pld_charge_z(sigma, g->sens, g->d);
+  if (!(z > 0)) return dpo_err(DPO_EINVAL, "dpadmm: no grid for the noise %g", sigma);
+  return dpo_pld_eps("none", 0, 0, z, g->R, g->bdelta, dpo_pld_auto_h(g->beps, g->R), e);
+}
+
 /* Rank 0: the smallest sigma (relative resolution 1e-10) for which the run's ledger composition
  * accepts all R releases within min(eps, the ledger's budget): the same guarantee as eq. (8)
- * with the noise the ledger's own account needs.  hi must fit (eq. (8)'s sigma does). */
+ * with the noise the ledger's own account needs.  hi must fit (eq. (8)'s sigma does).  Under
+ * the pld accountant, secant steps on its PLD bound first (dpo_pld_secant: the spent eps within
+ * 1e-7 of the budget, ~5 compositions); the ledger's acceptance of that sigma ends the search,
+ * else (and under the other accountants, which compose no PLD) the bisection decides. */
 static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t d, int64_t R,
                         double hi, double *sigma) {
   double beps = NAN, bdelta = NAN, lo = 0;
   int rc, fits = 0;
+  const int64_t nc0 = dpo_pld_compositions();
   if ((rc = dpo_ledger_budget(L, &beps, &bdelta))) return rc;
   if (eps < beps) beps = eps;
   for (int k = 0; k < 60; k++) { /* make sure hi fits */
@@ -167,6 +186,21 @@ static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t 
     hi *= 2;
   }
   if (!fits) return dpo_err(DPO_EBUDGET, "dpadmm: no noise level fits the budget");
+  const char *acct = dpo_ledger_accountant(L);
+  if (lo == 0 && acct && !strcmp(acct, "pld") && bdelta > 0) {
+    pld_guide_t g = {sens, beps, bdelta, d, R};
+    double e, sl = -1, sb, eb; /* eps ~ 1/sigma for the Gaussian's composition */
+    if ((rc = pld_eps_at(&g, hi, &e)) ||
+        (rc = dpo_pld_secant(pld_eps_at, &g, beps, 1e-7, 12, hi, hi, e, &sl, &sb, &eb)))
+      return rc;
+    if (sb < hi && (rc = plan_fits(L, beps, bdelta, sb, sens, d, R, &fits))) return rc;
+    if (sb < hi && fits) {
+      *sigma = sb;
+      dpo_msg("dpadmm: ledger sigma %.9g (secant on the PLD bound): %lld PLD compositions", sb,
+              (long long)(dpo_pld_compositions() - nc0));
+      return DPO_OK;
+    }
+  }
   if (lo == 0) lo = hi * 1e-3;
   while (hi - lo > 1e-10 * hi) {
     double mid = 0.5 * (lo + hi);
@@ -175,6 +209,8 @@ static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t 
     else lo = mid;
   }
   *sigma = hi;
+  dpo_msg("dpadmm: ledger sigma %.9g (bisection): %lld PLD compositions", hi,
+          (long long)(dpo_pld_compositions() - nc0));
   return DPO_OK;
 }
 

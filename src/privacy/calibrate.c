@@ -71,6 +71,7 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
   if ((rc = dpo_rdp_curve_add(&c, sampling, m, n, zr, steps)) ||
       (rc = dpo_rdp_eps(&c, delta, &er, &a_opt)))
     return rc;
+  const int64_t nc0 = dpo_pld_compositions();
   if (!use_rdp && pld_ok) {
     if ((rc = dpo_pld_calibrate(sampling, m, n, steps, eps, delta, &zp)) ||
         (rc = dpo_pld_eps(sampling, m, n, zp, steps, delta, dpo_pld_auto_h(eps, steps), &ep)))
@@ -95,7 +96,11 @@ int dpo_rdp_calibrate_report(const dpo_config_t *cfg, FILE *out) {
   if (pld_wins) fprintf(out, "achieved_eps      %.9g   (PLD; target %g)\n", e, eps);
   else fprintf(out, "achieved_eps      %.9g   (at order %g; target %g)\n", e, a_opt, eps);
   fprintf(out, "rdp_multiplier    %.9g   (achieved eps %.9g)\n", zr, er);
-  if (!isnan(zp)) fprintf(out, "pld_multiplier    %.9g   (achieved eps %.9g)\n", zp, ep);
+  if (!isnan(zp)) {
+    fprintf(out, "pld_multiplier    %.9g   (achieved eps %.9g)\n", zp, ep);
+    fprintf(out, "pld_compositions  %lld   (the search's PLD compositions)\n",
+            (long long)(dpo_pld_compositions() - nc0));
+  }
   if (steps == 1 && !sampled) {
     double s_an;
     if ((rc = dpo_gauss_analytic_sigma(sens, eps, delta, &s_an))) return rc;

@@ -235,42 +235,6 @@ static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
   return DPO_OK;
 }
 
-/* a^k by repeated squaring; *a is consumed */
-static int dpo__pmf_pow(dpo__pmf_t *a, int64_t k, dpo__pmf_t *r) {
-  dpo__pmf_t acc = {0, 0, NULL, 0}, t;
-  int st = DPO_OK, have = 0;
-  dpo__truncate(a);
-  while (k > 0) {
-    if (k & 1) {
-      if (!have) {
-        acc = *a;
-        acc.p = malloc(sizeof(double) * (size_t)a->len);
-        if (!acc.p) { st = dpo_err(DPO_ENOMEM, "pld: out of memory"); break; }
-        memcpy(acc.p, a->p, sizeof(double) * (size_t)a->len);
-        have = 1;
-      } else {
-        if ((st = dpo__conv(&acc, a, &t))) break;
-        free(acc.p);
-        acc = t;
-      }
-    }
-    k >>= 1;
-    if (k > 0) {
-      if ((st = dpo__conv(a, a, &t))) break;
-      free(a->p);
-      *a = t;
-    }
-  }
-  free(a->p);
-  a->p = NULL;
-  if (st) {
-    free(acc.p);
-    return st;
-  }
-  *r = acc;
-  return DPO_OK;
-}
-
 /* Bounds on the t-fold composition's tails beyond a window, from one step's PMF a (Chernoff:
  * for s > 0, the mass of sums >= b is at most e^(-s b) (sum_i a_i e^(s l_i))^t, whatever the
  * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, one exp per bin and squarings;
@@ -407,6 +371,10 @@ static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h
   return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
 }
 
+/* compositions computed in this process (memo hits excluded): dpo_pld_compositions */
+static int64_t dpo__pld_ncomp;
+int64_t dpo_pld_compositions(void) { return dpo__pld_ncomp; }
+
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                           double h, struct dpo__pld_comp *c) {
   memset(c, 0, sizeof *c);
@@ -439,6 +407,7 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
       return st;
     }
   }
+  dpo__pld_ncomp++;
   return DPO_OK;
 }
 
@@ -606,8 +575,9 @@ int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *e
   struct dpo__pld_comp c = {.ndir = 1, .h = h > 0 ? h : DPO_PLD_H};
   dpo__pmf_t one;
   int st = dpo__wor_step(q, z, c.h, &one);
-  if (!st) st = dpo__pmf_pow(&one, steps, &c.dir[0]);
+  if (!st) st = dpo__pmf_pow_spec(&one, steps, c.h, &c.dir[0]);
   if (st) return st;
+  dpo__pld_ncomp++;
   if (delta_at_eps && k > 0) dpo__comp_delta_k(&c, k, eps, delta_at_eps);
   if (eps_at_delta) *eps_at_delta = dpo__comp_eps(&c, delta);
   dpo__pld_free(&c);
