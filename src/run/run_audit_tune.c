@@ -118,6 +118,23 @@ int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, cons
   return rc;
 }
 
+/* A key a candidate's run read is read by the audit: the candidates' configurations are
+ * copies (dpo__tune_split_config), so without this a key only the algorithm reads
+ * (algo.sampling, algo.choose_T) would be refused as unused, though tune itself passes it on */
+static void dpo__at_mark(const char *k, const char *v, const char *o, void *arg) {
+  const dpo_config_t *const *cc = arg; /* {candidate's config, the audit's} */
+  (void)v, (void)o;
+  if (dpo_config_is_used(cc[0], k)) dpo_config_get(cc[1], k);
+}
+
+void dpo__audit_tune_mark_read(const dpo__audit_tune_t *T, const dpo_config_t *cfg) {
+  for (int i = 0; i < T->t.nc; i++)
+    for (int f = 0; f < 2; f++) {
+      const dpo_config_t *cc[2] = {f ? T->fc[i] : T->cc[i], cfg};
+      dpo_config_foreach(cc[0], dpo__at_mark, (void *)cc);
+    }
+}
+
 int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,
                              const dpo_shard_t *F, dpo_rng_t *rng, dpo__wb_obs_t *wb) {
   int64_t K = -1;
