@@ -16,7 +16,10 @@
  * (1 - gamma)^(k-1) F^k, whose ratio between the worlds grows with K; the chosen score is
  * then the largest of K noise draws, which grows with K too, so a high score weights the
  * large K: the ratio tends to (F' / F) ((1 - (1 - gamma) F) / (1 - (1 - gamma) F'))^2, the
- * square of the selection's factor without the score.  For one Laplace step (replace-one,
+ * square of the selection's factor without the score.  With G = P(one noise draw <= the
+ * threshold), P(event) = sum_k gamma (1 - gamma)^(k-1) F^k (1 - G^k) = gamma F / (1 - (1 -
+ * gamma) F) - gamma F G / (1 - (1 - gamma) F G) (test_audit_tune_mean.sh checks the counts
+ * against it).  For one Laplace step (replace-one,
  * F = e^(-eps0/2) / 2, M = 5, claim 1: eps0 = 1/3) the event {x <= 0, score > b/2} (b = 3 /
  * claim, the claim's score scale) has log ratio 0.634 intact and 1.242 with every noise halved
  * (1.107 at any score; one halved repetition's release alone is 2 eps0 = 0.667-DP, so no
