@@ -22,8 +22,9 @@
  * against it).  For one Laplace step (replace-one,
  * F = e^(-eps0/2) / 2, M = 5, claim 1: eps0 = 1/3) the event {x <= 0, score > b/2} (b = 3 /
  * claim, the claim's score scale) has log ratio 0.634 intact and 1.242 with every noise halved
- * (1.107 at any score; one halved repetition's release alone is 2 eps0 = 0.667-DP, so no
- * audit of the chosen model as one release can pass the claim).  The event is fixed before
+ * (at any score: 0.515 and 0.966 for x <= 0, halved 1.049 for x beyond the centre -c: on
+ * the model alone the margin over the claim is 5%; one halved repetition's release alone is
+ * 2 eps0 = 0.667-DP).  The event is fixed before
  * the trials (no selection half) and counted on all N trials of each set; the bound is
  * ln(CP_lower(D') / CP_upper(D)), each at alpha / 2 (numbers: doc/results.md). */
 #include <math.h>
