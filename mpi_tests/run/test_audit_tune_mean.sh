@@ -41,7 +41,7 @@ law() { # law E0 N WHAT: both sets' counts match the closed form
 
 # dp-gd, one step (the model is one Laplace release), three step constants, mean 5 (tune's
 # default); eps0 = 1/3
-G="--tune --algos dp-gd --steps 0.5,1,2 --set tune.mean=5 --eps 1 --clip l1:1 --row-l1-bound 4
+G="--tune --algos dp-gd --steps 0.5,1,2 --mean 5 --eps 1 --clip l1:1 --row-l1-bound 4
   --row-l2-bound 1000 --iters 1 --quiet --test-seed 39"
 # shellcheck disable=SC2086
 expect 0 "$DPOPT_TEST" audit $G --trials 8000 --out "$T/intact" --json "$T/intact.json"
