@@ -68,8 +68,9 @@ has "$T/err" "give the candidates' algorithms (--algos A,B)" "no --algos"
 expect 1 "$DPOPT" audit --tune --algo dp-gd $BASE --out "$T/r2"
 has "$T/err" "not --algo or --admm" "--algo with --tune"
 # shellcheck disable=SC2086
-expect 1 "$DPOPT" audit --tune --algos dp-gd --steps 1,2 --set tune.mean=3 $BASE --out "$T/r3"
-has "$T/err" "the geometric search (tune.mean) is not audited" "the geometric search"
+expect 1 "$DPOPT" audit --tune --algos dp-gd --steps 1,2 --set tune.valid_fraction=0.2 $BASE \
+  --out "$T/r3"
+has "$T/err" "places the validation rows itself" "a validation split of the tune's own"
 # shellcheck disable=SC2086
 expect 1 "$DPOPT" audit --tune --algos dp-gd,dp-nope $BASE --out "$T/r4"
 has "$T/err" "'dp-nope'" "an unknown candidate named"

@@ -45,6 +45,8 @@ typedef struct {
   int final_model; /* white box on pnsgd / phased-sgd: only x_T is released (dpo__wb_final) */
   int tune;        /* audit.tune: dpopt tune's search by parallel composition (the trials:
                       src/run/run_audit_tune.c); a trial's output is (chosen candidate, x) */
+  int tune_mean;   /* audit.tune with tune.mean: the geometric search; a trial's output is
+                      (chosen candidate, x, its noisy score) */
   int ntune;
   const char *tune_algo[DPO__AUDIT_MAXTA]; /* tune.algo's names (into tune_buf) */
   char tune_buf[256];
@@ -74,6 +76,10 @@ int dpo__audit_trial(const dpo__audit_t *a, const dpo_config_t *cfg, const dpo_m
 int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *buf,
                        double *const all[2], int64_t N, double alpha, const double sp[2],
                        dpo_audit_result_t *res);
+/* Rank 0, audit.tune with tune.mean (audit_tgeo.c): X[set][trial * (d + 2)] = (chosen
+ * candidate, x, noisy score), the fixed event's bound against the claim. */
+int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                            double claimed, dpo_audit_result_t *res);
 /* The result as dpo_audit_write_json writes it (with the test switches planted, in test
  * builds); NULL when out of memory. */
 struct json_object;

@@ -271,13 +271,20 @@ static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
  * in the final part: the analysis of parallel composition bounds each part's release alone
  * for every fixed partition, and the final part's is the one a user keeps. */
 static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a) {
-  static const char *const geo[] = {"tune.mean", "tune.valid", "tune.valid_fraction", NULL};
+  static const char *const geo[] = {"tune.valid", "tune.valid_fraction", NULL};
   const char *list = NULL;
   for (int i = 0; geo[i]; i++)
     if (dpo_config_get(cfg, geo[i]))
-      return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune audits the search by parallel "
-                     "composition (--split); the geometric search (%s) is not audited",
-                     dpo_config_origin(cfg, geo[i]), geo[i]);
+      return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune places the validation rows itself "
+                     "(both worlds share them); %s is not read", dpo_config_origin(cfg, geo[i]),
+                     geo[i]);
+  /* tune.mean: the geometric search (run_audit_tune.c, the test in audit_tgeo.c) */
+  a->tune_mean = dpo_config_get(cfg, "tune.mean") != NULL;
+  if (a->tune_mean && a->white_box)
+    return dpo_err(DPO_EINVAL, "%s: the geometric search's repetitions all train on the same "
+                   "rows and its charge covers the chosen one's release only, so their "
+                   "broadcasts are not what the tune releases: audit it without --white-box",
+                   dpo_config_origin(cfg, "tune.mean"));
   if (dpo_config_get(cfg, "tune.clip"))
     return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune: candidates with their own clip (--clips) "
                    "are not audited; give one --clip", dpo_config_origin(cfg, "tune.clip"));
@@ -434,7 +441,8 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
-  a->dout = a->tune ? a->d + 1 : a->d; /* tune: the chosen candidate, then its final model */
+  /* tune: the chosen candidate, then its final model (the geometric search: then its score) */
+  a->dout = a->tune ? a->d + 1 + a->tune_mean : a->d;
   if (a->tune && a->white_box) return dpo__audit_setup_tune_wb(cfg, a);
   return a->white_box ? dpo__audit_setup_final(cfg, a) : DPO_OK;
 }
@@ -621,7 +629,8 @@ int dpo__audit_collect(dpo__audit_t *a, int P, const int *displs, const double *
   /* the claim under test is what the ledger spent: (eps, delta) = sp */
   a->delta = sp[1];
   /* a tune with the white box: the final run's records, analysed as train's */
-  int rc = a->tune && !a->white_box ? dpo__audit_tune_analyse(a, all, N, alpha, res)
+  int rc = a->tune_mean ? dpo__audit_tgeo_analyse(a, all, N, alpha, sp[0], res)
+           : a->tune && !a->white_box ? dpo__audit_tune_analyse(a, all, N, alpha, res)
            : a->final_model ? dpo__wb_final(a, all, N, alpha, sp[1], sp[0], res)
            : a->white_box ? dpo__wb_analyse(a, all, N, a->dout - DPO__WB_HDR, alpha, sp[1], sp[0], res)
                           : dpo__audit_analyse(a, all, N, alpha, res);
@@ -659,7 +668,7 @@ json_object *dpo__audit_json(const dpo_audit_result_t *res) {
   json_object_object_add(j, "side", json_object_new_string(res->ev.above ? ">" : "<="));
   json_object_object_add(j, "violation", json_object_new_boolean(res->violation));
   json_object_object_add(j, "white_box", json_object_new_boolean(res->white_box));
-  if (!strcmp(res->method, "tune")) {
+  if (!strncmp(res->method, "tune", 4)) {
     json_object_object_add(j, "method", json_object_new_string(res->method));
     json_object_object_add(j, "assumption", json_object_new_string(res->assumption));
   }

@@ -27,6 +27,9 @@ int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, cons
  * wb->nrel is then the releases of one final run. */
 int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,
                              const dpo_shard_t *F, dpo_rng_t *rng, dpo__wb_obs_t *wb);
+/* After the probe trial: every key a candidate's or final run read is marked read in cfg (not
+ * collective). */
+void dpo__audit_tune_mark_read(const dpo__audit_tune_t *T, const dpo_config_t *cfg);
 void dpo__audit_tune_free(dpo__audit_tune_t *T);
 
 typedef struct {

@@ -202,6 +202,7 @@ int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t 
     dpo__wb_begin(&po, &j->a);
     rc = dpo__audit_tune_releases(j->tune, j->model, j->sh[0], probe, &po);
   }
+  if (!rc && j->tune) dpo__audit_tune_mark_read(j->tune, cfg);
   dpo__wb_free(&po);
   dpo_rng_destroy(probe);
   j->T2 = 2 * j->N;

@@ -17,7 +17,14 @@
  * candidates, which train on nothing but noise; V's rows B e_j, two thirds labelled +1, so a
  * noisy model's count depends on its signs and the selection varies).  The adversary sees the chosen
  * candidate and the final model.  A tune whose final run, candidates or selection lose noise
- * releases more through the final model than its one charge allows. */
+ * releases more through the final model than its one charge allows.
+ *
+ * The geometric search (tune.mean, tune.c's loop): every repetition draws a candidate, trains
+ * on the whole training set (D or D', the canary's), and is scored on V with the tune's
+ * Laplace(1/eps0) noise; it stops with probability 1/mean after each.  K and the other
+ * repetitions stay hidden; the output is the best one's model and noisy score.  V here is
+ * DPO__AT_NV rows B u (u the canary's direction, label +1): a model with x > 0 along u scores
+ * them all, one with x <= 0 none, far beyond the noise (the test: src/optim/audit_tgeo.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +33,10 @@
 #include "run/run_audit.h"
 #include "run/tune_impl.h"
 
+/* V's rows in the geometric search: the score of a positive model exceeds a negative one's by
+ * DPO__AT_NV, against the noise's scale 3 / eps (mean K <= 1000: P(bridged) < 1000 e^-64/2) */
+#define DPO__AT_NV 64
+
 struct dpo__audit_tune {
   dpo__tune_t t;
   dpo_config_t *cc[DPO__TUNE_MAXC]; /* candidate i's run on its part */
@@ -33,6 +44,7 @@ struct dpo__audit_tune {
   dpo__audit_t ac[DPO__TUNE_MAXC];  /* the construction with candidate i's algorithm */
   dpo_shard_t *part, *valid;        /* a candidate's training part; V */
   double b;                         /* the selection's Laplace scale */
+  dpo_privacy_spec_t spec;          /* the geometric search: a repetition's, eps0 */
 };
 
 /* Rows with label +1, zero features; V's row i is B e_(i mod d), label +1 for the first two
@@ -59,6 +71,42 @@ void dpo__audit_tune_free(dpo__audit_tune_t *T) {
   free(T);
 }
 
+/* The geometric search's V: DPO__AT_NV rows B u, label +1 (u = e_0, or e_0 - e_1 in d = 2:
+ * the direction the canary moves x[0] - x[1]). */
+static int dpo__at_geo_valid(const dpo__audit_t *a, dpo_shard_t **out) {
+  int rc = dpo__audit_shard_zero(a, DPO__AT_NV, "tune V", out);
+  for (int64_t i = 0; !rc && i < DPO__AT_NV; i++) {
+    (*out)->X[i * a->d] = a->B;
+    if (a->d == 2) (*out)->X[i * a->d + 1] = -a->B;
+  }
+  return rc;
+}
+
+/* The geometric search: eps0 and each candidate's run at eps0 by tune's code (pure eps: the
+ * test assumes Liu-Talwar's 3 eps0). */
+static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a) {
+  int rc = T->t.rdp ? dpo_err(DPO_EUNSUP, "dpopt audit --tune with tune.mean audits the "
+                              "pure-eps search (--delta 0: 3 eps0, Liu-Talwar); with delta > 0 "
+                              "audit the search by parallel composition (--split)")
+                    : dpo__tune_calibrate(&T->t);
+  if (!rc) rc = dpo_mech_laplace_scale(1.0, T->t.eb, 1, &T->b); /* tune.c's run_rep */
+  T->spec = *a->spec;
+  T->spec.eps = T->t.eb;
+  T->spec.delta = 0;
+  for (int i = 0; !rc && i < T->t.nc; i++) {
+    T->ac[i] = *a;
+    T->ac[i].algo_name = T->t.c[i].algo;
+    T->ac[i].dout = a->d;
+    T->ac[i].tune = T->ac[i].tune_mean = 0;
+    T->ac[i].eps = T->t.eb;
+    T->ac[i].delta = 0;
+    T->ac[i].spec = &T->spec;
+    rc = dpo__tune_cand_config(&T->t, &T->t.c[i], 0, &T->cc[i]);
+  }
+  if (!rc) rc = dpo__at_geo_valid(a, &T->valid);
+  return rc;
+}
+
 int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__audit_tune_t **out) {
   static const char *const keys[] = {"tune.algo", "tune.step", "tune.epochs", "tune.lr",
                                      "tune.split", NULL};
@@ -71,9 +119,19 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
   int rc = dpo_config_copy(cfg, &T->t.cfg);
   if (!rc) rc = dpo_config_set(T->t.cfg, "data.train", "audit:D", "dpopt audit --tune");
   if (!rc) rc = dpo_config_set(T->t.cfg, "run.dir", "audit", "dpopt audit --tune");
+  /* the geometric search's scoring rows are the audit's V (a file of their own to tune) */
+  if (!rc && a->tune_mean) rc = dpo_config_set(T->t.cfg, "tune.valid", "audit:V", "dpopt audit --tune");
   if (!rc) rc = dpo__tune_settings(&T->t);
-  if (!rc && !(T->t.split > 0)) /* dpo__audit_setup refused the geometric search's keys */
-    rc = dpo_err(DPO_EINVAL, "dpopt audit --tune: not a search by parallel composition");
+  if (!rc && (T->t.split > 0) == a->tune_mean) /* dpo__audit_setup read tune.mean */
+    rc = dpo_err(DPO_EINVAL, "dpopt audit --tune: tune.mean and tune.split together");
+  if (!rc && a->tune_mean) {
+    if ((rc = dpo__at_geo_setup(T, a))) {
+      dpo__audit_tune_free(T);
+      return rc;
+    }
+    *out = T;
+    return DPO_OK;
+  }
   if (!rc) rc = dpo__tune_split_scale(&T->t, &T->b);
   for (int i = 0; !rc && i < T->t.nc; i++) {
     T->ac[i] = *a;
@@ -93,9 +151,37 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
   return DPO_OK;
 }
 
+/* One geometric search (tune.c's loop) on F: out = (chosen candidate, its model, its noisy
+ * score); *spent the tune's one charge (3 eps0; each repetition's ledger holds it to eps0). */
+static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
+                             const dpo_shard_t *F, dpo_rng_t *rng, double *out, double *spent,
+                             double *dspent) {
+  double x[DPO__AUDIT_MAXD], best = -INFINITY, sp = 0, dsp = 0, loss, right;
+  int rc = DPO_OK;
+  *spent = T->t.total_eps;
+  *dspent = 0;
+  for (int stop = 0; !rc && !stop;) {
+    const int k = (int)dpo_rng_below(rng, (uint64_t)T->t.nc);
+    rc = dpo__audit_trial(&T->ac[k], T->cc[k], m, F, rng, x, &sp, &dsp, NULL);
+    if (!rc) rc = dpo_model_local_eval(m, T->valid, x, &loss, &right);
+    if (!rc) rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, T->b, &right, 1);
+    if (!rc && right > best) {
+      best = right;
+      if (out) {
+        out[0] = k;
+        for (int32_t j = 0; j < T->ac[k].d; j++) out[1 + j] = x[j];
+        out[1 + T->ac[k].d] = right;
+      }
+    }
+    stop = dpo_rng_below(rng, (uint64_t)T->t.mean) == 0;
+  }
+  return rc;
+}
+
 int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
                           dpo_rng_t *rng, double *out, double *spent, double *dspent,
                           dpo__wb_obs_t *wb) {
+  if (T->t.split == 0) return dpo__at_geo_trial(T, m, F, rng, out, spent, dspent);
   double x[DPO__AUDIT_MAXD], noisy[DPO__TUNE_MAXC], sp = 0, dsp = 0, loss, right;
   int best = 0, rc = DPO_OK;
   /* the selection is charged eps on V's account; each run its own part's (parallel
@@ -116,6 +202,24 @@ int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, cons
   *spent = fmax(*spent, sp);
   *dspent = fmax(*dspent, dsp);
   return rc;
+}
+
+/* A key a candidate's run read is read by the audit: the candidates' configurations are
+ * copies (dpo__tune_split_config), so without this a key only the algorithm reads
+ * (algo.sampling, algo.choose_T) would be refused as unused, though tune itself passes it on */
+static void dpo__at_mark(const char *k, const char *v, const char *o, void *arg) {
+  const dpo_config_t *const *cc = arg; /* {candidate's config, the audit's} */
+  (void)v, (void)o;
+  if (dpo_config_is_used(cc[0], k)) dpo_config_get(cc[1], k);
+}
+
+void dpo__audit_tune_mark_read(const dpo__audit_tune_t *T, const dpo_config_t *cfg) {
+  for (int i = 0; i < T->t.nc; i++)
+    for (int f = 0; f < 2; f++) {
+      const dpo_config_t *cc[2] = {f ? T->fc[i] : T->cc[i], cfg};
+      if (!cc[0]) continue; /* the geometric search has no final runs */
+      dpo_config_foreach(cc[0], dpo__at_mark, (void *)cc);
+    }
 }
 
 int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,

@@ -51,6 +51,12 @@ typedef struct {
  * audit's, src/run/run_audit_tune.c) */
 int dpo__tune_settings(dpo__tune_t *t);
 
+/* tune_plan.c: the geometric search's per-repetition eps t->eb and totals (and each Gaussian
+ * candidate's steps, batch and z) from public settings; repetition r's configuration (the
+ * candidate k's run at t->eb).  Also the audit's (run_audit_tune.c). */
+int dpo__tune_calibrate(dpo__tune_t *t);
+int dpo__tune_cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
+
 struct json_object;
 /* tune_grid.c: the options every repetition shares (the user's, minus the tune's own keys
  * and the stores), and summary.json's fields every search writes (grid centre, --test accuracy;

@@ -1,0 +1,61 @@
+/* The test of the audit of dpopt tune's geometric search (audit.tune with tune.mean; the
+ * trials: src/run/run_audit_tune.c).
+ *
+ * What the tune releases: the chosen model and its noisy score (the count of correct
+ * validation predictions plus Laplace(1/eps0)), not the number of repetitions K (geometric,
+ * mean M, stop probability gamma = 1/M), each repetition eps0-DP, charged 3 eps0 (Liu and
+ * Talwar 2019; Papernot and Steinke, "Hyperparameter tuning with Renyi differential privacy",
+ * 2022, Thm 2 with eta = 1 in the pure limit).  The construction: every repetition trains on
+ * D or D' (the canary pushes a model's x along the canary up on D, down on D'), and the
+ * validation rows, the same in both worlds, give a model with x > 0 all of them and one with
+ * x <= 0 none, with more rows than the score's noise could bridge: the tune keeps a positive
+ * model whenever one of its K repetitions made one.
+ *
+ * The event: every repetition made x <= 0 (so the chosen x <= 0) AND the chosen score is high.
+ * With F = P(x <= 0) for one repetition (F' > F on D'), P(all K <= 0) = sum_k gamma
+ * (1 - gamma)^(k-1) F^k, whose ratio between the worlds grows with K; the chosen score is
+ * then the largest of K noise draws, which grows with K too, so a high score weights the
+ * large K: the ratio tends to (F' / F) ((1 - (1 - gamma) F) / (1 - (1 - gamma) F'))^2, the
+ * square of the selection's factor without the score.  With G = P(one noise draw <= the
+ * threshold), P(event) = sum_k gamma (1 - gamma)^(k-1) F^k (1 - G^k) = gamma F / (1 - (1 -
+ * gamma) F) - gamma F G / (1 - (1 - gamma) F G) (test_audit_tune_mean.sh checks the counts
+ * against it).  For one Laplace step (replace-one,
+ * F = e^(-eps0/2) / 2, M = 5, claim 1: eps0 = 1/3) the event {x <= 0, score > b/2} (b = 3 /
+ * claim, the claim's score scale) has log ratio 0.634 intact and 1.242 with every noise halved
+ * (at any score: 0.515 and 0.966 for x <= 0, halved 1.049 for x beyond the centre -c: on
+ * the model alone the margin over the claim is 5%; one halved repetition's release alone is
+ * 2 eps0 = 0.667-DP).  The event is fixed before
+ * the trials (no selection half) and counted on all N trials of each set; the bound is
+ * ln(CP_lower(D') / CP_upper(D)), each at alpha / 2 (numbers: doc/results.md). */
+#include <math.h>
+#include <stdio.h>
+
+#include "dpopt/audit.h"
+#include "dpopt/status.h"
+#include "optim/audit_int.h"
+
+int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                            double claimed, dpo_audit_result_t *res) {
+  const int32_t d = a->d, R = a->dout;
+  if (!(claimed > 0)) return dpo_err(DPO_EINVAL, "dpopt audit --tune: no charge to audit");
+  /* the score's Laplace scale at the claim: sensitivity 1, eps0 = claim / 3 */
+  const double thr = 0.5 * 3 / claimed;
+  int64_t k[2] = {0, 0}; /* [set]: trials in the event */
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) {
+      const double *x = X[w] + i * R + 1, s = d == 1 ? x[0] : x[0] - x[1];
+      k[w] += s <= 0 && x[d] > thr;
+    }
+  res->ev.thr = thr;
+  res->ev.above = 1;
+  res->ev.swap = 1;
+  res->lb_select = -INFINITY; /* fixed before the trials: no selection half */
+  res->lb = dpo_audit_eps_lb(k[1], N, k[0], N, 0.0, alpha);
+  snprintf(res->stat, sizeof res->stat, "score of a chosen %s <= 0 (%lld / %lld on D', D)",
+           d == 1 ? "x[0]" : "x[0]-x[1]", (long long)k[1], (long long)k[0]);
+  snprintf(res->method, sizeof res->method, "tune-mean");
+  snprintf(res->assumption, sizeof res->assumption,
+           "every repetition on D or D'; no model at x <= 0 is chosen while one at x > 0 was "
+           "made (the validation rows); the event fixed before the trials");
+  return DPO_OK;
+}
