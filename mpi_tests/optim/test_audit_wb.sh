@@ -93,12 +93,15 @@ has "$T/err" "after 2 of 10000 trials" "dp-sgd-rdp full batch: 5000 trials a set
 # (T + 1 of them, u0's included) is a full-batch Gaussian release, observed through
 # dpo_dpadmm_opts_t.observe: the GDP test.  A small step (admm.eta, public) keeps the canary at
 # the clip, so each release's log-likelihood ratio is the canary's full sensitivity.  The claim
-# is the ledger's RDP charge of eq. (8)'s noise (0.813 of eps 1); its GDP eps is lower still
+# is the ledger's RDP charge of eq. (8)'s noise (0.813 of eps 1); its GDP eps is lower still.
+# Intact bounds at 5000 trials with the exact discrete Gaussian sampler of 2807f2a, seeds
+# 39..45: 0.128 0.617 0.494 0.314 0.531 0.154 0.444 (both methods alike): the power floor
+# 0.1 lies below all seven; the halved noise is the check with teeth
 ADM="--eps 1 --delta 1e-5 --clip l2:1 --row-l2-bound 4 --iters 20 --lambda 0 --trials 5000 --white-box --quiet --set admm.eta=0.001"
 for m in dpadmm dpaccadmm; do
   expect 0 "$DPOPT_TEST" audit --admm $m $ADM --test-seed 39 --json "$T/$m.json"
   check "$m (white box, intact): bound $(lb) below the claim $(claim)" below "$(lb)" "$(claim)"
-  check "$m (white box, intact): bound $(lb) >= 0.15 (power)" below 0.15 "$(lb)"
+  check "$m (white box, intact): bound $(lb) >= 0.1 (power)" below 0.1 "$(lb)"
   has "$T/out" "test gdp: mu_lb" "$m: the GDP test"
   has "$T/out" "21 releases a run observed" "$m: T + 1 releases observed"
   has "$T/out" "full sensitivity in 100.0%" "$m: canary saturated in every release"
