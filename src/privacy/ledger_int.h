@@ -55,6 +55,11 @@ void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps);
 /* JSON helpers: doubles written with 17 significant digits (read back bit-identically); the
  * getters return 0 when the key is missing or of another type. */
 json_object *dpo__jd(double x);
+/* A journal charge line's fields into *c (names back to their enums, charge_names.c) and its
+ * recorded cost into *se, *sd; DPO_EFORMAT naming path:lineno and the missing or unknown
+ * field (ledger_replay.c: the replay's and dpo_ledger_line_charge's one reader). */
+int dpo__charge_parse(const char *path, int64_t lineno, json_object *o, dpo_charge_t *c,
+                      double *se, double *sd);
 int dpo__jget_d(json_object *o, const char *k, double *v);
 int dpo__jget_i(json_object *o, const char *k, int64_t *v);
 const char *dpo__jget_s(json_object *o, const char *k);

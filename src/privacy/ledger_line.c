@@ -15,19 +15,6 @@ static int dpo__journalled(const dpo_ledger_t *L, const char *fn) {
   return DPO_OK;
 }
 
-/* the charge fields dpo__charge_line (ledger.c) writes and the caller asks for */
-static int dpo__line_parse(json_object *o, dpo_charge_t *c) {
-  json_object *p;
-  const char *mech = dpo__jget_s(o, "mechanism");
-  memset(c, 0, sizeof *c);
-  if (!mech || dpo_mech_parse(mech, &c->mechanism) || !dpo__jget_i(o, "step", &c->step) ||
-      !json_object_object_get_ex(o, "params", &p) ||
-      !dpo__jget_d(p, "noise_scale", &c->noise_scale) ||
-      !dpo__jget_d(p, "sensitivity", &c->sensitivity) || !dpo__jget_i(p, "dim", &c->dim))
-    return 0;
-  return 1;
-}
-
 int dpo_ledger_line_charge(const dpo_ledger_t *L, int64_t line, dpo_charge_t *c,
                            unsigned char tag[32]) {
   int st = dpo__journalled(L, "ledger_line_charge");
@@ -56,8 +43,9 @@ int dpo_ledger_line_charge(const dpo_ledger_t *L, int64_t line, dpo_charge_t *c,
     }
   }
   json_tokener_free(tok);
-  if (!o || !dpo__line_parse(o, c))
-    st = dpo_err(DPO_EFORMAT, "%s:%lld: not a charge line", L->path, (long long)line);
+  double se, sd;
+  if (!o) st = dpo_err(DPO_EFORMAT, "%s:%lld: not a charge line", L->path, (long long)line);
+  else st = dpo__charge_parse(L->path, line, o, c, &se, &sd);
   json_object_put(o);
   free(buf);
   return st;

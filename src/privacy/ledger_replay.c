@@ -182,39 +182,43 @@ static void dpo__replay_event(json_object *o, FILE *out) {
   }
 }
 
+int dpo__charge_parse(const char *path, int64_t lineno, json_object *o, dpo_charge_t *c,
+                      double *se, double *sd) {
+  json_object *p;
+  memset(c, 0, sizeof *c);
+  const char *mech = dpo__jget_s(o, "mechanism"), *samp = dpo__jget_s(o, "sampling"),
+             *acc = dpo__jget_s(o, "accounting");
+  int ok = dpo__jget_i(o, "step", &c->step) && mech && samp && acc &&
+           json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c->eps) &&
+           dpo__jget_d(p, "delta", &c->delta) &&
+           dpo__jget_d(p, "noise_scale", &c->noise_scale) &&
+           dpo__jget_d(p, "sensitivity", &c->sensitivity) && dpo__jget_i(p, "dim", &c->dim) &&
+           dpo__jget_i(p, "m", &c->m) && dpo__jget_i(p, "n", &c->n) &&
+           dpo__jget_i(p, "group", &c->group) && dpo__jget_d(o, "charge_eps", se) &&
+           dpo__jget_d(o, "charge_delta", sd);
+  if (ok && !dpo__jget_d(p, "rho", &c->rho)) c->rho = 0; /* optional: rdp-rho only */
+  if (!ok)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
+                   (long long)lineno);
+  /* the names back to the enums through the table that wrote them (charge_names.c) */
+  const char *what = NULL, *bad = NULL;
+  if (dpo_mech_parse(mech, &c->mechanism)) what = "mechanism", bad = mech;
+  else if (dpo_sampling_parse(samp, &c->sampling)) what = "sampling", bad = samp;
+  else if (dpo_accounting_parse(acc, &c->accounting)) what = "accounting", bad = acc;
+  if (what)
+    return dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: charge: unknown %s '%s'", path,
+                   (long long)lineno, what, bad);
+  return DPO_OK;
+}
+
 /* A charge line: its names back to the enums, recomputed by the header's accountant and
  * compared with the recorded cost, then charged to every party it names. */
 static int dpo__replay_charge(const char *path, int64_t lineno, json_object *o,
                               dpo__replay_t *R, FILE *out) {
   int st;
   dpo_charge_t c;
-  json_object *p;
   double se, sd;
-  memset(&c, 0, sizeof c);
-  const char *mech = dpo__jget_s(o, "mechanism"), *samp = dpo__jget_s(o, "sampling"),
-             *acc = dpo__jget_s(o, "accounting");
-  int ok = dpo__jget_i(o, "step", &c.step) && mech && samp && acc &&
-           json_object_object_get_ex(o, "params", &p) && dpo__jget_d(p, "eps", &c.eps) &&
-           dpo__jget_d(p, "delta", &c.delta) &&
-           dpo__jget_d(p, "noise_scale", &c.noise_scale) &&
-           dpo__jget_d(p, "sensitivity", &c.sensitivity) && dpo__jget_i(p, "dim", &c.dim) &&
-           dpo__jget_i(p, "m", &c.m) && dpo__jget_i(p, "n", &c.n) &&
-           dpo__jget_i(p, "group", &c.group) && dpo__jget_d(o, "charge_eps", &se) &&
-           dpo__jget_d(o, "charge_delta", &sd);
-  if (ok && !dpo__jget_d(p, "rho", &c.rho)) c.rho = 0; /* optional: rdp-rho only */
-  if (!ok) {
-    return dpo_err(DPO_EFORMAT, "%s:%lld: journal line lacks a charge field", path,
-                   (long long)lineno);
-  }
-  /* the names back to the enums through the table that wrote them (charge_names.c) */
-  const char *what = NULL, *bad = NULL;
-  if (dpo_mech_parse(mech, &c.mechanism)) what = "mechanism", bad = mech;
-  else if (dpo_sampling_parse(samp, &c.sampling)) what = "sampling", bad = samp;
-  else if (dpo_accounting_parse(acc, &c.accounting)) what = "accounting", bad = acc;
-  if (what) {
-    return dpo_err(DPO_EFORMAT, "%s:%lld: invalid charge: charge: unknown %s '%s'", path,
-                   (long long)lineno, what, bad);
-  }
+  if ((st = dpo__charge_parse(path, lineno, o, &c, &se, &sd))) return st;
   dpo__acct_result_t r;
   c.neighbours = R->rel; /* every charge was accepted under the header's relation */
   st = dpo__charge_relation(&c, R->rel);
