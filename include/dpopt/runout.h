@@ -54,6 +54,10 @@ int dpo_model_read_k(const char *path, double **x, int32_t *d, int *intercept, i
 /* Messages: dpo_msg prints "dpopt: ..." to stderr unless quiet; progress lines only on a tty. */
 void dpo_msg_set_quiet(int quiet);
 int dpo_msg_quiet(void);
+/* run.verbose (every command's): the diagnostics a user asks for, e.g. how many PLD
+ * compositions a calibration paid, printed with dpo_msg only when set */
+void dpo_msg_set_verbose(int verbose);
+int dpo_msg_verbose(void);
 void dpo_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Overwritable progress line ("\r...") on stderr when it is a terminal and not quiet. */
 void dpo_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -23,7 +23,7 @@ W="--set privacy.neighbours=replace-one --set algo.sampling=wor"
 while read -r eps zp args; do
   rm -rf "$T/r"
   expect 0 "$DPOPT" train $args --eps "$eps" --delta 1e-5 --no-trace-loss --trace-every 0 \
-    --out "$T/r"
+    --verbose --out "$T/r"
   z=$(sed -n 's/.*"noise_multiplier": *\([0-9.e+-]*\).*/\1/p' "$T/r/summary.json" | head -1)
   spent=$(jq -r .privacy.eps_spent "$T/r/summary.json")
   close "$z" "$zp" "$(awk -v z="$zp" 'BEGIN {print 1e-4 * z}')" "$args --eps $eps: multiplier"
@@ -45,7 +45,7 @@ PLANS
 "$DPOPT" gen logistic --n 2000 --d 8 --l1-bound 3 --seed 5 "$T/a.txt" >/dev/null 2>&1 || bad "gen"
 rm -rf "$T/r"
 expect 0 "$DPOPT" admm "$T/a.txt" --lambda 0 --row-l2-bound 3 --maxit 20 --method dpaccadmm \
-  --clip 3 --eps 0.5 --sigma-rule ledger --out "$T/r"
+  --clip 3 --eps 0.5 --sigma-rule ledger --verbose --out "$T/r"
 close "$(jq -r .privacy.eps_spent "$T/r/summary.json")" 0.5 1e-6 "dpadmm: ledger sigma spends eps"
 n=$(sed -n 's/.*ledger sigma .*(secant on the PLD bound): \([0-9]*\) PLD compositions.*/\1/p' "$T/err")
 check "dpadmm: ledger sigma by the secant in '$n' <= 8 compositions" \

@@ -196,8 +196,9 @@ static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t 
     if (sb < hi && (rc = plan_fits(L, beps, bdelta, sb, sens, d, R, &fits))) return rc;
     if (sb < hi && fits) {
       *sigma = sb;
-      dpo_msg("dpadmm: ledger sigma %.9g (secant on the PLD bound): %lld PLD compositions", sb,
-              (long long)(dpo_pld_compositions() - nc0));
+      if (dpo_msg_verbose()) /* --verbose: the search's cost */
+        dpo_msg("dpadmm: ledger sigma %.9g (secant on the PLD bound): %lld PLD compositions",
+                sb, (long long)(dpo_pld_compositions() - nc0));
       return DPO_OK;
     }
   }
@@ -209,8 +210,9 @@ static int ledger_sigma(const dpo_ledger_t *L, double eps, double sens, int32_t 
     else lo = mid;
   }
   *sigma = hi;
-  dpo_msg("dpadmm: ledger sigma %.9g (bisection): %lld PLD compositions", hi,
-          (long long)(dpo_pld_compositions() - nc0));
+  if (dpo_msg_verbose())
+    dpo_msg("dpadmm: ledger sigma %.9g (bisection): %lld PLD compositions", hi,
+            (long long)(dpo_pld_compositions() - nc0));
   return DPO_OK;
 }
 

@@ -46,6 +46,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
       {"--trace-every", "admm.trace_every", "K", "DP-ADMM family: a trace.csv row every K iterations (default: every one up to 200, else about 200 rows; 0: none); each row evaluates the NON-PRIVATE training objective"},
       {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv, model.txt, summary.json and, for private methods, ledger.jsonl"},
       {"--quiet", "run.quiet", NULL, "no messages on stderr"},
+      {"--verbose", "run.verbose", NULL, "stderr also says how many PLD compositions the ledger's sigma search paid (--sigma-rule ledger)"},
       {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); consensus: every rank its own part; every method resumes on as many ranks"},
       {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no FILE)"},
       {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},

@@ -54,7 +54,7 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default: every one up to 200, else about 200 rows; each row evaluates F on the training data unless --no-trace-loss)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
-    {"--verbose", "run.verbose", NULL, "the summary on stdout also names the accountant, its bound, the neighbouring relation, the journal and the release plan"},
+    {"--verbose", "run.verbose", NULL, "the summary on stdout also names the accountant, its bound, the neighbouring relation, the journal and the release plan; stderr says how many PLD compositions the noise calibration paid"},
     {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},
     {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); every --algo (phased methods: an iteration is a phase; a stopped pnsgd pass writes its model once resumed to its end)"},
     {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint"},

@@ -10,6 +10,9 @@ static int dpo__progress_open = 0;
 
 void dpo_msg_set_quiet(int quiet) { dpo__quiet = quiet; }
 int dpo_msg_quiet(void) { return dpo__quiet; }
+static int dpo__verbose = 0;
+void dpo_msg_set_verbose(int verbose) { dpo__verbose = verbose; }
+int dpo_msg_verbose(void) { return dpo__verbose; }
 
 void dpo_msg(const char *fmt, ...) {
   if (dpo__quiet) return;

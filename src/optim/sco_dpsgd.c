@@ -282,10 +282,11 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
   if (memo && (rc = dpsgd_cache_z(a, s, plan, z, fits, cached))) return rc;
   if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits, &ncoarse)))
     return rc;
-  /* the calibration's cost in PLD compositions (public: a function of the plan) */
-  dpo_msg("dp-sgd-rdp: PLD multiplier %s: %lld PLD compositions on the ledger's grid, %lld on "
-          "a 4x coarser one", *cached ? "from the cache" : "search",
-          (long long)(dpo_pld_compositions() - nc0 - ncoarse), (long long)ncoarse);
+  /* the calibration's cost in PLD compositions (public: a function of the plan): --verbose */
+  if (dpo_msg_verbose())
+    dpo_msg("dp-sgd-rdp: PLD multiplier %s: %lld PLD compositions on the ledger's grid, %lld "
+            "on a 4x coarser one", *cached ? "from the cache" : "search",
+            (long long)(dpo_pld_compositions() - nc0 - ncoarse), (long long)ncoarse);
   if (!memo) return DPO_OK;
   if (!*cached && (*fits || *z == zr)) dpo_calib_cache_put(plan, *z, *fits);
   dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];

@@ -84,6 +84,9 @@ int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
     rc = dpo_err(DPO_EINVAL, "run.keep_every must be >= 0 and run.keep_seconds >= 0");
   if (!rc) rc = dpo_config_get_bool(r->cfg, "run.quiet", 0, &r->quiet);
   if (!rc) dpo_msg_set_quiet(r->quiet || r->rank != 0);
+  int verbose = 0;
+  if (!rc && !(rc = dpo_config_get_bool(r->cfg, "run.verbose", 0, &verbose)))
+    dpo_msg_set_verbose(verbose);
   if (!rc && why)
     dpo_msg("no --algo: using %s (%s; %s neighbours; doc/howto/choose-method.md)",
             dpo_config_get(r->cfg, "algo.name"), why, dpo_config_get(r->cfg, "privacy.neighbours"));
