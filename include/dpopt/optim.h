@@ -69,6 +69,9 @@ typedef struct {
    * so it has no checkpoints under secagg (dpo_algo_ckpt_check); the solver refuses a plan
    * declared so by an algorithm without the flag */
   int one_pass;
+  /* 1: only its final model leaves the run (its steps are hidden state, not releases: pnsgd,
+   * the phased methods), so an audit scores the final model, not the broadcasts */
+  int final_only;
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */

@@ -239,7 +239,6 @@ static int dpo__audit_setup_tune_wb(const dpo_config_t *cfg, dpo__audit_t *a);
  * noise stays below the claim and no audit can flag it (measured with this test: mu_lb 0.066
  * against the claim's 0.268 at eps 1, delta 1e-5, 20000 trials, the noise halved). */
 static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
-  static const char *const final[] = {"pnsgd", "phased-sgd", "phased-sc", "sc-reduce", NULL};
   const char *base = NULL; /* sc-reduce's convex algorithm A (sco_sc.c) */
   if (!strcmp(a->algo_name, "sc-reduce")) dpo_config_get_str(cfg, "algo.base", "phased-sgd", &base);
   if (!strcmp(a->algo_name, "phased-erm") || (base && !strcmp(base, "phased-erm")))
@@ -249,9 +248,8 @@ static int dpo__audit_setup_final(const dpo_config_t *cfg, dpo__audit_t *a) {
                    "stays within the claim (measured: mu_lb 0.066 against the claim's 0.268, 20000 "
                    "trials, noise halved); audit it without --white-box%s",
                    base ? " (sc-reduce with algo.base = phased-erm runs phased-erm's phases)" : "");
-  int fam = 0;
-  for (int i = 0; final[i]; i++) fam |= !strcmp(a->algo_name, final[i]);
-  if (!fam) return DPO_OK; /* the observed families: the pilot run checks it reports releases */
+  const dpo_algo_t *alg = dpo_algo_find(a->algo_name);
+  if (!alg || !alg->final_only) return DPO_OK; /* observed: the pilot run checks its releases */
   a->final_model = 1;
   if (dpo_config_get(cfg, "audit.row")) return DPO_OK;
   int64_t seed, *p = malloc((size_t)a->n * sizeof *p);

@@ -44,7 +44,7 @@ typedef struct {
   double *score;      /* rank 0 */
   int64_t nrel;
   int gauss, lap;
-  int final_model;    /* hidden state: scored by the final model (dpo__a1_hidden, evaluate) */
+  int final_model;    /* hidden state: scored by the final model (dpo_algo_t.final_only, evaluate) */
   double alpha;       /* the bound's confidence is 1 - alpha (audit.alpha) */
   char name[48];      /* the default run directory's stem: audit-ALGO */
   dpo_audit1_result_t res;
@@ -227,17 +227,6 @@ static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
  * progress.  The data are real: the run spends its budget and keeps its journal. */
 static dpo__a1_t *dpo__a1(const dpo_run_t *r) { return r->kind; }
 
-/* 1: the algorithm's steps are not releases (only its final model leaves the run: pnsgd and
- * the phased methods; sc-reduce runs phased-sgd's or phased-erm's phases), so the final model
- * is scored. */
-static int dpo__a1_hidden(const char *aname) {
-  static const char *const hidden[] = {"pnsgd", "phased-sgd", "phased-erm", "phased-sc",
-                                       "sc-reduce", NULL};
-  for (int i = 0; hidden[i]; i++)
-    if (!strcmp(aname, hidden[i])) return 1;
-  return 0;
-}
-
 /* What the audit needs of the settings, checked before train's set-up claims the directory:
  * its own keys, a private algorithm and logistic regression.  Not collective. */
 static int dpo__a1_settings(dpo_run_t *r, dpo__a1_t *c) {
@@ -260,7 +249,7 @@ static int dpo__a1_settings(dpo_run_t *r, dpo__a1_t *c) {
                    "private algorithm (dp-*, or no --algo with --eps)", aname);
   if (strcmp(model, "logreg") || K > 0)
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run: logistic regression (--model logreg) only");
-  c->final_model = dpo__a1_hidden(aname);
+  c->final_model = a && a->final_only; /* its steps are not releases: the final model */
   snprintf(c->name, sizeof c->name, "audit-%s", aname);
   r->dir_name = c->name;
   return DPO_OK;
@@ -444,7 +433,7 @@ void dpo_audit1_print(FILE *out, const dpo_audit1_result_t *r, const char *tag) 
   if (r->releases > 0)
     fprintf(out, "\none run: %lld releases observed (the coordinator's broadcasts)",
             (long long)r->releases);
-  else /* dpo__a1_hidden: only the final model leaves the run */
+  else /* final_only: only the final model leaves the run */
     fprintf(out, "\none run: the final model only (its steps are not releases: hidden state), "
             "each canary scored by its weight");
   fprintf(out, "; each canary one value in a column of its own, %s; guesses tried",
