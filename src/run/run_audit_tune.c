@@ -161,7 +161,7 @@ static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
   *spent = T->t.total_eps;
   *dspent = 0;
   for (int stop = 0; !rc && !stop;) {
-    const int k = (int)dpo_rng_below(rng, (uint64_t)T->t.nc);
+    const int k = dpo__tune_geo_pick(&T->t, rng);
     rc = dpo__audit_trial(&T->ac[k], T->cc[k], m, F, rng, x, &sp, &dsp, NULL);
     if (!rc) rc = dpo_model_local_eval(m, T->valid, x, &loss, &right);
     if (!rc) rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, T->b, &right, 1);
@@ -173,7 +173,7 @@ static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
         out[1 + T->ac[k].d] = right;
       }
     }
-    stop = dpo_rng_below(rng, (uint64_t)T->t.mean) == 0;
+    stop = dpo__tune_geo_stop(&T->t, rng);
   }
   return rc;
 }

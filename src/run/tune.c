@@ -427,12 +427,11 @@ made:
   int bestk = -1, stop = 0;
   for (int r = 0; !stop; r++) {
     int k = 0, better = 0;
-    if (t->rank == 0) k = (int)dpo_rng_below(rng, (uint64_t)t->nc);
+    if (t->rank == 0) k = dpo__tune_geo_pick(t, rng);
     MPI_Bcast(&k, 1, MPI_INT, 0, comm);
     if ((rc = run_rep(t, &t->c[k], r, rng, &score, &better, best))) goto out;
     if (better) best = score, bestk = k;
-    /* stop with probability 1/mean after every repetition: K is geometric */
-    if (t->rank == 0) stop = dpo_rng_below(rng, (uint64_t)t->mean) == 0;
+    if (t->rank == 0) stop = dpo__tune_geo_stop(t, rng);
     MPI_Bcast(&stop, 1, MPI_INT, 0, comm);
   }
   double tacc = NAN;

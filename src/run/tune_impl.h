@@ -56,6 +56,11 @@ int dpo__tune_settings(dpo__tune_t *t);
  * candidate k's run at t->eb).  Also the audit's (run_audit_tune.c). */
 int dpo__tune_calibrate(dpo__tune_t *t);
 int dpo__tune_cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
+/* tune_plan.c: the geometric search's two draws (Liu and Talwar 2019), tune.c's loop's and its
+ * audit's: the next repetition's candidate, uniform over t->nc, and after it whether to stop,
+ * with probability 1 / t->mean (so K is geometric).  Rank 0's stream. */
+int dpo__tune_geo_pick(const dpo__tune_t *t, dpo_rng_t *rng);
+int dpo__tune_geo_stop(const dpo__tune_t *t, dpo_rng_t *rng);
 
 struct json_object;
 /* tune_grid.c: the options every repetition shares (the user's, minus the tune's own keys

@@ -123,3 +123,11 @@ int dpo__tune_cand_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo
   *out = c;
   return DPO_OK;
 }
+
+int dpo__tune_geo_pick(const dpo__tune_t *t, dpo_rng_t *rng) {
+  return (int)dpo_rng_below(rng, (uint64_t)t->nc);
+}
+
+int dpo__tune_geo_stop(const dpo__tune_t *t, dpo_rng_t *rng) {
+  return dpo_rng_below(rng, (uint64_t)t->mean) == 0;
+}
