@@ -72,6 +72,10 @@ typedef struct {
   /* 1: only its final model leaves the run (its steps are hidden state, not releases: pnsgd,
    * the phased methods), so an audit scores the final model, not the broadcasts */
   int final_only;
+  /* 1: under secagg with a file per party, a resume may go on without some parties
+   * (parties.remaining, or parties.count lowered): its checkpoint holds nothing sized by the
+   * party table (the DP-GD family's keeps the whole table's active-party set, so it has 0) */
+  int drops_parties;
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */

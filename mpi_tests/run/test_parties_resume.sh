@@ -7,8 +7,8 @@
 #    one pass, every iterate charged) and dp-gd give the uninterrupted model.txt bytes;
 #  - local (each party noises its own sum) and shares (each rank adds a share): the parties'
 #    seeded streams restart at the resume, so only the charges are compared;
-#  - in every case the journal holds the uninterrupted run's charges, each once, and each
-#    party's account ends at the uninterrupted run's total;
+#  - in every case the journal holds the uninterrupted run's charges and events (the trust
+#    mode once), each once, and each party's account ends at the uninterrupted run's total;
 #  - refused up front, exit 1, nothing written: a shared-file run resumed on another rank
 #    count (its rank blocks would move rows between parties), a plan charged whole as one pass under secagg
 #    (dp-onlinegdws: the refusal follows the algorithm's one-pass flag, not its name), and
@@ -41,6 +41,9 @@ pair() {
   charge_lines "$T/$name-s" >"$T/b"
   [ -s "$T/a" ] && cmp -s "$T/a" "$T/b" && ok ||
     bad "$name: the resumed journal's $(wc -l <"$T/b") charges are not the uninterrupted run's $(wc -l <"$T/a")"
+  for r in u s; do unchained "$T/$name-$r/ledger.jsonl" | grep '"event"' | grep -v '"run_id' >"$T/e$r"; done
+  grep -q '"trust ' "$T/eu" && cmp -s "$T/eu" "$T/es" && ok ||
+    bad "$name: the resumed journal's events (the trust mode once) are not the uninterrupted run's"
   for k in 0 1; do
     close "$(pview "$T/$name-s" $k)" "$(pview "$T/$name-u" $k)" 1e-12 "$name: party $k's account"
   done

@@ -757,4 +757,4 @@ static const dpo_algo_param_t dpsgd_params[] = {
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
     "dp-sgd-rdp", "DP-SGD, Gaussian noise calibrated by the RDP accountant (wor/poisson batches)",
     1, dpsgd_create, dpsgd_step, dpsgd_destroy, dpsgd_save, dpsgd_load, dpsgd_params, dpo__sco_params, NULL,
-    NULL, 0, 0};
+    NULL, 0, 0, 1};

@@ -85,8 +85,8 @@ static int dpo__resume_drops_parties(const dpo_config_t *cfg, const char *key, c
                                      const char *value) {
   char *e1, *e2;
   const char *trust = dpo_config_get(cfg, "privacy.trust"), *algo = dpo_config_get(cfg, "algo.name");
-  /* dp-sgd-rdp only: the DP-GD family's checkpoint holds the full table's active-party set */
-  if (!trust || strcasecmp(trust, "secagg") != 0 || !algo || strcmp(algo, "dp-sgd-rdp") != 0 ||
+  const dpo_algo_t *al = algo ? dpo_algo_find(algo) : NULL; /* its checkpoint's word */
+  if (!trust || strcasecmp(trust, "secagg") != 0 || !al || !al->drops_parties ||
       (!dpo_config_get(cfg, "parties.data") && !dpo_config_get(cfg, "party.0.data")))
     return 0;
   if (!strcmp(key, "parties.remaining")) { /* a subset of the parties that took part so far */

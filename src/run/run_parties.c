@@ -361,7 +361,7 @@ int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t 
                        "party.%d.eps", p->name[k], p->name[k]);
       /* each party's account is its name's (a resume without some parties keeps theirs) */
       if (!rc) rc = dpo_ledger_set_parties_named(ledger, p->count, p->name, p->eps, p->delta);
-      if (!rc) { /* the journal says whom its charges hold against */
+      if (!rc && !resuming) { /* the journal says whom its charges hold against (once) */
         char ev[800];
         double be = NAN, bd = NAN;
         if (p->trust == DPO_TRUST_SECAGG && !dpo_ledger_budget(ledger, &be, &bd) && !(bd > 0))
