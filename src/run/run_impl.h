@@ -60,6 +60,10 @@ extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_jo
 extern const dpo__run_ops_t dpo__run_mf_ops;    /* run_mf.c */
 /* the audit kind's one-run mode (audit.one_run): train's hooks around canaries (run_canary.c) */
 extern const dpo__run_ops_t dpo__run_audit1_ops;
+/* ... over a run of dpopt admm's DP-ADMM / DP-AccADMM (admm.method; run_canary_admm.c), with
+ * the admm kind's hooks and the admm job (run_admm.c's, after its setup) */
+extern const dpo__run_ops_t dpo__run_audit1_admm_ops;
+struct dpo_admm_job *dpo__run_admm_job(const dpo_run_t *r);
 
 /* A stage of train's hooks, labelled with the command that runs them: the one-run audit
  * (run_canary.c, the audit kind) runs train's setup, load and solve, and its failures are
