@@ -119,8 +119,8 @@ static int dpo__a1a_solve(dpo_run_t *r) {
   int rc = dpo__run_admm_ops.solve(r);
   r->stage = "audit";
   if (rc == DPO_EINTR) /* stopped by a signal: no resume (dpo__a1a_settings) */
-    return dpo_err(DPO_EINTR, "%s; the one-run audit of dpopt admm does not resume: its charges "
-                   "stay spent in %s/ledger.jsonl", dpo_errmsg(), r->dir);
+    return dpo_err(DPO_EINTR, "stopped by a signal; the one-run audit of dpopt admm does not "
+                   "resume: its charges stay spent in %s/ledger.jsonl", r->dir);
   if (rc == DPO_EBUDGET) rc = DPO_OK; /* the releases that ran are the audited run */
   const dpo__a1_t *c = dpo__a1a(r);
   if (!rc && (rc = dpo_agree(r->comm, r->rank == 0 && c->nrel == 0
