@@ -12,7 +12,8 @@
 # 7864.7 +- 38.9 intact, 9443.2 +- 22.7 halved (400 simulated runs of the model); the bound
 # exceeds 2.5 from 9353 right, so the halved noise is caught 4 standard deviations inside, and
 # the intact run (bound about 1.2) is far below the claim.  Seeded (--seed: the canaries' bits
-# and the noise), so the outcome is reproducible; seeds 1..8 measured in doc/results.md.
+# and the noise), so the outcome is reproducible; seeds 1..8 measured in doc/results.md
+# (jobs/audit/one-run-power --admm repeats them).
 . "$(dirname "$0")/../lib/testlib.sh"
 
 field() { awk -v k="$1" '/^one run:/ {for (i = 1; i <= NF; i++) if (split($i, p, ":") == 2 && p[1] == k) print p[2]}' "$T/out"; }
@@ -36,6 +37,8 @@ check "intact: summary.json verdict pass" test "$(jq -r .verdict "$T/ok/summary.
 check "intact: summary.json is the admm run's (sigma, the canaries' rows)" \
   test "$(jq -r '.privacy.releases, .n' "$T/ok/summary.json" | tr '\n' ' ')" = "3 132561 "
 check "the audit's run directory keeps its journal" test -s "$T/ok/ledger.jsonl"
+expect 1 $MPI -np 2 "$DPOPT" audit --resume "$T/ok"
+has "$T/err" "a one-run audit of dpopt admm does not resume" "--resume refused, saying why"
 # shellcheck disable=SC2086
 expect 6 $MPI -np 2 "$DPOPT_TEST" audit $ADM --canaries 100000 --test-break-noise --out "$T/half"
 check "noise halved: bound $(lb) above the claim 2.5" below 2.5 "$(lb)"
