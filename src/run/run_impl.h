@@ -131,7 +131,9 @@ struct dpo_run {
   char *summary; /* rank 0: summary.json text */
   /* the one-run audit (run_canary.c): rows added after the data are loaded (before the bias
    * column), the observer of every release and its state in each checkpoint (rank 0), and
-   * its result in summary.json (rank 0); NULL in every other run */
+   * its result in summary.json (rank 0); NULL in every other run.  Its admm mode
+   * (run_canary_admm.c) keeps its state in release_arg and its result in summary_fn only:
+   * its rows and releases go through the admm job's hooks */
   int (*rows_hook)(void *arg, struct dpo_run *r);
   void *rows_arg;
   dpo_release_fn release_fn;
