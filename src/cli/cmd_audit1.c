@@ -108,8 +108,18 @@ int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_co
   dpo_cli_opts_cat(tmp, DPO__MAXOPTS, dpo_cli_train_opts, dpo_cli_data_opts);
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, tmp, dpo__audit1_opts);
   char *pos[1];
-  int npos, rc, admm = 0;
-  for (int i = 0; i < argc; i++) admm |= !strcmp(argv[i], "--admm") || !strncmp(argv[i], "--admm=", 7);
+  int npos, rc, admm = 0, tune = 0;
+  for (int i = 0; i < argc; i++) {
+    admm |= !strcmp(argv[i], "--admm") || !strncmp(argv[i], "--admm=", 7);
+    tune |= !strcmp(argv[i], "--tune");
+  }
+  if (tune) /* results.md: the one-run audit of a tune */
+    return dpo_cli_fail(ctx, "audit", dpo_err(DPO_EINVAL, "dpopt audit --one-run --tune: not "
+                        "built.  The pure-eps geometric search (--mean) cannot show a halved noise in one "
+                        "run: a canary reaches its output through one repetition's model, 2/3 of "
+                        "the claim with the noise halved; the split search's canaries would sit in "
+                        "the final part, whose run is dpopt train's at the whole budget (audit that "
+                        "run with dpopt audit --one-run).  Audit tune with dpopt audit --tune"));
   if (dpo_config_create(cfg)) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
   /* a run of dpopt admm (run_canary_admm.c): its options and FILE */
   if (admm) return dpo__audit1_admm_start(ctx, argc, argv, *cfg);
