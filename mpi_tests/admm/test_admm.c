@@ -172,6 +172,25 @@ Test(admm, path_graph_norm_and_u0) {
   dpo_admm_A_destroy(A);
 }
 
+/* A = I takes no SVD (pinv.c): u0 = -g / rho, the min-norm solution of I u = -g / rho; an
+ * identity with one entry scaled is not I and goes through dgelsd: u0[j] = -g[j] / (rho a) */
+Test(admm, u0_identity) {
+  const int d = 5;
+  dpo_admm_A_t *A = NULL;
+  double g[5], u[5];
+  for (int j = 0; j < d; j++) g[j] = cos(j + 0.25);
+  cr_assert_eq(dpo_admm_A_identity(d, &A), DPO_OK);
+  cr_assert_eq(dpo_admm_u0_lapack(A, g, 0.5, u), DPO_OK);
+  for (int j = 0; j < d; j++) cr_assert(u[j] == -g[j] / 0.5, "u0[%d] %g vs %g", j, u[j], -g[j] / 0.5);
+  A->val[2] = 2.0;
+  cr_assert_eq(dpo_admm_u0_lapack(A, g, 0.5, u), DPO_OK);
+  for (int j = 0; j < d; j++) {
+    const double want = -g[j] / 0.5 / (j == 2 ? 2.0 : 1.0);
+    cr_assert(fabs(u[j] - want) < 1e-12, "u0[%d] %g vs %g", j, u[j], want);
+  }
+  dpo_admm_A_destroy(A);
+}
+
 Test(admm, graph_file_errors) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/admm_unit_bad_%d.txt", (int)getpid());

@@ -49,8 +49,10 @@ expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --eps 1 --canaries 1 --out "$T
 has "$T/err" "at least 2 canaries" "one canary is refused"
 expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --eps 1 --model ridge --out "$T/x"
 has "$T/err" "logistic regression" "another model is refused"
+# --admm takes dpopt admm's options (test_audit_onerun_admm.sh), not train's
 expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --admm dpadmm --eps 1 --out "$T/x"
-has "$T/err" "dpopt admm's methods (DP-ADMM, DP-AccADMM, private consensus) are not audited by one run" \
-  "dpopt admm's methods are refused, saying why"
+has "$T/err" "unknown option '--data'" "--admm with train's options: refused by the option"
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --tune --eps 1 --out "$T/x"
+has "$T/err" "dpopt audit --one-run --tune: not built.  The pure-eps geometric search" "tune refused, saying why"
 check "nothing left behind by the refusals" test ! -e "$T/x"
 finish test_audit_onerun

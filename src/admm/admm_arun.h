@@ -53,6 +53,10 @@ struct dpo_admm_job {
   size_t rep_len;
   FILE *repf;
   dpo_admm_result_t res;
+  /* the one-run audit's hooks (dpo_admm_job_set_audit; NULL in every other run) */
+  dpo_admm_rows_fn audit_rows;
+  dpo_release_fn audit_observe;
+  void *audit_arg;
 };
 
 /* admm_dp.c: the result's privacy part from the ledger the run charged (rank 0); the data

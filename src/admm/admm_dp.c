@@ -453,6 +453,8 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
   if (te && (rc = dpo_oracle_set_heldout(r.orc, te))) goto out;
   dpo_dpadmm_opts_t o;
   if ((rc = dpo__arun_dp_opts(s, dp, acc, &o))) goto out;
+  o.observe = j->audit_observe; /* the one-run audit (dpo_admm_job_set_audit), else NULL */
+  o.observe_arg = j->audit_arg;
   if (dp && ((rc = dpo__arun_dp_ledger(j, comm, s, &r, &o)) ||
              (rc = dpo__arun_dp_trust(comm, s, &r, &o))))
     goto out;

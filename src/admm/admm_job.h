@@ -58,6 +58,18 @@ void dpo_admm_job_finish(const dpo_admm_job_t *j, const char *dir);
 int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path);
 void dpo_admm_job_destroy(dpo_admm_job_t *j);
 
+/* The one-run audit's hooks (src/run/run_canary_admm.c), set before dpo_admm_job_load: rows
+ * (every rank, collective in effect: its status is agreed) changes the loaded shards before
+ * the solution is sized (the canary rows and columns; last: this is the last rank); observe
+ * (rank 0) sees every central noised gradient of dpadmm / dpaccadmm as released
+ * (dpo_dpadmm_opts_t.observe).  Neither changes a noise scale, a charge or a setting. */
+typedef int (*dpo_admm_rows_fn)(void *arg, dpo_shard_t *train, dpo_shard_t *test, int last);
+void dpo_admm_job_set_audit(dpo_admm_job_t *j, dpo_admm_rows_fn rows, dpo_release_fn observe,
+                            void *arg);
+/* The public settings the audit's canaries are shaped by: the L2 clip (privacy.clip, NaN when
+ * unset) and the declared L2 row bound (data.row_l2_bound, NaN when unset). */
+void dpo_admm_job_bounds(const dpo_admm_job_t *j, double *clip, double *b2);
+
 /* admm_ckpt.c: rank 0, the DP-ADMM state with the trace offset, the ledger position and a
  * seeded stream's position (an OS key is never written) saved to path / read back and
  * checked against the run (method, dimensions, ranks, journal).  *st's arrays are owned by

@@ -372,6 +372,10 @@ int dpo_admm_job_load(dpo_admm_job_t *j) {
   if ((rc = dpo_shard_load(j->comm, j->data, &j->lo, &j->sh))) return rc;
   j->lo.d = j->sh->d;
   if (s->testp && (rc = dpo_shard_load(j->comm, s->testp, &j->lo, &j->te))) return rc;
+  /* the one-run audit's canaries, before the solution is sized by the shard's width */
+  if (j->audit_rows && (rc = dpo_agree(j->comm, j->audit_rows(j->audit_arg, j->sh, j->te,
+                                                              s->rank == s->size - 1))))
+    return rc;
   if (!(j->x = calloc((size_t)j->sh->d, sizeof *j->x)))
     return dpo_agree(j->comm, dpo_err(DPO_ENOMEM, "out of memory"));
   /* default step from the PUBLIC row bound: L = B2^2 / 4 (logistic) or B2^2 (lsq) */
@@ -424,6 +428,18 @@ void dpo_admm_job_finish(const dpo_admm_job_t *j, const char *dir) {
 
 int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path) {
   return dpo_model_write(path, j->x, j->sh->d, j->cm);
+}
+
+void dpo_admm_job_set_audit(dpo_admm_job_t *j, dpo_admm_rows_fn rows, dpo_release_fn observe,
+                            void *arg) {
+  j->audit_rows = rows;
+  j->audit_observe = observe;
+  j->audit_arg = arg;
+}
+
+void dpo_admm_job_bounds(const dpo_admm_job_t *j, double *clip, double *b2) {
+  *clip = j->s.clip;
+  *b2 = j->s.b2;
 }
 
 void dpo_admm_job_destroy(dpo_admm_job_t *j) {

@@ -16,8 +16,23 @@ void pdgels_(const char *trans, const int *m, const int *n, const int *nrhs, dou
              const int *jb, const int *descb, double *work, const int *lwork, int *info,
              size_t trans_len);
 
+/* A = I (dpopt admm's default, no graph): (A')^+ = I, so u0 = -g / rho without the dense d x d
+ * SVD, which a wide A = I (the one-run audit's canary columns) could not even hold. */
+static int dpo__A_is_identity(const dpo_admm_A_t *A) {
+  if (A->p != A->d) return 0;
+  for (int32_t r = 0; r < A->p; r++)
+    if (A->rowptr[r + 1] - A->rowptr[r] != 1 || A->colind[A->rowptr[r]] != r ||
+        A->val[A->rowptr[r]] != 1.0)
+      return 0;
+  return 1;
+}
+
 int dpo_admm_u0_lapack(const dpo_admm_A_t *A, const double *g, double rho, double *u0) {
   if (!A || !g || !u0 || !(rho > 0)) return dpo_err(DPO_EINVAL, "admm_u0_lapack: bad argument");
+  if (dpo__A_is_identity(A)) {
+    for (int32_t i = 0; i < A->d; i++) u0[i] = -g[i] / rho;
+    return DPO_OK;
+  }
   int m = A->d, n = A->p, nrhs = 1, lda = m > 1 ? m : 1, ldb = m > n ? m : n, rank = 0, info = 0;
   int st = DPO_OK, mn = m < n ? m : n;
   double *At = calloc((size_t)m * (size_t)n, sizeof *At), *b = calloc((size_t)ldb, sizeof *b);

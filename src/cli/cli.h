@@ -98,6 +98,8 @@ int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 
 /* dpopt train's own option rows (cmd_train.c; dpopt audit --one-run takes them too). */
 extern const dpo_cli_opt_t dpo_cli_train_opts[];
+/* dpopt admm's own option rows (cmd_admm.c; dpopt audit --one-run --admm takes them too). */
+extern const dpo_cli_opt_t dpo_cli_admm_opts[];
 /* dpopt audit --one-run's command line (cmd_audit1.c) into *cfg (created here; the caller
  * destroys it): -1 to go on, else the exit status to return now (0 after --help). */
 int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_config_t **cfg);

@@ -12,47 +12,49 @@
 
 #define DPO__MAXOPTS 64
 
+/* dpopt admm's own option rows (dpopt audit --one-run --admm takes them too) */
+const dpo_cli_opt_t dpo_cli_admm_opts[] = {
+    {"--method", "admm.method", "M", "consensus | dpadmm | dpaccadmm | admm | accadmm (default consensus)"},
+    {"--model", "model.name", "NAME", "lsq | logreg (default logreg)"},
+    {"--reg", "admm.reg", "G", "consensus regularizer: l1 | l2 | none (default l1)"},
+    {"--lambda", "admm.lambda", "L", "regularization weight (default 1e-5, Xu et al. 2020, Table I)"},
+    {"--rho", "admm.rho", "R", "penalty rho (default 1)"},
+    {"--alpha", "admm.alpha", "A", "consensus over-relaxation in [1, 1.8] (default 1)"},
+    {"--xupdate", "admm.xupdate", "K", "consensus x-update: auto | exact | lbfgs | linear"},
+    {"--inner-rel", "admm.inner_rel", "Q", "consensus L-BFGS x-update: inexact tolerance Q min(r, s) (default 0.1; 0 = exact)"},
+    {"--eta", "admm.eta", "E", "linearized step (default 1 / public L bound)"},
+    {"--eps-abs", "admm.eps_abs", "E", "consensus absolute tolerance (default 1e-5)"},
+    {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-3, Boyd Sec. 3.3.1)"},
+    {"--maxit", "admm.maxit", "K", "iterations: max (non-private consensus, default 1000) or T (private / DP-ADMM, default 200)"},
+    {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; --set admm.adapt_rho=false turns it off)"},
+    {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (Xu et al. 2020, eq. (11)); default A = I"},
+    {"--graph-from", "admm.graph_from", "PUBFILE", "build the graph from this PUBLIC data set (|corr| >= --graph-thresh), write it to --graph"},
+    {"--graph-thresh", "admm.graph_thresh", "C", "correlation threshold for --graph-from (default 0.3)"},
+    {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2 (sets the default eta)"},
+    {"--eps", "privacy.eps", "E", "privacy budget eps (private methods)"},
+    {"--delta", "privacy.delta", "D", "privacy delta (default 1e-3, Xu et al. 2020, Sec. V-B)"},
+    {"--mu", "privacy.mu", "MU", "Xu et al. 2020, Thm 1 split mu (default 0.5)"},
+    {"--clip", "privacy.clip", "C", "L2 clip of per-example gradients / consensus messages"},
+    {"--sigma", "privacy.sigma", "S", "fixed noise std instead of calibrating from --eps (the ledger refuses past the budget: exit 3)"},
+    {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
+    {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
+    {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
+    {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
+    {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default $DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key); give it again with --resume"},
+    {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
+    {"--test", "data.test", "FILE", "held-out data for test accuracy"},
+    {"--trace-every", "admm.trace_every", "K", "DP-ADMM family: a trace.csv row every K iterations (default: every one up to 200, else about 200 rows; 0: none); each row evaluates the NON-PRIVATE training objective"},
+    {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv, model.txt, summary.json and, for private methods, ledger.jsonl"},
+    {"--quiet", "run.quiet", NULL, "no messages on stderr"},
+    {"--verbose", "run.verbose", NULL, "stderr also says how many PLD compositions the ledger's sigma search paid (--sigma-rule ledger)"},
+    {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); consensus: every rank its own part; every method resumes on as many ranks"},
+    {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no FILE)"},
+    {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
+    {NULL, NULL, NULL, NULL}};
+
 int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
-  static const dpo_cli_opt_t own[] = {
-      {"--method", "admm.method", "M", "consensus | dpadmm | dpaccadmm | admm | accadmm (default consensus)"},
-      {"--model", "model.name", "NAME", "lsq | logreg (default logreg)"},
-      {"--reg", "admm.reg", "G", "consensus regularizer: l1 | l2 | none (default l1)"},
-      {"--lambda", "admm.lambda", "L", "regularization weight (default 1e-5, Xu et al. 2020, Table I)"},
-      {"--rho", "admm.rho", "R", "penalty rho (default 1)"},
-      {"--alpha", "admm.alpha", "A", "consensus over-relaxation in [1, 1.8] (default 1)"},
-      {"--xupdate", "admm.xupdate", "K", "consensus x-update: auto | exact | lbfgs | linear"},
-      {"--inner-rel", "admm.inner_rel", "Q", "consensus L-BFGS x-update: inexact tolerance Q min(r, s) (default 0.1; 0 = exact)"},
-      {"--eta", "admm.eta", "E", "linearized step (default 1 / public L bound)"},
-      {"--eps-abs", "admm.eps_abs", "E", "consensus absolute tolerance (default 1e-5)"},
-      {"--eps-rel", "admm.eps_rel", "E", "consensus relative tolerance (default 1e-3, Boyd Sec. 3.3.1)"},
-      {"--maxit", "admm.maxit", "K", "iterations: max (non-private consensus, default 1000) or T (private / DP-ADMM, default 200)"},
-      {"--adapt-rho", "admm.adapt_rho", NULL, "consensus: residual balancing of rho (default on; --set admm.adapt_rho=false turns it off)"},
-      {"--graph", "admm.graph", "FILE", "PUBLIC edge list \"j k\" for A = [W; I] (Xu et al. 2020, eq. (11)); default A = I"},
-      {"--graph-from", "admm.graph_from", "PUBFILE", "build the graph from this PUBLIC data set (|corr| >= --graph-thresh), write it to --graph"},
-      {"--graph-thresh", "admm.graph_thresh", "C", "correlation threshold for --graph-from (default 0.3)"},
-      {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2 (sets the default eta)"},
-      {"--eps", "privacy.eps", "E", "privacy budget eps (private methods)"},
-      {"--delta", "privacy.delta", "D", "privacy delta (default 1e-3, Xu et al. 2020, Sec. V-B)"},
-      {"--mu", "privacy.mu", "MU", "Xu et al. 2020, Thm 1 split mu (default 0.5)"},
-      {"--clip", "privacy.clip", "C", "L2 clip of per-example gradients / consensus messages"},
-      {"--sigma", "privacy.sigma", "S", "fixed noise std instead of calibrating from --eps (the ledger refuses past the budget: exit 3)"},
-      {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
-      {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
-      {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
-      {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
-      {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default $DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key); give it again with --resume"},
-      {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},
-      {"--test", "data.test", "FILE", "held-out data for test accuracy"},
-      {"--trace-every", "admm.trace_every", "K", "DP-ADMM family: a trace.csv row every K iterations (default: every one up to 200, else about 200 rows; 0: none); each row evaluates the NON-PRIVATE training objective"},
-      {"--out", "run.dir", "DIR", "run directory (default runs/METHOD-YYYYmmdd-HHMMSS): config.ini, trace.csv, model.txt, summary.json and, for private methods, ledger.jsonl"},
-      {"--quiet", "run.quiet", NULL, "no messages on stderr"},
-      {"--verbose", "run.verbose", NULL, "stderr also says how many PLD compositions the ledger's sigma search paid (--sigma-rule ledger)"},
-      {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); consensus: every rank its own part; every method resumes on as many ranks"},
-      {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint (no FILE)"},
-      {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
-      {NULL, NULL, NULL, NULL}};
   dpo_cli_opt_t opts[DPO__MAXOPTS];
-  dpo_cli_opts_cat(opts, DPO__MAXOPTS, own, dpo_cli_data_opts);
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo_cli_admm_opts, dpo_cli_data_opts);
   dpo_config_t *cfg = NULL;
   dpo_run_t *run = NULL;
   char *pos[1];

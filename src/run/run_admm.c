@@ -55,7 +55,7 @@ static int dpo__admm_setup(dpo_run_t *r) {
   if ((rc = dpo_admm_job_create(r->comm, r->cfg, &k->spec, ckpt, &k->job)))
     return dpo__run_failed(r, rc);
   dpo__admm_label(r, dpo_admm_job_result(k->job));
-  r->dir_name = dpo_admm_job_method(k->job);
+  if (!r->dir_name) r->dir_name = dpo_admm_job_method(k->job); /* the audit names its own */
   dpo_config_declare(r->cfg, "run.dir");
   if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt admm"))))
     return dpo__run_failed(r, rc);
@@ -160,7 +160,9 @@ static int dpo__admm_write(dpo_run_t *r) {
     char p[1100];
     snprintf(p, sizeof p, "%s/model.txt", r->dir);
     rc = dpo_admm_job_write_model(k->job, p);
-    if (!rc) rc = dpo__run_write_summary(r, dpo__admm_summary(r, dpo_admm_job_result(k->job)));
+    json_object *sum = rc ? NULL : dpo__admm_summary(r, dpo_admm_job_result(k->job));
+    if (sum && r->summary_fn) r->summary_fn(r, sum); /* the one-run audit's result */
+    if (!rc) rc = dpo__run_write_summary(r, sum);
   }
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   dpo__run_finish_dir(r);
@@ -182,6 +184,8 @@ static void dpo__admm_destroy(dpo_run_t *r) {
   free(k);
   r->kind = NULL;
 }
+
+struct dpo_admm_job *dpo__run_admm_job(const dpo_run_t *r) { return dpo__k(r)->job; }
 
 const dpo__run_ops_t dpo__run_admm_ops = {"admm",           dpo__admm_setup,   dpo__admm_load,
                                           dpo__admm_solve,  dpo__admm_evaluate, dpo__admm_write,

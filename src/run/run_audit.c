@@ -40,7 +40,9 @@ static int dpo__aud_setup(dpo_run_t *r) {
   int rc1 = dpo_agree(r->comm, dpo_config_get_bool(r->cfg, "audit.one_run", 0, &one));
   if (rc1) return dpo__run_failed(r, rc1);
   if (one) {
-    r->ops = &dpo__run_audit1_ops;
+    /* admm.method: a run of dpopt admm, else of dpopt train */
+    r->ops = dpo_config_get(r->cfg, "admm.method") ? &dpo__run_audit1_admm_ops
+                                                    : &dpo__run_audit1_ops;
     return r->ops->setup(r);
   }
   dpo__aud_kind_t *k = calloc(1, sizeof *k);

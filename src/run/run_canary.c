@@ -30,25 +30,9 @@
 #include "dpopt/status.h"
 #include "run_impl.h"
 #include "run_priv.h"
+#include "run_canary.h"
 
 #define DPO__A1_GRID 4
-
-typedef struct {
-  int64_t m;
-  int bias, add_remove;
-  double a;           /* the canary's one value, in column d0 + i (dpo__a1_shape) */
-  int32_t d0, dtot;   /* declared features; with the canaries' columns */
-  dpo_clip_t clip;
-  int has_clip;
-  unsigned char *in;  /* S: canary i included (every rank, for the last rank's rows) */
-  double *score;      /* rank 0 */
-  int64_t nrel;
-  int gauss, lap;
-  int final_model;    /* hidden state: scored by the final model (dpo_algo_t.final_only, evaluate) */
-  double alpha;       /* the bound's confidence is 1 - alpha (audit.alpha) */
-  char name[48];      /* the default run directory's stem: audit-ALGO */
-  dpo_audit1_result_t res;
-} dpo__a1_t;
 
 static double dpo__sigm(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
 
@@ -112,19 +96,22 @@ static int dpo__a1_append(dpo__a1_t *c, dpo_shard_t *s, int last) {
   return DPO_OK;
 }
 
-/* dpo_run_t.rows_hook: widen the shards, add the canaries (before the bias column). */
-static int dpo__a1_rows(void *arg, dpo_run_t *r) {
-  dpo__a1_t *c = arg;
-  if (r->train->labels != DPO_LABELS_BINARY || r->train->n_public)
+int dpo__a1_add_rows(dpo__a1_t *c, dpo_shard_t *train, dpo_shard_t *test, int last) {
+  if (train->labels != DPO_LABELS_BINARY || train->n_public)
     return dpo_err(DPO_EUNSUP, "dpopt audit --one-run: binary labels and one data holder only");
-  c->d0 = r->train->d;
+  c->d0 = train->d;
   if ((int64_t)c->d0 + c->m > INT32_MAX / 2)
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run: too many canary columns");
   c->dtot = c->d0 + (int32_t)c->m;
-  int rc = dpo__a1_widen(r->train, c->dtot);
-  if (!rc && r->test) rc = dpo__a1_widen(r->test, c->dtot);
-  if (!rc) rc = dpo__a1_append(c, r->train, r->rank == r->size - 1);
+  int rc = dpo__a1_widen(train, c->dtot);
+  if (!rc && test) rc = dpo__a1_widen(test, c->dtot);
+  if (!rc) rc = dpo__a1_append(c, train, last);
   return rc;
+}
+
+/* dpo_run_t.rows_hook: widen the shards, add the canaries (before the bias column). */
+static int dpo__a1_rows(void *arg, dpo_run_t *r) {
+  return dpo__a1_add_rows(arg, r->train, r->test, r->rank == r->size - 1);
 }
 
 /* The canary's clipped logistic gradient coefficient for label y at margin z (the gradient is
@@ -147,7 +134,7 @@ static double dpo__a1_logf(int gauss, double s, double v, double mu) {
 /* dpo_release_fn (rank 0): each canary's log-likelihood ratio on its own columns, included
  * (label +1) against excluded (label -1 under replace-one, absent under add-remove), at x_t
  * in the release's units, mixed over the row's presence in the step's sample when q < 1. */
-static int dpo__a1_observe(void *arg, const dpo_release_t *r) {
+int dpo__a1_observe(void *arg, const dpo_release_t *r) {
   dpo__a1_t *c = arg;
   const int gauss = r->mechanism == DPO_MECH_GAUSSIAN;
   if (!gauss && r->mechanism != DPO_MECH_LAPLACE)
@@ -183,7 +170,7 @@ static int dpo__a1_cmp(const void *pa, const void *pb) {
 }
 
 /* Rank 0: the guesses and the bound (the largest over the grid, each at beta / grid). */
-static int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audit1_result_t *res) {
+int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audit1_result_t *res) {
   int64_t *ord = malloc((size_t)c->m * sizeof *ord);
   if (!ord) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
   for (int64_t i = 0; i < c->m; i++) ord[i] = i;
@@ -215,8 +202,8 @@ static int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audi
  * release's loss is then a sum of k small ones, far from the randomized response the bound
  * counts (tried on a9a, 14 columns of 1 against one of sqrt 14, dp-gd one release at eps 1,
  * l1 clip 1, seed 11: eps_lb 0.07 against 0.59 intact, 0.39 against 1.28 halved). */
-static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
-  double a = fmin(isnan(r->b1) ? INFINITY : r->b1, isnan(r->b2) ? INFINITY : r->b2);
+void dpo__a1_shape(dpo__a1_t *c, double b1, double b2) {
+  double a = fmin(isnan(b1) ? INFINITY : b1, isnan(b2) ? INFINITY : b2);
   c->a = isfinite(a) ? a : c->has_clip ? c->clip.C : 1;
 }
 
@@ -227,6 +214,17 @@ static void dpo__a1_shape(dpo__a1_t *c, const dpo_run_t *r) {
  * progress.  The data are real: the run spends its budget and keeps its journal. */
 static dpo__a1_t *dpo__a1(const dpo_run_t *r) { return r->kind; }
 
+int dpo__a1_read(const dpo_config_t *cfg, dpo__a1_t *c) {
+  int rc;
+  if ((rc = dpo_config_get_int(cfg, "audit.canaries", 1000, &c->m)) ||
+      (rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &c->alpha)))
+    return rc;
+  dpo_config_get(cfg, "audit.json"); /* written by the write hook */
+  if (c->m < 2 || c->m > INT32_MAX / 4 || !(c->alpha > 0 && c->alpha < 1))
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: need at least 2 canaries and 0 < alpha < 1");
+  return DPO_OK;
+}
+
 /* What the audit needs of the settings, checked before train's set-up claims the directory:
  * its own keys, a private algorithm and logistic regression.  Not collective. */
 static int dpo__a1_settings(dpo_run_t *r, dpo__a1_t *c) {
@@ -234,13 +232,8 @@ static int dpo__a1_settings(dpo_run_t *r, dpo__a1_t *c) {
   const char *aname = NULL, *model = NULL;
   int64_t K = 0;
   int rc;
-  if ((rc = dpo_config_get_int(cfg, "audit.canaries", 1000, &c->m)) ||
-      (rc = dpo_config_get_double(cfg, "audit.alpha", 0.05, &c->alpha)) ||
-      (rc = dpo_config_get_int(cfg, "model.classes", 0, &K)))
+  if ((rc = dpo__a1_read(cfg, c)) || (rc = dpo_config_get_int(cfg, "model.classes", 0, &K)))
     return rc;
-  dpo_config_get(cfg, "audit.json"); /* written by the write hook */
-  if (c->m < 2 || c->m > INT32_MAX / 4 || !(c->alpha > 0 && c->alpha < 1))
-    return dpo_err(DPO_EINVAL, "dpopt audit --one-run: need at least 2 canaries and 0 < alpha < 1");
   dpo_config_get_str(cfg, "algo.name", "gd", &aname);
   dpo_config_get_str(cfg, "model.name", "logreg", &model);
   const dpo_algo_t *a = dpo_algo_find(aname);
@@ -298,6 +291,17 @@ static int dpo__a1_restore(dpo_run_t *r, dpo__a1_t *c) {
   return rc;
 }
 
+int dpo__a1_alloc(dpo__a1_t *c, int rank, dpo_rng_t *rng) {
+  c->in = malloc((size_t)c->m);
+  c->score = calloc((size_t)c->m, sizeof *c->score);
+  if (!c->in || !c->score) return dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
+  for (int64_t i = 0; rank == 0 && i < c->m; i += 64) {
+    uint64_t w = dpo_rng_u64(rng);
+    for (int64_t j = i; j < c->m && j < i + 64; j++) c->in[j] = (unsigned char)((w >> (j - i)) & 1);
+  }
+  return DPO_OK;
+}
+
 static int dpo__a1_load(dpo_run_t *r) {
   dpo__a1_t *c = dpo__a1(r);
   int rc = DPO_OK;
@@ -305,20 +309,11 @@ static int dpo__a1_load(dpo_run_t *r) {
   c->add_remove = dpo_ledger_neighbours(dpo__run_priv_ledger(r->priv)) == DPO_NEIGHBOURS_ADD_REMOVE;
   const dpo_clip_t *clip = dpo__run_priv_clip(r->priv);
   if ((c->has_clip = clip != NULL)) c->clip = *clip;
-  dpo__a1_shape(c, r);
-  c->in = malloc((size_t)c->m);
-  c->score = calloc((size_t)c->m, sizeof *c->score);
-  if (!c->in || !c->score) rc = dpo_err(DPO_ENOMEM, "one-run audit: out of memory");
-  if (!rc && r->rank == 0) { /* S: the secret bits (from the run's own noise stream) */
-    dpo_rng_t *rng = dpo__run_priv_rng(r->priv);
-    for (int64_t i = 0; i < c->m; i += 64) {
-      uint64_t w = dpo_rng_u64(rng);
-      for (int64_t j = i; j < c->m && j < i + 64; j++)
-        c->in[j] = (unsigned char)((w >> (j - i)) & 1);
-    }
-    /* resumed: the bits the rows were built with (an unseeded stream draws new ones) */
-    if (r->resuming) rc = dpo__a1_restore(r, c);
-  }
+  dpo__a1_shape(c, r->b1, r->b2);
+  /* S: the secret bits (from the run's own noise stream) */
+  rc = dpo__a1_alloc(c, r->rank, r->rank == 0 ? dpo__run_priv_rng(r->priv) : NULL);
+  /* resumed: the bits the rows were built with (an unseeded stream draws new ones) */
+  if (!rc && r->rank == 0 && r->resuming) rc = dpo__a1_restore(r, c);
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   MPI_Bcast(c->in, (int)c->m, MPI_UNSIGNED_CHAR, 0, r->comm); /* the last rank writes the rows */
   r->rows_hook = dpo__a1_rows;
@@ -377,7 +372,7 @@ static int dpo__a1_evaluate(dpo_run_t *r) {
 }
 
 /* The result as --json and summary.json's "audit" give it. */
-static json_object *dpo__a1_json(const dpo_audit1_result_t *r) {
+json_object *dpo__a1_json(const dpo_audit1_result_t *r) {
   json_object *j = json_object_new_object();
   json_object_object_add(j, "audit", json_object_new_string("one-run"));
   json_object_object_add(j, "algorithm", json_object_new_string(r->algorithm));
@@ -399,24 +394,33 @@ static json_object *dpo__a1_json(const dpo_audit1_result_t *r) {
 }
 
 /* r->summary_fn (rank 0): train's summary.json with the audit's result and verdict. */
-static void dpo__a1_summary(const dpo_run_t *r, json_object *sum) {
-  const dpo_audit1_result_t *res = &dpo__a1(r)->res;
+void dpo__a1_summary_add(json_object *sum, const dpo_audit1_result_t *res) {
   json_object_object_add(sum, "command", json_object_new_string("audit"));
   json_object_object_add(sum, "verdict", json_object_new_string(res->violation ? "VIOLATION" : "pass"));
   json_object_object_add(sum, "confidence", dpo_json_double(1 - res->alpha));
   json_object_object_add(sum, "audit", dpo__a1_json(res));
 }
 
-static int dpo__a1_write(dpo_run_t *r) {
+static void dpo__a1_summary(const dpo_run_t *r, json_object *sum) {
+  dpo__a1_summary_add(sum, &dpo__a1(r)->res);
+}
+
+int dpo__a1_write_json(const dpo_config_t *cfg, const dpo_audit1_result_t *res) {
   const char *jpath = NULL;
   int rc = DPO_OK;
-  r->summary_fn = dpo__a1_summary;
-  if (r->rank == 0 && !dpo_config_get_str(r->cfg, "audit.json", NULL, &jpath) && jpath) {
-    json_object *j = dpo__a1_json(&dpo__a1(r)->res);
+  if (!dpo_config_get_str(cfg, "audit.json", NULL, &jpath) && jpath) {
+    json_object *j = dpo__a1_json(res);
     const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
     rc = dpo_write_atomic(jpath, js, strlen(js));
     json_object_put(j);
   }
+  return rc;
+}
+
+static int dpo__a1_write(dpo_run_t *r) {
+  int rc = DPO_OK;
+  r->summary_fn = dpo__a1_summary;
+  if (r->rank == 0) rc = dpo__a1_write_json(r->cfg, &dpo__a1(r)->res);
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
   rc = dpo__train_write(r);
   r->stage = "audit";
@@ -455,22 +459,18 @@ static void dpo__a1_print(const dpo_run_t *r, FILE *out) {
   fprintf(out, "run directory %s\n", r->dir);
 }
 
-static void dpo__a1_destroy(dpo_run_t *r) {
-  dpo__a1_t *c = dpo__a1(r);
+void dpo__a1_free(dpo__a1_t *c) {
   if (!c) return;
   free(c->in);
   free(c->score);
   free(c);
+}
+
+static void dpo__a1_destroy(dpo_run_t *r) {
+  dpo__a1_free(dpo__a1(r));
   r->kind = NULL;
 }
 
 const dpo__run_ops_t dpo__run_audit1_ops = {"audit",         dpo__a1_setup,    dpo__a1_load,
                                             dpo__a1_solve,   dpo__a1_evaluate, dpo__a1_write,
                                             dpo__a1_print,   dpo__a1_destroy};
-
-int dpo_run_audit1_result(const dpo_run_t *r, dpo_audit1_result_t *res) {
-  if (!r || !res || r->ops != &dpo__run_audit1_ops || !r->evaluated)
-    return dpo_err(DPO_EINVAL, "dpo_run_audit1_result: not a one-run audit that was evaluated");
-  *res = dpo__a1(r)->res;
-  return DPO_OK;
-}

@@ -60,6 +60,10 @@ extern const dpo__run_ops_t dpo__run_audit_ops; /* run_audit.c over run_audit_jo
 extern const dpo__run_ops_t dpo__run_mf_ops;    /* run_mf.c */
 /* the audit kind's one-run mode (audit.one_run): train's hooks around canaries (run_canary.c) */
 extern const dpo__run_ops_t dpo__run_audit1_ops;
+/* ... over a run of dpopt admm's DP-ADMM / DP-AccADMM (admm.method; run_canary_admm.c), with
+ * the admm kind's hooks and the admm job (run_admm.c's, after its setup) */
+extern const dpo__run_ops_t dpo__run_audit1_admm_ops;
+struct dpo_admm_job *dpo__run_admm_job(const dpo_run_t *r);
 
 /* A stage of train's hooks, labelled with the command that runs them: the one-run audit
  * (run_canary.c, the audit kind) runs train's setup, load and solve, and its failures are
@@ -127,7 +131,9 @@ struct dpo_run {
   char *summary; /* rank 0: summary.json text */
   /* the one-run audit (run_canary.c): rows added after the data are loaded (before the bias
    * column), the observer of every release and its state in each checkpoint (rank 0), and
-   * its result in summary.json (rank 0); NULL in every other run */
+   * its result in summary.json (rank 0); NULL in every other run.  Its admm mode
+   * (run_canary_admm.c) keeps its state in release_arg and its result in summary_fn only:
+   * its rows and releases go through the admm job's hooks */
   int (*rows_hook)(void *arg, struct dpo_run *r);
   void *rows_arg;
   dpo_release_fn release_fn;

@@ -27,10 +27,12 @@ static const dpo__run_ops_t *dpo__run_ops_find(const char *name) {
   return NULL;
 }
 
-/* the audit kind's one-run mode trains as dpopt train does (its auto-pick too) */
+/* the audit kind's one-run mode of a train run trains as dpopt train does (its auto-pick too);
+ * of an admm run (admm.method) it has no algorithm to pick */
 static int dpo__run_one_run(const dpo_config_t *cfg, const char *kind) {
   int one = 0;
-  return !strcmp(kind, "audit") && !dpo_config_get_bool(cfg, "audit.one_run", 0, &one) && one;
+  return !strcmp(kind, "audit") && !dpo_config_get_bool(cfg, "audit.one_run", 0, &one) && one &&
+         !dpo_config_get(cfg, "admm.method");
 }
 
 int dpo_run_create(MPI_Comm comm, const dpo_config_t *cfg, dpo_run_t **out) {
