@@ -53,6 +53,10 @@ typedef struct {
                      * appended while loading (dpo_load_opts_t.intercept) or afterwards
                      * (dpo_shard_add_intercept); row norms and the validation split leave it
                      * out: they are about the features */
+  void *map;        /* non-NULL: X lies inside this private (copy-on-write) mapping of the file,
+                     * map_len bytes (dpo_load_opts_t.map); dpo_shard_destroy unmaps it.  The
+                     * shard's own functions may move X; a caller never frees or reallocs it */
+  size_t map_len;
 } dpo_shard_t;
 
 /* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:
@@ -118,6 +122,13 @@ typedef struct {
    * the other formats widen the loaded shard (dpo_shard_add_intercept).  d stays the
    * declared or inferred number of features. */
   int intercept;
+  /* 1: a dense binary file whose layout the shard keeps (no intercept column to insert) is
+   * mapped, not copied: the rank's own row range (whole pages around it) is mapped private
+   * and read in place, its values checked once (dpo_shard_t.map).  No copy into the process
+   * and no fresh pages to zero; the file must not be changed in place while the shard lives
+   * (a shortened file ends the process with SIGBUS, rewritten rows change after their
+   * checks), which is why private runs leave it 0.  Other formats and layouts ignore it. */
+  int map;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */

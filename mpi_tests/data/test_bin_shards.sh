@@ -4,6 +4,7 @@
 # training run on a dpopt binary file and on the LIBSVM text it was converted from writes the
 # same model bytes, dense and CSR, at 1, 2 and 3 ranks, with and without the bias, and in a
 # private run whose declared width drops columns (the projection moved into the read).
+# Without the bias a non-private run maps the dense file in place (dpo_load_opts_t.map).
 . "$(dirname "$0")/../lib/testlib.sh"
 head -n 1500 "$S/data/a9a" >"$T/a.txt"
 expect 0 "$DPOPT" convert "$T/a.txt" "$T/a.bin"
@@ -51,4 +52,17 @@ awk '{ s = 0; for (i = 2; i <= NF; i++) { split($i, a, ":"); s += a[2] * a[2] }
   printf "\n" }' "$T/a.txt" >"$T/as.txt"
 expect 0 "$DPOPT" $RUN --dense --data "$T/as.txt" --out "$T/cs"
 same cs cb "clipped rows: the features scaled, the bias column kept"
+# without the bias a non-private run maps the dense file's rows in place (the loop above: 1-3
+# ranks, each rank's rows starting inside a page): clipping scales the rows of the process's
+# private copy, never the file
+sum0=$(cksum <"$T/ad.bin")
+expect 0 $MPI -np 2 "$DPOPT" $RUN $CLIP --no-intercept --dense --data "$T/a.txt" --out "$T/cnt"
+expect 0 $MPI -np 2 "$DPOPT" $RUN $CLIP --no-intercept --data "$T/ad.bin" --out "$T/cnb"
+same cnt cnb "no bias, clipped rows at 2 ranks: mapped dense binary = LIBSVM text"
+check "the mapped file is unchanged by the clipping" test "$(cksum <"$T/ad.bin")" = "$sum0"
+# a shortened file is refused before any rank maps it, once, naming the file and the reason
+head -c $(($(stat -c %s "$T/ad.bin") - 8)) "$T/ad.bin" >"$T/short.bin"
+expect 2 $MPI -np 2 "$DPOPT" $RUN --no-intercept --data "$T/short.bin" --out "$T/sh"
+has "$T/err" "short.bin: truncated file" "the truncated file named with its reason"
+check "the refusal printed once" test "$(grep -c 'truncated file' "$T/err")" = 1
 finish test_bin_shards

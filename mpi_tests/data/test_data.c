@@ -269,23 +269,77 @@ Test(data, bin_dense_chunks_bit_identical, .init = setup, .fini = teardown) {
   cr_assert_eq(dpo_shard_write_bin(MPI_COMM_SELF, a, bp), DPO_OK, "%s", dpo_errmsg());
   dpo_load_opts_t ob;
   dpo_load_opts_default(&ob);
-  b = load_ok(bp, &ob);
-  cr_assert_eq(b->n, n);
-  cr_assert_eq(b->d, d);
-  cr_assert_eq(memcmp(a->y, b->y, (size_t)n * 8), 0, "labels differ");
-  cr_assert_eq(memcmp(a->X, b->X, (size_t)n * d * 8), 0, "values differ");
-  dpo_shard_destroy(b);
-  /* a NaN at row 37451 (1-based), value 3 of the row: in the third chunk */
-  const double nan_v = NAN;
+  /* read, then mapped in place (its rows start 552 bytes into a page: 40 + 8 n) */
+  for (ob.map = 0; ob.map <= 1; ob.map++) {
+    b = load_ok(bp, &ob);
+    cr_assert_eq(b->n, n);
+    cr_assert_eq(b->d, d);
+    cr_assert_eq(b->map != NULL, ob.map, "map %d: mapped %d", ob.map, b->map != NULL);
+    cr_assert_eq(memcmp(a->y, b->y, (size_t)n * 8), 0, "labels differ");
+    cr_assert_eq(memcmp(a->X, b->X, (size_t)n * d * 8), 0, "map %d: values differ", ob.map);
+    dpo_shard_destroy(b);
+  }
+  /* a NaN at row 37451 (1-based), value 3 of the row: in the third chunk; an infinity at
+   * row 2 (the first chunk) once the NaN is found */
+  const double bad[2] = {NAN, -INFINITY};
+  const off_t at[2] = {(off_t)37450 * d + 2, (off_t)1 * d + 6};
+  const char *want[2] = {"row 37451: non-finite value", "row 2: non-finite value"};
   int fd = open(bp, O_WRONLY);
   cr_assert(fd >= 0);
-  cr_assert_eq(pwrite(fd, &nan_v, 8, 40 + 8 * (off_t)n + 8 * ((off_t)37450 * d + 2)), 8);
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(pwrite(fd, &bad[k], 8, 40 + 8 * (off_t)n + 8 * at[k]), 8);
+    for (ob.map = 0; ob.map <= 1; ob.map++) {
+      dpo_shard_t *c = NULL;
+      cr_assert_eq(dpo_shard_load(MPI_COMM_SELF, bp, &ob, &c), DPO_EFORMAT);
+      cr_assert_null(c);
+      cr_assert_not_null(strstr(dpo_errmsg(), want[k]), "map %d: %s", ob.map, dpo_errmsg());
+    }
+  }
   close(fd);
-  dpo_shard_t *c = NULL;
-  cr_assert_eq(dpo_shard_load(MPI_COMM_SELF, bp, &ob, &c), DPO_EFORMAT);
-  cr_assert_null(c);
-  cr_assert_not_null(strstr(dpo_errmsg(), "row 37451: non-finite value"), "%s", dpo_errmsg());
   dpo_shard_destroy(a);
+}
+
+/* A mapped shard (dpo_load_opts_t.map) is the file's pages, private: writing its rows
+ * changes neither the file nor a second load; the bias column appended afterwards copies the
+ * rows out of the mapping (the same shard as the bias read with the rows); with the bias
+ * asked for at load the layouts differ and the rows are read, not mapped.  Values at the
+ * edges of the finite range load: the largest double, the smallest subnormal, -0. */
+Test(data, bin_mapped_private, .init = setup, .fini = teardown) {
+  const int n = 1000, d = 5;
+  dpo_shard_t a = {.n = n, .n_global = n, .d = d, .labels = DPO_LABELS_REAL};
+  a.X = malloc((size_t)n * d * 8);
+  a.y = malloc((size_t)n * 8);
+  for (int i = 0; i < n; i++) {
+    a.y[i] = i * 0.5 - 7;
+    for (int j = 0; j < d; j++) a.X[i * d + j] = cos(i * 3.0 + j);
+  }
+  a.X[3] = 1.7976931348623157e308, a.X[4] = -4.9406564584124654e-324, a.X[7] = -0.0;
+  const char *bp = tpath("m.bin");
+  cr_assert_eq(dpo_shard_write_bin(MPI_COMM_SELF, &a, bp), DPO_OK, "%s", dpo_errmsg());
+  dpo_load_opts_t o;
+  dpo_load_opts_default(&o);
+  o.map = 1;
+  dpo_shard_t *m = load_ok(bp, &o), *m2;
+  cr_assert_not_null(m->map);
+  cr_assert_eq(memcmp(a.X, m->X, (size_t)n * d * 8), 0, "mapped values differ");
+  for (int k = 0; k < n * d; k++) m->X[k] = 42.0; /* copy-on-write: the process's pages */
+  m2 = load_ok(bp, &o);
+  cr_assert_eq(memcmp(a.X, m2->X, (size_t)n * d * 8), 0, "a write reached the file");
+  dpo_shard_destroy(m);
+  /* the bias column appended to a mapped shard = read with the rows */
+  cr_assert_eq(dpo_shard_add_intercept(m2), DPO_OK, "%s", dpo_errmsg());
+  cr_assert_null(m2->map);
+  o.intercept = 1;
+  dpo_shard_t *r = load_ok(bp, &o);
+  cr_assert_null(r->map, "the bias asked for at load: read, not mapped");
+  cr_assert_eq(r->d, d + 1);
+  cr_assert_eq(m2->d, d + 1);
+  cr_assert_eq(memcmp(r->X, m2->X, (size_t)n * (d + 1) * 8), 0, "bias column differs");
+  cr_assert_eq(r->X[(size_t)(n - 1) * (d + 1) + d], 1.0);
+  dpo_shard_destroy(r);
+  dpo_shard_destroy(m2);
+  free(a.X);
+  free(a.y);
 }
 
 static void write_idx(const char *path, int gz, const unsigned char *hdr, size_t hl,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 void dpo_load_opts_default(dpo_load_opts_t *o) {
@@ -22,7 +23,8 @@ void dpo_load_opts_default(dpo_load_opts_t *o) {
 
 void dpo_shard_destroy(dpo_shard_t *s) {
   if (!s) return;
-  free(s->X);
+  if (s->map) munmap(s->map, s->map_len);
+  else free(s->X);
   free(s->rowptr);
   free(s->colind);
   free(s->val);
@@ -140,13 +142,18 @@ int dpo_shard_add_intercept(dpo_shard_t *s) {
      * up from the last one, each to an address at or above its own.  The binary loader
      * needs none of this (dpo_load_opts_t.intercept): it allocates the final size */
     size_t cnt = (size_t)(s->n ? s->n : 1) * (size_t)d1;
-    double *X = cnt / (size_t)d1 == (size_t)(s->n ? s->n : 1) ? realloc(s->X, cnt * sizeof *X)
-                                                               : NULL;
+    const int ok = cnt / (size_t)d1 == (size_t)(s->n ? s->n : 1);
+    /* a mapped block (dpo_load_opts_t.map) cannot grow: the rows are copied out of it */
+    double *X = !ok ? NULL : s->map ? dpo__dense_alloc(cnt) : realloc(s->X, cnt * sizeof *X);
     if (!X) return dpo_err(DPO_ENOMEM, "intercept column: out of memory");
+    const double *src = s->map ? s->X : X;
     for (int64_t i = s->n - 1; i >= 0; i--) {
-      if (d > 0) memmove(X + i * d1, X + i * d, (size_t)d * sizeof *X);
+      if (d > 0) memmove(X + i * d1, src + i * d, (size_t)d * sizeof *X);
       X[i * d1 + d] = 1.0;
     }
+    if (s->map) munmap(s->map, s->map_len);
+    s->map = NULL;
+    s->map_len = 0;
     s->X = X;
   }
   s->d = d1;

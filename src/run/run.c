@@ -382,6 +382,10 @@ int dpo__train_load(dpo_run_t *r) {
    * so with them it is appended afterwards (dpo_model_prepare_shard) */
   dpo_load_opts_t tlo = r->lo;
   tlo.intercept = dpo_model_intercept(r->model) && !r->rows_hook;
+  /* a dense binary file read in place where the shard keeps its layout; not for private runs,
+   * whose row checks must hold for the whole run (the file could change under a mapping),
+   * nor with the audit's canaries, which widen the rows (dpo_load_opts_t.map) */
+  tlo.map = !priv && !r->rows_hook;
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &tlo, &r->train)))
     return dpo__run_failed(r, rc);
   /* the loader's own time, beside the read loop in jobs/bench/loadmem (the load agreed) */
