@@ -282,18 +282,6 @@ static int test_accuracy(dpo__tune_t *t, int32_t d, double *acc) {
   return rc;
 }
 
-static void tune_key(const char *k, const char *v, const char *o, void *any) {
-  (void)v, (void)o;
-  if (!strncmp(k, "tune.", 5)) *(int *)any = 1;
-}
-
-/* A search's settings always hold a tune.* key; a plain tune's run's config.ini none. */
-static int has_tune_key(const dpo_config_t *c) {
-  int any = 0;
-  dpo_config_foreach(c, tune_key, &any);
-  return any;
-}
-
 /* No tune.* setting (t->plain): what dpopt train does with the same settings, train's recipe
  * at the whole (eps, delta), in the tune's directory; its own ledger, plan and budget store
  * charge it as it runs, and it stops (signals, run.stop_after, --checkpoint-every) and
@@ -477,7 +465,9 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
    * candidate's, not the tune's */
   rc = res ? dpo_agree(comm, t->rank == 0 ? dpo__tune_resume_dir(res) : DPO_OK) : DPO_OK;
   if (!rc && res) rc = dpo__run_resume_config(ucfg, res, &merged);
-  if (!rc && res && !has_tune_key(merged)) { /* a plain tune's run resumes as train's does */
+  /* a search's settings always hold a tune.* key, a plain tune's run's config.ini none: that
+   * run resumes as train's does */
+  if (!rc && res && !dpo__tune_any_key(merged)) {
     snprintf(t->dir, sizeof t->dir, "%s", res);
     if (!(rc = dpo_agree(comm, dpo_config_copy(ucfg, &t->cfg)))) rc = tune_plain(t, res, out);
     goto out;

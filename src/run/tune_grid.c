@@ -80,7 +80,7 @@ static void is_tune_key(const char *k, const char *v, const char *o, void *any) 
   if (!strncmp(k, "tune.", 5)) *(int *)any = 1;
 }
 
-static int any_tune_key(const dpo_config_t *cfg) {
+int dpo__tune_any_key(const dpo_config_t *cfg) {
   int any = 0;
   dpo_config_foreach(cfg, is_tune_key, &any);
   return any;
@@ -147,7 +147,7 @@ int dpo__tune_settings(dpo__tune_t *t) {
    * the default grid leaves each repetition about 0.3 of eps (Papernot-Steinke, geometric K),
    * and on a9a it lost to train's recipe at every eps measured (doc/results.md, "Tune against
    * train"); the decision reads only the settings, never the data. */
-  if (t->recipe && !any_tune_key(cfg)) {
+  if (t->recipe && !dpo__tune_any_key(cfg)) {
     t->plain = 1;
     tune_dir(t);
     return DPO_OK;

@@ -67,6 +67,8 @@ typedef struct {
 /* tune_grid.c: the candidate grid and the settings from t->cfg (data-free, not collective; also the
  * audit's, src/run/run_audit_tune.c) */
 int dpo__tune_settings(dpo__tune_t *t);
+/* tune_grid.c: does cfg hold a tune.* key (a plain tune, train's recipe once, holds none) */
+int dpo__tune_any_key(const dpo_config_t *cfg);
 
 /* tune_plan.c: the geometric search's per-repetition eps t->eb and totals (and each Gaussian
  * candidate's steps, batch and z) from public settings; repetition r's configuration (the
