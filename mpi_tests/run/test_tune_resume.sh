@@ -4,6 +4,7 @@
 #    an owner-only checkpoint, no model yet) and resumed with --resume DIR, it ends with the
 #    uninterrupted run's chosen candidate, noisy score, model bytes and journal (charge, totals
 #    and one "repetition finished" line per repetition);
+#  - SIGTERM to the ranks mid-tune: exit 5, and the resume ends as the uninterrupted tune;
 #  - refused, writing nothing (every file of the directory unchanged): a journal holding a
 #    repetition the checkpoint does not know (the checkpoint of the stop after 1 beside the
 #    journal of the stop after 2: a repetition finished, its score maybe used, after the
@@ -42,6 +43,22 @@ cp -a "$T/s" "$T/s1"
 expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/s" --quiet
 check "geometric: stop after 1 + resume = the uninterrupted tune" same "$T/s" "$T/f"
 [ -e "$T/s/checkpoint" ] && bad "a finished tune keeps its checkpoint" || ok
+
+# ---- SIGTERM to the ranks once the charge is journalled (seed 5: 14 repetitions): exit 5 at a
+# boundary or inside a repetition's training (restarted from scratch), and the resume ends with
+# the uninterrupted tune's result whichever it was
+expect 0 $MPI -np 2 "$DPOPT" tune $G --seed 5 --out "$T/f5"
+$MPI -np 2 "$DPOPT" tune $G --seed 5 --out "$T/g" > "$T/gout" 2> "$T/gerr" &
+pid=$!
+i=0
+while ! grep -q '"cost_eps"' "$T/g/ledger.jsonl" 2>/dev/null && [ $i -lt 1200 ]; do
+  sleep 0.05; i=$((i + 1))
+done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+wait $pid; st=$?
+[ $st = 5 ] && ok || { bad "SIGTERM: exit $st (want 5)"; head -n 3 "$T/gerr"; }
+expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/g" --quiet
+check "SIGTERM + resume = the uninterrupted tune" same "$T/g" "$T/f5"
 
 # ---- refusals, each writing nothing
 cp -a "$T/s1" "$T/s2"
