@@ -12,6 +12,7 @@
 #    seal fails), a changed setting (--eps), and a finished tune;
 #  - search by parallel composition (seeded): stopped after 1 candidate and resumed, the same
 #    chosen candidate, model bytes and journal as the uninterrupted tune;
+#  - a tune without a grid (train's recipe once) stops and resumes as train's run does;
 #  - a budget store: a private (split) tune stopped and resumed spends in its store what the same
 #    tune uninterrupted spends in another (its one charge, once; the reservation carried over
 #    under the journal's run id).
@@ -109,6 +110,16 @@ expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/ps" --quiet
 [ "$(jq -c .chosen "$T/ps/summary.json")" = "$(jq -c .chosen "$T/pf/summary.json")" ] &&
   cmp -s "$T/ps/model.txt" "$T/pf/model.txt" && [ "$(lines "$T/ps")" = "$(lines "$T/pf")" ] && ok ||
   bad "split: stop after 1 + resume differs from the uninterrupted tune"
+
+# ---- a tune without a grid is train's run: it stops and resumes as one, from the tune command
+N="--data $T/tr --test $T/te --dim 123 --row-l1-bound 14 --row-l2-bound 3.7416573867739413 --quiet
+  --eps 1 --delta 1e-5 --seed 3"
+expect 0 $MPI -np 2 "$DPOPT" tune $N --out "$T/nf"
+expect 5 $MPI -np 2 "$DPOPT" tune $N --out "$T/ns" --set run.stop_after=2
+has "$T/err" "dpopt tune --resume $T/ns" "plain tune: the stop names the tune's resume"
+expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/ns" --quiet
+cmp -s "$T/ns/model.txt" "$T/nf/model.txt" && [ "$(lines "$T/ns")" = "$(lines "$T/nf")" ] && ok ||
+  bad "plain tune: stop + resume differs from the uninterrupted run"
 
 # ---- a budget store: the same spending with and without a stop (the split search: its
 # candidates are public, so the stop after 1 always comes; a store needs an unseeded tune)

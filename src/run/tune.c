@@ -307,6 +307,11 @@ static int tune_plain(dpo__tune_t *t, const char *res, FILE *out) {
   if (!rc && !(rc = dpo_run_load(run))) {
     dpo_run_set_stop(run, dpo_run_signal_flag());
     solved = dpo_run_solve(run);
+    if (solved == DPO_EINTR) { /* the run's own message names train's command */
+      char m[600];
+      snprintf(m, sizeof m, "%s", dpo_errmsg());
+      solved = dpo_err(DPO_EINTR, "%s (a tune: dpopt tune --resume %s)", m, t->dir);
+    }
     if (solved != DPO_OK && solved != DPO_EBUDGET) rc = solved;
     if (!rc && !(rc = dpo_run_evaluate(run)) && !(rc = dpo_run_write(run)) && out)
       dpo_run_print(run, out);
