@@ -1,7 +1,7 @@
 /* dpopt tune: private hyperparameter selection (dpopt/tune.h).  Settings and candidates, the
  * one charge, then K (random, never released) private trainings through the run API, each
  * scored on the held-out data by a Laplace-noised count of correct predictions (logreg or
- * softmax); only the best is written. */
+ * softmax); only the best is written.  It stops and resumes between repetitions (tune_ckpt.c). */
 #define _XOPEN_SOURCE 700
 #include <json-c/json.h>
 #include <math.h>
