@@ -50,7 +50,11 @@ void dpo_tune_pure_curve(double eps, dpo_rdp_curve_t *c);
  * keys of dpopt train plus tune.algo, tune.lr, tune.clip, tune.epochs (comma-separated
  * candidate lists), tune.mean; writes run.dir (ledger.jsonl with the plan and the one
  * charge, model.txt of the chosen candidate, summary.json, config.ini: the model keys and the chosen settings) and prints the result
- * on rank 0 to out (may be NULL). */
+ * on rank 0 to out (may be NULL).  Stop and resume as a run's (src/run/tune_ckpt.c): with
+ * dpo_run_signals_install() a SIGTERM/SIGINT, or run.stop_after = N finished repetitions
+ * (candidates under tune.split), writes run.dir/checkpoint and returns DPO_EINTR;
+ * run.checkpoint_every = N writes one every N; run.resume = DIR continues a stopped tune
+ * (only run.* keys may change). */
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out);
 
 #ifdef __cplusplus

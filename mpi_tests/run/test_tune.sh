@@ -42,12 +42,12 @@ has "$T/out" "NOT PRIVATE" "seeded tune labelled"
 has "$T/out" '^spent  *eps [0-9]\.[0-9][0-9][0-9] of 6 in one charge (every repetition and the selection)$' "the spent line"
 has "$T/out" '^chosen  *algo=dp-' "the chosen line"
 hasnot "$T/out" '(eps, delta) =\|Liu-Talwar\|Thm' "no jargon on the screen"
-[ "$(grep -c '"step"' "$T/p/ledger.jsonl")" = 1 ] && ok || bad "pure tune: one charge"
+[ "$(grep -c '"cost_eps"' "$T/p/ledger.jsonl")" = 1 ] && ok || bad "pure tune: one charge"
 e0=$(js "$T/p" .privacy.per_repetition_eps)
-cost=$(grep '"step"' "$T/p/ledger.jsonl" | jq -r .cost_eps)
+cost=$(grep '"cost_eps"' "$T/p/ledger.jsonl" | jq -r .cost_eps)
 close "$cost" "$(awk -v e="$e0" 'BEGIN {printf "%.17g", 3 * e}')" 1e-15 "charge = 3 eps0 (Liu-Talwar)"
 awk -v c="$cost" 'BEGIN {exit !(c <= 6 && c > 5.9999)}' && ok || bad "charge $cost within eps = 6"
-[ "$(grep '"step"' "$T/p/ledger.jsonl" | jq -r .cost_delta)" = 0 ] && ok || bad "pure: delta 0"
+[ "$(grep '"cost_eps"' "$T/p/ledger.jsonl" | jq -r .cost_delta)" = 0 ] && ok || bad "pure: delta 0"
 has "$T/p/ledger.jsonl" '"kind":"plan","algo":"tune"' "the plan is journalled"
 expect 0 "$DPOPT" ledger "$T/p"
 has "$T/out" "charges: 1" "dpopt ledger replays one charge"
@@ -66,11 +66,11 @@ has "$T/err" "declare a public size (--public-n N" "add-remove tune without --pu
 [ -e "$T/r0" ] && bad "refused tune (no public n) left a directory" || ok
 R="$R --public-n $(wc -l < "$T/tr")"
 expect 0 $MPI -np 2 "$DPOPT" tune $C --eps 1 $R --mean 2 --seed 6 --out "$T/r"
-[ "$(grep -c '"step"' "$T/r/ledger.jsonl")" = 1 ] && ok || bad "rdp tune: one charge"
-cost=$(grep '"step"' "$T/r/ledger.jsonl" | jq -r .cost_eps)
+[ "$(grep -c '"cost_eps"' "$T/r/ledger.jsonl")" = 1 ] && ok || bad "rdp tune: one charge"
+cost=$(grep '"cost_eps"' "$T/r/ledger.jsonl" | jq -r .cost_eps)
 close "$cost" "$(js "$T/r" .privacy.spent_eps)" 0 "rdp tune: summary spent = journal charge"
 awk -v c="$cost" 'BEGIN {exit !(c <= 1 && c > 0.99)}' && ok || bad "rdp charge $cost within eps = 1"
-[ "$(grep '"step"' "$T/r/ledger.jsonl" | jq -r .cost_delta)" = 1e-05 ] && ok || bad "rdp: delta"
+[ "$(grep '"cost_eps"' "$T/r/ledger.jsonl" | jq -r .cost_delta)" = 1e-05 ] && ok || bad "rdp: delta"
 [ "$(js "$T/r" .chosen.algo)" = dp-sgd-rdp ] && ok || bad "rdp: chosen algorithm"
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/r" --data "$T/te" --dim 123
 a=$(sed -n 's/^accuracy *//p' "$T/out")
@@ -93,15 +93,15 @@ softmax3_data 2 1000 "$T/ste"
 K="--data $T/str --valid $T/ste --model softmax --classes 3 --row-l2-bound 4 --row-l1-bound 10 --quiet"
 expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 1 --delta 1e-5 --set privacy.neighbours=add-remove --public-n 3000 \
   --lrs 0.5,2 --clips 1 --epochs 2 --batch 100 --mean 2 --seed 8 --out "$T/k"
-[ "$(grep -c '"step"' "$T/k/ledger.jsonl")" = 1 ] && ok || bad "softmax tune: one charge"
-close "$(grep '"step"' "$T/k/ledger.jsonl" | jq -r .cost_eps)" "$(js "$T/k" .privacy.spent_eps)" 0 \
+[ "$(grep -c '"cost_eps"' "$T/k/ledger.jsonl")" = 1 ] && ok || bad "softmax tune: one charge"
+close "$(grep '"cost_eps"' "$T/k/ledger.jsonl" | jq -r .cost_eps)" "$(js "$T/k" .privacy.spent_eps)" 0 \
   "softmax tune: summary spent = journal charge"
 has "$T/k/config.ini" "^classes = 3$" "softmax tune: config.ini keeps the classes"
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/k" --data "$T/ste"
 a=$(sed -n 's/^accuracy *//p' "$T/out")
 awk -v a="$a" 'BEGIN {exit !(a > 0.6)}' && ok || bad "softmax rdp tune: accuracy $a vs majority 1/3"
 expect 0 $MPI -np 2 "$DPOPT" tune $K --eps 3 --algos dp-nag-opt --steps 1,2 --mean 2 --seed 9 --out "$T/kp"
-cost=$(grep '"step"' "$T/kp/ledger.jsonl" | jq -r .cost_eps)
+cost=$(grep '"cost_eps"' "$T/kp/ledger.jsonl" | jq -r .cost_eps)
 close "$cost" "$(awk -v e="$(js "$T/kp" .privacy.per_repetition_eps)" 'BEGIN {printf "%.17g", 3 * e}')" \
   1e-15 "softmax pure tune: charge = 3 eps0"
 expect 0 $MPI -np 2 "$DPOPT" eval --run "$T/kp" --data "$T/ste"
@@ -168,7 +168,7 @@ expect 0 $MPI -np 2 "$DPOPT" train $P --public-n 10000 --quiet --out "$T/pt"
 close "$(js "$T/pl" .privacy.eps_spent)" "$(js "$T/pt" .privacy.eps_spent)" 0 "tune without a grid: train's spending"
 s=$(js "$T/pl" .privacy.eps_spent)
 awk -v s="$s" 'BEGIN {exit !(s > 0.999 && s <= 1)}' && ok || bad "tune without a grid: spent $s, not the whole eps 1"
-[ "$(grep -c '"step"' "$T/pl/ledger.jsonl")" = "$(grep -c '"step"' "$T/pt/ledger.jsonl")" ] && ok ||
+[ "$(grep -c '"cost_eps"' "$T/pl/ledger.jsonl")" = "$(grep -c '"cost_eps"' "$T/pt/ledger.jsonl")" ] && ok ||
   bad "tune without a grid: not train's charges"
 close "$(js "$T/pl" .test_accuracy)" "$(js "$T/pt" .test_accuracy)" 0 "tune without a grid: train's accuracy"
 # add-remove without --public-n: train's own rule (a noisy count charged first), not a refusal

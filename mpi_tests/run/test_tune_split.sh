@@ -36,8 +36,8 @@ has "$T/out" '^spent  *eps 1\.000 of 1 and delta 1e-05 of 1e-05 (each of 8 disjo
 has "$T/out" '^chosen  *algo=dp-sgd-rdp eta=[0-9.]* epochs=[0-9.]* (of 6 candidates' "the chosen line"
 hasnot "$T/out" '(eps, delta) =\|McSherry\|parallel composition' "no jargon on the screen"
 L=$T/s1/ledger.jsonl
-[ "$(grep -c '"step"' "$L")" = 1 ] && ok || bad "split tune: one charge line"
-c=$(grep '"step"' "$L")
+[ "$(grep -c '"cost_eps"' "$L")" = 1 ] && ok || bad "split tune: one charge line"
+c=$(grep '"cost_eps"' "$L")
 [ "$(echo "$c" | jq -c .parties)" = "[0,1,2,3,4,5,6,7]" ] && ok || bad "split tune: the charge lists 8 parts: $(echo "$c" | jq -c .parties)"
 [ "$(echo "$c" | jq -c .party_total_eps)" = "[1,1,1,1,1,1,1,1]" ] && ok || bad "split tune: each part charged eps 1 once"
 [ "$(echo "$c" | jq -r .total_eps)" = 1 ] && ok || bad "split tune: total eps $(echo "$c" | jq -r .total_eps), not 1"
@@ -51,7 +51,7 @@ hasnot "$T/s1/summary.json" "heldout\|score" "no noisy score released"
 [ "$(grep -v '^#' "$T/s1/model.txt" | md5sum)" = "$(grep -v '^#' "$T/s2/model.txt" | md5sum)" ] && ok ||
   bad "seeded split tune: models differ"
 [ "$(js "$T/s1" .chosen)" = "$(js "$T/s2" .chosen)" ] && ok || bad "seeded split tune: choices differ"
-[ "$(grep '"step"' "$T/s2/ledger.jsonl" | jq -c '[.parties, .party_total_eps, .total_eps]')" = \
+[ "$(grep '"cost_eps"' "$T/s2/ledger.jsonl" | jq -c '[.parties, .party_total_eps, .total_eps]')" = \
   "$(echo "$c" | jq -c '[.parties, .party_total_eps, .total_eps]')" ] && ok || bad "seeded split tune: charges differ"
 # config.ini describes the tune (its own settings), not the final run in the scratch DIR/.rep
 I=$T/s1/config.ini
@@ -99,8 +99,8 @@ expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 1 --steps 2,4 --seed 4 --out "$T/df"
   bad "a grid alone: search '$(js "$T/df" .search)', split $(js "$T/df" .split)"
 has "$T/df/config.ini" "^tune.split = 0.1 *; default" "config.ini: the default split and its origin"
 # steps {2, 4} x the recipe's epochs halved and kept: 4 candidates, 6 parts
-[ "$(js "$T/df" .candidates_in_grid) $(grep '"step"' "$T/df/ledger.jsonl" | jq -c .parties)" = "4 [0,1,2,3,4,5]" ] && ok ||
-  bad "default split: $(js "$T/df" .candidates_in_grid) candidates, parts $(grep '"step"' "$T/df/ledger.jsonl" | jq -c .parties)"
+[ "$(js "$T/df" .candidates_in_grid) $(grep '"cost_eps"' "$T/df/ledger.jsonl" | jq -c .parties)" = "4 [0,1,2,3,4,5]" ] && ok ||
+  bad "default split: $(js "$T/df" .candidates_in_grid) candidates, parts $(grep '"cost_eps"' "$T/df/ledger.jsonl" | jq -c .parties)"
 expect 0 $MPI -np 2 "$DPOPT" tune $D --eps 1 --steps 2,4 --mean 2 --seed 4 --out "$T/dg"
 [ "$(js "$T/dg" .split)" = null ] && [ "$(js "$T/dg" .privacy.mean_repetitions)" = 2 ] && ok ||
   bad "--mean: not the geometric search: $(js "$T/dg" .search) $(js "$T/dg" .split)"

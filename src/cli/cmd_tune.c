@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "dpopt/status.h"
+#include "dpopt/run.h"
 #include "dpopt/runout.h"
 #include "dpopt/tune.h"
 
@@ -35,6 +36,9 @@ static const dpo_cli_opt_t dpo__tune_opts[] = {
     {"--seed", "run.seed", "S", "reproducible randomness: the tune is then NOT private"},
     {"--out", "run.dir", "DIR", "tune directory (default runs/tune-YYYYmmdd-HHMMSS)"},
     {"--quiet", "run.quiet", NULL, "no messages on stderr"},
+    {"--checkpoint-every", "run.checkpoint_every", "N", "write DIR/checkpoint every N finished repetitions (--split: candidates) (default 0: only on SIGTERM/SIGINT and run.stop_after N, which stops once N have finished)"},
+    {"--resume", "run.resume", "DIR", "continue the stopped tune in DIR from its checkpoint (only run.* settings may change)"},
+    {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default $DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key); never saved in the tune: give it again with --resume"},
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__tune_more[] =
@@ -71,7 +75,13 @@ static const char dpo__tune_more[] =
     "  delta = 0: every repetition eps0-DP, the tune 3 eps0-DP (Liu & Talwar 2019);\n"
     "  delta > 0: Papernot & Steinke 2022, Thm 2 (eta = 1) on the repetitions' RDP curve.\n"
     "Candidates: dp-sgd-rdp (over --lrs, --clips, --epochs) and the pure-eps dp-* algorithms.\n"
-    "The run time grows with K: a tune is private only where its duration is not observed.\n";
+    "The run time grows with K: a tune is private only where its duration is not observed.\n"
+    "Stop and resume: SIGTERM or SIGINT stop the tune at the next boundary between repetitions\n"
+    "(candidates with --split), or inside a repetition's training, which then restarts from\n"
+    "scratch (nothing of it was used); DIR/checkpoint (owner-only, sealed with the journal key)\n"
+    "keeps the state, and dpopt tune --resume DIR continues the same search under the same\n"
+    "charge (exit 5 when stopped).  Every finished repetition is journalled before its score\n"
+    "is used, so a resume whose journal holds one the checkpoint does not know is refused.\n";
 
 int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[64];
@@ -87,7 +97,15 @@ int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (!dpo_config_get(cfg, "model.intercept") && !dpo_config_get(cfg, "model.no_intercept"))
     dpo_config_set(cfg, "model.intercept", "1", "default (dpopt tune)");
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
-  if ((rc = dpo_tune_run_config(ctx->comm, cfg, ctx->rank == 0 ? stdout : NULL))) goto fail;
+  dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the tune with a checkpoint */
+  rc = dpo_tune_run_config(ctx->comm, cfg, ctx->rank == 0 ? stdout : NULL);
+  dpo_run_signals_restore();
+  if (rc == DPO_EINTR) { /* checkpoint written, every line journalled */
+    if (ctx->rank == 0) fprintf(stderr, "dpopt tune: %s\n", dpo_errmsg());
+    ex = DPO_EXIT_INTR;
+    goto out;
+  }
+  if (rc) goto fail;
   ex = 0;
   goto out;
 fail:

@@ -1,7 +1,7 @@
 /* dpopt tune: private hyperparameter selection (dpopt/tune.h).  Settings and candidates, the
  * one charge, then K (random, never released) private trainings through the run API, each
  * scored on the held-out data by a Laplace-noised count of correct predictions (logreg or
- * softmax); only the best is written. */
+ * softmax); only the best is written.  It stops and resumes between repetitions (tune_ckpt.c). */
 #define _XOPEN_SOURCE 700
 #include <json-c/json.h>
 #include <math.h>
@@ -20,6 +20,8 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "dpopt/tune.h"
+#include "privacy/budget_run.h"
+#include "run/run_ckpt.h"
 #include "run/tune_store.h"
 
 #include "run/tune_impl.h"
@@ -75,22 +77,48 @@ static int check_cands(dpo__tune_t *t) {
   return rc;
 }
 
-/* One repetition: train candidate k, score it (rank 0: noisy count of correct held-out
- * predictions). Collective. */
-static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, double *score,
-                   int *better, double best) {
+/* Rank 0: the whole file p into a new buffer (the repetition's model, kept until the end). */
+static int slurp(const char *p, char **buf, size_t *n) {
+  FILE *f = fopen(p, "rb");
+  long len = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+  if (!f || len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    if (f) fclose(f);
+    return dpo_err(DPO_EIO, "%s: cannot read the repetition's model", p);
+  }
+  char *b = malloc((size_t)len + 1);
+  int rc = b && fread(b, 1, (size_t)len, f) == (size_t)len ? DPO_OK
+                                                            : dpo_err(DPO_EIO, "%s: cannot read", p);
+  fclose(f);
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  free(*buf);
+  *buf = b, *n = (size_t)len;
+  return DPO_OK;
+}
+
+/* One repetition (number s->done): train candidate s->next, journal that it finished, then
+ * score it (rank 0: noisy count of correct held-out predictions) and keep the best in s.
+ * DPO_EINTR when a signal stopped its training (nothing of it used).  Collective. */
+static int run_rep(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tune_state_t *s) {
+  const dpo__cand_t *k = &t->c[s->next];
   dpo_config_t *c = NULL;
   dpo_run_t *run = NULL;
-  int rc = dpo__tune_cand_config(t, k, r, &c);
+  int rc = dpo__tune_cand_config(t, k, (int)s->done, &c), better = 0;
   if (rc) return dpo_agree(t->comm, rc);
   if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
       !(rc = dpo_run_load(run))) {
+    dpo_run_set_stop(run, dpo_run_signal_flag());
     rc = dpo_run_solve(run);
     if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is kept */
     if (!rc) rc = dpo_run_evaluate(run);
     if (!rc) rc = dpo_run_write(run);
   }
-  *better = 0;
+  rc = dpo_agree(t->comm, rc);
+  /* journalled before its score is used: a resume never runs a finished repetition again */
+  if (!rc) rc = dpo__tune_finished(t, L, s->done);
   if (!rc && t->rank == 0) {
     dpo_run_result_t res;
     double b, v = 0;
@@ -107,20 +135,18 @@ static int run_rep(dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_rng_t *rng, 
       v = (double)llround(res.test_metric * (double)t->n_test);
       rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, b, &v, 1);
     }
-    if (!rc) *score = v;
-    if (!rc && *score > best) {
-      char src[700], dst[600];
+    if (!rc && v > s->score) { /* the best model stays with rank 0 until the tune ends */
+      char src[700];
       snprintf(src, sizeof src, "%s/.rep/model.txt", t->dir);
-      snprintf(dst, sizeof dst, "%s/model.txt", t->dir);
-      *better = rename(src, dst) == 0;
-      if (!*better) rc = dpo_err(DPO_EIO, "%s: cannot keep the model", dst);
+      if (!(rc = slurp(src, &s->model, &s->nmodel))) s->score = v, better = 1;
     }
   }
   dpo_run_destroy(run);
   dpo_config_destroy(c);
   dpo__tune_rm_rep(t);
   rc = dpo_agree(t->comm, rc);
-  MPI_Bcast(better, 1, MPI_INT, 0, t->comm);
+  MPI_Bcast(&better, 1, MPI_INT, 0, t->comm);
+  if (!rc && better) s->best = s->next;
   return rc;
 }
 
@@ -258,26 +284,34 @@ static int test_accuracy(dpo__tune_t *t, int32_t d, double *acc) {
 
 /* No tune.* setting (t->plain): what dpopt train does with the same settings, train's recipe
  * at the whole (eps, delta), in the tune's directory; its own ledger, plan and budget store
- * charge it as it runs.  Says so first.  Collective. */
-static int tune_plain(dpo__tune_t *t, FILE *out) {
+ * charge it as it runs, and it stops (signals, run.stop_after, --checkpoint-every) and
+ * resumes (res: --resume DIR, the run's own) as train does.  Says so first.  Collective. */
+static int tune_plain(dpo__tune_t *t, const char *res, FILE *out) {
   dpo_run_t *run = NULL;
   dpo_config_t *c = NULL;
   int rc = dpo_config_copy(t->cfg, &c), solved = DPO_OK;
   if (!rc) rc = dpo_config_set(c, "run.dir", t->dir, "tune");
+  if (!rc && res) rc = dpo_config_set(c, "run.resume", res, "--resume");
   if ((rc = dpo_agree(t->comm, rc))) {
     dpo_config_destroy(c);
     return rc;
   }
   rc = dpo_run_create(t->comm, c, &run);
   if (!rc) rc = dpo_run_setup(run);
-  if (!rc && out) /* once set up: a refused tune does not announce a run */
+  if (!rc && out && !res) /* once set up: a refused tune does not announce a run */
     fprintf(out, "tune: no grid given: train's recipe at the whole budget, one private run and "
             "no selection (on a9a no search over the grid around this recipe beat it: the "
             "geometric one leaves each candidate about a third of eps and lost, the one by "
             "parallel composition was at best level within noise); give a grid (--algos, "
             "--steps, --epochs, --lrs, --clips) to search by --split 0.1, or --mean K\n");
   if (!rc && !(rc = dpo_run_load(run))) {
+    dpo_run_set_stop(run, dpo_run_signal_flag());
     solved = dpo_run_solve(run);
+    if (solved == DPO_EINTR) { /* the run's own message names train's command */
+      char m[600];
+      snprintf(m, sizeof m, "%s", dpo_errmsg());
+      solved = dpo_err(DPO_EINTR, "%s (a tune: dpopt tune --resume %s)", m, t->dir);
+    }
     if (solved != DPO_OK && solved != DPO_EBUDGET) rc = solved;
     if (!rc && !(rc = dpo_run_evaluate(run)) && !(rc = dpo_run_write(run)) && out)
       dpo_run_print(run, out);
@@ -314,21 +348,137 @@ static int missing_beside_eps(dpo__tune_t *t, char *msg, size_t cap) {
   return rc && strstr(msg, "requirements are missing");
 }
 
+/* The geometric search once the charge is made (or, resumed, the checkpoint read into s):
+ * repetitions until the stop drawn after one says so; each pick drawn before the boundary it
+ * is checkpointed at, so a resume continues with the same candidate.  Collective. */
+static int geo_search(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tune_state_t *s) {
+  int rc;
+  if (!t->resuming) {
+    s->best = -1, s->score = -INFINITY;
+    if (t->rank == 0) s->next = dpo__tune_geo_pick(t, rng);
+    MPI_Bcast(&s->next, 1, MPI_INT, 0, t->comm);
+  }
+  while (!s->stop) {
+    if ((rc = dpo__tune_pause(t, L, rng, s))) return rc;
+    if ((rc = run_rep(t, L, rng, s)))
+      return rc == DPO_EINTR ? dpo__tune_interrupted(t, L, rng, s) : rc;
+    s->done++;
+    if (t->rank == 0 && !(s->stop = dpo__tune_geo_stop(t, rng))) s->next = dpo__tune_geo_pick(t, rng);
+    int v[2] = {s->stop, s->next};
+    MPI_Bcast(v, 2, MPI_INT, 0, t->comm);
+    s->stop = v[0], s->next = v[1];
+  }
+  return DPO_OK;
+}
+
+/* Rank 0, at the end of the geometric search: the chosen model released as DIR/model.txt. */
+static int keep_model(const dpo__tune_t *t, const dpo__tune_state_t *s) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/model.txt", t->dir);
+  if (s->best < 0 || !s->model) return dpo_err(DPO_EIO, "%s: no repetition finished", p);
+  return dpo_write_atomic(p, s->model, s->nmodel);
+}
+
+/* The data set's budget store (privacy.store), rank 0: the files registered and the tune's
+ * budget left, before the data are read or anything is written (resumed: checked with the
+ * run's id once the journal is reopened, dpo__budget_run_reserve). */
+static int store_check(dpo__tune_t *t, const char *store, const char *jkey, int seeded,
+                       dpo_budget_t **bud) {
+  const char *files[3] = {NULL, NULL, NULL};
+  int nf = 1, rc;
+  if (!store || !*store || t->rank != 0) return DPO_OK;
+  dpo_config_get_str(t->cfg, "data.train", NULL, &files[0]);
+  if (t->valid) files[nf++] = t->valid;
+  if (t->test) files[nf++] = t->test;
+  if (seeded)
+    return dpo_err(DPO_EINVAL, "--seed makes the tune NOT private, so it cannot charge the "
+                   "budget store %s", store);
+  if (!(rc = dpo_budget_open(store, jkey, files, nf, bud)) &&
+      !(rc = dpo_budget_lock(*bud)) && !t->resuming) /* held until the reservation */
+    rc = dpo_budget_reserve(*bud, NULL, t->eps, t->delta, "tune", 1);
+  return rc;
+}
+
+/* The tune's directory: new (its settings written at once, for --resume) or, resumed, the
+ * stopped tune's.  Rank 0's stream and the partition's key.  Collective. */
+static int open_dir(dpo__tune_t *t, const dpo_config_t *ucfg, int seeded, int64_t seed,
+                    dpo_rng_t **rng) {
+  int rc = DPO_OK, exists = 0;
+  if (t->rank == 0) {
+    if (t->resuming) rc = dpo__tune_resume_dir(t->dir);
+    else if ((rc = dpo_mkdir_new(t->dir, "summary.json", &exists)) && exists)
+      rc = dpo_err(DPO_EINVAL, "run directory %s exists and is not empty: choose another --out", t->dir);
+    if (!rc) rc = dpo_rng_create(seeded, (uint64_t)seed, 0x74756e65, rng);
+    if (!rc) t->key = dpo_rng_u64(*rng); /* the partition's key (split): never released */
+  }
+  if ((rc = dpo_agree(t->comm, rc))) return rc;
+  MPI_Bcast(&t->key, 1, MPI_UINT64_T, 0, t->comm);
+  if (t->resuming) return DPO_OK; /* checked when the tune started; its settings unchanged */
+  if ((rc = check_cands(t))) { /* nothing charged or written: leave nothing behind */
+    if (t->rank == 0) dpo__tune_rm_tree(t->dir);
+    return rc;
+  }
+  /* the settings as given (run.dir the directory), what --resume reads back; the geometric
+   * search replaces it by the chosen candidate's at the end */
+  dpo_config_t *c = NULL;
+  if (t->rank == 0 && !(rc = dpo_config_copy(ucfg, &c)) &&
+      !(rc = dpo_config_set(c, "run.dir", t->dir, "tune (its directory)")))
+    rc = dpo__run_write_config(c, t->dir);
+  dpo_config_destroy(c);
+  return dpo_agree(t->comm, rc);
+}
+
+/* The one charge (new tune) or its journal reopened at the checkpoint (resumed).  Collective. */
+static int charge_once(dpo__tune_t *t, dpo_ledger_t *L) {
+  char what[256];
+  int rc = DPO_OK;
+  if (t->resuming) /* the charge was made before the first repetition: the journal holds it */
+    return dpo_agree(t->comm, t->rank == 0 && dpo_ledger_count(L) != 1
+                                  ? dpo_err(DPO_EFORMAT, "%s/ledger.jsonl: a tune's journal holds "
+                                            "one charge", t->dir)
+                                  : DPO_OK);
+  snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
+           t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
+  dpo_charge_t ch = {.mechanism = t->rdp ? DPO_MECH_GAUSSIAN : DPO_MECH_LAPLACE,
+                     .eps = t->total_eps, .delta = t->total_delta, .sampling = DPO_SAMPLING_NONE,
+                     .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
+  if (t->rank == 0) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
+  if ((rc = dpo_agree(t->comm, rc))) return rc;
+  return dpo_ledger_charge_all(L, &ch, NULL);
+}
+
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
   dpo_budget_t *bud = NULL; /* the data set's budget store (privacy.store), rank 0 */
+  dpo_budget_head_t *head = NULL;
   dpo__tune_pstore_t *pst = NULL; /* the parties' own stores (tune_store.h) */
+  dpo_config_t *merged = NULL;
+  dpo__tune_state_t s;
   dpo_ledger_parts_t parts;
-  char rid[65];
-  const char *store = NULL, *jkey = NULL;
-  int rc, seeded = 0, reserved = 0;
+  char rid[65] = "";
+  const char *store = NULL, *jkey = NULL, *res = dpo_config_get(ucfg, "run.resume");
+  int rc, seeded = 0;
+  memset(&s, 0, sizeof s);
   if (!t) return dpo_agree(comm, dpo_err(DPO_ENOMEM, "out of memory"));
   t->comm = comm;
   MPI_Comm_rank(comm, &t->rank);
   int64_t seed = 0;
-  rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
+  /* --resume DIR: the stopped tune's own settings; only run.* keys may change (as for train) */
+  /* a finished tune (either search or plain) is refused first: its config.ini is the chosen
+   * candidate's, not the tune's */
+  rc = res ? dpo_agree(comm, t->rank == 0 ? dpo__tune_resume_dir(res) : DPO_OK) : DPO_OK;
+  if (!rc && res) rc = dpo__run_resume_config(ucfg, res, &merged);
+  /* a search's settings always hold a tune.* key, a plain tune's run's config.ini none: that
+   * run resumes as train's does */
+  if (!rc && res && !dpo__tune_any_key(merged)) {
+    snprintf(t->dir, sizeof t->dir, "%s", res);
+    if (!(rc = dpo_agree(comm, dpo_config_copy(ucfg, &t->cfg)))) rc = tune_plain(t, res, out);
+    goto out;
+  }
+  if (!rc && res) ucfg = merged, t->resuming = 1;
+  if (!rc) rc = dpo_config_copy(ucfg, &t->cfg); /* train's recipe goes into the copy */
   dpo_config_t *cfg = t->cfg;
   char more[1536];
   if (!rc && dpo_config_get(cfg, "data.train") && !dpo_config_get(cfg, "privacy.eps") &&
@@ -336,9 +486,10 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
     rc = dpo_err(DPO_EINVAL, "tune: %s", more);
   if (!rc) rc = dpo__tune_settings(t);
   if (!rc && t->plain) {
-    rc = tune_plain(t, out);
+    rc = tune_plain(t, res, out);
     goto out;
   }
+  if (!rc) rc = dpo__tune_ckpt_settings(t);
   /* fail closed: a tune.* key dpo__tune_settings did not read is refused here; every other key is
    * checked by the repetitions' own set-up (dpo_run_setup), before the charge */
   if (!rc) {
@@ -350,27 +501,18 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
     rc = dpo_config_get_int(cfg, "run.seed", 0, &seed);
   }
   if ((rc = dpo_agree(comm, rc))) goto out;
-  /* the data set's budget store: the files registered and the tune's budget left, before the
-   * data are read (the row counts below) or anything is written */
   dpo_config_get_str(cfg, "privacy.store", NULL, &store);
   dpo_config_get_str(t->cfg, "privacy.journal_key", NULL, &jkey);
   /* each party's own store, checked by the party's first rank (the repetitions are not runs
    * of their own: the tune's one charge is what every party's rows are released under) */
   if ((rc = dpo__tune_pstore_check(comm, cfg, jkey, t->eps, t->delta, seeded, &pst))) goto out;
-  if (store && *store && t->rank == 0) {
-    const char *files[3] = {NULL, NULL, NULL};
-    int nf = 1;
-    dpo_config_get_str(cfg, "data.train", NULL, &files[0]);
-    if (t->valid) files[nf++] = t->valid;
-    if (t->test) files[nf++] = t->test;
-    if (seeded)
-      rc = dpo_err(DPO_EINVAL, "--seed makes the tune NOT private, so it cannot charge the "
-                   "budget store %s", store);
-    else if (!(rc = dpo_budget_open(store, jkey, files, nf, &bud)) &&
-             !(rc = dpo_budget_lock(bud))) /* held until the reservation */
-      rc = dpo_budget_reserve(bud, NULL, t->eps, t->delta, "tune", 1);
-  }
-  if ((rc = dpo_agree(comm, rc))) goto out;
+  t->no_ckpt = pst != NULL; /* a party store settles at the end only (tune_store.h) */
+  if (t->no_ckpt && (t->resuming || t->ckpt_every > 0 || t->stop_after > 0) &&
+      (rc = dpo_agree(comm, dpo_err(DPO_EINVAL, "a tune whose parties keep budget stores "
+                                    "(parties.budget_store) has no checkpoints: drop "
+                                    "--checkpoint-every, run.stop_after and --resume"))))
+    goto out;
+  if ((rc = dpo_agree(comm, store_check(t, store, jkey, seeded, &bud)))) goto out;
   /* the sizes (public under replace-one), then the calibration: all before the directory */
   int32_t d = 0;
   const char *train = dpo_config_get(cfg, "data.train");
@@ -387,67 +529,51 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
     goto out;
   if ((rc = dpo_agree(comm, dpo__tune_calibrate(t)))) goto out;
 made:
-  if (t->rank == 0) {
-    int exists = 0;
-    if ((rc = dpo_mkdir_new(t->dir, "summary.json", &exists)) && exists)
-      rc = dpo_err(DPO_EINVAL, "run directory %s exists and is not empty: choose another --out", t->dir);
-    if (!rc) rc = dpo_rng_create(seeded, (uint64_t)seed, 0x74756e65, &rng);
-    if (!rc) t->key = dpo_rng_u64(rng); /* the partition's key (split): never written */
-  }
-  if ((rc = dpo_agree(comm, rc))) goto out;
-  MPI_Bcast(&t->key, 1, MPI_UINT64_T, 0, comm);
-  if ((rc = check_cands(t))) { /* nothing charged or written: leave nothing behind */
-    if (t->rank == 0) dpo__tune_rm_tree(t->dir);
-    goto out;
-  }
-  char jp[600], what[256];
+  if ((rc = open_dir(t, ucfg, seeded, seed, &rng))) goto out;
+  char jp[600];
   snprintf(jp, sizeof jp, "%s/ledger.jsonl", t->dir);
-  if ((rc = dpo_ledger_open_key(comm, t->eps, t->delta, jp, 0, "basic", t->rel, jkey, &L)))
+  if ((rc = dpo_ledger_open_key(comm, t->eps, t->delta, jp, t->resuming, "basic", t->rel, jkey, &L)))
     goto out;
-  /* the store's reservation under the journal's id, before the charge and any repetition */
-  if (bud && t->rank == 0 && !(rc = dpo_ledger_run_id(L, rid)) &&
-      !(rc = dpo_budget_reserve(bud, rid, t->eps, t->delta, "tune", 0)))
-    reserved = 1;
+  /* resumed: the checkpoint against the journal before anything is written */
+  if (t->resuming && ((t->split > 0 && (rc = dpo__tune_split_parties(t, L))) ||
+                      (rc = charge_once(t, L)) || (rc = dpo__tune_resume(t, L, rng, &s))))
+    goto out;
+  /* the store's reservation under the journal's id, before the charge and any repetition; a
+   * resumed tune's is carried over (an open one kept, a settled one reserved whole again) */
+  if (bud && t->rank == 0)
+    rc = dpo__budget_run_reserve(bud, store, jkey, L, jp, t->eps, t->delta, "tune", t->resuming,
+                                 rid, &head);
   if ((rc = dpo_agree(comm, rc)) || (rc = dpo__tune_pstore_reserve(pst, L))) goto out;
   const char *label = seeded ? "NOT PRIVATE: seeded run (--seed), reproducible for testing"
                              : "PRIVATE: one charge covers every repetition and the selection";
   if (t->split > 0) {
-    rc = dpo__tune_split_run(t, L, rng, label, out);
+    rc = dpo__tune_split_run(t, L, rng, &s, label, out);
     goto out;
   }
   /* the one charge: before any candidate runs or anything is released */
-  snprintf(what, sizeof what, "private selection: geometric repetitions, mean %g, each %.6g; %s",
-           t->mean, t->eb, t->rdp ? "Papernot-Steinke 2022 Thm 2 (RDP)" : "Liu-Talwar 2019 (3 eps0)");
-  dpo_charge_t ch = {.mechanism = t->rdp ? DPO_MECH_GAUSSIAN : DPO_MECH_LAPLACE,
-                     .eps = t->total_eps, .delta = t->total_delta, .sampling = DPO_SAMPLING_NONE,
-                     .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
-  if (t->rank == 0) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
-  if ((rc = dpo_agree(comm, rc)) || (rc = dpo_ledger_charge_all(L, &ch, NULL))) goto out;
-  double best = -INFINITY, score = 0;
-  int bestk = -1, stop = 0;
-  for (int r = 0; !stop; r++) {
-    int k = 0, better = 0;
-    if (t->rank == 0) k = dpo__tune_geo_pick(t, rng);
-    MPI_Bcast(&k, 1, MPI_INT, 0, comm);
-    if ((rc = run_rep(t, &t->c[k], r, rng, &score, &better, best))) goto out;
-    if (better) best = score, bestk = k;
-    if (t->rank == 0) stop = dpo__tune_geo_stop(t, rng);
-    MPI_Bcast(&stop, 1, MPI_INT, 0, comm);
-  }
+  if (!t->resuming && (rc = charge_once(t, L))) goto out;
+  if ((rc = geo_search(t, L, rng, &s))) goto out;
   double tacc = NAN;
-  if ((rc = test_accuracy(t, d, &tacc))) goto out;
-  if (t->rank == 0) rc = write_summary(t, &t->c[bestk], best, tacc, label, out);
+  if ((rc = dpo_agree(comm, t->rank == 0 ? keep_model(t, &s) : DPO_OK)) ||
+      (rc = test_accuracy(t, d, &tacc)))
+    goto out;
+  if (t->rank == 0) rc = write_summary(t, &t->c[s.best], s.score, tacc, label, out);
+  if (!rc && t->rank == 0) rc = dpo__tune_ckpt_remove(t);
   rc = dpo_agree(comm, rc);
 out:
-  /* the reservation becomes the tune's one charge (a failed settle leaves it spent whole) */
-  if (reserved && (dpo_ledger_parts(L, &parts) || dpo_budget_settle(bud, rid, &parts)))
+  /* the reservation becomes the tune's one charge (a failed settle leaves it spent whole);
+   * a stopped tune's too: its resume reserves it whole again under the same id */
+  if (rid[0] && (dpo_ledger_parts(L, &parts) || dpo_budget_settle(bud, rid, &parts)))
     fprintf(stderr, "dpopt: warning: budget store %s: the tune's reservation stays spent "
             "whole: %s\n", store, dpo_errmsg());
   dpo_budget_close(bud);
   dpo__tune_pstore_finish(pst, L); /* collective: every rank gets here */
   dpo_ledger_close(L);
+  dpo_budget_head_close(head);
   dpo_rng_destroy(rng);
   dpo_config_destroy(t->cfg);
+  dpo_config_destroy(merged);
+  free(s.model);
   free(t);
   return rc;
 }

@@ -17,9 +17,11 @@
 #include "run/tune_store.h"
 
 void dpo__tune_copy_key(const char *k, const char *v, const char *o, void *to) {
-  /* the tune, not each repetition, charges the data set's budget store: one reservation */
+  /* the tune, not each repetition, charges the data set's budget store: one reservation; and
+   * the tune stops and resumes (tune_ckpt.c): a repetition runs whole, or again from scratch */
   if (!strncmp(k, "tune.", 5) || !strcmp(k, "run.dir") || !strcmp(k, "algo.name") ||
-      !strcmp(k, "data.test") ||
+      !strcmp(k, "data.test") || !strcmp(k, "run.resume") || !strcmp(k, "run.stop_after") ||
+      !strcmp(k, "run.checkpoint_every") ||
       !strcmp(k, "privacy.store") || dpo__tune_pstore_key(k))
     return;
   dpo_config_set(to, k, v, o);
@@ -78,7 +80,7 @@ static void is_tune_key(const char *k, const char *v, const char *o, void *any) 
   if (!strncmp(k, "tune.", 5)) *(int *)any = 1;
 }
 
-static int any_tune_key(const dpo_config_t *cfg) {
+int dpo__tune_any_key(const dpo_config_t *cfg) {
   int any = 0;
   dpo_config_foreach(cfg, is_tune_key, &any);
   return any;
@@ -133,9 +135,11 @@ int dpo__tune_settings(dpo__tune_t *t) {
     return dpo_err(DPO_EINVAL, "tune: model %s: the score is a count of correct held-out "
                    "predictions (logreg or softmax)", mname);
   t->multi = !strcmp(mname, "softmax");
+  /* dpopt tune --resume reaches here without run.resume (dpo__run_resume_config merged the
+   * stopped tune's settings); the audit of a tune does not resume one */
   if (dpo_config_get(cfg, "run.resume"))
-    return dpo_err(DPO_EINVAL, "tune: --resume is not supported (a tune's repetitions are not "
-                   "checkpointed: a new tune is a new charge)");
+    return dpo_err(DPO_EINVAL, "tune: run.resume is not read here (dpopt tune --resume DIR "
+                   "continues a stopped tune; an audit of a tune is not resumed)");
   /* no --algos: train's auto-picked recipe at the tune's budget (run_auto.c) is the centre of
    * the grid; its settings reach every repetition like the user's */
   if (!dpo_config_get(cfg, "tune.algo")) t->recipe = dpo_run_auto_algo(t->cfg);
@@ -143,7 +147,7 @@ int dpo__tune_settings(dpo__tune_t *t) {
    * the default grid leaves each repetition about 0.3 of eps (Papernot-Steinke, geometric K),
    * and on a9a it lost to train's recipe at every eps measured (doc/results.md, "Tune against
    * train"); the decision reads only the settings, never the data. */
-  if (t->recipe && !any_tune_key(cfg)) {
+  if (t->recipe && !dpo__tune_any_key(cfg)) {
     t->plain = 1;
     tune_dir(t);
     return DPO_OK;

@@ -45,11 +45,30 @@ typedef struct {
   dpo__cand_t c[DPO__TUNE_MAXC];
   double total_eps, total_delta;
   char dir[512];
+  /* stop and resume (tune_ckpt.c): --resume DIR, --checkpoint-every N (finished repetitions
+   * or candidates), run.stop_after N; no_ckpt: the parties keep budget stores (no checkpoint) */
+  int resuming, no_ckpt;
+  int64_t ckpt_every, stop_after, resumed_at;
 } dpo__tune_t;
+
+/* What a stopped tune continues from (tune_ckpt.c; doc/design.md, "Private hyperparameter
+ * selection", stop and resume).  done counts the finished repetitions (geometric search) or
+ * candidates (split), each journalled before its score was used. */
+typedef struct {
+  int64_t done;
+  int next, stop;  /* geometric: the candidate drawn for repetition `done`; stop drawn after it */
+  int best;        /* the best so far: its candidate (-1: none yet) */
+  double score;    /* geometric: its noisy score (-inf: none) */
+  double noisy[DPO__TUNE_MAXC]; /* split: the noisy counts of candidates 0 .. done-1 */
+  char *model;     /* geometric, rank 0: the best model's model.txt bytes (released at the end) */
+  size_t nmodel;
+} dpo__tune_state_t;
 
 /* tune_grid.c: the candidate grid and the settings from t->cfg (data-free, not collective; also the
  * audit's, src/run/run_audit_tune.c) */
 int dpo__tune_settings(dpo__tune_t *t);
+/* tune_grid.c: does cfg hold a tune.* key (a plain tune, train's recipe once, holds none) */
+int dpo__tune_any_key(const dpo_config_t *cfg);
 
 /* tune_plan.c: the geometric search's per-repetition eps t->eb and totals (and each Gaussian
  * candidate's steps, batch and z) from public settings; repetition r's configuration (the
@@ -90,7 +109,32 @@ int dpo__tune_split_scale(const dpo__tune_t *t, double *b);
 int dpo__tune_split_pick(double *noisy, int i, double count, double b, dpo_rng_t *rng, int *best);
 /* tune_split.c, collective, once the ledger L is open (rank 0) and the store reserved: the
  * charge per part, the candidates, the selection, the final run, summary.json. */
-int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const char *label,
-                        FILE *out);
+int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tune_state_t *s,
+                        const char *label, FILE *out);
+/* tune_split.c, collective, --resume: the journal's part accounts restored (before its check) */
+int dpo__tune_split_parties(dpo__tune_t *t, dpo_ledger_t *L);
+
+/* tune_ckpt.c: run.checkpoint_every, run.stop_after of t->cfg (not collective) */
+int dpo__tune_ckpt_settings(dpo__tune_t *t);
+/* tune_ckpt.c, collective: journal "finished" for repetition or candidate i (rank 0) before its
+ * score is used, so a resume can tell it from one the checkpoint knows */
+int dpo__tune_finished(const dpo__tune_t *t, dpo_ledger_t *L, int64_t i);
+/* tune_ckpt.c, collective, at the boundary before repetition / candidate s->done: the periodic
+ * checkpoint, and on SIGTERM/SIGINT or run.stop_after a checkpoint and DPO_EINTR */
+int dpo__tune_pause(const dpo__tune_t *t, dpo_ledger_t *L, const dpo_rng_t *rng,
+                    const dpo__tune_state_t *s);
+/* tune_ckpt.c, collective: after a repetition's own run stopped on a signal (DPO_EINTR), the
+ * checkpoint of the boundary before it (the repetition restarts from scratch) */
+int dpo__tune_interrupted(const dpo__tune_t *t, dpo_ledger_t *L, const dpo_rng_t *rng,
+                          const dpo__tune_state_t *s);
+/* tune_ckpt.c, collective, --resume: DIR/checkpoint read (owner-only, its seal checked with the
+ * journal key), the reopened journal exactly at its position; s, the streams (seeded) and
+ * t->key restored; every rank gets done, next, stop, best, key */
+int dpo__tune_resume(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tune_state_t *s);
+/* tune_ckpt.c, rank 0: --resume DIR is a stopped tune (a checkpoint, no summary.json) */
+int dpo__tune_resume_dir(const char *dir);
+/* tune_ckpt.c, rank 0, once summary.json is written: the checkpoint (it holds the partition's
+ * key and the unreleased state) removed */
+int dpo__tune_ckpt_remove(const dpo__tune_t *t);
 
 #endif

@@ -48,6 +48,7 @@ static int part_run(dpo__tune_t *t, dpo_config_t *c, double lo, double hi, doubl
   if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
       !(rc = dpo_agree(t->comm, dpo_run_set_rows(run, t->key, lo, hi, tlo, thi))) &&
       !(rc = dpo_run_load(run))) {
+    dpo_run_set_stop(run, dpo_run_signal_flag()); /* DPO_EINTR: the tune checkpoints */
     rc = dpo_run_solve(run);
     if (rc == DPO_EBUDGET) rc = DPO_OK; /* the last released iterate is kept */
     if (!rc) rc = dpo_run_evaluate(run);
@@ -74,27 +75,40 @@ static int count_valid(dpo__tune_t *t, int64_t *n) {
   return rc;
 }
 
-static int charge_parts(dpo__tune_t *t, dpo_ledger_t *L) {
+/* Rank 0: one account per part, each with the whole budget (a resumed journal's restored) */
+static int set_parts(dpo__tune_t *t, dpo_ledger_t *L) {
   int np = t->nc + 2, rc = DPO_OK;
   double *be = malloc((size_t)np * sizeof *be), *bd = malloc((size_t)np * sizeof *bd);
+  if (!be || !bd) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < np; i++) be[i] = t->eps, bd[i] = t->delta;
+  if (!rc) rc = dpo_ledger_set_parties(L, np, be, bd);
+  t->total_eps = t->eps, t->total_delta = t->delta; /* the max over the parts */
+  free(be), free(bd);
+  return rc;
+}
+
+int dpo__tune_split_parties(dpo__tune_t *t, dpo_ledger_t *L) {
+  return dpo_agree(t->comm, t->rank == 0 ? set_parts(t, L) : DPO_OK);
+}
+
+static int charge_parts(dpo__tune_t *t, dpo_ledger_t *L) {
+  int np = t->nc + 2, rc = set_parts(t, L);
   int *ids = malloc((size_t)np * sizeof *ids);
   char what[512];
-  if (!be || !bd || !ids) rc = dpo_err(DPO_ENOMEM, "out of memory");
-  for (int i = 0; !rc && i < np; i++) be[i] = t->eps, bd[i] = t->delta, ids[i] = i;
+  if (!ids && !rc) rc = dpo_err(DPO_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < np; i++) ids[i] = i;
   snprintf(what, sizeof what, "parallel composition over %d disjoint parts of the rows (a "
            "secret keyed draw per row position): account 0 = the validation part (a fraction "
            "%g; report-noisy-max, eps), accounts 1..%d = the candidates' training parts (%g "
            "each; eps, delta), account %d = the final part (%g; eps, delta); each part is "
            "charged the whole budget once, the total is the max over the parts", np,
            t->split / 4, t->nc, 0.75 * t->split / t->nc, np - 1, 1 - t->split);
-  if (!rc) rc = dpo_ledger_set_parties(L, np, be, bd);
   if (!rc) rc = dpo_ledger_record_plan(L, "tune", "whole", 1, what);
   dpo_charge_t ch = {.mechanism = t->rdp ? DPO_MECH_GAUSSIAN : DPO_MECH_LAPLACE,
                      .eps = t->eps, .delta = t->delta, .sampling = DPO_SAMPLING_NONE,
                      .accounting = DPO_ACCOUNTING_PURE, .neighbours = t->rel};
   if (!rc) rc = dpo_ledger_charge_parties(L, &ch, np, ids, NULL, NULL);
-  t->total_eps = t->eps, t->total_delta = t->delta; /* the max over the parts */
-  free(be), free(bd), free(ids);
+  free(ids);
   return rc;
 }
 
@@ -150,31 +164,38 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
 }
 
 
-int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const char *label,
-                        FILE *out) {
-  double noisy[DPO__TUNE_MAXC], b = 0;
+int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tune_state_t *s,
+                        const char *label, FILE *out) {
+  double b = 0;
   int64_t nv = 0;
-  int rc = t->rank == 0 ? charge_parts(t, L) : DPO_OK, best = 0;
-  /* before anything runs: the charge per part */
+  /* before anything runs: the charge per part (resumed: the journal holds it) */
+  int rc = t->rank == 0 && !t->resuming ? charge_parts(t, L) : DPO_OK;
   if ((rc = dpo_agree(t->comm, rc)) || (rc = count_valid(t, &nv))) return rc;
   if (t->rank == 0) rc = dpo__tune_split_scale(t, &b);
   if ((rc = dpo_agree(t->comm, rc))) return rc;
   const double v0 = t->split / 4, w = 0.75 * t->split / t->nc;
-  for (int i = 0; i < t->nc; i++) {
+  for (int i = (int)s->done; i < t->nc; i++) {
     dpo_config_t *c = NULL;
     dpo_run_result_t res;
+    if ((rc = dpo__tune_pause(t, L, rng, s))) return rc;
     rc = dpo_agree(t->comm, dpo__tune_split_config(t, &t->c[i], i, &c));
     if (!rc) rc = part_run(t, c, v0 + i * w, i + 1 == t->nc ? t->split : v0 + (i + 1) * w, 0, v0, &res);
     dpo_config_destroy(c);
     dpo__tune_rm_rep(t);
-    if (rc) return rc;
-    /* rank 0: the count of correct predictions on V, noised; only the argmax ever leaves
-     * this process (the noisy counts themselves would cost eps each) */
+    if (rc) return rc == DPO_EINTR ? dpo__tune_interrupted(t, L, rng, s) : rc;
+    /* journalled before its count is used; rank 0: the count of correct predictions on V,
+     * noised; only the argmax ever leaves this process (the noisy counts themselves would
+     * cost eps each) */
+    if ((rc = dpo__tune_finished(t, L, i))) return rc;
     if (t->rank == 0)
-      rc = dpo__tune_split_pick(noisy, i, (double)llround(res.test_metric * (double)nv), b, rng,
-                                &best);
+      rc = dpo__tune_split_pick(s->noisy, i, (double)llround(res.test_metric * (double)nv), b, rng,
+                                &s->best);
     if ((rc = dpo_agree(t->comm, rc))) return rc;
+    s->done = i + 1;
   }
+  /* the boundary before the final run (a stop there trains it again from scratch) */
+  if ((rc = dpo__tune_pause(t, L, rng, s))) return rc;
+  int best = s->best;
   MPI_Bcast(&best, 1, MPI_INT, 0, t->comm);
   /* the winner on F at the whole budget; --test only reported */
   dpo_config_t *c = NULL;
@@ -182,8 +203,13 @@ int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, const c
   rc = dpo_agree(t->comm, dpo__tune_split_config(t, &t->c[best], -1, &c));
   if (!rc) rc = part_run(t, c, t->split, 1, 0, 0, &res);
   dpo_config_destroy(c);
+  if (rc == DPO_EINTR) {
+    dpo__tune_rm_rep(t);
+    return dpo__tune_interrupted(t, L, rng, s);
+  }
   if (!rc && t->rank == 0)
     rc = write_split_summary(t, &t->c[best], res.test_metric, label, out);
+  if (!rc && t->rank == 0) rc = dpo__tune_ckpt_remove(t);
   dpo__tune_rm_rep(t);
   return dpo_agree(t->comm, rc);
 }
