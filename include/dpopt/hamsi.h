@@ -302,6 +302,10 @@ typedef struct {
   dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */
   double ring_mb;      /* MB of item blocks this rank sent in ring moves (STRATA* on P ranks;
                           opts.cache_mb cuts it); the summary has the max over ranks */
+  int64_t ring_bytes_epochs;      /* bytes this rank sent in the ring moves of the training
+                                     epochs (undone epochs' moves back included; not the
+                                     moves home after the last epoch) */
+  int64_t ring_hist_bytes_epochs; /* of them the L-BFGS history (the rest: factor rows) */
 } dpo_hamsi_result_t;
 
 /* Collective: train on the ratings this rank holds (any split of the global set; they are

@@ -523,6 +523,9 @@ static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t
 static int dpo__hm_end(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full, int st, int64_t t,
                        double t_start, double t_train) {
   const dpo_hamsi_opts_t *o = &h->o;
+  /* the epochs' ring bytes, before the moves home (jobs/costmodel's formula counts these) */
+  res->ring_bytes_epochs = h->ring_sent;
+  res->ring_hist_bytes_epochs = h->ring_hsent;
   if (st == DPO_ENOCONV && o->result_on_failure) {
     /* diverged: the result holds the last good point, the status stays
      * DPO_ENOCONV */

@@ -73,7 +73,8 @@ typedef struct {
   int64_t *hincap, *houtcap;
   int64_t hgen, *known;
   int32_t *hlog, *nin, *slin, tr_from;
-  int64_t ring_sent;     /* bytes this rank sent in ring moves */
+  int64_t ring_sent;     /* bytes this rank sent in ring moves (x and history parts) */
+  int64_t ring_hsent;    /* of which the history parts */
   /* training ratings, sorted by block */
   int64_t n, ntest;
   int32_t *lu, *li;     /* user - u0, item - col_cut[block] */

@@ -71,7 +71,9 @@ static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
   int32_t sl[256];
   int n = h->hcache ? dpo__hm_lacks(h, dst, c, sl) : -1;
   if (nh == 0 || n == 0) return DPO_OK;
-  h->ring_sent += sizeof(dpo__hist_t) * (size_t)(n < 0 ? nh : n * nv);
+  int64_t bytes = (int64_t)sizeof(dpo__hist_t) * (n < 0 ? nh : n * nv);
+  h->ring_sent += bytes;
+  h->ring_hsent += bytes;
   if (n < 0) {
     DPO_MPI_CHECK(MPI_Isend(dpo__cbhist(h, h->cbuf[c], c), (int)nh, DPO__HIST_MPI, dst,
                             DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
