@@ -306,6 +306,9 @@ typedef struct {
                                      epochs (undone epochs' moves back included; not the
                                      moves home after the last epoch) */
   int64_t ring_hist_bytes_epochs; /* of them the L-BFGS history (the rest: factor rows) */
+  int64_t blocks_early;  /* blocks this rank computed while another block of the same stratum
+                            was still on its way here (STRATA* with more strata than ranks;
+                            counted by this process: a resumed run from its resume) */
 } dpo_hamsi_result_t;
 
 /* Collective: train on the ratings this rank holds (any split of the global set; they are
