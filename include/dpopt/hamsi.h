@@ -212,8 +212,9 @@ typedef struct {
   /* STRATA* HAMSI on P > 1 ranks: every rank keeps a copy of every item block's history rows
    * [S | Y] when all of them take at most cache_mb MB (with a P x B table), so a ring move
    * sends the block's factor rows and only the history slots that changed since the
-   * receiving rank last held it (one a pair, instead of all 2M); the same bytes arrive, so the
-   * factors are the same.  Default 256; 0 = off (every move sends the whole history). */
+   * receiving rank last held it (one (s, y) slot a pair, instead of all M); the same bytes
+   * arrive, so the factors are the same.  Default 256; 0 = off (every move sends the whole
+   * history). */
   double cache_mb;
   /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a
    * file and flushes it), so no progress is lost if the run fails later.  A non-zero return
