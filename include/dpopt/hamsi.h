@@ -212,8 +212,9 @@ typedef struct {
   /* STRATA* HAMSI on P > 1 ranks: every rank keeps a copy of every item block's history rows
    * [S | Y] when all of them take at most cache_mb MB (with a P x B table), so a ring move
    * sends the block's factor rows and only the history slots that changed since the
-   * receiving rank last held it (one a pair, instead of all 2M); the same bytes arrive, so the
-   * factors are the same.  Default 256; 0 = off (every move sends the whole history). */
+   * receiving rank last held it (one (s, y) slot a pair, instead of all M); the same bytes
+   * arrive, so the factors are the same.  Default 256; 0 = off (every move sends the whole
+   * history). */
   double cache_mb;
   /* Optional: called on every rank after each trace row is made (e.g. rank 0 appends it to a
    * file and flushes it), so no progress is lost if the run fails later.  A non-zero return
@@ -302,6 +303,13 @@ typedef struct {
   dpo_mf_balance_t balance;      /* of the global partition (STRATA*: block counts) */
   double ring_mb;      /* MB of item blocks this rank sent in ring moves (STRATA* on P ranks;
                           opts.cache_mb cuts it); the summary has the max over ranks */
+  int64_t ring_bytes_epochs;      /* bytes this rank sent in the ring moves of the training
+                                     epochs (undone epochs' moves back included; not the
+                                     moves home after the last epoch) */
+  int64_t ring_hist_bytes_epochs; /* of them the L-BFGS history (the rest: factor rows) */
+  int64_t blocks_early;  /* blocks this rank computed while another block of the same stratum
+                            was still on its way here (STRATA* with more strata than ranks;
+                            counted by this process: a resumed run from its resume) */
 } dpo_hamsi_result_t;
 
 /* Collective: train on the ratings this rank holds (any split of the global set; they are

@@ -270,6 +270,8 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
       h->exchanges++;
       if ((st = dpo__hm_travel_begin(h, k, next))) return st;
     }
+    /* the last stratum reads every held block at its start (line 14's s) */
+    if (h->grid && last && (st = dpo__hm_travel_drain(h))) return st;
     if ((st = dpo__mark(h, first, last))) return st;
     double *a1 = first ? h->gb1 : last ? h->y1 : NULL;
     /* HAMSI: f of the repeated stratum at the start / before the last step; mb-GD: the sum
@@ -279,12 +281,17 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
       for (int32_t i = h->i0; i < h->i1; i++) {
         int32_t c = dpo__mod(i + k, h->B);
         double *a2 = first ? h->gbc[c] : last ? h->yc[c] : NULL;
+        /* a block from another rank is waited for here, after the ones that stayed (det
+         * schedule: the intervals' order puts those first) */
+        if (!h->pend[c] && h->npend > 0) h->early++;
+        if ((st = dpo__hm_wait_block(h, c))) return st;
         dpo__hm_block(h, &h->blk[(int64_t)(i - h->i0) * h->B + c], -1, h->cbuf[c], a1, a2, NULL,
                       fp ? fp + 3 * i : NULL);
         /* the block is done for this step: send it on while the next block computes */
         if (next >= 0 && next != k && (st = dpo__hm_travel_send(h, c, next))) return st;
       }
-      if (next >= 0 && next != k && (st = dpo__hm_travel_end(h, next))) return st;
+      if (next >= 0 && next != k && (st = dpo__hm_travel_switch(h, next))) return st;
+      if (next < 0 && (st = dpo__hm_travel_drain(h))) return st; /* the epoch's end */
     } else if (!h->dist) {
       double *a2 = first ? h->gbc[0] : last ? h->yc[0] : NULL;
       for (int64_t t = h->soff[k]; t < h->soff[k + 1]; t++)
@@ -523,6 +530,10 @@ static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t
 static int dpo__hm_end(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full, int st, int64_t t,
                        double t_start, double t_train) {
   const dpo_hamsi_opts_t *o = &h->o;
+  /* the epochs' ring bytes, before the moves home (jobs/costmodel's formula counts these) */
+  res->ring_bytes_epochs = h->ring_sent;
+  res->ring_hist_bytes_epochs = h->ring_hsent;
+  res->blocks_early = h->early;
   if (st == DPO_ENOCONV && o->result_on_failure) {
     /* diverged: the result holds the last good point, the status stays
      * DPO_ENOCONV */

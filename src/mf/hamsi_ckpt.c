@@ -125,7 +125,7 @@ static void dpo__put_rank(dpo__ckb_t *b, const dpo__hm_t *h) {
       dpo__put(b, h->cbuf[c], sizeof(double) * (size_t)dpo__cbsize(h, c));
   dpo__put_snap(b, h, &h->sg_prev);
   dpo__put_snap(b, h, &h->best);
-  int64_t iv[4] = {h->capped, h->processed, h->ring_sent, 0};
+  int64_t iv[4] = {h->capped, h->processed, h->ring_sent, h->ring_hsent};
   uint64_t kv[2] = {h->k_grad, h->k_update};
   double tv[2] = {h->t_hess, h->t_comm};
   dpo__put(b, iv, sizeof iv);
@@ -155,6 +155,7 @@ static int dpo__get_rank(dpo__ckb_t *b, dpo__hm_t *h) {
   h->capped = iv[0];
   h->processed = iv[1];
   h->ring_sent = iv[2];
+  h->ring_hsent = iv[3];
   h->k_grad = kv[0];
   h->k_update = kv[1];
   h->t_hess = tv[0];

@@ -57,10 +57,19 @@ typedef struct {
   int64_t nvr;           /* row-part variables */
   double *x1, *xb1, *gb1, *s1, *y1;
   dpo__hist_t *H1; /* the user rows' L-BFGS (s, y) panels (lbfgs_compact.h) */
-  double **cbuf, **cnext, **csend, **xbc, **gbc, **sc, **yc;
+  double **cbuf, **cnext, **xbc, **gbc, **sc, **yc;
   int32_t cur_k;
-  MPI_Request *req;
-  int nreq;
+  /* ring requests (hamsi_ring.c): rreq[2c ..] block c's x and history receives, pending
+   * (pend[c]) into cin[c] until dpo__hm_wait_block; sreq: two travels' sends, 2B each
+   * (dpo__hm_sreq), and sfree their buffers to free (no cache); slast[c] the travel that
+   * last sent block c from here, tgen the travels begun */
+  MPI_Request *rreq, *sreq;
+  double **sfree, **cin;
+  int32_t *pend;
+  int64_t *slast, tgen;
+  int64_t npend;         /* blocks pending here; early: blocks computed while one of their
+                          * stratum was still pending (the overlap the switch buys) */
+  int64_t early;
   /* history cache (opts.cache_mb, hamsi_ring.c): pb[c] the buffer [x | S | Y] of block c on
    * every rank (cbuf[c] = pb[c] while held; the x part is stale otherwise); hgen counts the
    * accepted pairs, hlog[g % M] the slot pair g wrote; known[p B + c] the pair count up to
@@ -73,7 +82,8 @@ typedef struct {
   int64_t *hincap, *houtcap;
   int64_t hgen, *known;
   int32_t *hlog, *nin, *slin, tr_from;
-  int64_t ring_sent;     /* bytes this rank sent in ring moves */
+  int64_t ring_sent;     /* bytes this rank sent in ring moves (x and history parts) */
+  int64_t ring_hsent;    /* of which the history parts */
   /* training ratings, sorted by block */
   int64_t n, ntest;
   int32_t *lu, *li;     /* user - u0, item - col_cut[block] */
@@ -181,6 +191,10 @@ static inline dpo__hist_t *dpo__cbhist(const dpo__hm_t *h, double *cb, int32_t c
   return (dpo__hist_t *)(cb + dpo__nvc(h, c));
 }
 static inline int32_t dpo__mod(int64_t a, int32_t b) { return (int32_t)(((a % b) + b) % b); }
+/* the send slots [x, history] of block c in travel g */
+static inline MPI_Request *dpo__hm_sreq(const dpo__hm_t *h, int64_t g, int32_t c) {
+  return h->sreq + (g & 1) * 2 * (int64_t)h->B + 2 * (int64_t)c;
+}
 
 /* Phase clock of dpo__hm_block, which runs once per RATING under the generic partitions: the
  * time stamp counter (a few ns) instead of MPI_Wtime (40-60 ns through this VM's vDSO; a
@@ -218,7 +232,13 @@ void dpo__hm_free(dpo__hm_t *h);
 int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto);
 /* Send block c (held now) to where stratum kto needs it, right after its last use. */
 int dpo__hm_travel_send(dpo__hm_t *h, int32_t c, int32_t kto);
-/* Wait for the transfers; the blocks of stratum kto are now here. */
+/* Stratum kto begins: the blocks arriving are waited for one by one (dpo__hm_wait_block
+ * before a block's first use), the sends stay in flight. */
+int dpo__hm_travel_switch(dpo__hm_t *h, int32_t kto);
+int dpo__hm_wait_block(dpo__hm_t *h, int32_t c);
+/* Every block arrived and every send done (before the whole held set is read). */
+int dpo__hm_travel_drain(dpo__hm_t *h);
+/* Switch and drain: the blocks of stratum kto are now here. */
 int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto);
 /* All three at once: move the blocks from stratum h->cur_k to kto (no-op if equal). */
 int dpo__hm_travel(dpo__hm_t *h, int32_t kto);

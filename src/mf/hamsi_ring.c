@@ -5,8 +5,13 @@
  * steps (only by the pair, between epochs), so they are sent as soon as the stratum starts and
  * travel while its blocks compute; the factor rows x are sent right after the block's last
  * use.  The caller posts the receives (dpo__hm_travel_begin, which also sends the histories),
- * sends x (dpo__hm_travel_send) and waits once (dpo__hm_travel_end).  The bytes are the
- * same, so the results are too.
+ * sends x (dpo__hm_travel_send) and then either waits for everything (dpo__hm_travel_end) or
+ * only switches to the next stratum (dpo__hm_travel_switch) and waits for each block right
+ * before its first use (dpo__hm_wait_block): a rank then computes the blocks it kept (K > P
+ * strata: c = K / P a rank, c - 1 of them stay) while the one from its neighbour travels, and
+ * its own x sends stay in flight (two travels' sends are tracked; a travel waits for those of
+ * the travel before the last, or of the last one when a block comes back at once).  The
+ * bytes and the arithmetic are the same, so the results are too.
  *
  * History cache (h->hcache, opts.cache_mb): every rank keeps a buffer for every block, so
  * after a move the sender still has the history it sent.  A pair writes one slot of every
@@ -71,61 +76,95 @@ static int dpo__hm_send_hist(dpo__hm_t *h, int32_t c, int dst) {
   int32_t sl[256];
   int n = h->hcache ? dpo__hm_lacks(h, dst, c, sl) : -1;
   if (nh == 0 || n == 0) return DPO_OK;
-  h->ring_sent += sizeof(dpo__hist_t) * (size_t)(n < 0 ? nh : n * nv);
+  int64_t bytes = (int64_t)sizeof(dpo__hist_t) * (n < 0 ? nh : n * nv);
+  h->ring_sent += bytes;
+  h->ring_hsent += bytes;
+  MPI_Request *rq = dpo__hm_sreq(h, h->tgen, c) + 1;
   if (n < 0) {
     DPO_MPI_CHECK(MPI_Isend(dpo__cbhist(h, h->cbuf[c], c), (int)nh, DPO__HIST_MPI, dst,
-                            DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
+                            DPO__TAG_H(c), h->comm, rq));
     return DPO_OK;
   }
   int st = dpo__hm_room(&h->hout[c], &h->houtcap[c], n * nv, c);
   if (st) return st;
   dpo__hm_pack(dpo__cbhist(h, h->cbuf[c], c), nv, h->r, h->M, sl, n, h->hout[c], 0);
   DPO_MPI_CHECK(MPI_Isend(h->hout[c], (int)(n * nv), DPO__HIST_MPI, dst, DPO__TAG_H(c),
-                          h->comm, &h->req[h->nreq++]));
+                          h->comm, rq));
+  return DPO_OK;
+}
+
+/* The sends of travel g (its generation's slots) complete; their buffers (no cache) freed. */
+static int dpo__hm_sends_done(dpo__hm_t *h, int64_t g) {
+  MPI_Request *q = h->sreq + (g & 1) * 2 * (int64_t)h->B;
+  DPO_MPI_CHECK(MPI_Waitall(2 * h->B, q, MPI_STATUSES_IGNORE));
+  double **f = h->sfree + (g & 1) * (int64_t)h->B;
+  for (int32_t c = 0; c < h->B; c++) {
+    free(f[c]);
+    f[c] = NULL;
+  }
+  return DPO_OK;
+}
+
+int dpo__hm_wait_block(dpo__hm_t *h, int32_t c) {
+  if (!h->pend[c]) return DPO_OK;
+  double t = MPI_Wtime();
+  DPO_MPI_CHECK(MPI_Waitall(2, h->rreq + 2 * (int64_t)c, MPI_STATUSES_IGNORE));
+  if (h->hcache && h->nin[c] > 0) { /* the slots received into this rank's copy */
+    dpo__hm_pack(dpo__cbhist(h, h->pb[c], c), dpo__nvc(h, c), h->r, h->M,
+                 h->slin + (int64_t)c * h->M, h->nin[c], h->hin[c], 1);
+    h->nin[c] = 0;
+  }
+  h->cbuf[c] = h->cin[c];
+  h->pend[c] = 0;
+  h->npend--;
+  h->t_comm += MPI_Wtime() - t;
   return DPO_OK;
 }
 
 int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
-  h->nreq = 0;
+  int st;
   h->tr_from = kfrom;
-  for (int32_t c = 0; c < h->B; c++) {
-    h->cnext[c] = h->csend[c] = NULL;
-    if (h->hcache) h->nin[c] = 0; /* > 0 below: packed slots to unpack at the end */
-  }
+  /* this travel's send slots are those of the travel before the last: done by now */
+  if ((st = dpo__hm_sends_done(h, ++h->tgen))) return st;
+  for (int32_t c = 0; c < h->B; c++) h->cnext[c] = NULL;
   for (int32_t i = h->i0; i < h->i1; i++) {
     int32_t c = dpo__mod(i + kto, h->B), src = h->owner[dpo__mod(c - kfrom, h->B)];
-    if (src == h->rank) {
-      h->cnext[c] = h->cbuf[c];
-      continue;
-    }
+    if (src == h->rank) continue; /* stays (maybe still arriving: dpo__hm_travel_switch) */
+    /* back at once from where it went: its buffer may still be in the last travel's send */
+    if (h->hcache && h->slast[c] == h->tgen - 1 && (st = dpo__hm_sends_done(h, h->tgen - 1)))
+      return st;
     int64_t sz = dpo__cbsize(h, c), nv = dpo__nvc(h, c), nh = (int64_t)h->M * nv;
     int n = -1;
+    MPI_Request *rq = h->rreq + 2 * (int64_t)c;
     if (h->hcache) {
       h->cnext[c] = h->pb[c];
       n = h->nin[c] = dpo__hm_lacks(h, h->rank, c, h->slin + (int64_t)c * h->M);
     } else if (!(h->cnext[c] = malloc(sizeof(double) * (size_t)(sz ? sz : 1)))) {
       return dpo_err(DPO_ENOMEM, "item block %d (%lld doubles)", c, (long long)sz);
     }
-    DPO_MPI_CHECK(MPI_Irecv(h->cnext[c], (int)nv, MPI_DOUBLE, src, DPO__TAG_X(c), h->comm,
-                            &h->req[h->nreq++]));
+    DPO_MPI_CHECK(MPI_Irecv(h->cnext[c], (int)nv, MPI_DOUBLE, src, DPO__TAG_X(c), h->comm, rq));
     if (nh == 0 || n == 0) continue;
     if (n < 0) {
       DPO_MPI_CHECK(MPI_Irecv(dpo__cbhist(h, h->cnext[c], c), (int)nh, DPO__HIST_MPI, src,
-                              DPO__TAG_H(c), h->comm, &h->req[h->nreq++]));
+                              DPO__TAG_H(c), h->comm, rq + 1));
       continue;
     }
-    int st = dpo__hm_room(&h->hin[c], &h->hincap[c], n * nv, c);
-    if (st) return st;
+    if ((st = dpo__hm_room(&h->hin[c], &h->hincap[c], n * nv, c))) return st;
     DPO_MPI_CHECK(MPI_Irecv(h->hin[c], (int)(n * nv), DPO__HIST_MPI, src, DPO__TAG_H(c),
-                            h->comm, &h->req[h->nreq++]));
+                            h->comm, rq + 1));
   }
   /* the histories of the blocks held now, to where stratum kto needs them (read-only until
-   * the wait: the steps read H, MPI allows reading a buffer being sent) */
-  int st;
+   * the wait: the steps read H, MPI allows reading a buffer being sent); a block still
+   * arriving is waited for first */
   for (int32_t i = h->i0; i < h->i1; i++) {
     int32_t c = dpo__mod(i + kfrom, h->B), dst = h->owner[dpo__mod(c - kto, h->B)];
-    if (dst == h->rank || !h->cbuf[c]) continue;
-    h->csend[c] = h->cbuf[c];
+    if (dst == h->rank) continue;
+    if ((st = dpo__hm_wait_block(h, c))) return st;
+    if (!h->cbuf[c]) continue;
+    if (h->hcache && h->slast[c] == h->tgen - 1 && (st = dpo__hm_sends_done(h, h->tgen - 1)))
+      return st; /* its packed history buffer may still be in the last travel's send */
+    h->slast[c] = h->tgen;
+    if (!h->hcache) h->sfree[(h->tgen & 1) * (int64_t)h->B + c] = h->cbuf[c];
     if ((st = dpo__hm_send_hist(h, c, dst))) return st;
   }
   return DPO_OK;
@@ -134,34 +173,46 @@ int dpo__hm_travel_begin(dpo__hm_t *h, int32_t kfrom, int32_t kto) {
 int dpo__hm_travel_send(dpo__hm_t *h, int32_t c, int32_t kto) {
   int dst = h->owner[dpo__mod(c - kto, h->B)];
   if (dst == h->rank) return DPO_OK;
-  h->csend[c] = h->cbuf[c];
+  h->slast[c] = h->tgen;
+  if (!h->hcache) h->sfree[(h->tgen & 1) * (int64_t)h->B + c] = h->cbuf[c];
   h->ring_sent += sizeof(double) * (size_t)dpo__nvc(h, c);
   DPO_MPI_CHECK(MPI_Isend(h->cbuf[c], (int)dpo__nvc(h, c), MPI_DOUBLE, dst, DPO__TAG_X(c),
-                          h->comm, &h->req[h->nreq++]));
+                          h->comm, dpo__hm_sreq(h, h->tgen, c)));
+  return DPO_OK;
+}
+
+int dpo__hm_travel_switch(dpo__hm_t *h, int32_t kto) {
+  for (int32_t c = 0; c < h->B; c++) {
+    int32_t from = h->owner[dpo__mod(c - h->tr_from, h->B)], to = h->owner[dpo__mod(c - kto, h->B)];
+    if (from != h->rank && to == h->rank) { /* arriving: used once waited for */
+      h->cin[c] = h->cnext[c];
+      h->pend[c] = 1;
+      h->npend++;
+      h->cbuf[c] = NULL;
+    } else if (to == h->rank) { /* stayed: h->cbuf[c], or still arriving from the last one */
+    } else {
+      h->cbuf[c] = NULL;
+    }
+    /* every move of the step, not only this rank's: its receiver is now current */
+    if (h->hcache && from != to) h->known[(int64_t)to * h->B + c] = h->hgen;
+  }
+  h->cur_k = kto;
+  return DPO_OK;
+}
+
+int dpo__hm_travel_drain(dpo__hm_t *h) {
+  int st;
+  for (int32_t c = 0; c < h->B; c++)
+    if ((st = dpo__hm_wait_block(h, c))) return st; /* each counts its own wait */
+  double t = MPI_Wtime();
+  if ((st = dpo__hm_sends_done(h, h->tgen)) || (st = dpo__hm_sends_done(h, h->tgen - 1))) return st;
+  h->t_comm += MPI_Wtime() - t;
   return DPO_OK;
 }
 
 int dpo__hm_travel_end(dpo__hm_t *h, int32_t kto) {
-  double t = MPI_Wtime();
-  DPO_MPI_CHECK(MPI_Waitall(h->nreq, h->req, MPI_STATUSES_IGNORE));
-  h->nreq = 0;
-  for (int32_t c = 0; c < h->B; c++) {
-    if (h->hcache && h->nin[c] > 0) { /* the slots received into this rank's copy */
-      int64_t nv = dpo__nvc(h, c);
-      dpo__hm_pack(dpo__cbhist(h, h->pb[c], c), nv, h->r, h->M, h->slin + (int64_t)c * h->M,
-                   h->nin[c], h->hin[c], 1);
-      h->nin[c] = 0;
-    }
-    if (!h->hcache) free(h->csend[c]);
-    h->csend[c] = NULL;
-    h->cbuf[c] = h->cnext[c];
-    /* every move of the step, not only this rank's: its receiver is now current */
-    int32_t from = h->owner[dpo__mod(c - h->tr_from, h->B)], to = h->owner[dpo__mod(c - kto, h->B)];
-    if (h->hcache && from != to) h->known[(int64_t)to * h->B + c] = h->hgen;
-  }
-  h->cur_k = kto;
-  h->t_comm += MPI_Wtime() - t;
-  return DPO_OK;
+  int st = dpo__hm_travel_switch(h, kto);
+  return st ? st : dpo__hm_travel_drain(h);
 }
 
 int dpo__hm_travel(dpo__hm_t *h, int32_t kto) {

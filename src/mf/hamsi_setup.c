@@ -62,12 +62,19 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->nin);
   free(h->slin);
   free(h->cnext);
-  free(h->csend);
+  for (int32_t c = 0; c < 2 * h->B && h->sfree; c++) free(h->sfree[c]); /* left by an error */
+  for (int32_t c = 0; c < h->B && h->cin && h->pend && !h->hcache; c++)
+    if (h->pend[c]) free(h->cin[c]);
+  free(h->sfree);
+  free(h->cin);
+  free(h->pend);
+  free(h->slast);
+  free(h->rreq);
+  free(h->sreq);
   free(h->xbc);
   free(h->gbc);
   free(h->sc);
   free(h->yc);
-  free(h->req);
   free(h->lu);
   free(h->li);
   free(h->y);
@@ -575,12 +582,20 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   }
   DPO__ALLOC(h->cbuf, h->B);
   DPO__ALLOC(h->cnext, h->B);
-  DPO__ALLOC(h->csend, h->B);
+  DPO__ALLOC(h->sfree, 2 * (int64_t)h->B);
+  DPO__ALLOC(h->cin, h->B);
+  DPO__ALLOC(h->pend, h->B);
+  DPO__ALLOC(h->slast, h->B);
   DPO__ALLOC(h->xbc, h->B);
   DPO__ALLOC(h->gbc, h->B);
   DPO__ALLOC(h->sc, h->B);
   DPO__ALLOC(h->yc, h->B);
-  DPO__ALLOC(h->req, 4 * h->B + 4); /* per block: x and history, receive and send */
+  DPO__ALLOC(h->rreq, 2 * (int64_t)h->B); /* per block: x and history receives */
+  DPO__ALLOC(h->sreq, 4 * (int64_t)h->B);  /* and sends, two travels' */
+  for (int64_t q = 0; q < 4 * (int64_t)h->B; q++) {
+    if (q < 2 * (int64_t)h->B) h->rreq[q] = MPI_REQUEST_NULL;
+    h->sreq[q] = MPI_REQUEST_NULL;
+  }
   int64_t maxc = 0;
   for (int32_t c = 0; c < h->B; c++) {
     if (dpo__nvc(h, c) > maxc) maxc = dpo__nvc(h, c);

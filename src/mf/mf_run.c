@@ -29,6 +29,8 @@ struct dpo_mf_job {
   double *x1i, *x2i;
   dpo_hamsi_result_t *res;
   double ph[5], rps[2]; /* phases and ring MB, max over ranks; ratings/s/rank min, -max */
+  int64_t rb[4];        /* the epochs' ring bytes: sum over ranks, its history part, the
+                         * blocks computed while one was still arriving (sum); the bytes' max */
   dpo_mf_io_t *io;
   /* progress (rank 0) */
   int prog_on, prog_tty, prog_printed, prog_explicit;
@@ -84,6 +86,10 @@ static void dpo__mf_summary(json_object *j, const dpo_mf_job_t *jb) {
   static const char *nm[5] = {"t_grad_max", "t_update_max", "t_hess_max", "t_comm_max",
                               "ring_mb_max"};
   for (int k = 0; k < 5; k++) json_object_object_add(j, nm[k], dpo_json_double(ph[k]));
+  /* exact byte counts of the training epochs' ring moves (jobs/costmodel's formula) */
+  static const char *nb[4] = {"ring_bytes_epochs_sum", "ring_hist_bytes_epochs_sum",
+                              "blocks_early_sum", "ring_bytes_epochs_max"};
+  for (int k = 0; k < 4; k++) json_object_object_add(j, nb[k], json_object_new_int64(jb->rb[k]));
   json_object_object_add(j, "pairs_accepted", json_object_new_int64(res->pairs_accepted));
   json_object_object_add(j, "pairs_rejected", json_object_new_int64(res->pairs_rejected));
   json_object_object_add(j, "step_cap", dpo_json_double(o->step_cap));
@@ -127,8 +133,10 @@ static int dpo__mf_x0(MPI_Comm comm, const char *dir, const dpo_ratings_t *rt, i
 }
 
 /* ph[0..4] of the summary (Fig. 3.7 phases, ring MB): the slowest rank sets the pace, so the
- * maximum over ranks (collective) */
-static int dpo__mf_phases(MPI_Comm comm, const dpo_hamsi_result_t *res, double ph[5]) {
+ * maximum over ranks; rb: the epochs' ring bytes summed over ranks, their history part, the
+ * blocks computed early (summed) and the most bytes one rank sent (collective) */
+static int dpo__mf_phases(MPI_Comm comm, const dpo_hamsi_result_t *res, double ph[5],
+                          int64_t rb[4]) {
   ph[0] = res->t_grad;
   ph[1] = res->t_update;
   ph[2] = res->t_hess;
@@ -136,6 +144,12 @@ static int dpo__mf_phases(MPI_Comm comm, const dpo_hamsi_result_t *res, double p
   ph[4] = res->ring_mb;
   if (MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS)
     return dpo_err(DPO_EMPI, "mf: phase-time reduction failed");
+  rb[0] = rb[3] = res->ring_bytes_epochs;
+  rb[1] = res->ring_hist_bytes_epochs;
+  rb[2] = res->blocks_early;
+  if (MPI_Allreduce(MPI_IN_PLACE, rb, 3, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(MPI_IN_PLACE, rb + 3, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "mf: ring byte reduction failed");
   return DPO_OK;
 }
 
@@ -364,7 +378,7 @@ int dpo_mf_job_solve(dpo_mf_job_t *j, dpo_mf_io_t *io) {
   /* diverged: the library returned the last good point; it is written with the trace */
   char msg[1000];
   if (st) snprintf(msg, sizeof msg, "%s", dpo_errmsg());
-  rc = dpo__mf_phases(j->comm, j->res, j->ph);
+  rc = dpo__mf_phases(j->comm, j->res, j->ph, j->rb);
   /* per-rank throughput: the minimum and maximum over ranks show the imbalance */
   j->rps[0] = j->res->ratings_per_sec;
   j->rps[1] = -j->res->ratings_per_sec;
