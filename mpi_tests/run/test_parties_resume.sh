@@ -23,10 +23,14 @@ COMMON="--data $T/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 2 --delta 1e-5
 charge_lines() { unchained "$1/ledger.jsonl" | grep '"mechanism"'; }
 pview() { "$DPOPT" ledger "$1" | sed -n "s/^party $2: *eps = \([0-9.e+-]*\) of.*/\1/p"; }
 # pair NAME BYTES ARGS...: the uninterrupted run and the stopped and resumed one
+# (GUARDED=1: local / shares, each party's guard journals in its own run directory RUN.pK,
+# which a resume reopens; its journal replays to the coordinator's view of the party)
 pair() {
   name=$1 bytes=$2; shift 2
-  expect 0 $MPI -np 2 "$DPOPT" train $COMMON "$@" --out "$T/$name-u"
-  expect 5 $MPI -np 2 "$DPOPT" train $COMMON "$@" --out "$T/$name-s" --checkpoint-every 4 \
+  pu="" ps=""
+  [ -n "${GUARDED:-}" ] && pu="--set parties.out=$T/$name-u.p%d" ps="--set parties.out=$T/$name-s.p%d"
+  expect 0 $MPI -np 2 "$DPOPT" train $COMMON "$@" $pu --out "$T/$name-u"
+  expect 5 $MPI -np 2 "$DPOPT" train $COMMON "$@" $ps --out "$T/$name-s" --checkpoint-every 4 \
     --set run.stop_after=13
   [ -f "$T/$name-s/checkpoint" ] && [ ! -e "$T/$name-s/model.txt" ] && ok ||
     bad "$name: stopped, want a checkpoint and no model"
@@ -44,13 +48,19 @@ pair() {
   for k in 0 1; do
     close "$(pview "$T/$name-s" $k)" "$(pview "$T/$name-u" $k)" 1e-12 "$name: party $k's account"
   done
+  if [ -n "${GUARDED:-}" ]; then
+    own=$("$DPOPT" ledger "$T/$name-s.p1/ledger.party1.jsonl" | sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p')
+    close "$own" "$(pview "$T/$name-s" 1)" 1e-12 "$name: party 1's own journal, resumed, replays to the coordinator's view"
+  fi
 }
 
 pair central-sgd 1 --algo dp-sgd-rdp --clip l2:1
 pair central-pnsgd 1 --algo pnsgd --set algo.T=40 --set algo.D=1
 pair central-gd 1 --algo dp-gd --clip l2:1 --iters 20
+GUARDED=1
 pair local-sgd 0 --algo dp-sgd-rdp --clip l2:1 --set privacy.trust=local
 pair shares-gd 0 --algo dp-gd --clip l2:1 --iters 20 --set privacy.trust=shares
+GUARDED=
 
 # ---- refused up front, writing nothing
 # parties over one shared file resume on their rank count (on 3 ranks the blocks would move

@@ -60,7 +60,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
 #ifdef DPO_TEST_SWITCHES
   if (dpo_cli_test_secagg_args(argc, argv, &argc))
     return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                             "shares or extra[:N], key or run=ID"));
+                                             "shares, extra or kind[:N], key or run=ID"));
 #endif
   /* the flags --out replaced: a clear refusal, not an unknown option */
   static const char *const gone[][2] = {{"--model-out", "the model is DIR/model.txt"},

@@ -105,11 +105,11 @@ static void dpo__algo_help(char *buf, size_t cap) {
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
- * (--test-coordinator sigma|gamma|shares|extra[:N] | key | run=ID) and a party that fails in its N-th secure-
+ * (--test-coordinator sigma|gamma|shares|extra|kind[:N] | key | run=ID) and a party that fails in its N-th secure-
  * aggregation release (--test-party-fail N) or dies in it (--test-party-kill N: SIGKILL), taken out of argv before parsing; dpopt-test admm
  * takes them too (cli.h). */
 int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
-  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
+  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra", "kind"};
   int k = 0, bad = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--test-coordinator") && i + 1 < argc) {
@@ -122,7 +122,7 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
       if (found) dpo__secagg_test_substitute_key(1);
       if (!strncmp(argv[i], "run=", 4)) /* an old run's id as the new run's */
         dpo__secagg_test_run_id(argv[i] + 4), found = 1;
-      for (int j = 1; j < 5; j++)
+      for (int j = 1; j < 6; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
@@ -153,7 +153,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (dpo_cli_test_secagg_args(argc, argv, &argc)) {
     dpo_config_destroy(cfg);
     return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                              "shares or extra[:N], key or run=ID"));
+                                              "shares, extra or kind[:N], key or run=ID"));
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */
