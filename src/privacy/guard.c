@@ -157,6 +157,18 @@ static int dpo__refuse(const dpo_guard_t *g, const char *what) {
                  (long long)g->releases + 1, what);
 }
 
+/* A charge of this party's next release: one release of its own d and relation, unsampled
+ * (the caller sets the mechanism and, for a disjoint pass, the sampling). */
+static void dpo__guard_charge_init(const dpo_guard_t *g, dpo_charge_t *c) {
+  memset(c, 0, sizeof *c);
+  c->dim = g->spec.d;
+  c->m = c->n = 1;
+  c->group = 1;
+  c->step = g->releases;
+  c->neighbours = g->spec.rel;
+  c->sampling = DPO_SAMPLING_NONE;
+}
+
 /* The admitted release charged to the party's own account (journalled and synced first). */
 static int dpo__guard_charge(dpo_guard_t *g, const dpo_charge_t *c) {
   char why[400];
@@ -185,13 +197,7 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
   if (!(r->claim > 0) || !isfinite(r->claim))
     return dpo__refuse(g, "the request names no charge for its noise");
   dpo_charge_t c;
-  memset(&c, 0, sizeof c);
-  c.dim = p->d;
-  c.m = c.n = 1;
-  c.group = 1;
-  c.step = g->releases;
-  c.neighbours = p->rel;
-  c.sampling = DPO_SAMPLING_NONE;
+  dpo__guard_charge_init(g, &c);
   if (r->lap_honest > 0) { /* pure eps: the honest Polya shares sum to the discrete Laplace(t) */
     if (r->lap_honest != n) {
       snprintf(why, sizeof why, "it announces noise shares for %lld honest parties; this "
@@ -293,13 +299,7 @@ int dpo_guard_admit_local(dpo_guard_t *g, const dpo_guard_lreq_t *r) {
     return dpo__refuse(g, why);
   }
   dpo_charge_t c;
-  memset(&c, 0, sizeof c);
-  c.dim = p->d;
-  c.m = c.n = 1;
-  c.group = 1;
-  c.step = g->releases;
-  c.neighbours = p->rel;
-  c.sampling = DPO_SAMPLING_NONE;
+  dpo__guard_charge_init(g, &c);
   c.noise_scale = r->scale;
   if (!p->gaussian) {
     double price = NAN;
