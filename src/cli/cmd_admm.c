@@ -85,7 +85,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "clipping (NON-PRIVATE references).\n"
                           "The graph must be PUBLIC: --graph-from on private data leaks it.\n"
                           "Outputs in the run directory (--out), as for dpopt train: config.ini, trace.csv, model.txt,\n"
-                          "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg each party\n"
+                          "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg or local each party\n"
                           "K > 0 keeps PARTYDIR/ledger.partyK.jsonl in its own directory, party.K.out or\n"
                           "parties.out = DIR%d).  Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted,\n"
                           "4 runtime failure (also: consensus stopped at --maxit), 5 interrupted (SIGTERM/SIGINT:\n"
