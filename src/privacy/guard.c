@@ -264,8 +264,8 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
 }
 
 /* The guard of privacy.trust = local and shares: the noise every rank adds to its own sum
- * (oracle.c, dpo__local_noise) at the scale the header announces.  Local: each party's release
- * is its own noised sum, so its guarantee is that of its own mechanism whatever the other
+ * (oracle_noise.c, dpo__local_noise) at the scale the header announces.  Local: each party's
+ * release is its own noised sum, so its guarantee is that of its own mechanism whatever the other
  * parties do (independent of P - k): the exact grid Laplace of scale b on a sum of L1
  * sensitivity S1 costs eps = (S1 + d Lambda) / b (thesis Thm 4.1.2 with the snapped
  * sensitivity, dpo_mech_laplace_eps), the Gaussian of sigma on L2 sensitivity S2 the

@@ -1,5 +1,6 @@
-/* The party guard (privacy.trust = secagg, local and shares; doc/design.md, "Threat model").  Internal to the
- * library: the oracle consults it on every rank but the coordinator, the run builds it.
+/* The party guard (privacy.trust = secagg, local and shares; doc/design.md, "Threat model").
+ * Internal to the library: the oracle consults it on every rank but the coordinator, the run
+ * builds it.
  *
  * A party does not take the coordinator's word for the noise.  Before any release the parties
  * agree on the public plan (dpo_plan_agree: a BLAKE2b digest of each party's own canonical
@@ -13,7 +14,8 @@
  *  - or its own in-memory account (its own budget, accountant and relation) refuses the charge.
  * A release it admits is charged to that account first.  So what a coalition of the
  * coordinator and up to k parties learns about the party's rows is bounded by what the party's
- * own account has charged; the coordinator's ledger is a view, not the guard. */
+ * own account has charged; the coordinator's ledger is a view, not the guard.  Under local and
+ * shares the same guard prices the noise each rank adds to its own sum (dpo_guard_admit_local). */
 #ifndef DPO_PRIVACY_GUARD_H
 #define DPO_PRIVACY_GUARD_H
 
