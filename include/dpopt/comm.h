@@ -89,11 +89,13 @@ typedef struct {
   int nshares;   /* shares: number of ranks adding one (the communicator's size) */
   uint64_t sigma; /* SECAGG only */
   int lap_honest;  /* SECAGG only: 0 = discrete Gaussian shares; n > 0 = Polya shares (n honest) */
-  double claim;    /* SECAGG only: the charge journalled for the release (rho; eps with Polya
-                    * shares; the noise multiplier sigma_h / sens_c with party-local sampling):
-                    * every party's guard prices the noise itself and refuses a larger price */
-  int64_t pass;    /* SECAGG only: g + 1 when the charge is a batch of disjoint pass g (each
-                    * party's guard checks that none of its rows repeats within the pass) */
+  double claim;    /* the charge journalled for the release (SECAGG: rho; eps with Polya
+                    * shares; the noise multiplier sigma_h / sens_c with party-local sampling.
+                    * LOCAL_* / SHARE_*: eps for Laplace, the multiplier sigma / sensitivity for
+                    * Gaussian): every party's guard prices the noise itself and refuses a
+                    * larger price */
+  int64_t pass;    /* g + 1 when the charge is a batch of disjoint pass g (each party's guard
+                    * checks that none of its rows repeats within the pass); 0: none */
   int bits;        /* SECAGG only: the word width, 32 or 64 (dpo_secagg_word: public numbers) */
 } dpo_oracle_noise_t;
 /* Rank 0 only: dpo_oracle_eval_sums with a noise spec (NULL = none). */
@@ -110,7 +112,7 @@ int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_ora
 struct dpo_secagg;
 int dpo_oracle_set_secagg(dpo_oracle_t *o, struct dpo_secagg *sa);
 /* Not collective: the party guard (borrowed; internal to the library, built by the run API) a
- * rank other than 0 consults before it contributes to a secure-aggregation release. */
+ * rank other than 0 consults before it contributes to a noised release (secagg, local, shares). */
 struct dpo_guard;
 int dpo_oracle_set_guard(dpo_oracle_t *o, struct dpo_guard *g);
 /* Not collective: this rank's own noise stream (borrowed; rank-specific stream id). */

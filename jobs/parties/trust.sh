@@ -88,8 +88,8 @@ for data in $DATAS; do
         while [ "$s" -le "$REPS" ]; do
           run=$out/run-$data-$split-P$P-$trust-$s
           rm -rf "$run" "$run".p*
-          # secagg: each party keeps its journal in its own run directory (RUN.pK)
-          pset=""; [ "$tr" = secagg ] && pset="--set parties.out=$run.p%d"
+          # secagg, local: each party keeps its guard's journal in its own run directory (RUN.pK)
+          pset=""; [ "$tr" = central ] || pset="--set parties.out=$run.p%d"
           # shellcheck disable=SC2086
           mpirun --quiet --oversubscribe -np "$P" "$DPOPT" train --test "$test" $model --algo "$algo" $args \
             --eps "$EPS" --delta "$DELTA" --seed "$s" --quiet --set parties.count="$P" \

@@ -7,6 +7,8 @@
 #    never fewer) and every party's account at the uninterrupted run's total;
 #  - DP-AccADMM alike, stopped at iteration 4;
 #  - unseeded (OS keys, new in the resumed job): the same charges and party totals;
+#  - every party's guard journals in its own run directory (parties.out, reopened by the
+#    resume), and that journal replays to the coordinator's view of the party;
 #  - the checkpoint is rank 0's state, so a resume on another rank count is refused, writing
 #    nothing.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -22,14 +24,21 @@ same_charges() { # uninterrupted, resumed, label
   for k in 0 1 2; do
     close "$(pview "$2" $k)" "$(pview "$1" $k)" 1e-12 "$3: party $k's account"
   done
+  # each party's guard journalled its own account in its own run directory (reopened by the
+  # resume): it replays to the coordinator's view of the party
+  for k in 1 2; do
+    own=$("$DPOPT" ledger "$2.p$k/ledger.party$k.jsonl" | sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p')
+    close "$own" "$(pview "$2" $k)" 1e-12 "$3: party $k's own journal replays to the coordinator's view"
+  done
 }
 
 # ---- seeded: the uninterrupted run's bytes
 for m in dpadmm:6 dpaccadmm:4; do
   meth=${m%:*} at=${m#*:}
-  expect 0 $MPI -np 3 "$DPOPT" admm --method $meth $ADMM --seed 3 --out "$T/u$meth" "$S/data/a9a"
+  expect 0 $MPI -np 3 "$DPOPT" admm --method $meth $ADMM --seed 3 --set parties.out="$T/u$meth.p%d" \
+    --out "$T/u$meth" "$S/data/a9a"
   expect 5 $MPI -np 3 "$DPOPT" admm --method $meth $ADMM --seed 3 --checkpoint-every 3 \
-    --set run.stop_after=$at --out "$T/s$meth" "$S/data/a9a"
+    --set run.stop_after=$at --set parties.out="$T/s$meth.p%d" --out "$T/s$meth" "$S/data/a9a"
   [ -f "$T/s$meth/checkpoint" ] && [ ! -e "$T/s$meth/model.txt" ] && ok ||
     bad "$meth stopped: want a checkpoint, no model"
   expect 0 $MPI -np 3 "$DPOPT" admm --resume "$T/s$meth"
@@ -42,8 +51,8 @@ done
 
 # ---- unseeded: the charges of the (seeded) uninterrupted run, charged once (the noise scale
 # is calibrated from public numbers alone, seeded or not)
-expect 5 $MPI -np 3 "$DPOPT" admm --method dpadmm $ADMM --set run.stop_after=6 --out "$T/so" \
-  "$S/data/a9a"
+expect 5 $MPI -np 3 "$DPOPT" admm --method dpadmm $ADMM --set run.stop_after=6 \
+  --set parties.out="$T/so.p%d" --out "$T/so" "$S/data/a9a"
 (cd "$T/so" && find . -type f | sort | xargs sha256sum) >"$T/so.sum"
 # ---- another rank count: refused before anything is written
 expect 1 $MPI -np 2 "$DPOPT" admm --resume "$T/so"

@@ -33,7 +33,7 @@ COMMON="--row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 20 --eps 1 --
 
 # drop: party 1 leaves at step 10, the run completes
 expect 0 $MPI -np 4 "$DPOPT" train $COMMON --set privacy.trust=local \
-  --set privacy.on_party_exhausted=drop --out "$T/drop"
+  --set privacy.on_party_exhausted=drop --set parties.out="$T/drop.p%d" --out "$T/drop"
 has "$T/drop/ledger.jsonl" '"event":"party_dropped","party":1,"step":10' "drop event"
 has "$T/drop/trace.csv" '# step 10: party 1 dropped' "trace records the drop"
 has "$T/drop/summary.json" '"trust":"local"' "trust in summary"
@@ -60,7 +60,7 @@ has "$T/stop/summary.json" '"trust":"central"' "central trust"
 for tm in local shares; do
   expect 0 $MPI -np 4 "$DPOPT" train --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 5 --eps 2 \
     --seed 3 --set parties.count=4 --set "parties.data=$T/parts/a9a.%d" --set algo.m=2000 \
-    --set privacy.trust=$tm --out "$T/mb_$tm"
+    --set privacy.trust=$tm --set parties.out="$T/mb_$tm.p%d" --out "$T/mb_$tm"
   has "$T/out" "trust           $tm: the coordinator sees" "privacy line says what the coordinator sees"
   has "$T/mb_$tm/summary.json" '"trust_coordinator_sees"' "summary says what the coordinator sees"
   has "$T/mb_$tm/ledger.jsonl" "\"event\":\"trust $tm: the coordinator sees" "journal label"
@@ -73,7 +73,7 @@ done
 # two parties of two ranks each over one file, shares mode
 expect 0 $MPI -np 4 "$DPOPT" train --data "$S/data/a9a" --test "$S/data/a9a.t" \
   --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --iters 5 --eps 1 --quiet \
-  --set parties.count=2 --set privacy.trust=shares --out "$T/shares"
+  --set parties.count=2 --set privacy.trust=shares --set parties.out="$T/shares.p%d" --out "$T/shares"
 has "$T/shares/summary.json" '"first_rank":2' "party 1 starts at rank 2"
 has "$T/shares/summary.json" '"trust":"shares"' "shares trust"
 # trust modes are for private algorithms; bad values are usage errors

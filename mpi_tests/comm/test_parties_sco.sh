@@ -28,14 +28,17 @@ accounts() { # journal, want charges, label
   close "$1" "$3" 0 "$4: party 1 total = global"
 }
 
+# local: each party's guard journals in its own run directory (parties.out)
+po() { [ "$1" = local ] && echo "--set parties.out=$2.p%d"; }
 for tr in central local; do
-  expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --set privacy.trust=$tr --out "$T/d$tr"
+  expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp --set privacy.trust=$tr \
+    $(po $tr "$T/d$tr") --out "$T/d$tr"
   cp "$T/out" "$T/d$tr.out"
   accounts "$T/d$tr/ledger.jsonl" 63 "dp-sgd-rdp $tr"
   has "$T/d$tr/ledger.jsonl" "\"event\":\"trust $tr: " "dp-sgd-rdp $tr: journal label"
   expect 0 "$DPOPT" ledger "$T/d$tr"
   expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.T=40 --set algo.D=1 \
-    --set privacy.trust=$tr --out "$T/p$tr"
+    --set privacy.trust=$tr $(po $tr "$T/p$tr") --out "$T/p$tr"
   cp "$T/out" "$T/p$tr.out"
   accounts "$T/p$tr/ledger.jsonl" 40 "pnsgd $tr"
   c=$(grep -c '"mechanism":"gaussian","sampling":"disjoint"' "$T/p$tr/ledger.jsonl")
@@ -63,13 +66,15 @@ AR="--set algo.sampling=poisson --set privacy.neighbours=add-remove"
 expect 0 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp $AR --out "$T/ar"
 has "$T/ar/ledger.jsonl" '"step":-1,"mechanism":"laplace".*"parties":\[0,1\]' "noisy count names the parties"
 expect 0 "$DPOPT" ledger "$T/ar"
-expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp $AR --set privacy.trust=local --out "$T/r1"
+expect 1 $MPI -np 2 "$DPOPT" train $COMMON --algo dp-sgd-rdp $AR --set privacy.trust=local \
+  --set parties.out="$T/r1.p%d" --out "$T/r1"
 has "$T/err" "under privacy.trust = local the coordinator draws the batch" "local add-remove refused"
 expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo pnsgd --set algo.release=final \
-  --set privacy.trust=local --out "$T/r2"
+  --set privacy.trust=local --set parties.out="$T/r2.p%d" --out "$T/r2"
 has "$T/err" "algo.release = final is not private under privacy.trust = local" "release final refused"
 for tr in central local; do
-  expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --set privacy.trust=$tr --out "$T/r3"
+  expect 4 $MPI -np 2 "$DPOPT" train $COMMON --algo phased-sgd --set privacy.trust=$tr \
+    $(po $tr "$T/r3$tr") --out "$T/r3"
   has "$T/err" "phased-sgd releases only a noised phase output" "phased-sgd $tr refused"
 done
 
@@ -79,7 +84,7 @@ ADMM="--method dpadmm --eps 1 --delta 1e-5 --clip 1 --row-l2-bound 3.75 --seed 5
 sig() { sed -n 's/^sigma *\([0-9.e+-]*\) .*/\1/p' "$1"; }
 for tr in central local; do
   expect 0 $MPI -np 2 "$DPOPT" admm $ADMM --set parties.count=2 --set privacy.trust=$tr \
-    --out "$T/a$tr" "$T/a9a"
+    $(po $tr "$T/a$tr") --out "$T/a$tr" "$T/a9a"
   cp "$T/out" "$T/a$tr.out"
   accounts "$T/a$tr/ledger.jsonl" 31 "dpadmm $tr"
   has "$T/a$tr/ledger.jsonl" "\"event\":\"trust $tr: " "dpadmm $tr: journal label"

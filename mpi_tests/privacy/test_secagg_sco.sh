@@ -191,7 +191,7 @@ has "$T/err" "party 2 keeps its own journal in its own run directory, and none i
 expect 1 $MPI -np 3 "$DPOPT" train $AR3 --set parties.out="$T/nd.p%d" --set party.0.out="$T/nd0" --out "$T/nd"
 has "$T/err" "party 0's only rank is the coordinator's: its account is the coordinator's journal" "party.0.out with the coordinator alone refused"
 expect 1 $MPI -np 2 "$DPOPT" train $ARR --set parties.count=2 --set parties.out="$T/nd.p%d" --out "$T/nd"
-has "$T/err" "holds its journal under privacy.trust = secagg, not central" "party.K.out outside secagg refused"
+has "$T/err" "holds its guard's journal under privacy.trust = secagg, local or shares, not central" "party.K.out under central trust refused"
 expect 1 $MPI -np 3 "$DPOPT" train $AR3 --set party.1.out="$T/mp-one" --set party.2.out="$T/nd2" --out "$T/nd"
 has "$T/err" "already holds party 1's journal of another run" "a party directory with a journal refused"
 [ ! -e "$T/nd" ] && [ ! -e "$T/nd2" ] && ok || bad "a refused run (journal exists) wrote a directory"
@@ -201,7 +201,8 @@ echo "secagg poisson: z_eff $z, spent $e (central at z_eff: $ec); rdp: z_eff $zr
 expect 1 $MPI -np 2 "$DPOPT" train $(echo "$AR" | sed 's/--public-n 32561//') --set parties.count=2 \
   --set privacy.trust=secagg --set parties.out="$T/r-pn.p%d" --out "$T/r-pn"
 has "$T/err" "declare the public data set size (privacy.public_n" "secagg poisson without a public n refused"
-expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=local --out "$T/r-loc"
+expect 1 $MPI -np 2 "$DPOPT" train $AR --set parties.count=2 --set privacy.trust=local \
+  --set parties.out="$T/r-loc.p%d" --out "$T/r-loc"
 has "$T/err" "under privacy.trust = local the coordinator draws the batch" "local poisson still refused"
 
 # Party counts (secagg, add-remove, per-party files): a party's row count is private, so no

@@ -91,7 +91,7 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
   return rc;
 }
 
-/* secagg, ranks other than 0 (one party per rank): the party's guard prices every announced
+/* secagg and local, ranks other than 0 (one party per rank): the party's guard prices every announced
  * release from its own settings (the sum's L2 sensitivity 2 clip, replace-one, its own budget
  * and accountant) and charges its own account -- journalled in the party's own run directory
  * as PARTYDIR/ledger.partyK.jsonl (dpo__arun_party_dir), made now that the plan is agreed --
@@ -103,7 +103,9 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, 
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
                          s->delta, s->acct, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, s->jkey,
-                         run_id};
+                         run_id, 0, 0, 0};
+  /* local: the party prices the Gaussian it adds to its own sum (dpadmm.c's claim) */
+  if (s->local) sp.trust = DPO_TRUST_LOCAL, sp.gaussian = 1, sp.nranks = s->size;
   if (s->pdir) {
     int rc = dpo_mkdirs(s->pdir);
     if (!rc) rc = dpo_guard_journal_check(s->pdir, s->rank, s->resuming, path, sizeof path);
@@ -146,35 +148,50 @@ static int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L
   return dpo_agree(comm, rc);
 }
 
-/* Collective (secagg), before the first release: the parties agree on the plan by digest, as
- * dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and model. keys,
- * the schema, the seed, the ranks, d, the trust and the encoding), then
- * make the pairwise keys, signed with the parties' identity keys when every party lists one
- * (party.K.public_key), and the mask graph against `collude` ranks (one party per rank). */
-static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
-                            dpo_rng_t *prng, dpo_secagg_t **sa) {
+/* Collective (secagg, local), before the first release: the parties agree on the plan by
+ * digest, as dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and
+ * model. keys, the schema, the seed, the ranks, d, the trust and the encoding). */
+
+static int dpo__arun_plan(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
+                          unsigned char digest[32]) {
   static const char *const pre[] = {"admm.", "privacy.", "parties.", "party.", "model."};
   char v[320];
-  unsigned char digest[32];
   dpo_plantext_t *pl = dpo_plantext_new();
   dpo_plantext_config(pl, s->cfg, pre, (int)(sizeof pre / sizeof *pre));
   snprintf(v, sizeof v, "%d", s->size);
   dpo_plantext_add(pl, "~ranks", v);
   snprintf(v, sizeof v, "%lld", (long long)d);
   dpo_plantext_add(pl, "~dimension", v);
-  snprintf(v, sizeof v, "secagg, %d parties (one a rank), collude %lld", s->size,
-           (long long)s->collude);
+  if (s->secagg)
+    snprintf(v, sizeof v, "secagg, %d parties (one a rank), collude %lld", s->size,
+             (long long)s->collude);
+  else
+    snprintf(v, sizeof v, "local, %d parties (one a rank)", s->size);
   dpo_plantext_add(pl, "~trust", v);
-  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm secagg: fixed point, randomized "
-           "rounding, words of 32 bits when dpo_secagg_word's public bound fits else 64, "
-           "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
-           (long long)s->collude);
+  if (s->secagg)
+    snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm secagg: fixed point, randomized "
+             "rounding, words of 32 bits when dpo_secagg_word's public bound fits else 64, "
+             "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
+             (long long)s->collude);
+  else /* the noise each party adds to its own sum (oracle.c), priced by its guard */
+    snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm local: exact grid Gaussian noise on "
+             "each rank's own sum, in the clear");
   dpo_plantext_add(pl, "~encoding", v);
   dpo_plantext_add(pl, "~run", run_id);
   char *plan = dpo_plantext_finish(pl);
   int rc = dpo_agree(comm, plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
   if (!rc) rc = dpo_plan_agree(comm, plan, digest);
   free(plan);
+  return rc;
+}
+
+/* Collective (secagg): the plan, then the pairwise keys, signed with the parties' identity keys
+ * when every party lists one (party.K.public_key), and the mask graph against `collude` ranks
+ * (one party per rank). */
+static int dpo__arun_secagg(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
+                            dpo_rng_t *prng, dpo_secagg_t **sa) {
+  unsigned char digest[32];
+  int rc = dpo__arun_plan(comm, s, d, run_id, digest);
   int *rp = rc ? NULL : malloc((size_t)s->size * sizeof *rp);
   if (!rc) rc = dpo_agree(comm, rp ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory"));
   for (int r = 0; r < s->size && !rc; r++) rp[r] = r;
@@ -366,10 +383,17 @@ static int dpo__arun_dp_trust(MPI_Comm comm, const dpo__arun_t *s, dpo__arun_res
                               dpo_dpadmm_opts_t *o) {
   int rc;
   if (s->local) {
+    unsigned char digest[32];
     rc = dpo_agree(comm, dpo_rng_create(s->seeded, (uint64_t)s->seed,
                                         DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &r->prng));
     if (!rc) rc = dpo_agree(comm, dpo_oracle_set_noise_rng(r->orc, r->prng));
-    if (rc) return rc;
+    /* no party takes the coordinator's word for its noise: the plan, then each party's guard
+     * (as under secagg) */
+    if (!rc) rc = dpo__arun_run_id(comm, s, r->L, r->run_id);
+    if (!rc) rc = dpo__arun_plan(comm, s, dpo_oracle_dim(r->orc), r->run_id, digest);
+    if (!rc && s->rank != 0)
+      rc = dpo__arun_guard(s, dpo_oracle_dim(r->orc), r->run_id, &r->guard, r->orc);
+    if ((rc = dpo_agree(comm, rc))) return rc;
     o->local_noise = 1;
   }
   if (!s->secagg) return DPO_OK;

@@ -264,36 +264,37 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   return DPO_OK;
 }
 
-/* Data-free, on every rank: under secagg party K (rank K) keeps its guard's journal in its own
- * run directory, party.K.out or parties.out with %d = K, as dpopt train's parties do (no party
+/* Data-free, on every rank: under secagg and local party K (rank K) keeps its guard's journal
+ * in its own run directory, party.K.out or parties.out with %d = K, as dpopt train's parties do (no party
  * writes in the coordinator's --out); party 0 is the coordinator's rank alone, so its account
- * is the coordinator's journal and party.0.out is refused, as is a party directory outside
- * secagg.  Checked before anything is written (the directory is made after the plan). */
+ * is the coordinator's journal and party.0.out is refused, as is a party directory under
+ * central trust.  Checked before anything is written (the directory is made after the plan). */
 static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
   char key[48], journal[1100];
   snprintf(key, sizeof key, "party.%d.out", s->rank);
   int rc = dpo_party_out_dir(cfg, s->rank, &s->pdir);
   const char *given = dpo_config_get(cfg, key) ? key : "parties.out";
   if (rc) return rc;
-  if (s->pdir && !s->secagg)
+  const int guarded = s->secagg || s->local; /* the parties' guards journal */
+  if (s->pdir && !guarded)
     return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
-                   "holds its journal under privacy.trust = secagg, not %s",
-                   dpo_config_origin(cfg, given), s->rank, s->trust);
+                   "holds its guard's journal under privacy.trust = secagg or local (dpadmm, "
+                   "dpaccadmm), not %s", dpo_config_origin(cfg, given), s->rank, s->trust);
   if (s->rank == 0 && s->pdir && dpo_config_get(cfg, key))
     return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
                    "the coordinator's journal (in --out) and nothing is written in party.0.out; "
                    "drop it", dpo_config_origin(cfg, key));
-  if (s->rank == 0 || !s->secagg) { /* the pattern's entry for party 0 names nothing */
+  if (s->rank == 0 || !guarded) { /* the pattern's entry for party 0 names nothing */
     free(s->pdir);
     s->pdir = NULL;
     return DPO_OK;
   }
   if (!s->pdir)
-    return dpo_err(DPO_EINVAL, "privacy.trust = secagg: party %d keeps its own journal in its own "
+    return dpo_err(DPO_EINVAL, "privacy.trust = %s: party %d keeps its own journal in its own "
                    "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
                    "parties.out = DIR%%d) in the configuration party %d's rank reads (--out is the "
-                   "coordinator's directory; no party writes there)", s->rank, s->rank, s->rank,
-                   s->rank);
+                   "coordinator's directory; no party writes there)", s->trust, s->rank, s->rank,
+                   s->rank, s->rank);
   return dpo_guard_journal_check(s->pdir, s->rank, s->resuming, journal, sizeof journal);
 }
 

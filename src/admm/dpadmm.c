@@ -116,8 +116,9 @@ static int noisy_grad(ctx_t *c, const double *x, int64_t step, double *g) {
   double loss = 0.0;
   int64_t used = 0;
   if (local) {
-    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0, 0, 0,
-                             0};
+    /* the claim: every party's guard prices the noise on its own sensitivity (2 clip) */
+    dpo_oracle_noise_t nz = {DPO_ONOISE_LOCAL_GAUSSIAN, (double)c->n * c->sigma, 1, 0, 0,
+                             c->sigma / c->sens, 0, 0};
     st = dpo_oracle_eval_sums_noised(c->o, x, NULL, &nz, 0, NULL, g, &used);
   } else {
     st = dpo_oracle_eval_sums(c->o, x, NULL, 0, &loss, g, &used);

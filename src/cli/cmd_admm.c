@@ -62,7 +62,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
 #ifdef DPO_TEST_SWITCHES
   if (dpo_cli_test_secagg_args(argc, argv, &argc))
     return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                             "shares or extra[:N], key or run=ID"));
+                                             "shares, extra or kind[:N], key or run=ID"));
 #endif
   /* the flags --out replaced: a clear refusal, not an unknown option */
   static const char *const gone[][2] = {{"--model-out", "the model is DIR/model.txt"},
@@ -87,7 +87,7 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "clipping (NON-PRIVATE references).\n"
                           "The graph must be PUBLIC: --graph-from on private data leaks it.\n"
                           "Outputs in the run directory (--out), as for dpopt train: config.ini, trace.csv, model.txt,\n"
-                          "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg each party\n"
+                          "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg or local each party\n"
                           "K > 0 keeps PARTYDIR/ledger.partyK.jsonl in its own directory, party.K.out or\n"
                           "parties.out = DIR%d).  Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted,\n"
                           "4 runtime failure (also: consensus stopped at --maxit), 5 interrupted (SIGTERM/SIGINT:\n"

@@ -90,10 +90,10 @@ static void dpo__algo_help(char *buf, size_t cap) {
              "\nOutputs in the run directory: trace.csv (columns marked _nonprivate are computed on\n"
              "the private training data and must not be released), model.txt, summary.json,\n"
              "config.ini (the effective configuration) and, for private runs, ledger.jsonl; under\n"
-             "privacy.trust = secagg each party K keeps ledger.partyK.jsonl, its own journal of what\n"
-             "it charged, in its own run directory party.K.out (or parties.out = DIR%%d), given in\n"
-             "the configuration its ranks read; required for every party with a rank other than\n"
-             "the coordinator's (party 0 without it: this directory).\n"
+             "privacy.trust = secagg, local or shares each party K keeps ledger.partyK.jsonl, its own\n"
+             "journal of what it charged, in its own run directory party.K.out (or parties.out =\n"
+             "DIR%%d), given in the configuration its ranks read; required for every party with a\n"
+             "rank other than the coordinator's (party 0 without it: this directory).\n"
              "A secagg dp-sgd-rdp or DP-GD family run that lost a party's rank is continued by\n"
              "--resume RUN, with its parties (each party's budget store keeps the run's one\n"
              "reservation) or, dp-sgd-rdp with per-party files, without some of them:\n"
@@ -105,11 +105,11 @@ static void dpo__algo_help(char *buf, size_t cap) {
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
- * (--test-coordinator sigma|gamma|shares|extra[:N] | key | run=ID) and a party that fails in its N-th secure-
+ * (--test-coordinator sigma|gamma|shares|extra|kind[:N] | key | run=ID) and a party that fails in its N-th secure-
  * aggregation release (--test-party-fail N) or dies in it (--test-party-kill N: SIGKILL), taken out of argv before parsing; dpopt-test admm
  * takes them too (cli.h). */
 int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
-  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra"};
+  static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra", "kind"};
   int k = 0, bad = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--test-coordinator") && i + 1 < argc) {
@@ -122,7 +122,7 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
       if (found) dpo__secagg_test_substitute_key(1);
       if (!strncmp(argv[i], "run=", 4)) /* an old run's id as the new run's */
         dpo__secagg_test_run_id(argv[i] + 4), found = 1;
-      for (int j = 1; j < 5; j++)
+      for (int j = 1; j < 6; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
@@ -153,7 +153,7 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   if (dpo_cli_test_secagg_args(argc, argv, &argc)) {
     dpo_config_destroy(cfg);
     return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                              "shares or extra[:N], key or run=ID"));
+                                              "shares, extra or kind[:N], key or run=ID"));
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */

@@ -51,10 +51,28 @@ void dpo__oracle_test_deviate(int kind, int64_t at) {
 void dpo__oracle_test_party_fail(int64_t at) { dpo__test_fail_at = at; }
 static int64_t dpo__test_kill_at = 0;
 void dpo__oracle_test_party_kill(int64_t at) { dpo__test_kill_at = at; }
-/* rank 0: the header it announces instead of the plan's */
+/* rank 0: the header it announces instead of the plan's (secagg; local and shares: the
+ * scale of hdr[6], the share count of hdr[5], the kind of hdr[4]) */
 static void dpo__test_deviate(int64_t hdr[DPO__HDR]) {
   if (!dpo__test_dev_kind || ++dpo__test_dev_seen < dpo__test_dev_at) return;
   double gamma;
+  if (hdr[4] != DPO_ONOISE_SECAGG) {
+    switch (dpo__test_dev_kind) {
+    case 1: /* the noise scale on the sum halved, the same charge */
+      memcpy(&gamma, &hdr[6], sizeof gamma);
+      gamma /= 2;
+      memcpy(&hdr[6], &gamma, sizeof gamma);
+      break;
+    case 3: /* shares sized for one rank more (each smaller) */
+      if (hdr[4] >= DPO_ONOISE_SHARE_LAPLACE) hdr[5] += 1;
+      break;
+    case 5: /* the other family at the same scale and charge (Laplace <-> Gaussian) */
+      hdr[4] += hdr[4] == DPO_ONOISE_LOCAL_LAPLACE || hdr[4] == DPO_ONOISE_SHARE_LAPLACE ? 1 : -1;
+      break;
+    default: break;
+    }
+    return;
+  }
   switch (dpo__test_dev_kind) {
   case 1: /* a smaller noise: the share sigma (or Laplace scale) halved, the same charge */
     hdr[7] = hdr[7] / 2 > 0 ? hdr[7] / 2 : 1;
@@ -164,73 +182,6 @@ static int dpo__local_metric(dpo_oracle_t *o, int heldout) {
   return dpo__shard_metric_add(o->model, s, o->x, o->acc);
 }
 
-/* Noise of a local/shares request, added by this rank to its own local sums BEFORE the reduce
- * (so every value that leaves the rank is noised).  The loss of a noised request is not
- * computed into the reduction (it would travel un-noised).  Local noise: the exact grid
- * mechanism on the rank's sum (snapped first, see privacy.h), only on ranks with rows in the
- * batch; shares: every rank (share index = its rank, nshares = the communicator's size) snaps
- * its sum to the grid of the total scale and adds its exact integer share
- * (dpo_mech_laplace_share), whether or not it has rows, so the reduced sum carries exactly
- * one central discrete Laplace (the values are integers times Lambda; the double-double
- * reduction adds them exactly, the total's one rounding to a double is post-processing). */
-static int dpo__local_noise(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
-  const int32_t d = o->d;
-  double scale;
-  memcpy(&scale, &hdr[6], sizeof scale);
-  int kind = (int)hdr[4], nsh = (int)hdr[5];
-  int64_t used = (int64_t)o->acc[d + 1].hi;
-  o->acc[d].hi = o->acc[d].lo = 0.0;
-  if ((kind == DPO_ONOISE_LOCAL_LAPLACE || kind == DPO_ONOISE_LOCAL_GAUSSIAN) && used == 0)
-    return DPO_OK;
-  if (!o->noise_rng)
-    return dpo_err(DPO_EINVAL, "oracle: rank %d has no noise stream for a %s-noised request "
-                   "(dpo_oracle_set_noise_rng)", o->rank,
-                   kind >= DPO_ONOISE_SHARE_LAPLACE ? "shares" : "locally");
-  int rc;
-  for (int32_t j = 0; j < d; j++) o->g[j] = o->acc[j].hi + o->acc[j].lo;
-  switch (kind) {
-  case DPO_ONOISE_LOCAL_LAPLACE: rc = dpo_mech_laplace(o->noise_rng, scale, o->g, d); break;
-  case DPO_ONOISE_LOCAL_GAUSSIAN: rc = dpo_mech_gaussian(o->noise_rng, scale, o->g, d); break;
-  case DPO_ONOISE_SHARE_LAPLACE: /* share index = rank: the pieces of one discrete Laplace */
-    rc = nsh == o->size ? dpo_mech_laplace_share(o->noise_rng, scale, o->rank, nsh, o->g, d)
-                        : dpo_err(DPO_EINVAL, "oracle: %d shares for %d ranks", nsh, o->size);
-    break;
-  case DPO_ONOISE_SHARE_GAUSSIAN:
-    rc = nsh == o->size ? dpo_mech_gaussian_share(o->noise_rng, scale, o->rank, nsh, o->g, d)
-                        : dpo_err(DPO_EINVAL, "oracle: %d shares for %d ranks", nsh, o->size);
-    break;
-  default: rc = dpo_err(DPO_EINVAL, "oracle: unknown noise kind %d", kind);
-  }
-  if (rc) return rc;
-  for (int32_t j = 0; j < d; j++) {
-    o->acc[j].hi = o->g[j];
-    o->acc[j].lo = 0.0;
-  }
-  return DPO_OK;
-}
-
-/* The party guard's check of a batch charged as one of a disjoint pass (parallel composition):
- * none of this rank's rows may have been in an earlier batch of the same pass. */
-static int dpo__guard_pass(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]) {
-  const int64_t n = o->shard->n;
-  if (hdr[2] == DPO__M_LOCAL)
-    return dpo_err(DPO_EINVAL, "party guard: a party-local sample charged as a disjoint pass");
-  if (!o->pass_used && !(o->pass_used = calloc((size_t)(n > 0 ? n : 1), 1)))
-    return dpo_err(DPO_ENOMEM, "party guard: out of memory");
-  if (hdr[11] != o->pass) memset(o->pass_used, 0, (size_t)(n > 0 ? n : 1)), o->pass = hdr[11];
-  const int64_t used = (int64_t)o->acc[o->d + 1].hi;
-  for (int64_t k = 0; k < (hdr[2] == DPO__M_ALL ? n : used); k++) {
-    int64_t i = hdr[2] == DPO__M_ALL ? k : o->lrows[k];
-    if (o->pass_used[i])
-      return dpo_err(DPO_EINVAL, "rank %d refuses: row %lld of its shard was in an earlier "
-                     "batch of the pass the coordinator charges as disjoint (parallel "
-                     "composition); nothing contributed, the round is withheld",
-                     o->rank, (long long)(i + o->shard->row0));
-    o->pass_used[i] = 1;
-  }
-  return DPO_OK;
-}
-
 /* Secure aggregation (src/privacy/secagg.c): every rank, whatever its status lrc, takes part
  * in the round; a rank that failed (or whose party guard refused the request) sends nothing
  * decodable and the round is withheld everywhere (secagg.c: a failure flag is all-reduced
@@ -317,7 +268,7 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
     o->st.t_comm += t1 - t0;
     if (!rc) rc = dpo__local_sums(o, m, hdr[8], hdr[9]);
     if (hdr[4] == DPO_ONOISE_SECAGG) rc = dpo__secagg_sums(o, hdr, rc);
-    else if (!rc && hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_noise(o, hdr);
+    else if (hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_round(o, hdr, rc);
     /* party-local sampling: how many rows a rank kept is its own secret (the reduce below is
      * in the clear); a worker does not add it to its statistics either */
     if (m == DPO__M_LOCAL) o->acc[d + 1].hi = o->acc[d + 1].lo = 0.0;
@@ -594,19 +545,29 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
     hdr[4] = noise->kind;
     hdr[5] = noise->nshares;
     memcpy(&hdr[6], &noise->scale, sizeof noise->scale);
+    /* what every party's guard compares its own price with (privacy/guard.h) */
+    memcpy(&hdr[10], &noise->claim, sizeof noise->claim);
+    hdr[11] = noise->pass;
     want_loss = 0;
   }
 #ifdef DPO_TEST_SWITCHES
-  if (hdr[4] == DPO_ONOISE_SECAGG) dpo__test_deviate(hdr);
+  int64_t plan_hdr[DPO__HDR];
+  memcpy(plan_hdr, hdr, sizeof plan_hdr);
+  if (hdr[4] != DPO_ONOISE_NONE) dpo__test_deviate(hdr);
 #endif
   double t0 = dpo__now();
   DPO_MPI_CHECK(dpo__oracle_hdr_bcast(o, hdr));
   o->st.t_comm += dpo__now() - t0;
+#ifdef DPO_TEST_SWITCHES
+  /* local / shares: the parties got the deviation, rank 0 adds its own noise by the plan */
+  if (hdr[4] != DPO_ONOISE_NONE && hdr[4] != DPO_ONOISE_SECAGG && plan_hdr[4] != DPO_ONOISE_SECAGG)
+    memcpy(hdr, plan_hdr, sizeof plan_hdr);
+#endif
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
   if ((rc = dpo__req_status(o, fn, lrc, o->d + 2))) return rc;
 #ifdef DPO_TEST_SWITCHES
-  if (hdr[4] == DPO_ONOISE_SECAGG && dpo__test_dev_kind == 4) /* an extra release, later */
+  if (hdr[4] != DPO_ONOISE_NONE && dpo__test_dev_kind == 4) /* an extra release, later */
     memcpy(dpo__test_last, hdr, sizeof dpo__test_last), dpo__test_have_last = 1;
 #endif
   for (int32_t j = 0; j < o->d; j++) g_sum[j] = o->acc[j].hi;

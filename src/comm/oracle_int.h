@@ -70,4 +70,12 @@ int dpo__oracle_hdr_bcast(dpo_oracle_t *o, int64_t hdr[DPO__HDR]);
  * session). */
 int dpo__check_req(dpo_oracle_t *o, const char *fn, const double *x);
 
+/* oracle_noise.c: every rank's part of a local / shares SUMS request after its local sums
+ * (status lrc): its party guard's pricing and charge, its noise, the round withheld everywhere
+ * when any rank failed.  Returns this rank's status. */
+int dpo__local_round(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int lrc);
+/* oracle_noise.c: the party guard's check of a batch charged as one of disjoint pass hdr[11]
+ * - 1: none of this rank's rows was in an earlier batch of the pass. */
+int dpo__guard_pass(dpo_oracle_t *o, const int64_t hdr[DPO__HDR]);
+
 #endif

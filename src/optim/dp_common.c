@@ -536,6 +536,8 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
       nz.kind = pt->trust == DPO_TRUST_LOCAL ? DPO_ONOISE_LOCAL_LAPLACE : DPO_ONOISE_SHARE_LAPLACE;
       nz.scale = b;
       nz.nshares = pt->trust == DPO_TRUST_LOCAL ? 1 : size;
+      nz.claim = eps0; /* every party's guard prices b itself (privacy/guard.h) */
+      nz.pass = c.sampling == DPO_SAMPLING_DISJOINT ? c.group + 1 : 0;
     }
     int64_t used = 0;
     rc = dpo_oracle_eval_sums_noised(o, x, batch.ids ? &batch : NULL, central ? NULL : &nz, 0,

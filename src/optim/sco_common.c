@@ -441,7 +441,10 @@ int dpo__sco_parties_sum(dpo_solver_t *s, dpo__sco_sa_t *sa, const double *x,
       return dpo_err(DPO_EINVAL, "privacy.trust = local: a release charged with sampling %s "
                      "would be amplified against the coordinator that drew the batch",
                      dpo_sampling_name(ch->sampling));
-    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0, 0, 0, 0};
+    /* the claim: every party's guard prices sigma on its own sensitivity (privacy/guard.h) */
+    nz = (dpo_oracle_noise_t){DPO_ONOISE_LOCAL_GAUSSIAN, ch->noise_scale, 1, 0, 0,
+                              ch->noise_scale / ch->sensitivity,
+                              ch->sampling == DPO_SAMPLING_DISJOINT ? ch->group + 1 : 0, 0};
   }
   double charged = 0;
   int refused = -2;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dpopt/comm.h" /* DPO_ONOISE_*: the noise kinds of the oracle's header */
 #include "dpopt/parties.h"
 #include "dpopt/status.h"
 #include "rounding.h"
@@ -93,8 +94,13 @@ int dpo_journal_run_id(const char *path, char id[65]) {
 
 int dpo_guard_create(const dpo_guard_spec_t *spec, dpo_guard_t **out) {
   *out = NULL;
+  /* local / shares price with the one sensitivity of the plan's noise (L1 Laplace, L2
+   * Gaussian); secagg needs both (the Polya shares' L1, the discrete Gaussian's L2) */
+  const int lg = spec && (spec->trust == DPO_TRUST_LOCAL || spec->trust == DPO_TRUST_SHARES);
   if (!spec || spec->parties < 1 || spec->collude < 0 || spec->collude >= spec->parties ||
-      spec->d < 1 || !(spec->S1 > 0) || !(spec->S2 > 0))
+      spec->d < 1 || (!(spec->S1 > 0) && !(lg && spec->gaussian)) ||
+      (!(spec->S2 > 0) && !(lg && !spec->gaussian)) ||
+      (spec->trust == DPO_TRUST_SHARES && spec->nranks < 1))
     return dpo_err(DPO_EINVAL, "party guard: bad plan (P %d, k %d, d %lld, S1 %g, S2 %g)",
                    spec ? spec->parties : 0, spec ? spec->collude : 0,
                    spec ? (long long)spec->d : 0LL, spec ? spec->S1 : 0, spec ? spec->S2 : 0);
@@ -151,6 +157,32 @@ static int dpo__refuse(const dpo_guard_t *g, const char *what) {
                  (long long)g->releases + 1, what);
 }
 
+/* A charge of this party's next release: one release of its own d and relation, unsampled
+ * (the caller sets the mechanism and, for a disjoint pass, the sampling). */
+static void dpo__guard_charge_init(const dpo_guard_t *g, dpo_charge_t *c) {
+  memset(c, 0, sizeof *c);
+  c->dim = g->spec.d;
+  c->m = c->n = 1;
+  c->group = 1;
+  c->step = g->releases;
+  c->neighbours = g->spec.rel;
+  c->sampling = DPO_SAMPLING_NONE;
+}
+
+/* The admitted release charged to the party's own account (journalled and synced first). */
+static int dpo__guard_charge(dpo_guard_t *g, const dpo_charge_t *c) {
+  char why[400];
+  double charged = 0;
+  int rc = dpo_ledger_charge(g->acct, c, &charged);
+  if (rc == DPO_EBUDGET || (rc && rc != DPO_ENOMEM)) {
+    snprintf(why, sizeof why, "its own account refuses the charge (%s)", dpo_errmsg());
+    return dpo__refuse(g, why); /* an honest coordinator's ledger refuses first */
+  }
+  if (rc) return rc;
+  g->releases++;
+  return DPO_OK;
+}
+
 int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
   const dpo_guard_spec_t *p = &g->spec;
   const int n = p->parties - p->collude; /* honest shares of this party's own plan */
@@ -165,13 +197,7 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
   if (!(r->claim > 0) || !isfinite(r->claim))
     return dpo__refuse(g, "the request names no charge for its noise");
   dpo_charge_t c;
-  memset(&c, 0, sizeof c);
-  c.dim = p->d;
-  c.m = c.n = 1;
-  c.group = 1;
-  c.step = g->releases;
-  c.neighbours = p->rel;
-  c.sampling = DPO_SAMPLING_NONE;
+  dpo__guard_charge_init(g, &c);
   if (r->lap_honest > 0) { /* pure eps: the honest Polya shares sum to the discrete Laplace(t) */
     if (r->lap_honest != n) {
       snprintf(why, sizeof why, "it announces noise shares for %lld honest parties; this "
@@ -234,15 +260,74 @@ int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r) {
     if (r->pass >= 0) /* parallel composition, within this job's passes only */
       c.sampling = DPO_SAMPLING_DISJOINT, c.group = g->pass_base + r->pass;
   }
-  double charged = 0;
-  int rc = dpo_ledger_charge(g->acct, &c, &charged);
-  if (rc == DPO_EBUDGET || (rc && rc != DPO_ENOMEM)) {
-    snprintf(why, sizeof why, "its own account refuses the charge (%s)", dpo_errmsg());
-    return dpo__refuse(g, why); /* an honest coordinator's ledger refuses first */
+  return dpo__guard_charge(g, &c);
+}
+
+/* The guard of privacy.trust = local and shares: the noise every rank adds to its own sum
+ * (oracle_noise.c, dpo__local_noise) at the scale the header announces.  Local: each party's
+ * release is its own noised sum, so its guarantee is that of its own mechanism whatever the other
+ * parties do (independent of P - k): the exact grid Laplace of scale b on a sum of L1
+ * sensitivity S1 costs eps = (S1 + d Lambda) / b (thesis Thm 4.1.2 with the snapped
+ * sensitivity, dpo_mech_laplace_eps), the Gaussian of sigma on L2 sensitivity S2 the
+ * multiplier z = sigma / S2 (its RDP, the ledger's; doc/privacy.md).  Shares: the shares of
+ * all nshares ranks sum to one central noise of that scale, priced the same way; a share count
+ * other than the party's own rank count would size every share for a sum that is not made. */
+int dpo_guard_admit_local(dpo_guard_t *g, const dpo_guard_lreq_t *r) {
+  const dpo_guard_spec_t *p = &g->spec;
+  const int shares = p->trust == DPO_TRUST_SHARES;
+  const int want = shares ? (p->gaussian ? DPO_ONOISE_SHARE_GAUSSIAN : DPO_ONOISE_SHARE_LAPLACE)
+                          : (p->gaussian ? DPO_ONOISE_LOCAL_GAUSSIAN : DPO_ONOISE_LOCAL_LAPLACE);
+  static const char *const kn[] = {"no", "local Laplace", "local Gaussian", "shared "
+                                   "Laplace", "shared Gaussian", "secure-aggregation"};
+  char why[400];
+  if (p->trust != DPO_TRUST_LOCAL && !shares)
+    return dpo_err(DPO_EINVAL, "party guard: not built for privacy.trust = local or shares");
+  if (r->kind != want) {
+    snprintf(why, sizeof why, "it asks for %s noise; this party's plan (privacy.trust = %s, %s "
+             "noise) has %s", r->kind >= 0 && r->kind <= 5 ? kn[r->kind] : "unknown",
+             dpo_trust_name(p->trust), p->gaussian ? "Gaussian" : "Laplace", kn[want]);
+    return dpo__refuse(g, why);
   }
-  if (rc) return rc;
-  g->releases++;
-  return DPO_OK;
+  if (shares && r->nshares != p->nranks) {
+    snprintf(why, sizeof why, "it announces %lld noise shares; this party's plan has %d ranks, "
+             "each adding one", (long long)r->nshares, p->nranks);
+    return dpo__refuse(g, why);
+  }
+  if (!(r->scale > 0) || !isfinite(r->scale) || !(r->claim > 0) || !isfinite(r->claim)) {
+    snprintf(why, sizeof why, "the request names no usable noise scale (%g) or charge (%g)",
+             r->scale, r->claim);
+    return dpo__refuse(g, why);
+  }
+  dpo_charge_t c;
+  dpo__guard_charge_init(g, &c);
+  c.noise_scale = r->scale;
+  if (!p->gaussian) {
+    double price = NAN;
+    if (dpo_mech_laplace_eps(p->S1, r->scale, p->d, &price))
+      return dpo__refuse(g, "its noise cannot be priced");
+    if (price > r->claim * (1 + DPO__GUARD_TOL)) {
+      snprintf(why, sizeof why, "its noise (Laplace scale %.6g on the sum) costs eps = %.6g a "
+               "release, more than the eps = %.6g its ledger charges", r->scale, price, r->claim);
+      return dpo__refuse(g, why);
+    }
+    c.mechanism = DPO_MECH_LAPLACE;
+    c.eps = r->claim; /* not below the price (checked): the coordinator's charge */
+    c.sensitivity = p->S1;
+    c.accounting = DPO_ACCOUNTING_PURE;
+  } else {
+    const double z = r->scale / p->S2;
+    if (z < r->claim * (1 - DPO__GUARD_TOL)) {
+      snprintf(why, sizeof why, "its noise (Gaussian sigma %.6g on the sum) has multiplier "
+               "%.6g, below the %.6g its ledger charges", r->scale, z, r->claim);
+      return dpo__refuse(g, why);
+    }
+    c.mechanism = DPO_MECH_GAUSSIAN; /* what runs, on the party's own sensitivity */
+    c.sensitivity = p->S2;
+    c.accounting = DPO_ACCOUNTING_RDP;
+  }
+  if (r->pass >= 0) /* parallel composition, within this job's passes only */
+    c.sampling = DPO_SAMPLING_DISJOINT, c.group = g->pass_base + r->pass;
+  return dpo__guard_charge(g, &c);
 }
 
 /* ---------------------------------------------------------------- the plan */

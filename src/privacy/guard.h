@@ -1,5 +1,6 @@
-/* The party guard (privacy.trust = secagg; doc/design.md, "Threat model").  Internal to the
- * library: the oracle consults it on every rank but the coordinator, the run builds it.
+/* The party guard (privacy.trust = secagg, local and shares; doc/design.md, "Threat model").
+ * Internal to the library: the oracle consults it on every rank but the coordinator, the run
+ * builds it.
  *
  * A party does not take the coordinator's word for the noise.  Before any release the parties
  * agree on the public plan (dpo_plan_agree: a BLAKE2b digest of each party's own canonical
@@ -13,7 +14,8 @@
  *  - or its own in-memory account (its own budget, accountant and relation) refuses the charge.
  * A release it admits is charged to that account first.  So what a coalition of the
  * coordinator and up to k parties learns about the party's rows is bounded by what the party's
- * own account has charged; the coordinator's ledger is a view, not the guard. */
+ * own account has charged; the coordinator's ledger is a view, not the guard.  Under local and
+ * shares the same guard prices the noise each rank adds to its own sum (dpo_guard_admit_local). */
 #ifndef DPO_PRIVACY_GUARD_H
 #define DPO_PRIVACY_GUARD_H
 
@@ -41,6 +43,10 @@ typedef struct {
   const char *key_file;   /* the journal's chain key (NULL/"": as dpo_ledger_open_key) */
   const char *run_id;     /* a new journal records the run's id (dpo_secagg_run_id) as its
                            * first line after the header ("run_id HEX"); NULL: none */
+  /* privacy.trust = local / shares only (dpo_guard_admit_local; secagg leaves them 0): */
+  int trust;              /* DPO_TRUST_LOCAL or DPO_TRUST_SHARES */
+  int gaussian;           /* the plan's noise: 1 Gaussian (the SCO family, DP-ADMM), 0 Laplace */
+  int nranks;             /* shares: the run's ranks, each adding one share */
 } dpo_guard_spec_t;
 
 /* One announced secure-aggregation release (the oracle's request header). */
@@ -89,6 +95,21 @@ void dpo_guard_destroy(dpo_guard_t *g);
  * DPO_EINVAL naming what differed, or the account's refusal (an honest coordinator's ledger,
  * which charges every party's account too, refuses such a release before it asks). */
 int dpo_guard_admit(dpo_guard_t *g, const dpo_guard_req_t *r);
+/* One announced local / shares release (the oracle's request header under privacy.trust =
+ * local or shares: the noise every rank adds to its own sum before the reduce). */
+typedef struct {
+  int kind;        /* DPO_ONOISE_LOCAL_* / DPO_ONOISE_SHARE_* (dpopt/comm.h) */
+  double scale;    /* Laplace b / Gaussian sigma on the sum (the total of the shares) */
+  int64_t nshares; /* shares: the number of ranks adding one */
+  double claim;    /* the coordinator's charge: eps (Laplace) or the noise multiplier sigma /
+                    * sensitivity (Gaussian); 0: none */
+  int64_t pass;    /* >= 0: a batch of disjoint pass `pass` (checked by the oracle); -1: none */
+} dpo_guard_lreq_t;
+/* Not collective.  As dpo_guard_admit for a local / shares release: the kind must be the
+ * plan's (its trust mode and noise family), a share count the party's own rank count, and the
+ * price of the announced scale, from the party's own sensitivity, at most the claim; then the
+ * release is charged to the party's account (and journal) before any noise is added. */
+int dpo_guard_admit_local(dpo_guard_t *g, const dpo_guard_lreq_t *r);
 /* The party's account: spent (eps, delta) and releases admitted. */
 int dpo_guard_spent(const dpo_guard_t *g, double *eps, double *delta, int64_t *releases);
 /* The party's account in parts (dpo_ledger_parts): what the party's budget store keeps. */

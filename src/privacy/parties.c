@@ -134,8 +134,8 @@ static int dpo__party_all_or_none(char **v, int n, const char *what) {
   return DPO_OK;
 }
 
-/* A party's own run directory (party.K.out, parties.out) holds its guard's journal: secagg
- * only, and only for a party with a rank other than the coordinator's (a party of rank 0 alone
+/* A party's own run directory (party.K.out, parties.out) holds its guard's journal: secagg,
+ * local and shares, and only for a party with a rank other than the coordinator's (a party of rank 0 alone
  * has no journal of its own: its account is the coordinator's) -- a directory nobody writes is
  * refused; the pattern's entry for such a party 0 is dropped. */
 static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
@@ -145,10 +145,10 @@ static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
     snprintf(key, sizeof key, "party.%d.out", p->name[k]);
     const char *at = dpo_config_get(cfg, key) ? dpo_config_origin(cfg, key)
                                               : dpo_config_origin(cfg, "parties.out");
-    if (p->trust != DPO_TRUST_SECAGG)
+    if (p->trust == DPO_TRUST_CENTRAL)
       return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
-                     "holds its journal under privacy.trust = secagg, not %s", at, p->name[k],
-                     dpo_trust_name(p->trust));
+                     "holds its guard's journal under privacy.trust = secagg, local or shares, "
+                     "not central", at, p->name[k]);
     if (k == 0 && p->nranks_of[0] == 1 && !dpo_config_get(cfg, key)) { /* the pattern's */
       free(p->out[0]);
       p->out[0] = NULL;

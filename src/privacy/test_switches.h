@@ -17,7 +17,11 @@
  * its secure-aggregation requests from the N-th on (default 1): kind 1 halves the announced
  * noise share sigma (or Laplace scale), 2 halves the fixed-point step gamma, 3 (pure eps)
  * announces one honest share more, 4 asks for one release more than the plan at its end; the
- * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse. */
+ * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse.
+ * Local / shares requests: 1 halves the noise scale on the sum, 3 (shares) announces one share
+ * more, 4 as above, 5 asks for the other noise family (Laplace <-> Gaussian) at the same scale;
+ * rank 0 itself goes on with the plan's header (a coordinator that announces what it does
+ * not do). */
 void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */
@@ -66,7 +70,11 @@ void dpo__test_audit_seed(int on, uint64_t seed);
  * its secure-aggregation requests from the N-th on (default 1): kind 1 halves the announced
  * noise share sigma (or Laplace scale), 2 halves the fixed-point step gamma, 3 (pure eps)
  * announces one honest share more, 4 asks for one release more than the plan at its end; the
- * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse. */
+ * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse.
+ * Local / shares requests: 1 halves the noise scale on the sum, 3 (shares) announces one share
+ * more, 4 as above, 5 asks for the other noise family (Laplace <-> Gaussian) at the same scale;
+ * rank 0 itself goes on with the plan's header (a coordinator that announces what it does
+ * not do). */
 void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
  * aggregation release (0: never); the round must be withheld, never decoded. */

@@ -89,8 +89,9 @@ static int dpo__run_privacy_asked(const dpo_config_t *cfg, const dpo_algo_t *alg
 
 /* Checkpoints asked for in a new multi-party run: a resume settles each party's budget store
  * against the party's own journal (dpo_party_store_journal; never on the coordinator's word
- * alone), which only the parties of a secagg run keep, so a run that could stop but never
- * resume is refused before anything is written.  Not collective. */
+ * alone), which only the parties of a secagg, local or shares run keep (their guard's), so a
+ * central run that could stop but never resume is refused before anything is written.  Not
+ * collective. */
 static int dpo__run_ckpt_stores(const dpo_parties_t *pt) {
   char j[1100];
   for (int k = 0; pt && pt->store && k < pt->count; k++)
@@ -98,9 +99,9 @@ static int dpo__run_ckpt_stores(const dpo_parties_t *pt) {
       return dpo_err(DPO_EINVAL, "checkpoints (--checkpoint-every, run.stop_after) of a run "
                      "whose party %d keeps a budget store: a resume settles the store against "
                      "the party's own journal, never on the coordinator's word alone, and "
-                     "parties keep their own journals only under privacy.trust = secagg (with "
-                     "party.K.out or parties.out); use secagg, or drop the checkpoints or the "
-                     "party's budget store", pt->name ? pt->name[k] : k);
+                     "parties keep their own journals only under privacy.trust = secagg, local "
+                     "or shares (with party.K.out or parties.out); use one of those, or drop "
+                     "the checkpoints or the party's budget store", pt->name ? pt->name[k] : k);
   return DPO_OK;
 }
 

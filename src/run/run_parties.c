@@ -35,7 +35,7 @@ static int dpo__journal_rank(const dpo_parties_t *p, int k) {
   return dpo_party_journal_rank(p, k);
 }
 
-/* Not collective, secagg: on the rank that keeps its party's journal, the party's own run
+/* Not collective, secagg, local, shares: on the rank that keeps its party's journal, the party's own run
  * directory (party.K.out; party 0 defaults to the coordinator's --out) must be given and fit
  * the run: a new run needs a directory without a journal, --resume one with it.  Nothing is
  * written here (the directory is made when the journal is opened, after the plan). */
@@ -44,10 +44,11 @@ static int dpo__party_dir_check(const dpo_parties_t *p, int rank, int resuming) 
   if (dpo__journal_rank(p, k) != rank) return DPO_OK;
   if (!p->out[k]) {
     if (k == 0) return DPO_OK; /* the coordinator's party: its run directory is --out's */
-    return dpo_err(DPO_EINVAL, "privacy.trust = secagg: party %d keeps its own journal in its own "
+    return dpo_err(DPO_EINVAL, "privacy.trust = %s: party %d keeps its own journal in its own "
                    "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
                    "parties.out = DIR%%d) in the configuration party %d's ranks read (--out is the "
-                   "coordinator's directory; no party writes there)", K, rank, K, K);
+                   "coordinator's directory; no party writes there)", dpo_trust_name(p->trust),
+                   K, rank, K, K);
   }
   char journal[1100];
   return dpo_guard_journal_check(p->out[k], K, resuming, journal, sizeof journal);
@@ -107,7 +108,7 @@ int dpo__run_parties_setup(MPI_Comm comm, const dpo_config_t *cfg,
       if (!rc) tp->npub = spec->public_n;
     }
   }
-  if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG)
+  if (!rc && tp->p && tp->p->trust != DPO_TRUST_CENTRAL && is_private)
     rc = dpo__party_dir_check(tp->p, tp->rank, resuming);
   rc = dpo_agree(comm, rc);
   if (!rc && tp->p && tp->p->trust == DPO_TRUST_SECAGG) {
@@ -256,7 +257,7 @@ static int dpo__corrupt_ranks(const dpo_parties_t *p) {
 /* This rank's canonical plan: the plan keys of its own configuration, sorted, and what the run
  * derived from them (ranks, dimension, party table, encoding).  Caller frees. */
 static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t d,
-                            const char *run_id) {
+                            int gaussian, const char *run_id) {
   static const char *const pre[] = {"algo.", "privacy.", "parties.", "party.", "model."};
   const dpo_parties_t *p = tp->p;
   dpo_plantext_t *pl = dpo_plantext_new();
@@ -276,10 +277,16 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
              p->nranks_of[k], p->eps[k], p->delta[k]);
     dpo_plantext_add(pl, key, v);
   }
-  snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " secagg: fixed point, randomized rounding, "
-           "words of 32 bits when dpo_secagg_word's public bound fits else 64, X25519 + "
-           "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
-           dpo__corrupt_ranks(p));
+  if (p->trust == DPO_TRUST_SECAGG)
+    snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " secagg: fixed point, randomized rounding, "
+             "words of 32 bits when dpo_secagg_word's public bound fits else 64, X25519 + "
+             "ChaCha20 pairwise masks on the Harary graph against %d corrupt ranks",
+             dpo__corrupt_ranks(p));
+  else /* the noise each rank adds to its own sum (oracle.c), priced by the guards */
+    snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " %s: exact grid %s noise %s, in the clear",
+             dpo_trust_name(p->trust), gaussian ? "Gaussian" : "Laplace",
+             p->trust == DPO_TRUST_LOCAL ? "on each rank's own sum"
+                                         : "in integer shares, one a rank");
   dpo_plantext_add(pl, "~encoding", v);
   /* the run this rank takes part in (dpo__run_priv_run_id_of): derived by all, or, resumed,
    * the one its party's own journal records */
@@ -287,33 +294,37 @@ static char *dpo__plan_text(const dpo__run_parties_t *tp, MPI_Comm comm, int64_t
   return dpo_plantext_finish(pl);
 }
 
-/* Collective (secagg): the parties agree on the plan, then every rank but the coordinator
- * builds its party's guard from its own configuration and hands it to the oracle. */
+/* Collective (secagg, local, shares): the parties agree on the plan, then every rank but the
+ * coordinator builds its party's guard from its own configuration and hands it to the oracle.
+ * gaussian: the plan's noise under local / shares (the algorithm's: 1 Gaussian, 0 Laplace). */
 static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *o,
-                                  const char *run_dir, int resuming, const char *run_id) {
+                                  const char *run_dir, int resuming, const char *run_id,
+                                  int gaussian) {
   const dpo_parties_t *p = tp->p;
   const int64_t d = dpo_oracle_dim(o);
+  const int secagg = p->trust == DPO_TRUST_SECAGG;
   unsigned char digest[32];
-  char *plan = dpo__plan_text(tp, comm, d, run_id);
+  char *plan = dpo__plan_text(tp, comm, d, gaussian, run_id);
   int rc = plan ? DPO_OK : dpo_err(DPO_ENOMEM, "out of memory");
   rc = dpo_agree(comm, rc);
   if (!rc) rc = dpo_plan_agree(comm, plan, digest);
   free(plan);
   /* pairwise keys once per run (authenticated when the parties list identity keys); each
    * party's first rank adds the party's noise share */
-  if (!rc)
+  if (!rc && secagg)
     rc = dpo_plan_secagg(tp->cfg, comm, p->count, p->rank_party, p->name,
                          p->first_rank[p->rank_party[tp->rank]] == tp->rank, tp->rng, digest,
                          &tp->sa);
-  if (!rc) rc = dpo_secagg_set_graph(tp->sa, dpo__corrupt_ranks(p)); /* same on every rank */
-  if (!rc) rc = dpo_oracle_set_secagg(o, tp->sa);
+  if (!rc && secagg) rc = dpo_secagg_set_graph(tp->sa, dpo__corrupt_ranks(p)); /* same on every rank */
+  if (!rc && secagg) rc = dpo_oracle_set_secagg(o, tp->sa);
   if (rc || tp->rank == 0) return dpo_agree(comm, rc);
   const char *key = "";
   double B1 = NAN, B2 = NAN;
   const int party = p->rank_party[tp->rank];
   dpo_guard_spec_t sp = {p->count, p->collude, p->name[party], d, NAN, NAN, p->eps[party],
                          p->delta[party], NULL, DPO_NEIGHBOURS_REPLACE_ONE, 0, NULL, 0, NULL,
-                         NULL};
+                         NULL, 0, 0, 0};
+  if (!secagg) sp.trust = p->trust, sp.gaussian = gaussian, sp.nranks = dpo__size(comm);
   /* the party's first rank after the coordinator keeps the party's own journal in the party's
    * own run directory: what it charged, each line synced before it contributes (doc/design.md,
    * "Threat model"); the coordinator's party may keep it in the coordinator's */
@@ -343,13 +354,15 @@ static int dpo__run_parties_guard(dpo__run_parties_t *tp, MPI_Comm comm, dpo_ora
 
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
                             struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
-                            int resuming, const char *run_id) {
+                            int resuming, const char *run_id, int gaussian) {
   int rc = DPO_OK;
   dpo_parties_t *p = tp->p;
   if (!p) return DPO_OK;
   if (tp->rng) rc = dpo_oracle_set_noise_rng(oracle, tp->rng);
   rc = dpo_agree(comm, rc);
-  if (!rc && p->trust == DPO_TRUST_SECAGG && (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming, run_id)))
+  /* every trust but central: no party takes the coordinator's word for its noise */
+  if (!rc && tp->rng && p->trust != DPO_TRUST_CENTRAL &&
+      (rc = dpo__run_parties_guard(tp, comm, oracle, run_dir, resuming, run_id, gaussian)))
     return rc;
   if (dpo__rank(comm) == 0 && !rc) {
     p->trace = trace;

@@ -28,13 +28,15 @@ int dpo__run_parties_load(dpo__run_parties_t *tp, MPI_Comm comm, const char *pat
                           const dpo_load_opts_t *lo, dpo_shard_t **train);
 /* Collective: hand the table to the oracle (rank 0), the noise stream to the oracle (every
  * rank), open the party accounts in the ledger (rank 0).  trace: rank 0's trace file.
- * Under secagg each party's first rank other than 0 journals its own account in its party's
+ * Under secagg, local and shares the parties agree on the plan and every rank but 0 builds its
+ * party's guard; each party's first rank other than 0 journals its own account in its party's
  * own run directory, party.K.out/ledger.partyK.jsonl (party 0: run_dir's by default; reopened
  * when resuming).  run_id: the run's id (dpo__run_priv_run_id_of), part of the agreed plan and
- * recorded by every new party journal; NULL: none. */
+ * recorded by every new party journal; NULL: none.  gaussian: the algorithm's noise under
+ * local / shares (1: Gaussian, the SCO family; 0: Laplace, the DP-GD family). */
 int dpo__run_parties_attach(dpo__run_parties_t *tp, MPI_Comm comm, dpo_oracle_t *oracle,
                             struct dpo_ledger *ledger, FILE *trace, const char *run_dir,
-                            int resuming, const char *run_id);
+                            int resuming, const char *run_id, int gaussian);
 /* 1 when the coordinator must not receive exact training-data sums (local / shares): the
  * non-private training diagnostics are then skipped. */
 /* Not collective: the load options of a private run (dpo_load_opts_private) on `path`, or on

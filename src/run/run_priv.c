@@ -158,7 +158,7 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
 
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming) {
   int rc = DPO_OK;
-  if (pt && p->is_private && (pt->trust == DPO_TRUST_SECAGG || (pt->store && pt->store[0]))) {
+  if (pt && p->is_private && (pt->trust != DPO_TRUST_CENTRAL || (pt->store && pt->store[0]))) {
     p->ptab = pt;
     p->presumed = resuming;
   }
@@ -330,7 +330,7 @@ static int dpo__run_priv_run_id(dpo__run_priv_t *p) {
   if ((rc = dpo_agree(p->comm, rc))) return rc;
   MPI_Bcast(p->prun_id, (int)sizeof p->prun_id, MPI_CHAR, 0, p->comm);
   const int k = pt->rank_party[p->rank];
-  if (pt->trust == DPO_TRUST_SECAGG && p->rank != 0 && dpo_party_journal_rank(pt, k) == p->rank) {
+  if (pt->trust != DPO_TRUST_CENTRAL && p->rank != 0 && dpo_party_journal_rank(pt, k) == p->rank) {
     char j[1100], own[65];
     rc = dpo_party_journal_path(pt->out[k] ? pt->out[k] : p->dir, pt->name[k], j, sizeof j);
     if (!rc && !(rc = dpo_journal_run_id(j, own)) && !own[0])

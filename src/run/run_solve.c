@@ -7,6 +7,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "optim/sco_common.h" /* dpo__sco_params: the algorithms whose noise is Gaussian */
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -109,7 +110,8 @@ static int dpo__make_solver(dpo_run_t *r) {
   if (r->test && (rc = dpo_oracle_set_heldout(r->oracle, r->test))) return rc;
   if ((rc = dpo__run_parties_attach(r->parties, r->comm, r->oracle,
                                     dpo__run_priv_ledger(r->priv), r->trace, r->dir,
-                                    r->resuming, dpo__run_priv_run_id_of(r->priv))))
+                                    r->resuming, dpo__run_priv_run_id_of(r->priv),
+                                    r->algo && r->algo->shared == dpo__sco_params)))
     return rc;
   /* the parameter vector: d (features + intercept), K d for softmax (dpo_model_dim) */
   const int32_t p = dpo_oracle_dim(r->oracle);
