@@ -30,6 +30,13 @@ w=$(awk '{ for (i = 2; i <= NF; i++) { split($i, a, ":"); if (a[1] + 0 > m) m = 
 has "$T/b2/summary.json" "\"d\":$w," "the width: the largest index + the bias"
 has "$T/bd3/summary.json" "\"d\":$w," "the width: the largest index + the bias (dense)"
 has "$T/bn3/summary.json" "\"d\":$((w - 1))," "the width without the bias (dense)"
+# rows read in place only where the layout is kept and the run is not private: a mapping
+# would show later changes to the file, after a private run's row checks
+has "$T/bn3/summary.json" '"load_mapped":true' "a non-private dense run without the bias, mapped"
+has "$T/bd3/summary.json" '"load_mapped":false' "with the bias the rows are read"
+expect 0 $MPI -np 2 "$DPOPT" train --data "$T/ad.bin" --no-intercept --dim $((w - 1)) \
+  --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --iters 5 --seed 7 --out "$T/pm"
+has "$T/pm/summary.json" '"load_mapped":false' "a private run reads its rows, never mapped"
 # a different model with and without the bias (the comparison above can fail)
 check "the bias changes the model" sh -c "! cmp -s '$T/bd2/model.txt' '$T/bn2/model.txt'"
 # private, declared width 100: the entries at columns 100..122 dropped while reading

@@ -198,6 +198,8 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "comm_time_s_max", dpo_json_double(tcmax[1]));
   json_object_object_add(sum, "solve_time_s", dpo_json_double(r->t_solve));
   json_object_object_add(sum, "load_time_s", dpo_json_double(r->t_load));
+  /* rank 0's rows read in place from a mapping of the file (never in a private run, run.c) */
+  json_object_object_add(sum, "load_mapped", json_object_new_boolean(r->train->map != NULL));
   dpo__timing_json(sum, tim, dpo_solver_iters(r->solver));
   json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost->evals));
   char k[64];
