@@ -1,5 +1,5 @@
 /* Privacy loss distribution (PLD) accountant for compositions of the Gaussian mechanism, plain
- * or Poisson-subsampled (add/remove neighbours), and calibration on it.
+ * or Poisson-subsampled (add/remove neighbours); the searches on it are in pld_search.c.
  *
  * The privacy loss of a pair (P, Q) is L = log(P/Q)(o), o ~ P; the hockey-stick divergence is
  *   delta(eps) = E_P[(1 - e^(eps - L))_+] + P(L = inf)          (Koskela et al. 2020, Sec. 2)
@@ -642,88 +642,4 @@ double dpo_pld_auto_h(double eps, int64_t steps) {
    * of a small multiplier span ~10x more, and a 5e-5 grid would cost ~10 s of FFTs a run) */
   double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
   return fmax(1e-6, fmin(DPO_PLD_H * (eps > 1 ? eps : 1.0), h));
-}
-
-/* The bisection of dpo_pld_calibrate, replayed on a bracket.  The PLD eps is the bound of a
- * dominating pair; the true eps of a Gaussian (plain or Poisson-subsampled) only falls as z
- * grows (more noise is a post-processing of less), so a z >= zh, with eps_PLD(zh) <= target
- * evaluated, meets the target by zh's bound.  The bisection below is the first version's,
- * step for step; a probe z is evaluated only inside (zl, zh), where zl < z* <= zh come from a
- * few secant steps first: the same answer from ~5 PLD evaluations instead of ~11. */
-typedef struct {
-  const char *sampling;
-  int64_t m, n, steps;
-  double eps, delta, h;
-  double zl, zh; /* eps(zl) > target (0: none yet), eps(zh) <= target, both evaluated */
-  double lz[2], le[2]; /* the last two evaluations: log z, log eps */
-  int nev;
-} dpo__pld_cal_t;
-
-static int dpo__cal_eval(dpo__pld_cal_t *c, double z, int *fits) {
-  double e;
-  int st = dpo_pld_eps(c->sampling, c->m, c->n, z, c->steps, c->delta, c->h, &e);
-  if (st) return st;
-  *fits = e <= c->eps;
-  if (*fits && z < c->zh) c->zh = z;
-  if (!*fits && z > c->zl) c->zl = z;
-  c->lz[0] = c->lz[1], c->le[0] = c->le[1];
-  c->lz[1] = log(z), c->le[1] = log(e > 0 ? e : DBL_MIN);
-  c->nev++;
-  return DPO_OK;
-}
-
-/* does z meet the target?  Decided by the bracket where it can be, else evaluated */
-static int dpo__cal_fits(dpo__pld_cal_t *c, double z, int *fits) {
-  if (z >= c->zh) return *fits = 1, DPO_OK;
-  if (z <= c->zl) return *fits = 0, DPO_OK;
-  return dpo__cal_eval(c, z, fits);
-}
-
-/* secant steps on log eps(log z) towards the target, each probe nudged 1e-6 to the side whose
- * end is farther, until zh - zl <= 2e-6 zh (or 10 evaluations) */
-static int dpo__cal_bracket(dpo__pld_cal_t *c) {
-  int st, fits;
-  while (c->nev < 10 && !(c->zl > 0 && c->zh - c->zl <= 2e-6 * c->zh)) {
-    double sl = (c->le[1] - c->le[0]) / (c->lz[1] - c->lz[0]);
-    double z = exp(c->lz[1] + (log(c->eps) - c->le[1]) / sl);
-    if (!(sl < 0) || !isfinite(z) || !(z > c->zl && z < c->zh))
-      z = c->zl > 0 ? 0.5 * (c->zl + c->zh) : 0.7 * c->zh;
-    z *= c->zh - z > z - c->zl ? 1 + 1e-6 : 1 - 1e-6;
-    if (!(z > c->zl && z < c->zh)) z = 0.5 * (c->zl + c->zh);
-    if ((st = dpo__cal_eval(c, z, &fits))) return st;
-  }
-  return DPO_OK;
-}
-
-int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
-                      double delta, double *z) {
-  int st, fits;
-  if (!z || !(eps > 0) || !isfinite(eps) || !(delta > 0 && delta < 1) || steps < 1)
-    return dpo_err(DPO_EINVAL, "pld_calibrate: need eps > 0, delta in (0, 1), steps >= 1");
-  dpo__pld_cal_t c = {sampling, m, n, steps, eps, delta, dpo_pld_auto_h(eps, steps),
-                      0, INFINITY, {0, 0}, {0, 0}, 0};
-  /* the RDP multiplier meets the target (its bound is valid, PLD's is tighter): bisect below */
-  double hi, lo;
-  if ((st = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &hi))) return st;
-  if ((st = dpo__cal_eval(&c, hi, &fits))) return st;
-  if (!fits) { /* discretization coarser than the RDP slack: keep RDP's (valid) answer */
-    *z = hi;
-    return DPO_OK;
-  }
-  if ((st = dpo__cal_eval(&c, 0.93 * hi, &fits)) || (st = dpo__cal_bracket(&c))) return st;
-  lo = 0.7 * hi; /* PLD gains at most ~30% over RDP here; widened below if not */
-  for (;;) {
-    if ((st = dpo__cal_fits(&c, lo, &fits))) return st;
-    if (!fits) break;
-    hi = lo;
-    lo *= 0.7;
-  }
-  while (hi - lo > 1e-3 * hi) {
-    double mid = 0.5 * (lo + hi);
-    if ((st = dpo__cal_fits(&c, mid, &fits))) return st;
-    if (fits) hi = mid;
-    else lo = mid;
-  }
-  *z = hi; /* hi >= zh, whose eps <= target was evaluated (the bracket's note above) */
-  return DPO_OK;
 }
