@@ -58,11 +58,11 @@ typedef struct {
 
 static double dpo__Phi_(double x) { return 0.5 * erfc(-x / M_SQRT2); }
 
-/* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q) */
-static double dpo__ginv(double s, double q, double z) {
+/* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q); lq = log(q), formed once a PMF */
+static double dpo__ginv(double s, double q, double lq, double z) {
   double t = q < 1 ? expm1(s) + q : exp(s); /* e^s - (1 - q) */
   if (!(t > 0)) return -INFINITY;
-  return z * z * (log(t) - log(q)) + 0.5;
+  return z * z * (log(t) - lq) + 0.5;
 }
 static double dpo__g(double x, double q, double z) {
   double e = (2 * x - 1) / (2 * z * z);
@@ -81,24 +81,31 @@ static double dpo__S(double x, double w, double z) {
   if (w == 0) return dpo__Phi_(-x / z);
   return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
 }
-/* The last two values of F (side 0) or S (side 1) for one weight: neighbouring bins share an
- * end, so each CDF value is computed once (the same value as computing it again). */
+/* The last two points of F (side 0) or S (side 1), shared by P and Q: at a point x both are
+ * made of the same two normal tails, A = Phi(+-x / z) and B = Phi(+-(x - 1) / z) (B formed
+ * when a weight needs it), so a bin's ends cost two erfc where each weight's own pair cost
+ * three.  The values are dpo__F's and dpo__S's, bit for bit: the same terms, summed alike. */
 typedef struct {
-  double x[2], v[2];
+  double x[2], a[2], b[2];
+  int side[2];
 } dpo__cdfc_t;
 
 static double dpo__cdf_c(int side, double x, double w, double z, dpo__cdfc_t *c) {
-  if (x == c[side].x[0]) return c[side].v[0];
-  if (x == c[side].x[1]) return c[side].v[1];
-  const double v = side ? dpo__S(x, w, z) : dpo__F(x, w, z);
-  c[side].x[1] = c[side].x[0], c[side].v[1] = c[side].v[0];
-  c[side].x[0] = x, c[side].v[0] = v;
-  return v;
+  if (x == -INFINITY) return side ? 1 : 0;
+  int k = c->side[0] == side && c->x[0] == x ? 0 : c->side[1] == side && c->x[1] == x ? 1 : -1;
+  if (k < 0) {
+    c->x[1] = c->x[0], c->a[1] = c->a[0], c->b[1] = c->b[0], c->side[1] = c->side[0];
+    c->x[0] = x, c->side[0] = side, c->b[0] = NAN, k = 0;
+    c->a[0] = dpo__Phi_(side ? -x / z : x / z);
+  }
+  if (w == 0) return c->a[k];
+  if (isnan(c->b[k])) c->b[k] = dpo__Phi_(side ? (1 - x) / z : (x - 1) / z);
+  return (1 - w) * c->a[k] + w * c->b[k];
 }
 
 /* P(a < o <= b), from the side where it is not a difference of two numbers near 1; *err
  * bounds its rounding error: 16 u times the larger term (a few ulp for each erfc, the weights
- * and the difference, generously); c: the CDF values of this weight (dpo__cdf_c) */
+ * and the difference, generously); c: the tails at the last points (dpo__cdf_c) */
 static double dpo__mass(double a, double b, double w, double z, double *err, dpo__cdfc_t *c) {
   const int up = a > 0.5;
   double t = up ? dpo__cdf_c(1, a, w, z, c) : dpo__cdf_c(0, b, w, z, c);
@@ -152,17 +159,16 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   r->p = calloc((size_t)r->len, sizeof(double));
   if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
   /* o ~ P: mix (remove) or N(0, z^2) (add); Q the other one */
-  double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0;
-  dpo__cdfc_t cp[2] = {{{NAN, NAN}, {0, 0}}, {{NAN, NAN}, {0, 0}}}, cq[2];
-  memcpy(cq, cp, sizeof cq);
+  double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0, lq = log(q);
+  dpo__cdfc_t cc = {{NAN, NAN}, {0, 0}, {NAN, NAN}, {-1, -1}};
   double gprev = NAN; /* ginv at the previous bin's end shared with this one */
   for (int64_t i = 0; i < r->len; i++) {
     /* the ends as integers times h: each interval ends where the next begins, exactly */
     double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
     if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
-      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, z);
+      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, lq, z);
     } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
-      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : gprev;
+      a = dpo__ginv(-hi, q, lq, z), b = i == 0 ? INFINITY : gprev;
       gprev = a;
     }
     if (a == b) continue; /* both -inf: no loss in the interval */
@@ -170,7 +176,7 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
       r->p[0] = a == -INFINITY ? dpo__F(b, wp, z) : dpo__S(a, wp, z);
       continue;
     }
-    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, cp), mq = dpo__mass(a, b, wq, z, &eq, cq);
+    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, &cc), mq = dpo__mass(a, b, wq, z, &eq, &cc);
     double el = exp(lo), up = (mp - el * mq) / den;
     up = up < 0 ? 0 : up > mp ? mp : up;
     slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp; /* + the split's own roundings */
@@ -178,8 +184,8 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
     r->p[i - 1] += mp - up;
   }
   /* losses above the last grid point: o above it (remove) or below it (add) */
-  r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, z), wp, z)
-               : dpo__S(dpo__ginv((double)ihi * h, q, z), wp, z);
+  r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, lq, z), wp, z)
+               : dpo__S(dpo__ginv((double)ihi * h, q, lq, z), wp, z);
   r->inf += 8 * DBL_EPSILON * r->inf + slack;
   return DPO_OK;
 }
