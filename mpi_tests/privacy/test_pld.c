@@ -469,7 +469,9 @@ Test(pld, calibrate_matches_previous_search) {
 
 /* dpo_pld_eps composes the remove direction and bounds the add direction's delta from one
  * coarse step (pld.c, dpo__pld_second) before composing it: its eps is still the pair's, the
- * smallest eps whose delta over both composed directions (dpo_pld_delta) is within delta. */
+ * smallest eps whose delta over both composed directions (dpo_pld_delta) is within delta, up
+ * to the two windows' difference (dpo_pld_eps cuts 1e-5 delta each side, dpo_pld_delta 1e-15:
+ * another transform length, so another bound on its rounding, within 1e-3 of delta here). */
 Test(pld, eps_is_the_pairs_eps) {
   static const struct {
     const char *samp;
@@ -486,10 +488,10 @@ Test(pld, eps_is_the_pairs_eps) {
     double e, d[2], at[2];
     cr_assert_eq(dpo_pld_eps(t[i].samp, t[i].m, t[i].n, t[i].z, t[i].steps, t[i].delta, t[i].h,
                              &e), DPO_OK);
-    at[0] = e, at[1] = e * (1 - 1e-6);
+    at[0] = e, at[1] = e * (1 - 1e-3);
     cr_assert_eq(dpo_pld_delta_k(t[i].samp, t[i].m, t[i].n, t[i].z, t[i].steps, 2, at, t[i].h,
                                  d), DPO_OK);
-    cr_expect(e > 0 && d[0] <= t[i].delta && d[1] > t[i].delta,
+    cr_expect(e > 0 && d[0] <= t[i].delta * (1 + 1e-3) && d[1] > t[i].delta,
               "plan %zu: eps %.12g, delta there %.9g, just below %.9g (target %g)", i, e, d[0],
               d[1], t[i].delta);
   }

@@ -48,6 +48,12 @@
 
 #define DPO__PLD_TAU 1e-13 /* tail mass cut per side, per step and per convolution */
 #define DPO__PLD_CUT 8.3   /* Phi(-8.3) < 1e-16 */
+/* The composition's window, when eps is read at one delta, leaves out DPO__PLD_TAU_REL delta of
+ * the mass on each side (to +inf: delta rises by 2e-5 of itself), where 1e-15 was left out for
+ * any delta: 2/3 of the window's width on the 1000-step DP-SGD plan, a transform half the
+ * length, whose bound on its rounding (~ sqrt of the length, 1e-3 of delta there) is smaller
+ * too: that plan's eps moved by -5.6e-5 relative, a9a's by +1.5e-6. */
+#define DPO__PLD_TAU_REL 1e-5
 
 typedef struct {
   int64_t off; /* loss of bin i is (off + i) h */
@@ -306,9 +312,9 @@ static double dpo__chernoff_delta(const dpo__pmf_t *a, double h, int64_t t, doub
  * coefficient moves by at most t (1 + e1)^(t - 1) times its error (|a's spectrum| <= 1), and
  * binary powering's own 2 log2(t) + 2 complex products (each within sqrt(5) u, each raised to
  * a power <= t) add a relative t (2 log2 t + 2) sqrt(5) u; the inverse maps l2 errors of the
- * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2. */
-static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, dpo__pmf_t *r) {
-  const double tau = 1e-15;
+ * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2.
+ * tau: 1e-15, or DPO__PLD_TAU_REL delta when the caller reads eps at one delta (dpo_pld_eps). */
+static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, double tau, dpo__pmf_t *r) {
   int st = DPO_OK;
   dpo__truncate(a);
   if (t == 1) {
@@ -370,7 +376,7 @@ static double dpo__pmf_delta(const dpo__pmf_t *r, double h, double eps) {
 struct dpo__pld_comp {
   dpo__pmf_t dir[2];
   int ndir, nall; /* directions composed; of the pair's (2: add and remove) */
-  double h, q, z;
+  double h, q, z, tau; /* tau: the window's cut each side (dpo__pmf_pow_spec) */
   int64_t steps;
   double *sum[2]; /* dpo__comp_sums: each direction's tail sums, or NULL */
 };
@@ -413,13 +419,14 @@ int64_t dpo_pld_compositions(void) { return dpo__pld_ncomp; }
 static int dpo__pld_dir(struct dpo__pld_comp *c, int d) {
   dpo__pmf_t one;
   int st = dpo__pmf_step(c->q, c->z, d, c->h, &one);
-  if (!st) st = dpo__pmf_pow_spec(&one, c->steps, c->h, &c->dir[d]);
+  if (!st) st = dpo__pmf_pow_spec(&one, c->steps, c->h, c->tau, &c->dir[d]);
   return st;
 }
 
-/* first: the first direction only (dpo_pld_eps decides whether the other is needed) */
+/* first: the first direction only (dpo_pld_eps decides whether the other is needed); delta:
+ * the one delta the caller reads eps at (its window's cut: DPO__PLD_TAU_REL delta), else 0 */
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
-                          double h, int first, struct dpo__pld_comp *c) {
+                          double h, int first, double delta, struct dpo__pld_comp *c) {
   memset(c, 0, sizeof *c);
   if (!(z > 0) || !isfinite(z) || steps < 1 || !(h > 0) || !isfinite(h))
     return dpo_err(DPO_EINVAL, "pld: need z > 0, steps >= 1, interval h > 0 (got %g, %lld, %g)",
@@ -435,6 +442,7 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
                    sampling ? sampling : "(null)");
   }
   c->h = h, c->q = q, c->z = z, c->steps = steps;
+  c->tau = delta > 0 ? fmax(1e-15, DPO__PLD_TAU_REL * delta) : 1e-15;
   c->nall = q == 0 ? 0 : q < 1 ? 2 : 1; /* q = 0: nothing released */
   for (int d = 0; d < (first && c->nall ? 1 : c->nall); d++) {
     int st = dpo__pld_dir(c, d);
@@ -526,7 +534,7 @@ int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_
   if (!delta || !eps || k < 1) return dpo_err(DPO_EINVAL, "pld_delta: no eps asked for");
   for (int i = 0; i < k; i++)
     if (!(eps[i] >= 0)) return dpo_err(DPO_EINVAL, "pld_delta: need eps >= 0");
-  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, 0, &c);
+  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, 0, 0, &c);
   if (st) return st;
   dpo__comp_delta_k(&c, k, eps, delta);
   dpo__pld_free(&c);
@@ -562,7 +570,7 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
       *eps = dpo__pld_memo[i].eps;
       return DPO_OK;
     }
-  int st = dpo__pld_build(sampling, m, n, z, steps, h, 1, &c);
+  int st = dpo__pld_build(sampling, m, n, z, steps, h, 1, delta, &c);
   if (!st) st = dpo__pld_second(&c, delta, eps);
   dpo__pld_free(&c);
   if (st) return st;
@@ -637,7 +645,7 @@ int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *e
   struct dpo__pld_comp c = {.ndir = 1, .h = h > 0 ? h : DPO_PLD_H};
   dpo__pmf_t one;
   int st = dpo__wor_step(q, z, c.h, &one);
-  if (!st) st = dpo__pmf_pow_spec(&one, steps, c.h, &c.dir[0]);
+  if (!st) st = dpo__pmf_pow_spec(&one, steps, c.h, 1e-15, &c.dir[0]);
   if (st) return st;
   dpo__pld_ncomp++;
   if (delta_at_eps && k > 0) dpo__comp_delta_k(&c, k, eps, delta_at_eps);
@@ -662,7 +670,7 @@ int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, dou
   tot.h = h;
   for (; nb < k && !st; nb++)
     st = dpo__pld_build(r[nb].poisson ? "poisson" : "none", r[nb].m, r[nb].n, r[nb].z,
-                        r[nb].count, h, 0, &c[nb]);
+                        r[nb].count, h, 0, delta / k, &c[nb]);
   if (st) goto out;
   for (int i = 0; i < k; i++)
     if (c[i].ndir > tot.ndir) tot.ndir = c[i].ndir;
