@@ -23,36 +23,59 @@
 
 static double *dpo__tw;   /* tw[2k], tw[2k + 1] = cos, sin of -2 pi k / tw_n, k < tw_n / 2 */
 static int64_t dpo__tw_n;
+/* the same twiddles by stage: lv + 2 (len / 2 - 1) holds e^{-2 pi i k / len}, k < len / 2, for
+ * each len = 2, 4, .., tw_n / 2 (copies of tw's entries, so the transform's values are
+ * unchanged); a stage reads them in order instead of every (tw_n / len)-th entry of tw */
+static double *dpo__lv;
 
 static int dpo__tw_need(int64_t n) {
   if (n <= dpo__tw_n) return DPO_OK;
   double *t = malloc(sizeof(double) * (size_t)n); /* n / 2 complex entries */
-  if (!t) return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
+  double *lv = malloc(sizeof(double) * (size_t)n);
+  if (!t || !lv) {
+    free(t), free(lv);
+    return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
+  }
   for (int64_t k = 0; k < n / 2; k++) {
     double ang = -2.0 * M_PI * (double)k / (double)n;
     t[2 * k] = cos(ang);
     t[2 * k + 1] = sin(ang);
   }
-  free(dpo__tw);
-  dpo__tw = t;
+  for (int64_t len = 2; len <= n / 2; len <<= 1)
+    for (int64_t k = 0, st = n / len; k < len / 2; k++) {
+      lv[2 * (len / 2 - 1 + k)] = t[2 * k * st];
+      lv[2 * (len / 2 - 1 + k) + 1] = t[2 * k * st + 1];
+    }
+  free(dpo__tw), free(dpo__lv);
+  dpo__tw = t, dpo__lv = lv;
   dpo__tw_n = n;
   return DPO_OK;
 }
 
 #define DPO__FFT_BLOCK 4096 /* complex numbers: 64 KiB */
 
-/* one radix-2 stage: butterflies of span len over x[0 .. m) */
+/* one radix-2 stage: butterflies of span len over x[0 .. m); the products by w = 1 (len 2) are
+ * left out (the same values: v * 1 - v' * 0 is v) */
 static void dpo__stage(double *x, int64_t m, int64_t len, int inv) {
-  const double sg = inv ? -1.0 : 1.0;
-  const int64_t half = len >> 1, stride = dpo__tw_n / len;
-  for (int64_t s = 0; s < m; s += len)
-    for (int64_t k = 0; k < half; k++) {
-      const double wr = dpo__tw[2 * k * stride], wi = sg * dpo__tw[2 * k * stride + 1];
-      double *u = x + 2 * (s + k), *v = u + 2 * half;
-      double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
-      v[0] = u[0] - vr, v[1] = u[1] - vi;
+  const int64_t half = len >> 1;
+  if (half == 1) {
+    for (double *u = x, *e = x + 2 * m; u < e; u += 4) {
+      const double vr = u[2], vi = u[3];
+      u[2] = u[0] - vr, u[3] = u[1] - vi;
       u[0] += vr, u[1] += vi;
     }
+    return;
+  }
+  const double sg = inv ? -1.0 : 1.0, *w = dpo__lv + 2 * (half - 1);
+  for (int64_t s = 0; s < m; s += len) {
+    double *u = x + 2 * s, *v = u + 2 * half;
+    for (int64_t k = 0; k < half; k++) {
+      const double wr = w[2 * k], wi = sg * w[2 * k + 1];
+      const double vr = v[2 * k] * wr - v[2 * k + 1] * wi, vi = v[2 * k] * wi + v[2 * k + 1] * wr;
+      v[2 * k] = u[2 * k] - vr, v[2 * k + 1] = u[2 * k + 1] - vi;
+      u[2 * k] += vr, u[2 * k + 1] += vi;
+    }
+  }
 }
 
 /* in-place radix-2 FFT of m complex numbers (interleaved re, im; m a power of 2); inv: the
