@@ -64,6 +64,27 @@ typedef struct {
 
 static double dpo__Phi_(double x) { return 0.5 * erfc(-x / M_SQRT2); }
 
+/* e^(c k) on a run of consecutive k, one exp per 256 of them: e^(c (k0 + 256 b)) times a table
+ * of e^(c j), j < 256 (dpo__expt_init).  Each value is within 3 u of e^(c k) beyond what exp's
+ * own argument rounding costs (two exp within 1 ulp, one product): the bounds that use these
+ * values (dpo__pmf_step's slack, the tail sums' rounding, dpo__chernoff's 1.001) allow 4 u. */
+typedef struct {
+  double c, t[256];
+  int64_t base; /* the block whose e^(c base) is in eb */
+  double eb;
+} dpo__expt_t;
+
+static void dpo__expt_init(dpo__expt_t *e, double c) {
+  e->c = c, e->base = INT64_MIN, e->eb = NAN;
+  for (int j = 0; j < 256; j++) e->t[j] = exp(c * (double)j);
+}
+
+static double dpo__expt(dpo__expt_t *e, int64_t k) {
+  const int64_t b = k & ~(int64_t)255; /* floor to a multiple of 256, negative k too */
+  if (b != e->base) e->base = b, e->eb = exp(e->c * (double)b);
+  return e->eb * e->t[k - b];
+}
+
 /* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q); lq = log(q), formed once a PMF */
 static double dpo__ginv(double s, double q, double lq, double z) {
   double t = q < 1 ? expm1(s) + q : exp(s); /* e^s - (1 - q) */
@@ -168,6 +189,8 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0, lq = log(q);
   dpo__cdfc_t cc = {{NAN, NAN}, {0, 0}, {NAN, NAN}, {-1, -1}};
   double gprev = NAN; /* ginv at the previous bin's end shared with this one */
+  dpo__expt_t ex;
+  dpo__expt_init(&ex, h);
   for (int64_t i = 0; i < r->len; i++) {
     /* the ends as integers times h: each interval ends where the next begins, exactly */
     double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
@@ -183,9 +206,10 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
       continue;
     }
     double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, &cc), mq = dpo__mass(a, b, wq, z, &eq, &cc);
-    double el = exp(lo), up = (mp - el * mq) / den;
+    double el = dpo__expt(&ex, ilo + i - 1), up = (mp - el * mq) / den; /* e^lo */
     up = up < 0 ? 0 : up > mp ? mp : up;
-    slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp; /* + the split's own roundings */
+    /* + the split's own roundings, and e^lo's (dpo__expt: 4 u of el mq, moved one step) */
+    slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp + 4 * DBL_EPSILON * el * mq;
     r->p[i] += up;
     r->p[i - 1] += mp - up;
   }
@@ -249,18 +273,19 @@ static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
 
 /* Bounds on the t-fold composition's tails beyond a window, from one step's PMF a (Chernoff:
  * for s > 0, the mass of sums >= b is at most e^(-s b) (sum_i a_i e^(s l_i))^t, whatever the
- * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, one exp per bin and squarings;
- * *blo, *bhi: the window in units of h, its ends the tightest over s with the mass beyond each
- * end at most tau (rounding covered by the 1.001 on tau at the caller). */
+ * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, e^(+-l / 8) (dpo__expt) and
+ * squarings; *blo, *bhi: the window in units of h, its ends the tightest over s with the mass
+ * beyond each end at most tau (rounding covered by the 1.001 on tau at the caller). */
 #define DPO__CH_J 13
 static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, double *blo,
                           double *bhi) {
   double lmin = (double)a->off * h, lmax = (double)(a->off + a->len - 1) * h;
   double sp[DPO__CH_J] = {0}, sm[DPO__CH_J] = {0};
+  dpo__expt_t ep, em; /* e^(s (l - lmax)), e^(-s (l - lmin)) at s = 1/8 */
+  dpo__expt_init(&ep, 0.125 * h), dpo__expt_init(&em, -0.125 * h);
   for (int64_t i = 0; i < a->len; i++) {
     if (!(a->p[i] > 0)) continue;
-    const double l = (double)(a->off + i) * h;
-    double wp = exp(0.125 * (l - lmax)), wm = exp(-0.125 * (l - lmin)); /* s = +-1/8 */
+    double wp = dpo__expt(&ep, i - (a->len - 1)), wm = dpo__expt(&em, i);
     for (int j = 0; j < DPO__CH_J; j++) {
       sp[j] += a->p[i] * wp, sm[j] += a->p[i] * wm;
       wp *= wp, wm *= wm;
@@ -391,16 +416,18 @@ static double *dpo__pmf_sums(const dpo__pmf_t *r, double h) {
   if (!s) return NULL;
   double *s2 = s + r->len + 1;
   s[r->len] = s2[r->len] = 0;
+  dpo__expt_t e; /* e^-l: each within 4 u (dpo__expt), covered below */
+  dpo__expt_init(&e, -h);
   for (int64_t i = r->len - 1; i >= 0; i--) {
     s[i] = s[i + 1] + r->p[i];
-    s2[i] = s2[i + 1] + r->p[i] * exp(-(double)(r->off + i) * h);
+    s2[i] = s2[i + 1] + r->p[i] * dpo__expt(&e, r->off + i);
   }
   return s;
 }
 
 /* dpo__pmf_delta from the tail sums: the difference cancels, so its rounding is bounded and
- * added (recursive sums of n non-negative terms are within n u of theirs; the exp, the product
- * and the difference a few u more): the value stays an upper bound */
+ * added (recursive sums of n non-negative terms are within n u of theirs; e^-l (dpo__expt),
+ * the product and the difference a few u more): the value stays an upper bound */
 static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h, double eps) {
   int64_t i = (int64_t)floor(eps / h) - r->off;
   if (i < 0) i = 0;
@@ -408,7 +435,7 @@ static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h
   while (i > 0 && (double)(r->off + i - 1) * h > eps) i--;
   if (i >= r->len) return r->inf;
   const double a = s[i], b = exp(eps) * s[r->len + 1 + i], d = a - b;
-  return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
+  return (d > 0 ? d : 0) + (double)(r->len + 12) * 1.12e-16 * (a + b) + r->inf;
 }
 
 /* compositions computed in this process (memo hits excluded): dpo_pld_compositions */
