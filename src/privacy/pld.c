@@ -54,6 +54,10 @@
  * length, whose bound on its rounding (~ sqrt of the length, 1e-3 of delta there) is smaller
  * too: that plan's eps moved by -5.6e-5 relative, a9a's by +1.5e-6. */
 #define DPO__PLD_TAU_REL 1e-5
+/* The one-step PMF's far tail, where o ~ P leaves less than DPO__PLD_TAILX of its mass beyond,
+ * is put on every DPO__PLD_TAILK-th grid point (dpo__pmf_step) */
+#define DPO__PLD_TAILX 1e-8
+#define DPO__PLD_TAILK 16
 
 typedef struct {
   int64_t off; /* loss of bin i is (off + i) h */
@@ -156,7 +160,11 @@ static double dpo__mass(double a, double b, double w, double z, double *err, dpo
  * +inf (the tails beyond Phi(-8.3)).  The profile is exact at the grid points, so the bins'
  * rounding errors are added to the +inf mass: an error e_P in P(I) moves delta by at most e_P,
  * and the error (e_P + e^e_lo e_Q) / (1 - e^-h) it makes in b with Q(I)'s moves that much mass
- * one grid step, which moves delta by at most 1 - e^-h times it. */
+ * one grid step, which moves delta by at most 1 - e^-h times it.  The chord argument holds on
+ * any partition whose ends are grid points: in the far tail (less than DPO__PLD_TAILX of P's
+ * mass beyond) the intervals span DPO__PLD_TAILK steps (b over 1 - e^(-K h), the same slack),
+ * a sixteenth of the CDF evaluations there (60% of the bins of the 1000-step DP-SGD plan's
+ * remove pair), its O((K h)^2) error on that mass moving eps by ~1e-9 relative. */
 /* Where o ~ P (weight w on N(1, z^2)) leaves at most tau of its mass below (upper = 0) or
  * above (upper = 1), within the cut of each component at DPO__PLD_CUT: by bisection.  Bins
  * there would hold less than dpo__truncate keeps (its tau is larger), so they are not formed. */
@@ -188,12 +196,21 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   /* o ~ P: mix (remove) or N(0, z^2) (add); Q the other one */
   double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0, lq = log(q);
   dpo__cdfc_t cc = {{NAN, NAN}, {0, 0}, {NAN, NAN}, {-1, -1}};
-  double gprev = NAN; /* ginv at the previous bin's end shared with this one */
+  double gprev = NAN; /* ginv at the previous end shared with this interval */
   dpo__expt_t ex;
   dpo__expt_init(&ex, h);
-  for (int64_t i = 0; i < r->len; i++) {
+  /* the far tail, where o ~ P leaves less than DPO__PLD_TAILX beyond: intervals of
+   * DPO__PLD_TAILK grid steps (remove: the losses above ix; add: below it) */
+  const double ox = dpo__o_cut(wp, z, 1, DPO__PLD_TAILX);
+  const int64_t ix = dir ? (int64_t)floor(-dpo__g(ox, q, z) / h) - ilo
+                         : (int64_t)ceil(dpo__g(ox, q, z) / h) - ilo;
+  const double denk = -expm1(-DPO__PLD_TAILK * h);
+  for (int64_t i = 0, pi = -1, w; i < r->len; pi = i, i += w) {
+    /* the next interval's width: 1, or DPO__PLD_TAILK in the far tail */
+    w = dir ? (i + DPO__PLD_TAILK <= ix ? DPO__PLD_TAILK : 1)
+            : (i >= ix && i + DPO__PLD_TAILK < r->len ? DPO__PLD_TAILK : 1);
     /* the ends as integers times h: each interval ends where the next begins, exactly */
-    double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
+    double hi = (double)(ilo + i) * h, a, b;
     if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
       a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, lq, z);
     } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
@@ -206,12 +223,14 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
       continue;
     }
     double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, &cc), mq = dpo__mass(a, b, wq, z, &eq, &cc);
-    double el = dpo__expt(&ex, ilo + i - 1), up = (mp - el * mq) / den; /* e^lo */
+    double el = dpo__expt(&ex, ilo + pi); /* e^lo */
+    double up = (mp - el * mq) / (i - pi == 1 ? den : i - pi == DPO__PLD_TAILK ? denk
+                                                    : -expm1(-(double)(i - pi) * h));
     up = up < 0 ? 0 : up > mp ? mp : up;
-    /* + the split's own roundings, and e^lo's (dpo__expt: 4 u of el mq, moved one step) */
+    /* + the split's own roundings, and e^lo's (dpo__expt: 4 u of el mq, moved i - pi steps) */
     slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp + 4 * DBL_EPSILON * el * mq;
     r->p[i] += up;
-    r->p[i - 1] += mp - up;
+    r->p[pi] += mp - up;
   }
   /* losses above the last grid point: o above it (remove) or below it (add) */
   r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, lq, z), wp, z)
@@ -371,8 +390,9 @@ static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, double tau, dpo
   const double l2 = a->len <= n ? dpo__l2(a) : 1.0; /* folded: ||.||_2 <= ||.||_1 <= 1 */
   const double e1 = 16 * u * (double)(lg + 1) * sn * l2, gr = exp((double)t * e1);
   const double pw = (double)t * 2 * lt * sqrt(5.0) * u * 1.0001;
+  /* + the coefficients set to 0 (dpo__pld_rpow: each power below 1e-200, generously) */
   const double slack = M_SQRT2 * ((double)t * gr * e1 + pw * gr * sqrt((double)(n / 2 + 1))) +
-                       16 * u * (double)(lg + 1) * 2 * sn;
+                       16 * u * (double)(lg + 1) * 2 * sn + 1e-190;
   /* P(some step at +inf) = 1 - (1 - inf)^t, rounded up */
   const double pinf = fmin(1.0, -expm1((double)t * log1p(-fmin(a->inf, 1.0))) * (1 + 1e-12));
   free(c);
