@@ -78,6 +78,30 @@ static void dpo__stage(double *x, int64_t m, int64_t len, int inv) {
   }
 }
 
+/* v *= w (w conjugated when inv), then u, v = u + v, u - v: one butterfly of a stage */
+static inline void dpo__bfly(double *u, double *v, const double *w, double sg) {
+  const double wr = w[0], wi = sg * w[1];
+  const double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
+  v[0] = u[0] - vr, v[1] = u[1] - vi;
+  u[0] += vr, u[1] += vi;
+}
+
+/* the stages of span len and 2 len in one pass over x (each group of four points read and
+ * written once): the same butterflies, with the same twiddles, as dpo__stage twice */
+static void dpo__stage2(double *x, int64_t m, int64_t len, int inv) {
+  const int64_t q = len >> 1; /* len / 2: the first stage's half, the second's is len */
+  const double sg = inv ? -1.0 : 1.0, *w1 = dpo__lv + 2 * (q - 1), *w2 = dpo__lv + 2 * (len - 1);
+  for (int64_t s = 0; s < m; s += 2 * len) {
+    double *a = x + 2 * s, *b = a + 2 * q, *c = a + 2 * len, *d = c + 2 * q;
+    for (int64_t k = 0; k < q; k++) {
+      dpo__bfly(a + 2 * k, b + 2 * k, w1 + 2 * k, sg); /* span len: (a, b), (c, d) */
+      dpo__bfly(c + 2 * k, d + 2 * k, w1 + 2 * k, sg);
+      dpo__bfly(a + 2 * k, c + 2 * k, w2 + 2 * k, sg); /* span 2 len: (a, c), (b, d) */
+      dpo__bfly(b + 2 * k, d + 2 * k, w2 + 2 * (k + q), sg);
+    }
+  }
+}
+
 /* in-place radix-2 FFT of m complex numbers (interleaved re, im; m a power of 2); inv: the
  * conjugate twiddles (the inverse transform, unscaled) */
 static void dpo__cfft(double *x, int64_t m, int inv) {
@@ -94,9 +118,15 @@ static void dpo__cfft(double *x, int64_t m, int inv) {
   /* the stages of length <= DPO__FFT_BLOCK run block by block (each block's data stays in
    * cache through them), the longer ones over the whole array */
   const int64_t blk = m < DPO__FFT_BLOCK ? m : DPO__FFT_BLOCK;
-  for (int64_t b = 0; b < m; b += blk)
-    for (int64_t len = 2; len <= blk; len <<= 1) dpo__stage(x + 2 * b, blk, len, inv);
-  for (int64_t len = 2 * blk; len <= m; len <<= 1) dpo__stage(x, m, len, inv);
+  for (int64_t b = 0; b < m; b += blk) {
+    int64_t len = 2;
+    dpo__stage(x + 2 * b, blk, len, inv);
+    for (len = 4; 2 * len <= blk; len <<= 2) dpo__stage2(x + 2 * b, blk, len, inv);
+    if (len <= blk) dpo__stage(x + 2 * b, blk, len, inv);
+  }
+  int64_t len = 2 * blk;
+  for (; 2 * len <= m; len <<= 2) dpo__stage2(x, m, len, inv);
+  if (len <= m) dpo__stage(x, m, len, inv);
 }
 
 /* spectrum X[0..m] (m + 1 complex) of the real a (length na <= 2m, zero padded to 2m); z is
@@ -188,9 +218,16 @@ int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c) 
   for (int64_t i = 0; i < nx; i++) f[i & (n - 1)] += x[i];
   dpo__rfft(f, n, m, z, X);
   /* each coefficient to the power t by binary powering: the squarings of the composition,
-   * done on the spectrum */
+   * done on the spectrum; a coefficient whose power is below 1e-200 (|X|^2 < e^(-921 / t)) is
+   * set to 0 (pld.c adds that to its bound): most of a long window's are, and their powers
+   * underflowed through subnormals on the way */
+  const double thr = exp(-921.0 / (double)t);
   for (int64_t k = 0; k <= m; k++) {
     double br = X[2 * k], bi = X[2 * k + 1], rr = 1, ri = 0;
+    if (br * br + bi * bi < thr) {
+      X[2 * k] = X[2 * k + 1] = 0;
+      continue;
+    }
     for (int64_t e = t; e > 0; e >>= 1) {
       if (e & 1) dpo__cmul(&rr, &ri, br, bi);
       if (e > 1) dpo__cmul(&br, &bi, br, bi);
