@@ -320,10 +320,12 @@ static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, 
   *blo = floor(lo / h), *bhi = ceil(hi / h);
 }
 
-/* An upper bound on the t-fold composition's delta at eps from one step's PMF a: delta(eps) <=
- * P(L > eps), L = +inf included, and P(L > eps) <= P(some step at +inf) + e^(-s eps) (sum_i
- * a_i e^(s l_i))^t for each s > 0 (Chernoff, over the finite part); s = 2^(k/4) / 8, k =
- * 0..51, by squaring four chains.  Rounding: each term within (2^(j+1) + 2) u <= 2^14 u after
+/* An upper bound on the t-fold composition's delta at eps from one step's PMF a: delta(eps) =
+ * E[(1 - e^(eps - L))_+] + P(some step at +inf), and (1 - e^-x)_+ <= C(s) e^(s x) for every x,
+ * C(s) = max_x>=0 (1 - e^-x) e^(-s x) = (s / (1 + s))^s / (1 + s), so the expectation is at
+ * most C(s) e^(-s eps) (sum_i a_i e^(s l_i))^t for each s > 0 (over the finite part: Chernoff
+ * on the hockey stick, 15-50x below P(L > eps) here); s = 2^(k/4) / 8, k = 0..51, by squaring
+ * four chains.  Rounding: each term within (2^(j+1) + 2) u <= 2^14 u after
  * j <= 12 squarings, the sum (len) u more, underflowed terms below DBL_MIN each; the power t
  * multiplies the relative error by t: covered by the factor 1 + 2 t (2^14 + len + 4) u. */
 static double dpo__chernoff_delta(const dpo__pmf_t *a, double h, int64_t t, double eps) {
@@ -341,7 +343,8 @@ static double dpo__chernoff_delta(const dpo__pmf_t *a, double h, int64_t t, doub
   for (int k = 0; k < 4; k++)
     for (int j = 0; j < DPO__CH_J; j++) {
       const double s = ldexp(s0[k], j), v = sp[k][j] + (double)a->len * DBL_MIN;
-      best = fmin(best, (double)t * (s * lmax + log(v)) - s * eps);
+      best = fmin(best, (double)t * (s * lmax + log(v)) - s * eps - log1p(s) +
+                            s * (log(s) - log1p(s)));
     }
   const double pinf = -expm1((double)t * log1p(-fmin(a->inf, 1.0)));
   return (pinf + exp(best)) * (1 + 2 * (double)t * (16384.0 + (double)a->len + 4) * u) + 1e-300;
@@ -538,9 +541,10 @@ static double dpo__comp_eps(struct dpo__pld_comp *c, double delta) {
 }
 
 /* eps at delta of c, built by its first direction (remove) only: the other (add) is composed
- * only when a bound on its delta at that eps, from one step on a 64x coarser grid
+ * only when a bound on its delta at that eps, from one step on a grid k times coarser (k <= 64,
+ * k h <= 3.2e-3)
  * (dpo__chernoff_delta: the connect-the-dots pair there dominates the true pair, as on h), is
- * above delta / 2; else the pair's eps is the first direction's (the max over both directions
+ * above 0.9 delta; else the pair's eps is the first direction's (the max over both directions
  * is then that one, and the add direction's bound on h, below the coarse one, is below delta
  * at every eps >= it).  On the plans of dp-sgd's 1000-step epoch the add direction's losses
  * stay below ~0.5 but for 1e-15 of their mass: its composition was half the work. */
@@ -548,13 +552,13 @@ static int dpo__pld_second(struct dpo__pld_comp *c, double delta, double *eps) {
   *eps = dpo__comp_eps(c, delta);
   if (c->nall < 2 || !isfinite(*eps)) return DPO_OK;
   dpo__pmf_t one;
-  const double hc = 64 * c->h;
+  const double hc = c->h * fmax(1, fmin(64, floor(3.2e-3 / c->h))); /* k h: nested grids */
   int st = dpo__pmf_step(c->q, c->z, 1, hc, &one);
   if (st) return st;
   dpo__truncate(&one);
   const double u = dpo__chernoff_delta(&one, hc, c->steps, *eps);
   free(one.p);
-  if (u <= 0.5 * delta) return DPO_OK;
+  if (u <= 0.9 * delta) return DPO_OK;
   if ((st = dpo__pld_dir(c, 1))) return st;
   c->ndir = 2;
   *eps = dpo__comp_eps(c, delta);
