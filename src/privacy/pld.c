@@ -56,7 +56,7 @@
 #define DPO__PLD_TAU_REL 1e-5
 /* The one-step PMF's far tail, where o ~ P leaves less than DPO__PLD_TAILX of its mass beyond,
  * is put on every DPO__PLD_TAILK-th grid point (dpo__pmf_step) */
-#define DPO__PLD_TAILX 1e-8
+#define DPO__PLD_TAILX 1e-6
 #define DPO__PLD_TAILK 16
 
 typedef struct {
@@ -163,8 +163,9 @@ static double dpo__mass(double a, double b, double w, double z, double *err, dpo
  * one grid step, which moves delta by at most 1 - e^-h times it.  The chord argument holds on
  * any partition whose ends are grid points: in the far tail (less than DPO__PLD_TAILX of P's
  * mass beyond) the intervals span DPO__PLD_TAILK steps (b over 1 - e^(-K h), the same slack),
- * a sixteenth of the CDF evaluations there (60% of the bins of the 1000-step DP-SGD plan's
- * remove pair), its O((K h)^2) error on that mass moving eps by ~1e-9 relative. */
+ * a sixteenth of the CDF evaluations there (most of the bins of the 1000-step DP-SGD plan's
+ * remove pair), its O((K h)^2) error on that mass moving eps up by ~3e-7 relative there (5e-6
+ * on the search's 4x coarser grid; 1e-9 with 1e-8 beyond). */
 /* Where o ~ P (weight w on N(1, z^2)) leaves at most tau of its mass below (upper = 0) or
  * above (upper = 1), within the cut of each component at DPO__PLD_CUT: by bisection.  Bins
  * there would hold less than dpo__truncate keeps (its tau is larger), so they are not formed. */
