@@ -467,6 +467,36 @@ Test(pld, calibrate_matches_previous_search) {
   }
 }
 
+/* dpo_pld_eps composes the remove direction and bounds the add direction's delta from one
+ * coarse step (pld.c, dpo__pld_second) before composing it: its eps is still the pair's, the
+ * smallest eps whose delta over both composed directions (dpo_pld_delta) is within delta, up
+ * to the two windows' difference (dpo_pld_eps cuts 1e-5 delta each side, dpo_pld_delta 1e-15:
+ * another transform length, so another bound on its rounding, within 1e-3 of delta here). */
+Test(pld, eps_is_the_pairs_eps) {
+  static const struct {
+    const char *samp;
+    int64_t m, n, steps;
+    double z, delta, h;
+  } t[] = {
+      {"poisson", 1000, 1000000, 1000, 0.6409737077491979, 1e-5, 5e-5},
+      {"poisson", 256, 32561, 200, 0.8947724805719514, 1e-5, 5e-5},
+      {"wor", 1, 10, 10, 0.8, 1e-3, 1e-4},
+      {"poisson", 9, 10, 3, 2, 1e-5, 1e-4},
+      {"poisson", 5, 10, 1, 0.5, 0.15, 1e-4},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    double e, d[2], at[2];
+    cr_assert_eq(dpo_pld_eps(t[i].samp, t[i].m, t[i].n, t[i].z, t[i].steps, t[i].delta, t[i].h,
+                             &e), DPO_OK);
+    at[0] = e, at[1] = e * (1 - 1e-3);
+    cr_assert_eq(dpo_pld_delta_k(t[i].samp, t[i].m, t[i].n, t[i].z, t[i].steps, 2, at, t[i].h,
+                                 d), DPO_OK);
+    cr_expect(e > 0 && d[0] <= t[i].delta * (1 + 1e-3) && d[1] > t[i].delta,
+              "plan %zu: eps %.12g, delta there %.9g, just below %.9g (target %g)", i, e, d[0],
+              d[1], t[i].delta);
+  }
+}
+
 /* The real-FFT convolution (pld_fft.c) against the direct sum, squares and products of
  * unequal lengths, including lengths that are not powers of two. */
 int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c, int *lg);

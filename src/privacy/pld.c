@@ -1,5 +1,5 @@
 /* Privacy loss distribution (PLD) accountant for compositions of the Gaussian mechanism, plain
- * or Poisson-subsampled (add/remove neighbours), and calibration on it.
+ * or Poisson-subsampled (add/remove neighbours); the searches on it are in pld_search.c.
  *
  * The privacy loss of a pair (P, Q) is L = log(P/Q)(o), o ~ P; the hockey-stick divergence is
  *   delta(eps) = E_P[(1 - e^(eps - L))_+] + P(L = inf)          (Koskela et al. 2020, Sec. 2)
@@ -48,6 +48,16 @@
 
 #define DPO__PLD_TAU 1e-13 /* tail mass cut per side, per step and per convolution */
 #define DPO__PLD_CUT 8.3   /* Phi(-8.3) < 1e-16 */
+/* The composition's window, when eps is read at one delta, leaves out DPO__PLD_TAU_REL delta of
+ * the mass on each side (to +inf: delta rises by 2e-5 of itself), where 1e-15 was left out for
+ * any delta: 2/3 of the window's width on the 1000-step DP-SGD plan, a transform half the
+ * length, whose bound on its rounding (~ sqrt of the length, 1e-3 of delta there) is smaller
+ * too: that plan's eps moved by -5.6e-5 relative, a9a's by +1.5e-6. */
+#define DPO__PLD_TAU_REL 1e-5
+/* The one-step PMF's far tail, where o ~ P leaves less than DPO__PLD_TAILX of its mass beyond,
+ * is put on every DPO__PLD_TAILK-th grid point (dpo__pmf_step) */
+#define DPO__PLD_TAILX 1e-6
+#define DPO__PLD_TAILK 16
 
 typedef struct {
   int64_t off; /* loss of bin i is (off + i) h */
@@ -58,11 +68,32 @@ typedef struct {
 
 static double dpo__Phi_(double x) { return 0.5 * erfc(-x / M_SQRT2); }
 
-/* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q) */
-static double dpo__ginv(double s, double q, double z) {
+/* e^(c k) on a run of consecutive k, one exp per 256 of them: e^(c (k0 + 256 b)) times a table
+ * of e^(c j), j < 256 (dpo__expt_init).  Each value is within 3 u of e^(c k) beyond what exp's
+ * own argument rounding costs (two exp within 1 ulp, one product): the bounds that use these
+ * values (dpo__pmf_step's slack, the tail sums' rounding, dpo__chernoff's 1.001) allow 4 u. */
+typedef struct {
+  double c, t[256];
+  int64_t base; /* the block whose e^(c base) is in eb */
+  double eb;
+} dpo__expt_t;
+
+static void dpo__expt_init(dpo__expt_t *e, double c) {
+  e->c = c, e->base = INT64_MIN, e->eb = NAN;
+  for (int j = 0; j < 256; j++) e->t[j] = exp(c * (double)j);
+}
+
+static double dpo__expt(dpo__expt_t *e, int64_t k) {
+  const int64_t b = k & ~(int64_t)255; /* floor to a multiple of 256, negative k too */
+  if (b != e->base) e->base = b, e->eb = exp(e->c * (double)b);
+  return e->eb * e->t[k - b];
+}
+
+/* g^{-1}(s): the x with g(x) = s, -inf for s <= log(1-q); lq = log(q), formed once a PMF */
+static double dpo__ginv(double s, double q, double lq, double z) {
   double t = q < 1 ? expm1(s) + q : exp(s); /* e^s - (1 - q) */
   if (!(t > 0)) return -INFINITY;
-  return z * z * (log(t) - log(q)) + 0.5;
+  return z * z * (log(t) - lq) + 0.5;
 }
 static double dpo__g(double x, double q, double z) {
   double e = (2 * x - 1) / (2 * z * z);
@@ -81,24 +112,31 @@ static double dpo__S(double x, double w, double z) {
   if (w == 0) return dpo__Phi_(-x / z);
   return (1 - w) * dpo__Phi_(-x / z) + w * dpo__Phi_((1 - x) / z);
 }
-/* The last two values of F (side 0) or S (side 1) for one weight: neighbouring bins share an
- * end, so each CDF value is computed once (the same value as computing it again). */
+/* The last two points of F (side 0) or S (side 1), shared by P and Q: at a point x both are
+ * made of the same two normal tails, A = Phi(+-x / z) and B = Phi(+-(x - 1) / z) (B formed
+ * when a weight needs it), so a bin's ends cost two erfc where each weight's own pair cost
+ * three.  The values are dpo__F's and dpo__S's, bit for bit: the same terms, summed alike. */
 typedef struct {
-  double x[2], v[2];
+  double x[2], a[2], b[2];
+  int side[2];
 } dpo__cdfc_t;
 
 static double dpo__cdf_c(int side, double x, double w, double z, dpo__cdfc_t *c) {
-  if (x == c[side].x[0]) return c[side].v[0];
-  if (x == c[side].x[1]) return c[side].v[1];
-  const double v = side ? dpo__S(x, w, z) : dpo__F(x, w, z);
-  c[side].x[1] = c[side].x[0], c[side].v[1] = c[side].v[0];
-  c[side].x[0] = x, c[side].v[0] = v;
-  return v;
+  if (x == -INFINITY) return side ? 1 : 0;
+  int k = c->side[0] == side && c->x[0] == x ? 0 : c->side[1] == side && c->x[1] == x ? 1 : -1;
+  if (k < 0) {
+    c->x[1] = c->x[0], c->a[1] = c->a[0], c->b[1] = c->b[0], c->side[1] = c->side[0];
+    c->x[0] = x, c->side[0] = side, c->b[0] = NAN, k = 0;
+    c->a[0] = dpo__Phi_(side ? -x / z : x / z);
+  }
+  if (w == 0) return c->a[k];
+  if (isnan(c->b[k])) c->b[k] = dpo__Phi_(side ? (1 - x) / z : (x - 1) / z);
+  return (1 - w) * c->a[k] + w * c->b[k];
 }
 
 /* P(a < o <= b), from the side where it is not a difference of two numbers near 1; *err
  * bounds its rounding error: 16 u times the larger term (a few ulp for each erfc, the weights
- * and the difference, generously); c: the CDF values of this weight (dpo__cdf_c) */
+ * and the difference, generously); c: the tails at the last points (dpo__cdf_c) */
 static double dpo__mass(double a, double b, double w, double z, double *err, dpo__cdfc_t *c) {
   const int up = a > 0.5;
   double t = up ? dpo__cdf_c(1, a, w, z, c) : dpo__cdf_c(0, b, w, z, c);
@@ -122,7 +160,12 @@ static double dpo__mass(double a, double b, double w, double z, double *err, dpo
  * +inf (the tails beyond Phi(-8.3)).  The profile is exact at the grid points, so the bins'
  * rounding errors are added to the +inf mass: an error e_P in P(I) moves delta by at most e_P,
  * and the error (e_P + e^e_lo e_Q) / (1 - e^-h) it makes in b with Q(I)'s moves that much mass
- * one grid step, which moves delta by at most 1 - e^-h times it. */
+ * one grid step, which moves delta by at most 1 - e^-h times it.  The chord argument holds on
+ * any partition whose ends are grid points: in the far tail (less than DPO__PLD_TAILX of P's
+ * mass beyond) the intervals span DPO__PLD_TAILK steps (b over 1 - e^(-K h), the same slack),
+ * a sixteenth of the CDF evaluations there (most of the bins of the 1000-step DP-SGD plan's
+ * remove pair), its O((K h)^2) error on that mass moving eps up by ~3e-7 relative there (5e-6
+ * on the search's 4x coarser grid; 1e-9 with 1e-8 beyond). */
 /* Where o ~ P (weight w on N(1, z^2)) leaves at most tau of its mass below (upper = 0) or
  * above (upper = 1), within the cut of each component at DPO__PLD_CUT: by bisection.  Bins
  * there would hold less than dpo__truncate keeps (its tau is larger), so they are not formed. */
@@ -152,17 +195,27 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
   r->p = calloc((size_t)r->len, sizeof(double));
   if (!r->p) return dpo_err(DPO_ENOMEM, "pld: out of memory");
   /* o ~ P: mix (remove) or N(0, z^2) (add); Q the other one */
-  double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0;
-  dpo__cdfc_t cp[2] = {{{NAN, NAN}, {0, 0}}, {{NAN, NAN}, {0, 0}}}, cq[2];
-  memcpy(cq, cp, sizeof cq);
-  double gprev = NAN; /* ginv at the previous bin's end shared with this one */
-  for (int64_t i = 0; i < r->len; i++) {
+  double wp = dir ? 0.0 : q, wq = dir ? q : 0.0, den = -expm1(-h), slack = 0, lq = log(q);
+  dpo__cdfc_t cc = {{NAN, NAN}, {0, 0}, {NAN, NAN}, {-1, -1}};
+  double gprev = NAN; /* ginv at the previous end shared with this interval */
+  dpo__expt_t ex;
+  dpo__expt_init(&ex, h);
+  /* the far tail, where o ~ P leaves less than DPO__PLD_TAILX beyond: intervals of
+   * DPO__PLD_TAILK grid steps (remove: the losses above ix; add: below it) */
+  const double ox = dpo__o_cut(wp, z, 1, DPO__PLD_TAILX);
+  const int64_t ix = dir ? (int64_t)floor(-dpo__g(ox, q, z) / h) - ilo
+                         : (int64_t)ceil(dpo__g(ox, q, z) / h) - ilo;
+  const double denk = -expm1(-DPO__PLD_TAILK * h);
+  for (int64_t i = 0, pi = -1, w; i < r->len; pi = i, i += w) {
+    /* the next interval's width: 1, or DPO__PLD_TAILK in the far tail */
+    w = dir ? (i + DPO__PLD_TAILK <= ix ? DPO__PLD_TAILK : 1)
+            : (i >= ix && i + DPO__PLD_TAILK < r->len ? DPO__PLD_TAILK : 1);
     /* the ends as integers times h: each interval ends where the next begins, exactly */
-    double hi = (double)(ilo + i) * h, lo = (double)(ilo + i - 1) * h, a, b;
+    double hi = (double)(ilo + i) * h, a, b;
     if (!dir) { /* L = g(o) in (lo, hi]  <=>  o in (ginv(lo), ginv(hi)] */
-      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, z);
+      a = i == 0 ? -INFINITY : gprev, b = gprev = dpo__ginv(hi, q, lq, z);
     } else { /* L = -g(o) in (lo, hi]  <=>  o in [ginv(-hi), ginv(-lo)) */
-      a = dpo__ginv(-hi, q, z), b = i == 0 ? INFINITY : gprev;
+      a = dpo__ginv(-hi, q, lq, z), b = i == 0 ? INFINITY : gprev;
       gprev = a;
     }
     if (a == b) continue; /* both -inf: no loss in the interval */
@@ -170,16 +223,19 @@ static int dpo__pmf_step(double q, double z, int dir, double h, dpo__pmf_t *r) {
       r->p[0] = a == -INFINITY ? dpo__F(b, wp, z) : dpo__S(a, wp, z);
       continue;
     }
-    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, cp), mq = dpo__mass(a, b, wq, z, &eq, cq);
-    double el = exp(lo), up = (mp - el * mq) / den;
+    double ep, eq, mp = dpo__mass(a, b, wp, z, &ep, &cc), mq = dpo__mass(a, b, wq, z, &eq, &cc);
+    double el = dpo__expt(&ex, ilo + pi); /* e^lo */
+    double up = (mp - el * mq) / (i - pi == 1 ? den : i - pi == DPO__PLD_TAILK ? denk
+                                                    : -expm1(-(double)(i - pi) * h));
     up = up < 0 ? 0 : up > mp ? mp : up;
-    slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp; /* + the split's own roundings */
+    /* + the split's own roundings, and e^lo's (dpo__expt: 4 u of el mq, moved i - pi steps) */
+    slack += 2 * ep + el * eq + 4 * DBL_EPSILON * mp + 4 * DBL_EPSILON * el * mq;
     r->p[i] += up;
-    r->p[i - 1] += mp - up;
+    r->p[pi] += mp - up;
   }
   /* losses above the last grid point: o above it (remove) or below it (add) */
-  r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, z), wp, z)
-               : dpo__S(dpo__ginv((double)ihi * h, q, z), wp, z);
+  r->inf = dir ? dpo__F(dpo__ginv(-(double)ihi * h, q, lq, z), wp, z)
+               : dpo__S(dpo__ginv((double)ihi * h, q, lq, z), wp, z);
   r->inf += 8 * DBL_EPSILON * r->inf + slack;
   return DPO_OK;
 }
@@ -237,18 +293,19 @@ static int dpo__conv(const dpo__pmf_t *a, const dpo__pmf_t *b, dpo__pmf_t *r) {
 
 /* Bounds on the t-fold composition's tails beyond a window, from one step's PMF a (Chernoff:
  * for s > 0, the mass of sums >= b is at most e^(-s b) (sum_i a_i e^(s l_i))^t, whatever the
- * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, one exp per bin and squarings;
- * *blo, *bhi: the window in units of h, its ends the tightest over s with the mass beyond each
- * end at most tau (rounding covered by the 1.001 on tau at the caller). */
+ * other steps; s < 0 likewise below).  For s = +-2^j, j = -3..9, e^(+-l / 8) (dpo__expt) and
+ * squarings; *blo, *bhi: the window in units of h, its ends the tightest over s with the mass
+ * beyond each end at most tau (rounding covered by the 1.001 on tau at the caller). */
 #define DPO__CH_J 13
 static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, double *blo,
                           double *bhi) {
   double lmin = (double)a->off * h, lmax = (double)(a->off + a->len - 1) * h;
   double sp[DPO__CH_J] = {0}, sm[DPO__CH_J] = {0};
+  dpo__expt_t ep, em; /* e^(s (l - lmax)), e^(-s (l - lmin)) at s = 1/8 */
+  dpo__expt_init(&ep, 0.125 * h), dpo__expt_init(&em, -0.125 * h);
   for (int64_t i = 0; i < a->len; i++) {
     if (!(a->p[i] > 0)) continue;
-    const double l = (double)(a->off + i) * h;
-    double wp = exp(0.125 * (l - lmax)), wm = exp(-0.125 * (l - lmin)); /* s = +-1/8 */
+    double wp = dpo__expt(&ep, i - (a->len - 1)), wm = dpo__expt(&em, i);
     for (int j = 0; j < DPO__CH_J; j++) {
       sp[j] += a->p[i] * wp, sm[j] += a->p[i] * wm;
       wp *= wp, wm *= wm;
@@ -264,6 +321,36 @@ static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, 
   *blo = floor(lo / h), *bhi = ceil(hi / h);
 }
 
+/* An upper bound on the t-fold composition's delta at eps from one step's PMF a: delta(eps) =
+ * E[(1 - e^(eps - L))_+] + P(some step at +inf), and (1 - e^-x)_+ <= C(s) e^(s x) for every x,
+ * C(s) = max_x>=0 (1 - e^-x) e^(-s x) = (s / (1 + s))^s / (1 + s), so the expectation is at
+ * most C(s) e^(-s eps) (sum_i a_i e^(s l_i))^t for each s > 0 (over the finite part: Chernoff
+ * on the hockey stick, 15-50x below P(L > eps) here); s = 2^(k/4) / 8, k = 0..51, by squaring
+ * four chains.  Rounding: each term within (2^(j+1) + 2) u <= 2^14 u after
+ * j <= 12 squarings, the sum (len) u more, underflowed terms below DBL_MIN each; the power t
+ * multiplies the relative error by t: covered by the factor 1 + 2 t (2^14 + len + 4) u. */
+static double dpo__chernoff_delta(const dpo__pmf_t *a, double h, int64_t t, double eps) {
+  const double lmax = (double)(a->off + a->len - 1) * h, u = 1.12e-16;
+  double sp[4][DPO__CH_J] = {{0}}, s0[4], best = INFINITY;
+  for (int k = 0; k < 4; k++) s0[k] = 0.125 * exp2(0.25 * k);
+  for (int64_t i = 0; i < a->len; i++) {
+    if (!(a->p[i] > 0)) continue;
+    const double l = (double)(a->off + i) * h - lmax; /* <= 0 */
+    for (int k = 0; k < 4; k++) {
+      double w = exp(s0[k] * l);
+      for (int j = 0; j < DPO__CH_J; j++) sp[k][j] += a->p[i] * w, w *= w;
+    }
+  }
+  for (int k = 0; k < 4; k++)
+    for (int j = 0; j < DPO__CH_J; j++) {
+      const double s = ldexp(s0[k], j), v = sp[k][j] + (double)a->len * DBL_MIN;
+      best = fmin(best, (double)t * (s * lmax + log(v)) - s * eps - log1p(s) +
+                            s * (log(s) - log1p(s)));
+    }
+  const double pinf = -expm1((double)t * log1p(-fmin(a->inf, 1.0)));
+  return (pinf + exp(best)) * (1 + 2 * (double)t * (16384.0 + (double)a->len + 4) * u) + 1e-300;
+}
+
 /* a^t (t-fold composition), by powers of a's spectrum (dpo__pld_rpow) on a window of the
  * composition's losses [A h, (A + N) h) holding all but tau of its mass below and above
  * (dpo__chernoff); that mass goes to +inf, and so does the mass folded into the window from
@@ -273,9 +360,9 @@ static void dpo__chernoff(const dpo__pmf_t *a, double h, int64_t t, double tau, 
  * coefficient moves by at most t (1 + e1)^(t - 1) times its error (|a's spectrum| <= 1), and
  * binary powering's own 2 log2(t) + 2 complex products (each within sqrt(5) u, each raised to
  * a power <= t) add a relative t (2 log2 t + 2) sqrt(5) u; the inverse maps l2 errors of the
- * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2. */
-static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, dpo__pmf_t *r) {
-  const double tau = 1e-15;
+ * half spectrum to sqrt(2 / N) of them in l2 and adds c u (lg + 1) ||.||_2; l1 <= sqrt(N) l2.
+ * tau: 1e-15, or DPO__PLD_TAU_REL delta when the caller reads eps at one delta (dpo_pld_eps). */
+static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, double tau, dpo__pmf_t *r) {
   int st = DPO_OK;
   dpo__truncate(a);
   if (t == 1) {
@@ -307,8 +394,9 @@ static int dpo__pmf_pow_spec(dpo__pmf_t *a, int64_t t, double h, dpo__pmf_t *r) 
   const double l2 = a->len <= n ? dpo__l2(a) : 1.0; /* folded: ||.||_2 <= ||.||_1 <= 1 */
   const double e1 = 16 * u * (double)(lg + 1) * sn * l2, gr = exp((double)t * e1);
   const double pw = (double)t * 2 * lt * sqrt(5.0) * u * 1.0001;
+  /* + the coefficients set to 0 (dpo__pld_rpow: each power below 1e-200, generously) */
   const double slack = M_SQRT2 * ((double)t * gr * e1 + pw * gr * sqrt((double)(n / 2 + 1))) +
-                       16 * u * (double)(lg + 1) * 2 * sn;
+                       16 * u * (double)(lg + 1) * 2 * sn + 1e-190;
   /* P(some step at +inf) = 1 - (1 - inf)^t, rounded up */
   const double pinf = fmin(1.0, -expm1((double)t * log1p(-fmin(a->inf, 1.0))) * (1 + 1e-12));
   free(c);
@@ -336,8 +424,9 @@ static double dpo__pmf_delta(const dpo__pmf_t *r, double h, double eps) {
 
 struct dpo__pld_comp {
   dpo__pmf_t dir[2];
-  int ndir;
-  double h;
+  int ndir, nall; /* directions composed; of the pair's (2: add and remove) */
+  double h, q, z, tau; /* tau: the window's cut each side (dpo__pmf_pow_spec) */
+  int64_t steps;
   double *sum[2]; /* dpo__comp_sums: each direction's tail sums, or NULL */
 };
 
@@ -351,16 +440,18 @@ static double *dpo__pmf_sums(const dpo__pmf_t *r, double h) {
   if (!s) return NULL;
   double *s2 = s + r->len + 1;
   s[r->len] = s2[r->len] = 0;
+  dpo__expt_t e; /* e^-l: each within 4 u (dpo__expt), covered below */
+  dpo__expt_init(&e, -h);
   for (int64_t i = r->len - 1; i >= 0; i--) {
     s[i] = s[i + 1] + r->p[i];
-    s2[i] = s2[i + 1] + r->p[i] * exp(-(double)(r->off + i) * h);
+    s2[i] = s2[i + 1] + r->p[i] * dpo__expt(&e, r->off + i);
   }
   return s;
 }
 
 /* dpo__pmf_delta from the tail sums: the difference cancels, so its rounding is bounded and
- * added (recursive sums of n non-negative terms are within n u of theirs; the exp, the product
- * and the difference a few u more): the value stays an upper bound */
+ * added (recursive sums of n non-negative terms are within n u of theirs; e^-l (dpo__expt),
+ * the product and the difference a few u more): the value stays an upper bound */
 static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h, double eps) {
   int64_t i = (int64_t)floor(eps / h) - r->off;
   if (i < 0) i = 0;
@@ -368,15 +459,25 @@ static double dpo__pmf_delta_sums(const dpo__pmf_t *r, const double *s, double h
   while (i > 0 && (double)(r->off + i - 1) * h > eps) i--;
   if (i >= r->len) return r->inf;
   const double a = s[i], b = exp(eps) * s[r->len + 1 + i], d = a - b;
-  return (d > 0 ? d : 0) + (double)(r->len + 8) * 1.12e-16 * (a + b) + r->inf;
+  return (d > 0 ? d : 0) + (double)(r->len + 12) * 1.12e-16 * (a + b) + r->inf;
 }
 
 /* compositions computed in this process (memo hits excluded): dpo_pld_compositions */
 static int64_t dpo__pld_ncomp;
 int64_t dpo_pld_compositions(void) { return dpo__pld_ncomp; }
 
+/* the t-fold composition of direction d (dpo__pmf_step) into c->dir[d] */
+static int dpo__pld_dir(struct dpo__pld_comp *c, int d) {
+  dpo__pmf_t one;
+  int st = dpo__pmf_step(c->q, c->z, d, c->h, &one);
+  if (!st) st = dpo__pmf_pow_spec(&one, c->steps, c->h, c->tau, &c->dir[d]);
+  return st;
+}
+
+/* first: the first direction only (dpo_pld_eps decides whether the other is needed); delta:
+ * the one delta the caller reads eps at (its window's cut: DPO__PLD_TAU_REL delta), else 0 */
 static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
-                          double h, struct dpo__pld_comp *c) {
+                          double h, int first, double delta, struct dpo__pld_comp *c) {
   memset(c, 0, sizeof *c);
   if (!(z > 0) || !isfinite(z) || steps < 1 || !(h > 0) || !isfinite(h))
     return dpo_err(DPO_EINVAL, "pld: need z > 0, steps >= 1, interval h > 0 (got %g, %lld, %g)",
@@ -391,21 +492,17 @@ static int dpo__pld_build(const char *sampling, int64_t m, int64_t n, double z, 
     return dpo_err(DPO_EUNSUP, "pld: sampling '%s' not supported (none, poisson or wor)",
                    sampling ? sampling : "(null)");
   }
-  c->h = h;
-  c->ndir = q < 1 ? 2 : 1;
-  if (q == 0) { /* nothing released */
-    c->ndir = 0;
-    return DPO_OK;
-  }
-  for (int d = 0; d < c->ndir; d++) {
-    dpo__pmf_t one;
-    int st = dpo__pmf_step(q, z, d, h, &one);
-    if (!st) st = dpo__pmf_pow_spec(&one, steps, h, &c->dir[d]);
+  c->h = h, c->q = q, c->z = z, c->steps = steps;
+  c->tau = delta > 0 ? fmax(1e-15, DPO__PLD_TAU_REL * delta) : 1e-15;
+  c->nall = q == 0 ? 0 : q < 1 ? 2 : 1; /* q = 0: nothing released */
+  for (int d = 0; d < (first && c->nall ? 1 : c->nall); d++) {
+    int st = dpo__pld_dir(c, d);
     if (st) {
       for (int e = 0; e < d; e++) free(c->dir[e].p);
       c->ndir = 0;
       return st;
     }
+    c->ndir = d + 1;
   }
   dpo__pld_ncomp++;
   return DPO_OK;
@@ -444,6 +541,31 @@ static double dpo__comp_eps(struct dpo__pld_comp *c, double delta) {
   return hi;
 }
 
+/* eps at delta of c, built by its first direction (remove) only: the other (add) is composed
+ * only when a bound on its delta at that eps, from one step on a grid k times coarser (k <= 64,
+ * k h <= 3.2e-3)
+ * (dpo__chernoff_delta: the connect-the-dots pair there dominates the true pair, as on h), is
+ * above 0.9 delta; else the pair's eps is the first direction's (the max over both directions
+ * is then that one, and the add direction's bound on h, below the coarse one, is below delta
+ * at every eps >= it).  On the plans of dp-sgd's 1000-step epoch the add direction's losses
+ * stay below ~0.5 but for 1e-15 of their mass: its composition was half the work. */
+static int dpo__pld_second(struct dpo__pld_comp *c, double delta, double *eps) {
+  *eps = dpo__comp_eps(c, delta);
+  if (c->nall < 2 || !isfinite(*eps)) return DPO_OK;
+  dpo__pmf_t one;
+  const double hc = c->h * fmax(1, fmin(64, floor(3.2e-3 / c->h))); /* k h: nested grids */
+  int st = dpo__pmf_step(c->q, c->z, 1, hc, &one);
+  if (st) return st;
+  dpo__truncate(&one);
+  const double u = dpo__chernoff_delta(&one, hc, c->steps, *eps);
+  free(one.p);
+  if (u <= 0.9 * delta) return DPO_OK;
+  if ((st = dpo__pld_dir(c, 1))) return st;
+  c->ndir = 2;
+  *eps = dpo__comp_eps(c, delta);
+  return DPO_OK;
+}
+
 int dpo_pld_delta(const char *sampling, int64_t m, int64_t n, double z, int64_t steps,
                   double eps, double h, double *delta) {
   return dpo_pld_delta_k(sampling, m, n, z, steps, 1, &eps, h, delta);
@@ -464,7 +586,7 @@ int dpo_pld_delta_k(const char *sampling, int64_t m, int64_t n, double z, int64_
   if (!delta || !eps || k < 1) return dpo_err(DPO_EINVAL, "pld_delta: no eps asked for");
   for (int i = 0; i < k; i++)
     if (!(eps[i] >= 0)) return dpo_err(DPO_EINVAL, "pld_delta: need eps >= 0");
-  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, &c);
+  int st = dpo__pld_build(sampling, m, n, z, steps, h > 0 ? h : DPO_PLD_H, 0, 0, &c);
   if (st) return st;
   dpo__comp_delta_k(&c, k, eps, delta);
   dpo__pld_free(&c);
@@ -500,10 +622,10 @@ int dpo_pld_eps(const char *sampling, int64_t m, int64_t n, double z, int64_t st
       *eps = dpo__pld_memo[i].eps;
       return DPO_OK;
     }
-  int st = dpo__pld_build(sampling, m, n, z, steps, h, &c);
-  if (st) return st;
-  *eps = dpo__comp_eps(&c, delta);
+  int st = dpo__pld_build(sampling, m, n, z, steps, h, 1, delta, &c);
+  if (!st) st = dpo__pld_second(&c, delta, eps);
   dpo__pld_free(&c);
+  if (st) return st;
   int k = dpo__pld_memo_next;
   dpo__pld_memo_next = (k + 1) % DPO__PLD_MEMO;
   dpo__pld_memo[k].used = 1;
@@ -575,7 +697,7 @@ int dpo_pld_wor_pair_k(double q, double z, int64_t steps, int k, const double *e
   struct dpo__pld_comp c = {.ndir = 1, .h = h > 0 ? h : DPO_PLD_H};
   dpo__pmf_t one;
   int st = dpo__wor_step(q, z, c.h, &one);
-  if (!st) st = dpo__pmf_pow_spec(&one, steps, c.h, &c.dir[0]);
+  if (!st) st = dpo__pmf_pow_spec(&one, steps, c.h, 1e-15, &c.dir[0]);
   if (st) return st;
   dpo__pld_ncomp++;
   if (delta_at_eps && k > 0) dpo__comp_delta_k(&c, k, eps, delta_at_eps);
@@ -600,7 +722,7 @@ int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, dou
   tot.h = h;
   for (; nb < k && !st; nb++)
     st = dpo__pld_build(r[nb].poisson ? "poisson" : "none", r[nb].m, r[nb].n, r[nb].z,
-                        r[nb].count, h, &c[nb]);
+                        r[nb].count, h, 0, delta / k, &c[nb]);
   if (st) goto out;
   for (int i = 0; i < k; i++)
     if (c[i].ndir > tot.ndir) tot.ndir = c[i].ndir;
@@ -642,88 +764,4 @@ double dpo_pld_auto_h(double eps, int64_t steps) {
    * of a small multiplier span ~10x more, and a 5e-5 grid would cost ~10 s of FFTs a run) */
   double h = steps > 0 && eps > 0 ? eps / (10.0 * (double)steps) : DPO_PLD_H;
   return fmax(1e-6, fmin(DPO_PLD_H * (eps > 1 ? eps : 1.0), h));
-}
-
-/* The bisection of dpo_pld_calibrate, replayed on a bracket.  The PLD eps is the bound of a
- * dominating pair; the true eps of a Gaussian (plain or Poisson-subsampled) only falls as z
- * grows (more noise is a post-processing of less), so a z >= zh, with eps_PLD(zh) <= target
- * evaluated, meets the target by zh's bound.  The bisection below is the first version's,
- * step for step; a probe z is evaluated only inside (zl, zh), where zl < z* <= zh come from a
- * few secant steps first: the same answer from ~5 PLD evaluations instead of ~11. */
-typedef struct {
-  const char *sampling;
-  int64_t m, n, steps;
-  double eps, delta, h;
-  double zl, zh; /* eps(zl) > target (0: none yet), eps(zh) <= target, both evaluated */
-  double lz[2], le[2]; /* the last two evaluations: log z, log eps */
-  int nev;
-} dpo__pld_cal_t;
-
-static int dpo__cal_eval(dpo__pld_cal_t *c, double z, int *fits) {
-  double e;
-  int st = dpo_pld_eps(c->sampling, c->m, c->n, z, c->steps, c->delta, c->h, &e);
-  if (st) return st;
-  *fits = e <= c->eps;
-  if (*fits && z < c->zh) c->zh = z;
-  if (!*fits && z > c->zl) c->zl = z;
-  c->lz[0] = c->lz[1], c->le[0] = c->le[1];
-  c->lz[1] = log(z), c->le[1] = log(e > 0 ? e : DBL_MIN);
-  c->nev++;
-  return DPO_OK;
-}
-
-/* does z meet the target?  Decided by the bracket where it can be, else evaluated */
-static int dpo__cal_fits(dpo__pld_cal_t *c, double z, int *fits) {
-  if (z >= c->zh) return *fits = 1, DPO_OK;
-  if (z <= c->zl) return *fits = 0, DPO_OK;
-  return dpo__cal_eval(c, z, fits);
-}
-
-/* secant steps on log eps(log z) towards the target, each probe nudged 1e-6 to the side whose
- * end is farther, until zh - zl <= 2e-6 zh (or 10 evaluations) */
-static int dpo__cal_bracket(dpo__pld_cal_t *c) {
-  int st, fits;
-  while (c->nev < 10 && !(c->zl > 0 && c->zh - c->zl <= 2e-6 * c->zh)) {
-    double sl = (c->le[1] - c->le[0]) / (c->lz[1] - c->lz[0]);
-    double z = exp(c->lz[1] + (log(c->eps) - c->le[1]) / sl);
-    if (!(sl < 0) || !isfinite(z) || !(z > c->zl && z < c->zh))
-      z = c->zl > 0 ? 0.5 * (c->zl + c->zh) : 0.7 * c->zh;
-    z *= c->zh - z > z - c->zl ? 1 + 1e-6 : 1 - 1e-6;
-    if (!(z > c->zl && z < c->zh)) z = 0.5 * (c->zl + c->zh);
-    if ((st = dpo__cal_eval(c, z, &fits))) return st;
-  }
-  return DPO_OK;
-}
-
-int dpo_pld_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps, double eps,
-                      double delta, double *z) {
-  int st, fits;
-  if (!z || !(eps > 0) || !isfinite(eps) || !(delta > 0 && delta < 1) || steps < 1)
-    return dpo_err(DPO_EINVAL, "pld_calibrate: need eps > 0, delta in (0, 1), steps >= 1");
-  dpo__pld_cal_t c = {sampling, m, n, steps, eps, delta, dpo_pld_auto_h(eps, steps),
-                      0, INFINITY, {0, 0}, {0, 0}, 0};
-  /* the RDP multiplier meets the target (its bound is valid, PLD's is tighter): bisect below */
-  double hi, lo;
-  if ((st = dpo_rdp_calibrate(sampling, m, n, steps, eps, delta, &hi))) return st;
-  if ((st = dpo__cal_eval(&c, hi, &fits))) return st;
-  if (!fits) { /* discretization coarser than the RDP slack: keep RDP's (valid) answer */
-    *z = hi;
-    return DPO_OK;
-  }
-  if ((st = dpo__cal_eval(&c, 0.93 * hi, &fits)) || (st = dpo__cal_bracket(&c))) return st;
-  lo = 0.7 * hi; /* PLD gains at most ~30% over RDP here; widened below if not */
-  for (;;) {
-    if ((st = dpo__cal_fits(&c, lo, &fits))) return st;
-    if (!fits) break;
-    hi = lo;
-    lo *= 0.7;
-  }
-  while (hi - lo > 1e-3 * hi) {
-    double mid = 0.5 * (lo + hi);
-    if ((st = dpo__cal_fits(&c, mid, &fits))) return st;
-    if (fits) hi = mid;
-    else lo = mid;
-  }
-  *z = hi; /* hi >= zh, whose eps <= target was evaluated (the bracket's note above) */
-  return DPO_OK;
 }

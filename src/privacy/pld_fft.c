@@ -23,36 +23,83 @@
 
 static double *dpo__tw;   /* tw[2k], tw[2k + 1] = cos, sin of -2 pi k / tw_n, k < tw_n / 2 */
 static int64_t dpo__tw_n;
+/* the same twiddles by stage: lv + 2 (len / 2 - 1) holds e^{-2 pi i k / len}, k < len / 2, for
+ * each len = 2, 4, .., tw_n / 2 (copies of tw's entries, so the transform's values are
+ * unchanged); a stage reads them in order instead of every (tw_n / len)-th entry of tw */
+static double *dpo__lv;
 
 static int dpo__tw_need(int64_t n) {
   if (n <= dpo__tw_n) return DPO_OK;
   double *t = malloc(sizeof(double) * (size_t)n); /* n / 2 complex entries */
-  if (!t) return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
+  double *lv = malloc(sizeof(double) * (size_t)n);
+  if (!t || !lv) {
+    free(t), free(lv);
+    return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
+  }
   for (int64_t k = 0; k < n / 2; k++) {
     double ang = -2.0 * M_PI * (double)k / (double)n;
     t[2 * k] = cos(ang);
     t[2 * k + 1] = sin(ang);
   }
-  free(dpo__tw);
-  dpo__tw = t;
+  for (int64_t len = 2; len <= n / 2; len <<= 1)
+    for (int64_t k = 0, st = n / len; k < len / 2; k++) {
+      lv[2 * (len / 2 - 1 + k)] = t[2 * k * st];
+      lv[2 * (len / 2 - 1 + k) + 1] = t[2 * k * st + 1];
+    }
+  free(dpo__tw), free(dpo__lv);
+  dpo__tw = t, dpo__lv = lv;
   dpo__tw_n = n;
   return DPO_OK;
 }
 
 #define DPO__FFT_BLOCK 4096 /* complex numbers: 64 KiB */
 
-/* one radix-2 stage: butterflies of span len over x[0 .. m) */
+/* one radix-2 stage: butterflies of span len over x[0 .. m); the products by w = 1 (len 2) are
+ * left out (the same values: v * 1 - v' * 0 is v) */
 static void dpo__stage(double *x, int64_t m, int64_t len, int inv) {
-  const double sg = inv ? -1.0 : 1.0;
-  const int64_t half = len >> 1, stride = dpo__tw_n / len;
-  for (int64_t s = 0; s < m; s += len)
-    for (int64_t k = 0; k < half; k++) {
-      const double wr = dpo__tw[2 * k * stride], wi = sg * dpo__tw[2 * k * stride + 1];
-      double *u = x + 2 * (s + k), *v = u + 2 * half;
-      double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
-      v[0] = u[0] - vr, v[1] = u[1] - vi;
+  const int64_t half = len >> 1;
+  if (half == 1) {
+    for (double *u = x, *e = x + 2 * m; u < e; u += 4) {
+      const double vr = u[2], vi = u[3];
+      u[2] = u[0] - vr, u[3] = u[1] - vi;
       u[0] += vr, u[1] += vi;
     }
+    return;
+  }
+  const double sg = inv ? -1.0 : 1.0, *w = dpo__lv + 2 * (half - 1);
+  for (int64_t s = 0; s < m; s += len) {
+    double *u = x + 2 * s, *v = u + 2 * half;
+    for (int64_t k = 0; k < half; k++) {
+      const double wr = w[2 * k], wi = sg * w[2 * k + 1];
+      const double vr = v[2 * k] * wr - v[2 * k + 1] * wi, vi = v[2 * k] * wi + v[2 * k + 1] * wr;
+      v[2 * k] = u[2 * k] - vr, v[2 * k + 1] = u[2 * k + 1] - vi;
+      u[2 * k] += vr, u[2 * k + 1] += vi;
+    }
+  }
+}
+
+/* v *= w (w conjugated when inv), then u, v = u + v, u - v: one butterfly of a stage */
+static inline void dpo__bfly(double *u, double *v, const double *w, double sg) {
+  const double wr = w[0], wi = sg * w[1];
+  const double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
+  v[0] = u[0] - vr, v[1] = u[1] - vi;
+  u[0] += vr, u[1] += vi;
+}
+
+/* the stages of span len and 2 len in one pass over x (each group of four points read and
+ * written once): the same butterflies, with the same twiddles, as dpo__stage twice */
+static void dpo__stage2(double *x, int64_t m, int64_t len, int inv) {
+  const int64_t q = len >> 1; /* len / 2: the first stage's half, the second's is len */
+  const double sg = inv ? -1.0 : 1.0, *w1 = dpo__lv + 2 * (q - 1), *w2 = dpo__lv + 2 * (len - 1);
+  for (int64_t s = 0; s < m; s += 2 * len) {
+    double *a = x + 2 * s, *b = a + 2 * q, *c = a + 2 * len, *d = c + 2 * q;
+    for (int64_t k = 0; k < q; k++) {
+      dpo__bfly(a + 2 * k, b + 2 * k, w1 + 2 * k, sg); /* span len: (a, b), (c, d) */
+      dpo__bfly(c + 2 * k, d + 2 * k, w1 + 2 * k, sg);
+      dpo__bfly(a + 2 * k, c + 2 * k, w2 + 2 * k, sg); /* span 2 len: (a, c), (b, d) */
+      dpo__bfly(b + 2 * k, d + 2 * k, w2 + 2 * (k + q), sg);
+    }
+  }
 }
 
 /* in-place radix-2 FFT of m complex numbers (interleaved re, im; m a power of 2); inv: the
@@ -71,9 +118,15 @@ static void dpo__cfft(double *x, int64_t m, int inv) {
   /* the stages of length <= DPO__FFT_BLOCK run block by block (each block's data stays in
    * cache through them), the longer ones over the whole array */
   const int64_t blk = m < DPO__FFT_BLOCK ? m : DPO__FFT_BLOCK;
-  for (int64_t b = 0; b < m; b += blk)
-    for (int64_t len = 2; len <= blk; len <<= 1) dpo__stage(x + 2 * b, blk, len, inv);
-  for (int64_t len = 2 * blk; len <= m; len <<= 1) dpo__stage(x, m, len, inv);
+  for (int64_t b = 0; b < m; b += blk) {
+    int64_t len = 2;
+    dpo__stage(x + 2 * b, blk, len, inv);
+    for (len = 4; 2 * len <= blk; len <<= 2) dpo__stage2(x + 2 * b, blk, len, inv);
+    if (len <= blk) dpo__stage(x + 2 * b, blk, len, inv);
+  }
+  int64_t len = 2 * blk;
+  for (; 2 * len <= m; len <<= 2) dpo__stage2(x, m, len, inv);
+  if (len <= m) dpo__stage(x, m, len, inv);
 }
 
 /* spectrum X[0..m] (m + 1 complex) of the real a (length na <= 2m, zero padded to 2m); z is
@@ -165,9 +218,16 @@ int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c) 
   for (int64_t i = 0; i < nx; i++) f[i & (n - 1)] += x[i];
   dpo__rfft(f, n, m, z, X);
   /* each coefficient to the power t by binary powering: the squarings of the composition,
-   * done on the spectrum */
+   * done on the spectrum; a coefficient whose power is below 1e-200 (|X|^2 < e^(-921 / t)) is
+   * set to 0 (pld.c adds that to its bound): most of a long window's are, and their powers
+   * underflowed through subnormals on the way */
+  const double thr = exp(-921.0 / (double)t);
   for (int64_t k = 0; k <= m; k++) {
     double br = X[2 * k], bi = X[2 * k + 1], rr = 1, ri = 0;
+    if (br * br + bi * bi < thr) {
+      X[2 * k] = X[2 * k + 1] = 0;
+      continue;
+    }
     for (int64_t e = t; e > 0; e >>= 1) {
       if (e & 1) dpo__cmul(&rr, &ri, br, bi);
       if (e > 1) dpo__cmul(&br, &bi, br, bi);

@@ -121,8 +121,9 @@ int dpo__pld_eps_mix(int k, const dpo__pld_rel_t *r, double delta, double h, dou
 int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, double *c,
                    int *lg);
 /* c[0 .. n) = the t-fold circular convolution of x (length nx, folded modulo n; n a power of
- * 2, >= 4) with itself: one real FFT, each coefficient to the power t, one inverse (pld_fft.c);
- * c is not clipped at 0 (pld.c bounds the error and clips). */
+ * 2, >= 4) with itself: one real FFT, each coefficient to the power t (0 where that power is
+ * below 1e-200), one inverse (pld_fft.c); c is not clipped at 0 (pld.c bounds the error and
+ * clips). */
 int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c);
 
 /* The accountant table (acct_table.c, above the accountants).  NULL if unknown.  "basic": pure / (eps, delta) basic composition with disjoint passes;
