@@ -20,7 +20,8 @@
 #  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
 #    unsupported), and so is a seeded run with party stores (exit 1);
 #  - dpopt tune charges each party's store once, for its one charge (the repetitions charge
-#    none); a tune that does not fit party 1's store is refused (exit 3) naming only party 1.
+#    none); a tune that does not fit party 1's store is refused (exit 3) naming only party 1;
+#    a multi-party tune under local trust is refused (its score is noised by the coordinator).
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 sums() { cat "$T"/st0/records.jsonl "$T"/st1/records.jsonl "$T"/st2/records.jsonl | sha256sum; }
@@ -169,6 +170,11 @@ hasnot "$T/err" "party 0" "tune: the refusal names no other party"
 [ ! -e "$T/tu_r2" ] && ok || bad "a refused tune left a directory"
 cat "$T"/tu0/records.jsonl "$T"/tu1/records.jsonl "$T"/tu2/records.jsonl | sha256sum |
   cmp -s - "$T/tu.sum" && ok || bad "a refused tune changed a store"
+# a search's score is an exact held-out count that rank 0 noises: several parties need central
+# trust (the coordinator trusted with it), any other trust mode is refused, writing nothing
+expect 1 $MPI -np 3 "$DPOPT" tune $TU --eps 1 --set privacy.trust=local --out "$T/tu_l"
+has "$T/err" "runs under central trust only" "a multi-party tune under local trust is refused"
+[ ! -e "$T/tu_l" ] && ok || bad "a tune refused for its trust mode left a directory"
 expect 1 $MPI -np 3 "$DPOPT" tune $TU --eps 0.1 --seed 3 --out "$T/tu_r3"
 has "$T/err" "NOT private" "a seeded tune with party stores"
 finish test_budget_parties

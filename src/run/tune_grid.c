@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "dpopt/optim.h"
@@ -100,6 +101,11 @@ static void tune_dir(dpo__tune_t *t) {
 }
 
 /* The candidate grid and the settings; data-free.  Not collective. */
+static void multi_party_key(const char *k, const char *v, const char *o, void *any) {
+  (void)v, (void)o;
+  if (!strncmp(k, "parties.", 8) || !strncmp(k, "party.", 6)) *(int *)any = 1;
+}
+
 int dpo__tune_settings(dpo__tune_t *t) {
   const dpo_config_t *cfg = t->cfg;
   const char *rels = NULL, *algos = NULL;
@@ -155,6 +161,19 @@ int dpo__tune_settings(dpo__tune_t *t) {
   dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
   if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
   if ((rc = dpo__tune_split_settings(t))) return rc;
+  /* A search scores each repetition by the exact count of correct held-out predictions,
+   * reduced to rank 0 and noised there: with several parties that count leaves each party
+   * un-noised, which only central trust (the coordinator trusted with the rows) allows. */
+  const char *trust = NULL;
+  int mp = 0;
+  dpo_config_foreach(cfg, multi_party_key, &mp);
+  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
+  if (mp && trust && strcasecmp(trust, "central") != 0)
+    return dpo_err(DPO_EINVAL, "%s: privacy.trust = %s: a multi-party tune scores each "
+                   "repetition by an exact count of correct held-out predictions that the "
+                   "coordinator noises, so it runs under central trust only (or give no grid: "
+                   "train's recipe, trained once, keeps the trust mode)",
+                   dpo_config_origin(cfg, "privacy.trust"), trust);
   dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
   dpo_config_get_str(cfg, "data.test", NULL, &t->test);
   if ((rc = dpo_config_get_double(cfg, "tune.valid_fraction", 0.1, &t->vfrac))) return rc;
@@ -205,11 +224,6 @@ int dpo__tune_settings(dpo__tune_t *t) {
                    "--steps, --lrs, --clips, --epochs)", t->c[0].algo);
   tune_dir(t);
   return DPO_OK;
-}
-
-static void multi_party_key(const char *k, const char *v, const char *o, void *any) {
-  (void)v, (void)o;
-  if (!strncmp(k, "parties.", 8) || !strncmp(k, "party.", 6)) *(int *)any = 1;
 }
 
 int dpo__tune_split_settings(dpo__tune_t *t) {
