@@ -1,7 +1,7 @@
 #!/bin/sh
 # dp-sgd-rdp's multiplier search under the pld ledger (sco_dpsgd.c, dpsgd_ledger_z_search):
-# placed on a 4x coarser PLD grid, then secant steps on the ledger's grid.  For a table of plans
-# (Poisson and wor batches, 200 to 3000 steps, eps 0.5 to 2):
+# placed on a 16x coarser PLD grid, then on a 4x coarser one, then secant steps on the ledger's
+# grid.  For a table of plans (Poisson and wor batches, 200 to 3000 steps, eps 0.5 to 2):
 #  - the multiplier equals the previous search's (secant steps from the RDP multiplier on the
 #    ledger's grid alone, revision e040ddf) within the stated tolerance: both put the plan's
 #    PLD eps in [(1 - 1e-4) eps, eps], so the multipliers agree to ~1e-4 / |d log eps / d log z|
@@ -9,7 +9,7 @@
 #  - the ledger accepted every planned step and spent at most eps (never less noise than the
 #    budget needs: the ledger's own bound decides);
 #  - the search paid at most 3 compositions on the ledger's grid (the previous one paid 4-7)
-#    and at most 8 on the coarse one (a quarter of the window each).
+#    and at most 8 on each coarse one (a quarter and a sixteenth of the window each).
 # DP-ADMM's --sigma-rule ledger (dpadmm.c, ledger_sigma): secant steps on the pld ledger's
 # bound, the spent eps within 1e-6 of the budget (as its bisection to 1e-10 in sigma) in at
 # most 8 compositions (the bisection paid 33 on this plan).
@@ -30,9 +30,9 @@ while read -r eps zp args; do
   check "$args --eps $eps: spent $spent <= $eps" awk -v s="$spent" -v e="$eps" \
     'BEGIN {exit !(s != "" && s + 0 <= e + 0 && s + 0 >= 0.999 * e)}'
   has "$T/r/summary.json" '"eps_bound": *"pld"' "$args: charged by the PLD bound"
-  nf=$(sed -n "s/.*search: \([0-9]*\) PLD compositions on the ledger's grid, \([0-9]*\).*/\1 \2/p" "$T/err")
-  check "$args --eps $eps: compositions '$nf' (fine <= 3, coarse <= 8)" awk -v n="$nf" \
-    'BEGIN {split(n, a, " "); exit !(n != "" && a[1] >= 1 && a[1] <= 3 && a[2] <= 8)}'
+  nf=$(sed -n "s/.*search: \([0-9]*\) PLD compositions on the ledger's grid, \([0-9]*\) .*, \([0-9]*\) on a 16x.*/\1 \2 \3/p" "$T/err")
+  check "$args --eps $eps: compositions '$nf' (fine <= 3, 4x and 16x coarse <= 8 each)" awk -v n="$nf" \
+    'BEGIN {split(n, a, " "); exit !(n != "" && a[1] >= 1 && a[1] <= 3 && a[2] <= 8 && a[3] <= 8)}'
 done <<PLANS
 1 0.8947724805719514 $A --iters 200
 0.5 1.585722611434558 $A --iters 600

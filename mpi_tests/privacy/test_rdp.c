@@ -219,6 +219,40 @@ Test(rdp, calibrate_round_trip) {
   cr_assert(exact_delta(z, 1.0) <= 1e-5);
 }
 
+/* The calibration evaluates at each bisection probe only the orders that met the target at the
+ * bracket's upper end (an order's eps falls as z grows); the answer must be the bisection's
+ * over every order, bit for bit, here replayed with all 45 orders at every probe. */
+static double all_orders_z(const char *s, int64_t m, int64_t n, int64_t T, double eps,
+                           double delta) {
+  double lo = 1e-3, hi = 1;
+  while (curve_eps(s, m, n, hi, T, delta) > eps) lo = hi, hi *= 2;
+  while (hi - lo > 1e-7 * hi) {
+    const double mid = 0.5 * (lo + hi);
+    if (curve_eps(s, m, n, mid, T, delta) <= eps) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+Test(rdp, calibrate_pruned_orders) {
+  struct {
+    const char *s;
+    int64_t m, n, T;
+    double eps, delta;
+  } cs[] = {{"poisson", 1000, 1000000, 1000, 1.0, 1e-5}, {"poisson", 256, 32561, 1272, 1.0, 1e-5},
+            {"poisson", 256, 60000, 14000, 2.0, 1e-5},  {"poisson", 50, 100, 20, 8.0, 1e-6},
+            {"poisson", 0, 100, 10, 1.0, 1e-5},         {"wor", 100, 10000, 500, 1.0, 1e-5},
+            {"none", 0, 0, 100, 0.3, 1e-6}};
+  for (int i = 0; i < 7; i++) {
+    double z;
+    cr_assert_eq(dpo_rdp_calibrate(cs[i].s, cs[i].m, cs[i].n, cs[i].T, cs[i].eps, cs[i].delta, &z),
+                 DPO_OK);
+    const double zr = all_orders_z(cs[i].s, cs[i].m, cs[i].n, cs[i].T, cs[i].eps, cs[i].delta);
+    cr_assert(z == zr, "%s %lld/%lld T=%lld: z %.17g, all orders %.17g", cs[i].s,
+              (long long)cs[i].m, (long long)cs[i].n, (long long)cs[i].T, z, zr);
+  }
+}
+
 Test(rdp, analytic_gaussian) {
   double es[] = {0.1, 0.5, 1, 4}, ds[] = {1e-5, 1e-8};
   for (int i = 0; i < 4; i++)

@@ -166,15 +166,15 @@ static int dpsgd_charge_at(void *arg, dpo_ledger_t *F, int64_t i) {
 
 /* The PLD eps of the plan at multiplier z as the ledger will bound it (acct_pld.c: T releases of
  * the snapped multiplier, grid dpo_pld_auto_h(budget, T)); a guess for the search below, which
- * the ledger itself then confirms.  coarse: on a 4x coarser grid (a quarter of the window, so
- * about a quarter of the time; within ~5e-5 of the fine eps on the plans of the search's test),
- * only to place the fine evaluations. */
+ * the ledger itself then confirms.  coarse > 1: on a grid that many times coarser (4x: a
+ * quarter of the window, so about a quarter of the time; within ~5e-5 of the fine eps on the
+ * plans of the search's test), only to place the fine evaluations. */
 static int dpsgd_pld_eps(const dpo__dpsgd_t *a, double z, double beps, double bdelta, int coarse,
                          double *e) {
   double ze = dpo_pld_charge_z(dpo__sco_sigma(z, a->sens, a->c.d), a->sens, a->c.d);
   if (!(ze > 0)) return dpo_err(DPO_EINVAL, "dp-sgd-rdp: no grid for the multiplier %g", z);
   return dpo_pld_eps(a->poisson ? "poisson" : "wor", a->m, a->npub, ze, a->T, bdelta,
-                     dpo_pld_auto_h(beps, a->T) * (coarse ? 4 : 1), e);
+                     dpo_pld_auto_h(beps, a->T) * coarse, e);
 }
 
 /* dpsgd_pld_eps for dpo_pld_secant */
@@ -218,7 +218,7 @@ static int dpsgd_first_fit(const dpo__dpsgd_t *a, dpo_solver_t *s, double z, dou
  * [(1 - 1e-4) budget, budget] on the ledger's grid), then dpsgd_first_fit decides; *z (the RDP multiplier, which fits by its own bound) is kept when the
  * ledger accepts nothing smaller.  *fits = 1: the ledger accepted *z. */
 static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double beps,
-                                 double bdelta, double *z, int *fits, int64_t *ncoarse);
+                                 double bdelta, double *z, int *fits, int64_t ncoarse[2]);
 
 /* The search's answer is a function of public numbers only (the plan's charges and the
  * budget of an empty ledger), so a process that sets up the same plan again (dpopt audit's
@@ -278,15 +278,16 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
     }
   const double zr = *z;
   const int64_t nc0 = dpo_pld_compositions();
-  int64_t ncoarse = 0;
+  int64_t ncoarse[2] = {0, 0}; /* on the 16x and the 4x coarser grid */
   if (memo && (rc = dpsgd_cache_z(a, s, plan, z, fits, cached))) return rc;
-  if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits, &ncoarse)))
+  if (!*cached && (rc = dpsgd_ledger_z_search(a, s, beps, bdelta, z, fits, ncoarse)))
     return rc;
   /* the calibration's cost in PLD compositions (public: a function of the plan): --verbose */
   if (dpo_msg_verbose())
     dpo_msg("dp-sgd-rdp: PLD multiplier %s: %lld PLD compositions on the ledger's grid, %lld "
-            "on a 4x coarser one", *cached ? "from the cache" : "search",
-            (long long)(dpo_pld_compositions() - nc0 - ncoarse), (long long)ncoarse);
+            "on a 4x coarser one, %lld on a 16x coarser one", *cached ? "from the cache" : "search",
+            (long long)(dpo_pld_compositions() - nc0 - ncoarse[0] - ncoarse[1]),
+            (long long)ncoarse[1], (long long)ncoarse[0]);
   if (!memo) return DPO_OK;
   if (!*cached && (*fits || *z == zr)) dpo_calib_cache_put(plan, *z, *fits);
   dpsgd_zmemo_t *e = &dpsgd_zmemo[dpsgd_zmemo_n < 8 ? dpsgd_zmemo_n++ : 7];
@@ -297,24 +298,32 @@ static int dpsgd_ledger_z(const dpo__dpsgd_t *a, dpo_solver_t *s, double *z, int
 }
 
 static int dpsgd_ledger_z_search(const dpo__dpsgd_t *a, dpo_solver_t *s, double beps,
-                                 double bdelta, double *z, int *fits, int64_t *ncoarse) {
+                                 double bdelta, double *z, int *fits, int64_t ncoarse[2]) {
   const double zr = *z, tgt = beps - a->count_eps; /* the ledger adds the count's eps (C) */
   double sl = -3, zc = zr, e, zb, eb; /* the log-log slope near eps ~ 1: -2.5 to -5 */
   int rc;
-  /* placed on the coarse grid (from RDP's multiplier, an upper bound: PLD needs less noise),
-   * to a tenth of the band; then the same steps on the ledger's grid from there, with the
-   * coarse slope: 1-2 fine compositions where the search from RDP's multiplier paid 4-7 */
-  const int64_t n0 = dpo_pld_compositions();
+  /* placed on coarse grids from RDP's multiplier (an upper bound: PLD needs less noise): on a
+   * 16x coarser one to 1e-3 of the budget (a sixteenth of the window: the far steps from RDP's
+   * multiplier cost ~0.3 of a 4x one each), then on a 4x coarser one to a tenth of the band
+   * (its answer within ~1% of the 16x one: 1-3 steps), then the same steps on the ledger's
+   * grid from there, with the coarse slope: 1-2 fine compositions where the search from RDP's
+   * multiplier paid 4-7.  A grid on which RDP's multiplier misses the budget is passed over. */
+  static const int grid[2] = {16, 4};
+  static const double band[2] = {1e-3, 2e-5};
   dpsgd_eps_arg_t g = {a, beps, bdelta, 1};
-  if ((rc = dpsgd_eps_at(&g, zr, &e))) return rc;
-  if (e <= tgt) {
-    if ((rc = dpo_pld_secant(dpsgd_eps_at, &g, tgt * (1 - 4e-5), 2e-5, 8, zr, zr, e, &sl, &zb,
-                             &eb)))
+  for (int i = 0; i < 2; i++) {
+    const int64_t n0 = dpo_pld_compositions();
+    g.coarse = grid[i];
+    if ((rc = dpsgd_eps_at(&g, zc, &e))) return rc;
+    zb = INFINITY;
+    if ((e <= tgt || zc < zr) &&
+        (rc = dpo_pld_secant(dpsgd_eps_at, &g, tgt * (1 - 4e-5), band[i], 8, zr, zc, e, &sl,
+                             &zb, &eb)))
       return rc;
     if (zb < INFINITY) zc = zb;
+    ncoarse[i] = dpo_pld_compositions() - n0;
   }
-  *ncoarse = dpo_pld_compositions() - n0;
-  g.coarse = 0;
+  g.coarse = 1;
   if ((rc = dpsgd_eps_at(&g, zc, &e)) ||
       (rc = dpo_pld_secant(dpsgd_eps_at, &g, tgt, 1e-4, 6, zr, zc, e, &sl, &zb, &eb)))
     return rc;

@@ -36,7 +36,16 @@ static int dpo__tw_need(int64_t n) {
     free(t), free(lv);
     return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
   }
+  /* the table grows as a search moves to finer grids (16x, 4x, the ledger's); every r-th entry
+   * (r = n / tw_n, a power of 2) is the old table's: the angle (-2 pi r j) / (r tw_n) rounds as
+   * (-2 pi j) / tw_n (scaling by 2^m is exact), so the copies are the values sincos would give */
+  const int64_t r = dpo__tw_n > 0 ? n / dpo__tw_n : 0;
   for (int64_t k = 0; k < n / 2; k++) {
+    if (r && (k & (r - 1)) == 0) {
+      t[2 * k] = dpo__tw[2 * (k / r)];
+      t[2 * k + 1] = dpo__tw[2 * (k / r) + 1];
+      continue;
+    }
     double ang = -2.0 * M_PI * (double)k / (double)n;
     t[2 * k] = cos(ang);
     t[2 * k + 1] = sin(ang);

@@ -416,32 +416,60 @@ int dpo_rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
   return DPO_OK;
 }
 
+/* Keep in c the orders whose own eps is within the target; *fits: any was.  The eps of one
+ * order falls as z grows (more noise is a post-processing of less), so an order that misses
+ * the target at z misses it at every smaller z: the bisection below, whose probes lie under
+ * its upper end, evaluates only the orders that met the target there (1-3 of the 45 near the
+ * answer).  Rounding could only drop an order that would have fit: the answer is never
+ * smaller than the all-orders bisection's, and its eps <= target is evaluated either way. */
+static int dpo__rdp_keep_fits(dpo_rdp_curve_t *c, double delta, double eps, int *fits) {
+  int k = 0, st, any = 0;
+  for (int i = 0; i < c->n; i++) any |= c->rdp[i] > 0;
+  if (!any) return *fits = 1, DPO_OK; /* nothing released (q = 0): eps 0, as dpo_rdp_eps */
+  for (int i = 0; i < c->n; i++) {
+    double e1, e2;
+    if ((st = dpo_rdp_eps_classic(c->alpha[i], c->rdp[i], delta, &e1)) ||
+        (st = dpo_rdp_eps_balle(c->alpha[i], c->rdp[i], delta, &e2)))
+      return st;
+    if (fmin(e1, e2) <= eps) c->alpha[k++] = c->alpha[i];
+  }
+  *fits = k > 0;
+  if (k) c->n = k;
+  return DPO_OK;
+}
+
+/* c's orders (the default grid, or those kept), no release yet, then T releases at z */
+static int dpo__rdp_probe(dpo_rdp_curve_t *c, const char *sampling, int64_t m, int64_t n,
+                          double z, int64_t steps, double delta, double eps, int *fits) {
+  memset(c->rdp, 0, sizeof c->rdp);
+  int st = dpo_rdp_curve_add(c, sampling, m, n, z, steps);
+  return st ? st : dpo__rdp_keep_fits(c, delta, eps, fits);
+}
+
 static int dpo__rdp_calibrate(const char *sampling, int64_t m, int64_t n, int64_t steps,
                               double eps, double delta, double *z) {
-  int st;
+  int st, fits;
   if (!z) return dpo_err(DPO_EINVAL, "rdp_calibrate: NULL output");
   if ((st = dpo__check_delta(delta))) return st;
   if (!(eps > 0) || !isfinite(eps) || steps < 1)
     return dpo_err(DPO_EINVAL, "rdp_calibrate: need eps > 0 and steps >= 1 (got %g, %lld)", eps,
                    (long long)steps);
-  dpo_rdp_curve_t c;
-  double lo = 1e-3, hi = 1, e;
+  dpo_rdp_curve_t c, t;
+  double lo = 1e-3, hi = 1;
   /* eps(z) decreases in z: find hi with eps(hi) <= target, then bisect */
   for (;;) {
     dpo_rdp_curve_init(&c);
-    if ((st = dpo_rdp_curve_add(&c, sampling, m, n, hi, steps))) return st;
-    if ((st = dpo_rdp_eps(&c, delta, &e, NULL))) return st;
-    if (e <= eps) break;
+    if ((st = dpo__rdp_probe(&c, sampling, m, n, hi, steps, delta, eps, &fits))) return st;
+    if (fits) break;
     lo = hi;
     hi *= 2;
     if (hi > 1e9) return dpo_err(DPO_EINVAL, "rdp_calibrate: target eps=%g unreachable", eps);
   }
-  while (hi - lo > 1e-7 * hi) {
+  while (hi - lo > 1e-7 * hi) { /* c: the orders that meet the target at hi */
     double mid = 0.5 * (lo + hi);
-    dpo_rdp_curve_init(&c);
-    if ((st = dpo_rdp_curve_add(&c, sampling, m, n, mid, steps))) return st;
-    if ((st = dpo_rdp_eps(&c, delta, &e, NULL))) return st;
-    if (e <= eps) hi = mid;
+    t = c;
+    if ((st = dpo__rdp_probe(&t, sampling, m, n, mid, steps, delta, eps, &fits))) return st;
+    if (fits) hi = mid, c = t;
     else lo = mid;
   }
   *z = hi; /* eps(hi) <= target was verified for this exact double */
