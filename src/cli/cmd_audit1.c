@@ -14,7 +14,7 @@
 #define DPO__MAXOPTS 80
 
 static const dpo_cli_opt_t dpo__audit1_opts[] = {
-    {"--one-run", "audit.one_run", NULL, "the one-run audit of the training run the other options describe"},
+    {"--one-run", "audit.one_run", NULL, "the one-run audit of the training (or dpopt admm) run the other options describe"},
     {"--canaries", "audit.canaries", "M", "canary rows, each included with probability 1/2 (default 1000)"},
     {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
@@ -47,12 +47,9 @@ static const char dpo__audit1_more[] =
     "(SIGTERM/SIGINT: checkpoint written, continue with --resume RUN),\n"
     "6 the lower bound exceeds the claimed eps (privacy violation found).\n";
 
-static const dpo_cli_opt_t dpo__audit1_admm_opts[] = {
-    {"--one-run", "audit.one_run", NULL, "the one-run audit of the dpopt admm run the other options describe"},
+/* with the rows of dpo__audit1_opts after it */
+static const dpo_cli_opt_t dpo__audit1_admm_row[] = {
     {"--admm", "admm.method", "METHOD", "dpadmm or dpaccadmm (as dpopt admm --method)"},
-    {"--canaries", "audit.canaries", "M", "canary rows, each included with probability 1/2 (default 1000)"},
-    {"--alpha", "audit.alpha", "A", "the bound holds with confidence 1 - A (default 0.05)"},
-    {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {NULL, NULL, NULL, NULL}};
 
 static const char dpo__audit1_admm_more[] =
@@ -81,7 +78,7 @@ static int dpo__audit1_admm_start(const dpo_cli_ctx_t *ctx, int argc, char **arg
                                   dpo_config_t *cfg) {
   static const char *const drop[] = {"--method", "--alpha", "--resume", "--checkpoint-every",
                                      NULL};
-  dpo_cli_opt_t opts[DPO__MAXOPTS], tmp[DPO__MAXOPTS];
+  dpo_cli_opt_t opts[DPO__MAXOPTS], tmp[DPO__MAXOPTS], mine[DPO__MAXOPTS];
   int k = 0, npos = 0, rc;
   for (const dpo_cli_opt_t *o = dpo_cli_admm_opts; o->flag && k < DPO__MAXOPTS - 1; o++) {
     int skip = 0;
@@ -89,7 +86,8 @@ static int dpo__audit1_admm_start(const dpo_cli_ctx_t *ctx, int argc, char **arg
     if (!skip) tmp[k++] = *o;
   }
   memset(&tmp[k], 0, sizeof tmp[k]);
-  dpo_cli_opts_cat(opts, DPO__MAXOPTS, dpo__audit1_admm_opts, tmp);
+  dpo_cli_opts_cat(mine, DPO__MAXOPTS, dpo__audit1_admm_row, dpo__audit1_opts);
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, mine, tmp);
   dpo_cli_opts_cat(tmp, DPO__MAXOPTS, opts, dpo_cli_data_opts);
   char *pos[1];
   rc = dpo_cli_parse(ctx, argc, argv, tmp, "usage: mpirun --quiet -np P dpopt audit --one-run "
