@@ -13,30 +13,6 @@
 #define DPO_PRIVACY_TEST_SWITCHES_H
 #ifndef DPO_TEST_SWITCHES
 #error "privacy/test_switches.h is for the test builds (-DDPO_TEST_SWITCHES) only"
-/* oracle.c (dpopt-test train --test-coordinator KIND[:N]): rank 0 deviates from the plan in
- * its secure-aggregation requests from the N-th on (default 1): kind 1 halves the announced
- * noise share sigma (or Laplace scale), 2 halves the fixed-point step gamma, 3 (pure eps)
- * announces one honest share more, 4 asks for one release more than the plan at its end; the
- * charge announced stays the plan's.  kind 0 resets.  Every party's guard must refuse.
- * Local / shares requests: 1 halves the noise scale on the sum, 3 (shares) announces one share
- * more, 4 as above, 5 asks for the other noise family (Laplace <-> Gaussian) at the same scale;
- * rank 0 itself goes on with the plan's header (a coordinator that announces what it does
- * not do). */
-void dpo__oracle_test_deviate(int kind, int64_t at);
-/* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
- * aggregation release (0: never); the round must be withheld, never decoded. */
-void dpo__oracle_test_party_fail(int64_t at);
-/* oracle.c (dpopt-test train --test-party-kill N): the last rank dies (SIGKILL, as a crashed
- * or killed party) in its N-th secure-aggregation release, after its guard journalled the
- * charge and before its share is sent (0: never); the job aborts, a resume continues. */
-void dpo__oracle_test_party_kill(int64_t at);
-/* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
- * another key-agreement key than the one it signed (a substituted key); every party must stop. */
-void dpo__secagg_test_substitute_key(int on);
-/* secagg.c (dpopt-test train --test-coordinator run=HEX): rank 0 takes HEX (an old run's id)
- * as a new multi-party run's id instead of the one every rank derived; every party must stop. */
-void dpo__secagg_test_run_id(const char *hex);
-
 #endif
 
 #include <stdint.h>
