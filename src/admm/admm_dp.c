@@ -97,8 +97,8 @@ static int dpo__arun_graph(MPI_Comm comm, const dpo__arun_t *s, dpo_load_opts_t 
  * as PARTYDIR/ledger.partyK.jsonl (dpo__arun_party_dir), made now that the plan is agreed --
  * before it contributes (privacy/guard.h).  Resuming, the journal is reopened: its charges
  * stay spent and the redone releases are charged again. */
-static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, dpo_guard_t **g,
-                           dpo_oracle_t *orc) {
+int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, dpo_guard_t **g,
+                    dpo_oracle_t *orc) {
   const double S2 = 2 * s->clip;
   char path[1100];
   dpo_guard_spec_t sp = {s->size, (int)s->collude, s->rank, d, S2 * sqrt((double)d), S2, s->eps,
@@ -114,7 +114,7 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, 
     sp.resume = s->resuming;
   }
   int rc = dpo_guard_create(&sp, g);
-  return rc ? rc : dpo_oracle_set_guard(orc, *g);
+  return rc || !orc ? rc : dpo_oracle_set_guard(orc, *g);
 }
 
 /* Collective (secagg), before the plan: the run's id, as dpopt train's (dpo__run_priv_run_id,
@@ -123,7 +123,7 @@ static int dpo__arun_guard(const dpo__arun_t *s, int32_t d, const char *run_id, 
  * in its own new journal.  A resumed run's is the coordinator's journal's, except on each
  * party's rank, where it is the party's own journal's: a coordinator that resumes another run
  * than the one a party took part in has another plan ("~run") and every such party stops. */
-static int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char id[65]) {
+int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char id[65]) {
   int rc = DPO_OK;
   char ev[96], path[1100], own[65];
   id[0] = '\0';
@@ -151,9 +151,8 @@ static int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L
 /* Collective (secagg, local), before the first release: the parties agree on the plan by
  * digest, as dpopt train's do (privacy/guard.h: the admm., privacy., parties., party. and
  * model. keys, the schema, the seed, the ranks, d, the trust and the encoding). */
-
-static int dpo__arun_plan(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
-                          unsigned char digest[32]) {
+int dpo__arun_plan(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
+                   unsigned char digest[32]) {
   static const char *const pre[] = {"admm.", "privacy.", "parties.", "party.", "model."};
   char v[320];
   dpo_plantext_t *pl = dpo_plantext_new();
@@ -173,6 +172,10 @@ static int dpo__arun_plan(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const 
              "rounding, words of 32 bits when dpo_secagg_word's public bound fits else 64, "
              "X25519 + ChaCha20 pairwise masks on the Harary graph against %lld corrupt ranks",
              (long long)s->collude);
+  else if (!strcmp(s->meth, "consensus")) /* each agent's own message (consensus.c) */
+    snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm consensus local: each rank's message "
+             "x_i + u_i clipped to L2 norm clip, exact grid Gaussian noise of the sigma every "
+             "party derives itself, in the clear");
   else /* the noise each party adds to its own sum (oracle.c), priced by its guard */
     snprintf(v, sizeof v, "dpopt " PACKAGE_VERSION " admm local: exact grid Gaussian noise on "
              "each rank's own sum, in the clear");
@@ -357,23 +360,28 @@ static int dpo__arun_dp_ledger(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   o->rng = r->rng;
   o->ledger = r->L;
   if (s->nparties <= 0) return DPO_OK;
+  if ((rc = dpo__arun_party_accounts(comm, s, r->L, j->io->resumed))) return rc;
+  o->nparties = s->size;
+  return DPO_OK;
+}
+
+int dpo__arun_party_accounts(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, int resumed) {
+  int rc = DPO_OK;
   if (s->rank == 0) { /* party accounts: each party's budget is the run's */
     double *pe = malloc((size_t)s->size * sizeof *pe), *pd = malloc((size_t)s->size * sizeof *pd);
     if (!pe || !pd) rc = dpo_err(DPO_ENOMEM, "out of memory");
     for (int k = 0; k < s->size && !rc; k++) pe[k] = s->eps, pd[k] = s->delta;
-    if (!rc) rc = dpo_ledger_set_parties(r->L, s->size, pe, pd);
-    if (!rc && !s->secagg && !j->io->resumed) { /* a resumed journal holds it */
+    if (!rc) rc = dpo_ledger_set_parties(L, s->size, pe, pd);
+    if (!rc && !s->secagg && !resumed) { /* a resumed journal holds it */
       char ev[400];
       snprintf(ev, sizeof ev, "trust %s: %s; one party per rank", s->local ? "local" : "central",
                dpo_trust_coordinator_sees(s->local ? DPO_TRUST_LOCAL : DPO_TRUST_CENTRAL));
-      rc = dpo_ledger_party_event(r->L, ev, -1, -1);
+      rc = dpo_ledger_party_event(L, ev, -1, -1);
     }
     free(pe);
     free(pd);
   }
-  if ((rc = dpo_agree(comm, rc))) return rc;
-  o->nparties = s->size;
-  return DPO_OK;
+  return dpo_agree(comm, rc);
 }
 
 /* Collective, private methods under trust local or secagg: each rank's own stream (apart

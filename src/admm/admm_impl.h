@@ -95,7 +95,8 @@ typedef struct dpo__cons_state {
   dpo_admm_info_t *inf;
 } dpo__cons_state_t;
 
-/* After iteration k < max_iter, save is called on every rank (collective: it agrees) when
+/* The run's hooks besides the options: checkpoints and the party's guard.
+ * After iteration k < max_iter, save is called on every rank (collective: it agrees) when
  * `every` divides k, when k reaches stop_after (> 0) or when rank 0's *stop was raised (it
  * rides in that iteration's reduce); after the last two the run returns DPO_EINTR.  A private
  * run charges iteration k + 1 only after that checkpoint, so the journal at a checkpoint holds
@@ -110,6 +111,9 @@ typedef struct {
   int *loaded; /* out, every rank: 1 once every rank's load passed */
   int64_t after; /* rank 0, resuming: the journal's charges when it holds more than the
                   * checkpoint knows (else 0): the resumed run's groups start past them */
+  struct dpo_guard *guard; /* privacy.trust = local, ranks other than 0: the party's guard,
+                            * which charges each of its messages before it is sent (NULL:
+                            * none; privacy/guard.h) */
 } dpo__cons_ckpt_t;
 
 /* dpo_admm_consensus with checkpoints (ck may be NULL). */

@@ -91,12 +91,29 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
   return DPO_OK;
 }
 
+/* Collective, private consensus under privacy.trust = local, once the journal is open and
+ * before the first release: one account a party (one party a rank) in the coordinator's
+ * ledger, the run id, the plan agreed by digest, and on every rank but 0 the party's own guard
+ * journalling in its own run directory, as DP-ADMM's local parties (admm_dp.c).  Each party
+ * then charges every message it sends (consensus.c, cons_message). */
+static int dpo__arun_cons_parties(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
+                                  dpo_ledger_t *L, int32_t d, dpo_guard_t **guard) {
+  char run_id[65];
+  unsigned char digest[32];
+  int rc = dpo__arun_party_accounts(comm, s, L, j->io->resumed);
+  if (!rc) rc = dpo__arun_run_id(comm, s, L, run_id);
+  if (!rc) rc = dpo__arun_plan(comm, s, d, run_id, digest);
+  if (!rc && s->rank != 0) rc = dpo__arun_guard(s, d, run_id, guard, NULL);
+  return dpo_agree(comm, rc);
+}
+
 static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
                                dpo_model_t *m, const dpo_shard_t *sh, const dpo_shard_t *te,
                                double *x, FILE *rep, int *stop) {
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
   dpo_budget_head_t *head = NULL;
+  dpo_guard_t *guard = NULL;
   char rid[65] = "";
   int32_t d = sh->d;
   int rc;
@@ -135,13 +152,15 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
       goto out;
     pv.ledger = L;
     o.priv = &pv;
+    if (s->local && (rc = dpo__arun_cons_parties(j, comm, s, L, d, &guard))) goto out;
   }
   /* checkpoints: each rank saves its own part (cons_ckpt.c); resuming, rank 0's header is
    * checked (ranks, journal) before any rank reads its part */
   dpo_admm_io_t *io = j->io;
   dpo__cons_io_t cio = {comm, s->rank, s->size, io->dir, L, rng, -1, 0, 0};
   int loaded = 0;
-  dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded, 0};
+  dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded, 0,
+                         guard};
   if (j->ckpt || io->stop) ck.save = dpo__cons_save;
   if (io->resumed) {
     if ((rc = dpo__cons_resume_begin(&cio))) goto out;
@@ -173,12 +192,17 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
     fprintf(rep, "time        %.4f s (allreduce %.4f s, %.3g s per iteration)\n", inf.t_total,
             inf.t_comm, inf.iters > 0 ? inf.t_total / (double)inf.iters : NAN);
     if (s->priv) fprintf(rep, "sigma       %.6g per coordinate per party\n", pv.sigma);
+    if (s->local)
+      fprintf(rep, "trust       local, %d parties (one per rank), each charging its own journal "
+              "before each message\n", s->size);
   }
-  /* NON-PRIVATE diagnostic: objective on the training data */
-  double ls = 0, ms = 0, tot[2];
-  dpo_model_local_eval(m, sh, x, &ls, &ms);
-  double lm[2] = {ls, ms};
-  MPI_Allreduce(lm, tot, 2, MPI_DOUBLE, MPI_SUM, comm);
+  /* NON-PRIVATE diagnostic: objective on the training data (withheld under local trust: the
+   * exact loss sums would leave every party un-noised) */
+  double lm[2] = {0, 0}, tot[2] = {NAN, NAN};
+  if (!s->local) {
+    dpo_model_local_eval(m, sh, x, &lm[0], &lm[1]);
+    MPI_Allreduce(lm, tot, 2, MPI_DOUBLE, MPI_SUM, comm);
+  }
   if (te) {
     double tl2[2] = {0, 0}, tt[2];
     dpo_model_local_eval(m, te, x, &tl2[0], &tl2[1]);
@@ -187,8 +211,12 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
     tm = tt[1] / (double)te->n_global;
   }
   if (s->rank == 0) {
-    fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
-            tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, s->lambda, x, d));
+    if (s->local)
+      fprintf(rep, "objective   withheld (privacy.trust = local: no exact training sum leaves "
+              "a party)\n");
+    else
+      fprintf(rep, "objective   %.15g   (NON-PRIVATE: training data)\n",
+              tot[0] / (double)sh->n_global + dpo_admm_g_value(o.g, s->lambda, x, d));
     if (te) fprintf(rep, "test        loss %.6g  %s %.6g\n", tl, dpo_model_binary(m) ? "accuracy" : "mse", tm);
   }
   snprintf(j->cm, sizeof j->cm, "dpopt admm consensus %s model, --reg %s --lambda %.17g, %d "
@@ -201,6 +229,7 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   if (*stop == DPO_ENOCONV && s->rank == 0)
     fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
 out:
+  dpo_guard_destroy(guard);
   dpo__arun_settle(s, L, rid);
   dpo_ledger_close(L);
   dpo_budget_head_close(head);
@@ -221,6 +250,18 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
     return DPO_OK; /* with parties.count: party accounts, rank 0 noises as without */
   }
+  if (!strcmp(s->trust, "local") && !strcmp(s->meth, "consensus")) {
+    /* each agent already noises its own message; under local every party (one a rank) also
+     * agrees on the plan and charges its own journal before each message (consensus.c) */
+    if (!s->priv)
+      return dpo_err(DPO_EINVAL, "privacy.trust = local: consensus ADMM adds noise only with "
+                     "--private (admm.private = 1); without it nothing would be private");
+    if (dpo_privacy_spec_given(s->spec, DPO_SPEC_COLLUDE))
+      return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");
+    s->local = 1;
+    s->nparties = s->size;
+    return DPO_OK;
+  }
   if (!strcmp(s->trust, "local") && dp) {
     /* every rank (party) noises its own gradient sum: --trace would show the coordinator
      * exact training sums; the rest of the calibration is central's */
@@ -235,15 +276,17 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
     return dpo_err(strcmp(s->trust, "local") && strcmp(s->trust, "shares") ? DPO_EINVAL
                                                                            : DPO_EUNSUP,
                    "privacy.trust = %s: dpopt admm takes central (default), local "
-                   "(--method dpadmm / dpaccadmm) or secagg (--method dpadmm / dpaccadmm)",
+                   "(--method dpadmm / dpaccadmm, or consensus with --private) or secagg "
+                   "(--method dpadmm / dpaccadmm)",
                    s->trust);
   if (!strcmp(s->meth, "consensus"))
     return dpo_err(DPO_EUNSUP, "privacy.trust = secagg is not implemented for consensus ADMM: "
                    "its --private mode noises each agent's own clipped message x_i + u_i "
                    "before the allreduce (local noise, which already holds against the "
                    "coordinator and every other agent), so there is no central noise to split "
-                   "into shares; use --method dpadmm or dpaccadmm, whose release (the noised "
-                   "gradient) is a sum of the parties' contributions");
+                   "into shares; privacy.trust = local gives every party its own journal, or use "
+                   "--method dpadmm or dpaccadmm, whose release (the noised gradient) is a sum "
+                   "of the parties' contributions");
   if (strcmp(s->meth, "dpadmm") != 0 && strcmp(s->meth, "dpaccadmm") != 0)
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg applies to the private methods "
                    "(--method dpadmm / dpaccadmm)");

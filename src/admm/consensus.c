@@ -17,7 +17,17 @@
 #include <cblas.h>
 
 #include "admm/admm_impl.h"
+#include "dpopt/comm.h"    /* DPO_ONOISE_LOCAL_GAUSSIAN: what a party's guard prices */
 #include "dpopt/status.h"
+#include "privacy/guard.h" /* the party guard (privacy.trust = local) */
+#ifdef DPO_TEST_SWITCHES
+#include "privacy/test_switches.h"
+
+/* Test builds only (privacy/test_switches.h; dpopt-test admm --test-coordinator extra): rank 0
+ * announces every next iteration accepted, its own ledger's refusal ignored. */
+static int dpo__cons_test_extra_on = 0;
+void dpo__cons_test_extra(int on) { dpo__cons_test_extra_on = on != 0; }
+#endif
 
 void dpo_admm_opts_default(dpo_admm_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -48,17 +58,24 @@ static double nrm2sq(const double *a, int32_t d) {
  * first release, so it is composed with it, not taken as the same pass). */
 static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int32_t d,
                           int64_t it, int64_t gb) {
-  for (int i = 0; i < N; i++) {
+  /* with party accounts (privacy.trust = local: one party a rank), agent i's charge is party
+   * i's, the account its own guard's journal replays to */
+  const int parties = dpo_ledger_nparties(L) == N;
+  int st = DPO_OK;
+  for (int i = 0; i < N && !st; i++) {
     int rdp = p->accounting && strcmp(p->accounting, "rdp") == 0;
     dpo_charge_t c = {.mechanism = DPO_MECH_GAUSSIAN, .eps = rdp ? 0.0 : p->eps_step,
                       .delta = rdp ? 0.0 : p->delta_step, .noise_scale = p->sigma,
                       .sensitivity = 2.0 * p->clip, .dim = d, .sampling = DPO_SAMPLING_DISJOINT,
                       .accounting = rdp ? DPO_ACCOUNTING_RDP : DPO_ACCOUNTING_PURE,
                       .group = it + gb, .step = it};
-    int st = dpo_ledger_charge(L, &c, NULL);
-    if (st) return st;
+    st = parties ? dpo_ledger_charge_parties(L, &c, 1, &i, NULL, NULL)
+                 : dpo_ledger_charge(L, &c, NULL);
   }
-  return DPO_OK;
+#ifdef DPO_TEST_SWITCHES
+  if (st == DPO_EBUDGET && dpo__cons_test_extra_on) st = DPO_OK; /* a deviating coordinator */
+#endif
+  return st;
 }
 
 static const char *cmp_sign(double v, double tol) {
@@ -226,12 +243,24 @@ void dpo__cons_party_free(dpo__cons_party_t *p) {
 /* Private mode: the message buf[0..d) leaves this rank clipped to L2 <= clip and noised, its
  * residual pieces (data dependent) zeroed; rank 0 charges the NEXT iteration now, so its
  * acceptance (buf[d + 3]) travels with this reduce -- unless a checkpoint follows this
- * iteration (pre = 0: the charge is made after it). */
-static int cons_message(const dpo_admm_priv_t *priv, int rank, int N, int32_t d, int64_t k,
-                        int64_t max_iter, int pre, int64_t gb, double *buf) {
+ * iteration (pre = 0: the charge is made after it).  With a party guard (privacy.trust =
+ * local, ranks other than 0) the party first charges this release to its own account and
+ * journal at the sigma it derived itself, and refuses (nothing sent: the message is zeroed by
+ * the caller) when its account does.  The coordinator's acceptance is only its view. */
+static int cons_message(const dpo_admm_priv_t *priv, dpo_guard_t *guard, int rank, int N,
+                        int32_t d, int64_t k, int64_t max_iter, int pre, int64_t gb,
+                        double *buf) {
   const size_t D = (size_t)d;
+  int st = DPO_OK;
+  if (guard) {
+    /* the party's own price: the Gaussian of its sigma on its 2 clip, its iteration's own
+     * group as in the coordinator's view (charge_parties), so both compose alike */
+    dpo_guard_lreq_t q = {DPO_ONOISE_LOCAL_GAUSSIAN, priv->sigma, 1,
+                          priv->sigma / (2.0 * priv->clip), k};
+    if ((st = dpo_guard_admit_local(guard, &q))) return st;
+  }
   dpo__cons_clip(buf, d, priv->clip);
-  int st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
+  st = dpo_mech_sample(DPO_MECH_GAUSSIAN, priv->rng, priv->sigma, buf, d);
   buf[D] = buf[D + 1] = buf[D + 2] = 0.0; /* residuals are data dependent: not sent */
   if (!st && rank == 0 && k < max_iter && pre) {
     int cs = charge_parties(priv->ledger, priv, N, d, k + 1, gb);
@@ -388,9 +417,16 @@ int dpo__admm_consensus(MPI_Comm comm, const dpo_model_t *model, const dpo_shard
     if (!st) st = dpo__cons_party_x(&p, z, inf.r_norm, buf, &inner);
     else memset(buf, 0, D * sizeof *buf);
     inf.inner_iters += inner;
-    if (!st && priv) st = cons_message(priv, rank, N, d, k, opts->max_iter, !(sched || flag), gb, buf);
-    /* a local failure rides in the same reduce, so nobody is left waiting in a collective */
-    if (st) buf[D + 4] = 1.0;
+    if (!st && priv)
+      st = cons_message(priv, ck ? ck->guard : NULL, rank, N, d, k, opts->max_iter,
+                        !(sched || flag), gb, buf);
+    /* a local failure rides in the same reduce, so nobody is left waiting in a collective;
+     * the failing rank sends nothing of its own (its message may be un-noised), and nobody
+     * applies the round (each other message carries its own party's charged noise) */
+    if (st) {
+      memset(buf, 0, (D + 4) * sizeof *buf);
+      buf[D + 4] = 1.0;
+    }
     double tc = MPI_Wtime();
     if (MPI_Allreduce(buf, rbuf, (int)nb, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS) {
       st = dpo_err(DPO_EMPI, "admm_consensus: MPI_Allreduce failed");

@@ -8,6 +8,7 @@
  *
  * Defined in the files that read them: mechanism.c, secagg.c (the noise factor), oracle.c
  * (keep every row; a deviating coordinator and a failing party for dpopt-test train),
+ * consensus.c (a coordinator that ignores its ledger's refusal),
  * audit_run.c (the audit's switches).  Not thread-safe; process-wide. */
 #ifndef DPO_PRIVACY_TEST_SWITCHES_H
 #define DPO_PRIVACY_TEST_SWITCHES_H
@@ -59,6 +60,10 @@ void dpo__oracle_test_party_fail(int64_t at);
  * or killed party) in its N-th secure-aggregation release, after its guard journalled the
  * charge and before its share is sent (0: never); the job aborts, a resume continues. */
 void dpo__oracle_test_party_kill(int64_t at);
+/* consensus.c (dpopt-test admm --test-coordinator extra, consensus ADMM): rank 0 announces
+ * every next iteration accepted although its ledger refused it (it journals nothing for it);
+ * every party's guard must refuse the release its own account cannot pay for. */
+void dpo__cons_test_extra(int on);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);
