@@ -30,6 +30,7 @@
 #include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
 #ifdef DPO_TEST_SWITCHES
 #include <signal.h> /* --test-party-kill */
+#include <stdio.h>  /* the withheld round's view */
 
 #include "privacy/test_switches.h"
 #endif
@@ -51,6 +52,26 @@ void dpo__oracle_test_deviate(int kind, int64_t at) {
 void dpo__oracle_test_party_fail(int64_t at) { dpo__test_fail_at = at; }
 static int64_t dpo__test_kill_at = 0;
 void dpo__oracle_test_party_kill(int64_t at) { dpo__test_kill_at = at; }
+/* local / shares: the last rank fails in its N-th noised request before its guard is asked (it
+ * charges nothing for it), as a party whose guard refuses; every rank must withhold the round */
+static int64_t dpo__test_local_seen = 0;
+static int dpo__test_local_fail(const dpo_oracle_t *o, int rc) {
+  if (rc || dpo__test_fail_at <= 0 || o->rank != o->size - 1 ||
+      ++dpo__test_local_seen != dpo__test_fail_at)
+    return rc;
+  return dpo_err(DPO_EINVAL, "rank %d: [TEST] a planted local failure in noised release %lld "
+                 "(as a refusal by its guard)", o->rank, (long long)dpo__test_fail_at);
+}
+/* rank 0, a local / shares request that failed: what the coordinator received of its sums
+ * (nothing of a withheld round may reach it: every rank zeroes them) */
+static void dpo__test_withheld_view(const dpo_oracle_t *o) {
+  const int32_t d = o->d;
+  if (dpo__test_fail_at <= 0 || o->rank != 0 || o->acc[d + 2].hi == DPO_OK) return;
+  int32_t nz = 0;
+  for (int32_t j = 0; j <= d; j++) nz += o->acc[j].hi != 0.0 || o->acc[j].lo != 0.0;
+  fprintf(stderr, "dpopt: [TEST] the coordinator's view of the withheld round: %d of its %d "
+          "sums nonzero\n", (int)nz, (int)d + 1);
+}
 /* rank 0: the header it announces instead of the plan's (secagg; local and shares: the
  * scale of hdr[6], the share count of hdr[5], the kind of hdr[4]) */
 static void dpo__test_deviate(int64_t hdr[DPO__HDR]) {
@@ -268,7 +289,12 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
     o->st.t_comm += t1 - t0;
     if (!rc) rc = dpo__local_sums(o, m, hdr[8], hdr[9]);
     if (hdr[4] == DPO_ONOISE_SECAGG) rc = dpo__secagg_sums(o, hdr, rc);
-    else if (hdr[4] != DPO_ONOISE_NONE) rc = dpo__local_round(o, hdr, rc);
+    else if (hdr[4] != DPO_ONOISE_NONE) {
+#ifdef DPO_TEST_SWITCHES
+      rc = dpo__test_local_fail(o, rc);
+#endif
+      rc = dpo__local_round(o, hdr, rc);
+    }
     /* party-local sampling: how many rows a rank kept is its own secret (the reduce below is
      * in the clear); a worker does not add it to its statistics either */
     if (m == DPO__M_LOCAL) o->acc[d + 1].hi = o->acc[d + 1].lo = 0.0;
@@ -565,6 +591,9 @@ static int dpo__eval_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *b
 #endif
   int lrc = DPO_OK;
   if ((rc = dpo__serve_one(o, hdr, &lrc))) return rc;
+#ifdef DPO_TEST_SWITCHES
+  if (hdr[4] != DPO_ONOISE_NONE && hdr[4] != DPO_ONOISE_SECAGG) dpo__test_withheld_view(o);
+#endif
   if ((rc = dpo__req_status(o, fn, lrc, o->d + 2))) return rc;
 #ifdef DPO_TEST_SWITCHES
   if (hdr[4] != DPO_ONOISE_NONE && dpo__test_dev_kind == 4) /* an extra release, later */

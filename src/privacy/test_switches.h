@@ -54,7 +54,10 @@ void dpo__test_audit_seed(int on, uint64_t seed);
  * not do). */
 void dpo__oracle_test_deviate(int kind, int64_t at);
 /* oracle.c (dpopt-test train --test-party-fail N): the last rank fails in its N-th secure-
- * aggregation release (0: never); the round must be withheld, never decoded. */
+ * aggregation release (0: never); the round must be withheld, never decoded.  Under
+ * privacy.trust = local and shares it fails in its N-th noised request before its guard is
+ * asked (as a refusal), and rank 0 prints how many of the sums it received of that withheld
+ * round are nonzero (a "[TEST]" line; every rank must have zeroed them). */
 void dpo__oracle_test_party_fail(int64_t at);
 /* oracle.c (dpopt-test train --test-party-kill N): the last rank dies (SIGKILL, as a crashed
  * or killed party) in its N-th secure-aggregation release, after its guard journalled the
