@@ -5,8 +5,9 @@
 #  - an honest run (3 ranks, 10 iterations): completes; each party's journal holds 10 charges
 #    and replays (dpopt ledger) to the coordinator's view of that party; the training objective
 #    is withheld;
-#  - seeded, stopped at 4 and resumed: the uninterrupted model's bytes, each party's reopened
-#    journal replays to the same view;
+#  - seeded, stopped at 4 and resumed: each party's checkpoint part (its un-noised x_i, u_i)
+#    is in its own directory, not the coordinator's; the uninterrupted model's bytes, each
+#    party's reopened journal replays to the same view, no part left;
 #  - a fixed --sigma whose budget lasts 6 iterations: the coordinator's ledger stops the run
 #    (exit 3) and each party journalled the 6 releases;
 #  - a coordinator that announces the 7th iteration accepted although its ledger refused it
@@ -46,9 +47,13 @@ expect 0 $MPI -np 3 "$DPOPT" admm $P --seed 7 --set parties.out="$T/f.p%d" --out
 expect 5 $MPI -np 3 "$DPOPT" admm $P --seed 7 --checkpoint-every 2 --set run.stop_after=4 \
   --set parties.out="$T/s.p%d" --out "$T/s" "$T/a3k"
 parties "$T/s" 4
+parts() { (cd "$T" && find s s.p1 s.p2 -name 'checkpoint*' | sort | tr '\n' ' '); }
+[ "$(parts)" = "s.p1/checkpoint.rank1.it4 s.p2/checkpoint.rank2.it4 s/checkpoint " ] && ok ||
+  bad "stopped: the parts are $(parts) (want each party's in its own directory)"
 expect 0 $MPI -np 3 "$DPOPT" admm --resume "$T/s"
 cmp -s "$T/f/model.txt" "$T/s/model.txt" && ok || bad "resumed: the model differs from the uninterrupted one"
 parties "$T/s" 10
+[ -z "$(parts)" ] && ok || bad "resumed: parts left after the run completed: $(parts)"
 
 # ---- the coordinator's ledger stops an honest run; a deviating coordinator is refused by
 # every party

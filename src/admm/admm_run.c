@@ -157,7 +157,9 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   /* checkpoints: each rank saves its own part (cons_ckpt.c); resuming, rank 0's header is
    * checked (ranks, journal) before any rank reads its part */
   dpo_admm_io_t *io = j->io;
-  dpo__cons_io_t cio = {comm, s->rank, s->size, io->dir, L, rng, -1, 0, 0};
+  /* under local trust a party's part (its un-noised x_i, u_i) sits in its own directory */
+  const char *cdir = s->local && s->rank != 0 ? s->pdir : io->dir;
+  dpo__cons_io_t cio = {comm, s->rank, s->size, cdir, L, rng, -1, 0, 0};
   int loaded = 0;
   dpo__cons_ckpt_t ck = {NULL, NULL, &cio, io->ckpt_every, io->stop_after, io->stop, &loaded, 0,
                          guard};
@@ -467,7 +469,8 @@ const dpo_admm_result_t *dpo_admm_job_result(const dpo_admm_job_t *j) { return &
 const double *dpo_admm_job_x(const dpo_admm_job_t *j) { return j->x; }
 
 void dpo_admm_job_finish(const dpo_admm_job_t *j, const char *dir) {
-  if (!strcmp(j->s.meth, "consensus")) dpo__cons_ckpt_remove(dir, j->s.rank);
+  if (!strcmp(j->s.meth, "consensus"))
+    dpo__cons_ckpt_remove(j->s.local && j->s.rank != 0 ? j->s.pdir : dir, j->s.rank);
 }
 
 int dpo_admm_job_write_model(const dpo_admm_job_t *j, const char *path) {

@@ -4,9 +4,10 @@
  * 2011 Sec. 7.1), so every rank saves its part: rank K > 0 in RUN/checkpoint.rankK.itN, then
  * rank 0 in RUN/checkpoint with the run's header (method, ranks, iteration, the journal's
  * position), which commits the set: a part is only read for the iteration rank 0's file names,
- * so a crash between the writes leaves the previous set whole.  The run's trust is central
- * (the only one consensus takes: the ranks are the operator's), so the parts sit in the run
- * directory.  An unseeded stream's key is a secret and is never written (a resumed run draws
+ * so a crash between the writes leaves the previous set whole.  Under central trust (the
+ * ranks are the operator's) the parts sit in the run directory; under privacy.trust = local
+ * rank K's part (its un-noised x_i, u_i) sits in its party's own directory (party.K.out, with
+ * its journal; io->dir is that rank's), never in the coordinator's.  An unseeded stream's key is a secret and is never written (a resumed run draws
  * fresh noise from a new OS key, and charges it). */
 #include <glob.h>
 #include <stdio.h>
