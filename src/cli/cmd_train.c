@@ -124,7 +124,7 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
         dpo__secagg_test_run_id(argv[i] + 4), found = 1;
       for (int j = 1; j < 6; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
-      if (!strcmp(kind, "extra")) dpo__cons_test_extra(1); /* consensus ADMM's coordinator */
+      if (!strcmp(kind, "extra")) dpo__test_cons_extra(1); /* consensus ADMM's coordinator */
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
       dpo__oracle_test_party_fail(atoll(argv[++i]));
