@@ -15,7 +15,8 @@
 #    account refuses, printed once, FAILED, no model.txt, every journal intact (6 charges a
 #    party, the same totals as the coordinator's view);
 #  - a party whose settings differ stops every rank before any charge (the plan's digest); a
-#    party without its own directory, and local trust without --private, are refused.
+#    party without its own directory, a party directory under central trust, and local trust
+#    without --private, are refused.
 . "$(dirname "$0")/../lib/testlib.sh"
 head -n 3000 "$S/data/a9a" > "$T/a3k"
 cp "$S/data/a9a.schema" "$T/a3k.schema" # the public schema (123 features)
@@ -75,6 +76,8 @@ has "$T/err" "the parties do not agree on the plan (rank 2's digest differs from
 expect 1 $MPI -np 3 "$DPOPT" admm $P --out "$T/nd" "$T/a3k"
 has "$T/err" "party 1 keeps its own journal in its own run directory, and none is given" "no party directory: refused"
 check "no party directory: nothing written" test ! -e "$T/nd"
+expect 1 $MPI -np 2 "$DPOPT" admm --private --clip 1 --eps 1 --quiet --set parties.out="$T/pc.p%d" --out "$T/pc" "$T/a3k"
+has "$T/err" "setting 'parties.out' is not used by dpopt admm" "a party directory under central trust: refused"
 expect 1 $MPI -np 2 "$DPOPT" admm --clip 1 --eps 1 --set privacy.trust=local --quiet --out "$T/np" "$T/a3k"
 has "$T/err" "consensus ADMM adds noise only with --private" "local without --private: refused"
 finish test_admm_cons_local

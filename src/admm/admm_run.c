@@ -324,7 +324,8 @@ static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
   if (s->pdir && !guarded)
     return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
                    "holds its guard's journal under privacy.trust = secagg or local (dpadmm, "
-                   "dpaccadmm), not %s", dpo_config_origin(cfg, given), s->rank, s->trust);
+                   "dpaccadmm; local also consensus with --private), not %s",
+                   dpo_config_origin(cfg, given), s->rank, s->trust);
   if (s->rank == 0 && s->pdir && dpo_config_get(cfg, key))
     return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
                    "the coordinator's journal (in --out) and nothing is written in party.0.out; "
