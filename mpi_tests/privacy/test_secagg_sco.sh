@@ -28,7 +28,8 @@
 #    guard journals what it priced (PARTYDIR/ledger.partyK.jsonl in its own run directory,
 #    parties.out: 61 charges, the coordinator's total),
 #    and one that announces a smaller noise is refused by every party (dpopt-test); consensus,
-#    --sigma, --trace and consensus under trust local are refused with the reason.
+#    --sigma, --trace and consensus under trust local without the parties' own directories
+#    are refused with the reason.
 . "$(dirname "$0")/../lib/testlib.sh"
 
 COMMON="--data $S/data/a9a --test $S/data/a9a.t --row-l2-bound 3.75 --clip l2:1 --eps 10 \
@@ -311,5 +312,7 @@ has "$T/tr/trace.csv" "no per-iteration rows" "secagg: the trace says why it has
 [ "$(grep -vc '^#' "$T/tr/trace.csv")" = 0 ] && ok || bad "secagg: trace.csv has rows"
 expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=secagg "$S/data/a9a"
 has "$T/err" "noises each agent's own clipped message" "consensus refused with the reason"
-expect 4 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=local "$S/data/a9a"
+# (consensus under local runs with every party's own journal: test_admm_cons_local.sh)
+expect 1 $MPI -np 2 "$DPOPT" admm --method consensus --private $ADMM --set privacy.trust=local "$S/data/a9a"
+has "$T/err" "party 1 keeps its own journal in its own run directory, and none is given" "consensus under local without party.K.out refused"
 finish test_secagg_sco
