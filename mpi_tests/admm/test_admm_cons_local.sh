@@ -65,6 +65,7 @@ has "$T/err" "party [12] refuses release 7 of the coordinator: its own account r
 [ "$(grep -c 'refuses release' "$T/err")" = 1 ] && ok || bad "extra: the refusal is printed $(grep -c 'refuses release' "$T/err") times (want once)"
 check "extra: FAILED, no model.txt" test -f "$T/x/FAILED" -a ! -f "$T/x/model.txt"
 parties "$T/x" 6
+expect 0 "$DPOPT" ledger "$T/x"
 [ "$(charges "$T/x/ledger.jsonl")" = 18 ] && ok || bad "extra: the coordinator journalled $(charges "$T/x/ledger.jsonl") charges (want 6 x 3)"
 
 # ---- the plan, the directories, --private
