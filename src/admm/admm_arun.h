@@ -78,16 +78,16 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
                  const dpo_shard_t *te, double *x, FILE *rep, int *stop);
 
 /* admm_dp.c, for every multi-party trust mode (secagg, local; consensus ADMM's local too):
- * run_id (collective, before the plan): a new run's id from every rank, a resumed one's from
- * the journals (each party's rank takes its own journal's); plan (collective): the parties
- * agree on the plan's digest (dpo_plan_agree); guard (not collective, ranks other than 0):
- * the party's guard on the sum's L2 sensitivity 2 clip, journalled in its own run directory,
- * attached to the oracle orc (NULL: none, the caller consults it). */
+ * party_accounts (collective): rank 0's ledger keeps one account a rank, each with the run's
+ * budget, and (a new run, not secagg) journals the trust mode; run_id (collective, before the
+ * plan): a new run's id from every rank, a resumed one's from the journals (each party's rank
+ * takes its own journal's); plan (collective): the parties agree on the plan's digest
+ * (dpo_plan_agree); guard (not collective, ranks other than 0): the party's guard on the
+ * sum's L2 sensitivity 2 clip, journalled in its own run directory, attached to the oracle
+ * orc (NULL: none, the caller consults it). */
 struct dpo_guard;
-/* party_accounts (collective): rank 0's ledger keeps one account a rank, each with the run's
- * budget, and (a new run, not secagg) journals the trust mode. */
-int dpo__arun_party_accounts(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, int resumed);
 struct dpo_oracle;
+int dpo__arun_party_accounts(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, int resumed);
 int dpo__arun_run_id(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char id[65]);
 int dpo__arun_plan(MPI_Comm comm, const dpo__arun_t *s, int64_t d, const char *run_id,
                    unsigned char digest[32]);

@@ -7,8 +7,9 @@
  * so a crash between the writes leaves the previous set whole.  Under central trust (the
  * ranks are the operator's) the parts sit in the run directory; under privacy.trust = local
  * rank K's part (its un-noised x_i, u_i) sits in its party's own directory (party.K.out, with
- * its journal; io->dir is that rank's), never in the coordinator's.  An unseeded stream's key is a secret and is never written (a resumed run draws
- * fresh noise from a new OS key, and charges it). */
+ * its journal; io->dir is that rank's), never in the coordinator's.  An unseeded stream's key
+ * is a secret and is never written (a resumed run draws fresh noise from a new OS key, and
+ * charges it). */
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
