@@ -24,7 +24,6 @@
 #include <pthread.h>
 #include <string.h>
 
-typedef unsigned __int128 u128;
 typedef struct {
   uint64_t w[4]; /* little-endian limbs */
 } u256;
@@ -220,14 +219,6 @@ static inline int dpo__ef_atom(dpo__ws_t *ws, uint64_t i, int *rc) {
 
 /* ------------------------------------------------------------ rational atoms */
 
-/* one word w against F/D, F <= D < 2^64: 1, 0, or 2 (undecided: *R = F 2^64 - w D in (0, D),
- * and U's next word decides against R/D) */
-static inline int dpo__at64(uint64_t w, uint64_t F, uint64_t D, uint64_t *R) {
-  u128 wd = (u128)w * D, f = (u128)F << 64;
-  int one = wd + D <= f, zero = wd >= f;
-  *R = (uint64_t)(f - wd);
-  return one + 2 * (1 - one - zero);
-}
 /* the same for F <= D < 2^190 (w D < 2^254) */
 static inline int dpo__at256(uint64_t w, u256 F, u256 D, u256 *R) {
   u256 wd = u_mul64(D, w), f = u_shl64(F, 0);
@@ -236,14 +227,6 @@ static inline int dpo__at256(uint64_t w, u256 F, u256 D, u256 *R) {
   return one + 2 * (1 - one - zero);
 }
 
-static int dpo__lazy64(dpo__ws_t *ws, uint64_t R, uint64_t D) {
-  uint64_t R2;
-  for (;;) {
-    int s = dpo__at64(dpo__w(ws), R, D, &R2);
-    if (s < 2) return s;
-    R = R2;
-  }
-}
 static int dpo__lazy256(dpo__ws_t *ws, u256 R, u256 D) {
   u256 R2;
   for (;;) {
@@ -251,31 +234,6 @@ static int dpo__lazy256(dpo__ws_t *ws, u256 R, u256 D) {
     if (s < 2) return s;
     R = R2;
   }
-}
-
-uint32_t dpo__ct_batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint64_t *D) {
-  uint32_t A = 0, M = 0;
-  uint64_t R[32], Rs = 0, Ds = 1;
-  for (int i = 0; i < n; i++) {
-    int s = dpo__at64(dpo__w(ws), F[i], D[i], &R[i]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (M == 0)); /* the first undecided */
-    A |= (uint32_t)(s & 1) << i;
-    M |= (uint32_t)amb << i;
-    Rs = (Rs & ~m) | (R[i] & m);
-    Ds = (Ds & ~m) | (D[i] & m);
-  }
-  uint64_t R2;
-  int s = dpo__at64(dpo__w(ws), Rs, Ds, &R2); /* settles the undecided atom, if one */
-  if (!(M & (M - 1)) && s < 2) {
-    int j = __builtin_ctz(M | (1u << 31));
-    return A | ((uint32_t)(s & (M != 0)) << j);
-  }
-  dpo__ct_st.fallbacks++; /* two undecided, or the extra word undecided: < 2^-118 */
-  int j = __builtin_ctz(M);
-  A |= (uint32_t)(s < 2 ? s : dpo__lazy64(ws, R2, Ds)) << j;
-  for (int i = j + 1; i < n; i++)
-    if (M >> i & 1u) A |= (uint32_t)dpo__lazy64(ws, R[i], D[i]) << i;
-  return A;
 }
 
 /* CKS Alg. 1 for Bernoulli(exp(-x)), x = F/D in [0, 1), in two factors: exp(-i/256) from

@@ -21,8 +21,6 @@
 
 #include <math.h>
 
-typedef unsigned __int128 u128;
-
 /* one coin; i = the index of the success it would be (its acceptance atom is 1/i) */
 static int dpo__coin(dpo__ws_t *ws, uint64_t t, uint64_t n, int j, int J, uint64_t i,
                      uint64_t *k, int *ok, int *acc) {
