@@ -7,7 +7,8 @@
 # process in the nodes; a node killed in a private run
 # ends the run (journal and budget store verify, the run reserved) and --resume finishes it
 # within its budget (settled in the store); the 2-node version of jobs/clusterstudy writes its
-# table and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
+# table (dp-gd and HAMSI, whose ring bytes modelled by jobs/costmodel are those the runs
+# counted) and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
 # link or state.
 # Skipped (77) when not root or when this kernel gives no network namespaces.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -121,10 +122,13 @@ expect 0 "$DPOPT" budget show "$T/st"
 has "$T/out" "train  settled" "the store settled the resumed run"
 hasnot "$T/out" "reserved" "no reservation left"
 
-# ---- jobs/clusterstudy, 2-node version on a small problem: its table and the model beside it
-expect 0 timeout 150 sh "$S/jobs/clusterstudy" --quick --workloads dp-gd --name "${name}s" \
+# ---- jobs/clusterstudy, 2-node version on a small problem: its table and the model beside it;
+# HAMSI's predicted ring bytes (jobs/costmodel --mf-bytes) are those the 2-node runs counted
+expect 0 timeout 150 sh "$S/jobs/clusterstudy" --quick --workloads "dp-gd hamsi" --name "${name}s" \
   --out "$T/study" --dpopt "$DPOPT" --bench "$B/jobs/bench/allreduce_bench"
-check "study: 4 rows (strong, weak at 1 and 2 nodes)" [ "$(tail -n +2 "$T/study/study.csv" | wc -l)" -eq 4 ]
+check "study: 8 rows (2 workloads, strong, weak at 1 and 2 nodes)" [ "$(tail -n +2 "$T/study/study.csv" | wc -l)" -eq 8 ]
+badrow=$(awk -F, '$2 == "hamsi" && !($4 == 1 ? $10 == 0 && $11 == 0 : $10 > 0 && $10 == $11) {print NR}' "$T/study/study.csv")
+check "study: hamsi's modelled ring bytes are the run's (bad rows: $badrow)" [ -z "$badrow" ]
 badrow=$(awk -F, 'NR > 1 && !($6 > 0 && $7 > 0 && $8 >= $7 && ($4 > 1 || $6 == $7)) {print NR}' "$T/study/study.csv")
 check "study: times positive, the 1-node row is its own prediction, box >= cluster (bad rows: $badrow)" [ -z "$badrow" ]
 check "study: latency, bandwidth and alpha measured in the box" \

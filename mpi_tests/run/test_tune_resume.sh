@@ -15,7 +15,10 @@
 #  - a tune without a grid (train's recipe once) stops and resumes as train's run does;
 #  - a budget store: a private (split) tune stopped and resumed spends in its store what the same
 #    tune uninterrupted spends in another (its one charge, once; the reservation carried over
-#    under the journal's run id).
+#    under the journal's run id);
+#  - a multi-party tune without party budget stores (two parties on --data's rank blocks,
+#    central trust) stops after 1 repetition and resumes as the two-party tune (a changed
+#    parties.count refused) to the uninterrupted tune's candidate, score, model and journal.
 . "$(dirname "$0")/../lib/testlib.sh"
 head -n 1000 "$S/data/a9a" > "$T/tr"
 head -n 500 "$S/data/a9a.t" > "$T/te"
@@ -137,5 +140,17 @@ ea=$(spent "$T/sta"); eb=$(spent "$T/stb")
 [ -n "$ea" ] && [ "$ea" = "$eb" ] && [ "$(runs "$T/stb")" = 1 ] && ok ||
   bad "store spent $eb over $(runs "$T/stb") run(s) after stop + resume, $ea uninterrupted"
 close "$ea" 1 1e-9 "the store is charged the tune's one charge"
+
+# ---- a multi-party tune without party stores checkpoints as a one-party tune does
+M="$G --set parties.count=2 --seed 3"
+expect 0 $MPI -np 2 "$DPOPT" tune $M --out "$T/mpf"
+expect 5 $MPI -np 2 "$DPOPT" tune $M --out "$T/mps" --set run.stop_after=1
+has "$T/err" "interrupted between repetitions: checkpoint written" "multi-party: stop message"
+[ "$(grep -c '"tune: repetition finished"' "$T/mps/ledger.jsonl")" = 1 ] && ok ||
+  bad "multi-party stop after 1: journal"
+expect 1 $MPI -np 2 "$DPOPT" tune --resume "$T/mps" --quiet --set parties.count=1
+has "$T/err" "cannot change parties.count (the run has '2')" "multi-party: the resume is the two-party tune's"
+expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/mps" --quiet
+check "multi-party: stop after 1 + resume = the uninterrupted tune" same "$T/mps" "$T/mpf"
 
 finish test_tune_resume

@@ -143,6 +143,8 @@ void dpo_solver_destroy(dpo_solver_t *s) {
   free(s->cx);
   free(s->cg);
   free(s->xstart);
+  dpo_ckpt_destroy(s->rckpt);
+  free(s->rckpt_path);
   free(s);
 }
 

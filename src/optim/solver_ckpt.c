@@ -111,8 +111,9 @@ out:
 
 static int dpo__ckpt_load(dpo_solver_t *s, const char *path, int64_t *toff) {
   dpo_ckpt_t *c = NULL;
-  int rc = dpo_ckpt_read(path, &c), size = 1;
-  if (rc) return rc;
+  int rc = DPO_OK, size = 1;
+  if (s->rckpt && !strcmp(s->rckpt_path, path)) c = s->rckpt, s->rckpt = NULL; /* read at create */
+  else if ((rc = dpo_ckpt_read(path, &c))) return rc;
   MPI_Comm_size(dpo_oracle_comm(s->oracle), &size);
   int64_t fmt = 0, d = 0, n = 0, ranks = 0, t = 0, cnt = 0, seeded = 0, lines = -1;
   unsigned char head[32];
@@ -250,6 +251,11 @@ int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path) {
   dpo_ckpt_t *c = NULL;
   int rc = dpo_ckpt_read(path, &c);
   if (rc) return rc;
+  /* kept for dpo_solver_resume (dpo__ckpt_load): the state from the same bytes */
+  dpo_ckpt_destroy(s->rckpt);
+  free(s->rckpt_path);
+  s->rckpt = NULL;
+  if ((s->rckpt_path = strdup(path))) s->rckpt = c;
   s->count.resuming = 1;
   dpo_ckpt_set_prefix(c, "solver.");
   if (dpo_ckpt_len(c, "count_seal") >= 0) {
@@ -263,7 +269,7 @@ int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path) {
       rc = dpo_err(rc, "%s: the checkpoint's noisy row count: %s", path, why);
     }
   }
-  dpo_ckpt_destroy(c);
+  if (!s->rckpt) dpo_ckpt_destroy(c);
   return rc;
 }
 

@@ -30,6 +30,10 @@ struct dpo_solver {
   /* resume (dpo_solver_resume): first iteration, journal charges the checkpoint did not know */
   int64_t t0, orphans;
   int resumed;
+  /* created for a resume (rank 0): the checkpoint as read then and its path; dpo_solver_resume
+   * from the same path takes it, so the count and the state come from one read of the file */
+  dpo_ckpt_t *rckpt;
+  char *rckpt_path;
   /* the noisy row count (dpo__public_n): drawn by this run (noted for its checkpoints), or,
    * created for a resume (dpo_solver_create_resume), the checkpoint's record of it, taken
    * instead of a second draw.  line: its charge's journal line (-1: none); seal: the journal's

@@ -16,7 +16,7 @@
  * so the work changes only if two atoms of a batch, or the extra word, are undecided
  * (probability < 2^-118 a batch).  Every fallback continues the same exact comparison, so no
  * event changes the law; the fallbacks are counted (dpo__ct_stats, for the tests). */
-#include "mech_ct.h"
+#include "mech_ct_int.h"
 
 #include "dpopt/status.h"
 
@@ -24,22 +24,13 @@
 #include <pthread.h>
 #include <string.h>
 
-typedef unsigned __int128 u128;
 typedef struct {
   uint64_t w[4]; /* little-endian limbs */
 } u256;
 
-static dpo__ct_stats_t dpo__st;
-void dpo__ct_stats(dpo__ct_stats_t *s) { *s = dpo__st; }
-void dpo__ct_stats_reset(void) { memset(&dpo__st, 0, sizeof dpo__st); }
-
-static inline uint64_t dpo__w(dpo__ws_t *s) {
-  if (!s->left) {
-    dpo_rng_bytes(s->rng, s->w, sizeof s->w);
-    s->left = 8;
-  }
-  return s->w[--s->left];
-}
+dpo__ct_stats_t dpo__ct_st;
+void dpo__ct_stats(dpo__ct_stats_t *s) { *s = dpo__ct_st; }
+void dpo__ct_stats_reset(void) { memset(&dpo__ct_st, 0, sizeof dpo__ct_st); }
 
 int dpo__ct_bit(dpo__ws_t *ws) { return (int)(dpo__w(ws) & 1u); }
 
@@ -188,11 +179,11 @@ static void dpo__tab_init(void) {
   }
 }
 
-static inline void dpo__tabs(void) { pthread_once(&dpo__once, dpo__tab_init); }
+void dpo__ct_tabs(void) { pthread_once(&dpo__once, dpo__tab_init); }
 
 /* U (words uw[0..3], uw[2..3] drawn here) against e, when 128 bits did not decide */
 static int dpo__tab_slow(dpo__ws_t *ws, const dpo__tab_t *e, const uint64_t uw[2], int *rc) {
-  dpo__st.fallbacks++;
+  dpo__ct_st.fallbacks++;
   u256 U = {{dpo__w(ws), uw[1], uw[0], 0}}, lo = e->lo, hi = e->hi, Lc, Hc;
   /* 192 bits: 1 if U < floor(lo / 2^63), 0 if U >= ceil(hi / 2^63) */
   Lc = (u256){{(lo.w[1] >> 63) | (lo.w[2] << 1), (lo.w[2] >> 63) | (lo.w[3] << 1), lo.w[3] >> 63, 0}};
@@ -228,14 +219,6 @@ static inline int dpo__ef_atom(dpo__ws_t *ws, uint64_t i, int *rc) {
 
 /* ------------------------------------------------------------ rational atoms */
 
-/* one word w against F/D, F <= D < 2^64: 1, 0, or 2 (undecided: *R = F 2^64 - w D in (0, D),
- * and U's next word decides against R/D) */
-static inline int dpo__at64(uint64_t w, uint64_t F, uint64_t D, uint64_t *R) {
-  u128 wd = (u128)w * D, f = (u128)F << 64;
-  int one = wd + D <= f, zero = wd >= f;
-  *R = (uint64_t)(f - wd);
-  return one + 2 * (1 - one - zero);
-}
 /* the same for F <= D < 2^190 (w D < 2^254) */
 static inline int dpo__at256(uint64_t w, u256 F, u256 D, u256 *R) {
   u256 wd = u_mul64(D, w), f = u_shl64(F, 0);
@@ -244,14 +227,6 @@ static inline int dpo__at256(uint64_t w, u256 F, u256 D, u256 *R) {
   return one + 2 * (1 - one - zero);
 }
 
-static int dpo__lazy64(dpo__ws_t *ws, uint64_t R, uint64_t D) {
-  uint64_t R2;
-  for (;;) {
-    int s = dpo__at64(dpo__w(ws), R, D, &R2);
-    if (s < 2) return s;
-    R = R2;
-  }
-}
 static int dpo__lazy256(dpo__ws_t *ws, u256 R, u256 D) {
   u256 R2;
   for (;;) {
@@ -259,32 +234,6 @@ static int dpo__lazy256(dpo__ws_t *ws, u256 R, u256 D) {
     if (s < 2) return s;
     R = R2;
   }
-}
-
-/* n <= 32 atoms F[i]/D[i]; bit i of the result = atom i.  n + 1 words. */
-static uint32_t dpo__batch64(dpo__ws_t *ws, int n, const uint64_t *F, const uint64_t *D) {
-  uint32_t A = 0, M = 0;
-  uint64_t R[32], Rs = 0, Ds = 1;
-  for (int i = 0; i < n; i++) {
-    int s = dpo__at64(dpo__w(ws), F[i], D[i], &R[i]);
-    uint64_t amb = (uint64_t)(s >> 1), m = -(amb & (M == 0)); /* the first undecided */
-    A |= (uint32_t)(s & 1) << i;
-    M |= (uint32_t)amb << i;
-    Rs = (Rs & ~m) | (R[i] & m);
-    Ds = (Ds & ~m) | (D[i] & m);
-  }
-  uint64_t R2;
-  int s = dpo__at64(dpo__w(ws), Rs, Ds, &R2); /* settles the undecided atom, if one */
-  if (!(M & (M - 1)) && s < 2) {
-    int j = __builtin_ctz(M | (1u << 31));
-    return A | ((uint32_t)(s & (M != 0)) << j);
-  }
-  dpo__st.fallbacks++; /* two undecided, or the extra word undecided: < 2^-118 */
-  int j = __builtin_ctz(M);
-  A |= (uint32_t)(s < 2 ? s : dpo__lazy64(ws, R2, Ds)) << j;
-  for (int i = j + 1; i < n; i++)
-    if (M >> i & 1u) A |= (uint32_t)dpo__lazy64(ws, R[i], D[i]) << i;
-  return A;
 }
 
 /* CKS Alg. 1 for Bernoulli(exp(-x)), x = F/D in [0, 1), in two factors: exp(-i/256) from
@@ -371,7 +320,7 @@ static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D, int *rc) {
   if (!(kl.M & (kl.M - 1)) && s < 2) {
     A |= (uint32_t)(s & (s1 == 2)) << (kl.ks - 1);
   } else { /* two atoms with w = a_k, or the extra word undecided: < 2^-118 */
-    dpo__st.fallbacks++;
+    dpo__ct_st.fallbacks++;
     if (s1 == 2) A |= (uint32_t)(s < 2 ? s : dpo__lazy64(ws, R2, Ds)) << (kl.ks - 1);
     for (uint64_t k = kl.ks + 1; k <= DPO__KL; k++)
       if (kl.M >> (k - 1) & 1u) {
@@ -382,7 +331,7 @@ static int dpo__kloop64(dpo__ws_t *ws, uint64_t F, uint64_t D, int *rc) {
   }
   int done, ans = dpo__kl_ans(A, &done);
   if (done) return e & ans;
-  dpo__st.fallbacks++; /* K > 7: P < 2^-68; Bernoulli(y/k) = Bernoulli(y/8) Bernoulli(8/k) */
+  dpo__ct_st.fallbacks++; /* K > 7: P < 2^-68; Bernoulli(y/k) = Bernoulli(y/8) Bernoulli(8/k) */
   uint64_t k = DPO__KL + 1;
   while (dpo__lazy64(ws, Fy, Dy * 8) && dpo__lazy64(ws, 8, k)) k++;
   return e & (int)(k & 1u);
@@ -419,7 +368,7 @@ static u128 dpo__qr256(dpo__ws_t *ws, u256 F, u256 D, u256 *r) {
     q += 1 - br;
   }
   while (!u_lt(R, D)) { /* never (the bound above); kept so that c is exact regardless */
-    dpo__st.fallbacks++;
+    dpo__ct_st.fallbacks++;
     u_sub(R, D, &R);
     q++;
   }
@@ -448,7 +397,7 @@ static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D, int *rc) {
     ans = dpo__kl_ans(A, &done);
     if (done) return e & ans;
   }
-  dpo__st.fallbacks++;
+  dpo__ct_st.fallbacks++;
   u256 Fy, Dy = u_mul64(D, 256);
   u_sub(u_mul64(F, 256), u_mul64(D, i), &Fy); /* y = Fy/Dy < 2^-8 */
   if (kl.M & (kl.M - 1) || s == 2) {
@@ -461,32 +410,32 @@ static int dpo__kloop256(dpo__ws_t *ws, u256 F, u256 D, int *rc) {
       }
     ans = dpo__kl_ans(A, &done);
     if (done) return e & ans;
-    dpo__st.fallbacks++;
+    dpo__ct_st.fallbacks++;
   }
   uint64_t k = DPO__KL + 1; /* K > 7, as in dpo__kloop64 */
   while (dpo__lazy256(ws, Fy, u_mul64(Dy, 8)) && dpo__lazy64(ws, 8, k)) k++;
   return e & (int)(k & 1u);
 }
 
-/* uniform on [0, t) by masking and rejection: each round one word, and the number of rounds
- * is independent of the value (no division, whose latency depends on its operands) */
-static inline uint64_t dpo__below(dpo__ws_t *ws, uint64_t t) {
-  const uint64_t mask = t > 1 ? ~(uint64_t)0 >> __builtin_clzll(t - 1) : 0;
-  for (;;) {
-    uint64_t u = dpo__w(ws) & mask;
-    if (u < t) return u;
-  }
-}
-
 /* Bernoulli(exp(-g/t)), g < 4t: e^-floor and the fraction, 2 + 22 words */
 int dpo__ct_bexp_small(dpo__ws_t *ws, uint64_t g, uint64_t t, int *out) {
-  dpo__tabs();
+  dpo__ct_tabs();
   int rc = DPO_OK;
   const uint64_t n = (uint64_t)(g >= t) + (g >= 2 * t) + (g >= 3 * t);
   int r1 = dpo__tab_atom(ws, &dpo__E[n], &rc);
   int r2 = dpo__kloop64(ws, g - n * t, t, &rc);
   *out = r1 & r2;
   return rc;
+}
+
+int dpo__ct_t2e(dpo__ws_t *ws, uint64_t p, int *rc) {
+  int r = 1;
+  while (p > 0 && !*rc) { /* DPO__N2E - 1 powers at a time (rare) */
+    const uint64_t q = p < DPO__N2E ? p : DPO__N2E - 1;
+    r &= dpo__tab_atom(ws, &dpo__T2E[q], rc);
+    p -= q;
+  }
+  return r;
 }
 
 /* ------------------------------------------------------------ discrete Laplace */
@@ -515,7 +464,7 @@ static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
     }
   }
   if (cnt == DPO__VN) { /* V >= 47 (e^-47): memoryless, count on */
-    dpo__st.fallbacks++;
+    dpo__ct_st.fallbacks++;
     while (!rc && dpo__tab_atom(ws, &dpo__E[1], &rc))
       if (++cnt >= 4096) return dpo_err(DPO_EUNSUP, "discrete Laplace: geometric overflow "
                                         "(probability e^-4096)");
@@ -527,7 +476,7 @@ static int dpo__geom_e(dpo__ws_t *ws, uint64_t *V) {
 /* X ~ Geometric(e^{-1/t}): X = U + t V (CKS Alg. 2), U uniform on [0, t) kept with
  * probability exp(-U/t) (rejected rounds are independent of the value kept) */
 int dpo__ct_geom(dpo__ws_t *ws, uint64_t t, uint64_t *x) {
-  dpo__tabs();
+  dpo__ct_tabs();
   for (int rc = DPO_OK;;) {
     const uint64_t U = dpo__below(ws, t);
     const int keep = dpo__kloop64(ws, U, t, &rc);
@@ -556,7 +505,7 @@ int dpo__ct_dlap(dpo__ws_t *ws, uint64_t t, int64_t *out) {
 
 /* Bernoulli(exp(-N/D)) when N/D >= 89 or not near a small integer estimate: rare */
 static int dpo__bexp_big(dpo__ws_t *ws, u256 N, u256 D, int *rc) {
-  dpo__st.fallbacks++;
+  dpo__ct_st.fallbacks++;
   const u256 D89 = u_mul64(D, 89);
   while (!u_lt(N, D89)) {
     if (!dpo__tab_atom(ws, &dpo__E[89], rc) || *rc) return 0;
@@ -576,7 +525,7 @@ static int dpo__bexp_big(dpo__ws_t *ws, u256 N, u256 D, int *rc) {
  * e^{-X^2/(2 s^2)}, P(X = x) ~ e^{-x^2/(2 s^2)} exactly (-0 rejected).  About 2.1 rounds of
  * ~16 words a draw (0.48 kept); the loop on the fraction in 64 bits when D < 2^53, else 256. */
 int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
-  dpo__tabs();
+  dpo__ct_tabs();
   const u128 D = 2 * (u128)s * s; /* < 2^89 for s <= 2^44 */
   const int narrow = !(D >> 53);  /* public: a function of s */
   const double Dd = u_dbl(u_from(D));
@@ -608,193 +557,9 @@ int dpo__ct_dgauss(dpo__ws_t *ws, uint64_t s, int64_t *out) {
   }
 }
 
-/* ------------------------------------------------------------ Polya variate, padded coins
- *
- * The compound-Poisson sampler of mechanism.c (regions: dyadic blocks j < J and the tail
- * [K0, oo)), every coin of fixed work, and the number of coins padded to a public bound.
- * A coin of region j succeeds with probability lambda_j = nu(region) and then carries a mark
- * k ~ nu|region; its parts are all drawn, whatever their values:
- *   block: k = 2^j + uniform(2^j); atoms 1/n, 2^j/k; Bernoulli(exp(-k/t)) (k < 2^J < 4t);
- *   tail:  m = the zeros of a word before its first 1 (Geometric(1/2)), k = K0 + m t + u, u
- *          uniform(t); atoms 1/n, t/k; (2/e)^(m+1) from the table; Bernoulli(exp(-(K0 - t +
- *          u)/t)): the product is mechanism.c's ratio (1/n)(t/k) 2 e^{-K0/t} (2/e)^m e^{-u/t}.
- * Each coin also draws the atom 1/i of the 1/N! acceptance (i = the success it would be), so a
- * trial is rejected as soon as one of them fails (the accepted trials keep their law).  The
- * coins of a variate are counted and, at the end, dummy coins are drawn up to the bounds
- * B_block, B_tail (for a share's X and Y together: dpo__ct_polya2, about 1.5x fewer coins
- * than two paddings): Chernoff bounds on the coin counts with P(count > B) < 2^-66 each (for
- * lambda_j above its upper bound, which only adds coins).  Beyond a bound the variate is still
- * exact but takes longer (counted: polya_over). */
-
-/* one coin; i = the index of the success it would be (its acceptance atom is 1/i) */
-static int dpo__coin(dpo__ws_t *ws, uint64_t t, uint64_t n, int j, int J, uint64_t i,
-                     uint64_t *k, int *ok, int *acc) {
-  int rc = DPO_OK, e, r = 1;
-  uint64_t F[3] = {1, 0, 1}, D[3] = {n, 0, i};
-  if (j < J) {
-    const uint64_t lo = (uint64_t)1 << j;
-    *k = lo + dpo__below(ws, lo);
-    F[1] = lo;
-    D[1] = *k;
-    rc = dpo__ct_bexp_small(ws, *k, t, &e);
-  } else {
-    const uint64_t K0 = (uint64_t)1 << J;
-    uint64_t w = dpo__w(ws), m = (uint64_t)__builtin_ctzll(w | ((uint64_t)1 << 63));
-    if (!w) { /* 64 zeros (probability 2^-64): count on */
-      dpo__st.fallbacks++;
-      for (m = 64; !(w = dpo__w(ws)) && m <= 1000; m += 64) {}
-      m += (uint64_t)__builtin_ctzll(w | ((uint64_t)1 << 63));
-    }
-    if (m > 1000) return dpo_err(DPO_EUNSUP, "Polya share: tail overflow (probability 2^-1000)");
-    const uint64_t u = dpo__below(ws, t);
-    *k = K0 + m * t + u; /* < 2^51 + 1001 * 2^50 < 2^61 */
-    F[1] = t;
-    D[1] = *k;
-    for (uint64_t p = m + 1; p > 0 && !rc;) { /* (2/e)^(m+1), 64 powers at a time (rare) */
-      const uint64_t q = p < DPO__N2E ? p : DPO__N2E - 1;
-      r &= dpo__tab_atom(ws, &dpo__T2E[q], &rc);
-      p -= q;
-    }
-    if (!rc) rc = dpo__ct_bexp_small(ws, K0 - t + u, t, &e);
-  }
-  const uint32_t A = dpo__batch64(ws, 3, F, D);
-  *ok = (int)(A & (A >> 1) & 1u) & r & e;
-  *acc = (int)(A >> 2 & 1u);
-  return rc;
-}
-
-/* smallest c with P(coins of the regions > c) <= 2^-66 (Chernoff, z over a grid): a region's
- * coins have generating function f / (1 - g), f = (1 - l) z e^{l z} (accepted trial),
- * g = (l z - 1)(e^{l z} - 1) + l z (a trial rejected at its i-th success, i >= 2) */
-static int dpo__pbound(const double *lam, int m) {
-  double best = 1e300;
-  for (double z = 1.005; z < 64; z *= 1.01) {
-    double sum = 0;
-    int ok = 1;
-    for (int j = 0; j < m && ok; j++) {
-      const double x = lam[j] * z, g = (x - 1) * expm1(x) + x, f = (1 - lam[j]) * z * exp(x);
-      if (!(g < 1)) ok = 0;
-      else sum += log(f / (1 - g));
-    }
-    if (ok) best = fmin(best, (sum + 66 * M_LN2) / log(z));
-  }
-  return (int)ceil(best * 1.01) + 2;
-}
-
-static _Thread_local struct {
-  uint64_t t, n;
-  int b[4]; /* block, tail coins: one variate, two variates */
-} dpo__pb;
-
-static void dpo__pbounds(uint64_t t, uint64_t n) {
-  if (dpo__pb.t == t && dpo__pb.n == n) return;
-  int J = 0;
-  while (((uint64_t)1 << J) < 2 * t) J++;
-  double lam[128];
-  const double r = 1.0 / (double)n, td = (double)t, K0 = ldexp(1.0, J);
-  /* nu(block) <= r min(1, ln 2 + 2^-(j+1)) e^{-2^j/t}: sum_{a <= k < 2a} 1/k = H_2a - H_a +
-   * 1/(2a) < ln 2 + 1/(2a) */
-  for (int j = 0; j < J; j++)
-    lam[j] = lam[J + j] =
-        r * fmin(1.0, ldexp(1.0, -j - 1) + M_LN2) * exp(-ldexp(1.0, j) / td) * (1 + 1e-9);
-  /* nu(tail) <= r q^K0 / (K0 (1 - q)), 1 - q >= (1/t)(1 - 1/(2t)) */
-  const double lt = fmin(r, r * exp(-K0 / td) * td / K0 / (1 - 0.5 / td) * (1 + 1e-9));
-  dpo__pb.b[0] = dpo__pbound(lam, J);
-  dpo__pb.b[1] = dpo__pbound(&lt, 1);
-  dpo__pb.b[2] = dpo__pbound(lam, 2 * J); /* the coins of two variates, counted together */
-  dpo__pb.b[3] = dpo__pbound((double[]){lt, lt}, 2);
-  dpo__pb.t = t;
-  dpo__pb.n = n;
-}
-
-int dpo__ct_polya_bounds(uint64_t t, uint64_t n, int *bB, int *bT) {
-  dpo__pbounds(t, n);
-  *bB = dpo__pb.b[0];
-  *bT = dpo__pb.b[1];
-  return DPO_OK;
-}
-
-int dpo__ct_polya2_bounds(uint64_t t, uint64_t n, int *bB, int *bT) {
-  dpo__pbounds(t, n);
-  *bB = dpo__pb.b[2];
-  *bT = dpo__pb.b[3];
-  return DPO_OK;
-}
-
-/* one variate, its coins counted in *cB (blocks), *cT (tail); no padding */
-static int dpo__polya_draw(dpo__ws_t *ws, uint64_t t, uint64_t n, int J, int *cB, int *cT,
-                           int64_t *x) {
-  int rc, ok, acc;
-  u128 sum = 0;
-  for (int j = 0; j <= J; j++) {
-    for (;;) { /* trials: coins until a failure; kept if every acceptance atom passed */
-      u128 marks = 0;
-      uint64_t N = 0, k;
-      int keep = 1;
-      for (;;) {
-        if ((rc = dpo__coin(ws, t, n, j, J, N + 1, &k, &ok, &acc))) return rc;
-        if (j < J) ++*cB;
-        else ++*cT;
-        if (!ok) break;
-        N++;
-        marks += k;
-        keep &= acc;
-        if (!keep) break;
-        if (N > 1000)
-          return dpo_err(DPO_EUNSUP, "Polya share: too many points (probability below 2^-1000)");
-      }
-      if (!keep) continue; /* rejected: one of the N atoms 1/i (1/N! in all) failed */
-      sum += marks;
-      break;
-    }
-  }
-  if (sum >= ((u128)1 << 62)) return dpo_err(DPO_EUNSUP, "Polya share: variate above 2^62");
-  *x = (int64_t)sum;
-  return DPO_OK;
-}
-
-/* dummy coins up to the public bounds */
-static int dpo__polya_pad(dpo__ws_t *ws, uint64_t t, uint64_t n, int J, int cB, int cT, int bB,
-                          int bT) {
-  int rc = DPO_OK, ok, acc;
-  if (cB > bB || cT > bT) dpo__st.polya_over++;
-  dpo__st.polya_pad += (uint64_t)(cB < bB ? bB - cB : 0) + (uint64_t)(cT < bT ? bT - cT : 0);
-  for (uint64_t k; cB < bB && !rc; cB++) rc = dpo__coin(ws, t, n, J - 1, J, 2, &k, &ok, &acc);
-  for (uint64_t k; cT < bT && !rc; cT++) rc = dpo__coin(ws, t, n, J, J, 2, &k, &ok, &acc);
-  return rc;
-}
-
-int dpo__ct_polya(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x) {
-  dpo__tabs();
-  int J = 0, bB, bT, cB = 0, cT = 0;
-  while (((uint64_t)1 << J) < 2 * t) J++; /* K0 = 2^J >= 2t, J <= 51 */
-  dpo__ct_polya_bounds(t, n, &bB, &bT);
-  int64_t v;
-  int rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &v);
-  if (!rc) rc = dpo__polya_pad(ws, t, n, J, cB, cT, bB, bT);
-  if (!rc) *x = v;
-  return rc;
-}
-
-int dpo__ct_polya2(dpo__ws_t *ws, uint64_t t, uint64_t n, int64_t *x, int64_t *y) {
-  dpo__tabs();
-  int J = 0, bB, bT, cB = 0, cT = 0;
-  while (((uint64_t)1 << J) < 2 * t) J++;
-  dpo__ct_polya2_bounds(t, n, &bB, &bT);
-  int64_t u, v;
-  int rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &u);
-  if (!rc) rc = dpo__polya_draw(ws, t, n, J, &cB, &cT, &v);
-  if (!rc) rc = dpo__polya_pad(ws, t, n, J, cB, cT, bB, bT);
-  if (!rc) {
-    *x = u;
-    *y = v;
-  }
-  return rc;
-}
-
 /* TEST ONLY: every table interval is narrow (< 2^-137) and its lower end is the long double value to 1e-15 */
 int dpo__ct_tables_ok(void) {
-  dpo__tabs();
+  dpo__ct_tabs();
   for (int i = 0; i < DPO__NE + DPO__N2E + DPO__NF; i++) {
     const int f = i >= DPO__NE + DPO__N2E, p = i < DPO__NE ? i : i - DPO__NE - f * DPO__N2E;
     const dpo__tab_t *e = i < DPO__NE ? &dpo__E[i] : f ? &dpo__EF[p] : &dpo__T2E[p];

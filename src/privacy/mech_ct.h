@@ -1,5 +1,6 @@
-/* Fixed-work exact samplers (mech_ct.c): the discrete Laplace, the discrete Gaussian and the
- * Polya (negative binomial) variate whose work does not depend on the value drawn.  Used by
+/* Fixed-work exact samplers (mech_ct.c; the Polya variate: mech_polya.c): the discrete
+ * Laplace, the discrete Gaussian and the Polya (negative binomial) variate whose work does not
+ * depend on the value drawn.  Used by
  * mechanism.c (grid mechanisms, Polya shares) and parties.c (exact integer shares).  What is
  * constant and what is not: the header comment of mechanism.c. */
 #ifndef DPO_MECH_CT_H

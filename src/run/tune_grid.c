@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "dpopt/optim.h"
 #include "dpopt/privacy.h"
 #include "dpopt/run.h"
+#include "dpopt/spec.h"
 #include "dpopt/status.h"
 #include "run/tune_impl.h"
 #include "run/tune_store.h"
@@ -108,7 +108,8 @@ static void multi_party_key(const char *k, const char *v, const char *o, void *a
 
 int dpo__tune_settings(dpo__tune_t *t) {
   const dpo_config_t *cfg = t->cfg;
-  const char *rels = NULL, *algos = NULL;
+  const char *algos = NULL;
+  dpo_privacy_spec_t ps; /* the privacy.* settings, read where train's are (run_spec.c) */
   int rc;
   static char abuf[1024]; /* the algorithm names point into it (one tune per process) */
   const char *an[DPO__TUNE_MAXV];
@@ -117,16 +118,15 @@ int dpo__tune_settings(dpo__tune_t *t) {
   /* every missing requirement in one message */
   const char *miss[2];
   int nm = 0;
+  if ((rc = dpo_privacy_spec_from_config(cfg, &ps))) return rc;
   if (!dpo_config_get(cfg, "data.train")) miss[nm++] = "--data FILE (the training rows)";
-  if (!dpo_config_get(cfg, "privacy.eps"))
+  if (!dpo_privacy_spec_given(&ps, DPO_SPEC_EPS))
     miss[nm++] = "--eps E (the total budget: every candidate training and the selection)";
   if (nm)
     return dpo_err(DPO_EINVAL, "tune: give %s%s%s", miss[0], nm > 1 ? " and " : "",
                    nm > 1 ? miss[1] : "");
-  if ((rc = dpo_config_get_double(cfg, "privacy.eps", NAN, &t->eps)) ||
-      (rc = dpo_config_get_double(cfg, "privacy.delta", 0, &t->delta)) ||
-      (rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean)))
-    return rc;
+  t->eps = ps.eps, t->delta = ps.delta;
+  if ((rc = dpo_config_get_double(cfg, "tune.mean", 5, &t->mean))) return rc;
   if (!(t->eps > 0) || !isfinite(t->eps))
     return dpo_err(DPO_EINVAL, "tune: give the total budget --eps E (> 0): it covers every "
                    "candidate training and the selection");
@@ -158,22 +158,21 @@ int dpo__tune_settings(dpo__tune_t *t) {
     tune_dir(t);
     return DPO_OK;
   }
-  dpo_config_get_str(cfg, "privacy.neighbours", NULL, &rels);
-  if ((rc = dpo_neighbours_parse(rels, &t->rel))) return rc;
+  /* the recipe wrote its privacy defaults (neighbours, clip) into the config: read them */
+  if (t->recipe && (rc = dpo_privacy_spec_from_config(cfg, &ps))) return rc;
+  t->rel = ps.rel;
   if ((rc = dpo__tune_split_settings(t))) return rc;
   /* A search scores each repetition by the exact count of correct held-out predictions,
    * reduced to rank 0 and noised there: with several parties that count leaves each party
    * un-noised, which only central trust (the coordinator trusted with the rows) allows. */
-  const char *trust = NULL;
   int mp = 0;
   dpo_config_foreach(cfg, multi_party_key, &mp);
-  dpo_config_get_str(cfg, "privacy.trust", NULL, &trust);
-  if (mp && trust && strcasecmp(trust, "central") != 0)
+  if (mp && ps.trust != DPO_TRUST_CENTRAL)
     return dpo_err(DPO_EINVAL, "%s: privacy.trust = %s: a multi-party tune scores each "
                    "repetition by an exact count of correct held-out predictions that the "
                    "coordinator noises, so it runs under central trust only (or give no grid: "
                    "train's recipe, trained once, keeps the trust mode)",
-                   dpo_config_origin(cfg, "privacy.trust"), trust);
+                   dpo_privacy_spec_origin(&ps, DPO_SPEC_TRUST), dpo_trust_name(ps.trust));
   dpo_config_get_str(cfg, "tune.valid", NULL, &t->valid);
   dpo_config_get_str(cfg, "data.test", NULL, &t->test);
   if ((rc = dpo_config_get_double(cfg, "tune.valid_fraction", 0.1, &t->vfrac))) return rc;
