@@ -72,6 +72,13 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
  * vector registers at -O2 (the scalar compare-and-set loop it replaced was a quarter of the
  * load's CPU time, perf). */
 typedef uint64_t dpo__u64x4 __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+/* an AVX2 copy chosen at load time where the CPU has it: one 4-lane op for the two SSE2 ones
+ * (in cache, 4-5x faster: 40M values 0.07-0.15 s -> 0.013-0.035 s on this VM) */
+__attribute__((target_clones("avx2", "default")))
+#endif
+#endif
 static int dpo__all_finite(const double *c, size_t len) {
   const uint64_t ex = UINT64_C(0x7ff0000000000000), one = UINT64_C(1) << 52;
   const dpo__u64x4 vex = {ex, ex, ex, ex}, vone = {one, one, one, one};
