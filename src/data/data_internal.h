@@ -105,7 +105,8 @@ double *dpo__dense_alloc(size_t count);
 /* The L1 and L2 norms of the nf values at x, summed in index order: the one definition the
  * loader's fused pass (dpo_load_opts_t.row_norms) and dpo_shard_row_norms share, so that a
  * norm taken while loading is the same double as one taken afterwards. */
-static inline void dpo__dense_row_norms(const double *x, int32_t nf, double *l1, double *l2) {
+__attribute__((always_inline)) static inline void dpo__dense_row_norms(const double *x, int32_t nf,
+                                                                       double *l1, double *l2) {
   double a = 0, b = 0;
   for (int32_t j = 0; j < nf; j++) {
     a += fabs(x[j]);
@@ -118,8 +119,9 @@ static inline void dpo__dense_row_norms(const double *x, int32_t nf, double *l1,
 /* The same for nr rows of nf values at row stride ld, into l1[i] and l2[i]: four rows at a
  * time, each still summed in index order (the same doubles), but with eight independent sums
  * in flight instead of two (one row's sums wait on each other's adds). */
-static inline void dpo__dense_rows_norms(const double *x, size_t nr, size_t ld, int32_t nf,
-                                         double *l1, double *l2) {
+__attribute__((always_inline)) static inline void dpo__dense_rows_norms(const double *x, size_t nr,
+                                                                        size_t ld, int32_t nf,
+                                                                        double *l1, double *l2) {
   size_t i = 0;
   for (; i + 4 <= nr; i += 4) {
     const double *r0 = x + i * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
