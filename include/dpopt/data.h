@@ -57,6 +57,11 @@ typedef struct {
                      * map_len bytes (dpo_load_opts_t.map); dpo_shard_destroy unmaps it.  The
                      * shard's own functions may move X; a caller never frees or reallocs it */
   size_t map_len;
+  double *norms;    /* NULL, or the L1 (norms[i]) and L2 (norms[n + i]) norms of row i's
+                     * features as dpo_shard_row_norms computes them, taken by the binary
+                     * loader in its one pass over the rows (dpo_load_opts_t.row_norms).  They
+                     * describe the rows as they are: dpo_shard_scale_row keeps them current; a
+                     * caller changing X otherwise frees them and sets NULL */
 } dpo_shard_t;
 
 /* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:
@@ -129,6 +134,11 @@ typedef struct {
    * (a shortened file ends the process with SIGBUS, rewritten rows change after their
    * checks), which is why private runs leave it 0.  Other formats and layouts ignore it. */
   int map;
+  /* 1: a dense binary file's rows get their L1 and L2 norms computed while each chunk of
+   * rows is in cache for its finiteness check (dpo_shard_t.norms), so that the declared row
+   * bounds' checks need no further pass over the shard.  Not kept when the validation split
+   * or a partition drops rows; other formats and layouts ignore it. */
+  int row_norms;
 } dpo_load_opts_t;
 
 /* Default options (format auto, binary labels, infer d). */
@@ -167,8 +177,11 @@ int dpo_shard_add_intercept(dpo_shard_t *shard);
 int dpo_shard_width_declared(const char *path, const dpo_load_opts_t *opts, int *declared);
 
 /* Row i's (local) L1 and L2 norms of the features (the bias column left out), computed in one
- * pass into caller arrays of length n. */
+ * pass into caller arrays of length n (copied from shard->norms when the loader took them). */
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2);
+/* Local: row i's features (not the bias column) multiplied by sc; shard->norms, when held,
+ * gets the row's norms computed anew from the scaled values. */
+void dpo_shard_scale_row(dpo_shard_t *s, int64_t i, double sc);
 
 /* Collective: write the distributed shards as one dpopt binary file (MPI-IO, each rank writes
  * its rows at its offset). */

@@ -59,6 +59,18 @@ awk '{ s = 0; for (i = 2; i <= NF; i++) { split($i, a, ":"); s += a[2] * a[2] }
   printf "\n" }' "$T/a.txt" >"$T/as.txt"
 expect 0 "$DPOPT" $RUN --dense --data "$T/as.txt" --out "$T/cs"
 same cs cb "clipped rows: the features scaled, the bias column kept"
+# both bounds: a row scaled onto the L1 bound gets its L2 norm anew (the binary loader took
+# the norms in its pass over the rows: dpo_load_opts_t.row_norms); 12 and 3.4 tell a9a's rows
+# of 13 ones (L2 3.33 once scaled) from those of 12 (L2 3.46)
+CLIP2="--row-l1-bound 12 --row-l2-bound 3.4 --row-bound-action clip"
+expect 0 $MPI -np 2 "$DPOPT" $RUN $CLIP2 --dense --data "$T/a.txt" --out "$T/c2t"
+expect 0 $MPI -np 2 "$DPOPT" $RUN $CLIP2 --data "$T/ad.bin" --out "$T/c2b"
+same c2t c2b "both bounds, clipped rows: dense binary = LIBSVM text"
+# ... and in a private run (rows read, never mapped; clipped silently) at 3 ranks
+P2="--dim $((w - 1)) --row-l1-bound 12 --row-l2-bound 3.4 --algo dp-gd --eps 1 --iters 5 --seed 7"
+expect 0 $MPI -np 3 "$DPOPT" train $P2 --dense --data "$T/a.txt" --out "$T/p2t"
+expect 0 $MPI -np 3 "$DPOPT" train $P2 --data "$T/ad.bin" --out "$T/p2b"
+same p2t p2b "private, both bounds: dense binary = LIBSVM text"
 # without the bias a non-private run maps the dense file's rows in place (the loop above: 1-3
 # ranks, each rank's rows starting inside a page): clipping scales the rows of the process's
 # private copy, never the file

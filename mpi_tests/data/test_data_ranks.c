@@ -1,6 +1,7 @@
 /* Loaders at 1, 2, 3, 4 ranks: the rows gathered to rank 0 must be identical to an
  * independent serial parse (LIBSVM a9a, CSV) or to the 1-rank load (binary, ratings, IDX);
  * errors must come back with the same status and the right global line on every rank. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,71 @@ static void expect_fail(MPI_Comm c, const char *path, const dpo_load_opts_t *o, 
   MPI_Allreduce(&all, &mx, 1, MPI_INT, MPI_MAX, c);
   T_CHECK(mn == mx, "np=%d: statuses differ across ranks", k);
   dpo_shard_destroy(s);
+}
+
+/* A dense binary file of n rows of d values of varied magnitudes (row 500: 1e308s, whose L1
+ * sum overflows), labels +-1; with nan_row > 0 that row holds a nan. */
+static void write_dense(const char *path, int64_t n, int32_t d, int64_t nan_row) {
+  FILE *f = fopen(path, "wb");
+  T_CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  int32_t hd[6] = {d, 0, 0, 0, 0, 0}; /* d, sparse, nnz (2 words), labels, reserved */
+  fwrite("DPOBIN01", 1, 8, f);
+  fwrite(&n, 8, 1, f);
+  fwrite(hd, 4, 6, f);
+  for (int64_t i = 0; i < n; i++) fwrite(&(double){i % 3 ? 1.0 : -1.0}, 8, 1, f);
+  for (int64_t i = 0; i < n; i++)
+    for (int32_t j = 0; j < d; j++) {
+      double v = i == 500 ? 1e308 : sin(0.37 * (double)(i * d + j)) * exp((double)(j % 9) - 4);
+      if (i + 1 == nan_row && j == 5) v = NAN;
+      fwrite(&v, 8, 1, f);
+    }
+  fclose(f);
+}
+
+/* The loader's row norms (dpo_load_opts_t.row_norms), read with and without the bias column
+ * and mapped: the same doubles as a plain sum over each row's features in index order, the
+ * same rows as a load without them, kept current by dpo_shard_scale_row. */
+static void check_norms(MPI_Comm c, int k, const char *path) {
+  for (int v = 0; v < 3; v++) { /* 0: read, bias; 1: read, no bias; 2: mapped */
+    dpo_load_opts_t o;
+    dpo_load_opts_default(&o);
+    o.intercept = v == 0;
+    o.map = v == 2;
+    dpo_shard_t *p = NULL, *s = NULL;
+    int st = dpo_shard_load(c, path, &o, &p);
+    o.row_norms = 1;
+    if (!st) st = dpo_shard_load(c, path, &o, &s);
+    T_CHECK(st == DPO_OK, "np=%d v=%d: %s", k, v, dpo_errmsg());
+    if (!st) {
+      T_CHECK(s->norms && !p->norms && (s->map != NULL) == (v == 2) && s->n == p->n &&
+                  s->d == p->d && s->intercept == (v == 0), "np=%d v=%d: shard shape", k, v);
+      const int32_t nf = s->d - s->intercept;
+      int64_t bad = 0, big = 0;
+      for (int64_t i = 0; i < s->n && s->d == p->d; i++) {
+        const double *x = s->X + i * s->d;
+        double a = 0, b = 0;
+        for (int32_t j = 0; j < nf; j++) a += fabs(x[j]), b += x[j] * x[j];
+        bad += memcmp(x, p->X + i * p->d, (size_t)s->d * 8) != 0;
+        bad += s->norms[i] != a || s->norms[s->n + i] != sqrt(b);
+        big += isinf(a);
+      }
+      dpo_shard_scale_row(s, s->n - 1, 0.375);
+      double a = 0, b = 0;
+      for (int32_t j = 0; j < nf; j++) {
+        const double x = s->X[(s->n - 1) * s->d + j];
+        a += fabs(x), b += x * x;
+        bad += x != p->X[(s->n - 1) * p->d + j] * 0.375;
+      }
+      bad += s->norms[s->n - 1] != a || s->norms[2 * s->n - 1] != sqrt(b);
+      bad += s->intercept && s->X[s->n * s->d - 1] != 1.0; /* the bias column not scaled */
+      T_CHECK(bad == 0, "np=%d v=%d: %lld rows or norms differ", k, v, (long long)bad);
+      MPI_Allreduce(MPI_IN_PLACE, &big, 1, MPI_INT64_T, MPI_SUM, c);
+      T_CHECK(big == 1, "np=%d v=%d: %lld rows of overflowing norm, want 1", k, v, (long long)big);
+    }
+    dpo_shard_destroy(p);
+    dpo_shard_destroy(s);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -414,6 +480,8 @@ int main(int argc, char **argv) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "head -c -5 '%s/a9a_2.bin' > '%s/trunc.bin'", tdir, tdir);
     T_CHECK(system(cmd) == 0, "cannot make truncated copy");
+    write_dense(tp("norms.bin"), 1001, 37, 0); /* rows of 296 bytes: inside pages */
+    write_dense(tp("nan.bin"), 1001, 37, 777);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   for (int k = 1; k <= wp && k <= 4; k++) {
@@ -440,6 +508,10 @@ int main(int argc, char **argv) {
       dpo_shard_destroy(s);
     }
     expect_fail(c, tp("trunc.bin"), &o, DPO_EFORMAT, "truncated", k);
+    check_norms(c, k, tp("norms.bin"));
+    o.intercept = o.row_norms = 1; /* the nan found by the fused pass, its row named */
+    expect_fail(c, tp("nan.bin"), &o, DPO_EFORMAT, "nan.bin: row 777: non-finite value", k);
+    o.intercept = o.row_norms = 0;
     if (k == 4) expect_fail(c, tp("tiny_1.bin"), &o, DPO_ERANKS, "more ranks than rows", k);
     MPI_Comm_free(&c);
   }

@@ -72,6 +72,18 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
  * vector registers at -O2 (the scalar compare-and-set loop it replaced was a quarter of the
  * load's CPU time, perf). */
 typedef uint64_t dpo__u64x4 __attribute__((vector_size(32)));
+/* an AVX2 copy chosen at load time where the CPU has it: one 4-lane op for the two SSE2 ones
+ * (in cache, 4-5x faster: 40M values 0.07-0.15 s -> 0.013-0.035 s on this VM).  AVX2 without
+ * FMA: no product is fused into a sum, so the norms (dpo__check_rows) stay the same doubles */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define DPO__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef DPO__AVX2_CLONE
+#define DPO__AVX2_CLONE
+#endif
+DPO__AVX2_CLONE
 static int dpo__all_finite(const double *c, size_t len) {
   const uint64_t ex = UINT64_C(0x7ff0000000000000), one = UINT64_C(1) << 52;
   const dpo__u64x4 vex = {ex, ex, ex, ex}, vone = {one, one, one, one};
@@ -99,22 +111,39 @@ static int dpo__nonfinite(const char *path, const double *c, size_t len, int32_t
                  (long long)(row1 + (int64_t)(k / (size_t)(d > 0 ? d : 1))));
 }
 
+/* The chunk's check (nr rows of d values at c, row1 the first's number in the file), with
+ * their norms when nrm is given (L1 at nrm[0..], L2 at nrm[cnt..]: dpo_load_opts_t.row_norms).
+ * With the norms the check is theirs: a row's L1 norm, a sum of |x_j| >= 0, is finite when all
+ * its values are (inf and nan never cancel in it); only a row whose sum overflowed is checked
+ * value by value.  One pass over the rows in cache, not three over the shard. */
+DPO__AVX2_CLONE
+static int dpo__check_rows(const char *path, const double *c, size_t nr, int32_t d,
+                           int64_t row1, double *nrm, int64_t cnt) {
+  const size_t len = nr * (size_t)d;
+  if (!nrm) return dpo__all_finite(c, len) ? DPO_OK : dpo__nonfinite(path, c, len, d, row1);
+  dpo__dense_rows_norms(c, nr, (size_t)d, d, nrm, nrm + cnt);
+  for (size_t i = 0; i < nr; i++)
+    if (!isfinite(nrm[i]) && !dpo__all_finite(c + i * (size_t)d, (size_t)d))
+      return dpo__nonfinite(path, c + i * (size_t)d, (size_t)d, d, row1 + (int64_t)i);
+  return DPO_OK;
+}
+
 /* The dense block (cnt rows of d values, row0's first) read into X at row stride d1 (d, or
  * d + 1 with the bias column of ones last: dpo_load_opts_t.intercept), in chunks of whole rows
  * that stay in cache while they are checked and spread: one pass over memory, as a read loop
  * makes, and no second copy of the shard.  A chunk is read to the start of its rows' final
  * place; its rows then move up to the wider stride from the last one, each to an address at
- * or above its own. */
+ * or above its own.  nrm: NULL, or room for the rows' norms (dpo__check_rows). */
 #define DPO__BIN_CHUNK ((size_t)1 << 17) /* values: 1 MiB */
 static int dpo__read_dense(int fd, const char *path, double *X, int64_t cnt, int32_t d,
-                           int32_t d1, int64_t off, int64_t row0) {
+                           int32_t d1, int64_t off, int64_t row0, double *nrm) {
   const int64_t rows = d > 0 && (size_t)d < DPO__BIN_CHUNK ? (int64_t)(DPO__BIN_CHUNK / (size_t)d) : 1;
   for (int64_t a = 0; a < cnt; a += rows) {
     const size_t nr = (size_t)(cnt - a < rows ? cnt - a : rows), len = nr * (size_t)d;
     double *c = X + (size_t)a * (size_t)d1;
     int st = dpo__read_at(fd, path, c, len * 8, off + 8 * a * (int64_t)d);
+    if (!st) st = dpo__check_rows(path, c, nr, d, row0 + a + 1, nrm ? nrm + a : NULL, cnt);
     if (st) return st;
-    if (!dpo__all_finite(c, len)) return dpo__nonfinite(path, c, len, d, row0 + a + 1);
     for (size_t i = nr; d1 != d && i-- > 0;) {
       if (i > 0) memmove(c + i * (size_t)d1, c + i * (size_t)d, (size_t)d * sizeof *c);
       c[i * (size_t)d1 + (size_t)d] = 1.0;
@@ -131,7 +160,7 @@ static int dpo__read_dense(int fd, const char *path, double *X, int64_t cnt, int
  * only, never into the file).  Checked in the read path's chunks.  1: mapped, 0: not
  * mappable (the caller reads instead), < 0: an error recorded (nothing left mapped). */
 static int dpo__map_dense(int fd, const char *path, dpo_shard_t *s, int64_t cnt, int32_t d,
-                          int64_t off, int64_t row0) {
+                          int64_t off, int64_t row0, double *nrm) {
   const long pg = sysconf(_SC_PAGESIZE);
   const size_t bytes = (size_t)cnt * (size_t)d * 8;
   int st;
@@ -147,10 +176,9 @@ static int dpo__map_dense(int fd, const char *path, dpo_shard_t *s, int64_t cnt,
   double *X = (double *)(void *)((char *)m + (off - a));
   const int64_t rows = (size_t)d < DPO__BIN_CHUNK ? (int64_t)(DPO__BIN_CHUNK / (size_t)d) : 1;
   for (int64_t r = 0; r < cnt; r += rows) {
-    const size_t l = (size_t)(cnt - r < rows ? cnt - r : rows) * (size_t)d;
-    const double *c = X + (size_t)r * (size_t)d;
-    if (!dpo__all_finite(c, l)) {
-      st = dpo__nonfinite(path, c, l, d, row0 + r + 1);
+    const size_t nr = (size_t)(cnt - r < rows ? cnt - r : rows);
+    st = dpo__check_rows(path, X + (size_t)r * (size_t)d, nr, d, row0 + r + 1, nrm ? nrm + r : NULL, cnt);
+    if (st) {
       munmap(m, len);
       return st;
     }
@@ -273,11 +301,13 @@ static int dpo__load_bin(MPI_Comm comm, const char *path, const dpo_load_opts_t 
   if (!st && !h.sparse) {
     const int32_t d1 = h.d + extra;
     const int64_t off = base + 8 * row0 * (int64_t)h.d;
-    int mapped = o->map && !extra ? dpo__map_dense(fd, path, s, cnt, h.d, off, row0) : 0;
-    if (mapped < 0) st = mapped;
-    else if (!mapped && !(s->X = dpo__dense_alloc((size_t)cnt * (size_t)d1)))
+    if (o->row_norms && !(s->norms = malloc((size_t)(cnt ? 2 * cnt : 1) * sizeof *s->norms)))
       st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
-    if (!st && !mapped) st = dpo__read_dense(fd, path, s->X, cnt, h.d, d1, off, row0);
+    int mapped = !st && o->map && !extra ? dpo__map_dense(fd, path, s, cnt, h.d, off, row0, s->norms) : 0;
+    if (mapped < 0) st = mapped;
+    else if (!st && !mapped && !(s->X = dpo__dense_alloc((size_t)cnt * (size_t)d1)))
+      st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);
+    if (!st && !mapped) st = dpo__read_dense(fd, path, s->X, cnt, h.d, d1, off, row0, s->norms);
     if (!st) s->d = d1, s->intercept = extra;
   } else if (!st) {
     if (!(s->rowptr = malloc((size_t)(cnt + 1) * sizeof *s->rowptr))) st = dpo_err(DPO_ENOMEM, "%s: out of memory", path);

@@ -7,6 +7,7 @@
 #include "dpopt/data.h"
 #include "dpopt/status.h"
 
+#include <math.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +101,42 @@ int dpo__shard_split(MPI_Comm comm, const char *path, const dpo_load_opts_t *o, 
  * a cache line (jobs/bench/gradient: 16-byte-aligned rows of d = 100 ran ~20% slower).
  * Freed with free(); NULL when out of memory. */
 double *dpo__dense_alloc(size_t count);
+
+/* The L1 and L2 norms of the nf values at x, summed in index order: the one definition the
+ * loader's fused pass (dpo_load_opts_t.row_norms) and dpo_shard_row_norms share, so that a
+ * norm taken while loading is the same double as one taken afterwards. */
+__attribute__((always_inline)) static inline void dpo__dense_row_norms(const double *x, int32_t nf,
+                                                                       double *l1, double *l2) {
+  double a = 0, b = 0;
+  for (int32_t j = 0; j < nf; j++) {
+    a += fabs(x[j]);
+    b += x[j] * x[j];
+  }
+  *l1 = a;
+  *l2 = sqrt(b);
+}
+
+/* The same for nr rows of nf values at row stride ld, into l1[i] and l2[i]: four rows at a
+ * time, each still summed in index order (the same doubles), but with eight independent sums
+ * in flight instead of two (one row's sums wait on each other's adds). */
+__attribute__((always_inline)) static inline void dpo__dense_rows_norms(const double *x, size_t nr,
+                                                                        size_t ld, int32_t nf,
+                                                                        double *l1, double *l2) {
+  size_t i = 0;
+  for (; i + 4 <= nr; i += 4) {
+    const double *r0 = x + i * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    for (int32_t j = 0; j < nf; j++) {
+      a0 += fabs(r0[j]), b0 += r0[j] * r0[j];
+      a1 += fabs(r1[j]), b1 += r1[j] * r1[j];
+      a2 += fabs(r2[j]), b2 += r2[j] * r2[j];
+      a3 += fabs(r3[j]), b3 += r3[j] * r3[j];
+    }
+    l1[i] = a0, l1[i + 1] = a1, l1[i + 2] = a2, l1[i + 3] = a3;
+    l2[i] = sqrt(b0), l2[i + 1] = sqrt(b1), l2[i + 2] = sqrt(b2), l2[i + 3] = sqrt(b3);
+  }
+  for (; i < nr; i++) dpo__dense_row_norms(x + i * ld, nf, &l1[i], &l2[i]);
+}
 
 /* Balanced row range: n/P rows, the remainder to the first ranks. */
 void dpo__row_range(int64_t n, int rank, int size, int64_t *row0, int64_t *cnt);

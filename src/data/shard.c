@@ -29,6 +29,7 @@ void dpo_shard_destroy(dpo_shard_t *s) {
   free(s->colind);
   free(s->val);
   free(s->y);
+  free(s->norms);
   free(s);
 }
 
@@ -103,6 +104,10 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   if (!st && o.intercept && !s->intercept) st = dpo_agree(comm, dpo_shard_add_intercept(s));
   if (!st) st = dpo__shard_split(comm, path, &o, s);
   if (st) goto fail;
+  if (s->norms && (o.valid_part || o.part_hi > o.part_lo)) { /* rows dropped: not theirs */
+    free(s->norms);
+    s->norms = NULL;
+  }
   *shard = s;
   return DPO_OK;
 fail:
@@ -162,24 +167,42 @@ int dpo_shard_add_intercept(dpo_shard_t *s) {
 }
 
 void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2) {
+  if (s->norms) { /* taken by the loader (dpo_load_opts_t.row_norms) */
+    if (l1 && s->n) memcpy(l1, s->norms, (size_t)s->n * sizeof *l1);
+    if (l2 && s->n) memcpy(l2, s->norms + s->n, (size_t)s->n * sizeof *l2);
+    return;
+  }
   const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the features; the bias column last */
+  if (!s->sparse) { /* in blocks of rows, into both arrays (scratch for the one not asked) */
+    double t1[256], t2[256];
+    for (int64_t i = 0; i < s->n; i += 256) {
+      const size_t nr = (size_t)(s->n - i < 256 ? s->n - i : 256);
+      dpo__dense_rows_norms(s->X + (size_t)i * (size_t)s->d, nr, (size_t)s->d, nf,
+                            l1 ? l1 + i : t1, l2 ? l2 + i : t2);
+    }
+    return;
+  }
   for (int64_t i = 0; i < s->n; i++) {
     double a = 0, b = 0;
-    if (s->sparse) {
-      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
-        if (s->colind[k] >= nf) continue;
-        a += fabs(s->val[k]);
-        b += s->val[k] * s->val[k];
-      }
-    } else {
-      const double *x = s->X + (size_t)i * s->d;
-      for (int32_t j = 0; j < nf; j++) {
-        a += fabs(x[j]);
-        b += x[j] * x[j];
-      }
+    for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++) {
+      if (s->colind[k] >= nf) continue;
+      a += fabs(s->val[k]);
+      b += s->val[k] * s->val[k];
     }
     if (l1) l1[i] = a;
     if (l2) l2[i] = sqrt(b);
+  }
+}
+
+void dpo_shard_scale_row(dpo_shard_t *s, int64_t i, double sc) {
+  const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the features, not the bias column */
+  if (s->sparse) {
+    for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
+      if (s->colind[k] < nf) s->val[k] *= sc;
+  } else {
+    double *x = s->X + (size_t)i * s->d;
+    for (int32_t j = 0; j < nf; j++) x[j] *= sc;
+    if (s->norms) dpo__dense_row_norms(x, nf, &s->norms[i], &s->norms[s->n + i]);
   }
 }
 

@@ -354,14 +354,7 @@ static int dpo__enforce_bound(MPI_Comm comm, dpo_shard_t *s, int l1, double boun
                    (long long)(s->row0 + i + 1), l1 ? 1 : 2, nrm[i], bound);
       break;
     }
-    double sc = bound / nrm[i];
-    const int32_t nf = s->d - (s->intercept ? 1 : 0); /* the features, not the bias column */
-    if (s->sparse) {
-      for (int64_t k = s->rowptr[i]; k < s->rowptr[i + 1]; k++)
-        if (s->colind[k] < nf) s->val[k] *= sc;
-    } else {
-      for (int32_t j = 0; j < nf; j++) s->X[i * (int64_t)s->d + j] *= sc;
-    }
+    dpo_shard_scale_row(s, i, bound / nrm[i]); /* the features; the loader's norms follow */
     nclip++;
   }
   free(nrm);
@@ -387,6 +380,8 @@ int dpo__train_load(dpo_run_t *r) {
    * whose row checks must hold for the whole run (the file could change under a mapping),
    * nor with the audit's canaries, which widen the rows (dpo_load_opts_t.map) */
   tlo.map = !priv && !r->rows_hook;
+  /* the declared bounds' norms taken in the loader's pass over the rows (dpo__enforce_bound) */
+  tlo.row_norms = !isnan(r->b1) || !isnan(r->b2);
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &tlo, &r->train)))
     return dpo__run_failed(r, rc);
   /* the loader's own time, beside the read loop in jobs/bench/loadmem (the load agreed) */
@@ -396,8 +391,11 @@ int dpo__train_load(dpo_run_t *r) {
     return dpo__run_failed(r, rc);
   if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
+  free(r->train->norms); /* read by the bounds only: nothing keeps them current after */
+  r->train->norms = NULL;
   if (r->test_path) {
     dpo_load_opts_t lo = tlo;
+    lo.row_norms = 0;
     /* the test set must live in the training feature space */
     lo.d = r->train->d - (r->train->intercept ? 1 : 0);
     if (lo.valid_part) lo.valid_part = 2;
