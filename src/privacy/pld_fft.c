@@ -139,6 +139,44 @@ DPO__FFT_CLONES static void dpo__stage(double *re, double *im, int64_t m, int64_
 
 /* the stages of span len and 2 len in one pass (each group of four quarters read and written
  * once while in cache): the same butterflies, with the same twiddles, as dpo__stage twice */
+/* one butterfly: (u, v) -> (u + w v, u - w v), w conjugated when inv (dpo__bf's operations) */
+static inline void dpo__bf1(double *ur, double *ui, double *vr, double *vi, double wr, double wi,
+                            int inv) {
+  const double xr = inv ? *vr * wr + *vi * wi : *vr * wr - *vi * wi;
+  const double xi = inv ? *vi * wr - *vr * wi : *vr * wi + *vi * wr;
+  *vr = *ur - xr, *vi = *ui - xi;
+  *ur += xr, *ui += xi;
+}
+
+/* a butterfly of span 2 (w = 1, no products, as dpo__stage) */
+static inline void dpo__bf_1(double *r, double *i) {
+  const double vr = r[1], vi = i[1];
+  r[1] = r[0] - vr, i[1] = i[0] - vi;
+  r[0] += vr, i[0] += vi;
+}
+
+/* the stages of span 2, 4 and 8 in one pass (dpo__stage at 2, then dpo__stage2 at 4: the
+ * same butterflies, twiddles and products): twelve butterflies per group of eight points, the
+ * groups in vector lanes (a call per two butterflies cost more than the butterflies) */
+DPO__FFT_CLONES static void dpo__stage3_8(double *restrict re, double *restrict im, int64_t m,
+                                          int inv) {
+  const double *w1r = dpo__lr + 1, *w1i = dpo__li + 1, *w2r = dpo__lr + 3, *w2i = dpo__li + 3;
+  const double a0 = w1r[0], a1 = w1r[1], b0 = w1i[0], b1 = w1i[1];
+  const double c0 = w2r[0], c1 = w2r[1], c2 = w2r[2], c3 = w2r[3];
+  const double d0 = w2i[0], d1 = w2i[1], d2 = w2i[2], d3 = w2i[3];
+#pragma omp simd
+  for (int64_t g = 0; g < m / 8; g++) {
+    double *r = re + 8 * g, *i = im + 8 * g;
+    dpo__bf_1(r, i), dpo__bf_1(r + 2, i + 2), dpo__bf_1(r + 4, i + 4), dpo__bf_1(r + 6, i + 6);
+    dpo__bf1(r, i, r + 2, i + 2, a0, b0, inv), dpo__bf1(r + 1, i + 1, r + 3, i + 3, a1, b1, inv);
+    dpo__bf1(r + 4, i + 4, r + 6, i + 6, a0, b0, inv);
+    dpo__bf1(r + 5, i + 5, r + 7, i + 7, a1, b1, inv);
+    dpo__bf1(r, i, r + 4, i + 4, c0, d0, inv), dpo__bf1(r + 1, i + 1, r + 5, i + 5, c1, d1, inv);
+    dpo__bf1(r + 2, i + 2, r + 6, i + 6, c2, d2, inv);
+    dpo__bf1(r + 3, i + 3, r + 7, i + 7, c3, d3, inv);
+  }
+}
+
 DPO__FFT_CLONES static void dpo__stage2(double *re, double *im, int64_t m, int64_t len, int inv) {
   const int64_t q = len >> 1;
   const double *w1r = dpo__lr + q - 1, *w1i = dpo__li + q - 1;
@@ -163,9 +201,14 @@ static void dpo__cfft(double *re, double *im, int64_t m, int inv) {
    * cache through them), the longer ones over the whole array */
   const int64_t blk = m < DPO__FFT_BLOCK ? m : DPO__FFT_BLOCK;
   for (int64_t b = 0; b < m; b += blk) {
-    int64_t len = 2;
-    dpo__stage(re + b, im + b, blk, len, inv);
-    for (len = 4; 2 * len <= blk; len <<= 2) dpo__stage2(re + b, im + b, blk, len, inv);
+    int64_t len = 16;
+    if (blk >= 8) {
+      dpo__stage3_8(re + b, im + b, blk, inv);
+    } else {
+      dpo__stage(re + b, im + b, blk, 2, inv);
+      len = 4;
+    }
+    for (; 2 * len <= blk; len <<= 2) dpo__stage2(re + b, im + b, blk, len, inv);
     if (len <= blk) dpo__stage(re + b, im + b, blk, len, inv);
   }
   int64_t len = 2 * blk;
