@@ -221,14 +221,11 @@ static void dpo__cfft(double *re, double *im, int64_t m, int inv) {
 static void dpo__load(const double *a, int64_t na, int64_t m, double *zr, double *zi) {
   const int32_t *rev = dpo__rev;
   const int sh = dpo__rev_shift(m);
-  int64_t j = 0;
-  for (; 2 * j + 1 < na; j++) {
-    const int32_t p = rev[j] >> sh;
-    zr[p] = a[2 * j], zi[p] = a[2 * j + 1];
-  }
-  for (; j < m; j++) {
-    const int32_t p = rev[j] >> sh;
-    zr[p] = 2 * j < na ? a[2 * j] : 0, zi[p] = 0;
+  /* written in order, read from the reversed places (rev is its own inverse): scattered
+   * reads of pairs cost less than scattered writes */
+  for (int64_t p = 0; p < m; p++) {
+    const int64_t j = rev[p] >> sh;
+    zr[p] = 2 * j < na ? a[2 * j] : 0, zi[p] = 2 * j + 1 < na ? a[2 * j + 1] : 0;
   }
 }
 
@@ -321,8 +318,8 @@ static void dpo__irfft(double *xr, double *xi, int64_t m, double *zr, double *zi
   dpo__merge1(xr[m / 2], xi[m / 2], xr[m / 2], -xi[m / 2], tr[m / 2], -ti[m / 2], &z1r, &z1i);
   dpo__merge(xr, xi, m, tr, ti);
   xr[0] = z0r, xi[0] = z0i, xr[m / 2] = z1r, xi[m / 2] = z1i;
-  for (int64_t k = 0; k < m; k++) { /* to dpo__cfft's input order */
-    const int32_t p = rev[k] >> sh;
+  for (int64_t p = 0; p < m; p++) { /* to dpo__cfft's input order, written in order */
+    const int32_t k = rev[p] >> sh;
     zr[p] = xr[k], zi[p] = xi[k];
   }
   dpo__cfft(zr, zi, m, 1);
