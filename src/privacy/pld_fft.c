@@ -13,8 +13,8 @@
  * interleaved radix-2 transform with a permutation pass gave (the same operations in the same
  * order, no contraction into fused multiply-adds in the baseline build).
  * The twiddles e^{-2 pi i k / N} are computed directly (cos, sin: error O(u) each, no
- * recurrence) into one process-wide table for the largest N met so far; a transform of
- * length L reads every (Nmax / L)-th entry.  dpopt's processes are single-threaded.
+ * recurrence) for the largest N met so far, into one process-wide table by level (below);
+ * dpopt's processes are single-threaded.
  *
  * Error: the result's l2 error is bounded as for the complex transform of length N (pld.c's
  * slack, c u log2(N) (||a||_2 + ||b||_2) sqrt(N)): the length-M transforms have one stage
@@ -29,12 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double *dpo__tw;   /* tw[2k], tw[2k + 1] = cos, sin of -2 pi k / tw_n, k < tw_n / 2 */
+/* The twiddles e^{-2 pi i k / len}, k < len / 2, for each len = 2, 4, .., tw_n (the largest
+ * transform's real length so far), split: lr, li + len / 2 - 1 hold them, a stage's in order
+ * (the real split and merge of m points read the level len = 2m).  The top level is computed
+ * (cos, sin of each angle); every lower one copies every (tw_n / len)-th of its entries: the
+ * angle (-2 pi r k) / (r len) rounds as (-2 pi k) / len (scaling by 2^j is exact), so the copies
+ * are the values sincos would give, and a level's values do not depend on tw_n. */
 static int64_t dpo__tw_n;
-/* the same twiddles by stage, split: lr, li + len / 2 - 1 hold e^{-2 pi i k / len}, k < len / 2,
- * for each len = 2, 4, .., tw_n (copies of tw's entries, so the transform's values are
- * unchanged); a stage, and the real split and merge (len 2m), read them in order instead of
- * every (tw_n / len)-th entry of tw */
 static double *dpo__lr, *dpo__li;
 /* rev[j]: j's bits reversed over log2(tw_n / 2) bits; for a transform of length m the
  * reversal over log2(m) bits is rev[j] >> log2(tw_n / (2 m)) */
@@ -42,39 +43,43 @@ static int32_t *dpo__rev;
 
 static int dpo__tw_need(int64_t n) {
   if (n <= dpo__tw_n) return DPO_OK;
-  double *t = malloc(sizeof(double) * (size_t)n); /* n / 2 complex entries */
   double *lr = malloc(sizeof(double) * (size_t)n), *li = malloc(sizeof(double) * (size_t)n);
   int32_t *rev = malloc(sizeof(int32_t) * (size_t)(n / 2));
-  if (!t || !lr || !li || !rev) {
-    free(t), free(lr), free(li), free(rev);
+  if (!lr || !li || !rev) {
+    free(lr), free(li), free(rev);
     return dpo_err(DPO_ENOMEM, "pld: out of memory (twiddles of %lld)", (long long)n);
   }
-  /* the table grows as a search moves to finer grids (16x, 4x, the ledger's); every r-th entry
-   * (r = n / tw_n, a power of 2) is the old table's: the angle (-2 pi r j) / (r tw_n) rounds as
-   * (-2 pi j) / tw_n (scaling by 2^m is exact), so the copies are the values sincos would give */
-  const int64_t r = dpo__tw_n > 0 ? n / dpo__tw_n : 0;
+  /* the table grows as a search moves to finer grids (16x, 4x, the ledger's): the levels up
+   * to the old top o are the old table's, and every r-th entry of the new top (r = n / o) is
+   * the old top's */
+  const int64_t o = dpo__tw_n, r = o > 0 ? n / o : 0;
+  if (o > 0) {
+    memcpy(lr, dpo__lr, sizeof(double) * (size_t)(o - 1));
+    memcpy(li, dpo__li, sizeof(double) * (size_t)(o - 1));
+  }
+  double *tr = lr + n / 2 - 1, *ti = li + n / 2 - 1;
+  const double *orr = o > 0 ? dpo__lr + o / 2 - 1 : NULL, *oi = o > 0 ? dpo__li + o / 2 - 1 : NULL;
   for (int64_t k = 0; k < n / 2; k++) {
     if (r && (k & (r - 1)) == 0) {
-      t[2 * k] = dpo__tw[2 * (k / r)];
-      t[2 * k + 1] = dpo__tw[2 * (k / r) + 1];
+      tr[k] = orr[k / r], ti[k] = oi[k / r];
       continue;
     }
     double ang = -2.0 * M_PI * (double)k / (double)n;
-    t[2 * k] = cos(ang);
-    t[2 * k + 1] = sin(ang);
+    tr[k] = cos(ang);
+    ti[k] = sin(ang);
   }
-  for (int64_t len = 2; len <= n; len <<= 1)
+  for (int64_t len = o > 0 ? 2 * o : 2; len < n; len <<= 1)
     for (int64_t k = 0, st = n / len; k < len / 2; k++) {
-      lr[len / 2 - 1 + k] = t[2 * k * st];
-      li[len / 2 - 1 + k] = t[2 * k * st + 1];
+      lr[len / 2 - 1 + k] = tr[k * st];
+      li[len / 2 - 1 + k] = ti[k * st];
     }
   int lgm = 0;
   while (((int64_t)1 << lgm) < n / 2) lgm++;
   rev[0] = 0;
   for (int64_t j = 1; j < n / 2; j++)
     rev[j] = (int32_t)((rev[j >> 1] >> 1) | ((j & 1) << (lgm - 1)));
-  free(dpo__tw), free(dpo__lr), free(dpo__li), free(dpo__rev);
-  dpo__tw = t, dpo__lr = lr, dpo__li = li, dpo__rev = rev;
+  free(dpo__lr), free(dpo__li), free(dpo__rev);
+  dpo__lr = lr, dpo__li = li, dpo__rev = rev;
   dpo__tw_n = n;
   return DPO_OK;
 }
