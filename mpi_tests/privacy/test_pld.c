@@ -538,16 +538,16 @@ Test(pld, fft_convolution_matches_direct_sum) {
 
 /* The composition's transform (pld_fft.c: the real input packed as half as many complex
  * numbers, split-array radix-2 stages, the bit reversal folded into the loads) against a
- * direct O(n^2) DFT in long double (n a power of 2): c = IDFT(DFT(x folded modulo n)^t), normwise to 1e-12 of
- * max |c|.  n from the smallest window (4: one stage) through odd and even stage counts to
- * windows whose long stages run across the 4096-point blocks (16384, 32768: sampled outputs),
- * inputs shorter and longer (folded) than n. */
+ * direct O(n^2) DFT in long double (n a power of 2): c = IDFT(DFT(x folded modulo n)^t),
+ * normwise to 1e-12 of max |c|.  n from the smallest window (4: one stage) through odd and
+ * even stage counts to windows whose long stages run across the 4096-point blocks (16384,
+ * 32768: sampled outputs), inputs shorter and longer (folded) than n. */
 int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c);
 static void direct_pow(const double *x, int64_t nx, int64_t n, int64_t t, int64_t step,
                        double *ref) {
-  long double *f = calloc((size_t)n, sizeof(long double)), *yr = malloc(sizeof(long double) * (size_t)n);
-  long double *yi = malloc(sizeof(long double) * (size_t)n), *cs = malloc(sizeof(long double) * (size_t)n);
-  long double *sn = malloc(sizeof(long double) * (size_t)n);
+  const size_t b = sizeof(long double) * (size_t)n;
+  long double *f = calloc((size_t)n, sizeof(long double)), *yr = malloc(b), *yi = malloc(b);
+  long double *cs = malloc(b), *sn = malloc(b);
   for (int64_t i = 0; i < nx; i++) f[i % n] += x[i];
   for (int64_t r = 0; r < n; r++) /* e^{-2 pi i r / n} */
     cs[r] = cosl(2 * 3.14159265358979323846264338327950288L * r / n),
@@ -565,7 +565,8 @@ static void direct_pow(const double *x, int64_t nx, int64_t n, int64_t t, int64_
   }
   for (int64_t j = 0; j < n; j += step) { /* the conjugate twiddles */
     long double s = 0;
-    for (int64_t k = 0; k < n; k++) s += yr[k] * cs[(j * k) & (n - 1)] + yi[k] * sn[(j * k) & (n - 1)];
+    for (int64_t k = 0; k < n; k++)
+      s += yr[k] * cs[(j * k) & (n - 1)] + yi[k] * sn[(j * k) & (n - 1)];
     ref[j] = (double)(s / n);
   }
   free(f), free(yr), free(yi), free(cs), free(sn);

@@ -363,8 +363,8 @@ int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, dou
 /* X[k] = X[k]^t for k < nk by binary powering (the squarings of the composition, done on the
  * spectrum), 0 where |X[k]|^2 < thr: block by block, each bit of t one vector loop over the
  * block; every coefficient sees the same products in the same order as a scalar loop would */
-DPO__FFT_CLONES static void dpo__pow_block(double *restrict xr, double *restrict xi, int64_t nk, int64_t t,
-                           double thr) {
+DPO__FFT_CLONES static void dpo__pow_block(double *restrict xr, double *restrict xi,
+                                           int64_t nk, int64_t t, double thr) {
   double rr[DPO__POW_BLOCK], ri[DPO__POW_BLOCK], br[DPO__POW_BLOCK], bi[DPO__POW_BLOCK];
   /* a coefficient below thr powers from 0: no subnormals on the way, the result +0 as set;
    * a block with none above (most of a long window's high frequencies) is not powered */
