@@ -6,7 +6,10 @@
  * grid, then on a 4x coarser one, then on the ledger's grid (dpo_pld_auto_h), then the
  * ledger's confirming composition (a memo hit).  The multiplier is not snapped to the ledger's grid of noise scales (the same
  * work).  Prints one line: the plan, the multiplier, its eps, the compositions (fine, coarse)
- * (coarse: on both coarse grids, 16x and 4x beside) and the search's CPU time (CLOCK_PROCESS_CPUTIME_ID: what other jobs' load inflates least).
+ * (coarse: on both coarse grids, 16x and 4x beside) and the search's CPU time: this thread's
+ * (CLOCK_THREAD_CPUTIME_ID), what other jobs' load inflates least; the process's clock also
+ * counted the BLAS library's idle worker threads, whose yielding on a loaded machine put
+ * 2-3x spikes into ~1 in 4 runs (the search itself runs on this thread alone).
  * Run against another revision's libdpopt.so (LD_LIBRARY_PATH) it times that revision's
  * composition with the same search.
  *
@@ -26,7 +29,7 @@ typedef struct {
 
 static double cpu_s(void) {
   struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 

@@ -535,3 +535,60 @@ Test(pld, fft_convolution_matches_direct_sum) {
     free(a), free(b), free(c), free(s), free(c2);
   }
 }
+
+/* The composition's transform (pld_fft.c: the real input packed as half as many complex
+ * numbers, split-array radix-2 stages, the bit reversal folded into the loads) against a
+ * direct O(n^2) DFT in long double (n a power of 2): c = IDFT(DFT(x folded modulo n)^t),
+ * normwise to 1e-12 of max |c|.  n from the smallest window (4: one stage) through odd and
+ * even stage counts to windows whose long stages run across the 4096-point blocks (16384,
+ * 32768: sampled outputs), inputs shorter and longer (folded) than n. */
+int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c);
+static void direct_pow(const double *x, int64_t nx, int64_t n, int64_t t, int64_t step,
+                       double *ref) {
+  const size_t b = sizeof(long double) * (size_t)n;
+  long double *f = calloc((size_t)n, sizeof(long double)), *yr = malloc(b), *yi = malloc(b);
+  long double *cs = malloc(b), *sn = malloc(b);
+  for (int64_t i = 0; i < nx; i++) f[i % n] += x[i];
+  for (int64_t r = 0; r < n; r++) /* e^{-2 pi i r / n} */
+    cs[r] = cosl(2 * 3.14159265358979323846264338327950288L * r / n),
+    sn[r] = -sinl(2 * 3.14159265358979323846264338327950288L * r / n);
+  for (int64_t k = 0; k < n; k++) {
+    long double ar = 0, ai = 0, pr = 1, pi = 0;
+    for (int64_t j = 0; j < n && j < nx; j++) { /* f is 0 beyond nx */
+      ar += f[j] * cs[(j * k) & (n - 1)], ai += f[j] * sn[(j * k) & (n - 1)];
+    }
+    for (int64_t e = 0; e < t; e++) {
+      const long double r = pr * ar - pi * ai;
+      pi = pr * ai + pi * ar, pr = r;
+    }
+    yr[k] = pr, yi[k] = pi;
+  }
+  for (int64_t j = 0; j < n; j += step) { /* the conjugate twiddles */
+    long double s = 0;
+    for (int64_t k = 0; k < n; k++)
+      s += yr[k] * cs[(j * k) & (n - 1)] + yi[k] * sn[(j * k) & (n - 1)];
+    ref[j] = (double)(s / n);
+  }
+  free(f), free(yr), free(yi), free(cs), free(sn);
+}
+Test(pld, fft_power_matches_direct_dft) {
+  static const int64_t cs[][4] = { /* n, nx, t, output step */
+    {4, 3, 1, 1},    {4, 9, 3, 1},      {8, 8, 2, 1},       {16, 5, 7, 1},      {32, 40, 3, 1},
+    {64, 64, 1, 1},  {512, 300, 5, 1},  {2048, 3000, 2, 1}, {4096, 1500, 7, 1}, {16384, 900, 3, 61},
+    {32768, 600, 2, 127}};
+  uint64_t s = 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    const int64_t n = cs[i][0], nx = cs[i][1], t = cs[i][2], step = cs[i][3];
+    double *x = malloc(sizeof(double) * (size_t)nx), *c = malloc(sizeof(double) * (size_t)n);
+    double *ref = calloc((size_t)n, sizeof(double)), sum = 0, err = 0, mx = 0;
+    for (int64_t j = 0; j < nx; j++) sum += x[j] = xs_unif(&s);
+    for (int64_t j = 0; j < nx; j++) x[j] /= sum;
+    cr_assert_eq(dpo__pld_rpow(x, nx, n, t, c), DPO_OK);
+    direct_pow(x, nx, n, t, step, ref);
+    for (int64_t j = 0; j < n; j += step)
+      err = fmax(err, fabs(c[j] - ref[j])), mx = fmax(mx, fabs(ref[j]));
+    cr_expect(err <= 1e-12 * mx, "n %lld, %lld inputs, power %lld: max error %g of max %g",
+              (long long)n, (long long)nx, (long long)t, err, mx);
+    free(x), free(c), free(ref);
+  }
+}
