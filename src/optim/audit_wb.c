@@ -368,9 +368,7 @@ static int dpo__wb_psg(int wor, int64_t m, int64_t n, int64_t T, double zc, doub
  * seeds 39-48 1.02 -> 1.33; a quarter chosen by the GDP proxy gave 1.26). */
 #define DPO__WB_PZ 13
 #define DPO__WB_PE 64
-#ifndef DPO__WB_PILOT
 #define DPO__WB_PILOT 4
-#endif
 static int dpo__wb_psg_pick(double *const rec[2], int64_t N, int64_t K, double alpha,
                             int64_t m, int64_t n, double zc, double *thr, int64_t cnt[3]) {
   const int64_t R = DPO__WB_HDR + K, ns = (N + DPO__WB_PILOT - 1) / DPO__WB_PILOT;
