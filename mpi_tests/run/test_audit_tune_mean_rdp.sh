@@ -15,7 +15,7 @@
 #    separates a halved noise from the claim 1 (doc/results.md): the audit reports a valid
 #    bound below both;
 #  - the pure-eps grid (dp-gd, eps0 = 0.321): the event's log ratio is 0.613 intact and 1.203
-#    halved, so a halved noise is a VIOLATION (exit 6) at 20000 trials a set and the intact
+#    halved, so a halved noise is a VIOLATION (exit 6) at 30000 trials a set and the intact
 #    tune passes (seeded, --test-seed 39; unseeded the intact check fails with probability at
 #    most alpha = 0.05).
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -61,7 +61,7 @@ glaw "$(awk -v z="$z" 'BEGIN {print z / 2}')" 1 8000 "dp-sgd-rdp grid, halved: t
 P="--tune --algos dp-gd --steps 0.5,1,2 --mean 5 --eps 1 --delta 1e-5 --clip l1:1
   --row-l1-bound 4 --row-l2-bound 1000 --iters 1 --quiet --test-seed 39"
 # shellcheck disable=SC2086
-expect 6 "$DPOPT_TEST" audit $P --trials 20000 --test-break-noise --out "$T/gdh"
+expect 6 "$DPOPT_TEST" audit $P --trials 30000 --test-break-noise --out "$T/gdh"
 check "dp-gd grid at delta > 0 (noise halved): bound $(lb) above the claim $(claim)" below "$(claim)" "$(lb)"
 has "$T/out" "VIOLATION" "dp-gd grid at delta > 0 (noise halved): reported"
 # shellcheck disable=SC2086
