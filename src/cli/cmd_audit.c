@@ -33,7 +33,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--epochs", "tune.epochs", "E,F", "--tune: dp-sgd-rdp candidate epochs (as dpopt tune --epochs)"},
     {"--lrs", "tune.lr", "X,Y", "--tune: dp-sgd-rdp candidate step sizes (as dpopt tune --lrs)"},
     {"--split", "tune.split", "S", "--tune: the fraction of the rows that trains and selects the candidates (default 0.1, as dpopt tune)"},
-    {"--mean", "tune.mean", "K", "--tune: audit the geometric search instead (mean number of repetitions, as dpopt tune --mean; pure eps)"},
+    {"--mean", "tune.mean", "K", "--tune: audit the geometric search instead (mean number of repetitions, as dpopt tune --mean)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
@@ -90,12 +90,15 @@ static const char dpo__audit_more[] =
     "the final model along the canary, standardised per chosen candidate (test tune); with\n"
     "--white-box every release of the final run is observed and tested as train's (the grid's\n"
     "final runs must release alike; the final-model families are refused).\n"
-    "--tune --mean K audits the geometric search (--delta 0): each trial runs K repetitions\n"
-    "(geometric, hidden) on D or D' at eps/3 each, scored by tune's noisy count on rows both\n"
-    "sets share; the adversary sees the chosen model and its noisy score; the test (tune-mean)\n"
-    "counts 'the chosen x <= 0 along the canary and its score > b/2', fixed in advance, whose\n"
-    "ratio grows with the hidden K (Papernot and Steinke, \"Hyperparameter tuning with Renyi\n"
-    "differential privacy\", 2022: geometric repetitions).\n"
+    "--tune --mean K audits the geometric search: each trial runs K repetitions (geometric,\n"
+    "hidden) on D or D' at tune's eps0 each (eps/3 at --delta 0; with --delta, Papernot and\n"
+    "Steinke's RDP bound, dp-sgd-rdp candidates at its multiplier), scored by tune's noisy\n"
+    "count on rows both sets share; the adversary sees the chosen model and its noisy score;\n"
+    "the test (tune-mean) counts 'the chosen x <= 0 along the canary and its score > b/2',\n"
+    "fixed in advance, whose ratio grows with the hidden K (Papernot and Steinke,\n"
+    "\"Hyperparameter tuning with Renyi differential privacy\", 2022).  Not audited: the\n"
+    "search's score with the canary in the validation rows (at delta > 0 the score is most of\n"
+    "each repetition's cost, and the dp-sgd-rdp candidates' event stays near a tenth of eps).\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows, in train's run directory (dpopt audit --one-run --help).\n"
     "The trials run on synthetic data: an audit reads no private data, spends no budget and\n"

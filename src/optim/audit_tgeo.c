@@ -26,7 +26,15 @@
  * the model alone the margin over the claim is 5%; one halved repetition's release alone is
  * 2 eps0 = 0.667-DP).  The event is fixed before
  * the trials (no selection half) and counted on all N trials of each set; the bound is
- * ln(CP_lower(D') / CP_upper(D)), each at alpha / 2 (numbers: doc/results.md). */
+ * ln((CP_lower(D') - delta) / CP_upper(D)), each at alpha / 2 (numbers: doc/results.md).
+ *
+ * At delta > 0 the tune's charge is Papernot-Steinke's RDP bound converted at delta, and its
+ * eps0 is what dpo__tune_calibrate leaves (eps 1, delta 1e-5, M = 5: 0.29 with dp-sgd-rdp
+ * candidates, 0.32 with pure ones); the event is the same at the score's threshold b/2, b =
+ * 1 / eps0.  A dp-sgd-rdp candidate's one step on all rows lands at x <= 0 with F =
+ * Phi(-1/(2z)) (replace-one: the canary's +-C against N(0, (2 z C)^2)), z = 12.6 at eps0 =
+ * 0.29: log ratio 0.130 intact, 0.272 halved, so the audit can only show the claim is not
+ * exceeded; a pure-eps grid's is 0.613 and 1.203, as at delta 0. */
 #include <math.h>
 #include <stdio.h>
 
@@ -37,9 +45,11 @@
 int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
                             double claimed, dpo_audit_result_t *res) {
   const int32_t d = a->d, R = a->dout;
-  if (!(claimed > 0)) return dpo_err(DPO_EINVAL, "dpopt audit --tune: no charge to audit");
-  /* the score's Laplace scale at the claim: sensitivity 1, eps0 = claim / 3 */
-  const double thr = 0.5 * 3 / claimed;
+  if (!(claimed > 0) || !(a->tune_b > 0))
+    return dpo_err(DPO_EINVAL, "dpopt audit --tune: no charge to audit");
+  /* half the score's Laplace scale b = 1 / eps0 (sensitivity 1): public, fixed before the
+   * trials (3 / (2 claim) in the pure search) */
+  const double thr = 0.5 * a->tune_b;
   int64_t k[2] = {0, 0}; /* [set]: trials in the event */
   for (int w = 0; w < 2; w++)
     for (int64_t i = 0; i < N; i++) {
@@ -50,12 +60,14 @@ int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N
   res->ev.above = 1;
   res->ev.swap = 1;
   res->lb_select = -INFINITY; /* fixed before the trials: no selection half */
-  res->lb = dpo_audit_eps_lb(k[1], N, k[0], N, 0.0, alpha);
+  res->lb = dpo_audit_eps_lb(k[1], N, k[0], N, a->delta, alpha);
   snprintf(res->stat, sizeof res->stat, "score of a chosen %s <= 0 (%lld / %lld on D', D)",
            d == 1 ? "x[0]" : "x[0]-x[1]", (long long)k[1], (long long)k[0]);
   snprintf(res->method, sizeof res->method, "tune-mean");
+  char g[48] = "";
+  if (isfinite(a->tune_z)) snprintf(g, sizeof g, ", Gaussian ones at z = %.6g", a->tune_z);
   snprintf(res->assumption, sizeof res->assumption,
-           "every repetition on D or D'; no model at x <= 0 is chosen while one at x > 0 was "
-           "made (the validation rows); the event fixed before the trials");
+           "every repetition on D or D' at eps0 = %.6g%s; no x <= 0 chosen while an x > 0 was "
+           "made (the validation rows); the event fixed before the trials", a->tune_eps0, g);
   return DPO_OK;
 }

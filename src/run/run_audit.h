@@ -30,6 +30,9 @@ int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,
 /* After the probe trial: every key a candidate's or final run read is marked read in cfg (not
  * collective). */
 void dpo__audit_tune_mark_read(const dpo__audit_tune_t *T, const dpo_config_t *cfg);
+/* The geometric search's public plan: the score's Laplace scale b, eps0 and a Gaussian
+ * candidate's multiplier z (NAN when the grid has none). */
+void dpo__audit_tune_geo(const dpo__audit_tune_t *T, double *b, double *eps0, double *z);
 void dpo__audit_tune_free(dpo__audit_tune_t *T);
 
 typedef struct {

@@ -174,6 +174,7 @@ int dpo__audit_job_setup(dpo__audit_job_t *j, MPI_Comm comm, const dpo_config_t 
     rc = dpo_err(DPO_EINVAL, "audit.trials must be >= 4 and audit.alpha in (0, 1)");
   if (!rc) rc = dpo__audit_setup(cfg, spec, &j->a);
   if (!rc && j->a.tune) rc = dpo__audit_tune_setup(cfg, &j->a, &j->tune);
+  if (!rc && j->a.tune_mean) dpo__audit_tune_geo(j->tune, &j->a.tune_b, &j->a.tune_eps0, &j->a.tune_z);
   /* dpopt admm puts lambda in g (l1), not in the model */
   if (!rc && !(rc = dpo_model_create(j->a.model_name, j->a.admm ? 0.0 : j->a.lambda, &j->model)) &&
       !(rc = dpo__audit_shard(&j->a, 0, &j->sh[0])))

@@ -23,8 +23,10 @@
  * on the whole training set (D or D', the canary's), and is scored on V with the tune's
  * Laplace(1/eps0) noise; it stops with probability 1/mean after each.  K and the other
  * repetitions stay hidden; the output is the best one's model and noisy score.  V here is
- * DPO__AT_NV rows B u (u the canary's direction, label +1): a model with x > 0 along u scores
- * them all, one with x <= 0 none, far beyond the noise (the test: src/optim/audit_tgeo.c). */
+ * DPO__AT_NV rows B u (u the canary's direction, label +1; more when the score's scale
+ * exceeds 3): a model with x > 0 along u scores them all, one with x <= 0 none, far beyond the
+ * noise (the test: src/optim/audit_tgeo.c).  At delta > 0 the plan is tune's own
+ * (dpo__tune_calibrate: Papernot-Steinke on the RDP curve), the charge its (eps, delta). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,8 @@ struct dpo__audit_tune {
   dpo__audit_t ac[DPO__TUNE_MAXC];  /* the construction with candidate i's algorithm */
   dpo_shard_t *part, *valid;        /* a candidate's training part; V */
   double b;                         /* the selection's Laplace scale */
-  dpo_privacy_spec_t spec;          /* the geometric search: a repetition's, eps0 */
+  dpo_privacy_spec_t spec[2];       /* the geometric search: a pure repetition's, a Gaussian's */
+  double z;                         /* delta > 0: a Gaussian candidate's multiplier (else NAN) */
 };
 
 /* Rows with label +1, zero features; V's row i is B e_(i mod d), label +1 for the first two
@@ -72,38 +75,48 @@ void dpo__audit_tune_free(dpo__audit_tune_t *T) {
 }
 
 /* The geometric search's V: DPO__AT_NV rows B u, label +1 (u = e_0, or e_0 - e_1 in d = 2:
- * the direction the canary moves x[0] - x[1]). */
-static int dpo__at_geo_valid(const dpo__audit_t *a, dpo_shard_t **out) {
-  int rc = dpo__audit_shard_zero(a, DPO__AT_NV, "tune V", out);
-  for (int64_t i = 0; !rc && i < DPO__AT_NV; i++) {
+ * the direction the canary moves x[0] - x[1]), more at a score scale b above 3 (delta > 0:
+ * eps0 is about a tenth of eps), so that they stay DPO__AT_NV / 3 scales apart. */
+static int dpo__at_geo_valid(const dpo__audit_t *a, double b, dpo_shard_t **out) {
+  const int64_t nv = b > 3 ? (int64_t)ceil(DPO__AT_NV * b / 3) : DPO__AT_NV;
+  int rc = dpo__audit_shard_zero(a, nv, "tune V", out);
+  for (int64_t i = 0; !rc && i < nv; i++) {
     (*out)->X[i * a->d] = a->B;
     if (a->d == 2) (*out)->X[i * a->d + 1] = -a->B;
   }
   return rc;
 }
 
-/* The geometric search: eps0 and each candidate's run at eps0 by tune's code (pure eps: the
- * test assumes Liu-Talwar's 3 eps0). */
-static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a) {
-  int rc = T->t.rdp ? dpo_err(DPO_EUNSUP, "dpopt audit --tune with tune.mean audits the "
-                              "pure-eps search (--delta 0: 3 eps0, Liu-Talwar); with delta > 0 "
-                              "audit the search by parallel composition (--split)")
-                    : dpo__tune_calibrate(&T->t);
+/* The geometric search: eps0 and each candidate's run at eps0 by tune's code.  Pure eps
+ * (delta 0): Liu-Talwar's 3 eps0, every candidate eps0-DP.  delta > 0: Papernot-Steinke's RDP
+ * bound (dpo__tune_calibrate), the Gaussian candidates (dp-sgd-rdp) at the multiplier z the
+ * calibration gives them, their runs' own budget only admitting the steps (4 eps0 + 1, as
+ * tune_plan.c sets it), the pure ones at eps0; the score is Laplace(1/eps0) either way. */
+static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a, const dpo_config_t *cfg) {
+  int rc = DPO_OK;
+  T->t.n = a->n; /* public: the audit's rows (replace-one), or the declared size */
+  if (T->t.rdp && a->add_remove) rc = dpo_config_get_int(cfg, "privacy.public_n", a->n, &T->t.n);
+  if (!rc) rc = dpo__tune_calibrate(&T->t);
   if (!rc) rc = dpo_mech_laplace_scale(1.0, T->t.eb, 1, &T->b); /* tune.c's run_rep */
-  T->spec = *a->spec;
-  T->spec.eps = T->t.eb;
-  T->spec.delta = 0;
+  for (int g = 0; g < 2; g++) {
+    T->spec[g] = *a->spec;
+    T->spec[g].eps = g ? 4 * T->t.eb + 1 : T->t.eb;
+    T->spec[g].delta = g ? T->t.delta : 0;
+  }
+  T->z = NAN;
   for (int i = 0; !rc && i < T->t.nc; i++) {
+    const int g = T->t.c[i].gauss;
     T->ac[i] = *a;
     T->ac[i].algo_name = T->t.c[i].algo;
     T->ac[i].dout = a->d;
     T->ac[i].tune = T->ac[i].tune_mean = 0;
-    T->ac[i].eps = T->t.eb;
-    T->ac[i].delta = 0;
-    T->ac[i].spec = &T->spec;
+    T->ac[i].spec = &T->spec[g];
+    T->ac[i].eps = T->spec[g].eps;
+    T->ac[i].delta = T->spec[g].delta;
+    if (g) T->z = T->t.c[i].z;
     rc = dpo__tune_cand_config(&T->t, &T->t.c[i], 0, &T->cc[i]);
   }
-  if (!rc) rc = dpo__at_geo_valid(a, &T->valid);
+  if (!rc) rc = dpo__at_geo_valid(a, T->b, &T->valid);
   return rc;
 }
 
@@ -125,7 +138,7 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
   if (!rc && (T->t.split > 0) == a->tune_mean) /* dpo__audit_setup read tune.mean */
     rc = dpo_err(DPO_EINVAL, "dpopt audit --tune: tune.mean and tune.split together");
   if (!rc && a->tune_mean) {
-    if ((rc = dpo__at_geo_setup(T, a))) {
+    if ((rc = dpo__at_geo_setup(T, a, cfg))) {
       dpo__audit_tune_free(T);
       return rc;
     }
@@ -152,14 +165,15 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
 }
 
 /* One geometric search (tune.c's loop) on F: out = (chosen candidate, its model, its noisy
- * score); *spent the tune's one charge (3 eps0; each repetition's ledger holds it to eps0). */
+ * score); *spent, *dspent the tune's one charge (3 eps0, or Papernot-Steinke's (eps, delta);
+ * each repetition's ledger holds it to its own budget). */
 static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
                              const dpo_shard_t *F, dpo_rng_t *rng, double *out, double *spent,
                              double *dspent) {
   double x[DPO__AUDIT_MAXD], best = -INFINITY, sp = 0, dsp = 0, loss, right;
   int rc = DPO_OK;
   *spent = T->t.total_eps;
-  *dspent = 0;
+  *dspent = T->t.total_delta;
   for (int stop = 0; !rc && !stop;) {
     const int k = dpo__tune_geo_pick(&T->t, rng);
     rc = dpo__audit_trial(&T->ac[k], T->cc[k], m, F, rng, x, &sp, &dsp, NULL);
@@ -239,4 +253,10 @@ int dpo__audit_tune_releases(const dpo__audit_tune_t *T, const dpo_model_t *m,
     if (K < 0) K = wb->nrel;
   }
   return rc;
+}
+
+void dpo__audit_tune_geo(const dpo__audit_tune_t *T, double *b, double *eps0, double *z) {
+  *b = T->b;
+  *eps0 = T->t.eb;
+  *z = T->z;
 }
