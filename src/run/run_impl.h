@@ -124,6 +124,11 @@ struct dpo_run {
   int run_rc;
   double t_solve;
   double t_load; /* the training file's loading alone, the slowest rank's (s) */
+  /* rank 0's other phases (s), so a whole run's wall is accounted for (summary.json
+   * "phases_s"): set-up before the load, the rest of the load (row checks, test file), the
+   * solver's set-up (the noise calibration), the final evaluation */
+  double t_setup, t_checks, t_plan, t_eval;
+  int journal_deferred; /* rank 0: the solve's journal lines fsynced in groups (run_solve.c) */
   /* evaluate, write */
   int evaluated;
   double tr_loss, tr_metric, te_loss, te_metric, wall;

@@ -199,6 +199,17 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "solve_time_s", dpo_json_double(r->t_solve));
   json_object_object_add(sum, "load_time_s", dpo_json_double(r->t_load));
   /* rank 0's rows read in place from a mapping of the file (never in a private run, run.c) */
+  { /* rank 0's phases: with wall_time_s (from the run's creation to here, before the model
+     * and this summary are written) they account for the run's whole wall */
+    json_object *ph = json_object_new_object();
+    json_object_object_add(ph, "setup", dpo_json_double(r->t_setup));
+    json_object_object_add(ph, "load", dpo_json_double(r->t_load));
+    json_object_object_add(ph, "row_checks", dpo_json_double(r->t_checks));
+    json_object_object_add(ph, "plan", dpo_json_double(r->t_plan));
+    json_object_object_add(ph, "solve", dpo_json_double(r->t_solve));
+    json_object_object_add(ph, "evaluate", dpo_json_double(r->t_eval));
+    json_object_object_add(sum, "phases_s", ph);
+  }
   json_object_object_add(sum, "load_mapped", json_object_new_boolean(r->train->map != NULL));
   dpo__timing_json(sum, tim, dpo_solver_iters(r->solver));
   json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost->evals));
@@ -228,6 +239,10 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
       json_object_object_add(sum, "test_confusion", cm);
     }
   }
+  if (dpo__run_priv_ledger(r->priv)) /* when the journal's lines became durable (run_solve.c) */
+    json_object_object_add(sum, "journal_fsync", json_object_new_string(
+        r->journal_deferred ? "deferred: before a release left the node (one node, one owner)"
+                            : "every charge"));
   dpo__run_priv_summary(r->priv, sum);
   dpo__run_parties_summary(r->parties, dpo__run_priv_ledger(r->priv), sum);
   if (r->summary_fn) r->summary_fn(r, sum);
