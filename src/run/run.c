@@ -136,6 +136,7 @@ static int dpo__run_settings(dpo_run_t *r) {
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &r->iters)) ||
       (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &r->trace_every)) ||
       (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &r->no_trace_loss)) ||
+      (rc = dpo_config_get_bool(cfg, "run.no_train_eval", 0, &r->no_train_eval)) ||
       (rc = dpo_config_get_bool(cfg, "run.verbose", 0, &r->verbose)) ||
       (rc = dpo_config_get_bool(cfg, "data.report_rows", 0, &r->report_rows)))
     return rc;

@@ -101,6 +101,7 @@ struct dpo_run {
   int64_t keep_every, keep_pending;
   double keep_seconds, keep_last;
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
+  int no_train_eval; /* run.no_train_eval: no final pass over the training rows */
   int verbose; /* run.verbose: the accountant's and the plan's lines in the printed summary */
   dpo_load_opts_t lo;
   double test_part_lo, test_part_hi; /* dpo_run_set_rows: data.test's part (lo.part_key) */

@@ -372,13 +372,15 @@ void dpo__train_print(const dpo_run_t *r, FILE *out) {
   dpo__run_parties_print(r->parties, dpo__run_priv_ledger(r->priv), out);
   if (dpo__run_parties_hide_train(r->parties)) /* never computed: not a nan */
     fprintf(out, "train metrics   withheld (the coordinator receives no exact training sums)\n");
+  else if (r->no_train_eval)
+    fprintf(out, "train metrics   not evaluated (--no-train-eval)\n");
   else {
     fprintf(out, "train data loss %.6f   [non-private diagnostic]\n", r->tr_loss);
     fprintf(out, "train objective F %.6f   [non-private diagnostic; data loss + lambda "
             "||x||^2]\n", F);
     fprintf(out, "train %-9s %.4f   [non-private diagnostic]\n", metric, r->tr_metric);
   }
-  if (!isnan(r->fstar))
+  if (!isnan(r->fstar) && !isnan(F))
     fprintf(out, "F(x) - F*       %.6e   [non-private diagnostic]\n", F - r->fstar);
   if (r->test) {
     fprintf(out, "test data loss  %.6f   (%s, %lld rows)\n", r->te_loss, r->test_path,

@@ -291,7 +291,8 @@ static int dpo__test_confusion(dpo_run_t *r) {
 int dpo__train_evaluate(dpo_run_t *r) {
   int rc;
   r->stage = DPO__TRAIN_STAGE(r, "");
-  int hide = dpo__run_parties_hide_train(r->parties);
+  /* withheld (parties) or not asked for (--no-train-eval): no pass over the training rows */
+  int hide = dpo__run_parties_hide_train(r->parties) || r->no_train_eval;
   const double t0 = dpo_wtime();
   if (r->rank == 0) {
     double *x = dpo_solver_x(r->solver);
