@@ -321,6 +321,17 @@ int dpo_ledger_position(const dpo_ledger_t *L, int64_t *lines, unsigned char hea
  * and the ledger charges nothing more.  fn = NULL: none. */
 int dpo_ledger_on_append(dpo_ledger_t *L, int (*fn)(void *, int64_t, const unsigned char[32]),
                          void *arg);
+/* Rank 0: when the journal's lines become durable.  each = 1 (the default): every line is
+ * fsynced before its charge returns.  each = 0: every line is still written (one write(2))
+ * before its charge returns, so a killed process loses none (the kernel holds it), and fsynced
+ * by dpo_ledger_sync or dpo_ledger_close: for a caller that keeps every release on this node
+ * until then, so an OS crash that loses unsynced lines loses their releases with them
+ * (doc/design.md, "The ledger journal").  A ledger with an on_append hook (a budget store's
+ * head) fsyncs every line whatever is set here, as does a ledger without a journal (no lines).
+ * *deferring (may be NULL): 1 if lines are now fsynced only by dpo_ledger_sync or close. */
+int dpo_ledger_set_sync(dpo_ledger_t *L, int each, int *deferring);
+/* Rank 0: fsync the journal if a line was written since its last fsync (each = 0 above). */
+int dpo_ledger_sync(dpo_ledger_t *L);
 /* Rank 0: does the journal reach line `lines` with chain tag `head` there?  DPO_EFORMAT naming
  * path:line if not (lines deleted, journal truncated or replaced).  what names the record
  * ("the checkpoint") in the message.  OK without a journal. */

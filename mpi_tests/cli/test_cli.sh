@@ -108,5 +108,17 @@ has "$T/out" "^dpopt [0-9]" "--version: the package version first"
 has "$T/out" "^kernels: \(AVX-512\|AVX2\|generic\) " "--version: the kernels' build"
 has "$T/out" "^MPI: ." "--version: the MPI library"
 check "--version printed once under mpirun -np 2" [ "$(grep -c '^kernels:' "$T/out")" = 1 ]
+# MPI start-up on one node asks for Open MPI's ob1 layer (main.c: the cm layer's probing tripled
+# MPI_Init's time), unless the user chose a layer (the environment, or --mca pml / mtl)
+if [ -z "${OMPI_MCA_pml:-}${OMPI_MCA_mtl:-}" ] && ! grep -qs '^ *pml *= *[^ ^]' \
+    "$HOME/.openmpi/mca-params.conf" /etc/openmpi/openmpi-mca-params.conf; then
+  has "$T/out" "^MPI start-up: pml ob1 (every rank on this node" "--version: ob1 on one node"
+  expect 0 env OMPI_MCA_pml=ob1 $MPI -np 2 "$DPOPT" --version
+  hasnot "$T/out" "^MPI start-up" "--version: the environment's pml is the user's"
+  expect 0 $MPI --mca mtl ^psm -np 1 "$DPOPT" --version
+  hasnot "$T/out" "^MPI start-up" "--version: --mca mtl is the user's choice"
+  expect 0 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --algo gd --iters 3 --row-l2-bound 3.75 --quiet \
+    --out "$T/ob1"
+fi
 
 finish test_cli

@@ -1,15 +1,71 @@
 /* The ledger on sub-communicators of 1..4 ranks: open is collective and agrees on failure,
  * charge_all returns the same status and charge on every rank, refusal happens exactly at the
  * budget, only rank 0 holds state, and the journal written by rank 0 resumes to the same totals
- * whatever the number of ranks. */
+ * whatever the number of ranks.  Deferred fsync (dpo_ledger_set_sync(L, 0)): each line is still
+ * in the file when its charge returns (a killed process loses none), and the journal resumes. */
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../lib/mpitest.h"
+
+/* lines in the file, read through a descriptor of its own (what a reader after a kill sees) */
+static int file_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  int n = 0, ch;
+  if (!f) return -1;
+  while ((ch = fgetc(f)) != EOF) n += ch == '\n';
+  fclose(f);
+  return n;
+}
+
+/* rank 0, serial: the lines of a deferring ledger are written by the charge, not by the sync */
+static void deferred(int k, const char *dir) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/deferred_%d.jsonl", dir, k);
+  unlink(path);
+  dpo_ledger_t *L = NULL;
+  int st = dpo_ledger_open(MPI_COMM_NULL, 1.0, 0.0, path, 0, &L);
+  T_CHECK(st == DPO_OK, "k=%d: deferred open %s", k, dpo_errmsg());
+  if (st) return;
+  int dfr = -1;
+  T_CHECK(dpo_ledger_set_sync(L, 0, &dfr) == DPO_OK && dfr == 1, "k=%d: set_sync(0) %s", k,
+          dpo_errmsg());
+  T_CHECK(dpo_ledger_sync(L) == DPO_OK, "k=%d: sync with nothing written", k);
+  dpo_charge_t c = {.mechanism = DPO_MECH_LAPLACE, .eps = 0.25, .sampling = DPO_SAMPLING_NONE,
+                    .accounting = DPO_ACCOUNTING_PURE};
+  for (int i = 0; i < 3; i++) {
+    c.step = i;
+    T_CHECK(dpo_ledger_charge(L, &c, NULL) == DPO_OK, "k=%d: deferred charge %d", k, i);
+    /* the header and i + 1 charges, before any sync */
+    T_CHECK(file_lines(path) == i + 2, "k=%d: %d lines after charge %d, want %d", k,
+            file_lines(path), i, i + 2);
+  }
+  T_CHECK(dpo_ledger_sync(L) == DPO_OK, "k=%d: sync %s", k, dpo_errmsg());
+  T_CHECK(dpo_ledger_set_sync(L, 1, &dfr) == DPO_OK && dfr == 0, "k=%d: set_sync(1)", k);
+  c.step = 3;
+  T_CHECK(dpo_ledger_charge(L, &c, NULL) == DPO_OK && file_lines(path) == 5, "k=%d: 4th", k);
+  dpo_ledger_close(L);
+  dpo_ledger_t *R = NULL;
+  double e = -1;
+  st = dpo_ledger_open(MPI_COMM_NULL, 1.0, 0.0, path, 1, &R);
+  T_CHECK(st == DPO_OK && dpo_ledger_spent(R, &e, NULL) == DPO_OK && e == 1.0 &&
+              dpo_ledger_count(R) == 4, "k=%d: deferred journal resumed to %g", k, e);
+  /* an in-memory ledger has no lines to defer */
+  dpo_ledger_t *M = NULL;
+  if (dpo_ledger_open(MPI_COMM_NULL, 1.0, 0.0, NULL, 0, &M) == DPO_OK) {
+    T_CHECK(dpo_ledger_set_sync(M, 0, &dfr) == DPO_OK && dfr == 0, "k=%d: no journal", k);
+    dpo_ledger_close(M);
+  }
+  /* without a ledger: refused, like every rank-0 call */
+  T_CHECK(dpo_ledger_sync(NULL) == DPO_EINVAL, "k=%d: sync(NULL)", k);
+  dpo_ledger_close(R);
+  unlink(path);
+}
 
 static void run(int k, const char *dir) {
   MPI_Comm comm = dpo_t_subcomm(k);
@@ -48,6 +104,7 @@ static void run(int k, const char *dir) {
     T_CHECK(dpo_ledger_charge(L, &c, NULL) == DPO_EINVAL, "k=%d: charge off rank 0", k);
   }
   dpo_ledger_close(L);
+  if (rank == 0) deferred(k, dir);
 
   /* resume on a different communicator size (serial here): same totals */
   if (rank == 0) {

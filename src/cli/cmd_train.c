@@ -53,6 +53,7 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--fstar", "run.fstar", "F", "newton | none | a number: F* for the f-f* column (default none)"},
     {"--trace-every", "run.trace_every", "K", "trace row every K iterations (default: every one up to 200, else about 200 rows; each row evaluates F on the training data unless --no-trace-loss)"},
     {"--no-trace-loss", "run.no_trace_loss", NULL, "do not evaluate F(x_t) for the trace"},
+    {"--no-train-eval", "run.no_train_eval", NULL, "do not evaluate the final model on the training rows (the non-private train loss, objective and metric: a pass over all rows; summary.json has them null); the test set, if any, is still evaluated"},
     {"--quiet", "run.quiet", NULL, "no progress or messages on stderr"},
     {"--verbose", "run.verbose", NULL, "the summary on stdout also names the accountant, its bound, the neighbouring relation, the journal and the release plan; stderr says how many PLD compositions the noise calibration paid"},
     {"--progress", "run.progress", NULL, "progress lines on stderr even when it is not a terminal (mpirun, logs)"},

@@ -58,8 +58,51 @@ static void dpo__usage(FILE *f) {
           "              a rank still waiting for its peers then stops with exit 4\n");
 }
 
+/* Does an Open MPI parameter file set `key` to a component list of its own (not an exclusion
+ * "^...")?  The user's and Debian's system file: what the environment below would override. */
+static int dpo__mca_file_sets(const char *key) {
+  char user[1024];
+  const char *home = getenv("HOME");
+  snprintf(user, sizeof user, "%s/.openmpi/mca-params.conf", home ? home : "");
+  const char *files[] = {user, "/etc/openmpi/openmpi-mca-params.conf"};
+  const size_t kl = strlen(key);
+  int set = 0;
+  for (int f = 0; f < 2 && !set; f++) {
+    FILE *fp = fopen(files[f], "r");
+    char line[512];
+    while (fp && !set && fgets(line, sizeof line, fp)) {
+      char *p = line + strspn(line, " \t");
+      if (strncmp(p, key, kl) || !strchr(" \t=", p[kl])) continue;
+      p += kl + strspn(p + kl, " \t");
+      if (*p == '=') p += 1 + strspn(p + 1, " \t");
+      set = *p != '^';
+    }
+    if (fp) fclose(fp);
+  }
+  return set;
+}
+
+/* Open MPI's start-up probes every messaging layer it was built with; on this VM the cm
+ * layer's (psm, psm2) took MPI_Init + MPI_Finalize from 0.10-0.23 s to 0.32-0.48 s (a bare
+ * program under mpirun -np 1), a fifth of a 1e6-row DP-SGD epoch's whole run.  When every
+ * rank is on this node (Open MPI's launcher says so, or no launcher: one process) the ob1
+ * layer over shared memory is the path anyway: ask for it, unless the environment or an
+ * Open MPI parameter file chose a layer (command-line --mca pml arrives in the environment). */
+static int dpo__pml_set; /* dpo__mpi_local_defaults asked for ob1 (--version says so) */
+static void dpo__mpi_local_defaults(void) {
+  if (getenv("OMPI_MCA_pml") || getenv("OMPI_MCA_mtl")) return;
+  const char *ws = getenv("OMPI_COMM_WORLD_SIZE"), *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (ws || ls) {
+    if (!ws || !ls || strcmp(ws, ls)) return; /* ranks on other nodes */
+  } else if (getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID")) {
+    return; /* another launcher: where the ranks are is not known here */
+  }
+  if (!dpo__mca_file_sets("pml")) dpo__pml_set = !setenv("OMPI_MCA_pml", "ob1", 0);
+}
+
 int main(int argc, char **argv) {
   int provided;
+  dpo__mpi_local_defaults();
   /* a peer that never comes up must not hold this rank in MPI_Init for ever */
   int swbad = dpo__start_watch_arm();
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -90,6 +133,9 @@ int main(int argc, char **argv) {
       if (nl) *nl = 0;
       printf("dpopt %s\nkernels: %s (chosen on this CPU at first use; DPOPT_KERNELS=avx512|avx2|generic forces one)\nMPI: %s\n", PACKAGE_VERSION,
              dpo_kern_isa(), len ? lib : "unknown");
+      if (dpo__pml_set)
+        printf("MPI start-up: pml ob1 (every rank on this node; OMPI_MCA_pml or --mca pml "
+               "chooses another)\n");
     }
     rc = 0;
   } else {

@@ -239,10 +239,24 @@ int dpo_kern_loss_grad(dpo_loss_t loss, const dpo_shard_t *s, const double *x,
   }
 
   if (rows) {
-    /* Scattered rows (minibatches): each row is dotted and then axpy'd while it is in L1. */
+    /* Scattered rows (minibatches): each row is dotted and then axpy'd while it is in L1.
+     * A minibatch's rows lie far apart (a Poisson batch of 1000 of 1e6 rows: ~800 KB between
+     * rows), so no hardware prefetcher sees the next one coming and every row began with a
+     * miss to memory; the row DPO__ROWS_AHEAD on is fetched while this one is used (no
+     * arithmetic changes: the same bits). */
+    enum { DPO__ROWS_AHEAD = 2 };
+    const size_t rb = (size_t)d * sizeof(double);
     for (int64_t k = 0; k < cnt; k++) {
       int64_t i = rows[k];
       const double *u = s->X + i * (int64_t)d;
+      if (k + DPO__ROWS_AHEAD < cnt) {
+        const int64_t ia = rows[k + DPO__ROWS_AHEAD];
+        const char *pa = (const char *)(s->X + ia * (int64_t)d);
+        for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(pa + o, 0, 3);
+        __builtin_prefetch(pa + rb - 1, 0, 3);
+        __builtin_prefetch(s->y + ia, 0, 3);
+        if (rownorm) __builtin_prefetch(rownorm + ia, 0, 3);
+      }
       double t = cblas_ddot(d, u, 1, x, 1), c;
       lsum += dpo__loss_coef(loss, t, s->y[i], &c);
       if (clipping) {

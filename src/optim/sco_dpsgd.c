@@ -126,6 +126,7 @@ typedef struct {
   double *v;        /* momentum */
   int64_t *pool; /* wor: running partial Fisher-Yates permutation of 0..n-1 */
   int64_t *ids;
+  int64_t ids_cap; /* poisson: ids grows with the largest batch drawn (dpo__poisson_batch) */
   double *g, *avg;
   dpo__sco_sa_t sa; /* multi-party runs (sco_common.h) */
   double sd;        /* std of the noise on the released sum (sigma; local sqrt(ranks) sigma) */
@@ -592,8 +593,12 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
   const char *nsrc = u.nsrc, *sch = u.sch, *zfrom = u.zfrom;
   const int sampled = u.sampled, secagg = u.secagg, unamp = u.unamp;
   if ((rc = dpo_solver_constants(s, NULL, &a->mu))) goto fail;
-  a->pool = malloc((size_t)n * sizeof *a->pool);
-  a->ids = malloc((size_t)n * sizeof *a->ids);
+  /* poisson: no pool, and ids for about the batch (grown if a draw is larger): two arrays of
+   * n ids were 16 MB written at n = 1e6 for nothing */
+  a->ids_cap = a->poisson ? (int64_t)fmin((double)n, a->m + 10 * sqrt((double)a->m) + 64) : n;
+  if (a->ids_cap < 1) a->ids_cap = 1;
+  a->pool = malloc((size_t)(a->poisson ? 1 : n) * sizeof *a->pool);
+  a->ids = malloc((size_t)a->ids_cap * sizeof *a->ids);
   a->g = malloc((size_t)d * sizeof *a->g);
   a->avg = calloc((size_t)d, sizeof *a->avg);
   a->v = calloc((size_t)d, sizeof *a->v);
@@ -601,7 +606,7 @@ static int dpsgd_create(dpo_solver_t *s, void **state) {
     rc = dpo_err(DPO_ENOMEM, "%s: out of memory", who);
     goto fail;
   }
-  for (int64_t i = 0; i < n; i++) a->pool[i] = i;
+  for (int64_t i = 0; !a->poisson && i < n; i++) a->pool[i] = i;
   /* the public size only: under add-remove the exact n is private */
   dpo_msg("%s: %s sampling m=%lld of n=%lld (%s), T=%lld steps, noise multiplier z=%.9g (%s; "
           "sigma=%g, sensitivity %g, noise sd on the sum %g), lr=%g (%s), momentum %g, L=%g, D=%g",
@@ -652,8 +657,7 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   if (a->sa.local) {
     mb = 0;
   } else if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
-    int64_t cap = n;
-    if ((rc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &cap, &mb))) return rc;
+    if ((rc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &a->ids_cap, &mb))) return rc;
   } else {
     dpo__wor_batch(rng, a->m, n, a->pool, a->ids); /* partial Fisher-Yates: O(m log m) */
     mb = a->m;

@@ -514,7 +514,9 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
           int saved = 0;
           char why[200] = "the algorithm cannot write one";
           if (dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path) {
-            rc = dpo__solver_ckpt_save(s, opts, t);
+            /* the checkpoint holds released iterates: their charges durable first */
+            rc = s->ledger && s->rank == 0 ? dpo_ledger_sync(s->ledger) : DPO_OK;
+            if (!rc) rc = dpo__solver_ckpt_save(s, opts, t);
             saved = !rc;
             /* a run the algorithm cannot checkpoint (refused up front when asked for) still
              * stops cleanly on a signal, without one */

@@ -32,7 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* one write(2) for the whole line (a loop only if the kernel writes partially), then fsync */
+/* one write(2) for the whole line (a loop only if the kernel writes partially), then fsync
+ * (deferred to dpo_ledger_sync under dpo_ledger_set_sync(L, 0)) */
 static int dpo__append(dpo_ledger_t *L, json_object *o) {
   size_t n;
   const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
@@ -69,8 +70,11 @@ static int dpo__append(dpo_ledger_t *L, json_object *o) {
     off += (size_t)w;
   }
   free(line);
-  if (st == DPO_OK && fsync(L->fd) != 0)
+  /* a store's head (on_append) must not get ahead of the durable journal: fsync each line */
+  const int now = !L->defer || L->on_append;
+  if (st == DPO_OK && now && fsync(L->fd) != 0)
     st = dpo_err(DPO_EIO, "ledger: journal fsync failed: %s", strerror(errno));
+  if (st == DPO_OK) L->dirty = !now;
   if (st != DPO_OK) {
     /* do not leave a torn line in the middle of later ones; stop charging altogether */
     if (ftruncate(L->fd, L->end) == 0) (void)fsync(L->fd);

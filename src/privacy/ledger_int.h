@@ -21,6 +21,8 @@ struct dpo_ledger {
   char *path;       /* the journal's path (messages name path:line) */
   off_t end;        /* journal length after the last complete line */
   int failed;       /* a journal write failed: refuse every further charge */
+  int defer;        /* dpo_ledger_set_sync(L, 0): lines fsynced by dpo_ledger_sync, not each */
+  int dirty;        /* a line was written since the last fsync */
   int64_t count;    /* charges recorded */
   int64_t repaired; /* bytes of a torn last line removed on resume */
   int torn;         /* resumed with a torn last line: cut at the first append (no write before) */

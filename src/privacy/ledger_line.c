@@ -1,13 +1,16 @@
 /* One journal line read back, and a keyed seal over a value a run released (privacy.h): what a
  * resumed run needs to take a release it made before its checkpoint (the noisy row count) from
- * the checkpoint instead of making it again. */
+ * the checkpoint instead of making it again.  And when the journal's lines are fsynced
+ * (dpo_ledger_set_sync, dpo_ledger_sync; ledger.c's append writes each line). */
 #include "ledger_int.h"
 
 #include "dpopt/status.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int dpo__journalled(const dpo_ledger_t *L, const char *fn) {
   if (!L || L->rank != 0 || L->fd < 0)
@@ -62,5 +65,33 @@ int dpo_ledger_seal(const dpo_ledger_t *L, const char *text, unsigned char tag[3
   size_t n = (size_t)sprintf(m, "dpopt seal: %s", text);
   dpo__chain_tag(L->key, L->nonce, m, n, tag);
   free(m);
+  return DPO_OK;
+}
+
+static int dpo__rank0_only(const dpo_ledger_t *L, const char *fn) {
+  if (!L) return dpo_err(DPO_EINVAL, "%s: NULL ledger", fn);
+  if (L->rank != 0) return dpo_err(DPO_EINVAL, "%s: the ledger lives on rank 0 only", fn);
+  return DPO_OK;
+}
+
+int dpo_ledger_set_sync(dpo_ledger_t *L, int each, int *deferring) {
+  int st = dpo__rank0_only(L, "ledger_set_sync");
+  if (deferring) *deferring = 0;
+  if (st) return st;
+  if (each && (st = dpo_ledger_sync(L))) return st; /* what was deferred, durable now */
+  L->defer = !each && L->fd >= 0 && !L->on_append;
+  if (deferring) *deferring = L->defer;
+  return DPO_OK;
+}
+
+int dpo_ledger_sync(dpo_ledger_t *L) {
+  int st = dpo__rank0_only(L, "ledger_sync");
+  if (st || L->fd < 0 || !L->dirty) return st;
+  if (L->failed) return dpo_err(DPO_EIO, "ledger: the journal failed earlier: nothing synced");
+  if (fsync(L->fd) != 0) {
+    L->failed = 1; /* its lines' durability is unknown: charge nothing more */
+    return dpo_err(DPO_EIO, "ledger: journal fsync failed: %s", strerror(errno));
+  }
+  L->dirty = 0;
   return DPO_OK;
 }

@@ -136,6 +136,7 @@ static int dpo__run_settings(dpo_run_t *r) {
       (rc = dpo_config_get_int(cfg, "algo.iters", 100, &r->iters)) ||
       (rc = dpo_config_get_int(cfg, "run.trace_every", 1, &r->trace_every)) ||
       (rc = dpo_config_get_bool(cfg, "run.no_trace_loss", 0, &r->no_trace_loss)) ||
+      (rc = dpo_config_get_bool(cfg, "run.no_train_eval", 0, &r->no_train_eval)) ||
       (rc = dpo_config_get_bool(cfg, "run.verbose", 0, &r->verbose)) ||
       (rc = dpo_config_get_bool(cfg, "data.report_rows", 0, &r->report_rows)))
     return rc;
@@ -370,7 +371,8 @@ int dpo__train_load(dpo_run_t *r) {
   int rc;
   r->stage = DPO__TRAIN_STAGE(r, " (loading data)");
   int priv = r->algo->is_private;
-  double t0 = MPI_Wtime();
+  double t0 = MPI_Wtime(), w0 = dpo_wtime();
+  r->t_setup = w0 - r->t_start;
   /* the bias column read with the rows: the shard allocated once at its final size (a widening
    * afterwards held it twice or moved it all); the audit's canary columns go before the bias,
    * so with them it is appended afterwards (dpo_model_prepare_shard) */
@@ -415,6 +417,7 @@ int dpo__train_load(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
       (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))
     return dpo__run_failed(r, rc);
+  r->t_checks = dpo_wtime() - w0 - r->t_load;
   if (r->train->n_public) /* secagg, add-remove, per-party data: counts stay in the parties */
     dpo_msg("loaded %s: public size %lld (privacy.public_n; the parties' row counts are "
             "private) x %d features on %d rank%s", r->train_path, (long long)r->train->n_global,

@@ -101,6 +101,7 @@ struct dpo_run {
   int64_t keep_every, keep_pending;
   double keep_seconds, keep_last;
   int resuming, quiet, progress, no_trace_loss, report_rows, clip_rows, fstar_newton;
+  int no_train_eval; /* run.no_train_eval: no final pass over the training rows */
   int verbose; /* run.verbose: the accountant's and the plan's lines in the printed summary */
   dpo_load_opts_t lo;
   double test_part_lo, test_part_hi; /* dpo_run_set_rows: data.test's part (lo.part_key) */
@@ -124,6 +125,11 @@ struct dpo_run {
   int run_rc;
   double t_solve;
   double t_load; /* the training file's loading alone, the slowest rank's (s) */
+  /* rank 0's other phases (s), so a whole run's wall is accounted for (summary.json
+   * "phases_s"): set-up before the load, the rest of the load (row checks, test file), the
+   * solver's set-up (the noise calibration), the final evaluation */
+  double t_setup, t_checks, t_plan, t_eval;
+  int journal_deferred; /* rank 0: the solve's journal lines fsynced in groups (run_solve.c) */
   /* evaluate, write */
   int evaluated;
   double tr_loss, tr_metric, te_loss, te_metric, wall;

@@ -199,6 +199,17 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "solve_time_s", dpo_json_double(r->t_solve));
   json_object_object_add(sum, "load_time_s", dpo_json_double(r->t_load));
   /* rank 0's rows read in place from a mapping of the file (never in a private run, run.c) */
+  { /* rank 0's phases: with wall_time_s (from the run's creation to here, before the model
+     * and this summary are written) they account for the run's whole wall */
+    json_object *ph = json_object_new_object();
+    json_object_object_add(ph, "setup", dpo_json_double(r->t_setup));
+    json_object_object_add(ph, "load", dpo_json_double(r->t_load));
+    json_object_object_add(ph, "row_checks", dpo_json_double(r->t_checks));
+    json_object_object_add(ph, "plan", dpo_json_double(r->t_plan));
+    json_object_object_add(ph, "solve", dpo_json_double(r->t_solve));
+    json_object_object_add(ph, "evaluate", dpo_json_double(r->t_eval));
+    json_object_object_add(sum, "phases_s", ph);
+  }
   json_object_object_add(sum, "load_mapped", json_object_new_boolean(r->train->map != NULL));
   dpo__timing_json(sum, tim, dpo_solver_iters(r->solver));
   json_object_object_add(sum, "oracle_evals", json_object_new_int64(ost->evals));
@@ -228,6 +239,10 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
       json_object_object_add(sum, "test_confusion", cm);
     }
   }
+  if (dpo__run_priv_ledger(r->priv)) /* when the journal's lines became durable (run_solve.c) */
+    json_object_object_add(sum, "journal_fsync", json_object_new_string(
+        r->journal_deferred ? "deferred: before a release left the node (one node, one owner)"
+                            : "every charge"));
   dpo__run_priv_summary(r->priv, sum);
   dpo__run_parties_summary(r->parties, dpo__run_priv_ledger(r->priv), sum);
   if (r->summary_fn) r->summary_fn(r, sum);
@@ -357,13 +372,15 @@ void dpo__train_print(const dpo_run_t *r, FILE *out) {
   dpo__run_parties_print(r->parties, dpo__run_priv_ledger(r->priv), out);
   if (dpo__run_parties_hide_train(r->parties)) /* never computed: not a nan */
     fprintf(out, "train metrics   withheld (the coordinator receives no exact training sums)\n");
+  else if (r->no_train_eval)
+    fprintf(out, "train metrics   not evaluated (--no-train-eval)\n");
   else {
     fprintf(out, "train data loss %.6f   [non-private diagnostic]\n", r->tr_loss);
     fprintf(out, "train objective F %.6f   [non-private diagnostic; data loss + lambda "
             "||x||^2]\n", F);
     fprintf(out, "train %-9s %.4f   [non-private diagnostic]\n", metric, r->tr_metric);
   }
-  if (!isnan(r->fstar))
+  if (!isnan(r->fstar) && !isnan(F))
     fprintf(out, "F(x) - F*       %.6e   [non-private diagnostic]\n", F - r->fstar);
   if (r->test) {
     fprintf(out, "test data loss  %.6f   (%s, %lld rows)\n", r->te_loss, r->test_path,
