@@ -541,7 +541,8 @@ Test(pld, fft_convolution_matches_direct_sum) {
  * direct O(n^2) DFT in long double (n a power of 2): c = IDFT(DFT(x folded modulo n)^t),
  * normwise to 1e-12 of max |c|.  n from the smallest window (4: one stage) through odd and
  * even stage counts to windows whose long stages run across the 4096-point blocks (16384,
- * 32768: sampled outputs), inputs shorter and longer (folded) than n. */
+ * 32768: sampled outputs), inputs shorter and longer (folded) than n; then small windows
+ * again, which read the grown table's twiddles and bit reversal at a stride. */
 int dpo__pld_rpow(const double *x, int64_t nx, int64_t n, int64_t t, double *c);
 static void direct_pow(const double *x, int64_t nx, int64_t n, int64_t t, int64_t step,
                        double *ref) {
@@ -575,7 +576,7 @@ Test(pld, fft_power_matches_direct_dft) {
   static const int64_t cs[][4] = { /* n, nx, t, output step */
     {4, 3, 1, 1},    {4, 9, 3, 1},      {8, 8, 2, 1},       {16, 5, 7, 1},      {32, 40, 3, 1},
     {64, 64, 1, 1},  {512, 300, 5, 1},  {2048, 3000, 2, 1}, {4096, 1500, 7, 1}, {16384, 900, 3, 61},
-    {32768, 600, 2, 127}};
+    {32768, 600, 2, 127}, {64, 50, 3, 1}, {8, 5, 2, 1}, {4, 9, 3, 1}};
   uint64_t s = 0x9e3779b97f4a7c15ULL;
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
     const int64_t n = cs[i][0], nx = cs[i][1], t = cs[i][2], step = cs[i][3];
