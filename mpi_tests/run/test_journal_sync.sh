@@ -5,7 +5,11 @@
 #    after every step syncs the journal first); summary.json says which;
 #  - a budget store keeps the fsync of every charge (its head must not get ahead of the journal);
 #  - killed (SIGKILL) mid-run, the journal verifies and reaches the charge the kept last release
-#    names: every line was written before its release.
+#    names: every line was written before its release;
+#  - a journal fsync that fails (fsync_fail.so, an LD_PRELOAD shim: the N-th fsync of a
+#    ledger.jsonl gets EIO) at the kept release's sync during the solve, or at the sync after
+#    it, on 2 ranks: every rank stops alike (FAILED, no model.txt, the fsync's own error printed
+#    once; not rank 0 alone, aborted after DPOPT_FAIL_WAIT).
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 C="--row-l2-bound 3.75 --eps 1 --delta 1e-5 --algo dp-sgd-rdp --set privacy.neighbours=add-remove --set algo.sampling=poisson --batch 256 --epochs 0.5 --public-n 32561 --seed 7 --quiet --no-trace-loss"
@@ -44,5 +48,22 @@ while [ $i -lt 4 ]; do
     n=$(grep -c '"mechanism"' "$T/k$i/ledger.jsonl")
     check "kill $i: the journal's $n charges reach the kept release's charge $k" [ "$n" -ge "$k" ]
   fi
+done
+# a failed fsync: a clean run's journal fsyncs are the open, the kept first release, the sync
+# after the solve and the close; the N-th of them fails
+so="$B/mpi_tests/run/.libs/fsync_fail.so"
+check "the shim is built" test -f "$so"
+F="--row-l2-bound 3.75 --eps 1 --delta 1e-5 --algo dp-sgd-rdp --batch 256 --epochs 0.3 --quiet --no-trace-loss --set run.keep_every=1000000"
+expect 0 $MPI -np 2 -x LD_PRELOAD="$so" -x DPO_T_FSYNC_COUNT="$T/n" "$DPOPT" train \
+  --data "$S/data/a9a" $F --out "$T/f0"
+n=$(cat "$T/n" 2>/dev/null)
+check "a clean run fsyncs its journal 4 times (got '$n')" [ "$n" = 4 ]
+for at in 2 3; do # the kept release's sync, the sync after the solve
+  expect 2 $MPI -np 2 -x LD_PRELOAD="$so" -x DPO_T_FSYNC_FAIL_AT=$at \
+    "$DPOPT" train --data "$S/data/a9a" $F --out "$T/f$at"
+  [ "$(grep -c 'journal fsync failed: Input/output error' "$T/err")" = 1 ] && ok ||
+    bad "fsync $at fails: the error is printed $(grep -c 'journal fsync failed' "$T/err") times (want once)"
+  hasnot "$T/err" "did not report this error" "fsync $at fails: every rank stops, not rank 0 alone"
+  check "fsync $at fails: FAILED, no model.txt" test -f "$T/f$at/FAILED" -a ! -f "$T/f$at/model.txt"
 done
 finish test_journal_sync

@@ -245,10 +245,13 @@ int dpo__train_solve(dpo_run_t *r) {
   const int deferred = r->journal_deferred = dpo__journal_defer(r);
   double t = dpo_wtime(); /* the iterations alone, without loading and set-up */
   rc = dpo_solver_run(r->solver, &ro);
-  /* every charge durable before anything after the solve sees its releases */
-  if (deferred) {
-    int src = dpo_ledger_set_sync(dpo__run_priv_ledger(r->priv), 1, NULL);
-    if (src && (rc == DPO_OK || rc == DPO_EBUDGET || rc == DPO_EINTR)) rc = src;
+  /* every charge durable before anything after the solve sees its releases.  rc is the same
+   * on every rank here (dpo_solver_run agrees it); rank 0's sync is agreed too, so a failed
+   * fsync stops every rank alike (not rank 0 alone, aborted after DPOPT_FAIL_WAIT).  A failed
+   * solve keeps its own error; its lines are fsynced when the journal closes. */
+  if (rc == DPO_OK || rc == DPO_EBUDGET || rc == DPO_EINTR) {
+    int src = deferred ? dpo_ledger_set_sync(dpo__run_priv_ledger(r->priv), 1, NULL) : DPO_OK;
+    if ((src = dpo_agree(r->comm, src))) rc = src;
   }
   r->t_solve = dpo_wtime() - t;
   dpo__run_priv_settle(r->priv); /* the releases are over: the budget store gets what ran */
