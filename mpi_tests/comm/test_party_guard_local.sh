@@ -30,6 +30,16 @@ honest() {
     bad "$1: party $2 journalled $(charges "$1.p$2/ledger.party$2.jsonl") charges (want $3)"
 }
 
+# own_times RUN: a rank's times follow its rows, so the coordinator's summary holds its own
+# (max = min: no other rank's time reached it)
+own_times() {
+  v() { sed -n "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/p" "$2/summary.json" | head -1; }
+  for w in compute comm; do
+    a=$(v ${w}_time_s_max "$1") b=$(v ${w}_time_s_min "$1")
+    [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "$1: ${w}_time_s max $a, min $b: other ranks' times"
+  done
+}
+
 # refused RUN N WHAT: refused at release N, withheld; the parties journalled N - 1 releases
 refused() {
   has "$T/err" "party [12] refuses release $2 of the coordinator: $3" "$1: refused ($3)"
@@ -53,6 +63,7 @@ for tr in local shares; do
   expect 0 $MPI -np 3 "$DPOPT_TEST" train $C --set parties.out="$T/$tr-ok.p%d" --out "$T/$tr-ok"
   honest "$T/$tr-ok" 1 5
   honest "$T/$tr-ok" 2 5
+  own_times "$T/$tr-ok"
   at=1; [ $tr = local ] && at=3
   expect 1 $MPI -np 3 "$DPOPT_TEST" train $C --set parties.out="$T/$tr-s.p%d" --out "$T/$tr-s" --test-coordinator sigma:$at
   refused "$T/$tr-s" $at "its noise (Laplace scale .* on the sum) costs eps = 0.4 a release, more than the eps = 0.2 its ledger charges"

@@ -386,9 +386,14 @@ int dpo__train_load(dpo_run_t *r) {
   tlo.row_norms = !isnan(r->b1) || !isnan(r->b2);
   if ((rc = dpo__run_parties_load(r->parties, r->comm, r->train_path, &tlo, &r->train)))
     return dpo__run_failed(r, rc);
-  /* the loader's own time, beside the read loop in jobs/bench/loadmem (the load agreed) */
-  r->t_load = MPI_Wtime() - t0;
-  MPI_Allreduce(MPI_IN_PLACE, &r->t_load, 1, MPI_DOUBLE, MPI_MAX, r->comm);
+  /* the loader's own time, beside the read loop in jobs/bench/loadmem (the load agreed): the
+   * slowest rank's, but rank 0's own where the coordinator is not trusted with the parties'
+   * rows (a party's load time follows its private row count); the row checks' phase is timed
+   * from rank 0's own load (the slowest rank's may exceed rank 0's whole window) */
+  const double own_load = MPI_Wtime() - t0;
+  r->t_load = own_load;
+  if (!dpo__run_parties_hide_train(r->parties))
+    MPI_Allreduce(MPI_IN_PLACE, &r->t_load, 1, MPI_DOUBLE, MPI_MAX, r->comm);
   if (!isnan(r->b1) && (rc = dpo__enforce_bound(r->comm, r->train, 1, r->b1, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
   if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv)))
@@ -417,7 +422,7 @@ int dpo__train_load(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->train))) ||
       (r->test && (rc = dpo_agree(r->comm, dpo_model_prepare_shard(r->model, r->test)))))
     return dpo__run_failed(r, rc);
-  r->t_checks = dpo_wtime() - w0 - r->t_load;
+  r->t_checks = dpo_wtime() - w0 - own_load;
   if (r->train->n_public) /* secagg, add-remove, per-party data: counts stay in the parties */
     dpo_msg("loaded %s: public size %lld (privacy.public_n; the parties' row counts are "
             "private) x %d features on %d rank%s", r->train_path, (long long)r->train->n_global,

@@ -98,10 +98,15 @@ typedef struct {
   int wait; /* how the oracle's ranks waited (comm/wait.h) */
 } dpo__timing_t;
 
-static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, dpo__timing_t *t) {
-  int size, lrank = 0, lsize = 1;
+/* own: each rank's times follow its rows, so where the coordinator is not trusted with the
+ * parties' rows (trust other than central) rank 0 reports its own times only: the other
+ * ranks add nothing to the reductions */
+static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, int own,
+                               dpo__timing_t *t) {
+  int size, lrank = 0, lsize = 1, rank = 0;
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
   if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
       node != MPI_COMM_NULL) {
     MPI_Comm_rank(node, &lrank);
@@ -110,13 +115,18 @@ static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, dpo_
   }
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   int cpus = nc > 0 ? (int)nc : 1;
+  const int add = !own || rank == 0;
   double tc[2] = {st->t_compute, st->t_comm}, tsum[2] = {0, 0};
+  double tlo[2] = {add ? tc[0] : HUGE_VAL, add ? tc[1] : HUGE_VAL};
+  double thi[2] = {add ? tc[0] : -HUGE_VAL, add ? tc[1] : -HUGE_VAL};
+  double tad[2] = {add ? tc[0] : 0.0, add ? tc[1] : 0.0};
   /* max of {lsize, -lsize, -cpus, oversubscribed} gives max, min, min and any in one reduce */
   int iv[4] = {lsize, -lsize, -cpus, lsize > cpus}, imax[4] = {0, 0, 0, 0}, leaders = 0;
   int lead = lrank == 0;
-  MPI_Reduce(tc, t->tmin, 2, MPI_DOUBLE, MPI_MIN, 0, comm);
-  MPI_Reduce(tc, t->tmax, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
-  MPI_Reduce(tc, tsum, 2, MPI_DOUBLE, MPI_SUM, 0, comm);
+  MPI_Reduce(tlo, t->tmin, 2, MPI_DOUBLE, MPI_MIN, 0, comm);
+  MPI_Reduce(thi, t->tmax, 2, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(tad, tsum, 2, MPI_DOUBLE, MPI_SUM, 0, comm);
+  if (own) size = 1;
   MPI_Reduce(iv, imax, 4, MPI_INT, MPI_MAX, 0, comm);
   MPI_Reduce(&lead, &leaders, 1, MPI_INT, MPI_SUM, 0, comm);
   t->tavg[0] = tsum[0] / size;
@@ -254,10 +264,9 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   r->wall = dpo_wtime() - r->t_start;
   dpo_oracle_stats_t ost;
   dpo_oracle_get_stats(r->oracle, &ost);
-  double tc[2] = {ost.t_compute, ost.t_comm}, tcmax[2];
-  MPI_Reduce(tc, tcmax, 2, MPI_DOUBLE, MPI_MAX, 0, r->comm);
   dpo__timing_t tim;
-  dpo__timing_reduce(r->comm, &ost, &tim);
+  dpo__timing_reduce(r->comm, &ost, dpo__run_parties_hide_train(r->parties), &tim);
+  const double tcmax[2] = {tim.tmax[0], tim.tmax[1]};
   if (r->rank == 0) {
     char p[1024], cm[512];
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", r->model_name,
