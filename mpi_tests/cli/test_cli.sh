@@ -117,6 +117,16 @@ if [ -z "${OMPI_MCA_pml:-}${OMPI_MCA_mtl:-}" ] && ! grep -qs '^ *pml *= *[^ ^]' 
   hasnot "$T/out" "^MPI start-up" "--version: the environment's pml is the user's"
   expect 0 $MPI --mca mtl ^psm -np 1 "$DPOPT" --version
   hasnot "$T/out" "^MPI start-up" "--version: --mca mtl is the user's choice"
+  # a parameter file that excludes other layers leaves the choice to dpopt (one that excludes
+  # ob1 is the user's choice: main.c; not run, since this Open MPI has no other layer that
+  # starts here); parameter files of the user's own (mca_base_param_files) are theirs
+  mkdir -p "$T/h/.openmpi"
+  echo "pml = ^cm" > "$T/h/.openmpi/mca-params.conf"
+  expect 0 env HOME="$T/h" $MPI -np 1 "$DPOPT" --version
+  has "$T/out" "^MPI start-up: pml ob1" "--version: a file's pml = ^cm leaves ob1 to dpopt"
+  : > "$T/mca.conf"
+  expect 0 env OMPI_MCA_mca_base_param_files="$T/mca.conf" $MPI -np 1 "$DPOPT" --version
+  hasnot "$T/out" "^MPI start-up" "--version: the user's mca_base_param_files"
   expect 0 $MPI -np 2 "$DPOPT" train --data "$S/data/a9a" --algo gd --iters 3 --row-l2-bound 3.75 --quiet \
     --out "$T/ob1"
 fi

@@ -58,9 +58,10 @@ static void dpo__usage(FILE *f) {
           "              a rank still waiting for its peers then stops with exit 4\n");
 }
 
-/* Does an Open MPI parameter file set `key` to a component list of its own (not an exclusion
- * "^...")?  The user's and Debian's system file: what the environment below would override. */
-static int dpo__mca_file_sets(const char *key) {
+/* Does an Open MPI parameter file set `key` to a component list of its own, or exclude `comp`
+ * ("^...,comp")?  (An exclusion of others leaves `comp` Open MPI's choice.)  The user's and
+ * Debian's system file: what the environment below would override. */
+static int dpo__mca_file_sets(const char *key, const char *comp) {
   char user[1024];
   const char *home = getenv("HOME");
   snprintf(user, sizeof user, "%s/.openmpi/mca-params.conf", home ? home : "");
@@ -75,7 +76,7 @@ static int dpo__mca_file_sets(const char *key) {
       if (strncmp(p, key, kl) || !strchr(" \t=", p[kl])) continue;
       p += kl + strspn(p + kl, " \t");
       if (*p == '=') p += 1 + strspn(p + 1, " \t");
-      set = *p != '^';
+      set = *p != '^' || strstr(p, comp) != NULL;
     }
     if (fp) fclose(fp);
   }
@@ -90,14 +91,17 @@ static int dpo__mca_file_sets(const char *key) {
  * Open MPI parameter file chose a layer (command-line --mca pml arrives in the environment). */
 static int dpo__pml_set; /* dpo__mpi_local_defaults asked for ob1 (--version says so) */
 static void dpo__mpi_local_defaults(void) {
-  if (getenv("OMPI_MCA_pml") || getenv("OMPI_MCA_mtl")) return;
+  /* the user's layer, or parameter files of their own (--am, mca_base_param_files) */
+  if (getenv("OMPI_MCA_pml") || getenv("OMPI_MCA_mtl") ||
+      getenv("OMPI_MCA_mca_base_param_files") || getenv("OMPI_MCA_mca_base_param_file_prefix"))
+    return;
   const char *ws = getenv("OMPI_COMM_WORLD_SIZE"), *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   if (ws || ls) {
     if (!ws || !ls || strcmp(ws, ls)) return; /* ranks on other nodes */
   } else if (getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_PROCID")) {
     return; /* another launcher: where the ranks are is not known here */
   }
-  if (!dpo__mca_file_sets("pml")) dpo__pml_set = !setenv("OMPI_MCA_pml", "ob1", 0);
+  if (!dpo__mca_file_sets("pml", "ob1")) dpo__pml_set = !setenv("OMPI_MCA_pml", "ob1", 0);
 }
 
 int main(int argc, char **argv) {
