@@ -1,4 +1,4 @@
-/* OpenBLAS's worker threads and the ranks on a node (doc/design.md "BLAS threads"). */
+/* OpenBLAS's worker threads and the ranks on a node (doc/design.md, "The way data flows"). */
 #ifndef DPO_RUN_BLAS_H
 #define DPO_RUN_BLAS_H
 
