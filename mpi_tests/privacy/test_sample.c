@@ -160,6 +160,34 @@ Test(sample, poisson_batches_binomial_and_uniform) {
   dpo_rng_destroy(rng);
 }
 
+/* a batch's gaps are dpo__geom_gap's draws from the same stream (the batch computes ln rho once
+ * for all its gaps, dpo__geom_gap once per gap): both rates' paths (q <= 1/2 and q > 1/2) */
+Test(sample, poisson_batch_is_geom_gaps) {
+  const int64_t mn[][3] = {{1000, 1000000, 1000000}, {7, 10, 200}, {20, 250, 200}, {1, 3, 50}};
+  for (int c = 0; c < 4; c++) {
+    dpo_rng_t *r1, *r2;
+    cr_assert_eq(dpo_rng_create(1, 42 + c, 0, &r1), 0);
+    cr_assert_eq(dpo_rng_create(1, 42 + c, 0, &r2), 0);
+    int64_t *ids = NULL, cap = 0, mb;
+    for (int b = 0; b < (c == 0 ? 20 : 500); b++) {
+      cr_assert_eq(dpo__poisson_batch(r1, mn[c][0], mn[c][1], mn[c][2], &ids, &cap, &mb), 0);
+      int64_t i = -1, k = 0, g;
+      for (;;) {
+        cr_assert_eq(dpo__geom_gap(r2, mn[c][0], mn[c][1], 0, &g), 0);
+        if (g > mn[c][2] - 2 - i) break;
+        i += g + 1;
+        cr_assert(k < mb && ids[k] == i, "case %d batch %d: id %lld", c, b, (long long)k);
+        k++;
+      }
+      cr_assert_eq(k, mb, "case %d batch %d: %lld ids, %lld gaps", c, b, (long long)mb,
+                   (long long)k);
+    }
+    free(ids);
+    dpo_rng_destroy(r1);
+    dpo_rng_destroy(r2);
+  }
+}
+
 Test(sample, wor_batches_uniform) {
   const int64_t n = 150, m = 10;
   const int R = 20000;

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/startwatch.h"
 #include "comm/wait.h"
+#include "run/run_blas.h"
 #include "dpopt/config.h"
 #include "dpopt/kernels.h"
 #include "config.h"
@@ -107,6 +108,7 @@ static void dpo__mpi_local_defaults(void) {
 int main(int argc, char **argv) {
   int provided;
   dpo__mpi_local_defaults();
+  dpo__blas_threads_setup(); /* OpenBLAS's threads: this rank's share of the node (run_blas.c) */
   /* a peer that never comes up must not hold this rank in MPI_Init for ever */
   int swbad = dpo__start_watch_arm();
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {

@@ -105,19 +105,25 @@ cleanup:
   return rc;
 }
 
-int dpo__geom_gap(dpo_rng_t *rng, int64_t m, int64_t n, int force_exact, int64_t *gap) {
-  if (!rng || !gap || m < 1 || m > n || n > ((int64_t)1 << 53))
+static int dpo__geom_check(int64_t m, int64_t n) {
+  if (m < 1 || m > n || n > ((int64_t)1 << 53))
     return dpo_err(DPO_EINVAL, "poisson sampling: need 1 <= m <= n <= 2^53 (m=%lld, n=%lld)",
                    (long long)m, (long long)n);
-  if (m == n) { /* q = 1: every row */
-    *gap = 0;
-    return DPO_OK;
-  }
+  return DPO_OK;
+}
+
+/* ln rho < 0, rho = (n - m)/n: the fast path's constant, the same for every gap of a plan */
+static double dpo__geom_lg(int64_t m, int64_t n) {
+  double q = (double)m / (double)n;
+  return q <= 0.5 ? log1p(-q) : log((double)(n - m) / (double)n);
+}
+
+/* One gap with lg = dpo__geom_lg(m, n), m < n checked by the caller. */
+static int dpo__geom_gap_lg(dpo_rng_t *rng, int64_t m, int64_t n, double lg, int force_exact,
+                            int64_t *gap) {
   uint64_t w[DPO__GEOM_WORDS];
   int nw = 1, rc, lt;
   w[0] = dpo_rng_u64(rng);
-  double q = (double)m / (double)n;
-  double lg = q <= 0.5 ? log1p(-q) : log((double)(n - m) / (double)n); /* ln rho < 0 */
   double vlo = (double)w[0] * 0x1p-64, vhi = ((double)w[0] + 1.0) * 0x1p-64;
   double x = log(((double)w[0] + 0.5) * 0x1p-64) / lg; /* ~ ln V / ln rho >= 0 */
   int64_t k = x < 1e15 ? (int64_t)x : (int64_t)1e15;
@@ -144,12 +150,25 @@ int dpo__geom_gap(dpo_rng_t *rng, int64_t m, int64_t n, int force_exact, int64_t
   return DPO_OK;
 }
 
+int dpo__geom_gap(dpo_rng_t *rng, int64_t m, int64_t n, int force_exact, int64_t *gap) {
+  int rc = !rng || !gap ? dpo_err(DPO_EINVAL, "poisson sampling: no stream")
+                        : dpo__geom_check(m, n);
+  if (rc) return rc;
+  if (m == n) { /* q = 1: every row */
+    *gap = 0;
+    return DPO_OK;
+  }
+  return dpo__geom_gap_lg(rng, m, n, dpo__geom_lg(m, n), force_exact, gap);
+}
+
 int dpo__poisson_batch(dpo_rng_t *rng, int64_t m, int64_t n, int64_t rows, int64_t **ids,
                        int64_t *cap, int64_t *mb) {
-  int64_t i = -1, c = 0, g;
-  int rc;
+  int64_t i = -1, c = 0, g = 0;
+  int rc = !rng ? dpo_err(DPO_EINVAL, "poisson sampling: no stream") : dpo__geom_check(m, n);
+  if (rc) return rc;
+  const double lg = m < n ? dpo__geom_lg(m, n) : 0.0; /* once a batch, not once a gap */
   for (;;) {
-    if ((rc = dpo__geom_gap(rng, m, n, 0, &g))) return rc;
+    if (m < n && (rc = dpo__geom_gap_lg(rng, m, n, lg, 0, &g))) return rc;
     if (g > rows - 2 - i) break; /* the next kept row would be past the end */
     i += g + 1;
     if (c == *cap) {

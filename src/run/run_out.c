@@ -13,6 +13,7 @@
 #include "config.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "run/run_blas.h"
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -219,6 +220,12 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
     json_object_object_add(ph, "solve", dpo_json_double(r->t_solve));
     json_object_object_add(ph, "evaluate", dpo_json_double(r->t_eval));
     json_object_object_add(sum, "phases_s", ph);
+  }
+  { /* the BLAS's worker threads of this rank (run_blas.c), null when not known */
+    const char *from;
+    int bt = dpo__blas_threads(&from);
+    json_object_object_add(sum, "blas_threads", bt > 0 ? json_object_new_int(bt) : NULL);
+    json_object_object_add(sum, "blas_threads_from", json_object_new_string(from));
   }
   json_object_object_add(sum, "load_mapped", json_object_new_boolean(r->train->map != NULL));
   dpo__timing_json(sum, tim, dpo_solver_iters(r->solver));
