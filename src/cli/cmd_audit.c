@@ -34,6 +34,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--lrs", "tune.lr", "X,Y", "--tune: dp-sgd-rdp candidate step sizes (as dpopt tune --lrs)"},
     {"--split", "tune.split", "S", "--tune: the fraction of the rows that trains and selects the candidates (default 0.1, as dpopt tune)"},
     {"--mean", "tune.mean", "K", "--tune: audit the geometric search instead (mean number of repetitions, as dpopt tune --mean)"},
+    {"--canary", "audit.canary", "WHERE", "--tune --mean: the canary in a training row (train, default) or a validation row (valid: audits the score's noise; the candidates train on zero rows)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
