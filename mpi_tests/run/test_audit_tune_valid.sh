@@ -22,8 +22,8 @@ below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "" && b != "" && a + 0 < b
 # 1 / EPS0 on D (SET 0) or D' (1)
 pv() {
   awk -v e="$1" -v w="$2" 'function F(u) {return u < 0 ? exp(u * e) / 2 : 1 - exp(-u * e) / 2}
-    function f(s,  Q) {Q = (F(s - 2 - w) + 2 * F(s - 1 - w) + F(s - w)) / 4
-      return g / 4 * e / 2 * exp(-e * ((s - 2 - w) < 0 ? 2 + w - s : s - 2 - w)) / (1 - (1 - g) * Q) ^ 2}
+    function f(s,  Q, u) {Q = (F(s - 2 - w) + 2 * F(s - 1 - w) + F(s - w)) / 4; u = s - 2 - w
+      return g / 4 * e / 2 * exp(-e * (u < 0 ? -u : u)) / (1 - (1 - g) * Q) ^ 2}
     BEGIN {g = 0.2; n = 200; h = 1 / n; t = f(1) + f(2)
       for (i = 1; i < n; i++) t += (i % 2 ? 4 : 2) * f(1 + i * h)
       print t * h / 3}'
