@@ -43,7 +43,7 @@
  * the chance one repetition scores below s (the sum over K of k repetitions, one at (t, s),
  * the others below it).  The event {both signs >= 0, s in [1, 2]} is likelier on D: a low
  * score for the best type weights the worlds by the repetition's Laplace ratio and the
- * selection's factor squared.  Its log ratio at eps0 = 0.2926: 0.59 intact, 1.15 with the
+ * selection's factor squared.  Its log ratio at eps0 = 0.2926: 0.62 intact, 1.15 with the
  * score's noise halved (jobs/audit/tune-valid-canary.py; the training noise does not enter);
  * the bound is ln((CP_lower(D) - delta) / CP_upper(D')). */
 #include <math.h>
