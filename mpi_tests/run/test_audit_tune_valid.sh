@@ -52,10 +52,15 @@ check "score's noise halved: bound $(lb) above the claim $(claim)" below "$(clai
 has "$T/out" "VIOLATION" "score's noise halved: reported"
 law "$(awk -v e="$e0" 'BEGIN {print 2 * e}')" 60000 "halved"
 
-# refused, naming why: the validation canary without the geometric search, an unknown place
+# refused, naming why: the validation canary without the geometric search or without a tune,
+# an unknown place
 expect 1 "$DPOPT_TEST" audit --tune --algos dp-gd --steps 1 --eps 1 --clip l1:1 --row-l1-bound 4 \
   --canary valid --quiet --out "$T/r1"
 has "$T/err" "give --mean too" "--canary valid without --mean is refused"
+expect 1 "$DPOPT_TEST" audit --algo dp-gd --eps 1 --clip l1:1 --row-l1-bound 4 --row-l2-bound 10 \
+  --iters 1 --canary valid --quiet --out "$T/r3"
+has "$T/err" "give --tune --mean too" "--canary without --tune is refused"
+check "the refused audit wrote nothing" test ! -e "$T/r3"
 # shellcheck disable=SC2086
 expect 1 "$DPOPT_TEST" audit $R --canary model --trials 10 --out "$T/r2"
 has "$T/err" "give train or valid" "--canary model is refused"

@@ -366,6 +366,9 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
   if (a->tune && (rc = mech ? dpo_err(DPO_EINVAL, "give --tune or --mechanism, not both")
                             : dpo__audit_setup_tune(cfg, a)))
     return rc;
+  if (!a->tune && dpo_config_get(cfg, "audit.canary"))
+    return dpo_err(DPO_EINVAL, "%s: --canary places the canary of the geometric search's "
+                   "audit: give --tune --mean too", dpo_config_origin(cfg, "audit.canary"));
   /* privacy.trust = secagg: the coordinator's view is the unmasked noised sum (dp_common.c
    * reports the pure-eps Polya shares' sum; other secagg releases are refused by the pilot) */
   if (a->white_box && (mech || (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) &&
