@@ -34,6 +34,7 @@ static const dpo_cli_opt_t dpo__audit_opts[] = {
     {"--lrs", "tune.lr", "X,Y", "--tune: dp-sgd-rdp candidate step sizes (as dpopt tune --lrs)"},
     {"--split", "tune.split", "S", "--tune: the fraction of the rows that trains and selects the candidates (default 0.1, as dpopt tune)"},
     {"--mean", "tune.mean", "K", "--tune: audit the geometric search instead (mean number of repetitions, as dpopt tune --mean)"},
+    {"--canary", "audit.canary", "WHERE", "--tune --mean: the canary in a training row (train, default) or a validation row (valid: audits the score's noise; the candidates train on zero rows)"},
     {"--json", "audit.json", "FILE", "also write the result as JSON (summary.json in the run directory has it too)"},
     {"--row-l1-bound", "data.row_l1_bound", "B", "declared public bound on ||u_i||_1"},
     {"--row-l2-bound", "data.row_l2_bound", "B", "declared public bound on ||u_i||_2"},
@@ -96,9 +97,12 @@ static const char dpo__audit_more[] =
     "count on rows both sets share; the adversary sees the chosen model and its noisy score;\n"
     "the test (tune-mean) counts 'the chosen x <= 0 along the canary and its score > b/2',\n"
     "fixed in advance, whose ratio grows with the hidden K (Papernot and Steinke,\n"
-    "\"Hyperparameter tuning with Renyi differential privacy\", 2022).  Not audited: the\n"
-    "search's score with the canary in the validation rows (at delta > 0 the score is most of\n"
-    "each repetition's cost, and the dp-sgd-rdp candidates' event stays near a tenth of eps).\n"
+    "\"Hyperparameter tuning with Renyi differential privacy\", 2022).  With --canary valid\n"
+    "the canary is a validation row every model predicts right instead (the score's noise,\n"
+    "most of each repetition's cost at delta > 0): the candidates train on zero rows both\n"
+    "sets share, and the test (tune-mean-valid) counts 'both signs of the chosen x >= 0 and\n"
+    "its score in [1, 2]', likelier without the canary; it does not see the training noise,\n"
+    "which the default canary tests (too weakly to catch a halved dp-sgd-rdp noise).\n"
     "--one-run with dpopt train's options audits one real training run instead, with canary\n"
     "rows, in train's run directory (dpopt audit --one-run --help).\n"
     "The trials run on synthetic data: an audit reads no private data, spends no budget and\n"

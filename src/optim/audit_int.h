@@ -47,6 +47,7 @@ typedef struct {
                       src/run/run_audit_tune.c); a trial's output is (chosen candidate, x) */
   int tune_mean;   /* audit.tune with tune.mean: the geometric search; a trial's output is
                       (chosen candidate, x, its noisy score) */
+  int tune_valid;  /* audit.canary = valid: tune.mean's canary is a validation row (d = 2) */
   double tune_b, tune_eps0, tune_z; /* tune.mean: the score's scale, eps0, a Gaussian z (NAN) */
   int ntune;
   const char *tune_algo[DPO__AUDIT_MAXTA]; /* tune.algo's names (into tune_buf) */

@@ -283,6 +283,15 @@ static int dpo__audit_setup_tune(const dpo_config_t *cfg, dpo__audit_t *a) {
                    "rows and its charge covers the chosen one's release only, so their "
                    "broadcasts are not what the tune releases: audit it without --white-box",
                    dpo_config_origin(cfg, "tune.mean"));
+  const char *where = NULL;
+  dpo_config_get_str(cfg, "audit.canary", "train", &where);
+  a->tune_valid = !strcmp(where, "valid");
+  if (!a->tune_valid && strcmp(where, "train"))
+    return dpo_err(DPO_EINVAL, "%s: --canary '%s': give train or valid",
+                   dpo_config_origin(cfg, "audit.canary"), where);
+  if (a->tune_valid && !a->tune_mean)
+    return dpo_err(DPO_EINVAL, "%s: --canary valid audits the geometric search's score: give "
+                   "--mean too", dpo_config_origin(cfg, "audit.canary"));
   if (dpo_config_get(cfg, "tune.clip"))
     return dpo_err(DPO_EINVAL, "%s: dpopt audit --tune: candidates with their own clip (--clips) "
                    "are not audited; give one --clip", dpo_config_origin(cfg, "tune.clip"));
@@ -357,6 +366,9 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
   if (a->tune && (rc = mech ? dpo_err(DPO_EINVAL, "give --tune or --mechanism, not both")
                             : dpo__audit_setup_tune(cfg, a)))
     return rc;
+  if (!a->tune && dpo_config_get(cfg, "audit.canary"))
+    return dpo_err(DPO_EINVAL, "%s: --canary places the canary of the geometric search's "
+                   "audit: give --tune --mean too", dpo_config_origin(cfg, "audit.canary"));
   /* privacy.trust = secagg: the coordinator's view is the unmasked noised sum (dp_common.c
    * reports the pure-eps Polya shares' sum; other secagg releases are refused by the pilot) */
   if (a->white_box && (mech || (dpo_privacy_spec_given(spec, DPO_SPEC_TRUST) &&
@@ -437,6 +449,10 @@ int dpo__audit_setup(const dpo_config_t *cfg, const dpo_privacy_spec_t *spec,
     a->d = 2;
     a->B = Bd;
     a->x0 = -8.0 / Bd; /* sigmoid(8) = 0.9997: both rows' gradients saturate */
+  }
+  if (a->tune_valid) { /* the candidates train on zero rows: x's two signs independent halves */
+    a->d = 2;
+    a->x0 = 0;
   }
   if ((rc = dpo_config_get_double(cfg, "algo.x0", a->x0, &a->x0))) return rc;
   /* tune: the chosen candidate, then its final model (the geometric search: then its score) */

@@ -34,13 +34,49 @@
  * 1 / eps0.  A dp-sgd-rdp candidate's one step on all rows lands at x <= 0 with F =
  * Phi(-1/(2z)) (replace-one: the canary's +-C against N(0, (2 z C)^2)), z = 12.6 at eps0 =
  * 0.29: log ratio 0.130 intact, 0.272 halved, so the audit can only show the claim is not
- * exceeded; a pure-eps grid's is 0.613 and 1.203, as at delta 0. */
+ * exceeded; a pure-eps grid's is 0.613 and 1.203, as at delta 0.
+ *
+ * The validation canary (audit.canary = valid, run_audit_tune.c): the training is the same in
+ * both worlds and D' adds 1 to every repetition's count, so the released (type, score) of the
+ * chosen one, type t = the signs of (x0, x1) (count c_t = how many are >= 0 on D; p = 1/4,
+ * 1/2, 1/4 for 2, 1, 0), has density g p_t f_b(s - c_t - [D']) / (1 - (1 - g) Q(s))^2, Q(s)
+ * the chance one repetition scores below s (the sum over K of k repetitions, one at (t, s),
+ * the others below it).  The event {both signs >= 0, s in [1, 2]} is likelier on D: a low
+ * score for the best type weights the worlds by the repetition's Laplace ratio and the
+ * selection's factor squared.  Its log ratio at eps0 = 0.2926: 0.62 intact, 1.15 with the
+ * score's noise halved (jobs/audit/tune-valid-canary.py; the training noise does not enter);
+ * the bound is ln((CP_lower(D) - delta) / CP_upper(D')). */
 #include <math.h>
 #include <stdio.h>
 
 #include "dpopt/audit.h"
 #include "dpopt/status.h"
 #include "optim/audit_int.h"
+
+/* The validation canary's test: the event fixed before the trials (counts, not scales). */
+static int dpo__tgeo_valid(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
+                           dpo_audit_result_t *res) {
+  const int32_t R = a->dout;
+  int64_t k[2] = {0, 0};
+  for (int w = 0; w < 2; w++)
+    for (int64_t i = 0; i < N; i++) {
+      const double *x = X[w] + i * R + 1;
+      k[w] += x[0] >= 0 && x[1] >= 0 && x[2] >= 1 && x[2] <= 2;
+    }
+  res->ev.thr = 1;
+  res->ev.above = 1;
+  res->ev.swap = 0;
+  res->lb_select = -INFINITY;
+  res->lb = dpo_audit_eps_lb(k[0], N, k[1], N, a->delta, alpha);
+  snprintf(res->stat, sizeof res->stat, "chosen x[0], x[1] >= 0, score in [1, 2] (%lld / %lld on "
+           "D, D')", (long long)k[0], (long long)k[1]);
+  snprintf(res->method, sizeof res->method, "tune-mean-valid");
+  snprintf(res->assumption, sizeof res->assumption,
+           "the canary a validation row all models predict right; scores Laplace(%.6g) (eps0 = "
+           "%.6g); training rows both worlds share; the event fixed before the trials",
+           a->tune_b, a->tune_eps0);
+  return DPO_OK;
+}
 
 int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N, double alpha,
                             double claimed, dpo_audit_result_t *res) {
@@ -49,6 +85,7 @@ int dpo__audit_tgeo_analyse(const dpo__audit_t *a, double *const X[2], int64_t N
     return dpo_err(DPO_EINVAL, "dpopt audit --tune: no charge to audit");
   /* half the score's Laplace scale b = 1 / eps0 (sensitivity 1): public, fixed before the
    * trials (3 / (2 claim) in the pure search) */
+  if (a->tune_valid) return dpo__tgeo_valid(a, X, N, alpha, res);
   const double thr = 0.5 * a->tune_b;
   int64_t k[2] = {0, 0}; /* [set]: trials in the event */
   for (int w = 0; w < 2; w++)

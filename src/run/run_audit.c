@@ -307,6 +307,10 @@ void dpo_audit_print(FILE *out, const dpo_audit_result_t *r, const char *tag) {
     fprintf(out, "tune: the geometric search; the adversary sees the chosen model and its noisy "
             "score (not the number of repetitions); canary in the rows every repetition trains "
             "on\nassumes: %s\n", r->assumption);
+  if (!strcmp(r->method, "tune-mean-valid"))
+    fprintf(out, "tune: the geometric search; the adversary sees the chosen model and its noisy "
+            "score (not the number of repetitions); canary in the validation rows (the score's "
+            "noise audited, not the training's)\nassumes: %s\n", r->assumption);
   if (!strcmp(r->method, "tune"))
     fprintf(out, "tune: the adversary sees the chosen candidate and its final model; canary in "
             "the final part\nassumes: %s\n", r->assumption);

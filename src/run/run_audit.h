@@ -16,11 +16,12 @@
 typedef struct dpo__audit_tune dpo__audit_tune_t;
 /* The tune's grid, candidates' and final runs' configurations, parts (not collective). */
 int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__audit_tune_t **out);
-/* One tune with the final part F (D or D'): out = (chosen candidate, its final model), or
- * with out NULL the white-box observer wb sees the final run's releases; the largest charge
- * of its parts into *spent, *dspent. */
+/* One tune with the final part F (D or D', world w = 0 or 1): out = (chosen candidate, its
+ * final model), or with out NULL the white-box observer wb sees the final run's releases; the
+ * largest charge of its parts into *spent, *dspent.  The validation canary (audit.canary =
+ * valid) is in the validation rows of world w instead, F unread. */
 int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
-                          dpo_rng_t *rng, double *out, double *spent, double *dspent,
+                          int w, dpo_rng_t *rng, double *out, double *spent, double *dspent,
                           dpo__wb_obs_t *wb);
 /* White box: every candidate's final run on F once, observed by wb; DPO_EINVAL naming two
  * candidates whose runs release different numbers of times (a trial's record has one length).

@@ -133,7 +133,7 @@ static int dpo__audit_admm_trial(const dpo__audit_t *a, const dpo_model_t *m,
 static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp, double *dsp,
                          dpo__wb_obs_t *wb) {
   if (j->tune)
-    return dpo__audit_tune_trial(j->tune, j->model, j->sh[which], j->rng, out, sp, dsp, wb);
+    return dpo__audit_tune_trial(j->tune, j->model, j->sh[which], which, j->rng, out, sp, dsp, wb);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, which,
                                  j->rng, out, sp, dsp, wb);
@@ -144,7 +144,7 @@ static int dpo__aj_trial(dpo__audit_job_t *j, int which, double *out, double *sp
  * unless NULL. */
 static int dpo__aj_trial_rng(dpo__audit_job_t *j, dpo_rng_t *rng, double *out, double *sp,
                              double *dsp, dpo__wb_obs_t *wb) {
-  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[0], rng, out, sp, dsp, wb);
+  if (j->tune) return dpo__audit_tune_trial(j->tune, j->model, j->sh[0], 0, rng, out, sp, dsp, wb);
   if (j->a.admm)
     return dpo__audit_admm_trial(&j->a, j->model, (const dpo_shard_t *const *)j->sh, 0, rng, out,
                                  sp, dsp, wb);

@@ -26,7 +26,14 @@
  * DPO__AT_NV rows B u (u the canary's direction, label +1; more when the score's scale
  * exceeds 3): a model with x > 0 along u scores them all, one with x <= 0 none, far beyond the
  * noise (the test: src/optim/audit_tgeo.c).  At delta > 0 the plan is tune's own
- * (dpo__tune_calibrate: Papernot-Steinke on the RDP curve), the charge its (eps, delta). */
+ * (dpo__tune_calibrate: Papernot-Steinke on the RDP curve), the charge its (eps, delta).
+ *
+ * The validation canary (audit.canary = valid): at delta > 0 most of a repetition's cost is
+ * its score, so the canary is a validation row instead: every repetition trains on zero rows
+ * in d = 2 (the same in both worlds: x's two signs independent halves), V is the rows B e_0
+ * and B e_1 labelled +1 (a model's count is how many of its signs are >= 0) and V' is V plus
+ * a zero row labelled +1, which every model without an intercept predicts right (margin 0 is
+ * +1): D' adds exactly 1 to every count.  The event and its closed form: audit_tgeo.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +52,7 @@ struct dpo__audit_tune {
   dpo_config_t *fc[DPO__TUNE_MAXC]; /* candidate i's final run on F */
   dpo__audit_t ac[DPO__TUNE_MAXC];  /* the construction with candidate i's algorithm */
   dpo_shard_t *part, *valid;        /* a candidate's training part; V */
+  dpo_shard_t *valid1;              /* the validation canary's V' (else NULL) */
   double b;                         /* the selection's Laplace scale */
   dpo_privacy_spec_t spec[2];       /* the geometric search: a pure repetition's, a Gaussian's */
   double z;                         /* delta > 0: a Gaussian candidate's multiplier (else NAN) */
@@ -71,6 +79,7 @@ void dpo__audit_tune_free(dpo__audit_tune_t *T) {
   dpo_config_destroy(T->t.cfg);
   dpo_shard_destroy(T->part);
   dpo_shard_destroy(T->valid);
+  dpo_shard_destroy(T->valid1);
   free(T);
 }
 
@@ -83,6 +92,20 @@ static int dpo__at_geo_valid(const dpo__audit_t *a, double b, dpo_shard_t **out)
   for (int64_t i = 0; !rc && i < nv; i++) {
     (*out)->X[i * a->d] = a->B;
     if (a->d == 2) (*out)->X[i * a->d + 1] = -a->B;
+  }
+  return rc;
+}
+
+/* The validation canary's V (w = 0: B e_0, B e_1) and V' (w = 1: and the zero row), all
+ * labelled +1; the candidates' training rows are n zero rows. */
+static int dpo__at_geo_vcanary(const dpo__audit_t *a, dpo__audit_tune_t *T) {
+  int rc = dpo__audit_shard_zero(a, a->n, "tune part", &T->part);
+  for (int w = 0; !rc && w < 2; w++) {
+    dpo_shard_t **v = w ? &T->valid1 : &T->valid;
+    if (!(rc = dpo__audit_shard_zero(a, 2 + w, w ? "tune V'" : "tune V", v))) {
+      (*v)->X[0] = a->B;                   /* row 0: B e_0 */
+      (*v)->X[a->d + 1] = a->B;            /* row 1: B e_1 (a->d = 2) */
+    }
   }
   return rc;
 }
@@ -116,7 +139,7 @@ static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a, const 
     if (g) T->z = T->t.c[i].z;
     rc = dpo__tune_cand_config(&T->t, &T->t.c[i], 0, &T->cc[i]);
   }
-  if (!rc) rc = dpo__at_geo_valid(a, T->b, &T->valid);
+  if (!rc) rc = a->tune_valid ? dpo__at_geo_vcanary(a, T) : dpo__at_geo_valid(a, T->b, &T->valid);
   return rc;
 }
 
@@ -166,10 +189,13 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
 
 /* One geometric search (tune.c's loop) on F: out = (chosen candidate, its model, its noisy
  * score); *spent, *dspent the tune's one charge (3 eps0, or Papernot-Steinke's (eps, delta);
- * each repetition's ledger holds it to its own budget). */
+ * each repetition's ledger holds it to its own budget).  The validation canary: trained on
+ * the zero rows, scored on world w's V. */
 static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
-                             const dpo_shard_t *F, dpo_rng_t *rng, double *out, double *spent,
-                             double *dspent) {
+                             const dpo_shard_t *F, int w, dpo_rng_t *rng, double *out,
+                             double *spent, double *dspent) {
+  const dpo_shard_t *V = T->valid1 && w ? T->valid1 : T->valid;
+  if (T->valid1) F = T->part;
   double x[DPO__AUDIT_MAXD], best = -INFINITY, sp = 0, dsp = 0, loss, right;
   int rc = DPO_OK;
   *spent = T->t.total_eps;
@@ -177,7 +203,7 @@ static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
   for (int stop = 0; !rc && !stop;) {
     const int k = dpo__tune_geo_pick(&T->t, rng);
     rc = dpo__audit_trial(&T->ac[k], T->cc[k], m, F, rng, x, &sp, &dsp, NULL);
-    if (!rc) rc = dpo_model_local_eval(m, T->valid, x, &loss, &right);
+    if (!rc) rc = dpo_model_local_eval(m, V, x, &loss, &right);
     if (!rc) rc = dpo_mech_sample(DPO_MECH_LAPLACE, rng, T->b, &right, 1);
     if (!rc && right > best) {
       best = right;
@@ -193,9 +219,9 @@ static int dpo__at_geo_trial(const dpo__audit_tune_t *T, const dpo_model_t *m,
 }
 
 int dpo__audit_tune_trial(const dpo__audit_tune_t *T, const dpo_model_t *m, const dpo_shard_t *F,
-                          dpo_rng_t *rng, double *out, double *spent, double *dspent,
+                          int w, dpo_rng_t *rng, double *out, double *spent, double *dspent,
                           dpo__wb_obs_t *wb) {
-  if (T->t.split == 0) return dpo__at_geo_trial(T, m, F, rng, out, spent, dspent);
+  if (T->t.split == 0) return dpo__at_geo_trial(T, m, F, w, rng, out, spent, dspent);
   double x[DPO__AUDIT_MAXD], noisy[DPO__TUNE_MAXC], sp = 0, dsp = 0, loss, right;
   int best = 0, rc = DPO_OK;
   /* the selection is charged eps on V's account; each run its own part's (parallel
