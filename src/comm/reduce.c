@@ -1,5 +1,6 @@
 /* Double-double reductions (see reduce.h). */
 #include "comm/reduce.h"
+#include "core/clones.h"
 #include "comm/wait.h"
 
 #include <math.h>
@@ -10,9 +11,7 @@
  * is compiled for baseline x86-64.  Only additions and subtractions, so no FMA contraction
  * can change a bit between the builds; the pairs are split into hi and lo vectors by the
  * compiler (omp simd over the array of structs). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+DPO_CLONES_LEVELS
 void dpo__dd_add_vec(dpo__dd_t *a, const double *x, int64_t n) {
 #pragma omp simd
   for (int64_t j = 0; j < n; j++) dpo__dd_add(&a[j], x[j]);

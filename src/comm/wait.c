@@ -92,6 +92,17 @@ int dpo__wait_policy(MPI_Comm comm) {
   return *v;
 }
 
+void dpo__node_ranks(MPI_Comm comm, int *lrank, int *lsize) {
+  MPI_Comm node = MPI_COMM_NULL;
+  *lrank = 0, *lsize = 1;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS ||
+      node == MPI_COMM_NULL)
+    return;
+  MPI_Comm_rank(node, lrank);
+  MPI_Comm_size(node, lsize);
+  MPI_Comm_free(&node);
+}
+
 /* Auto: whether any rank's cores are shared, and rank 0's honest word about it. */
 static int dpo__wait_detect(MPI_Comm comm, int rank, int *mode) {
   int lsize = 1;

@@ -34,6 +34,10 @@ int dpo__wait_setup(MPI_Comm comm);
 /* The policy of comm: DPO__WAIT_SPIN unless dpo__wait_setup chose sleep.  Not collective. */
 int dpo__wait_policy(MPI_Comm comm);
 
+/* This rank's place on its node: its rank among comm's ranks on the same node and their
+ * number (MPI_COMM_TYPE_SHARED); 0 and 1 when MPI cannot say.  Collective. */
+void dpo__node_ranks(MPI_Comm comm, int *lrank, int *lsize);
+
 /* Before a collective where ranks may wait long: with the sleep policy, a non-blocking
  * barrier waited for by sleeping; nothing with spin.  Collective (every rank of comm calls it
  * at the same point); DPO_OK or DPO_EMPI. */

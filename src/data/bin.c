@@ -1,5 +1,6 @@
 /* dpopt binary format (layout in dpopt/data.h): balanced row ranges read with pread (or
  * mapped in place: dpo_load_opts_t.map), collective write with MPI-IO. */
+#include "core/clones.h"
 #include "data/data_internal.h"
 
 #include <errno.h>
@@ -72,18 +73,10 @@ static int dpo__read_at(int fd, const char *path, void *buf, size_t len, int64_t
  * vector registers at -O2 (the scalar compare-and-set loop it replaced was a quarter of the
  * load's CPU time, perf). */
 typedef uint64_t dpo__u64x4 __attribute__((vector_size(32)));
-/* an AVX2 copy chosen at load time where the CPU has it: one 4-lane op for the two SSE2 ones
- * (in cache, 4-5x faster: 40M values 0.07-0.15 s -> 0.013-0.035 s on this VM).  AVX2 without
- * FMA: no product is fused into a sum, so the norms (dpo__check_rows) stay the same doubles */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define DPO__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef DPO__AVX2_CLONE
-#define DPO__AVX2_CLONE
-#endif
-DPO__AVX2_CLONE
+/* an AVX2 copy chosen at load time where the CPU has it (DPO_CLONES_EXACT, core/clones.h: no
+ * FMA, so the norms of dpo__check_rows stay the same doubles): one 4-lane op for the two SSE2
+ * ones (in cache, 4-5x faster: 40M values 0.07-0.15 s -> 0.013-0.035 s on this VM) */
+DPO_CLONES_EXACT
 static int dpo__all_finite(const double *c, size_t len) {
   const uint64_t ex = UINT64_C(0x7ff0000000000000), one = UINT64_C(1) << 52;
   const dpo__u64x4 vex = {ex, ex, ex, ex}, vone = {one, one, one, one};
@@ -116,7 +109,7 @@ static int dpo__nonfinite(const char *path, const double *c, size_t len, int32_t
  * With the norms the check is theirs: a row's L1 norm, a sum of |x_j| >= 0, is finite when all
  * its values are (inf and nan never cancel in it); only a row whose sum overflowed is checked
  * value by value.  One pass over the rows in cache, not three over the shard. */
-DPO__AVX2_CLONE
+DPO_CLONES_EXACT
 static int dpo__check_rows(const char *path, const double *c, size_t nr, int32_t d,
                            int64_t row1, double *nrm, int64_t cnt) {
   const size_t len = nr * (size_t)d;

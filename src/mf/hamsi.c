@@ -62,7 +62,7 @@ void dpo_hamsi_result_destroy(dpo_hamsi_result_t *r) {
  * check. */
 #define DPO__ES_PROGRESS 0.005
 #define DPO__SAMPLE(u, i) ((dpo__mf_mix(((uint64_t)(uint32_t)(u) << 32) | (uint32_t)(i)) & 7) == 0)
-DPO__MF_CLONES static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, int train,
+DPO_CLONES_LEVELS static int dpo__eval(dpo__hm_t *h, double *x2full, int64_t ntr, int64_t nte, int train,
                      double *rtr, double *rte, double *rsm) {
   int32_t r = h->r;
   int32_t nparts = h->grid ? h->B : h->nch;

@@ -11,7 +11,7 @@
 
 /* Does any of x[0, n) have the all-ones exponent (inf, NaN)?  The largest exponent field, a
  * reduction that vectorizes (the isfinite loop with an early exit did not: 2% of an epoch). */
-DPO__MF_CLONES static int dpo__bad_any(const double *x, int64_t n) {
+DPO_CLONES_LEVELS static int dpo__bad_any(const double *x, int64_t n) {
   const uint64_t e = 0x7ff0000000000000ULL;
   uint64_t mx = 0;
 #pragma omp simd reduction(max : mx)

@@ -73,7 +73,7 @@ static inline double dpo__hm_sq(int32_t r, const double *g) {
   return t;
 }
 
-DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu,
+DPO_CLONES_LEVELS static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const int32_t *tu,
                                              int32_t ntu, const int32_t *ti, int32_t nti,
                                              double *xc, const dpo__hist_t *Hc,
                                              const double *w2c, double *dx2) {
@@ -132,7 +132,7 @@ DPO__MF_CLONES static void dpo__hm_qn_update(dpo__hm_t *h, int64_t one, const in
 /* One block: gradient (line 10) with the objective of its ratings added to *fsum (when given;
  * the blocks of a stratum are variable-disjoint, so over a stratum this is the stratum's f at
  * the point where it starts), accumulation for lines 12/14, update (line 13). */
-DPO__MF_CLONES void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
+DPO_CLONES_LEVELS void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, double *acc1,
                    double *acc2, double *dx2, double *fsum) {
   int32_t r = h->r;
   const dpo__hist_t *Hc = dpo__cbhist(h, xc, b->cb);
@@ -306,7 +306,7 @@ int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, 
  * of r, each with its slot-major (s, y) panels.  s and y are rounded to the panels' precision
  * first (y in place, as it is also the vector the panels are multiplied by), so every product
  * here is of stored values and R and C are those of the stored pairs. */
-DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *H,
+DPO_CLONES_LEVELS static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const dpo__hist_t *H,
                                           const double *w, const double *s, double *y, int ns,
                                           double *out) {
   int M = h->M, r = h->r;
@@ -324,7 +324,7 @@ DPO__MF_CLONES static void dpo__pair_dots(const dpo__hm_t *h, int64_t nv, const 
 }
 
 /* slot ns of the panel of nv variables (rows of r) from s and y (the rounding of pair_dots) */
-DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *H,
+DPO_CLONES_LEVELS static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo__hist_t *H,
                                            const double *s, const double *y) {
   for (int64_t o = 0; o < nv; o += r) {
     dpo__hist_t *a = H + o * M + (int64_t)ns * r;
@@ -335,7 +335,7 @@ DPO__MF_CLONES static void dpo__pair_store(int64_t nv, int r, int M, int ns, dpo
 
 /* Lines 14-19 after the last inner step, local part: y = g - g-bar and the 2M inner products
  * of each part into h->part (2M per part: *nparts parts). */
-DPO__MF_CLONES void dpo__hm_pair_local(dpo__hm_t *h, int32_t *nparts) {
+DPO_CLONES_LEVELS void dpo__hm_pair_local(dpo__hm_t *h, int32_t *nparts) {
   int M = h->M, ns = dpo__lbfgs_next_slot(&h->lb);
   /* y = g - g-bar is the gradient difference of the repeated stratum alone (line 14), not
    * rescaled to the whole f: H then models the curvature of one stratum's function, which is
@@ -378,7 +378,7 @@ DPO__MF_CLONES void dpo__hm_pair_local(dpo__hm_t *h, int32_t *nparts) {
 
 /* Lines 14-19, after the reduction: acceptance of the pair with the summed inner products
  * dots[2M], and the new S, Y rows. */
-DPO__MF_CLONES int dpo__hm_pair_push(dpo__hm_t *h, const double *dots) {
+DPO_CLONES_LEVELS int dpo__hm_pair_push(dpo__hm_t *h, const double *dots) {
   int st, M = h->M, ns = dpo__lbfgs_next_slot(&h->lb), acc = 0;
   if ((st = dpo__lbfgs_push(&h->lb, dots, &acc)) || !acc) return st;
   h->sigma = h->lb.sigma;

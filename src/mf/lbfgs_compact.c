@@ -230,7 +230,7 @@ dpo__lb_row(const dpo__hist_t *p, const double *g, const double *w, int64_t nvar
 
 /* a panel at a time, each read front to back: per panel one vector sum, then its scalar tail
  * (no accumulator array: zeroing one per row cost 8% of the pass) */
-DPO__MF_CLONES void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
+DPO_CLONES_LEVELS void dpo__lbfgs_dots(int M, int64_t nvar, const dpo__hist_t *const *P,
                                     const double *w, const double *g, double *u) {
   for (int j = 0; j < M; j++) {
     dpo__mf_v8 a = {0}, b = {0};
@@ -271,7 +271,7 @@ void dpo__lbfgs_wtg(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H, c
     }                                                                                     \
   } while (0)
 
-DPO__MF_CLONES void dpo__lbfgs_wtg_rows(const dpo__lbfgs_t *l, int32_t r, const dpo__hist_t *H,
+DPO_CLONES_LEVELS void dpo__lbfgs_wtg_rows(const dpo__lbfgs_t *l, int32_t r, const dpo__hist_t *H,
                                         const double *w, const double *g, const int32_t *rows,
                                         int32_t n, double *u) {
   int M = l->M;
@@ -338,7 +338,7 @@ void dpo__lbfgs_nmul(const dpo__lbfgs_t *l, const double *u, double *v) {
     }                                                                                     \
   } while (0)
 
-DPO__MF_CLONES void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
+DPO_CLONES_LEVELS void dpo__lbfgs_wmul(const dpo__lbfgs_t *l, int64_t nvar, const dpo__hist_t *H,
                                     const double *w, const double *g, const double *v,
                                     double *out) {
   int M = l->M;

@@ -2,6 +2,8 @@
 #ifndef DPO_MF_IMPL_H
 #define DPO_MF_IMPL_H
 
+#include "core/clones.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,17 +19,9 @@ static inline uint64_t dpo__mf_mix(uint64_t z) {
 /* Uniform in [0, 1) from a hash. */
 static inline double dpo__mf_unit(uint64_t h) { return (double)(h >> 11) * 0x1.0p-53; }
 
-/* The rating loops (dpo__hm_block, the evaluation) and the compact L-BFGS products in one
- * build per x86-64 level, picked by the loader for the CPU (GCC target_clones): the library
- * is compiled for baseline x86-64 (SSE2, no FMA), and these loops are HAMSI's epoch.  Every
- * rank of a run on one machine runs the same clone, so results stay the same at every rank
- * count; across machines they can differ in the last bits (FMA contraction, as the gradient
- * kernels' builds do). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DPO__MF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DPO__MF_CLONES
-#endif
+/* The rating loops (dpo__hm_block, the evaluation) and the compact L-BFGS products, HAMSI's
+ * epoch, are built once per x86-64 level (DPO_CLONES_LEVELS, core/clones.h): every rank of a
+ * run on one machine runs the same build, so results stay the same at every rank count. */
 
 /* x1'x2 over r entries, in 8 partial sums (entries q = j mod 8: four 2-wide vectors, four
  * independent chains) added as a tree, then the tail: as one scalar chain of r dependent adds

@@ -21,6 +21,7 @@
  * fewer, and the split and merge add at most three roundings per coefficient (one twiddle
  * product, one sum, one halving), which the stage left over covers.
  */
+#include "core/clones.h"
 #include "privacy_int.h"
 
 #include "dpopt/status.h"
@@ -91,15 +92,9 @@ static int dpo__rev_shift(int64_t m) {
   return s;
 }
 
-/* The butterfly and powering loops in one build per vector width, picked by the loader for the
- * CPU (GCC target_clones, as src/mf/): AVX2 runs the same lanes 4 wide.  No clone enables FMA,
- * so no product is contracted into a fused multiply-add and every clone's values are the
- * baseline build's, bit for bit, on every machine. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DPO__FFT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DPO__FFT_CLONES
-#endif
+/* The butterfly and powering loops below are built for AVX2 beside the baseline, neither with
+ * FMA (DPO_CLONES_EXACT, core/clones.h): AVX2 runs the same lanes 4 wide, and every build's
+ * values are the baseline's, bit for bit, on every machine. */
 
 #define DPO__FFT_BLOCK 4096 /* complex numbers: 64 KiB split */
 
@@ -127,7 +122,7 @@ static inline void dpo__bf(double *restrict ur, double *restrict ui, double *res
 }
 
 /* one radix-2 stage of span len over m points; len 2 (w = 1) without the products, as before */
-DPO__FFT_CLONES static void dpo__stage(double *re, double *im, int64_t m, int64_t len, int inv) {
+DPO_CLONES_EXACT static void dpo__stage(double *re, double *im, int64_t m, int64_t len, int inv) {
   const int64_t half = len >> 1;
   if (half == 1) {
     for (int64_t s = 0; s < m; s += 2) {
@@ -163,7 +158,7 @@ static inline void dpo__bf_1(double *r, double *i) {
 /* the stages of span 2, 4 and 8 in one pass (dpo__stage at 2, then dpo__stage2 at 4: the
  * same butterflies, twiddles and products): twelve butterflies per group of eight points, the
  * groups in vector lanes (a call per two butterflies cost more than the butterflies) */
-DPO__FFT_CLONES static void dpo__stage3_8(double *restrict re, double *restrict im, int64_t m,
+DPO_CLONES_EXACT static void dpo__stage3_8(double *restrict re, double *restrict im, int64_t m,
                                           int inv) {
   const double *w1r = dpo__lr + 1, *w1i = dpo__li + 1, *w2r = dpo__lr + 3, *w2i = dpo__li + 3;
   const double a0 = w1r[0], a1 = w1r[1], b0 = w1i[0], b1 = w1i[1];
@@ -182,7 +177,7 @@ DPO__FFT_CLONES static void dpo__stage3_8(double *restrict re, double *restrict 
   }
 }
 
-DPO__FFT_CLONES static void dpo__stage2(double *re, double *im, int64_t m, int64_t len, int inv) {
+DPO_CLONES_EXACT static void dpo__stage2(double *re, double *im, int64_t m, int64_t len, int inv) {
   const int64_t q = len >> 1;
   const double *w1r = dpo__lr + q - 1, *w1i = dpo__li + q - 1;
   const double *w2r = dpo__lr + len - 1, *w2i = dpo__li + len - 1;
@@ -236,7 +231,7 @@ static void dpo__load(const double *a, int64_t na, int64_t m, double *zr, double
 
 /* c[2j] + i c[2j + 1] = s z_j for 2j < nc (c[nc - 1] alone when nc is odd); negative values
  * set to 0 when clip */
-DPO__FFT_CLONES static void dpo__unload(const double *restrict zr, const double *restrict zi,
+DPO_CLONES_EXACT static void dpo__unload(const double *restrict zr, const double *restrict zi,
                                         int64_t m, double s, double *restrict c, int64_t nc,
                                         int clip) {
   const int64_t h = nc / 2 < m ? nc / 2 : m;
@@ -268,7 +263,7 @@ static inline void dpo__split1(double ar, double ai, double cr, double ci, doubl
 }
 
 /* X_k for 0 < k < m; tr, ti: W^k, k < m */
-DPO__FFT_CLONES static void dpo__split(const double *restrict zr, const double *restrict zi,
+DPO_CLONES_EXACT static void dpo__split(const double *restrict zr, const double *restrict zi,
                                        int64_t m, const double *restrict tr,
                                        const double *restrict ti, double *restrict xr,
                                        double *restrict xi) {
@@ -301,7 +296,7 @@ static inline void dpo__merge1(double ar, double ai, double cr, double ci, doubl
 }
 
 /* Z_k and Z_{m-k} for 0 < k < m / 2, in place of X_k and X_{m-k} (each pair reads both) */
-DPO__FFT_CLONES static void dpo__merge(double *restrict xr, double *restrict xi, int64_t m,
+DPO_CLONES_EXACT static void dpo__merge(double *restrict xr, double *restrict xi, int64_t m,
                                        const double *restrict tr, const double *restrict ti) {
 #pragma omp simd
   for (int64_t k = 1; k < m / 2; k++) {
@@ -363,7 +358,7 @@ int dpo__pld_rconv(const double *a, int64_t na, const double *b, int64_t nb, dou
 /* X[k] = X[k]^t for k < nk by binary powering (the squarings of the composition, done on the
  * spectrum), 0 where |X[k]|^2 < thr: block by block, each bit of t one vector loop over the
  * block; every coefficient sees the same products in the same order as a scalar loop would */
-DPO__FFT_CLONES static void dpo__pow_block(double *restrict xr, double *restrict xi,
+DPO_CLONES_EXACT static void dpo__pow_block(double *restrict xr, double *restrict xi,
                                            int64_t nk, int64_t t, double thr) {
   double rr[DPO__POW_BLOCK], ri[DPO__POW_BLOCK], br[DPO__POW_BLOCK], bi[DPO__POW_BLOCK];
   /* a coefficient below thr powers from 0: no subnormals on the way, the result +0 as set;

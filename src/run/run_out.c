@@ -104,16 +104,10 @@ typedef struct {
  * ranks add nothing to the reductions */
 static void dpo__timing_reduce(MPI_Comm comm, const dpo_oracle_stats_t *st, int own,
                                dpo__timing_t *t) {
-  int size, lrank = 0, lsize = 1, rank = 0;
-  MPI_Comm node = MPI_COMM_NULL;
+  int size, lrank, lsize, rank = 0;
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
-      node != MPI_COMM_NULL) {
-    MPI_Comm_rank(node, &lrank);
-    MPI_Comm_size(node, &lsize);
-    MPI_Comm_free(&node);
-  }
+  dpo__node_ranks(comm, &lrank, &lsize);
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   int cpus = nc > 0 ? (int)nc : 1;
   const int add = !own || rank == 0;
@@ -171,7 +165,7 @@ static double dpo__xx(const dpo_run_t *r) {
 }
 
 /* Rank 0: summary.json's object. */
-static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
+static json_object *dpo__summary(const dpo_run_t *r,
                                  const dpo_oracle_stats_t *ost, const dpo__timing_t *tim) {
   const char *metric = dpo_model_metric(r->model);
   double xx = dpo__xx(r);
@@ -205,8 +199,8 @@ static json_object *dpo__summary(const dpo_run_t *r, const double tcmax[2],
   json_object_object_add(sum, "status", json_object_new_string(r->run_rc == DPO_EBUDGET
                                                                    ? "budget_exhausted" : "ok"));
   json_object_object_add(sum, "wall_time_s", dpo_json_double(r->wall));
-  json_object_object_add(sum, "compute_time_s_max", dpo_json_double(tcmax[0]));
-  json_object_object_add(sum, "comm_time_s_max", dpo_json_double(tcmax[1]));
+  json_object_object_add(sum, "compute_time_s_max", dpo_json_double(tim->tmax[0]));
+  json_object_object_add(sum, "comm_time_s_max", dpo_json_double(tim->tmax[1]));
   json_object_object_add(sum, "solve_time_s", dpo_json_double(r->t_solve));
   json_object_object_add(sum, "load_time_s", dpo_json_double(r->t_load));
   /* rank 0's rows read in place from a mapping of the file (never in a private run, run.c) */
@@ -273,7 +267,6 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   dpo_oracle_get_stats(r->oracle, &ost);
   dpo__timing_t tim;
   dpo__timing_reduce(r->comm, &ost, dpo__run_parties_hide_train(r->parties), &tim);
-  const double tcmax[2] = {tim.tmax[0], tim.tmax[1]};
   if (r->rank == 0) {
     char p[1024], cm[512];
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", r->model_name,
@@ -282,7 +275,7 @@ int dpo__run_write_outputs(dpo_run_t *r) {
     int icpt = dpo_model_intercept(r->model);
     rc = dpo_model_write_k(p, dpo_solver_x(r->solver), r->train->d - icpt, icpt,
                            dpo_model_classes(r->model), cm);
-    if (!rc) rc = dpo__run_write_summary(r, dpo__summary(r, tcmax, &ost, &tim));
+    if (!rc) rc = dpo__run_write_summary(r, dpo__summary(r, &ost, &tim));
   }
   if ((rc = dpo_agree(r->comm, rc))) return rc;
   dpo__run_finish_dir(r);

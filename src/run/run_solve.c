@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/wait.h" /* dpo__node_ranks */
 #include "dpopt/comm.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -183,13 +184,8 @@ static int dpo__keep_release(void *arg, const double *x, int64_t iters, int64_t 
  * budget store (its head must not get ahead of the journal: dpo_ledger_set_sync).
  * Collective; returns whether rank 0 deferred. */
 static int dpo__journal_defer(dpo_run_t *r) {
-  int lsize = 0, size = dpo__size(r->comm);
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(r->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-          MPI_SUCCESS && node != MPI_COMM_NULL) {
-    MPI_Comm_size(node, &lsize);
-    MPI_Comm_free(&node);
-  }
+  int lrank, lsize, size = dpo__size(r->comm);
+  dpo__node_ranks(r->comm, &lrank, &lsize);
   int one = lsize == size; /* rank 0's node holds every rank iff every node's count is all */
   MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_LAND, r->comm);
   dpo_ledger_t *L = dpo__run_priv_ledger(r->priv);
