@@ -1,6 +1,7 @@
 /* A private run's side of its data set's budget store, shared by dpopt train (src/run) and
  * dpopt admm (src/admm): the reservation once the run's journal is open, a resumed run's
- * included, and the journal head that follows it (budget_head.c). */
+ * included, and the journal head that follows it (budget_head.c); a party's own store's
+ * check in a multi-party run (budget_party.c). */
 #ifndef DPO_BUDGET_RUN_H
 #define DPO_BUDGET_RUN_H
 
@@ -19,5 +20,15 @@ int dpo__budget_run_reserve(dpo_budget_t *B, const char *store, const char *key_
                             dpo_ledger_t *L, const char *journal, double eps, double delta,
                             const char *what, int resumed, char run_id[65],
                             dpo_budget_head_t **head);
+
+/* Not collective, party K's first rank in a multi-party run (budget_party.c): open the party's
+ * own store (its file `data` registered and unchanged), take the store's lock (kept until the
+ * reservation) and, unless resuming (the resumed run's record is found by its id at the
+ * reservation), check that (eps, delta) fits, writing nothing; kind is the record's ("train",
+ * "tune", "admm").  A refusal names party K, never what its store has left.  *bud is set once
+ * opened (close it on failure too). */
+int dpo__budget_party_check(int K, const char *data, const char *store, const char *key_file,
+                            double eps, double delta, const char *kind, int resuming,
+                            dpo_budget_t **bud);
 
 #endif

@@ -177,35 +177,10 @@ int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int r
                    "party.%d.eps", pt->name[k], pt->name[k]);
     /* resumed: the store will be settled against the party's own journal (party_now) */
     else if (!resuming || !(rc = dpo_party_store_journal(pt, k, j, sizeof j)))
-      rc = dpo__run_party_store_check(pt, k, p->key_file, pt->eps[k], pt->delta[k], "train",
-                                      resuming, &p->pbud);
+      rc = dpo__budget_party_check(pt->name[k], pt->data[k], pt->store[k], p->key_file,
+                                   pt->eps[k], pt->delta[k], "train", resuming, &p->pbud);
   }
   return dpo_agree(p->comm, rc);
-}
-
-int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_file, double eps,
-                               double delta, const char *kind, int resuming,
-                               dpo_budget_t **bud) {
-  const char *files[1] = {pt->data[k]}, *what = strcmp(kind, "tune") ? "run" : "tune";
-  char why[400];
-  int rc;
-  if (!pt->data[k])
-    rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
-                 "party.%d.data)", pt->name[k]);
-  else if (!(rc = dpo_budget_open(pt->store[k], key_file, files, 1, bud)) &&
-           !(rc = dpo_budget_lock(*bud)) && /* held until the reservation */
-           !resuming) /* a resumed run's fit is checked with its id (its record may be open) */
-    rc = dpo_budget_reserve(*bud, NULL, eps, delta, kind, 1);
-  /* the amounts stay with the party: the others learn only that its store refused */
-  if (rc == DPO_EBUDGET)
-    return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for "
-                   "this %s does not fit what its store has left); nothing was written",
-                   pt->name[k], what, what);
-  if (rc) {
-    snprintf(why, sizeof why, "%s", dpo_errmsg());
-    return dpo_err(rc, "party %d: its budget store refused the %s: %s", pt->name[k], what, why);
-  }
-  return DPO_OK;
 }
 
 /* Collective, --resume (secagg: doc/design.md, "Budget stores", Resume): on party k's first

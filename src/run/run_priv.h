@@ -34,14 +34,6 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
  * run's id, against what the journals hold); writes nothing.  A refusal is agreed and
  * names the party, not what its store has left.  pt is borrowed for the run's life. */
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming);
-/* Not collective, party k's first rank: open party k's store (its file registered and
- * unchanged), take the store's lock (kept until the reservation) and, unless resuming (the
- * resumed run's record is found by its id at the reservation), check that (eps, delta) fits,
- * writing nothing; kind is the record's ("train", "tune").  A refusal names the party, never
- * what its store has left.  *bud is set once opened (close it on failure too). */
-int dpo__run_party_store_check(const dpo_parties_t *pt, int k, const char *key_file, double eps,
-                               double delta, const char *kind, int resuming,
-                               dpo_budget_t **bud);
 /* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 /* Before the run directory is claimed (rank 0, where the journal opens): can the journal be
  * keyed?  Writes nothing.  A run that is not private has no journal. */

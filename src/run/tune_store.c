@@ -8,7 +8,7 @@
 #include "dpopt/comm.h"
 #include "dpopt/parties.h"
 #include "dpopt/status.h"
-#include "run/run_priv.h"
+#include "privacy/budget_run.h"
 #include "run/tune_store.h"
 
 struct dpo__tune_pstore {
@@ -62,7 +62,8 @@ int dpo__tune_pstore_check(MPI_Comm comm, const dpo_config_t *cfg, const char *k
     int k = ps->pt->rank_party[ps->rank];
     if (ps->rank == ps->pt->first_rank[k] && ps->pt->store[k] && ps->pt->store[k][0]) {
       ps->party = k;
-      rc = dpo__run_party_store_check(ps->pt, k, key_file, eps, delta, "tune", 0, &ps->bud);
+      rc = dpo__budget_party_check(ps->pt->name[k], ps->pt->data[k], ps->pt->store[k], key_file,
+                                   eps, delta, "tune", 0, &ps->bud);
     }
   }
   if ((rc = dpo_agree(comm, rc))) {
