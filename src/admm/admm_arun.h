@@ -13,6 +13,14 @@
 #include "dpopt/privacy.h"
 #include "admm/admm_job.h"
 
+/* this rank's party's own data file and budget store (admm_pstore.c) */
+typedef struct {
+  char *data, *store; /* party.K.data / parties.data, party.K.budget_store / ...; owned */
+  dpo_budget_t *bud;  /* the store, opened and locked on the party's rank before loading */
+  int reserved;       /* reserved under run_id: to settle */
+  char run_id[65];
+} dpo__arun_pstore_t;
+
 typedef struct {
   const char *meth, *mname, *reg, *xup, *graph, *gfrom, *srule, *journal, *jkey, *testp;
   int notrace; /* secagg / local: the trace has no rows (they show exact training sums) */
@@ -33,6 +41,7 @@ typedef struct {
   int rank, size;
   const char *store;  /* privacy.store: the data set's budget store */
   dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */
+  dpo__arun_pstore_t *ps; /* this party's own file and store (never NULL once read) */
 } dpo__arun_t;
 
 /* the parties' own noise streams (secagg), apart from rank 0's stream 0 */
@@ -67,6 +76,20 @@ void dpo__arun_spent(dpo_admm_job_t *j, const dpo_ledger_t *L, double sigma);
 int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char rid[65],
                       dpo_budget_head_t **head);
 void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid);
+
+/* admm_pstore.c, each party's own data file and budget store (secagg, local): read (not
+ * collective, data-free: every party's keys read, this rank's kept, the combinations refused
+ * that cannot hold), check (collective, before loading: the party's store opened, its file
+ * registered and unchanged, the fit checked under its lock; writes nothing), reserve
+ * (collective, once the run id is agreed and before the first release; resuming, against the
+ * party's own journal), settle (not collective, once the party's journal is closed: to what
+ * it holds), free. */
+int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s);
+int dpo__arun_pstore_check(MPI_Comm comm, dpo__arun_t *s);
+int dpo__arun_pstore_reserve(MPI_Comm comm, const dpo__arun_t *s, const dpo_ledger_t *L,
+                             const char *run_id);
+void dpo__arun_pstore_settle(const dpo__arun_t *s, const dpo_ledger_t *L);
+void dpo__arun_pstore_free(dpo__arun_t *s);
 
 /* The linearized methods (admm, accadmm, dpadmm, dpaccadmm) and the settings they need,
  * checked before the run directory is claimed and anything is loaded or noised: *dp private,

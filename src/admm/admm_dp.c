@@ -292,7 +292,8 @@ typedef struct {
 static void dpo__arun_res_free(const dpo__arun_t *s, dpo__arun_res_t *r) {
   free(r->Ax);
   dpo_oracle_destroy(r->orc);
-  dpo_guard_destroy(r->guard);
+  dpo_guard_destroy(r->guard); /* the party's journal closed: what it holds is what ran */
+  dpo__arun_pstore_settle(s, r->L);
   dpo_secagg_destroy(r->sa);
   dpo_rng_destroy(r->prng);
   dpo_admm_A_destroy(r->A);
@@ -488,7 +489,9 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
   o.observe = j->audit_observe; /* the one-run audit (dpo_admm_job_set_audit), else NULL */
   o.observe_arg = j->audit_arg;
   if (dp && ((rc = dpo__arun_dp_ledger(j, comm, s, &r, &o)) ||
-             (rc = dpo__arun_dp_trust(comm, s, &r, &o))))
+             (rc = dpo__arun_dp_trust(comm, s, &r, &o)) ||
+             ((s->secagg || s->local) &&
+              (rc = dpo__arun_pstore_reserve(comm, s, r.L, r.run_id)))))
     goto out;
   dpo__arun_trace_t tr = {.o = r.orc, .A = r.A, .lambda = s->lambda,
                           .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};

@@ -104,7 +104,8 @@ static int dpo__arun_cons_parties(dpo_admm_job_t *j, MPI_Comm comm, const dpo__a
   if (!rc) rc = dpo__arun_run_id(comm, s, L, run_id);
   if (!rc) rc = dpo__arun_plan(comm, s, d, run_id, digest);
   if (!rc && s->rank != 0) rc = dpo__arun_guard(s, d, run_id, guard, NULL);
-  return dpo_agree(comm, rc);
+  if ((rc = dpo_agree(comm, rc))) return rc;
+  return dpo__arun_pstore_reserve(comm, s, L, run_id); /* before the first message */
 }
 
 static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
@@ -231,7 +232,8 @@ static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun
   if (*stop == DPO_ENOCONV && s->rank == 0)
     fprintf(stderr, "dpopt admm: %s (the last z is reported; raise --maxit)\n", dpo_errmsg());
 out:
-  dpo_guard_destroy(guard);
+  dpo_guard_destroy(guard); /* the party's journal closed: what it holds is what ran */
+  dpo__arun_pstore_settle(s, L);
   dpo__arun_settle(s, L, rid);
   dpo_ledger_close(L);
   dpo_budget_head_close(head);
@@ -378,10 +380,12 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
   MPI_Comm_rank(comm, &s->rank);
   MPI_Comm_size(comm, &s->size);
   dpo_config_get_str(cfg, "data.train", NULL, &j->data);
-  if (!j->data) rc = dpo_err(DPO_EINVAL, "no training data: give FILE (data.train)");
-  else if (!(rc = dpo__arun_read(cfg, spec, s)) && !(rc = dpo__arun_trust(cfg, s)) &&
-           !(rc = dpo__arun_party_dir(cfg, s)) &&
-           !(rc = dpo_model_create(s->mname, 0.0, &j->m)) &&
+  if (!(rc = dpo__arun_read(cfg, spec, s)) && !(rc = dpo__arun_trust(cfg, s)) &&
+      !(rc = dpo__arun_party_dir(cfg, s)) && !(rc = dpo__arun_pstore_read(cfg, s)) &&
+      !(rc = (j->data = j->data ? j->data : s->ps->data)
+                 ? DPO_OK : dpo_err(DPO_EINVAL, "no training data: give FILE (data.train), or "
+                                    "each party's own file (parties.data = FILE%%d)")) &&
+      !(rc = dpo_model_create(s->mname, 0.0, &j->m)) &&
            !(rc = dpo_load_opts_from_config(cfg, &j->lo))) {
     j->lo.labels = dpo_model_binary(j->m) ? DPO_LABELS_BINARY : DPO_LABELS_REAL;
     /* a private run's width is declared, never read from the rows (dpo_load_opts_private) */
@@ -392,7 +396,10 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
   }
   if (!rc && s->rank == 0 && !(j->repf = open_memstream(&j->rep, &j->rep_len)))
     rc = dpo_err(DPO_ENOMEM, "out of memory");
-  if ((rc = dpo_agree(comm, rc)) || (s->store && (rc = dpo__arun_store_check(comm, s, spec, j->data)))) {
+  /* the data set's store (rank 0), each party's own store (its rank): before any file */
+  if ((rc = dpo_agree(comm, rc)) ||
+      (s->store && (rc = dpo__arun_store_check(comm, s, spec, j->data))) ||
+      (rc = dpo__arun_pstore_check(comm, s))) {
     dpo_admm_job_destroy(j);
     return rc;
   }
@@ -413,10 +420,30 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
 
 const char *dpo_admm_job_method(const dpo_admm_job_t *j) { return j->s.meth; }
 
+/* Collective: each party's own file, loaded by its rank alone, the rows numbered across the
+ * parties in rank order (replace-one: the counts are public, as data.train split by ranks
+ * makes them); every party declares one width (its schema). */
+static int dpo__arun_party_load(dpo_admm_job_t *j) {
+  int rc = dpo_agree(j->comm, dpo_shard_load(MPI_COMM_SELF, j->data, &j->lo, &j->sh));
+  if (rc) return rc;
+  int32_t dv[2] = {j->sh->d, -j->sh->d}, dm[2];
+  int64_t n = j->sh->n, before = 0, tot = 0;
+  MPI_Allreduce(dv, dm, 2, MPI_INT32_T, MPI_MAX, j->comm);
+  if (dm[0] != -dm[1])
+    return dpo_agree(j->comm, dpo_err(DPO_EFORMAT, "the parties' files declare %d to %d "
+                                      "features: every party declares one width (data.dim or "
+                                      "its file's schema)", (int)-dm[1], (int)dm[0]));
+  MPI_Exscan(&n, &before, 1, MPI_INT64_T, MPI_SUM, j->comm);
+  MPI_Allreduce(&n, &tot, 1, MPI_INT64_T, MPI_SUM, j->comm);
+  j->sh->row0 = j->s.rank == 0 ? 0 : before;
+  j->sh->n_global = tot;
+  return DPO_OK;
+}
+
 int dpo_admm_job_load(dpo_admm_job_t *j) {
   dpo__arun_t *s = &j->s;
-  int rc;
-  if ((rc = dpo_shard_load(j->comm, j->data, &j->lo, &j->sh))) return rc;
+  int rc = s->ps->data ? dpo__arun_party_load(j) : dpo_shard_load(j->comm, j->data, &j->lo, &j->sh);
+  if (rc) return rc;
   j->lo.d = j->sh->d;
   if (s->testp && (rc = dpo_shard_load(j->comm, s->testp, &j->lo, &j->te))) return rc;
   /* the one-run audit's canaries, before the solution is sized by the shard's width */
@@ -493,6 +520,7 @@ void dpo_admm_job_bounds(const dpo_admm_job_t *j, double *clip, double *b2) {
 void dpo_admm_job_destroy(dpo_admm_job_t *j) {
   if (!j) return;
   dpo_budget_close(j->s.bud);
+  dpo__arun_pstore_free(&j->s);
   free(j->s.pdir);
   if (j->repf) fclose(j->repf);
   free(j->rep);

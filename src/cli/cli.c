@@ -284,17 +284,23 @@ int dpo_cli_start(const dpo_cli_ctx_t *ctx, const char *cmd, int argc, char **ar
         dpo_config_declare(*cfg, dpo__cli_extra[i].keys[k]);
   /* dpopt admm under secagg reads the parties' identity keys (one party per rank) when it
    * makes the pairwise keys (admm_run.c, privacy/plan.c) and, under secagg and local, each
-   * party's own run directory (its guard's journal); under any other trust they stay unknown,
-   * so setting them is refused */
+   * party's own run directory (its guard's journal), file and budget store (admm_pstore.c);
+   * under any other trust they stay unknown, so setting them is refused */
   const char *trust = dpo_config_get(*cfg, "privacy.trust");
   const int sa = trust && !strcmp(trust, "secagg");
   if (!strcmp(cmd, "admm") && trust && (sa || !strcmp(trust, "local"))) {
     char key[48];
     if (sa) dpo_config_declare(*cfg, "parties.key");
-    dpo_config_declare(*cfg, "parties.out");
-    for (int k = 0; k < ctx->size; k++) {
-      snprintf(key, sizeof key, "party.%d.out", k);
+    static const char *const own[] = {"out", "data", "budget_store"};
+    for (int i = 0; i < 3; i++) {
+      snprintf(key, sizeof key, "parties.%s", own[i]);
       dpo_config_declare(*cfg, key);
+      for (int k = 0; k < ctx->size; k++) {
+        snprintf(key, sizeof key, "party.%d.%s", k, own[i]);
+        dpo_config_declare(*cfg, key);
+      }
+    }
+    for (int k = 0; k < ctx->size; k++) {
       if (!sa) continue;
       snprintf(key, sizeof key, "party.%d.key", k);
       dpo_config_declare(*cfg, key);

@@ -76,7 +76,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                                                  "(the run directory; %s)", gone[g][0], gone[g][1]));
   if ((ex = dpo_cli_start(ctx, "admm", argc, argv, opts,
                           "usage: mpirun --quiet -np P dpopt admm [options] FILE\n"
-                          "       mpirun --quiet -np P dpopt admm --resume RUN",
+                          "       mpirun --quiet -np P dpopt admm --resume RUN\n"
+                          "       mpirun --quiet -np P dpopt admm [options] --set parties.data=FILE%d",
                           "consensus: every rank is a data holder (x_i, u_i on its shard), one Allreduce per\n"
                           "iteration forms z = prox_g(mean(x_i + u_i)); stops on primal/dual residuals\n"
                           "(Boyd et al. 2011 Sec. 3.3).  With --private each party clips and noises its\n"
@@ -90,18 +91,23 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
                           "Outputs in the run directory (--out), as for dpopt train: config.ini, trace.csv, model.txt,\n"
                           "summary.json and, for private methods, ledger.jsonl (under privacy.trust = secagg or local each party\n"
                           "K > 0 keeps PARTYDIR/ledger.partyK.jsonl in its own directory, party.K.out or\n"
-                          "parties.out = DIR%d).  Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted,\n"
+                          "parties.out = DIR%d).  There each party may read its own file (parties.data = FILE%d\n"
+                          "or party.K.data, in place of FILE) and charge its own budget store (parties.budget_store =\n"
+                          "DIR%d or party.K.budget_store, as dpopt train's parties): checked and reserved on its rank\n"
+                          "before the first release, settled to its own journal.  Exit status: 0 ok, 1 usage, 2 bad data, 3 budget exhausted,\n"
                           "4 runtime failure (also: consensus stopped at --maxit), 5 interrupted (SIGTERM/SIGINT:\n"
                           "checkpoint written, continue with --resume RUN).\n",
                           &cfg, pos, 1, &npos, NULL)) >= 0)
     goto out;
   const int resume = dpo_config_get(cfg, "run.resume") != NULL;
-  if (resume ? npos != 0 : npos != 1) {
+  /* each party's own file (parties.data, party.K.data) stands for FILE */
+  const int own = dpo_config_get(cfg, "parties.data") || dpo_config_get(cfg, "party.0.data");
+  if (resume ? npos != 0 : npos != 1 && !(own && npos == 0)) {
     ex = dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, resume ? "--resume RUN takes no FILE "
                                            "(the run's own data)" : "one FILE expected (see --help)"));
     goto out;
   }
-  if ((!resume && (rc = dpo_config_set(cfg, "data.train", pos[0], "FILE"))) ||
+  if ((!resume && npos == 1 && (rc = dpo_config_set(cfg, "data.train", pos[0], "FILE"))) ||
       (rc = dpo_config_set(cfg, "run.command", "admm", "dpopt admm")))
     goto fail;
   /* every method stops at a checkpoint on SIGTERM / SIGINT (consensus: every rank's part) */

@@ -64,6 +64,10 @@ typedef struct {
 /* Not collective (parties.c): party k's own run directory, party.K.out, else parties.out with
  * its one %d replaced by k; *dir = NULL when neither is given (caller frees). */
 int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
+/* Not collective (parties.c): party k's path for `what` (data, budget_store, out):
+ * party.K.WHAT, else parties.WHAT with its one %d replaced by k; *path = NULL when neither is
+ * given (caller frees). */
+int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path);
 /* Not collective: the file of the party named K's own journal, DIR/ledger.partyK.jsonl, into
  * journal[n] (a party's journal is named by its name, never by its position); DPO_EINVAL when
  * it does not fit.  Every place that opens or checks a party journal names it here. */

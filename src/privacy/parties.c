@@ -114,11 +114,17 @@ static int dpo__party_path(const dpo_config_t *cfg, const char *what, const char
   return DPO_OK;
 }
 
-int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
+int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path) {
+  char key[64];
   const char *pat = NULL;
-  *dir = NULL;
-  dpo_config_get_str(cfg, "parties.out", NULL, &pat);
-  return dpo__party_path(cfg, "out", pat, k, dir);
+  *path = NULL;
+  snprintf(key, sizeof key, "parties.%s", what);
+  dpo_config_get_str(cfg, key, NULL, &pat);
+  return dpo__party_path(cfg, what, pat, k, path);
+}
+
+int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
+  return dpo_party_path(cfg, "out", k, dir);
 }
 
 /* every party names its WHAT or none does (then the array is all NULL) */

@@ -114,7 +114,8 @@ static json_object *dpo__admm_summary(const dpo_run_t *r, const dpo_admm_result_
   json_object_object_add(sum, "model", json_object_new_string(res->model));
   json_object_object_add(sum, "lambda", dpo_json_double(res->lambda));
   json_object_object_add(sum, "ranks", json_object_new_int(r->size));
-  json_object_object_add(sum, "train", json_object_new_string(dpo_config_get(r->cfg, "data.train")));
+  const char *tr = dpo_config_get(r->cfg, "data.train"); /* else each party's own file */
+  json_object_object_add(sum, "train", json_object_new_string(tr ? tr : "parties.data"));
   json_object_object_add(sum, "n", json_object_new_int64(res->n)); /* replace-one: public */
   json_object_object_add(sum, "d", json_object_new_int(res->d));
   json_object_object_add(sum, "iterations_done", json_object_new_int64(res->iters));
