@@ -101,6 +101,10 @@ int dpo_run_set_rows(dpo_run_t *run, uint64_t key, double lo, double hi, double 
  * DPO_EINTR (the stop flag was raised: a checkpoint was written, continue with run.resume) or
  * an error. */
 int dpo_run_solve(dpo_run_t *run);
+/* 1 when dpo_run_solve ended the run's iterations (DPO_OK, or DPO_EBUDGET from the ledger)
+ * so that it may be evaluated and written; 0 when it failed, e.g. DPO_EBUDGET from a budget
+ * store that refused the run before its first release (dpopt admm's parties' stores). */
+int dpo_run_solved(const dpo_run_t *run);
 
 /* Collective, after dpo_run_solve returned DPO_OK or DPO_EBUDGET.  The training loss and
  * metric (non-private diagnostics; withheld under the local / shares trust modes, which keep

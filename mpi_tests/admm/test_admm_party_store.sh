@@ -11,9 +11,11 @@
 #    what its store has left: no run or party directory, no store or journal changed;
 #  - train then admm on the same party stores: each store holds both runs, composed (python3);
 #  - stopped at a checkpoint and resumed: the store settled to the party's journal at the
-#    stop, then again, one record for the run, to the whole journal once the resume ends;
-#  - party stores outside secagg / local, a store without the party's file, and one store for
-#    per-party files are refused before anything is written.
+#    stop, then again, one record for the run, to the whole journal once the resume ends; a
+#    resume whose whole budget party 1's store can no longer hold (a train run on its file
+#    spent it meanwhile) is refused naming party 1, no journal, directory or store changed;
+#  - party stores outside secagg / local, a store without the party's file, one store for
+#    per-party files and a seeded run with party stores are refused before anything is written.
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 head -n 3000 "$S/data/a9a" > "$T/a3k"
@@ -109,6 +111,19 @@ for k in 0 1 2; do
     bad "resumed: store $k counts more than one run"
 done
 
+# ---- a resume that party 1's store cannot hold any more (a train run on its file spent it
+# meanwhile): refused before any party reopens its journal, nothing written anywhere
+init rf 3
+expect 5 $MPI -np 3 "$DPOPT" admm $DP --checkpoint-every 3 --set run.stop_after=6 \
+  --set parties.budget_store="$T/rf%d" --set parties.out="$T/f.p%d" --out "$T/f"
+expect 0 "$DPOPT" train --data "$T/p1" --dim 123 --row-l1-bound 14 --row-l2-bound 3.75 \
+  --algo dp-gd --iters 10 --eps 2.2 --budget-store "$T/rf1" --quiet --out "$T/tf"
+tree() { (cd "$T" && find f f.p1 f.p2 -type f | sort | xargs sha256sum; sums rf); }
+tree >"$T/f.sum"
+expect 3 $MPI -np 3 "$DPOPT" admm --resume "$T/f"
+has "$T/err" "party 1: its budget store refused the resumed run" "refused resume: names party 1"
+tree | cmp -s - "$T/f.sum" && ok || bad "refused resume: a journal, run directory or store changed"
+
 # ---- refusals before anything is written
 expect 1 $MPI -np 3 "$DPOPT" admm $DP --set privacy.trust=central --set parties.budget_store="$T/st%d" --out "$T/x1"
 has "$T/err" "'parties.budget_store' is not used by dpopt admm" "central: party stores refused"
@@ -118,7 +133,10 @@ expect 1 $MPI -np 3 "$DPOPT" admm --method dpadmm --clip 1 --eps 1 --delta 1e-5 
 has "$T/err" "needs the party's own data file" "a store without the party's file"
 expect 4 $MPI -np 3 "$DPOPT" admm $DP --budget-store "$T/st0" --set parties.out="$T/x3.p%d" --out "$T/x3"
 has "$T/err" "one budget store" "one store for per-party files"
-[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x2.p1" ] && ok ||
+expect 1 $MPI -np 3 "$DPOPT" admm $DP --seed 1 --set parties.budget_store="$T/st%d" \
+  --set parties.out="$T/x4.p%d" --out "$T/x4"
+has "$T/err" "NOT private, so it cannot charge the parties' budget stores" "seeded with party stores"
+[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] && ok ||
   bad "a refused run made a directory"
 sums st | cmp -s - "$T/s1" && ok || bad "a refused run changed a store"
 finish test_admm_party_store

@@ -400,6 +400,9 @@ static int dpo__arun_dp_trust(MPI_Comm comm, const dpo__arun_t *s, dpo__arun_res
      * (as under secagg) */
     if (!rc) rc = dpo__arun_run_id(comm, s, r->L, r->run_id);
     if (!rc) rc = dpo__arun_plan(comm, s, dpo_oracle_dim(r->orc), r->run_id, digest);
+    /* the parties' own stores, once the plan is agreed and before any party (re)opens its
+     * journal: a refused resume writes nothing */
+    if (!rc) rc = dpo__arun_pstore_reserve(comm, s, r->L, r->run_id);
     if (!rc && s->rank != 0)
       rc = dpo__arun_guard(s, dpo_oracle_dim(r->orc), r->run_id, &r->guard, r->orc);
     if ((rc = dpo_agree(comm, rc))) return rc;
@@ -410,6 +413,7 @@ static int dpo__arun_dp_trust(MPI_Comm comm, const dpo__arun_t *s, dpo__arun_res
                                       DPO__ARUN_PARTY_STREAM + (uint64_t)s->rank, &r->prng));
   if (!rc) rc = dpo__arun_run_id(comm, s, r->L, r->run_id);
   if (!rc) rc = dpo__arun_secagg(comm, s, dpo_oracle_dim(r->orc), r->run_id, r->prng, &r->sa);
+  if (!rc) rc = dpo__arun_pstore_reserve(comm, s, r->L, r->run_id); /* as under local */
   if (!rc) rc = dpo_agree(comm, dpo_oracle_set_secagg(r->orc, r->sa));
   /* a seeded run draws each release's shares at its number's place (a resume moves it on) */
   if (!rc) rc = dpo_agree(comm, dpo_secagg_seeded_releases(r->sa, 0));
@@ -489,9 +493,7 @@ int dpo__arun_dp(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,
   o.observe = j->audit_observe; /* the one-run audit (dpo_admm_job_set_audit), else NULL */
   o.observe_arg = j->audit_arg;
   if (dp && ((rc = dpo__arun_dp_ledger(j, comm, s, &r, &o)) ||
-             (rc = dpo__arun_dp_trust(comm, s, &r, &o)) ||
-             ((s->secagg || s->local) &&
-              (rc = dpo__arun_pstore_reserve(comm, s, r.L, r.run_id)))))
+             (rc = dpo__arun_dp_trust(comm, s, &r, &o))))
     goto out;
   dpo__arun_trace_t tr = {.o = r.orc, .A = r.A, .lambda = s->lambda,
                           .every = s->tev > 0 ? (int)s->tev : 1, .heldout = te != NULL};

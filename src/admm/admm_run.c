@@ -103,9 +103,11 @@ static int dpo__arun_cons_parties(dpo_admm_job_t *j, MPI_Comm comm, const dpo__a
   int rc = dpo__arun_party_accounts(comm, s, L, j->io->resumed);
   if (!rc) rc = dpo__arun_run_id(comm, s, L, run_id);
   if (!rc) rc = dpo__arun_plan(comm, s, d, run_id, digest);
+  /* the parties' own stores, before any party (re)opens its journal (a refused resume
+   * writes nothing) and before the first message */
+  if (!rc) rc = dpo__arun_pstore_reserve(comm, s, L, run_id);
   if (!rc && s->rank != 0) rc = dpo__arun_guard(s, d, run_id, guard, NULL);
-  if ((rc = dpo_agree(comm, rc))) return rc;
-  return dpo__arun_pstore_reserve(comm, s, L, run_id); /* before the first message */
+  return dpo_agree(comm, rc);
 }
 
 static int dpo__arun_consensus(dpo_admm_job_t *j, MPI_Comm comm, const dpo__arun_t *s,

@@ -328,7 +328,9 @@ int dpo_cli_run(const dpo_cli_ctx_t *ctx, const char *cmd, dpo_run_t *run, int *
     *ex = DPO_EXIT_INTR;
     return DPO_OK;
   }
-  if ((rc = solved) != DPO_OK && rc != DPO_EBUDGET) return rc;
+  /* DPO_EBUDGET: the ledger stopped the run (its last iterate is written), or a budget store
+   * refused it before its first release (nothing to write) */
+  if ((rc = solved) != DPO_OK && (rc != DPO_EBUDGET || !dpo_run_solved(run))) return rc;
   if ((rc = dpo_run_evaluate(run)) || (rc = dpo_run_write(run)) ||
       (rc = dpo_run_result(run, &res)))
     return rc;

@@ -128,6 +128,10 @@ int dpo_run_solve(dpo_run_t *r) {
   return rc ? rc : r->ops->solve(r);
 }
 
+int dpo_run_solved(const dpo_run_t *r) {
+  return r && r->fail_rc == DPO_OK && r->state >= DPO__RUN_SOLVED;
+}
+
 /* after a solve that ended (not one stopped at a checkpoint) */
 static int dpo__run_solved(const dpo_run_t *r, const char *fn) {
   int rc = dpo__run_expect(r, DPO__RUN_SOLVED, fn);
