@@ -76,6 +76,12 @@ typedef struct {
    * (parties.remaining, or parties.count lowered): its checkpoint holds nothing sized by the
    * party table (the DP-GD family's keeps the whole table's active-party set, so it has 0) */
   int drops_parties;
+  /* Optional: one meeting of the ranks a step instead of the oracle's requests, inside one
+   * data holder (dp-sgd-rdp).  Called on every rank before the first step, collective: rank 0
+   * decides (want: the run's options allow it) and says so and the iteration limit
+   * (*max_iter) to all; when *on, every rank runs step() with a state of its own (*state on
+   * the other ranks, destroyed with the solver). */
+  int (*step1)(dpo_solver_t *s, void **state, int want, int64_t *max_iter, int *on);
 } dpo_algo_t;
 
 /* Lookup in the algorithm table; NULL if unknown. */
@@ -248,6 +254,10 @@ int dpo_solver_release(dpo_solver_t *s, const dpo_release_t *r);
 int64_t dpo_solver_iters(const dpo_solver_t *s);
 /* The iteration limit that run used (max_iter resolved against the plan; all ranks). */
 int64_t dpo_solver_max_iter(const dpo_solver_t *s);
+/* How the last run's steps met the ranks: "one-meeting" (every rank ran each step, one
+ * collective a step: dp-sgd-rdp inside one data holder without trace rows, checkpoints or
+ * resume) or "request" (rank 0 stepped, the others answered its requests).  All ranks. */
+const char *dpo_solver_step_kind(const dpo_solver_t *s);
 
 /* ---- checkpoints ----
  * dpo_solver_run writes, at the top of iteration t (before its trace row), the file

@@ -129,6 +129,8 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
       dpo__oracle_test_party_fail(atoll(argv[++i]));
+    } else if (!strcmp(argv[i], "--test-step-request")) { /* the request path every step */
+      dpo__oracle_test_step_request(1);
     } else if (!strcmp(argv[i], "--test-party-kill") && i + 1 < argc) {
       dpo__oracle_test_party_kill(atoll(argv[++i]));
     } else {

@@ -26,6 +26,7 @@
 #include "dpopt/status.h"
 
 #include "comm/oracle_int.h"
+#include "comm/step1.h"
 #include "privacy/guard.h"  /* the party guard (secagg) */
 #include "privacy/sample.h" /* dpo__poisson_batch: party-local sampling */
 #ifdef DPO_TEST_SWITCHES
@@ -135,7 +136,7 @@ static int dpo__rows_sums(dpo_oracle_t *o, const int64_t *lrows, int64_t used) {
  * keeps each of its own rows with probability sm / sn, on its own secret stream (the law of
  * independent Bernoulli(sm/sn) coins, privacy/sample.h); the kept rows and their number never
  * leave the rank (the caller zeroes the row count before the reduce). */
-static int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
+int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn) {
   const dpo_shard_t *s = o->shard;
   const int32_t d = o->d;
   const dpo_clip_t *clip = o->clipping ? &o->clip : NULL;
@@ -470,6 +471,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->lids);
   free(o->rank_n);
   free(o->pass_used);
+  free(o->parts);
   free(o);
 }
 
@@ -628,6 +630,21 @@ int dpo_oracle_eval_sums_sampled(dpo_oracle_t *o, const double *x, const dpo_ora
   if (dpo__keep_all) m = n;
 #endif
   return dpo__eval_sums(o, x, NULL, noise, 0, m, n, NULL, g_sum, NULL);
+}
+
+#ifdef DPO_TEST_SWITCHES
+/* Test builds only (privacy/test_switches.h; dpopt-test train --test-step-request). */
+static int dpo__step_request = 0;
+void dpo__oracle_test_step_request(int on) { dpo__step_request = on ? 1 : 0; }
+#endif
+
+/* comm/step1.h; here beside the test switch that keeps the request path */
+int dpo__oracle_step1_able(const dpo_oracle_t *o) {
+#ifdef DPO_TEST_SWITCHES
+  if (dpo__step_request) return 0;
+#endif
+  return o && o->size <= DPO__FOLD_RANKS && !o->n_public && !o->parties && !o->secagg &&
+         !o->guard && !o->noise_rng;
 }
 
 int dpo_oracle_eval(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch, int want_loss,

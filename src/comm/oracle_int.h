@@ -50,6 +50,11 @@ struct dpo_oracle {
   struct dpo_guard *guard;  /* ranks other than 0, borrowed (trust secagg): the party guard */
   unsigned char *pass_used; /* guard: local rows used in the current disjoint pass */
   int64_t pass;             /* guard: that pass + 1 (0: none yet) */
+  /* one meeting per step (comm/step1.h): every rank's sums, the steps met, whether the ranks
+   * still meet (0: a meeting failed, or the run's steps are over) */
+  dpo__dd_t *parts;
+  int64_t s1_steps;
+  int s1_live;
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }
@@ -61,6 +66,11 @@ int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
 /* Every rank: body of a ROWS request, the ids already in o->ids on rank 0, which gets the
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
+
+/* oracle.c: this rank's part of a SUMS request at o->x: acc[0..d-1] = g, acc[d] = loss,
+ * acc[d+1] = rows; m ids in o->ids, DPO__M_ALL (every row) or DPO__M_LOCAL (sampled by the
+ * party itself at rate sm / sn).  Not collective. */
+int dpo__local_sums(dpo_oracle_t *o, int64_t m, int64_t sm, int64_t sn);
 
 /* A request's header from rank 0 to all (every request, from oracle.c and fetch.c alike): the
  * workers wait here between requests while rank 0 steps, behind the wait policy's gate

@@ -4,6 +4,7 @@
 #include "comm/wait.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "dpopt/status.h"
 
@@ -32,10 +33,55 @@ static void dpo__dd_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
   }
 }
 
+/* The fold of c pairs a rank; status = 1: the last of them is the status pair. */
+static void dpo__dd_fold_n(const dpo__dd_t *parts, int size, int c, int status, dpo__dd_t *out) {
+  const dpo__dd_t *last = parts + (size_t)(size - 1) * (size_t)c;
+  const int sums = status ? c - 1 : c;
+  for (int p = 0; p < c; p++) out[p] = last[p];
+  for (int r = size - 2; r >= 0; r--) {
+    const dpo__dd_t *a = parts + (size_t)r * (size_t)c;
+    for (int p = 0; p < sums; p++) dpo__dd_add_dd(&out[p], &a[p]);
+    if (status && a[c - 1].hi < out[c - 1].hi) out[c - 1] = a[c - 1];
+  }
+}
+
+void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out) {
+  dpo__dd_fold_n(parts, size, k1, 1, out);
+}
+
+/* Few ranks: gathered to the root and folded there (dpo__dd_fold's order), in pieces of at most
+ * DPO__FOLD_PIECE pairs a rank through a static buffer, so a root short of memory cannot leave
+ * the others waiting in a gather it never joins (one piece up to d = 4093). */
+#define DPO__FOLD_PIECE 4096
+static dpo__dd_t dpo__fold_buf[DPO__FOLD_RANKS * DPO__FOLD_PIECE];
+
+static int dpo__dd_gather_fold(MPI_Comm comm, int rank, int size, dpo__dd_t *buf, int k,
+                               int root) {
+  const int k1 = k + 1;
+  /* the root waits here for the slowest rank's sums (comm/wait.h: the same gather after) */
+  int rc = dpo__wait_gate(comm);
+  for (int off = 0; !rc && off < k1; off += DPO__FOLD_PIECE) {
+    /* pairs [off, off + c) of every rank; the last piece ends with the status pair */
+    const int c = k1 - off < DPO__FOLD_PIECE ? k1 - off : DPO__FOLD_PIECE;
+    if (MPI_Gather(buf + off, 2 * c, MPI_DOUBLE, dpo__fold_buf, 2 * c, MPI_DOUBLE, root, comm) !=
+        MPI_SUCCESS)
+      return dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Gather of %d values failed", k);
+    if (rank == root) dpo__dd_fold_n(dpo__fold_buf, size, c, off + c == k1, buf + off);
+  }
+  return rc;
+}
+
 int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce) {
-  int rank, rc = DPO_OK;
+  int rank, size, rc = DPO_OK;
   MPI_Datatype dt = MPI_DATATYPE_NULL;
   DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DPO_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (size <= DPO__FOLD_RANKS) {
+    if ((rc = dpo__dd_gather_fold(comm, rank, size, buf, k, root))) return rc;
+    if (allreduce && MPI_Bcast(buf, 2 * (k + 1), MPI_DOUBLE, root, comm) != MPI_SUCCESS)
+      return dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Bcast of %d values failed", k);
+    return DPO_OK;
+  }
   if (dpo__dd_op == MPI_OP_NULL) {
     /* Declared non-commutative: MPI then combines in rank order, a fixed order for a given
      * rank count (the double-double sum makes the order matter only at ~1e-32). */

@@ -75,6 +75,18 @@ static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
   return e < s->n ? e : s->n;
 }
 
+/* Up to this many ranks, a reduction's order is ours, not the MPI library's: the ranks' buffers
+ * are gathered and folded by dpo__dd_fold (the order of Open MPI's linear reduce for a
+ * non-commutative operation, which it picks below 12 ranks for small buffers).  So the one
+ * meeting of a DP-SGD step (comm/step1.h), which every rank folds itself after an allgather,
+ * gets the same bits as the oracle's reduction to rank 0. */
+#define DPO__FOLD_RANKS 12
+
+/* out[0..k1) = the fold of size buffers of k1 pairs each (parts[r * k1 ..]): the last pair
+ * of a buffer is its status (the minimum is kept), the others are summed from the last rank's
+ * buffer down to rank 0's: acc = parts[size - 1]; acc += parts[r] for r = size - 2 .. 0. */
+void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out);
+
 /* Reduce k double-double values followed by one status pair (buf[k].hi = status as a double,
  * combined with MIN) over comm.  allreduce = 0: result at root only; 1: the root's result is
  * broadcast, so every rank gets bit-identical values.  Returns DPO_OK or DPO_EMPI (an MPI

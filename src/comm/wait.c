@@ -158,22 +158,26 @@ int dpo__wait_setup(MPI_Comm comm) {
   return DPO_OK;
 }
 
-int dpo__wait_gate(MPI_Comm comm) {
-  if (dpo__wait_policy(comm) != DPO__WAIT_SLEEP) return DPO_OK;
-  MPI_Request rq;
+int dpo__wait_req(MPI_Request *rq) {
   int done = 0;
-  DPO_MPI_CHECK(MPI_Ibarrier(comm, &rq));
-  DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+  DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
   double t0 = done ? 0.0 : dpo__clock(CLOCK_MONOTONIC);
   while (!done && dpo__clock(CLOCK_MONOTONIC) - t0 < DPO__SPIN_S)
-    DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+    DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
   /* then sleeps that double up to DPO__SLEEP1_NS: a wait of t costs at most about 2t */
   long ns = DPO__SLEEP0_NS;
   while (!done) {
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
     if (ns < DPO__SLEEP1_NS) ns = 2 * ns < DPO__SLEEP1_NS ? 2 * ns : DPO__SLEEP1_NS;
-    DPO_MPI_CHECK(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+    DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
   }
   return DPO_OK;
+}
+
+int dpo__wait_gate(MPI_Comm comm) {
+  if (dpo__wait_policy(comm) != DPO__WAIT_SLEEP) return DPO_OK;
+  MPI_Request rq;
+  DPO_MPI_CHECK(MPI_Ibarrier(comm, &rq));
+  return dpo__wait_req(&rq);
 }

@@ -43,4 +43,8 @@ void dpo__node_ranks(MPI_Comm comm, int *lrank, int *lsize);
  * at the same point); DPO_OK or DPO_EMPI. */
 int dpo__wait_gate(MPI_Comm comm);
 
+/* Completes a non-blocking request by polling it, first for a few microseconds, then with a
+ * growing sleep in between (the sleeping wait of the gate).  DPO_OK or DPO_EMPI. */
+int dpo__wait_req(MPI_Request *rq);
+
 #endif

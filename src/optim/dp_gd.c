@@ -96,4 +96,4 @@ static const dpo_algo_param_t dpgd_params[] = {
 
 const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (Kuru 2019, Sec. 4.4)",
                                     1, dpgd_create, dpgd_step, dpgd_destroy, dpgd_save,
-                                    dpgd_load, dpgd_params, dpo__dp_params, "alpha", NULL, 0, 0, 0};
+                                    dpgd_load, dpgd_params, dpo__dp_params, "alpha", NULL, 0, 0, 0, NULL};

@@ -181,13 +181,13 @@ const dpo_algo_t dpo__algo_dp_gdws = {"dp-gdws",
                                       "DP smoothed gradient descent (Kuru 2019, Alg. 4/6, (4.21))", 1,
                                       gdws_create, gdws_step, gdws_destroy,
                                       gdws_save, gdws_load, gdws_params, dpo__dp_params, NULL,
-                                      NULL, 0, 0, 0};
+                                      NULL, 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_sgdws = {"dp-sgdws",
                                        "DP smoothed SGD on minibatches (Kuru 2019, Alg. 6, (4.55))", 1,
                                        sgdws_create, gdws_step, gdws_destroy,
                                        gdws_save, gdws_load, sgdws_params, dpo__dp_params, NULL,
-                                       NULL, 0, 0, 0};
+                                       NULL, 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_onlinegdws = {
     "dp-onlinegdws", "DP smoothed GD on disjoint buckets, each row once (Kuru 2019, Sec. 4.3.1)", 1,
     online_create, gdws_step, gdws_destroy, gdws_save, gdws_load, online_params, dpo__dp_params,
-    NULL, NULL, 1, 0, 0};
+    NULL, NULL, 1, 0, 0, NULL};

@@ -134,9 +134,9 @@ static const dpo_algo_param_t dphb_params[] = {
 
 const dpo_algo_t dpo__algo_dp_hb = {"dp-hb", "DP heavy ball (Kuru et al. 2022, (3.1)), alpha c/L", 1, dphb_create,
                                     dphb_step, dphb_destroy, dphb_save, dphb_load,
-                                    dphb_params, dpo__dp_params, "alpha", "beta", 0, 0, 0};
+                                    dphb_params, dpo__dp_params, "alpha", "beta", 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_shb = {"dp-shb",
                                      "DP-SHB as smoothed noisy gradients (Kuru et al. 2022, (3.6)-(3.7))", 1,
                                      dpshb_create, dphb_step, dphb_destroy,
                                      dphb_save, dphb_load, dphb_params, dpo__dp_params, "alpha",
-                                     "beta", 0, 0, 0};
+                                     "beta", 0, 0, 0, NULL};

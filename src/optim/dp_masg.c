@@ -311,17 +311,17 @@ static const dpo_algo_param_t dpsmag_params[] = {
 const dpo_algo_t dpo__algo_dp_masg = {"dp-masg", "DP multistage accelerated gradient (Kuru et al. 2022, (4.7))",
                                       1, masg_create, dpmasg_step, dpmasg_destroy,
                                       dpmasg_save, dpmasg_load, dpmasg_params, dpo__dp_params, "",
-                                      "", 0, 0, 0};
+                                      "", 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_masg_opt = {
     "dp-masg-opt", "DP-MASG with optimal noise from the weights of (Kuru et al. 2022, Thm 4.3)", 1,
     masgopt_create, dpmasg_step, dpmasg_destroy, dpmasg_save, dpmasg_load, dpmasgopt_params,
-    dpo__dp_params, "", "", 0, 0, 0};
+    dpo__dp_params, "", "", 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_mag = {"dp-mag",
                                      "DP-MAG: per-stage budget, step (Kuru 2019, (4.40)-(4.43))", 1,
                                      mag_create, dpmasg_step, dpmasg_destroy, dpmasg_save,
-                                     dpmasg_load, dpmasg_params, dpo__dp_params, "", "", 0, 0, 0};
+                                     dpmasg_load, dpmasg_params, dpo__dp_params, "", "", 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_smag = {"dp-smag",
                                       "DP-SMAG: DP-MAG on minibatches (Kuru 2019, Alg. 7, (4.57)-(4.59))",
                                       1, smag_create, dpmasg_step, dpmasg_destroy,
                                       dpmasg_save, dpmasg_load, dpsmag_params, dpo__dp_params, "",
-                                      "", 0, 0, 0};
+                                      "", 0, 0, 0, NULL};

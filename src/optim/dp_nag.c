@@ -184,8 +184,8 @@ static const dpo_algo_param_t dpnagopt_params[] = {
 
 const dpo_algo_t dpo__algo_dp_nag = {"dp-nag", "DP Nesterov accelerated gradient (Kuru et al. 2022, (4.1))", 1,
                                      dpnag_create, dpnag_step, dpnag_destroy, dpnag_save,
-                                     dpnag_load, dpnag_params, dpo__dp_params, "alpha", NULL, 0, 0, 0};
+                                     dpnag_load, dpnag_params, dpo__dp_params, "alpha", NULL, 0, 0, 0, NULL};
 const dpo_algo_t dpo__algo_dp_nag_opt = {
     "dp-nag-opt", "DP-NAG with the optimal noise b_t of (Kuru et al. 2022, Prop. 4.2) and T of (4.6)", 1,
     dpnagopt_create, dpnag_step, dpnag_destroy, dpnag_save, dpnag_load, dpnagopt_params,
-    dpo__dp_params, "", "", 0, 0, 0};
+    dpo__dp_params, "", "", 0, 0, 0, NULL};

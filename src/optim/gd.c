@@ -60,4 +60,4 @@ static const dpo_algo_param_t gd_params[] = {
 
 const dpo_algo_t dpo__algo_gd = {"gd", "gradient descent, step 1/L (algo.alpha)", 0, gd_create,
                                  gd_step, gd_destroy, gd_save, gd_load, gd_params, NULL, NULL,
-                                 NULL, 0, 0, 0};
+                                 NULL, 0, 0, 0, NULL};

@@ -109,4 +109,4 @@ static const dpo_algo_param_t hb_params[] = {
 
 const dpo_algo_t dpo__algo_hb = {"hb", "heavy ball, classical alpha/beta (Kuru 2019, Sec. 4.4)", 0,
                                  hb_create, hb_step, hb_destroy, hb_save, hb_load, hb_params,
-                                 NULL, NULL, NULL, 0, 0, 0};
+                                 NULL, NULL, NULL, 0, 0, 0, NULL};

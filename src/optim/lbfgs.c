@@ -211,4 +211,4 @@ static const dpo_algo_param_t lbfgs_params[] = {
 
 const dpo_algo_t dpo__algo_lbfgs = {"lbfgs", "full-batch L-BFGS, memory algo.memory, Armijo search",
                                     0, lbfgs_create, lbfgs_step, lbfgs_destroy,
-                                    lbfgs_save, lbfgs_load, lbfgs_params, NULL, NULL, NULL, 0, 0, 0};
+                                    lbfgs_save, lbfgs_load, lbfgs_params, NULL, NULL, NULL, 0, 0, 0, NULL};

@@ -153,4 +153,4 @@ static const dpo_algo_param_t masg_params[] = {
 
 const dpo_algo_t dpo__algo_masg = {"masg", "multistage accelerated gradient M-ASG (Kuru et al. 2022, (4.7))", 0,
                                    masg_create, masg_step, masg_destroy, masg_save,
-                                   masg_load, masg_params, NULL, NULL, NULL, 0, 0, 0};
+                                   masg_load, masg_params, NULL, NULL, NULL, 0, 0, 0, NULL};

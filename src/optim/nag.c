@@ -97,4 +97,4 @@ static const dpo_algo_param_t nag_params[] = {
 
 const dpo_algo_t dpo__algo_nag = {"nag", "Nesterov accelerated gradient, alpha 1/L (Kuru 2019, Sec. 4.4)",
                                   0, nag_create, nag_step, nag_destroy, nag_save, nag_load,
-                                  nag_params, NULL, NULL, NULL, 0, 0, 0};
+                                  nag_params, NULL, NULL, NULL, 0, 0, 0, NULL};

@@ -111,26 +111,9 @@
 #include "optim/ckpt_int.h"
 #include "privacy/sample.h"
 #include "optim/sco_common.h"
+#include "optim/sco_dpsgd.h"
 
 #define DPO__DPSGD_ETA 2.0
-
-enum { SCHED_THEORY, SCHED_CONSTANT, SCHED_COSINE, SCHED_STEP };
-
-typedef struct {
-  dpo__sco_t c;
-  int poisson, sched;
-  int64_t m, T, T0; /* T0: iterates x_{T0+1} .. x_T are averaged */
-  int64_t npub;     /* the public size q, T and the default m come from (dpo__sco_public_n) */
-  double count_eps, count_b; /* the noisy count's charge (0: none) */
-  double z, sigma, sens, lr, mu, beta;
-  double *v;        /* momentum */
-  int64_t *pool; /* wor: running partial Fisher-Yates permutation of 0..n-1 */
-  int64_t *ids;
-  int64_t ids_cap; /* poisson: ids grows with the largest batch drawn (dpo__poisson_batch) */
-  double *g, *avg;
-  dpo__sco_sa_t sa; /* multi-party runs (sco_common.h) */
-  double sd;        /* std of the noise on the released sum (sigma; local sqrt(ranks) sigma) */
-} dpo__dpsgd_t;
 
 static void dpsgd_destroy(void *st) {
   dpo__dpsgd_t *a = st;
@@ -142,6 +125,7 @@ static void dpsgd_destroy(void *st) {
   free(a->g);
   free(a->avg);
   free(a->v);
+  dpo_rng_destroy(a->rng1);
   free(a);
 }
 
@@ -647,17 +631,20 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   double *x = dpo_solver_x(s);
   int32_t d = a->c.d;
   int64_t n = a->c.n, mb = 0;
-  dpo_rng_t *rng = dpo_solver_rng(s);
-  int rc;
+  dpo_rng_t *rng = a->rng1 ? a->rng1 : dpo_solver_rng(s); /* a worker: rank 0's stream */
+  int rc, brc = DPO_OK;
   if (t >= a->T) {
     *done = 1;
     return DPO_OK;
   }
-  /* the batch, drawn the way the charge below records it (party-local: by every party) */
+  a->ran = 1;
+  /* the batch, drawn the way the charge below records it (party-local: by every party; one
+   * meeting a step: by every rank, a failure told in the meeting) */
   if (a->sa.local) {
     mb = 0;
   } else if (a->poisson) { /* exact geometric gaps: O(m) draws, same law as n Bernoulli(m/n) */
-    if ((rc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &a->ids_cap, &mb))) return rc;
+    brc = dpo__poisson_batch(rng, a->m, a->npub, n, &a->ids, &a->ids_cap, &mb);
+    if (brc && !a->one) return brc;
   } else {
     dpo__wor_batch(rng, a->m, n, a->pool, a->ids); /* partial Fisher-Yates: O(m log m) */
     mb = a->m;
@@ -675,6 +662,9 @@ static int dpsgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
     if (a->sa.trust != DPO_TRUST_CENTRAL && !a->sa.local)
       ch.sampling = DPO_SAMPLING_NONE, ch.m = mb, ch.n = n;
     if ((rc = dpo__sco_parties_sum(s, &a->sa, x, &b, &ch, a->g))) return rc;
+  } else if (a->one) { /* every rank: one meeting (sco_dpsgd_step1.c) */
+    int skip = 0;
+    if ((rc = dpo__dpsgd_step1(s, a, t, &ch, brc, mb, &skip)) || skip) return rc;
   } else {
     if ((rc = dpo_ledger_charge(dpo_solver_ledger(s), &ch, NULL))) return rc;
     if (mb > 0) {
@@ -770,4 +760,4 @@ static const dpo_algo_param_t dpsgd_params[] = {
 const dpo_algo_t dpo__algo_dp_sgd_rdp = {
     "dp-sgd-rdp", "DP-SGD, Gaussian noise calibrated by the RDP accountant (wor/poisson batches)",
     1, dpsgd_create, dpsgd_step, dpsgd_destroy, dpsgd_save, dpsgd_load, dpsgd_params, dpo__sco_params, NULL,
-    NULL, 0, 0, 1};
+    NULL, 0, 0, 1, dpo__dpsgd_step1_begin};

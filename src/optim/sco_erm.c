@@ -259,4 +259,4 @@ static const dpo_algo_param_t perm_params[] = {
 
 const dpo_algo_t dpo__algo_phased_erm = {
     "phased-erm", "Phased-ERM, regularized ERM phases + output perturbation (Feldman, Koren and Talwar 2020, Alg. 3, Thm 4.8)",
-    1, perm_create, perm_step, perm_destroy, perm_save, perm_load, perm_params, dpo__sco_params, NULL, NULL, 0, 1, 0};
+    1, perm_create, perm_step, perm_destroy, perm_save, perm_load, perm_params, dpo__sco_params, NULL, NULL, 0, 1, 0, NULL};

@@ -197,4 +197,4 @@ static const dpo_algo_param_t phased_params[] = {
 const dpo_algo_t dpo__algo_phased_sgd = {
     "phased-sgd", "Phased-SGD, iterative localization (Feldman, Koren and Talwar 2020, Alg. 2, Thm 4.4 step)", 1,
     phased_create, phased_step, phased_destroy, phased_save, phased_load, phased_params, dpo__sco_params, NULL,
-    NULL, 0, 1, 0};
+    NULL, 0, 1, 0, NULL};

@@ -373,4 +373,4 @@ static const dpo_algo_param_t pnsgd_params[] = {
 const dpo_algo_t dpo__algo_pnsgd = {
     "pnsgd", "PNSGD with Snowball batches, amplification by iteration (Feldman, Koren and Talwar 2020, Alg. 1; algo.schedule)",
     1, pnsgd_create, pnsgd_step, pnsgd_destroy, pnsgd_save, pnsgd_load, pnsgd_params, dpo__sco_params, NULL,
-    NULL, 1, 1, 0};
+    NULL, 1, 1, 0, NULL};

@@ -294,7 +294,7 @@ static const dpo_algo_param_t psc_params[] = {
 
 const dpo_algo_t dpo__algo_sc_reduce = {
     "sc-reduce", "strongly convex reduction: doubling runs of phased-sgd/erm (Feldman, Koren and Talwar 2020, Sec. 5.1)", 1,
-    reduce_create, sc_step, sc_destroy, sc_save, sc_load, reduce_params, dpo__sco_params, NULL, "", 0, 1, 0};
+    reduce_create, sc_step, sc_destroy, sc_save, sc_load, reduce_params, dpo__sco_params, NULL, "", 0, 1, 0, NULL};
 const dpo_algo_t dpo__algo_phased_sc = {
     "phased-sc", "Phased-SGD for strongly convex losses (Feldman, Koren and Talwar 2020, Thm 5.3, Lemma 5.2 averaging)", 1,
-    psc_create, sc_step, sc_destroy, sc_save, sc_load, psc_params, dpo__sco_params, NULL, "", 0, 1, 0};
+    psc_create, sc_step, sc_destroy, sc_save, sc_load, psc_params, dpo__sco_params, NULL, "", 0, 1, 0, NULL};

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "comm/step1.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "optim/algos.h"
@@ -452,6 +453,28 @@ static void dpo__prog_show(dpo__prog_t *p, const dpo_solver_t *s, int64_t t_done
   p->last_t = t_done;
 }
 
+/* A worker's steps of one meeting each (dpo_algo_t.step1): the same steps as rank 0's loop,
+ * until the plan or the iteration limit ends them or a meeting says rank 0 stopped; then the
+ * oracle serves what rank 0 asks after its loop.  A failure of this rank's own is reported
+ * when rank 0 finishes the oracle; only an MPI failure returns. */
+static int dpo__solver_steps1(dpo_solver_t *s, int64_t max_iter) {
+  int rc = DPO_OK;
+  for (int64_t t = 0; dpo__oracle_step1_live(s->oracle, NULL) && t < max_iter; t++) {
+    int fin = 0;
+    if ((rc = s->algo->step(s, s->state, t, &fin)) || fin) break;
+  }
+  dpo__oracle_step1_close(s->oracle);
+  if (rc && rc != DPO_EMPI) dpo__oracle_step1_fail(s->oracle, rc), rc = DPO_OK;
+  return rc;
+}
+
+/* Rank 0: whether the run's options allow one meeting a step (nothing between the steps that
+ * asks the other ranks: no trace rows, checkpoints, stops or resume). */
+static int dpo__solver_want1(const dpo_solver_t *s, const dpo_run_opts_t *o) {
+  return !(o->trace && o->trace_every > 0) && o->checkpoint_every == 0 && o->stop_after == 0 &&
+         !s->resumed && s->t0 == 0;
+}
+
 int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   if (!s) return dpo_err(DPO_EINVAL, "dpo_solver_run: NULL solver");
   MPI_Comm comm = dpo_oracle_comm(s->oracle);
@@ -460,10 +483,17 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     dpo_run_opts_default(&defo);
     opts = &defo;
   }
-  int rc = DPO_OK;
-  const int64_t max_iter = s->max_iter = dpo__resolve_iters(s, opts);
+  int rc = DPO_OK, one = 0, ended = 0;
+  int64_t max_iter = s->max_iter = dpo__resolve_iters(s, opts);
+  if (s->algo->step1) { /* collective: rank 0's choice and iteration limit to every rank */
+    rc = s->algo->step1(s, &s->state, s->rank == 0 && dpo__solver_want1(s, opts), &max_iter,
+                        &one);
+    s->max_iter = max_iter;
+  }
+  s->one = one;
   if (s->rank != 0) {
-    rc = dpo_oracle_serve(s->oracle);
+    if (!rc && one) rc = dpo__solver_steps1(s, max_iter);
+    if (rc != DPO_EMPI) rc = dpo_oracle_serve(s->oracle);
   } else {
     double *g = malloc((size_t)s->d * sizeof *g);
     double *xsave = malloc((size_t)s->d * sizeof *xsave);
@@ -473,6 +503,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
     dpo__prog_t prog;
     dpo__prog_init(&prog, opts, s->t0, t0);
     int64_t t = 0, last_row = -1;
+    if (rc) goto done0;
     if (!g || !xsave) {
       rc = dpo_err(DPO_ENOMEM, "dpo_solver_run: out of memory");
       goto done0;
@@ -563,6 +594,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       dpo__prog_show(&prog, s, t + 1, max_iter, 0);
       if (fin) {
         t++;
+        ended = 1;
         break;
       }
     }
@@ -584,6 +616,12 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   done0:
     free(g);
     free(xsave);
+    if (one) { /* the other ranks wait in a step's meeting unless the steps ended for all */
+      int64_t met = 0;
+      dpo__oracle_step1_live(s->oracle, &met);
+      int mrc = dpo__oracle_step1_end(s->oracle, !ended && met < max_iter);
+      if (mrc && !rc) rc = mrc;
+    }
     rc = dpo_oracle_finish(s->oracle, rc);
   }
   /* Final iterate and iteration count to every rank (x_T is post-processing of releases
@@ -594,6 +632,10 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       rc = dpo_err(DPO_EMPI, "dpo_solver_run: MPI_Bcast of the final iterate failed");
   }
   return rc;
+}
+
+const char *dpo_solver_step_kind(const dpo_solver_t *s) {
+  return s && s->one ? "one-meeting" : "request";
 }
 
 const char *dpo__solver_algo_name(const dpo_solver_t *s) {

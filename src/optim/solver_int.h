@@ -49,6 +49,7 @@ struct dpo_solver {
   dpo_plan_t plan;
   double *xstart;
   int64_t max_iter;
+  int one; /* the last run took one meeting of the ranks a step (dpo_algo_t.step1) */
 };
 
 /* Rank 0: the full state at the top of iteration t into opts->checkpoint_path (see optim.h,

@@ -7,7 +7,8 @@
  * program that links the library can shrink a noise scale while its outputs say PRIVATE.
  *
  * Defined in the files that read them: mechanism.c, secagg.c (the noise factor), oracle.c
- * (keep every row; a deviating coordinator and a failing party for dpopt-test train),
+ * (keep every row; a deviating coordinator and a failing party for dpopt-test train; the
+ * request path for every step),
  * consensus.c (a coordinator that ignores its ledger's refusal),
  * audit_run.c (the audit's switches).  Not thread-safe; process-wide. */
 #ifndef DPO_PRIVACY_TEST_SWITCHES_H
@@ -63,6 +64,10 @@ void dpo__oracle_test_party_fail(int64_t at);
  * or killed party) in its N-th secure-aggregation release, after its guard journalled the
  * charge and before its share is sent (0: never); the job aborts, a resume continues. */
 void dpo__oracle_test_party_kill(int64_t at);
+/* oracle.c (dpopt-test train --test-step-request): on = 1 keeps every DP-SGD step on the
+ * request path (rank 0 asks, the others serve), so a test can compare its outputs with those
+ * of one meeting a step (comm/step1.h). */
+void dpo__oracle_test_step_request(int on);
 /* consensus.c (dpopt-test admm --test-coordinator extra, consensus ADMM): rank 0 announces
  * every next iteration accepted although its ledger refused it (it journals nothing for it);
  * every party's guard must refuse the release its own account cannot pay for. */

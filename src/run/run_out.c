@@ -184,6 +184,7 @@ static json_object *dpo__summary(const dpo_run_t *r,
   if (dpo_model_multiclass(r->model))
     json_object_object_add(sum, "classes", json_object_new_int(dpo_model_classes(r->model)));
   json_object_object_add(sum, "iterations", json_object_new_int64(dpo_solver_max_iter(r->solver)));
+  json_object_object_add(sum, "step", json_object_new_string(dpo_solver_step_kind(r->solver)));
   const dpo_plan_t *plan = dpo_solver_plan(r->solver);
   if (plan->kind != DPO_PLAN_NONE) {
     json_object *pj = json_object_new_object();

@@ -1,0 +1,50 @@
+/* Private: one meeting per step inside one data holder (src/comm/oracle_step1.c).
+ *
+ * The request path meets the ranks three times a step: a header broadcast behind the wait
+ * policy's gate, the batch, the reduction of the sums to rank 0.  When every rank belongs to
+ * one party (central trust, no parties declared) and runs an identical copy of rank 0's
+ * stream, every rank draws the batch itself, computes its rows' sums, and one allgather of
+ * the ranks' double-double sums, folded by every rank in dpo__dd_fold's order (the order of
+ * the reduction to rank 0, comm/reduce.h), gives every rank the same bits rank 0 gets on the
+ * request path.  A status pair of every rank rides in the same meeting: rank 0's says whether
+ * its ledger accepted the step's charge, which it made before the meeting.
+ */
+#ifndef DPO_COMM_STEP1_H
+#define DPO_COMM_STEP1_H
+
+#include <stdint.h>
+
+#include "dpopt/comm.h"
+
+/* Whether this oracle may run steps of one meeting: at most DPO__FOLD_RANKS ranks, global row
+ * ids known, no parties, secure aggregation, party guard or per-rank noise stream.  Not
+ * collective (every rank answers the same). */
+int dpo__oracle_step1_able(const dpo_oracle_t *o);
+
+/* Collective: on = 1 (the same on every rank) allocates every rank's buffer of the ranks'
+ * sums and starts the meetings; DPO_OK on every rank or the same failure on every rank. */
+int dpo__oracle_step1_begin(dpo_oracle_t *o);
+
+/* Collective, every rank, one meeting: the sums over the sorted global ids of batch (NULL:
+ * every row) at x, status = this rank's status before the meeting (rank 0: its charge).
+ * g_sum (d) and *n_used get the same bits on every rank.  Returns DPO_EMPI, or rank 0's
+ * status, or (rank 0) an error saying a worker failed (its detail comes at the finish), or
+ * (a worker) DPO_EREMOTE when another rank failed; any status but DPO_OK ends the meetings. */
+int dpo__oracle_step1_sums(dpo_oracle_t *o, const double *x, const dpo_batch_t *batch,
+                           int status, double *g_sum, int64_t *n_used);
+
+/* The meetings end on every rank (the plan's last step, a failure after the meeting that
+ * every rank meets alike).  Not collective. */
+void dpo__oracle_step1_close(dpo_oracle_t *o);
+
+/* Whether the ranks still meet, and how many steps they met in. */
+int dpo__oracle_step1_live(const dpo_oracle_t *o, int64_t *steps);
+
+/* Rank 0, at the end of its loop: when the workers still wait for a step (more = 1 and the
+ * meetings live), one last meeting that tells them to stop.  DPO_OK or DPO_EMPI. */
+int dpo__oracle_step1_end(dpo_oracle_t *o, int more);
+
+/* A worker's failure outside a meeting, reported when rank 0 finishes the oracle. */
+void dpo__oracle_step1_fail(dpo_oracle_t *o, int rc);
+
+#endif
