@@ -1,7 +1,8 @@
 #!/bin/sh
 # The cluster in a box (jobs/cluster): two network namespaces joined through a bridge, Open MPI
-# over TCP between them.  A seeded 2-rank dp-gd train on a9a across the nodes gives the model
-# of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
+# over TCP between them, each node on cores of its own.  A seeded 2-rank dp-gd train on a9a
+# across the nodes gives the model of the same run over shared memory digit for digit (no
+# tolerance: Open MPI's reduction of 2
 # ranks sums in the same order whatever the transport), MPI sees 2 nodes, the run's ledger is
 # the same; a 2 s link cut during a run changes no weight; an interrupted `run` leaves no
 # process in the nodes; a node killed in a private run
@@ -47,6 +48,15 @@ expect 0 $CL status
 has "$T/out" "node 1: $name-n1 10.77.0.2/24 link UP tbf" "status: node 1 up and shaped"
 hostlinks > "$T/links_up"
 check "nothing new in the host's own namespace" cmp -s "$T/links0" "$T/links_up"
+
+# ---- each node has cores of its own: on a machine of 2 or more cores the two nodes' ranks run
+# on different ones (Open MPI in every node bound its rank to core 0, one core for both)
+expect 0 timeout 60 $CL run -- mpirun -np 2 sh -c 'echo "$(hostname) $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+sort "$T/out" > "$T/cpus"
+if [ "$(nproc)" -ge 2 ]; then
+  check "the nodes' ranks run on different cores ($(tr '\n' ' ' < "$T/cpus"))" \
+    awk 'END { exit !(NR == 2 && a[1] != a[2]) } { a[NR] = $2 }' "$T/cpus"
+fi
 
 # ---- the same seeded run over the box's TCP and over shared memory
 run="train --data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --delta 1e-5 --iters 20 --seed 11 --quiet --no-trace-loss"
