@@ -9,7 +9,7 @@
 # ends the run (journal and budget store verify, the run reserved) and --resume finishes it
 # within its budget (settled in the store); the 2-node version of jobs/clusterstudy writes its
 # table (dp-gd and HAMSI, whose ring bytes modelled by jobs/costmodel are those the runs
-# counted) and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
+# counted; their meetings an iteration counted and a per-meeting cost fitted) and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
 # link or state.
 # Skipped (77) when not root or when this kernel gives no network namespaces.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -143,7 +143,18 @@ badrow=$(awk -F, 'NR > 1 && !($6 > 0 && $7 > 0 && $8 >= $7 && ($4 > 1 || $6 == $
 check "study: times positive, the 1-node row is its own prediction, box >= cluster (bad rows: $badrow)" [ -z "$badrow" ]
 check "study: latency, bandwidth and alpha measured in the box" \
   awk -F, 'NR == 2 { exit !($2 > 0 && $3 > 0 && $4 > 0 && $6 > 0) } END { exit NR != 2 }' "$T/study/net.csv"
+# the meetings counted through MPI's profiling interface (jobs/bench/mpicount.c): a dp-gd
+# iteration makes at least a broadcast out and a reduction back, a whole number of them, and
+# under the forced sleeping wait a gate before at least one, never more gates than collectives
+check "study: dp-gd's meetings counted ($(grep '^dp-gd,' "$T/study/meetings.csv"))" \
+  awk -F, '$1 == "dp-gd" { k++; if (!($2 >= 2 && $2 == int($2) && $3 >= 1 && $3 <= $2)) exit 1 } END { exit k != 1 }' "$T/study/meetings.csv"
+check "study: hamsi's meetings counted" grep -q '^hamsi,[1-9]' "$T/study/meetings.csv"
+check "study: a per-meeting cost fitted (net.csv column 8 > 0)" \
+  awk -F, 'NR == 2 { exit !($8 > 0) }' "$T/study/net.csv"
+badrow=$(awk -F, 'NR > 1 && !($14 > 0 && ($4 > 1 ? $13 > 0 : $13 == 0 && $14 == $6)) {print NR}' "$T/study/study.csv")
+check "study: the per-meeting model's rows (bad rows: $badrow)" [ -z "$badrow" ]
 has "$T/study/study.md" "| none | dp-gd | weak | 2 |" "study.md: the table"
+has "$T/study/study.md" "Within 20% of the per-meeting model:" "study.md: the agreement counted"
 check "study: its box is gone" sh -c "! ip netns list | grep -q '^${name}s-'"
 
 # ---- down: no namespace, no link, no state
