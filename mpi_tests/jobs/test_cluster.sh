@@ -1,14 +1,15 @@
 #!/bin/sh
 # The cluster in a box (jobs/cluster): two network namespaces joined through a bridge, Open MPI
-# over TCP between them.  A seeded 2-rank dp-gd train on a9a across the nodes gives the model
-# of the same run over shared memory digit for digit (no tolerance: Open MPI's reduction of 2
+# over TCP between them, each node on cores of its own.  A seeded 2-rank dp-gd train on a9a
+# across the nodes gives the model of the same run over shared memory digit for digit (no
+# tolerance: Open MPI's reduction of 2
 # ranks sums in the same order whatever the transport), MPI sees 2 nodes, the run's ledger is
 # the same; a 2 s link cut during a run changes no weight; an interrupted `run` leaves no
 # process in the nodes; a node killed in a private run
 # ends the run (journal and budget store verify, the run reserved) and --resume finishes it
 # within its budget (settled in the store); the 2-node version of jobs/clusterstudy writes its
 # table (dp-gd and HAMSI, whose ring bytes modelled by jobs/costmodel are those the runs
-# counted) and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
+# counted; their meetings an iteration counted and a per-meeting cost fitted) and leaves no box; `up` removes leftovers of a killed box; `down` leaves no namespace,
 # link or state.
 # Skipped (77) when not root or when this kernel gives no network namespaces.
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -47,6 +48,15 @@ expect 0 $CL status
 has "$T/out" "node 1: $name-n1 10.77.0.2/24 link UP tbf" "status: node 1 up and shaped"
 hostlinks > "$T/links_up"
 check "nothing new in the host's own namespace" cmp -s "$T/links0" "$T/links_up"
+
+# ---- each node has cores of its own: on a machine of 2 or more cores the two nodes' ranks run
+# on different ones (Open MPI in every node bound its rank to core 0, one core for both)
+expect 0 timeout 60 $CL run -- mpirun -np 2 sh -c 'echo "$(hostname) $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+sort "$T/out" > "$T/cpus"
+if [ "$(nproc)" -ge 2 ]; then
+  check "the nodes' ranks run on different cores ($(tr '\n' ' ' < "$T/cpus"))" \
+    awk 'END { exit !(NR == 2 && a[1] != a[2]) } { a[NR] = $2 }' "$T/cpus"
+fi
 
 # ---- the same seeded run over the box's TCP and over shared memory
 run="train --data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --algo dp-gd --eps 1 --delta 1e-5 --iters 20 --seed 11 --quiet --no-trace-loss"
@@ -133,7 +143,18 @@ badrow=$(awk -F, 'NR > 1 && !($6 > 0 && $7 > 0 && $8 >= $7 && ($4 > 1 || $6 == $
 check "study: times positive, the 1-node row is its own prediction, box >= cluster (bad rows: $badrow)" [ -z "$badrow" ]
 check "study: latency, bandwidth and alpha measured in the box" \
   awk -F, 'NR == 2 { exit !($2 > 0 && $3 > 0 && $4 > 0 && $6 > 0) } END { exit NR != 2 }' "$T/study/net.csv"
+# the meetings counted through MPI's profiling interface (jobs/bench/mpicount.c): a dp-gd
+# iteration makes at least a broadcast out and a reduction back, a whole number of them, and
+# under the forced sleeping wait a gate before at least one, never more gates than collectives
+check "study: dp-gd's meetings counted ($(grep '^dp-gd,' "$T/study/meetings.csv"))" \
+  awk -F, '$1 == "dp-gd" { k++; if (!($2 >= 2 && $2 == int($2) && $3 >= 1 && $3 <= $2)) exit 1 } END { exit k != 1 }' "$T/study/meetings.csv"
+check "study: hamsi's meetings counted" grep -q '^hamsi,[1-9]' "$T/study/meetings.csv"
+check "study: a per-meeting cost fitted (net.csv column 8 > 0)" \
+  awk -F, 'NR == 2 { exit !($8 > 0) }' "$T/study/net.csv"
+badrow=$(awk -F, 'NR > 1 && !($14 > 0 && ($4 > 1 ? $13 > 0 : $13 == 0 && $14 == $6)) {print NR}' "$T/study/study.csv")
+check "study: the per-meeting model's rows (bad rows: $badrow)" [ -z "$badrow" ]
 has "$T/study/study.md" "| none | dp-gd | weak | 2 |" "study.md: the table"
+has "$T/study/study.md" "Within 20% of the per-meeting model:" "study.md: the agreement counted"
 check "study: its box is gone" sh -c "! ip netns list | grep -q '^${name}s-'"
 
 # ---- down: no namespace, no link, no state

@@ -171,6 +171,17 @@ for c in 4 5; do
   check "HAMSI overlapped E ($e1) >= not overlapped ($e0), column $c" awk -v a="$e1" -v b="$e0" 'BEGIN {exit !(a != "" && b != "" && a >= b)}'
 done
 has "$T/cm5.md" "a modelled link (20e-6,10" "--link: the markdown says the link is modelled"
+# HAMSI at K = 2P strata, 256 ranks, 25 Gb/s (alpha_p2p 20 us, beta_p2p 2.56 ns a double), ML-20M
+# with C = 1.323803e-7 R + 2.45841e-8 (U + I) 50 = 2.85075 s: a stratum computes cs = C / (P (K + 1))
+# = 21.707 us, a block cb = 10.854 us; x travels tx = 20 us + 2.56e-9 I r / K = 26.686 us; the
+# history's bytes (3.34 us) are on the wire before x leaves, so the receiver, waiting for both
+# parts at once, pays only x's: T = C / P + tx + (tx - cb) + (K - 1) (tx - 2 cb) + 1.5 alpha log2 P
+# + beta (2M + 3) = 11.1357 + 0.0267 + 0.0158 + 2.5443 + 0.4801 ms = 14.2025 ms, E = 0.78407
+# (0.7406 when the history's latency was added to x's on every move)
+expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 2e-9 --m0 2.45841e-8 --m1 1.323803e-7 --link 20e-6,25 \
+  --ranks "256" --out "$T/cm7" --md "$T/cm7.md"
+e=$(awk -F'|' '/^\| the same at K = 2P strata/ {print $4}' "$T/cm7.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
+close "$e" 0.78407 0.0005 "--link: HAMSI's E(256) at K = 2P against its closed form"
 expect 1 sh "$S/jobs/costmodel" --link 20e-6 --out "$T/cm6"
 has "$T/err" "expected LATENCY_SECONDS,GBIT_PER_S" "--link without a rate refused"
 
