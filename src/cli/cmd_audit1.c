@@ -69,7 +69,7 @@ static const char dpo__audit1_admm_more[] =
     "refused with the numbers of its settings: each party clips its whole message, so the\n"
     "canaries are one a party, as many as ranks, and with so few the bound cannot pass the\n"
     "claim or passes it with the probability the refusal computes (every guess right bounds\n"
-    "eps by 1.16 at 16 parties).\n"
+    "eps by 1.03 at 16 parties and delta 1e-3).\n"
     "The run is real: it spends its budget and keeps its journal, in dpopt admm's run\n"
     "directory (--out, default runs/audit-METHOD-YYYYmmdd-HHMMSS) with the audit's result and\n"
     "verdict in summary.json; it does not resume (a stopped audit's charges stay spent).\n"
