@@ -44,6 +44,19 @@ double dpo_audit_eps_lb(int64_t k0, int64_t n0, int64_t k1, int64_t n1, double d
  * p-value is below beta (0 if none; NaN for arguments out of range). */
 double dpo_audit1_pvalue(int64_t m, int64_t r, int64_t v, double eps, double delta);
 double dpo_audit1_eps_lb(int64_t m, int64_t r, int64_t v, double delta, double beta);
+/* The guesses the one-run audit tries with m canaries: r = 2 floor(f m / 2) for f in 0.1, 0.2,
+ * 0.5, 1 (grid point g < DPO_AUDIT1_GRID; 0 when r < 2), each bound at alpha / DPO_AUDIT1_GRID
+ * and the largest reported. */
+#define DPO_AUDIT1_GRID 4
+int64_t dpo_audit1_guesses(int64_t m, int g);
+/* What the audit can reach with m canaries, before it runs (claimed delta, confidence
+ * 1 - alpha): the ceiling, the largest bound it can report (every guess right); and, when each
+ * canary is mu-GDP (Dong, Roth and Su 2019) with respect to its inclusion, an upper bound on the
+ * probability that the reported bound exceeds eps: for each grid point the p-value of the
+ * smallest count whose bound exceeds eps, minimised over the (eps', delta'(eps')) that mu-GDP
+ * implies, summed over the grid (0 when the ceiling is at most eps). */
+double dpo_audit1_ceiling(int64_t m, double delta, double alpha);
+double dpo_audit1_power_gdp(int64_t m, double eps, double delta, double alpha, double mu);
 
 /* Best threshold event of one scalar statistic: t0[0..n0) from D, t1[0..n1) from D'.  Events
  * S = {T > thr} or {T <= thr} with thr at every observed value, and either set in the role of

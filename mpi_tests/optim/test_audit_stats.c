@@ -125,3 +125,25 @@ Test(audit, one_run_power) {
   cr_assert(dpo_audit1_eps_lb(1000, 500, 388, 0, 0.05 / 4) > 1);
   cr_assert(dpo_audit1_eps_lb(1000, 500, 387, 0, 0.05 / 4) <= 1);
 }
+
+/* What the one-run audit can reach before it runs.  16 canaries: every guess right at r = 16
+ * bounds eps by ln(q / (1 - q)), q = (alpha / 4)^(1/16) (1.15502 at alpha 0.05), the ceiling;
+ * 15 right bound it by 0.673 and 8 of 8 by 0.316, so a claim of 1 is exceeded only by 16 of 16,
+ * which canaries that carry nothing (mu = 0) reach with probability 2^-16.  A claim above the
+ * ceiling is never exceeded; canaries that carry everything (mu = 40) exceed it (the bound on
+ * that probability is then 1); the bound grows with mu. */
+Test(audit, one_run_reach) {
+  const double q = pow(0.05 / 4, 1.0 / 16);
+  near(dpo_audit1_ceiling(16, 0, 0.05), log(q / (1 - q)), 1e-9);
+  cr_assert_eq(dpo_audit1_guesses(16, 0), 0);
+  cr_assert_eq(dpo_audit1_guesses(16, 1), 2);
+  cr_assert_eq(dpo_audit1_guesses(16, 2), 8);
+  cr_assert_eq(dpo_audit1_guesses(16, 3), 16);
+  cr_assert_eq(dpo_audit1_guesses(1000, 0), 100);
+  near(dpo_audit1_power_gdp(16, 1, 0, 0.05, 0), pow(2, -16), 1e-9);
+  cr_assert_eq(dpo_audit1_power_gdp(16, 1.2, 0, 0.05, 40), 0.0);
+  cr_assert(dpo_audit1_power_gdp(16, 1, 0, 0.05, 40) >= 0.999);
+  const double p1 = dpo_audit1_power_gdp(16, 1, 1e-3, 0.05, 0.5),
+               p2 = dpo_audit1_power_gdp(16, 1, 1e-3, 0.05, 1.0);
+  cr_assert(p1 > pow(2, -16) && p1 < p2 && p2 < 1, "mu 0.5: %g, mu 1: %g", p1, p2);
+}

@@ -60,7 +60,7 @@ has "$T/out" "^one run: 3 releases observed" "dpaccadmm: T + 1 releases observed
 A9="$S/data/a9a --dim 123 --eps 1 --delta 1e-5 --clip 1 --row-l2-bound 4 --maxit 2 --quiet"
 # shellcheck disable=SC2086
 expect 1 $MPI -np 2 "$DPOPT" audit --one-run --admm consensus --private $A9 --out "$T/x"
-has "$T/err" "m canaries of a party share one clip" "consensus refused, saying why"
+has "$T/err" "its canaries share one clip: one canary a party, 2 here" "consensus refused, saying why (test_audit_onerun_reach.sh checks the numbers)"
 # shellcheck disable=SC2086
 expect 1 $MPI -np 2 "$DPOPT" audit --one-run --admm admm $A9 --out "$T/x"
 has "$T/err" "adds no noise" "the non-private reference refused"

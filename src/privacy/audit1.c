@@ -45,3 +45,50 @@ double dpo_audit1_eps_lb(int64_t m, int64_t r, int64_t v, double delta, double b
   }
   return lo;
 }
+
+int64_t dpo_audit1_guesses(int64_t m, int g) {
+  static const double frac[DPO_AUDIT1_GRID] = {0.1, 0.2, 0.5, 1.0};
+  if (g < 0 || g >= DPO_AUDIT1_GRID || m < 2) return 0;
+  int64_t r = 2 * (int64_t)(frac[g] * (double)m / 2);
+  return r >= 2 ? r : 0;
+}
+
+double dpo_audit1_ceiling(int64_t m, double delta, double alpha) {
+  double best = 0;
+  for (int g = 0; g < DPO_AUDIT1_GRID; g++) {
+    const int64_t r = dpo_audit1_guesses(m, g);
+    if (r) best = fmax(best, dpo_audit1_eps_lb(m, r, r, delta, alpha / DPO_AUDIT1_GRID));
+  }
+  return best;
+}
+
+/* the smallest count right of r whose bound exceeds eps (r + 1: none); the bound grows with v */
+static int64_t dpo__a1_vstar(int64_t m, int64_t r, double eps, double delta, double beta) {
+  int64_t lo = 0, hi = r + 1; /* bound(lo) <= eps (v = 0 bounds nothing), bound(hi) > eps */
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (dpo_audit1_eps_lb(m, r, mid, delta, beta) > eps) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+double dpo_audit1_power_gdp(int64_t m, double eps, double delta, double alpha, double mu) {
+  if (!(mu >= 0 && eps >= 0 && alpha > 0 && alpha < 1)) return NAN;
+  double p = 0;
+  for (int g = 0; g < DPO_AUDIT1_GRID; g++) {
+    const int64_t r = dpo_audit1_guesses(m, g);
+    const int64_t v = r ? dpo__a1_vstar(m, r, eps, delta, alpha / DPO_AUDIT1_GRID) : 0;
+    if (!r || v > r) continue;
+    /* mu-GDP is (e, delta'(e))-DP for every e >= 0: any e gives a valid tail bound */
+    double best = 1;
+    for (int k = 0; k <= 600; k++) {
+      const double e = k * 0.1, dl = mu > 0 ? dpo_audit_gdp_delta(mu, e) : 0;
+      if (dl >= 1) continue;
+      const double pv = dpo_audit1_pvalue(m, r, v, e, dl < 0 ? 0 : dl);
+      if (pv < best) best = pv;
+    }
+    p += best;
+  }
+  return p < 1 ? p : 1;
+}

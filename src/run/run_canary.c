@@ -32,7 +32,7 @@
 #include "run_priv.h"
 #include "run_canary.h"
 
-#define DPO__A1_GRID 4
+#define DPO__A1_GRID DPO_AUDIT1_GRID
 
 static double dpo__sigm(double z) { return z >= 0 ? 1 / (1 + exp(-z)) : exp(z) / (1 + exp(z)); }
 
@@ -176,10 +176,9 @@ int dpo__a1_bound(const dpo__a1_t *c, double delta, double beta, dpo_audit1_resu
   for (int64_t i = 0; i < c->m; i++) ord[i] = i;
   dpo__a1_sort_key = c->score;
   qsort(ord, (size_t)c->m, sizeof *ord, dpo__a1_cmp);
-  static const double frac[DPO__A1_GRID] = {0.1, 0.2, 0.5, 1.0};
   res->eps_lb = 0;
   for (int g = 0; g < DPO__A1_GRID; g++) {
-    int64_t h = (int64_t)(frac[g] * (double)c->m / 2), v = 0;
+    int64_t h = dpo_audit1_guesses(c->m, g) / 2, v = 0;
     if (h < 1) continue;
     for (int64_t t = 0; t < h; t++) v += c->in[ord[t]] + !c->in[ord[c->m - 1 - t]];
     double lb = dpo_audit1_eps_lb(c->m, 2 * h, v, delta, beta / DPO__A1_GRID);

@@ -14,13 +14,16 @@
  * column's log-likelihood ratio summed over the releases and the bound is train's.  The run is
  * the admm kind's (run_admm.c: its run directory, journal, budget and report), with the
  * canaries added by the admm job's rows hook once the data are loaded.  Private consensus ADMM
- * is refused: each party clips its whole message to norm C, so m canaries share one clip. */
+ * is refused with the numbers that show why (dpo__a1a_consensus). */
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admm/admm_job.h"
+#include "dpopt/audit.h"
+#include "dpopt/privacy.h"
+#include "dpopt/spec.h"
 #include "dpopt/rng.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
@@ -31,6 +34,47 @@
 #define DPO__A1A_STREAM 0x41554431ULL
 
 static dpo__a1_t *dpo__a1a(const dpo_run_t *r) { return r->release_arg; }
+
+/* Private consensus ADMM in one run: refused, with the numbers of the run's own settings that
+ * show why.  A party clips its whole message x_i + u_i to L2 norm C, so its canaries share one
+ * clip (m of them move it by about C / sqrt(m) each): one canary a party, as many as ranks.
+ * Whatever a canary's shape, a party's T messages are Gaussians of sensitivity 2C at sigma,
+ * so each canary is at most mu-GDP, mu = sqrt(T) 2C / sigma (2 mu with the noise halved), and
+ * with so few canaries the audit's bound cannot pass the claim, or passes it with a probability
+ * dpo_audit1_power_gdp bounds (doc/results.md, "One-run audit"). */
+static int dpo__a1a_consensus(const dpo_run_t *r, const dpo__a1_t *c) {
+  dpo_privacy_spec_t sp;
+  int64_t T = 200;
+  int priv = 0;
+  int rc = dpo_privacy_spec_read(r->cfg, DPO_SPEC_FOR_ADMM, &sp);
+  if (!rc) rc = dpo_config_get_int(r->cfg, "admm.maxit", 200, &T);
+  if (!rc) rc = dpo_config_get_bool(r->cfg, "admm.private", 0, &priv);
+  if (rc) return rc;
+  const double delta = dpo_privacy_spec_given(&sp, DPO_SPEC_DELTA) ? sp.delta : 1e-3; /* admm's */
+  const double C = sp.clip.norm == DPO_CLIP_L2 ? sp.clip.C : NAN;
+  if (!priv || !(sp.eps > 0) || !(C > 0) || T < 1)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run --admm consensus: not built (a party's "
+                   "canaries share its message's clip); private consensus needs --private, --eps "
+                   "and --clip, and is audited by dpopt audit --admm consensus --white-box");
+  double z = sp.sigma > 0 ? sp.sigma / (2 * C) : 0;
+  if (!(sp.sigma > 0) &&
+      (rc = dpo_rdp_calibrate("none", 0, 1, T, sp.eps * (1 - 1e-6), delta, &z)))
+    return rc;
+  const double mu = sqrt((double)T) / z;
+  const int64_t m = r->size;
+  return dpo_err(DPO_EINVAL, "dpopt audit --one-run --admm consensus: not built: it would "
+                 "rarely see a lost noise.  Each party clips its whole message to L2 norm C, so its "
+                 "canaries share one clip: one canary a party, %lld here (one a rank).  With "
+                 "every guess right the bound would be %.3g (claimed eps %g); each canary is at "
+                 "most %.3g-GDP (%lld messages of sensitivity 2C at sigma %.4g C), %.3g with the "
+                 "noise halved, so the bound would exceed the claim with probability at most "
+                 "%.2g intact and %.2g with the noise halved (Steinke, Nasr and Jagielski, \"Privacy "
+                 "auditing with one (1) training run\", 2023, Theorem 3.1).  Audit private consensus with dpopt audit --admm consensus "
+                 "--white-box", (long long)m, dpo_audit1_ceiling(m, delta, c->alpha), sp.eps, mu,
+                 (long long)T, 2 * z, 2 * mu,
+                 dpo_audit1_power_gdp(m, sp.eps, delta, c->alpha, mu),
+                 dpo_audit1_power_gdp(m, sp.eps, delta, c->alpha, 2 * mu));
+}
 
 /* Not collective: what the audit needs of the admm settings, before the admm kind's setup
  * claims the directory (its own checks follow there). */
@@ -50,11 +94,7 @@ static int dpo__a1a_settings(dpo_run_t *r, dpo__a1_t *c) {
       return dpo_err(DPO_EINVAL, "%s: dpopt audit --one-run --admm writes no checkpoint to "
                      "resume from (its canaries' scores are not in DP-ADMM's checkpoint)",
                      dpo_config_origin(cfg, nockpt[i]));
-  if (!strcmp(meth, "consensus"))
-    return dpo_err(DPO_EINVAL, "dpopt audit --one-run --admm consensus: each party clips its "
-                   "whole message to L2 norm C, so the m canaries of a party share one clip and "
-                   "each moves the message by about C / sqrt(m): one run cannot see a canary; "
-                   "audit private consensus with dpopt audit --admm consensus --white-box");
+  if (!strcmp(meth, "consensus")) return dpo__a1a_consensus(r, c);
   if (strcmp(meth, "dpadmm") && strcmp(meth, "dpaccadmm"))
     return dpo_err(DPO_EINVAL, "dpopt audit --one-run --admm %s: %s", meth,
                    strcmp(meth, "admm") && strcmp(meth, "accadmm")
