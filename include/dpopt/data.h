@@ -61,7 +61,7 @@ typedef struct {
                      * features as dpo_shard_row_norms computes them, taken by the binary
                      * loader in its one pass over the rows (dpo_load_opts_t.row_norms).  They
                      * describe the rows as they are: dpo_shard_scale_row keeps them current; a
-                     * caller changing X otherwise frees them and sets NULL */
+                     * caller changing X otherwise drops them (dpo_shard_drop_norms) */
 } dpo_shard_t;
 
 /* dpopt binary format (DPO_FMT_BIN), all integers and doubles little-endian:
@@ -182,6 +182,9 @@ void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2);
 /* Local: row i's features (not the bias column) multiplied by sc; shard->norms, when held,
  * gets the row's norms computed anew from the scaled values. */
 void dpo_shard_scale_row(dpo_shard_t *s, int64_t i, double sc);
+/* Local: free shard->norms and set it NULL (later calls compute the norms from the rows): for a
+ * caller about to change X, or done with the loader's norms.  No-op without them. */
+void dpo_shard_drop_norms(dpo_shard_t *s);
 
 /* Collective: write the distributed shards as one dpopt binary file (MPI-IO, each rank writes
  * its rows at its offset). */

@@ -11,9 +11,9 @@
 #  - a fixed --sigma whose budget lasts 6 iterations: the coordinator's ledger stops the run
 #    (exit 3) and each party journalled the 6 releases;
 #  - a coordinator that announces the 7th iteration accepted although its ledger refused it
-#    (dpopt-test's --test-coordinator extra, never in the installed dpopt): every party's own
-#    account refuses, printed once, FAILED, no model.txt, every journal intact (6 charges a
-#    party, the same totals as the coordinator's view);
+#    (dpopt-test's --test-coordinator ignore-refusal, never in the installed dpopt): every
+#    party's own account refuses, printed once, FAILED, no model.txt, every journal intact (6
+#    charges a party, the same totals as the coordinator's view);
 #  - a party whose settings differ stops every rank before any charge (the plan's digest); a
 #    party without its own directory, a party directory under central trust, and local trust
 #    without --private, are refused.
@@ -59,14 +59,14 @@ parties "$T/s" 10
 # every party
 expect 3 $MPI -np 3 "$DPOPT" admm $P --sigma 20 --set parties.out="$T/b.p%d" --out "$T/b" "$T/a3k"
 parties "$T/b" 6
-expect 1 $MPI -np 3 "$DPOPT_TEST" admm $P --sigma 20 --test-coordinator extra \
+expect 1 $MPI -np 3 "$DPOPT_TEST" admm $P --sigma 20 --test-coordinator ignore-refusal \
   --set parties.out="$T/x.p%d" --out "$T/x" "$T/a3k"
-has "$T/err" "party [12] refuses release 7 of the coordinator: its own account refuses the charge" "extra: refused"
-[ "$(grep -c 'refuses release' "$T/err")" = 1 ] && ok || bad "extra: the refusal is printed $(grep -c 'refuses release' "$T/err") times (want once)"
-check "extra: FAILED, no model.txt" test -f "$T/x/FAILED" -a ! -f "$T/x/model.txt"
+has "$T/err" "party [12] refuses release 7 of the coordinator: its own account refuses the charge" "ignore-refusal: refused"
+[ "$(grep -c 'refuses release' "$T/err")" = 1 ] && ok || bad "ignore-refusal: the refusal is printed $(grep -c 'refuses release' "$T/err") times (want once)"
+check "ignore-refusal: FAILED, no model.txt" test -f "$T/x/FAILED" -a ! -f "$T/x/model.txt"
 parties "$T/x" 6
 expect 0 "$DPOPT" ledger "$T/x"
-[ "$(charges "$T/x/ledger.jsonl")" = 18 ] && ok || bad "extra: the coordinator journalled $(charges "$T/x/ledger.jsonl") charges (want 6 x 3)"
+[ "$(charges "$T/x/ledger.jsonl")" = 18 ] && ok || bad "ignore-refusal: the coordinator journalled $(charges "$T/x/ledger.jsonl") charges (want 6 x 3)"
 
 # ---- the plan, the directories, --private
 expect 1 $MPI -np 2 "$DPOPT" admm $P --set parties.out="$T/pl.p%d" --out "$T/pl" "$T/a3k" : \

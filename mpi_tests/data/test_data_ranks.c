@@ -261,10 +261,30 @@ static void check_norms(MPI_Comm c, int k, const char *path) {
       T_CHECK(bad == 0, "np=%d v=%d: %lld rows or norms differ", k, v, (long long)bad);
       MPI_Allreduce(MPI_IN_PLACE, &big, 1, MPI_INT64_T, MPI_SUM, c);
       T_CHECK(big == 1, "np=%d v=%d: %lld rows of overflowing norm, want 1", k, v, (long long)big);
+      /* dropped (dpo_shard_drop_norms): computed from the rows again, the same doubles */
+      const size_t nb = (size_t)(s->n ? 2 * s->n : 1) * sizeof(double);
+      double *kept = malloc(nb), *l = malloc(nb);
+      if (kept && l && s->n) memcpy(kept, s->norms, nb);
+      dpo_shard_drop_norms(s);
+      if (kept && l && s->n) dpo_shard_row_norms(s, l, l + s->n);
+      T_CHECK(!s->norms && kept && l && (!s->n || !memcmp(kept, l, nb)),
+              "np=%d v=%d: the norms after dpo_shard_drop_norms", k, v);
+      free(kept);
+      free(l);
     }
     dpo_shard_destroy(p);
     dpo_shard_destroy(s);
   }
+  /* a partition drops rows: the loader's norms go with them */
+  dpo_load_opts_t o;
+  dpo_load_opts_default(&o);
+  o.row_norms = 1;
+  o.part_lo = 0, o.part_hi = 0.5;
+  dpo_shard_t *s = NULL;
+  int st = dpo_shard_load(c, path, &o, &s);
+  T_CHECK(st == DPO_OK && !s->norms, "np=%d: a partition's shard keeps the loader's norms (%s)",
+          k, st ? dpo_errmsg() : "");
+  dpo_shard_destroy(s);
 }
 
 int main(int argc, char **argv) {

@@ -250,7 +250,9 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   const int dp = !strcmp(s->meth, "dpadmm") || !strcmp(s->meth, "dpaccadmm");
   if (dpo_config_get(cfg, "parties.count") && !(dp && s->nparties == s->size))
     return dpo_err(DPO_EINVAL, "parties.count = %lld: dpopt admm keeps one party per rank (%d) "
-                   "and only for --method dpadmm / dpaccadmm", (long long)s->nparties, s->size);
+                   "and takes parties.count for --method dpadmm / dpaccadmm only (consensus ADMM "
+                   "under privacy.trust = local makes each rank a party without it)",
+                   (long long)s->nparties, s->size);
   if (!strcmp(s->trust, "central")) {
     if (dpo_privacy_spec_given(s->spec, DPO_SPEC_COLLUDE))
       return dpo_err(DPO_EINVAL, "privacy.collude applies to privacy.trust = secagg");

@@ -23,10 +23,10 @@
 #ifdef DPO_TEST_SWITCHES
 #include "privacy/test_switches.h"
 
-/* Test builds only (privacy/test_switches.h; dpopt-test admm --test-coordinator extra): rank 0
- * announces every next iteration accepted, its own ledger's refusal ignored. */
-static int dpo__test_cons_extra_on = 0;
-void dpo__test_cons_extra(int on) { dpo__test_cons_extra_on = on != 0; }
+/* Test builds only (privacy/test_switches.h; dpopt-test admm --test-coordinator ignore-refusal):
+ * rank 0 announces every next iteration accepted, its own ledger's refusal ignored. */
+static int dpo__test_ignore_refusal_on = 0;
+void dpo__test_cons_ignore_refusal(int on) { dpo__test_ignore_refusal_on = on != 0; }
 #endif
 
 void dpo_admm_opts_default(dpo_admm_opts_t *o) {
@@ -73,7 +73,7 @@ static int charge_parties(dpo_ledger_t *L, const dpo_admm_priv_t *p, int N, int3
                  : dpo_ledger_charge(L, &c, NULL);
   }
 #ifdef DPO_TEST_SWITCHES
-  if (st == DPO_EBUDGET && dpo__test_cons_extra_on) st = DPO_OK; /* a deviating coordinator */
+  if (st == DPO_EBUDGET && dpo__test_ignore_refusal_on) st = DPO_OK; /* a deviating coordinator */
 #endif
   return st;
 }

@@ -109,9 +109,10 @@ extern const dpo_cli_opt_t dpo_cli_data_opts[];
 void dpo_cli_opts_cat(dpo_cli_opt_t *out, int cap, const dpo_cli_opt_t *a, const dpo_cli_opt_t *b);
 
 #ifdef DPO_TEST_SWITCHES
-/* dpopt-test only (cmd_train.c): take --test-coordinator KIND[:N] and --test-party-fail N out
- * of argv (*nargs: what is left) and plant them; nonzero for an unknown KIND. */
-int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs);
+/* dpopt-test only (cmd_train.c): take --test-coordinator KIND[:N], --test-party-fail N and
+ * --test-party-kill N out of dpopt-test CMD's argv (CMD "train" or "admm"; *nargs: what is
+ * left) and plant them; DPO_EINVAL naming the kinds CMD takes for an unknown KIND. */
+int dpo_cli_test_secagg_args(const char *cmd, int argc, char **argv, int *nargs);
 #endif
 
 #endif

@@ -60,9 +60,8 @@ int dpo_cmd_admm(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   char *pos[1];
   int npos = 0, rc = DPO_OK, ex = 0;
 #ifdef DPO_TEST_SWITCHES
-  if (dpo_cli_test_secagg_args(argc, argv, &argc))
-    return dpo_cli_fail(ctx, "admm", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                             "shares, extra or kind[:N], key or run=ID"));
+  if ((rc = dpo_cli_test_secagg_args("admm", argc, argv, &argc)))
+    return dpo_cli_fail(ctx, "admm", rc);
 #endif
   /* the flags --out replaced: a clear refusal, not an unknown option */
   static const char *const gone[][2] = {{"--model-out", "the model is DIR/model.txt"},

@@ -106,11 +106,14 @@ static void dpo__algo_help(char *buf, size_t cap) {
 
 #ifdef DPO_TEST_SWITCHES
 /* dpopt-test only (privacy/test_switches.h): a coordinator that deviates from the plan
- * (--test-coordinator sigma|gamma|shares|extra|kind[:N] | key | run=ID) and a party that fails in its N-th secure-
- * aggregation release (--test-party-fail N) or dies in it (--test-party-kill N: SIGKILL), taken out of argv before parsing; dpopt-test admm
- * takes them too (cli.h). */
-int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
+ * (--test-coordinator sigma|gamma|shares|extra|kind[:N] | key | run=ID, and for dpopt-test admm
+ * ignore-refusal: consensus ADMM's coordinator going on past its ledger's refusal) and a party
+ * that fails in its N-th secure-aggregation release (--test-party-fail N) or dies in it
+ * (--test-party-kill N: SIGKILL), taken out of argv before parsing; the one parser of
+ * dpopt-test train and admm (cli.h). */
+int dpo_cli_test_secagg_args(const char *cmd, int argc, char **argv, int *nargs) {
   static const char *const kinds[] = {"", "sigma", "gamma", "shares", "extra", "kind"};
+  const int admm = !strcmp(cmd, "admm");
   int k = 0, bad = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--test-coordinator") && i + 1 < argc) {
@@ -125,7 +128,8 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
         dpo__secagg_test_run_id(argv[i] + 4), found = 1;
       for (int j = 1; j < 6; j++)
         if (!strcmp(kind, kinds[j])) dpo__oracle_test_deviate(j, at), found = 1;
-      if (!strcmp(kind, "extra")) dpo__test_cons_extra(1); /* consensus ADMM's coordinator */
+      if (admm && !strcmp(kind, "ignore-refusal")) /* consensus ADMM's coordinator */
+        dpo__test_cons_ignore_refusal(1), found = 1;
       bad |= !found;
     } else if (!strcmp(argv[i], "--test-party-fail") && i + 1 < argc) {
       dpo__oracle_test_party_fail(atoll(argv[++i]));
@@ -138,7 +142,9 @@ int dpo_cli_test_secagg_args(int argc, char **argv, int *nargs) {
     }
   }
   *nargs = k;
-  return bad;
+  return bad ? dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, shares, extra or kind[:N], "
+                       "key or run=ID%s", admm ? ", or ignore-refusal" : "")
+             : DPO_OK;
 }
 #endif
 
@@ -154,10 +160,9 @@ int dpo_cmd_train(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
 
   if (dpo_config_create(&cfg)) return dpo_cli_fail(ctx, "train", DPO_ENOMEM);
 #ifdef DPO_TEST_SWITCHES
-  if (dpo_cli_test_secagg_args(argc, argv, &argc)) {
+  if ((rc = dpo_cli_test_secagg_args("train", argc, argv, &argc))) {
     dpo_config_destroy(cfg);
-    return dpo_cli_fail(ctx, "train", dpo_err(DPO_EINVAL, "--test-coordinator: sigma, gamma, "
-                                              "shares, extra or kind[:N], key or run=ID"));
+    return dpo_cli_fail(ctx, "train", rc);
   }
 #endif
   dpo_run_signals_install(); /* every rank: SIGTERM/SIGINT stop the run after a step */

@@ -104,10 +104,7 @@ int dpo_shard_load(MPI_Comm comm, const char *path, const dpo_load_opts_t *opts,
   if (!st && o.intercept && !s->intercept) st = dpo_agree(comm, dpo_shard_add_intercept(s));
   if (!st) st = dpo__shard_split(comm, path, &o, s);
   if (st) goto fail;
-  if (s->norms && (o.valid_part || o.part_hi > o.part_lo)) { /* rows dropped: not theirs */
-    free(s->norms);
-    s->norms = NULL;
-  }
+  if (o.valid_part || o.part_hi > o.part_lo) dpo_shard_drop_norms(s); /* rows dropped: not theirs */
   *shard = s;
   return DPO_OK;
 fail:
@@ -192,6 +189,11 @@ void dpo_shard_row_norms(const dpo_shard_t *s, double *l1, double *l2) {
     if (l1) l1[i] = a;
     if (l2) l2[i] = sqrt(b);
   }
+}
+
+void dpo_shard_drop_norms(dpo_shard_t *s) {
+  free(s->norms);
+  s->norms = NULL;
 }
 
 void dpo_shard_scale_row(dpo_shard_t *s, int64_t i, double sc) {

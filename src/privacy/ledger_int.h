@@ -1,5 +1,5 @@
-/* Internals shared by ledger.c (open, charge, accounts) and ledger_replay.c (journal replay
- * and printing). */
+/* Internals shared by ledger.c (open, charge), ledger_party.c (per-party accounts) and
+ * ledger_replay.c (journal replay and printing). */
 #ifndef DPO_LEDGER_INT_H
 #define DPO_LEDGER_INT_H
 
@@ -50,6 +50,15 @@ static inline int dpo__ledger_acct(const dpo_ledger_t *L, int k) {
   if (L->pmap) return k >= 0 && k < L->npos ? L->pmap[k] : -1;
   return k >= 0 && k < L->nparties ? k : -1;
 }
+
+/* ledger.c, for ledger_party.c (the per-party accounts call into ledger.c, never the
+ * reverse): the journal's one append (a chained line, fsynced unless deferred, on_append
+ * told), a charge's journal line, the rank-0 check and the global budget's refusal. */
+int dpo__ledger_append(dpo_ledger_t *L, json_object *o);
+json_object *dpo__ledger_charge_line(const dpo_ledger_t *L, const dpo_charge_t *c,
+                                     const dpo__acct_result_t *r);
+int dpo__ledger_rank0(const dpo_ledger_t *L, const char *fn);
+int dpo__ledger_refuse(const dpo_ledger_t *L, const dpo_charge_t *c, const dpo__acct_result_t *r);
 
 /* (ledger_replay.c: ledger.c calls down into it, never the reverse) */
 void dpo__free_pstates(const dpo__acct_ops_t *ops, int n, void **ps);

@@ -68,10 +68,10 @@ void dpo__oracle_test_party_kill(int64_t at);
  * request path (rank 0 asks, the others serve), so a test can compare its outputs with those
  * of one meeting a step (comm/step1.h). */
 void dpo__oracle_test_step_request(int on);
-/* consensus.c (dpopt-test admm --test-coordinator extra, consensus ADMM): rank 0 announces
- * every next iteration accepted although its ledger refused it (it journals nothing for it);
- * every party's guard must refuse the release its own account cannot pay for. */
-void dpo__test_cons_extra(int on);
+/* consensus.c (dpopt-test admm --test-coordinator ignore-refusal, consensus ADMM): rank 0
+ * announces every next iteration accepted although its ledger refused it (it journals nothing
+ * for it); every party's guard must refuse the release its own account cannot pay for. */
+void dpo__test_cons_ignore_refusal(int on);
 /* secagg.c (dpopt-test train --test-coordinator key): with authenticated keys, rank 0 publishes
  * another key-agreement key than the one it signed (a substituted key); every party must stop. */
 void dpo__secagg_test_substitute_key(int on);

@@ -398,8 +398,7 @@ int dpo__train_load(dpo_run_t *r) {
     return dpo__run_failed(r, rc);
   if (!isnan(r->b2) && (rc = dpo__enforce_bound(r->comm, r->train, 0, r->b2, r->clip_rows, priv)))
     return dpo__run_failed(r, rc);
-  free(r->train->norms); /* read by the bounds only: nothing keeps them current after */
-  r->train->norms = NULL;
+  dpo_shard_drop_norms(r->train); /* read by the bounds only: nothing keeps them current after */
   if (r->test_path) {
     dpo_load_opts_t lo = tlo;
     lo.row_norms = 0;

@@ -115,11 +115,11 @@ static int dpo__at_geo_vcanary(const dpo__audit_t *a, dpo__audit_tune_t *T) {
  * bound (dpo__tune_calibrate), the Gaussian candidates (dp-sgd-rdp) at the multiplier z the
  * calibration gives them, their runs' own budget only admitting the steps (4 eps0 + 1, as
  * tune_plan.c sets it), the pure ones at eps0; the score is Laplace(1/eps0) either way. */
-static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a, const dpo_config_t *cfg) {
-  int rc = DPO_OK;
+static int dpo__at_geo_setup(dpo__audit_tune_t *T, const dpo__audit_t *a) {
   T->t.n = a->n; /* public: the audit's rows (replace-one), or the declared size */
-  if (T->t.rdp && a->add_remove) rc = dpo_config_get_int(cfg, "privacy.public_n", a->n, &T->t.n);
-  if (!rc) rc = dpo__tune_calibrate(&T->t);
+  if (T->t.rdp && a->add_remove && dpo_privacy_spec_given(a->spec, DPO_SPEC_PUBLIC_N))
+    T->t.n = a->spec->public_n;
+  int rc = dpo__tune_calibrate(&T->t);
   if (!rc) rc = dpo_mech_laplace_scale(1.0, T->t.eb, 1, &T->b); /* tune.c's run_rep */
   for (int g = 0; g < 2; g++) {
     T->spec[g] = *a->spec;
@@ -161,7 +161,7 @@ int dpo__audit_tune_setup(const dpo_config_t *cfg, const dpo__audit_t *a, dpo__a
   if (!rc && (T->t.split > 0) == a->tune_mean) /* dpo__audit_setup read tune.mean */
     rc = dpo_err(DPO_EINVAL, "dpopt audit --tune: tune.mean and tune.split together");
   if (!rc && a->tune_mean) {
-    if ((rc = dpo__at_geo_setup(T, a, cfg))) {
+    if ((rc = dpo__at_geo_setup(T, a))) {
       dpo__audit_tune_free(T);
       return rc;
     }

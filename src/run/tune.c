@@ -28,14 +28,14 @@
 
 
 static int tune_public_n(dpo__tune_t *t) {
-  int gauss = 0, rc;
+  int gauss = 0;
   for (int i = 0; i < t->nc; i++) gauss |= t->c[i].gauss;
   if (!gauss || t->rel != DPO_NEIGHBOURS_ADD_REMOVE) return DPO_OK;
-  if (!dpo_config_get(t->cfg, "privacy.public_n"))
+  if (!dpo_privacy_spec_given(&t->ps, DPO_SPEC_PUBLIC_N))
     return dpo_err(DPO_EINVAL, "tune: under add-remove the training row count is private, and "
                    "dp-sgd-rdp's Poisson rate m/n and steps must not read it: declare a public "
                    "size (--public-n N, privacy.public_n), e.g. the data set's published size");
-  if ((rc = dpo_config_get_int(t->cfg, "privacy.public_n", 0, &t->n))) return rc;
+  t->n = t->ps.public_n; /* read and parsed with the other privacy settings (tune_grid.c) */
   if (t->n < 1) return dpo_err(DPO_EINVAL, "tune: privacy.public_n must be >= 1");
   /* the training part of a split: its expected public size */
   if (t->vfrac > 0) t->n = (int64_t)llround((1 - t->vfrac) * (double)t->n);
@@ -331,10 +331,11 @@ static int missing_beside_eps(dpo__tune_t *t, char *msg, size_t cap) {
   dpo_config_t *c = NULL;
   dpo_run_t *run = NULL;
   char first[128] = "";
-  double delta = 0;
+  dpo_privacy_spec_t ps;
   const char *algos = dpo_config_get(t->cfg, "tune.algo");
+  double delta = 0; /* a spec that does not read: train's set-up below says why */
   if (algos) sscanf(algos, " %127[^, ]", first);
-  else dpo_config_get_double(t->cfg, "privacy.delta", 0, &delta);
+  else if (!dpo_privacy_spec_from_config(t->cfg, &ps)) delta = ps.delta;
   if (!first[0]) snprintf(first, sizeof first, "%s", delta > 0 ? "dp-sgd-rdp" : "dp-nag-opt");
   const dpo_algo_t *al = dpo_algo_find(first);
   if (!al || !al->is_private || dpo_config_create(&c)) return DPO_OK;

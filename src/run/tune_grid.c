@@ -161,6 +161,7 @@ int dpo__tune_settings(dpo__tune_t *t) {
   /* the recipe wrote its privacy defaults (neighbours, clip) into the config: read them */
   if (t->recipe && (rc = dpo_privacy_spec_from_config(cfg, &ps))) return rc;
   t->rel = ps.rel;
+  t->ps = ps;
   if ((rc = dpo__tune_split_settings(t))) return rc;
   /* A search scores each repetition by the exact count of correct held-out predictions,
    * reduced to rank 0 and noised there: with several parties that count leaves each party
@@ -261,8 +262,8 @@ int dpo__tune_split_settings(dpo__tune_t *t) {
 static void part_public_n(const dpo__tune_t *t, dpo_config_t *c, double w) {
   double n = NAN, m = NAN;
   char b[32];
-  if (dpo_config_get_double(t->cfg, "privacy.public_n", NAN, &n) || !(n > 0)) return;
-  n = fmax(1, round(n * w));
+  if (!dpo_privacy_spec_given(&t->ps, DPO_SPEC_PUBLIC_N) || !(t->ps.public_n > 0)) return;
+  n = fmax(1, round((double)t->ps.public_n * w));
   snprintf(b, sizeof b, "%.0f", n);
   dpo_config_set(c, "privacy.public_n", b, "tune (the part's share of privacy.public_n)");
   if (!dpo_config_get_double(c, "algo.m", NAN, &m) && m > floor(n / 2)) {

@@ -11,6 +11,7 @@
 #include "dpopt/config.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/spec.h"
 
 #define DPO__TUNE_MAXC 64
 #define DPO__TUNE_MAXV 16
@@ -40,6 +41,7 @@ typedef struct {
   double split;                /* > 0: parallel composition, this fraction selects (tune_split.c) */
   uint64_t key;                /* split: the partition's secret key (every rank; never written) */
   dpo_neighbours_t rel;
+  dpo_privacy_spec_t ps;       /* the privacy.* settings as read (run_spec.c): the declared size */
   int64_t n, n_test;
   int nc;
   dpo__cand_t c[DPO__TUNE_MAXC];
