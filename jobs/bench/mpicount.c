@@ -2,7 +2,7 @@
  *
  * Built as a shared object and preloaded (jobs/clusterstudy does both:
  *   mpicc -shared -fPIC -O2 -o mpicount.so jobs/bench/mpicount.c
- *   DPO_MPICOUNT=FILE mpirun -x LD_PRELOAD=./mpicount.so ... ), it counts on every rank the
+ *   DPO_MPICOUNT=FILE mpirun --quiet -x LD_PRELOAD=./mpicount.so ... ), it counts on every rank the
  * calls that make ranks wait for each other: blocking collectives ("coll": bcast, reduce,
  * allreduce, gather, scatter, allgather, alltoall, barrier), the sleeping wait's non-blocking
  * barriers ("gate": MPI_Ibarrier, src/comm/wait.c), and point-to-point waits ("p2p": Wait,

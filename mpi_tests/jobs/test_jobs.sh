@@ -147,6 +147,14 @@ expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 4e-9 --mf-sizes "" --alph
 e4=$(awk -F'|' '/^\| synthetic/ {print $6}' "$T/cm2.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
 # c1 nnz = 8e-3 s; at 4096: 8e-3 / 4096 + 1e-3 * 12 + 20e-9 => E = 8e-3 / (4096 * 0.012002) = 1.6e-4
 awk -v e="$e4" 'BEGIN {exit !(e > 0.0001 && e < 0.0003)}' && ok || bad "overridden constants: E(4096) = $e4, want ~1.6e-4"
+# --meetings K: K collectives a step at alpha / 2 each (alpha is measured on a bcast + reduce);
+# at K = 4: 8e-3 / 4096 + 2 x 1e-3 x 12 + 20e-9 => E = 8e-3 / (4096 x 0.024002) = 8.14e-5
+expect 0 timeout 60 sh "$S/jobs/costmodel" --c0 0 --c1 4e-9 --mf-sizes "" --alpha 1e-3 --beta 1e-9 \
+  --alpha-p2p 1e-3 --beta-p2p 1e-9 --meetings 4 --out "$T/cm2k" --md "$T/cm2k.md"
+e4=$(awk -F'|' '/^\| synthetic/ {print $6}' "$T/cm2k.md" | grep -o '\*\*[0-9.e+-]*' | tr -d '*')
+awk -v e="$e4" 'BEGIN {exit !(e > 8.13e-5 && e < 8.15e-5)}' && ok || bad "--meetings 4: E(4096) = $e4, want 8.14e-5"
+expect 1 sh "$S/jobs/costmodel" --meetings 0 --out "$T/cm2z"
+has "$T/err" "expected a positive whole number" "--meetings 0 refused"
 # efficiencies are in (0, 1]: T(1) / (P T(P)) with T(P) >= T(1) / P
 eff=$(grep -o '\*\*[0-9.e+-]*\*\*' "$T/cm2.md" | tr -d '*' | awk '!($1 > 0 && $1 <= 1.0005) {print}')
 check "predicted efficiencies in (0, 1]: $eff" [ -z "$eff" ]
