@@ -119,7 +119,8 @@ static int dpo__audit1_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv, con
                      dpo__audit1_tune_more, cfg, pos, 0, &npos);
   free(args);
   if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;
-  if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet))) return dpo_cli_fail(ctx, "audit", rc);
+  if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet)))
+    return dpo_cli_fail(ctx, "audit", rc);
   if (!dpo_config_get(cfg, "model.intercept") && !dpo_config_get(cfg, "model.no_intercept"))
     dpo_config_set(cfg, "model.intercept", "1", "default (dpopt tune)");
   dpo_msg_set_quiet(quiet || ctx->rank != 0);
@@ -127,7 +128,8 @@ static int dpo__audit1_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv, con
   rc = dpo_tune_audit1_run(ctx->comm, cfg, ctx->rank == 0 ? stdout : NULL, &res);
   dpo_run_signals_restore();
   if (rc == DPO_EINTR) {
-    if (ctx->rank == 0) fprintf(stderr, "dpopt audit: %s (the audit does not resume)\n", dpo_errmsg());
+    if (ctx->rank == 0)
+      fprintf(stderr, "dpopt audit: %s (the audit does not resume)\n", dpo_errmsg());
     return DPO_EXIT_INTR;
   }
   if (rc) return dpo_cli_fail(ctx, "audit", rc);

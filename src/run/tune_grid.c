@@ -267,7 +267,8 @@ int dpo__tune_audit1_settings(dpo__tune_t *t, int asked) {
                                  dpo_config_origin(t->cfg, "audit.one_run"));
   if (!asked)
     return dpo_err(DPO_EINVAL, "%s: audit.one_run: dpopt audit --one-run --tune audits a tune "
-                   "(dpopt tune would not print the audit)", dpo_config_origin(t->cfg, "audit.one_run"));
+                   "(dpopt tune would not print the audit)",
+                   dpo_config_origin(t->cfg, "audit.one_run"));
   memset(&probe, 0, sizeof probe);
   if ((rc = dpo__a1_read(t->cfg, &probe))) return rc; /* canaries and alpha, checked */
   if (t->plain)
@@ -288,12 +289,13 @@ int dpo__tune_audit1_settings(dpo__tune_t *t, int asked) {
                    "through one noisy count, which tells how many were included, not which.  "
                    "The search by parallel composition (--split) is audited: its canaries are "
                    "rows of the final part.  Audit the geometric search with dpopt audit --tune");
-  if (t->multi) return dpo_err(DPO_EINVAL, "dpopt audit --one-run --tune: logistic regression only");
+  if (t->multi)
+    return dpo_err(DPO_EINVAL, "dpopt audit --one-run --tune: logistic regression only");
   for (int i = 0; stops[i]; i++)
     if (dpo_config_get(t->cfg, stops[i]))
       return dpo_err(DPO_EINVAL, "%s: %s: a one-run audit of a tune does not stop and resume "
-                     "(its canaries are drawn by the final run)", dpo_config_origin(t->cfg, stops[i]),
-                     stops[i]);
+                     "(its canaries are drawn by the final run)",
+                     dpo_config_origin(t->cfg, stops[i]), stops[i]);
   return DPO_OK;
 }
 
