@@ -28,6 +28,7 @@
 
 #include "dpopt/config.h"
 #include "dpopt/privacy.h"
+#include "dpopt/run.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +57,15 @@ void dpo_tune_pure_curve(double eps, dpo_rdp_curve_t *c);
  * run.checkpoint_every = N writes one every N; run.resume = DIR continues a stopped tune
  * (only run.* keys may change). */
 int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out);
+
+/* Collective over comm: dpopt audit --one-run --tune.  The tune of dpo_tune_run_config with
+ * audit.one_run = 1 (audit.canaries, audit.alpha, audit.json as dpopt audit --one-run reads
+ * them) under the search by parallel composition (tune.split): the final part's run is train's
+ * one-run audit, its canary rows added to that part's rows; res (every rank) its result.
+ * Refused before anything is read: a plain tune, the geometric search, softmax, stop and
+ * resume. */
+int dpo_tune_audit1_run(MPI_Comm comm, const dpo_config_t *cfg, FILE *out,
+                        dpo_audit1_result_t *res);
 
 #ifdef __cplusplus
 }

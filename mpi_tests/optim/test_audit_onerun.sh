@@ -52,8 +52,10 @@ has "$T/err" "logistic regression" "another model is refused"
 # --admm takes dpopt admm's options (test_audit_onerun_admm.sh), not train's
 expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --admm dpadmm --eps 1 --out "$T/x"
 has "$T/err" "unknown option '--data'" "--admm with train's options: refused by the option"
-expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --tune --eps 1 --out "$T/x"
-has "$T/err" "dpopt audit --one-run --tune: not built.  The geometric search (--mean): a training canary" "tune refused, saying why"
+# --tune takes dpopt tune's options (test_audit_onerun_tune.sh); the geometric search refused
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run $A9A --tune --algos dp-gd --steps 0.5,1 --mean 3 \
+  --valid "$S/data/a9a.t" --eps 1 --out "$T/x"
+has "$T/err" "the geometric search (--mean, --valid, --valid-fraction) is not audited in one run: a training canary" "tune's geometric search refused, saying why"
 has "$T/err" "bound eps by a median 0.35 at eps 1 and 0.83 at eps 2 with the noise halved" "tune refused with the modelled bounds"
 check "nothing left behind by the refusals" test ! -e "$T/x"
 finish test_audit_onerun

@@ -100,9 +100,13 @@ int dpo_cmd_party_key(const dpo_cli_ctx_t *ctx, int argc, char **argv);
 extern const dpo_cli_opt_t dpo_cli_train_opts[];
 /* dpopt admm's own option rows (cmd_admm.c; dpopt audit --one-run --admm takes them too). */
 extern const dpo_cli_opt_t dpo_cli_admm_opts[];
+/* dpopt tune's own option rows (cmd_tune.c; dpopt audit --one-run --tune takes them too). */
+extern const dpo_cli_opt_t dpo_cli_tune_opts[];
 /* dpopt audit --one-run's command line (cmd_audit1.c) into *cfg (created here; the caller
- * destroys it): -1 to go on, else the exit status to return now (0 after --help). */
-int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_config_t **cfg);
+ * destroys it): -1 to go on, else the exit status to return now (0 after --help).  With
+ * --tune the whole audit of a tune runs here, its table printed with tag (dpopt-test's note). */
+int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, const char *tag,
+                         dpo_config_t **cfg);
 /* The option rows shared by every command that loads data (terminated by a NULL row). */
 extern const dpo_cli_opt_t dpo_cli_data_opts[];
 /* Concatenate option tables into out (capacity cap rows incl. terminator). */

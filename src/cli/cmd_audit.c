@@ -187,7 +187,8 @@ int dpo_cmd_audit(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
 #endif
   for (int i = 0; i < argc; i++) one |= !strcmp(argv[i], "--one-run");
   /* --one-run: a real training run, audited once (dpopt train's options, cmd_audit1.c) */
-  if ((ex = one ? dpo_cmd_audit1_start(ctx, argc, argv, &cfg)
+  dpo__audit_tag(test, tag, sizeof tag);
+  if ((ex = one ? dpo_cmd_audit1_start(ctx, argc, argv, tag, &cfg)
                 : dpo_cli_start(ctx, "audit", argc, argv, dpo__audit_opts,
                                 "usage: mpirun --quiet -np P dpopt audit --algo NAME | --admm METHOD --eps E [options]\n"
                                 "       mpirun --quiet -np P dpopt audit --resume RUN",

@@ -10,6 +10,7 @@
 #include "dpopt/run.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "dpopt/tune.h"
 
 #define DPO__MAXOPTS 80
 
@@ -39,6 +40,8 @@ static const char dpo__audit1_more[] =
     "of the sensitivity, a its value); Gaussian releases (delta > 0) give a bound far below\n"
     "their eps at M = 1000 even with the noise halved.  dpopt admm's DP-ADMM and DP-AccADMM:\n"
     "dpopt audit --one-run --admm METHOD [dpopt admm's options] FILE (its own --help).\n"
+    "dpopt tune's search by parallel composition: dpopt audit --one-run --tune [dpopt tune's\n"
+    "options] (its own --help; the canaries are rows of the final part).\n"
     "The run is real: it spends its budget and keeps its journal.  Its run directory (--out,\n"
     "default runs/audit-ALGO-YYYYmmdd-HHMMSS) is train's: config.ini, ledger.jsonl, trace.csv,\n"
     "model.txt (with the canaries' columns), summary.json (train's, with the audit's result and\n"
@@ -76,6 +79,70 @@ static const char dpo__audit1_admm_more[] =
     "Exit status: 0 bound below the claim, 1 usage, 2 bad data, 4 runtime failure, 5 interrupted,\n"
     "6 the lower bound exceeds the claimed eps (privacy violation found).\n";
 
+static const char dpo__audit1_tune_more[] =
+    "Runs dpopt tune once with the same options, searched by parallel composition (--split S,\n"
+    "the default for a grid), with M canary rows added to the final part's rows, each included\n"
+    "with probability 1/2 (Steinke, Nasr and Jagielski, \"Privacy auditing with one (1) training\n"
+    "run\", 2023).  The tune partitions the rows by a secret keyed draw into a validation part,\n"
+    "one training part a candidate and a final part on which the chosen candidate trains again\n"
+    "at the whole budget; each row is in one part, so the tune is (eps, delta)-DP for every\n"
+    "partition (McSherry, \"Privacy integrated queries\", 2009).  The canaries are rows of the\n"
+    "final part, named by the plan before any row is read: the candidates and the selection\n"
+    "never see them, and the final run, dpopt train's run of the chosen settings, is audited\n"
+    "as dpopt audit --one-run audits train (canaries in columns of their own, every release of\n"
+    "that run observed, the same bound), as strong.  The geometric search (--mean, --valid,\n"
+    "--valid-fraction) is refused with the numbers of why (a canary reaches its output through\n"
+    "one repetition at a third of the budget); so are a tune without a grid (train's recipe\n"
+    "once: audit it with dpopt audit --one-run), softmax, --checkpoint-every and --resume.\n"
+    "The run is real: it spends its budget and keeps its journal, in dpopt tune's directory\n"
+    "(--out, default runs/tune-YYYYmmdd-HHMMSS) with the audit's result and verdict in\n"
+    "summary.json.\n"
+    "Exit status: 0 bound below the claim, 1 usage, 2 bad data, 4 runtime failure, 5 interrupted\n"
+    "(nothing to resume: the charges stay spent),\n"
+    "6 the lower bound exceeds the claimed eps (privacy violation found).\n";
+
+/* dpopt audit --one-run --tune [dpopt tune's options]: the whole audit (dpo_tune_audit1_run) */
+static int dpo__audit1_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv, const char *tag,
+                            dpo_config_t *cfg) {
+  dpo_cli_opt_t opts[DPO__MAXOPTS], tmp[DPO__MAXOPTS];
+  dpo_audit1_result_t res;
+  char **args = malloc((size_t)(argc + 1) * sizeof *args), *pos[1];
+  int n = 0, npos = 0, rc, quiet = 0;
+  if (!args) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
+  for (int i = 0; i < argc; i++)
+    if (strcmp(argv[i], "--tune")) args[n++] = argv[i]; /* the mode, not a setting */
+  args[n] = NULL;
+  dpo_cli_opts_cat(tmp, DPO__MAXOPTS, dpo_cli_tune_opts, dpo_cli_data_opts);
+  dpo_cli_opts_cat(opts, DPO__MAXOPTS, tmp, dpo__audit1_opts);
+  rc = dpo_cli_parse(ctx, n, args, opts, "usage: mpirun --quiet -np P dpopt audit --one-run "
+                     "--tune [dpopt tune's options] [--canaries M] [--alpha A] [--json FILE]",
+                     dpo__audit1_tune_more, cfg, pos, 0, &npos);
+  free(args);
+  if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;
+  if ((rc = dpo_config_get_bool(cfg, "run.quiet", 0, &quiet)))
+    return dpo_cli_fail(ctx, "audit", rc);
+  if (!dpo_config_get(cfg, "model.intercept") && !dpo_config_get(cfg, "model.no_intercept"))
+    dpo_config_set(cfg, "model.intercept", "1", "default (dpopt tune)");
+  dpo_msg_set_quiet(quiet || ctx->rank != 0);
+  dpo_run_signals_install();
+  rc = dpo_tune_audit1_run(ctx->comm, cfg, ctx->rank == 0 ? stdout : NULL, &res);
+  dpo_run_signals_restore();
+  if (rc == DPO_EINTR) {
+    if (ctx->rank == 0)
+      fprintf(stderr, "dpopt audit: %s (the audit does not resume)\n", dpo_errmsg());
+    return DPO_EXIT_INTR;
+  }
+  if (rc) return dpo_cli_fail(ctx, "audit", rc);
+  if (ctx->rank == 0) {
+    dpo_audit1_print(stdout, &res, tag);
+    printf("tune: the canaries are rows of the final part (named before any row was read), "
+           "whose run is the chosen candidate's at the whole budget; the candidates, the "
+           "selection and the other parts hold none (parallel composition: the claim holds "
+           "for each partition of the other rows)\n");
+  }
+  return res.violation ? DPO_EXIT_AUDIT : 0;
+}
+
 /* dpopt audit --one-run --admm METHOD [dpopt admm's options] FILE */
 static int dpo__audit1_admm_start(const dpo_cli_ctx_t *ctx, int argc, char **argv,
                                   dpo_config_t *cfg) {
@@ -104,7 +171,8 @@ static int dpo__audit1_admm_start(const dpo_cli_ctx_t *ctx, int argc, char **arg
   return -1;
 }
 
-int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_config_t **cfg) {
+int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, const char *tag,
+                         dpo_config_t **cfg) {
   dpo_cli_opt_t opts[DPO__MAXOPTS], tmp[DPO__MAXOPTS];
   dpo_cli_opts_cat(tmp, DPO__MAXOPTS, dpo_cli_train_opts, dpo_cli_data_opts);
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, tmp, dpo__audit1_opts);
@@ -114,29 +182,14 @@ int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, dpo_co
     admm |= !strcmp(argv[i], "--admm") || !strncmp(argv[i], "--admm=", 7);
     tune |= !strcmp(argv[i], "--tune");
   }
-  if (tune) /* results.md, "One-run audit": what a one-run audit of a tune could reach */
-    return dpo_cli_fail(ctx, "audit", dpo_err(DPO_EINVAL, "dpopt audit --one-run --tune: not "
-                        "built.  The geometric search (--mean): a training canary reaches the "
-                        "output through the chosen repetition's model, a repetition at eps / 3 "
-                        "(pure eps: Liu and Talwar, \"Private selection from private candidates\", "
-                        "2019); where the one-run audit of train sees "
-                        "most (one Laplace release, the l1 clip saturated, a9a's row bounds) each "
-                        "canary is then "
-                        "0.26 eps randomized response (0.53 eps with the noise halved), and 1000 "
-                        "canaries bound eps by a median 0.35 at eps 1 and 0.83 at eps 2 with the "
-                        "noise halved, never above the claim in 400 modelled runs.  Validation "
-                        "canaries reach it through one noisy count (under --split its argmax "
-                        "only), which tells how many were included, not which: about half the "
-                        "guesses are right.  The split search's final part is a run of dpopt "
-                        "train at the whole budget: audit that run with dpopt audit --one-run "
-                        "and the chosen settings (summary.json).  Audit tune with dpopt audit "
-                        "--tune"));
   if (dpo_config_create(cfg)) return dpo_cli_fail(ctx, "audit", DPO_ENOMEM);
+  if (tune) return dpo__audit1_tune(ctx, argc, argv, tag, *cfg);
   /* a run of dpopt admm (run_canary_admm.c): its options and FILE */
   if (admm) return dpo__audit1_admm_start(ctx, argc, argv, *cfg);
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun --quiet -np P dpopt audit --one-run [dpopt train's "
                      "options] [--canaries M] [--alpha A] [--json FILE]\n"
                      "       mpirun --quiet -np P dpopt audit --one-run --admm METHOD [dpopt admm's options] FILE\n"
+                     "       mpirun --quiet -np P dpopt audit --one-run --tune [dpopt tune's options]\n"
                      "       mpirun --quiet -np P dpopt audit --resume RUN",
                      dpo__audit1_more, *cfg, pos, 0, &npos);
   if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;

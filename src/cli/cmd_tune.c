@@ -8,7 +8,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/tune.h"
 
-static const dpo_cli_opt_t dpo__tune_opts[] = {
+const dpo_cli_opt_t dpo_cli_tune_opts[] = {
     {"--data", "data.train", "FILE", "training data (the candidates' trainings and, by default, their validation rows)"},
     {"--test", "data.test", "FILE", "test data: the chosen model's accuracy on it is reported, never selected on"},
     {"--valid", "tune.valid", "FILE", "validation data that score the candidates (counted as private; default: a split of --data)"},
@@ -85,7 +85,7 @@ static const char dpo__tune_more[] =
 
 int dpo_cmd_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv) {
   dpo_cli_opt_t opts[64];
-  dpo_cli_opts_cat(opts, 64, dpo__tune_opts, dpo_cli_data_opts);
+  dpo_cli_opts_cat(opts, 64, dpo_cli_tune_opts, dpo_cli_data_opts);
   dpo_config_t *cfg = NULL;
   char *pos[1];
   int npos, rc, ex, quiet = 0;

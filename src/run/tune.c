@@ -448,7 +448,8 @@ static int charge_once(dpo__tune_t *t, dpo_ledger_t *L) {
   return dpo_ledger_charge_all(L, &ch, NULL);
 }
 
-int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
+/* a1: dpo_tune_audit1_run's result (NULL: dpopt tune) */
+static int tune_run(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out, dpo_audit1_result_t *a1) {
   dpo__tune_t *t = calloc(1, sizeof *t);
   dpo_ledger_t *L = NULL;
   dpo_rng_t *rng = NULL;
@@ -466,6 +467,11 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
   t->comm = comm;
   MPI_Comm_rank(comm, &t->rank);
   int64_t seed = 0;
+  if (a1 && res) { /* its canaries are drawn by the final run: nothing to continue */
+    free(t);
+    return dpo_agree(comm, dpo_err(DPO_EINVAL, "dpopt audit --one-run --tune: no --resume (a "
+                                   "stopped audit's charges stay spent)"));
+  }
   /* --resume DIR: the stopped tune's own settings; only run.* keys may change (as for train) */
   /* a finished tune (either search or plain) is refused first: its config.ini is the chosen
    * candidate's, not the tune's */
@@ -486,6 +492,7 @@ int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *ucfg, FILE *out) {
       missing_beside_eps(t, more, sizeof more))
     rc = dpo_err(DPO_EINVAL, "tune: %s", more);
   if (!rc) rc = dpo__tune_settings(t);
+  if (!rc) rc = dpo__tune_audit1_settings(t, a1 != NULL);
   if (!rc && t->plain) {
     rc = tune_plain(t, res, out);
     goto out;
@@ -575,6 +582,16 @@ out:
   dpo_config_destroy(t->cfg);
   dpo_config_destroy(merged);
   free(s.model);
+  if (a1 && !rc) *a1 = t->a1;
   free(t);
   return rc;
+}
+
+int dpo_tune_run_config(MPI_Comm comm, const dpo_config_t *cfg, FILE *out) {
+  return tune_run(comm, cfg, out, NULL);
+}
+
+int dpo_tune_audit1_run(MPI_Comm comm, const dpo_config_t *cfg, FILE *out,
+                        dpo_audit1_result_t *res) {
+  return tune_run(comm, cfg, out, res);
 }

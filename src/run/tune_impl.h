@@ -11,6 +11,7 @@
 #include "dpopt/config.h"
 #include "dpopt/privacy.h"
 #include "dpopt/rng.h"
+#include "dpopt/run.h"
 #include "dpopt/spec.h"
 
 #define DPO__TUNE_MAXC 64
@@ -51,6 +52,10 @@ typedef struct {
    * or candidates), run.stop_after N; no_ckpt: the parties keep budget stores (no checkpoint) */
   int resuming, no_ckpt;
   int64_t ckpt_every, stop_after, resumed_at;
+  /* audit.one_run (dpopt audit --one-run --tune): the final part's run is train's one-run
+   * audit, its canaries in the final part's rows; a1 its result (every rank) */
+  int audit1;
+  dpo_audit1_result_t a1;
 } dpo__tune_t;
 
 /* What a stopped tune continues from (tune_ckpt.c; doc/design.md, "Private hyperparameter
@@ -101,6 +106,10 @@ int dpo__tune_write_config(const dpo__tune_t *t);
  * when the search is not the geometric one's (tune.mean, tune.valid, tune.valid_fraction) and
  * one data set's, and the keys it refuses beside it */
 int dpo__tune_split_settings(dpo__tune_t *t);
+/* tune_grid.c, not collective, before the directory: audit.one_run's settings (t->audit1)
+ * and what such an audit refuses (a plain tune, the geometric search, softmax, stop and
+ * resume); asked: the caller wants the audit's result (dpo_tune_audit1_run) */
+int dpo__tune_audit1_settings(dpo__tune_t *t, int asked);
 /* tune_grid.c: the configuration of candidate k's run on its part (r: its seed offset) */
 int dpo__tune_split_config(const dpo__tune_t *t, const dpo__cand_t *k, int r, dpo_config_t **out);
 /* tune_grid.c: the selection's report-noisy-max, Laplace scale *b for counts of correct

@@ -36,13 +36,15 @@
 #include "dpopt/run.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "run/run_canary.h"
 #include "run/tune_impl.h"
 
 
-/* Train the run c on the rows [lo, hi), scored on data.test's rows [tlo, thi); res on rank 0.
+/* Train the run c on the rows [lo, hi), scored on data.test's rows [tlo, thi); res on rank 0;
+ * a1 (not NULL: c is a one-run audit's, the final run's) its result on every rank.
  * Collective.  The run's own ledger (in DIR/.rep) holds it to the whole (eps, delta). */
 static int part_run(dpo__tune_t *t, dpo_config_t *c, double lo, double hi, double tlo,
-                    double thi, dpo_run_result_t *res) {
+                    double thi, dpo_run_result_t *res, dpo_audit1_result_t *a1) {
   dpo_run_t *run = NULL;
   int rc;
   if (!(rc = dpo_run_create(t->comm, c, &run)) && !(rc = dpo_run_setup(run)) &&
@@ -54,6 +56,7 @@ static int part_run(dpo__tune_t *t, dpo_config_t *c, double lo, double hi, doubl
     if (!rc) rc = dpo_run_evaluate(run);
     if (!rc) rc = dpo_run_write(run);
     if (!rc && t->rank == 0) rc = dpo_run_result(run, res);
+    if (!rc && a1) rc = dpo_run_audit1_result(run, a1);
   }
   dpo_run_destroy(run);
   return dpo_agree(t->comm, rc);
@@ -133,6 +136,7 @@ static int write_split_summary(const dpo__tune_t *t, const dpo__cand_t *k, doubl
       "parallel composition over a data-independent partition (McSherry 2009); selection by "
       "report-noisy-max (Dwork and Roth 2014, Claim 3.9)"));
   json_object_object_add(s, "privacy", pj);
+  if (t->audit1) dpo__a1_summary_add(s, &t->a1); /* the final run's one-run audit */
   const char *txt = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY);
   snprintf(p, sizeof p, "%s/summary.json", t->dir);
   int rc = dpo_write_atomic(p, txt, strlen(txt));
@@ -179,7 +183,9 @@ int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tu
     dpo_run_result_t res;
     if ((rc = dpo__tune_pause(t, L, rng, s))) return rc;
     rc = dpo_agree(t->comm, dpo__tune_split_config(t, &t->c[i], i, &c));
-    if (!rc) rc = part_run(t, c, v0 + i * w, i + 1 == t->nc ? t->split : v0 + (i + 1) * w, 0, v0, &res);
+    if (!rc)
+      rc = part_run(t, c, v0 + i * w, i + 1 == t->nc ? t->split : v0 + (i + 1) * w, 0, v0, &res,
+                    NULL);
     dpo_config_destroy(c);
     dpo__tune_rm_rep(t);
     if (rc) return rc == DPO_EINTR ? dpo__tune_interrupted(t, L, rng, s) : rc;
@@ -201,7 +207,9 @@ int dpo__tune_split_run(dpo__tune_t *t, dpo_ledger_t *L, dpo_rng_t *rng, dpo__tu
   dpo_config_t *c = NULL;
   dpo_run_result_t res = {0};
   rc = dpo_agree(t->comm, dpo__tune_split_config(t, &t->c[best], -1, &c));
-  if (!rc) rc = part_run(t, c, t->split, 1, 0, 0, &res);
+  /* audited: the canaries are rows of F, the part the plan names before any row is read; the
+   * run on F is (eps, delta)-DP in each of them for every partition of the other rows */
+  if (!rc) rc = part_run(t, c, t->split, 1, 0, 0, &res, t->audit1 ? &t->a1 : NULL);
   dpo_config_destroy(c);
   if (rc == DPO_EINTR) {
     dpo__tune_rm_rep(t);
