@@ -231,9 +231,7 @@ static int dpo__run_open(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, r->rank == 0 && !r->resuming
                                    ? dpo__run_priv_trace_note(r->priv, r->trace) : DPO_OK)))
     return rc;
-  if ((rc = r->resuming ? dpo__run_priv_reopen_ledger(r->priv, r->dir)
-                        : dpo__run_priv_open_ledger(r->priv, r->dir)))
-    return rc;
+  if ((rc = dpo__run_priv_open_ledger(r->priv, r->dir, r->resuming))) return rc;
   /* resuming: the directory becomes this run's (FAILED may be written there) only when the
    * checkpoint and the journal agree (run_solve.c, dpo__resume): a refused resume writes
    * nothing */
