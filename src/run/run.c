@@ -40,6 +40,17 @@ int dpo__run_kind_stopped(dpo_run_t *r, int rc) {
   return rc;
 }
 
+int dpo__run_setup_claim(dpo_run_t *r, const char *cmd, const char *stage) {
+  int rc;
+  dpo_config_declare(r->cfg, "run.dir");
+  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, cmd))))
+    return dpo__run_failed(r, rc);
+  r->stage = stage;
+  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
+  r->state = DPO__RUN_SETUP;
+  return DPO_OK;
+}
+
 int dpo__run_expect(const dpo_run_t *r, int want, const char *fn) {
   static const char *name[] = {"dpo_run_create", "dpo_run_setup", "dpo_run_load",
                                "dpo_run_solve", "dpo_run_write"};

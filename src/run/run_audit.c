@@ -72,13 +72,7 @@ static int dpo__aud_setup(dpo_run_t *r) {
   r->dir_name = k->name;
   k->blk = r->ckpt_every > 0 ? r->ckpt_every : k->job.rounds / 20 > 1 ? k->job.rounds / 20 : 1;
   dpo_config_get(r->cfg, "audit.json"); /* written by the write hook */
-  dpo_config_declare(r->cfg, "run.dir");
-  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt audit"))))
-    return dpo__run_failed(r, rc);
-  r->stage = "audit (run directory)";
-  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
-  r->state = DPO__RUN_SETUP;
-  return DPO_OK;
+  return dpo__run_setup_claim(r, "dpopt audit", "audit (run directory)");
 }
 
 static int dpo__aud_load(dpo_run_t *r) {

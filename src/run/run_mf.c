@@ -49,13 +49,7 @@ static int dpo__mf_setup(dpo_run_t *r) {
   r->kprivate = 0;
   r->kmetric = "rmse";
   r->dir_name = dpo_mf_job_method(k->job);
-  dpo_config_declare(r->cfg, "run.dir");
-  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt mf"))))
-    return dpo__run_failed(r, rc);
-  r->stage = "mf (run directory)";
-  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
-  r->state = DPO__RUN_SETUP;
-  return DPO_OK;
+  return dpo__run_setup_claim(r, "dpopt mf", "mf (run directory)");
 }
 
 static int dpo__mf_load(dpo_run_t *r) {
