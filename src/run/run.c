@@ -40,6 +40,13 @@ int dpo__run_kind_stopped(dpo_run_t *r, int rc) {
   return rc;
 }
 
+int dpo__run_read_progress(dpo_run_t *r) {
+  if (!dpo_config_get(r->cfg, "run.progress")) return DPO_OK; /* unset: automatic (a terminal) */
+  int rc = dpo_config_get_bool(r->cfg, "run.progress", 0, &r->progress);
+  r->progress = r->progress ? 1 : -1;
+  return rc;
+}
+
 int dpo__run_setup_claim(dpo_run_t *r, const char *cmd, const char *stage) {
   int rc;
   dpo_config_declare(r->cfg, "run.dir");
@@ -137,10 +144,7 @@ static int dpo__run_settings(dpo_run_t *r) {
       return dpo_err(DPO_EINVAL, "%s: algo.x0 = '%s': expected a finite number or a model file",
                      dpo_config_origin(cfg, "algo.x0"), x0s);
   }
-  if (dpo_config_get(cfg, "run.progress")) { /* unset: automatic (a terminal) */
-    if ((rc = dpo_config_get_bool(cfg, "run.progress", 0, &r->progress))) return rc;
-    r->progress = r->progress ? 1 : -1;
-  }
+  if ((rc = dpo__run_read_progress(r))) return rc;
   if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &r->lambda)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &r->b1)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &r->b2)) ||

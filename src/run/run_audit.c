@@ -57,10 +57,7 @@ static int dpo__aud_setup(dpo_run_t *r) {
       rc = dpo_err(DPO_EINVAL, "%s: %s is not read by dpopt audit (it releases no iterate: its "
                    "checkpoints are --checkpoint-every)", dpo_config_origin(r->cfg, unread[i]),
                    unread[i]);
-  if (!rc && dpo_config_get(r->cfg, "run.progress")) {
-    rc = dpo_config_get_bool(r->cfg, "run.progress", 0, &r->progress);
-    r->progress = r->progress ? 1 : -1;
-  }
+  if (!rc) rc = dpo__run_read_progress(r);
   /* --admm audits dpopt admm's methods: their sigma rule, mu and sigma are read too */
   if (!rc)
     rc = dpo_privacy_spec_read(r->cfg, dpo_config_get(r->cfg, "audit.admm")
