@@ -40,6 +40,24 @@ int dpo__run_kind_stopped(dpo_run_t *r, int rc) {
   return rc;
 }
 
+int dpo__run_read_progress(dpo_run_t *r) {
+  if (!dpo_config_get(r->cfg, "run.progress")) return DPO_OK; /* unset: automatic (a terminal) */
+  int rc = dpo_config_get_bool(r->cfg, "run.progress", 0, &r->progress);
+  r->progress = r->progress ? 1 : -1;
+  return rc;
+}
+
+int dpo__run_setup_claim(dpo_run_t *r, const char *cmd, const char *stage) {
+  int rc;
+  dpo_config_declare(r->cfg, "run.dir");
+  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, cmd))))
+    return dpo__run_failed(r, rc);
+  r->stage = stage;
+  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
+  r->state = DPO__RUN_SETUP;
+  return DPO_OK;
+}
+
 int dpo__run_expect(const dpo_run_t *r, int want, const char *fn) {
   static const char *name[] = {"dpo_run_create", "dpo_run_setup", "dpo_run_load",
                                "dpo_run_solve", "dpo_run_write"};
@@ -126,10 +144,7 @@ static int dpo__run_settings(dpo_run_t *r) {
       return dpo_err(DPO_EINVAL, "%s: algo.x0 = '%s': expected a finite number or a model file",
                      dpo_config_origin(cfg, "algo.x0"), x0s);
   }
-  if (dpo_config_get(cfg, "run.progress")) { /* unset: automatic (a terminal) */
-    if ((rc = dpo_config_get_bool(cfg, "run.progress", 0, &r->progress))) return rc;
-    r->progress = r->progress ? 1 : -1;
-  }
+  if ((rc = dpo__run_read_progress(r))) return rc;
   if ((rc = dpo_config_get_double(cfg, "model.lambda", 1e-4, &r->lambda)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l1_bound", NAN, &r->b1)) ||
       (rc = dpo_config_get_double(cfg, "data.row_l2_bound", NAN, &r->b2)) ||
@@ -231,9 +246,7 @@ static int dpo__run_open(dpo_run_t *r) {
   if ((rc = dpo_agree(r->comm, r->rank == 0 && !r->resuming
                                    ? dpo__run_priv_trace_note(r->priv, r->trace) : DPO_OK)))
     return rc;
-  if ((rc = r->resuming ? dpo__run_priv_reopen_ledger(r->priv, r->dir)
-                        : dpo__run_priv_open_ledger(r->priv, r->dir)))
-    return rc;
+  if ((rc = dpo__run_priv_open_ledger(r->priv, r->dir, r->resuming))) return rc;
   /* resuming: the directory becomes this run's (FAILED may be written there) only when the
    * checkpoint and the journal agree (run_solve.c, dpo__resume): a refused resume writes
    * nothing */

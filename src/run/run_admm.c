@@ -56,13 +56,7 @@ static int dpo__admm_setup(dpo_run_t *r) {
     return dpo__run_failed(r, rc);
   dpo__admm_label(r, dpo_admm_job_result(k->job));
   if (!r->dir_name) r->dir_name = dpo_admm_job_method(k->job); /* the audit names its own */
-  dpo_config_declare(r->cfg, "run.dir");
-  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt admm"))))
-    return dpo__run_failed(r, rc);
-  r->stage = "admm (run directory)";
-  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
-  r->state = DPO__RUN_SETUP;
-  return DPO_OK;
+  return dpo__run_setup_claim(r, "dpopt admm", "admm (run directory)");
 }
 
 static int dpo__admm_load(dpo_run_t *r) {

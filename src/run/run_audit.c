@@ -57,10 +57,7 @@ static int dpo__aud_setup(dpo_run_t *r) {
       rc = dpo_err(DPO_EINVAL, "%s: %s is not read by dpopt audit (it releases no iterate: its "
                    "checkpoints are --checkpoint-every)", dpo_config_origin(r->cfg, unread[i]),
                    unread[i]);
-  if (!rc && dpo_config_get(r->cfg, "run.progress")) {
-    rc = dpo_config_get_bool(r->cfg, "run.progress", 0, &r->progress);
-    r->progress = r->progress ? 1 : -1;
-  }
+  if (!rc) rc = dpo__run_read_progress(r);
   /* --admm audits dpopt admm's methods: their sigma rule, mu and sigma are read too */
   if (!rc)
     rc = dpo_privacy_spec_read(r->cfg, dpo_config_get(r->cfg, "audit.admm")
@@ -72,13 +69,7 @@ static int dpo__aud_setup(dpo_run_t *r) {
   r->dir_name = k->name;
   k->blk = r->ckpt_every > 0 ? r->ckpt_every : k->job.rounds / 20 > 1 ? k->job.rounds / 20 : 1;
   dpo_config_get(r->cfg, "audit.json"); /* written by the write hook */
-  dpo_config_declare(r->cfg, "run.dir");
-  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt audit"))))
-    return dpo__run_failed(r, rc);
-  r->stage = "audit (run directory)";
-  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
-  r->state = DPO__RUN_SETUP;
-  return DPO_OK;
+  return dpo__run_setup_claim(r, "dpopt audit", "audit (run directory)");
 }
 
 static int dpo__aud_load(dpo_run_t *r) {

@@ -155,6 +155,13 @@ int dpo__run_failed(dpo_run_t *r, int rc);
 /* Collective, a kind's solve that returned DPO_EINTR: stopped at its checkpoint (RUN/checkpoint
  * exists: the run is SOLVED with run_rc DPO_EINTR, continue with run.resume), else failed. */
 int dpo__run_kind_stopped(dpo_run_t *r, int rc);
+/* run.progress into r->progress: 1 on, -1 off, left 0 when unset (automatic: progress lines
+ * when stderr is a terminal); train, mf and audit read it alike.  Not collective. */
+int dpo__run_read_progress(dpo_run_t *r);
+/* Collective, the end of a kind's setup (admm, mf, audit): run.dir declared, every key read or
+ * refused by name (cmd: "dpopt admm"), then under stage the run directory claimed
+ * (dpo__run_claim); the run is SETUP, or failed. */
+int dpo__run_setup_claim(dpo_run_t *r, const char *cmd, const char *stage);
 /* Lifecycle order: DPO_EINVAL naming fn unless r->state == want. */
 int dpo__run_expect(const dpo_run_t *r, int want, const char *fn);
 

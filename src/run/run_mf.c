@@ -37,10 +37,7 @@ static int dpo__mf_setup(dpo_run_t *r) {
   if (!rc && dpo_config_get(r->cfg, "privacy.eps"))
     rc = dpo_err(DPO_EINVAL, "%s: privacy.eps: dpopt mf adds no noise and cannot give a "
                  "privacy guarantee; drop it", dpo_config_origin(r->cfg, "privacy.eps"));
-  if (!rc && dpo_config_get(r->cfg, "run.progress")) { /* unset: automatic (a terminal) */
-    rc = dpo_config_get_bool(r->cfg, "run.progress", 0, &r->progress);
-    r->progress = r->progress ? 1 : -1;
-  }
+  if (!rc) rc = dpo__run_read_progress(r);
   if (!rc && !(rc = dpo_config_get_str(r->cfg, "data.train", NULL, &k->train)) && !k->train)
     rc = dpo_err(DPO_EINVAL, "no ratings: give RATINGS or data.train in --config");
   if ((rc = dpo_agree(r->comm, rc))) return dpo__run_failed(r, rc);
@@ -49,13 +46,7 @@ static int dpo__mf_setup(dpo_run_t *r) {
   r->kprivate = 0;
   r->kmetric = "rmse";
   r->dir_name = dpo_mf_job_method(k->job);
-  dpo_config_declare(r->cfg, "run.dir");
-  if ((rc = dpo_agree(r->comm, dpo_config_check_known(r->cfg, "dpopt mf"))))
-    return dpo__run_failed(r, rc);
-  r->stage = "mf (run directory)";
-  if ((rc = dpo__run_claim(r))) return dpo__run_failed(r, rc);
-  r->state = DPO__RUN_SETUP;
-  return DPO_OK;
+  return dpo__run_setup_claim(r, "dpopt mf", "mf (run directory)");
 }
 
 static int dpo__mf_load(dpo_run_t *r) {

@@ -339,22 +339,13 @@ int dpo__run_priv_key_check(const dpo__run_priv_t *p, int resume) {
   return p && p->is_private ? dpo__journal_key_check(p->key_file, resume) : DPO_OK;
 }
 
-int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir) {
+/* resume: the run's journal must exist; every charge in it stays spent */
+int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir, int resume) {
   if (!p->is_private) return DPO_OK;
   snprintf(p->dir, sizeof p->dir, "%s", run_dir);
   snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 0, p->acct, p->rel,
-                               p->key_file, &p->ledger);
-  return rc ? rc : dpo__run_priv_reserve(p);
-}
-
-/* --resume: reopen the run's journal (it must exist; every charge in it stays spent). */
-int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir) {
-  if (!p->is_private) return DPO_OK;
-  snprintf(p->dir, sizeof p->dir, "%s", run_dir);
-  snprintf(p->journal, sizeof p->journal, "%s/ledger.jsonl", run_dir);
-  int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, 1, p->acct, p->rel,
-                               p->key_file, &p->ledger);
+  int rc = dpo_ledger_open_key(p->comm, p->eps, p->delta, p->journal, resume != 0, p->acct,
+                               p->rel, p->key_file, &p->ledger);
   return rc ? rc : dpo__run_priv_reserve(p);
 }
 

@@ -34,13 +34,13 @@ int dpo__run_priv_store_check(dpo__run_priv_t *p, const char *train, const char 
  * run's id, against what the journals hold); writes nothing.  A refusal is agreed and
  * names the party, not what its store has left.  pt is borrowed for the run's life. */
 int dpo__run_priv_party_check(dpo__run_priv_t *p, const dpo_parties_t *pt, int resuming);
-/* Collective: open rank 0's ledger journal in run_dir (private algorithms). */
 /* Before the run directory is claimed (rank 0, where the journal opens): can the journal be
  * keyed?  Writes nothing.  A run that is not private has no journal. */
 int dpo__run_priv_key_check(const dpo__run_priv_t *p, int resume);
-int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir);
-/* Collective: --resume, reopen the existing journal in run_dir (dpo_ledger_open, resume = 1). */
-int dpo__run_priv_reopen_ledger(dpo__run_priv_t *p, const char *run_dir);
+/* Collective: open rank 0's ledger journal in run_dir (private algorithms), a new one, or with
+ * resume (--resume) the existing one, every charge in it still spent; then the budget store's
+ * reservation. */
+int dpo__run_priv_open_ledger(dpo__run_priv_t *p, const char *run_dir, int resume);
 const dpo_clip_t *dpo__run_priv_clip(const dpo__run_priv_t *p);
 dpo_rng_t *dpo__run_priv_rng(dpo__run_priv_t *p);
 struct dpo_ledger *dpo__run_priv_ledger(dpo__run_priv_t *p);
