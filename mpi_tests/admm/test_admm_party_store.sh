@@ -10,6 +10,9 @@
 #  - a second run that does not fit party 1's store is refused (exit 3) naming party 1 and not
 #    what its store has left: no run or party directory, no store or journal changed;
 #  - train then admm on the same party stores: each store holds both runs, composed (python3);
+#  - a party's rank killed mid-run (dpopt-test, never the installed dpopt): the reservations
+#    stay open; the resume keeps them and settles each to its party's journal, redone
+#    releases included;
 #  - stopped at a checkpoint and resumed: the store settled to the party's journal at the
 #    stop, then again, one record for the run, to the whole journal once the resume ends; a
 #    resume whose whole budget party 1's store can no longer hold (a train run on its file
@@ -32,13 +35,12 @@ spent() { "$DPOPT" ledger "$1" | sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p
 pview() { "$DPOPT" ledger "$1" | sed -n "s/^party $2: *eps = \([0-9.e+-]*\) of.*/\1/p"; }
 charges() { grep -c '"mechanism"' "$1"; }
 shown() { "$DPOPT" budget show "$1" | awk '/^spent/ { print $4 }' | tr -d ,; }
-# settled RUN STORE WHAT: each party's store settled to its own journal (party 0: the view)
+# settled RUN STORE WHAT [PER]: each party's store settled to its own journal (party 0, rank
+# 0 alone: the coordinator's account of it, one charge in PER of the coordinator's journal)
 settled() {
   for k in 0 1 2; do
     [ "$(field "$T/$2$k" kind)" = '"settle"' ] && ok || bad "$3: store $k's last record is no settlement"
-    # party 0 (rank 0 alone) is charged every release party 1 is
-    j="$1.p1/ledger.party1.jsonl"; n=$(charges "$j")
-    if [ $k = 0 ]; then own=$(pview "$1" 0)
+    if [ $k = 0 ]; then own=$(pview "$1" 0); n=$(($(charges "$1/ledger.jsonl") / ${4:-1}))
     else j="$1.p$k/ledger.party$k.jsonl"; own=$(spent "$j"); n=$(charges "$j"); fi
     close "$(field "$T/$2$k" eps)" "$own" 1e-12 "$3: store $k settled to the party's journal"
     [ "$(field "$T/$2$k" n_rdp)" = "$n" ] && ok || bad "$3: store $k settled $(field "$T/$2$k" n_rdp) charges, the journal holds $n"
@@ -76,7 +78,7 @@ sums st | cmp -s - "$T/s1" && ok || bad "refused: a store changed"
 init lc 3
 expect 0 $MPI -np 3 "$DPOPT" admm $CO --set parties.budget_store="$T/lc%d" \
   --set parties.out="$T/c1.p%d" --out "$T/c1"
-settled "$T/c1" lc "consensus local"
+settled "$T/c1" lc "consensus local" 3
 
 # ---- train, then admm, on the same party stores: each store composes both
 init tr 5
@@ -109,6 +111,25 @@ for k in 0 1 2; do
     bad "resumed: store $k has $(grep -c settle "$T/rs$k/records.jsonl") settlements (want the stop's and the end's)"
   [ "$("$DPOPT" budget show "$T/rs$k" | awk '/^runs/ { print $2 }')" = 1 ] && ok ||
     bad "resumed: store $k counts more than one run"
+done
+
+# ---- the last party's rank killed in release 9: every reservation stays open (counted
+# whole); the resume keeps it (one run a store) and settles each store to its party's journal,
+# the releases redone after the checkpoint included
+init kl 3
+$MPI -np 3 "$DPOPT_TEST" admm --test-party-kill 9 $DP --checkpoint-every 3 \
+  --set parties.budget_store="$T/kl%d" --set parties.out="$T/k.p%d" --out "$T/k" >"$T/out" 2>"$T/err"
+[ "$?" != 0 ] && [ -f "$T/k/checkpoint" ] && ok || bad "killed: want a failed run with a checkpoint"
+for k in 0 1 2; do
+  [ "$(field "$T/kl$k" kind)" = '"reserve"' ] && ok || bad "killed: store $k's reservation is not open"
+done
+$MPI -np 3 "$DPOPT" admm --resume "$T/k" >"$T/out" 2>"$T/err"
+rc=$?; [ $rc = 0 ] || [ $rc = 3 ] && ok || bad "killed, resumed: exit $rc"
+[ "$(grep -c '"step":8[,}]' "$T/k/ledger.jsonl")" = 2 ] && ok || bad "killed: release 8 was not redone"
+settled "$T/k" kl "killed, resumed"
+for k in 0 1 2; do
+  [ "$("$DPOPT" budget show "$T/kl$k" | awk '/^runs/ { print $2 }')" = 1 ] && ok ||
+    bad "killed, resumed: store $k counts more than one run"
 done
 
 # ---- a resume that party 1's store cannot hold any more (a train run on its file spent it
