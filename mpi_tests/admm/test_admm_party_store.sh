@@ -90,7 +90,7 @@ init tr 5
 expect 0 $MPI -np 3 "$DPOPT" train --dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp \
   --batch 256 --iters 20 --eps 1 --delta 1e-5 --quiet --set parties.count=3 \
   --set parties.data="$T/p%d" --set parties.budget_store="$T/tr%d" --out "$T/t1"
-for k in 0 1 2; do eval "t$k=$(shown "$T/tr$k")"; done
+for k in 0 1 2; do eval "trspent$k=$(shown "$T/tr$k")"; done
 expect 0 $MPI -np 3 "$DPOPT" admm $DP --set parties.budget_store="$T/tr%d" \
   --set parties.out="$T/t2.p%d" --out "$T/t2"
 for k in 0 1 2; do
@@ -99,7 +99,7 @@ for k in 0 1 2; do
   c=$(store_compose "$T/tr$k/records.jsonl" "$DPOPT_JOURNAL_KEY")
   [ "${c%% *}" = 2 ] && ok || bad "train + admm: store $k composes '$c'"
   close "${c#* }" "$(shown "$T/tr$k")" 1e-9 "train + admm: store $k's composition recomputed"
-  eval "before=\$t$k"
+  eval "before=\$trspent$k"
   awk -v a="$before" -v b="$(shown "$T/tr$k")" 'BEGIN { exit !(b > a + 0.1 && b < a + 1) }' && ok ||
     bad "train + admm: store $k spent $before after train, $(shown "$T/tr$k") after admm"
 done
