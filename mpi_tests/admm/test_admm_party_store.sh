@@ -7,9 +7,14 @@
 #    and as many RDP charges; rank 0's party: the coordinator's account of party 0, charged
 #    for every release party 1 journals), and
 #    python3 recomputes each store's composition from its verified chain;
-#  - a second run that does not fit party 1's store is refused (exit 3) naming party 1 and not
-#    what its store has left: no run or party directory, no store or journal changed;
+#  - a second run that does not fit party 1's store is refused (exit 3), the error (printed
+#    once) naming party 1 and not what its store has left, party 1's rank alone printing its
+#    store's account (the store, the amounts): no run or party directory, no store or journal
+#    changed;
 #  - train then admm on the same party stores: each store holds both runs, composed (python3);
+#  - a party's rank killed mid-run (dpopt-test, never the installed dpopt): the reservations
+#    stay open; the resume keeps them and settles each to its party's journal, redone
+#    releases included;
 #  - stopped at a checkpoint and resumed: the store settled to the party's journal at the
 #    stop, then again, one record for the run, to the whole journal once the resume ends; a
 #    resume whose whole budget party 1's store can no longer hold (a train run on its file
@@ -32,13 +37,12 @@ spent() { "$DPOPT" ledger "$1" | sed -n 's/^spent: *eps = \([0-9.e+-]*\),.*/\1/p
 pview() { "$DPOPT" ledger "$1" | sed -n "s/^party $2: *eps = \([0-9.e+-]*\) of.*/\1/p"; }
 charges() { grep -c '"mechanism"' "$1"; }
 shown() { "$DPOPT" budget show "$1" | awk '/^spent/ { print $4 }' | tr -d ,; }
-# settled RUN STORE WHAT: each party's store settled to its own journal (party 0: the view)
+# settled RUN STORE WHAT [PER]: each party's store settled to its own journal (party 0, rank
+# 0 alone: the coordinator's account of it, one charge in PER of the coordinator's journal)
 settled() {
   for k in 0 1 2; do
     [ "$(field "$T/$2$k" kind)" = '"settle"' ] && ok || bad "$3: store $k's last record is no settlement"
-    # party 0 (rank 0 alone) is charged every release party 1 is
-    j="$1.p1/ledger.party1.jsonl"; n=$(charges "$j")
-    if [ $k = 0 ]; then own=$(pview "$1" 0)
+    if [ $k = 0 ]; then own=$(pview "$1" 0); n=$(($(charges "$1/ledger.jsonl") / ${4:-1}))
     else j="$1.p$k/ledger.party$k.jsonl"; own=$(spent "$j"); n=$(charges "$j"); fi
     close "$(field "$T/$2$k" eps)" "$own" 1e-12 "$3: store $k settled to the party's journal"
     [ "$(field "$T/$2$k" n_rdp)" = "$n" ] && ok || bad "$3: store $k settled $(field "$T/$2$k" n_rdp) charges, the journal holds $n"
@@ -65,6 +69,9 @@ sums st >"$T/s1"
 expect 3 $MPI -np 3 "$DPOPT" admm $DP --set parties.budget_store="$T/st%d" \
   --set parties.out="$T/r2.p%d" --out "$T/r2"
 has "$T/err" "party 1: its budget store refused the run" "refused: names party 1"
+# the store's own account, the store and the amounts, on party 1's rank only (not an error)
+has "$T/err" "party 1, on its own rank only: budget store $T/st1: this run's budget (eps = 1, delta = 1e-05) does not fit what is left of the data set's budget (eps = 1.05," \
+  "refused: party 1's rank names its store and the amounts"
 hasnot "$T/err" "party 0\|party 2" "refused: names no other party"
 [ "$(grep -c 'error' "$T/err")" = 1 ] && ok || bad "refused: the error is printed $(grep -c error "$T/err") times"
 [ ! -e "$T/r2" ] && [ ! -e "$T/r2.p1" ] && [ ! -e "$T/r2.p2" ] && ok || bad "refused: a directory was made"
@@ -76,14 +83,14 @@ sums st | cmp -s - "$T/s1" && ok || bad "refused: a store changed"
 init lc 3
 expect 0 $MPI -np 3 "$DPOPT" admm $CO --set parties.budget_store="$T/lc%d" \
   --set parties.out="$T/c1.p%d" --out "$T/c1"
-settled "$T/c1" lc "consensus local"
+settled "$T/c1" lc "consensus local" 3
 
 # ---- train, then admm, on the same party stores: each store composes both
 init tr 5
 expect 0 $MPI -np 3 "$DPOPT" train --dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp \
   --batch 256 --iters 20 --eps 1 --delta 1e-5 --quiet --set parties.count=3 \
   --set parties.data="$T/p%d" --set parties.budget_store="$T/tr%d" --out "$T/t1"
-for k in 0 1 2; do eval "t$k=$(shown "$T/tr$k")"; done
+for k in 0 1 2; do eval "trspent$k=$(shown "$T/tr$k")"; done
 expect 0 $MPI -np 3 "$DPOPT" admm $DP --set parties.budget_store="$T/tr%d" \
   --set parties.out="$T/t2.p%d" --out "$T/t2"
 for k in 0 1 2; do
@@ -92,7 +99,7 @@ for k in 0 1 2; do
   c=$(store_compose "$T/tr$k/records.jsonl" "$DPOPT_JOURNAL_KEY")
   [ "${c%% *}" = 2 ] && ok || bad "train + admm: store $k composes '$c'"
   close "${c#* }" "$(shown "$T/tr$k")" 1e-9 "train + admm: store $k's composition recomputed"
-  eval "before=\$t$k"
+  eval "before=\$trspent$k"
   awk -v a="$before" -v b="$(shown "$T/tr$k")" 'BEGIN { exit !(b > a + 0.1 && b < a + 1) }' && ok ||
     bad "train + admm: store $k spent $before after train, $(shown "$T/tr$k") after admm"
 done
@@ -111,6 +118,25 @@ for k in 0 1 2; do
     bad "resumed: store $k counts more than one run"
 done
 
+# ---- the last party's rank killed in release 9: every reservation stays open (counted
+# whole); the resume keeps it (one run a store) and settles each store to its party's journal,
+# the releases redone after the checkpoint included
+init kl 3
+$MPI -np 3 "$DPOPT_TEST" admm --test-party-kill 9 $DP --checkpoint-every 3 \
+  --set parties.budget_store="$T/kl%d" --set parties.out="$T/k.p%d" --out "$T/k" >"$T/out" 2>"$T/err"
+[ "$?" != 0 ] && [ -f "$T/k/checkpoint" ] && ok || bad "killed: want a failed run with a checkpoint"
+for k in 0 1 2; do
+  [ "$(field "$T/kl$k" kind)" = '"reserve"' ] && ok || bad "killed: store $k's reservation is not open"
+done
+$MPI -np 3 "$DPOPT" admm --resume "$T/k" >"$T/out" 2>"$T/err"
+rc=$?; [ $rc = 0 ] || [ $rc = 3 ] && ok || bad "killed, resumed: exit $rc"
+[ "$(grep -c '"step":8[,}]' "$T/k/ledger.jsonl")" = 2 ] && ok || bad "killed: release 8 was not redone"
+settled "$T/k" kl "killed, resumed"
+for k in 0 1 2; do
+  [ "$("$DPOPT" budget show "$T/kl$k" | awk '/^runs/ { print $2 }')" = 1 ] && ok ||
+    bad "killed, resumed: store $k counts more than one run"
+done
+
 # ---- a resume that party 1's store cannot hold any more (a train run on its file spent it
 # meanwhile): refused before any party reopens its journal, nothing written anywhere
 init rf 3
@@ -122,6 +148,8 @@ tree() { (cd "$T" && find f f.p1 f.p2 -type f | sort | xargs sha256sum; sums rf)
 tree >"$T/f.sum"
 expect 3 $MPI -np 3 "$DPOPT" admm --resume "$T/f"
 has "$T/err" "party 1: its budget store refused the resumed run" "refused resume: names party 1"
+has "$T/err" "party 1, on its own rank only: budget store $T/rf1: this run's budget (eps = 1," \
+  "refused resume: party 1's rank names its store and the amounts"
 tree | cmp -s - "$T/f.sum" && ok || bad "refused resume: a journal, run directory or store changed"
 
 # ---- refusals before anything is written

@@ -86,16 +86,8 @@ static int dpo__arun_pstore_parts(const dpo__arun_t *s, const dpo_ledger_t *L,
 
 /* Collective: a party's store's refusal, agreed, naming the party (what is left stays with it) */
 static int dpo__arun_pstore_refusal(MPI_Comm comm, const dpo__arun_t *s, int rc) {
-  char why[600];
-  if (rc == DPO_EBUDGET)
-    rc = dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
-                 "does not fit what its store has left); nothing was written", s->rank,
-                 s->resuming ? "resumed run" : "run");
-  else if (rc) {
-    snprintf(why, sizeof why, "%s", dpo_errmsg());
-    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", s->rank, why);
-  }
-  return dpo_agree(comm, rc);
+  return dpo_agree(comm, dpo__budget_party_refused(s->rank, rc,
+                                                   s->resuming ? "resumed run" : "run"));
 }
 
 int dpo__arun_pstore_reserve(MPI_Comm comm, const dpo__arun_t *s, const dpo_ledger_t *L,

@@ -10,11 +10,26 @@
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
 
+int dpo__budget_party_refused(int K, int rc, const char *what) {
+  char why[600];
+  if (rc == DPO_EBUDGET) {
+    /* the store's own account (the store, the run's budget, what is left) is the party's:
+     * shown on its own rank only; the others learn only that its store refused */
+    fprintf(stderr, "dpopt: party %d, on its own rank only: %s\n", K, dpo_errmsg());
+    return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
+                   "does not fit what its store has left); nothing was written", K, what);
+  }
+  if (rc) {
+    snprintf(why, sizeof why, "%s", dpo_errmsg());
+    return dpo_err(rc, "party %d: its budget store refused the %s: %s", K, what, why);
+  }
+  return DPO_OK;
+}
+
 int dpo__budget_party_check(int K, const char *data, const char *store, const char *key_file,
                             double eps, double delta, const char *kind, int resuming,
                             dpo_budget_t **bud) {
-  const char *files[1] = {data}, *what = strcmp(kind, "tune") ? "run" : "tune";
-  char why[400];
+  const char *files[1] = {data};
   int rc;
   if (!data)
     rc = dpo_err(DPO_EINVAL, "a party budget store needs the party's own file (parties.data or "
@@ -23,14 +38,5 @@ int dpo__budget_party_check(int K, const char *data, const char *store, const ch
            !(rc = dpo_budget_lock(*bud)) && /* held until the reservation */
            !resuming) /* a resumed run's fit is checked with its id (its record may be open) */
     rc = dpo_budget_reserve(*bud, NULL, eps, delta, kind, 1);
-  /* the amounts stay with the party: the others learn only that its store refused */
-  if (rc == DPO_EBUDGET)
-    return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for "
-                   "this %s does not fit what its store has left); nothing was written",
-                   K, what, what);
-  if (rc) {
-    snprintf(why, sizeof why, "%s", dpo_errmsg());
-    return dpo_err(rc, "party %d: its budget store refused the %s: %s", K, what, why);
-  }
-  return DPO_OK;
+  return dpo__budget_party_refused(K, rc, strcmp(kind, "tune") ? "run" : "tune");
 }

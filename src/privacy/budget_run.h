@@ -31,4 +31,10 @@ int dpo__budget_party_check(int K, const char *data, const char *store, const ch
                             double eps, double delta, const char *kind, int resuming,
                             dpo_budget_t **bud);
 
+/* Not collective, party K's first rank: a refusal rc of its store for the `what` ("run",
+ * "resumed run", "tune") as the error every rank may see, naming party K and never what its
+ * store has left; DPO_EBUDGET's full account (the store, the amounts) is printed on this rank
+ * alone.  DPO_OK stays DPO_OK. */
+int dpo__budget_party_refused(int K, int rc, const char *what);
+
 #endif

@@ -219,16 +219,9 @@ static int dpo__run_priv_party_now(dpo__run_priv_t *p, dpo_ledger_parts_t *now) 
 
 /* Collective: a party's store's refusal, agreed, naming the party (the amounts stay with it). */
 static int dpo__run_priv_party_refusal(const dpo__run_priv_t *p, int rc) {
-  if (rc == DPO_EBUDGET)
-    rc = dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
-                 "does not fit what its store has left); nothing was written",
-                 p->pt->name[p->party], p->presume ? "resumed run" : "run");
-  else if (rc && p->party >= 0) {
-    char why[600];
-    snprintf(why, sizeof why, "%s", dpo_errmsg());
-    rc = dpo_err(rc, "party %d: its budget store refused the run: %s", p->pt->name[p->party],
-                 why);
-  }
+  if (rc && p->party >= 0)
+    rc = dpo__budget_party_refused(p->pt->name[p->party], rc,
+                                   p->presume ? "resumed run" : "run");
   return dpo_agree(p->comm, rc);
 }
 
