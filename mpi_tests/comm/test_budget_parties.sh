@@ -97,8 +97,13 @@ while [ $n -lt 150 ] && ! grep -qs '"mechanism"' "$T/kill/ledger.jsonl"; do
   sleep 0.2
   n=$((n + 1))
 done
-kill -9 -- -$pid 2>/dev/null || kill -9 $pid
+# Open MPI puts each rank in a process group of its own: kill the whole session setsid made
+# (mpirun and every rank), and wait until none is left, or a rank still writing its journal
+# races the sums below
+pkill -9 -s $pid 2>/dev/null || kill -9 $pid
 wait $pid 2>/dev/null
+n=0
+while [ $n -lt 100 ] && pgrep -s $pid >/dev/null; do sleep 0.1; n=$((n + 1)); done
 has "$T/kill/ledger.jsonl" '"mechanism"' "the killed run had released"
 for k in 0 1 2; do
   tail -n 1 "$T/sa$k/records.jsonl" >"$T/last"
@@ -113,8 +118,9 @@ expect 1 $MPI -np 3 "$DPOPT" train --resume "$T/kill" --quiet
 has "$T/err" "party 1 keeps a budget store but no journal of its own" "killed: the resume is refused"
 cat "$T"/sa0/records.jsonl "$T"/sa1/records.jsonl "$T"/sa2/records.jsonl | sha256sum |
   cmp -s - "$T/sa.sum" && ok || bad "a refused resume changed a store"
-(cd "$T/kill" && find . -type f | sort | xargs sha256sum) | cmp -s - "$T/kill.sum" && ok ||
-  bad "a refused resume changed the run directory"
+(cd "$T/kill" && find . -type f | sort | xargs sha256sum) >"$T/kill.sum2"
+cmp -s "$T/kill.sum2" "$T/kill.sum" && ok ||
+  bad "a refused resume changed the run directory: $(diff "$T/kill.sum" "$T/kill.sum2" | tr '\n' ' ')"
 
 # ---- a party's Gaussian runs compose by their RDP curves (not by adding their eps)
 G="--dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp --batch 256 --iters 50 \
