@@ -12,13 +12,12 @@
 
 int dpo__budget_party_refused(int K, int rc, const char *what) {
   char why[600];
-  if (rc == DPO_EBUDGET) {
-    /* the store's own account (the store, the run's budget, what is left) is the party's:
-     * shown on its own rank only; the others learn only that its store refused */
-    fprintf(stderr, "dpopt: party %d, on its own rank only: %s\n", K, dpo_errmsg());
+  if (rc == DPO_EBUDGET)
+    /* what the store has left is the party's own business: not even its own rank prints it,
+     * since mpirun forwards every rank's stderr to whoever launched the job */
     return dpo_err(rc, "party %d: its budget store refused the %s (the party's budget for it "
-                   "does not fit what its store has left); nothing was written", K, what);
-  }
+                   "does not fit what its store has left; the party sees its account with "
+                   "dpopt budget show on its store); nothing was written", K, what);
   if (rc) {
     snprintf(why, sizeof why, "%s", dpo_errmsg());
     return dpo_err(rc, "party %d: its budget store refused the %s: %s", K, what, why);
