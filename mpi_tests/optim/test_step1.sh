@@ -1,0 +1,45 @@
+#!/bin/sh
+# One meeting of the ranks per DP-SGD step (src/optim/sco_dpsgd_step1.c, src/comm/step1.h):
+# seeded private runs give the same model and the same journal (its random nonce and chain
+# aside) as the request path (dpopt-test train --test-step-request) at 1, 2 and 3 ranks, for
+# wor and Poisson batches, under either wait policy, and when the ledger refuses a step
+# mid-run; summary.json says which path ran; a run with trace rows takes the request path.
+. "$(dirname "$0")/../lib/testlib.sh"
+export OPENBLAS_NUM_THREADS=1
+D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
+strip() { sed 's/"nonce":"[^"]*"//; s/"chain":"[^"]*"//' "$1"; }
+same() { # label dir-a dir-b
+  check "$1: the same model" cmp -s "$2/model.txt" "$3/model.txt"
+  strip "$2/ledger.jsonl" > "$T/la"
+  strip "$3/ledger.jsonl" > "$T/lb"
+  check "$1: the same journal" cmp -s "$T/la" "$T/lb"
+}
+pair() { # name np want-exit wait args...
+  n=$1 np=$2 ex=$3 w=$4
+  shift 4
+  DPOPT_WAIT=$w expect "$ex" $MPI -np "$np" "$DPOPT_TEST" train $D "$@" --trace-every 0 \
+    --out "$T/$n.one"
+  has "$T/$n.one/summary.json" '"step":"one-meeting"' "$n: one meeting a step"
+  DPOPT_WAIT=$w expect "$ex" $MPI -np "$np" "$DPOPT_TEST" train $D "$@" --trace-every 0 \
+    --test-step-request --out "$T/$n.req"
+  has "$T/$n.req/summary.json" '"step":"request"' "$n: the request path"
+  same "$n" "$T/$n.one" "$T/$n.req"
+}
+W="--algo dp-sgd-rdp --iters 40 --batch 300 --seed 7"
+P="--public-n 32561 --iters 40 --seed 9"
+for np in 1 2 3; do
+  pair wor$np $np 0 spin $W
+  pair poi$np $np 0 sleep $P
+done
+# the ledger refuses step 4 of 30 (a fixed multiplier too small for the budget): every rank
+# drops it, the model is the last accepted iterate's on both paths, exit 3
+pair ref2 2 3 sleep $P --iters 30 --set algo.z=0.7
+has "$T/ref2.one/summary.json" '"status":"budget_exhausted"' "the refusal is reported"
+check "the refused run charged some steps, not all" \
+  test "$(grep -c '"step":' "$T/ref2.one/ledger.jsonl")" -ge 1 -a \
+  "$(grep -c '"step":' "$T/ref2.one/ledger.jsonl")" -lt 30
+# trace rows need the other ranks between the steps: the request path, the same model
+expect 0 $MPI -np 2 "$DPOPT_TEST" train $D $W --out "$T/tr"
+has "$T/tr/summary.json" '"step":"request"' "a traced run takes the request path"
+check "... and gives the same model" cmp -s "$T/tr/model.txt" "$T/wor2.one/model.txt"
+finish test_step1
