@@ -3,7 +3,8 @@
 # seeded private runs give the same model and the same journal (its random nonce and chain
 # aside) as the request path (dpopt-test train --test-step-request) at 1, 2 and 3 ranks, for
 # wor and Poisson batches, under either wait policy, and when the ledger refuses a step
-# mid-run; summary.json says which path ran; a run with trace rows takes the request path.
+# mid-run; summary.json says which path ran; a run with trace rows takes the request path; a
+# run stopped by a signal ends on every rank.
 . "$(dirname "$0")/../lib/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
@@ -42,4 +43,16 @@ check "the refused run charged some steps, not all" \
 expect 0 $MPI -np 2 "$DPOPT_TEST" train $D $W --out "$T/tr"
 has "$T/tr/summary.json" '"step":"request"' "a traced run takes the request path"
 check "... and gives the same model" cmp -s "$T/tr/model.txt" "$T/wor2.one/model.txt"
+# a signal stops rank 0 between two steps: its last meeting sends the other ranks on to the
+# finish (without it they would wait in the next step's meeting), the checkpoint is written
+timeout 120 $MPI -np 2 "$DPOPT_TEST" train $D $P --iters 200000 --set algo.z=20 --trace-every 0 \
+  --out "$T/sig" > "$T/sig.out" 2> "$T/sig.err" &
+pid=$!
+i=0
+while [ ! -s "$T/sig/last_release.txt" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $pid
+wait $pid
+check "a stopped one-meeting run ends (no rank left waiting)" \
+  grep -q "interrupted before iteration" "$T/sig.err"
+check "... with its checkpoint" test -s "$T/sig/checkpoint"
 finish test_step1
