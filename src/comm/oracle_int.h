@@ -54,7 +54,7 @@ struct dpo_oracle {
    * still meet (0: a meeting failed, or the run's steps are over) */
   dpo__dd_t *parts;
   int64_t s1_steps;
-  int s1_live;
+  int s1_live, s1_pending; /* pending: a worker's failure the next meeting tells */
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

@@ -17,6 +17,7 @@ int dpo__oracle_step1_begin(dpo_oracle_t *o) {
   rc = dpo_agree(o->comm, rc);
   o->s1_live = !rc;
   o->s1_steps = 0;
+  o->s1_pending = DPO_OK;
   return rc;
 }
 
@@ -43,6 +44,7 @@ static int dpo__step1_local(dpo_oracle_t *o, const double *x, const dpo_batch_t 
     st = dpo__ensure_ids(o, m > 0 ? m : 1);
     if (!st && m > 0) memcpy(o->ids, b->ids, (size_t)m * sizeof *o->ids);
   }
+  if (!st) st = o->s1_pending; /* a failure after the last meeting (dpo__oracle_step1_fail) */
   if (!st) st = dpo__local_sums(o, m, 0, 0);
   if (st) {
     if (o->rank) dpo__note_local_fail(o, st);
@@ -119,5 +121,7 @@ int dpo__oracle_step1_end(dpo_oracle_t *o, int more) {
 }
 
 void dpo__oracle_step1_fail(dpo_oracle_t *o, int rc) {
-  if (o && o->rank) dpo__note_local_fail(o, rc);
+  if (!o || !o->rank || rc == DPO_OK) return;
+  dpo__note_local_fail(o, rc);
+  if (!o->s1_pending) o->s1_pending = rc;
 }

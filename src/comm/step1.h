@@ -44,7 +44,8 @@ int dpo__oracle_step1_live(const dpo_oracle_t *o, int64_t *steps);
  * meetings live), one last meeting that tells them to stop.  DPO_OK or DPO_EMPI. */
 int dpo__oracle_step1_end(dpo_oracle_t *o, int more);
 
-/* A worker's failure outside a meeting, reported when rank 0 finishes the oracle. */
+/* A worker's failure outside a meeting: its status in the next meeting (which ends the
+ * meetings on every rank), and its detail when rank 0 finishes the oracle. */
 void dpo__oracle_step1_fail(dpo_oracle_t *o, int rc);
 
 #endif

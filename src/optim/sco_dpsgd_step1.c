@@ -136,11 +136,15 @@ int dpo__dpsgd_step1(dpo_solver_t *s, dpo__dpsgd_t *a, int64_t t, const dpo_char
     return DPO_OK;
   }
   if (rc) return rc;
-  /* the same inputs and stream on every rank: the same noise, or the same failure */
-  if ((rc = dpo_mech_release(ch, rng, a->g, d))) {
-    dpo__oracle_step1_close(o);
-    return rc;
+  /* the same inputs and stream on every rank: the same noise.  A failure here is rank 0's to
+   * return (its driver then stops the others) or a worker's to tell in the next meeting (it
+   * drops the step meanwhile) */
+  if ((rc = dpo_mech_release(ch, rng, a->g, d)) && rank != 0) {
+    dpo__oracle_step1_fail(o, rc);
+    *skip = 1;
+    return DPO_OK;
   }
+  if (rc) return rc;
   if (rank != 0) return DPO_OK;
   dpo_release_t rel = {t, DPO_MECH_GAUSSIAN, a->sigma, a->sens, (double)a->m / (double)a->npub,
                        0, ch->sampling, a->m, a->npub, d, a->g, dpo_solver_x(s), 1.0};

@@ -475,6 +475,24 @@ static int dpo__solver_want1(const dpo_solver_t *s, const dpo_run_opts_t *o) {
          !s->resumed && s->t0 == 0;
 }
 
+/* Every rank, collective: rank 0's choice of one meeting a step and its iteration limit. */
+static int dpo__solver_begin1(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t *max_iter,
+                              int *one) {
+  int rc = s->algo->step1(s, &s->state, s->rank == 0 && dpo__solver_want1(s, o), max_iter, one);
+  s->max_iter = *max_iter;
+  s->one = *one;
+  return rc;
+}
+
+/* Rank 0 after its loop: the other ranks wait in a step's meeting unless the steps ended for
+ * all (the plan's end, the limit, a meeting that failed); then one meeting tells them to stop. */
+static int dpo__solver_end1(dpo_solver_t *s, int rc, int ended, int64_t max_iter) {
+  int64_t met = 0;
+  dpo__oracle_step1_live(s->oracle, &met);
+  int mrc = dpo__oracle_step1_end(s->oracle, !ended && met < max_iter);
+  return mrc && !rc ? mrc : rc;
+}
+
 int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   if (!s) return dpo_err(DPO_EINVAL, "dpo_solver_run: NULL solver");
   MPI_Comm comm = dpo_oracle_comm(s->oracle);
@@ -485,12 +503,8 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   }
   int rc = DPO_OK, one = 0, ended = 0;
   int64_t max_iter = s->max_iter = dpo__resolve_iters(s, opts);
-  if (s->algo->step1) { /* collective: rank 0's choice and iteration limit to every rank */
-    rc = s->algo->step1(s, &s->state, s->rank == 0 && dpo__solver_want1(s, opts), &max_iter,
-                        &one);
-    s->max_iter = max_iter;
-  }
-  s->one = one;
+  s->one = 0;
+  if (s->algo->step1) rc = dpo__solver_begin1(s, opts, &max_iter, &one);
   if (s->rank != 0) {
     if (!rc && one) rc = dpo__solver_steps1(s, max_iter);
     if (rc != DPO_EMPI) rc = dpo_oracle_serve(s->oracle);
@@ -616,12 +630,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   done0:
     free(g);
     free(xsave);
-    if (one) { /* the other ranks wait in a step's meeting unless the steps ended for all */
-      int64_t met = 0;
-      dpo__oracle_step1_live(s->oracle, &met);
-      int mrc = dpo__oracle_step1_end(s->oracle, !ended && met < max_iter);
-      if (mrc && !rc) rc = mrc;
-    }
+    if (one) rc = dpo__solver_end1(s, rc, ended, max_iter);
     rc = dpo_oracle_finish(s->oracle, rc);
   }
   /* Final iterate and iteration count to every rank (x_T is post-processing of releases

@@ -1,0 +1,62 @@
+#!/bin/sh
+# One meeting of the ranks per DP-SGD step (src/optim/sco_dpsgd_step1.c, src/comm/step1.h):
+# seeded private runs give the same model and the same journal (its random nonce and chain
+# aside) as the request path (dpopt-test train --test-step-request) at 1, 2 and 3 ranks, for
+# wor and Poisson batches, under either wait policy, and when the ledger refuses a step
+# mid-run; summary.json says which path ran; a run with trace rows takes the request path; a
+# run stopped by a signal ends on every rank.
+. "$(dirname "$0")/../lib/testlib.sh"
+export OPENBLAS_NUM_THREADS=1
+D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
+strip() { sed 's/"nonce":"[^"]*"//; s/"chain":"[^"]*"//' "$1"; }
+same() { # label dir-a dir-b
+  check "$1: the same model" cmp -s "$2/model.txt" "$3/model.txt"
+  strip "$2/ledger.jsonl" > "$T/la"
+  strip "$3/ledger.jsonl" > "$T/lb"
+  check "$1: the same journal" cmp -s "$T/la" "$T/lb"
+}
+pair() { # name np want-exit wait args...
+  n=$1 np=$2 ex=$3 w=$4
+  shift 4
+  DPOPT_WAIT=$w expect "$ex" $MPI -np "$np" "$DPOPT_TEST" train $D "$@" --trace-every 0 \
+    --out "$T/$n.one"
+  has "$T/$n.one/summary.json" '"step":"one-meeting"' "$n: one meeting a step"
+  DPOPT_WAIT=$w expect "$ex" $MPI -np "$np" "$DPOPT_TEST" train $D "$@" --trace-every 0 \
+    --test-step-request --out "$T/$n.req"
+  has "$T/$n.req/summary.json" '"step":"request"' "$n: the request path"
+  same "$n" "$T/$n.one" "$T/$n.req"
+}
+W="--algo dp-sgd-rdp --iters 40 --batch 300 --seed 7"
+P="--public-n 32561 --iters 40 --seed 9"
+for np in 1 2 3; do
+  pair wor$np $np 0 spin $W
+  pair poi$np $np 0 sleep $P
+done
+# the ledger refuses step 4 of 30 (a fixed multiplier too small for the budget): every rank
+# drops it, the model is the last accepted iterate's on both paths, exit 3
+pair ref2 2 3 sleep $P --iters 30 --set algo.z=0.7
+has "$T/ref2.one/summary.json" '"status":"budget_exhausted"' "the refusal is reported"
+check "the refused run charged some steps, not all" \
+  test "$(grep -c '"step":' "$T/ref2.one/ledger.jsonl")" -ge 1 -a \
+  "$(grep -c '"step":' "$T/ref2.one/ledger.jsonl")" -lt 30
+# trace rows need the other ranks between the steps: the request path, the same model
+expect 0 $MPI -np 2 "$DPOPT_TEST" train $D $W --out "$T/tr"
+has "$T/tr/summary.json" '"step":"request"' "a traced run takes the request path"
+check "... and gives the same model" cmp -s "$T/tr/model.txt" "$T/wor2.one/model.txt"
+# a signal to the ranks (as in test_ckpt_resume.sh: Open MPI's mpirun aborts on one of its
+# own) stops rank 0 between two steps: its last meeting sends the other ranks on to the finish
+# (without it they would wait in the next step's meeting), exit 5, the checkpoint written
+$MPI -np 2 "$DPOPT_TEST" train $D $P --iters 200000 --set algo.z=20 --trace-every 0 \
+  --out "$T/sig" > "$T/sig.out" 2> "$T/sig.err" &
+pid=$!
+i=0
+while [ ! -s "$T/sig/last_release.txt" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+i=0 # a run left waiting is ended after 120 s (and fails below)
+while kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $pid 2>/dev/null
+wait $pid; st=$?
+check "a stopped one-meeting run exits 5 (got $st)" test "$st" = 5
+check "... on every rank, with its message" grep -q "interrupted before iteration" "$T/sig.err"
+check "... and its checkpoint" test -s "$T/sig/checkpoint"
+finish test_step1
