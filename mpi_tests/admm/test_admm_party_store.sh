@@ -136,7 +136,15 @@ has "$T/err" "one budget store" "one store for per-party files"
 expect 1 $MPI -np 3 "$DPOPT" admm $DP --seed 1 --set parties.budget_store="$T/st%d" \
   --set parties.out="$T/x4.p%d" --out "$T/x4"
 has "$T/err" "NOT private, so it cannot charge the parties' budget stores" "seeded with party stores"
-[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] && ok ||
+# two parties on one store (another spelling of its path): each would hold the store's lock
+# until its reservation and wait for the other (a hang); refused by name first
+init dup 3
+expect 1 timeout 120 $MPI -np 3 "$DPOPT" admm $DP --set parties.out="$T/x5.p%d" --out "$T/x5" \
+  --set party.0.budget_store="$T/dup0" --set party.1.budget_store="$T/dup1" \
+  --set party.2.budget_store="$T/./dup1/" --set party.2.data="$T/p1"
+has "$T/err" "party 2 names a budget store another party names" "two parties on one store"
+[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] &&
+  [ ! -e "$T/x5" ] && ok ||
   bad "a refused run made a directory"
 sums st | cmp -s - "$T/s1" && ok || bad "a refused run changed a store"
 finish test_admm_party_store
