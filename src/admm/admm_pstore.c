@@ -11,22 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "dpopt/budget.h"
 #include "dpopt/comm.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "privacy/budget_run.h" /* dpo__budget_party_check */
-#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path */
+#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path, dpo_party_same_store */
 #include "admm/admm_arun.h"
-
-/* the same store (its directory's device and inode, else the same name) */
-static int dpo__arun_pstore_same(const char *a, const char *b) {
-  struct stat sa, sb;
-  if (!stat(a, &sa) && !stat(b, &sb)) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  return !strcmp(a, b);
-}
 
 int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
   int nd = 0, ns = 0, rc = DPO_OK, dup = -1;
@@ -43,7 +35,7 @@ int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
     nd += d != NULL;
     ns += sts[k] != NULL;
     for (int i = 0; i < k && sts[k] && dup < 0; i++)
-      if (sts[i] && dpo__arun_pstore_same(sts[i], sts[k])) dup = k;
+      if (sts[i] && dpo_party_same_store(sts[i], sts[k])) dup = k;
     if (k == s->rank) s->ps->data = d;
     else free(d);
   }
