@@ -19,7 +19,9 @@
 #    resume whose whole budget party 1's store can no longer hold (a train run on its file
 #    spent it meanwhile) is refused naming party 1, no journal, directory or store changed;
 #  - party stores outside secagg / local, a store without the party's file, one store for
-#    per-party files and a seeded run with party stores are refused before anything is written.
+#    per-party files, a seeded run with party stores and two parties on one store (admm and
+#    train: each would hold its lock and wait for the other) are refused before anything is
+#    written.
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
 head -n 3000 "$S/data/a9a" > "$T/a3k"
@@ -161,7 +163,20 @@ has "$T/err" "one budget store" "one store for per-party files"
 expect 1 $MPI -np 3 "$DPOPT" admm $DP --seed 1 --set parties.budget_store="$T/st%d" \
   --set parties.out="$T/x4.p%d" --out "$T/x4"
 has "$T/err" "NOT private, so it cannot charge the parties' budget stores" "seeded with party stores"
-[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] && ok ||
+# two parties on one store (another spelling of its path): each would hold the store's lock
+# until its reservation and wait for the other (a hang); refused by name first
+init dup 3
+expect 1 timeout 120 $MPI -np 3 "$DPOPT" admm $DP --set parties.out="$T/x5.p%d" --out "$T/x5" \
+  --set party.0.budget_store="$T/dup0" --set party.1.budget_store="$T/dup1" \
+  --set party.2.budget_store="$T/./dup1/" --set party.2.data="$T/p1"
+has "$T/err" "party 2 names a budget store another party names" "two parties on one store"
+expect 1 timeout 120 $MPI -np 3 "$DPOPT" train --dim 123 --row-l2-bound 3.75 --clip l2:1 \
+  --algo dp-sgd-rdp --batch 256 --iters 5 --eps 1 --delta 1e-5 --quiet --set parties.count=3 \
+  --set parties.data="$T/p%d" --set party.2.data="$T/p1" --set parties.budget_store="$T/dup%d" \
+  --set party.2.budget_store="$T/./dup1/" --out "$T/x6"
+has "$T/err" "party 2 names a budget store another party names" "train: two parties on one store"
+[ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] &&
+  [ ! -e "$T/x5" ] && [ ! -e "$T/x6" ] && ok ||
   bad "a refused run made a directory"
 sums st | cmp -s - "$T/s1" && ok || bad "a refused run changed a store"
 finish test_admm_party_store

@@ -47,6 +47,23 @@ has "$T/out" "VIOLATION" "noise halved: reported"
 has "$T/out" "TEST: noise halved" "the test build's fault is named"
 check "violation: summary.json says so" test "$(jq -r .verdict "$T/v/summary.json")" = VIOLATION
 
+# SIGTERM to the ranks once the tune's charge is journalled: exit 5, no checkpoint (the audit
+# does not resume, so nothing may tell the user to continue it with dpopt tune --resume)
+sed 's/^iters = 200/iters = 300/; s/^name = dp-nag-opt/name = dp-gd/' \
+  "$S/jobs/configs/a9a-demo.ini" > "$T/long.ini"
+$MPI -np 2 "$DPOPT" audit --one-run --tune --config "$T/long.ini" --data "$S/data/a9a" --eps 1 \
+  --algos dp-gd,dp-nag-opt --steps 0.25,0.5,1,2 --clip l1:1 --canaries 100 --quiet \
+  --out "$T/st" >"$T/sout" 2>"$T/serr" &
+pid=$!
+i=0
+while [ ! -s "$T/st/ledger.jsonl" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+wait $pid; st=$?
+if [ "$st" = 5 ]; then ok; else bad "SIGTERM: exit $st (want 5)"; head -n 20 "$T/serr"; fi
+has "$T/serr" "the audit does not resume" "SIGTERM: says the audit does not resume"
+hasnot "$T/serr" "tune --resume" "SIGTERM: no resume offered"
+check "SIGTERM: no checkpoint written" test ! -e "$T/st/checkpoint"
+
 # refused before anything is written
 # shellcheck disable=SC2086
 expect 1 $MPI -np 2 "$DPOPT" audit $TUNE --mean 3 --valid "$S/data/a9a.t" --out "$T/x"

@@ -17,22 +17,38 @@
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "privacy/budget_run.h" /* dpo__budget_party_check */
-#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path */
+#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path, dpo_party_same_store */
 #include "admm/admm_arun.h"
 
 int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
-  int nd = 0, ns = 0, rc = DPO_OK;
-  if (!(s->ps = calloc(1, sizeof *s->ps))) return dpo_err(DPO_ENOMEM, "out of memory");
+  int nd = 0, ns = 0, rc = DPO_OK, dup = -1;
+  char **sts = calloc((size_t)s->size, sizeof *sts);
+  if (!sts || !(s->ps = calloc(1, sizeof *s->ps))) {
+    free(sts);
+    return dpo_err(DPO_ENOMEM, "out of memory");
+  }
   /* every rank reads every party's keys (each is then a key the run reads) and keeps its own */
   for (int k = 0; k < s->size && !rc; k++) {
-    char *d = NULL, *st = NULL;
-    if (!(rc = dpo_party_path(cfg, "data", k, &d))) rc = dpo_party_path(cfg, "budget_store", k, &st);
+    char *d = NULL;
+    if (!(rc = dpo_party_path(cfg, "data", k, &d)))
+      rc = dpo_party_path(cfg, "budget_store", k, &sts[k]);
     nd += d != NULL;
-    ns += st != NULL;
-    if (k == s->rank) s->ps->data = d, s->ps->store = st;
-    else free(d), free(st);
+    ns += sts[k] != NULL;
+    for (int i = 0; i < k && sts[k] && dup < 0; i++)
+      if (sts[i] && dpo_party_same_store(sts[i], sts[k])) dup = k;
+    if (k == s->rank) s->ps->data = d;
+    else free(d);
   }
+  s->ps->store = sts[s->rank]; /* this rank's party's own, kept */
+  sts[s->rank] = NULL;
+  for (int k = 0; k < s->size; k++) free(sts[k]);
+  free(sts);
   if (rc || (!nd && !ns)) return rc;
+  /* each party holds its store's lock from its check to its reservation: two parties on one
+   * store would wait for each other */
+  if (dup >= 0)
+    return dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
+                   "each party keeps its own store (one data set's account)", dup);
   if (!s->secagg && !s->local)
     return dpo_err(DPO_EINVAL, "%s: each party's own data file and budget store (parties.data, "
                    "parties.budget_store, party.K.*) are read under privacy.trust = secagg "

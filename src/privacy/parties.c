@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "dpopt/privacy.h"
 #include "dpopt/spec.h"
@@ -121,6 +122,12 @@ int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path
   snprintf(key, sizeof key, "parties.%s", what);
   dpo_config_get_str(cfg, key, NULL, &pat);
   return dpo__party_path(cfg, what, pat, k, path);
+}
+
+int dpo_party_same_store(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (!stat(a, &sa) && !stat(b, &sb)) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return !strcmp(a, b);
 }
 
 int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
@@ -367,6 +374,15 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     goto fail;
   if ((rc = dpo__party_out_check(cfg, p)))
     goto fail;
+  /* each party holds its store's lock from its check to its reservation: two parties on one
+   * store would wait for each other */
+  for (int k = 1; k < p->count && p->store[0]; k++)
+    for (int i = 0; i < k; i++)
+      if (dpo_party_same_store(p->store[i], p->store[k])) {
+        rc = dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
+                     "each party keeps its own store (one data set's account)", p->name[k]);
+        goto fail;
+      }
   /* a party's store accounts for the file the party registered in it */
   if (p->store[0] && !p->data[0]) {
     rc = dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "

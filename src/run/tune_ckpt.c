@@ -122,6 +122,10 @@ static int save(const dpo__tune_t *t, dpo_ledger_t *L, const dpo_rng_t *rng,
 
 int dpo__tune_interrupted(const dpo__tune_t *t, dpo_ledger_t *L, const dpo_rng_t *rng,
                           const dpo__tune_state_t *s) {
+  /* a one-run audit of a tune does not resume (dpo__tune_audit1_settings): no checkpoint
+   * that dpopt tune --resume would take and then refuse */
+  if (t->audit1)
+    return dpo_err(DPO_EINTR, "interrupted: no checkpoint (the charges journalled stay spent)");
   int rc = t->rank == 0 && !t->no_ckpt ? save(t, L, rng, s) : DPO_OK;
   if ((rc = dpo_agree(t->comm, rc))) return rc;
   if (t->no_ckpt)
