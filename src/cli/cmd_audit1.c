@@ -40,8 +40,9 @@ static const char dpo__audit1_more[] =
     "of the sensitivity, a its value); Gaussian releases (delta > 0) give a bound far below\n"
     "their eps at M = 1000 even with the noise halved.  dpopt admm's DP-ADMM and DP-AccADMM:\n"
     "dpopt audit --one-run --admm METHOD [dpopt admm's options] FILE (its own --help).\n"
-    "dpopt tune's search by parallel composition: dpopt audit --one-run --tune [dpopt tune's\n"
-    "options] (its own --help; the canaries are rows of the final part).\n"
+    "dpopt tune's search by parallel composition: dpopt audit --one-run [dpopt tune's options]\n"
+    "--tune (its own --help; the canaries are rows of the final part; --tune last, since\n"
+    "Open MPI's mpirun reads a --tune followed by more words as its own option).\n"
     "The run is real: it spends its budget and keeps its journal.  Its run directory (--out,\n"
     "default runs/audit-ALGO-YYYYmmdd-HHMMSS) is train's: config.ini, ledger.jsonl, trace.csv,\n"
     "model.txt (with the canaries' columns), summary.json (train's, with the audit's result and\n"
@@ -115,7 +116,7 @@ static int dpo__audit1_tune(const dpo_cli_ctx_t *ctx, int argc, char **argv, con
   dpo_cli_opts_cat(tmp, DPO__MAXOPTS, dpo_cli_tune_opts, dpo_cli_data_opts);
   dpo_cli_opts_cat(opts, DPO__MAXOPTS, tmp, dpo__audit1_opts);
   rc = dpo_cli_parse(ctx, n, args, opts, "usage: mpirun --quiet -np P dpopt audit --one-run "
-                     "--tune [dpopt tune's options] [--canaries M] [--alpha A] [--json FILE]",
+                     "[dpopt tune's options] [--canaries M] [--alpha A] [--json FILE] --tune",
                      dpo__audit1_tune_more, cfg, pos, 0, &npos);
   free(args);
   if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;
@@ -189,7 +190,7 @@ int dpo_cmd_audit1_start(const dpo_cli_ctx_t *ctx, int argc, char **argv, const 
   rc = dpo_cli_parse(ctx, argc, argv, opts, "usage: mpirun --quiet -np P dpopt audit --one-run [dpopt train's "
                      "options] [--canaries M] [--alpha A] [--json FILE]\n"
                      "       mpirun --quiet -np P dpopt audit --one-run --admm METHOD [dpopt admm's options] FILE\n"
-                     "       mpirun --quiet -np P dpopt audit --one-run --tune [dpopt tune's options]\n"
+                     "       mpirun --quiet -np P dpopt audit --one-run [dpopt tune's options] --tune\n"
                      "       mpirun --quiet -np P dpopt audit --resume RUN",
                      dpo__audit1_more, *cfg, pos, 0, &npos);
   if (rc) return rc > 0 ? 0 : DPO_EXIT_USAGE;
