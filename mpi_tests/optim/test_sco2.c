@@ -12,7 +12,8 @@
  *  - dp-sgd-rdp: with a fixed multiplier the ledger accepts exactly the number of steps the
  *    RDP curve allows (wor and poisson); calibrated, T steps run and fit the budget; its
  *    output is the mean of the last ceil(algo.avg T) iterates (default a tenth), against the
- *    iterates the run released (same seed, same trajectory). */
+ *    iterates the run released (same seed, same trajectory); a release hook that fails after
+ *    the plan's last step at 2 ranks (one meeting a step) ends the run with its error. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,8 @@ static int rec_iter(void *arg, const double *x, int64_t iters, int64_t charges) 
   iter_n = iters;
   return 0;
 }
+/* the hook run() gives the driver (opts.on_release) */
+static int (*on_rel)(void *, const double *, int64_t, int64_t) = rec_iter;
 
 static double jnum(const char *line, const char *key) {
   char k[64];
@@ -91,7 +94,7 @@ static void run(int k, const char *algo, double lambda, const char *const *kv, r
     dpo_run_opts_default(&op);
     op.max_iter = 1000000;
     op.quiet = 1;
-    op.on_release = rec_iter;
+    op.on_release = on_rel;
     iter_n = 0;
     rc = dpo_solver_run(f.sv, &op);
     if (f.rank == 0 && (!rc || rc == DPO_EBUDGET)) {
@@ -433,6 +436,29 @@ static void check_dpsgd_avg(void) {
           "iterates equals the last one (nothing was averaged)");
 }
 
+/* Rank 0 leaves its loop with an error after the plan's last step (the release hook fails
+ * there; the iteration limit, 1e6, is above the plan's T = 5): the other ranks ended their
+ * steps of one meeting with that step, so rank 0 must not call them to one more meeting (an
+ * allgather against their oracle's broadcast: Open MPI aborted the job with a truncation
+ * error; it could as well hang, which SIGALRM ends, failing the test). */
+static int fail_last(void *arg, const double *x, int64_t iters, int64_t charges) {
+  (void)arg, (void)x, (void)charges;
+  return iters >= 5 ? dpo_err(DPO_EIO, "test: the hook fails at iteration %lld", (long long)iters)
+                    : DPO_OK;
+}
+
+static void check_dpsgd_hook_fail(void) {
+  const char *kv[] = {"algo.sampling", "wor", "algo.m", "40", "algo.T", "5", NULL};
+  result_t r;
+  on_rel = fail_last;
+  alarm(60);
+  run(2, "dp-sgd-rdp", 0.01, kv, &r);
+  alarm(0);
+  on_rel = rec_iter;
+  if (world_rank() == 0)
+    T_CHECK(r.rc == DPO_EIO, "dp-sgd-rdp, a hook failing after the last step: rc %d", r.rc);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   check_erm_solver(DIAM);
@@ -444,5 +470,6 @@ int main(int argc, char **argv) {
   check_dpsgd(0);
   check_dpsgd(1);
   check_dpsgd_avg();
+  check_dpsgd_hook_fail();
   return dpo_t_finish("test_sco2");
 }

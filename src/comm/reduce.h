@@ -77,7 +77,9 @@ static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
 
 /* Up to this many ranks, a reduction's order is ours, not the MPI library's: the ranks' buffers
  * are gathered and folded by dpo__dd_fold (the order of Open MPI's linear reduce for a
- * non-commutative operation, which it picks below 12 ranks for small buffers).  So the one
+ * non-commutative operation).  Open MPI 4.1.4's MPI_Reduce gave the same pairs at 2 to 7 ranks
+ * but other low words at 8 to 12 ranks (another tree; the high words the same in that check),
+ * so there a sum's last bit may differ from revisions before the fold.  So the one
  * meeting of a DP-SGD step (comm/step1.h), which every rank folds itself after an allgather,
  * gets the same bits as the oracle's reduction to rank 0. */
 #define DPO__FOLD_RANKS 12

@@ -136,6 +136,9 @@ int dpo__dpsgd_step1(dpo_solver_t *s, dpo__dpsgd_t *a, int64_t t, const dpo_char
     return DPO_OK;
   }
   if (rc) return rc;
+  /* the plan's last meeting: the workers leave their loop after this step whatever follows
+   * on rank 0 (a failing release or hook), so its end must not call them to another */
+  if (t + 1 >= a->T) dpo__oracle_step1_close(o);
   /* the same inputs and stream on every rank: the same noise.  A failure here is rank 0's to
    * return (its driver then stops the others) or a worker's to tell in the next meeting (it
    * drops the step meanwhile) */
