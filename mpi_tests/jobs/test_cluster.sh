@@ -149,8 +149,10 @@ check "study: latency, bandwidth and alpha measured in the box" \
 check "study: dp-gd's meetings counted ($(grep '^dp-gd,' "$T/study/meetings.csv"))" \
   awk -F, '$1 == "dp-gd" { k++; if (!($2 >= 2 && $2 == int($2) && $3 >= 1 && $3 <= $2)) exit 1 } END { exit k != 1 }' "$T/study/meetings.csv"
 check "study: hamsi's meetings counted" grep -q '^hamsi,[1-9]' "$T/study/meetings.csv"
-check "study: a per-meeting cost fitted (net.csv column 8 > 0)" \
-  awk -F, 'NR == 2 { exit !($8 > 0) }' "$T/study/net.csv"
+# the cost is fitted per wait: the spinning one (column 8) only when some ranks spun, which a
+# loaded machine's auto wait never chooses, so one of the two (the wait the runs used) is > 0
+check "study: a per-meeting cost fitted (net.csv column 8 or 9 > 0: $(sed -n 2p "$T/study/net.csv" | cut -d, -f8,9))" \
+  awk -F, 'NR == 2 { exit !($8 >= 0 && $9 >= 0 && $8 + $9 > 0) }' "$T/study/net.csv"
 badrow=$(awk -F, 'NR > 1 && !($14 > 0 && ($4 > 1 ? $13 > 0 : $13 == 0 && $14 == $6)) {print NR}' "$T/study/study.csv")
 check "study: the per-meeting model's rows (bad rows: $badrow)" [ -z "$badrow" ]
 has "$T/study/study.md" "| none | dp-gd | weak | 2 |" "study.md: the table"
