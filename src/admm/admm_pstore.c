@@ -17,11 +17,11 @@
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "privacy/budget_run.h" /* dpo__budget_party_check */
-#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path, dpo_party_same_store */
+#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path, dpo_party_stores_distinct */
 #include "admm/admm_arun.h"
 
 int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
-  int nd = 0, ns = 0, rc = DPO_OK, dup = -1;
+  int nd = 0, ns = 0, rc = DPO_OK;
   char **sts = calloc((size_t)s->size, sizeof *sts);
   if (!sts || !(s->ps = calloc(1, sizeof *s->ps))) {
     free(sts);
@@ -34,21 +34,18 @@ int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
       rc = dpo_party_path(cfg, "budget_store", k, &sts[k]);
     nd += d != NULL;
     ns += sts[k] != NULL;
-    for (int i = 0; i < k && sts[k] && dup < 0; i++)
-      if (sts[i] && dpo_party_same_store(sts[i], sts[k])) dup = k;
     if (k == s->rank) s->ps->data = d;
     else free(d);
   }
+  /* each party holds its store's lock from its check to its reservation: two parties on one
+   * store would wait for each other */
+  int drc = rc ? DPO_OK : dpo_party_stores_distinct(sts, NULL, s->size);
   s->ps->store = sts[s->rank]; /* this rank's party's own, kept */
   sts[s->rank] = NULL;
   for (int k = 0; k < s->size; k++) free(sts[k]);
   free(sts);
   if (rc || (!nd && !ns)) return rc;
-  /* each party holds its store's lock from its check to its reservation: two parties on one
-   * store would wait for each other */
-  if (dup >= 0)
-    return dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
-                   "each party keeps its own store (one data set's account)", dup);
+  if (drc) return drc;
   if (!s->secagg && !s->local)
     return dpo_err(DPO_EINVAL, "%s: each party's own data file and budget store (parties.data, "
                    "parties.budget_store, party.K.*) are read under privacy.trust = secagg "

@@ -68,10 +68,11 @@ int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
  * party.K.WHAT, else parties.WHAT with its one %d replaced by k; *path = NULL when neither is
  * given (caller frees). */
 int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path);
-/* Not collective (parties.c): 1 when two parties' budget stores are one (the same directory,
- * by device and inode, else the same name): refused, each party holding its store's lock
+/* Not collective (parties.c): DPO_EINVAL, naming the later party (name[k], or k when name is
+ * NULL), when two of the n parties' budget stores are one (the same directory, by device and
+ * inode, else the same name; NULL entries name none): each party holding its store's lock
  * until its reservation would wait for the other. */
-int dpo_party_same_store(const char *a, const char *b);
+int dpo_party_stores_distinct(char *const *store, const int *name, int n);
 /* Not collective: the file of the party named K's own journal, DIR/ledger.partyK.jsonl, into
  * journal[n] (a party's journal is named by its name, never by its position); DPO_EINVAL when
  * it does not fit.  Every place that opens or checks a party journal names it here. */

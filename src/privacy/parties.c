@@ -124,10 +124,20 @@ int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path
   return dpo__party_path(cfg, what, pat, k, path);
 }
 
-int dpo_party_same_store(const char *a, const char *b) {
+static int dpo__party_same_store(const char *a, const char *b) {
   struct stat sa, sb;
   if (!stat(a, &sa) && !stat(b, &sb)) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   return !strcmp(a, b);
+}
+
+int dpo_party_stores_distinct(char *const *store, const int *name, int n) {
+  for (int k = 1; k < n; k++)
+    for (int i = 0; i < k && store[k]; i++)
+      if (store[i] && dpo__party_same_store(store[i], store[k]))
+        return dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
+                       "each party keeps its own store (one data set's account)",
+                       name ? name[k] : k);
+  return DPO_OK;
 }
 
 int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
@@ -376,13 +386,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     goto fail;
   /* each party holds its store's lock from its check to its reservation: two parties on one
    * store would wait for each other */
-  for (int k = 1; k < p->count && p->store[0]; k++)
-    for (int i = 0; i < k; i++)
-      if (dpo_party_same_store(p->store[i], p->store[k])) {
-        rc = dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
-                     "each party keeps its own store (one data set's account)", p->name[k]);
-        goto fail;
-      }
+  if ((rc = dpo_party_stores_distinct(p->store, p->name, p->count)))
+    goto fail;
   /* a party's store accounts for the file the party registered in it */
   if (p->store[0] && !p->data[0]) {
     rc = dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
