@@ -570,12 +570,19 @@ static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double
   if (i >= 0) s.runs[i] = was;
   if (st) goto out;
   if (!(te <= s.beps && td <= s.bdelta)) {
+    /* what is true when: a new run's check comes before its data are loaded; a resumed run's
+     * (its id is its reopened journal's) before its next release, dpopt admm's after its data
+     * are loaded; either writes nothing.  The run's own record is not one of the others. */
+    const int others = s.nruns - (i >= 0);
+    const char *when = now ? "the resumed run is refused before its next release: nothing "
+                             "more was released, nothing written"
+                     : dry ? "refused before the data were loaded, nothing was run or written"
+                           : "refused before the run's first release";
     st = dpo_err(DPO_EBUDGET, "budget store %s: this run's budget (eps = %g, delta = %g) does "
                  "not fit what is left of the data set's budget (eps = %g, delta = %g; spent "
-                 "eps = %.6g, delta = %.3g by %d earlier run%s; with this run eps = %.6g, delta = "
-                 "%.3g): refused before the data were loaded, nothing was run or written "
-                 "(dpopt budget show %s)", B->dir, eps, delta, s.beps, s.bdelta, pe, pd,
-                 s.nruns, s.nruns == 1 ? "" : "s", te, td, B->dir);
+                 "eps = %.6g, delta = %.3g by %d other run%s; with this run eps = %.6g, delta = "
+                 "%.3g): %s (dpopt budget show %s)", B->dir, eps, delta, s.beps, s.bdelta, pe,
+                 pd, others, others == 1 ? "" : "s", te, td, when, B->dir);
     goto out;
   }
   if (dry) goto out;
