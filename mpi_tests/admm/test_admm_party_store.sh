@@ -159,8 +159,8 @@ expect 1 $MPI -np 3 "$DPOPT" admm --method dpadmm --clip 1 --eps 1 --delta 1e-5 
   --set privacy.trust=secagg --set parties.budget_store="$T/st%d" --set parties.out="$T/x2.p%d" \
   --quiet --out "$T/x2" "$T/a3k"
 has "$T/err" "needs the party's own data file" "a store without the party's file"
-expect 4 $MPI -np 3 "$DPOPT" admm $DP --budget-store "$T/st0" --set parties.out="$T/x3.p%d" --out "$T/x3"
-has "$T/err" "one budget store" "one store for per-party files"
+expect 1 $MPI -np 3 "$DPOPT" admm $DP --budget-store "$T/st0" --set parties.out="$T/x3.p%d" --out "$T/x3"
+has "$T/err" "one budget store" "one store for per-party files (settings that exclude each other: exit 1)"
 expect 1 $MPI -np 3 "$DPOPT" admm $DP --seed 1 --set parties.budget_store="$T/st%d" \
   --set parties.out="$T/x4.p%d" --out "$T/x4"
 has "$T/err" "NOT private, so it cannot charge the parties' budget stores" "seeded with party stores"

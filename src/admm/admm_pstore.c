@@ -46,7 +46,7 @@ int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
     return dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the "
                    "parties' budget stores: drop --seed (or parties.budget_store)");
   if (nd && s->store)
-    return dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with one budget store: "
+    return dpo_err(DPO_EINVAL, "%s: per-party data files (parties.data) with one budget store: "
                    "the store accounts for one data set; give each party its own store "
                    "(parties.budget_store = DIR%%d or party.K.budget_store)",
                    dpo_privacy_spec_origin(s->spec, DPO_SPEC_STORE));
