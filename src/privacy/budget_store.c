@@ -185,33 +185,14 @@ static int dpo__bline(const char *path, int64_t ln, json_object *o, dpo__bstate_
   return DPO_OK;
 }
 
-static int dpo__bread_fd(int fd, const char *path, char **buf, size_t *len) {
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-    return dpo_err(DPO_EIO, "%s: not a regular file", path);
-  size_t n = (size_t)sb.st_size, off = 0;
-  char *b = malloc(n + 1);
-  if (!b) return dpo_err(DPO_ENOMEM, "budget store: out of memory");
-  while (off < n) {
-    ssize_t r = pread(fd, b + off, n - off, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      free(b);
-      return dpo_err(DPO_EIO, "%s: read failed", path);
-    }
-    off += (size_t)r;
-  }
-  b[n] = '\0';
-  *buf = b;
-  *len = n;
-  return DPO_OK;
-}
-
 /* Verify and read the whole store (the caller holds a lock on fd). */
 static int dpo__bload(int fd, const char *path, const unsigned char *key, dpo__bstate_t *s) {
   char *buf = NULL;
   size_t len = 0, pos = 0;
-  int st = dpo__bread_fd(fd, path, &buf, &len);
+  struct stat sb;
+  int st = fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)
+               ? dpo_err(DPO_EIO, "%s: not a regular file", path)
+               : dpo__read_all(fd, path, &buf, &len);
   memset(s, 0, sizeof *s);
   if (st) return st;
   while (pos < len && !st) {
