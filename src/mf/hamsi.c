@@ -498,9 +498,10 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   return st;
 }
 
-/* rank 0, before epoch t: the schedule (dpo__hm_schedule) and what to evaluate after it,
- * into sched[0] (bit 1 full evaluation, bit 2 held-out only).  wall: the run's wall time so
- * far, dt the last epoch's, c_eval the last evaluation's. */
+/* Before epoch t: the schedule (dpo__hm_schedule) and what to evaluate after it, into
+ * sched[0] (bit 1 full evaluation, bit 2 held-out only).  wall: the run's wall time so far,
+ * dt the last epoch's, c_eval the last evaluation's.  Every rank plans; where a clock decides
+ * (dpo__hm_clocked) rank 0's plan is the one broadcast. */
 static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t_train, double wall,
                                double dt, double c_eval, int64_t *last_full, int32_t *sched) {
   const dpo_hamsi_opts_t *o = &h->o;
@@ -522,6 +523,36 @@ static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t
    * the clock): the held-out RMSE at least, the cheap part */
   int test = due && !full && o->early_stop > 0;
   sched[0] |= (full << 1) | (test << 2);
+}
+
+/* Does epoch t's plan read a clock (a time limit, or an evaluation due under a budget of
+ * wall time)?  Only then is rank 0's plan broadcast: the schedule itself is drawn by every
+ * rank (the det order, or the seeded stream every rank holds), and the rest follows from
+ * public settings.  The same answer on every rank. */
+static int dpo__hm_clocked(const dpo_hamsi_opts_t *o, int64_t t) {
+  return o->time_limit > 0 || (o->eval_every > 0 && t % o->eval_every == 0 && o->eval_budget > 0);
+}
+
+/* The end of epoch t in ONE reduction: whether every rank passed the epoch (st: its status
+ * and the divergence check's), kept its point (into good_next, swapped into good once all
+ * did) and passed on_epoch, and rank 0's checkpoint decision into due.  These were three
+ * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank.  Agreed
+ * status (a failure's message is the first failing rank's, dpo_agree). */
+static int dpo__hm_epoch_end(dpo__hm_t *h, int st, int64_t t, int64_t due[2]) {
+  const dpo_hamsi_opts_t *o = &h->o;
+  if (!st) st = dpo__hm_keep(h, &h->good_next, t);
+  if (!st && o->on_epoch) st = o->on_epoch(o->epoch_ctx, t);
+  int64_t v[3] = {st != DPO_OK, 0, 0};
+  if (!st && h->rank == 0 && o->ckpt_due && o->ckpt_path) v[1] = o->ckpt_due(o->ckpt_ctx, t, &v[2]);
+  if (MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, h->comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "hamsi: the epoch's end reduction failed");
+  if (v[0]) return dpo_agree(h->comm, st);
+  dpo__snap_t sw = h->good;
+  h->good = h->good_next;
+  h->good_next = sw;
+  due[0] = v[1];
+  due[1] = v[2];
+  return DPO_OK;
 }
 
 /* After the epochs (st their status, t the epoch that ended them): the result's
@@ -596,7 +627,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       !(x2full = malloc(sizeof(double) * (size_t)h->ni * h->r)) ||
       !(res->trace = calloc((size_t)cap, sizeof *res->trace)))
     st = dpo_err(DPO_ENOMEM, "hamsi schedule/trace");
-  if (!st && h->rank == 0) st = dpo_rng_create(1, o->seed, 0x5c4ed, &rng);
+  if (!st) st = dpo_rng_create(1, o->seed, 0x5c4ed, &rng); /* the schedule's: every rank */
   if ((st = dpo_agree(comm, st))) goto out;
 
   double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN, best = INFINITY;
@@ -628,12 +659,11 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
   if ((st = dpo_agree(comm, st))) goto out;
   c_eval = MPI_Wtime() - t_start - lp.t_wall;
   for (t = lp.t + 1;; t++) {
-    /* rank 0 decides whether to go on, the schedule and what to evaluate after the epoch,
-     * then broadcasts: sched[0] bit 0 stop, bit 1 full evaluation, bit 2 held-out only */
-    if (h->rank == 0)
-      dpo__hm_plan_epoch(h, rng, t, t_train, MPI_Wtime() - t_start, dt, c_eval, &last_full, sched);
-    if (MPI_Bcast(sched, L + 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
-      st = dpo_err(DPO_EMPI, "hamsi: schedule broadcast failed");
+    /* whether to go on, the schedule and what to evaluate after the epoch: sched[0] bit 0
+     * stop, bit 1 full evaluation, bit 2 held-out only; rank 0's flags where a clock decides */
+    dpo__hm_plan_epoch(h, rng, t, t_train, MPI_Wtime() - t_start, dt, c_eval, &last_full, sched);
+    if (dpo__hm_clocked(o, t) && MPI_Bcast(sched, 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
+      st = dpo_err(DPO_EMPI, "hamsi: the epoch's plan broadcast failed");
       break;
     }
     if ((sched[0] & 1) || stop) break;
@@ -641,9 +671,10 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
     h->beta = pow(dpo__hm_eta_t(o, t), o->gamma); /* line 5 */
     st = dpo__epoch(h, sched + 1, L);
     if (!st) st = dpo__hm_diverged(h, t, NULL);
-    if ((st = dpo_agree(comm, st))) break;
-    t_train += (dt = MPI_Wtime() - t0);
-    if (sched[0] & 6) {
+    /* an evaluation is collective: the ranks agree on the epoch before it (else at its end) */
+    if ((sched[0] & 6) && (st = dpo_agree(comm, st))) break;
+    if (!st) t_train += (dt = MPI_Wtime() - t0);
+    if (!st && (sched[0] & 6)) {
       double te = MPI_Wtime();
       int full = (sched[0] & 2) != 0;
       if (res->ntrace == cap) {
@@ -689,12 +720,12 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       }
       c_eval = MPI_Wtime() - te;
     }
-    if ((st = dpo_agree(comm, dpo__hm_keep(h, &h->good, t)))) break;
-    if (o->on_epoch && (st = dpo_agree(comm, o->on_epoch(o->epoch_ctx, t)))) break;
-    if (o->ckpt_due && o->ckpt_path) { /* rank 0 decides: go on, save, save and stop */
+    int64_t due[2] = {0, 0}; /* rank 0's checkpoint decision: go on, save, save and stop */
+    if ((st = dpo__hm_epoch_end(h, st, t, due))) break;
+    if (due[0]) {
       dpo__hm_loop_t cp = {t, t_train, MPI_Wtime() - t_start, last_full, best, best_rsm, stop,
                            {res->train_rmse0, res->test_rmse0}, 0};
-      if ((st = dpo__hm_ckpt_epoch(h, &cp, rng))) break;
+      if ((st = dpo__hm_ckpt_epoch(h, &cp, rng, due))) break;
     }
   }
   st = dpo__hm_end(h, res, &x2full, st, t, t_start, t_train);

@@ -131,8 +131,9 @@ typedef struct {
   int sg_rejects;
   double gd_fref, gd_fref_prev;
   /* last point that passed the divergence check, kept so that a failing run still returns
-   * it; best: the point of the best held-out RMSE (early stopping) */
-  dpo__snap_t good, best;
+   * it (good_next: the epoch's point, kept before the ranks agree on it, then swapped in);
+   * best: the point of the best held-out RMSE (early stopping) */
+  dpo__snap_t good, good_next, best;
   /* biased model (opts.biases): r = opts.r + 2, the last two columns of an X1 row are
    * [b_u, 1] and of an X2t row [1, b_i]; mu was subtracted from y and ty */
   double mu;
@@ -274,9 +275,11 @@ int dpo__hm_ckpt_save(dpo__hm_t *h, const char *path, const dpo__hm_loop_t *lp,
  * DPO_EINVAL / DPO_EFORMAT naming the file); lp on every rank; then rank 0's
  * opts.ckpt_loaded. */
 int dpo__hm_ckpt_load(dpo__hm_t *h, const char *path, dpo__hm_loop_t *lp, dpo_rng_t *rng);
-/* After epoch lp->t: rank 0's opts.ckpt_due decides (broadcast): nothing, a checkpoint, or a
- * checkpoint and DPO_EINTR ("stopped after epoch ..."); lp->aux is set from it. */
-int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng);
+/* After epoch lp->t: rank 0's opts.ckpt_due decided due[0] (the epoch's end reduction
+ * carried it to every rank): nothing, a checkpoint, or a checkpoint and DPO_EINTR ("stopped
+ * after epoch ..."); lp->aux is set from due[1]. */
+int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng,
+                       const int64_t due[2]);
 
 /* ---- hamsi_step.c ---- */
 /* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows

@@ -107,8 +107,8 @@ void dpo__hm_free(dpo__hm_t *h) {
   free(h->w1);
   free(h->w2);
   free(h->fpart);
-  dpo__snap_t *sn[4] = {&h->good, &h->best, &h->sg_start, &h->sg_prev};
-  for (int j = 0; j < 4; j++) {
+  dpo__snap_t *sn[5] = {&h->good, &h->good_next, &h->best, &h->sg_start, &h->sg_prev};
+  for (int j = 0; j < 5; j++) {
     free(sn[j]->x1);
     for (int32_t c = 0; sn[j]->c && c < h->B; c++) free(sn[j]->c[c]);
     free(sn[j]->c);
