@@ -305,6 +305,9 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   }
   if (h->hamsi) {
     int undone = 0;
+    /* where no safeguard undoes it, a non-finite factor stops the run: its count rides with
+     * the pair's reduction (the epoch's words, hamsi.c's loop) */
+    if (!guard && h->ew_n) h->ew[1] = dpo__hm_nonfinite(h);
     st = guard ? dpo__hm_check_pair(h, &undone) : dpo__hm_pair(h);
   } else if (guard) {
     st = dpo__hm_check_gd(h);
@@ -533,28 +536,6 @@ static int dpo__hm_clocked(const dpo_hamsi_opts_t *o, int64_t t) {
   return o->time_limit > 0 || (o->eval_every > 0 && t % o->eval_every == 0 && o->eval_budget > 0);
 }
 
-/* The end of epoch t in ONE reduction: whether every rank passed the epoch (st: its status
- * and the divergence check's), kept its point (into good_next, swapped into good once all
- * did) and passed on_epoch, and rank 0's checkpoint decision into due.  These were three
- * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank.  Agreed
- * status (a failure's message is the first failing rank's, dpo_agree). */
-static int dpo__hm_epoch_end(dpo__hm_t *h, int st, int64_t t, int64_t due[2]) {
-  const dpo_hamsi_opts_t *o = &h->o;
-  if (!st) st = dpo__hm_keep(h, &h->good_next, t);
-  if (!st && o->on_epoch) st = o->on_epoch(o->epoch_ctx, t);
-  int64_t v[3] = {st != DPO_OK, 0, 0};
-  if (!st && h->rank == 0 && o->ckpt_due && o->ckpt_path) v[1] = o->ckpt_due(o->ckpt_ctx, t, &v[2]);
-  if (MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, h->comm) != MPI_SUCCESS)
-    return dpo_err(DPO_EMPI, "hamsi: the epoch's end reduction failed");
-  if (v[0]) return dpo_agree(h->comm, st);
-  dpo__snap_t sw = h->good;
-  h->good = h->good_next;
-  h->good_next = sw;
-  due[0] = v[1];
-  due[1] = v[2];
-  return DPO_OK;
-}
-
 /* After the epochs (st their status, t the epoch that ended them): the result's
  * point and figures, or on divergence with result_on_failure the last good
  * point. */
@@ -656,7 +637,11 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
     if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
   }
   if (!st) st = dpo__hm_keep(h, &h->good, lp.t);
+  if (!st) st = dpo__hm_snap_room(h, &h->good); /* keeping it after an epoch cannot fail */
   if ((st = dpo_agree(comm, st))) goto out;
+  /* a failure at an epoch's end (its point kept, on_epoch) or after its reduction: the next
+   * epoch's reduction carries it, or the agreement after the last one */
+  int pend = DPO_OK;
   c_eval = MPI_Wtime() - t_start - lp.t_wall;
   for (t = lp.t + 1;; t++) {
     /* whether to go on, the schedule and what to evaluate after the epoch: sched[0] bit 0
@@ -667,14 +652,32 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       break;
     }
     if ((sched[0] & 1) || stop) break;
+    /* The epoch's words ride with its one reduction (the pair's; dpo__hm_words where it has
+     * none): ranks with a failure to report, ranks with a non-finite factor (dpo__epoch),
+     * and rank 0's checkpoint decision for this epoch, asked before it runs.  They were three
+     * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank. */
+    h->ew[0] = pend != DPO_OK;
+    h->ew[1] = 0;
+    int64_t due[2] = {0, 0}; /* go on, save, save and stop; the trace's length */
+    if (h->rank == 0 && o->ckpt_due && o->ckpt_path) due[0] = o->ckpt_due(o->ckpt_ctx, t, &due[1]);
+    h->ew[2] = (double)due[0];
+    h->ew_n = DPO__HM_EW;
     double t0 = MPI_Wtime();
     h->beta = pow(dpo__hm_eta_t(o, t), o->gamma); /* line 5 */
     st = dpo__epoch(h, sched + 1, L);
-    if (!st) st = dpo__hm_diverged(h, t, NULL);
-    /* an evaluation is collective: the ranks agree on the epoch before it (else at its end) */
-    if ((sched[0] & 6) && (st = dpo_agree(comm, st))) break;
-    if (!st) t_train += (dt = MPI_Wtime() - t0);
-    if (!st && (sched[0] & 6)) {
+    if (!st && h->ew_n) { /* no reduction in the epoch (mb-GD without its safeguard) */
+      h->ew[1] = dpo__hm_nonfinite(h);
+      st = dpo__hm_words(h);
+    }
+    /* a rank failed or holds a non-finite factor: the first failing rank's status, agreed */
+    if (h->ew_n == 0 && (h->ew[0] > 0 || h->ew[1] > 0)) {
+      st = dpo_agree(comm, pend ? pend : st ? st : dpo__hm_diverged(h, t, NULL));
+      break;
+    }
+    if (st && !pend) pend = st; /* after the reduction: the next one carries it */
+    st = DPO_OK;
+    t_train += (dt = MPI_Wtime() - t0);
+    if (sched[0] & 6) {
       double te = MPI_Wtime();
       int full = (sched[0] & 2) != 0;
       if (res->ntrace == cap) {
@@ -720,14 +723,18 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       }
       c_eval = MPI_Wtime() - te;
     }
-    int64_t due[2] = {0, 0}; /* rank 0's checkpoint decision: go on, save, save and stop */
-    if ((st = dpo__hm_epoch_end(h, st, t, due))) break;
-    if (due[0]) {
+    if (!pend) pend = dpo__hm_keep(h, &h->good, t); /* its room was made: cannot fail */
+    if (!pend && o->on_epoch) pend = o->on_epoch(o->epoch_ctx, t);
+    if (h->ew[2] > 0) { /* rank 0's decision, summed with the other ranks' 0 */
+      due[0] = (int64_t)h->ew[2];
+      if (h->rank == 0) (void)o->ckpt_due(o->ckpt_ctx, t, &due[1]); /* aux with the trace row */
+      if ((st = dpo_agree(comm, pend))) break; /* no checkpoint of a failed epoch */
       dpo__hm_loop_t cp = {t, t_train, MPI_Wtime() - t_start, last_full, best, best_rsm, stop,
                            {res->train_rmse0, res->test_rmse0}, 0};
       if ((st = dpo__hm_ckpt_epoch(h, &cp, rng, due))) break;
     }
   }
+  if (!st) st = dpo_agree(comm, pend); /* a failure at the last epoch's end */
   st = dpo__hm_end(h, res, &x2full, st, t, t_start, t_train);
 out:
   dpo_rng_destroy(rng);
