@@ -121,6 +121,7 @@ struct dpo_run {
   dpo_shard_t *train, *test;
   dpo_oracle_t *oracle;
   dpo_solver_t *solver;
+  struct dpo__agglo *agglo; /* run.agglomerate: the decision and rank 0's own comm (run_agglo.c) */
   volatile sig_atomic_t *stop;
   int run_rc;
   double t_solve;
