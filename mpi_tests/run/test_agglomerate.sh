@@ -4,7 +4,8 @@
 # column aside) and test accuracy as a 1-rank run and as forced off, for CSR and dense rows,
 # one meeting a step and traced runs with a test set; summary.json says what ran; the memory
 # cap keeps the ranks; a parties run never agglomerates (on is refused, naming the key, with
-# nothing written); an unknown value is refused.
+# nothing written); an unknown value is refused; a budget refusal and a failure of rank 0 end
+# every rank with its status.
 . "$(dirname "$0")/../lib/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
@@ -47,6 +48,16 @@ check "the same test accuracy" test -n "$(acc "$T/tr1")" -a "$(acc "$T/tr1")" = 
 run de1 1 $P --trace-every 0 --dense
 run de2 2 $P --trace-every 0 --dense --agglomerate on
 same "dense, on at 2 ranks" "$T/de1" "$T/de2"
+# rank 0 stopped by the budget (a multiplier too small: step 4 of 30 refused): exit 3 on every
+# rank, the last accepted iterate; rank 0 failing alone: its error once, its exit status
+expect 3 $MPI -np 1 "$DPOPT" train $D $P --trace-every 0 --set algo.z=0.7 --out "$T/rf1"
+expect 3 $MPI -np 2 "$DPOPT" train $D $P --trace-every 0 --set algo.z=0.7 --agglomerate on \
+  --out "$T/rf2"
+check "refused at step 4: the same model" cmp -s "$T/rf1/model.txt" "$T/rf2/model.txt"
+expect 2 $MPI -np 3 "$DPOPT" train $D $P --trace-every 0 --agglomerate on --x0 "$T/none.txt" \
+  --out "$T/x3"
+check "rank 0's error printed once" test "$(grep -c 'cannot open model' "$T/err")" = 1
+hasnot "$T/err" "did not report this error" "... and no other rank's own"
 # the cap: rank 0 would hold up to 49 MB of a9a's rows (its public bound): on keeps the ranks
 run cap2 2 $P --trace-every 0 --agglomerate on --agglomerate-max-mb 10
 has "$T/cap2/summary.json" '"ranks_solving":2' "over the cap: both ranks solved"

@@ -15,7 +15,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "run/run_impl.h"
-#include "run/run_parties.h"
+#include "run/run_parties.h" /* dpo__run_parties_table */
 
 enum { DPO__AGG_AUTO = 0, DPO__AGG_OFF = 1, DPO__AGG_ON = 2 };
 static const char *const dpo__agg_names[] = {"auto", "off", "on"};
@@ -79,13 +79,6 @@ int dpo__agglo_check(const dpo_run_t *r) {
   return dpo_err(DPO_EINVAL, "%s: run.agglomerate = on: this run cannot solve on fewer ranks "
                  "(%s); drop it or set it to auto (nothing was run or written)",
                  dpo_config_origin(r->cfg, "run.agglomerate"), why);
-}
-
-/* The public size of the training set: privacy.public_n, else the row count where it is not
- * private; 0 when neither (under add-remove without a declared size). */
-static double dpo__agglo_public_n(const dpo_run_t *r) {
-  if (r->spec.public_n > 0) return (double)r->spec.public_n;
-  return dpo__run_n_private(r) ? 0.0 : (double)r->train->n_global;
 }
 
 /* Rank 0 after the move, in MB: the training rows' public bound (N rows of d entries: dense
@@ -226,7 +219,7 @@ static void dpo__agglo_say(dpo_run_t *r) {
                     : "solving on all %d ranks: %s", r->size, a->reason);
 }
 
-int dpo__agglo_begin(dpo_run_t *r, int *idle) {
+int dpo__agglo_begin(dpo_run_t *r, double N, int *idle) {
   struct dpo__agglo *a = r->agglo;
   *idle = 0;
   if (!a || a->mode == DPO__AGG_OFF || r->size == 1) return DPO_OK;
@@ -235,9 +228,8 @@ int dpo__agglo_begin(dpo_run_t *r, int *idle) {
     snprintf(a->reason, sizeof a->reason, "auto: %s", why);
     return DPO_OK;
   }
-  const double N = dpo__agglo_public_n(r);
   if (!(N > 0)) {
-    snprintf(a->reason, sizeof a->reason, "%s: no public data set size (privacy.public_n) to "
+    snprintf(a->reason, sizeof a->reason, "%s: no public data set size (--public-n) to "
              "bound the rows moved", dpo__agg_names[a->mode]);
     dpo__agglo_say(r);
     return DPO_OK;
@@ -300,9 +292,10 @@ int dpo__agglo_end(dpo_run_t *r, int rc) {
   /* the others sleep (dpo__wait_req) until rank 0 is done: no spinning beside it */
   if (MPI_Ibcast(v, 4, MPI_INT, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_req(&rq))
     return dpo_err(DPO_EMPI, "agglomeration: MPI_Ibcast of rank 0's status failed");
-  if (!a->idle) return rc;
+  /* a failure: rank 0's message agreed on every rank (printed once, by rank 0) */
   if (v[0] != DPO_OK && v[0] != DPO_EBUDGET && v[0] != DPO_EINTR)
-    return dpo__run_failed(r, dpo_err(v[0], "rank 0, solving alone, failed"));
+    return dpo_agree(a->full, a->idle ? DPO_OK : rc);
+  if (!a->idle) return rc;
   r->run_rc = v[3];
   r->state = v[1];
   r->evaluated = v[2];

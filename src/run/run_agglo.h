@@ -32,12 +32,14 @@ int dpo__agglo_settings(struct dpo_run *r);
  * resume). */
 int dpo__agglo_check(const struct dpo_run *r);
 /* Collective, before the solve: decide (auto: measure and predict), and when agglomerating move
- * every rank's rows to rank 0, whose r->comm becomes a communicator of itself.  On the other
- * ranks *idle is set: they skip the solve and evaluation (dpo__agglo_wait). */
-int dpo__agglo_begin(struct dpo_run *r, int *idle);
+ * every rank's rows to rank 0, whose r->comm becomes a communicator of itself.  N: the
+ * training set's public size (0: none, the ranks are kept).  On the other ranks *idle is set:
+ * they skip the solve and evaluation (dpo__agglo_end). */
+int dpo__agglo_begin(struct dpo_run *r, double N, int *idle);
 /* Rank 0 of an agglomerated run, after its solve or evaluation: r->comm back to the whole
  * run's and rc sent to the waiting ranks.  Other ranks: wait (sleeping) for rank 0's rc, which
- * they return.  Collective over the whole run; a run that did not agglomerate returns rc. */
+ * they return (an error of rank 0's under a message saying so; the caller records it).
+ * Collective over the whole run; a run that did not agglomerate returns rc. */
 int dpo__agglo_end(struct dpo_run *r, int rc);
 /* Rank 0 of an agglomerated run, before its evaluation: r->comm its own again. */
 void dpo__agglo_resume(struct dpo_run *r);

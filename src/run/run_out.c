@@ -212,6 +212,7 @@ static json_object *dpo__summary(const dpo_run_t *r,
     json_object_object_add(ph, "setup", dpo_json_double(r->t_setup));
     json_object_object_add(ph, "load", dpo_json_double(r->t_load));
     json_object_object_add(ph, "row_checks", dpo_json_double(r->t_checks));
+    json_object_object_add(ph, "agglomerate", dpo_json_double(r->t_agglo));
     json_object_object_add(ph, "plan", dpo_json_double(r->t_plan));
     json_object_object_add(ph, "solve", dpo_json_double(r->t_solve));
     json_object_object_add(ph, "evaluate", dpo_json_double(r->t_eval));

@@ -323,13 +323,27 @@ int dpo__train_write(dpo_run_t *r) {
 
 /* run.agglomerate (run_agglo.c): decided before the solve; when rank 0 solves alone the other
  * ranks skip the solve and evaluation and sleep until rank 0 sends its status. */
+static int dpo__agglo_status(dpo_run_t *r, int rc) {
+  if (dpo__agglo_idle(r) && rc != DPO_OK && rc != DPO_EBUDGET && rc != DPO_EINTR)
+    dpo__run_failed(r, rc); /* rank 0's failure, recorded on the ranks that waited */
+  return rc;
+}
+
 int dpo__train_solve(dpo_run_t *r) {
-  int idle = 0, rc = dpo__agglo_begin(r, &idle);
+  int idle = 0;
+  const double t0 = dpo_wtime();
+  /* the public size bounds the rows moved: privacy.public_n, else the row count where it is
+   * not private */
+  const double N = r->spec.public_n > 0 ? (double)r->spec.public_n
+                   : dpo__run_n_private(r) ? 0.0 : (double)r->train->n_global;
+  int rc = dpo__agglo_begin(r, N, &idle);
+  r->t_agglo = dpo_wtime() - t0;
   if (rc) return dpo__run_failed(r, dpo_agree(r->comm, rc));
-  return dpo__agglo_end(r, idle ? DPO_OK : dpo__train_solve_here(r));
+  return dpo__agglo_status(r, dpo__agglo_end(r, idle ? DPO_OK : dpo__train_solve_here(r)));
 }
 
 int dpo__train_evaluate(dpo_run_t *r) {
   dpo__agglo_resume(r);
-  return dpo__agglo_end(r, dpo__agglo_idle(r) ? DPO_OK : dpo__train_evaluate_here(r));
+  return dpo__agglo_status(
+      r, dpo__agglo_end(r, dpo__agglo_idle(r) ? DPO_OK : dpo__train_evaluate_here(r)));
 }
