@@ -471,7 +471,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->lids);
   free(o->rank_n);
   free(o->pass_used);
-  free(o->parts);
+  dpo__oracle_step1_free(o);
   free(o);
 }
 

@@ -55,6 +55,13 @@ struct dpo_oracle {
   dpo__dd_t *parts;
   int64_t s1_steps;
   int s1_live, s1_pending; /* pending: a worker's failure the next meeting tells */
+  /* trace rows in the meetings: every s1_every steps (0: none) the full pass's sums at
+   * s1_xtr (and the held-out set's with s1_held) ride in the step's meeting; s1_send is this
+   * rank's part then, s1_tr (rank 0) the folded trace block of step s1_tr_t */
+  int64_t s1_every, s1_xt_t, s1_tr_t;
+  int s1_held;
+  double *s1_xtr, s1_tr_time;
+  dpo__dd_t *s1_send, *s1_tr;
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }

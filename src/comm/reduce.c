@@ -33,16 +33,21 @@ static void dpo__dd_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
   }
 }
 
-/* The fold of c pairs a rank; status = 1: the last of them is the status pair. */
-static void dpo__dd_fold_n(const dpo__dd_t *parts, int size, int c, int status, dpo__dd_t *out) {
-  const dpo__dd_t *last = parts + (size_t)(size - 1) * (size_t)c;
+void dpo__dd_fold_at(const dpo__dd_t *parts, int size, size_t stride, int c, int status,
+                     dpo__dd_t *out) {
+  const dpo__dd_t *last = parts + (size_t)(size - 1) * stride;
   const int sums = status ? c - 1 : c;
   for (int p = 0; p < c; p++) out[p] = last[p];
   for (int r = size - 2; r >= 0; r--) {
-    const dpo__dd_t *a = parts + (size_t)r * (size_t)c;
+    const dpo__dd_t *a = parts + (size_t)r * stride;
     for (int p = 0; p < sums; p++) dpo__dd_add_dd(&out[p], &a[p]);
     if (status && a[c - 1].hi < out[c - 1].hi) out[c - 1] = a[c - 1];
   }
+}
+
+/* The fold of c pairs a rank; status = 1: the last of them is the status pair. */
+static void dpo__dd_fold_n(const dpo__dd_t *parts, int size, int c, int status, dpo__dd_t *out) {
+  dpo__dd_fold_at(parts, size, (size_t)c, c, status, out);
 }
 
 void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out) {

@@ -89,6 +89,11 @@ static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
  * buffer down to rank 0's: acc = parts[size - 1]; acc += parts[r] for r = size - 2 .. 0. */
 void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out);
 
+/* The same fold of c pairs a rank at parts + r * stride (a block of a longer buffer); status
+ * = 1: the last of the c is a status pair. */
+void dpo__dd_fold_at(const dpo__dd_t *parts, int size, size_t stride, int c, int status,
+                     dpo__dd_t *out);
+
 /* Reduce k double-double values followed by one status pair (buf[k].hi = status as a double,
  * combined with MIN) over comm.  allreduce = 0: result at root only; 1: the root's result is
  * broadcast, so every rank gets bit-identical values.  Returns DPO_OK or DPO_EMPI (an MPI
