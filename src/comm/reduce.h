@@ -100,6 +100,13 @@ void dpo__dd_fold_at(const dpo__dd_t *parts, int size, size_t stride, int c, int
  * failure, not the reduced status: the caller reads buf[k].hi).  Collective. */
 int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce);
 
+/* The same with the caller's workspace for the fold at <= DPO__FOLD_RANKS ranks: ws (the
+ * root's; NULL elsewhere) holds ws_k1 pairs for each rank, and ws_k1, the same on every rank
+ * (allocated and agreed on before the reduction), >= k + 1 gathers the ranks' buffers in one
+ * MPI_Gather instead of pieces of 4096 pairs; the same bits either way. */
+int dpo__dd_reduce_ws(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce,
+                      dpo__dd_t *ws, int ws_k1);
+
 /* This rank's part of a model evaluation over shard s at x: acc[0] += loss sum, acc[1] +=
  * metric sum (chunks aligned to global row ids, so the reduced sums do not depend on the rank
  * count), acc[2] += rows.  Not collective; DPO_EFORMAT on a non-finite sum.  Shared by the
