@@ -536,6 +536,33 @@ static int dpo__hm_clocked(const dpo_hamsi_opts_t *o, int64_t t) {
   return o->time_limit > 0 || (o->eval_every > 0 && t % o->eval_every == 0 && o->eval_budget > 0);
 }
 
+/* Epoch t over seq[0..L) with its words (dpo__hm_t.ew), which ride with its one reduction (the
+ * pair's; dpo__hm_words where it has none): ranks with a failure to report (*pend: at the
+ * last epoch's end or after its reduction), ranks with a non-finite factor (dpo__epoch), and
+ * rank 0's checkpoint decision due for this epoch, asked before it runs.  They were three
+ * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank.  Returns the
+ * agreed status of a failure the words reported; a local one after the reduction goes into
+ * *pend for the next. */
+static int dpo__hm_epoch_words(dpo__hm_t *h, const int32_t *seq, int L, int64_t t, int *pend,
+                               int64_t due[2]) {
+  const dpo_hamsi_opts_t *o = &h->o;
+  h->ew[0] = *pend != DPO_OK;
+  h->ew[1] = 0;
+  if (h->rank == 0 && o->ckpt_due && o->ckpt_path) due[0] = o->ckpt_due(o->ckpt_ctx, t, &due[1]);
+  h->ew[2] = (double)due[0];
+  h->ew_n = DPO__HM_EW;
+  int st = dpo__epoch(h, seq, L);
+  if (!st && h->ew_n) { /* no reduction in the epoch (mb-GD without its safeguard) */
+    h->ew[1] = dpo__hm_nonfinite(h);
+    st = dpo__hm_words(h);
+  }
+  /* a rank failed or holds a non-finite factor: the first failing rank's status, agreed */
+  if (h->ew_n == 0 && (h->ew[0] > 0 || h->ew[1] > 0))
+    return dpo_agree(h->comm, *pend ? *pend : st ? st : dpo__hm_diverged(h, t, NULL));
+  if (st && !*pend) *pend = st;
+  return DPO_OK;
+}
+
 /* After the epochs (st their status, t the epoch that ended them): the result's
  * point and figures, or on divergence with result_on_failure the last good
  * point. */
@@ -652,30 +679,10 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       break;
     }
     if ((sched[0] & 1) || stop) break;
-    /* The epoch's words ride with its one reduction (the pair's; dpo__hm_words where it has
-     * none): ranks with a failure to report, ranks with a non-finite factor (dpo__epoch),
-     * and rank 0's checkpoint decision for this epoch, asked before it runs.  They were three
-     * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank. */
-    h->ew[0] = pend != DPO_OK;
-    h->ew[1] = 0;
-    int64_t due[2] = {0, 0}; /* go on, save, save and stop; the trace's length */
-    if (h->rank == 0 && o->ckpt_due && o->ckpt_path) due[0] = o->ckpt_due(o->ckpt_ctx, t, &due[1]);
-    h->ew[2] = (double)due[0];
-    h->ew_n = DPO__HM_EW;
+    int64_t due[2] = {0, 0}; /* rank 0's checkpoint decision: go on, save, save and stop */
     double t0 = MPI_Wtime();
     h->beta = pow(dpo__hm_eta_t(o, t), o->gamma); /* line 5 */
-    st = dpo__epoch(h, sched + 1, L);
-    if (!st && h->ew_n) { /* no reduction in the epoch (mb-GD without its safeguard) */
-      h->ew[1] = dpo__hm_nonfinite(h);
-      st = dpo__hm_words(h);
-    }
-    /* a rank failed or holds a non-finite factor: the first failing rank's status, agreed */
-    if (h->ew_n == 0 && (h->ew[0] > 0 || h->ew[1] > 0)) {
-      st = dpo_agree(comm, pend ? pend : st ? st : dpo__hm_diverged(h, t, NULL));
-      break;
-    }
-    if (st && !pend) pend = st; /* after the reduction: the next one carries it */
-    st = DPO_OK;
+    if ((st = dpo__hm_epoch_words(h, sched + 1, L, t, &pend, due))) break;
     t_train += (dt = MPI_Wtime() - t0);
     if (sched[0] & 6) {
       double te = MPI_Wtime();
