@@ -428,7 +428,6 @@ static int dpo__solver_steps1(dpo_solver_t *s, int64_t max_iter) {
   return rc;
 }
 
-
 /* Every rank, collective: rank 0's choice of one meeting a step and its iteration limit; the
  * trace rows whose sums the meetings carry (rank 0's plan, sent on by the oracle).  Nothing
  * else between the steps asks the other ranks: a checkpoint or a stop is rank 0's alone. */
