@@ -51,7 +51,8 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
                    "default), auto or rdp", dpo_privacy_spec_origin(spec, DPO_SPEC_ACCOUNTANT),
                    s->acct);
   /* dpopt admm's defaults where the settings give none: delta 1e-3 (Xu et al. 2020, Sec. V-B),
-   * collude 1 (the coordinator's own party may be curious) */
+   * collude 1 (the coordinator's own party may be curious; secagg reads it in
+   * dpo__arun_trust) */
   s->eps = spec->eps;
   s->delta = dpo_privacy_spec_given(spec, DPO_SPEC_DELTA) ? spec->delta : 1e-3;
   s->mu = spec->mu;
@@ -306,9 +307,12 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   s->notrace = 1; /* the trace's rows show exact training sums */
   if (!(s->delta > 0))
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
-  if (s->collude < 0 || s->collude >= s->size)
-    return dpo_err(DPO_EINVAL, "privacy.collude = %lld: need 0 <= k < parties (%d, one per "
-                   "rank)", (long long)s->collude, s->size);
+  /* privacy.collude and privacy.trust_coordinator as dpopt train reads them: collude 0 trusts
+   * the coordinator with the guarantee, which the user must declare */
+  int k = 0;
+  int rc = dpo_parties_collude(s->spec, s->size, &k);
+  if (rc) return rc;
+  s->collude = k;
   s->srule = "rdp";
   s->secagg = 1;
   s->nparties = s->size;

@@ -172,8 +172,9 @@ static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
 }
 
 /* privacy.collude and privacy.trust_coordinator for count parties under the spec's trust
- * mode: the number of parties that may collude with the coordinator (secagg), or a refusal */
-static int dpo__parties_collude(const dpo_privacy_spec_t *spec, int64_t count, int *collude) {
+ * mode: the number of parties that may collude with the coordinator (secagg), or a refusal
+ * (dpopt train's parties and dpopt admm's, one party a rank, alike) */
+int dpo_parties_collude(const dpo_privacy_spec_t *spec, int64_t count, int *collude) {
   const dpo_trust_t tm = spec->trust;
   const int given_k = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE);
   const char *k_at = dpo_privacy_spec_origin(spec, DPO_SPEC_COLLUDE);
@@ -374,7 +375,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
   p->trust = tm;
   p->on_exhausted = ex;
   p->declared = declared;
-  if ((rc = dpo__parties_collude(spec, count, &p->collude))) goto fail;
+  if ((rc = dpo_parties_collude(spec, count, &p->collude))) goto fail;
   /* default ranks: P balanced contiguous blocks */
   for (int k = 0; k < p->count; k++) {
     int64_t a = (int64_t)k * nranks / count, b = (int64_t)(k + 1) * nranks / count;
