@@ -447,7 +447,7 @@ static int dpo__solver_begin1(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t 
 static int dpo__solver_end1(dpo_solver_t *s, int rc, int ended, int64_t max_iter) {
   int64_t met = 0;
   dpo__oracle_step1_live(s->oracle, &met);
-  int mrc = dpo__oracle_step1_end(s->oracle, s->t0 + met, !ended && met < max_iter);
+  int mrc = dpo__oracle_step1_end(s->oracle, s->t0 + met, !ended && s->t0 + met < max_iter);
   return mrc && !rc ? mrc : rc;
 }
 
