@@ -406,12 +406,6 @@ static int dpo__dp_drop_party(dpo__dp_t *dp, int refused, int64_t t) {
   return DPO_OK;
 }
 
-void dpo__dp_add_reg(dpo__dp_t *dp, const double *x, double w, double *g) {
-  memset(dp->gs, 0, (size_t)dp->d * sizeof *dp->gs);
-  dpo_model_finish(dpo_oracle_model(dpo_solver_oracle(dp->s)), dp->d, 1, x, NULL, dp->gs);
-  for (int32_t j = 0; j < dp->d; j++) g[j] += w * dp->gs[j];
-}
-
 /* dpo__dp_grad in a multi-party run.  The batch is drawn from the ACTIVE parties' global ids
  * (m of n_active; the full batch is every active row).  The release is charged to the global
  * account and to every active party (dpo_ledger_charge_parties) before anything is computed.

@@ -20,6 +20,12 @@
 #include "dpopt/status.h"
 #include "optim/dp_common.h"
 
+void dpo__dp_add_reg(dpo__dp_t *dp, const double *x, double w, double *g) {
+  memset(dp->gs, 0, (size_t)dp->d * sizeof *dp->gs);
+  dpo_model_finish(dpo_oracle_model(dpo_solver_oracle(dp->s)), dp->d, 1, x, NULL, dp->gs);
+  for (int32_t j = 0; j < dp->d; j++) g[j] += w * dp->gs[j];
+}
+
 int dpo__dp_grad1(dpo__dp_t *dp, const double *x, int64_t t, int st, const dpo_charge_t *c,
                   double w, double *g, double *b_out) {
   dpo_solver_t *s = dp->s;
@@ -64,6 +70,15 @@ int dpo__dp_grad1(dpo__dp_t *dp, const double *x, int64_t t, int st, const dpo_c
   return DPO_OK;
 }
 
+/* A worker's copy before its algorithm owns it (then dpo__dp_destroy frees it): its sums and
+ * its stream are all it holds. */
+static void dpo__dp_free1(dpo__dp_t *dp) {
+  if (!dp) return;
+  dpo_rng_destroy(dp->rng1);
+  free(dp->gs);
+  free(dp);
+}
+
 /* A worker's copy of rank 0's DP state: its numbers (a byte copy), its pointers its own. */
 static int dpo__dp_replica(dpo_solver_t *s, const dpo__dp_t *src, const dpo_rng_state_t *st,
                            dpo__dp_t **out) {
@@ -82,7 +97,7 @@ static int dpo__dp_replica(dpo_solver_t *s, const dpo__dp_t *src, const dpo_rng_
       rc = DPO_ENOMEM;
   }
   if (rc) {
-    dpo__dp_destroy(dp);
+    dpo__dp_free1(dp);
     return dpo_err(rc, "dp: no memory for this rank's copy of the step");
   }
   *out = dp;
@@ -124,7 +139,7 @@ int dpo__dp_step1_begin(dpo_solver_t *s, dpo__dp_t *dp, int on, int lrc, int64_t
   rc = dpo_agree(comm, rc);
   if (!rc) rc = dpo__oracle_step1_begin(o);
   if (rc) {
-    dpo__dp_destroy(*copy);
+    dpo__dp_free1(*copy);
     *copy = NULL;
     return rc;
   }
