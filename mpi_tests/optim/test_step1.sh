@@ -1,5 +1,6 @@
 #!/bin/sh
-# One meeting of the ranks per DP-SGD step (src/optim/sco_dpsgd_step1.c, src/comm/step1.h):
+# One meeting of the ranks per DP-SGD or full-batch DP-GD step (src/optim/sco_dpsgd_step1.c,
+# src/optim/dp_step1.c, src/comm/step1.h):
 # seeded private runs give the same model and the same journal (its random nonce and chain
 # aside) as the request path (dpopt-test train --test-step-request) at 1, 2 and 3 ranks, for
 # wor and Poisson batches, under either wait policy, and when the ledger refuses a step
@@ -59,6 +60,16 @@ has "$T/trp2.one/trace.csv" 'heldout_loss_nonprivate' "the held-out columns are 
 pair trref2 2 3 sleep $P --iters 30 --set algo.z=0.7 --trace-every 1
 check "the refused run's rows end at the refused step" \
   test "$(rows "$T/trref2.one")" = $(($(grep -c '"step":' "$T/trref2.one/ledger.jsonl") + 1))
+# full-batch DP-GD (dp_step1.c): the same model, journal and trace at 1, 2 and 3 ranks, the
+# default trace; a fixed Laplace scale the budget refuses at a step: exit 3, the same bits
+G="--algo dp-gd --iters 30 --seed 5"
+for np in 1 2 3; do
+  pair gd$np $np 0 spin $G --trace-every 2
+done
+pair gdref2 2 3 sleep $G --trace-every 1 --set algo.noise=0.02
+check "the refused dp-gd run charged some steps, not all" \
+  test "$(grep -c '"step":' "$T/gdref2.one/ledger.jsonl")" -ge 1 -a \
+  "$(grep -c '"step":' "$T/gdref2.one/ledger.jsonl")" -lt 30
 # a traced one-meeting run stopped at its checkpoint (run.stop_after) and resumed with one
 # meeting a step gives the uninterrupted run's model, journal and trace: the checkpoint of rank
 # 0's state is complete, and the copies get its momentum and mean; the stop comes before a

@@ -75,10 +75,12 @@ int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
 
-/* oracle_step1.c, collective, at create: rank 0's workspace for the fold of the reductions
+/* oracle_rows.c, collective, at create: rank 0's workspace for the fold of the reductions
  * to it (o->parts, up to DPO__WS_BYTES), the same choice on every rank; DPO_OK or DPO_EMPI. */
 #define DPO__WS_BYTES ((size_t)64 << 20)
 int dpo__oracle_ws_setup(dpo_oracle_t *o);
+/* oracle_rows.c: the meetings' buffers and the fold's workspace freed (no workspace). */
+void dpo__oracle_step1_free(dpo_oracle_t *o);
 
 /* oracle.c: this rank's part of a SUMS request at o->x: acc[0..d-1] = g, acc[d] = loss,
  * acc[d+1] = rows; m ids in o->ids, DPO__M_ALL (every row) or DPO__M_LOCAL (sampled by the

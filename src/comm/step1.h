@@ -50,9 +50,6 @@ int dpo__oracle_step1_sums(dpo_oracle_t *o, int64_t t, const double *x, const dp
 int dpo__oracle_step1_trace(const dpo_oracle_t *o, int64_t t, double *loss, double *g,
                             int64_t *rows, double held[3], double *secs);
 
-/* dpo_oracle_destroy: the meetings' buffers. */
-void dpo__oracle_step1_free(dpo_oracle_t *o);
-
 /* The meetings end on every rank (the plan's last step, a failure after the meeting that
  * every rank meets alike).  Not collective. */
 void dpo__oracle_step1_close(dpo_oracle_t *o);

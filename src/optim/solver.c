@@ -333,23 +333,6 @@ double dpo_solver_L(const dpo_solver_t *s) {
 
 double dpo_solver_mu(const dpo_solver_t *s) { return dpo_model_mu(dpo_oracle_model(s->oracle)); }
 
-int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g) {
-  size_t nb = (size_t)s->d * sizeof *x;
-  if (s->cvalid && memcmp(x, s->cx, nb) == 0) {
-    if (F) *F = s->cF;
-    if (g) memcpy(g, s->cg, nb);
-    return DPO_OK;
-  }
-  s->cvalid = 0;
-  int rc = dpo_oracle_eval(s->oracle, x, NULL, 1, &s->cF, s->cg);
-  if (rc) return rc;
-  memcpy(s->cx, x, nb);
-  s->cvalid = 1;
-  if (F) *F = s->cF;
-  if (g) memcpy(g, s->cg, nb);
-  return DPO_OK;
-}
-
 /* ---- progress on stderr (rank 0) ----
  * On when opts->progress > 0 (--progress), or when it is 0 (automatic) and someone watches:
  * stderr is a terminal, or a launcher (mpirun) pipes rank 0's output and the process still has
@@ -447,7 +430,7 @@ static int dpo__solver_begin1(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t 
 static int dpo__solver_end1(dpo_solver_t *s, int rc, int ended, int64_t max_iter) {
   int64_t met = 0;
   dpo__oracle_step1_live(s->oracle, &met);
-  int mrc = dpo__oracle_step1_end(s->oracle, s->t0 + met, !ended && met < max_iter);
+  int mrc = dpo__oracle_step1_end(s->oracle, s->t0 + met, !ended && s->t0 + met < max_iter);
   return mrc && !rc ? mrc : rc;
 }
 

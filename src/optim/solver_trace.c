@@ -10,11 +10,31 @@
  * give (the fold of the ranks' sums in one order at <= 12 ranks). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "comm/step1.h"
 #include "dpopt/optim.h"
 #include "dpopt/status.h"
 #include "optim/solver_int.h"
+
+/* the one-entry cache of the last full-batch evaluation (solver_int.h): here, below the trace
+ * rows and the driver's gtol test, which both evaluate at x_t */
+int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g) {
+  size_t nb = (size_t)s->d * sizeof *x;
+  if (s->cvalid && memcmp(x, s->cx, nb) == 0) {
+    if (F) *F = s->cF;
+    if (g) memcpy(g, s->cg, nb);
+    return DPO_OK;
+  }
+  s->cvalid = 0;
+  int rc = dpo_oracle_eval(s->oracle, x, NULL, 1, &s->cF, s->cg);
+  if (rc) return rc;
+  memcpy(s->cx, x, nb);
+  s->cvalid = 1;
+  if (F) *F = s->cF;
+  if (g) memcpy(g, s->cg, nb);
+  return DPO_OK;
+}
 
 double dpo__nrm2(const double *v, int32_t d) {
   /* scaled, so huge gradients do not overflow */
