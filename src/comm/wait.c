@@ -3,6 +3,7 @@
 #include "comm/wait.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static int dpo__wait_key = MPI_KEYVAL_INVALID;
 
 #define DPO__PROBE_S 0.010 /* the spin that measures a rank's share of its core */
 #define DPO__SHARE_MIN 0.8 /* below this share, the cores count as shared */
+#define DPO__MEET_S 0.015 /* the measured meetings last this long (dpo__wait_measure) */
 #define DPO__SPIN_S 20e-6  /* a gate first polls this long: a peer about to arrive */
 #define DPO__SLEEP0_NS 20000L
 #define DPO__SLEEP1_NS 500000L /* the longest sleep between two polls */
@@ -180,4 +182,76 @@ int dpo__wait_gate(MPI_Comm comm) {
   MPI_Request rq;
   DPO_MPI_CHECK(MPI_Ibarrier(comm, &rq));
   return dpo__wait_req(&rq);
+}
+
+/* A synthetic row's work: a dot product and an axpy over DPO__ROW_W doubles (the two passes of
+ * a gradient over a row), the entries counted.  No data: the figures it gives are the
+ * machine's. */
+#define DPO__ROW_W 128
+static double dpo__row_work(double *v, double *g, int64_t rows) {
+  double s = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    double dot = 0;
+    for (int j = 0; j < DPO__ROW_W; j++) dot += v[j] * g[j];
+    for (int j = 0; j < DPO__ROW_W; j++) g[j] += 1e-9 * dot * v[j];
+    s += dot;
+  }
+  return s;
+}
+
+int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c) {
+  int rc = dpo__wait_setup(comm), size = 1;
+  if (rc) return rc;
+  DPO_MPI_CHECK(MPI_Comm_size(comm, &size));
+  memset(c, 0, sizeof *c);
+  c->policy = dpo__wait_policy(comm);
+  double v[DPO__ROW_W], g[DPO__ROW_W];
+  volatile double sink = 0;
+  for (int j = 0; j < DPO__ROW_W; j++) v[j] = 1.0 / (j + 1), g[j] = 0;
+  /* every rank computes for DPO__PROBE_S at once: seconds per entry and share of a core */
+  DPO_MPI_CHECK(MPI_Barrier(comm));
+  double w0 = dpo__clock(CLOCK_MONOTONIC), c0 = dpo__clock(CLOCK_THREAD_CPUTIME_ID), w = w0;
+  int64_t rows = 0;
+  while (w - w0 < DPO__PROBE_S) {
+    sink += dpo__row_work(v, g, 16);
+    rows += 16;
+    w = dpo__clock(CLOCK_MONOTONIC);
+  }
+  double cpu = dpo__clock(CLOCK_THREAD_CPUTIME_ID) - c0;
+  double mine[2] = {(w - w0) / ((double)rows * DPO__ROW_W), -(w > w0 ? cpu / (w - w0) : 1.0)};
+  double all[2];
+  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, comm));
+  c->entry_s = all[0]; /* the slowest rank's: a step waits for it */
+  c->share = -all[1];  /* the least share a rank got */
+  /* meetings as a step has them: some work (about 50 us at the rate just measured; rank 0
+   * twice that, as it charges the ledger and keeps the trace while the others wait), then one
+   * collective of a few doubles behind the comm's wait, for DPO__MEET_S of rank 0's clock
+   * (its flag rides in the collective), long enough to span several of the scheduler's time
+   * slices.  A meeting's cost is what rank 0, the last to arrive, waits in it for the others
+   * to wake and answer: under a load, a waiting rank that slept finds its core taken.  The
+   * mean over the rounds, rank 0's */
+  int64_t wrows = (int64_t)(50e-6 / (all[0] * DPO__ROW_W)) + 1;
+  int rank = 0;
+  DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  if (rank == 0) wrows *= 2;
+  double meet = 0, m0 = dpo__clock(CLOCK_MONOTONIC);
+  int rounds = 0;
+  for (double y = 0; size > 1 && y == 0; rounds++) {
+    sink += dpo__row_work(v, g, wrows);
+    double t0 = dpo__clock(CLOCK_MONOTONIC);
+    double x = rounds >= 7 && t0 - m0 >= DPO__MEET_S ? 1.0 : 0.0;
+    if (c->policy == DPO__WAIT_SLEEP) {
+      MPI_Request rq;
+      DPO_MPI_CHECK(MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_MAX, comm, &rq));
+      if ((rc = dpo__wait_req(&rq))) return rc;
+    } else {
+      DPO_MPI_CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_MAX, comm));
+    }
+    meet += dpo__clock(CLOCK_MONOTONIC) - t0;
+  }
+  if (rounds) meet /= rounds;
+  DPO_MPI_CHECK(MPI_Bcast(&meet, 1, MPI_DOUBLE, 0, comm));
+  c->meet_s = meet;
+  (void)sink;
+  return DPO_OK;
 }

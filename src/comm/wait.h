@@ -47,4 +47,18 @@ int dpo__wait_gate(MPI_Comm comm);
  * growing sleep in between (the sleeping wait of the gate).  DPO_OK or DPO_EMPI. */
 int dpo__wait_req(MPI_Request *rq);
 
+/* What a step of work and a meeting of comm's ranks cost now (dpo__wait_measure). */
+typedef struct {
+  double share;   /* the least share of a core a rank got while every rank computed */
+  double entry_s; /* seconds per entry of a row's dot product and axpy, the slowest rank's */
+  double meet_s;  /* seconds one meeting of the ranks costs beyond their work (0 at 1 rank) */
+  int policy;     /* comm's wait policy (dpo__wait_setup), under which the meetings ran */
+} dpo__wait_costs_t;
+
+/* Sets comm's wait policy up (dpo__wait_setup), then every rank computes a synthetic row's
+ * work for 10 ms at once, and for 15 ms the ranks meet as a step's meetings do.  Nothing of any
+ * data is touched: the figures are the machine's load.  The same figures on every rank.
+ * Collective; DPO_OK, DPO_EINVAL (DPOPT_WAIT) or DPO_EMPI. */
+int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c);
+
 #endif

@@ -1,0 +1,79 @@
+#!/bin/sh
+# Agglomeration onto rank 0 (src/run/run_agglo.c, run.agglomerate): forced on at 2 and 3 ranks,
+# the rows of every rank moved to rank 0, gives the same model, journal, trace (its time
+# column aside) and test accuracy as a 1-rank run and as forced off, for CSR and dense rows,
+# one meeting a step and traced runs with a test set; summary.json says what ran; the memory
+# cap keeps the ranks; a parties run never agglomerates (on is refused, naming the key, with
+# nothing written); an unknown value is refused; a budget refusal and a failure of rank 0 end
+# every rank with its status.
+. "$(dirname "$0")/../lib/testlib.sh"
+export OPENBLAS_NUM_THREADS=1
+D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
+P="--public-n 32561 --iters 30 --seed 9"
+notime() { cut -d, -f1,3- "$1"; } # the trace without its time_s column
+same() { # label dir-a dir-b
+  check "$1: the same model" cmp -s "$2/model.txt" "$3/model.txt"
+  unchained "$2/ledger.jsonl" > "$T/la"
+  unchained "$3/ledger.jsonl" > "$T/lb"
+  check "$1: the same journal" cmp -s "$T/la" "$T/lb"
+  notime "$2/trace.csv" > "$T/ta"
+  notime "$3/trace.csv" > "$T/tb"
+  check "$1: the same trace" cmp -s "$T/ta" "$T/tb"
+}
+run() { # name np args...
+  n=$1 np=$2
+  shift 2
+  expect 0 $MPI -np "$np" "$DPOPT" train $D "$@" --out "$T/$n"
+}
+# one meeting a step (no trace rows), CSR rows
+run one1 1 $P --trace-every 0
+for np in 2 3; do
+  run on$np $np $P --trace-every 0 --agglomerate on
+  has "$T/on$np/summary.json" '"ranks_solving":1' "on at $np ranks: rank 0 solved alone"
+  has "$T/on$np/summary.json" "\"agglomerated_from\":$np" "... with the rows of $np ranks"
+  same "on at $np ranks" "$T/one1" "$T/on$np"
+done
+run off2 2 $P --trace-every 0 --agglomerate off
+has "$T/off2/summary.json" '"ranks_solving":2' "off: both ranks solved"
+hasnot "$T/off2/summary.json" 'agglomerated_from' "off: nothing agglomerated"
+same "off at 2 ranks" "$T/one1" "$T/off2"
+# trace rows (a full pass each, the request path) with a test set: the test rows move too
+TR="$P --trace-every 5 --test $S/data/a9a.t"
+run tr1 1 $TR
+run tr3 3 $TR --agglomerate on
+same "traced, test set, on at 3 ranks" "$T/tr1" "$T/tr3"
+acc() { sed -n 's/.*"test_accuracy":\([^,]*\).*/\1/p' "$1/summary.json"; }
+check "the same test accuracy" test -n "$(acc "$T/tr1")" -a "$(acc "$T/tr1")" = "$(acc "$T/tr3")"
+# dense rows
+run de1 1 $P --trace-every 0 --dense
+run de2 2 $P --trace-every 0 --dense --agglomerate on
+same "dense, on at 2 ranks" "$T/de1" "$T/de2"
+# rank 0 stopped by the budget (a multiplier too small: step 4 of 30 refused): exit 3 on every
+# rank, the last accepted iterate; rank 0 failing alone: its error once, its exit status
+expect 3 $MPI -np 1 "$DPOPT" train $D $P --trace-every 0 --set algo.z=0.7 --out "$T/rf1"
+expect 3 $MPI -np 2 "$DPOPT" train $D $P --trace-every 0 --set algo.z=0.7 --agglomerate on \
+  --out "$T/rf2"
+check "refused at step 4: the same model" cmp -s "$T/rf1/model.txt" "$T/rf2/model.txt"
+expect 2 $MPI -np 3 "$DPOPT" train $D $P --trace-every 0 --agglomerate on --x0 "$T/none.txt" \
+  --out "$T/x3"
+check "rank 0's error printed once" test "$(grep -c 'cannot open model' "$T/err")" = 1
+hasnot "$T/err" "did not report this error" "... and no other rank's own"
+# the cap: rank 0 would hold up to 49 MB of a9a's rows (its public bound): on keeps the ranks
+run cap2 2 $P --trace-every 0 --agglomerate on --agglomerate-max-mb 10
+has "$T/cap2/summary.json" '"ranks_solving":2' "over the cap: both ranks solved"
+has "$T/cap2/summary.json" 'over run.agglomerate_max_mb = 10' "... and summary.json says why"
+same "over the cap" "$T/one1" "$T/cap2"
+# parties: each party's rows stay with it; on is refused before anything is written
+PT="--set privacy.trust=secagg --set parties.count=2 --algo dp-gd --iters 3 --clip l2:1"
+expect 1 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pon.p%d" --agglomerate on \
+  --out "$T/pon"
+has "$T/err" "run.agglomerate = on: this run cannot solve on fewer ranks (parties" \
+  "on with parties refused, naming the key and why"
+check "... and nothing written" test ! -e "$T/pon" -a ! -e "$T/pon.p1"
+expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pa.p%d" --out "$T/pa"
+has "$T/pa/summary.json" '"ranks_solving":2' "auto with parties: every rank solved"
+hasnot "$T/pa/summary.json" 'agglomerated_from' "... nothing agglomerated"
+expect 1 $MPI -np 2 "$DPOPT" train $D $P --agglomerate sometimes --out "$T/bad"
+has "$T/err" "run.agglomerate = 'sometimes': expected auto, off or on" "an unknown value refused"
+check "... and nothing written" test ! -e "$T/bad"
+finish test_agglomerate
