@@ -218,11 +218,13 @@ int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c) {
     w = dpo__clock(CLOCK_MONOTONIC);
   }
   double cpu = dpo__clock(CLOCK_THREAD_CPUTIME_ID) - c0;
-  double mine[2] = {(w - w0) / ((double)rows * DPO__ROW_W), -(w > w0 ? cpu / (w - w0) : 1.0)};
-  double all[2];
-  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, comm));
-  c->entry_s = all[0]; /* the slowest rank's: a step waits for it */
-  c->share = -all[1];  /* the least share a rank got */
+  /* the ranks' walls over their entries together: one rank descheduled for the whole window
+   * (it happens under a load) would otherwise stand for every step */
+  double mine[2] = {w - w0, (double)rows * DPO__ROW_W}, all[2];
+  double share = w > w0 ? cpu / (w - w0) : 1.0;
+  DPO_MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, comm));
+  DPO_MPI_CHECK(MPI_Allreduce(&share, &c->share, 1, MPI_DOUBLE, MPI_MIN, comm));
+  c->entry_s = all[0] / all[1];
   /* meetings as a step has them: some work (about 50 us at the rate just measured; rank 0
    * twice that, as it charges the ledger and keeps the trace while the others wait), then one
    * collective of a few doubles behind the comm's wait, for DPO__MEET_S of rank 0's clock
@@ -230,7 +232,7 @@ int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c) {
    * slices.  A meeting's cost is what rank 0, the last to arrive, waits in it for the others
    * to wake and answer: under a load, a waiting rank that slept finds its core taken.  The
    * mean over the rounds, rank 0's */
-  int64_t wrows = (int64_t)(50e-6 / (all[0] * DPO__ROW_W)) + 1;
+  int64_t wrows = (int64_t)(50e-6 / (c->entry_s * DPO__ROW_W)) + 1;
   int rank = 0;
   DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   if (rank == 0) wrows *= 2;

@@ -50,7 +50,8 @@ int dpo__wait_req(MPI_Request *rq);
 /* What a step of work and a meeting of comm's ranks cost now (dpo__wait_measure). */
 typedef struct {
   double share;   /* the least share of a core a rank got while every rank computed */
-  double entry_s; /* seconds per entry of a row's dot product and axpy, the slowest rank's */
+  double entry_s; /* seconds per entry of a row's dot product and axpy (all ranks' walls over
+                   * all their entries) */
   double meet_s;  /* seconds one meeting of the ranks costs beyond their work (0 at 1 rank) */
   int policy;     /* comm's wait policy (dpo__wait_setup), under which the meetings ran */
 } dpo__wait_costs_t;
