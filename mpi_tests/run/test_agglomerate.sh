@@ -4,8 +4,9 @@
 # column aside) and test accuracy as a 1-rank run and as forced off, for CSR and dense rows,
 # one meeting a step and traced runs with a test set; summary.json says what ran; the memory
 # cap keeps the ranks; a parties run never agglomerates (on is refused, naming the key, with
-# nothing written); an unknown value is refused; a budget refusal and a failure of rank 0 end
-# every rank with its status.
+# nothing written); auto measures and says so; DPOPT_AGGLOMERATE sets the default, the key
+# wins; an unknown value is refused; a budget refusal and a failure of rank 0 end every rank
+# with its status.
 . "$(dirname "$0")/../lib/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
 D="--data $S/data/a9a --row-l1-bound 14 --row-l2-bound 3.75 --eps 1 --delta 1e-5 --quiet"
@@ -70,9 +71,26 @@ expect 1 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pon.p%d" --agglo
 has "$T/err" "run.agglomerate = on: this run cannot solve on fewer ranks (parties" \
   "on with parties refused, naming the key and why"
 check "... and nothing written" test ! -e "$T/pon" -a ! -e "$T/pon.p1"
-expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pa.p%d" --out "$T/pa"
+expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pa.p%d" --agglomerate auto \
+  --out "$T/pa"
 has "$T/pa/summary.json" '"ranks_solving":2' "auto with parties: every rank solved"
-hasnot "$T/pa/summary.json" 'agglomerated_from' "... nothing agglomerated"
+has "$T/pa/summary.json" '"reason":"auto: parties' "... and summary.json says why"
+DPOPT_AGGLOMERATE=on expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pe.p%d" \
+  --out "$T/pe"
+hasnot "$T/pe/summary.json" 'agglomerated_from' "DPOPT_AGGLOMERATE=on with parties: quietly not"
+# auto measures and decides (either way the 1-rank run's model); the environment's default
+# (the test driver's is off) and the key over it
+run auto2 2 $P --trace-every 0 --agglomerate auto
+has "$T/auto2/summary.json" '"meeting_s":' "auto: the measured meeting in summary.json"
+has "$T/auto2/summary.json" '"predicted_step_s_1":' "... and the predictions"
+same "auto at 2 ranks" "$T/one1" "$T/auto2"
+DPOPT_AGGLOMERATE=on run env2 2 $P --trace-every 0
+has "$T/env2/summary.json" '"agglomerated_from":2' "DPOPT_AGGLOMERATE=on: rank 0 solved alone"
+DPOPT_AGGLOMERATE=on run key2 2 $P --trace-every 0 --agglomerate off
+hasnot "$T/key2/summary.json" 'agglomerated_from' "run.agglomerate = off over the environment"
+DPOPT_AGGLOMERATE=maybe expect 1 $MPI -np 2 "$DPOPT" train $D $P --out "$T/bad2"
+has "$T/err" "DPOPT_AGGLOMERATE=maybe: expected auto, off or on" "a bad environment refused"
+check "... and nothing written" test ! -e "$T/bad2"
 expect 1 $MPI -np 2 "$DPOPT" train $D $P --agglomerate sometimes --out "$T/bad"
 has "$T/err" "run.agglomerate = 'sometimes': expected auto, off or on" "an unknown value refused"
 check "... and nothing written" test ! -e "$T/bad"

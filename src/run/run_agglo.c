@@ -22,6 +22,7 @@ static const char *const dpo__agg_names[] = {"auto", "off", "on"};
 
 struct dpo__agglo {
   int mode;
+  int keyed;        /* the mode came from run.agglomerate (else DPOPT_AGGLOMERATE or auto) */
   double cap_mb;
   int done, idle;   /* agglomerated; this rank waits */
   MPI_Comm full, solo;
@@ -46,12 +47,18 @@ int dpo__agglo_settings(dpo_run_t *r) {
   if (!a) return dpo_err(DPO_ENOMEM, "out of memory");
   a->full = a->solo = MPI_COMM_NULL;
   r->agglo = a;
-  int rc = dpo_config_get_str(r->cfg, "run.agglomerate", "auto", &m);
+  /* the key, else the environment's default for every run (a batch system's, the tests'),
+   * else auto */
+  const char *env = getenv("DPOPT_AGGLOMERATE");
+  a->keyed = dpo_config_get(r->cfg, "run.agglomerate") != NULL;
+  int rc = dpo_config_get_str(r->cfg, "run.agglomerate", env && *env ? env : "auto", &m);
   if (!rc) rc = dpo_config_get_double(r->cfg, "run.agglomerate_max_mb", 256.0, &a->cap_mb);
   if (rc) return rc;
   a->mode = -1;
   for (int k = 0; k < 3; k++)
     if (!strcasecmp(m, dpo__agg_names[k])) a->mode = k;
+  if (a->mode < 0 && !a->keyed)
+    return dpo_err(DPO_EINVAL, "DPOPT_AGGLOMERATE=%s: expected auto, off or on", m);
   if (a->mode < 0)
     return dpo_err(DPO_EINVAL, "%s: run.agglomerate = '%s': expected auto, off or on",
                    dpo_config_origin(r->cfg, "run.agglomerate"), m);
@@ -73,7 +80,8 @@ static const char *dpo__agglo_unable(const dpo_run_t *r) {
 }
 
 int dpo__agglo_check(const dpo_run_t *r) {
-  const char *why = r->agglo && r->agglo->mode == DPO__AGG_ON && r->size > 1
+  /* the environment's on is a default for every run: quietly not for these */
+  const char *why = r->agglo && r->agglo->mode == DPO__AGG_ON && r->agglo->keyed && r->size > 1
                         ? dpo__agglo_unable(r) : NULL;
   if (!why) return DPO_OK;
   return dpo_err(DPO_EINVAL, "%s: run.agglomerate = on: this run cannot solve on fewer ranks "
@@ -222,10 +230,14 @@ static void dpo__agglo_say(dpo_run_t *r) {
 int dpo__agglo_begin(dpo_run_t *r, double N, int *idle) {
   struct dpo__agglo *a = r->agglo;
   *idle = 0;
-  if (!a || a->mode == DPO__AGG_OFF || r->size == 1) return DPO_OK;
+  if (!a || r->size == 1) return DPO_OK;
+  /* rank 0's mode (DPOPT_AGGLOMERATE could differ between ranks): one path everywhere */
+  if (MPI_Bcast(&a->mode, 1, MPI_INT, 0, r->comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "agglomeration: MPI_Bcast failed");
+  if (a->mode == DPO__AGG_OFF) return DPO_OK;
   const char *why = dpo__agglo_unable(r);
   if (why) {
-    snprintf(a->reason, sizeof a->reason, "auto: %s", why);
+    snprintf(a->reason, sizeof a->reason, "%s: %s", dpo__agg_names[a->mode], why);
     return DPO_OK;
   }
   if (!(N > 0)) {
@@ -244,8 +256,8 @@ int dpo__agglo_begin(dpo_run_t *r, double N, int *idle) {
   int P = r->size, rc;
   if (a->mode == DPO__AGG_ON) {
     P = 1;
-    snprintf(a->reason, sizeof a->reason, "on: forced (run.agglomerate = on), %.1f MB of rows "
-             "at most on rank 0", mb);
+    snprintf(a->reason, sizeof a->reason, "on: forced (%s), %.1f MB of rows at most on rank 0",
+             a->keyed ? "run.agglomerate = on" : "DPOPT_AGGLOMERATE=on", mb);
   } else {
     if ((rc = dpo__agglo_measure(r, N))) return rc;
     P = r->rank == 0 ? dpo__agglo_choose(&a->f, &a->t1, &a->tP) : 0;
