@@ -24,6 +24,7 @@ static int dpo__wait_key = MPI_KEYVAL_INVALID;
 #define DPO__SPIN_S 20e-6  /* a gate first polls this long: a peer about to arrive */
 #define DPO__SLEEP0_NS 20000L
 #define DPO__SLEEP1_NS 500000L /* the longest sleep between two polls */
+#define DPO__SLEEPL_NS 5000000L /* ... of a rank that waits for a whole solve */
 
 static double dpo__clock(clockid_t c) {
   struct timespec ts;
@@ -160,22 +161,30 @@ int dpo__wait_setup(MPI_Comm comm) {
   return DPO_OK;
 }
 
-int dpo__wait_req(MPI_Request *rq) {
+/* Polls rq: first spinning for DPO__SPIN_S, then with sleeps doubling from DPO__SLEEP0_NS up
+ * to top_ns between tests. */
+static int dpo__wait_poll(MPI_Request *rq, long top_ns) {
   int done = 0;
   DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
   double t0 = done ? 0.0 : dpo__clock(CLOCK_MONOTONIC);
   while (!done && dpo__clock(CLOCK_MONOTONIC) - t0 < DPO__SPIN_S)
     DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
-  /* then sleeps that double up to DPO__SLEEP1_NS: a wait of t costs at most about 2t */
+  /* then sleeps that double up to top_ns: a wait of t costs at most about 2t */
   long ns = DPO__SLEEP0_NS;
   while (!done) {
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
-    if (ns < DPO__SLEEP1_NS) ns = 2 * ns < DPO__SLEEP1_NS ? 2 * ns : DPO__SLEEP1_NS;
+    if (ns < top_ns) ns = 2 * ns < top_ns ? 2 * ns : top_ns;
     DPO_MPI_CHECK(MPI_Test(rq, &done, MPI_STATUS_IGNORE));
   }
   return DPO_OK;
 }
+
+int dpo__wait_req(MPI_Request *rq) { return dpo__wait_poll(rq, DPO__SLEEP1_NS); }
+
+/* A rank that waits a whole solve wakes 200 times a second at most, not 2000: each wake-up
+ * takes a time slice from the rank that works beside it on a shared core. */
+int dpo__wait_long(MPI_Request *rq) { return dpo__wait_poll(rq, DPO__SLEEPL_NS); }
 
 int dpo__wait_gate(MPI_Comm comm) {
   if (dpo__wait_policy(comm) != DPO__WAIT_SLEEP) return DPO_OK;

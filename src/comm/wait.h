@@ -47,6 +47,10 @@ int dpo__wait_gate(MPI_Comm comm);
  * growing sleep in between (the sleeping wait of the gate).  DPO_OK or DPO_EMPI. */
 int dpo__wait_req(MPI_Request *rq);
 
+/* The same for a wait of seconds (a rank waiting while rank 0 solves alone): the sleeps grow
+ * to 5 ms, so the waiting rank wakes at most 200 times a second.  DPO_OK or DPO_EMPI. */
+int dpo__wait_long(MPI_Request *rq);
+
 /* What a step of work and a meeting of comm's ranks cost now (dpo__wait_measure). */
 typedef struct {
   double share;   /* the least share of a core a rank got while every rank computed */

@@ -301,8 +301,8 @@ int dpo__agglo_end(dpo_run_t *r, int rc) {
   int v[4] = {rc, r->state, r->evaluated, r->run_rc};
   if (!a->idle) r->comm = a->full;
   MPI_Request rq;
-  /* the others sleep (dpo__wait_req) until rank 0 is done: no spinning beside it */
-  if (MPI_Ibcast(v, 4, MPI_INT, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_req(&rq))
+  /* the others sleep until rank 0 is done (dpo__wait_long): no spinning beside it */
+  if (MPI_Ibcast(v, 4, MPI_INT, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_long(&rq))
     return dpo_err(DPO_EMPI, "agglomeration: MPI_Ibcast of rank 0's status failed");
   /* a failure: rank 0's message agreed on every rank (printed once, by rank 0) */
   if (v[0] != DPO_OK && v[0] != DPO_EBUDGET && v[0] != DPO_EINTR)
