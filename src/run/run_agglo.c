@@ -298,20 +298,23 @@ int dpo__agglo_idle(const dpo_run_t *r) { return r->agglo && r->agglo->idle; }
 int dpo__agglo_end(dpo_run_t *r, int rc) {
   struct dpo__agglo *a = r->agglo;
   if (!a || !a->done) return rc;
-  int v[4] = {rc, r->state, r->evaluated, r->run_rc};
+  /* rank 0's status, lifecycle position and iterations (dpo_run_result on every rank) */
+  int64_t v[5] = {rc, r->state, r->evaluated, r->run_rc,
+                  r->solver ? dpo_solver_iters(r->solver) : 0};
   if (!a->idle) r->comm = a->full;
   MPI_Request rq;
   /* the others sleep until rank 0 is done (dpo__wait_long): no spinning beside it */
-  if (MPI_Ibcast(v, 4, MPI_INT, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_long(&rq))
+  if (MPI_Ibcast(v, 5, MPI_INT64_T, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_long(&rq))
     return dpo_err(DPO_EMPI, "agglomeration: MPI_Ibcast of rank 0's status failed");
   /* a failure: rank 0's message agreed on every rank (printed once, by rank 0) */
   if (v[0] != DPO_OK && v[0] != DPO_EBUDGET && v[0] != DPO_EINTR)
     return dpo_agree(a->full, a->idle ? DPO_OK : rc);
   if (!a->idle) return rc;
-  r->run_rc = v[3];
-  r->state = v[1];
-  r->evaluated = v[2];
-  return v[0];
+  r->run_rc = (int)v[3];
+  r->state = (int)v[1];
+  r->evaluated = (int)v[2];
+  r->kiters = v[4]; /* dpo_run_result's iterations where there is no solver */
+  return (int)v[0];
 }
 
 void dpo__agglo_summary(const dpo_run_t *r, json_object *sum) {
