@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "comm/wait.h"
+#include "data/data_internal.h" /* dpo__dense_alloc */
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "run/run_impl.h"
@@ -164,7 +165,8 @@ static int dpo__agglo_gather(MPI_Comm comm, int rank, int size, dpo_shard_t **ps
         t->colind = malloc((size_t)(Z ? Z : 1) * sizeof *t->colind);
         t->val = malloc((size_t)(Z ? Z : 1) * sizeof *t->val);
         if (!t->rowptr || !t->colind || !t->val) rc = DPO_ENOMEM;
-      } else if (!(t->X = malloc((size_t)(N ? N : 1) * (size_t)w * sizeof *t->X))) {
+      } else if (!(t->X = dpo__dense_alloc((size_t)(N ? N : 1) * (size_t)w))) {
+        /* the loader's 64-byte aligned storage: the gradient kernel may assume it */
         rc = DPO_ENOMEM;
       }
       if (!t->y) rc = DPO_ENOMEM;
