@@ -38,7 +38,8 @@ static int dpo__attr_free(MPI_Comm c, int key, void *v, void *x) {
 
 #define DPO__PROBE_S 0.010 /* the spin that measures a rank's share of its core */
 #define DPO__SHARE_MIN 0.8 /* below this share, the cores count as shared */
-#define DPO__MEET_S 0.015 /* the measured meetings last this long (dpo__wait_measure) */
+#define DPO__MEET_S 0.008 /* the measured meetings last this long (dpo__wait_measure): two
+                            * or more of the scheduler's slices; 15 ms decided the same */
 #define DPO__SPIN_S 20e-6  /* a gate first polls this long: a peer about to arrive */
 #define DPO__SLEEP0_NS 20000L
 #define DPO__SLEEP1_NS 500000L /* the longest sleep between two polls */

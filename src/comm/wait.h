@@ -76,9 +76,9 @@ typedef struct {
 } dpo__wait_costs_t;
 
 /* Sets comm's wait policy up (dpo__wait_setup), then takes the work's figures from its probe
- * (without one, every rank computes a synthetic row's work for 10 ms at once), and for 15 ms
- * the ranks meet as a step's meetings do.  Nothing of any
- * data is touched: the figures are the machine's load.  The same figures on every rank.
+ * (without one, every rank computes a synthetic row's work for 10 ms at once), and for 8 ms
+ * the ranks meet as a step's meetings do.  Nothing of any data is touched: the figures are
+ * the machine's load.  The same figures on every rank.
  * Collective; DPO_OK, DPO_EINVAL (DPOPT_WAIT) or DPO_EMPI. */
 int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c);
 
