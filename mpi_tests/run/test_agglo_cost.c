@@ -49,3 +49,16 @@ Test(agglo, the_break_even_point) {
   cr_assert_eq(dpo__agglo_choose(&f, &t1, &tP), 1);
   cr_assert_float_eq(tP, t1, 0);
 }
+
+Test(agglo, cores_not_shared_keeps_the_ranks_unmeasured) {
+  /* the wait policy's probe saw a core for every rank: P whatever the other figures say (the
+   * same facts without the flag agglomerate), and no prediction */
+  dpo__agglo_facts_t f = a9a(2, 3, 4e-4);
+  double t1, tP;
+  cr_assert_eq(dpo__agglo_choose(&f, &t1, &tP), 1);
+  f.cores_free = 1;
+  cr_assert_eq(dpo__agglo_choose(&f, &t1, &tP), 2);
+  cr_assert(isnan(t1) && isnan(tP));
+  f.P = 1; /* one rank: still nothing to decide */
+  cr_assert_eq(dpo__agglo_choose(&f, &t1, &tP), 1);
+}

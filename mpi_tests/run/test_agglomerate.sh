@@ -4,8 +4,9 @@
 # column aside) and test accuracy as a 1-rank run and as forced off, for CSR and dense rows,
 # one meeting a step and traced runs with a test set; summary.json says what ran; the memory
 # cap keeps the ranks; a parties run never agglomerates (on is refused, naming the key, with
-# nothing written); auto measures and says so; DPOPT_AGGLOMERATE sets the default, the key
-# wins; an unknown value is refused; a budget refusal and a failure of rank 0 end every rank
+# nothing written); auto keeps the ranks when the wait policy's probe saw free cores, else
+# measures, and says so; summary.json's wait is what the solve ran; DPOPT_AGGLOMERATE sets the
+# default, the key wins; an unknown value is refused; a budget refusal and a failure of rank 0 end every rank
 # with its status.
 . "$(dirname "$0")/../lib/testlib.sh"
 export OPENBLAS_NUM_THREADS=1
@@ -81,9 +82,17 @@ hasnot "$T/pe/summary.json" 'agglomerated_from' "DPOPT_AGGLOMERATE=on with parti
 # auto measures and decides (either way the 1-rank run's model); the environment's default
 # (the test driver's is off) and the key over it
 run auto2 2 $P --trace-every 0 --agglomerate auto
-has "$T/auto2/summary.json" '"meeting_s":' "auto: the measured meeting in summary.json"
-has "$T/auto2/summary.json" '"predicted_step_s_1":' "... and the predictions"
+check "auto: summary.json says the probe kept the ranks or what was measured" \
+  grep -Eq '"reason":"auto: every rank had a core of its own|"meeting_s":' "$T/auto2/summary.json"
 same "auto at 2 ranks" "$T/one1" "$T/auto2"
+# a forced wait policy has no probe to say the cores are free: auto measures
+DPOPT_WAIT=sleep run autos 2 $P --trace-every 0 --agglomerate auto
+has "$T/autos/summary.json" '"meeting_s":' "auto without the probe: the measured meeting"
+has "$T/autos/summary.json" '"predicted_step_s_1":' "... and the predictions"
+# rank 0 alone says how it waited (its own communicator's policy), the others slept
+DPOPT_WAIT=sleep run ons 2 $P --trace-every 0 --agglomerate on
+has "$T/ons/summary.json" '"wait":"sleep"' "on: summary.json's wait is rank 0's, as run"
+has "$T/ons/summary.json" '"others_wait":"sleep"' "... and the waiting ranks slept"
 DPOPT_AGGLOMERATE=on run env2 2 $P --trace-every 0
 has "$T/env2/summary.json" '"agglomerated_from":2' "DPOPT_AGGLOMERATE=on: rank 0 solved alone"
 DPOPT_AGGLOMERATE=on run key2 2 $P --trace-every 0 --agglomerate off

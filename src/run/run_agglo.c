@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "comm/wait.h"
+#include "data/data_internal.h" /* dpo__dense_alloc */
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "run/run_impl.h"
@@ -30,12 +31,17 @@ struct dpo__agglo {
   dpo__agglo_facts_t f;
   double share, t1, tP;
   int policy;
+  dpo__wait_probe_t probe; /* auto: the wait policy's probe */
   char reason[512];
 };
 
 int dpo__agglo_choose(const dpo__agglo_facts_t *f, double *t1, double *tP) {
   const double work = f->rows * f->width * f->entry_s;
   const int P = f->P > 1 ? f->P : 1;
+  if (f->cores_free && P > 1) {
+    *t1 = *tP = NAN;
+    return P;
+  }
   *t1 = work;
   *tP = work / P + (P > 1 ? f->meetings * f->meet_s : 0.0);
   return *t1 < *tP ? 1 : P;
@@ -164,7 +170,8 @@ static int dpo__agglo_gather(MPI_Comm comm, int rank, int size, dpo_shard_t **ps
         t->colind = malloc((size_t)(Z ? Z : 1) * sizeof *t->colind);
         t->val = malloc((size_t)(Z ? Z : 1) * sizeof *t->val);
         if (!t->rowptr || !t->colind || !t->val) rc = DPO_ENOMEM;
-      } else if (!(t->X = malloc((size_t)(N ? N : 1) * (size_t)w * sizeof *t->X))) {
+      } else if (!(t->X = dpo__dense_alloc((size_t)(N ? N : 1) * (size_t)w))) {
+        /* the loader's 64-byte aligned storage: the gradient kernel may assume it */
         rc = DPO_ENOMEM;
       }
       if (!t->y) rc = DPO_ENOMEM;
@@ -259,15 +266,27 @@ int dpo__agglo_begin(dpo_run_t *r, double N, int *idle) {
     snprintf(a->reason, sizeof a->reason, "on: forced (%s), %.1f MB of rows at most on rank 0",
              a->keyed ? "run.agglomerate = on" : "DPOPT_AGGLOMERATE=on", mb);
   } else {
-    if ((rc = dpo__agglo_measure(r, N))) return rc;
+    /* the wait policy's probe (set up now if not yet) first: cores of their own, and the
+     * meetings cost microseconds; measured only when it matters */
+    if ((rc = dpo__wait_setup(r->comm))) return rc;
+    dpo__wait_probed(r->comm, &a->probe);
+    a->f.P = r->size;
+    a->f.cores_free = a->probe.probed && !a->probe.shared;
+    if (!a->f.cores_free && (rc = dpo__agglo_measure(r, N))) return rc;
     P = r->rank == 0 ? dpo__agglo_choose(&a->f, &a->t1, &a->tP) : 0;
     MPI_Bcast(&P, 1, MPI_INT, 0, r->comm); /* rank 0's word: one decision everywhere */
-    snprintf(a->reason, sizeof a->reason, "auto: a step's work %.3g s (%.0f rows x %.0f "
-             "entries at %.3g s, a rank got %.2f of a core), %.0f meeting%s of %.3g s (%s "
-             "wait): predicted %.3g s a step on 1 rank, %.3g s on %d",
-             a->f.rows * a->f.width * a->f.entry_s, a->f.rows, a->f.width, a->f.entry_s,
-             a->share, a->f.meetings, a->f.meetings == 1 ? "" : "s", a->f.meet_s,
-             a->policy == DPO__WAIT_SLEEP ? "sleeping" : "spinning", a->t1, a->tP, r->size);
+    if (a->f.cores_free)
+      snprintf(a->reason, sizeof a->reason, "auto: every rank had a core of its own (the wait "
+               "policy's probe: at least %.2f of a core while all computed, %d tasks ready to "
+               "run on %d cores), so a meeting costs microseconds: the ranks kept, nothing "
+               "more measured", a->probe.share, a->probe.ready, a->probe.cores);
+    else
+      snprintf(a->reason, sizeof a->reason, "auto: a step's work %.3g s (%.0f rows x %.0f "
+               "entries at %.3g s, a rank got %.2f of a core), %.0f meeting%s of %.3g s (%s "
+               "wait): predicted %.3g s a step on 1 rank, %.3g s on %d",
+               a->f.rows * a->f.width * a->f.entry_s, a->f.rows, a->f.width, a->f.entry_s,
+               a->share, a->f.meetings, a->f.meetings == 1 ? "" : "s", a->f.meet_s,
+               a->policy == DPO__WAIT_SLEEP ? "sleeping" : "spinning", a->t1, a->tP, r->size);
   }
   if (P != 1) {
     dpo__agglo_say(r);
@@ -295,23 +314,30 @@ void dpo__agglo_resume(dpo_run_t *r) {
 
 int dpo__agglo_idle(const dpo_run_t *r) { return r->agglo && r->agglo->idle; }
 
+MPI_Comm dpo__agglo_solve_comm(const dpo_run_t *r) {
+  return r->agglo && r->agglo->done && !r->agglo->idle ? r->agglo->solo : r->comm;
+}
+
 int dpo__agglo_end(dpo_run_t *r, int rc) {
   struct dpo__agglo *a = r->agglo;
   if (!a || !a->done) return rc;
-  int v[4] = {rc, r->state, r->evaluated, r->run_rc};
+  /* rank 0's status, lifecycle position and iterations (dpo_run_result on every rank) */
+  int64_t v[5] = {rc, r->state, r->evaluated, r->run_rc,
+                  r->solver ? dpo_solver_iters(r->solver) : 0};
   if (!a->idle) r->comm = a->full;
   MPI_Request rq;
   /* the others sleep until rank 0 is done (dpo__wait_long): no spinning beside it */
-  if (MPI_Ibcast(v, 4, MPI_INT, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_long(&rq))
+  if (MPI_Ibcast(v, 5, MPI_INT64_T, 0, a->full, &rq) != MPI_SUCCESS || dpo__wait_long(&rq))
     return dpo_err(DPO_EMPI, "agglomeration: MPI_Ibcast of rank 0's status failed");
   /* a failure: rank 0's message agreed on every rank (printed once, by rank 0) */
   if (v[0] != DPO_OK && v[0] != DPO_EBUDGET && v[0] != DPO_EINTR)
     return dpo_agree(a->full, a->idle ? DPO_OK : rc);
   if (!a->idle) return rc;
-  r->run_rc = v[3];
-  r->state = v[1];
-  r->evaluated = v[2];
-  return v[0];
+  r->run_rc = (int)v[3];
+  r->state = (int)v[1];
+  r->evaluated = (int)v[2];
+  r->kiters = v[4]; /* dpo_run_result's iterations where there is no solver */
+  return (int)v[0];
 }
 
 void dpo__agglo_summary(const dpo_run_t *r, json_object *sum) {
@@ -321,7 +347,14 @@ void dpo__agglo_summary(const dpo_run_t *r, json_object *sum) {
   if (a->done) json_object_object_add(sum, "agglomerated_from", json_object_new_int(r->size));
   json_object *o = json_object_new_object();
   json_object_object_add(o, "mode", json_object_new_string(dpo__agg_names[a->mode]));
+  /* summary.json's wait is rank 0's, alone; the others slept on its status (dpo__wait_long) */
+  if (a->done) json_object_object_add(o, "others_wait", json_object_new_string("sleep"));
   if (a->reason[0]) json_object_object_add(o, "reason", json_object_new_string(a->reason));
+  if (a->f.cores_free) {
+    json_object_object_add(o, "core_share", dpo_json_double(a->probe.share));
+    json_object_object_add(o, "ready_tasks", json_object_new_int(a->probe.ready));
+    json_object_object_add(o, "cores", json_object_new_int(a->probe.cores));
+  }
   if (a->measured) {
     json_object_object_add(o, "core_share", dpo_json_double(a->share));
     json_object_object_add(o, "entry_s", dpo_json_double(a->f.entry_s));

@@ -4,6 +4,7 @@
 #ifndef DPO_RUN_AGGLO_H
 #define DPO_RUN_AGGLO_H
 
+#include <mpi.h>
 #include <stdint.h>
 
 struct dpo_run;
@@ -18,10 +19,13 @@ typedef struct {
   double entry_s;     /* seconds per entry, measured under the present load */
   double meetings;    /* meetings of the ranks a step */
   double meet_s;      /* seconds a meeting costs beyond the work */
+  int cores_free;     /* the wait policy's probe saw every rank with (nearly) a core of its
+                       * own: meetings cost microseconds, the ranks are kept unmeasured */
 } dpo__agglo_facts_t;
 
 /* Pure: the predicted seconds of a step's parallel part at 1 and at P ranks, and the count with
- * the least (1 or P; P on a tie: agglomeration must win to be chosen).  Returns that count. */
+ * the least (1 or P; P on a tie: agglomeration must win to be chosen).  Returns that count.
+ * With cores_free: P, and no prediction (NaN; the other figures are not read). */
 int dpo__agglo_choose(const dpo__agglo_facts_t *f, double *t1, double *tP);
 
 /* Not collective, in train's settings: run.agglomerate (auto | off | on) and
@@ -45,6 +49,8 @@ int dpo__agglo_end(struct dpo_run *r, int rc);
 void dpo__agglo_resume(struct dpo_run *r);
 /* 1 on the ranks that wait while rank 0 solves alone. */
 int dpo__agglo_idle(const struct dpo_run *r);
+/* The communicator the solve ran on: rank 0's own after agglomerating, else r->comm. */
+MPI_Comm dpo__agglo_solve_comm(const struct dpo_run *r);
 /* Rank 0: summary.json's ranks_solving, agglomerated_from, agglomerate_reason. */
 struct json_object;
 void dpo__agglo_summary(const struct dpo_run *r, struct json_object *sum);

@@ -272,6 +272,9 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   dpo_oracle_get_stats(r->oracle, &ost);
   dpo__timing_t tim;
   dpo__timing_reduce(r->comm, &ost, dpo__run_parties_hide_train(r->parties), &tim);
+  /* how the solve's ranks waited: rank 0's own communicator when it solved alone (the full
+   * one had no policy set up; the others slept on rank 0's status, agglomerate says so) */
+  tim.wait = dpo__wait_policy(dpo__agglo_solve_comm(r));
   if (r->rank == 0) {
     char p[1024], cm[512];
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", r->model_name,
