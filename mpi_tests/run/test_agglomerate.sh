@@ -93,6 +93,15 @@ has "$T/pa/summary.json" '"reason":"auto: parties' "... and summary.json says wh
 DPOPT_AGGLOMERATE=on expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pe.p%d" \
   --out "$T/pe"
 hasnot "$T/pe/summary.json" 'agglomerated_from' "DPOPT_AGGLOMERATE=on with parties: quietly not"
+# the one-run audit keeps its ranks (its hooks see every rank's rows): on refused at set-up
+head -n 3000 "$S/data/a9a" > "$T/a3k"
+cp "$S/data/a9a.schema" "$T/a3k.schema"
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run --data "$T/a3k" --algo dp-gd --eps 1 --iters 30 \
+  --row-l1-bound 14 --row-l2-bound 3.75 --canaries 200 --seed 5 --quiet \
+  --set run.agglomerate=on --out "$T/a1"
+has "$T/err" "run.agglomerate = on: this run cannot solve on fewer ranks (the one-run audit)" \
+  "on with the one-run audit refused, naming the key and why"
+check "... and nothing written" test ! -e "$T/a1"
 # auto measures and decides (either way the 1-rank run's model); the environment's default
 # (the test driver's is off) and the key over it
 run auto2 2 $P --trace-every 0 --agglomerate auto
