@@ -60,6 +60,21 @@ expect 2 $MPI -np 3 "$DPOPT" train $D $P --trace-every 0 --agglomerate on --x0 "
   --out "$T/x3"
 check "rank 0's error printed once" test "$(grep -c 'cannot open model' "$T/err")" = 1
 hasnot "$T/err" "did not report this error" "... and no other rank's own"
+# a signal to the ranks while rank 0 solves alone: exit 5 with rank 0's checkpoint, and the
+# resume the message names runs (on every rank: a resume keeps its ranks) to the 1-rank model
+SG="$P --iters 12000 --trace-every 0 --algo dp-sgd-rdp"
+run sg1 1 $SG
+$MPI -np 2 "$DPOPT" train $D $SG --agglomerate on --out "$T/sg2" > "$T/sg.out" 2> "$T/sg.err" &
+pid=$!
+i=0
+while [ ! -s "$T/sg2/last_release.txt" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
+wait $pid; st=$?
+check "a signal to an agglomerated run: exit 5 (got $st)" test "$st" = 5
+check "... with rank 0's checkpoint" test -s "$T/sg2/checkpoint"
+expect 0 $MPI -np 2 "$DPOPT" train --resume "$T/sg2" --quiet
+has "$T/sg2/summary.json" '"ranks_solving":2' "resumed: every rank solved"
+check "resumed: the 1-rank model" cmp -s "$T/sg1/model.txt" "$T/sg2/model.txt"
 # the cap: rank 0 would hold up to 49 MB of a9a's rows (its public bound): on keeps the ranks
 run cap2 2 $P --trace-every 0 --agglomerate on --agglomerate-max-mb 10
 has "$T/cap2/summary.json" '"ranks_solving":2' "over the cap: both ranks solved"
@@ -79,6 +94,15 @@ has "$T/pa/summary.json" '"reason":"auto: parties' "... and summary.json says wh
 DPOPT_AGGLOMERATE=on expect 0 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pe.p%d" \
   --out "$T/pe"
 hasnot "$T/pe/summary.json" 'agglomerated_from' "DPOPT_AGGLOMERATE=on with parties: quietly not"
+# the one-run audit keeps its ranks (its hooks see every rank's rows): on refused at set-up
+head -n 3000 "$S/data/a9a" > "$T/a3k"
+cp "$S/data/a9a.schema" "$T/a3k.schema"
+expect 1 $MPI -np 2 "$DPOPT" audit --one-run --data "$T/a3k" --algo dp-gd --eps 1 --iters 30 \
+  --row-l1-bound 14 --row-l2-bound 3.75 --canaries 200 --seed 5 --quiet \
+  --set run.agglomerate=on --out "$T/a1"
+has "$T/err" "run.agglomerate = on: this run cannot solve on fewer ranks (the one-run audit)" \
+  "on with the one-run audit refused, naming the key and why"
+check "... and nothing written" test ! -e "$T/a1"
 # auto measures and decides (either way the 1-rank run's model); the environment's default
 # (the test driver's is off) and the key over it
 run auto2 2 $P --trace-every 0 --agglomerate auto
