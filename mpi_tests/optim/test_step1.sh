@@ -80,6 +80,17 @@ expect 5 $MPI -np 2 "$DPOPT_TEST" train $D $P --trace-every 3 --test $S/data/a9a
 expect 0 $MPI -np 2 "$DPOPT_TEST" train --resume "$T/stop" --quiet
 has "$T/stop/summary.json" '"step":"one-meeting"' "the resumed run met once a step"
 same "stopped and resumed" "$T/trp2.one" "$T/stop"
+# the iteration limit below the plan (--iters 12 of algo.T = 20): a resumed run's workers
+# leave their loop at the limit, counted from the checkpoint's step, so rank 0 calls them to
+# no further meeting (it did when it counted its steps from 0: an MPI failure, exit 4)
+L="--algo dp-sgd-rdp --iters 12 --set algo.T=20 --batch 300 --seed 7 --trace-every 0"
+expect 0 $MPI -np 2 "$DPOPT_TEST" train $D $L --out "$T/lim"
+expect 5 $MPI -np 2 "$DPOPT_TEST" train $D $L --checkpoint-every 7 --set run.stop_after=7 \
+  --out "$T/limr"
+expect 0 $MPI -np 2 "$DPOPT_TEST" train --resume "$T/limr" --quiet
+has "$T/limr/summary.json" '"step":"one-meeting"' "the limited resumed run met once a step"
+check "the limited resumed run: the uninterrupted run's model" cmp -s "$T/lim/model.txt" \
+  "$T/limr/model.txt"
 # a signal to the ranks (as in test_ckpt_resume.sh: Open MPI's mpirun aborts on one of its
 # own) stops rank 0 between two steps: its last meeting sends the other ranks on to the finish
 # (without it they would wait in the next step's meeting), exit 5, the checkpoint written

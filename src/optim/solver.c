@@ -426,7 +426,8 @@ static int dpo__solver_begin1(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t 
 }
 
 /* Rank 0 after its loop: the other ranks wait in a step's meeting unless the steps ended for
- * all (the plan's end, the limit, a meeting that failed); then one meeting tells them to stop. */
+ * all (the plan's end, the limit, a meeting that failed); then one meeting tells them to stop.
+ * Their loop ran from t0 (a resumed run's checkpoint), so the limit is on t0 + met. */
 static int dpo__solver_end1(dpo_solver_t *s, int rc, int ended, int64_t max_iter) {
   int64_t met = 0;
   dpo__oracle_step1_live(s->oracle, &met);
