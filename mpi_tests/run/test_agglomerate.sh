@@ -80,6 +80,11 @@ run cap2 2 $P --trace-every 0 --agglomerate on --agglomerate-max-mb 10
 has "$T/cap2/summary.json" '"ranks_solving":2' "over the cap: both ranks solved"
 has "$T/cap2/summary.json" 'over run.agglomerate_max_mb = 10' "... and summary.json says why"
 same "over the cap" "$T/one1" "$T/cap2"
+# the cap again on the rows held: a public size declared far below them (1000 rows: a bound
+# of 1.5 MB, under a cap of 2 MB) must not let rank 0 take a9a's 5.9 MB
+run capn 2 --public-n 1000 --iters 30 --seed 9 --trace-every 0 --agglomerate on --agglomerate-max-mb 2
+has "$T/capn/summary.json" '"ranks_solving":2' "rows held over the cap, public size under it: both ranks solved"
+has "$T/capn/summary.json" 'the rows the ranks hold exceed run.agglomerate_max_mb' "... and summary.json says why"
 # parties: each party's rows stay with it; on is refused before anything is written
 PT="--set privacy.trust=secagg --set parties.count=2 --algo dp-gd --iters 3 --clip l2:1"
 expect 1 $MPI -np 2 "$DPOPT" train $D $PT --set parties.out="$T/pon.p%d" --agglomerate on \

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "comm/reduce.h" /* DPO__FOLD_RANKS */
 #include "comm/wait.h"
 #include "data/data_internal.h" /* dpo__dense_alloc */
 #include "dpopt/runout.h"
@@ -96,6 +97,16 @@ int dpo__agglo_check(const dpo_run_t *r) {
                  dpo_config_origin(r->cfg, "run.agglomerate"), why);
 }
 
+/* MB a shard's rows take (as dpo__agglo_mb counts them) and the entries of its largest array */
+static double dpo__agglo_held_mb(const dpo_shard_t *s) {
+  const double n = (double)s->n;
+  return (s->sparse ? 12.0 * (double)s->rowptr[s->n] + 16.0 * n : (8.0 * s->d + 8.0) * n) / 1e6;
+}
+
+static double dpo__agglo_entries(const dpo_shard_t *s) {
+  return s->sparse ? (double)s->rowptr[s->n] : (double)s->n * (double)s->d;
+}
+
 /* Rank 0 after the move, in MB: the training rows' public bound (N rows of d entries: dense
  * 8 bytes an entry, CSR 12, and the label and row pointer) and the test rows.  Collective. */
 static double dpo__agglo_mb(const dpo_run_t *r, double N) {
@@ -123,16 +134,21 @@ static int dpo__agglo_measure(dpo_run_t *r, double N) {
    * keeps their ranks) */
   if (dpo_config_get(r->cfg, "algo.m")) dpo_config_get_int(r->cfg, "algo.m", 0, &m);
   double rows = m > 0 ? (double)m : sgd ? ceil(sqrt(N)) : N;
-  /* trace rows (run.trace_every unset: about 200 a run, counted as one a step) are full
-   * passes and need the request path's three meetings a step */
-  const int traced = !dpo_config_get(r->cfg, "run.trace_every") || r->trace_every > 0;
-  if (traced && !r->no_trace_loss)
-    rows += N / (double)(dpo_config_get(r->cfg, "run.trace_every") ? r->trace_every : 1);
+  /* trace rows are full passes: every run.trace_every steps, else about 200 a run (a row every
+   * ceil(T / 200) steps when --iters says T; counted as one a step when it does not) */
+  const int64_t every = dpo_config_get(r->cfg, "run.trace_every") ? r->trace_every
+                        : r->iters > 200                          ? (r->iters + 199) / 200
+                                                                  : 1;
+  if (every > 0 && !r->no_trace_loss) rows += N / (double)every;
   a->f.P = r->size;
   a->f.rows = rows;
   a->f.width = r->train->d;
   a->f.entry_s = c.entry_s;
-  a->f.meetings = sgd && !traced ? 1 : 3;
+  /* one meeting a step, its trace row's sums in it, where the algorithm has that path
+   * (dpo_algo_t.step1: dp-sgd-rdp, full-batch dp-gd; comm/step1.h: up to DPO__FOLD_RANKS
+   * ranks of one data holder, which agglomeration requires too); else the request path's
+   * three */
+  a->f.meetings = r->algo->step1 && (sgd || m <= 0) && r->size <= DPO__FOLD_RANKS ? 1 : 3;
   a->f.meet_s = c.meet_s;
   a->share = c.share;
   a->policy = c.policy;
@@ -290,6 +306,19 @@ int dpo__agglo_begin(dpo_run_t *r, double N, int *idle) {
                a->policy == DPO__WAIT_SLEEP ? "sleeping" : "spinning", a->t1, a->tP, r->size);
   }
   if (P != 1) {
+    dpo__agglo_say(r);
+    return DPO_OK;
+  }
+  /* the cap again on the rows the ranks hold (a public size declared below them must not let
+   * rank 0 hold more), and each shard's move within one MPI message's int counts */
+  double held[3] = {dpo__agglo_held_mb(r->train) + (r->test ? dpo__agglo_held_mb(r->test) : 0),
+                    dpo__agglo_entries(r->train), r->test ? dpo__agglo_entries(r->test) : 0};
+  if (MPI_Allreduce(MPI_IN_PLACE, held, 3, MPI_DOUBLE, MPI_SUM, r->comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "agglomeration: MPI_Allreduce failed");
+  if (held[0] > a->cap_mb || held[1] > INT_MAX || held[2] > INT_MAX) {
+    snprintf(a->reason, sizeof a->reason, "%s: the rows the ranks hold exceed %s: the ranks "
+             "kept", dpo__agg_names[a->mode], held[0] > a->cap_mb
+             ? "run.agglomerate_max_mb" : "one MPI message");
     dpo__agglo_say(r);
     return DPO_OK;
   }
