@@ -91,6 +91,14 @@ expect 0 timeout 120 $MPI -np 2 "$DPOPT" $cr --out "$T/cutref"
 grep -v '^#' "$T/cut/model.txt" > "$T/a" 2>/dev/null; grep -v '^#' "$T/cutref/model.txt" > "$T/b" 2>/dev/null
 check "a 2 s cut changes no weight (against the run over shared memory)" sh -c "[ -s '$T/a' ] && cmp -s '$T/a' '$T/b'"
 
+# the nodes empty within 10 s (under make check's load the ranks' exits can trail mpirun's)
+nodes_empty() {
+  i=0
+  while [ $i -lt 50 ] && [ -n "$(ip netns pids "$name-n0"; ip netns pids "$name-n1")" ]; do
+    sleep 0.2; i=$((i + 1))
+  done
+  [ -z "$(ip netns pids "$name-n0"; ip netns pids "$name-n1")" ]
+}
 # ---- an interrupted run stops every process in the nodes
 $CL run -- mpirun -np 2 sleep 60 > "$T/sl.out" 2>&1 &
 rp=$!
@@ -100,7 +108,7 @@ check "the ranks started in node 1" [ -n "$(ip netns pids "$name-n1")" ]
 kill -TERM $rp
 wait $rp; st=$?
 check "interrupted run exits non-zero ($st)" [ "$st" -ne 0 ]
-check "no process left in the nodes" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+check "no process left in the nodes (within 10 s)" nodes_empty
 
 # ---- a node's death in a private run with a budget store: the run ends (no hang: mpirun sees
 # its daemon die), journal and store verify with the run still reserved, --resume on the
@@ -115,7 +123,7 @@ check "the private run wrote a checkpoint" [ -e "$T/pk/checkpoint" ]
 $CL kill 1
 wait $rp; st=$?
 check "the run ends non-zero when node 1 dies ($st; 124: killed by the test's timeout)" sh -c "[ $st -ne 0 ] && [ $st -ne 124 ]"
-check "no process left in the nodes after the death" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+check "no process left in the nodes after the death (within 10 s)" nodes_empty
 expect 0 "$DPOPT" ledger "$T/pk"
 expect 0 "$DPOPT" budget show "$T/st"
 has "$T/out" "train  reserved" "the dead run stays reserved in the store"
