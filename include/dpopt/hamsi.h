@@ -222,12 +222,15 @@ typedef struct {
   int (*on_trace)(void *ctx, const dpo_hamsi_trace_t *row);
   void *trace_ctx;
   /* Optional: called on every rank after each epoch t (its point kept), e.g. for progress
-   * lines; a non-zero return stops the run with that status, as on_trace's. */
+   * lines; a non-zero return on any rank stops the run with that status on every rank, after
+   * the next epoch (the ranks learn of it with that epoch's one reduction) or at the end. */
   int (*on_epoch)(void *ctx, int64_t t);
   void *epoch_ctx;
-  /* Optional checkpoints at the end of an epoch (src/mf/hamsi_ckpt.c): after epoch t (and
-   * on_epoch) rank 0's ckpt_due says 0 (go on), 1 (write ckpt_path) or 2 (write it and stop:
-   * DPO_EINTR) and may set *aux, a number saved with it (dpopt mf: the trace's length).  With
+  /* Optional checkpoints at the end of an epoch (src/mf/hamsi_ckpt.c): before epoch t runs,
+   * rank 0's ckpt_due(t) says 0 (go on), 1 (write ckpt_path after it) or 2 (write it and stop:
+   * DPO_EINTR); the decision travels with the epoch's reduction.  When it said 1 or 2 it is
+   * called again after the epoch (and on_epoch), where only *aux is read: a number saved with
+   * the checkpoint (dpopt mf: the trace's length).  With
    * resume = 1 the run starts from ckpt_path instead of the initial point (the same ranks and
    * options), calling ckpt_loaded (rank 0) with the epoch and aux it holds.  A resumed run
    * computes the bytes of the uninterrupted one; res->trace then holds only the rows after

@@ -78,7 +78,7 @@ typedef struct {
   int drops_parties;
   /* Optional: one meeting of the ranks a step instead of the oracle's requests, inside one
    * data holder (dp-sgd-rdp).  Called on every rank before the first step, collective: rank 0
-   * decides (want: the run's options allow it) and says so and the iteration limit
+   * decides (want: rank 0 asks; a trace row's sums ride in the meeting) and says so and the iteration limit
    * (*max_iter) to all; when *on, every rank runs step() with a state of its own (*state on
    * the other ranks, destroyed with the solver). */
   int (*step1)(dpo_solver_t *s, void **state, int want, int64_t *max_iter, int *on);
@@ -255,8 +255,8 @@ int64_t dpo_solver_iters(const dpo_solver_t *s);
 /* The iteration limit that run used (max_iter resolved against the plan; all ranks). */
 int64_t dpo_solver_max_iter(const dpo_solver_t *s);
 /* How the last run's steps met the ranks: "one-meeting" (every rank ran each step, one
- * collective a step: dp-sgd-rdp inside one data holder without trace rows, checkpoints or
- * resume) or "request" (rank 0 stepped, the others answered its requests).  All ranks. */
+ * collective a step, a trace row's sums in it: dp-sgd-rdp inside one data holder) or
+ * "request" (rank 0 stepped, the others answered its requests).  All ranks. */
 const char *dpo_solver_step_kind(const dpo_solver_t *s);
 
 /* ---- checkpoints ----

@@ -113,6 +113,25 @@ typedef struct {
 struct dpo_privacy_spec;
 int dpo_parties_from_config(const dpo_config_t *cfg, const struct dpo_privacy_spec *spec,
                             int nranks, dpo_parties_t **out);
+/* The table of a run whose every rank is one party (party k = rank k, named k) with the
+ * budget (eps, delta) and the trust mode given (dpopt admm's parties): each party's own data
+ * file, budget store and run directory are read and checked as dpo_parties_from_config reads
+ * and checks them (party.K.data / budget_store / out, else parties.data / budget_store / out
+ * with %d = K; every party names a file, a store, or none does; no two parties name one
+ * store; a store needs the party's file; a run directory only under a trust mode whose
+ * parties journal, and none for a party 0 that is the coordinator's rank alone).  Reads no
+ * other party key: the collusion bound (dpo_parties_collude; collude = 0 here) and every
+ * other setting are the caller's to read and check.  Not collective; *out is never NULL on
+ * DPO_OK.  Errors name the key or the party. */
+int dpo_parties_per_rank(const dpo_config_t *cfg, dpo_trust_t trust, int nranks, double eps,
+                         double delta, dpo_parties_t **out);
+/* The collusion bound of count parties under spec's trust mode (secagg): privacy.collude = k
+ * (default 1, or 0 for a single party), 0 <= k < count; k = 0 with more than one party counts
+ * the coordinator's own party's share as honest and is refused unless
+ * privacy.trust_coordinator says the coordinator is trusted, which applies to k = 0 only.
+ * Under any other trust mode either key is refused.  *collude is set under secagg only.
+ * Errors name the key's origin. */
+int dpo_parties_collude(const struct dpo_privacy_spec *spec, int64_t count, int *collude);
 void dpo_parties_destroy(dpo_parties_t *p);
 
 const char *dpo_trust_name(dpo_trust_t t);

@@ -3,8 +3,9 @@
  * Built as a shared object and preloaded (jobs/clusterstudy does both:
  *   mpicc -shared -fPIC -O2 -o mpicount.so jobs/bench/mpicount.c
  *   DPO_MPICOUNT=FILE mpirun --quiet -x LD_PRELOAD=./mpicount.so ... ), it counts on every rank the
- * calls that make ranks wait for each other: blocking collectives ("coll": bcast, reduce,
- * allreduce, gather, scatter, allgather, alltoall, barrier), the sleeping wait's non-blocking
+ * calls that make ranks wait for each other: collectives ("coll": bcast, reduce,
+ * allreduce, gather, scatter, allgather, alltoall, barrier, and the non-blocking allgather,
+ * bcast and allreduce the sleeping wait polls, each one meeting), the sleeping wait's non-blocking
  * barriers ("gate": MPI_Ibarrier, src/comm/wait.c), and point-to-point waits ("p2p": Wait,
  * Waitall and the blocking Send, Recv, Sendrecv), with the bytes the collectives carry as
  * seen by the calling rank.  At MPI_Finalize rank r appends one line to FILE.r:
@@ -55,6 +56,22 @@ int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_D
                   MPI_Comm c) {
   n_coll++, coll_bytes += dpo__bytes(sn, st);
   return PMPI_Allgather(s, sn, st, r, rn, rt, c);
+}
+/* the one-meeting step's allgather under the sleeping wait (src/comm/oracle_step1.c): a
+ * collective the wait polls, so it is its own gate, one meeting (not a gate besides) */
+int MPI_Iallgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
+                   MPI_Comm c, MPI_Request *rq) {
+  n_coll++, coll_bytes += dpo__bytes(sn, st);
+  return PMPI_Iallgather(s, sn, st, r, rn, rt, c, rq);
+}
+int MPI_Ibcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *rq) {
+  n_coll++, coll_bytes += dpo__bytes(n, t);
+  return PMPI_Ibcast(b, n, t, root, c, rq);
+}
+int MPI_Iallreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                   MPI_Request *rq) {
+  n_coll++, coll_bytes += dpo__bytes(n, t);
+  return PMPI_Iallreduce(s, r, n, t, op, c, rq);
 }
 int MPI_Alltoall(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
                  MPI_Comm c) {

@@ -78,13 +78,8 @@ check "the spent total stays within the budget" awk -v e="$(tail -n 1 "$T/tot")"
 # those of the same seeded run stopped there by run.stop_after
 G="--private --clip 1 --eps 1 --delta 1e-5 --lambda 1e-4 --seed 7 --maxit 100000"
 $MPI -np 2 "$DPOPT" admm $G --out "$T/g" "$T/a3k" > "$T/sout" 2> "$T/serr" &
-pid=$!
-i=0
-while [ "$(charges "$T/g/ledger.jsonl")" -lt 20 ] && [ $i -lt 1200 ]; do
-  sleep 0.05; i=$((i + 1))
-done
-kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
-wait $pid; st=$?
+charged20() { [ "$(charges "$T/g/ledger.jsonl" 2>/dev/null)" -ge 20 ] 2>/dev/null; }
+term_ranks_when $! 60 charged20
 [ $st = 5 ] && ok || { bad "SIGTERM: exit $st (want 5)"; head -n 5 "$T/serr"; }
 K=$(sed -n 's/.*stopped after iteration \([0-9]*\) of 100000, checkpoint written.*/\1/p' "$T/serr" | head -n 1)
 [ -n "$K" ] && [ "$(charges "$T/g/ledger.jsonl")" = $((2 * K)) ] && [ -f "$T/g/checkpoint.rank1.it$K" ] && ok ||

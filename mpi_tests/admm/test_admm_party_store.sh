@@ -20,7 +20,8 @@
 #    spent it meanwhile) is refused naming party 1, no journal, directory or store changed;
 #  - party stores outside secagg / local, a store without the party's file, one store for
 #    per-party files, a seeded run with party stores and two parties on one store (admm and
-#    train: each would hold its lock and wait for the other) are refused before anything is
+#    train: each would hold its lock and wait for the other) and one party's store alone
+#    (admm and train: one message, from the one party table) are refused before anything is
 #    written.
 . "$(dirname "$0")/../lib/testlib.sh"
 export DPOPT_JOURNAL_KEY="$T/journal.key"
@@ -158,8 +159,8 @@ expect 1 $MPI -np 3 "$DPOPT" admm --method dpadmm --clip 1 --eps 1 --delta 1e-5 
   --set privacy.trust=secagg --set parties.budget_store="$T/st%d" --set parties.out="$T/x2.p%d" \
   --quiet --out "$T/x2" "$T/a3k"
 has "$T/err" "needs the party's own data file" "a store without the party's file"
-expect 4 $MPI -np 3 "$DPOPT" admm $DP --budget-store "$T/st0" --set parties.out="$T/x3.p%d" --out "$T/x3"
-has "$T/err" "one budget store" "one store for per-party files"
+expect 1 $MPI -np 3 "$DPOPT" admm $DP --budget-store "$T/st0" --set parties.out="$T/x3.p%d" --out "$T/x3"
+has "$T/err" "one budget store" "one store for per-party files (settings that exclude each other: exit 1)"
 expect 1 $MPI -np 3 "$DPOPT" admm $DP --seed 1 --set parties.budget_store="$T/st%d" \
   --set parties.out="$T/x4.p%d" --out "$T/x4"
 has "$T/err" "NOT private, so it cannot charge the parties' budget stores" "seeded with party stores"
@@ -175,8 +176,16 @@ expect 1 timeout 120 $MPI -np 3 "$DPOPT" train --dim 123 --row-l2-bound 3.75 --c
   --set parties.data="$T/p%d" --set party.2.data="$T/p1" --set parties.budget_store="$T/dup%d" \
   --set party.2.budget_store="$T/./dup1/" --out "$T/x6"
 has "$T/err" "party 2 names a budget store another party names" "train: two parties on one store"
+# one party's store alone: admm and train read the parties' keys into one table and say so alike
+expect 1 $MPI -np 3 "$DPOPT" admm $DP --set party.1.budget_store="$T/st1" \
+  --set parties.out="$T/x7.p%d" --out "$T/x7"
+has "$T/err" "parties: 1 of 3 parties name their own budget_store" "admm: one party's store alone"
+expect 1 $MPI -np 3 "$DPOPT" train --dim 123 --row-l2-bound 3.75 --clip l2:1 --algo dp-sgd-rdp \
+  --batch 256 --iters 5 --eps 1 --delta 1e-5 --quiet --set parties.count=3 \
+  --set parties.data="$T/p%d" --set party.1.budget_store="$T/st1" --out "$T/x8"
+has "$T/err" "parties: 1 of 3 parties name their own budget_store" "train: one party's store alone"
 [ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && [ ! -e "$T/x2.p1" ] &&
-  [ ! -e "$T/x5" ] && [ ! -e "$T/x6" ] && ok ||
+  [ ! -e "$T/x5" ] && [ ! -e "$T/x6" ] && [ ! -e "$T/x7" ] && [ ! -e "$T/x8" ] && ok ||
   bad "a refused run made a directory"
 sums st | cmp -s - "$T/s1" && ok || bad "a refused run changed a store"
 finish test_admm_party_store

@@ -7,6 +7,9 @@
 #    run on another store spends (never twice, never less), the journal's 13 charges;
 #  - a stopped run whose journal was cut back by one line is refused on resume (the store's
 #    journal head), writing nothing in the store or the run directory;
+#  - a stopped run whose store a train run on its file spent meanwhile is refused on resume
+#    (exit 3), the error saying when (before its next release: its data were loaded) and
+#    nothing written in the store or the run directory;
 #  - under secagg, the last party's rank killed in release 9 (dpopt-test's --test-party-kill):
 #    the resume keeps the run's one record, and settles it to what the resumed journal holds
 #    (the redone releases charged again: the budget is spent whole, exit 3).
@@ -51,6 +54,20 @@ expect 2 $MPI -np 2 "$DPOPT" admm --resume "$T/c"
 has "$T/err" "journal head" "a cut-back journal is refused by the store's head"
 (cd "$T" && find c st.c -type f | sort | xargs sha256sum) | cmp -s - "$T/c.sum" && ok ||
   bad "a refused resume wrote something"
+
+# ---- a resume the store can no longer hold (a train run on the file spent it meanwhile)
+expect 0 "$DPOPT" budget init "$T/st.f" --eps 3 --delta 1e-4 --data "$T/a3k"
+expect 5 $MPI -np 2 "$DPOPT" admm $R --budget-store "$T/st.f" --checkpoint-every 3 \
+  --set run.stop_after=6 --out "$T/f" "$T/a3k"
+expect 0 "$DPOPT" train --data "$T/a3k" --dim 123 --row-l1-bound 14 --row-l2-bound 3.75 \
+  --algo dp-gd --iters 10 --eps 2.2 --budget-store "$T/st.f" --quiet --out "$T/tf"
+(cd "$T" && find f st.f -type f | sort | xargs sha256sum) > "$T/f.sum"
+expect 3 $MPI -np 2 "$DPOPT" admm --resume "$T/f"
+has "$T/err" "by 1 other run; .*the resumed run is refused before its next release: nothing more was released, nothing written" \
+  "a resume the store cannot hold: the error says when it came and counts the other run"
+hasnot "$T/err" "before the data were loaded" "a refused resume does not claim its data were not loaded"
+(cd "$T" && find f st.f -type f | sort | xargs sha256sum) | cmp -s - "$T/f.sum" && ok ||
+  bad "a resume the store cannot hold wrote something"
 
 # ---- secagg, a party killed in release 9: the one record kept, settled to the journal
 S3="$R --set privacy.sigma_rule=rdp --set privacy.trust=secagg"

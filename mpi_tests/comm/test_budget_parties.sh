@@ -17,8 +17,9 @@
 #    runs (central) and one under secure aggregation (the guard's parts) settle each party's
 #    store to the party's RDP curve; python3 verifies the chain and recomputes the composition
 #    (per-order sums, Mironov 2017 Prop. 3 / Balle et al. 2020 Thm 21), below the runs' sum;
-#  - one store for per-party files (privacy.store with parties.data) is refused (exit 4,
-#    unsupported), and so is a seeded run with party stores (exit 1);
+#  - one store for per-party files (privacy.store with parties.data) is refused (exit 1:
+#    settings that exclude each other, as doc/reference.md's exit statuses say), and so is a
+#    seeded run with party stores (exit 1);
 #  - dpopt tune charges each party's store once, for its one charge (the repetitions charge
 #    none); a tune that does not fit party 1's store is refused (exit 3) naming only party 1;
 #    a multi-party tune under local trust is refused (its score is noised by the coordinator).
@@ -147,7 +148,7 @@ for k in 0 1; do
 done
 
 # ---- one store for per-party files; seeded runs
-expect 4 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --budget-store "$T/st0" --out "$T/r6"
+expect 1 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --budget-store "$T/st0" --out "$T/r6"
 has "$T/err" "give each party its own store" "one store for per-party files"
 expect 1 $MPI -np 3 "$DPOPT" train $P --eps 0.1 --seed 3 --set "parties.budget_store=$T/st%d" \
   --out "$T/r7"

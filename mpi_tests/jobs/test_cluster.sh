@@ -91,6 +91,14 @@ expect 0 timeout 120 $MPI -np 2 "$DPOPT" $cr --out "$T/cutref"
 grep -v '^#' "$T/cut/model.txt" > "$T/a" 2>/dev/null; grep -v '^#' "$T/cutref/model.txt" > "$T/b" 2>/dev/null
 check "a 2 s cut changes no weight (against the run over shared memory)" sh -c "[ -s '$T/a' ] && cmp -s '$T/a' '$T/b'"
 
+# the nodes empty within 10 s (under make check's load the ranks' exits can trail mpirun's)
+nodes_empty() {
+  i=0
+  while [ $i -lt 50 ] && [ -n "$(ip netns pids "$name-n0"; ip netns pids "$name-n1")" ]; do
+    sleep 0.2; i=$((i + 1))
+  done
+  [ -z "$(ip netns pids "$name-n0"; ip netns pids "$name-n1")" ]
+}
 # ---- an interrupted run stops every process in the nodes
 $CL run -- mpirun -np 2 sleep 60 > "$T/sl.out" 2>&1 &
 rp=$!
@@ -100,7 +108,7 @@ check "the ranks started in node 1" [ -n "$(ip netns pids "$name-n1")" ]
 kill -TERM $rp
 wait $rp; st=$?
 check "interrupted run exits non-zero ($st)" [ "$st" -ne 0 ]
-check "no process left in the nodes" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+check "no process left in the nodes (within 10 s)" nodes_empty
 
 # ---- a node's death in a private run with a budget store: the run ends (no hang: mpirun sees
 # its daemon die), journal and store verify with the run still reserved, --resume on the
@@ -115,7 +123,7 @@ check "the private run wrote a checkpoint" [ -e "$T/pk/checkpoint" ]
 $CL kill 1
 wait $rp; st=$?
 check "the run ends non-zero when node 1 dies ($st; 124: killed by the test's timeout)" sh -c "[ $st -ne 0 ] && [ $st -ne 124 ]"
-check "no process left in the nodes after the death" sh -c "[ -z \"\$(ip netns pids $name-n0; ip netns pids $name-n1)\" ]"
+check "no process left in the nodes after the death (within 10 s)" nodes_empty
 expect 0 "$DPOPT" ledger "$T/pk"
 expect 0 "$DPOPT" budget show "$T/st"
 has "$T/out" "train  reserved" "the dead run stays reserved in the store"
@@ -144,10 +152,11 @@ check "study: times positive, the 1-node row is its own prediction, box >= clust
 check "study: latency, bandwidth and alpha measured in the box" \
   awk -F, 'NR == 2 { exit !($2 > 0 && $3 > 0 && $4 > 0 && $6 > 0) } END { exit NR != 2 }' "$T/study/net.csv"
 # the meetings counted through MPI's profiling interface (jobs/bench/mpicount.c): a dp-gd
-# iteration makes at least a broadcast out and a reduction back, a whole number of them, and
-# under the forced sleeping wait a gate before at least one, never more gates than collectives
+# iteration inside one data holder makes one meeting (the one-meeting step's allgather, which
+# under the forced sleeping wait is its own gate), a whole number of them, never more gates
+# than collectives
 check "study: dp-gd's meetings counted ($(grep '^dp-gd,' "$T/study/meetings.csv"))" \
-  awk -F, '$1 == "dp-gd" { k++; if (!($2 >= 2 && $2 == int($2) && $3 >= 1 && $3 <= $2)) exit 1 } END { exit k != 1 }' "$T/study/meetings.csv"
+  awk -F, '$1 == "dp-gd" { k++; if (!($2 >= 1 && $2 == int($2) && $3 <= $2)) exit 1 } END { exit k != 1 }' "$T/study/meetings.csv"
 check "study: hamsi's meetings counted" grep -q '^hamsi,[1-9]' "$T/study/meetings.csv"
 # the cost is fitted per wait: the spinning one (column 8) only when some ranks spun, which a
 # loaded machine's auto wait never chooses, so one of the two (the wait the runs used) is > 0

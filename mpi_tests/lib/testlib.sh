@@ -18,6 +18,9 @@
 #   unchained JOURNAL          the journal without its per-journal nonce, chain tags and run
 #                              id line (two runs' journals differ in those even when their
 #                              charges agree)
+#   term_ranks_when PID SECS CMD...  PID a backgrounded mpirun: wait until CMD succeeds
+#                              (checked every 0.05 s, at most SECS seconds), SIGTERM the ranks
+#                              (PID's children), wait for PID; its exit status in st
 set -u
 B=$(cd "${top_builddir:-.}" && pwd)
 S=$(cd "${top_srcdir:-..}" && pwd)
@@ -58,6 +61,13 @@ close() {
   else
     bad "$4: '$1' vs '$2' (tolerance $3)"
   fi
+}
+term_ranks_when() {
+  _pid=$1 _n=$(($2 * 20)) _i=0
+  shift 2
+  while ! "$@" && [ $_i -lt $_n ]; do sleep 0.05; _i=$((_i + 1)); done
+  kill -TERM $(ps -o pid= --ppid $_pid) 2>/dev/null
+  wait $_pid; st=$?
 }
 unchained() { sed '/"event":"run_id /d; s/,"nonce":"[0-9a-f]*"//; s/,"chain":"[0-9a-f]*"}$/}/' "$1"; }
 finish() {

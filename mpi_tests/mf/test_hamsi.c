@@ -91,6 +91,15 @@ static void small_opts(dpo_hamsi_opts_t *o) {
   o->sigma0 = 0.01;
 }
 
+/* on_epoch of section 7: the last rank fails at epoch 2 (its message names it) */
+static int fail_epoch(void *ctx, int64_t t) {
+  int rank, size;
+  MPI_Comm_rank(*(MPI_Comm *)ctx, &rank);
+  MPI_Comm_size(*(MPI_Comm *)ctx, &size);
+  if (rank == size - 1 && t == 2) return dpo_err(DPO_EIO, "on_epoch failed at epoch 2");
+  return DPO_OK;
+}
+
 /* MPI_Allreduce calls of this process: this program's definition is the one the library's
  * calls reach (PMPI), so section 6 can count the library's waits for the other ranks */
 static long n_allreduce;
@@ -440,6 +449,27 @@ int main(int argc, char **argv) {
                 "HAMSI with the safeguard (nothing undone) differs from the run without it");
       dpo_hamsi_result_destroy(end[0]);
       dpo_hamsi_result_destroy(end[1]);
+      MPI_Comm_free(&ck);
+    }
+  }
+  /* 7. A failure at an epoch's end on one rank (on_epoch, the last rank at epoch 2) travels
+   * with the next epoch's one reduction: every rank stops with that rank's status and message,
+   * no rank hangs in the next epoch's ring, and no result is returned. */
+  {
+    MPI_Comm ck = dpo_t_subcomm(ws >= 2 ? 2 : 1);
+    if (ck != MPI_COMM_NULL) {
+      small_opts(&o);
+      o.eval_every = 0;
+      o.epochs = 6;
+      o.on_epoch = fail_epoch;
+      o.epoch_ctx = &ck;
+      dpo_ratings_t *R = make(ck, nu, ni, 3, 0.3, 42);
+      dpo_hamsi_result_t *res = NULL;
+      int st = dpo_hamsi_run(ck, R, &o, &res);
+      T_CHECK(st == DPO_EIO && res == NULL && strstr(dpo_errmsg(), "on_epoch failed at epoch 2"),
+              "on_epoch's failure on one rank: %s (%s)", dpo_strerror(st), dpo_errmsg());
+      dpo_hamsi_result_destroy(res);
+      drop(R);
       MPI_Comm_free(&ck);
     }
   }

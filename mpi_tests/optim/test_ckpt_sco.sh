@@ -73,11 +73,7 @@ BIG="--data $S/data/a9a --row-l2-bound 3.75 --lambda 0.01 --quiet --eps 1 --delt
 expect 0 $MPI -np 2 "$DPOPT" train $BIG --out "$T/sig-full"
 R="$T/sig"
 $MPI -np 2 "$DPOPT" train $BIG --out "$R" --checkpoint-every 50 >"$T/sout" 2>"$T/serr" &
-pid=$!
-i=0
-while [ ! -f "$R/checkpoint" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
-kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
-wait $pid; st=$?
+term_ranks_when $! 60 test -f "$R/checkpoint"
 [ $st = 5 ] && ok || { bad "SIGTERM to the ranks: exit $st (want 5)"; head -n 20 "$T/serr"; }
 has "$T/serr" "interrupted before iteration" "SIGTERM: interruption message"
 [ ! -f "$R/model.txt" ] && ok || bad "SIGTERM: model.txt written by a cut pass"

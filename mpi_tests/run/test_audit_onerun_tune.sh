@@ -54,11 +54,7 @@ sed 's/^iters = 200/iters = 300/; s/^name = dp-nag-opt/name = dp-gd/' \
 $MPI -np 2 "$DPOPT" audit --one-run --tune --config "$T/long.ini" --data "$S/data/a9a" --eps 1 \
   --algos dp-gd,dp-nag-opt --steps 0.25,0.5,1,2 --clip l1:1 --canaries 100 --quiet \
   --out "$T/st" >"$T/sout" 2>"$T/serr" &
-pid=$!
-i=0
-while [ ! -s "$T/st/ledger.jsonl" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
-wait $pid; st=$?
+term_ranks_when $! 30 test -s "$T/st/ledger.jsonl"
 if [ "$st" = 5 ]; then ok; else bad "SIGTERM: exit $st (want 5)"; head -n 20 "$T/serr"; fi
 has "$T/serr" "the audit does not resume" "SIGTERM: says the audit does not resume"
 hasnot "$T/serr" "tune --resume" "SIGTERM: no resume offered"

@@ -87,11 +87,7 @@ SIG="--algo dp-gd --iters 10 $LAP --trials 1500 $S7"
 expect 0 $MPI -np 2 "$DPOPT_TEST" audit $SIG --out "$T/gu"
 sigu=$(lb)
 $MPI -np 2 "$DPOPT_TEST" audit $SIG --out "$T/gs" --checkpoint-every 5 >"$T/sout" 2>"$T/serr" &
-pid=$!
-i=0
-while [ ! -f "$T/gs/checkpoint" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
-wait $pid; st=$?
+term_ranks_when $! 30 test -f "$T/gs/checkpoint"
 if [ "$st" = 5 ]; then ok; else bad "SIGTERM to the ranks: exit $st (want 5)"; head -n 20 "$T/serr"; fi
 has "$T/serr" "continue with --resume" "SIGTERM: says how to continue"
 check "SIGTERM: checkpoint kept" test -s "$T/gs/checkpoint"

@@ -53,13 +53,7 @@ check "geometric: stop after 1 + resume = the uninterrupted tune" same "$T/s" "$
 # the uninterrupted tune's result whichever it was
 expect 0 $MPI -np 2 "$DPOPT" tune $G --seed 5 --out "$T/f5"
 $MPI -np 2 "$DPOPT" tune $G --seed 5 --out "$T/g" > "$T/gout" 2> "$T/gerr" &
-pid=$!
-i=0
-while ! grep -q '"cost_eps"' "$T/g/ledger.jsonl" 2>/dev/null && [ $i -lt 1200 ]; do
-  sleep 0.05; i=$((i + 1))
-done
-kill -TERM $(ps -o pid= --ppid $pid) 2>/dev/null
-wait $pid; st=$?
+term_ranks_when $! 60 grep -qs '"cost_eps"' "$T/g/ledger.jsonl"
 [ $st = 5 ] && ok || { bad "SIGTERM: exit $st (want 5)"; head -n 3 "$T/gerr"; }
 expect 0 $MPI -np 2 "$DPOPT" tune --resume "$T/g" --quiet
 check "SIGTERM + resume = the uninterrupted tune" same "$T/g" "$T/f5"

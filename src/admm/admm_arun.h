@@ -10,12 +10,14 @@
 
 #include "dpopt/admm.h"
 #include "dpopt/budget.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "admm/admm_job.h"
 
 /* this rank's party's own data file and budget store (admm_pstore.c) */
 typedef struct {
-  char *data, *store; /* party.K.data / parties.data, party.K.budget_store / ...; owned */
+  const char *data, *store; /* party.K.data / parties.data, party.K.budget_store / ...: the
+                             * party table's (dpo__arun_t.pt), or NULL */
   dpo_budget_t *bud;  /* the store, opened and locked on the party's rank before loading */
   int reserved;       /* reserved under run_id: to settle */
   char run_id[65];
@@ -36,11 +38,12 @@ typedef struct {
   int secagg, local;
   int resuming;     /* --resume: every party's guard reopens its own journal (secagg) */
   int64_t nparties; /* party accounts, one party per rank (0: none) */
-  char *pdir;       /* secagg, ranks other than 0: this party's own run directory (its guard's
-                     * journal; party.K.out or parties.out), owned */
+  const char *pdir; /* secagg, local, ranks other than 0: this party's own run directory (its
+                     * guard's journal; party.K.out or parties.out), the party table's */
   int rank, size;
   const char *store;  /* privacy.store: the data set's budget store */
   dpo_budget_t *bud;  /* rank 0: its handle, opened before the data are loaded */
+  dpo_parties_t *pt;       /* the party table, one party a rank (dpo_parties_per_rank), owned */
   dpo__arun_pstore_t *ps; /* this party's own file and store (never NULL once read) */
 } dpo__arun_t;
 
@@ -78,8 +81,9 @@ int dpo__arun_reserve(MPI_Comm comm, const dpo__arun_t *s, dpo_ledger_t *L, char
 void dpo__arun_settle(const dpo__arun_t *s, dpo_ledger_t *L, const char *rid);
 
 /* admm_pstore.c, each party's own data file and budget store (secagg, local): read (not
- * collective, data-free: every party's keys read, this rank's kept, the combinations refused
- * that cannot hold), check (collective, before loading: the party's store opened, its file
+ * collective, data-free: the party table built, one party a rank, as train's parties' keys
+ * are read, this rank's file and store kept, the combinations refused that cannot hold; run
+ * before the parties' run directories are checked), check (collective, before loading: the party's store opened, its file
  * registered and unchanged, the fit checked under its lock; writes nothing), reserve
  * (collective, once the run id is agreed and before the first release; resuming, against the
  * party's own journal), settle (not collective, once the party's journal is closed: to what

@@ -1,8 +1,9 @@
 /* dpopt admm's parties' own data files and budget stores (doc/design.md, "Budget stores",
  * "Per-party stores"): under privacy.trust = secagg or local every party (one a rank) may read
  * its own file (party.K.data, parties.data = FILE%d) and charge its own store
- * (party.K.budget_store, parties.budget_store = DIR%d), the same stores and keys dpopt train's
- * parties use, so one store accounts for a party's data set over train and admm runs.  The
+ * (party.K.budget_store, parties.budget_store = DIR%d), read into the party table dpopt
+ * train's parties use (dpo_parties_per_rank, privacy/parties.c: the keys read and checked in
+ * one place), so one store accounts for a party's data set over train and admm runs.  The
  * store is opened and checked on the party's rank before anything is loaded (the shared check,
  * privacy/budget_run.h), reserved under the run's id before the first release, and settled to
  * the party's OWN journal (rank 0's party: the coordinator's, which is its own), never to what
@@ -14,56 +15,30 @@
 
 #include "dpopt/budget.h"
 #include "dpopt/comm.h"
+#include "dpopt/parties.h"
 #include "dpopt/privacy.h"
 #include "dpopt/status.h"
 #include "privacy/budget_run.h" /* dpo__budget_party_check */
-#include "privacy/guard.h"      /* dpo_party_path, dpo_party_journal_path, dpo_party_stores_distinct */
+#include "privacy/guard.h"      /* dpo_party_journal_path */
 #include "admm/admm_arun.h"
 
 int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
-  int nd = 0, ns = 0, rc = DPO_OK;
-  char **sts = calloc((size_t)s->size, sizeof *sts);
-  if (!sts || !(s->ps = calloc(1, sizeof *s->ps))) {
-    free(sts);
-    return dpo_err(DPO_ENOMEM, "out of memory");
-  }
-  /* every rank reads every party's keys (each is then a key the run reads) and keeps its own */
-  for (int k = 0; k < s->size && !rc; k++) {
-    char *d = NULL;
-    if (!(rc = dpo_party_path(cfg, "data", k, &d)))
-      rc = dpo_party_path(cfg, "budget_store", k, &sts[k]);
-    nd += d != NULL;
-    ns += sts[k] != NULL;
-    if (k == s->rank) s->ps->data = d;
-    else free(d);
-  }
-  /* each party holds its store's lock from its check to its reservation: two parties on one
-   * store would wait for each other */
-  int drc = rc ? DPO_OK : dpo_party_stores_distinct(sts, NULL, s->size);
-  s->ps->store = sts[s->rank]; /* this rank's party's own, kept */
-  sts[s->rank] = NULL;
-  for (int k = 0; k < s->size; k++) free(sts[k]);
-  free(sts);
-  if (rc || (!nd && !ns)) return rc;
-  if (drc) return drc;
+  int rc;
+  if (!(s->ps = calloc(1, sizeof *s->ps))) return dpo_err(DPO_ENOMEM, "out of memory");
+  /* the table train's parties read (every party's keys, checked there), one party a rank,
+   * each with the run's budget */
+  if ((rc = dpo_parties_per_rank(cfg, s->spec->trust, s->size, s->eps, s->delta, &s->pt)))
+    return rc;
+  s->ps->data = s->pt->data[s->rank];
+  s->ps->store = s->pt->store[s->rank];
+  const int nd = s->pt->data[0] != NULL, ns = s->pt->store[0] != NULL; /* every party or none */
+  if (!nd && !ns) return DPO_OK;
   if (!s->secagg && !s->local)
     return dpo_err(DPO_EINVAL, "%s: each party's own data file and budget store (parties.data, "
                    "parties.budget_store, party.K.*) are read under privacy.trust = secagg "
                    "(--method dpadmm / dpaccadmm) or local (those, or consensus with --private), "
                    "where each party keeps its own journal; not under %s", nd ? "parties.data"
                    : "parties.budget_store", s->trust);
-  if (nd && nd != s->size)
-    return dpo_err(DPO_EINVAL, "parties: %d of %d parties name their own data file: every party "
-                   "(one a rank) names one (parties.data = FILE%%d or party.K.data), or none does",
-                   nd, s->size);
-  if (ns && ns != s->size)
-    return dpo_err(DPO_EINVAL, "parties: %d of %d parties name a budget store: every party "
-                   "names one (parties.budget_store = DIR%%d or party.K.budget_store), or none "
-                   "does", ns, s->size);
-  if (ns && !nd) /* a party's store accounts for the file the party registered in it */
-    return dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
-                   "party.K.budget_store) needs the party's own data file (parties.data or "
-                   "party.K.data)");
   if (nd && dpo_config_get(cfg, "data.train"))
     return dpo_err(DPO_EINVAL, "%s: FILE (data.train) and per-party files (parties.data): each "
                    "party reads its own file; drop FILE", dpo_config_origin(cfg, "data.train"));
@@ -71,7 +46,7 @@ int dpo__arun_pstore_read(const dpo_config_t *cfg, dpo__arun_t *s) {
     return dpo_err(DPO_EINVAL, "--seed makes the run NOT private, so it cannot charge the "
                    "parties' budget stores: drop --seed (or parties.budget_store)");
   if (nd && s->store)
-    return dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with one budget store: "
+    return dpo_err(DPO_EINVAL, "%s: per-party data files (parties.data) with one budget store: "
                    "the store accounts for one data set; give each party its own store "
                    "(parties.budget_store = DIR%%d or party.K.budget_store)",
                    dpo_privacy_spec_origin(s->spec, DPO_SPEC_STORE));
@@ -141,10 +116,9 @@ void dpo__arun_pstore_settle(const dpo__arun_t *s, const dpo_ledger_t *L) {
 }
 
 void dpo__arun_pstore_free(dpo__arun_t *s) {
-  if (!s->ps) return;
-  dpo_budget_close(s->ps->bud); /* an open reservation stays spent whole */
-  free(s->ps->data);
-  free(s->ps->store);
+  if (s->ps) dpo_budget_close(s->ps->bud); /* an open reservation stays spent whole */
   free(s->ps);
   s->ps = NULL;
+  dpo_parties_destroy(s->pt);
+  s->pt = NULL;
 }

@@ -15,7 +15,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/budget.h"
 #include "dpopt/status.h"
-#include "privacy/guard.h" /* dpo_party_out_dir, dpo_guard_journal_check */
+#include "privacy/guard.h" /* dpo_guard_journal_check */
 #include "admm/admm_job.h"
 #include "admm/admm_arun.h"
 #include "admm/admm_impl.h" /* dpo__admm_consensus with checkpoints */
@@ -51,7 +51,8 @@ static int dpo__arun_read(const dpo_config_t *cfg, const dpo_privacy_spec_t *spe
                    "default), auto or rdp", dpo_privacy_spec_origin(spec, DPO_SPEC_ACCOUNTANT),
                    s->acct);
   /* dpopt admm's defaults where the settings give none: delta 1e-3 (Xu et al. 2020, Sec. V-B),
-   * collude 1 (the coordinator's own party may be curious) */
+   * collude 1 (the coordinator's own party may be curious; secagg reads it in
+   * dpo__arun_trust) */
   s->eps = spec->eps;
   s->delta = dpo_privacy_spec_given(spec, DPO_SPEC_DELTA) ? spec->delta : 1e-3;
   s->mu = spec->mu;
@@ -306,9 +307,12 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
   s->notrace = 1; /* the trace's rows show exact training sums */
   if (!(s->delta > 0))
     return dpo_err(DPO_EINVAL, "privacy.trust = secagg needs privacy.delta > 0");
-  if (s->collude < 0 || s->collude >= s->size)
-    return dpo_err(DPO_EINVAL, "privacy.collude = %lld: need 0 <= k < parties (%d, one per "
-                   "rank)", (long long)s->collude, s->size);
+  /* privacy.collude and privacy.trust_coordinator as dpopt train reads them: collude 0 trusts
+   * the coordinator with the guarantee, which the user must declare */
+  int k = 0;
+  int rc = dpo_parties_collude(s->spec, s->size, &k);
+  if (rc) return rc;
+  s->collude = k;
   s->srule = "rdp";
   s->secagg = 1;
   s->nparties = s->size;
@@ -317,31 +321,15 @@ static int dpo__arun_trust(const dpo_config_t *cfg, dpo__arun_t *s) {
 
 /* Data-free, on every rank: under secagg and local party K (rank K) keeps its guard's journal
  * in its own run directory, party.K.out or parties.out with %d = K, as dpopt train's parties do (no party
- * writes in the coordinator's --out); party 0 is the coordinator's rank alone, so its account
- * is the coordinator's journal and party.0.out is refused, as is a party directory under
- * central trust.  Checked before anything is written (the directory is made after the plan). */
-static int dpo__arun_party_dir(const dpo_config_t *cfg, dpo__arun_t *s) {
-  char key[48], journal[1100];
-  snprintf(key, sizeof key, "party.%d.out", s->rank);
-  int rc = dpo_party_out_dir(cfg, s->rank, &s->pdir);
-  const char *given = dpo_config_get(cfg, key) ? key : "parties.out";
-  if (rc) return rc;
+ * writes in the coordinator's --out).  The party table (admm_pstore.c) read it and refused
+ * one under central trust, and party.0.out: party 0 is the coordinator's rank alone, so its
+ * account is the coordinator's journal.  Checked before anything is written (the directory is
+ * made after the plan). */
+static int dpo__arun_party_dir(dpo__arun_t *s) {
+  char journal[1100];
   const int guarded = s->secagg || s->local; /* the parties' guards journal */
-  if (s->pdir && !guarded)
-    return dpo_err(DPO_EINVAL, "%s: party %d's own run directory (party.K.out, parties.out) "
-                   "holds its guard's journal under privacy.trust = secagg or local (dpadmm, "
-                   "dpaccadmm; local also consensus with --private), not %s",
-                   dpo_config_origin(cfg, given), s->rank, s->trust);
-  if (s->rank == 0 && s->pdir && dpo_config_get(cfg, key))
-    return dpo_err(DPO_EINVAL, "%s: party 0's only rank is the coordinator's: its account is "
-                   "the coordinator's journal (in --out) and nothing is written in party.0.out; "
-                   "drop it", dpo_config_origin(cfg, key));
-  if (s->rank == 0 || !guarded) { /* the pattern's entry for party 0 names nothing */
-    free(s->pdir);
-    s->pdir = NULL;
-    return DPO_OK;
-  }
-  if (!s->pdir)
+  if (s->rank == 0 || !guarded) return DPO_OK;
+  if (!(s->pdir = s->pt->out[s->rank]))
     return dpo_err(DPO_EINVAL, "privacy.trust = %s: party %d keeps its own journal in its own "
                    "run directory, and none is given on its rank %d: give party.%d.out = DIR (or "
                    "parties.out = DIR%%d) in the configuration party %d's rank reads (--out is the "
@@ -385,7 +373,7 @@ int dpo_admm_job_create(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
   MPI_Comm_size(comm, &s->size);
   dpo_config_get_str(cfg, "data.train", NULL, &j->data);
   if (!(rc = dpo__arun_read(cfg, spec, s)) && !(rc = dpo__arun_trust(cfg, s)) &&
-      !(rc = dpo__arun_party_dir(cfg, s)) && !(rc = dpo__arun_pstore_read(cfg, s)) &&
+      !(rc = dpo__arun_pstore_read(cfg, s)) && !(rc = dpo__arun_party_dir(s)) &&
       !(rc = (j->data = j->data ? j->data : s->ps->data)
                  ? DPO_OK : dpo_err(DPO_EINVAL, "no training data: give FILE (data.train), or "
                                     "each party's own file (parties.data = FILE%%d)")) &&
@@ -525,7 +513,6 @@ void dpo_admm_job_destroy(dpo_admm_job_t *j) {
   if (!j) return;
   dpo_budget_close(j->s.bud);
   dpo__arun_pstore_free(&j->s);
-  free(j->s.pdir);
   if (j->repf) fclose(j->repf);
   free(j->rep);
   free(j->x);

@@ -78,32 +78,19 @@ done:
   return st;
 }
 
-static int l2g(int l, int nb, int ip, int np) { return ((l / nb) * np + ip) * nb + l % nb; }
-
 int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g, double rho,
                           double *u0) {
   static const char fn[] = "admm_u0_scalapack";
-  int rc = DPO_OK, P = 0, handle = -1, ctxt = -1, nprow, npcol, myrow = -1, mycol = -1;
   double *a = NULL, *b = NULL, *sol = NULL, *work = NULL;
-  if (MPI_Comm_size(comm, &P) != MPI_SUCCESS) return dpo_err(DPO_EMPI, "%s: bad comm", fn);
+  dpo__blacs_t grid;
   if (!A || !g || !u0 || !(rho > 0))
     return dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: bad argument", fn));
-  int m = A->d, n = A->p, mb = m > n ? m : n;
-  dpo__grid_shape(P, &nprow, &npcol);
-  handle = Csys2blacs_handle(comm);
-  ctxt = handle;
-  Cblacs_gridinit(&ctxt, "Row", nprow, npcol);
-  Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-  if (myrow < 0 || mycol < 0) {
-    rc = dpo_err(DPO_ELAPACK, "%s: rank not in the BLACS grid", fn);
-    myrow = mycol = 0;
-  }
+  const int m = A->d, n = A->p, mb = m > n ? m : n;
+  int rc = dpo__blacs_open(comm, fn, &grid);
+  const int nprow = grid.nprow, npcol = grid.npcol, myrow = grid.myrow, mycol = grid.mycol;
+  const int ctxt = grid.ctxt;
   {
-    int mx = nprow > npcol ? nprow : npcol, mn = m < n ? m : n;
-    int nb = (mn + mx - 1) / mx;
-    if (nb > 64) nb = 64;
-    if (nb < 1) nb = 1;
-    const int izero = 0, ione = 1;
+    const int nb = dpo__blacs_nb(&grid, m < n ? m : n), izero = 0, ione = 1;
     int mloc = numroc_(&m, &nb, &myrow, &izero, &nprow);
     int nloc = numroc_(&n, &nb, &mycol, &izero, &npcol);
     int bloc = numroc_(&mb, &nb, &myrow, &izero, &nprow);
@@ -123,7 +110,7 @@ int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g,
     }
     /* local blocks of A' (column-major, leading dimension lda): A'(I, J) = A(J, I) */
     for (int jl = 0; jl < nloc; jl++) {
-      int J = l2g(jl, nb, mycol, npcol);
+      int J = dpo__l2g(jl, nb, mycol, npcol);
       for (int64_t q = A->rowptr[J]; q < A->rowptr[J + 1]; q++) {
         int I = A->colind[q];
         if ((I / nb) % nprow != myrow) continue;
@@ -133,7 +120,7 @@ int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g,
     }
     if (bcols > 0)
       for (int il = 0; il < bloc; il++) {
-        int I = l2g(il, nb, myrow, nprow);
+        int I = dpo__l2g(il, nb, myrow, nprow);
         b[il] = I < m ? -g[I] / rho : 0.0;
       }
     double wq = 0;
@@ -150,13 +137,12 @@ int dpo_admm_u0_scalapack(MPI_Comm comm, const dpo_admm_A_t *A, const double *g,
     /* each solution entry lives on one process of grid column 0: the sum is exact */
     if (!rc && bcols > 0)
       for (int il = 0; il < bloc; il++) {
-        int I = l2g(il, nb, myrow, nprow);
+        int I = dpo__l2g(il, nb, myrow, nprow);
         if (I < n) sol[I] = b[il];
       }
   }
 out:
-  if (ctxt >= 0) Cblacs_gridexit(ctxt);
-  if (handle >= 0) Cfree_blacs_system_handle(handle);
+  dpo__blacs_close(&grid);
   rc = dpo_agree(comm, rc);
   if (!rc && MPI_Allreduce(sol, u0, n, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
     rc = dpo_agree(comm, dpo_err(DPO_EMPI, "%s: MPI_Allreduce failed", fn));

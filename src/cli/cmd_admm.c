@@ -39,6 +39,7 @@ const dpo_cli_opt_t dpo_cli_admm_opts[] = {
     {"--sigma-rule", "privacy.sigma_rule", "R", "eq8 (Xu et al. 2020, Thm 1) | rdp (RDP calibration) | ledger (smallest sigma the run's ledger accepts for all releases: spends eps)"},
     {"--restart", "admm.restart", "K", "(dp)accadmm: reset the momentum every K iterations, a public schedule (0 = Alg. 3 as written; default 50 for dpaccadmm, 0 for accadmm)"},
     {"--private", "admm.private", NULL, "consensus: noise each party's message (needs --eps, --clip)"},
+    {"--trust-coordinator", "privacy.trust_coordinator", NULL, "secagg with privacy.collude = 0: acknowledge that the coordinator is then trusted (its party's noise share is counted as honest); refused without it"},
     {"--budget-store", "privacy.store", "STORE", "the data set's budget store (dpopt budget): the run's budget is reserved there before the data are loaded, refused (exit 3) if it does not fit, settled to what the run composed"},
     {"--journal-key", "privacy.journal_key", "FILE", "key of the journal's hash chain (default $DPOPT_JOURNAL_KEY, else ~/.config/dpopt/journal.key); give it again with --resume"},
     {"--seed", "run.seed", "S", "reproducible randomness: the run is then NOT private"},

@@ -60,6 +60,8 @@ const dpo_cli_opt_t dpo_cli_train_opts[] = {
     {"--checkpoint-every", "run.checkpoint_every", "N", "write RUN/checkpoint every N iterations (default 0: only on SIGTERM/SIGINT); every --algo (phased methods: an iteration is a phase; a stopped pnsgd pass writes its model once resumed to its end)"},
     {"--resume", "run.resume", "RUN", "continue the interrupted run in directory RUN from its checkpoint"},
     {"--expect-ranks", "run.expect_ranks", "N", "fail (exit 1) unless MPI runs exactly N ranks (batch scripts)"},
+    {"--agglomerate", "run.agglomerate", "HOW", "auto | off | on: solve on rank 0 alone, the other ranks' rows sent to it once, when a step's meetings of the ranks cost more than its work shared among them saves (auto, the default: measured before the solve; one data holder only: no parties, central trust, no checkpoints; summary.json's ranks_solving and agglomerate say what ran and why)"},
+    {"--agglomerate-max-mb", "run.agglomerate_max_mb", "MB", "agglomerate only while rank 0 would hold at most MB of rows (the public bound: the data set's size times a row's width; default 256)"},
     {NULL, NULL, NULL, NULL}};
 
 /* One key line of an algorithm's entry. */

@@ -55,6 +55,9 @@ static void dpo__usage(FILE *f) {
           "              auto (default) spins while each rank has a core of its own, and sleeps\n"
           "              between polls (with one warning) when ranks outnumber the cores or\n"
           "              share them with other work\n"
+          "  DPOPT_AGGLOMERATE  auto|off|on: the default of dpopt train's --agglomerate (whether\n"
+          "              rank 0 solves alone with every rank's rows when the ranks' meetings\n"
+          "              cost more than they save; the option wins)\n"
           "  DPOPT_START_TIMEOUT  seconds MPI start-up may take (default 300, 0 = no bound):\n"
           "              a rank still waiting for its peers then stops with exit 4\n");
 }

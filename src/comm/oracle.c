@@ -315,7 +315,7 @@ static int dpo__serve_one(dpo_oracle_t *o, const int64_t hdr[DPO__HDR], int *lrc
   o->acc[k].hi = (double)rc;
   o->acc[k].lo = 0.0;
   double t2 = dpo__now();
-  int mrc = dpo__dd_reduce(o->comm, o->acc, k, 0, 0);
+  int mrc = dpo__dd_reduce_ws(o->comm, o->acc, k, 0, 0, o->parts, o->ws_k1);
   o->st.t_comm += dpo__now() - t2;
   o->st.evals++;
   if (o->rank != 0 && !rc) o->st.rows += (int64_t)o->acc[k - 1].hi;
@@ -426,6 +426,7 @@ out:;
   rc = dpo_agree(comm, rc);
   /* how ranks wait in the requests: decided once per communicator, collective */
   if (!rc) rc = dpo_agree(comm, dpo__wait_setup(comm));
+  if (!rc) rc = dpo__oracle_ws_setup(o);
   if (!rc && hide) { /* every rank knows only its own count; dpo_oracle_rank_rows refuses */
     for (int r = 0; r < o->size; r++) o->rank_n[r] = r == o->rank ? n_here : -1;
     o->n_public = 1;
@@ -471,7 +472,7 @@ void dpo_oracle_destroy(dpo_oracle_t *o) {
   free(o->lids);
   free(o->rank_n);
   free(o->pass_used);
-  free(o->parts);
+  dpo__oracle_step1_free(o);
   free(o);
 }
 

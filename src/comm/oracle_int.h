@@ -53,8 +53,16 @@ struct dpo_oracle {
   /* one meeting per step (comm/step1.h): every rank's sums, the steps met, whether the ranks
    * still meet (0: a meeting failed, or the run's steps are over) */
   dpo__dd_t *parts;
+  int ws_k1; /* the reductions' fold gathers into parts (ws_k1 pairs a rank; 0: in pieces) */
   int64_t s1_steps;
   int s1_live, s1_pending; /* pending: a worker's failure the next meeting tells */
+  /* trace rows in the meetings: every s1_every steps (0: none) the full pass's sums at
+   * s1_xtr (and the held-out set's with s1_held) ride in the step's meeting; s1_send is this
+   * rank's part then, s1_tr (rank 0) the folded trace block of step s1_tr_t */
+  int64_t s1_every, s1_xt_t, s1_tr_t;
+  int s1_held;
+  double *s1_xtr, s1_tr_time;
+  dpo__dd_t *s1_send, *s1_tr;
 };
 
 static inline double dpo__now(void) { return MPI_Wtime(); }
@@ -66,6 +74,13 @@ int dpo__ensure_ids(dpo_oracle_t *o, int64_t m);
 /* Every rank: body of a ROWS request, the ids already in o->ids on rank 0, which gets the
  * records of rank r at (*recv)[(*displ)[r] .. (*displ)[r + 1]) (it frees both). */
 int dpo__serve_rows(dpo_oracle_t *o, int64_t m, double **recv, int64_t **displ);
+
+/* oracle_rows.c, collective, at create: rank 0's workspace for the fold of the reductions
+ * to it (o->parts, up to DPO__WS_BYTES), the same choice on every rank; DPO_OK or DPO_EMPI. */
+#define DPO__WS_BYTES ((size_t)64 << 20)
+int dpo__oracle_ws_setup(dpo_oracle_t *o);
+/* oracle_rows.c: the meetings' buffers and the fold's workspace freed (no workspace). */
+void dpo__oracle_step1_free(dpo_oracle_t *o);
 
 /* oracle.c: this rank's part of a SUMS request at o->x: acc[0..d-1] = g, acc[d] = loss,
  * acc[d+1] = rows; m ids in o->ids, DPO__M_ALL (every row) or DPO__M_LOCAL (sampled by the

@@ -164,3 +164,25 @@ out:
   /* workers: only an MPI failure ends serve(); a refused fetch was reported to rank 0 */
   return o->rank == 0 || go == DPO_EMPI ? go : DPO_OK;
 }
+
+/* The buffers of the meetings and the fold (oracle_int.h): here, below oracle.c (create,
+ * destroy) and oracle_step1.c (the meetings), which both use them. */
+void dpo__oracle_step1_free(dpo_oracle_t *o) {
+  free(o->parts), free(o->s1_send), free(o->s1_tr), free(o->s1_xtr);
+  o->parts = o->s1_send = o->s1_tr = NULL;
+  o->s1_xtr = NULL;
+  o->ws_k1 = 0;
+}
+
+/* The fold's workspace is allocated before any reduction and its size told to every rank, so
+ * no rank enters a gather that the root, short of memory, would not join. */
+int dpo__oracle_ws_setup(dpo_oracle_t *o) {
+  const size_t k1 = (size_t)o->d + 3, bytes = (size_t)o->size * k1 * sizeof *o->parts;
+  int have = 0;
+  if (o->rank == 0 && o->size <= DPO__FOLD_RANKS && bytes <= DPO__WS_BYTES)
+    have = (o->parts = malloc(bytes)) != NULL;
+  if (MPI_Bcast(&have, 1, MPI_INT, 0, o->comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "oracle: MPI_Bcast of the fold's workspace failed");
+  o->ws_k1 = have ? (int)k1 : 0;
+  return DPO_OK;
+}

@@ -33,33 +33,46 @@ static void dpo__dd_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
   }
 }
 
-/* The fold of c pairs a rank; status = 1: the last of them is the status pair. */
-static void dpo__dd_fold_n(const dpo__dd_t *parts, int size, int c, int status, dpo__dd_t *out) {
-  const dpo__dd_t *last = parts + (size_t)(size - 1) * (size_t)c;
+void dpo__dd_fold_at(const dpo__dd_t *parts, int size, size_t stride, int c, int status,
+                     dpo__dd_t *out) {
+  const dpo__dd_t *last = parts + (size_t)(size - 1) * stride;
   const int sums = status ? c - 1 : c;
   for (int p = 0; p < c; p++) out[p] = last[p];
   for (int r = size - 2; r >= 0; r--) {
-    const dpo__dd_t *a = parts + (size_t)r * (size_t)c;
+    const dpo__dd_t *a = parts + (size_t)r * stride;
     for (int p = 0; p < sums; p++) dpo__dd_add_dd(&out[p], &a[p]);
     if (status && a[c - 1].hi < out[c - 1].hi) out[c - 1] = a[c - 1];
   }
+}
+
+/* The fold of c pairs a rank; status = 1: the last of them is the status pair. */
+static void dpo__dd_fold_n(const dpo__dd_t *parts, int size, int c, int status, dpo__dd_t *out) {
+  dpo__dd_fold_at(parts, size, (size_t)c, c, status, out);
 }
 
 void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out) {
   dpo__dd_fold_n(parts, size, k1, 1, out);
 }
 
-/* Few ranks: gathered to the root and folded there (dpo__dd_fold's order), in pieces of at most
- * DPO__FOLD_PIECE pairs a rank through a static buffer, so a root short of memory cannot leave
- * the others waiting in a gather it never joins (one piece up to d = 4093). */
+/* Few ranks: gathered to the root and folded there (dpo__dd_fold's order).  With a workspace
+ * of ws_k1 >= k + 1 pairs a rank (the caller's, allocated and agreed on before, so the same
+ * choice on every rank), one gather; without one, pieces of at most DPO__FOLD_PIECE pairs a
+ * rank through a static buffer, so a root short of memory cannot leave the others waiting in
+ * a gather it never joins (one piece up to d = 4093). */
 #define DPO__FOLD_PIECE 4096
 static dpo__dd_t dpo__fold_buf[DPO__FOLD_RANKS * DPO__FOLD_PIECE];
 
 static int dpo__dd_gather_fold(MPI_Comm comm, int rank, int size, dpo__dd_t *buf, int k,
-                               int root) {
+                               int root, dpo__dd_t *ws, int ws_k1) {
   const int k1 = k + 1;
   /* the root waits here for the slowest rank's sums (comm/wait.h: the same gather after) */
   int rc = dpo__wait_gate(comm);
+  if (!rc && ws_k1 >= k1) {
+    if (MPI_Gather(buf, 2 * k1, MPI_DOUBLE, ws, 2 * k1, MPI_DOUBLE, root, comm) != MPI_SUCCESS)
+      return dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Gather of %d values failed", k);
+    if (rank == root) dpo__dd_fold_n(ws, size, k1, 1, buf);
+    return DPO_OK;
+  }
   for (int off = 0; !rc && off < k1; off += DPO__FOLD_PIECE) {
     /* pairs [off, off + c) of every rank; the last piece ends with the status pair */
     const int c = k1 - off < DPO__FOLD_PIECE ? k1 - off : DPO__FOLD_PIECE;
@@ -72,12 +85,17 @@ static int dpo__dd_gather_fold(MPI_Comm comm, int rank, int size, dpo__dd_t *buf
 }
 
 int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce) {
+  return dpo__dd_reduce_ws(comm, buf, k, root, allreduce, NULL, 0);
+}
+
+int dpo__dd_reduce_ws(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce,
+                      dpo__dd_t *ws, int ws_k1) {
   int rank, size, rc = DPO_OK;
   MPI_Datatype dt = MPI_DATATYPE_NULL;
   DPO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DPO_MPI_CHECK(MPI_Comm_size(comm, &size));
   if (size <= DPO__FOLD_RANKS) {
-    if ((rc = dpo__dd_gather_fold(comm, rank, size, buf, k, root))) return rc;
+    if ((rc = dpo__dd_gather_fold(comm, rank, size, buf, k, root, ws, ws_k1))) return rc;
     if (allreduce && MPI_Bcast(buf, 2 * (k + 1), MPI_DOUBLE, root, comm) != MPI_SUCCESS)
       return dpo_err(DPO_EMPI, "dpo__dd_reduce: MPI_Bcast of %d values failed", k);
     return DPO_OK;

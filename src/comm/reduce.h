@@ -89,11 +89,23 @@ static inline int64_t dpo__chunk_end(const dpo_shard_t *s, int64_t i) {
  * buffer down to rank 0's: acc = parts[size - 1]; acc += parts[r] for r = size - 2 .. 0. */
 void dpo__dd_fold(const dpo__dd_t *parts, int size, int k1, dpo__dd_t *out);
 
+/* The same fold of c pairs a rank at parts + r * stride (a block of a longer buffer); status
+ * = 1: the last of the c is a status pair. */
+void dpo__dd_fold_at(const dpo__dd_t *parts, int size, size_t stride, int c, int status,
+                     dpo__dd_t *out);
+
 /* Reduce k double-double values followed by one status pair (buf[k].hi = status as a double,
  * combined with MIN) over comm.  allreduce = 0: result at root only; 1: the root's result is
  * broadcast, so every rank gets bit-identical values.  Returns DPO_OK or DPO_EMPI (an MPI
  * failure, not the reduced status: the caller reads buf[k].hi).  Collective. */
 int dpo__dd_reduce(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce);
+
+/* The same with the caller's workspace for the fold at <= DPO__FOLD_RANKS ranks: ws (the
+ * root's; NULL elsewhere) holds ws_k1 pairs for each rank, and ws_k1, the same on every rank
+ * (allocated and agreed on before the reduction), >= k + 1 gathers the ranks' buffers in one
+ * MPI_Gather instead of pieces of 4096 pairs; the same bits either way. */
+int dpo__dd_reduce_ws(MPI_Comm comm, dpo__dd_t *buf, int k, int root, int allreduce,
+                      dpo__dd_t *ws, int ws_k1);
 
 /* This rank's part of a model evaluation over shard s at x: acc[0] += loss sum, acc[1] +=
  * metric sum (chunks aligned to global row ids, so the reduced sums do not depend on the rank

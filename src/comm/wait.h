@@ -13,7 +13,8 @@
  * Policy (environment DPOPT_WAIT, read on rank 0): auto (default) sleeps when the ranks of
  * some node outnumber the cores they may run on, or when, while every rank spins for 10 ms, a
  * rank gets less than 0.8 of a core or more tasks are ready to run than the machine has cores
- * (/proc/loadavg); then rank 0 says so once.  spin and sleep force a
+ * (/proc/loadavg); then rank 0 says so once.  The spin is a synthetic row's work, whose rate
+ * dpo__wait_measure reuses.  spin and sleep force a
  * policy.  One rank runs always spin: nothing waits.
  */
 #ifndef DPO_COMM_WAIT_H
@@ -46,5 +47,39 @@ int dpo__wait_gate(MPI_Comm comm);
 /* Completes a non-blocking request by polling it, first for a few microseconds, then with a
  * growing sleep in between (the sleeping wait of the gate).  DPO_OK or DPO_EMPI. */
 int dpo__wait_req(MPI_Request *rq);
+
+/* The same for a wait of seconds (a rank waiting while rank 0 solves alone): the sleeps grow
+ * to 5 ms, so the waiting rank wakes at most 200 times a second.  DPO_OK or DPO_EMPI. */
+int dpo__wait_long(MPI_Request *rq);
+
+/* What auto's probe saw (dpo__wait_setup): probed 0 where it did not run (a forced policy, one
+ * rank, a node with more ranks than cores). */
+typedef struct {
+  int probed;
+  int shared;     /* the cores are shared: a share under 0.8 or more ready tasks than cores */
+  double share;   /* the least share of a core a rank got while every rank computed */
+  int ready;      /* the most tasks ready to run seen (/proc/loadavg), -1 unread */
+  int cores;      /* the machine's cores online */
+  double entry_s; /* seconds per entry of the probe's synthetic rows (dpo__wait_costs_t) */
+} dpo__wait_probe_t;
+
+/* comm's probe figures (all zero before dpo__wait_setup).  Not collective. */
+void dpo__wait_probed(MPI_Comm comm, dpo__wait_probe_t *p);
+
+/* What a step of work and a meeting of comm's ranks cost now (dpo__wait_measure). */
+typedef struct {
+  double share;   /* the least share of a core a rank got while every rank computed */
+  double entry_s; /* seconds per entry of a row's dot product and axpy (all ranks' walls over
+                   * all their entries) */
+  double meet_s;  /* seconds one meeting of the ranks costs beyond their work (0 at 1 rank) */
+  int policy;     /* comm's wait policy (dpo__wait_setup), under which the meetings ran */
+} dpo__wait_costs_t;
+
+/* Sets comm's wait policy up (dpo__wait_setup), then takes the work's figures from its probe
+ * (without one, every rank computes a synthetic row's work for 10 ms at once), and for 8 ms
+ * the ranks meet as a step's meetings do.  Nothing of any data is touched: the figures are
+ * the machine's load.  The same figures on every rank.
+ * Collective; DPO_OK, DPO_EINVAL (DPOPT_WAIT) or DPO_EMPI. */
+int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c);
 
 #endif

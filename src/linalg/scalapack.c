@@ -14,37 +14,47 @@ void dpo__grid_shape(int P, int *nprow, int *npcol) {
   *npcol = P / r;
 }
 
-/* Global index (0-based) of local index l (0-based) in a block-cyclic distribution with
- * block nb over np processes, this process being ip (source process 0). */
-static int dpo__l2g(int l, int nb, int ip, int np) { return ((l / nb) * np + ip) * nb + l % nb; }
+int dpo__blacs_open(MPI_Comm comm, const char *fn, dpo__blacs_t *g) {
+  int P = 0;
+  g->handle = g->ctxt = -1;
+  g->nprow = g->npcol = 1;
+  g->myrow = g->mycol = 0;
+  if (MPI_Comm_size(comm, &P) != MPI_SUCCESS) return dpo_err(DPO_EMPI, "%s: bad comm", fn);
+  dpo__grid_shape(P, &g->nprow, &g->npcol);
+  g->handle = Csys2blacs_handle(comm);
+  g->ctxt = g->handle;
+  Cblacs_gridinit(&g->ctxt, "Row", g->nprow, g->npcol);
+  Cblacs_gridinfo(g->ctxt, &g->nprow, &g->npcol, &g->myrow, &g->mycol);
+  if (g->myrow < 0 || g->mycol < 0) {
+    g->myrow = g->mycol = 0;
+    return dpo_err(DPO_ELAPACK, "%s: rank not in the %d x %d BLACS grid", fn, g->nprow,
+                   g->npcol);
+  }
+  return DPO_OK;
+}
+
+void dpo__blacs_close(dpo__blacs_t *g) {
+  if (g->ctxt >= 0) Cblacs_gridexit(g->ctxt);
+  if (g->handle >= 0) Cfree_blacs_system_handle(g->handle);
+  g->ctxt = g->handle = -1;
+}
+
+int dpo__blacs_nb(const dpo__blacs_t *g, int n) {
+  const int mx = g->nprow > g->npcol ? g->nprow : g->npcol;
+  const int nb = (n + mx - 1) / mx;
+  return nb > 64 ? 64 : nb < 1 ? 1 : nb;
+}
 
 int dpo__pd_solve(MPI_Comm comm, int d, const double *H, double *b) {
   static const char fn[] = "dpo__pd_solve";
-  int rc = DPO_OK, P = 0, handle = -1, ctxt = -1, nprow, npcol, myrow = -1, mycol = -1;
   double *A = NULL, *B = NULL, *p = NULL;
-  if (MPI_Comm_size(comm, &P) != MPI_SUCCESS) return dpo_err(DPO_EMPI, "%s: bad comm", fn);
-  if (d <= 0 || !H || !b) {
-    rc = dpo_err(DPO_EINVAL, "%s: d = %d, H or b NULL", fn, d);
-    return dpo_agree(comm, rc);
-  }
-  dpo__grid_shape(P, &nprow, &npcol);
-  /* The BLACS context comes from THIS communicator (not the world default context), so the
-   * solver works on any sub-communicator. */
-  handle = Csys2blacs_handle(comm);
-  ctxt = handle;
-  Cblacs_gridinit(&ctxt, "Row", nprow, npcol);
-  Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
-  if (myrow < 0 || mycol < 0) {
-    rc = dpo_err(DPO_ELAPACK, "%s: rank not in the %d x %d BLACS grid", fn, nprow, npcol);
-    myrow = mycol = 0; /* only to size the (unused) local arrays below */
-  }
+  dpo__blacs_t g;
+  if (d <= 0 || !H || !b)
+    return dpo_agree(comm, dpo_err(DPO_EINVAL, "%s: d = %d, H or b NULL", fn, d));
+  int rc = dpo__blacs_open(comm, fn, &g);
+  const int nprow = g.nprow, npcol = g.npcol, myrow = g.myrow, mycol = g.mycol, ctxt = g.ctxt;
   {
-    /* block size: small enough that every process row/column owns part of the matrix */
-    int mx = nprow > npcol ? nprow : npcol;
-    int nb = (d + mx - 1) / mx;
-    if (nb > 64) nb = 64;
-    if (nb < 1) nb = 1;
-    const int izero = 0, ione = 1;
+    const int nb = dpo__blacs_nb(&g, d), izero = 0, ione = 1;
     int mloc = numroc_(&d, &nb, &myrow, &izero, &nprow);
     int nloc = numroc_(&d, &nb, &mycol, &izero, &npcol);
     int bcols = numroc_(&ione, &ione, &mycol, &izero, &npcol);
@@ -91,8 +101,7 @@ int dpo__pd_solve(MPI_Comm comm, int d, const double *H, double *b) {
       for (int il = 0; il < mloc; il++) p[dpo__l2g(il, nb, myrow, nprow)] = B[il];
   }
 out:
-  if (ctxt >= 0) Cblacs_gridexit(ctxt);
-  if (handle >= 0) Cfree_blacs_system_handle(handle);
+  dpo__blacs_close(&g);
   rc = dpo_agree(comm, rc);
   if (!rc) {
     if (MPI_Allreduce(p, b, d, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)

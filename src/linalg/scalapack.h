@@ -38,4 +38,24 @@ int dpo__pd_solve(MPI_Comm comm, int d, const double *H, double *b);
 /* The process grid chosen for P ranks: nprow <= npcol, nprow * npcol = P, nprow maximal. */
 void dpo__grid_shape(int P, int *nprow, int *npcol);
 
+/* A BLACS grid over all ranks of a communicator (dpo__grid_shape), its context made from THAT
+ * communicator (not the world's default context), so a solve works on any sub-communicator,
+ * and this rank's place in it. */
+typedef struct {
+  int handle, ctxt, nprow, npcol, myrow, mycol;
+} dpo__blacs_t;
+/* Collective: open g on comm; DPO_ELAPACK (naming fn) on a rank outside the grid, whose place
+ * is then 0, 0 (only to size local arrays nobody uses): the caller agrees the status before
+ * the first ScaLAPACK call, and closes g whatever it returned. */
+int dpo__blacs_open(MPI_Comm comm, const char *fn, dpo__blacs_t *g);
+void dpo__blacs_close(dpo__blacs_t *g);
+/* The block size for a matrix side of n: small enough that every process row and column of
+ * g holds part of it, at most 64. */
+int dpo__blacs_nb(const dpo__blacs_t *g, int n);
+/* Global index (0-based) of local index l (0-based) in a block-cyclic distribution with
+ * block nb over np processes, this process being ip (source process 0). */
+static inline int dpo__l2g(int l, int nb, int ip, int np) {
+  return ((l / nb) * np + ip) * nb + l % nb;
+}
+
 #endif

@@ -305,6 +305,9 @@ static int dpo__epoch(dpo__hm_t *h, const int32_t *seq, int L) {
   }
   if (h->hamsi) {
     int undone = 0;
+    /* where no safeguard undoes it, a non-finite factor stops the run: its count rides with
+     * the pair's reduction (the epoch's words, hamsi.c's loop) */
+    if (!guard && h->ew_n) h->ew[1] = dpo__hm_nonfinite(h);
     st = guard ? dpo__hm_check_pair(h, &undone) : dpo__hm_pair(h);
   } else if (guard) {
     st = dpo__hm_check_gd(h);
@@ -498,9 +501,10 @@ static int dpo__hm_finish(dpo__hm_t *h, dpo_hamsi_result_t *res, double **x2full
   return st;
 }
 
-/* rank 0, before epoch t: the schedule (dpo__hm_schedule) and what to evaluate after it,
- * into sched[0] (bit 1 full evaluation, bit 2 held-out only).  wall: the run's wall time so
- * far, dt the last epoch's, c_eval the last evaluation's. */
+/* Before epoch t: the schedule (dpo__hm_schedule) and what to evaluate after it, into
+ * sched[0] (bit 1 full evaluation, bit 2 held-out only).  wall: the run's wall time so far,
+ * dt the last epoch's, c_eval the last evaluation's.  Every rank plans; where a clock decides
+ * (dpo__hm_clocked) rank 0's plan is the one broadcast. */
 static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t_train, double wall,
                                double dt, double c_eval, int64_t *last_full, int32_t *sched) {
   const dpo_hamsi_opts_t *o = &h->o;
@@ -522,6 +526,41 @@ static void dpo__hm_plan_epoch(dpo__hm_t *h, dpo_rng_t *rng, int64_t t, double t
    * the clock): the held-out RMSE at least, the cheap part */
   int test = due && !full && o->early_stop > 0;
   sched[0] |= (full << 1) | (test << 2);
+}
+
+/* Does epoch t's plan read a clock (a time limit, or an evaluation due under a budget of
+ * wall time)?  Only then is rank 0's plan broadcast: the schedule itself is drawn by every
+ * rank (the det order, or the seeded stream every rank holds), and the rest follows from
+ * public settings.  The same answer on every rank. */
+static int dpo__hm_clocked(const dpo_hamsi_opts_t *o, int64_t t) {
+  return o->time_limit > 0 || (o->eval_every > 0 && t % o->eval_every == 0 && o->eval_budget > 0);
+}
+
+/* Epoch t over seq[0..L) with its words (dpo__hm_t.ew), which ride with its one reduction (the
+ * pair's; dpo__hm_words where it has none): ranks with a failure to report (*pend: at the
+ * last epoch's end or after its reduction), ranks with a non-finite factor (dpo__epoch), and
+ * rank 0's checkpoint decision due for this epoch, asked before it runs.  They were three
+ * agreements and a broadcast an epoch, each a wait of alpha log2 P on every rank.  Returns the
+ * agreed status of a failure the words reported; a local one after the reduction goes into
+ * *pend for the next. */
+static int dpo__hm_epoch_words(dpo__hm_t *h, const int32_t *seq, int L, int64_t t, int *pend,
+                               int64_t due[2]) {
+  const dpo_hamsi_opts_t *o = &h->o;
+  h->ew[0] = *pend != DPO_OK;
+  h->ew[1] = 0;
+  if (h->rank == 0 && o->ckpt_due && o->ckpt_path) due[0] = o->ckpt_due(o->ckpt_ctx, t, &due[1]);
+  h->ew[2] = (double)due[0];
+  h->ew_n = DPO__HM_EW;
+  int st = dpo__epoch(h, seq, L);
+  if (!st && h->ew_n) { /* no reduction in the epoch (mb-GD without its safeguard) */
+    h->ew[1] = dpo__hm_nonfinite(h);
+    st = dpo__hm_words(h);
+  }
+  /* a rank failed or holds a non-finite factor: the first failing rank's status, agreed */
+  if (h->ew_n == 0 && (h->ew[0] > 0 || h->ew[1] > 0))
+    return dpo_agree(h->comm, *pend ? *pend : st ? st : dpo__hm_diverged(h, t, NULL));
+  if (st && !*pend) *pend = st;
+  return DPO_OK;
 }
 
 /* After the epochs (st their status, t the epoch that ended them): the result's
@@ -596,7 +635,7 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       !(x2full = malloc(sizeof(double) * (size_t)h->ni * h->r)) ||
       !(res->trace = calloc((size_t)cap, sizeof *res->trace)))
     st = dpo_err(DPO_ENOMEM, "hamsi schedule/trace");
-  if (!st && h->rank == 0) st = dpo_rng_create(1, o->seed, 0x5c4ed, &rng);
+  if (!st) st = dpo_rng_create(1, o->seed, 0x5c4ed, &rng); /* the schedule's: every rank */
   if ((st = dpo_agree(comm, st))) goto out;
 
   double t_start = MPI_Wtime(), t_train = 0, rtr = NAN, rte = NAN, best = INFINITY;
@@ -625,23 +664,25 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
     if (!st && !h->hamsi && o->reject_tol >= 0) st = dpo__gd_f0(h, x2full);
   }
   if (!st) st = dpo__hm_keep(h, &h->good, lp.t);
+  if (!st) st = dpo__hm_snap_room(h, &h->good); /* keeping it after an epoch cannot fail */
   if ((st = dpo_agree(comm, st))) goto out;
+  /* a failure at an epoch's end (its point kept, on_epoch) or after its reduction: the next
+   * epoch's reduction carries it, or the agreement after the last one */
+  int pend = DPO_OK;
   c_eval = MPI_Wtime() - t_start - lp.t_wall;
   for (t = lp.t + 1;; t++) {
-    /* rank 0 decides whether to go on, the schedule and what to evaluate after the epoch,
-     * then broadcasts: sched[0] bit 0 stop, bit 1 full evaluation, bit 2 held-out only */
-    if (h->rank == 0)
-      dpo__hm_plan_epoch(h, rng, t, t_train, MPI_Wtime() - t_start, dt, c_eval, &last_full, sched);
-    if (MPI_Bcast(sched, L + 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
-      st = dpo_err(DPO_EMPI, "hamsi: schedule broadcast failed");
+    /* whether to go on, the schedule and what to evaluate after the epoch: sched[0] bit 0
+     * stop, bit 1 full evaluation, bit 2 held-out only; rank 0's flags where a clock decides */
+    dpo__hm_plan_epoch(h, rng, t, t_train, MPI_Wtime() - t_start, dt, c_eval, &last_full, sched);
+    if (dpo__hm_clocked(o, t) && MPI_Bcast(sched, 1, MPI_INT32_T, 0, comm) != MPI_SUCCESS) {
+      st = dpo_err(DPO_EMPI, "hamsi: the epoch's plan broadcast failed");
       break;
     }
     if ((sched[0] & 1) || stop) break;
+    int64_t due[2] = {0, 0}; /* rank 0's checkpoint decision: go on, save, save and stop */
     double t0 = MPI_Wtime();
     h->beta = pow(dpo__hm_eta_t(o, t), o->gamma); /* line 5 */
-    st = dpo__epoch(h, sched + 1, L);
-    if (!st) st = dpo__hm_diverged(h, t, NULL);
-    if ((st = dpo_agree(comm, st))) break;
+    if ((st = dpo__hm_epoch_words(h, sched + 1, L, t, &pend, due))) break;
     t_train += (dt = MPI_Wtime() - t0);
     if (sched[0] & 6) {
       double te = MPI_Wtime();
@@ -689,14 +730,18 @@ int dpo_hamsi_run(MPI_Comm comm, const dpo_ratings_t *ratings,
       }
       c_eval = MPI_Wtime() - te;
     }
-    if ((st = dpo_agree(comm, dpo__hm_keep(h, &h->good, t)))) break;
-    if (o->on_epoch && (st = dpo_agree(comm, o->on_epoch(o->epoch_ctx, t)))) break;
-    if (o->ckpt_due && o->ckpt_path) { /* rank 0 decides: go on, save, save and stop */
+    if (!pend) pend = dpo__hm_keep(h, &h->good, t); /* its room was made: cannot fail */
+    if (!pend && o->on_epoch) pend = o->on_epoch(o->epoch_ctx, t);
+    if (h->ew[2] > 0) { /* rank 0's decision, summed with the other ranks' 0 */
+      due[0] = (int64_t)h->ew[2];
+      if (h->rank == 0) (void)o->ckpt_due(o->ckpt_ctx, t, &due[1]); /* aux with the trace row */
+      if ((st = dpo_agree(comm, pend))) break; /* no checkpoint of a failed epoch */
       dpo__hm_loop_t cp = {t, t_train, MPI_Wtime() - t_start, last_full, best, best_rsm, stop,
                            {res->train_rmse0, res->test_rmse0}, 0};
-      if ((st = dpo__hm_ckpt_epoch(h, &cp, rng))) break;
+      if ((st = dpo__hm_ckpt_epoch(h, &cp, rng, due))) break;
     }
   }
+  if (!st) st = dpo_agree(comm, pend); /* a failure at the last epoch's end */
   st = dpo__hm_end(h, res, &x2full, st, t, t_start, t_train);
 out:
   dpo_rng_destroy(rng);

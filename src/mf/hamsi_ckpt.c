@@ -325,6 +325,13 @@ int dpo__hm_ckpt_load(dpo__hm_t *h, const char *path, dpo__hm_loop_t *lp, dpo_rn
   DPO__CK_MPI(MPI_Bcast(dv, 5, MPI_DOUBLE, 0, h->comm));
   DPO__CK_MPI(MPI_Bcast(iv, 5, MPI_INT64_T, 0, h->comm));
   DPO__CK_MPI(MPI_Bcast(lp, (int)sizeof *lp, MPI_BYTE, 0, h->comm));
+  if (rng) { /* every rank draws the schedule from the stream (src/mf/hamsi.c) */
+    dpo_rng_state_t rs;
+    if (h->rank == 0) dpo_rng_get_state(rng, &rs);
+    DPO__CK_MPI(MPI_Bcast(&rs, (int)sizeof rs, MPI_BYTE, 0, h->comm));
+    if (h->rank != 0) st = dpo_rng_set_state(rng, &rs);
+    if ((st = dpo_agree(h->comm, st))) goto out;
+  }
   h->sigma = dv[0], h->damp = dv[1], h->gd_fref = dv[2], h->gd_fref_prev = dv[3];
   h->qdamp = dv[4];
   h->undone = iv[0], h->sg_rejects = (int)iv[1], h->strata = iv[2], h->exchanges = iv[3];
@@ -361,12 +368,9 @@ out:
   return st;
 }
 
-int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng) {
+int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng,
+                       const int64_t due[2]) {
   const dpo_hamsi_opts_t *o = &h->o;
-  int64_t due[2] = {0, 0};
-  if (h->rank == 0) due[0] = o->ckpt_due(o->ckpt_ctx, lp->t, &due[1]);
-  if (MPI_Bcast(due, 2, MPI_INT64_T, 0, h->comm) != MPI_SUCCESS)
-    return dpo_err(DPO_EMPI, "hamsi: checkpoint decision broadcast failed");
   if (!due[0]) return DPO_OK;
   lp->aux = due[1];
   int st = dpo__hm_ckpt_save(h, o->ckpt_path, lp, rng);

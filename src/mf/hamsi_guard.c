@@ -24,8 +24,7 @@ DPO_CLONES_LEVELS static int dpo__bad_any(const double *x, int64_t n) {
   return mx == e;
 }
 
-/* Does any factor this rank holds have a non-finite entry? */
-static int dpo__nonfinite(const dpo__hm_t *h) {
+int dpo__hm_nonfinite(const dpo__hm_t *h) {
   int bad = dpo__bad_any(h->x1, h->nvr);
   for (int32_t c = 0; c < h->B && !bad; c++)
     if (h->cbuf[c]) bad = dpo__bad_any(h->cbuf[c], dpo__nvc(h, c));
@@ -36,7 +35,7 @@ static int dpo__nonfinite(const dpo__hm_t *h) {
  * accumulated in fpart, out[2] the number of ranks with a non-finite factor; fpart is cleared. */
 static int dpo__check_sums(dpo__hm_t *h, double out[3]) {
   int32_t nparts = h->grid ? h->B : h->nch, p0 = h->grid ? h->i0 : h->chunk_of[h->u0];
-  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  h->fpart[3 * p0 + 2] = dpo__hm_nonfinite(h);
   int st = dpo__hm_reduce_parts(h, h->fpart, nparts, 3, out);
   memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nparts);
   return st;
@@ -100,7 +99,7 @@ int dpo__hm_check_pair(dpo__hm_t *h, int *undone) {
   int M = h->M;
   double out[512 + 3], t = MPI_Wtime();
   *undone = 0;
-  h->fpart[3 * p0 + 2] = dpo__nonfinite(h);
+  h->fpart[3 * p0 + 2] = dpo__hm_nonfinite(h);
   dpo__hm_pair_local(h, &np);
   memcpy(h->part + (int64_t)np * 2 * M, h->fpart, sizeof(double) * 3 * (size_t)nf);
   memset(h->fpart, 0, sizeof(double) * 3 * (size_t)nf);
@@ -149,7 +148,7 @@ int dpo__hm_check_gd(dpo__hm_t *h) {
 /* Divergence guard (local; the caller agrees on the status): every factor this rank holds
  * and, when given, the RMSE must be finite. */
 int dpo__hm_diverged(const dpo__hm_t *h, int64_t t, const double *rmse) {
-  int bad = (rmse && !isfinite(*rmse)) || dpo__nonfinite(h);
+  int bad = (rmse && !isfinite(*rmse)) || dpo__hm_nonfinite(h);
   if (!bad) return DPO_OK;
   return dpo_err(DPO_ENOCONV, "diverged at epoch %lld (%s non-finite): try a smaller --sigma0 or "
                  "a larger --eta (beta_t = (eta t)^gamma divides the step)", (long long)t,

@@ -46,6 +46,11 @@ typedef struct {
   int64_t t;
 } dpo__snap_t;
 
+/* the words of an epoch's reduction (dpo__hm_t.ew): [0] ranks with a failure to report, [1]
+ * ranks holding a non-finite factor where no safeguard counts them, [2] rank 0's checkpoint
+ * decision */
+#define DPO__HM_EW 3
+
 typedef struct {
   MPI_Comm comm;
   int rank, size;
@@ -131,8 +136,14 @@ typedef struct {
   int sg_rejects;
   double gd_fref, gd_fref_prev;
   /* last point that passed the divergence check, kept so that a failing run still returns
-   * it; best: the point of the best held-out RMSE (early stopping) */
+   * it (room for every block made before the epochs: keeping it cannot fail); best: the
+   * point of the best held-out RMSE (early stopping) */
   dpo__snap_t good, best;
+  /* the epoch's words (hamsi.c's loop sets them): they ride with the epoch's one reduction
+   * (dpo__hm_reduce_parts2 takes ew_n of them from ew and puts their sums over the ranks
+   * back, ew_n then 0), so an epoch meets the other ranks once */
+  int ew_n;
+  double ew[DPO__HM_EW];
   /* biased model (opts.biases): r = opts.r + 2, the last two columns of an X1 row are
    * [b_u, 1] and of an X2t row [1, b_i]; mu was subtracted from y and ty */
   double mu;
@@ -249,6 +260,8 @@ void dpo__hm_hist_pair(dpo__hm_t *h, int32_t ns);
 /* ---- hamsi_snap.c (local) ---- */
 /* Copy the factor rows held now (after epoch t) into sn. */
 int dpo__hm_keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t);
+/* Room in sn for every item block, so that keeping into it cannot fail later. */
+int dpo__hm_snap_room(dpo__hm_t *h, dpo__snap_t *sn);
 /* Back to sn (collective: the item blocks first travel back to where they were then). */
 int dpo__hm_restore(dpo__hm_t *h, const dpo__snap_t *sn);
 /* The epoch passed its safeguard: its start becomes sg_prev (buffer swaps, no copy). */
@@ -274,9 +287,11 @@ int dpo__hm_ckpt_save(dpo__hm_t *h, const char *path, const dpo__hm_loop_t *lp,
  * DPO_EINVAL / DPO_EFORMAT naming the file); lp on every rank; then rank 0's
  * opts.ckpt_loaded. */
 int dpo__hm_ckpt_load(dpo__hm_t *h, const char *path, dpo__hm_loop_t *lp, dpo_rng_t *rng);
-/* After epoch lp->t: rank 0's opts.ckpt_due decides (broadcast): nothing, a checkpoint, or a
- * checkpoint and DPO_EINTR ("stopped after epoch ..."); lp->aux is set from it. */
-int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng);
+/* After epoch lp->t: rank 0's opts.ckpt_due decided due[0] (the epoch's reduction carried
+ * it to every rank): nothing, a checkpoint, or a checkpoint and DPO_EINTR ("stopped after
+ * epoch ..."); lp->aux is set from due[1]. */
+int dpo__hm_ckpt_epoch(dpo__hm_t *h, dpo__hm_loop_t *lp, const dpo_rng_t *rng,
+                       const int64_t due[2]);
 
 /* ---- hamsi_step.c ---- */
 /* Reset the L-BFGS memory to sigma0 (safeguard after an undone epoch); zeroes the S, Y rows
@@ -290,10 +305,12 @@ void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t one, double *xc, d
                    double *acc2, double *dx2, double *fsum);
 /* Allreduce of per-part partial sums (w doubles per part) into out[w] (collective); the 2
  * form reduces na parts of wa sums and nb of wb, laid one after the other, in one Allreduce
- * into out[wa + wb]. */
+ * into out[wa + wb].  The epoch's words (h->ew_n of h->ew) ride with it: part has room for
+ * them after its parts (DPO__HM_EW); dpo__hm_words reduces them alone. */
 int dpo__hm_reduce_parts(dpo__hm_t *h, double *part, int32_t nparts, int32_t w, double *out);
 int dpo__hm_reduce_parts2(dpo__hm_t *h, double *part, int32_t na, int32_t wa, int32_t nb,
                           int32_t wb, double *out);
+int dpo__hm_words(dpo__hm_t *h);
 /* Lines 14-19 after the last inner step (collective): dpo__hm_pair_local (local: y and the
  * parts' 2M inner products into h->part), the reduction, dpo__hm_pair_push (local: acceptance
  * and the new S, Y rows). */
@@ -311,5 +328,7 @@ double dpo__hm_tick_seconds(const dpo__hm_t *h, uint64_t k);
 int dpo__hm_check_pair(dpo__hm_t *h, int *undone);
 int dpo__hm_check_gd(dpo__hm_t *h);
 int dpo__hm_diverged(const dpo__hm_t *h, int64_t t, const double *rmse);
+/* Does a factor this rank holds have a non-finite entry?  Local. */
+int dpo__hm_nonfinite(const dpo__hm_t *h);
 
 #endif

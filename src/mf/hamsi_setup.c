@@ -623,11 +623,12 @@ static int dpo__hm_vars(dpo__hm_t *h, const int64_t *udeg, const int64_t *ideg,
   DPO__ALLOC(h->nn1, h->nvr / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->nn2, maxc / (h->r > 0 ? h->r : 1) + 1);
   DPO__ALLOC(h->d, r);
-  DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch));
+  DPO__ALLOC(h->fpart, 3 * (int64_t)(h->grid ? h->B : h->nch) + DPO__HM_EW);
   /* dpo__eval: 4 sums a part (B or nch parts); dpo__hm_pair: 2M a part (2B or nch + 1),
-   * followed by the safeguard's 3 a part (B or nch) when dpo__hm_check_pair reduces both */
+   * followed by the safeguard's 3 a part (B or nch) when dpo__hm_check_pair reduces both;
+   * then the epoch's words (fpart too) */
   DPO__ALLOC(h->part, (2 * (int64_t)(h->grid ? h->B : h->nch) + 1) * (2 * M > 4 ? 2 * M : 4) +
-                          3 * (int64_t)(h->grid ? h->B : h->nch));
+                          3 * (int64_t)(h->grid ? h->B : h->nch) + DPO__HM_EW);
   if (h->hamsi && (st = dpo__lbfgs_init(&h->lb, M, h->o.sigma0))) goto fail;
   /* the factors-only model (the thesis's objective, thesis eq. (3.1)) takes the only-shrinking
    * sigma of hamsi-mf (see lbfgs_compact.c) and keeps its memory when dpo__check undoes a

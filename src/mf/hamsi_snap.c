@@ -25,6 +25,17 @@ int dpo__hm_keep(dpo__hm_t *h, dpo__snap_t *sn, int64_t t) {
   return DPO_OK;
 }
 
+int dpo__hm_snap_room(dpo__hm_t *h, dpo__snap_t *sn) {
+  if (!sn->c && !(sn->c = calloc((size_t)h->B, sizeof *sn->c)))
+    return dpo_err(DPO_ENOMEM, "hamsi: saved point");
+  for (int32_t c = 0; c < h->B; c++) {
+    int64_t nv = dpo__nvc(h, c);
+    if (!sn->c[c] && !(sn->c[c] = malloc(sizeof(double) * (size_t)(nv ? nv : 1))))
+      return dpo_err(DPO_ENOMEM, "hamsi: saved point (item block %d)", c);
+  }
+  return DPO_OK;
+}
+
 /* Back to a saved point (collective: the item blocks first travel back to the ranks that
  * held them then). */
 int dpo__hm_restore(dpo__hm_t *h, const dpo__snap_t *sn) {

@@ -286,15 +286,34 @@ DPO_CLONES_LEVELS void dpo__hm_block(dpo__hm_t *h, const dpo__blk_t *b, int64_t 
 int dpo__hm_reduce_parts2(dpo__hm_t *h, double *part, int32_t na, int32_t wa, int32_t nb,
                           int32_t wb, double *out) {
   const double *pb = part + (int64_t)na * wa;
-  if (h->o.repro)
-    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, part, na * wa + nb * wb, MPI_DOUBLE, MPI_SUM, h->comm));
+  int32_t n = na * wa + nb * wb, ne = h->ew_n; /* the epoch's words ride with this one */
+  h->ew_n = 0;
+  if (h->o.repro) {
+    memcpy(part + n, h->ew, sizeof(double) * (size_t)ne);
+    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, part, n + ne, MPI_DOUBLE, MPI_SUM, h->comm));
+    memcpy(h->ew, part + n, sizeof(double) * (size_t)ne);
+  }
   for (int32_t j = 0; j < wa + wb; j++) out[j] = 0;
   for (int32_t p = 0; p < na; p++)
     for (int32_t j = 0; j < wa; j++) out[j] += part[(int64_t)p * wa + j];
   for (int32_t p = 0; p < nb; p++)
     for (int32_t j = 0; j < wb; j++) out[wa + j] += pb[(int64_t)p * wb + j];
-  if (!h->o.repro)
-    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, out, wa + wb, MPI_DOUBLE, MPI_SUM, h->comm));
+  if (!h->o.repro) {
+    double buf[2 * 256 + 4 + DPO__HM_EW]; /* wa + wb <= 2M + 3 or 4 */
+    memcpy(buf, out, sizeof(double) * (size_t)(wa + wb));
+    memcpy(buf + wa + wb, h->ew, sizeof(double) * (size_t)ne);
+    DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, wa + wb + ne, MPI_DOUBLE, MPI_SUM, h->comm));
+    memcpy(out, buf, sizeof(double) * (size_t)(wa + wb));
+    memcpy(h->ew, buf + wa + wb, sizeof(double) * (size_t)ne);
+  }
+  return DPO_OK;
+}
+
+/* The epoch's words alone, for an epoch that made no reduction (mb-GD without its safeguard). */
+int dpo__hm_words(dpo__hm_t *h) {
+  int ne = h->ew_n;
+  h->ew_n = 0;
+  DPO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, h->ew, ne, MPI_DOUBLE, MPI_SUM, h->comm));
   return DPO_OK;
 }
 

@@ -27,6 +27,7 @@ void dpo__dp_destroy(dpo__dp_t *dp) {
   free(dp->plist);
   free(dp->prow0);
   free(dp->pn);
+  dpo_rng_destroy(dp->rng1);
   free(dp);
 }
 
@@ -566,9 +567,7 @@ static int dpo__dp_grad_parties(dpo__dp_t *dp, const double *x, int64_t t, doubl
                            c.sampling, m, na, d, g, x, u};
       if ((rc = dpo_solver_release(s, &rel))) return rc;
     }
-    memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
-    dpo_model_finish(dpo_oracle_model(o), d, 1, x, NULL, dp->gs);
-    for (int32_t j = 0; j < d; j++) g[j] += w * dp->gs[j];
+    dpo__dp_add_reg(dp, x, w, g);
     if (b_out) *b_out = dp->last_b;
     return DPO_OK;
   }
@@ -693,7 +692,9 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
   double charged = 0;
   int rc;
   dpo_charge_t c;
-  if ((rc = dpo__dp_step_charge(dp, t, eps_target, w, &c))) return rc;
+  rc = dpo__dp_step_charge(dp, t, eps_target, w, &c);
+  if (dp->one) return dpo__dp_grad1(dp, x, t, rc, &c, w, g, b_out); /* dp_step1.c */
+  if (rc) return rc;
   const double b = c.noise_scale, delta1 = c.sensitivity, eps0 = c.eps;
   /* the batch: data-independent randomness, so drawing it before the charge reveals nothing */
   dpo_batch_t batch = {NULL, dp->n};
@@ -735,9 +736,7 @@ int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, d
     if ((rc = dpo_solver_release(s, &rel))) return rc;
   }
   /* the regularizer's gradient is public given x: added after the noise */
-  memset(dp->gs, 0, (size_t)d * sizeof *dp->gs);
-  dpo_model_finish(dpo_oracle_model(dpo_solver_oracle(s)), d, 1, x, NULL, dp->gs);
-  for (int32_t j = 0; j < d; j++) g[j] += w * dp->gs[j];
+  dpo__dp_add_reg(dp, x, w, g);
   if (b_out) *b_out = b;
   return DPO_OK;
 }

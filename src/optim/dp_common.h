@@ -32,6 +32,8 @@
 #include <stdint.h>
 
 #include "dpopt/optim.h"
+#include "dpopt/privacy.h"
+#include "dpopt/rng.h"
 
 enum { DPO__DP_ACC_SUBSAMPLED = 0, DPO__DP_ACC_THESIS2G = 1 };
 enum { DPO__DP_SAMPLE_WOR = 0, DPO__DP_SAMPLE_DISJOINT = 1 };
@@ -74,6 +76,9 @@ typedef struct {
   int64_t *prow0, *pn;  /* [count] */
   int nactive;
   int64_t n_active;
+  /* one meeting a step (dp_step1.c): on in this run; a worker's copy of rank 0's stream */
+  int one;
+  dpo_rng_t *rng1;
 } dpo__dp_t;
 
 /* Read privacy.eps, privacy.clip (through the oracle), data.row_l1_bound / row_l2_bound,
@@ -111,6 +116,26 @@ int dpo__dp_eps0(const dpo__dp_t *dp, double eps_target, double *eps0);
  * w S1 / m).  g (length d) receives w grad F_B(x) + eta.  *b_out (may be NULL) gets b. */
 int dpo__dp_grad(dpo__dp_t *dp, const double *x, int64_t t, double eps_target, double w,
                  double *g, double *b_out);
+
+/* g += w (the regularizer's gradient at x): public given x, added after the noise. */
+void dpo__dp_add_reg(dpo__dp_t *dp, const double *x, double w, double *g);
+
+/* dp_step1.c, every rank: dpo__dp_grad's step with one meeting of the ranks (dp->one), the
+ * full batch, after the step's charge c was computed (st: its status; every rank computes the
+ * same c from the same public numbers).  Rank 0 charges c before the meeting, whose sums every
+ * rank noises from its copy of the stream; a worker whose meetings ended (or that failed: its
+ * status goes in the next meeting) gets g = 0 and DPO_OK. */
+int dpo__dp_grad1(dpo__dp_t *dp, const double *x, int64_t t, int st, const dpo_charge_t *c,
+                  double w, double *g, double *b_out);
+
+/* dp_step1.c, every rank, collective (an algorithm's dpo_algo_t.step1): rank 0 (dp: its state,
+ * on: its run may take one meeting a step) decides: no parties, the full batch, a ledger, the
+ * oracle able (comm/step1.h); then *max_iter, the algorithm's npub public numbers pub, its DP
+ * state's numbers, x and its stream's state go to the other ranks, whose *copy (a DP state
+ * with the stream's copy) the algorithm wraps; lrc, a rank's status (its wrapper's memory),
+ * is agreed on with theirs.  *one = 1 on every rank when on. */
+int dpo__dp_step1_begin(dpo_solver_t *s, dpo__dp_t *dp, int on, int lrc, int64_t *max_iter,
+                        double *pub, int npub, dpo__dp_t **copy, int *one);
 
 /* Tighter accounting (privacy.calibrate = ledger, the default).  The shares e of a per-step
  * plan (e[t], or e[0] for every step when ne == 1; T steps; weight w as in dpo__dp_grad) come

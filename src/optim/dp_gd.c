@@ -21,6 +21,7 @@ typedef struct {
   dpo__dp_t *dp;
   double alpha0, e;
   int invsqrt;
+  int ran; /* a step was taken (a later run of the same solver keeps the request path) */
   double *g;
 } dpo__dpgd_t;
 
@@ -62,10 +63,35 @@ fail:
 static int dpgd_step(dpo_solver_t *s, void *st, int64_t t, int *done) {
   dpo__dpgd_t *a = st;
   double *x = dpo_solver_x(s);
+  a->ran = 1;
   int rc = dpo__dp_grad(a->dp, x, t, a->e, 1.0, a->g, NULL);
   if (rc) return rc;
   double al = a->invsqrt ? a->alpha0 / sqrt((double)t + 1.0) : a->alpha0;
   for (int32_t j = 0; j < a->dp->d; j++) x[j] -= al * a->g[j];
+  return DPO_OK;
+}
+
+/* Every rank (dpo_algo_t.step1): one meeting a step with the full batch (dp_step1.c); the
+ * other ranks get a copy of the step's numbers (alpha0, e, the schedule) and of the DP state,
+ * in a state allocated before the ranks agree on it. */
+static int dpgd_step1(dpo_solver_t *s, void **state, int want, int64_t *max_iter, int *on) {
+  const int rank = dpo_oracle_rank(dpo_solver_oracle(s));
+  dpo__dpgd_t *a = rank == 0 ? *state : NULL, *b = NULL;
+  int lrc = DPO_OK;
+  if (rank != 0 && (!(b = calloc(1, sizeof *b)) ||
+                    !(b->g = malloc((size_t)dpo_solver_dim(s) * sizeof *b->g))))
+    lrc = dpo_err(DPO_ENOMEM, "dp-gd: no memory for this rank's copy of the step");
+  double pub[3] = {a ? a->alpha0 : 0, a ? a->e : 0, a ? a->invsqrt : 0};
+  dpo__dp_t *copy = NULL;
+  int rc = dpo__dp_step1_begin(s, a ? a->dp : NULL, want && a && !a->ran, lrc, max_iter, pub,
+                               3, &copy, on);
+  if (rc || !copy) {
+    dpgd_destroy(b);
+    return rc;
+  }
+  b->dp = copy, b->alpha0 = pub[0], b->e = pub[1], b->invsqrt = pub[2] != 0;
+  if (*state) dpgd_destroy(*state);
+  *state = b;
   return DPO_OK;
 }
 
@@ -96,4 +122,4 @@ static const dpo_algo_param_t dpgd_params[] = {
 
 const dpo_algo_t dpo__algo_dp_gd = {"dp-gd", "DP gradient descent, step c/(L sqrt(t)) (Kuru 2019, Sec. 4.4)",
                                     1, dpgd_create, dpgd_step, dpgd_destroy, dpgd_save,
-                                    dpgd_load, dpgd_params, dpo__dp_params, "alpha", NULL, 0, 0, 0, NULL};
+                                    dpgd_load, dpgd_params, dpo__dp_params, "alpha", NULL, 0, 0, 0, dpgd_step1};

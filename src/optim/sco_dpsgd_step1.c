@@ -14,8 +14,10 @@
  * declared: dpo__oracle_step1_able refuses an oracle with any), so the key and the partial
  * sums they exchange stay inside the data holder, as the sums and x did on the request path;
  * what leaves it is the run's outputs at the end (the model from rank 0, the journal of
- * charges made before each step was computed).  Runs that write a trace or checkpoints during
- * the steps, resume, or split the data between parties keep the request path.
+ * charges made before each step was computed).  A trace row's sums ride in its step's
+ * meeting (comm/step1.h); a checkpoint is rank 0's state alone; a resumed run sends the
+ * checkpoint's momentum, mean and pool to the copies.  Runs that split the data between
+ * parties keep the request path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,19 @@ int dpo__dpsgd_step1_begin(dpo_solver_t *s, void **state, int want, int64_t *max
   }
   sodium_memzero(&st, sizeof st);
   rc = dpo_agree(comm, rc);
+  /* a resumed run: the checkpoint's momentum, running mean and (wor) pool, from rank 0's
+   * loaded state to the copies (a fresh run's are zeros and the identity) */
+  if (!rc && dpo_solver_start_iter(s) > 0) {
+    dpo__dpsgd_t *b = rank == 0 ? a : copy;
+    const int d = (int)iv[IV_D];
+    int brc = MPI_Bcast(b->v, d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS ||
+              MPI_Bcast(b->avg, d, MPI_DOUBLE, 0, comm) != MPI_SUCCESS;
+    for (int64_t off = 0; !brc && !b->poisson && off < b->c.n; off += 1 << 24) {
+      const int cnt = (int)(b->c.n - off < (1 << 24) ? b->c.n - off : 1 << 24);
+      brc = MPI_Bcast(b->pool + off, cnt, MPI_INT64_T, 0, comm) != MPI_SUCCESS;
+    }
+    if (brc) rc = dpo_err(DPO_EMPI, "dp-sgd-rdp: MPI_Bcast of the resumed state failed");
+  }
   if (!rc) rc = dpo__oracle_step1_begin(o);
   if (rc) {
     dpsgd1_free(copy);
@@ -130,7 +145,7 @@ int dpo__dpsgd_step1(dpo_solver_t *s, dpo__dpsgd_t *a, int64_t t, const dpo_char
   int st = brc;
   if (!st && rank == 0) st = dpo_ledger_charge(dpo_solver_ledger(s), ch, NULL);
   dpo_batch_t b = {a->ids, mb};
-  int rc = dpo__oracle_step1_sums(o, dpo_solver_x(s), &b, st, a->g, NULL);
+  int rc = dpo__oracle_step1_sums(o, t, dpo_solver_x(s), &b, st, a->g, NULL);
   if (rc == DPO_EREMOTE && rank != 0) {
     *skip = 1;
     return DPO_OK;

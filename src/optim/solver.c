@@ -333,64 +333,6 @@ double dpo_solver_L(const dpo_solver_t *s) {
 
 double dpo_solver_mu(const dpo_solver_t *s) { return dpo_model_mu(dpo_oracle_model(s->oracle)); }
 
-int dpo_solver_eval(dpo_solver_t *s, const double *x, double *F, double *g) {
-  size_t nb = (size_t)s->d * sizeof *x;
-  if (s->cvalid && memcmp(x, s->cx, nb) == 0) {
-    if (F) *F = s->cF;
-    if (g) memcpy(g, s->cg, nb);
-    return DPO_OK;
-  }
-  s->cvalid = 0;
-  int rc = dpo_oracle_eval(s->oracle, x, NULL, 1, &s->cF, s->cg);
-  if (rc) return rc;
-  memcpy(s->cx, x, nb);
-  s->cvalid = 1;
-  if (F) *F = s->cF;
-  if (g) memcpy(g, s->cg, nb);
-  return DPO_OK;
-}
-
-static double dpo__nrm2(const double *v, int32_t d) {
-  /* scaled, so huge gradients do not overflow */
-  double scale = 0.0, ssq = 1.0;
-  for (int32_t j = 0; j < d; j++) {
-    double a = fabs(v[j]);
-    if (a == 0.0) continue;
-    if (scale < a) {
-      ssq = 1.0 + ssq * (scale / a) * (scale / a);
-      scale = a;
-    } else {
-      ssq += (a / scale) * (a / scale);
-    }
-  }
-  return scale * sqrt(ssq);
-}
-
-/* One trace row at the current iterate (rank 0).  *diag accumulates the time spent on the
- * non-private diagnostic evaluation, which is excluded from time_s. */
-static int dpo__trace_row(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, double t0,
-                          double *diag, double *g) {
-  double F = NAN, gn = NAN, fs = NAN, hl = NAN, hm = NAN;
-  double a = MPI_Wtime();
-  int held = o->trace_loss && o->heldout_metric;
-  if (o->trace_loss) {
-    int rc = dpo_solver_eval(s, s->x, &F, g);
-    if (!rc && held) rc = dpo_oracle_eval_metric(s->oracle, s->x, 1, &hl, &hm);
-    if (rc) return rc;
-    gn = dpo__nrm2(g, s->d);
-    if (isfinite(o->fstar)) fs = F - o->fstar;
-  }
-  double b = MPI_Wtime();
-  *diag += b - a;
-  double eps = s->spent ? s->spent(s->spent_arg) : NAN;
-  int w = fprintf(o->trace, "%ld,%.6f,%.17g,%.17g,%.17g,%.17g", (long)t, b - t0 - *diag, F, gn,
-                  fs, eps);
-  if (w >= 0 && held) w = fprintf(o->trace, ",%.17g,%.17g", hl, hm);
-  if (w < 0 || fputc('\n', o->trace) == EOF)
-    return dpo_err(DPO_EIO, "cannot write the trace row of iteration %ld", (long)t);
-  return DPO_OK;
-}
-
 /* ---- progress on stderr (rank 0) ----
  * On when opts->progress > 0 (--progress), or when it is 0 (automatic) and someone watches:
  * stderr is a terminal, or a launcher (mpirun) pipes rank 0's output and the process still has
@@ -459,8 +401,9 @@ static void dpo__prog_show(dpo__prog_t *p, const dpo_solver_t *s, int64_t t_done
  * when rank 0 finishes the oracle; only an MPI failure returns. */
 static int dpo__solver_steps1(dpo_solver_t *s, int64_t max_iter) {
   int rc = DPO_OK;
-  for (int64_t t = 0; dpo__oracle_step1_live(s->oracle, NULL) && t < max_iter; t++) {
+  for (int64_t t = s->t0; dpo__oracle_step1_live(s->oracle, NULL) && t < max_iter; t++) {
     int fin = 0;
+    dpo__oracle_step1_point(s->oracle, t, s->x); /* x_t, for a trace row in the meeting */
     if ((rc = s->algo->step(s, s->state, t, &fin)) || fin) break;
   }
   dpo__oracle_step1_close(s->oracle);
@@ -468,29 +411,60 @@ static int dpo__solver_steps1(dpo_solver_t *s, int64_t max_iter) {
   return rc;
 }
 
-/* Rank 0: whether the run's options allow one meeting a step (nothing between the steps that
- * asks the other ranks: no trace rows, checkpoints, stops or resume). */
-static int dpo__solver_want1(const dpo_solver_t *s, const dpo_run_opts_t *o) {
-  return !(o->trace && o->trace_every > 0) && o->checkpoint_every == 0 && o->stop_after == 0 &&
-         !s->resumed && s->t0 == 0;
-}
-
-/* Every rank, collective: rank 0's choice of one meeting a step and its iteration limit. */
+/* Every rank, collective: rank 0's choice of one meeting a step and its iteration limit; the
+ * trace rows whose sums the meetings carry (rank 0's plan, sent on by the oracle).  Nothing
+ * else between the steps asks the other ranks: a checkpoint or a stop is rank 0's alone. */
 static int dpo__solver_begin1(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t *max_iter,
                               int *one) {
-  int rc = s->algo->step1(s, &s->state, s->rank == 0 && dpo__solver_want1(s, o), max_iter, one);
+  const int rows = s->rank == 0 && o->trace && o->trace_every > 0 && o->trace_loss;
+  dpo__oracle_step1_trace_plan(s->oracle, rows ? o->trace_every : 0,
+                               rows && o->heldout_metric);
+  int rc = s->algo->step1(s, &s->state, s->rank == 0, max_iter, one);
   s->max_iter = *max_iter;
   s->one = *one;
   return rc;
 }
 
 /* Rank 0 after its loop: the other ranks wait in a step's meeting unless the steps ended for
- * all (the plan's end, the limit, a meeting that failed); then one meeting tells them to stop. */
+ * all (the plan's end, the limit, a meeting that failed); then one meeting tells them to stop.
+ * Their loop ran from t0 (a resumed run's checkpoint), so the limit is on t0 + met. */
 static int dpo__solver_end1(dpo_solver_t *s, int rc, int ended, int64_t max_iter) {
   int64_t met = 0;
   dpo__oracle_step1_live(s->oracle, &met);
-  int mrc = dpo__oracle_step1_end(s->oracle, !ended && met < max_iter);
+  int mrc = dpo__oracle_step1_end(s->oracle, s->t0 + met, !ended && s->t0 + met < max_iter);
   return mrc && !rc ? mrc : rc;
+}
+
+/* Rank 0 at the top of iteration t < max_iter, before its trace row: a checkpoint (periodic,
+ * or on a stop), from which a resumed run redoes exactly iterations t, t+1, ... (the trace is
+ * truncated to this point).  Returns 1 when the loop ends here (*rc says why). */
+static int dpo__solver_top(dpo_solver_t *s, const dpo_run_opts_t *opts, int64_t t,
+                           int64_t max_iter, int *rc) {
+  int intr = (opts->stop && *opts->stop) || (opts->stop_after > 0 && t >= opts->stop_after);
+  int periodic = opts->checkpoint_every > 0 && t > s->t0 && t % opts->checkpoint_every == 0;
+  if (!intr && !periodic) return 0;
+  if (opts->trace && opts->trace_every > 0) fflush(opts->trace);
+  int saved = 0;
+  char why[200] = "the algorithm cannot write one";
+  if (dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path) {
+    /* the checkpoint holds released iterates: their charges durable first */
+    *rc = s->ledger && s->rank == 0 ? dpo_ledger_sync(s->ledger) : DPO_OK;
+    if (!*rc) *rc = dpo__solver_ckpt_save(s, opts, t);
+    saved = !*rc;
+    /* a run the algorithm cannot checkpoint (refused up front when asked for) still stops
+     * cleanly on a signal, without one */
+    if (*rc == DPO_EUNSUP && intr) snprintf(why, sizeof why, "%s", dpo_errmsg()), *rc = 0;
+    if (*rc) return 1;
+  }
+  if (!intr) return 0;
+  s->iters = t;
+  if (saved)
+    *rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: checkpoint written, "
+                  "continue with dpopt train --resume RUN", (long)t, (long)max_iter);
+  else
+    *rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: no checkpoint (%s)",
+                  (long)t, (long)max_iter, why);
+  return 1;
 }
 
 int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
@@ -504,6 +478,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
   int rc = DPO_OK, one = 0, ended = 0;
   int64_t max_iter = s->max_iter = dpo__resolve_iters(s, opts);
   s->one = 0;
+  s->row.t = -1;
   if (s->algo->step1) rc = dpo__solver_begin1(s, opts, &max_iter, &one);
   if (s->rank != 0) {
     if (!rc && one) rc = dpo__solver_steps1(s, max_iter);
@@ -549,40 +524,9 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       goto done0;
     }
     for (t = s->t0;; t++) {
-      /* Checkpoint at the top of iteration t, before its trace row: a resumed run redoes
-       * exactly iterations t, t+1, ... (the trace is truncated to this point). */
-      if (t < max_iter) {
-        int intr = (opts->stop && *opts->stop) || (opts->stop_after > 0 && t >= opts->stop_after);
-        int periodic = opts->checkpoint_every > 0 && t > s->t0 && t % opts->checkpoint_every == 0;
-        if (intr || periodic) {
-          if (tracing) fflush(opts->trace);
-          int saved = 0;
-          char why[200] = "the algorithm cannot write one";
-          if (dpo_algo_can_checkpoint(s->algo) && opts->checkpoint_path) {
-            /* the checkpoint holds released iterates: their charges durable first */
-            rc = s->ledger && s->rank == 0 ? dpo_ledger_sync(s->ledger) : DPO_OK;
-            if (!rc) rc = dpo__solver_ckpt_save(s, opts, t);
-            saved = !rc;
-            /* a run the algorithm cannot checkpoint (refused up front when asked for) still
-             * stops cleanly on a signal, without one */
-            if (rc == DPO_EUNSUP && intr) snprintf(why, sizeof why, "%s", dpo_errmsg()), rc = 0;
-            if (rc) break;
-          }
-          if (intr) {
-            s->iters = t;
-            if (saved)
-              rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: checkpoint "
-                           "written, continue with dpopt train --resume RUN", (long)t,
-                           (long)max_iter);
-            else
-              rc = dpo_err(DPO_EINTR, "interrupted before iteration %ld of %ld: no checkpoint "
-                           "(%s)", (long)t, (long)max_iter, why);
-            break;
-          }
-        }
-      }
+      if (t < max_iter && dpo__solver_top(s, opts, t, max_iter, &rc)) break;
       if (tracing && t % opts->trace_every == 0) {
-        if ((rc = dpo__trace_row(s, opts, t, t0, &diag, g))) break;
+        if ((rc = dpo__trace_row(s, opts, t, t0, &diag, g, t < max_iter))) break;
         last_row = t;
       }
       if (t >= max_iter) break;
@@ -595,6 +539,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
       memcpy(xsave, s->x, nb);
       const int64_t charges0 = dpo_ledger_count(s->ledger);
       rc = s->algo->step(s, s->state, t, &fin);
+      rc = dpo__trace_after(s, opts, t, &diag, g, xsave, rc); /* a row the meeting brought */
       if (rc == DPO_EBUDGET) {
         /* the refused release never happened: keep the last released iterate */
         memcpy(s->x, xsave, nb);
@@ -622,7 +567,7 @@ int dpo_solver_run(dpo_solver_t *s, const dpo_run_opts_t *opts) {
                      (long long)s->plan.steps);
     }
     if ((rc == DPO_OK || rc == DPO_EBUDGET) && tracing && last_row != t) {
-      int trc = dpo__trace_row(s, opts, t, t0, &diag, g);
+      int trc = dpo__trace_row(s, opts, t, t0, &diag, g, 0);
       if (trc) rc = trc;
     }
     if (tracing) fflush(opts->trace);

@@ -50,6 +50,12 @@ struct dpo_solver {
   double *xstart;
   int64_t max_iter;
   int one; /* the last run took one meeting of the ranks a step (dpo_algo_t.step1) */
+  /* rank 0: the trace row of iteration t that step t's meeting brings (t = -1: none), its
+   * time and eps_spent before the step (solver_trace.c) */
+  struct {
+    int64_t t;
+    double time, eps;
+  } row;
 };
 
 /* Rank 0: the full state at the top of iteration t into opts->checkpoint_path (see optim.h,
@@ -61,5 +67,17 @@ int dpo__solver_ckpt_refused(const dpo_solver_t *s, int code);
 /* Rank 0, before the algorithm's create of a resumed run: the checkpoint's record of the noisy
  * row count (if it has one) into s->count; solver_ckpt.c. */
 int dpo__solver_ckpt_count_read(dpo_solver_t *s, const char *path);
+
+/* solver_trace.c, rank 0: the trace row of iteration t at x_t (may_defer: a run of one
+ * meeting a step may bring its sums in step t's meeting, and the row is written after the
+ * step by dpo__trace_after, with xt = x_t and rc the step's status; it returns the row's
+ * failure, else rc).  *diag accumulates the time of the non-private evaluation, which is
+ * excluded from time_s. */
+int dpo__trace_row(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, double t0, double *diag,
+                   double *g, int may_defer);
+int dpo__trace_after(dpo_solver_t *s, const dpo_run_opts_t *o, int64_t t, double *diag,
+                     double *g, const double *xt, int rc);
+/* The 2-norm of v (d), scaled so that huge gradients do not overflow. */
+double dpo__nrm2(const double *v, int32_t d);
 
 #endif

@@ -185,33 +185,14 @@ static int dpo__bline(const char *path, int64_t ln, json_object *o, dpo__bstate_
   return DPO_OK;
 }
 
-static int dpo__bread_fd(int fd, const char *path, char **buf, size_t *len) {
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-    return dpo_err(DPO_EIO, "%s: not a regular file", path);
-  size_t n = (size_t)sb.st_size, off = 0;
-  char *b = malloc(n + 1);
-  if (!b) return dpo_err(DPO_ENOMEM, "budget store: out of memory");
-  while (off < n) {
-    ssize_t r = pread(fd, b + off, n - off, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      free(b);
-      return dpo_err(DPO_EIO, "%s: read failed", path);
-    }
-    off += (size_t)r;
-  }
-  b[n] = '\0';
-  *buf = b;
-  *len = n;
-  return DPO_OK;
-}
-
 /* Verify and read the whole store (the caller holds a lock on fd). */
 static int dpo__bload(int fd, const char *path, const unsigned char *key, dpo__bstate_t *s) {
   char *buf = NULL;
   size_t len = 0, pos = 0;
-  int st = dpo__bread_fd(fd, path, &buf, &len);
+  struct stat sb;
+  int st = fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)
+               ? dpo_err(DPO_EIO, "%s: not a regular file", path)
+               : dpo__read_all(fd, path, &buf, &len);
   memset(s, 0, sizeof *s);
   if (st) return st;
   while (pos < len && !st) {
@@ -570,12 +551,19 @@ static int dpo__breserve(dpo_budget_t *B, const char *run_id, double eps, double
   if (i >= 0) s.runs[i] = was;
   if (st) goto out;
   if (!(te <= s.beps && td <= s.bdelta)) {
+    /* what is true when: a new run's check comes before its data are loaded; a resumed run's
+     * (its id is its reopened journal's) before its next release, dpopt admm's after its data
+     * are loaded; either writes nothing.  The run's own record is not one of the others. */
+    const int others = s.nruns - (i >= 0);
+    const char *when = now ? "the resumed run is refused before its next release: nothing "
+                             "more was released, nothing written"
+                     : dry ? "refused before the data were loaded, nothing was run or written"
+                           : "refused before the run's first release";
     st = dpo_err(DPO_EBUDGET, "budget store %s: this run's budget (eps = %g, delta = %g) does "
                  "not fit what is left of the data set's budget (eps = %g, delta = %g; spent "
-                 "eps = %.6g, delta = %.3g by %d earlier run%s; with this run eps = %.6g, delta = "
-                 "%.3g): refused before the data were loaded, nothing was run or written "
-                 "(dpopt budget show %s)", B->dir, eps, delta, s.beps, s.bdelta, pe, pd,
-                 s.nruns, s.nruns == 1 ? "" : "s", te, td, B->dir);
+                 "eps = %.6g, delta = %.3g by %d other run%s; with this run eps = %.6g, delta = "
+                 "%.3g): %s (dpopt budget show %s)", B->dir, eps, delta, s.beps, s.bdelta, pe,
+                 pd, others, others == 1 ? "" : "s", te, td, when, B->dir);
     goto out;
   }
   if (dry) goto out;

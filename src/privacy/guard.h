@@ -61,18 +61,6 @@ typedef struct {
                        * the party's rows repeats in it); -1: none */
 } dpo_guard_req_t;
 
-/* Not collective (parties.c): party k's own run directory, party.K.out, else parties.out with
- * its one %d replaced by k; *dir = NULL when neither is given (caller frees). */
-int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir);
-/* Not collective (parties.c): party k's path for `what` (data, budget_store, out):
- * party.K.WHAT, else parties.WHAT with its one %d replaced by k; *path = NULL when neither is
- * given (caller frees). */
-int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path);
-/* Not collective (parties.c): DPO_EINVAL, naming the later party (name[k], or k when name is
- * NULL), when two of the n parties' budget stores are one (the same directory, by device and
- * inode, else the same name; NULL entries name none): each party holding its store's lock
- * until its reservation would wait for the other. */
-int dpo_party_stores_distinct(char *const *store, const int *name, int n);
 /* Not collective: the file of the party named K's own journal, DIR/ledger.partyK.jsonl, into
  * journal[n] (a party's journal is named by its name, never by its position); DPO_EINVAL when
  * it does not fit.  Every place that opens or checks a party journal names it here. */

@@ -1,5 +1,5 @@
-/* The journal's keyed hash chain and its key (journal_chain.c), used by ledger.c and
- * ledger_replay.c.
+/* The journal's keyed hash chain and its key (journal_chain.c), used by ledger.c,
+ * ledger_replay.c and the budget store (which reads its records with dpo__read_all).
  *
  * Every journal line ends in ,"chain":"<64 hex>"} : its tag
  *   h_i = BLAKE2b-256 keyed with K over (h_{i-1} || canonical bytes of line i),
@@ -49,5 +49,9 @@ int dpo__chain_split(const char *line, size_t n, size_t *body_len,
 int dpo__chain_verify(const unsigned char key[DPO__CHAIN_BYTES],
                       const unsigned char prev[DPO__CHAIN_BYTES], const char *line, size_t n,
                       unsigned char next[DPO__CHAIN_BYTES]);
+
+/* The whole of the open file fd (path: for messages) into *buf (malloc'd, NUL-terminated,
+ * *len bytes without the NUL): a journal or a budget store's records, read at once. */
+int dpo__read_all(int fd, const char *path, char **buf, size_t *len);
 
 #endif

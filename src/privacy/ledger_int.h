@@ -104,6 +104,5 @@ void dpo__replay_free(dpo__replay_t *R);
  * state is allocated here; dpo__replay_free).  If out != NULL print one row per charge. */
 int dpo__replay(const char *path, const char *buf, size_t len, const unsigned char *key,
                 FILE *out, dpo__replay_t *R);
-int dpo__read_all(int fd, const char *path, char **buf, size_t *len);
 
 #endif

@@ -325,27 +325,6 @@ done:
   return st;
 }
 
-int dpo__read_all(int fd, const char *path, char **buf, size_t *len) {
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) return dpo_err(DPO_EIO, "%s: stat failed: %s", path, strerror(errno));
-  size_t n = (size_t)sb.st_size, off = 0;
-  char *b = malloc(n + 1);
-  if (!b) return dpo_err(DPO_ENOMEM, "ledger: out of memory reading %s", path);
-  while (off < n) {
-    ssize_t r = pread(fd, b + off, n - off, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      free(b);
-      return dpo_err(DPO_EIO, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "short");
-    }
-    off += (size_t)r;
-  }
-  b[n] = '\0';
-  *buf = b;
-  *len = n;
-  return DPO_OK;
-}
-
 /* ------------------------------------------------------------ printing */
 
 /* The journal read through no symlink, its key loaded (never created: reading writes nothing)

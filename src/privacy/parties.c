@@ -12,7 +12,6 @@
 #include "dpopt/spec.h"
 #include "dpopt/status.h"
 #include "mech_ct.h"
-#include "privacy/guard.h" /* dpo_party_out_dir */
 
 void dpo_parties_destroy(dpo_parties_t *p) {
   if (!p) return;
@@ -115,45 +114,32 @@ static int dpo__party_path(const dpo_config_t *cfg, const char *what, const char
   return DPO_OK;
 }
 
-int dpo_party_path(const dpo_config_t *cfg, const char *what, int k, char **path) {
-  char key[64];
-  const char *pat = NULL;
-  *path = NULL;
-  snprintf(key, sizeof key, "parties.%s", what);
-  dpo_config_get_str(cfg, key, NULL, &pat);
-  return dpo__party_path(cfg, what, pat, k, path);
-}
-
 static int dpo__party_same_store(const char *a, const char *b) {
   struct stat sa, sb;
   if (!stat(a, &sa) && !stat(b, &sb)) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   return !strcmp(a, b);
 }
 
-int dpo_party_stores_distinct(char *const *store, const int *name, int n) {
-  for (int k = 1; k < n; k++)
-    for (int i = 0; i < k && store[k]; i++)
-      if (store[i] && dpo__party_same_store(store[i], store[k]))
+/* each party holds its store's lock from its check to its reservation: two parties on one
+ * store (the same directory, by device and inode, else the same name) would wait for each
+ * other; the later party is named */
+static int dpo__party_stores_distinct(const dpo_parties_t *p) {
+  for (int k = 1; k < p->count; k++)
+    for (int i = 0; i < k && p->store[k]; i++)
+      if (p->store[i] && dpo__party_same_store(p->store[i], p->store[k]))
         return dpo_err(DPO_EINVAL, "parties: party %d names a budget store another party names: "
-                       "each party keeps its own store (one data set's account)",
-                       name ? name[k] : k);
+                       "each party keeps its own store (one data set's account)", p->name[k]);
   return DPO_OK;
-}
-
-int dpo_party_out_dir(const dpo_config_t *cfg, int k, char **dir) {
-  return dpo_party_path(cfg, "out", k, dir);
 }
 
 /* every party names its WHAT or none does (then the array is all NULL) */
 static int dpo__party_all_or_none(char **v, int n, const char *what) {
-  int some = 0, all = 1;
-  for (int k = 0; k < n; k++) {
-    some |= v[k] != NULL;
-    all &= v[k] != NULL;
-  }
-  if (some && !all)
-    return dpo_err(DPO_EINVAL, "parties: either every party names its %s (parties.%s or "
-                   "party.K.%s) or none does", what, what, what);
+  int some = 0;
+  for (int k = 0; k < n; k++) some += v[k] != NULL;
+  if (some && some < n)
+    return dpo_err(DPO_EINVAL, "parties: %d of %d parties name their own %s (parties.%s or "
+                   "party.K.%s): either every party names one or none does", some, n, what,
+                   what, what);
   return DPO_OK;
 }
 
@@ -186,8 +172,9 @@ static int dpo__party_out_check(const dpo_config_t *cfg, dpo_parties_t *p) {
 }
 
 /* privacy.collude and privacy.trust_coordinator for count parties under the spec's trust
- * mode: the number of parties that may collude with the coordinator (secagg), or a refusal */
-static int dpo__parties_collude(const dpo_privacy_spec_t *spec, int64_t count, int *collude) {
+ * mode: the number of parties that may collude with the coordinator (secagg), or a refusal
+ * (dpopt train's parties and dpopt admm's, one party a rank, alike) */
+int dpo_parties_collude(const dpo_privacy_spec_t *spec, int64_t count, int *collude) {
   const dpo_trust_t tm = spec->trust;
   const int given_k = dpo_privacy_spec_given(spec, DPO_SPEC_COLLUDE);
   const char *k_at = dpo_privacy_spec_origin(spec, DPO_SPEC_COLLUDE);
@@ -257,12 +244,93 @@ static int dpo__parties_remaining(const dpo_config_t *cfg, int64_t count, int *n
   return DPO_OK;
 }
 
+/* A table of count parties on nranks ranks, every array allocated, party k named k, none
+ * dropped; NULL when out of memory. */
+static dpo_parties_t *dpo__parties_new(int64_t count, int nranks) {
+  dpo_parties_t *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->count = (int)count;
+  p->nranks = nranks;
+  p->name = malloc((size_t)count * sizeof *p->name);
+  p->rank_party = malloc((size_t)nranks * sizeof *p->rank_party);
+  p->first_rank = calloc((size_t)count, sizeof *p->first_rank);
+  p->nranks_of = calloc((size_t)count, sizeof *p->nranks_of);
+  p->eps = calloc((size_t)count, sizeof *p->eps);
+  p->delta = calloc((size_t)count, sizeof *p->delta);
+  p->data = calloc((size_t)count, sizeof *p->data);
+  p->store = calloc((size_t)count, sizeof *p->store);
+  p->out = calloc((size_t)count, sizeof *p->out);
+  p->dropped_step = malloc((size_t)count * sizeof *p->dropped_step);
+  if (!p->name || !p->rank_party || !p->first_rank || !p->nranks_of || !p->eps || !p->delta ||
+      !p->data || !p->store || !p->out || !p->dropped_step) {
+    dpo_parties_destroy(p);
+    return NULL;
+  }
+  for (int k = 0; k < count; k++) {
+    p->name[k] = k;
+    p->dropped_step[k] = -1;
+  }
+  return p;
+}
+
+/* The one reader of the parties' own files: each party's data file, budget store and run
+ * directory (party.K.data / budget_store / out, else the parties.* pattern with %d = K, its
+ * name), then what holds in every table: every party names its file (its store) or none
+ * does, the run directories suit the trust mode, no two parties name one store, and a store
+ * accounts for the party's own file. */
+static int dpo__parties_files(const dpo_config_t *cfg, dpo_parties_t *p) {
+  static const char *const what[3] = {"data", "budget_store", "out"};
+  char **const dst[3] = {p->data, p->store, p->out};
+  for (int w = 0; w < 3; w++) {
+    char key[64];
+    const char *pat = NULL;
+    snprintf(key, sizeof key, "parties.%s", what[w]);
+    dpo_config_get_str(cfg, key, NULL, &pat);
+    for (int k = 0; k < p->count; k++) {
+      int rc = dpo__party_path(cfg, what[w], pat, p->name[k], &dst[w][k]);
+      if (rc) return rc;
+    }
+  }
+  int rc;
+  if ((rc = dpo__party_all_or_none(p->data, p->count, "data")) ||
+      (rc = dpo__party_all_or_none(p->store, p->count, "budget_store")) ||
+      (rc = dpo__party_out_check(cfg, p)) || (rc = dpo__party_stores_distinct(p)))
+    return rc;
+  if (p->store[0] && !p->data[0])
+    return dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
+                   "party.K.budget_store) needs the party's own data file (parties.data or "
+                   "party.K.data)");
+  return DPO_OK;
+}
+
+int dpo_parties_per_rank(const dpo_config_t *cfg, dpo_trust_t trust, int nranks, double eps,
+                         double delta, dpo_parties_t **out) {
+  *out = NULL;
+  if (!cfg || nranks < 1) return dpo_err(DPO_EINVAL, "parties: NULL config or no ranks");
+  dpo_parties_t *p = dpo__parties_new(nranks, nranks);
+  if (!p) return dpo_err(DPO_ENOMEM, "parties: out of memory");
+  p->trust = trust;
+  for (int k = 0; k < nranks; k++) {
+    p->rank_party[k] = p->first_rank[k] = k;
+    p->nranks_of[k] = 1;
+    p->eps[k] = eps;
+    p->delta[k] = delta;
+  }
+  int rc = dpo__parties_files(cfg, p);
+  if (rc) {
+    dpo_parties_destroy(p);
+    return rc;
+  }
+  *out = p;
+  return DPO_OK;
+}
+
 int dpo_parties_from_config(const dpo_config_t *cfg,
                             const dpo_privacy_spec_t *spec, int nranks,
                             dpo_parties_t **out) {
   int rc = DPO_OK;
   dpo_parties_t *p = NULL;
-  const char *pat = NULL, *spat = NULL, *opat = NULL;
+  const char *pat = NULL;
   int64_t count = 0;
   char key[128];
   dpo_privacy_spec_t none;
@@ -275,8 +343,6 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
   }
   double geps = spec->eps, gdelta = spec->delta;
   dpo_config_get_str(cfg, "parties.data", NULL, &pat);
-  dpo_config_get_str(cfg, "parties.budget_store", NULL, &spat);
-  dpo_config_get_str(cfg, "parties.out", NULL, &opat);
   if ((rc = dpo_config_get_int(cfg, "parties.count", 0, &count)) ||
       (rc = dpo_config_get_double(cfg, "parties.eps", geps, &geps)) ||
       (rc = dpo_config_get_double(cfg, "parties.delta", gdelta, &gdelta)))
@@ -296,13 +362,8 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     return dpo_err(DPO_EINVAL, "%s: parties.count = %lld: need 1 <= count <= ranks (%d): a party "
                    "is one or more ranks", dpo_config_origin(cfg, "parties.count"),
                    (long long)count, nranks);
-  if (!(p = calloc(1, sizeof *p))) return dpo_err(DPO_ENOMEM, "parties: out of memory");
+  if (!(p = dpo__parties_new(count, nranks))) return dpo_err(DPO_ENOMEM, "parties: out of memory");
   int nrem = 0;
-  if (!(p->name = malloc((size_t)count * sizeof *p->name))) {
-    free(p);
-    return dpo_err(DPO_ENOMEM, "parties: out of memory");
-  }
-  for (int k = 0; k < count; k++) p->name[k] = k;
   if ((rc = dpo__parties_remaining(cfg, count, p->name, &nrem))) goto fail;
   if (nrem > 0) count = nrem; /* the table: the remaining parties, each under its name */
   if (nrem > nranks) {
@@ -310,30 +371,14 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
                  dpo_config_origin(cfg, "parties.remaining"), nrem, nranks);
     goto fail;
   }
-  p->count = (int)count;
-  p->nranks = nranks;
+  p->count = (int)count; /* the arrays hold the first table's count >= the remaining ones */
   p->trust = tm;
   p->on_exhausted = ex;
   p->declared = declared;
-  if ((rc = dpo__parties_collude(spec, count, &p->collude))) goto fail;
-  p->rank_party = malloc((size_t)nranks * sizeof *p->rank_party);
-  p->first_rank = calloc((size_t)count, sizeof *p->first_rank);
-  p->nranks_of = calloc((size_t)count, sizeof *p->nranks_of);
-  p->eps = calloc((size_t)count, sizeof *p->eps);
-  p->delta = calloc((size_t)count, sizeof *p->delta);
-  p->data = calloc((size_t)count, sizeof *p->data);
-  p->store = calloc((size_t)count, sizeof *p->store);
-  p->out = calloc((size_t)count, sizeof *p->out);
-  p->dropped_step = malloc((size_t)count * sizeof *p->dropped_step);
-  if (!p->rank_party || !p->first_rank || !p->nranks_of || !p->eps || !p->delta || !p->data ||
-      !p->store || !p->out || !p->dropped_step) {
-    rc = dpo_err(DPO_ENOMEM, "parties: out of memory");
-    goto fail;
-  }
+  if ((rc = dpo_parties_collude(spec, count, &p->collude))) goto fail;
   /* default ranks: P balanced contiguous blocks */
   for (int k = 0; k < p->count; k++) {
     int64_t a = (int64_t)k * nranks / count, b = (int64_t)(k + 1) * nranks / count;
-    p->dropped_step[k] = -1;
     p->first_rank[k] = (int)a;
     p->nranks_of[k] = (int)(b - a);
   }
@@ -362,10 +407,6 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
     if ((rc = dpo_config_get_double(cfg, key, geps, &p->eps[k]))) goto fail;
     snprintf(key, sizeof key, "party.%d.delta", p->name[k]);
     if ((rc = dpo_config_get_double(cfg, key, gdelta, &p->delta[k]))) goto fail;
-    if ((rc = dpo__party_path(cfg, "data", pat, p->name[k], &p->data[k])) ||
-        (rc = dpo__party_path(cfg, "budget_store", spat, p->name[k], &p->store[k])) ||
-        (rc = dpo__party_path(cfg, "out", opat, p->name[k], &p->out[k])))
-      goto fail;
     if (!(p->delta[k] >= 0 && p->delta[k] < 1) || (!isnan(p->eps[k]) && !(p->eps[k] > 0))) {
       rc = dpo_err(DPO_EINVAL, "party %d: budget eps = %g, delta = %g: need eps > 0, delta in "
                    "[0, 1)", p->name[k], p->eps[k], p->delta[k]);
@@ -379,22 +420,7 @@ int dpo_parties_from_config(const dpo_config_t *cfg,
                  "party", next - 1, nranks - 1);
     goto fail;
   }
-  if ((rc = dpo__party_all_or_none(p->data, p->count, "data")) ||
-      (rc = dpo__party_all_or_none(p->store, p->count, "budget_store")))
-    goto fail;
-  if ((rc = dpo__party_out_check(cfg, p)))
-    goto fail;
-  /* each party holds its store's lock from its check to its reservation: two parties on one
-   * store would wait for each other */
-  if ((rc = dpo_party_stores_distinct(p->store, p->name, p->count)))
-    goto fail;
-  /* a party's store accounts for the file the party registered in it */
-  if (p->store[0] && !p->data[0]) {
-    rc = dpo_err(DPO_EINVAL, "parties: a party's budget store (parties.budget_store or "
-                 "party.K.budget_store) needs the party's own data file (parties.data or "
-                 "party.K.data)");
-    goto fail;
-  }
+  if ((rc = dpo__parties_files(cfg, p))) goto fail;
   *out = p;
   return DPO_OK;
 fail:

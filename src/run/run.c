@@ -12,6 +12,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "privacy/guard.h" /* dpo_party_store_journal: whose store a resume can settle */
+#include "run/run_agglo.h"
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -230,7 +231,7 @@ static int dpo__run_settings(dpo_run_t *r) {
                      "data.test (--test)", dpo_config_origin(cfg, "data.valid_fraction"));
     r->test_path = r->train_path;
   }
-  return DPO_OK;
+  return dpo__agglo_settings(r);
 }
 
 /* Claim the run directory, write the trace header and config.ini, open the journal.
@@ -271,6 +272,7 @@ int dpo__train_setup(dpo_run_t *r) {
   if (!rc)
     rc = dpo__run_parties_setup(r->comm, r->cfg, &r->spec, r->algo->is_private,
                                 r->resuming, &r->parties);
+  if (!rc) rc = dpo_agree(r->comm, dpo__agglo_check(r));
   if (!rc && !r->resuming && (r->ckpt_every > 0 || r->stop_after > 0))
     rc = dpo_agree(r->comm, dpo__run_ckpt_stores(dpo__run_parties_table(r->parties)));
   if (!rc && r->resuming)
@@ -465,6 +467,7 @@ void dpo_run_destroy(dpo_run_t *r) {
   dpo_shard_destroy(r->train);
   dpo_model_destroy(r->model);
   dpo_config_destroy(r->merged);
+  dpo__agglo_destroy(r);
   if (r->comm != MPI_COMM_NULL) MPI_Comm_free(&r->comm);
   free(r);
 }

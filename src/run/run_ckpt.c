@@ -196,6 +196,14 @@ int dpo__run_resume_config(const dpo_config_t *given, const char *run, dpo_confi
   if (dpo_config_get(m.cfg, "privacy.journal_key") &&
       (rc = dpo_config_set(m.cfg, "privacy.journal_key", "", "--resume (config.ini's ignored)")))
     goto fail;
+  /* a run agglomerated by run.agglomerate = on and stopped by a signal left a checkpoint; a
+   * resume keeps its ranks (run_agglo.c), so the saved on, which would refuse it, becomes
+   * auto (it then says why the ranks are kept); an on given to the resume is still refused */
+  const char *ag = dpo_config_get(m.cfg, "run.agglomerate");
+  if (ag && !strcasecmp(ag, "on") &&
+      (rc = dpo_config_set(m.cfg, "run.agglomerate", "auto",
+                           "--resume (config.ini's on: a resume keeps its ranks)")))
+    goto fail;
   /* the journal's own run directory, whatever the original run.dir said */
   if ((rc = dpo_config_set(m.cfg, "run.dir", run, "--resume"))) goto fail;
   dpo_config_foreach(given, dpo__merge_one, &m);

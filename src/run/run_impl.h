@@ -121,6 +121,7 @@ struct dpo_run {
   dpo_shard_t *train, *test;
   dpo_oracle_t *oracle;
   dpo_solver_t *solver;
+  struct dpo__agglo *agglo; /* run.agglomerate: the decision and rank 0's own comm (run_agglo.c) */
   volatile sig_atomic_t *stop;
   int run_rc;
   double t_solve;
@@ -129,6 +130,7 @@ struct dpo_run {
    * "phases_s"): set-up before the load, the rest of the load (row checks, test file), the
    * solver's set-up (the noise calibration), the final evaluation */
   double t_setup, t_checks, t_plan, t_eval;
+  double t_agglo; /* run.agglomerate's measurement and the rows' move (run_agglo.c) */
   int journal_deferred; /* rank 0: the solve's journal lines fsynced in groups (run_solve.c) */
   /* evaluate, write */
   int evaluated;

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
+#include "run/run_agglo.h"
 #include "run/run_blas.h"
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
@@ -211,6 +212,7 @@ static json_object *dpo__summary(const dpo_run_t *r,
     json_object_object_add(ph, "setup", dpo_json_double(r->t_setup));
     json_object_object_add(ph, "load", dpo_json_double(r->t_load));
     json_object_object_add(ph, "row_checks", dpo_json_double(r->t_checks));
+    json_object_object_add(ph, "agglomerate", dpo_json_double(r->t_agglo));
     json_object_object_add(ph, "plan", dpo_json_double(r->t_plan));
     json_object_object_add(ph, "solve", dpo_json_double(r->t_solve));
     json_object_object_add(ph, "evaluate", dpo_json_double(r->t_eval));
@@ -255,6 +257,7 @@ static json_object *dpo__summary(const dpo_run_t *r,
     json_object_object_add(sum, "journal_fsync", json_object_new_string(
         r->journal_deferred ? "deferred: before a release left the node (one node, one owner)"
                             : "every charge"));
+  dpo__agglo_summary(r, sum);
   dpo__run_priv_summary(r->priv, sum);
   dpo__run_parties_summary(r->parties, dpo__run_priv_ledger(r->priv), sum);
   if (r->summary_fn) r->summary_fn(r, sum);
@@ -265,9 +268,13 @@ int dpo__run_write_outputs(dpo_run_t *r) {
   int rc = DPO_OK;
   r->wall = dpo_wtime() - r->t_start;
   dpo_oracle_stats_t ost;
+  memset(&ost, 0, sizeof ost); /* no oracle on the ranks that waited (run_agglo.c) */
   dpo_oracle_get_stats(r->oracle, &ost);
   dpo__timing_t tim;
   dpo__timing_reduce(r->comm, &ost, dpo__run_parties_hide_train(r->parties), &tim);
+  /* how the solve's ranks waited: rank 0's own communicator when it solved alone (the full
+   * one had no policy set up; the others slept on rank 0's status, agglomerate says so) */
+  tim.wait = dpo__wait_policy(dpo__agglo_solve_comm(r));
   if (r->rank == 0) {
     char p[1024], cm[512];
     snprintf(cm, sizeof cm, "dpopt %s model, algo %s, %s, d=%d\n%s", r->model_name,

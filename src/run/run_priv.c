@@ -110,7 +110,7 @@ int dpo__run_priv_setup(MPI_Comm comm, const dpo_config_t *cfg, const dpo_privac
     goto out;
   }
   if (p->store && dpo_config_get(cfg, "parties.data")) {
-    rc = dpo_err(DPO_EUNSUP, "%s: per-party data files (parties.data) with one budget store: "
+    rc = dpo_err(DPO_EINVAL, "%s: per-party data files (parties.data) with one budget store: "
                  "the store accounts for one data set; give each party its own store "
                  "(parties.budget_store = DIR%%d or party.K.budget_store)",
                  dpo_config_origin(cfg, "privacy.store"));

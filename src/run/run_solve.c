@@ -9,6 +9,7 @@
 #include "dpopt/runout.h"
 #include "dpopt/status.h"
 #include "optim/sco_common.h" /* dpo__sco_params: the algorithms whose noise is Gaussian */
+#include "run/run_agglo.h"
 #include "run/run_ckpt.h"
 #include "run/run_impl.h"
 #include "run/run_parties.h"
@@ -195,7 +196,7 @@ static int dpo__journal_defer(dpo_run_t *r) {
   return !dpo_ledger_set_sync(L, 0, &deferring) && deferring;
 }
 
-int dpo__train_solve(dpo_run_t *r) {
+static int dpo__train_solve_here(dpo_run_t *r) {
   int rc;
   if (r->fstar_newton && (rc = dpo__newton_ref(r))) return dpo__run_failed(r, rc);
   double t0 = dpo_wtime();
@@ -287,7 +288,7 @@ static int dpo__test_confusion(dpo_run_t *r) {
   return rc;
 }
 
-int dpo__train_evaluate(dpo_run_t *r) {
+static int dpo__train_evaluate_here(dpo_run_t *r) {
   int rc;
   r->stage = DPO__TRAIN_STAGE(r, "");
   /* withheld (parties) or not asked for (--no-train-eval): no pass over the training rows */
@@ -318,4 +319,31 @@ int dpo__train_write(dpo_run_t *r) {
   if ((rc = dpo__run_write_outputs(r))) return dpo__run_failed(r, rc);
   r->state = DPO__RUN_WRITTEN;
   return DPO_OK;
+}
+
+/* run.agglomerate (run_agglo.c): decided before the solve; when rank 0 solves alone the other
+ * ranks skip the solve and evaluation and sleep until rank 0 sends its status. */
+static int dpo__agglo_status(dpo_run_t *r, int rc) {
+  if (dpo__agglo_idle(r) && rc != DPO_OK && rc != DPO_EBUDGET && rc != DPO_EINTR)
+    dpo__run_failed(r, rc); /* rank 0's failure, recorded on the ranks that waited */
+  return rc;
+}
+
+int dpo__train_solve(dpo_run_t *r) {
+  int idle = 0;
+  const double t0 = dpo_wtime();
+  /* the public size bounds the rows moved: privacy.public_n, else the row count where it is
+   * not private */
+  const double N = r->spec.public_n > 0 ? (double)r->spec.public_n
+                   : dpo__run_n_private(r) ? 0.0 : (double)r->train->n_global;
+  int rc = dpo__agglo_begin(r, N, &idle);
+  r->t_agglo = dpo_wtime() - t0;
+  if (rc) return dpo__run_failed(r, dpo_agree(r->comm, rc));
+  return dpo__agglo_status(r, dpo__agglo_end(r, idle ? DPO_OK : dpo__train_solve_here(r)));
+}
+
+int dpo__train_evaluate(dpo_run_t *r) {
+  dpo__agglo_resume(r);
+  return dpo__agglo_status(
+      r, dpo__agglo_end(r, dpo__agglo_idle(r) ? DPO_OK : dpo__train_evaluate_here(r)));
 }

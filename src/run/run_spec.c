@@ -49,8 +49,8 @@ static unsigned dpo__spec_mask(dpo_spec_for_t what) {
            DPO__K(DPO_SPEC_ACCOUNTANT) | DPO__K(DPO_SPEC_CLIP) | admm3;
   case DPO_SPEC_FOR_ADMM:
     return DPO__K(DPO_SPEC_EPS) | DPO__K(DPO_SPEC_DELTA) | DPO__K(DPO_SPEC_TRUST) |
-           DPO__K(DPO_SPEC_ACCOUNTANT) | DPO__K(DPO_SPEC_COLLUDE) | DPO__K(DPO_SPEC_CLIP) |
-           admm3 | DPO__K(DPO_SPEC_JOURNAL) | DPO__K(DPO_SPEC_JOURNAL_KEY) |
+           DPO__K(DPO_SPEC_ACCOUNTANT) | DPO__K(DPO_SPEC_COLLUDE) |
+           DPO__K(DPO_SPEC_TRUST_COORDINATOR) | DPO__K(DPO_SPEC_CLIP) | admm3 | DPO__K(DPO_SPEC_JOURNAL) | DPO__K(DPO_SPEC_JOURNAL_KEY) |
            DPO__K(DPO_SPEC_STORE);
   }
   return 0;
