@@ -132,4 +132,7 @@ check "... and nothing written" test ! -e "$T/bad2"
 expect 1 $MPI -np 2 "$DPOPT" train $D $P --agglomerate sometimes --out "$T/bad"
 has "$T/err" "run.agglomerate = 'sometimes': expected auto, off or on" "an unknown value refused"
 check "... and nothing written" test ! -e "$T/bad"
+expect 1 $MPI -np 2 "$DPOPT" train $D $P --agglomerate off --agglomerate-max-mb 10 --out "$T/bad3"
+has "$T/err" "run.agglomerate_max_mb is read only when run.agglomerate is auto or on" "a cap beside off refused (a setting nobody reads)"
+check "... and nothing written" test ! -e "$T/bad3"
 finish test_agglomerate

@@ -69,6 +69,11 @@ int dpo__agglo_settings(dpo_run_t *r) {
   if (a->mode < 0)
     return dpo_err(DPO_EINVAL, "%s: run.agglomerate = '%s': expected auto, off or on",
                    dpo_config_origin(r->cfg, "run.agglomerate"), m);
+  /* a setting nobody reads is an error: the cap is read only by auto and on */
+  if (a->mode == DPO__AGG_OFF && a->keyed && dpo_config_get(r->cfg, "run.agglomerate_max_mb"))
+    return dpo_err(DPO_EINVAL, "%s: run.agglomerate_max_mb is read only when run.agglomerate is "
+                   "auto or on, and %s sets it off: drop one", dpo_config_origin(r->cfg,
+                   "run.agglomerate_max_mb"), dpo_config_origin(r->cfg, "run.agglomerate"));
   if (!(a->cap_mb > 0) || !isfinite(a->cap_mb))
     return dpo_err(DPO_EINVAL, "%s: run.agglomerate_max_mb = %g: expected a number of MB > 0",
                    dpo_config_origin(r->cfg, "run.agglomerate_max_mb"), a->cap_mb);
