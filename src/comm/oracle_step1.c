@@ -25,6 +25,16 @@ static int dpo__step1_due(const dpo_oracle_t *o, int64_t t) {
   return o->s1_every > 0 && t >= 0 && t % o->s1_every == 0;
 }
 
+int dpo__oracle_step1_stream(const dpo_oracle_t *o, dpo_rng_t *rng, double *x, int d,
+                             dpo_rng_state_t *st) {
+  memset(st, 0, sizeof *st);
+  if (o->rank == 0) dpo_rng_get_state(rng, st);
+  if (MPI_Bcast(st, (int)sizeof *st, MPI_BYTE, 0, o->comm) != MPI_SUCCESS ||
+      MPI_Bcast(x, d, MPI_DOUBLE, 0, o->comm) != MPI_SUCCESS)
+    return dpo_err(DPO_EMPI, "oracle: MPI_Bcast of the step's stream and point failed");
+  return DPO_OK;
+}
+
 int dpo__oracle_step1_begin(dpo_oracle_t *o) {
   int rc = DPO_OK;
   /* rank 0's trace plan (the run's public options) to every rank */

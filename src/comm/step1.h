@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "dpopt/comm.h"
+#include "dpopt/rng.h"
 
 /* Whether this oracle may run steps of one meeting: at most DPO__FOLD_RANKS ranks, global row
  * ids known, no parties, secure aggregation, party guard or per-rank noise stream.  Not
@@ -24,6 +25,13 @@ int dpo__oracle_step1_able(const dpo_oracle_t *o);
 /* Rank 0, before dpo__oracle_step1_begin: a trace row at every step t with t % every == 0
  * (0: none), with the held-out set's sums (held = 1); begin sends the plan to the others. */
 void dpo__oracle_step1_trace_plan(dpo_oracle_t *o, int64_t every, int held);
+
+/* Collective: rank 0's stream state (key, nonce, position) into *st on every rank, and rank
+ * 0's x (d) into x: what every rank's copy of the step starts from.  Only inside one data
+ * holder (the callers have checked dpo__oracle_step1_able); the caller wipes *st
+ * (sodium_memzero) once its copy is made.  DPO_OK or DPO_EMPI on every rank. */
+int dpo__oracle_step1_stream(const dpo_oracle_t *o, dpo_rng_t *rng, double *x, int d,
+                             dpo_rng_state_t *st);
 
 /* Collective: on = 1 (the same on every rank) allocates every rank's buffer of the ranks'
  * sums and starts the meetings; DPO_OK on every rank or the same failure on every rank. */

@@ -93,6 +93,11 @@ static double dpo__row_work(double *v, double *g, int64_t rows) {
   return s;
 }
 
+/* the synthetic row and its gradient before the work (no data: fixed numbers) */
+static void dpo__row_init(double *v, double *g) {
+  for (int j = 0; j < DPO__ROW_W; j++) v[j] = 1.0 / (j + 1), g[j] = 0;
+}
+
 /* This rank's share of a core while every rank computes at once (after a barrier): CPU time
  * of the thread over wall time; and the fewest tasks ready to run seen meanwhile (three looks).
  * The share alone misleads: a rank that has just slept (start-up, reading its data) is owed
@@ -103,7 +108,7 @@ static double dpo__share(int *running, double wall[2]) {
   double w0 = dpo__clock(CLOCK_MONOTONIC), c0 = dpo__clock(CLOCK_THREAD_CPUTIME_ID), w = w0;
   double v[DPO__ROW_W], g[DPO__ROW_W];
   volatile double sink = 0;
-  for (int j = 0; j < DPO__ROW_W; j++) v[j] = 1.0 / (j + 1), g[j] = 0;
+  dpo__row_init(v, g);
   int64_t rows = 0;
   int look = 0, r = dpo__running();
   *running = r;
@@ -284,7 +289,7 @@ int dpo__wait_measure(MPI_Comm comm, dpo__wait_costs_t *c) {
   c->policy = dpo__wait_policy(comm);
   double v[DPO__ROW_W], g[DPO__ROW_W];
   volatile double sink = 0;
-  for (int j = 0; j < DPO__ROW_W; j++) v[j] = 1.0 / (j + 1), g[j] = 0;
+  dpo__row_init(v, g);
   dpo__wait_probe_t p;
   dpo__wait_probed(comm, &p);
   if (p.probed && p.entry_s > 0) { /* the probe computed already: its figures */

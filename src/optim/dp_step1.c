@@ -125,14 +125,13 @@ int dpo__dp_step1_begin(dpo_solver_t *s, dpo__dp_t *dp, int on, int lrc, int64_t
   dpo__dp_t num;
   dpo_rng_state_t st;
   memset(&num, 0, sizeof num);
-  memset(&st, 0, sizeof st);
-  if (rank == 0) num = *dp, dpo_rng_get_state(dpo_solver_rng(s), &st);
+  if (rank == 0) num = *dp;
   int rc = DPO_OK;
   if (MPI_Bcast(&num, (int)sizeof num, MPI_BYTE, 0, comm) != MPI_SUCCESS ||
-      MPI_Bcast(&st, (int)sizeof st, MPI_BYTE, 0, comm) != MPI_SUCCESS ||
-      (npub > 0 && MPI_Bcast(pub, npub, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) ||
-      MPI_Bcast(dpo_solver_x(s), dpo_solver_dim(s), MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
+      (npub > 0 && MPI_Bcast(pub, npub, MPI_DOUBLE, 0, comm) != MPI_SUCCESS))
     rc = dpo_err(DPO_EMPI, "dp: MPI_Bcast of the step's plan failed");
+  if (!rc) rc = dpo__oracle_step1_stream(o, dpo_solver_rng(s), dpo_solver_x(s),
+                                         dpo_solver_dim(s), &st);
   if (!rc) rc = lrc;
   if (!rc && rank != 0) rc = dpo__dp_replica(s, &num, &st, copy);
   sodium_memzero(&st, sizeof st);

@@ -20,7 +20,6 @@
  * parties keep the request path.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include <sodium.h>
 
@@ -96,13 +95,11 @@ int dpo__dpsgd_step1_begin(dpo_solver_t *s, void **state, int want, int64_t *max
   if (!iv[IV_ON]) return DPO_OK;
   /* the key, nonce and position of rank 0's stream: inside the data holder only */
   dpo_rng_state_t st;
-  memset(&st, 0, sizeof st);
-  if (rank == 0) dpo_rng_get_state(dpo_solver_rng(s), &st);
-  int rc = DPO_OK;
-  if (MPI_Bcast(dv, DV_N_, MPI_DOUBLE, 0, comm) != MPI_SUCCESS ||
-      MPI_Bcast(&st, (int)sizeof st, MPI_BYTE, 0, comm) != MPI_SUCCESS ||
-      MPI_Bcast(dpo_solver_x(s), (int)iv[IV_D], MPI_DOUBLE, 0, comm) != MPI_SUCCESS)
-    rc = dpo_err(DPO_EMPI, "dp-sgd-rdp: MPI_Bcast of the step's plan failed");
+  int rc = MPI_Bcast(dv, DV_N_, MPI_DOUBLE, 0, comm) != MPI_SUCCESS
+               ? dpo_err(DPO_EMPI, "dp-sgd-rdp: MPI_Bcast of the step's plan failed")
+               : DPO_OK;
+  if (!rc)
+    rc = dpo__oracle_step1_stream(o, dpo_solver_rng(s), dpo_solver_x(s), (int)iv[IV_D], &st);
   dpo__dpsgd_t *copy = NULL;
   if (!rc && rank != 0) {
     if (*state) dpsgd1_free(*state), *state = NULL;
